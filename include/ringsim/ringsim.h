@@ -1,0 +1,201 @@
+/* ringsim.h - public API of libringsim, a ring all-reduce simulator.
+ *
+ * A program loads a model (rs_model_load), creates a run for W workers
+ * (rs_run_create), fills each worker's flat gradient buffer (rs_run_fill,
+ * rs_run_load_grads or by hand through rs_run_buffer), executes the ring
+ * all-reduce on one thread per worker (rs_run_execute) and reads the result,
+ * the statistics and the check.
+ *
+ * Every fallible function returns an int: RS_OK (0) on success, or one of
+ * the negative codes below. Functions that fail before a run exists write a
+ * one-line message into a caller buffer of RS_ERRMSG_MAX bytes; a run keeps
+ * the text of its last error (rs_run_errmsg).
+ */
+#ifndef RINGSIM_RINGSIM_H
+#define RINGSIM_RINGSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RS_VERSION "0.1.0"
+
+/* Largest number of simulated workers, and longest error message. */
+#define RS_MAX_WORKERS 4096
+#define RS_ERRMSG_MAX 512
+/* Most dimensions a parameter may have. */
+#define RS_MAX_DIMS 8
+
+/* Error codes: name, value, message. One table feeds the enum, rs_errname()
+ * and rs_strerror(). */
+#define RS_ERRNO_MAP(X)                                                        \
+  X(OK, 0, "success")                                                          \
+  X(EINVAL, -1, "invalid argument")                                            \
+  X(ENOMEM, -2, "out of memory")                                               \
+  X(EIO, -3, "input/output error")                                             \
+  X(EPARSE, -4, "malformed input")                                             \
+  X(ETIMEDOUT, -5, "a worker timed out")                                       \
+  X(EABORTED, -6, "the run was aborted")                                       \
+  X(EPROTO, -7, "a message arrived out of sequence")                           \
+  X(ECHECK, -8, "the result check failed")                                     \
+  X(ESYS, -9, "system call failed")
+
+enum {
+#define RS_ERR_ENUM(name, value, msg) RS_##name = value,
+  RS_ERRNO_MAP(RS_ERR_ENUM)
+#undef RS_ERR_ENUM
+};
+
+/* The message and the symbolic name ("RS_ETIMEDOUT") of a code. Never NULL. */
+const char *rs_strerror(int code);
+const char *rs_errname(int code);
+
+/* ---- model ------------------------------------------------------------- */
+
+typedef struct rs_param {
+  const char *name;
+  int ndim;
+  int64_t shape[RS_MAX_DIMS];
+  size_t elem_offset; /* where the param starts in the flat buffer */
+  size_t elems;       /* product of shape (1 for a scalar) */
+} rs_param_t;
+
+typedef struct rs_model rs_model_t;
+
+/* Parse a model.json file (see docs/model-json.md). On success *out owns a
+ * new model, freed with rs_model_free. On error *out is NULL and errmsg holds
+ * one line naming the file and, for syntax errors, line and column. */
+int rs_model_load(const char *path, rs_model_t **out, char *errmsg);
+/* The same from text in memory; source names the text in messages. */
+int rs_model_parse(const char *text, size_t len, const char *source,
+                   rs_model_t **out, char *errmsg);
+void rs_model_free(rs_model_t *model);
+
+const char *rs_model_name(const rs_model_t *model);
+size_t rs_model_param_count(const rs_model_t *model);
+const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
+/* Index of the param called name, or -1. */
+long rs_model_find(const rs_model_t *model, const char *name);
+size_t rs_model_elems(const rs_model_t *model);
+/* Number of workers whose gradients the file gives inline (0: none), and
+ * worker's flat gradients (rs_model_elems floats) or NULL. */
+int rs_model_inline_workers(const rs_model_t *model);
+const float *rs_model_inline_grads(const rs_model_t *model, int worker);
+
+/* ---- safetensors --------------------------------------------------------- */
+
+/* Read every param of model from the safetensors file at path into data
+ * (rs_model_elems floats, flat, in model order). Tensors must be F32 with the
+ * param's shape; extra tensors are ignored. */
+int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
+                        char *errmsg);
+/* Write data (flat, model order) as F32 tensors named and shaped as the
+ * params. Writes to a temporary file and renames it: on error nothing is left
+ * at path. */
+int rs_safetensors_write(const char *path, const rs_model_t *model,
+                         const float *data, char *errmsg);
+
+/* ---- run ----------------------------------------------------------------- */
+
+typedef enum rs_op { RS_OP_SUM, RS_OP_AVG } rs_op_t;
+typedef enum rs_init {
+  RS_INIT_NORMAL,  /* N(0, 1) */
+  RS_INIT_UNIFORM, /* U[-1, 1) */
+  RS_INIT_EXACT    /* multiples of 1/16 in [-8, 8]: every sum is exact */
+} rs_init_t;
+typedef enum rs_collective {
+  RS_COLL_ALLREDUCE,     /* reduce-scatter then all-gather */
+  RS_COLL_REDUCE_SCATTER /* stop after reduce-scatter (NCCL's ReduceScatter) */
+} rs_collective_t;
+
+typedef struct rs_config {
+  int workers;          /* W, 1..RS_MAX_WORKERS */
+  size_t segment_bytes; /* largest message through a channel */
+  int slots;            /* K, slots per channel */
+  double timeout_s;     /* longest a worker waits for a neighbour */
+  rs_op_t op;
+  rs_collective_t collective;
+  /* Test hook: worker crash_worker returns (as if its process died) at the
+   * start of step crash_step of the ring (0-based, counting reduce-scatter
+   * then all-gather steps). -1: no crash. */
+  int crash_worker;
+  int crash_step;
+} rs_config_t;
+
+/* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
+#define RS_DEFAULT_SEGMENT_BYTES (64u * 1024u)
+#define RS_DEFAULT_SLOTS 8
+#define RS_DEFAULT_TIMEOUT_S 10.0
+void rs_config_init(rs_config_t *config);
+
+typedef struct rs_run rs_run_t;
+
+/* Validate config and allocate the W flat buffers. The run keeps a pointer
+ * to model, which must outlive it. On error *out is NULL and errmsg says
+ * which setting is wrong. */
+int rs_run_create(const rs_config_t *config, const rs_model_t *model,
+                  rs_run_t **out, char *errmsg);
+void rs_run_free(rs_run_t *run);
+const char *rs_run_errmsg(const rs_run_t *run);
+
+/* Worker's flat gradient buffer: rs_model_elems floats, 64-byte aligned. */
+float *rs_run_buffer(rs_run_t *run, int worker);
+/* Fill every worker's buffer: generated from seed, deterministically per
+ * (seed, worker, param, element); or copied from the model's inline grads;
+ * or read from safetensors files, pattern holding "{r}" for the worker. */
+int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed);
+int rs_run_fill_inline(rs_run_t *run);
+int rs_run_load_grads(rs_run_t *run, const char *pattern);
+
+/* Compute the reference from the buffers, run the collective on W threads,
+ * then (for an all-reduce) check the result. Returns RS_OK when the run
+ * completed and the check passed, RS_ECHECK when it completed but the check
+ * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...). Once only. */
+int rs_run_execute(rs_run_t *run);
+
+/* The chunk layout: chunk c of W covers [rs_chunk_offset, + rs_chunk_elems)
+ * of an n-element buffer; chunk sizes differ by at most one element. */
+size_t rs_chunk_offset(size_t elem_count, int workers, int chunk);
+size_t rs_chunk_elems(size_t elem_count, int workers, int chunk);
+
+typedef struct rs_worker_stats {
+  uint64_t transfers_sent;
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t wait_ns; /* time blocked on a full or empty channel */
+} rs_worker_stats_t;
+
+typedef struct rs_param_check {
+  double max_abs_err; /* largest |result - reference| */
+  double max_rel_err; /* largest |result - reference| / |reference| */
+  double bound;       /* largest per-element error bound */
+  double worst_ratio; /* largest error / bound (<= 1 passes) */
+  uint64_t differing; /* elements not bitwise equal to the rounded reference */
+} rs_param_check_t;
+
+typedef struct rs_result {
+  int status;         /* what rs_run_execute returned */
+  int identical;      /* every worker's buffer bitwise equal to worker 0's */
+  int exact;          /* inputs were RS_INIT_EXACT: the bound is zero */
+  double max_abs_err; /* over all params */
+  double bound;       /* largest per-element bound over all params */
+  double worst_ratio;
+  uint64_t wall_ns; /* from the start of the ring to the last worker done */
+  uint64_t ref_ns;  /* single-threaded direct mean on the same buffers */
+  uint64_t transfers;
+  size_t segs_per_chunk;
+  size_t seg_elems; /* largest segment in elements */
+} rs_result_t;
+
+const rs_result_t *rs_run_result(const rs_run_t *run);
+const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
+const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
+const rs_config_t *rs_run_config(const rs_run_t *run);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGSIM_RINGSIM_H */

@@ -1,0 +1,138 @@
+/* channel.c - the bounded SPSC FIFO between ring neighbours (see channel.h
+ * for its guarantees). */
+#include "channel.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util.h"
+
+int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
+                 const atomic_int *abort_flag) {
+  memset(ch, 0, sizeof *ch);
+  ch->slots = slots;
+  ch->slot_stride = (sizeof(rs_msg_t) + payload_bytes + 63) & ~(size_t)63;
+  ch->abort_flag = abort_flag;
+  ch->mem = rs__aligned_alloc(ch->slot_stride * (size_t)slots);
+  if (!ch->mem)
+    return RS_ENOMEM;
+  pthread_condattr_t attr;
+  RS_PTHREAD_CHECK(pthread_condattr_init(&attr));
+  RS_PTHREAD_CHECK(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC));
+  RS_PTHREAD_CHECK(pthread_mutex_init(&ch->mu, NULL));
+  RS_PTHREAD_CHECK(pthread_cond_init(&ch->not_full, &attr));
+  RS_PTHREAD_CHECK(pthread_cond_init(&ch->not_empty, &attr));
+  RS_PTHREAD_CHECK(pthread_condattr_destroy(&attr));
+  return RS_OK;
+}
+
+void rs_chan_destroy(rs_chan_t *ch) {
+  if (!ch->mem)
+    return;
+  RS_PTHREAD_CHECK(pthread_cond_destroy(&ch->not_empty));
+  RS_PTHREAD_CHECK(pthread_cond_destroy(&ch->not_full));
+  RS_PTHREAD_CHECK(pthread_mutex_destroy(&ch->mu));
+  free(ch->mem);
+  ch->mem = NULL;
+}
+
+static rs_msg_t *slot_at(rs_chan_t *ch, uint64_t index) {
+  return (rs_msg_t *)(void *)(ch->mem +
+                              (index % (uint64_t)ch->slots) * ch->slot_stride);
+}
+
+/* With ch->mu held: may the producer fill a slot, or has the consumer a
+ * message waiting? */
+static int ready(const rs_chan_t *ch, int is_send) {
+  return is_send ? ch->tail - ch->head < (uint64_t)ch->slots
+                 : ch->tail != ch->head;
+}
+
+/* Wait on cond (with ch->mu held) until ready(), the run aborts, or the
+ * deadline passes. */
+static int wait_until(rs_chan_t *ch, pthread_cond_t *cond, int is_send,
+                      uint64_t timeout_ns, uint64_t *wait_ns) {
+  uint64_t begin = rs__now_ns();
+  uint64_t deadline = begin + timeout_ns;
+  struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                        .tv_nsec = (long)(deadline % 1000000000u)};
+  int rc = RS_OK;
+  for (;;) {
+    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
+      rc = RS_EABORTED;
+      break;
+    }
+    if (ready(ch, is_send))
+      break;
+    int err = pthread_cond_timedwait(cond, &ch->mu, &ts);
+    if (err == ETIMEDOUT) {
+      rc = ready(ch, is_send) ? RS_OK : RS_ETIMEDOUT;
+      break;
+    }
+    if (err != 0 && err != EINTR)
+      RS_PTHREAD_CHECK(err);
+  }
+  *wait_ns += rs__now_ns() - begin;
+  return rc;
+}
+
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+                 uint64_t timeout_ns, uint64_t *wait_ns) {
+  uint64_t begin = rs__now_ns();
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  int rc = RS_OK;
+  if (!ready(ch, 1) ||
+      atomic_load_explicit(ch->abort_flag, memory_order_relaxed))
+    rc = wait_until(ch, &ch->not_full, 1, timeout_ns, wait_ns);
+  uint64_t index = ch->tail;
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  if (rc)
+    return rc;
+
+  /* The slot is ours until we publish it: copy without the lock. */
+  rs_msg_t *msg = slot_at(ch, index);
+  *msg = *hdr;
+  msg->seq = ch->send_seq++;
+  msg->send_begin_ns = begin;
+  if (hdr->elems)
+    memcpy(rs_msg_payload(msg), src, hdr->elems * sizeof(float));
+  msg->send_end_ns = rs__now_ns();
+
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  ch->tail++;
+  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_empty));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  return RS_OK;
+}
+
+int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
+                 uint64_t *wait_ns) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  int rc = RS_OK;
+  if (!ready(ch, 0) ||
+      atomic_load_explicit(ch->abort_flag, memory_order_relaxed))
+    rc = wait_until(ch, &ch->not_empty, 0, timeout_ns, wait_ns);
+  uint64_t index = ch->head;
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  if (rc)
+    return rc;
+  *msg = slot_at(ch, index);
+  if ((*msg)->seq != ch->recv_seq)
+    return RS_EPROTO;
+  ch->recv_seq++;
+  return RS_OK;
+}
+
+void rs_chan_release(rs_chan_t *ch) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  ch->head++;
+  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_full));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+}
+
+void rs_chan_wake(rs_chan_t *ch) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_full));
+  RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_empty));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+}

@@ -1,0 +1,77 @@
+/* channel.h - a bounded single-producer/single-consumer FIFO between two
+ * ring neighbours: the simulated network link from worker r to worker r+1.
+ *
+ * DESIGN
+ * - K slots of one segment each. send() copies a segment into the next free
+ *   slot, blocking while all K are full; recv() hands the receiver the oldest
+ *   full slot, which it reads in place and then gives back with release().
+ * - Messages leave in the order they were sent (FIFO) and each carries a
+ *   sequence number, 0, 1, 2, ... per channel; recv() checks it, so a lost or
+ *   repeated message is an error (RS_EPROTO), never silently summed.
+ * - Waiting sleeps on a condition variable (no spinning: there may be far
+ *   more workers than cores) until a deadline; past it the call returns
+ *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs_chan_wake() on
+ *   every channel makes every waiter return RS_EABORTED.
+ * - The payload copy happens outside the lock: between taking a free slot
+ *   and publishing it, the slot belongs to the producer alone.
+ */
+#ifndef RINGSIM_CHANNEL_H
+#define RINGSIM_CHANNEL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The header of one message; the payload (elems floats) follows it. */
+typedef struct rs_msg {
+  uint64_t seq;
+  int32_t chunk;
+  int32_t segment;
+  uint64_t elem_offset;
+  uint64_t elems;
+  uint64_t send_begin_ns; /* when the sender called send */
+  uint64_t send_end_ns;   /* when the payload was in the slot */
+} rs_msg_t;
+
+static inline float *rs_msg_payload(rs_msg_t *msg) {
+  return (float *)(void *)(msg + 1);
+}
+
+typedef struct rs_chan {
+  pthread_mutex_t mu;
+  pthread_cond_t not_full;
+  pthread_cond_t not_empty;
+  uint64_t head; /* next message to receive; guarded by mu */
+  uint64_t tail; /* next slot to fill; guarded by mu */
+  int slots;
+  size_t slot_stride;
+  unsigned char *mem;
+  const atomic_int *abort_flag;
+  /* Owned by one side each; never read by the other. */
+  _Alignas(64) uint64_t send_seq;
+  _Alignas(64) uint64_t recv_seq;
+} rs_chan_t;
+
+/* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
+ * run's; the channel only reads it. RS_ENOMEM if allocation fails. */
+int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
+                 const atomic_int *abort_flag);
+void rs_chan_destroy(rs_chan_t *ch);
+
+/* Copy hdr (its seq is set here) and elems floats from src into the next
+ * free slot. Adds the time spent blocked to *wait_ns. Returns RS_OK,
+ * RS_ETIMEDOUT after timeout_ns of waiting, or RS_EABORTED. */
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+                 uint64_t timeout_ns, uint64_t *wait_ns);
+/* Point *msg at the oldest message, valid until rs_chan_release(). Returns
+ * RS_OK, RS_ETIMEDOUT, RS_EABORTED, or RS_EPROTO if its sequence number is
+ * not the next expected one. */
+int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
+                 uint64_t *wait_ns);
+void rs_chan_release(rs_chan_t *ch);
+
+/* Wake every waiter so it sees the abort flag. */
+void rs_chan_wake(rs_chan_t *ch);
+
+#endif /* RINGSIM_CHANNEL_H */

@@ -1,0 +1,162 @@
+/* check.c - the direct-mean reference and the floating-point error bound.
+ *
+ * Before the ring runs, the reference is computed from every worker's
+ * inputs in double precision, as torch.stack(grads).mean(dim=0) would in
+ * float64: ref[i] = sum_w g_w[i] (/ W for avg). Summing W floats in double
+ * is exact to within W * 2^-53 relative, far below f32's rounding.
+ *
+ * The ring adds the W contributions of each element in f32, in an order
+ * that depends on the element's chunk, so its result may differ from the
+ * reference. The classic bound for a sum of W terms in any order
+ * (Higham, Accuracy and Stability of Numerical Algorithms, 4.2) is
+ *     |ring_sum - sum| <= gamma(W-1) * sum_w |g_w[i]|,
+ *     gamma(n) = n*u / (1 - n*u),  u = 2^-24 (f32 unit roundoff),
+ * and the division by W of avg adds at most u * |mean| more. Each element
+ * gets its own bound, stored as a float rounded up; the check fails if any
+ * element exceeds it. With exact inputs (multiples of 1/16 small enough
+ * that every partial sum is representable) there is no rounding at all, and
+ * the check demands the reference bit for bit.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "run.h"
+#include "util.h"
+
+#define BLOCK 2048
+
+/* The param holding flat element i (params are sorted by offset). */
+static size_t param_of(const rs_model_t *model, size_t i) {
+  size_t lo = 0, hi = rs_model_param_count(model) - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (rs_model_param(model, mid)->elem_offset <= i)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+static int refuse_non_finite(rs_run_t *run, size_t start, size_t len) {
+  for (int w = 0; w < run->config.workers; w++)
+    for (size_t i = start; i < start + len; i++)
+      if (!isfinite(run->bufs[w][i])) {
+        const rs_param_t *p =
+            rs_model_param(run->model, param_of(run->model, i));
+        return rs__run_fail(run, RS_EINVAL,
+                            "worker %d's gradient of \"%.100s\" holds %g at "
+                            "element %zu: inputs must be finite",
+                            w, p->name, (double)run->bufs[w][i],
+                            i - p->elem_offset);
+      }
+  return RS_OK;
+}
+
+static float round_up_to_float(double x) {
+  float f = (float)x;
+  if ((double)f < x)
+    f = nextafterf(f, INFINITY);
+  return f;
+}
+
+int rs__check_prepare(rs_run_t *run) {
+  const int W = run->config.workers;
+  const size_t n = run->elems;
+  const int exact = run->init == RS_INIT_EXACT;
+  run->ref = malloc((n ? n : 1) * sizeof *run->ref);
+  run->bound = exact ? NULL : malloc((n ? n : 1) * sizeof *run->bound);
+  if (!run->ref || (!exact && !run->bound))
+    return rs__run_fail(run, RS_ENOMEM,
+                        "out of memory for the reference (%zu elements)", n);
+
+  const double u = ldexp(1.0, -24);
+  const double gamma = (W - 1) * u / (1.0 - (W - 1) * u);
+  const double slack64 = W * ldexp(1.0, -52); /* the double sum's own error */
+  const double tiny = ldexp(1.0, -149);       /* underflow of the division */
+  const double div = run->config.op == RS_OP_AVG ? W : 1.0;
+  double sum[BLOCK], abs_sum[BLOCK];
+
+  uint64_t t0 = rs__now_ns();
+  for (size_t start = 0; start < n; start += BLOCK) {
+    size_t len = n - start < BLOCK ? n - start : BLOCK;
+    memset(sum, 0, len * sizeof *sum);
+    memset(abs_sum, 0, len * sizeof *abs_sum);
+    for (int w = 0; w < W; w++) {
+      const float *g = run->bufs[w] + start;
+      for (size_t i = 0; i < len; i++) {
+        sum[i] += g[i];
+        abs_sum[i] += fabs((double)g[i]);
+      }
+    }
+    for (size_t i = 0; i < len; i++) {
+      if (!isfinite(abs_sum[i]))
+        return refuse_non_finite(run, start, len);
+      double ref = sum[i] / div;
+      run->ref[start + i] = ref;
+      if (!exact) {
+        double b = (gamma + slack64) * abs_sum[i] / div * (1 + u);
+        if (run->config.op == RS_OP_AVG)
+          b += u * fabs(ref) + tiny;
+        run->bound[start + i] = round_up_to_float(b);
+      }
+    }
+  }
+  run->result.ref_ns = rs__now_ns() - t0;
+  return RS_OK;
+}
+
+void rs__check_result(rs_run_t *run) {
+  const int W = run->config.workers;
+  const size_t n = run->elems;
+  rs_result_t *res = &run->result;
+  res->identical = 1;
+  for (int w = 1; w < W; w++)
+    if (n && memcmp(run->bufs[w], run->bufs[0], n * sizeof(float)) != 0)
+      res->identical = 0;
+
+  const float *got = run->bufs[0];
+  res->exact = run->init == RS_INIT_EXACT;
+  for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
+    const rs_param_t *param = rs_model_param(run->model, p);
+    rs_param_check_t *c = &run->checks[p];
+    memset(c, 0, sizeof *c);
+    for (size_t i = param->elem_offset; i < param->elem_offset + param->elems;
+         i++) {
+      float want = (float)run->ref[i];
+      double err = fabs((double)got[i] - run->ref[i]);
+      int differs = memcmp(&got[i], &want, sizeof want) != 0;
+      double bound = run->bound ? run->bound[i] : 0.0;
+      double ratio;
+      if (!run->bound) /* exact inputs: only the rounded reference passes */
+        ratio = differs ? INFINITY : 0.0;
+      else
+        ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
+      c->differing += (uint64_t)differs;
+      if (!(err <= c->max_abs_err))
+        c->max_abs_err = err;
+      if (run->ref[i] != 0 && err / fabs(run->ref[i]) > c->max_rel_err)
+        c->max_rel_err = err / fabs(run->ref[i]);
+      if (bound > c->bound)
+        c->bound = bound;
+      if (!(ratio <= c->worst_ratio))
+        c->worst_ratio = ratio;
+    }
+    if (!(c->max_abs_err <= res->max_abs_err))
+      res->max_abs_err = c->max_abs_err;
+    if (c->bound > res->bound)
+      res->bound = c->bound;
+    if (!(c->worst_ratio <= res->worst_ratio))
+      res->worst_ratio = c->worst_ratio;
+  }
+  int pass = res->identical && res->worst_ratio <= 1.0;
+  res->status = pass ? RS_OK : RS_ECHECK;
+  if (!pass)
+    rs__run_fail(run, RS_ECHECK,
+                 res->identical
+                     ? "the result is outside the error bound (worst "
+                       "error/bound %g)"
+                     : "workers do not hold identical results (worst "
+                       "error/bound %g)",
+                 res->worst_ratio);
+}

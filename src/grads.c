@@ -1,0 +1,128 @@
+/* grads.c - each worker's local gradients: generated, inline, or from files.
+ *
+ * Generated values depend only on (seed, worker, param, element), through a
+ * counter-based hash (splitmix64), never on the order threads run in or on
+ * the other params, so a run is reproducible from its seed.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "run.h"
+#include "util.h"
+
+static uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15u;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* A uniform double in (0, 1): never 0, so log() below is finite. */
+static double unit_open(uint64_t bits) {
+  return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
+}
+
+static void fill_param(float *out, size_t elems, rs_init_t init, uint64_t key) {
+  switch (init) {
+  case RS_INIT_UNIFORM:
+    for (size_t i = 0; i < elems; i++)
+      out[i] = (float)(2.0 * unit_open(mix64(key + i)) - 1.0);
+    break;
+  case RS_INIT_EXACT:
+    /* k/16 with k in [-128, 128]: 17 significant bits at most for a sum of
+     * up to 4096 terms, well inside f32's 24, so every order of addition
+     * gives the exact sum (nccl-tests' verifiable inputs do the same). */
+    for (size_t i = 0; i < elems; i++)
+      out[i] = (float)((int)(mix64(key + i) % 257u) - 128) / 16.0f;
+    break;
+  case RS_INIT_NORMAL:
+    /* Box-Muller: each pair of hashes gives two independent normals. */
+    for (size_t i = 0; i < elems; i += 2) {
+      double radius = sqrt(-2.0 * log(unit_open(mix64(key + 2 * i))));
+      double angle = 2.0 * M_PI * unit_open(mix64(key + 2 * i + 1));
+      out[i] = (float)(radius * cos(angle));
+      if (i + 1 < elems)
+        out[i + 1] = (float)(radius * sin(angle));
+    }
+    break;
+  }
+}
+
+int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
+  if (init != RS_INIT_NORMAL && init != RS_INIT_UNIFORM &&
+      init != RS_INIT_EXACT)
+    return rs__run_fail(run, RS_EINVAL, "init: unknown kind %d", (int)init);
+  if (init == RS_INIT_EXACT && run->config.workers > 4096)
+    return rs__run_fail(run, RS_EINVAL, "exact inputs need W <= 4096");
+  for (int w = 0; w < run->config.workers; w++)
+    for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
+      const rs_param_t *param = rs_model_param(run->model, p);
+      uint64_t key = mix64(seed ^ mix64(((uint64_t)w << 32) | p));
+      fill_param(run->bufs[w] + param->elem_offset, param->elems, init, key);
+    }
+  run->init = init;
+  run->filled = 1;
+  return RS_OK;
+}
+
+int rs_run_fill_inline(rs_run_t *run) {
+  int have = rs_model_inline_workers(run->model);
+  if (have == 0)
+    return rs__run_fail(run, RS_EINVAL, "the model gives no inline grads");
+  if (have != run->config.workers)
+    return rs__run_fail(run, RS_EINVAL,
+                        "the model's grads are for %d workers, but the run "
+                        "has %d",
+                        have, run->config.workers);
+  for (int w = 0; w < have; w++)
+    if (run->elems)
+      memcpy(run->bufs[w], rs_model_inline_grads(run->model, w),
+             run->elems * sizeof(float));
+  run->init = RS_INIT_NORMAL; /* any input: check within the bound */
+  run->filled = 1;
+  return RS_OK;
+}
+
+/* Replace each "{r}" in pattern with worker. */
+static int expand_pattern(const char *pattern, int worker, char *out,
+                          size_t out_size) {
+  size_t len = 0;
+  char rank[16];
+  int rank_len = snprintf(rank, sizeof rank, "%d", worker);
+  for (const char *c = pattern; *c; c++) {
+    const char *piece = c;
+    size_t piece_len = 1;
+    if (strncmp(c, "{r}", 3) == 0) {
+      piece = rank;
+      piece_len = (size_t)rank_len;
+      c += 2;
+    }
+    if (len + piece_len >= out_size)
+      return RS_EINVAL;
+    memcpy(out + len, piece, piece_len);
+    len += piece_len;
+  }
+  out[len] = '\0';
+  return RS_OK;
+}
+
+int rs_run_load_grads(rs_run_t *run, const char *pattern) {
+  if (run->config.workers > 1 && !strstr(pattern, "{r}"))
+    return rs__run_fail(run, RS_EINVAL,
+                        "--grads %s: the pattern must contain {r}, replaced "
+                        "by each worker's rank",
+                        pattern);
+  for (int w = 0; w < run->config.workers; w++) {
+    char path[4096];
+    char err[RS_ERRMSG_MAX];
+    if (expand_pattern(pattern, w, path, sizeof path))
+      return rs__run_fail(run, RS_EINVAL, "--grads %.200s: path too long",
+                          pattern);
+    int rc = rs_safetensors_read(path, run->model, run->bufs[w], err);
+    if (rc)
+      return rs__run_fail(run, rc, "%s", err);
+  }
+  run->init = RS_INIT_NORMAL;
+  run->filled = 1;
+  return RS_OK;
+}

@@ -1,0 +1,340 @@
+/* model.c - parse and validate model.json; lay the params out flat.
+ *
+ * The params are packed in file order into one flat buffer, as DDP's flat
+ * view of a bucket: param i starts at the sum of the sizes before it. Inline
+ * gradients ("grads") are flattened into one such buffer per worker. Parsing
+ * uses jansson, which reports line and column of syntax errors; semantic
+ * errors name the JSON path (params[1].shape[0]).
+ */
+#include <errno.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Largest model accepted: 2^36 elements (256 GiB of f32 per worker). Bigger
+ * sizes are refused before anything is allocated. */
+#define MAX_MODEL_ELEMS ((size_t)1 << 36)
+
+struct rs_model {
+  char *name;
+  size_t param_count;
+  rs_param_t *params;
+  size_t elems;
+  int inline_workers;
+  float **inline_grads; /* inline_workers flat buffers */
+};
+
+void rs_model_free(rs_model_t *model) {
+  if (!model)
+    return;
+  for (size_t i = 0; i < model->param_count; i++)
+    free((char *)model->params[i].name);
+  free(model->params);
+  for (int w = 0; w < model->inline_workers; w++)
+    free(model->inline_grads[w]);
+  free(model->inline_grads);
+  free(model->name);
+  free(model);
+}
+
+const char *rs_model_name(const rs_model_t *m) { return m->name; }
+size_t rs_model_param_count(const rs_model_t *m) { return m->param_count; }
+size_t rs_model_elems(const rs_model_t *m) { return m->elems; }
+int rs_model_inline_workers(const rs_model_t *m) { return m->inline_workers; }
+
+const rs_param_t *rs_model_param(const rs_model_t *m, size_t index) {
+  return index < m->param_count ? &m->params[index] : NULL;
+}
+
+const float *rs_model_inline_grads(const rs_model_t *m, int worker) {
+  if (worker < 0 || worker >= m->inline_workers)
+    return NULL;
+  return m->inline_grads[worker];
+}
+
+long rs_model_find(const rs_model_t *m, const char *name) {
+  for (size_t i = 0; i < m->param_count; i++)
+    if (strcmp(m->params[i].name, name) == 0)
+      return (long)i;
+  return -1;
+}
+
+/* Refuse keys other than the allowed ones, naming the first stranger. */
+static int check_keys(json_t *obj, const char *const *allowed,
+                      const char *source, const char *where, char *errmsg) {
+  const char *key;
+  json_t *value;
+  json_object_foreach(obj, key, value) {
+    int known = 0;
+    for (const char *const *a = allowed; *a; a++)
+      known |= strcmp(key, *a) == 0;
+    if (!known)
+      return rs__err(errmsg, RS_EPARSE, "%s: %s: unknown field \"%s\"", source,
+                     where, key);
+  }
+  return RS_OK;
+}
+
+static int parse_param(json_t *jp, size_t index, rs_param_t *p,
+                       const char *source, char *errmsg) {
+  static const char *const keys[] = {"name", "shape", "dtype", NULL};
+  char where[64];
+  snprintf(where, sizeof where, "params[%zu]", index);
+  if (!json_is_object(jp))
+    return rs__err(errmsg, RS_EPARSE, "%s: %s: must be an object", source,
+                   where);
+  int rc = check_keys(jp, keys, source, where, errmsg);
+  if (rc)
+    return rc;
+
+  json_t *jname = json_object_get(jp, "name");
+  if (!json_is_string(jname) || json_string_length(jname) == 0)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: %s.name: missing or not a non-empty string", source,
+                   where);
+  json_t *jdtype = json_object_get(jp, "dtype");
+  if (jdtype) {
+    if (!json_is_string(jdtype))
+      return rs__err(errmsg, RS_EPARSE, "%s: %s.dtype: must be a string",
+                     source, where);
+    if (strcmp(json_string_value(jdtype), "f32") != 0)
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: %s.dtype: \"%s\" is not supported (only \"f32\")",
+                     source, where, json_string_value(jdtype));
+  }
+  json_t *jshape = json_object_get(jp, "shape");
+  if (!json_is_array(jshape))
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: %s.shape: missing or not a list of dimensions", source,
+                   where);
+  size_t ndim = json_array_size(jshape);
+  if (ndim > RS_MAX_DIMS)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: %s.shape: %zu dimensions, at most %d allowed", source,
+                   where, ndim, RS_MAX_DIMS);
+  size_t elems = 1;
+  for (size_t d = 0; d < ndim; d++) {
+    json_t *jd = json_array_get(jshape, d);
+    if (!json_is_integer(jd) || json_integer_value(jd) < 0)
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: %s.shape[%zu]: must be a non-negative integer",
+                     source, where, d);
+    json_int_t dim = json_integer_value(jd);
+    if (dim > 0 && (uint64_t)dim > MAX_MODEL_ELEMS / (elems ? elems : 1))
+      return rs__err(errmsg, RS_EPARSE, "%s: %s.shape: more than %zu elements",
+                     source, where, MAX_MODEL_ELEMS);
+    p->shape[d] = dim;
+    elems *= (size_t)dim;
+  }
+  p->ndim = (int)ndim;
+  p->elems = elems;
+  p->name = strdup(json_string_value(jname));
+  if (!p->name)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+  return RS_OK;
+}
+
+/* Flatten a nested list that must have the param's shape from dimension dim
+ * on, appending to out at *pos. */
+static int flatten_nested(json_t *v, const rs_param_t *p, int dim, float *out,
+                          size_t *pos, const char *source, const char *where,
+                          char *errmsg) {
+  if (dim == p->ndim) {
+    if (!json_is_number(v))
+      return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
+                     source, where, *pos);
+    double x = json_number_value(v);
+    if (!(fabs(x) <= FLT_MAX))
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: %s: element %zu (%g) does not fit in f32", source,
+                     where, *pos, x);
+    out[(*pos)++] = (float)x;
+    return RS_OK;
+  }
+  if (!json_is_array(v) || json_array_size(v) != (size_t)p->shape[dim])
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: %s: dimension %d must be a list of %lld values, as "
+                   "the shape says",
+                   source, where, dim, (long long)p->shape[dim]);
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    int rc = flatten_nested(json_array_get(v, i), p, dim + 1, out, pos, source,
+                            where, errmsg);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* A param's values: nested as the shape, or one flat list, or (for a
+ * scalar) a bare number. */
+static int parse_values(json_t *v, const rs_param_t *p, float *out,
+                        const char *source, const char *where, char *errmsg) {
+  size_t pos = 0;
+  int nested = p->ndim > 1 && json_is_array(v) && json_array_size(v) > 0 &&
+               json_is_array(json_array_get(v, 0));
+  if (p->ndim == 0 && json_is_number(v))
+    return flatten_nested(v, p, 0, out, &pos, source, where, errmsg);
+  if (nested)
+    return flatten_nested(v, p, 0, out, &pos, source, where, errmsg);
+  if (!json_is_array(v))
+    return rs__err(errmsg, RS_EPARSE, "%s: %s: must be a list of numbers",
+                   source, where);
+  if (json_array_size(v) != p->elems)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: %s: has %zu values, the shape needs %zu", source, where,
+                   json_array_size(v), p->elems);
+  rs_param_t flat = *p;
+  flat.ndim = 1;
+  flat.shape[0] = (int64_t)p->elems;
+  return flatten_nested(v, &flat, 0, out, &pos, source, where, errmsg);
+}
+
+static int parse_grads(rs_model_t *m, json_t *jgrads, const char *source,
+                       char *errmsg) {
+  if (!json_is_array(jgrads) || json_array_size(jgrads) == 0)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: grads: must be a non-empty list, one object per worker",
+                   source);
+  size_t workers = json_array_size(jgrads);
+  if (workers > RS_MAX_WORKERS)
+    return rs__err(errmsg, RS_EPARSE, "%s: grads: %zu workers, at most %d",
+                   source, workers, RS_MAX_WORKERS);
+  m->inline_grads = calloc(workers, sizeof *m->inline_grads);
+  if (!m->inline_grads)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+  m->inline_workers = (int)workers;
+  for (size_t w = 0; w < workers; w++) {
+    json_t *jw = json_array_get(jgrads, w);
+    char where[RS_ERRMSG_MAX / 2];
+    if (!json_is_object(jw))
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: grads[%zu]: must be an object {param name: values}",
+                     source, w);
+    const char *key;
+    json_t *value;
+    json_object_foreach(jw, key, value) {
+      if (rs_model_find(m, key) < 0)
+        return rs__err(errmsg, RS_EPARSE,
+                       "%s: grads[%zu]: \"%.100s\" is not a param of the model",
+                       source, w, key);
+    }
+    m->inline_grads[w] = malloc((m->elems ? m->elems : 1) * sizeof(float));
+    if (!m->inline_grads[w])
+      return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+    for (size_t i = 0; i < m->param_count; i++) {
+      const rs_param_t *p = &m->params[i];
+      snprintf(where, sizeof where, "grads[%zu].%.100s", w, p->name);
+      json_t *jv = json_object_get(jw, p->name);
+      if (!jv)
+        return rs__err(errmsg, RS_EPARSE, "%s: %s: missing", source, where);
+      int rc = parse_values(jv, p, m->inline_grads[w] + p->elem_offset, source,
+                            where, errmsg);
+      if (rc)
+        return rc;
+    }
+  }
+  return RS_OK;
+}
+
+static int parse_root(rs_model_t *m, json_t *root, const char *source,
+                      char *errmsg) {
+  static const char *const keys[] = {"name", "description", "params", "grads",
+                                     NULL};
+  if (!json_is_object(root))
+    return rs__err(errmsg, RS_EPARSE, "%s: the top level must be an object",
+                   source);
+  int rc = check_keys(root, keys, source, "top level", errmsg);
+  if (rc)
+    return rc;
+  json_t *jname = json_object_get(root, "name");
+  if (jname && !json_is_string(jname))
+    return rs__err(errmsg, RS_EPARSE, "%s: name: must be a string", source);
+  json_t *jdesc = json_object_get(root, "description");
+  if (jdesc && !json_is_string(jdesc))
+    return rs__err(errmsg, RS_EPARSE, "%s: description: must be a string",
+                   source);
+  m->name = strdup(jname ? json_string_value(jname) : "model");
+  if (!m->name)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+
+  json_t *jparams = json_object_get(root, "params");
+  if (!json_is_array(jparams) || json_array_size(jparams) == 0)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: params: missing or not a non-empty list", source);
+  size_t count = json_array_size(jparams);
+  m->params = calloc(count, sizeof *m->params);
+  if (!m->params)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+  for (size_t i = 0; i < count; i++) {
+    rs_param_t *p = &m->params[i];
+    rc = parse_param(json_array_get(jparams, i), i, p, source, errmsg);
+    if (rc)
+      return rc;
+    m->param_count = i + 1;
+    if (rs_model_find(m, p->name) != (long)i)
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: params[%zu].name: \"%.100s\" is a duplicate", source,
+                     i, p->name);
+    if (p->elems > MAX_MODEL_ELEMS - m->elems)
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: params: more than %zu elements in all", source,
+                     MAX_MODEL_ELEMS);
+    p->elem_offset = m->elems;
+    m->elems += p->elems;
+  }
+  json_t *jgrads = json_object_get(root, "grads");
+  if (jgrads)
+    return parse_grads(m, jgrads, source, errmsg);
+  return RS_OK;
+}
+
+static int from_json(json_t *root, const char *source, rs_model_t **out,
+                     char *errmsg) {
+  rs_model_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    json_decref(root);
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
+  }
+  int rc = parse_root(m, root, source, errmsg);
+  json_decref(root);
+  if (rc) {
+    rs_model_free(m);
+    return rc;
+  }
+  *out = m;
+  return RS_OK;
+}
+
+int rs_model_parse(const char *text, size_t len, const char *source,
+                   rs_model_t **out, char *errmsg) {
+  json_error_t jerr;
+  *out = NULL;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", source, jerr.line,
+                   jerr.column, jerr.text);
+  return from_json(root, source, out, errmsg);
+}
+
+int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
+                   strerror(errno));
+  json_error_t jerr;
+  json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+  int read_error = ferror(f);
+  fclose(f);
+  if (!root) {
+    if (read_error)
+      return rs__err(errmsg, RS_EIO, "%s: cannot read (is it a directory?)",
+                     path);
+    return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", path, jerr.line,
+                   jerr.column, jerr.text);
+  }
+  return from_json(root, path, out, errmsg);
+}

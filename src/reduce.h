@@ -1,0 +1,35 @@
+/* reduce.h - the elementwise kernels a receiver applies to a segment.
+ *
+ * Plain loops over restrict pointers: the compiler vectorizes them at -O2
+ * and above. dst is the receiver's own buffer, src the channel slot.
+ */
+#ifndef RINGSIM_REDUCE_H
+#define RINGSIM_REDUCE_H
+
+#include <stddef.h>
+#include <string.h>
+
+/* dst[i] += src[i] */
+static inline void rs_reduce_sum_f32(float *restrict dst,
+                                     const float *restrict src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] += src[i];
+}
+
+/* dst[i] = (dst[i] + src[i]) / divisor: the last addition of an average. A
+ * true division (not a multiply by 1/divisor) keeps the result the correctly
+ * rounded quotient of the sum. */
+static inline void rs_reduce_sum_div_f32(float *restrict dst,
+                                         const float *restrict src, size_t n,
+                                         float divisor) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = (dst[i] + src[i]) / divisor;
+}
+
+static inline void rs_copy_f32(float *restrict dst, const float *restrict src,
+                               size_t n) {
+  if (n)
+    memcpy(dst, src, n * sizeof(float));
+}
+
+#endif /* RINGSIM_REDUCE_H */

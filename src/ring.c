@@ -1,0 +1,149 @@
+/* ring.c - the ring all-reduce, as one worker runs it.
+ *
+ * W workers sit on a ring; worker r sends only to r+1 and receives only from
+ * r-1 (mod W). Each worker's buffer of n elements is cut into W chunks
+ * (chunk c is rs_chunk_offset/rs_chunk_elems: sizes differ by at most one).
+ *
+ * Reduce-scatter, W-1 steps. In step s worker r sends chunk (r-s) mod W to
+ * r+1, and receives chunk (r-s-1) mod W from r-1 and adds it to its own copy.
+ * The chunk it sends in step s+1 is the one it just summed, so each chunk
+ * travels once round the ring, gathering one more worker's contribution at
+ * every hop. After W-1 steps worker r holds the full sum of chunk (r+1) mod W.
+ *
+ * All-gather, W-1 steps. In step s worker r sends chunk (r+1-s) mod W (at
+ * s=0 the one it completed) and receives chunk (r-s) mod W, which it copies
+ * over its own. After W-1 steps every worker holds every summed chunk, and
+ * they are bitwise identical because they are copies of one value.
+ *
+ * Each worker sends 2(W-1) chunks of n/W elements: 2(W-1)/W of the buffer,
+ * whatever W is. That is why the ring is bandwidth-optimal.
+ *
+ * Pipelining: a chunk moves as segs_per_chunk segments. Within a step the
+ * worker sends segment k, then receives and reduces segment k; the next
+ * step's segment k depends only on this step's segment k, so with K channel
+ * slots neighbours overlap sending with reducing.
+ *
+ * Averaging (op avg) happens where the sum completes: the last reduce-scatter
+ * step divides by W, so the all-gather copies the mean.
+ */
+#include "ring.h"
+
+#include "reduce.h"
+#include "util.h"
+
+const char *rs_phase_name(rs_phase_t phase) {
+  return phase == RS_PHASE_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
+}
+
+/* What a receiver does with an incoming segment. */
+typedef enum { RECV_REDUCE, RECV_REDUCE_DIV, RECV_COPY } recv_action_t;
+
+static int mod(int a, int w) { return ((a % w) + w) % w; }
+
+void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
+                     size_t *elem_offset, size_t *elems) {
+  size_t chunk_off = rs_chunk_offset(w->elems, w->workers, chunk);
+  size_t chunk_len = rs_chunk_elems(w->elems, w->workers, chunk);
+  int segs = (int)w->segs_per_chunk;
+  *elem_offset = chunk_off + rs_chunk_offset(chunk_len, segs, (int)seg);
+  *elems = rs_chunk_elems(chunk_len, segs, (int)seg);
+}
+
+/* One step: pass send_chunk to the next worker and fold recv_chunk from the
+ * previous one into our buffer, segment by segment. */
+static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
+                     int recv_chunk, recv_action_t action) {
+  w->progress.phase = phase;
+  w->progress.step = step;
+  for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
+    size_t off, len;
+    rs_ring_segment(w, send_chunk, seg, &off, &len);
+    rs_msg_t hdr = {.chunk = send_chunk,
+                    .segment = (int32_t)seg,
+                    .elem_offset = off,
+                    .elems = len};
+    w->progress.chunk = send_chunk;
+    w->progress.waiting_send = 1;
+    int rc = rs_chan_send(w->to_next, &hdr, w->buf + off, w->timeout_ns,
+                          &w->stats.wait_ns);
+    if (rc)
+      return rc;
+    w->stats.transfers_sent++;
+    w->stats.bytes_sent += len * sizeof(float);
+
+    rs_ring_segment(w, recv_chunk, seg, &off, &len);
+    rs_msg_t *msg;
+    w->progress.chunk = recv_chunk;
+    w->progress.waiting_send = 0;
+    rc = rs_chan_recv(w->from_prev, &msg, w->timeout_ns, &w->stats.wait_ns);
+    if (rc)
+      return rc;
+    /* The sender must have sent exactly the segment we expect. */
+    if (msg->chunk != recv_chunk || msg->elem_offset != off ||
+        msg->elems != len)
+      return RS_EPROTO;
+    float *dst = w->buf + off;
+    const float *src = rs_msg_payload(msg);
+    switch (action) {
+    case RECV_REDUCE:
+      rs_reduce_sum_f32(dst, src, len);
+      break;
+    case RECV_REDUCE_DIV:
+      rs_reduce_sum_div_f32(dst, src, len, (float)w->workers);
+      break;
+    case RECV_COPY:
+      rs_copy_f32(dst, src, len);
+      break;
+    }
+    rs_chan_release(w->from_prev);
+    w->stats.bytes_received += len * sizeof(float);
+  }
+  return RS_OK;
+}
+
+int rs_ring_run(rs_worker_t *w) {
+  const int W = w->workers, r = w->rank;
+  int rc;
+  if (W == 1)
+    return RS_OK; /* one worker: its gradient already is the mean */
+
+  /* Reduce-scatter: W-1 steps, each adding one more contribution. */
+  for (int s = 0; s < W - 1; s++) {
+    if (s == w->crash_step)
+      return 1;
+    recv_action_t action = RECV_REDUCE;
+    if (s == W - 2 && w->op == RS_OP_AVG)
+      action = RECV_REDUCE_DIV; /* the sum is complete: make it the mean */
+    rc = ring_step(w, RS_PHASE_REDUCE_SCATTER, s, mod(r - s, W),
+                   mod(r - s - 1, W), action);
+    if (rc)
+      return rc;
+  }
+  /* Now worker r holds the reduced chunk (r+1) mod W. */
+  if (w->collective == RS_COLL_REDUCE_SCATTER)
+    return RS_OK;
+
+  /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
+  for (int s = 0; s < W - 1; s++) {
+    if (W - 1 + s == w->crash_step)
+      return 1;
+    rc = ring_step(w, RS_PHASE_ALL_GATHER, s, mod(r + 1 - s, W), mod(r - s, W),
+                   RECV_COPY);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* Chunk c of W over n elements: the first n mod W chunks get one extra. */
+size_t rs_chunk_offset(size_t elem_count, int workers, int chunk) {
+  size_t base = elem_count / (size_t)workers;
+  size_t extra = elem_count % (size_t)workers;
+  size_t c = (size_t)chunk;
+  return c * base + (c < extra ? c : extra);
+}
+
+size_t rs_chunk_elems(size_t elem_count, int workers, int chunk) {
+  return elem_count / (size_t)workers +
+         ((size_t)chunk < elem_count % (size_t)workers);
+}

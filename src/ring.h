@@ -1,0 +1,56 @@
+/* ring.h - one worker's part of the ring all-reduce. */
+#ifndef RINGSIM_RING_H
+#define RINGSIM_RING_H
+
+#include <stdatomic.h>
+
+#include "channel.h"
+#include "ringsim/ringsim.h"
+
+typedef enum rs_phase {
+  RS_PHASE_REDUCE_SCATTER = 0,
+  RS_PHASE_ALL_GATHER = 1
+} rs_phase_t;
+
+const char *rs_phase_name(rs_phase_t phase);
+
+/* Where a worker is, for error reports: written by the worker, read by the
+ * main thread only after the worker has been joined. */
+typedef struct rs_progress {
+  rs_phase_t phase;
+  int step;
+  int chunk;
+  int waiting_send; /* 1 if blocked sending, 0 receiving */
+} rs_progress_t;
+
+/* Everything one worker thread needs. The run fills it in; the thread owns
+ * it while it runs. Aligned so workers never share a cache line. */
+struct rs_run;
+
+typedef struct rs_worker {
+  _Alignas(64) struct rs_run *run;
+  int rank;
+  int workers;
+  float *buf;   /* the worker's flat gradient buffer */
+  size_t elems; /* elements in the bucket */
+  size_t segs_per_chunk;
+  rs_op_t op;
+  rs_collective_t collective;
+  uint64_t timeout_ns;
+  int crash_step;       /* test hook: return at this step; -1 never */
+  rs_chan_t *to_next;   /* channel to (rank + 1) mod W */
+  rs_chan_t *from_prev; /* channel from (rank - 1) mod W */
+  rs_progress_t progress;
+  rs_worker_stats_t stats;
+} rs_worker_t;
+
+/* Run worker w's part of the collective over its buffer. Returns RS_OK,
+ * RS_ETIMEDOUT or RS_EPROTO (this worker found the fault), RS_EABORTED
+ * (another worker did), or 1 if the crash hook stopped it. */
+int rs_ring_run(rs_worker_t *w);
+
+/* Segment seg of segs near-equal segments of chunk chunk. */
+void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
+                     size_t *elem_offset, size_t *elems);
+
+#endif /* RINGSIM_RING_H */

@@ -1,0 +1,308 @@
+/* run.c - one run: its buffers, channels and worker threads.
+ *
+ * The run owns everything it uses (no global state), so two runs in one
+ * process do not interfere. rs_run_execute computes the reference, starts
+ * one thread per worker behind a gate so they begin together, joins them
+ * all, and checks the result. The first fault (a timeout, a bad message)
+ * sets the run's error and the abort flag, and wakes every channel, so no
+ * worker is left waiting.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "util.h"
+
+void rs_config_init(rs_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->workers = 4;
+  c->segment_bytes = RS_DEFAULT_SEGMENT_BYTES;
+  c->slots = RS_DEFAULT_SLOTS;
+  c->timeout_s = RS_DEFAULT_TIMEOUT_S;
+  c->op = RS_OP_AVG;
+  c->collective = RS_COLL_ALLREDUCE;
+  c->crash_worker = -1;
+  c->crash_step = -1;
+}
+
+int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
+  if (run->result.status == RS_OK) {
+    run->result.status = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
+    va_end(ap);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+  return code;
+}
+
+static int check_config(const rs_config_t *c, char *errmsg) {
+  if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
+    return rs__err(errmsg, RS_EINVAL, "workers: %d is not in 1..%d", c->workers,
+                   RS_MAX_WORKERS);
+  if (c->slots < 1 || c->slots > 1024)
+    return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..1024", c->slots);
+  if (c->segment_bytes < sizeof(float) || c->segment_bytes > (1u << 30))
+    return rs__err(errmsg, RS_EINVAL,
+                   "segment bytes: %zu is not in 4..1073741824",
+                   c->segment_bytes);
+  if (!(c->timeout_s > 0 && c->timeout_s <= 1e6))
+    return rs__err(errmsg, RS_EINVAL, "timeout: %g s is not in (0, 1e6]",
+                   c->timeout_s);
+  if (c->op != RS_OP_SUM && c->op != RS_OP_AVG)
+    return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
+  return RS_OK;
+}
+
+int rs_run_create(const rs_config_t *config, const rs_model_t *model,
+                  rs_run_t **out, char *errmsg) {
+  *out = NULL;
+  int rc = check_config(config, errmsg);
+  if (rc)
+    return rc;
+  const int W = config->workers;
+  const size_t n = rs_model_elems(model);
+
+  /* Segments: each chunk (at most ceil(n/W) elements) moves as the same
+   * number of near-equal segments of at most segment_bytes. */
+  size_t max_chunk = n / (size_t)W + (n % (size_t)W != 0);
+  size_t cap = config->segment_bytes / sizeof(float);
+  size_t segs = max_chunk ? (max_chunk + cap - 1) / cap : 1;
+  size_t seg_elems = max_chunk ? (max_chunk + segs - 1) / segs : 0;
+  size_t stride = sizeof(rs_msg_t) + seg_elems * sizeof(float) + 64;
+
+  /* Refuse a run that cannot fit in memory before allocating any of it. */
+  double need = (double)W * ((double)n * sizeof(float) +
+                             (double)config->slots * (double)stride) +
+                (double)n * (sizeof(double) + sizeof(float));
+  double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (have > 0 && need > 0.9 * have)
+    return rs__err(errmsg, RS_ENOMEM,
+                   "the run needs about %.1f GiB (W=%d x %zu elements), more "
+                   "than this machine's %.1f GiB",
+                   need / (1 << 30), W, n, have / (1 << 30));
+
+  rs_run_t *run = calloc(1, sizeof *run);
+  if (!run)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  run->config = *config;
+  run->model = model;
+  run->elems = n;
+  atomic_init(&run->abort_flag, 0);
+  RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
+  run->result.segs_per_chunk = segs;
+  run->result.seg_elems = seg_elems;
+
+  run->bufs = calloc((size_t)W, sizeof *run->bufs);
+  run->chans = calloc((size_t)W, sizeof *run->chans);
+  run->workers = rs__aligned_alloc((size_t)W * sizeof *run->workers);
+  run->checks = calloc(rs_model_param_count(model), sizeof *run->checks);
+  if (!run->bufs || !run->chans || !run->workers || !run->checks)
+    goto nomem;
+  memset(run->workers, 0, (size_t)W * sizeof *run->workers);
+  for (int r = 0; r < W; r++) {
+    run->bufs[r] = rs__aligned_alloc(n * sizeof(float));
+    if (!run->bufs[r])
+      goto nomem;
+    if (W > 1 && rs_chan_init(&run->chans[r], config->slots,
+                              seg_elems * sizeof(float), &run->abort_flag))
+      goto nomem;
+  }
+  for (int r = 0; r < W; r++) {
+    rs_worker_t *w = &run->workers[r];
+    w->run = run;
+    w->rank = r;
+    w->workers = W;
+    w->buf = run->bufs[r];
+    w->elems = n;
+    w->segs_per_chunk = segs;
+    w->op = config->op;
+    w->collective = config->collective;
+    w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
+    w->crash_step = r == config->crash_worker ? config->crash_step : -1;
+    w->to_next = &run->chans[r];
+    w->from_prev = &run->chans[(r + W - 1) % W];
+  }
+  *out = run;
+  return RS_OK;
+
+nomem:
+  rs_run_free(run);
+  return rs__err(errmsg, RS_ENOMEM,
+                 "out of memory allocating %d buffers of %zu elements", W, n);
+}
+
+void rs_run_free(rs_run_t *run) {
+  if (!run)
+    return;
+  for (int r = 0; r < run->config.workers; r++) {
+    if (run->bufs)
+      free(run->bufs[r]);
+    if (run->chans)
+      rs_chan_destroy(&run->chans[r]);
+  }
+  free(run->bufs);
+  free(run->chans);
+  free(run->workers);
+  free(run->checks);
+  free(run->ref);
+  free(run->bound);
+  RS_PTHREAD_CHECK(pthread_mutex_destroy(&run->err_mu));
+  free(run);
+}
+
+const char *rs_run_errmsg(const rs_run_t *run) { return run->errmsg; }
+const rs_result_t *rs_run_result(const rs_run_t *run) { return &run->result; }
+const rs_config_t *rs_run_config(const rs_run_t *run) { return &run->config; }
+
+float *rs_run_buffer(rs_run_t *run, int worker) {
+  if (worker < 0 || worker >= run->config.workers)
+    return NULL;
+  run->filled = 1;
+  return run->bufs[worker];
+}
+
+const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
+  if (worker < 0 || worker >= run->config.workers)
+    return NULL;
+  return &run->workers[worker].stats;
+}
+
+const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
+  if (param >= rs_model_param_count(run->model))
+    return NULL;
+  return &run->checks[param];
+}
+
+/* The gate holds every worker until all exist, so they start together. */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int open;
+} gate_t;
+
+typedef struct thread_arg {
+  rs_worker_t *worker;
+  gate_t *gate;
+} thread_arg_t;
+
+static void abort_all(rs_run_t *run) {
+  atomic_store_explicit(&run->abort_flag, 1, memory_order_release);
+  if (run->config.workers > 1)
+    for (int r = 0; r < run->config.workers; r++)
+      rs_chan_wake(&run->chans[r]);
+}
+
+/* Name the fault a worker found, with where it was, and stop the others. */
+static void report_fault(rs_worker_t *w, int rc) {
+  rs_run_t *run = w->run;
+  const rs_progress_t *p = &w->progress;
+  int peer = p->waiting_send ? (w->rank + 1) % w->workers
+                             : (w->rank + w->workers - 1) % w->workers;
+  if (rc == RS_ETIMEDOUT)
+    rs__run_fail(run, rc,
+                 "worker %d timed out after %g s in %s step %d, waiting to %s "
+                 "chunk %d %s worker %d",
+                 w->rank, run->config.timeout_s, rs_phase_name(p->phase),
+                 p->step, p->waiting_send ? "send" : "receive", p->chunk,
+                 p->waiting_send ? "to" : "from", peer);
+  else if (rc == RS_EPROTO)
+    rs__run_fail(run, rc,
+                 "worker %d received an unexpected message from worker %d in "
+                 "%s step %d (sequence or segment mismatch)",
+                 w->rank, peer, rs_phase_name(p->phase), p->step);
+  else
+    rs__run_fail(run, rc, "worker %d failed in %s step %d: %s", w->rank,
+                 rs_phase_name(p->phase), p->step, rs_strerror(rc));
+  abort_all(run);
+}
+
+static void *worker_main(void *varg) {
+  thread_arg_t *arg = varg;
+  rs_worker_t *w = arg->worker;
+  gate_t *gate = arg->gate;
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&gate->mu));
+  while (!gate->open)
+    RS_PTHREAD_CHECK(pthread_cond_wait(&gate->cond, &gate->mu));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
+  if (atomic_load(&w->run->abort_flag))
+    return NULL;
+  int rc = rs_ring_run(w);
+  /* 1: the crash hook stopped this worker, as a dead process stops: it
+   * tells nobody, and its neighbours find out by timing out. */
+  if (rc != RS_OK && rc != 1 && rc != RS_EABORTED)
+    report_fault(w, rc);
+  return NULL;
+}
+
+static void open_gate(gate_t *gate) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&gate->mu));
+  gate->open = 1;
+  RS_PTHREAD_CHECK(pthread_cond_broadcast(&gate->cond));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
+}
+
+/* Run the ring on W threads; returns the run's status. */
+static int run_threads(rs_run_t *run) {
+  const int W = run->config.workers;
+  pthread_t *threads = calloc((size_t)W, sizeof *threads);
+  thread_arg_t *args = calloc((size_t)W, sizeof *args);
+  gate_t gate = {.open = 0};
+  if (!threads || !args) {
+    free(threads);
+    free(args);
+    return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_init(&gate.mu, NULL));
+  RS_PTHREAD_CHECK(pthread_cond_init(&gate.cond, NULL));
+  pthread_attr_t attr;
+  RS_PTHREAD_CHECK(pthread_attr_init(&attr));
+  RS_PTHREAD_CHECK(pthread_attr_setstacksize(&attr, 1u << 20));
+
+  int started = 0;
+  for (; started < W; started++) {
+    args[started] = (thread_arg_t){&run->workers[started], &gate};
+    int err =
+        pthread_create(&threads[started], &attr, worker_main, &args[started]);
+    if (err) {
+      rs__run_fail(run, RS_ESYS, "cannot start worker thread %d of %d: %s",
+                   started, W, strerror(err));
+      abort_all(run);
+      break;
+    }
+  }
+  uint64_t t0 = rs__now_ns();
+  open_gate(&gate);
+  for (int r = 0; r < started; r++)
+    RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
+  run->result.wall_ns = rs__now_ns() - t0;
+
+  RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));
+  RS_PTHREAD_CHECK(pthread_cond_destroy(&gate.cond));
+  RS_PTHREAD_CHECK(pthread_mutex_destroy(&gate.mu));
+  free(threads);
+  free(args);
+  return run->result.status;
+}
+
+int rs_run_execute(rs_run_t *run) {
+  if (run->executed)
+    return rs__err(run->errmsg, RS_EINVAL, "a run executes only once");
+  run->executed = 1;
+  if (!run->filled)
+    return rs__run_fail(run, RS_EINVAL, "the workers' buffers were not filled");
+  int rc = rs__check_prepare(run);
+  if (rc)
+    return rc;
+  rc = run_threads(run);
+  for (int r = 0; r < run->config.workers; r++)
+    run->result.transfers += run->workers[r].stats.transfers_sent;
+  if (rc)
+    return rc;
+  if (run->config.collective == RS_COLL_ALLREDUCE)
+    rs__check_result(run);
+  return run->result.status;
+}

@@ -1,0 +1,41 @@
+/* run.h - the state of one run, shared by run.c, grads.c and check.c. */
+#ifndef RINGSIM_RUN_H
+#define RINGSIM_RUN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "channel.h"
+#include "ring.h"
+#include "ringsim/ringsim.h"
+
+struct rs_run {
+  rs_config_t config;
+  const rs_model_t *model;
+  size_t elems;
+  float **bufs; /* W flat buffers, 64-byte aligned */
+  /* Reference, made from the inputs before the ring runs. */
+  double *ref;  /* exact-as-double sum or mean per element */
+  float *bound; /* error bound per element (0 for exact inputs) */
+  rs_init_t init;
+  int filled;
+  int executed;
+  rs_chan_t *chans; /* chans[r] carries r -> r+1 */
+  rs_worker_t *workers;
+  atomic_int abort_flag;
+  pthread_mutex_t err_mu; /* guards status and errmsg while threads run */
+  rs_result_t result;
+  rs_param_check_t *checks; /* one per param */
+  char errmsg[RS_ERRMSG_MAX];
+};
+
+/* Set the run's error once (the first fault wins) and return code. */
+int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* check.c: compute ref and bound from the buffers (before the ring), and
+ * compare the buffers with them (after). */
+int rs__check_prepare(rs_run_t *run);
+void rs__check_result(rs_run_t *run);
+
+#endif /* RINGSIM_RUN_H */

@@ -1,0 +1,225 @@
+/* safetensors.c - read and write F32 tensors in the safetensors format.
+ *
+ * The format (huggingface/safetensors): an 8-byte little-endian header
+ * length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
+ * [begin, end]}, "__metadata__": {...}}, then the raw little-endian data,
+ * offsets counted from the end of the header. This is what
+ * safetensors.torch.save_file writes, so gradients dumped from PyTorch come
+ * in directly, and what --out produces for numpy or torch to read.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.c assumes a little-endian machine"
+#endif
+
+/* The format's own limit on header size (100 MB), which also keeps a
+ * hostile length from making us allocate gigabytes. */
+#define MAX_HEADER_BYTES (100u * 1000u * 1000u)
+
+static int check_tensor(json_t *t, const rs_param_t *p, uint64_t data_bytes,
+                        const char *path, uint64_t *begin, char *errmsg) {
+  if (!json_is_object(t))
+    return rs__err(errmsg, RS_EPARSE, "%s: tensor \"%.100s\": not an object",
+                   path, p->name);
+  json_t *dtype = json_object_get(t, "dtype");
+  if (!json_is_string(dtype) || strcmp(json_string_value(dtype), "F32") != 0)
+    return rs__err(
+        errmsg, RS_EPARSE, "%s: tensor \"%.100s\": dtype %s, expected F32",
+        path, p->name,
+        json_is_string(dtype) ? json_string_value(dtype) : "missing");
+  json_t *shape = json_object_get(t, "shape");
+  int same = json_is_array(shape) && json_array_size(shape) == (size_t)p->ndim;
+  for (int d = 0; same && d < p->ndim; d++) {
+    json_t *dim = json_array_get(shape, (size_t)d);
+    same = json_is_integer(dim) && json_integer_value(dim) == p->shape[d];
+  }
+  if (!same)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": shape differs from the model's",
+                   path, p->name);
+  json_t *offs = json_object_get(t, "data_offsets");
+  json_t *jb = json_array_get(offs, 0), *je = json_array_get(offs, 1);
+  if (!json_is_array(offs) || json_array_size(offs) != 2 ||
+      !json_is_integer(jb) || !json_is_integer(je) ||
+      json_integer_value(jb) < 0 ||
+      json_integer_value(je) < json_integer_value(jb))
+    return rs__err(errmsg, RS_EPARSE, "%s: tensor \"%.100s\": bad data_offsets",
+                   path, p->name);
+  uint64_t b = (uint64_t)json_integer_value(jb);
+  uint64_t e = (uint64_t)json_integer_value(je);
+  if (e > data_bytes)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": data_offsets end %llu is past the "
+                   "file's %llu data bytes (truncated?)",
+                   path, p->name, (unsigned long long)e,
+                   (unsigned long long)data_bytes);
+  if (e - b != p->elems * sizeof(float))
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": %llu data bytes, the shape needs "
+                   "%zu",
+                   path, p->name, (unsigned long long)(e - b),
+                   p->elems * sizeof(float));
+  *begin = b;
+  return RS_OK;
+}
+
+int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
+                        char *errmsg) {
+  int rc = RS_OK;
+  char *header = NULL;
+  json_t *root = NULL;
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  if (!f)
+    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
+                   strerror(errno));
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = rs__err(errmsg, RS_EIO, "%s: not a regular file", path);
+    goto done;
+  }
+  unsigned char len_bytes[8];
+  if (st.st_size < 8 || fread(len_bytes, 1, 8, f) != 8) {
+    rc = rs__err(errmsg, RS_EPARSE, "%s: truncated: no 8-byte header length",
+                 path);
+    goto done;
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; i--)
+    header_len = header_len << 8 | len_bytes[i];
+  uint64_t file_size = (uint64_t)st.st_size;
+  if (header_len > MAX_HEADER_BYTES || header_len > file_size - 8) {
+    rc = rs__err(errmsg, RS_EPARSE,
+                 "%s: header length %llu is larger than the file (%llu "
+                 "bytes) or the format's 100 MB limit",
+                 path, (unsigned long long)header_len,
+                 (unsigned long long)file_size);
+    goto done;
+  }
+  header = malloc(header_len + 1);
+  if (!header) {
+    rc = rs__err(errmsg, RS_ENOMEM, "%s: out of memory for the header", path);
+    goto done;
+  }
+  if (fread(header, 1, header_len, f) != header_len) {
+    rc = rs__err(errmsg, RS_EIO, "%s: cannot read the header", path);
+    goto done;
+  }
+  json_error_t jerr;
+  root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root || !json_is_object(root)) {
+    rc = rs__err(errmsg, RS_EPARSE, "%s: bad header: %s", path,
+                 root ? "not a JSON object" : jerr.text);
+    goto done;
+  }
+  uint64_t data_start = 8 + header_len;
+  for (size_t i = 0; i < rs_model_param_count(model); i++) {
+    const rs_param_t *p = rs_model_param(model, i);
+    json_t *t = json_object_get(root, p->name);
+    uint64_t begin = 0;
+    if (!t) {
+      rc =
+          rs__err(errmsg, RS_EPARSE, "%s: no tensor \"%.100s\"", path, p->name);
+      goto done;
+    }
+    rc = check_tensor(t, p, file_size - data_start, path, &begin, errmsg);
+    if (rc)
+      goto done;
+    if (p->elems == 0)
+      continue;
+    if (fseeko(f, (off_t)(data_start + begin), SEEK_SET) != 0 ||
+        fread(data + p->elem_offset, sizeof(float), p->elems, f) != p->elems) {
+      rc = rs__err(errmsg, RS_EIO, "%s: cannot read tensor \"%.100s\"", path,
+                   p->name);
+      goto done;
+    }
+  }
+done:
+  json_decref(root);
+  free(header);
+  fclose(f);
+  return rc;
+}
+
+static json_t *make_header(const rs_model_t *model) {
+  json_t *root = json_object();
+  json_t *meta = json_pack("{s:s, s:s}", "format", "pt", "producer",
+                           "ringsim " RS_VERSION);
+  if (!root || !meta || json_object_set_new(root, "__metadata__", meta)) {
+    json_decref(root);
+    return NULL;
+  }
+  for (size_t i = 0; i < rs_model_param_count(model); i++) {
+    const rs_param_t *p = rs_model_param(model, i);
+    json_t *shape = json_array();
+    for (int d = 0; shape && d < p->ndim; d++)
+      json_array_append_new(shape, json_integer(p->shape[d]));
+    json_int_t begin = (json_int_t)(p->elem_offset * sizeof(float));
+    json_int_t end = begin + (json_int_t)(p->elems * sizeof(float));
+    json_t *t = json_pack("{s:s, s:o, s:[I,I]}", "dtype", "F32", "shape", shape,
+                          "data_offsets", begin, end);
+    if (!t || json_object_set_new(root, p->name, t)) {
+      json_decref(root);
+      return NULL;
+    }
+  }
+  return root;
+}
+
+int rs_safetensors_write(const char *path, const rs_model_t *model,
+                         const float *data, char *errmsg) {
+  json_t *header = make_header(model);
+  char *text = header ? json_dumps(header, JSON_COMPACT) : NULL;
+  json_decref(header);
+  if (!text)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", path);
+  /* Pad the header with spaces so the data starts 8-byte aligned, as the
+   * reference implementation does. */
+  size_t len = strlen(text);
+  size_t padded = (len + 7) & ~(size_t)7;
+
+  char tmp[4096];
+  int rc = RS_OK;
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+    free(text);
+    return rs__err(errmsg, RS_EINVAL, "%.200s: path too long", path);
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    free(text);
+    return rs__err(errmsg, RS_EIO, "%s: cannot create: %s", path,
+                   strerror(errno));
+  }
+  fchmod(fd, 0644); /* mkstemp makes 0600; an output file is for sharing */
+  FILE *f = fdopen(fd, "wb");
+  unsigned char len_bytes[8];
+  for (int i = 0; i < 8; i++)
+    len_bytes[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+  size_t elems = rs_model_elems(model);
+  int ok =
+      f && fwrite(len_bytes, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
+  for (size_t i = len; ok && i < padded; i++)
+    ok = fputc(' ', f) != EOF;
+  ok = ok && fwrite(data, sizeof(float), elems, f) == elems;
+  int saved_errno = errno;
+  if (f ? fclose(f) != 0 : close(fd) != 0)
+    ok = 0;
+  if (ok && rename(tmp, path) != 0) {
+    saved_errno = errno;
+    ok = 0;
+  }
+  if (!ok) {
+    unlink(tmp);
+    rc = rs__err(errmsg, RS_EIO, "%s: cannot write: %s", path,
+                 strerror(saved_errno));
+  }
+  free(text);
+  return rc;
+}

@@ -1,0 +1,40 @@
+/* util.h - small helpers shared by the modules: errors, clocks, allocation. */
+#ifndef RINGSIM_UTIL_H
+#define RINGSIM_UTIL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ringsim/ringsim.h"
+
+/* Format a one-line message into errmsg (RS_ERRMSG_MAX bytes, may be NULL)
+ * and return code, so callers can write `return rs__err(e, RS_EINVAL, ...)`. */
+int rs__err(char *errmsg, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline uint64_t rs__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A pthread call that cannot fail unless the program is broken: abort with
+ * the call and its error (NCCL's PTHREADCHECK). */
+#define RS_PTHREAD_CHECK(call)                                                 \
+  do {                                                                         \
+    int rs__rc = (call);                                                       \
+    if (rs__rc != 0) {                                                         \
+      fprintf(stderr, "ringsim: %s failed (%d) at %s:%d\n", #call, rs__rc,     \
+              __FILE__, __LINE__);                                             \
+      abort();                                                                 \
+    }                                                                          \
+  } while (0)
+
+/* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
+ * failure. Free with free(). */
+void *rs__aligned_alloc(size_t n);
+
+#endif /* RINGSIM_UTIL_H */
