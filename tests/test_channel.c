@@ -1,0 +1,202 @@
+/* test_channel.c - the bounded SPSC channel: FIFO order, blocking,
+ * sequence numbers, timeouts and abort. */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#include "channel.h"
+#include "util.h"
+
+#define SEG 5
+
+typedef struct pair {
+  rs_chan_t ch;
+  atomic_int abort_flag;
+  int messages;
+  int rc;
+} pair_t;
+
+static void *producer(void *arg) {
+  pair_t *p = arg;
+  uint64_t wait = 0;
+  for (int m = 0; m < p->messages; m++) {
+    float seg[SEG];
+    for (int i = 0; i < SEG; i++)
+      seg[i] = (float)(m * SEG + i);
+    rs_msg_t hdr = {.chunk = m, .elems = SEG};
+    int rc = rs_chan_send(&p->ch, &hdr, seg, 5000000000u, &wait);
+    if (rc) {
+      p->rc = rc;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* channel-1: a producer thread and this consumer pass many messages through
+ * K slots; they arrive complete, in order, numbered 0, 1, 2, ... */
+static void fifo_order_with_k_slots(int slots) {
+  pair_t p = {.messages = 2000};
+  atomic_init(&p.abort_flag, 0);
+  assert_int_equal(
+      rs_chan_init(&p.ch, slots, SEG * sizeof(float), &p.abort_flag), RS_OK);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, producer, &p), 0);
+  uint64_t wait = 0;
+  for (int m = 0; m < p.messages; m++) {
+    rs_msg_t *msg;
+    assert_int_equal(rs_chan_recv(&p.ch, &msg, 5000000000u, &wait), RS_OK);
+    assert_int_equal(msg->seq, m);
+    assert_int_equal(msg->chunk, m);
+    assert_int_equal(msg->elems, SEG);
+    assert_true(msg->send_end_ns >= msg->send_begin_ns);
+    for (int i = 0; i < SEG; i++)
+      assert_int_equal((int)rs_msg_payload(msg)[i], m * SEG + i);
+    rs_chan_release(&p.ch);
+  }
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(p.rc, RS_OK);
+  rs_chan_destroy(&p.ch);
+}
+
+static void test_fifo_1_slot(void **state) {
+  (void)state;
+  fifo_order_with_k_slots(1);
+}
+static void test_fifo_3_slots(void **state) {
+  (void)state;
+  fifo_order_with_k_slots(3);
+}
+static void test_fifo_8_slots(void **state) {
+  (void)state;
+  fifo_order_with_k_slots(8);
+}
+
+/* channel-2: a full channel makes send wait, then time out. */
+static void test_send_blocks_when_full_then_times_out(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 2, 4, &abort_flag), RS_OK);
+  float x = 1;
+  rs_msg_t hdr = {.elems = 1};
+  uint64_t wait = 0;
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  assert_int_equal(wait, 0);
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 50000000, &wait), RS_ETIMEDOUT);
+  uint64_t waited = rs__now_ns() - t0;
+  assert_true(waited >= 50000000u);
+  assert_true(wait >= 50000000u);
+  rs_chan_destroy(&ch);
+}
+
+/* channel-3: an empty channel makes recv time out. */
+static void test_recv_times_out_when_empty(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs_msg_t *msg;
+  uint64_t wait = 0;
+  assert_int_equal(rs_chan_recv(&ch, &msg, 20000000, &wait), RS_ETIMEDOUT);
+  assert_true(wait >= 20000000u);
+  rs_chan_destroy(&ch);
+}
+
+typedef struct waiter {
+  rs_chan_t *ch;
+  int rc;
+} waiter_t;
+
+static void *blocked_receiver(void *arg) {
+  waiter_t *w = arg;
+  rs_msg_t *msg;
+  uint64_t wait = 0;
+  w->rc = rs_chan_recv(w->ch, &msg, 60000000000u, &wait);
+  return NULL;
+}
+
+/* channel-4: setting the abort flag and waking the channel releases a
+ * receiver that would otherwise wait a minute. */
+static void test_abort_wakes_a_blocked_receiver(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  waiter_t w = {&ch, 12345};
+  pthread_t t;
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(pthread_create(&t, NULL, blocked_receiver, &w), 0);
+  struct timespec pause = {0, 20000000};
+  nanosleep(&pause, NULL);
+  atomic_store(&abort_flag, 1);
+  rs_chan_wake(&ch);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(w.rc, RS_EABORTED);
+  assert_true(rs__now_ns() - t0 < 10000000000u);
+  rs_chan_destroy(&ch);
+}
+
+/* channel-5: a message whose sequence number is not the next expected one
+ * (as a lost or repeated message would be) is refused, not summed. */
+static void test_out_of_sequence_message_is_refused(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  float x = 1;
+  rs_msg_t hdr = {.elems = 1};
+  uint64_t wait = 0;
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  ch.send_seq++; /* as if message 1 were lost on the way */
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  rs_msg_t *msg;
+  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_int_equal(msg->seq, 0);
+  rs_chan_release(&ch);
+  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_EPROTO);
+  rs_chan_destroy(&ch);
+}
+
+/* channel-6: a zero-element message (an empty chunk) still travels. */
+static void test_empty_message_travels(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 1, 0, &abort_flag), RS_OK);
+  rs_msg_t hdr = {.chunk = 3, .elems = 0};
+  uint64_t wait = 0;
+  assert_int_equal(rs_chan_send(&ch, &hdr, NULL, 1000000, &wait), RS_OK);
+  rs_msg_t *msg;
+  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_int_equal(msg->chunk, 3);
+  assert_int_equal(msg->elems, 0);
+  rs_chan_release(&ch);
+  rs_chan_destroy(&ch);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fifo_1_slot),
+      cmocka_unit_test(test_fifo_3_slots),
+      cmocka_unit_test(test_fifo_8_slots),
+      cmocka_unit_test(test_send_blocks_when_full_then_times_out),
+      cmocka_unit_test(test_recv_times_out_when_empty),
+      cmocka_unit_test(test_abort_wakes_a_blocked_receiver),
+      cmocka_unit_test(test_out_of_sequence_message_is_refused),
+      cmocka_unit_test(test_empty_message_travels),
+  };
+  return cmocka_run_group_tests_name("channel", tests, NULL, NULL);
+}

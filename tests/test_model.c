@@ -1,0 +1,212 @@
+/* test_model.c - model.json: layout, inline grads, and every error. */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ringsim/ringsim.h"
+
+static rs_model_t *parse_ok(const char *text) {
+  char err[RS_ERRMSG_MAX] = "";
+  rs_model_t *m = NULL;
+  int rc = rs_model_parse(text, strlen(text), "t.json", &m, err);
+  if (rc)
+    fail_msg("parse failed: %s", err);
+  return m;
+}
+
+/* model-1: params are laid out flat in file order; scalars have 1 element
+ * and zero-size dims 0; the name is kept. */
+static void test_layout_in_file_order(void **state) {
+  (void)state;
+  rs_model_t *m = parse_ok(
+      "{\"name\": \"tiny\", \"params\": ["
+      "{\"name\": \"w\", \"shape\": [2]},"
+      "{\"name\": \"fc.weight\", \"shape\": [4, 3], \"dtype\": \"f32\"},"
+      "{\"name\": \"scale\", \"shape\": []},"
+      "{\"name\": \"empty\", \"shape\": [0, 5]},"
+      "{\"name\": \"b\", \"shape\": [3]}]}");
+  assert_string_equal(rs_model_name(m), "tiny");
+  assert_int_equal(rs_model_param_count(m), 5);
+  const size_t offsets[] = {0, 2, 14, 15, 15}, elems[] = {2, 12, 1, 0, 3};
+  for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(rs_model_param(m, i)->elem_offset, offsets[i]);
+    assert_int_equal(rs_model_param(m, i)->elems, elems[i]);
+  }
+  assert_int_equal(rs_model_param(m, 1)->ndim, 2);
+  assert_int_equal(rs_model_param(m, 1)->shape[1], 3);
+  assert_int_equal(rs_model_elems(m), 18);
+  assert_int_equal(rs_model_find(m, "b"), 4);
+  assert_int_equal(rs_model_find(m, "nope"), -1);
+  assert_int_equal(rs_model_inline_workers(m), 0);
+  assert_null(rs_model_inline_grads(m, 0));
+  rs_model_free(m);
+}
+
+/* model-2: inline grads, nested as the shape or flat, and a bare number
+ * for a scalar, all land in the flat buffer in order. */
+static void test_inline_grads_nested_and_flat(void **state) {
+  (void)state;
+  rs_model_t *m = parse_ok(
+      "{\"params\": [{\"name\": \"w\", \"shape\": [2]},"
+      "{\"name\": \"m\", \"shape\": [2, 3]}, {\"name\": \"s\", \"shape\": []}],"
+      "\"grads\": [{\"w\": [1, 2], \"m\": [[1, 2, 3], [4, 5, 6]], \"s\": 7},"
+      "{\"w\": [3, 4.5], \"m\": [6, 5, 4, 3, 2, 1], \"s\": [-1]}]}");
+  assert_int_equal(rs_model_inline_workers(m), 2);
+  const float want0[] = {1, 2, 1, 2, 3, 4, 5, 6, 7};
+  const float want1[] = {3, 4.5f, 6, 5, 4, 3, 2, 1, -1};
+  assert_memory_equal(rs_model_inline_grads(m, 0), want0, sizeof want0);
+  assert_memory_equal(rs_model_inline_grads(m, 1), want1, sizeof want1);
+  assert_string_equal(rs_model_name(m), "model");
+  rs_model_free(m);
+}
+
+typedef struct bad_case {
+  const char *id;
+  const char *text;
+  const char *message; /* must appear in the error */
+} bad_case_t;
+
+static const bad_case_t bad_cases[] = {
+    {"model-3.1", "{\"params\": [", "t.json:1:12:"},
+    {"model-3.2",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}],\n\"x\": 1,}",
+     "t.json:2:8:"},
+    {"model-3.3", "[1, 2]", "the top level must be an object"},
+    {"model-3.4", "{\"params\": []}", "params: missing or not a non-empty"},
+    {"model-3.5", "{}", "params: missing"},
+    {"model-3.6",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"extra\": 1}",
+     "unknown field \"extra\""},
+    {"model-3.7",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"size\": 2}]}",
+     "params[0]: unknown field \"size\""},
+    {"model-3.8", "{\"params\": [{\"shape\": [2]}]}",
+     "params[0].name: missing"},
+    {"model-3.9", "{\"params\": [{\"name\": 3, \"shape\": [2]}]}",
+     "params[0].name"},
+    {"model-3.10", "{\"params\": [{\"name\": \"w\"}]}",
+     "params[0].shape: missing"},
+    {"model-3.11", "{\"params\": [{\"name\": \"w\", \"shape\": [2, -3]}]}",
+     "params[0].shape[1]: must be a non-negative integer"},
+    {"model-3.12", "{\"params\": [{\"name\": \"w\", \"shape\": [2.5]}]}",
+     "params[0].shape[0]: must be a non-negative integer"},
+    {"model-3.13", "{\"params\": [{\"name\": \"w\", \"shape\": \"2\"}]}",
+     "params[0].shape"},
+    {"model-3.14",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [4294967296, 4294967296]}]}",
+     "more than"},
+    {"model-3.15",
+     "{\"params\": [{\"name\": \"a\", \"shape\": [68719476736]},"
+     "{\"name\": \"b\", \"shape\": [1]}]}",
+     "more than 68719476736 elements in all"},
+    {"model-3.16",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [1,1,1,1,1,1,1,1,1]}]}",
+     "9 dimensions"},
+    {"model-3.17",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}, {\"name\": \"w\", "
+     "\"shape\": [3]}]}",
+     "params[1].name: \"w\" is a duplicate"},
+    {"model-3.18",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f16\"}]}",
+     "dtype: \"f16\" is not supported (only \"f32\")"},
+    {"model-3.19",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": []}",
+     "grads: must be a non-empty list"},
+    {"model-3.20",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{}]}",
+     "grads[0].w: missing"},
+    {"model-3.21",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "[1]}]}",
+     "grads[0].w: has 1 values, the shape needs 2"},
+    {"model-3.22",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "[1, "
+     "\"x\"]}]}",
+     "grads[0].w: element 1 is not a number"},
+    {"model-3.23",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "[1, "
+     "2], \"v\": [1]}]}",
+     "grads[0]: \"v\" is not a param of the model"},
+    {"model-3.24",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "[1, "
+     "1e39]}]}",
+     "does not fit in f32"},
+    {"model-3.25",
+     "{\"params\": [{\"name\": \"m\", \"shape\": [2, 2]}], \"grads\": [{\"m\": "
+     "[[1, 2], [3]]}]}",
+     "grads[0].m: dimension 1 must be a list of 2 values"},
+    {"model-3.26",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "[1, "
+     "2], \"w\": [3, 4]}]}",
+     "duplicate object key"},
+    {"model-3.27",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [{\"w\": "
+     "3}]}",
+     "grads[0].w: must be a list of numbers"},
+    {"model-3.28",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [[1, 2]]}",
+     "grads[0]: must be an object"},
+    {"model-3.29", "", "t.json:1:0:"},
+};
+
+/* model-3.N: each malformed model is refused with RS_EPARSE and a message
+ * that names the file and the place; no model is returned. */
+static void test_bad_models_are_refused_clearly(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+    const bad_case_t *c = &bad_cases[i];
+    char err[RS_ERRMSG_MAX] = "";
+    rs_model_t *m = (rs_model_t *)&err; /* must be reset to NULL */
+    int rc = rs_model_parse(c->text, strlen(c->text), "t.json", &m, err);
+    if (rc != RS_EPARSE || m != NULL || !strstr(err, c->message) ||
+        strncmp(err, "t.json", 6) != 0 || strchr(err, '\n'))
+      fail_msg("%s: rc %d, error \"%s\", wanted \"%s\"", c->id, rc, err,
+               c->message);
+  }
+}
+
+/* model-4: rs_model_load names the file when it is missing or a
+ * directory, and gives line and column for a syntax error in a file. */
+static void test_load_file_errors(void **state) {
+  (void)state;
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m;
+  assert_int_equal(rs_model_load("/nonexistent/m.json", &m, err), RS_EIO);
+  assert_non_null(strstr(err, "/nonexistent/m.json: cannot open"));
+  assert_int_equal(rs_model_load("/", &m, err), RS_EIO);
+  assert_non_null(strstr(err, "/: cannot read"));
+  char path[] = "/tmp/ringsim_model_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char text[] =
+      "{\n  \"params\": [\n    {\"name\": \"w\" \"shape\": [2]}]}";
+  assert_int_equal(write(fd, text, sizeof text - 1), (long)sizeof text - 1);
+  close(fd);
+  assert_int_equal(rs_model_load(path, &m, err), RS_EPARSE);
+  char want[64];
+  snprintf(want, sizeof want, "%s:3:", path);
+  assert_non_null(strstr(err, want));
+  assert_null(m);
+  unlink(path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_layout_in_file_order),
+      cmocka_unit_test(test_inline_grads_nested_and_flat),
+      cmocka_unit_test(test_bad_models_are_refused_clearly),
+      cmocka_unit_test(test_load_file_errors),
+  };
+  return cmocka_run_group_tests_name("model", tests, NULL, NULL);
+}

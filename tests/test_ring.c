@@ -1,0 +1,441 @@
+/* test_ring.c - the whole all-reduce through the library: results against
+ * an independent reference, the ring's invariants, failures.
+ *
+ *   test_ring            the named cases (ring-1 ... ring-9)
+ *   test_ring matrix W   the input matrix for W workers (ring-0.W)
+ */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringsim/ringsim.h"
+
+typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
+static const char *const kind_names[] = {"inline", "normal", "exact"};
+
+/* A model with params "a" (most elements) and "b" (the rest), so the run
+ * crosses a param boundary. */
+static rs_model_t *make_model(size_t elems, kind_t kind, int workers) {
+  size_t b = elems > 3 ? 3 : 0, a = elems - b;
+  size_t cap = 256 + (size_t)workers * (elems * 24 + 64);
+  char *text = malloc(cap);
+  assert_non_null(text);
+  int len = snprintf(text, cap,
+                     "{\"params\": [{\"name\": \"a\", \"shape\": [%zu]}, "
+                     "{\"name\": \"b\", \"shape\": [%zu]}]",
+                     a, b);
+  if (kind == KIND_INLINE && elems <= 4096) {
+    /* Values with no exact sum in f32: the check must rely on the bound. */
+    len += snprintf(text + len, cap - (size_t)len, ", \"grads\": [");
+    for (int w = 0; w < workers; w++) {
+      for (size_t i = 0; i < elems; i++) {
+        double x = sin((double)(i * 31 + (size_t)w * 17)) * (1 + w % 5) / 3.0;
+        const char *pre = i == 0   ? (w ? ", {\"a\": [" : "{\"a\": [")
+                          : i == a ? "], \"b\": ["
+                                   : ", ";
+        len += snprintf(text + len, cap - (size_t)len, "%s%.9g", pre, x);
+      }
+      len += snprintf(text + len, cap - (size_t)len,
+                      a == elems ? "], \"b\": []}" : "]}");
+    }
+    len += snprintf(text + len, cap - (size_t)len, "]");
+  }
+  snprintf(text + len, cap - (size_t)len, "}");
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m;
+  if (rs_model_parse(text, strlen(text), "matrix.json", &m, err))
+    fail_msg("model: %s", err);
+  free(text);
+  return m;
+}
+
+/* Fill the run's buffers by hand (inline inputs too big for JSON). */
+static void fill_by_hand(rs_run_t *run, int W, size_t n) {
+  for (int w = 0; w < W; w++) {
+    float *buf = rs_run_buffer(run, w);
+    for (size_t i = 0; i < n; i++)
+      buf[i] =
+          (float)(sin((double)(i * 31 + (size_t)w * 17)) * (1 + w % 5) / 3.0);
+  }
+}
+
+/* Run W workers over n elements with the given inputs and check, without
+ * trusting check.c: the test keeps its own copy of the inputs and computes
+ * its own reference. */
+static void run_case(int W, size_t n, kind_t kind, rs_op_t op) {
+  rs_model_t *m = make_model(n, kind, W);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = W;
+  cfg.op = op;
+  cfg.segment_bytes = 4096 * 4; /* several segments per chunk at 1000003 */
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(&cfg, m, &run, err))
+    fail_msg("create: %s", err);
+  int rc;
+  if (kind == KIND_EXACT)
+    rc = rs_run_fill(run, RS_INIT_EXACT, 7);
+  else if (kind == KIND_NORMAL)
+    rc = rs_run_fill(run, RS_INIT_NORMAL, 7);
+  else if (rs_model_inline_workers(m))
+    rc = rs_run_fill_inline(run);
+  else {
+    fill_by_hand(run, W, n);
+    rc = RS_OK;
+  }
+  assert_int_equal(rc, RS_OK);
+
+  /* The test's own reference: sum and sum of |x| in double. */
+  double *sum = calloc(n + 1, sizeof *sum),
+         *abs_sum = calloc(n + 1, sizeof *abs_sum);
+  assert_non_null(sum);
+  assert_non_null(abs_sum);
+  for (int w = 0; w < W; w++) {
+    const float *g = rs_run_buffer(run, w);
+    for (size_t i = 0; i < n; i++) {
+      sum[i] += g[i];
+      abs_sum[i] += fabs(g[i]);
+    }
+  }
+  rc = rs_run_execute(run);
+  if (rc != RS_OK)
+    fail_msg("W=%d n=%zu %s: %s: %s", W, n, kind_names[kind], rs_errname(rc),
+             rs_run_errmsg(run));
+
+  const float *r0 = rs_run_buffer(run, 0);
+  for (int w = 1; w < W; w++)
+    if (n && memcmp(rs_run_buffer(run, w), r0, n * sizeof(float)))
+      fail_msg("W=%d n=%zu %s: worker %d differs from worker 0", W, n,
+               kind_names[kind], w);
+  const double u = ldexp(1, -24), div = op == RS_OP_AVG ? W : 1;
+  for (size_t i = 0; i < n; i++) {
+    double want = sum[i] / div;
+    if (kind == KIND_EXACT) {
+      float wantf = (float)want;
+      if (memcmp(&r0[i], &wantf, sizeof wantf))
+        fail_msg("W=%d n=%zu exact: element %zu is %.9g, want %.9g", W, n, i,
+                 (double)r0[i], (double)wantf);
+    } else {
+      double bound = (W + 1) * u * abs_sum[i] / div + u * fabs(want) + 1e-45;
+      if (fabs(r0[i] - want) > bound)
+        fail_msg("W=%d n=%zu %s: element %zu is %.9g, want %.9g +- %.3g", W, n,
+                 kind_names[kind], i, (double)r0[i], want, bound);
+    }
+  }
+
+  /* The ring's traffic invariants. */
+  const rs_result_t *res = rs_run_result(run);
+  assert_true(res->identical);
+  assert_int_equal(res->transfers,
+                   (uint64_t)W * 2 * (uint64_t)(W - 1) * res->segs_per_chunk);
+  double theory = 2.0 * (W - 1) / W * (double)n * 4;
+  for (int w = 0; w < W; w++) {
+    const rs_worker_stats_t *s = rs_run_worker_stats(run, w);
+    assert_int_equal(s->transfers_sent,
+                     2 * (uint64_t)(W - 1) * res->segs_per_chunk);
+    /* Exactly: r sends every chunk but (r+1) in reduce-scatter and every
+     * chunk but (r+2) in all-gather; it receives all but r, then r+1. */
+    uint64_t len[3];
+    for (int k = 0; k < 3; k++)
+      len[k] = 4 * rs_chunk_elems(n, W, (w + k) % W);
+    if (W > 1) {
+      assert_int_equal(s->bytes_sent, 8 * n - len[1] - len[2]);
+      assert_int_equal(s->bytes_received, 8 * n - len[0] - len[1]);
+    }
+    if (fabs((double)s->bytes_sent - theory) > 2.0 * (W - 1) * 4)
+      fail_msg("W=%d n=%zu: worker %d sent %llu bytes, theory %.1f", W, n, w,
+               (unsigned long long)s->bytes_sent, theory);
+  }
+  free(sum);
+  free(abs_sum);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+static int matrix_workers;
+
+/* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003,
+ * with inline, normal and exact inputs; exact bit for bit, the rest within
+ * the bound, all workers bitwise identical, traffic as the theory says. */
+static void test_matrix(void **state) {
+  (void)state;
+  const int W = matrix_workers;
+  const size_t counts[] = {1, (size_t)W - 1, (size_t)W, (size_t)W + 1, 1000003};
+  for (size_t c = 0; c < 5; c++) {
+    if (counts[c] == 0)
+      continue;
+    for (int kind = 0; kind < 3; kind++)
+      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG);
+  }
+  run_case(W, 1000, KIND_EXACT, RS_OP_SUM);
+  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM);
+}
+
+static rs_model_t *simple_model(size_t elems) {
+  char text[256], err[RS_ERRMSG_MAX];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m.json", &m, err),
+                   RS_OK);
+  return m;
+}
+
+/* ring-1: the two-worker example: w=[1,2] and w=[3,4] average to [2,3]. */
+static void test_two_worker_example(void **state) {
+  (void)state;
+  const char text[] = "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], "
+                      "\"grads\": [{\"w\": [1, 2]}, {\"w\": [3, 4]}]}";
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m;
+  rs_run_t *run;
+  assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = 2;
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_fill_inline(run), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  for (int w = 0; w < 2; w++) {
+    assert_true(rs_run_buffer(run, w)[0] == 2.0f);
+    assert_true(rs_run_buffer(run, w)[1] == 3.0f);
+  }
+  assert_int_equal(rs_run_result(run)->transfers, 4);
+  assert_int_equal(rs_run_result(run)->max_abs_err, 0);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+/* ring-2: after reduce-scatter alone, worker r holds the full sum of chunk
+ * (r+1) mod W: the ring's intermediate invariant. */
+static void test_reduce_scatter_invariant(void **state) {
+  (void)state;
+  const int workers[] = {2, 3, 4, 5, 8, 13};
+  for (size_t k = 0; k < sizeof workers / sizeof *workers; k++) {
+    const int W = workers[k];
+    const size_t n = 1001;
+    rs_model_t *m = simple_model(n);
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = W;
+    cfg.op = RS_OP_SUM;
+    cfg.collective = RS_COLL_REDUCE_SCATTER;
+    cfg.segment_bytes = 64;
+    char err[RS_ERRMSG_MAX];
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
+    double *sum = calloc(n, sizeof *sum);
+    for (int w = 0; w < W; w++)
+      for (size_t i = 0; i < n; i++)
+        sum[i] += rs_run_buffer(run, w)[i];
+    assert_int_equal(rs_run_execute(run), RS_OK);
+    for (int r = 0; r < W; r++) {
+      int c = (r + 1) % W;
+      size_t off = rs_chunk_offset(n, W, c), len = rs_chunk_elems(n, W, c);
+      for (size_t i = off; i < off + len; i++)
+        if (rs_run_buffer(run, r)[i] != (float)sum[i])
+          fail_msg("W=%d: worker %d chunk %d element %zu is %g, sum %g", W, r,
+                   c, i, (double)rs_run_buffer(run, r)[i], sum[i]);
+    }
+    assert_int_equal(rs_run_result(run)->transfers,
+                     (uint64_t)W * (uint64_t)(W - 1) *
+                         rs_run_result(run)->segs_per_chunk);
+    free(sum);
+    rs_run_free(run);
+    rs_model_free(m);
+  }
+}
+
+static void run_simple(int W, size_t n, size_t segment_bytes, int slots) {
+  rs_model_t *m = simple_model(n);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = W;
+  cfg.segment_bytes = segment_bytes;
+  cfg.slots = slots;
+  cfg.timeout_s = 120;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, (uint64_t)W), RS_OK);
+  int rc = rs_run_execute(run);
+  if (rc)
+    fail_msg("W=%d n=%zu: %s", W, n, rs_run_errmsg(run));
+  assert_true(rs_run_result(run)->identical);
+  assert_int_equal(rs_run_result(run)->worst_ratio, 0);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+/* ring-3: 256 workers on this 2-core machine finish (blocking does not
+ * burn the cores), and so do 1024. */
+static void test_many_workers_finish(void **state) {
+  (void)state;
+  run_simple(256, 1 << 20, 64 * 1024, 8);
+  run_simple(1024, 5000, 64 * 1024, 8);
+}
+
+/* ring-4: one slot per channel and one-element segments still complete:
+ * the send-then-receive order cannot deadlock. */
+static void test_smallest_channel_and_segments(void **state) {
+  (void)state;
+  run_simple(5, 97, 4, 1);
+  run_simple(2, 1, 4, 1);
+}
+
+/* ring-5: a worker that dies mid-ring makes a neighbour time out; the run
+ * ends with RS_ETIMEDOUT and a message naming a worker, phase, step and
+ * peer, and every thread is joined. */
+static void test_dead_worker_times_out(void **state) {
+  (void)state;
+  rs_model_t *m = simple_model(4000);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = 4;
+  cfg.timeout_s = 0.2;
+  cfg.crash_worker = 2;
+  cfg.crash_step = 1;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_fill(run, RS_INIT_NORMAL, 0), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_ETIMEDOUT);
+  const char *msg = rs_run_errmsg(run);
+  if (!strstr(msg, "timed out after 0.2 s in") || !strstr(msg, "step") ||
+      !strstr(msg, "waiting to") || !strstr(msg, "worker"))
+    fail_msg("unexpected message: %s", msg);
+  assert_int_equal(rs_run_result(run)->status, RS_ETIMEDOUT);
+  assert_true(rs_run_result(run)->wall_ns < 30000000000u);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+/* ring-6: W = 1 is the identity, with no transfers. */
+static void test_one_worker_is_identity(void **state) {
+  (void)state;
+  rs_model_t *m = simple_model(10);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = 1;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_fill(run, RS_INIT_NORMAL, 3), RS_OK);
+  float before[10];
+  memcpy(before, rs_run_buffer(run, 0), sizeof before);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  assert_memory_equal(rs_run_buffer(run, 0), before, sizeof before);
+  assert_int_equal(rs_run_result(run)->transfers, 0);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+static void *concurrent_run(void *arg) {
+  run_simple(*(int *)arg, 100003, 8192, 4);
+  return NULL;
+}
+
+/* ring-7: two runs at once in one process do not interfere (no global
+ * state). */
+static void test_two_runs_at_once(void **state) {
+  (void)state;
+  pthread_t a, b;
+  int wa = 3, wb = 6;
+  assert_int_equal(pthread_create(&a, NULL, concurrent_run, &wa), 0);
+  assert_int_equal(pthread_create(&b, NULL, concurrent_run, &wb), 0);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+}
+
+/* ring-8: bad settings and misuse are refused with a message. */
+static void test_bad_config_and_misuse(void **state) {
+  (void)state;
+  rs_model_t *m = simple_model(10);
+  rs_config_t cfg;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  const struct {
+    int workers, slots;
+    size_t segment_bytes;
+    double timeout_s;
+    const char *message;
+  } bad[] = {{0, 8, 64, 1, "workers: 0 is not in 1..4096"},
+             {5000, 8, 64, 1, "workers: 5000"},
+             {2, 0, 64, 1, "slots: 0"},
+             {2, 8, 2, 1, "segment bytes: 2"},
+             {2, 8, 64, 0, "timeout: 0 s"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    rs_config_init(&cfg);
+    cfg.workers = bad[i].workers;
+    cfg.slots = bad[i].slots;
+    cfg.segment_bytes = bad[i].segment_bytes;
+    cfg.timeout_s = bad[i].timeout_s;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_EINVAL);
+    assert_null(run);
+    if (!strstr(err, bad[i].message))
+      fail_msg("case %zu: \"%s\"", i, err);
+  }
+  rs_config_init(&cfg);
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_EINVAL);
+  assert_non_null(strstr(rs_run_errmsg(run), "not filled"));
+  assert_int_equal(rs_run_execute(run), RS_EINVAL);
+  assert_non_null(strstr(rs_run_errmsg(run), "only once"));
+  assert_int_equal(rs_run_fill_inline(run), RS_EINVAL);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+/* ring-9: a non-finite input is refused before the ring runs, naming the
+ * worker, the param and the element. */
+static void test_non_finite_input_is_refused(void **state) {
+  (void)state;
+  rs_model_t *m = simple_model(10);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = 3;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_int_equal(rs_run_fill(run, RS_INIT_UNIFORM, 0), RS_OK);
+  rs_run_buffer(run, 1)[7] = NAN;
+  assert_int_equal(rs_run_execute(run), RS_EINVAL);
+  assert_non_null(
+      strstr(rs_run_errmsg(run),
+             "worker 1's gradient of \"g\" holds nan at element 7"));
+  assert_int_equal(rs_run_result(run)->transfers, 0);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
+    matrix_workers = atoi(argv[2]);
+    char name[32];
+    snprintf(name, sizeof name, "ring-matrix-W%d", matrix_workers);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_matrix)};
+    return _cmocka_run_group_tests(name, tests, 1, NULL, NULL);
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_two_worker_example),
+      cmocka_unit_test(test_reduce_scatter_invariant),
+      cmocka_unit_test(test_many_workers_finish),
+      cmocka_unit_test(test_smallest_channel_and_segments),
+      cmocka_unit_test(test_dead_worker_times_out),
+      cmocka_unit_test(test_one_worker_is_identity),
+      cmocka_unit_test(test_two_runs_at_once),
+      cmocka_unit_test(test_bad_config_and_misuse),
+      cmocka_unit_test(test_non_finite_input_is_refused),
+  };
+  return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
+}

@@ -1,0 +1,171 @@
+/* test_safetensors.c - safetensors write/read round trip and bad files. */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ringsim/ringsim.h"
+
+static const char model_json[] =
+    "{\"params\": [{\"name\": \"w\", \"shape\": [2]},"
+    "{\"name\": \"fc.weight\", \"shape\": [2, 3]}, {\"name\": \"s\", "
+    "\"shape\": []}]}";
+
+static rs_model_t *model(void) {
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m;
+  assert_int_equal(
+      rs_model_parse(model_json, strlen(model_json), "m.json", &m, err), RS_OK);
+  return m;
+}
+
+static void temp_path(char *path, size_t size, const char *name) {
+  snprintf(path, size, "/tmp/ringsim_st_%d_%s", (int)getpid(), name);
+}
+
+/* Write a file: 8-byte length, header text, then data_bytes bytes. */
+static void write_raw(const char *path, uint64_t header_len, const char *header,
+                      size_t data_bytes) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  unsigned char len[8];
+  for (int i = 0; i < 8; i++)
+    len[i] = (unsigned char)(header_len >> (8 * i));
+  fwrite(len, 1, 8, f);
+  fwrite(header, 1, strlen(header), f);
+  for (size_t i = 0; i < data_bytes; i++)
+    fputc(0, f);
+  fclose(f);
+}
+
+/* safetensors-1: what rs_safetensors_write writes, rs_safetensors_read
+ * reads back bit for bit; the data starts 8-byte aligned. */
+static void test_round_trip(void **state) {
+  (void)state;
+  rs_model_t *m = model();
+  char path[128], err[RS_ERRMSG_MAX];
+  temp_path(path, sizeof path, "rt.safetensors");
+  const float data[9] = {1, 2, -0.0f, 3.5f, 1e-40f, 7, 8, 9, 3.14159f};
+  assert_int_equal(rs_safetensors_write(path, m, data, err), RS_OK);
+  float back[9];
+  memset(back, 0xff, sizeof back);
+  assert_int_equal(rs_safetensors_read(path, m, back, err), RS_OK);
+  assert_memory_equal(back, data, sizeof data);
+  FILE *f = fopen(path, "rb");
+  unsigned char len[8];
+  assert_int_equal(fread(len, 1, 8, f), 8);
+  fclose(f);
+  assert_int_equal(len[0] % 8, 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal((size_t)st.st_size,
+                   8 + len[0] + (len[1] << 8) + sizeof data);
+  unlink(path);
+  rs_model_free(m);
+}
+
+/* safetensors-2: writing into a directory that does not exist fails with
+ * a message naming the path, and leaves no file behind. */
+static void test_failed_write_leaves_nothing(void **state) {
+  (void)state;
+  rs_model_t *m = model();
+  char err[RS_ERRMSG_MAX];
+  const float data[9] = {0};
+  const char *path = "/nonexistent_dir/out.safetensors";
+  assert_int_equal(rs_safetensors_write(path, m, data, err), RS_EIO);
+  assert_non_null(strstr(err, path));
+  assert_int_equal(access(path, F_OK), -1);
+  rs_model_free(m);
+}
+
+typedef struct bad_file {
+  const char *id;
+  uint64_t header_len; /* 0: strlen(header) */
+  const char *header;
+  size_t data_bytes;
+  const char *message;
+} bad_file_t;
+
+#define GOOD_W "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}"
+#define GOOD_FC                                                                \
+  "\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[8,32]}"
+#define GOOD_S "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[32,36]}"
+
+static const bad_file_t bad_files[] = {
+    {"safetensors-3.1", 0, "{" GOOD_W "," GOOD_FC "," GOOD_S "}", 20,
+     "past the file's 20 data bytes (truncated?)"},
+    {"safetensors-3.2", 1ull << 40, "{}", 0,
+     "header length 1099511627776 is larger than the file"},
+    {"safetensors-3.3", 500, "{}", 0, "is larger than the file"},
+    {"safetensors-3.4", 0, "{not json", 36, "bad header"},
+    {"safetensors-3.5", 0,
+     "{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}," GOOD_FC
+     "," GOOD_S "}",
+     36, "tensor \"w\": dtype F16, expected F32"},
+    {"safetensors-3.6", 0,
+     "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}," GOOD_FC
+     "," GOOD_S "}",
+     36, "tensor \"w\": shape differs"},
+    {"safetensors-3.7", 0, "{" GOOD_W "," GOOD_S "}", 36,
+     "no tensor \"fc.weight\""},
+    {"safetensors-3.8", 0,
+     "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}," GOOD_FC
+     "," GOOD_S "}",
+     36, "tensor \"w\": 4 data bytes, the shape needs 8"},
+    {"safetensors-3.9", 0,
+     "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}," GOOD_FC
+     "," GOOD_S "}",
+     36, "bad data_offsets"},
+    {"safetensors-3.10", 0, "[1,2]", 0, "not a JSON object"},
+};
+
+/* safetensors-3.N: each damaged file is refused with a one-line message
+ * naming the file and what is wrong with it. */
+static void test_bad_files_are_refused(void **state) {
+  (void)state;
+  rs_model_t *m = model();
+  char path[128];
+  temp_path(path, sizeof path, "bad.safetensors");
+  for (size_t i = 0; i < sizeof bad_files / sizeof *bad_files; i++) {
+    const bad_file_t *b = &bad_files[i];
+    write_raw(path, b->header_len ? b->header_len : strlen(b->header),
+              b->header, b->data_bytes);
+    char err[RS_ERRMSG_MAX] = "";
+    float data[9];
+    int rc = rs_safetensors_read(path, m, data, err);
+    if (rc == RS_OK || !strstr(err, b->message) || !strstr(err, path))
+      fail_msg("%s: rc %d, error \"%s\", wanted \"%s\"", b->id, rc, err,
+               b->message);
+  }
+  /* safetensors-3.11: shorter than the 8-byte length */
+  FILE *f = fopen(path, "wb");
+  fputs("abc", f);
+  fclose(f);
+  char err[RS_ERRMSG_MAX];
+  float data[9];
+  assert_int_equal(rs_safetensors_read(path, m, data, err), RS_EPARSE);
+  assert_non_null(strstr(err, "truncated"));
+  unlink(path);
+  /* safetensors-3.12: missing file and a directory */
+  assert_int_equal(rs_safetensors_read("/nonexistent.st", m, data, err),
+                   RS_EIO);
+  assert_non_null(strstr(err, "/nonexistent.st: cannot open"));
+  assert_int_equal(rs_safetensors_read("/tmp", m, data, err), RS_EIO);
+  assert_non_null(strstr(err, "/tmp: not a regular file"));
+  rs_model_free(m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_failed_write_leaves_nothing),
+      cmocka_unit_test(test_bad_files_are_refused),
+  };
+  return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);
+}
