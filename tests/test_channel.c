@@ -1,10 +1,6 @@
 /* test_channel.c - the bounded SPSC channel: FIFO order, blocking,
  * sequence numbers, timeouts and abort. */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,9 +1,5 @@
 /* test_model.c - model.json: layout, inline grads, and every error. */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,6 @@
 /* test_reduce.c - the elementwise kernels, at every length and alignment
  * the vectorized loops have to handle. */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include "reduce.h"
 

@@ -4,11 +4,7 @@
  *   test_ring            the named cases (ring-1 ... ring-9)
  *   test_ring matrix W   the input matrix for W workers (ring-0.W)
  */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,9 +1,5 @@
 /* test_safetensors.c - safetensors write/read round trip and bad files. */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include <stdio.h>
 #include <string.h>

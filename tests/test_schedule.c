@@ -1,9 +1,5 @@
 /* test_schedule.c - the chunk and segment layout the ring walks. */
-#include <cmocka.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "test.h"
 
 #include "ring.h"
 
