@@ -5,10 +5,14 @@
  * the other params, so a run is reproducible from its seed.
  */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 #include "util.h"
+
+#define FILL_THREADS_MAX 64
 
 static uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15u;
@@ -48,18 +52,52 @@ static void fill_param(float *out, size_t elems, rs_init_t init, uint64_t key) {
   }
 }
 
+typedef struct fill_job {
+  rs_run_t *run;
+  rs_init_t init;
+  uint64_t seed;
+  int first, stride; /* this thread fills workers first, first+stride, ... */
+} fill_job_t;
+
+static void *fill_workers(void *arg) {
+  const fill_job_t *job = arg;
+  const rs_model_t *model = job->run->model;
+  for (int w = job->first; w < job->run->config.workers; w += job->stride)
+    for (size_t p = 0; p < rs_model_param_count(model); p++) {
+      const rs_param_t *param = rs_model_param(model, p);
+      uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
+      fill_param(job->run->bufs[w] + param->elem_offset, param->elems,
+                 job->init, key);
+    }
+  return NULL;
+}
+
 int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   if (init != RS_INIT_NORMAL && init != RS_INIT_UNIFORM &&
       init != RS_INIT_EXACT)
     return rs__run_fail(run, RS_EINVAL, "init: unknown kind %d", (int)init);
-  if (init == RS_INIT_EXACT && run->config.workers > 4096)
-    return rs__run_fail(run, RS_EINVAL, "exact inputs need W <= 4096");
-  for (int w = 0; w < run->config.workers; w++)
-    for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
-      const rs_param_t *param = rs_model_param(run->model, p);
-      uint64_t key = mix64(seed ^ mix64(((uint64_t)w << 32) | p));
-      fill_param(run->bufs[w] + param->elem_offset, param->elems, init, key);
-    }
+  /* Generating is pure per worker: spread the workers over the cores. The
+   * values do not depend on which thread makes them. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = run->config.workers < cores ? run->config.workers
+                                            : (int)(cores > 0 ? cores : 1);
+  if (threads > FILL_THREADS_MAX)
+    threads = FILL_THREADS_MAX;
+  pthread_t tids[FILL_THREADS_MAX];
+  fill_job_t jobs[FILL_THREADS_MAX];
+  int created[FILL_THREADS_MAX] = {0};
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = (fill_job_t){run, init, seed, t, threads};
+    if (t > 0)
+      created[t] = pthread_create(&tids[t], NULL, fill_workers, &jobs[t]) == 0;
+  }
+  /* This thread takes job 0, and any job whose thread could not start. */
+  for (int t = 0; t < threads; t++)
+    if (!created[t])
+      fill_workers(&jobs[t]);
+  for (int t = 1; t < threads; t++)
+    if (created[t])
+      RS_PTHREAD_CHECK(pthread_join(tids[t], NULL));
   run->init = init;
   run->filled = 1;
   return RS_OK;

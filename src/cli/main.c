@@ -302,6 +302,17 @@ static void human_bytes(double bytes, char *buf, size_t size) {
   snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
 }
 
+/* "3 elements", or "3-4 elements" when the sizes differ. */
+static void range_text(uint64_t lo, uint64_t hi, const char *unit, char *buf,
+                       size_t size) {
+  if (lo == hi)
+    snprintf(buf, size, "%llu %s%s", (unsigned long long)lo, unit,
+             lo == 1 ? "" : "s");
+  else
+    snprintf(buf, size, "%llu-%llu %ss", (unsigned long long)lo,
+             (unsigned long long)hi, unit);
+}
+
 static const char *init_name(rs_init_t init) {
   return init == RS_INIT_EXACT     ? "exact"
          : init == RS_INIT_UNIFORM ? "uniform"
@@ -356,7 +367,7 @@ static void print_text(const report_t *r) {
   const rs_config_t *cfg = rs_run_config(r->run);
   figures_t f = compute_figures(r);
   int W = f.workers;
-  char size[32], a[32], b[32];
+  char size[32], a[32];
   human_bytes(f.bytes, size, sizeof size);
 
   printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
@@ -365,23 +376,21 @@ static void print_text(const report_t *r) {
   printf("  model      %zu params, %zu elements, %s of f32 per worker\n",
          rs_model_param_count(r->model), f.elems, size);
   printf("  grads      %s\n", r->source);
-  size_t cmin = rs_chunk_elems(f.elems, W, W - 1);
-  size_t cmax = rs_chunk_elems(f.elems, W, 0);
-  printf("  chunks     %d of %zu%s%.0zu elements, %zu segment%s each (<= %zu "
-         "elements), %d slots per channel\n",
-         W, cmin, cmin == cmax ? "" : "-", cmin == cmax ? 0 : cmax,
-         res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
+  char chunk[64], sent[64];
+  range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
+             "element", chunk, sizeof chunk);
+  printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
+         "slots per channel\n",
+         W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
          res->seg_elems, cfg->slots);
   printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
   printf("  transfers  %llu (%llu per worker)\n",
          (unsigned long long)res->transfers,
          (unsigned long long)(res->transfers / (uint64_t)W));
+  range_text(f.sent_min, f.sent_max, "byte", sent, sizeof sent);
   human_bytes((double)f.sent_max, a, sizeof a);
-  human_bytes(f.sent_theory, b, sizeof b);
-  printf("  sent       %llu-%llu B per worker (%s); theory 2(W-1)/W x S = "
-         "%.0f B (%s)\n",
-         (unsigned long long)f.sent_min, (unsigned long long)f.sent_max, a,
-         f.sent_theory, b);
+  printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f bytes\n",
+         sent, a, f.sent_theory);
   printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
          "(direct mean in one thread: %.6f s)\n",
          f.seconds, f.algbw, f.busbw, (double)res->ref_ns / 1e9);

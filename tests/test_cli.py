@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the ringsim command: output, exit codes, files.
+
+Run by CTest, one test per case:  test_cli.py RINGSIM EXAMPLES_DIR CASE
+(or with no CASE, every case). Needs numpy only to check --out files
+against an independent reference.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+RINGSIM = None
+EXAMPLES = None
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
+                       text=True, timeout=600, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_safetensors(path, tensors):
+    """An independent writer (not ringsim's): header JSON, then the data."""
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", t
+        b, e = t["data_offsets"]
+        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype="<f4").reshape(t["shape"])
+    return out
+
+
+class Cli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
+    def assert_usage_error(self, args, message):
+        """Exit 2, nothing on stdout, one line on stderr holding message."""
+        rc, out, err = run(*args, cwd=self.dir)
+        self.assertEqual(rc, 2, f"{args}: exit {rc}, stderr {err!r}")
+        self.assertEqual(out, "", args)
+        self.assertEqual(err.count("\n"), 1, f"{args}: {err!r}")
+        self.assertTrue(err.startswith("ringsim: "), err)
+        self.assertIn(message, err, args)
+
+    # cli-1: the reference example prints w: [2, 3] and exits 0.
+    def test_two_workers_example(self):
+        rc, out, err = run("--workers", 2, "--params",
+                           os.path.join(EXAMPLES, "two_workers.json"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  w: [2, 3]\n", out)
+        self.assertIn("all workers hold identical gradients", out)
+        self.assertIn("transfers  4 (2 per worker)", out)
+
+    # cli-2: --json holds the documented fields with the right values.
+    def test_json_report(self):
+        rc, out, err = run("-w", 2, "-p", os.path.join(EXAMPLES, "two_workers.json"), "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual(r["workers"], 2)
+        self.assertEqual(r["params"], 1)
+        self.assertEqual(r["elems"], 2)
+        self.assertEqual(r["bytes"], 8)
+        self.assertEqual(r["transfers"], 4)
+        self.assertEqual(r["bytes_sent"], [8, 8])
+        self.assertIs(r["identical"], True)
+        self.assertEqual(r["max_abs_err"], 0)
+        self.assertEqual(r["status"], "ok")
+        self.assertEqual(r["result"], {"w": [2, 3]})
+        self.assertGreater(r["wall_ns"], 0)
+        self.assertAlmostEqual(r["busbw_gbs"], r["algbw_gbs"] * 2 * 1 / 2)
+        for key in ("bound", "algbw_gbs"):
+            self.assertIn(key, r)
+
+    # cli-3: generated grads: exact inputs reproduce the reference bit for
+    # bit, with traffic as the theory says (W=5, 1003 elements).
+    def test_generated_exact(self):
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [1003]}]}')
+        rc, out, err = run("-w", 5, "-p", model, "--init", "exact", "--json", "--seed", 9)
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertIs(r["exact"], True)
+        self.assertEqual(r["param_checks"][0]["differing"], 0)
+        self.assertAlmostEqual(sum(r["bytes_sent"]) / 5, 2 * 4 / 5 * 1003 * 4, delta=8 * 4)
+        self.assertNotIn("result", r)  # 1003 values: not printed by default
+
+    # cli-4: real gradients in through --grads (written here, not by
+    # ringsim), out through --out; numpy agrees within the bound; the --out
+    # file read back through --grads on 2 workers gives itself, bitwise.
+    def test_grads_in_and_out(self):
+        model = self.write("m.json", '{"params": [{"name": "w", "shape": [3, 5]},'
+                                     ' {"name": "b", "shape": [7]}]}')
+        rng = np.random.default_rng(1)
+        inputs = []
+        for r in range(3):
+            t = {"w": rng.standard_normal((3, 5)).astype(np.float32),
+                 "b": rng.standard_normal(7).astype(np.float32)}
+            write_safetensors(self.path(f"worker{r}.safetensors"), t)
+            inputs.append(t)
+        rc, out, err = run("-w", 3, "-p", model, "--grads", self.path("worker{r}.safetensors"),
+                           "--out", self.path("avg.safetensors"), "--json")
+        self.assertEqual(rc, 0, err)
+        got = read_safetensors(self.path("avg.safetensors"))
+        for name in ("w", "b"):
+            stack = np.stack([t[name].astype(np.float64) for t in inputs])
+            want = stack.mean(axis=0)
+            bound = 3 * 2.0**-24 * np.abs(stack).sum(axis=0) / 3 + 2.0**-24 * np.abs(want)
+            self.assertEqual(got[name].shape, want.shape)
+            self.assertTrue(np.all(np.abs(got[name] - want) <= bound), name)
+        for r in range(2):
+            os.link(self.path("avg.safetensors"), self.path(f"again{r}.safetensors"))
+        rc, out, err = run("-w", 2, "-p", model, "--grads", self.path("again{r}.safetensors"),
+                           "--out", self.path("avg2.safetensors"))
+        self.assertEqual(rc, 0, err)
+        again = read_safetensors(self.path("avg2.safetensors"))
+        for name in ("w", "b"):
+            self.assertEqual(again[name].tobytes(), got[name].tobytes())
+
+    # cli-5: --print prints every param's values; a bigger model prints none
+    # without it.
+    def test_print_values(self):
+        mlp = os.path.join(EXAMPLES, "mlp.json")
+        rc, out, _ = run("-w", 3, "-p", mlp, "--init", "exact")
+        self.assertEqual(rc, 0)
+        self.assertIn("fc2.bias: [", out)
+        model = os.path.join(EXAMPLES, "model.json")
+        rc, out, _ = run("-w", 2, "-p", model)
+        self.assertEqual(rc, 0)
+        self.assertNotIn("fc1.weight: [", out)
+        rc, out, _ = run("-w", 2, "-p", model, "--print")
+        self.assertEqual(rc, 0)
+        line = [l for l in out.splitlines() if l.startswith("  fc2.bias: [")][0]
+        self.assertEqual(line.count(",") + 1, 10)
+
+    # cli-6.N: bad usage and bad input: exit 2 and one clear line.
+    def test_bad_usage(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [4]}]}')
+        cases = [
+            ([], "--params MODEL.json is required"),
+            (["-p", two, "--bogus"], "unknown option '--bogus'"),
+            (["-p", two, "--workers"], "option '--workers' needs a value"),
+            (["-p", model, "-w", 0], "--workers '0': expected an integer in 1..4096"),
+            (["-p", model, "-w", -3], "--workers '-3'"),
+            (["-p", model, "-w", "four"], "--workers 'four'"),
+            (["-p", model, "-w", 5000], "--workers '5000'"),
+            (["-p", model, "-w", 2, "-w", 3], "--workers is given more than once"),
+            (["-p", model, "extra"], "unexpected argument 'extra'"),
+            (["-p", model, "--init", "zeros"], "--init 'zeros'"),
+            (["-p", model, "--op", "max"], "--op 'max': expected sum or avg"),
+            (["-p", model, "--segment-bytes", "2"], "--segment-bytes '2'"),
+            (["-p", model, "--slots", "0"], "--slots '0'"),
+            (["-p", model, "--timeout", "-1"], "--timeout '-1'"),
+            (["-p", model, "--seed", "x"], "--seed 'x'"),
+            (["-p", model, "--out", "/nonexistent/o.safetensors"], "--out '/nonexistent/o.safetensors'"),
+            (["-p", self.path("missing.json")], "missing.json: cannot open"),
+            (["-p", self.dir], "cannot read"),
+            (["-p", self.write("bad.json", '{"params": [\n  {"name": "w", "shape": [2]}\n  {"name"')],
+             "bad.json:3:3:"),
+            (["-p", two, "-w", 3], "grads has 2 entries but --workers is 3"),
+            (["-p", two, "--init", "exact"], "--init and --seed only apply to generated grads"),
+            (["-p", model, "--grads", self.path("w{r}.safetensors")], "w0.safetensors: cannot open"),
+            (["-p", model, "-w", 2, "--grads", self.path("w.safetensors")], "must contain {r}"),
+            (["-p", model, "--grads", "x{r}", "--init", "exact"], "cannot be used with --grads"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                self.assert_usage_error(args, message)
+
+    # cli-7: non-finite gradients from a file are refused (exit 2), naming
+    # the worker, param and element.
+    def test_non_finite_grads_refused(self):
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [3]}]}')
+        write_safetensors(self.path("w0.safetensors"), {"g": np.array([1, 2, 3], np.float32)})
+        write_safetensors(self.path("w1.safetensors"), {"g": np.array([1, np.inf, 3], np.float32)})
+        self.assert_usage_error(["-w", 2, "-p", model, "--grads", self.path("w{r}.safetensors")],
+                                "worker 1's gradient of \"g\" holds inf at element 1")
+
+    # cli-8: --help documents every option and the exit codes; --version.
+    def test_help_and_version(self):
+        rc, out, _ = run("--help")
+        self.assertEqual(rc, 0)
+        for word in ("--params", "--workers", "--init", "--seed", "--grads", "--out", "--op",
+                     "--segment-bytes", "--slots", "--timeout", "--print", "--json",
+                     "exit status: 0 all good; 1 the check failed; 2 bad usage"):
+            self.assertIn(word, out)
+        rc, out, _ = run("--version")
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"^ringsim \d+\.\d+\.\d+\n$")
+
+    # cli-9: the shipped examples parse with the documented sizes, and
+    # ResNet-18's shapes run on 2 workers.
+    def test_examples(self):
+        sizes = {"model.json": 203530, "mlp.json": 26, "resnet18.json": 11689512,
+                 "two_workers.json": 2}
+        for name, elems in sizes.items():
+            workers = 2
+            rc, out, err = run("-w", workers, "-p", os.path.join(EXAMPLES, name), "--json")
+            self.assertEqual(rc, 0, f"{name}: {err}")
+            r = json.loads(out)
+            self.assertEqual(r["elems"], elems, name)
+            self.assertIs(r["identical"], True)
+        with open(os.path.join(EXAMPLES, "gpt2_small.json")) as f:
+            gpt2 = json.load(f)
+        total = 0
+        for p in gpt2["params"]:
+            n = 1
+            for d in p["shape"]:
+                n *= d
+            total += n
+        self.assertEqual(total, 124439808)
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_cli.py RINGSIM EXAMPLES_DIR [Cli.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
