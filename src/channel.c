@@ -37,8 +37,7 @@ void rs_chan_destroy(rs_chan_t *ch) {
 }
 
 static rs_msg_t *slot_at(rs_chan_t *ch, uint64_t index) {
-  return (rs_msg_t *)(void *)(ch->mem +
-                              (index % (uint64_t)ch->slots) * ch->slot_stride);
+  return (rs_msg_t *)rs_chan_peek(ch, index);
 }
 
 /* With ch->mu held: may the producer fill a slot, or has the consumer a
@@ -128,6 +127,12 @@ void rs_chan_release(rs_chan_t *ch) {
   ch->head++;
   RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_full));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+}
+
+const rs_msg_t *rs_chan_peek(const rs_chan_t *ch, uint64_t index) {
+  return (const rs_msg_t *)(const void *)(ch->mem +
+                                          (index % (uint64_t)ch->slots) *
+                                              ch->slot_stride);
 }
 
 void rs_chan_wake(rs_chan_t *ch) {

@@ -26,6 +26,8 @@
 /* The header of one message; the payload (elems floats) follows it. */
 typedef struct rs_msg {
   uint64_t seq;
+  int32_t phase; /* rs_phase_t of the sending step */
+  int32_t step;
   int32_t chunk;
   int32_t segment;
   uint64_t elem_offset;
@@ -70,6 +72,10 @@ int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
 int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                  uint64_t *wait_ns);
 void rs_chan_release(rs_chan_t *ch);
+
+/* The message at absolute index (head <= index < tail), for reading what a
+ * channel still holds after its threads have been joined. */
+const rs_msg_t *rs_chan_peek(const rs_chan_t *ch, uint64_t index);
 
 /* Wake every waiter so it sees the abort flag. */
 void rs_chan_wake(rs_chan_t *ch);

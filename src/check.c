@@ -149,6 +149,7 @@ void rs__check_result(rs_run_t *run) {
     if (!(c->worst_ratio <= res->worst_ratio))
       res->worst_ratio = c->worst_ratio;
   }
+  run->checked = 1;
   int pass = res->identical && res->worst_ratio <= 1.0;
   res->status = pass ? RS_OK : RS_ECHECK;
   if (!pass)

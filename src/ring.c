@@ -58,7 +58,9 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
   for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
     size_t off, len;
     rs_ring_segment(w, send_chunk, seg, &off, &len);
-    rs_msg_t hdr = {.chunk = send_chunk,
+    rs_msg_t hdr = {.phase = phase,
+                    .step = step,
+                    .chunk = send_chunk,
                     .segment = (int32_t)seg,
                     .elem_offset = off,
                     .elems = len};
@@ -75,6 +77,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     rs_msg_t *msg;
     w->progress.chunk = recv_chunk;
     w->progress.waiting_send = 0;
+    uint64_t recv_begin = rs__now_ns(), waited = w->stats.wait_ns;
     rc = rs_chan_recv(w->from_prev, &msg, w->timeout_ns, &w->stats.wait_ns);
     if (rc)
       return rc;
@@ -95,6 +98,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
       rs_copy_f32(dst, src, len);
       break;
     }
+    rs__trace_record(&w->events, msg, recv_begin, w->stats.wait_ns - waited,
+                     rs__now_ns());
     rs_chan_release(w->from_prev);
     w->stats.bytes_received += len * sizeof(float);
   }

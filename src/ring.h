@@ -6,6 +6,7 @@
 
 #include "channel.h"
 #include "ringsim/ringsim.h"
+#include "trace.h"
 
 typedef enum rs_phase {
   RS_PHASE_REDUCE_SCATTER = 0,
@@ -42,6 +43,8 @@ typedef struct rs_worker {
   rs_chan_t *from_prev; /* channel from (rank - 1) mod W */
   rs_progress_t progress;
   rs_worker_stats_t stats;
+  rs_event_buf_t events; /* transfers received, when tracing */
+  int rc;                /* what rs_ring_run returned */
 } rs_worker_t;
 
 /* Run worker w's part of the collective over its buffer. Returns RS_OK,

@@ -143,7 +143,10 @@ void rs_run_free(rs_run_t *run) {
       free(run->bufs[r]);
     if (run->chans)
       rs_chan_destroy(&run->chans[r]);
+    if (run->workers)
+      free(run->workers[r].events.events);
   }
+  free(run->trace_config_json);
   free(run->bufs);
   free(run->chans);
   free(run->workers);
@@ -231,6 +234,7 @@ static void *worker_main(void *varg) {
   if (atomic_load(&w->run->abort_flag))
     return NULL;
   int rc = rs_ring_run(w);
+  w->rc = rc;
   /* 1: the crash hook stopped this worker, as a dead process stops: it
    * tells nobody, and its neighbours find out by timing out. */
   if (rc != RS_OK && rc != 1 && rc != RS_EABORTED)
@@ -274,11 +278,11 @@ static int run_threads(rs_run_t *run) {
       break;
     }
   }
-  uint64_t t0 = rs__now_ns();
+  run->t0_ns = rs__now_ns();
   open_gate(&gate);
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
-  run->result.wall_ns = rs__now_ns() - t0;
+  run->result.wall_ns = rs__now_ns() - run->t0_ns;
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));
   RS_PTHREAD_CHECK(pthread_cond_destroy(&gate.cond));
@@ -288,6 +292,40 @@ static int run_threads(rs_run_t *run) {
   return run->result.status;
 }
 
+int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
+                     const char *config_json) {
+  free(run->trace_config_json);
+  run->trace_config_json = NULL;
+  if (config_json && !(run->trace_config_json = strdup(config_json)))
+    return rs__run_fail(run, RS_ENOMEM, "out of memory");
+  run->trace = trace;
+  return RS_OK;
+}
+
+int64_t rs_run_trace_id(const rs_run_t *run) { return run->trace_run_id; }
+
+const char *rs_run_trace_error(const rs_run_t *run) {
+  return run->trace_failed ? run->trace_errmsg : NULL;
+}
+
+/* Size every worker's event buffer for all the transfers it will receive,
+ * so recording never allocates. */
+static int alloc_events(rs_run_t *run) {
+  const int W = run->config.workers;
+  size_t phases = run->config.collective == RS_COLL_ALLREDUCE ? 2 : 1;
+  size_t per_worker = phases * (size_t)(W - 1) * run->result.segs_per_chunk;
+  for (int r = 0; r < W && per_worker; r++) {
+    rs_event_buf_t *buf = &run->workers[r].events;
+    buf->events = malloc(per_worker * sizeof *buf->events);
+    if (!buf->events)
+      return rs__run_fail(run, RS_ENOMEM,
+                          "out of memory for %zu trace records per worker",
+                          per_worker);
+    buf->capacity = per_worker;
+  }
+  return RS_OK;
+}
+
 int rs_run_execute(rs_run_t *run) {
   if (run->executed)
     return rs__err(run->errmsg, RS_EINVAL, "a run executes only once");
@@ -295,14 +333,20 @@ int rs_run_execute(rs_run_t *run) {
   if (!run->filled)
     return rs__run_fail(run, RS_EINVAL, "the workers' buffers were not filled");
   int rc = rs__check_prepare(run);
+  if (rc == RS_OK && run->trace) {
+    rc = alloc_events(run);
+    if (rc == RS_OK && rs__trace_begin(run) != RS_OK)
+      rc = rs__run_fail(run, RS_EIO, "%s", run->trace_errmsg);
+  }
   if (rc)
     return rc;
   rc = run_threads(run);
   for (int r = 0; r < run->config.workers; r++)
     run->result.transfers += run->workers[r].stats.transfers_sent;
-  if (rc)
-    return rc;
-  if (run->config.collective == RS_COLL_ALLREDUCE)
+  if (rc == RS_OK && run->config.collective == RS_COLL_ALLREDUCE)
     rs__check_result(run);
+  /* The trace keeps failed runs too: every transfer up to the fault. */
+  if (run->trace && rs__trace_finish(run) != RS_OK)
+    run->trace_failed = 1;
   return run->result.status;
 }

@@ -26,12 +26,22 @@ struct rs_run {
   pthread_mutex_t err_mu; /* guards status and errmsg while threads run */
   rs_result_t result;
   rs_param_check_t *checks; /* one per param */
+  int checked;              /* rs__check_result ran */
   char errmsg[RS_ERRMSG_MAX];
+  uint64_t t0_ns; /* when the workers were released: the trace's time 0 */
+  /* Tracing (optional): where, the run's id there, and any write error. */
+  rs_trace_t *trace;
+  char *trace_config_json;
+  int64_t trace_run_id;
+  int trace_failed;
+  char trace_errmsg[RS_ERRMSG_MAX];
 };
 
 /* Set the run's error once (the first fault wins) and return code. */
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* trace.c writes these tables; see trace.h. */
 
 /* check.c: compute ref and bound from the buffers (before the ring), and
  * compare the buffers with them (after). */

@@ -56,10 +56,14 @@ def read_safetensors(path):
 
 class Cli(unittest.TestCase):
     def setUp(self):
+        # Each case runs in its own directory, where the default trace goes.
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
+        self.old_cwd = os.getcwd()
+        os.chdir(self.dir)
 
     def tearDown(self):
+        os.chdir(self.old_cwd)
         self.tmp.cleanup()
 
     def path(self, name):

@@ -98,6 +98,20 @@ int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
 int rs_safetensors_write(const char *path, const rs_model_t *model,
                          const float *data, char *errmsg);
 
+/* ---- trace ----------------------------------------------------------------
+ */
+
+typedef struct rs_trace rs_trace_t;
+
+/* Open (or create) the SQLite trace database at path, which may hold many
+ * runs (docs/trace-schema.md). A file that is not SQLite, or a SQLite
+ * database that is not a ringsim trace (its application_id and tables say
+ * so), or a trace of another schema version, is refused and left untouched.
+ * On error *out is NULL and errmsg names the file and the problem. */
+int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
+void rs_trace_close(rs_trace_t *trace);
+const char *rs_trace_path(const rs_trace_t *trace);
+
 /* ---- run ----------------------------------------------------------------- */
 
 typedef enum rs_op { RS_OP_SUM, RS_OP_AVG } rs_op_t;
@@ -149,6 +163,16 @@ float *rs_run_buffer(rs_run_t *run, int worker);
 int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed);
 int rs_run_fill_inline(rs_run_t *run);
 int rs_run_load_grads(rs_run_t *run, const char *pattern);
+
+/* Record this run into trace (which must outlive the run): every transfer,
+ * the totals and the outcome. config_json (may be NULL) is stored as the
+ * run's configuration. Call before rs_run_execute. */
+int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace, const char *config_json);
+/* The run's id in its trace (after rs_run_execute), or 0. */
+int64_t rs_run_trace_id(const rs_run_t *run);
+/* NULL, or the message of a failure to write the run's trace rows after the
+ * run (the run's own result stands; its rows were rolled back). */
+const char *rs_run_trace_error(const rs_run_t *run);
 
 /* Compute the reference from the buffers, run the collective on W threads,
  * then (for an all-reduce) check the result. Returns RS_OK when the run

@@ -18,6 +18,8 @@
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
+#define DEFAULT_TRACE "ringsim-trace.db"
+
 /* Small models print their averaged values without --print. */
 #define PRINT_VALUES_UP_TO 64
 
@@ -33,6 +35,9 @@ typedef struct options {
   int init_given;
   int print_values;
   int json;
+  const char *trace; /* NULL: --no-trace */
+  int trace_given;
+  int no_trace;
 } options_t;
 
 static const char usage_text[] =
@@ -59,6 +64,9 @@ static const char usage_text[] =
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       longest a worker waits for a neighbour\n"
     "                          (default 10)\n"
+    "      --trace FILE        append the run to this SQLite trace (default\n"
+    "                          ringsim-trace.db in the working directory)\n"
+    "      --no-trace          do not write a trace\n"
     "      --print             print the averaged values of every param\n"
     "      --json              print the report as one JSON object\n"
     "  -h, --help              this help\n"
@@ -125,6 +133,8 @@ enum {
   OPT_TIMEOUT,
   OPT_PRINT,
   OPT_JSON,
+  OPT_TRACE,
+  OPT_NO_TRACE,
   OPT_MAX
 };
 
@@ -141,6 +151,8 @@ static const struct option long_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"print", no_argument, NULL, OPT_PRINT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"no-trace", no_argument, NULL, OPT_NO_TRACE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -244,8 +256,18 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_JSON:
       o->json = 1;
       break;
+    case OPT_TRACE:
+      o->trace = optarg;
+      break;
+    case OPT_NO_TRACE:
+      o->no_trace = 1;
+      break;
     }
   }
+  if (o->trace && o->no_trace)
+    return usage_error("%s", "--trace and --no-trace contradict each other");
+  if (!o->trace && !o->no_trace)
+    o->trace = DEFAULT_TRACE;
   if (optind < argc)
     return usage_error("unexpected argument '%s'", argv[optind]);
   if (!o->params)
@@ -325,6 +347,7 @@ typedef struct report {
   rs_run_t *run;
   const char *source; /* where the grads came from */
   int status;
+  const char *trace; /* file, or NULL */
 } report_t;
 
 static const char *status_name(int status) {
@@ -394,6 +417,9 @@ static void print_text(const report_t *r) {
   printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
          "(direct mean in one thread: %.6f s)\n",
          f.seconds, f.algbw, f.busbw, (double)res->ref_ns / 1e9);
+  if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
+    printf("  trace      %s, run %lld\n", r->trace,
+           (long long)rs_run_trace_id(r->run));
   if (r->status != RS_OK && r->status != RS_ECHECK) {
     printf("  status     FAILED: %s\n", rs_run_errmsg(r->run));
     return;
@@ -470,6 +496,12 @@ static void print_json(const report_t *r) {
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
   json_object_set_new(o, "algbw_gbs", json_real(f.algbw));
   json_object_set_new(o, "busbw_gbs", json_real(f.busbw));
+  int traced =
+      r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run);
+  json_object_set_new(o, "trace", traced ? json_string(r->trace) : json_null());
+  json_object_set_new(o, "run_id",
+                      traced ? json_integer(rs_run_trace_id(r->run))
+                             : json_null());
   json_object_set_new(o, "status", json_string(status_name(r->status)));
   json_object_set_new(
       o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
@@ -479,6 +511,24 @@ static void print_json(const report_t *r) {
   json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
   putchar('\n');
   json_decref(o);
+}
+
+/* The run's configuration as the trace stores it: the options as given. */
+static char *config_json(const options_t *o, int argc, char **argv) {
+  json_t *args = json_array();
+  for (int i = 1; i < argc; i++)
+    json_array_append_new(args, json_string(argv[i]));
+  json_t *c = json_pack(
+      "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:o}",
+      "params", o->params, "workers", o->config.workers, "op",
+      o->config.op == RS_OP_AVG ? "avg" : "sum", "grads", o->grads, "out",
+      o->out, "seed", (json_int_t)o->seed, "init", init_name(o->init),
+      "collective", "all_reduce", "segment_bytes",
+      (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
+      "timeout_s", o->config.timeout_s, "argv", args);
+  char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
+  json_decref(c);
+  return text;
 }
 
 static int exit_code(int status) {
@@ -505,6 +555,7 @@ int main(int argc, char **argv) {
   char err[RS_ERRMSG_MAX];
   rs_model_t *model = NULL;
   rs_run_t *run = NULL;
+  rs_trace_t *trace = NULL;
   if (rs_model_load(opt.params, &model, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
@@ -533,6 +584,22 @@ int main(int argc, char **argv) {
     goto done;
   }
 
+  if (opt.trace) {
+    if (rs_trace_open(opt.trace, &trace, err)) {
+      fprintf(stderr, "ringsim: %s\n", err);
+      rc = EXIT_USAGE;
+      goto done;
+    }
+    char *config = config_json(&opt, argc, argv);
+    int set = rs_run_set_trace(run, trace, config);
+    free(config);
+    if (set) {
+      fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
+      rc = EXIT_RUN;
+      goto done;
+    }
+  }
+
   char source[RS_ERRMSG_MAX];
   int status;
   if (opt.grads) {
@@ -554,7 +621,7 @@ int main(int argc, char **argv) {
     rc = EXIT_USAGE;
     goto done;
   }
-  report_t report = {&opt, model, run, source, status};
+  report_t report = {&opt, model, run, source, status, opt.trace};
   if (opt.json)
     print_json(&report);
   else
@@ -563,6 +630,11 @@ int main(int argc, char **argv) {
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
   rc = exit_code(status);
+  if (rs_run_trace_error(run)) {
+    fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));
+    if (rc == 0)
+      rc = EXIT_RUN;
+  }
   if (rc == 0 && opt.out &&
       rs_safetensors_write(opt.out, model, rs_run_buffer(run, 0), err)) {
     fprintf(stderr, "ringsim: %s\n", err);
@@ -570,6 +642,7 @@ int main(int argc, char **argv) {
   }
 done:
   rs_run_free(run);
+  rs_trace_close(trace);
   rs_model_free(model);
   return rc;
 }

@@ -1,0 +1,77 @@
+/* trace.h - per-worker transfer records, and the SQLite trace writer.
+ *
+ * DESIGN
+ * - The hot path only appends: each worker owns one event buffer, sized
+ *   before the run for every transfer it will receive (2(W-1) x segments),
+ *   so recording takes no lock and no allocation.
+ * - The receiver records a transfer when it has reduced or copied it; the
+ *   message header carries the sender's send times, so one record holds the
+ *   whole transfer.
+ * - After the workers are joined, one writer (the main thread) inserts every
+ *   record through one prepared statement inside one transaction, along with
+ *   per-worker totals, per-param check results and the run's outcome. A run
+ *   that failed still writes every transfer that happened, including
+ *   messages sent but never received (left in a channel).
+ */
+#ifndef RINGSIM_TRACE_H
+#define RINGSIM_TRACE_H
+
+#include <stdint.h>
+
+#include "channel.h"
+#include "ringsim/ringsim.h"
+
+typedef struct rs_event {
+  uint64_t seq;
+  uint64_t elem_offset;
+  uint64_t send_begin_ns; /* absolute CLOCK_MONOTONIC */
+  uint64_t send_end_ns;
+  uint64_t recv_begin_ns;
+  uint64_t recv_end_ns;
+  uint64_t wait_ns; /* how long the receiver waited for this message */
+  uint32_t elems;
+  uint32_t step;
+  uint32_t chunk;
+  uint32_t segment;
+  uint8_t phase;
+} rs_event_t;
+
+typedef struct rs_event_buf {
+  rs_event_t *events;
+  size_t count;
+  size_t capacity;
+} rs_event_buf_t;
+
+/* Append the transfer msg, just reduced or copied by its receiver, to buf.
+ * The buffer was sized for every transfer of the run: no allocation here. */
+static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
+                                    uint64_t recv_begin_ns, uint64_t wait_ns,
+                                    uint64_t recv_end_ns) {
+  if (!buf->events || buf->count == buf->capacity)
+    return;
+  rs_event_t *e = &buf->events[buf->count++];
+  e->seq = msg->seq;
+  e->elem_offset = msg->elem_offset;
+  e->send_begin_ns = msg->send_begin_ns;
+  e->send_end_ns = msg->send_end_ns;
+  e->recv_begin_ns = recv_begin_ns;
+  e->recv_end_ns = recv_end_ns;
+  e->wait_ns = wait_ns;
+  e->elems = (uint32_t)msg->elems;
+  e->step = (uint32_t)msg->step;
+  e->chunk = (uint32_t)msg->chunk;
+  e->segment = (uint32_t)msg->segment;
+  e->phase = (uint8_t)msg->phase;
+}
+
+#define RS_TRACE_SCHEMA_VERSION 1
+/* PRAGMA application_id of a ringsim trace: "RSim". */
+#define RS_TRACE_APPLICATION_ID 0x5253696d
+
+struct rs_run;
+/* Write the run's header rows before the ring runs (status "running"). */
+int rs__trace_begin(struct rs_run *run);
+/* Write every transfer, the totals and the outcome, in one transaction. */
+int rs__trace_finish(struct rs_run *run);
+
+#endif /* RINGSIM_TRACE_H */
