@@ -53,8 +53,6 @@ void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
  * previous one into our buffer, segment by segment. */
 static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
                      int recv_chunk, recv_action_t action) {
-  w->progress.phase = phase;
-  w->progress.step = step;
   for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
     size_t off, len;
     rs_ring_segment(w, send_chunk, seg, &off, &len);
@@ -106,6 +104,16 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
   return RS_OK;
 }
 
+/* Note where the worker is, for error reports; returns 1 if the test hook
+ * says the worker dies here. */
+static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
+  w->progress.phase = phase;
+  w->progress.step = step;
+  int global_step =
+      phase == RS_PHASE_REDUCE_SCATTER ? step : w->workers - 1 + step;
+  return global_step == w->crash_step;
+}
+
 int rs_ring_run(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   int rc;
@@ -114,7 +122,7 @@ int rs_ring_run(rs_worker_t *w) {
 
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
-    if (s == w->crash_step)
+    if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))
       return 1;
     recv_action_t action = RECV_REDUCE;
     if (s == W - 2 && w->op == RS_OP_AVG)
@@ -130,7 +138,7 @@ int rs_ring_run(rs_worker_t *w) {
 
   /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
   for (int s = 0; s < W - 1; s++) {
-    if (W - 1 + s == w->crash_step)
+    if (begin_step(w, RS_PHASE_ALL_GATHER, s))
       return 1;
     rc = ring_step(w, RS_PHASE_ALL_GATHER, s, mod(r + 1 - s, W), mod(r - s, W),
                    RECV_COPY);

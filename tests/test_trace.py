@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Trace tests: run ringsim, then query its SQLite trace and check the
+ring's invariants from the rows alone.
+
+    test_trace.py RINGSIM EXAMPLES_DIR [Trace.test_name ...]
+"""
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = None
+EXAMPLES = None
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
+                       text=True, timeout=600, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Trace(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.db = os.path.join(self.dir, "t.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def model(self, elems):
+        path = os.path.join(self.dir, f"m{elems}.json")
+        with open(path, "w") as f:
+            json.dump({"name": f"m{elems}", "params": [
+                {"name": "a", "shape": [elems - 1]}, {"name": "b", "shape": [1]}]}, f)
+        return path
+
+    def traced_run(self, workers, elems, *extra):
+        rc, out, err = run("-w", workers, "-p", self.model(elems), "--trace", self.db,
+                           "--json", *extra)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        self.assertEqual(report["trace"], self.db)
+        return report["run_id"]
+
+    def check_invariants(self, con, run_id):
+        """Everything the ring promises, read back from the trace."""
+        W, elems, segs, transfers, status = con.execute(
+            "SELECT workers, elems, segs_per_chunk, transfers, status FROM run "
+            "WHERE run_id = ?", (run_id,)).fetchone()
+        self.assertEqual(status, "ok")
+        rows = con.execute(
+            "SELECT phase, step, src, dst, chunk, segment, elem_offset, elems, bytes, seq, "
+            "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
+            "contrib_first, contrib_count FROM transfer WHERE run_id = ? "
+            "ORDER BY src, seq", (run_id,)).fetchall()
+        per_worker = 2 * (W - 1) * segs if W > 1 else 0
+        self.assertEqual(len(rows), W * per_worker)
+        self.assertEqual(len(rows), transfers)
+        S = elems * 4
+        theory = 2 * (W - 1) / W * S
+        for r in range(W):
+            mine = [row for row in rows if row[2] == r]
+            self.assertEqual(len(mine), per_worker, f"worker {r}")
+            # every row goes from r to r+1, numbered 0, 1, 2, ... per link
+            self.assertTrue(all(row[3] == (r + 1) % W for row in mine))
+            self.assertEqual([row[9] for row in mine], list(range(per_worker)))
+            # bytes sent: 2(W-1)/W x S within one element per chunk
+            sent = sum(row[8] for row in mine)
+            self.assertLessEqual(abs(sent - theory), 2 * (W - 1) * 4, f"worker {r}")
+            # steps are ordered: reduce-scatter 0..W-2, then all-gather 0..W-2
+            order = [(row[0] != "reduce_scatter", row[1]) for row in mine]
+            self.assertEqual(order, sorted(order))
+            # the schedule: in step s worker r sends chunk r-s (RS), r+1-s (AG)
+            for row in mine:
+                want = (r - row[1]) % W if row[0] == "reduce_scatter" else (r + 1 - row[1]) % W
+                self.assertEqual(row[4], want)
+            # the received rows of worker r, in receive order, are ordered too
+            got = con.execute(
+                "SELECT phase = 'all_gather', step FROM transfer WHERE run_id = ? AND dst = ? "
+                "ORDER BY recv_begin_ns, seq", (run_id, r)).fetchall()
+            self.assertEqual(got, sorted(got))
+        for row in rows:
+            send_begin, send_end, recv_begin, recv_end, wait = row[10:15]
+            self.assertLessEqual(send_begin, send_end)
+            self.assertLessEqual(recv_begin, recv_end)
+            self.assertLessEqual(send_begin, recv_end)  # received after sent
+            self.assertGreaterEqual(wait, 0)
+            self.assertEqual(row[8], row[7] * 4)
+
+        # Replay the ring from the trace: which workers' contributions each
+        # worker's copy of each chunk holds. Every payload's recorded
+        # contributors must be exactly what its sender held.
+        holds = [[{w} for _ in range(W)] for w in range(W)]
+        for phase in ("reduce_scatter", "all_gather"):
+            for step in range(W - 1):
+                arrivals = [row for row in rows if row[0] == phase and row[1] == step
+                            and row[5] == 0]
+                sent = {row[2]: {(row[15] + k) % W for k in range(row[16])} for row in arrivals}
+                for row in arrivals:
+                    src, dst, chunk = row[2], row[3], row[4]
+                    self.assertEqual(sent[src], holds[src][chunk],
+                                     f"{phase} step {step}: {src}->{dst} chunk {chunk}")
+                for row in arrivals:
+                    src, dst, chunk = row[2], row[3], row[4]
+                    if phase == "reduce_scatter":
+                        holds[dst][chunk] = holds[dst][chunk] | sent[src]
+                    else:
+                        holds[dst][chunk] = set(sent[src])
+            if phase == "reduce_scatter":
+                # after reduce-scatter worker r owns all of chunk (r+1) mod W
+                for r in range(W):
+                    self.assertEqual(holds[r][(r + 1) % W], set(range(W)), f"worker {r}")
+        for r in range(W):
+            for c in range(W):
+                self.assertEqual(holds[r][c], set(range(W)))
+
+    # trace-1: the invariants, for W dividing the count, W not dividing it,
+    # W greater than it, and several segments per chunk.
+    def test_invariants(self):
+        cases = [(2, 10), (3, 1001), (4, 1000), (7, 1001), (16, 10), (5, 3), (8, 4096)]
+        ids = []
+        for workers, elems in cases:
+            ids.append(self.traced_run(workers, elems, "--segment-bytes", 64))
+        self.assertEqual(ids, list(range(1, len(cases) + 1)))
+        con = sqlite3.connect(self.db)
+        for run_id, (workers, elems) in zip(ids, cases):
+            with self.subTest(workers=workers, elems=elems):
+                self.check_invariants(con, run_id)
+        con.close()
+
+    # trace-2: the run, param, worker and result tables hold what the
+    # report says; the database is versioned and in WAL mode.
+    def test_tables(self):
+        rc, out, err = run("-w", 3, "-p", os.path.join(EXAMPLES, "mlp.json"), "--trace",
+                           self.db, "--json", "--init", "exact", "--seed", 4)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        con = sqlite3.connect(self.db)
+        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 1)
+        self.assertEqual(con.execute("PRAGMA journal_mode").fetchone()[0], "wal")
+        run_row = con.execute("SELECT model, workers, algo, op, elems, bytes, status, error, "
+                              "transfers, wall_ns, identical, config_json FROM run").fetchone()
+        self.assertEqual(run_row[:9], ("mlp-3-4-2", 3, "ring", "avg", 26, 104, "ok", None,
+                                       report["transfers"]))
+        self.assertEqual(run_row[9], report["wall_ns"])
+        self.assertEqual(run_row[10], 1)
+        config = json.loads(run_row[11])
+        self.assertEqual((config["init"], config["seed"], config["workers"]), ("exact", 4, 3))
+        params = con.execute("SELECT name, shape, elem_offset, elems FROM param ORDER BY idx").fetchall()
+        self.assertEqual(params, [("fc1.weight", "[4, 3]", 0, 12), ("fc1.bias", "[4]", 12, 4),
+                                  ("fc2.weight", "[2, 4]", 16, 8), ("fc2.bias", "[2]", 24, 2)])
+        workers = con.execute("SELECT worker, state, bytes_sent, transfers_sent FROM worker "
+                              "ORDER BY worker").fetchall()
+        self.assertEqual([w[2] for w in workers], report["bytes_sent"])
+        self.assertTrue(all(w[1] == "done" for w in workers))
+        sent = con.execute("SELECT src, sum(bytes), count(*) FROM transfer GROUP BY src "
+                           "ORDER BY src").fetchall()
+        self.assertEqual([(s[1], s[2]) for s in sent], [(w[2], w[3]) for w in workers])
+        results = con.execute("SELECT param, differing, identical FROM result ORDER BY param_idx").fetchall()
+        self.assertEqual(results, [(p[0], 0, 1) for p in params])
+        con.close()
+
+    # trace-3: runs accumulate in one file; the summary names the file and
+    # the run; the default file is ringsim-trace.db in the working directory;
+    # --no-trace writes nothing.
+    def test_default_file_and_many_runs(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        for n in (1, 2, 3):
+            rc, out, err = run("-p", two, cwd=self.dir)
+            self.assertEqual(rc, 0, err)
+            self.assertIn(f"trace      ringsim-trace.db, run {n}\n", out)
+        con = sqlite3.connect(os.path.join(self.dir, "ringsim-trace.db"))
+        self.assertEqual(con.execute("SELECT count(*), count(DISTINCT run_id) FROM transfer").fetchone(), (12, 3))
+        con.close()
+        other = os.path.join(self.dir, "quiet")
+        os.mkdir(other)
+        rc, out, err = run("-p", two, "--no-trace", cwd=other)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("trace ", out)
+        self.assertEqual(os.listdir(other), [])
+
+    # trace-4: files that are not ringsim traces are refused (exit 2, one
+    # line) and left byte for byte as they were; so is a good trace when the
+    # input is bad.
+    def test_foreign_files_untouched(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        other_db = os.path.join(self.dir, "other.db")
+        con = sqlite3.connect(other_db)
+        con.execute("CREATE TABLE t (x)")
+        con.execute("INSERT INTO t VALUES (42)")
+        con.commit()
+        con.close()
+        text = os.path.join(self.dir, "notes.txt")
+        with open(text, "w") as f:
+            f.write("not a database at all\n" * 100)
+        for path, message in ((other_db, "a SQLite database but not a ringsim trace"),
+                              (text, "not a SQLite database")):
+            before = digest(path)
+            rc, out, err = run("-p", two, "--trace", path)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(message, err)
+            self.assertEqual(err.count("\n"), 1)
+            self.assertEqual(out, "")
+            self.assertEqual(digest(path), before, path)
+            self.assertFalse(os.path.exists(path + "-wal"))
+        # a trace of another schema version is refused too
+        self.traced_run(2, 4)
+        con = sqlite3.connect(self.db)
+        con.execute("PRAGMA user_version = 99")
+        con.commit()
+        con.close()
+        before = digest(self.db)
+        rc, _, err = run("-p", two, "--trace", self.db)
+        self.assertEqual(rc, 2)
+        self.assertIn("schema version 99", err)
+        self.assertEqual(digest(self.db), before)
+        # bad input leaves a good trace's runs as they were
+        good = os.path.join(self.dir, "good.db")
+        rc, _, err = run("-p", two, "--trace", good)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(good)
+        before = con.execute("SELECT * FROM transfer").fetchall()
+        con.close()
+        bad_cases = [["-p", two, "-w", 3], ["-p", self.model(5), "--grads", "nope{r}.st"]]
+        for args in bad_cases:
+            rc, _, err = run(*args, "--trace", good)
+            self.assertEqual(rc, 2, err)
+        con = sqlite3.connect(good)
+        self.assertEqual(con.execute("SELECT count(*) FROM run").fetchone()[0], 1)
+        self.assertEqual(con.execute("SELECT * FROM transfer").fetchall(), before)
+        con.close()
+        # an unwritable place is refused before the run
+        rc, _, err = run("-p", two, "--trace", "/nonexistent/t.db")
+        self.assertEqual(rc, 2)
+        self.assertIn("trace /nonexistent/t.db: cannot open", err)
+
+    # trace-5: W = 1 records the run and its one idle worker, no transfers.
+    def test_one_worker(self):
+        run_id = self.traced_run(1, 10)
+        con = sqlite3.connect(self.db)
+        self.assertEqual(con.execute("SELECT count(*) FROM transfer").fetchone()[0], 0)
+        self.assertEqual(con.execute("SELECT worker, state, phase FROM worker").fetchall(),
+                         [(0, "done", None)])
+        self.assertEqual(con.execute("SELECT status FROM run WHERE run_id = ?", (run_id,)).fetchone()[0], "ok")
+        con.close()
+
+    # trace-6: the example queries in docs/trace-schema.md run and answer.
+    def test_documented_queries(self):
+        self.traced_run(4, 1000, "--segment-bytes", 256)
+        self.traced_run(3, 1000)
+        doc = os.path.join(os.path.dirname(EXAMPLES), "docs", "trace-schema.md")
+        with open(doc) as f:
+            text = f.read()
+        queries = [block.split("```", 1)[0].strip()
+                   for block in text.split("```sql")[1:]]
+        self.assertGreaterEqual(len(queries), 6)
+        con = sqlite3.connect(self.db)
+        for q in queries:
+            with self.subTest(query=q[:60]):
+                rows = con.execute(q.replace(":run", "1").replace(":a", "1").replace(":b", "2")
+                                   .replace(":elem", "500")).fetchall()
+                self.assertGreater(len(rows), 0, q)
+        con.close()
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_trace.py RINGSIM EXAMPLES_DIR [Trace.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
