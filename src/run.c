@@ -334,9 +334,11 @@ int rs_run_execute(rs_run_t *run) {
     return rs__run_fail(run, RS_EINVAL, "the workers' buffers were not filled");
   int rc = rs__check_prepare(run);
   if (rc == RS_OK && run->trace) {
+    uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);
     if (rc == RS_OK && rs__trace_begin(run) != RS_OK)
       rc = rs__run_fail(run, RS_EIO, "%s", run->trace_errmsg);
+    run->result.trace_ns += rs__now_ns() - t0;
   }
   if (rc)
     return rc;
@@ -346,7 +348,11 @@ int rs_run_execute(rs_run_t *run) {
   if (rc == RS_OK && run->config.collective == RS_COLL_ALLREDUCE)
     rs__check_result(run);
   /* The trace keeps failed runs too: every transfer up to the fault. */
-  if (run->trace && rs__trace_finish(run) != RS_OK)
-    run->trace_failed = 1;
+  if (run->trace) {
+    uint64_t t0 = rs__now_ns();
+    if (rs__trace_finish(run) != RS_OK)
+      run->trace_failed = 1;
+    run->result.trace_ns += rs__now_ns() - t0;
+  }
   return run->result.status;
 }

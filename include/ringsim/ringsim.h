@@ -140,7 +140,7 @@ typedef struct rs_config {
 } rs_config_t;
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
-#define RS_DEFAULT_SEGMENT_BYTES (64u * 1024u)
+#define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
 #define RS_DEFAULT_SLOTS 8
 #define RS_DEFAULT_TIMEOUT_S 10.0
 void rs_config_init(rs_config_t *config);
@@ -210,6 +210,8 @@ typedef struct rs_result {
   uint64_t wall_ns; /* from the start of the ring to the last worker done */
   uint64_t ref_ns;  /* single-threaded direct mean on the same buffers */
   uint64_t transfers;
+  uint64_t trace_ns;   /* writing the trace, before and after the ring */
+  uint64_t trace_rows; /* transfer rows written */
   size_t segs_per_chunk;
   size_t seg_elems; /* largest segment in elements */
 } rs_result_t;

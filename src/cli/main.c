@@ -60,7 +60,7 @@ static const char usage_text[] =
     "      --out FILE          write the averaged grads as safetensors\n"
     "      --op sum|avg        all_reduce(SUM), or SUM / W (default avg)\n"
     "      --segment-bytes N   largest message through a channel (default\n"
-    "                          64K; suffixes K, M, G are powers of 1024)\n"
+    "                          256K; suffixes K, M, G are powers of 1024)\n"
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       longest a worker waits for a neighbour\n"
     "                          (default 10)\n"
