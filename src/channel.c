@@ -75,9 +75,27 @@ static int wait_until(rs_chan_t *ch, pthread_cond_t *cond, int is_send,
   return rc;
 }
 
-int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
-                 uint64_t timeout_ns, uint64_t *wait_ns) {
-  uint64_t begin = rs__now_ns();
+uint64_t rs_checksum(const void *data, size_t n) {
+  /* Each step (h ^ word) * odd is a bijection of h, so changing one word
+   * always changes the result. */
+  const unsigned char *p = data;
+  uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    memcpy(&word, p + i, 8);
+    h = (h ^ word) * 0xff51afd7ed558ccdu;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++)
+    h = (h ^ p[i]) * 0xc4ceb9fe1a85ec53u;
+  return h;
+}
+
+/* Wait for a free slot, fill it from hdr and src, publish it. */
+static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+                   uint64_t seq, int corrupt, uint64_t begin,
+                   uint64_t timeout_ns, uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   int rc = RS_OK;
   if (!ready(ch, 1) ||
@@ -90,11 +108,19 @@ int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
 
   /* The slot is ours until we publish it: copy without the lock. */
   rs_msg_t *msg = slot_at(ch, index);
+  size_t bytes = hdr->elems * sizeof(float);
   *msg = *hdr;
-  msg->seq = ch->send_seq++;
+  msg->seq = seq;
   msg->send_begin_ns = begin;
-  if (hdr->elems)
-    memcpy(rs_msg_payload(msg), src, hdr->elems * sizeof(float));
+  if (bytes)
+    memcpy(rs_msg_payload(msg), src, bytes);
+  msg->checksum = ch->checksum ? rs_checksum(src, bytes) : 0;
+  if (corrupt) {
+    if (bytes)
+      ((unsigned char *)rs_msg_payload(msg))[bytes / 2] ^= 0x10;
+    else
+      msg->checksum ^= 1; /* an empty segment: damage what there is */
+  }
   msg->send_end_ns = rs__now_ns();
 
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
@@ -102,6 +128,25 @@ int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
   RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_empty));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
   return RS_OK;
+}
+
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+                 rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
+  uint64_t begin = rs__now_ns();
+  uint64_t seq = ch->send_seq++;
+  switch (wire) {
+  case RS_WIRE_DROP:
+    return RS_OK; /* the number is spent; the message never arrives */
+  case RS_WIRE_DUP: {
+    int rc = publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
+    return rc ? rc : publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
+  }
+  case RS_WIRE_CORRUPT:
+    return publish(ch, hdr, src, seq, 1, begin, timeout_ns, wait_ns);
+  case RS_WIRE_OK:
+    break;
+  }
+  return publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
 }
 
 int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
@@ -116,8 +161,14 @@ int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
   if (rc)
     return rc;
   *msg = slot_at(ch, index);
-  if ((*msg)->seq != ch->recv_seq)
+  if ((*msg)->seq != ch->recv_seq) {
+    ch->bad_seq = (*msg)->seq;
     return RS_EPROTO;
+  }
+  if (ch->checksum &&
+      rs_checksum(rs_msg_payload(*msg), (*msg)->elems * sizeof(float)) !=
+          (*msg)->checksum)
+    return RS_ECORRUPT;
   ch->recv_seq++;
   return RS_OK;
 }

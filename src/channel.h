@@ -7,7 +7,11 @@
  *   full slot, which it reads in place and then gives back with release().
  * - Messages leave in the order they were sent (FIFO) and each carries a
  *   sequence number, 0, 1, 2, ... per channel; recv() checks it, so a lost or
- *   repeated message is an error (RS_EPROTO), never silently summed.
+ *   repeated message is an error (RS_EPROTO), never silently summed. With
+ *   checksums on, each payload carries one too, and a damaged message is an
+ *   error (RS_ECORRUPT).
+ * - The channel is the simulated wire, so injected wire faults happen here:
+ *   send() can drop a message, deliver it twice, or flip one of its bits.
  * - Waiting sleeps on a condition variable (no spinning: there may be far
  *   more workers than cores) until a deadline; past it the call returns
  *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs_chan_wake() on
@@ -34,7 +38,16 @@ typedef struct rs_msg {
   uint64_t elems;
   uint64_t send_begin_ns; /* when the sender called send */
   uint64_t send_end_ns;   /* when the payload was in the slot */
+  uint64_t checksum;      /* of the payload, when the channel checks */
 } rs_msg_t;
+
+/* What the wire does to one message (fault injection). */
+typedef enum rs_wire {
+  RS_WIRE_OK,
+  RS_WIRE_CORRUPT, /* flip one bit after the checksum was taken */
+  RS_WIRE_DROP,    /* lose it: its sequence number is never delivered */
+  RS_WIRE_DUP      /* deliver it twice, with the same sequence number */
+} rs_wire_t;
 
 static inline float *rs_msg_payload(rs_msg_t *msg) {
   return (float *)(void *)(msg + 1);
@@ -50,9 +63,11 @@ typedef struct rs_chan {
   size_t slot_stride;
   unsigned char *mem;
   const atomic_int *abort_flag;
-  /* Owned by one side each; never read by the other. */
+  int checksum; /* compute and verify payload checksums */
+  /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;
+  uint64_t bad_seq; /* the sequence number recv() refused, for reports */
 } rs_chan_t;
 
 /* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
@@ -61,14 +76,16 @@ int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                  const atomic_int *abort_flag);
 void rs_chan_destroy(rs_chan_t *ch);
 
-/* Copy hdr (its seq is set here) and elems floats from src into the next
- * free slot. Adds the time spent blocked to *wait_ns. Returns RS_OK,
- * RS_ETIMEDOUT after timeout_ns of waiting, or RS_EABORTED. */
+/* Copy hdr (its seq is set here) and hdr->elems floats from src into the
+ * next free slot, doing to it what wire says. Adds the time spent blocked to
+ * *wait_ns. Returns RS_OK, RS_ETIMEDOUT after timeout_ns of waiting, or
+ * RS_EABORTED. */
 int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
-                 uint64_t timeout_ns, uint64_t *wait_ns);
+                 rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* Point *msg at the oldest message, valid until rs_chan_release(). Returns
- * RS_OK, RS_ETIMEDOUT, RS_EABORTED, or RS_EPROTO if its sequence number is
- * not the next expected one. */
+ * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not
+ * the next expected one (ch->bad_seq holds it; ch->recv_seq the expected),
+ * or RS_ECORRUPT if its checksum does not match its payload. */
 int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                  uint64_t *wait_ns);
 void rs_chan_release(rs_chan_t *ch);
@@ -76,6 +93,9 @@ void rs_chan_release(rs_chan_t *ch);
 /* The message at absolute index (head <= index < tail), for reading what a
  * channel still holds after its threads have been joined. */
 const rs_msg_t *rs_chan_peek(const rs_chan_t *ch, uint64_t index);
+
+/* A checksum of n bytes that any change of one 8-byte word alters. */
+uint64_t rs_checksum(const void *data, size_t n);
 
 /* Wake every waiter so it sees the abort flag. */
 void rs_chan_wake(rs_chan_t *ch);

@@ -28,6 +28,8 @@
  */
 #include "ring.h"
 
+#include <time.h>
+
 #include "reduce.h"
 #include "util.h"
 
@@ -64,7 +66,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
                     .elems = len};
     w->progress.chunk = send_chunk;
     w->progress.waiting_send = 1;
-    int rc = rs_chan_send(w->to_next, &hdr, w->buf + off, w->timeout_ns,
+    rs_wire_t wire = seg == 0 ? w->step_wire : RS_WIRE_OK;
+    int rc = rs_chan_send(w->to_next, &hdr, w->buf + off, wire, w->timeout_ns,
                           &w->stats.wait_ns);
     if (rc)
       return rc;
@@ -104,14 +107,40 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
   return RS_OK;
 }
 
-/* Note where the worker is, for error reports; returns 1 if the test hook
- * says the worker dies here. */
+/* Note where the worker is, for error reports, and apply the faults
+ * injected into this worker at this step: a stall sleeps here, a wire fault
+ * hits the step's first segment. Returns 1 if the worker crashes here. */
 static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   w->progress.phase = phase;
   w->progress.step = step;
+  w->step_wire = RS_WIRE_OK;
   int global_step =
       phase == RS_PHASE_REDUCE_SCATTER ? step : w->workers - 1 + step;
-  return global_step == w->crash_step;
+  for (int i = 0; i < w->fault_count; i++) {
+    const rs_fault_t *f = &w->faults[i];
+    if (f->worker != w->rank || f->step != global_step)
+      continue;
+    switch (f->kind) {
+    case RS_FAULT_CRASH:
+      return 1;
+    case RS_FAULT_STALL: {
+      struct timespec pause = {f->ms / 1000, (long)(f->ms % 1000) * 1000000};
+      while (nanosleep(&pause, &pause) != 0)
+        ;
+      break;
+    }
+    case RS_FAULT_CORRUPT:
+      w->step_wire = RS_WIRE_CORRUPT;
+      break;
+    case RS_FAULT_DROP:
+      w->step_wire = RS_WIRE_DROP;
+      break;
+    case RS_FAULT_DUP:
+      w->step_wire = RS_WIRE_DUP;
+      break;
+    }
+  }
+  return 0;
 }
 
 int rs_ring_run(rs_worker_t *w) {
@@ -123,7 +152,7 @@ int rs_ring_run(rs_worker_t *w) {
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))
-      return 1;
+      return RS_RING_CRASHED;
     recv_action_t action = RECV_REDUCE;
     if (s == W - 2 && w->op == RS_OP_AVG)
       action = RECV_REDUCE_DIV; /* the sum is complete: make it the mean */
@@ -139,7 +168,7 @@ int rs_ring_run(rs_worker_t *w) {
   /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_ALL_GATHER, s))
-      return 1;
+      return RS_RING_CRASHED;
     rc = ring_step(w, RS_PHASE_ALL_GATHER, s, mod(r + 1 - s, W), mod(r - s, W),
                    RECV_COPY);
     if (rc)

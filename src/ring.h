@@ -38,7 +38,9 @@ typedef struct rs_worker {
   rs_op_t op;
   rs_collective_t collective;
   uint64_t timeout_ns;
-  int crash_step;       /* test hook: return at this step; -1 never */
+  const rs_fault_t *faults; /* the run's injected faults (all workers) */
+  int fault_count;
+  rs_wire_t step_wire;  /* what the wire does to this step's first segment */
   rs_chan_t *to_next;   /* channel to (rank + 1) mod W */
   rs_chan_t *from_prev; /* channel from (rank - 1) mod W */
   rs_progress_t progress;
@@ -48,8 +50,10 @@ typedef struct rs_worker {
 } rs_worker_t;
 
 /* Run worker w's part of the collective over its buffer. Returns RS_OK,
- * RS_ETIMEDOUT or RS_EPROTO (this worker found the fault), RS_EABORTED
- * (another worker did), or 1 if the crash hook stopped it. */
+ * RS_ETIMEDOUT, RS_EPROTO or RS_ECORRUPT (this worker found the fault),
+ * RS_EABORTED (another worker did), or RS_RING_CRASHED if an injected crash
+ * stopped it. */
+#define RS_RING_CRASHED 1
 int rs_ring_run(rs_worker_t *w);
 
 /* Segment seg of segs near-equal segments of chunk chunk. */

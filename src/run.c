@@ -22,8 +22,6 @@ void rs_config_init(rs_config_t *c) {
   c->timeout_s = RS_DEFAULT_TIMEOUT_S;
   c->op = RS_OP_AVG;
   c->collective = RS_COLL_ALLREDUCE;
-  c->crash_worker = -1;
-  c->crash_step = -1;
 }
 
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
@@ -54,6 +52,28 @@ static int check_config(const rs_config_t *c, char *errmsg) {
                    c->timeout_s);
   if (c->op != RS_OP_SUM && c->op != RS_OP_AVG)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
+  if (c->fault_count < 0 || c->fault_count > RS_MAX_FAULTS)
+    return rs__err(errmsg, RS_EINVAL, "inject: at most %d faults",
+                   RS_MAX_FAULTS);
+  for (int i = 0; i < c->fault_count; i++) {
+    const rs_fault_t *f = &c->faults[i];
+    if (f->worker < 0 || f->worker >= c->workers)
+      return rs__err(errmsg, RS_EINVAL,
+                     "inject: worker %d does not exist (workers 0..%d)",
+                     f->worker, c->workers - 1);
+    if (c->workers == 1)
+      return rs__err(errmsg, RS_EINVAL,
+                     "inject: one worker has no ring steps to fault");
+    if (f->step < 0 || f->step > 2 * (c->workers - 1) - 1)
+      return rs__err(errmsg, RS_EINVAL,
+                     "inject: step %d does not exist (steps 0..%d: "
+                     "reduce-scatter 0..%d, all-gather %d..%d)",
+                     f->step, 2 * (c->workers - 1) - 1, c->workers - 2,
+                     c->workers - 1, 2 * (c->workers - 1) - 1);
+    if (f->kind == RS_FAULT_STALL && (f->ms < 0 || f->ms > 3600000))
+      return rs__err(errmsg, RS_EINVAL,
+                     "inject: stall of %d ms is not in 0..3600000", f->ms);
+  }
   return RS_OK;
 }
 
@@ -110,6 +130,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     if (W > 1 && rs_chan_init(&run->chans[r], config->slots,
                               seg_elems * sizeof(float), &run->abort_flag))
       goto nomem;
+    /* Faults are caught by sequence numbers and, here, checksums. */
+    run->chans[r].checksum = config->checksum || config->fault_count > 0;
   }
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
@@ -122,7 +144,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->op = config->op;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
-    w->crash_step = r == config->crash_worker ? config->crash_step : -1;
+    w->faults = run->config.faults;
+    w->fault_count = run->config.fault_count;
     w->to_next = &run->chans[r];
     w->from_prev = &run->chans[(r + W - 1) % W];
   }
@@ -174,6 +197,41 @@ const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
   return &run->workers[worker].stats;
 }
 
+const char *rs__worker_state_name(int rc) {
+  switch (rc) {
+  case RS_OK:
+    return "done";
+  case RS_RING_CRASHED:
+    return "crashed";
+  case RS_ETIMEDOUT:
+    return "timed_out";
+  case RS_EABORTED:
+    return "aborted";
+  case RS_EPROTO:
+    return "bad_message";
+  case RS_ECORRUPT:
+    return "damaged_message";
+  default:
+    return "failed";
+  }
+}
+
+void rs_run_worker_state(const rs_run_t *run, int worker,
+                         rs_worker_state_t *out) {
+  const rs_worker_t *w = &run->workers[worker];
+  const int W = run->config.workers;
+  int stopped = w->rc != RS_OK && w->rc != RS_RING_CRASHED;
+  out->state = rs__worker_state_name(w->rc);
+  out->phase = W > 1 ? rs_phase_name(w->progress.phase) : NULL;
+  out->step = w->progress.step;
+  out->chunk = w->progress.chunk;
+  out->waiting = !stopped                   ? NULL
+                 : w->progress.waiting_send ? "send"
+                                            : "receive";
+  out->peer =
+      w->progress.waiting_send ? (worker + 1) % W : (worker + W - 1) % W;
+}
+
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
   if (param >= rs_model_param_count(run->model))
     return NULL;
@@ -212,11 +270,26 @@ static void report_fault(rs_worker_t *w, int rc) {
                  w->rank, run->config.timeout_s, rs_phase_name(p->phase),
                  p->step, p->waiting_send ? "send" : "receive", p->chunk,
                  p->waiting_send ? "to" : "from", peer);
+  else if (rc == RS_EPROTO && w->from_prev->bad_seq != w->from_prev->recv_seq)
+    rs__run_fail(run, rc,
+                 "worker %d received message %llu from worker %d when it "
+                 "expected %llu, in %s step %d: %s",
+                 w->rank, (unsigned long long)w->from_prev->bad_seq, peer,
+                 (unsigned long long)w->from_prev->recv_seq,
+                 rs_phase_name(p->phase), p->step,
+                 w->from_prev->bad_seq < w->from_prev->recv_seq
+                     ? "a message was delivered twice"
+                     : "a message was lost");
   else if (rc == RS_EPROTO)
     rs__run_fail(run, rc,
-                 "worker %d received an unexpected message from worker %d in "
-                 "%s step %d (sequence or segment mismatch)",
-                 w->rank, peer, rs_phase_name(p->phase), p->step);
+                 "worker %d received the wrong segment from worker %d in %s "
+                 "step %d (expected chunk %d)",
+                 w->rank, peer, rs_phase_name(p->phase), p->step, p->chunk);
+  else if (rc == RS_ECORRUPT)
+    rs__run_fail(run, rc,
+                 "worker %d received a damaged segment of chunk %d from "
+                 "worker %d in %s step %d (checksum mismatch)",
+                 w->rank, p->chunk, peer, rs_phase_name(p->phase), p->step);
   else
     rs__run_fail(run, rc, "worker %d failed in %s step %d: %s", w->rank,
                  rs_phase_name(p->phase), p->step, rs_strerror(rc));
@@ -235,9 +308,9 @@ static void *worker_main(void *varg) {
     return NULL;
   int rc = rs_ring_run(w);
   w->rc = rc;
-  /* 1: the crash hook stopped this worker, as a dead process stops: it
-   * tells nobody, and its neighbours find out by timing out. */
-  if (rc != RS_OK && rc != 1 && rc != RS_EABORTED)
+  /* An injected crash stops this worker as a dead process stops: it tells
+   * nobody, and its neighbours find out by timing out. */
+  if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
     report_fault(w, rc);
   return NULL;
 }

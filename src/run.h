@@ -41,7 +41,8 @@ struct rs_run {
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* trace.c writes these tables; see trace.h. */
+/* The worker table's state name for what rs_ring_run returned. */
+const char *rs__worker_state_name(int rc);
 
 /* check.c: compute ref and bound from the buffers (before the ring), and
  * compare the buffers with them (after). */

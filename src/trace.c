@@ -100,6 +100,8 @@ static const char schema_sql[] =
     "  phase TEXT,\n"
     "  step INTEGER,\n"
     "  chunk INTEGER,\n"
+    "  waiting TEXT,\n"
+    "  peer INTEGER,\n"
     "  transfers_sent INTEGER NOT NULL,\n"
     "  bytes_sent INTEGER NOT NULL,\n"
     "  bytes_received INTEGER NOT NULL,\n"
@@ -208,7 +210,10 @@ int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
   if (rc)
     goto fail;
   /* Only now, knowing the file is ours (or empty), do we write to it. */
-  rc = exec(t, "PRAGMA page_size=16384; PRAGMA cache_size=-65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", errmsg);
+  rc = exec(t,
+            "PRAGMA page_size=16384; PRAGMA cache_size=-65536; PRAGMA "
+            "journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            errmsg);
   if (rc == RS_OK && fresh) {
     char sql[sizeof schema_sql + 256];
     snprintf(sql, sizeof sql,
@@ -384,6 +389,10 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
   sqlite3_bind_int64(st, i++, e->elems);
   sqlite3_bind_int64(st, i++, (int64_t)e->elems * (int64_t)sizeof(float));
   sqlite3_bind_int64(st, i++, (int64_t)e->seq);
+  if (run->chans && run->chans[0].checksum)
+    sqlite3_bind_int64(st, i++, (int64_t)e->checksum);
+  else
+    sqlite3_bind_null(st, i++);
   sqlite3_bind_int64(st, i++, (int64_t)e->send_begin_ns - t0);
   sqlite3_bind_int64(st, i++, (int64_t)e->send_end_ns - t0);
   if (received) {
@@ -407,10 +416,10 @@ static int write_transfers(rs_run_t *run) {
   if (sqlite3_prepare_v2(
           run->trace->db,
           "INSERT INTO transfer (run_id, iter, bucket, phase, step, src, dst, "
-          "chunk, segment, elem_offset, elems, bytes, seq, send_begin_ns, "
-          "send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, contrib_first, "
-          "contrib_count) VALUES (?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-          "?, ?, ?, ?, ?, ?)",
+          "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
+          "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
+          "contrib_first, contrib_count) VALUES (?, 0, 0, ?, ?, ?, ?, ?, ?, "
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
@@ -428,6 +437,7 @@ static int write_transfers(rs_run_t *run) {
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       const rs_msg_t *m = rs_chan_peek(ch, idx);
       rs_event_t e = {.seq = m->seq,
+                      .checksum = m->checksum,
                       .elem_offset = m->elem_offset,
                       .send_begin_ns = m->send_begin_ns,
                       .send_end_ns = m->send_end_ns,
@@ -444,40 +454,24 @@ static int write_transfers(rs_run_t *run) {
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "insert transfers");
 }
 
-static const char *worker_state(int rc) {
-  switch (rc) {
-  case RS_OK:
-    return "done";
-  case 1:
-    return "crashed";
-  case RS_ETIMEDOUT:
-    return "timed_out";
-  case RS_EABORTED:
-    return "aborted";
-  case RS_EPROTO:
-    return "bad_message";
-  default:
-    return "failed";
-  }
-}
-
 static int write_totals(rs_run_t *run) {
   sqlite3 *db = run->trace->db;
   const rs_result_t *res = &run->result;
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
     const rs_worker_t *w = &run->workers[r];
+    rs_worker_state_t ws;
+    rs_run_worker_state(run, r, &ws);
     /* Where the worker was last: its final step, or where it stopped. */
     int moved = W > 1;
     int rc = exec_bound(
         db,
         "INSERT INTO worker (run_id, worker, state, phase, step, chunk, "
-        "transfers_sent, bytes_sent, bytes_received, wait_ns) VALUES (?, ?, "
-        "?, ?, ?, ?, ?, ?, ?, ?)",
-        "iittIIiiii", run->trace_run_id, (int64_t)r, worker_state(w->rc),
-        moved ? rs_phase_name(w->progress.phase) : NULL,
-        moved ? (int64_t)w->progress.step : -1,
-        moved ? (int64_t)w->progress.chunk : -1,
+        "waiting, peer, transfers_sent, bytes_sent, bytes_received, wait_ns) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "iittIItIiiii", run->trace_run_id, (int64_t)r, ws.state, ws.phase,
+        moved ? (int64_t)ws.step : -1, moved ? (int64_t)ws.chunk : -1,
+        ws.waiting, ws.waiting ? (int64_t)ws.peer : -1,
         (int64_t)w->stats.transfers_sent, (int64_t)w->stats.bytes_sent,
         (int64_t)w->stats.bytes_received, (int64_t)w->stats.wait_ns);
     if (rc != SQLITE_OK)

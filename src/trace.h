@@ -23,6 +23,7 @@
 
 typedef struct rs_event {
   uint64_t seq;
+  uint64_t checksum;
   uint64_t elem_offset;
   uint64_t send_begin_ns; /* absolute CLOCK_MONOTONIC */
   uint64_t send_end_ns;
@@ -51,6 +52,7 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
     return;
   rs_event_t *e = &buf->events[buf->count++];
   e->seq = msg->seq;
+  e->checksum = msg->checksum;
   e->elem_offset = msg->elem_offset;
   e->send_begin_ns = msg->send_begin_ns;
   e->send_end_ns = msg->send_end_ns;

@@ -25,7 +25,7 @@ static void *producer(void *arg) {
     for (int i = 0; i < SEG; i++)
       seg[i] = (float)(m * SEG + i);
     rs_msg_t hdr = {.chunk = m, .elems = SEG};
-    int rc = rs_chan_send(&p->ch, &hdr, seg, 5000000000u, &wait);
+    int rc = rs_chan_send(&p->ch, &hdr, seg, RS_WIRE_OK, 5000000000u, &wait);
     if (rc) {
       p->rc = rc;
       return NULL;
@@ -83,11 +83,14 @@ static void test_send_blocks_when_full_then_times_out(void **state) {
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
   assert_int_equal(wait, 0);
   uint64_t t0 = rs__now_ns();
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 50000000, &wait), RS_ETIMEDOUT);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 50000000, &wait),
+                   RS_ETIMEDOUT);
   uint64_t waited = rs__now_ns() - t0;
   assert_true(waited >= 50000000u);
   assert_true(wait >= 50000000u);
@@ -154,9 +157,11 @@ static void test_out_of_sequence_message_is_refused(void **state) {
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
   ch.send_seq++; /* as if message 1 were lost on the way */
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, 1000000, &wait), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
   rs_msg_t *msg;
   assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
   assert_int_equal(msg->seq, 0);
@@ -174,7 +179,8 @@ static void test_empty_message_travels(void **state) {
   assert_int_equal(rs_chan_init(&ch, 1, 0, &abort_flag), RS_OK);
   rs_msg_t hdr = {.chunk = 3, .elems = 0};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, NULL, 1000000, &wait), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, NULL, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
   rs_msg_t *msg;
   assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
   assert_int_equal(msg->chunk, 3);

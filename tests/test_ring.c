@@ -299,8 +299,8 @@ static void test_dead_worker_times_out(void **state) {
   rs_config_init(&cfg);
   cfg.workers = 4;
   cfg.timeout_s = 0.2;
-  cfg.crash_worker = 2;
-  cfg.crash_step = 1;
+  cfg.fault_count = 1;
+  cfg.faults[0] = (rs_fault_t){.kind = RS_FAULT_CRASH, .worker = 2, .step = 1};
   char err[RS_ERRMSG_MAX];
   rs_run_t *run;
   assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);

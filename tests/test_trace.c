@@ -38,8 +38,8 @@ static void test_failed_run_is_written(void **state) {
   cfg.workers = 4;
   cfg.segment_bytes = 400; /* 10 segments per chunk: some stay in flight */
   cfg.timeout_s = 0.2;
-  cfg.crash_worker = 2;
-  cfg.crash_step = 1;
+  cfg.fault_count = 1;
+  cfg.faults[0] = (rs_fault_t){.kind = RS_FAULT_CRASH, .worker = 2, .step = 1};
   rs_run_t *run;
   assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
   assert_int_equal(rs_run_set_trace(run, trace, "{\"test\": 1}"), RS_OK);

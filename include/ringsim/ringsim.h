@@ -41,7 +41,8 @@ extern "C" {
   X(EABORTED, -6, "the run was aborted")                                       \
   X(EPROTO, -7, "a message arrived out of sequence")                           \
   X(ECHECK, -8, "the result check failed")                                     \
-  X(ESYS, -9, "system call failed")
+  X(ESYS, -9, "system call failed")                                            \
+  X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")
 
 enum {
 #define RS_ERR_ENUM(name, value, msg) RS_##name = value,
@@ -125,6 +126,24 @@ typedef enum rs_collective {
   RS_COLL_REDUCE_SCATTER /* stop after reduce-scatter (NCCL's ReduceScatter) */
 } rs_collective_t;
 
+/* Faults a run can inject, to show how a collective fails (--inject). */
+typedef enum rs_fault_kind {
+  RS_FAULT_CRASH,   /* the worker stops at the step, telling nobody */
+  RS_FAULT_STALL,   /* the worker sleeps ms milliseconds before the step */
+  RS_FAULT_CORRUPT, /* one bit of the step's first segment flips in flight */
+  RS_FAULT_DROP,    /* the step's first segment is lost in flight */
+  RS_FAULT_DUP      /* the step's first segment is delivered twice */
+} rs_fault_kind_t;
+
+typedef struct rs_fault {
+  rs_fault_kind_t kind;
+  int worker; /* the worker that crashes, stalls, or sends the bad segment */
+  int step;   /* global step: 0..W-2 reduce-scatter, W-1..2W-3 all-gather */
+  int ms;     /* stall length */
+} rs_fault_t;
+
+#define RS_MAX_FAULTS 16
+
 typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */
   size_t segment_bytes; /* largest message through a channel */
@@ -132,11 +151,11 @@ typedef struct rs_config {
   double timeout_s;     /* longest a worker waits for a neighbour */
   rs_op_t op;
   rs_collective_t collective;
-  /* Test hook: worker crash_worker returns (as if its process died) at the
-   * start of step crash_step of the ring (0-based, counting reduce-scatter
-   * then all-gather steps). -1: no crash. */
-  int crash_worker;
-  int crash_step;
+  /* Per-segment checksums, verified by the receiver; forced on when any
+   * fault is injected. */
+  int checksum;
+  int fault_count;
+  rs_fault_t faults[RS_MAX_FAULTS];
 } rs_config_t;
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
@@ -215,6 +234,23 @@ typedef struct rs_result {
   size_t segs_per_chunk;
   size_t seg_elems; /* largest segment in elements */
 } rs_result_t;
+
+/* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
+ * in spirit): after rs_run_execute. */
+typedef struct rs_worker_state {
+  const char *state;   /* done, crashed, timed_out, aborted, bad_message,
+                          damaged_message or failed */
+  const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
+  int step;            /* within the phase */
+  int chunk;           /* the chunk it was sending or receiving */
+  const char *waiting; /* "send" or "receive": what it was doing when it
+                          stopped (blocked, or handling a bad message);
+                          NULL if it finished or crashed */
+  int peer;            /* the neighbour it was sending to or receiving from */
+} rs_worker_state_t;
+
+void rs_run_worker_state(const rs_run_t *run, int worker,
+                         rs_worker_state_t *out);
 
 const rs_result_t *rs_run_result(const rs_run_t *run);
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);

@@ -67,6 +67,12 @@ static const char usage_text[] =
     "      --trace FILE        append the run to this SQLite trace (default\n"
     "                          ringsim-trace.db in the working directory)\n"
     "      --no-trace          do not write a trace\n"
+    "      --inject SPEC       inject a fault (repeatable): crash, stall,\n"
+    "                          corrupt, drop or dup, e.g. "
+    "crash:worker=2,step=3\n"
+    "                          stall:worker=1,step=2,ms=500 corrupt:worker=0\n"
+    "                          (step: 0..W-2 reduce-scatter, then all-gather)\n"
+    "      --checksum          checksum every segment (on with --inject)\n"
     "      --print             print the averaged values of every param\n"
     "      --json              print the report as one JSON object\n"
     "  -h, --help              this help\n"
@@ -122,6 +128,56 @@ static int dir_writable(const char *path) {
   return access(dirname(copy), W_OK) == 0;
 }
 
+/* KIND:key=value,... with keys worker, step (default 0) and ms (stall). */
+static int parse_fault(const char *spec, rs_fault_t *f) {
+  static const struct {
+    const char *name;
+    rs_fault_kind_t kind;
+  } kinds[] = {{"crash", RS_FAULT_CRASH},
+               {"stall", RS_FAULT_STALL},
+               {"corrupt", RS_FAULT_CORRUPT},
+               {"drop", RS_FAULT_DROP},
+               {"dup", RS_FAULT_DUP}};
+  const char *colon = strchr(spec, ':');
+  size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
+  int found = 0;
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (strlen(kinds[i].name) == name_len &&
+        strncmp(spec, kinds[i].name, name_len) == 0) {
+      f->kind = kinds[i].kind;
+      found = 1;
+    }
+  if (!found)
+    return -1;
+  f->worker = 0;
+  f->step = 0;
+  f->ms = -1;
+  char keys[256];
+  if (!colon ||
+      snprintf(keys, sizeof keys, "%s", colon + 1) >= (int)sizeof keys)
+    return colon ? -1 : (f->kind == RS_FAULT_STALL ? -1 : 0);
+  char *save = NULL;
+  for (char *kv = strtok_r(keys, ",", &save); kv;
+       kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    long v;
+    if (!eq || parse_long(eq + 1, 0, INT_MAX, &v))
+      return -1;
+    *eq = '\0';
+    if (strcmp(kv, "worker") == 0)
+      f->worker = (int)v;
+    else if (strcmp(kv, "step") == 0)
+      f->step = (int)v;
+    else if (strcmp(kv, "ms") == 0 && f->kind == RS_FAULT_STALL)
+      f->ms = (int)v;
+    else
+      return -1;
+  }
+  if (f->kind == RS_FAULT_STALL && f->ms < 0)
+    return -1;
+  return 0;
+}
+
 enum {
   OPT_INIT = 256,
   OPT_SEED,
@@ -135,6 +191,8 @@ enum {
   OPT_JSON,
   OPT_TRACE,
   OPT_NO_TRACE,
+  OPT_INJECT,
+  OPT_CHECKSUM,
   OPT_MAX
 };
 
@@ -153,6 +211,8 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"no-trace", no_argument, NULL, OPT_NO_TRACE},
+    {"inject", required_argument, NULL, OPT_INJECT},
+    {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -176,7 +236,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       return usage_error("unknown option '%s'", argv[optind - 1]);
     if (opt == ':')
       return usage_error("option '%s' needs a value", argv[optind - 1]);
-    if (opt < OPT_MAX && seen[opt]++)
+    if (opt < OPT_MAX && opt != OPT_INJECT && seen[opt]++)
       return usage_error("--%s is given more than once", option_name(opt));
     switch (opt) {
     case 'h':
@@ -261,6 +321,20 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_NO_TRACE:
       o->no_trace = 1;
+      break;
+    case OPT_INJECT:
+      if (o->config.fault_count == RS_MAX_FAULTS)
+        return usage_error("--inject: at most %s faults", "16");
+      if (parse_fault(optarg, &o->config.faults[o->config.fault_count]))
+        return usage_error(
+            "--inject '%s': expected KIND:worker=N,step=S[,ms=M] "
+            "with KIND crash, stall (needs ms), corrupt, drop "
+            "or dup",
+            optarg);
+      o->config.fault_count++;
+      break;
+    case OPT_CHECKSUM:
+      o->config.checksum = 1;
       break;
     }
   }
@@ -349,6 +423,64 @@ typedef struct report {
   int status;
   const char *trace; /* file, or NULL */
 } report_t;
+
+/* When a fault ends a run, say where every worker stopped (in the spirit
+ * of PyTorch's Flight Recorder), so a hang names its culprit. */
+#define WATCHDOG_LINES 32
+
+static void print_watchdog(rs_run_t *run) {
+  const int W = rs_run_config(run)->workers;
+  fprintf(stderr, "ringsim: watchdog: where each worker stopped:\n");
+  for (int w = 0; w < W && w < WATCHDOG_LINES; w++) {
+    rs_worker_state_t s;
+    rs_run_worker_state(run, w, &s);
+    fprintf(stderr, "  worker %-4d %-15s %s step %d", w, s.state,
+            s.phase ? s.phase : "-", s.step);
+    int sending = s.waiting && strcmp(s.waiting, "send") == 0;
+    int blocked =
+        strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
+    if (s.waiting)
+      fprintf(stderr, ", %s chunk %d %s worker %d",
+              blocked ? (sending ? "waiting to send" : "waiting to receive")
+                      : (sending ? "while sending" : "while receiving"),
+              s.chunk, sending ? "to" : "from", s.peer);
+    fputc('\n', stderr);
+  }
+  if (W > WATCHDOG_LINES)
+    fprintf(stderr,
+            "  ... and %d more workers (the trace's worker table has "
+            "them all)\n",
+            W - WATCHDOG_LINES);
+}
+
+static json_t *watchdog_json(rs_run_t *run) {
+  json_t *list = json_array();
+  for (int w = 0; w < rs_run_config(run)->workers; w++) {
+    rs_worker_state_t s;
+    rs_run_worker_state(run, w, &s);
+    json_array_append_new(
+        list, json_pack("{s:i, s:s, s:s?, s:i, s:i, s:s?, s:o}", "worker", w,
+                        "state", s.state, "phase", s.phase, "step", s.step,
+                        "chunk", s.chunk, "waiting", s.waiting, "peer",
+                        s.waiting ? json_integer(s.peer) : json_null()));
+  }
+  return list;
+}
+
+static int exit_code(int status) {
+  switch (status) {
+  case RS_OK:
+    return 0;
+  case RS_ECHECK:
+    return EXIT_CHECK;
+  case RS_EINVAL:
+  case RS_EPARSE:
+  case RS_EIO:
+    return EXIT_USAGE;
+  default:
+    return EXIT_RUN;
+  }
+}
 
 static const char *status_name(int status) {
   return status == RS_OK       ? "ok"
@@ -503,6 +635,8 @@ static void print_json(const report_t *r) {
                       traced ? json_integer(rs_run_trace_id(r->run))
                              : json_null());
   json_object_set_new(o, "status", json_string(status_name(r->status)));
+  if (exit_code(r->status) == EXIT_RUN)
+    json_object_set_new(o, "watchdog", watchdog_json(r->run));
   json_object_set_new(
       o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
   if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO)
@@ -529,21 +663,6 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
   json_decref(c);
   return text;
-}
-
-static int exit_code(int status) {
-  switch (status) {
-  case RS_OK:
-    return 0;
-  case RS_ECHECK:
-    return EXIT_CHECK;
-  case RS_EINVAL:
-  case RS_EPARSE:
-  case RS_EIO:
-    return EXIT_USAGE;
-  default:
-    return EXIT_RUN;
-  }
 }
 
 int main(int argc, char **argv) {
@@ -630,6 +749,8 @@ int main(int argc, char **argv) {
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
   rc = exit_code(status);
+  if (rc == EXIT_RUN)
+    print_watchdog(run);
   if (rs_run_trace_error(run)) {
     fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));
     if (rc == 0)
