@@ -32,6 +32,7 @@ int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
     va_end(ap);
+    rs__one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
   return code;

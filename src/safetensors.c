@@ -71,43 +71,28 @@ static int check_tensor(json_t *t, const rs_param_t *p, uint64_t data_bytes,
   return RS_OK;
 }
 
-int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
-                        char *errmsg) {
+int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
+                                const rs_model_t *model, float *data,
+                                char *errmsg) {
   int rc = RS_OK;
   char *header = NULL;
   json_t *root = NULL;
-  FILE *f = fopen(path, "rb");
-  struct stat st;
-  if (!f)
-    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
-                   strerror(errno));
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = rs__err(errmsg, RS_EIO, "%s: not a regular file", path);
-    goto done;
-  }
   unsigned char len_bytes[8];
-  if (st.st_size < 8 || fread(len_bytes, 1, 8, f) != 8) {
-    rc = rs__err(errmsg, RS_EPARSE, "%s: truncated: no 8-byte header length",
-                 path);
-    goto done;
-  }
+  if (file_size < 8 || fread(len_bytes, 1, 8, f) != 8)
+    return rs__err(errmsg, RS_EPARSE, "%s: truncated: no 8-byte header length",
+                   path);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; i--)
     header_len = header_len << 8 | len_bytes[i];
-  uint64_t file_size = (uint64_t)st.st_size;
-  if (header_len > MAX_HEADER_BYTES || header_len > file_size - 8) {
-    rc = rs__err(errmsg, RS_EPARSE,
-                 "%s: header length %llu is larger than the file (%llu "
-                 "bytes) or the format's 100 MB limit",
-                 path, (unsigned long long)header_len,
-                 (unsigned long long)file_size);
-    goto done;
-  }
+  if (header_len > MAX_HEADER_BYTES || header_len > file_size - 8)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: header length %llu is larger than the file (%llu "
+                   "bytes) or the format's 100 MB limit",
+                   path, (unsigned long long)header_len,
+                   (unsigned long long)file_size);
   header = malloc(header_len + 1);
-  if (!header) {
-    rc = rs__err(errmsg, RS_ENOMEM, "%s: out of memory for the header", path);
-    goto done;
-  }
+  if (!header)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory for the header", path);
   if (fread(header, 1, header_len, f) != header_len) {
     rc = rs__err(errmsg, RS_EIO, "%s: cannot read the header", path);
     goto done;
@@ -144,6 +129,22 @@ int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
 done:
   json_decref(root);
   free(header);
+  return rc;
+}
+
+int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
+                        char *errmsg) {
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  if (!f)
+    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
+                   strerror(errno));
+  int rc;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+    rc = rs__err(errmsg, RS_EIO, "%s: not a regular file", path);
+  else
+    rc = rs__safetensors_read_stream(f, (uint64_t)st.st_size, path, model, data,
+                                     errmsg);
   fclose(f);
   return rc;
 }

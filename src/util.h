@@ -15,6 +15,10 @@
 int rs__err(char *errmsg, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Replace control characters (a newline in a param name, say) with '?', so
+ * every error message stays one line. */
+void rs__one_line(char *text);
+
 static inline uint64_t rs__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -32,6 +36,12 @@ static inline uint64_t rs__now_ns(void) {
       abort();                                                                 \
     }                                                                          \
   } while (0)
+
+/* safetensors.c: read from an open stream of file_size bytes (path names
+ * it in messages); what rs_safetensors_read does after opening the file. */
+int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
+                                const rs_model_t *model, float *data,
+                                char *errmsg);
 
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
  * failure. Free with free(). */

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Fault injection end to end: each fault is detected, reported with the
+watchdog's view of every worker, recorded in the trace, and exits 3; a stall
+shorter than the timeout completes, and the trace shows the delay spreading.
+
+    test_faults.py RINGSIM EXAMPLES_DIR [Faults.test_name ...]
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = EXAMPLES = None
+
+
+class Faults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "t.db")
+        self.model = os.path.join(EXAMPLES, "model.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_ringsim(self, *args):
+        p = subprocess.run([RINGSIM, "-p", self.model, "-w", "4", "--trace", self.db,
+                            "--timeout", "0.5", *args], capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    def query(self, sql, *params):
+        con = sqlite3.connect(self.db)
+        try:
+            return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
+    def assert_failed_run(self, spec, message, culprit_state):
+        rc, out, err = self.run_ringsim("--inject", spec)
+        self.assertEqual(rc, 3, err)
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith("ringsim: "), err)
+        self.assertIn(message, lines[0])
+        self.assertEqual(lines[1], "ringsim: watchdog: where each worker stopped:")
+        self.assertEqual(len(lines), 2 + 4, err)
+        self.assertIn(culprit_state, err)
+        self.assertIn("FAILED", out)
+        (status, error), = self.query("SELECT status, error FROM run")
+        self.assertEqual(status, "failed")
+        self.assertEqual(error, lines[0][len("ringsim: "):])
+        states = dict(self.query("SELECT worker, state FROM worker"))
+        self.assertEqual(len(states), 4)
+        self.assertIn(culprit_state, states.values())
+        # every transfer up to the fault is kept, numbered without gaps
+        # except where the fault itself made one
+        return states
+
+    # fault-1: a crashed worker makes its successor time out.
+    def test_crash(self):
+        states = self.assert_failed_run("crash:worker=2,step=3", "timed out after 0.5 s", "crashed")
+        self.assertEqual(states[2], "crashed")
+        self.assertEqual(states[3], "timed_out")
+        rows, = self.query("SELECT count(*) FROM transfer")
+        sent, = self.query("SELECT sum(transfers_sent) FROM worker")
+        self.assertEqual(rows, sent)
+        self.assertEqual(self.query("SELECT count(*) FROM transfer WHERE src = 2 AND "
+                                    "phase = 'all_gather'"), [(0,)])
+
+    # fault-2: one flipped bit is caught by the checksum, not summed.
+    def test_corrupt(self):
+        states = self.assert_failed_run("corrupt:worker=0,step=2",
+                                        "received a damaged segment of chunk 2 from worker 0 in "
+                                        "reduce_scatter step 2 (checksum mismatch)",
+                                        "damaged_message")
+        self.assertEqual(states[1], "damaged_message")
+        (n,), = self.query("SELECT count(*) FROM transfer WHERE checksum IS NULL")
+        self.assertEqual(n, 0)
+        # the damaged segment is in the trace, never received
+        self.assertEqual(self.query("SELECT count(*) FROM transfer WHERE src = 0 AND step = 2 "
+                                    "AND phase = 'reduce_scatter' AND segment = 0 AND "
+                                    "recv_end_ns IS NULL"), [(1,)])
+
+    # fault-3: a lost segment is caught by the sequence numbers.
+    def test_drop(self):
+        states = self.assert_failed_run("drop:worker=1,step=4", "a message was lost", "bad_message")
+        self.assertEqual(states[2], "bad_message")
+
+    # fault-4: a segment delivered twice is caught by the sequence numbers;
+    # the trace holds both copies.
+    def test_dup(self):
+        self.assert_failed_run("dup:worker=3,step=1", "a message was delivered twice", "bad_message")
+        dups = self.query("SELECT src, seq, count(*) FROM transfer GROUP BY src, seq HAVING count(*) > 1")
+        self.assertEqual(len(dups), 1)
+        self.assertEqual(dups[0][0], 3)
+
+    # fault-5: a stall longer than the timeout fails the run, naming who
+    # waited for whom.
+    def test_long_stall_times_out(self):
+        self.assert_failed_run("stall:worker=1,step=2,ms=2000", "timed out after 0.5 s", "timed_out")
+
+    # fault-6: a stall shorter than the timeout completes correctly, and the
+    # delay spreads around the ring: every other worker ends up waiting.
+    def test_short_stall_completes_and_spreads(self):
+        p = subprocess.run([RINGSIM, "-p", self.model, "-w", "4", "--trace", self.db, "--json",
+                            "--inject", "stall:worker=1,step=2,ms=300"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        report = json.loads(p.stdout)
+        self.assertIs(report["identical"], True)
+        self.assertEqual(report["status"], "ok")
+        self.assertGreaterEqual(report["wall_ns"], 300e6)
+        waits = dict(self.query("SELECT worker, wait_ns FROM worker"))
+        for w in (0, 2, 3):
+            self.assertGreater(waits[w], 200e6, f"worker {w} waited only {waits[w]} ns")
+        # the successor waits first, in the stalled step
+        (first,), = self.query("SELECT dst FROM transfer WHERE wait_ns > 200000000 "
+                               "ORDER BY recv_begin_ns LIMIT 1")
+        self.assertEqual(first, 2)
+
+    # fault-7: --checksum alone runs clean and records checksums; --json on a
+    # failed run carries the watchdog's list.
+    def test_checksum_and_json_watchdog(self):
+        rc, _, err = self.run_ringsim("--checksum")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.query("SELECT count(*) FROM transfer WHERE checksum IS NULL"), [(0,)])
+        rc, out, err = self.run_ringsim("--json", "--inject", "crash:worker=0,step=0")
+        self.assertEqual(rc, 3, err)
+        report = json.loads(out)
+        self.assertEqual(report["status"], "failed")
+        self.assertEqual([w["state"] for w in report["watchdog"]][0], "crashed")
+        self.assertEqual(len(report["watchdog"]), 4)
+
+    # fault-8: bad fault specs are usage errors.
+    def test_bad_specs(self):
+        for spec, message in (("boom:worker=1", "--inject 'boom:worker=1'"),
+                              ("stall:worker=1", "needs ms"),
+                              ("crash:worker=x", "--inject 'crash:worker=x'"),
+                              ("crash:worker=9", "inject: worker 9 does not exist (workers 0..3)"),
+                              ("drop:step=6", "inject: step 6 does not exist")):
+            rc, out, err = self.run_ringsim("--inject", spec)
+            self.assertEqual(rc, 2, spec)
+            self.assertIn(message, err)
+            self.assertEqual(err.count("\n"), 1, err)
+        if os.path.exists(self.db):  # opened before the config was refused
+            self.assertEqual(self.query("SELECT count(*) FROM run"), [(0,)], "no run recorded")
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_faults.py RINGSIM EXAMPLES_DIR [Faults.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
