@@ -112,13 +112,19 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
   *msg = *hdr;
   msg->seq = seq;
   msg->send_begin_ns = begin;
-  if (bytes)
-    memcpy(rs_msg_payload(msg), src, bytes);
   msg->checksum = ch->checksum ? rs_checksum(src, bytes) : 0;
-  if (corrupt) {
+  if (ch->direct) {
+    msg->data = src;
+    if (corrupt) /* no wire copy to damage: damage what travels */
+      msg->checksum ^= 1;
+  } else {
+    float *payload = rs_msg_slot_payload(msg);
     if (bytes)
-      ((unsigned char *)rs_msg_payload(msg))[bytes / 2] ^= 0x10;
-    else
+      memcpy(payload, src, bytes);
+    msg->data = payload;
+    if (corrupt && bytes)
+      ((unsigned char *)payload)[bytes / 2] ^= 0x10;
+    else if (corrupt)
       msg->checksum ^= 1; /* an empty segment: damage what there is */
   }
   msg->send_end_ns = rs__now_ns();
@@ -166,7 +172,7 @@ int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
     return RS_EPROTO;
   }
   if (ch->checksum &&
-      rs_checksum(rs_msg_payload(*msg), (*msg)->elems * sizeof(float)) !=
+      rs_checksum((*msg)->data, (*msg)->elems * sizeof(float)) !=
           (*msg)->checksum)
     return RS_ECORRUPT;
   ch->recv_seq++;

@@ -18,6 +18,10 @@
  *   every channel makes every waiter return RS_EABORTED.
  * - The payload copy happens outside the lock: between taking a free slot
  *   and publishing it, the slot belongs to the producer alone.
+ * - Direct mode (as NCCL's direct/P2P read): no copy; the message points at
+ *   the sender's buffer and the receiver reduces straight from it. The ring
+ *   keeps that safe by never writing a region it has sent until the
+ *   receiver has released it (see rs_run_create's slot cap).
  */
 #ifndef RINGSIM_CHANNEL_H
 #define RINGSIM_CHANNEL_H
@@ -39,6 +43,8 @@ typedef struct rs_msg {
   uint64_t send_begin_ns; /* when the sender called send */
   uint64_t send_end_ns;   /* when the payload was in the slot */
   uint64_t checksum;      /* of the payload, when the channel checks */
+  const float *data;      /* the payload: in the slot, or (direct mode) the
+                             sender's own buffer */
 } rs_msg_t;
 
 /* What the wire does to one message (fault injection). */
@@ -49,7 +55,8 @@ typedef enum rs_wire {
   RS_WIRE_DUP      /* deliver it twice, with the same sequence number */
 } rs_wire_t;
 
-static inline float *rs_msg_payload(rs_msg_t *msg) {
+/* Where a copying channel keeps a slot's payload: right after its header. */
+static inline float *rs_msg_slot_payload(rs_msg_t *msg) {
   return (float *)(void *)(msg + 1);
 }
 
@@ -64,6 +71,7 @@ typedef struct rs_chan {
   unsigned char *mem;
   const atomic_int *abort_flag;
   int checksum; /* compute and verify payload checksums */
+  int direct;   /* pass pointers to the sender's buffer, not copies */
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;

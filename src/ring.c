@@ -87,7 +87,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
         msg->elems != len)
       return RS_EPROTO;
     float *dst = w->buf + off;
-    const float *src = rs_msg_payload(msg);
+    const float *src = msg->data;
     switch (action) {
     case RECV_REDUCE:
       rs_reduce_sum_f32(dst, src, len);
@@ -99,8 +99,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
       rs_copy_f32(dst, src, len);
       break;
     }
-    rs__trace_record(&w->events, msg, recv_begin, w->stats.wait_ns - waited,
-                     rs__now_ns());
+    rs__trace_record(&w->events, msg, w->iter, recv_begin,
+                     w->stats.wait_ns - waited, rs__now_ns());
     rs_chan_release(w->from_prev);
     w->stats.bytes_received += len * sizeof(float);
   }

@@ -46,6 +46,7 @@ typedef struct rs_worker {
   rs_progress_t progress;
   rs_worker_stats_t stats;
   rs_event_buf_t events; /* transfers received, when tracing */
+  int iter;              /* which iteration of the run is running */
   int rc;                /* what rs_ring_run returned */
 } rs_worker_t;
 

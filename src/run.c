@@ -22,6 +22,8 @@ void rs_config_init(rs_config_t *c) {
   c->timeout_s = RS_DEFAULT_TIMEOUT_S;
   c->op = RS_OP_AVG;
   c->collective = RS_COLL_ALLREDUCE;
+  c->iterations = 1;
+  c->ref_reps = 1;
 }
 
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
@@ -53,6 +55,15 @@ static int check_config(const rs_config_t *c, char *errmsg) {
                    c->timeout_s);
   if (c->op != RS_OP_SUM && c->op != RS_OP_AVG)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
+  if (c->iterations < 1 || c->iterations > 1000000 || c->warmup < 0 ||
+      c->warmup > 1000000)
+    return rs__err(errmsg, RS_EINVAL,
+                   "iterations: %d timed and %d warm-up; need 1.. and 0.. "
+                   "(at most a million)",
+                   c->iterations, c->warmup);
+  if (c->ref_reps < 1 || c->ref_reps > 1000)
+    return rs__err(errmsg, RS_EINVAL, "ref_reps: %d is not in 1..1000",
+                   c->ref_reps);
   if (c->fault_count < 0 || c->fault_count > RS_MAX_FAULTS)
     return rs__err(errmsg, RS_EINVAL, "inject: at most %d faults",
                    RS_MAX_FAULTS);
@@ -93,12 +104,19 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   size_t cap = config->segment_bytes / sizeof(float);
   size_t segs = max_chunk ? (max_chunk + cap - 1) / cap : 1;
   size_t seg_elems = max_chunk ? (max_chunk + segs - 1) / segs : 0;
-  size_t stride = sizeof(rs_msg_t) + seg_elems * sizeof(float) + 64;
+  size_t payload = config->direct ? 0 : seg_elems * sizeof(float);
+  size_t stride = sizeof(rs_msg_t) + payload + 64;
+  /* Direct mode: a worker overwrites a chunk it sent (with the final value,
+   * in all-gather) (W-1) x segs messages after sending it. With at most that
+   * many slots, its successor has released the message by then. */
+  int slots = config->slots;
+  if (config->direct && (size_t)slots > (size_t)(W - 1) * segs)
+    slots = (int)((size_t)(W > 1 ? W - 1 : 1) * segs);
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
-  double need = (double)W * ((double)n * sizeof(float) +
-                             (double)config->slots * (double)stride) +
-                (double)n * (sizeof(double) + sizeof(float));
+  double need =
+      (double)W * ((double)n * sizeof(float) + (double)slots * (double)stride) +
+      (double)n * (sizeof(double) + sizeof(float));
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have)
     return rs__err(errmsg, RS_ENOMEM,
@@ -128,9 +146,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     run->bufs[r] = rs__aligned_alloc(n * sizeof(float));
     if (!run->bufs[r])
       goto nomem;
-    if (W > 1 && rs_chan_init(&run->chans[r], config->slots,
-                              seg_elems * sizeof(float), &run->abort_flag))
+    if (W > 1 && rs_chan_init(&run->chans[r], slots, payload, &run->abort_flag))
       goto nomem;
+    run->chans[r].direct = config->direct;
     /* Faults are caught by sequence numbers and, here, checksums. */
     run->chans[r].checksum = config->checksum || config->fault_count > 0;
   }
@@ -177,6 +195,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->checks);
   free(run->ref);
   free(run->bound);
+  free(run->ref_exact);
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&run->err_mu));
   free(run);
 }
@@ -246,9 +265,17 @@ typedef struct gate {
   int open;
 } gate_t;
 
+/* Between iterations every worker and the main thread meet at two
+ * barriers, so an iteration can be timed and checked on the same threads. */
+typedef struct pool {
+  gate_t gate;
+  pthread_barrier_t start, end;
+  int iterations; /* warm-up and timed */
+} pool_t;
+
 typedef struct thread_arg {
   rs_worker_t *worker;
-  gate_t *gate;
+  pool_t *pool;
 } thread_arg_t;
 
 static void abort_all(rs_run_t *run) {
@@ -300,19 +327,30 @@ static void report_fault(rs_worker_t *w, int rc) {
 static void *worker_main(void *varg) {
   thread_arg_t *arg = varg;
   rs_worker_t *w = arg->worker;
-  gate_t *gate = arg->gate;
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&gate->mu));
-  while (!gate->open)
-    RS_PTHREAD_CHECK(pthread_cond_wait(&gate->cond, &gate->mu));
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
+  pool_t *pool = arg->pool;
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&pool->gate.mu));
+  while (!pool->gate.open)
+    RS_PTHREAD_CHECK(pthread_cond_wait(&pool->gate.cond, &pool->gate.mu));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
   if (atomic_load(&w->run->abort_flag))
-    return NULL;
-  int rc = rs_ring_run(w);
-  w->rc = rc;
-  /* An injected crash stops this worker as a dead process stops: it tells
-   * nobody, and its neighbours find out by timing out. */
-  if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
-    report_fault(w, rc);
+    return NULL; /* not every thread started: the barriers are unusable */
+  for (int it = 0; it < pool->iterations; it++) {
+    if (it > 0)
+      pthread_barrier_wait(&pool->start);
+    /* A crashed worker stays dead for the rest of the run, but keeps
+     * meeting the barriers so the others are not left waiting there. */
+    if (!atomic_load(&w->run->abort_flag) && w->rc != RS_RING_CRASHED) {
+      w->iter = it;
+      int rc = rs_ring_run(w);
+      w->rc = rc;
+      /* An injected crash stops this worker as a dead process stops: it
+       * tells nobody, and its neighbours find out by timing out. */
+      if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
+        report_fault(w, rc);
+    }
+    if (pool->iterations > 1)
+      pthread_barrier_wait(&pool->end);
+  }
   return NULL;
 }
 
@@ -323,26 +361,47 @@ static void open_gate(gate_t *gate) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
 }
 
-/* Run the ring on W threads; returns the run's status. */
+typedef struct timing {
+  uint64_t total_ns, min_ns;
+} timing_t;
+
+static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
+  if (it < run->config.warmup)
+    return;
+  t->total_ns += ns;
+  t->min_ns = ns < t->min_ns ? ns : t->min_ns;
+}
+
+/* Check the result of the first iteration (an all-reduce that completed). */
+static void check_first(rs_run_t *run) {
+  if (run->result.status == RS_OK &&
+      run->config.collective == RS_COLL_ALLREDUCE)
+    rs__check_result(run);
+}
+
+/* Run the ring on W threads, warmup + iterations times; check after the
+ * first; returns the run's status. */
 static int run_threads(rs_run_t *run) {
   const int W = run->config.workers;
   pthread_t *threads = calloc((size_t)W, sizeof *threads);
   thread_arg_t *args = calloc((size_t)W, sizeof *args);
-  gate_t gate = {.open = 0};
+  pool_t pool = {.iterations = run->config.warmup + run->config.iterations};
   if (!threads || !args) {
     free(threads);
     free(args);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
   }
-  RS_PTHREAD_CHECK(pthread_mutex_init(&gate.mu, NULL));
-  RS_PTHREAD_CHECK(pthread_cond_init(&gate.cond, NULL));
+  RS_PTHREAD_CHECK(pthread_mutex_init(&pool.gate.mu, NULL));
+  RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));
+  RS_PTHREAD_CHECK(pthread_barrier_init(&pool.start, NULL, (unsigned)W + 1));
+  RS_PTHREAD_CHECK(pthread_barrier_init(&pool.end, NULL, (unsigned)W + 1));
   pthread_attr_t attr;
   RS_PTHREAD_CHECK(pthread_attr_init(&attr));
   RS_PTHREAD_CHECK(pthread_attr_setstacksize(&attr, 1u << 20));
 
   int started = 0;
   for (; started < W; started++) {
-    args[started] = (thread_arg_t){&run->workers[started], &gate};
+    args[started] = (thread_arg_t){&run->workers[started], &pool};
     int err =
         pthread_create(&threads[started], &attr, worker_main, &args[started]);
     if (err) {
@@ -352,15 +411,40 @@ static int run_threads(rs_run_t *run) {
       break;
     }
   }
+  timing_t timing = {.min_ns = UINT64_MAX};
   run->t0_ns = rs__now_ns();
-  open_gate(&gate);
+  open_gate(&pool.gate);
+  if (started == W && pool.iterations > 1) {
+    uint64_t begin = run->t0_ns;
+    for (int it = 0; it < pool.iterations; it++) {
+      if (it > 0) {
+        begin = rs__now_ns();
+        pthread_barrier_wait(&pool.start);
+      }
+      pthread_barrier_wait(&pool.end);
+      record_iteration(run, &timing, it, rs__now_ns() - begin);
+      /* The workers wait at the next start while the first result is
+       * checked. */
+      if (it == 0)
+        check_first(run);
+    }
+  }
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
-  run->result.wall_ns = rs__now_ns() - run->t0_ns;
+  if (pool.iterations == 1 || started < W) {
+    record_iteration(run, &timing, run->config.warmup,
+                     rs__now_ns() - run->t0_ns);
+    if (started == W)
+      check_first(run);
+  }
+  run->result.wall_ns = timing.total_ns / (uint64_t)run->config.iterations;
+  run->result.wall_min_ns = timing.min_ns;
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));
-  RS_PTHREAD_CHECK(pthread_cond_destroy(&gate.cond));
-  RS_PTHREAD_CHECK(pthread_mutex_destroy(&gate.mu));
+  RS_PTHREAD_CHECK(pthread_barrier_destroy(&pool.end));
+  RS_PTHREAD_CHECK(pthread_barrier_destroy(&pool.start));
+  RS_PTHREAD_CHECK(pthread_cond_destroy(&pool.gate.cond));
+  RS_PTHREAD_CHECK(pthread_mutex_destroy(&pool.gate.mu));
   free(threads);
   free(args);
   return run->result.status;
@@ -387,7 +471,8 @@ const char *rs_run_trace_error(const rs_run_t *run) {
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
   size_t phases = run->config.collective == RS_COLL_ALLREDUCE ? 2 : 1;
-  size_t per_worker = phases * (size_t)(W - 1) * run->result.segs_per_chunk;
+  size_t per_worker = phases * (size_t)(W - 1) * run->result.segs_per_chunk *
+                      (size_t)(run->config.warmup + run->config.iterations);
   for (int r = 0; r < W && per_worker; r++) {
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);
@@ -419,8 +504,6 @@ int rs_run_execute(rs_run_t *run) {
   rc = run_threads(run);
   for (int r = 0; r < run->config.workers; r++)
     run->result.transfers += run->workers[r].stats.transfers_sent;
-  if (rc == RS_OK && run->config.collective == RS_COLL_ALLREDUCE)
-    rs__check_result(run);
   /* The trace keeps failed runs too: every transfer up to the fault. */
   if (run->trace) {
     uint64_t t0 = rs__now_ns();

@@ -15,8 +15,9 @@ struct rs_run {
   size_t elems;
   float **bufs; /* W flat buffers, 64-byte aligned */
   /* Reference, made from the inputs before the ring runs. */
-  double *ref;  /* exact-as-double sum or mean per element */
-  float *bound; /* error bound per element (0 for exact inputs) */
+  double *ref;      /* float64 sum or mean per element (any inputs) */
+  float *bound;     /* and its error bound per element */
+  float *ref_exact; /* exact inputs: the direct mean in float, exact */
   rs_init_t init;
   int filled;
   int executed;

@@ -378,6 +378,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
   const int64_t t0 = (int64_t)run->t0_ns;
   int i = 1;
   sqlite3_bind_int64(st, i++, run->trace_run_id);
+  sqlite3_bind_int64(st, i++, e->iter);
   sqlite3_bind_text(st, i++, rs_phase_name((rs_phase_t)e->phase), -1,
                     SQLITE_STATIC);
   sqlite3_bind_int64(st, i++, e->step);
@@ -418,7 +419,7 @@ static int write_transfers(rs_run_t *run) {
           "INSERT INTO transfer (run_id, iter, bucket, phase, step, src, dst, "
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
-          "contrib_first, contrib_count) VALUES (?, 0, 0, ?, ?, ?, ?, ?, ?, "
+          "contrib_first, contrib_count) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, "
           "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
@@ -437,6 +438,7 @@ static int write_transfers(rs_run_t *run) {
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       const rs_msg_t *m = rs_chan_peek(ch, idx);
       rs_event_t e = {.seq = m->seq,
+                      .iter = (uint32_t)run->workers[r].iter,
                       .checksum = m->checksum,
                       .elem_offset = m->elem_offset,
                       .send_begin_ns = m->send_begin_ns,

@@ -31,6 +31,7 @@ typedef struct rs_event {
   uint64_t recv_end_ns;
   uint64_t wait_ns; /* how long the receiver waited for this message */
   uint32_t elems;
+  uint32_t iter;
   uint32_t step;
   uint32_t chunk;
   uint32_t segment;
@@ -46,8 +47,8 @@ typedef struct rs_event_buf {
 /* Append the transfer msg, just reduced or copied by its receiver, to buf.
  * The buffer was sized for every transfer of the run: no allocation here. */
 static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
-                                    uint64_t recv_begin_ns, uint64_t wait_ns,
-                                    uint64_t recv_end_ns) {
+                                    int iter, uint64_t recv_begin_ns,
+                                    uint64_t wait_ns, uint64_t recv_end_ns) {
   if (!buf->events || buf->count == buf->capacity)
     return;
   rs_event_t *e = &buf->events[buf->count++];
@@ -60,6 +61,7 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
   e->recv_end_ns = recv_end_ns;
   e->wait_ns = wait_ns;
   e->elems = (uint32_t)msg->elems;
+  e->iter = (uint32_t)iter;
   e->step = (uint32_t)msg->step;
   e->chunk = (uint32_t)msg->chunk;
   e->segment = (uint32_t)msg->segment;

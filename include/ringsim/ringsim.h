@@ -154,6 +154,18 @@ typedef struct rs_config {
   /* Per-segment checksums, verified by the receiver; forced on when any
    * fault is injected. */
   int checksum;
+  /* Copy-free channels: the receiver reduces straight from the sender's
+   * buffer (NCCL's direct mode). Faster; the copying channel, which models a
+   * network, is the default. */
+  int direct;
+  /* Run the collective warmup + iterations times on the same threads (as
+   * nccl-tests does); the result is checked after the first, and timed over
+   * the last `iterations`. Defaults: 0 and 1. */
+  int warmup;
+  int iterations;
+  /* How many times to compute the reference, for a steadier ref_ns
+   * (default 1). */
+  int ref_reps;
   int fault_count;
   rs_fault_t faults[RS_MAX_FAULTS];
 } rs_config_t;
@@ -199,6 +211,12 @@ const char *rs_run_trace_error(const rs_run_t *run);
  * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...). Once only. */
 int rs_run_execute(rs_run_t *run);
 
+/* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
+ * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
+ * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
+void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
+                      rs_op_t op, float *out);
+
 /* The chunk layout: chunk c of W covers [rs_chunk_offset, + rs_chunk_elems)
  * of an n-element buffer; chunk sizes differ by at most one element. */
 size_t rs_chunk_offset(size_t elem_count, int workers, int chunk);
@@ -226,8 +244,11 @@ typedef struct rs_result {
   double max_abs_err; /* over all params */
   double bound;       /* largest per-element bound over all params */
   double worst_ratio;
-  uint64_t wall_ns; /* from the start of the ring to the last worker done */
-  uint64_t ref_ns;  /* single-threaded direct mean on the same buffers */
+  uint64_t wall_ns;     /* ring start to last worker done, averaged over the
+                           timed iterations */
+  uint64_t wall_min_ns; /* the fastest timed iteration */
+  uint64_t ref_ns; /* the reference on one thread over the same buffers (the
+                      direct mean, for exact inputs), averaged */
   uint64_t transfers;
   uint64_t trace_ns;   /* writing the trace, before and after the ring */
   uint64_t trace_rows; /* transfer rows written */

@@ -14,9 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "ringsim/ringsim.h"
-
-enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
 #define DEFAULT_TRACE "ringsim-trace.db"
 
@@ -42,6 +41,7 @@ typedef struct options {
 
 static const char usage_text[] =
     "usage: ringsim --params MODEL.json [options]\n"
+    "       ringsim bench [options]   (nccl-tests style sweep; bench --help)\n"
     "\n"
     "Run a data-parallel gradient all-reduce as a real ring (reduce-scatter,\n"
     "then all-gather) on one thread per simulated worker, check every\n"
@@ -73,6 +73,8 @@ static const char usage_text[] =
     "                          stall:worker=1,step=2,ms=500 corrupt:worker=0\n"
     "                          (step: 0..W-2 reduce-scatter, then all-gather)\n"
     "      --checksum          checksum every segment (on with --inject)\n"
+    "      --direct            copy-free channels: receivers reduce straight\n"
+    "                          from the sender's buffer (NCCL's direct mode)\n"
     "      --print             print the averaged values of every param\n"
     "      --json              print the report as one JSON object\n"
     "  -h, --help              this help\n"
@@ -81,14 +83,14 @@ static const char usage_text[] =
     "exit status: 0 all good; 1 the check failed; 2 bad usage or bad input;\n"
     "3 the run failed (a worker timed out, or the run was aborted)\n";
 
-static int usage_error(const char *fmt, const char *arg) {
+int cli_usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "ringsim: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, " (see ringsim --help)\n");
   return EXIT_USAGE;
 }
 
-static int parse_long(const char *text, long min, long max, long *out) {
+int cli_parse_long(const char *text, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
@@ -98,7 +100,7 @@ static int parse_long(const char *text, long min, long max, long *out) {
   return 0;
 }
 
-static int parse_bytes(const char *text, size_t *out) {
+int cli_parse_bytes(const char *text, size_t *out) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(text, &end, 10);
@@ -161,7 +163,7 @@ static int parse_fault(const char *spec, rs_fault_t *f) {
        kv = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(kv, '=');
     long v;
-    if (!eq || parse_long(eq + 1, 0, INT_MAX, &v))
+    if (!eq || cli_parse_long(eq + 1, 0, INT_MAX, &v))
       return -1;
     *eq = '\0';
     if (strcmp(kv, "worker") == 0)
@@ -193,6 +195,7 @@ enum {
   OPT_NO_TRACE,
   OPT_INJECT,
   OPT_CHECKSUM,
+  OPT_DIRECT,
   OPT_MAX
 };
 
@@ -213,6 +216,7 @@ static const struct option long_options[] = {
     {"no-trace", no_argument, NULL, OPT_NO_TRACE},
     {"inject", required_argument, NULL, OPT_INJECT},
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
+    {"direct", no_argument, NULL, OPT_DIRECT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -233,11 +237,11 @@ static int parse_args(int argc, char **argv, options_t *o) {
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":p:w:hV", long_options, NULL)) != -1) {
     if (opt == '?')
-      return usage_error("unknown option '%s'", argv[optind - 1]);
+      return cli_usage_error("unknown option '%s'", argv[optind - 1]);
     if (opt == ':')
-      return usage_error("option '%s' needs a value", argv[optind - 1]);
+      return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     if (opt < OPT_MAX && opt != OPT_INJECT && seen[opt]++)
-      return usage_error("--%s is given more than once", option_name(opt));
+      return cli_usage_error("--%s is given more than once", option_name(opt));
     switch (opt) {
     case 'h':
       fputs(usage_text, stdout);
@@ -249,9 +253,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       o->params = optarg;
       break;
     case 'w':
-      if (parse_long(optarg, 1, RS_MAX_WORKERS, &v))
-        return usage_error("--workers '%s': expected an integer in 1..4096",
-                           optarg);
+      if (cli_parse_long(optarg, 1, RS_MAX_WORKERS, &v))
+        return cli_usage_error("--workers '%s': expected an integer in 1..4096",
+                               optarg);
       o->config.workers = (int)v;
       o->workers_given = 1;
       break;
@@ -263,14 +267,14 @@ static int parse_args(int argc, char **argv, options_t *o) {
       else if (strcmp(optarg, "exact") == 0)
         o->init = RS_INIT_EXACT;
       else
-        return usage_error("--init '%s': expected normal, uniform or exact",
-                           optarg);
+        return cli_usage_error("--init '%s': expected normal, uniform or exact",
+                               optarg);
       o->init_given = 1;
       break;
     case OPT_SEED:
-      if (parse_long(optarg, 0, LONG_MAX, &v))
-        return usage_error("--seed '%s': expected a non-negative integer",
-                           optarg);
+      if (cli_parse_long(optarg, 0, LONG_MAX, &v))
+        return cli_usage_error("--seed '%s': expected a non-negative integer",
+                               optarg);
       o->seed = (uint64_t)v;
       o->seed_given = 1;
       break;
@@ -286,18 +290,18 @@ static int parse_args(int argc, char **argv, options_t *o) {
       else if (strcmp(optarg, "avg") == 0)
         o->config.op = RS_OP_AVG;
       else
-        return usage_error("--op '%s': expected sum or avg", optarg);
+        return cli_usage_error("--op '%s': expected sum or avg", optarg);
       break;
     case OPT_SEGMENT_BYTES:
-      if (parse_bytes(optarg, &o->config.segment_bytes) ||
+      if (cli_parse_bytes(optarg, &o->config.segment_bytes) ||
           o->config.segment_bytes < 4 || o->config.segment_bytes > (1u << 30))
-        return usage_error("--segment-bytes '%s': expected a size from 4 to 1G",
-                           optarg);
+        return cli_usage_error(
+            "--segment-bytes '%s': expected a size from 4 to 1G", optarg);
       break;
     case OPT_SLOTS:
-      if (parse_long(optarg, 1, 1024, &v))
-        return usage_error("--slots '%s': expected an integer in 1..1024",
-                           optarg);
+      if (cli_parse_long(optarg, 1, 1024, &v))
+        return cli_usage_error("--slots '%s': expected an integer in 1..1024",
+                               optarg);
       o->config.slots = (int)v;
       break;
     case OPT_TIMEOUT: {
@@ -305,8 +309,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
       errno = 0;
       double t = strtod(optarg, &end);
       if (errno || end == optarg || *end || !(t > 0 && t <= 1e6))
-        return usage_error("--timeout '%s': expected seconds in (0, 1e6]",
-                           optarg);
+        return cli_usage_error("--timeout '%s': expected seconds in (0, 1e6]",
+                               optarg);
       o->config.timeout_s = t;
       break;
     }
@@ -324,9 +328,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_INJECT:
       if (o->config.fault_count == RS_MAX_FAULTS)
-        return usage_error("--inject: at most %s faults", "16");
+        return cli_usage_error("--inject: at most %s faults", "16");
       if (parse_fault(optarg, &o->config.faults[o->config.fault_count]))
-        return usage_error(
+        return cli_usage_error(
             "--inject '%s': expected KIND:worker=N,step=S[,ms=M] "
             "with KIND crash, stall (needs ms), corrupt, drop "
             "or dup",
@@ -336,21 +340,26 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_CHECKSUM:
       o->config.checksum = 1;
       break;
+    case OPT_DIRECT:
+      o->config.direct = 1;
+      break;
     }
   }
   if (o->trace && o->no_trace)
-    return usage_error("%s", "--trace and --no-trace contradict each other");
+    return cli_usage_error("%s",
+                           "--trace and --no-trace contradict each other");
   if (!o->trace && !o->no_trace)
     o->trace = DEFAULT_TRACE;
   if (optind < argc)
-    return usage_error("unexpected argument '%s'", argv[optind]);
+    return cli_usage_error("unexpected argument '%s'", argv[optind]);
   if (!o->params)
-    return usage_error("%s", "--params MODEL.json is required");
+    return cli_usage_error("%s", "--params MODEL.json is required");
   if (o->grads && (o->init_given || o->seed_given))
-    return usage_error("%s", "--init and --seed generate grads; they cannot "
-                             "be used with --grads");
+    return cli_usage_error("%s",
+                           "--init and --seed generate grads; they cannot "
+                           "be used with --grads");
   if (o->out && !dir_writable(o->out))
-    return usage_error("--out '%s': cannot create a file there", o->out);
+    return cli_usage_error("--out '%s': cannot create a file there", o->out);
   return -1;
 }
 
@@ -666,6 +675,8 @@ static char *config_json(const options_t *o, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return cli_bench(argc - 1, argv + 1);
   options_t opt = {0};
   int rc = parse_args(argc, argv, &opt);
   if (rc >= 0)

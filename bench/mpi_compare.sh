@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# bench/mpi_compare.sh - ringsim's ring against Open MPI's MPI_Allreduce with
+# the same number of processes on this machine, measured in one run.
+# Installs Debian's openmpi-bin and libopenmpi-dev if missing (root or sudo).
+# Not part of the test suite: for users who want to see the comparison.
+#
+#   bench/mpi_compare.sh [W] [SIZES...]      default: 4 workers, 1M 16M 64M
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+W=${1:-4}
+shift || true
+sizes=("$@")
+[ ${#sizes[@]} -eq 0 ] && sizes=(1M 16M 64M)
+iters=${ITERS:-20}
+warmup=${WARMUP:-5}
+
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    openmpi-bin libopenmpi-dev >/dev/null
+fi
+build="$root/build"
+[ -x "$build/ringsim" ] || {
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j "$(nproc)" >/dev/null
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpicc -O3 -o "$tmp/mpi_allreduce" "$root/bench/mpi_allreduce.c"
+
+bytes_of() {
+  local s=$1 n=${1%[KMG]}
+  case "$s" in *K) echo $((n << 10)) ;; *M) echo $((n << 20)) ;; *G) echo $((n << 30)) ;; *) echo "$s" ;; esac
+}
+
+mpirun_flags=(--oversubscribe --bind-to none)
+[ "$(id -u)" -eq 0 ] && mpirun_flags+=(--allow-run-as-root)
+printf '# W=%d, %d timed iterations after %d warm-up; times in us, sum of floats\n' \
+  "$W" "$iters" "$warmup"
+printf '# %12s %14s %14s %14s %10s %10s\n' size ringsim ringsim-direct MPI_Allreduce \
+  "MPI/ring" "MPI/direct"
+for s in "${sizes[@]}"; do
+  bytes=$(bytes_of "$s")
+  ring=$("$build/ringsim" bench --workers "$W" -b "$bytes" -e "$bytes" -n "$iters" \
+           --warmup "$warmup" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["time_us"])')
+  direct=$("$build/ringsim" bench --workers "$W" -b "$bytes" -e "$bytes" -n "$iters" \
+           --warmup "$warmup" --json --direct | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["time_us"])')
+  read -r _ mpi wrong < <(mpirun "${mpirun_flags[@]}" -np "$W" "$tmp/mpi_allreduce" \
+                            "$bytes" "$iters" "$warmup" 2>/dev/null)
+  awk -v b="$bytes" -v r="$ring" -v d="$direct" -v m="$mpi" -v w="$wrong" 'BEGIN {
+    printf "  %12d %14.1f %14.1f %14.1f %10.2f %10.2f%s\n", b, r, d, m, m / r, m / d,
+      (w == 0 ? "" : "  (MPI wrong: " w ")") }'
+done
