@@ -66,13 +66,14 @@ static void fill_by_hand(rs_run_t *run, int W, size_t n) {
 /* Run W workers over n elements with the given inputs and check, without
  * trusting check.c: the test keeps its own copy of the inputs and computes
  * its own reference. */
-static void run_case(int W, size_t n, kind_t kind, rs_op_t op) {
+static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct) {
   rs_model_t *m = make_model(n, kind, W);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
   cfg.op = op;
   cfg.segment_bytes = 4096 * 4; /* several segments per chunk at 1000003 */
+  cfg.direct = direct;
   char err[RS_ERRMSG_MAX];
   rs_run_t *run;
   if (rs_run_create(&cfg, m, &run, err))
@@ -160,8 +161,9 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op) {
 static int matrix_workers;
 
 /* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003,
- * with inline, normal and exact inputs; exact bit for bit, the rest within
- * the bound, all workers bitwise identical, traffic as the theory says. */
+ * with inline, normal and exact inputs, through copying and direct
+ * channels; exact bit for bit, the rest within the bound, all workers
+ * bitwise identical, traffic as the theory says. */
 static void test_matrix(void **state) {
   (void)state;
   const int W = matrix_workers;
@@ -170,10 +172,13 @@ static void test_matrix(void **state) {
     if (counts[c] == 0)
       continue;
     for (int kind = 0; kind < 3; kind++)
-      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG);
+      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0);
+    /* the copy-free channels, on the same inputs */
+    run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1);
   }
-  run_case(W, 1000, KIND_EXACT, RS_OP_SUM);
-  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM);
+  run_case(W, 1000, KIND_EXACT, RS_OP_SUM, 0);
+  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM, 0);
+  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 1);
 }
 
 static rs_model_t *simple_model(size_t elems) {
@@ -392,6 +397,36 @@ static void test_bad_config_and_misuse(void **state) {
   rs_model_free(m);
 }
 
+/* ring-10: warm-up and timed iterations run on the same threads: each
+ * iteration moves the same traffic, the first is checked, and it is timed. */
+static void test_iterations_on_one_pool(void **state) {
+  (void)state;
+  for (int direct = 0; direct < 2; direct++) {
+    rs_model_t *m = simple_model(30001);
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = 5;
+    cfg.warmup = 2;
+    cfg.iterations = 3;
+    cfg.ref_reps = 2;
+    cfg.direct = direct;
+    cfg.segment_bytes = 4096;
+    char err[RS_ERRMSG_MAX];
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 5), RS_OK);
+    assert_int_equal(rs_run_execute(run), RS_OK);
+    const rs_result_t *res = rs_run_result(run);
+    assert_true(res->identical);
+    assert_int_equal(rs_run_param_check(run, 0)->differing, 0);
+    assert_int_equal(res->transfers, 5 * 5 * 2 * 4 * res->segs_per_chunk);
+    assert_true(res->wall_min_ns > 0 && res->wall_min_ns <= res->wall_ns);
+    assert_true(res->ref_ns > 0);
+    rs_run_free(run);
+    rs_model_free(m);
+  }
+}
+
 /* ring-9: a non-finite input is refused before the ring runs, naming the
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
@@ -432,6 +467,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_two_runs_at_once),
       cmocka_unit_test(test_bad_config_and_misuse),
       cmocka_unit_test(test_non_finite_input_is_refused),
+      cmocka_unit_test(test_iterations_on_one_pool),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

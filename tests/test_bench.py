@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""`ringsim bench`: nccl-tests' columns, the sweep, #wrong, JSON Lines,
+tracing, and usage errors.
+
+    test_bench.py RINGSIM [Bench.test_name ...]
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = None
+
+
+def bench(*args, cwd=None):
+    p = subprocess.run([RINGSIM, "bench", *map(str, args)], capture_output=True, text=True,
+                       timeout=600, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Bench(unittest.TestCase):
+    # bench-1: the text table: a header per W, one row per size from -b to -e
+    # by -f, nccl-tests' columns, busbw = algbw x 2(W-1)/W, no #wrong.
+    def test_table(self):
+        rc, out, err = bench("--workers", "2,3", "-b", 8, "-e", "8K", "-f", 4, "-n", 3,
+                             "--warmup", 1)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("#         size        count   type  redop       time    algbw    busbw  #wrong", out)
+        rows = [l.split() for l in out.splitlines() if l and not l.startswith("#")]
+        sizes = [8, 32, 128, 512, 2048, 8192]
+        self.assertEqual([int(r[0]) for r in rows], sizes * 2)
+        self.assertEqual(out.count("# ringsim bench: ring all-reduce on 2 worker threads"), 1)
+        self.assertEqual(out.count("# ringsim bench: ring all-reduce on 3 worker threads"), 1)
+        for i, r in enumerate(rows):
+            W = 2 if i < len(sizes) else 3
+            self.assertEqual(len(r), 10, r)
+            size, count, typ, op, t, algbw, busbw, wrong, ref, ratio = r
+            self.assertEqual(int(count), int(size) // 4)
+            self.assertEqual((typ, op, wrong), ("float", "sum", "0"))
+            self.assertGreater(float(t), 0)
+            self.assertAlmostEqual(float(algbw), int(size) / (float(t) * 1e3), delta=0.002)
+            self.assertAlmostEqual(float(busbw), float(algbw) * 2 * (W - 1) / W, delta=0.002)
+            if float(ref) >= 1:  # enough printed digits to recompute the ratio
+                self.assertAlmostEqual(float(ratio), float(t) / float(ref), delta=0.01 * float(ratio) + 0.01)
+        self.assertTrue(out.rstrip().endswith("# Out of bounds values : 0 OK"))
+
+    # bench-2: --json prints one object per size; -i steps by bytes; --op avg
+    # and --direct work, still exact.
+    def test_json_lines(self):
+        rc, out, err = bench("--workers", 4, "-b", 4096, "-e", 16384, "-i", 4096, "-n", 2,
+                             "--warmup", 0, "--json", "--op", "avg", "--direct")
+        self.assertEqual(rc, 0, err)
+        rows = [json.loads(l) for l in out.splitlines()]
+        self.assertEqual([r["size"] for r in rows], [4096, 8192, 12288, 16384])
+        for r in rows:
+            self.assertEqual((r["workers"], r["type"], r["redop"], r["wrong"]), (4, "float", "avg", 0))
+            for key in ("time_us", "min_time_us", "algbw_gbs", "busbw_gbs", "ref_us", "time_over_ref"):
+                self.assertIn(key, r)
+            self.assertLessEqual(r["min_time_us"], r["time_us"] + 1e-9)
+
+    # bench-3: --trace records every size's run (tracing is off by default).
+    def test_trace(self):
+        with tempfile.TemporaryDirectory() as d:
+            db = os.path.join(d, "b.db")
+            rc, _, err = bench("--workers", 2, "-b", 64, "-e", 256, "-n", 2, "--warmup", 1,
+                               "--trace", db)
+            self.assertEqual(rc, 0, err)
+            con = sqlite3.connect(db)
+            runs = con.execute("SELECT bytes, status FROM run ORDER BY run_id").fetchall()
+            self.assertEqual(runs, [(64, "ok"), (128, "ok"), (256, "ok")])
+            # 3 iterations of 2 transfers per worker
+            self.assertEqual(con.execute("SELECT count(*), max(iter) FROM transfer WHERE run_id = 1").fetchone(),
+                             (2 * 2 * 3, 2))
+            con.close()
+            quiet = os.path.join(d, "quiet")
+            os.mkdir(quiet)
+            rc, _, err = bench("--workers", 2, "-b", 64, "-e", 64, "-n", 1, cwd=quiet)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(os.listdir(quiet), [], "bench writes no trace unless asked")
+
+    # bench-4: usage errors are one line and exit 2.
+    def test_usage_errors(self):
+        for args, message in ((["--workers", 0], "--workers '0'"),
+                              (["-b", "1M", "-e", "1K"], "-e is smaller than -b"),
+                              (["-f", 1], "--stepfactor '1'"),
+                              (["-n", 0], "iterations '0'"),
+                              (["--bogus"], "unknown option '--bogus'"),
+                              (["--op", "max"], "--op 'max'")):
+            rc, out, err = bench(*args)
+            self.assertEqual(rc, 2, args)
+            self.assertIn(message, err)
+            self.assertEqual(err.count("\n"), 1, err)
+        rc, out, _ = bench("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("--stepfactor", out)
+
+
+def main():
+    global RINGSIM
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_bench.py RINGSIM [Bench.test_name ...]")
+    RINGSIM = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+
+
+if __name__ == "__main__":
+    main()
