@@ -45,6 +45,8 @@ typedef struct rs_msg {
   uint64_t checksum;      /* of the payload, when the channel checks */
   const float *data;      /* the payload: in the slot, or (direct mode) the
                              sender's own buffer */
+  uint64_t sim_send_ns;   /* simulated departure and arrival (net model) */
+  uint64_t sim_arrive_ns;
 } rs_msg_t;
 
 /* What the wire does to one message (fault injection). */

@@ -40,15 +40,10 @@ const char *rs_phase_name(rs_phase_t phase) {
 /* What a receiver does with an incoming segment. */
 typedef enum { RECV_REDUCE, RECV_REDUCE_DIV, RECV_COPY } recv_action_t;
 
-static int mod(int a, int w) { return ((a % w) + w) % w; }
-
 void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
                      size_t *elem_offset, size_t *elems) {
-  size_t chunk_off = rs_chunk_offset(w->elems, w->workers, chunk);
-  size_t chunk_len = rs_chunk_elems(w->elems, w->workers, chunk);
-  int segs = (int)w->segs_per_chunk;
-  *elem_offset = chunk_off + rs_chunk_offset(chunk_len, segs, (int)seg);
-  *elems = rs_chunk_elems(chunk_len, segs, (int)seg);
+  rs_sched_segment(w->elems, w->workers, w->segs_per_chunk, chunk, seg,
+                   elem_offset, elems);
 }
 
 /* One step: pass send_chunk to the next worker and fold recv_chunk from the
@@ -64,6 +59,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
                     .segment = (int32_t)seg,
                     .elem_offset = off,
                     .elems = len};
+    rs_sim_send(&w->sim, len * sizeof(float), &hdr.sim_send_ns,
+                &hdr.sim_arrive_ns); /* simulated time, when modelled */
     w->progress.chunk = send_chunk;
     w->progress.waiting_send = 1;
     rs_wire_t wire = seg == 0 ? w->step_wire : RS_WIRE_OK;
@@ -99,8 +96,11 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
       rs_copy_f32(dst, src, len);
       break;
     }
+    uint64_t sim_recv =
+        rs_sim_recv(&w->sim, msg->sim_arrive_ns,
+                    action == RECV_COPY ? 0 : len * sizeof(float));
     rs__trace_record(&w->events, msg, w->iter, recv_begin,
-                     w->stats.wait_ns - waited, rs__now_ns());
+                     w->stats.wait_ns - waited, rs__now_ns(), sim_recv);
     rs_chan_release(w->from_prev);
     w->stats.bytes_received += len * sizeof(float);
   }
@@ -113,6 +113,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
 static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   w->progress.phase = phase;
   w->progress.step = step;
+  rs_sim_step(&w->sim); /* a straggler computes before it can send */
   w->step_wire = RS_WIRE_OK;
   int global_step =
       phase == RS_PHASE_REDUCE_SCATTER ? step : w->workers - 1 + step;
@@ -146,6 +147,8 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
 int rs_ring_run(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   int rc;
+  /* Each iteration's simulated time starts from zero. */
+  w->sim.clock = w->sim.link_free = 0;
   if (W == 1)
     return RS_OK; /* one worker: its gradient already is the mean */
 
@@ -156,8 +159,10 @@ int rs_ring_run(rs_worker_t *w) {
     recv_action_t action = RECV_REDUCE;
     if (s == W - 2 && w->op == RS_OP_AVG)
       action = RECV_REDUCE_DIV; /* the sum is complete: make it the mean */
-    rc = ring_step(w, RS_PHASE_REDUCE_SCATTER, s, mod(r - s, W),
-                   mod(r - s - 1, W), action);
+    rc = ring_step(w, RS_PHASE_REDUCE_SCATTER, s,
+                   rs_sched_send_chunk(W, r, RS_PHASE_REDUCE_SCATTER, s),
+                   rs_sched_recv_chunk(W, r, RS_PHASE_REDUCE_SCATTER, s),
+                   action);
     if (rc)
       return rc;
   }
@@ -169,8 +174,10 @@ int rs_ring_run(rs_worker_t *w) {
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_ALL_GATHER, s))
       return RS_RING_CRASHED;
-    rc = ring_step(w, RS_PHASE_ALL_GATHER, s, mod(r + 1 - s, W), mod(r - s, W),
-                   RECV_COPY);
+    rc =
+        ring_step(w, RS_PHASE_ALL_GATHER, s,
+                  rs_sched_send_chunk(W, r, RS_PHASE_ALL_GATHER, s),
+                  rs_sched_recv_chunk(W, r, RS_PHASE_ALL_GATHER, s), RECV_COPY);
     if (rc)
       return rc;
   }

@@ -5,13 +5,10 @@
 #include <stdatomic.h>
 
 #include "channel.h"
+#include "netmodel.h"
 #include "ringsim/ringsim.h"
+#include "schedule.h"
 #include "trace.h"
-
-typedef enum rs_phase {
-  RS_PHASE_REDUCE_SCATTER = 0,
-  RS_PHASE_ALL_GATHER = 1
-} rs_phase_t;
 
 const char *rs_phase_name(rs_phase_t phase);
 
@@ -45,6 +42,7 @@ typedef struct rs_worker {
   rs_chan_t *from_prev; /* channel from (rank - 1) mod W */
   rs_progress_t progress;
   rs_worker_stats_t stats;
+  rs_simclock_t sim;     /* simulated time (alpha-beta model), if on */
   rs_event_buf_t events; /* transfers received, when tracing */
   int iter;              /* which iteration of the run is running */
   int rc;                /* what rs_ring_run returned */

@@ -61,6 +61,9 @@ static int check_config(const rs_config_t *c, char *errmsg) {
                    "iterations: %d timed and %d warm-up; need 1.. and 0.. "
                    "(at most a million)",
                    c->iterations, c->warmup);
+  int rc = rs_netmodel_check(&c->net, c->workers, errmsg);
+  if (rc)
+    return rc;
   if (c->ref_reps < 1 || c->ref_reps > 1000)
     return rs__err(errmsg, RS_EINVAL, "ref_reps: %d is not in 1..1000",
                    c->ref_reps);
@@ -101,8 +104,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   /* Segments: each chunk (at most ceil(n/W) elements) moves as the same
    * number of near-equal segments of at most segment_bytes. */
   size_t max_chunk = n / (size_t)W + (n % (size_t)W != 0);
-  size_t cap = config->segment_bytes / sizeof(float);
-  size_t segs = max_chunk ? (max_chunk + cap - 1) / cap : 1;
+  size_t segs = rs_segs_per_chunk(n, W, config->segment_bytes);
   size_t seg_elems = max_chunk ? (max_chunk + segs - 1) / segs : 0;
   size_t payload = config->direct ? 0 : seg_elems * sizeof(float);
   size_t stride = sizeof(rs_msg_t) + payload + 64;
@@ -165,6 +167,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
     w->faults = run->config.faults;
     w->fault_count = run->config.fault_count;
+    rs_sim_init(&w->sim, &run->config.net, W, r);
     w->to_next = &run->chans[r];
     w->from_prev = &run->chans[(r + W - 1) % W];
   }
@@ -439,6 +442,13 @@ static int run_threads(rs_run_t *run) {
   }
   run->result.wall_ns = timing.total_ns / (uint64_t)run->config.iterations;
   run->result.wall_min_ns = timing.min_ns;
+  if (run->config.net.enabled && run->result.status == RS_OK) {
+    for (int r = 0; r < W; r++)
+      if (run->workers[r].sim.clock > run->result.sim_ns)
+        run->result.sim_ns = run->workers[r].sim.clock;
+    run->result.predicted_ns = rs_netmodel_predict(
+        &run->config.net, W, run->elems, run->result.segs_per_chunk);
+  }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));
   RS_PTHREAD_CHECK(pthread_barrier_destroy(&pool.end));

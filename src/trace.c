@@ -302,6 +302,19 @@ static void shape_json(const rs_param_t *p, char *buf, size_t size) {
     snprintf(buf + len, size - len, "]");
 }
 
+/* The network model as the run table stores it: JSON, integers in ns and
+ * bytes per second (overrides: at most a few listed; the rest counted). */
+static const char *net_json(const rs_netmodel_t *m, char *buf, size_t size) {
+  snprintf(
+      buf, size,
+      "{\"latency_ns\": %llu, \"bandwidth_Bps\": %llu, \"reduce_Bps\": %llu, "
+      "\"links\": %d, \"stragglers\": %d}",
+      (unsigned long long)m->link.latency_ns,
+      (unsigned long long)m->link.bandwidth, (unsigned long long)m->reduce_rate,
+      m->link_count, m->straggler_count);
+  return buf;
+}
+
 int rs__trace_begin(rs_run_t *run) {
   sqlite3 *db = run->trace->db;
   const rs_config_t *c = &run->config;
@@ -310,22 +323,25 @@ int rs__trace_begin(rs_run_t *run) {
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char net_buf[1024];
+  const char *net_text =
+      c->net.enabled ? net_json(&c->net, net_buf, sizeof net_buf) : NULL;
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
     return fail_sql(run, "begin a transaction");
   int rc = exec_bound(
       db,
       "INSERT INTO run (started_at, version, model, workers, algo, "
       "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
-      "segs_per_chunk, segment_elems, channel_slots, timeout_s, status, "
-      "config_json) VALUES (?, ?, ?, ?, 'ring', ?, 'f32', ?, ?, ?, 1, ?, ?, "
-      "?, ?, ?, 'running', ?)",
-      "tttittiiiiiidt", started, RS_VERSION, rs_model_name(run->model),
+      "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
+      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, 'f32', ?, ?, ?, 1, "
+      "?, ?, ?, ?, ?, ?, 'running', ?)",
+      "tttittiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
       (int64_t)c->workers,
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
       c->op == RS_OP_AVG ? "avg" : "sum", (int64_t)run->elems,
       (int64_t)(run->elems * sizeof(float)), (int64_t)c->segment_bytes,
       (int64_t)run->result.segs_per_chunk, (int64_t)run->result.seg_elems,
-      (int64_t)c->slots, c->timeout_s, run->trace_config_json);
+      (int64_t)c->slots, c->timeout_s, net_text, run->trace_config_json);
   if (rc != SQLITE_OK) {
     fail_sql(run, "insert the run");
     goto rollback;
@@ -406,6 +422,16 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
   }
   sqlite3_bind_int64(st, i++, first);
   sqlite3_bind_int64(st, i++, count);
+  if (run->config.net.enabled) {
+    sqlite3_bind_int64(st, i++, (int64_t)e->sim_send_ns);
+    if (received)
+      sqlite3_bind_int64(st, i++, (int64_t)e->sim_recv_ns);
+    else
+      sqlite3_bind_null(st, i++);
+  } else {
+    sqlite3_bind_null(st, i++);
+    sqlite3_bind_null(st, i++);
+  }
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -419,8 +445,8 @@ static int write_transfers(rs_run_t *run) {
           "INSERT INTO transfer (run_id, iter, bucket, phase, step, src, dst, "
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
-          "contrib_first, contrib_count) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, "
-          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          "contrib_first, contrib_count, sim_send_ns, sim_recv_ns) VALUES (?, "
+          "?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
@@ -438,6 +464,7 @@ static int write_transfers(rs_run_t *run) {
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       const rs_msg_t *m = rs_chan_peek(ch, idx);
       rs_event_t e = {.seq = m->seq,
+                      .sim_send_ns = m->sim_send_ns,
                       .iter = (uint32_t)run->workers[r].iter,
                       .checksum = m->checksum,
                       .elem_offset = m->elem_offset,
@@ -504,13 +531,13 @@ static int write_totals(rs_run_t *run) {
       db,
       "UPDATE run SET status = ?, error = ?, transfers = ?, wall_ns = ?, "
       "ref_ns = ?, algbw_gbs = ?, busbw_gbs = ?, identical = ?, "
-      "max_abs_err = ?, bound = ? WHERE run_id = ?",
-      "ttiiiddIDDi", status, res->status ? run->errmsg : NULL,
+      "max_abs_err = ?, bound = ?, sim_ns = ? WHERE run_id = ?",
+      "ttiiiddIDDIi", status, res->status ? run->errmsg : NULL,
       (int64_t)res->transfers, (int64_t)res->wall_ns, (int64_t)res->ref_ns,
       algbw, algbw * 2.0 * (W - 1) / W,
       run->checked ? (int64_t)res->identical : -1,
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
-      run->trace_run_id);
+      run->config.net.enabled ? (int64_t)res->sim_ns : -1, run->trace_run_id);
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "update the run");
 }
 

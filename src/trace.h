@@ -29,7 +29,9 @@ typedef struct rs_event {
   uint64_t send_end_ns;
   uint64_t recv_begin_ns;
   uint64_t recv_end_ns;
-  uint64_t wait_ns; /* how long the receiver waited for this message */
+  uint64_t wait_ns;     /* how long the receiver waited for this message */
+  uint64_t sim_send_ns; /* simulated departure and receipt (net model) */
+  uint64_t sim_recv_ns;
   uint32_t elems;
   uint32_t iter;
   uint32_t step;
@@ -48,7 +50,8 @@ typedef struct rs_event_buf {
  * The buffer was sized for every transfer of the run: no allocation here. */
 static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
                                     int iter, uint64_t recv_begin_ns,
-                                    uint64_t wait_ns, uint64_t recv_end_ns) {
+                                    uint64_t wait_ns, uint64_t recv_end_ns,
+                                    uint64_t sim_recv_ns) {
   if (!buf->events || buf->count == buf->capacity)
     return;
   rs_event_t *e = &buf->events[buf->count++];
@@ -60,6 +63,8 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
   e->recv_begin_ns = recv_begin_ns;
   e->recv_end_ns = recv_end_ns;
   e->wait_ns = wait_ns;
+  e->sim_send_ns = msg->sim_send_ns;
+  e->sim_recv_ns = sim_recv_ns;
   e->elems = (uint32_t)msg->elems;
   e->iter = (uint32_t)iter;
   e->step = (uint32_t)msg->step;

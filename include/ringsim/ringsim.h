@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -144,6 +145,67 @@ typedef struct rs_fault {
 
 #define RS_MAX_FAULTS 16
 
+/* ---- simulated network (alpha-beta model) ------------------------------ */
+
+/* One link r -> r+1: a segment of b bytes that leaves at simulated time t
+ * arrives at t + latency + b / bandwidth; the link serializes (a segment
+ * leaves only when the previous one has been put on the wire). */
+typedef struct rs_link_model {
+  uint64_t latency_ns;
+  uint64_t bandwidth; /* bytes per second */
+} rs_link_model_t;
+
+#define RS_MAX_NET_OVERRIDES 64
+/* In a per-link override: this field keeps the default link's value. */
+#define RS_NET_UNSET UINT64_MAX
+
+typedef struct rs_netmodel {
+  int enabled;
+  rs_link_model_t link; /* every link, unless overridden */
+  uint64_t reduce_rate; /* bytes reduced per second; 0: reducing is free */
+  int link_count;       /* per-link overrides: link src -> dst = src+1 */
+  struct {
+    int src, dst;
+    rs_link_model_t link;
+  } links[RS_MAX_NET_OVERRIDES];
+  int straggler_count; /* per-worker compute delay at the start of each step */
+  struct {
+    int worker;
+    uint64_t delay_ns;
+  } stragglers[RS_MAX_NET_OVERRIDES];
+} rs_netmodel_t;
+
+/* Parse "latency=5us,bandwidth=25GB/s" into m (enabling it). Units: ns, us,
+ * ms, s; B/s, KB/s, MB/s, GB/s (powers of 1000), KiB/s, MiB/s, GiB/s, and
+ * Gbps/Mbps (bits). */
+int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg);
+/* "20GB/s": a rate in bytes per second. */
+int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
+                           char *errmsg);
+/* "2-3:bandwidth=1GB/s[,latency=20us]": override link 2 -> 3. */
+int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg);
+/* "worker=1,us=200" (or ns=, ms=): that worker computes for so long at the
+ * start of every step. */
+int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
+                                char *errmsg);
+/* Check m against W workers: overrides name existing links and workers. */
+int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
+
+/* The ring's simulated time from the cost formula, for a uniform ring (no
+ * overrides or stragglers): 2(W-1) k (alpha + beta(b)) + (W-1) k gamma(b),
+ * with k segments of b = S/(W k) bytes per chunk, beta(b) = b / bandwidth
+ * and gamma(b) = b / reduce_rate, each rounded up to a nanosecond. Exact when
+ * W x k divides the element count. */
+uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
+                             size_t segs_per_chunk);
+/* The simulated time of the schedule alone, without threads or data (what
+ * `ringsim model` prints): the same clocks the threaded run keeps. */
+uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers, size_t elems,
+                              size_t segs_per_chunk);
+/* Segments per chunk for a run of elems elements, W workers and segments of
+ * at most segment_bytes (what rs_run_create uses). */
+size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes);
+
 typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */
   size_t segment_bytes; /* largest message through a channel */
@@ -168,6 +230,7 @@ typedef struct rs_config {
   int ref_reps;
   int fault_count;
   rs_fault_t faults[RS_MAX_FAULTS];
+  rs_netmodel_t net; /* simulated time; off unless net.enabled */
 } rs_config_t;
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
@@ -211,6 +274,12 @@ const char *rs_run_trace_error(const rs_run_t *run);
  * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...). Once only. */
 int rs_run_execute(rs_run_t *run);
 
+/* Narrate a ring all-reduce of model on W workers (1..8) step by step to
+ * out: who sends which chunk to whom, what the receiver does, and whose
+ * contributions each worker's chunks hold. From the ring's own schedule. */
+int rs_explain(FILE *out, const rs_model_t *model, int workers, rs_op_t op,
+               char *errmsg);
+
 /* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
  * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
  * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
@@ -250,8 +319,10 @@ typedef struct rs_result {
   uint64_t ref_ns; /* the reference on one thread over the same buffers (the
                       direct mean, for exact inputs), averaged */
   uint64_t transfers;
-  uint64_t trace_ns;   /* writing the trace, before and after the ring */
-  uint64_t trace_rows; /* transfer rows written */
+  uint64_t sim_ns;       /* simulated time of the first iteration (net on) */
+  uint64_t predicted_ns; /* the cost formula's time (net on) */
+  uint64_t trace_ns;     /* writing the trace, before and after the ring */
+  uint64_t trace_rows;   /* transfer rows written */
   size_t segs_per_chunk;
   size_t seg_elems; /* largest segment in elements */
 } rs_result_t;

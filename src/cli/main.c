@@ -18,6 +18,8 @@
 #include "ringsim/ringsim.h"
 
 #define DEFAULT_TRACE "ringsim-trace.db"
+/* `ringsim model` runs no threads, so it takes far bigger rings. */
+#define MODEL_MAX_WORKERS (1 << 20)
 
 /* Small models print their averaged values without --print. */
 #define PRINT_VALUES_UP_TO 64
@@ -34,6 +36,8 @@ typedef struct options {
   int init_given;
   int print_values;
   int json;
+  int explain;
+  int model_only;    /* `ringsim model`: the schedule's simulated time alone */
   const char *trace; /* NULL: --no-trace */
   int trace_given;
   int no_trace;
@@ -73,6 +77,15 @@ static const char usage_text[] =
     "                          stall:worker=1,step=2,ms=500 corrupt:worker=0\n"
     "                          (step: 0..W-2 reduce-scatter, then all-gather)\n"
     "      --checksum          checksum every segment (on with --inject)\n"
+    "      --net SPEC          simulate the network: "
+    "latency=5us,bandwidth=25GB/s\n"
+    "                          (ns/us/ms/s; B/s, KB/s, MB/s, GB/s, GiB/s, "
+    "Gbps)\n"
+    "      --reduce-rate RATE  charge reductions, e.g. 20GB/s (needs --net)\n"
+    "      --link SPEC         one slower link (repeatable): "
+    "2-3:bandwidth=1GB/s\n"
+    "      --straggler SPEC    a slow worker (repeatable): worker=1,us=200\n"
+    "      --explain           narrate the ring step by step (W <= 8)\n"
     "      --direct            copy-free channels: receivers reduce straight\n"
     "                          from the sender's buffer (NCCL's direct mode)\n"
     "      --print             print the averaged values of every param\n"
@@ -196,6 +209,11 @@ enum {
   OPT_INJECT,
   OPT_CHECKSUM,
   OPT_DIRECT,
+  OPT_NET,
+  OPT_REDUCE_RATE,
+  OPT_LINK,
+  OPT_STRAGGLER,
+  OPT_EXPLAIN,
   OPT_MAX
 };
 
@@ -217,6 +235,11 @@ static const struct option long_options[] = {
     {"inject", required_argument, NULL, OPT_INJECT},
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"direct", no_argument, NULL, OPT_DIRECT},
+    {"net", required_argument, NULL, OPT_NET},
+    {"reduce-rate", required_argument, NULL, OPT_REDUCE_RATE},
+    {"link", required_argument, NULL, OPT_LINK},
+    {"straggler", required_argument, NULL, OPT_STRAGGLER},
+    {"explain", no_argument, NULL, OPT_EXPLAIN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -240,7 +263,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       return cli_usage_error("unknown option '%s'", argv[optind - 1]);
     if (opt == ':')
       return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    if (opt < OPT_MAX && opt != OPT_INJECT && seen[opt]++)
+    int repeatable =
+        opt == OPT_INJECT || opt == OPT_LINK || opt == OPT_STRAGGLER;
+    if (opt < OPT_MAX && !repeatable && seen[opt]++)
       return cli_usage_error("--%s is given more than once", option_name(opt));
     switch (opt) {
     case 'h':
@@ -253,8 +278,14 @@ static int parse_args(int argc, char **argv, options_t *o) {
       o->params = optarg;
       break;
     case 'w':
-      if (cli_parse_long(optarg, 1, RS_MAX_WORKERS, &v))
-        return cli_usage_error("--workers '%s': expected an integer in 1..4096",
+      if (cli_parse_long(optarg, 1,
+                         o->model_only ? MODEL_MAX_WORKERS : RS_MAX_WORKERS,
+                         &v))
+        return cli_usage_error(o->model_only
+                                   ? "--workers '%s': expected an integer in "
+                                     "1..1048576"
+                                   : "--workers '%s': expected an integer in "
+                                     "1..4096",
                                optarg);
       o->config.workers = (int)v;
       o->workers_given = 1;
@@ -339,6 +370,28 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_CHECKSUM:
       o->config.checksum = 1;
+      break;
+    case OPT_NET:
+    case OPT_LINK:
+    case OPT_STRAGGLER: {
+      char err[RS_ERRMSG_MAX];
+      rs_netmodel_t *net = &o->config.net;
+      int rc = opt == OPT_NET ? rs_netmodel_parse(optarg, net, err)
+               : opt == OPT_LINK
+                   ? rs_netmodel_parse_link(optarg, net, err)
+                   : rs_netmodel_parse_straggler(optarg, net, err);
+      if (rc)
+        return cli_usage_error("%s", err);
+      break;
+    }
+    case OPT_REDUCE_RATE: {
+      char err[RS_ERRMSG_MAX];
+      if (rs_netmodel_parse_rate(optarg, &o->config.net.reduce_rate, err))
+        return cli_usage_error("--reduce-rate %s", err);
+      break;
+    }
+    case OPT_EXPLAIN:
+      o->explain = 1;
       break;
     case OPT_DIRECT:
       o->config.direct = 1;
@@ -526,6 +579,25 @@ static figures_t compute_figures(const report_t *r) {
   return f;
 }
 
+/* Simulated, predicted and measured time side by side. */
+static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
+                           double wall_s) {
+  const rs_netmodel_t *net = &cfg->net;
+  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
+         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
+  if (net->reduce_rate)
+    printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  if (net->link_count || net->straggler_count)
+    printf(", %d slower link%s, %d straggler%s", net->link_count,
+           net->link_count == 1 ? "" : "s", net->straggler_count,
+           net->straggler_count == 1 ? "" : "s");
+  printf("\n  simulated  %.3f us   predicted 2(W-1) k (alpha + beta b) + (W-1) "
+         "k gamma b = %.3f us%s   measured wall %.3f us\n",
+         (double)res->sim_ns / 1e3, (double)res->predicted_ns / 1e3,
+         net->link_count || net->straggler_count ? " (uniform ring)" : "",
+         wall_s * 1e6);
+}
+
 static void print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
@@ -558,6 +630,8 @@ static void print_text(const report_t *r) {
   printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
          "(direct mean in one thread: %.6f s)\n",
          f.seconds, f.algbw, f.busbw, (double)res->ref_ns / 1e9);
+  if (cfg->net.enabled && r->status == RS_OK)
+    print_sim_line(cfg, res, f.seconds);
   if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
     printf("  trace      %s, run %lld\n", r->trace,
            (long long)rs_run_trace_id(r->run));
@@ -634,6 +708,11 @@ static void print_json(const report_t *r) {
                                                  : json_null());
   json_object_set_new(o, "param_checks", params);
   json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
+  if (cfg->net.enabled) {
+    json_object_set_new(o, "sim_ns", json_integer((json_int_t)res->sim_ns));
+    json_object_set_new(o, "predicted_ns",
+                        json_integer((json_int_t)res->predicted_ns));
+  }
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
   json_object_set_new(o, "algbw_gbs", json_real(f.algbw));
   json_object_set_new(o, "busbw_gbs", json_real(f.busbw));
@@ -674,11 +753,65 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   return text;
 }
 
+/* `ringsim model`: the schedule's simulated time alone, no threads or
+ * data, for rings far larger than the machine. */
+static int run_model(const options_t *opt, const rs_model_t *model) {
+  char err[RS_ERRMSG_MAX];
+  const rs_netmodel_t *net = &opt->config.net;
+  const int W = opt->config.workers;
+  if (!net->enabled)
+    return cli_usage_error("%s", "model: --net latency=...,bandwidth=... is "
+                                 "required");
+  if (rs_netmodel_check(net, W, err))
+    return cli_usage_error("%s", err);
+  size_t elems = rs_model_elems(model);
+  size_t segs = rs_segs_per_chunk(elems, W, opt->config.segment_bytes);
+  uint64_t sim = rs_netmodel_simulate(net, W, elems, segs);
+  uint64_t predicted = rs_netmodel_predict(net, W, elems, segs);
+  double bytes = (double)elems * sizeof(float);
+  double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
+  double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
+  if (opt->json) {
+    json_t *o = json_pack("{s:s, s:i, s:I, s:f, s:I, s:I, s:I, s:f, s:f}",
+                          "model", rs_model_name(model), "workers", W, "elems",
+                          (json_int_t)elems, "bytes", bytes, "segs_per_chunk",
+                          (json_int_t)segs, "sim_ns", (json_int_t)sim,
+                          "predicted_ns", (json_int_t)predicted, "algbw_gbs",
+                          algbw, "busbw_gbs", busbw);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+    return 0;
+  }
+  char size[32];
+  human_bytes(bytes, size, sizeof size);
+  printf("ringsim model: ring all-reduce of \"%s\" on %d workers, %s per "
+         "worker (the schedule alone: no threads, no data)\n",
+         rs_model_name(model), W, size);
+  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
+         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
+  if (net->reduce_rate)
+    printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  printf("\n  schedule   %d steps, %zu segment%s per chunk\n",
+         W > 1 ? 2 * (W - 1) : 0, segs, segs == 1 ? "" : "s");
+  printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
+         (double)sim / 1e3, algbw, busbw);
+  printf("  predicted  %.3f us   2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
+         "%s\n",
+         (double)predicted / 1e3,
+         net->link_count || net->straggler_count
+             ? " (for a uniform ring: the overrides are not in it)"
+             : "");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "bench") == 0)
     return cli_bench(argc - 1, argv + 1);
   options_t opt = {0};
-  int rc = parse_args(argc, argv, &opt);
+  int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
+  opt.model_only = model_only;
+  int rc = parse_args(argc - model_only, argv + model_only, &opt);
   if (rc >= 0)
     return rc;
 
@@ -689,6 +822,10 @@ int main(int argc, char **argv) {
   if (rs_model_load(opt.params, &model, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
+  }
+  if (opt.model_only) {
+    rc = run_model(&opt, model);
+    goto done;
   }
   int inline_workers = rs_model_inline_workers(model);
   int use_inline = inline_workers > 0 && !opt.grads;
@@ -709,6 +846,12 @@ int main(int argc, char **argv) {
     goto done;
   }
   if (rs_run_create(&opt.config, model, &run, err)) {
+    fprintf(stderr, "ringsim: %s\n", err);
+    rc = EXIT_USAGE;
+    goto done;
+  }
+  if (opt.explain && rs_explain(stdout, model, opt.config.workers,
+                                opt.config.op, err) != RS_OK) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
     goto done;

@@ -1,0 +1,71 @@
+/* netmodel.h - a worker's simulated clock under the alpha-beta link model.
+ *
+ * The ring and the schedule-only simulation drive the same three calls, so
+ * the threaded run's simulated time and `ringsim model`'s agree exactly.
+ * Clocks are integer nanoseconds; each charge rounds up on its own, so the
+ * timeline is the same bit for bit whatever the threads' schedule.
+ */
+#ifndef RINGSIM_NETMODEL_H
+#define RINGSIM_NETMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringsim/ringsim.h"
+
+typedef struct rs_simclock {
+  const rs_netmodel_t *net; /* NULL: no simulated time */
+  rs_link_model_t out;      /* the link to the next worker */
+  uint64_t straggler_ns;    /* compute charged at each step's start */
+  uint64_t clock;           /* this worker's simulated now */
+  uint64_t link_free;       /* when the outgoing link can take a segment */
+} rs_simclock_t;
+
+/* ceil(bytes * 1e9 / rate) nanoseconds; 0 for a zero rate (free). */
+static inline uint64_t rs_net_ns(size_t bytes, uint64_t rate) {
+  if (rate == 0 || bytes == 0)
+    return 0;
+  unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
+  return (uint64_t)((num + rate - 1) / rate);
+}
+
+/* A step begins: a straggler computes first. */
+static inline void rs_sim_step(rs_simclock_t *c) {
+  if (c->net)
+    c->clock += c->straggler_ns;
+}
+
+/* A segment of bytes leaves: when the worker and the link are both ready;
+ * it arrives latency + bytes/bandwidth later. */
+static inline void rs_sim_send(rs_simclock_t *c, size_t bytes,
+                               uint64_t *depart_ns, uint64_t *arrive_ns) {
+  if (!c->net) {
+    *depart_ns = *arrive_ns = 0;
+    return;
+  }
+  uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
+  uint64_t wire = rs_net_ns(bytes, c->out.bandwidth);
+  c->link_free = depart + wire;
+  *depart_ns = depart;
+  *arrive_ns = depart + c->out.latency_ns + wire;
+}
+
+/* A segment that arrived at arrive_ns is received (the clock moves to it if
+ * it is later) and reduced_bytes of it are reduced. Returns when it was
+ * received. */
+static inline uint64_t rs_sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
+                                   size_t reduced_bytes) {
+  if (!c->net)
+    return 0;
+  if (arrive_ns > c->clock)
+    c->clock = arrive_ns;
+  uint64_t received = c->clock;
+  c->clock += rs_net_ns(reduced_bytes, c->net->reduce_rate);
+  return received;
+}
+
+/* Set c up for worker rank of W under net (NULL or disabled: no clock). */
+void rs_sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
+                 int rank);
+
+#endif /* RINGSIM_NETMODEL_H */

@@ -1,0 +1,199 @@
+/* test_netmodel.c - the alpha-beta model: parsing, the formula against the
+ * threaded ring and the schedule-only simulation, determinism, and how a
+ * slow link or a straggler slows the ring. */
+#include "test.h"
+
+#include <string.h>
+
+#include "ringsim/ringsim.h"
+
+static rs_model_t *model_of(size_t elems) {
+  char text[128], err[RS_ERRMSG_MAX];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
+  return m;
+}
+
+/* The threaded run's simulated time (first iteration). */
+static uint64_t threaded_sim(const rs_netmodel_t *net, int W, size_t elems,
+                             size_t segment_bytes, size_t *segs) {
+  rs_model_t *m = model_of(elems);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = W;
+  cfg.segment_bytes = segment_bytes;
+  cfg.net = *net;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(&cfg, m, &run, err))
+    fail_msg("create: %s", err);
+  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  uint64_t sim = rs_run_result(run)->sim_ns;
+  *segs = rs_run_result(run)->segs_per_chunk;
+  assert_int_equal(rs_run_result(run)->predicted_ns,
+                   rs_netmodel_predict(net, W, elems, *segs));
+  rs_run_free(run);
+  rs_model_free(m);
+  return sim;
+}
+
+static rs_netmodel_t net_of(const char *spec, const char *reduce) {
+  rs_netmodel_t net;
+  memset(&net, 0, sizeof net);
+  char err[RS_ERRMSG_MAX];
+  if (rs_netmodel_parse(spec, &net, err))
+    fail_msg("%s", err);
+  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
+    fail_msg("%s", err);
+  return net;
+}
+
+/* net-1: units: ns/us/ms/s; B/s, KB/s ... GB/s (10^3), GiB/s (2^30), Gbps. */
+static void test_parsing(void **state) {
+  (void)state;
+  rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", "20GB/s");
+  assert_int_equal(net.link.latency_ns, 5000);
+  assert_int_equal(net.link.bandwidth, 25000000000ull);
+  assert_int_equal(net.reduce_rate, 20000000000ull);
+  net = net_of("bandwidth=100Gbps,latency=1.5ms", NULL);
+  assert_int_equal(net.link.latency_ns, 1500000);
+  assert_int_equal(net.link.bandwidth, 12500000000ull);
+  net = net_of("latency=250ns,bandwidth=2GiB/s", NULL);
+  assert_int_equal(net.link.bandwidth, 2147483648ull);
+  char err[RS_ERRMSG_MAX];
+  const char *bad[] = {"latency=5us",
+                       "latency=5,bandwidth=1GB/s",
+                       "latency=5us,bandwidth=0GB/s",
+                       "speed=1GB/s",
+                       "latency=-1us,bandwidth=1GB/s",
+                       ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    rs_netmodel_t n = {0};
+    if (rs_netmodel_parse(bad[i], &n, err) != RS_EINVAL)
+      fail_msg("accepted '%s'", bad[i]);
+  }
+  assert_int_equal(rs_netmodel_parse_link("2-3:bandwidth=1GB/s", &net, err),
+                   RS_OK);
+  assert_int_equal(net.links[0].src, 2);
+  assert_int_equal(net.links[0].link.bandwidth, 1000000000ull);
+  assert_int_equal(net.links[0].link.latency_ns, RS_NET_UNSET);
+  assert_int_equal(rs_netmodel_check(&net, 4, err), RS_OK);
+  assert_int_equal(rs_netmodel_check(&net, 3, err), RS_EINVAL);
+  assert_non_null(strstr(err, "worker 3 does not exist"));
+  assert_int_equal(rs_netmodel_parse_link("1-3:bandwidth=1GB/s", &net, err),
+                   RS_OK);
+  assert_int_equal(rs_netmodel_check(&net, 4, err), RS_EINVAL);
+  assert_non_null(strstr(err, "not a ring link"));
+  assert_int_equal(rs_netmodel_parse_straggler("worker=1,us=200", &net, err),
+                   RS_OK);
+  assert_int_equal(net.stragglers[0].delay_ns, 200000);
+  assert_int_equal(rs_netmodel_parse_straggler("worker=1,s=2", &net, err),
+                   RS_EINVAL);
+}
+
+/* net-2: in a uniform ring the simulated time equals the formula
+ * 2(W-1) k (alpha + b/beta) + (W-1) k b/gamma exactly, in the threaded run
+ * and in the schedule-only simulation, for several W, sizes and segment
+ * sizes. */
+static void test_formula_exact(void **state) {
+  (void)state;
+  const int workers[] = {2, 3, 4, 5, 8, 16};
+  const size_t seg_bytes[] = {1 << 20, 4096, 1000};
+  const char *nets[] = {"latency=5us,bandwidth=25GB/s",
+                        "latency=100ns,bandwidth=1GB/s",
+                        "latency=2ms,bandwidth=100Gbps"};
+  for (size_t wi = 0; wi < sizeof workers / sizeof *workers; wi++)
+    for (size_t si = 0; si < 3; si++)
+      for (size_t ni = 0; ni < 3; ni++) {
+        int W = workers[wi];
+        /* W x k divides the count: 960 elements per worker-chunk-segment */
+        size_t elems = (size_t)W * 4 * 960;
+        rs_netmodel_t net = net_of(nets[ni], ni == 1 ? "20GB/s" : NULL);
+        size_t segs;
+        uint64_t sim = threaded_sim(&net, W, elems, seg_bytes[si], &segs);
+        uint64_t want = rs_netmodel_predict(&net, W, elems, segs);
+        uint64_t model = rs_netmodel_simulate(&net, W, elems, segs);
+        if (sim != want || model != want)
+          fail_msg("W=%d elems=%zu segs=%zu %s: threaded %llu, model %llu, "
+                   "formula %llu",
+                   W, elems, segs, nets[ni], (unsigned long long)sim,
+                   (unsigned long long)model, (unsigned long long)want);
+        /* and by hand for one case: W=4, k=1, 6 steps of 5 us plus
+         * 15360 B at 25 B/ns = 614.4 ns, rounded up to 615 */
+        if (W == 4 && si == 0 && ni == 0)
+          assert_int_equal(sim, 6 * (5000 + 615));
+      }
+}
+
+/* net-3: with non-uniform chunks, a slow link or a straggler, the threaded
+ * run and `ringsim model` still agree exactly, run after run. */
+static void test_threaded_equals_model(void **state) {
+  (void)state;
+  char err[RS_ERRMSG_MAX];
+  rs_netmodel_t net = net_of("latency=3us,bandwidth=10GB/s", "40GB/s");
+  assert_int_equal(rs_netmodel_parse_link("1-2:bandwidth=1GB/s", &net, err),
+                   RS_OK);
+  assert_int_equal(rs_netmodel_parse_straggler("worker=3,us=50", &net, err),
+                   RS_OK);
+  for (int rep = 0; rep < 3; rep++) {
+    size_t segs;
+    uint64_t sim = threaded_sim(&net, 5, 100003, 8192, &segs);
+    assert_int_equal(sim, rs_netmodel_simulate(&net, 5, 100003, segs));
+  }
+}
+
+/* net-4: a slow link slows the whole ring: the ring goes at the pace of its
+ * slowest link, so one link 10x slower costs most (here at least 80%) of
+ * making every link that slow; a straggler adds its delay at every step,
+ * 2(W-1) times, to everyone. */
+static void test_slow_link_and_straggler(void **state) {
+  (void)state;
+  char err[RS_ERRMSG_MAX];
+  const int W = 4;
+  const size_t elems = (size_t)W * 8 * 2048;
+  rs_netmodel_t fast = net_of("latency=1us,bandwidth=10GB/s", NULL);
+  rs_netmodel_t slow_all = net_of("latency=1us,bandwidth=1GB/s", NULL);
+  rs_netmodel_t one_slow = fast;
+  assert_int_equal(
+      rs_netmodel_parse_link("2-3:bandwidth=1GB/s", &one_slow, err), RS_OK);
+  size_t segs = rs_segs_per_chunk(elems, W, 8192);
+  uint64_t t_fast = rs_netmodel_simulate(&fast, W, elems, segs);
+  uint64_t t_slow = rs_netmodel_simulate(&slow_all, W, elems, segs);
+  uint64_t t_one = rs_netmodel_simulate(&one_slow, W, elems, segs);
+  assert_true(t_fast < t_one);
+  assert_true(t_one <= t_slow);
+  assert_true(t_one * 10 >= t_slow * 8);
+  size_t got_segs;
+  assert_int_equal(threaded_sim(&one_slow, W, elems, 8192, &got_segs), t_one);
+
+  rs_netmodel_t lag = fast;
+  assert_int_equal(rs_netmodel_parse_straggler("worker=1,us=100", &lag, err),
+                   RS_OK);
+  uint64_t t_lag = rs_netmodel_simulate(&lag, W, elems, segs);
+  assert_int_equal(t_lag, t_fast + 2 * (W - 1) * 100000);
+  assert_int_equal(threaded_sim(&lag, W, elems, 8192, &got_segs), t_lag);
+}
+
+/* net-5: big rings: the schedule-only model handles thousands of workers. */
+static void test_big_ring_model(void **state) {
+  (void)state;
+  rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
+  size_t elems = (size_t)4096 * 1000;
+  size_t segs = rs_segs_per_chunk(elems, 4096, 1 << 20);
+  assert_int_equal(rs_netmodel_simulate(&net, 4096, elems, segs),
+                   rs_netmodel_predict(&net, 4096, elems, segs));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_parsing),
+      cmocka_unit_test(test_formula_exact),
+      cmocka_unit_test(test_threaded_equals_model),
+      cmocka_unit_test(test_slow_link_and_straggler),
+      cmocka_unit_test(test_big_ring_model),
+  };
+  return cmocka_run_group_tests_name("netmodel", tests, NULL, NULL);
+}

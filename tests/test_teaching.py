@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""The teaching features end to end: --explain against hand-reviewed golden
+narrations, the simulated network (--net) in the report and the trace, and
+`ringsim model`.
+
+    test_teaching.py RINGSIM EXAMPLES_DIR GOLDEN_DIR [Teaching.test_name ...]
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = EXAMPLES = GOLDEN = None
+NET = "latency=5us,bandwidth=10GB/s"
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
+                       timeout=600, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Teaching(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "t.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def narration(self, *args):
+        rc, out, err = run(*args, "--explain", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        return out[:out.index("\nringsim ")] + "\n"
+
+    # teach-1: --explain narrates W=2, 3 and 4 exactly as the reviewed
+    # golden files say, then runs the all-reduce (the answer follows).
+    def test_explain_golden(self):
+        cases = [("explain_w2.txt", ["-p", os.path.join(EXAMPLES, "two_workers.json")]),
+                 ("explain_w3.txt", ["-p", os.path.join(GOLDEN, "three.json"), "-w", 3]),
+                 ("explain_w4.txt", ["-p", os.path.join(GOLDEN, "four.json"), "-w", 4, "--op", "sum"])]
+        for golden, args in cases:
+            with self.subTest(golden=golden):
+                with open(os.path.join(GOLDEN, golden)) as f:
+                    want = f.read()
+                self.assertEqual(self.narration(*args), want)
+        rc, out, _ = run("-p", os.path.join(EXAMPLES, "two_workers.json"), "--explain", "--no-trace")
+        self.assertIn("  w: [2, 3]\n", out)
+        rc, out, err = run("-p", os.path.join(EXAMPLES, "mlp.json"), "-w", 9, "--explain", "--no-trace")
+        self.assertEqual(rc, 2)
+        self.assertIn("--explain narrates rings of 1 to 8 workers, not 9", err)
+
+    # teach-2: with --net the report shows simulated, predicted and measured
+    # time side by side; --json has sim_ns and predicted_ns, equal for a
+    # uniform ring; the trace holds the simulated times.
+    def test_net_report_and_trace(self):
+        model = os.path.join(self.tmp.name, "u.json")
+        with open(model, "w") as f:
+            json.dump({"params": [{"name": "g", "shape": [4 * 2 * 1000]}]}, f)
+        rc, out, err = run("-p", model, "-w", 4, "--net", NET, "--reduce-rate", "20GB/s",
+                           "--segment-bytes", 4000, "--trace", self.db)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"simulated  [0-9.]+ us   predicted .* = [0-9.]+ us   measured wall")
+        rc, out, err = run("-p", model, "-w", 4, "--net", NET, "--reduce-rate", "20GB/s",
+                           "--segment-bytes", 4000, "--trace", self.db, "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        # 6 steps x 2 segments x (5 us + 4000 B at 10 B/ns) + 3 x 2 x 4000 B at 20 B/ns
+        self.assertEqual(r["sim_ns"], 6 * 2 * (5000 + 400) + 3 * 2 * 200)
+        self.assertEqual(r["predicted_ns"], r["sim_ns"])
+        con = sqlite3.connect(self.db)
+        self.assertEqual(con.execute("SELECT count(*) FROM transfer WHERE sim_recv_ns IS NULL").fetchone()[0], 0)
+        self.assertEqual(con.execute("SELECT sim_ns FROM run WHERE run_id = 2").fetchone()[0], r["sim_ns"])
+        self.assertIn('"latency_ns": 5000', con.execute("SELECT net_model FROM run WHERE run_id = 2").fetchone()[0])
+        # the simulated timeline is the same, bit for bit, in both runs
+        times = [con.execute("SELECT src, seq, sim_send_ns, sim_recv_ns FROM transfer WHERE run_id = ? "
+                             "ORDER BY src, seq", (i,)).fetchall() for i in (1, 2)]
+        self.assertEqual(times[0], times[1])
+        # the last all-gather copy is received at the end (copies cost no time)
+        self.assertEqual(max(t[3] for t in times[0]), r["sim_ns"])
+        con.close()
+
+    # teach-3: a slow link or a straggler slows every worker: each one
+    # finishes later than in the uniform ring.
+    def test_slow_link_slows_everyone(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        finish = {}
+        for name, extra in (("uniform", []), ("link", ["--link", "1-2:bandwidth=1GB/s"]),
+                            ("straggler", ["--straggler", "worker=3,us=100"])):
+            rc, out, err = run("-p", model, "-w", 4, "--net", NET, "--trace", self.db, *extra)
+            self.assertEqual(rc, 0, err)
+            con = sqlite3.connect(self.db)
+            finish[name] = dict(con.execute(
+                "SELECT dst, max(sim_recv_ns) FROM transfer WHERE run_id = (SELECT max(run_id) FROM run) "
+                "GROUP BY dst").fetchall())
+            con.close()
+        for name in ("link", "straggler"):
+            for w in range(4):
+                self.assertGreater(finish[name][w], finish["uniform"][w], f"{name}: worker {w}")
+
+    # teach-4: `ringsim model` gives the threaded run's simulated time without
+    # threads, for the same ring, and takes rings far bigger than the machine.
+    def test_model_command(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        extra = ["--net", NET, "--link", "2-3:bandwidth=2GB/s", "--straggler", "worker=1,us=30",
+                 "--reduce-rate", "40GB/s", "--segment-bytes", "64K"]
+        rc, out, err = run("-p", model, "-w", 5, *extra, "--json", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        threaded = json.loads(out)["sim_ns"]
+        rc, out, err = run("model", "-p", model, "-w", 5, *extra, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sim_ns"], threaded)
+        rc, out, err = run("model", "-p", os.path.join(EXAMPLES, "gpt2_small.json"), "-w", 4096,
+                           "--net", NET)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("on 4096 workers", out)
+        self.assertRegex(out, r"simulated  [0-9.]+ us")
+        rc, out, err = run("model", "-p", model, "-w", 4)
+        self.assertEqual(rc, 2)
+        self.assertIn("model: --net latency=...,bandwidth=... is required", err)
+        for args, message in ((["--net", "latency=5us"], "give both latency= and bandwidth="),
+                              (["--net", NET, "--link", "1-3:bandwidth=1GB/s"], "not a ring link"),
+                              (["--link", "1-2:bandwidth=1GB/s"], "need --net"),
+                              (["--net", NET, "--straggler", "worker=9,us=1"], "worker 9 does not exist")):
+            rc, out, err = run("-p", model, "-w", 4, "--no-trace", *args)
+            self.assertEqual(rc, 2, args)
+            self.assertIn(message, err)
+
+
+def main():
+    global RINGSIM, EXAMPLES, GOLDEN
+    if len(sys.argv) < 4:
+        sys.exit("usage: test_teaching.py RINGSIM EXAMPLES_DIR GOLDEN_DIR [Teaching.test_name ...]")
+    RINGSIM, EXAMPLES, GOLDEN = (os.path.abspath(a) for a in sys.argv[1:4])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[4:]])
+
+
+if __name__ == "__main__":
+    main()
