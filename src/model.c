@@ -10,6 +10,7 @@
 #include <float.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util.h"
@@ -192,8 +193,8 @@ static int parse_values(json_t *v, const rs_param_t *p, float *out,
   return flatten_nested(v, &flat, 0, out, &pos, source, where, errmsg);
 }
 
-static int parse_grads(rs_model_t *m, json_t *jgrads, const char *source,
-                       char *errmsg) {
+static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
+                       const char *source, char *errmsg) {
   if (!json_is_array(jgrads) || json_array_size(jgrads) == 0)
     return rs__err(errmsg, RS_EPARSE,
                    "%s: grads: must be a non-empty list, one object per worker",
@@ -206,6 +207,15 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, const char *source,
   if (!m->inline_grads)
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
   m->inline_workers = (int)workers;
+  /* Every inline value takes at least one character of the file: a model
+   * whose values cannot all be in the text is refused before allocating
+   * room for them. */
+  if (m->elems > text_len / workers)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: grads: %zu workers x %zu elements cannot be given "
+                   "inline in %zu bytes of JSON (use --grads files for big "
+                   "models)",
+                   source, workers, m->elems, text_len);
   for (size_t w = 0; w < workers; w++) {
     json_t *jw = json_array_get(jgrads, w);
     char where[RS_ERRMSG_MAX / 2];
@@ -239,8 +249,8 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, const char *source,
   return RS_OK;
 }
 
-static int parse_root(rs_model_t *m, json_t *root, const char *source,
-                      char *errmsg) {
+static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
+                      const char *source, char *errmsg) {
   static const char *const keys[] = {"name", "description", "params", "grads",
                                      NULL};
   if (!json_is_object(root))
@@ -287,18 +297,18 @@ static int parse_root(rs_model_t *m, json_t *root, const char *source,
   }
   json_t *jgrads = json_object_get(root, "grads");
   if (jgrads)
-    return parse_grads(m, jgrads, source, errmsg);
+    return parse_grads(m, jgrads, text_len, source, errmsg);
   return RS_OK;
 }
 
-static int from_json(json_t *root, const char *source, rs_model_t **out,
-                     char *errmsg) {
+static int from_json(json_t *root, size_t text_len, const char *source,
+                     rs_model_t **out, char *errmsg) {
   rs_model_t *m = calloc(1, sizeof *m);
   if (!m) {
     json_decref(root);
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
   }
-  int rc = parse_root(m, root, source, errmsg);
+  int rc = parse_root(m, root, text_len, source, errmsg);
   json_decref(root);
   if (rc) {
     rs_model_free(m);
@@ -316,7 +326,7 @@ int rs_model_parse(const char *text, size_t len, const char *source,
   if (!root)
     return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", source, jerr.line,
                    jerr.column, jerr.text);
-  return from_json(root, source, out, errmsg);
+  return from_json(root, len, source, out, errmsg);
 }
 
 int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
@@ -328,6 +338,7 @@ int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
   json_error_t jerr;
   json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
   int read_error = ferror(f);
+  long text_len = ftell(f); /* how much JSON was read */
   fclose(f);
   if (!root) {
     if (read_error)
@@ -336,5 +347,6 @@ int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
     return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", path, jerr.line,
                    jerr.column, jerr.text);
   }
-  return from_json(root, path, out, errmsg);
+  return from_json(root, text_len > 0 ? (size_t)text_len : 0, path, out,
+                   errmsg);
 }

@@ -154,6 +154,12 @@ static const bad_case_t bad_cases[] = {
      "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [[1, 2]]}",
      "grads[0]: must be an object"},
     {"model-3.29", "", "t.json:1:0:"},
+    /* found by fuzz_model: a huge shape with inline grads once allocated
+     * 240 GB before looking at the values */
+    {"model-3.30",
+     "{\"params\": [{\"name\": \"m\", \"shape\": [20000000000, 3]}], "
+     "\"grads\": [{\"m\": [1]}, {\"m\": [2]}]}",
+     "grads: 2 workers x 60000000000 elements cannot be given inline"},
 };
 
 /* model-3.N: each malformed model is refused with RS_EPARSE and a message
