@@ -32,7 +32,8 @@ class Tools(unittest.TestCase):
         with open(model, "w") as f:
             json.dump({"name": "m", "params": [{"name": "g", "shape": [1001]}]}, f)
         # run 1: W=4 with 3 segments per chunk; run 2: W=3; runs 3-4: bigger
-        for args in (["-w", 4, "--segment-bytes", 100], ["-w", 3], ["-w", 2], ["-w", 4, "--seed", 2]):
+        for args in (["-w", 4, "--segment-bytes", 100], ["-w", 3], ["-w", 2], ["-w", 4, "--seed", 2],
+                     ["-w", 4, "--net", "latency=5us,bandwidth=10GB/s", "--straggler", "worker=1,us=20"]):
             p = subprocess.run([RINGSIM, "-p", model, "--trace", cls.db, *[str(a) for a in args]],
                                capture_output=True, text=True)
             assert p.returncode == 0, p.stderr
@@ -66,6 +67,10 @@ class Tools(unittest.TestCase):
                 rc, _, err = self.tool(cmd, self.db, "--run", 1, "-o", self.out(f"{cmd}.png"))
                 self.assertEqual(rc, 0, err)
                 self.assert_image(self.out(f"{cmd}.png"))
+        # run 5 has simulated times: the timeline draws those
+        rc, _, err = self.tool("timeline", self.db, "--run", 5, "-o", self.out("sim.png"))
+        self.assertEqual(rc, 0, err)
+        self.assert_image(self.out("sim.png"))
         rc, _, err = self.tool("compare", self.db, "-o", self.out("compare.png"))
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("compare.png"))

@@ -138,12 +138,15 @@ def save(fig, out):
 
 
 def time_columns(run, con):
-    """Simulated times when the run has them, else wall times (ns)."""
+    """The columns a timeline draws. With simulated times (a run with --net),
+    a receive bar spans the segment's simulated departure to its receipt
+    (on the wire, then queued), and there are no wall-clock sends or waits to
+    show; otherwise the wall-clock send and receive spans."""
     has_sim = con.execute(
         "SELECT count(*) FROM transfer WHERE run_id = ? AND sim_recv_ns IS NOT NULL",
         (run["run_id"],)).fetchone()[0] > 0
     if has_sim:
-        return "sim_send_ns", "sim_send_ns", "sim_recv_ns", "sim_recv_ns", "simulated"
+        return "sim_send_ns", "sim_send_ns", "sim_send_ns", "sim_recv_ns", "simulated"
     return "send_begin_ns", "send_end_ns", "recv_begin_ns", "recv_end_ns", "wall"
 
 
@@ -155,7 +158,9 @@ def cmd_timeline(con, run, args):
     if n == 0:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
     sb, se, rb, re_, clock = time_columns(run, con)
-    unit, scale = ("ms", 1e6) if (run["wall_ns"] or 0) > 5e6 else ("us", 1e3)
+    simulated = clock == "simulated"
+    span = (run["sim_ns"] if simulated else run["wall_ns"]) or 0
+    unit, scale = ("ms", 1e6) if span > 5e6 else ("us", 1e3)
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.45 * min(W, 64)))
     detail = n <= TIMELINE_DETAIL_LIMIT
     if detail:
@@ -167,10 +172,11 @@ def cmd_timeline(con, run, args):
         recvs = {p: {} for p in PHASES}
         waits = {}
         for phase, src, dst, s0, s1, r0, r1, wait in rows:
-            sends[phase].setdefault(src, []).append((s0 / scale, max(s1 - s0, 1) / scale))
+            if not simulated:
+                sends[phase].setdefault(src, []).append((s0 / scale, max(s1 - s0, 1) / scale))
             if r0 is not None:
                 recvs[phase].setdefault(dst, []).append((r0 / scale, max(r1 - r0, 1) / scale))
-                if wait:
+                if wait and not simulated:
                     waits.setdefault(dst, []).append((r0 / scale, wait / scale))
         for phase in PHASES:
             for w, spans in recvs[phase].items():
@@ -206,9 +212,10 @@ def cmd_timeline(con, run, args):
     ax.set_yticklabels([f"worker {w}" for w in (range(W) if W <= 64 else range(0, W, max(1, W // 32)))],
                        fontsize=8)
     ax.set_xlabel(f"{clock} time since the run's start ({unit})")
-    handles = [Patch(color=PHASE_COLOURS["reduce_scatter"], label="reduce-scatter (receive)"),
-               Patch(color=PHASE_COLOURS["all_gather"], label="all-gather (receive)")]
-    if detail:
+    what = "in flight to this worker" if simulated else "receive"
+    handles = [Patch(color=PHASE_COLOURS["reduce_scatter"], label=f"reduce-scatter ({what})"),
+               Patch(color=PHASE_COLOURS["all_gather"], label=f"all-gather ({what})")]
+    if detail and not simulated:
         handles += [Patch(color="0.5", alpha=0.45, label="send (thin bar)"),
                     Patch(facecolor="none", edgecolor="0.3", hatch="///", label="receiver waiting")]
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, fontsize=8,
