@@ -3,6 +3,42 @@
 #define RINGSIM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "ringsim/ringsim.h"
+
+/* `ringsim model` runs no threads, so it takes far bigger rings. */
+#define MODEL_MAX_WORKERS (1 << 20)
+
+/* The command line of a run (or of `ringsim model`). */
+typedef struct options {
+  rs_config_t config;
+  int workers_given;
+  const char *params;
+  const char *grads;
+  const char *out;
+  uint64_t seed;
+  int seed_given;
+  rs_init_t init;
+  int init_given;
+  int print_values;
+  int json;
+  int explain;
+  int model_only;    /* `ringsim model`: the schedule's simulated time alone */
+  const char *trace; /* NULL: --no-trace */
+  int trace_given;
+  int no_trace;
+} options_t;
+
+/* Everything a report needs to say about a finished run. */
+typedef struct report {
+  const options_t *opt;
+  const rs_model_t *model;
+  rs_run_t *run;
+  const char *source; /* where the grads came from */
+  int status;
+  const char *trace; /* file, or NULL */
+} report_t;
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
@@ -15,5 +51,19 @@ int cli_parse_bytes(const char *text, size_t *out);
 
 /* `ringsim bench ...`: argv[0] is "bench". Returns the exit status. */
 int cli_bench(int argc, char **argv);
+
+/* report.c */
+void cli_print_text(const report_t *r);
+void cli_print_json(const report_t *r);
+/* Where each worker stopped, on stderr, after a fault ended the run. */
+void cli_print_watchdog(rs_run_t *run);
+/* The exit status for a run's status code. */
+int cli_exit_code(int status);
+const char *cli_init_name(rs_init_t init);
+/* "1.50 MiB" */
+void cli_human_bytes(double bytes, char *buf, size_t size);
+
+/* model.c: `ringsim model`; returns the exit status. */
+int cli_run_model(const options_t *opt, const rs_model_t *model);
 
 #endif /* RINGSIM_CLI_H */

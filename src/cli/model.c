@@ -1,0 +1,59 @@
+/* model.c - `ringsim model`: the simulated time of the ring's schedule
+ * alone, without threads or data, for rings far larger than the machine. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "ringsim/ringsim.h"
+
+/* `ringsim model`: the schedule's simulated time alone, no threads or
+ * data, for rings far larger than the machine. */
+int cli_run_model(const options_t *opt, const rs_model_t *model) {
+  char err[RS_ERRMSG_MAX];
+  const rs_netmodel_t *net = &opt->config.net;
+  const int W = opt->config.workers;
+  if (!net->enabled)
+    return cli_usage_error("%s", "model: --net latency=...,bandwidth=... is "
+                                 "required");
+  if (rs_netmodel_check(net, W, err))
+    return cli_usage_error("%s", err);
+  size_t elems = rs_model_elems(model);
+  size_t segs = rs_segs_per_chunk(elems, W, opt->config.segment_bytes);
+  uint64_t sim = rs_netmodel_simulate(net, W, elems, segs);
+  uint64_t predicted = rs_netmodel_predict(net, W, elems, segs);
+  double bytes = (double)elems * sizeof(float);
+  double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
+  double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
+  if (opt->json) {
+    json_t *o = json_pack("{s:s, s:i, s:I, s:f, s:I, s:I, s:I, s:f, s:f}",
+                          "model", rs_model_name(model), "workers", W, "elems",
+                          (json_int_t)elems, "bytes", bytes, "segs_per_chunk",
+                          (json_int_t)segs, "sim_ns", (json_int_t)sim,
+                          "predicted_ns", (json_int_t)predicted, "algbw_gbs",
+                          algbw, "busbw_gbs", busbw);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+    return 0;
+  }
+  char size[32];
+  cli_human_bytes(bytes, size, sizeof size);
+  printf("ringsim model: ring all-reduce of \"%s\" on %d workers, %s per "
+         "worker (the schedule alone: no threads, no data)\n",
+         rs_model_name(model), W, size);
+  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
+         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
+  if (net->reduce_rate)
+    printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  printf("\n  schedule   %d steps, %zu segment%s per chunk\n",
+         W > 1 ? 2 * (W - 1) : 0, segs, segs == 1 ? "" : "s");
+  printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
+         (double)sim / 1e3, algbw, busbw);
+  printf("  predicted  %.3f us   2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
+         "%s\n",
+         (double)predicted / 1e3,
+         net->link_count || net->straggler_count
+             ? " (for a uniform ring: the overrides are not in it)"
+             : "");
+  return 0;
+}

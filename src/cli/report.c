@@ -1,0 +1,323 @@
+/* report.c - what the ringsim command prints: the text summary, the JSON
+ * report, the watchdog report of a failed run, and the exit status. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ringsim/ringsim.h"
+
+/* Small models print their averaged values without --print. */
+#define PRINT_VALUES_UP_TO 64
+
+/* Print x with the fewest digits that read back as the same float. */
+static void format_float(float x, char *buf, size_t size) {
+  for (int digits = 1; digits <= 9; digits++) {
+    snprintf(buf, size, "%.*g", digits, (double)x);
+    if (strtof(buf, NULL) == x)
+      return;
+  }
+}
+
+static void print_values(const rs_model_t *model, const float *values) {
+  char num[32];
+  for (size_t p = 0; p < rs_model_param_count(model); p++) {
+    const rs_param_t *param = rs_model_param(model, p);
+    printf("  %s: [", param->name);
+    for (size_t i = 0; i < param->elems; i++) {
+      format_float(values[param->elem_offset + i], num, sizeof num);
+      printf("%s%s", i ? ", " : "", num);
+    }
+    printf("]\n");
+  }
+}
+
+static json_t *values_json(const rs_model_t *model, const float *values) {
+  json_t *obj = json_object();
+  for (size_t p = 0; p < rs_model_param_count(model); p++) {
+    const rs_param_t *param = rs_model_param(model, p);
+    json_t *list = json_array();
+    for (size_t i = 0; i < param->elems; i++)
+      json_array_append_new(list, json_real(values[param->elem_offset + i]));
+    json_object_set_new(obj, param->name, list);
+  }
+  return obj;
+}
+
+void cli_human_bytes(double bytes, char *buf, size_t size) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    u++;
+  }
+  snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+}
+
+/* "3 elements", or "3-4 elements" when the sizes differ. */
+static void range_text(uint64_t lo, uint64_t hi, const char *unit, char *buf,
+                       size_t size) {
+  if (lo == hi)
+    snprintf(buf, size, "%llu %s%s", (unsigned long long)lo, unit,
+             lo == 1 ? "" : "s");
+  else
+    snprintf(buf, size, "%llu-%llu %ss", (unsigned long long)lo,
+             (unsigned long long)hi, unit);
+}
+
+const char *cli_init_name(rs_init_t init) {
+  return init == RS_INIT_EXACT     ? "exact"
+         : init == RS_INIT_UNIFORM ? "uniform"
+                                   : "normal";
+}
+
+/* When a fault ends a run, say where every worker stopped (in the spirit
+ * of PyTorch's Flight Recorder), so a hang names its culprit. */
+#define WATCHDOG_LINES 32
+
+void cli_print_watchdog(rs_run_t *run) {
+  const int W = rs_run_config(run)->workers;
+  fprintf(stderr, "ringsim: watchdog: where each worker stopped:\n");
+  for (int w = 0; w < W && w < WATCHDOG_LINES; w++) {
+    rs_worker_state_t s;
+    rs_run_worker_state(run, w, &s);
+    fprintf(stderr, "  worker %-4d %-15s %s step %d", w, s.state,
+            s.phase ? s.phase : "-", s.step);
+    int sending = s.waiting && strcmp(s.waiting, "send") == 0;
+    int blocked =
+        strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
+    if (s.waiting)
+      fprintf(stderr, ", %s chunk %d %s worker %d",
+              blocked ? (sending ? "waiting to send" : "waiting to receive")
+                      : (sending ? "while sending" : "while receiving"),
+              s.chunk, sending ? "to" : "from", s.peer);
+    fputc('\n', stderr);
+  }
+  if (W > WATCHDOG_LINES)
+    fprintf(stderr,
+            "  ... and %d more workers (the trace's worker table has "
+            "them all)\n",
+            W - WATCHDOG_LINES);
+}
+
+static json_t *watchdog_json(rs_run_t *run) {
+  json_t *list = json_array();
+  for (int w = 0; w < rs_run_config(run)->workers; w++) {
+    rs_worker_state_t s;
+    rs_run_worker_state(run, w, &s);
+    json_array_append_new(
+        list, json_pack("{s:i, s:s, s:s?, s:i, s:i, s:s?, s:o}", "worker", w,
+                        "state", s.state, "phase", s.phase, "step", s.step,
+                        "chunk", s.chunk, "waiting", s.waiting, "peer",
+                        s.waiting ? json_integer(s.peer) : json_null()));
+  }
+  return list;
+}
+
+int cli_exit_code(int status) {
+  switch (status) {
+  case RS_OK:
+    return 0;
+  case RS_ECHECK:
+    return EXIT_CHECK;
+  case RS_EINVAL:
+  case RS_EPARSE:
+  case RS_EIO:
+    return EXIT_USAGE;
+  default:
+    return EXIT_RUN;
+  }
+}
+
+static const char *status_name(int status) {
+  return status == RS_OK       ? "ok"
+         : status == RS_ECHECK ? "check_failed"
+                               : "failed";
+}
+
+/* The figures every report shows, derived once. */
+typedef struct figures {
+  int workers;
+  size_t elems;
+  double bytes;       /* S: bytes per worker */
+  double sent_theory; /* 2(W-1)/W x S */
+  uint64_t sent_min, sent_max;
+  double seconds, algbw, busbw;
+} figures_t;
+
+static figures_t compute_figures(const report_t *r) {
+  figures_t f = {0};
+  const rs_result_t *res = rs_run_result(r->run);
+  f.workers = rs_run_config(r->run)->workers;
+  f.elems = rs_model_elems(r->model);
+  f.bytes = (double)f.elems * sizeof(float);
+  f.sent_theory = 2.0 * (f.workers - 1) / f.workers * f.bytes;
+  f.sent_min = UINT64_MAX;
+  for (int w = 0; w < f.workers; w++) {
+    uint64_t b = rs_run_worker_stats(r->run, w)->bytes_sent;
+    f.sent_min = b < f.sent_min ? b : f.sent_min;
+    f.sent_max = b > f.sent_max ? b : f.sent_max;
+  }
+  f.seconds = (double)res->wall_ns / 1e9;
+  f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
+  f.busbw = f.algbw * 2.0 * (f.workers - 1) / f.workers;
+  return f;
+}
+
+/* Simulated, predicted and measured time side by side. */
+static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
+                           double wall_s) {
+  const rs_netmodel_t *net = &cfg->net;
+  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
+         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
+  if (net->reduce_rate)
+    printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  if (net->link_count || net->straggler_count)
+    printf(", %d slower link%s, %d straggler%s", net->link_count,
+           net->link_count == 1 ? "" : "s", net->straggler_count,
+           net->straggler_count == 1 ? "" : "s");
+  printf("\n  simulated  %.3f us   predicted 2(W-1) k (alpha + beta b) + (W-1) "
+         "k gamma b = %.3f us%s   measured wall %.3f us\n",
+         (double)res->sim_ns / 1e3, (double)res->predicted_ns / 1e3,
+         net->link_count || net->straggler_count ? " (uniform ring)" : "",
+         wall_s * 1e6);
+}
+
+void cli_print_text(const report_t *r) {
+  const rs_result_t *res = rs_run_result(r->run);
+  const rs_config_t *cfg = rs_run_config(r->run);
+  figures_t f = compute_figures(r);
+  int W = f.workers;
+  char size[32], a[32];
+  cli_human_bytes(f.bytes, size, sizeof size);
+
+  printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
+         RS_VERSION, cfg->op == RS_OP_AVG ? "avg" : "sum",
+         rs_model_name(r->model), W, W == 1 ? "" : "s");
+  printf("  model      %zu params, %zu elements, %s of f32 per worker\n",
+         rs_model_param_count(r->model), f.elems, size);
+  printf("  grads      %s\n", r->source);
+  char chunk[64], sent[64];
+  range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
+             "element", chunk, sizeof chunk);
+  printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
+         "slots per channel\n",
+         W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
+         res->seg_elems, cfg->slots);
+  printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
+  printf("  transfers  %llu (%llu per worker)\n",
+         (unsigned long long)res->transfers,
+         (unsigned long long)(res->transfers / (uint64_t)W));
+  range_text(f.sent_min, f.sent_max, "byte", sent, sizeof sent);
+  cli_human_bytes((double)f.sent_max, a, sizeof a);
+  printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f bytes\n",
+         sent, a, f.sent_theory);
+  printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
+         "(direct mean in one thread: %.6f s)\n",
+         f.seconds, f.algbw, f.busbw, (double)res->ref_ns / 1e9);
+  if (cfg->net.enabled && r->status == RS_OK)
+    print_sim_line(cfg, res, f.seconds);
+  if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
+    printf("  trace      %s, run %lld\n", r->trace,
+           (long long)rs_run_trace_id(r->run));
+  if (r->status != RS_OK && r->status != RS_ECHECK) {
+    printf("  status     FAILED: %s\n", rs_run_errmsg(r->run));
+    return;
+  }
+  printf("  check      %s\n",
+         res->identical ? (W == 1 ? "1 worker: the identity"
+                                  : "all workers hold identical gradients")
+                        : "workers DIFFER: not bitwise identical");
+  if (res->exact)
+    printf("             exact inputs: %s\n",
+           res->worst_ratio == 0 ? "every element equals the reference bit "
+                                   "for bit"
+                                 : "elements DIFFER from the reference");
+  else
+    printf("             max abs err %.3g against the float64 reference, "
+           "bound %.3g (worst err/bound %.3g)\n",
+           res->max_abs_err, res->bound, res->worst_ratio);
+  printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
+  if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO) {
+    printf("result (every worker holds):\n");
+    print_values(r->model, rs_run_buffer(r->run, 0));
+  }
+}
+
+void cli_print_json(const report_t *r) {
+  const rs_result_t *res = rs_run_result(r->run);
+  const rs_config_t *cfg = rs_run_config(r->run);
+  figures_t f = compute_figures(r);
+  json_t *sent = json_array();
+  for (int w = 0; w < f.workers; w++)
+    json_array_append_new(
+        sent,
+        json_integer((json_int_t)rs_run_worker_stats(r->run, w)->bytes_sent));
+  json_t *params = json_array();
+  for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
+    const rs_param_t *param = rs_model_param(r->model, p);
+    const rs_param_check_t *c = rs_run_param_check(r->run, p);
+    json_array_append_new(
+        params,
+        json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "name", param->name,
+                  "elem_offset", (json_int_t)param->elem_offset, "elems",
+                  (json_int_t)param->elems, "max_abs_err", c->max_abs_err,
+                  "max_rel_err", c->max_rel_err, "bound", c->bound, "differing",
+                  (json_int_t)c->differing));
+  }
+  json_t *o = json_object();
+  json_object_set_new(o, "version", json_string(RS_VERSION));
+  json_object_set_new(o, "model", json_string(rs_model_name(r->model)));
+  json_object_set_new(o, "workers", json_integer(f.workers));
+  json_object_set_new(o, "op",
+                      json_string(cfg->op == RS_OP_AVG ? "avg" : "sum"));
+  json_object_set_new(o, "grads", json_string(r->source));
+  json_object_set_new(o, "params",
+                      json_integer((json_int_t)rs_model_param_count(r->model)));
+  json_object_set_new(o, "elems", json_integer((json_int_t)f.elems));
+  json_object_set_new(o, "bytes", json_integer((json_int_t)f.bytes));
+  json_object_set_new(o, "segs_per_chunk",
+                      json_integer((json_int_t)res->segs_per_chunk));
+  json_object_set_new(o, "segment_elems",
+                      json_integer((json_int_t)res->seg_elems));
+  json_object_set_new(o, "slots", json_integer(cfg->slots));
+  json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
+  json_object_set_new(o, "bytes_sent", sent);
+  json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
+  json_object_set_new(o, "identical", json_boolean(res->identical));
+  json_object_set_new(o, "exact", json_boolean(res->exact));
+  json_object_set_new(o, "max_abs_err", json_real(res->max_abs_err));
+  json_object_set_new(o, "bound", json_real(res->bound));
+  json_object_set_new(o, "worst_ratio",
+                      isfinite(res->worst_ratio) ? json_real(res->worst_ratio)
+                                                 : json_null());
+  json_object_set_new(o, "param_checks", params);
+  json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
+  if (cfg->net.enabled) {
+    json_object_set_new(o, "sim_ns", json_integer((json_int_t)res->sim_ns));
+    json_object_set_new(o, "predicted_ns",
+                        json_integer((json_int_t)res->predicted_ns));
+  }
+  json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
+  json_object_set_new(o, "algbw_gbs", json_real(f.algbw));
+  json_object_set_new(o, "busbw_gbs", json_real(f.busbw));
+  int traced =
+      r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run);
+  json_object_set_new(o, "trace", traced ? json_string(r->trace) : json_null());
+  json_object_set_new(o, "run_id",
+                      traced ? json_integer(rs_run_trace_id(r->run))
+                             : json_null());
+  json_object_set_new(o, "status", json_string(status_name(r->status)));
+  if (cli_exit_code(r->status) == EXIT_RUN)
+    json_object_set_new(o, "watchdog", watchdog_json(r->run));
+  json_object_set_new(
+      o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
+  if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO)
+    json_object_set_new(o, "result",
+                        values_json(r->model, rs_run_buffer(r->run, 0)));
+  json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+  putchar('\n');
+  json_decref(o);
+}
