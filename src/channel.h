@@ -34,6 +34,7 @@
 /* The header of one message; the payload (elems floats) follows it. */
 typedef struct rs_msg {
   uint64_t seq;
+  int32_t bucket;
   int32_t phase; /* rs_phase_t of the sending step */
   int32_t step;
   int32_t chunk;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ringsim/ringsim.h"
+#include "run.h"
 #include "schedule.h"
 #include "util.h"
 
@@ -42,28 +43,40 @@ static void print_table(FILE *out, unsigned held[][EXPLAIN_MAX_WORKERS],
   }
 }
 
-int rs_explain(FILE *out, const rs_model_t *model, int W, rs_op_t op,
-               char *errmsg) {
+int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
+  const rs_model_t *model = run->model;
+  const int W = run->config.workers;
+  const rs_op_t op = run->config.op;
   if (W < 1 || W > EXPLAIN_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL,
                    "--explain narrates rings of 1 to %d workers, not %d",
                    EXPLAIN_MAX_WORKERS, W);
-  const size_t n = rs_model_elems(model);
+  const rs_bucket_t *bucket = &run->buckets[0];
+  const size_t n = bucket->elems, base = bucket->elem_offset;
   unsigned held[EXPLAIN_MAX_WORKERS][EXPLAIN_MAX_WORKERS];
   char a[32], b[32];
+  const size_t total = rs_model_elems(model);
   fprintf(out,
           "explain: ring all-reduce (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
           op == RS_OP_AVG ? "avg" : "sum", rs_model_name(model), W,
-          W == 1 ? "" : "s", n, n == 1 ? "" : "s");
+          W == 1 ? "" : "s", total, total == 1 ? "" : "s");
+  if (run->result.buckets > 1 && W > 1)
+    fprintf(out,
+            "\nThe model is all-reduced in %zu buckets, as DDP does; each "
+            "goes through the steps below. Bucket 0, elements %zu..%zu, is "
+            "shown.\n",
+            run->result.buckets, base, base + n - 1);
   if (W == 1) {
     fprintf(out, "\nWith one worker its gradient already is the mean: no "
                  "step, no transfer.\n");
     return RS_OK;
   }
-  fprintf(out, "\nEach worker's flat buffer is cut into %d chunks:", W);
+  fprintf(out, "\nEach worker's %s is cut into %d chunks:",
+          run->result.buckets > 1 ? "bucket" : "flat buffer", W);
   for (int c = 0; c < W; c++) {
-    size_t off = rs_chunk_offset(n, W, c), len = rs_chunk_elems(n, W, c);
+    size_t off = base + rs_chunk_offset(n, W, c);
+    size_t len = rs_chunk_elems(n, W, c);
     if (len == 0)
       fprintf(out, "%s chunk %d empty", c ? "," : "", c);
     else

@@ -350,3 +350,32 @@ int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
   return from_json(root, text_len > 0 ? (size_t)text_len : 0, path, out,
                    errmsg);
 }
+
+int rs_model_buckets(const rs_model_t *m, size_t first_bytes, size_t cap_bytes,
+                     rs_bucket_t **out, size_t *count) {
+  *out = calloc(m->param_count, sizeof **out);
+  *count = 0;
+  if (!*out)
+    return RS_ENOMEM;
+  rs_bucket_t *b = NULL;
+  size_t limit = first_bytes;
+  /* Backward produces gradients last layer first: walk params in reverse,
+   * closing a bucket once it reaches its limit (DDP's
+   * compute_bucket_assignment_by_size). */
+  for (size_t k = m->param_count; k-- > 0;) {
+    const rs_param_t *p = &m->params[k];
+    if (!b) {
+      b = &(*out)[(*count)++];
+      b->first_param = k + 1;
+    }
+    b->first_param--;
+    b->params++;
+    b->elem_offset = p->elem_offset;
+    b->elems += p->elems;
+    if (cap_bytes && b->elems * sizeof(float) >= limit) {
+      b = NULL;
+      limit = cap_bytes;
+    }
+  }
+  return RS_OK;
+}

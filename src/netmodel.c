@@ -230,8 +230,9 @@ uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
          (W - 1) * segs * rs_net_ns(seg_bytes, m->reduce_rate);
 }
 
-uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers, size_t elems,
-                              size_t segs) {
+uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
+                              const rs_bucket_t *buckets, size_t bucket_count,
+                              size_t segment_bytes) {
   if (!m->enabled || workers < 2)
     return 0;
   const int W = workers;
@@ -246,30 +247,36 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers, size_t elems,
     rs_sim_init(&clocks[r], m, W, r);
   /* The ring in lock step: within a segment every worker sends, then every
    * worker receives, which is each worker's own program order. */
-  for (int phase = 0; phase < 2; phase++)
-    for (int step = 0; step < W - 1; step++) {
-      for (int r = 0; r < W; r++)
-        rs_sim_step(&clocks[r]);
-      for (size_t seg = 0; seg < segs; seg++) {
-        for (int r = 0; r < W; r++) {
-          size_t off, len;
-          uint64_t depart;
-          rs_sched_segment(elems, W, segs,
-                           rs_sched_send_chunk(W, r, (rs_phase_t)phase, step),
-                           seg, &off, &len);
-          rs_sim_send(&clocks[r], len * sizeof(float), &depart, &arrive[r]);
-        }
-        for (int r = 0; r < W; r++) {
-          size_t off, len;
-          rs_sched_segment(elems, W, segs,
-                           rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step),
-                           seg, &off, &len);
-          rs_sim_recv(&clocks[r], arrive[(r + W - 1) % W],
-                      phase == RS_PHASE_REDUCE_SCATTER ? len * sizeof(float)
-                                                       : 0);
+  for (size_t b = 0; b < bucket_count; b++) {
+    const size_t elems = buckets[b].elems;
+    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes);
+    for (int phase = 0; phase < 2; phase++)
+      for (int step = 0; step < W - 1; step++) {
+        for (int r = 0; r < W; r++)
+          rs_sim_step(&clocks[r]);
+        for (size_t seg = 0; seg < segs; seg++) {
+          for (int r = 0; r < W; r++) {
+            size_t off, len;
+            uint64_t depart;
+            rs_sched_segment(
+                elems, W, segs,
+                rs_sched_send_chunk(W, r, (rs_phase_t)phase, step), seg, &off,
+                &len);
+            rs_sim_send(&clocks[r], len * sizeof(float), &depart, &arrive[r]);
+          }
+          for (int r = 0; r < W; r++) {
+            size_t off, len;
+            rs_sched_segment(
+                elems, W, segs,
+                rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step), seg, &off,
+                &len);
+            rs_sim_recv(&clocks[r], arrive[(r + W - 1) % W],
+                        phase == RS_PHASE_REDUCE_SCATTER ? len * sizeof(float)
+                                                         : 0);
+          }
         }
       }
-    }
+  }
   uint64_t end = 0;
   for (int r = 0; r < W; r++)
     end = clocks[r].clock > end ? clocks[r].clock : end;

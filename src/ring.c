@@ -44,6 +44,7 @@ void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
                      size_t *elem_offset, size_t *elems) {
   rs_sched_segment(w->elems, w->workers, w->segs_per_chunk, chunk, seg,
                    elem_offset, elems);
+  *elem_offset += w->base; /* chunks are of the bucket, offsets of the buffer */
 }
 
 /* One step: pass send_chunk to the next worker and fold recv_chunk from the
@@ -53,7 +54,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
   for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
     size_t off, len;
     rs_ring_segment(w, send_chunk, seg, &off, &len);
-    rs_msg_t hdr = {.phase = phase,
+    rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
+                    .phase = phase,
                     .step = step,
                     .chunk = send_chunk,
                     .segment = (int32_t)seg,
@@ -117,7 +119,7 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   w->step_wire = RS_WIRE_OK;
   int global_step =
       phase == RS_PHASE_REDUCE_SCATTER ? step : w->workers - 1 + step;
-  for (int i = 0; i < w->fault_count; i++) {
+  for (int i = 0; i < w->fault_count && w->bucket == 0; i++) {
     const rs_fault_t *f = &w->faults[i];
     if (f->worker != w->rank || f->step != global_step)
       continue;
@@ -144,14 +146,10 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   return 0;
 }
 
-int rs_ring_run(rs_worker_t *w) {
+/* One bucket: reduce-scatter, then all-gather, over its chunks. */
+static int ring_bucket(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   int rc;
-  /* Each iteration's simulated time starts from zero. */
-  w->sim.clock = w->sim.link_free = 0;
-  if (W == 1)
-    return RS_OK; /* one worker: its gradient already is the mean */
-
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))
@@ -178,6 +176,24 @@ int rs_ring_run(rs_worker_t *w) {
         ring_step(w, RS_PHASE_ALL_GATHER, s,
                   rs_sched_send_chunk(W, r, RS_PHASE_ALL_GATHER, s),
                   rs_sched_recv_chunk(W, r, RS_PHASE_ALL_GATHER, s), RECV_COPY);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+int rs_ring_run(rs_worker_t *w) {
+  /* Each iteration's simulated time starts from zero. */
+  w->sim.clock = w->sim.link_free = 0;
+  if (w->workers == 1)
+    return RS_OK; /* one worker: its gradient already is the mean */
+  /* DDP all-reduces bucket by bucket, in the order backward fills them. */
+  for (size_t b = 0; b < w->bucket_count; b++) {
+    w->bucket = b;
+    w->base = w->buckets[b].elem_offset;
+    w->elems = w->buckets[b].elems;
+    w->segs_per_chunk = w->bucket_segs[b];
+    int rc = ring_bucket(w);
     if (rc)
       return rc;
   }

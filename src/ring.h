@@ -29,7 +29,13 @@ typedef struct rs_worker {
   _Alignas(64) struct rs_run *run;
   int rank;
   int workers;
-  float *buf;   /* the worker's flat gradient buffer */
+  float *buf; /* the worker's flat gradient buffer */
+  const rs_bucket_t *buckets;
+  const size_t *bucket_segs;
+  size_t bucket_count;
+  /* The bucket being all-reduced: its index, place and segmentation. */
+  size_t bucket;
+  size_t base;  /* the bucket's first element in the flat buffer */
   size_t elems; /* elements in the bucket */
   size_t segs_per_chunk;
   rs_op_t op;

@@ -23,6 +23,8 @@ void rs_config_init(rs_config_t *c) {
   c->op = RS_OP_AVG;
   c->collective = RS_COLL_ALLREDUCE;
   c->iterations = 1;
+  c->bucket_bytes = RS_DEFAULT_BUCKET_BYTES;
+  c->first_bucket_bytes = RS_DEFAULT_FIRST_BUCKET_BYTES;
   c->ref_reps = 1;
 }
 
@@ -101,34 +103,63 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   const int W = config->workers;
   const size_t n = rs_model_elems(model);
 
-  /* Segments: each chunk (at most ceil(n/W) elements) moves as the same
-   * number of near-equal segments of at most segment_bytes. */
-  size_t max_chunk = n / (size_t)W + (n % (size_t)W != 0);
-  size_t segs = rs_segs_per_chunk(n, W, config->segment_bytes);
-  size_t seg_elems = max_chunk ? (max_chunk + segs - 1) / segs : 0;
+  /* Buckets, then segments: each chunk of a bucket (at most ceil(elems/W)
+   * elements) moves as the same number of near-equal segments of at most
+   * segment_bytes. */
+  rs_bucket_t *buckets;
+  size_t bucket_count;
+  if (rs_model_buckets(model, config->first_bucket_bytes, config->bucket_bytes,
+                       &buckets, &bucket_count))
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  size_t *bucket_segs = calloc(bucket_count, sizeof *bucket_segs);
+  if (!bucket_segs) {
+    free(buckets);
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  }
+  size_t segs = 0, seg_elems = 0, min_segs = SIZE_MAX;
+  for (size_t b = 0; b < bucket_count; b++) {
+    size_t elems = buckets[b].elems;
+    size_t max_chunk = elems / (size_t)W + (elems % (size_t)W != 0);
+    bucket_segs[b] = rs_segs_per_chunk(elems, W, config->segment_bytes);
+    size_t largest =
+        max_chunk ? (max_chunk + bucket_segs[b] - 1) / bucket_segs[b] : 0;
+    seg_elems = largest > seg_elems ? largest : seg_elems;
+    min_segs = bucket_segs[b] < min_segs ? bucket_segs[b] : min_segs;
+    segs += bucket_segs[b];
+  }
   size_t payload = config->direct ? 0 : seg_elems * sizeof(float);
   size_t stride = sizeof(rs_msg_t) + payload + 64;
   /* Direct mode: a worker overwrites a chunk it sent (with the final value,
-   * in all-gather) (W-1) x segs messages after sending it. With at most that
-   * many slots, its successor has released the message by then. */
+   * in all-gather) (W-1) x segs messages after sending it, segs being its
+   * bucket's. With at most that many slots, its successor has released the
+   * message by then. */
   int slots = config->slots;
-  if (config->direct && (size_t)slots > (size_t)(W - 1) * segs)
-    slots = (int)((size_t)(W > 1 ? W - 1 : 1) * segs);
+  if (config->direct && (size_t)slots > (size_t)(W - 1) * min_segs)
+    slots = (int)((size_t)(W > 1 ? W - 1 : 1) * min_segs);
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
   double need =
       (double)W * ((double)n * sizeof(float) + (double)slots * (double)stride) +
       (double)n * (sizeof(double) + sizeof(float));
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-  if (have > 0 && need > 0.9 * have)
+  if (have > 0 && need > 0.9 * have) {
+    free(buckets);
+    free(bucket_segs);
     return rs__err(errmsg, RS_ENOMEM,
                    "the run needs about %.1f GiB (W=%d x %zu elements), more "
                    "than this machine's %.1f GiB",
                    need / (1 << 30), W, n, have / (1 << 30));
+  }
 
   rs_run_t *run = calloc(1, sizeof *run);
-  if (!run)
+  if (!run) {
+    free(buckets);
+    free(bucket_segs);
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  }
+  run->buckets = buckets;
+  run->bucket_segs = bucket_segs;
+  run->result.buckets = bucket_count;
   run->config = *config;
   run->model = model;
   run->elems = n;
@@ -160,8 +191,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->rank = r;
     w->workers = W;
     w->buf = run->bufs[r];
-    w->elems = n;
-    w->segs_per_chunk = segs;
+    w->buckets = buckets;
+    w->bucket_segs = bucket_segs;
+    w->bucket_count = bucket_count;
     w->op = config->op;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
@@ -192,6 +224,8 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].events.events);
   }
   free(run->trace_config_json);
+  free(run->buckets);
+  free(run->bucket_segs);
   free(run->bufs);
   free(run->chans);
   free(run->workers);
@@ -206,6 +240,10 @@ void rs_run_free(rs_run_t *run) {
 const char *rs_run_errmsg(const rs_run_t *run) { return run->errmsg; }
 const rs_result_t *rs_run_result(const rs_run_t *run) { return &run->result; }
 const rs_config_t *rs_run_config(const rs_run_t *run) { return &run->config; }
+
+const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
+  return index < run->result.buckets ? &run->buckets[index] : NULL;
+}
 
 float *rs_run_buffer(rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
@@ -446,8 +484,9 @@ static int run_threads(rs_run_t *run) {
     for (int r = 0; r < W; r++)
       if (run->workers[r].sim.clock > run->result.sim_ns)
         run->result.sim_ns = run->workers[r].sim.clock;
-    run->result.predicted_ns = rs_netmodel_predict(
-        &run->config.net, W, run->elems, run->result.segs_per_chunk);
+    for (size_t b = 0; b < run->result.buckets; b++)
+      run->result.predicted_ns += rs_netmodel_predict(
+          &run->config.net, W, run->buckets[b].elems, run->bucket_segs[b]);
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));

@@ -21,7 +21,9 @@ struct rs_run {
   rs_init_t init;
   int filled;
   int executed;
-  rs_chan_t *chans; /* chans[r] carries r -> r+1 */
+  rs_bucket_t *buckets; /* all-reduced in this order */
+  size_t *bucket_segs;  /* segments per chunk, per bucket */
+  rs_chan_t *chans;     /* chans[r] carries r -> r+1 */
   rs_worker_t *workers;
   atomic_int abort_flag;
   pthread_mutex_t err_mu; /* guards status and errmsg while threads run */

@@ -333,34 +333,38 @@ int rs__trace_begin(rs_run_t *run) {
       "INSERT INTO run (started_at, version, model, workers, algo, "
       "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
       "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
-      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, 'f32', ?, ?, ?, 1, "
+      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, 'f32', ?, ?, ?, ?, "
       "?, ?, ?, ?, ?, ?, 'running', ?)",
-      "tttittiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
+      "tttittiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
       (int64_t)c->workers,
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
       c->op == RS_OP_AVG ? "avg" : "sum", (int64_t)run->elems,
-      (int64_t)(run->elems * sizeof(float)), (int64_t)c->segment_bytes,
-      (int64_t)run->result.segs_per_chunk, (int64_t)run->result.seg_elems,
-      (int64_t)c->slots, c->timeout_s, net_text, run->trace_config_json);
+      (int64_t)(run->elems * sizeof(float)), (int64_t)run->result.buckets,
+      (int64_t)c->segment_bytes, (int64_t)run->result.segs_per_chunk,
+      (int64_t)run->result.seg_elems, (int64_t)c->slots, c->timeout_s, net_text,
+      run->trace_config_json);
   if (rc != SQLITE_OK) {
     fail_sql(run, "insert the run");
     goto rollback;
   }
   run->trace_run_id = sqlite3_last_insert_rowid(db);
-  for (size_t i = 0; i < rs_model_param_count(run->model); i++) {
-    const rs_param_t *p = rs_model_param(run->model, i);
-    char shape[RS_MAX_DIMS * 24 + 4];
-    shape_json(p, shape, sizeof shape);
-    rc = exec_bound(db,
-                    "INSERT INTO param (run_id, idx, name, shape, "
-                    "elem_offset, elems, bucket) VALUES (?, ?, ?, ?, ?, ?, 0)",
-                    "iittii", run->trace_run_id, (int64_t)i, p->name, shape,
-                    (int64_t)p->elem_offset, (int64_t)p->elems);
-    if (rc != SQLITE_OK) {
-      fail_sql(run, "insert the params");
-      goto rollback;
+  for (size_t b = 0; b < run->result.buckets; b++)
+    for (size_t i = run->buckets[b].first_param;
+         i < run->buckets[b].first_param + run->buckets[b].params; i++) {
+      const rs_param_t *p = rs_model_param(run->model, i);
+      char shape[RS_MAX_DIMS * 24 + 4];
+      shape_json(p, shape, sizeof shape);
+      rc =
+          exec_bound(db,
+                     "INSERT INTO param (run_id, idx, name, shape, "
+                     "elem_offset, elems, bucket) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     "iittiii", run->trace_run_id, (int64_t)i, p->name, shape,
+                     (int64_t)p->elem_offset, (int64_t)p->elems, (int64_t)b);
+      if (rc != SQLITE_OK) {
+        fail_sql(run, "insert the params");
+        goto rollback;
+      }
     }
-  }
   if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
     fail_sql(run, "commit the run");
     goto rollback;
@@ -395,6 +399,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
   int i = 1;
   sqlite3_bind_int64(st, i++, run->trace_run_id);
   sqlite3_bind_int64(st, i++, e->iter);
+  sqlite3_bind_int64(st, i++, e->bucket);
   sqlite3_bind_text(st, i++, rs_phase_name((rs_phase_t)e->phase), -1,
                     SQLITE_STATIC);
   sqlite3_bind_int64(st, i++, e->step);
@@ -446,7 +451,7 @@ static int write_transfers(rs_run_t *run) {
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
           "contrib_first, contrib_count, sim_send_ns, sim_recv_ns) VALUES (?, "
-          "?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
@@ -464,6 +469,7 @@ static int write_transfers(rs_run_t *run) {
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       const rs_msg_t *m = rs_chan_peek(ch, idx);
       rs_event_t e = {.seq = m->seq,
+                      .bucket = (uint32_t)m->bucket,
                       .sim_send_ns = m->sim_send_ns,
                       .iter = (uint32_t)run->workers[r].iter,
                       .checksum = m->checksum,

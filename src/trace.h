@@ -34,6 +34,7 @@ typedef struct rs_event {
   uint64_t sim_recv_ns;
   uint32_t elems;
   uint32_t iter;
+  uint32_t bucket;
   uint32_t step;
   uint32_t chunk;
   uint32_t segment;
@@ -67,6 +68,7 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
   e->sim_recv_ns = sim_recv_ns;
   e->elems = (uint32_t)msg->elems;
   e->iter = (uint32_t)iter;
+  e->bucket = (uint32_t)msg->bucket;
   e->step = (uint32_t)msg->step;
   e->chunk = (uint32_t)msg->chunk;
   e->segment = (uint32_t)msg->segment;

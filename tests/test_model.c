@@ -203,12 +203,52 @@ static void test_load_file_errors(void **state) {
   unlink(path);
 }
 
+/* model-5: buckets as DDP forms them: params in reverse order, a bucket
+ * closing once it holds at least its cap (the first one's cap is smaller);
+ * each bucket a contiguous range of the flat buffer; cap 0: one bucket. */
+static void test_buckets_in_ddp_order(void **state) {
+  (void)state;
+  /* 5 params of 100, 300, 50, 50 and 10 floats */
+  rs_model_t *m =
+      parse_ok("{\"params\": [{\"name\": \"a\", \"shape\": [100]}, {\"name\": "
+               "\"b\", \"shape\": [300]}, {\"name\": \"c\", \"shape\": [50]}, "
+               "{\"name\": \"d\", \"shape\": [50]}, {\"name\": \"e\", "
+               "\"shape\": [10]}]}");
+  rs_bucket_t *b;
+  size_t n;
+  /* first cap 200 B: e (40 B) + d (200 B) reach it; then cap 1000 B: c + b
+   * (1400 B); then a alone. */
+  assert_int_equal(rs_model_buckets(m, 200, 1000, &b, &n), RS_OK);
+  assert_int_equal(n, 3);
+  const size_t first[] = {3, 1, 0}, params[] = {2, 2, 1};
+  const size_t offset[] = {450, 100, 0}, elems[] = {60, 350, 100};
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(b[i].first_param, first[i]);
+    assert_int_equal(b[i].params, params[i]);
+    assert_int_equal(b[i].elem_offset, offset[i]);
+    assert_int_equal(b[i].elems, elems[i]);
+  }
+  free(b);
+  assert_int_equal(rs_model_buckets(m, 1 << 20, 0, &b, &n), RS_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(b[0].elems, 510);
+  assert_int_equal(b[0].params, 5);
+  free(b);
+  /* a param bigger than the cap is a bucket of its own */
+  assert_int_equal(rs_model_buckets(m, 4, 4, &b, &n), RS_OK);
+  assert_int_equal(n, 5);
+  assert_int_equal(b[4].first_param, 0);
+  free(b);
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_in_file_order),
       cmocka_unit_test(test_inline_grads_nested_and_flat),
       cmocka_unit_test(test_bad_models_are_refused_clearly),
       cmocka_unit_test(test_load_file_errors),
+      cmocka_unit_test(test_buckets_in_ddp_order),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }

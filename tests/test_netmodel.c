@@ -16,6 +16,13 @@ static rs_model_t *model_of(size_t elems) {
   return m;
 }
 
+/* The schedule-only simulation of a one-bucket model. */
+static uint64_t simulate_one(const rs_netmodel_t *net, int W, size_t elems,
+                             size_t segment_bytes) {
+  rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
+  return rs_netmodel_simulate(net, W, &bucket, 1, segment_bytes);
+}
+
 /* The threaded run's simulated time (first iteration). */
 static uint64_t threaded_sim(const rs_netmodel_t *net, int W, size_t elems,
                              size_t segment_bytes, size_t *segs) {
@@ -115,7 +122,7 @@ static void test_formula_exact(void **state) {
         size_t segs;
         uint64_t sim = threaded_sim(&net, W, elems, seg_bytes[si], &segs);
         uint64_t want = rs_netmodel_predict(&net, W, elems, segs);
-        uint64_t model = rs_netmodel_simulate(&net, W, elems, segs);
+        uint64_t model = simulate_one(&net, W, elems, seg_bytes[si]);
         if (sim != want || model != want)
           fail_msg("W=%d elems=%zu segs=%zu %s: threaded %llu, model %llu, "
                    "formula %llu",
@@ -141,7 +148,7 @@ static void test_threaded_equals_model(void **state) {
   for (int rep = 0; rep < 3; rep++) {
     size_t segs;
     uint64_t sim = threaded_sim(&net, 5, 100003, 8192, &segs);
-    assert_int_equal(sim, rs_netmodel_simulate(&net, 5, 100003, segs));
+    assert_int_equal(sim, simulate_one(&net, 5, 100003, 8192));
   }
 }
 
@@ -159,10 +166,9 @@ static void test_slow_link_and_straggler(void **state) {
   rs_netmodel_t one_slow = fast;
   assert_int_equal(
       rs_netmodel_parse_link("2-3:bandwidth=1GB/s", &one_slow, err), RS_OK);
-  size_t segs = rs_segs_per_chunk(elems, W, 8192);
-  uint64_t t_fast = rs_netmodel_simulate(&fast, W, elems, segs);
-  uint64_t t_slow = rs_netmodel_simulate(&slow_all, W, elems, segs);
-  uint64_t t_one = rs_netmodel_simulate(&one_slow, W, elems, segs);
+  uint64_t t_fast = simulate_one(&fast, W, elems, 8192);
+  uint64_t t_slow = simulate_one(&slow_all, W, elems, 8192);
+  uint64_t t_one = simulate_one(&one_slow, W, elems, 8192);
   assert_true(t_fast < t_one);
   assert_true(t_one <= t_slow);
   assert_true(t_one * 10 >= t_slow * 8);
@@ -172,7 +178,7 @@ static void test_slow_link_and_straggler(void **state) {
   rs_netmodel_t lag = fast;
   assert_int_equal(rs_netmodel_parse_straggler("worker=1,us=100", &lag, err),
                    RS_OK);
-  uint64_t t_lag = rs_netmodel_simulate(&lag, W, elems, segs);
+  uint64_t t_lag = simulate_one(&lag, W, elems, 8192);
   assert_int_equal(t_lag, t_fast + 2 * (W - 1) * 100000);
   assert_int_equal(threaded_sim(&lag, W, elems, 8192, &got_segs), t_lag);
 }
@@ -182,9 +188,10 @@ static void test_big_ring_model(void **state) {
   (void)state;
   rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
   size_t elems = (size_t)4096 * 1000;
-  size_t segs = rs_segs_per_chunk(elems, 4096, 1 << 20);
-  assert_int_equal(rs_netmodel_simulate(&net, 4096, elems, segs),
-                   rs_netmodel_predict(&net, 4096, elems, segs));
+  assert_int_equal(
+      simulate_one(&net, 4096, elems, 1 << 20),
+      rs_netmodel_predict(&net, 4096, elems,
+                          rs_segs_per_chunk(elems, 4096, 1 << 20)));
 }
 
 int main(void) {

@@ -427,6 +427,59 @@ static void test_iterations_on_one_pool(void **state) {
   }
 }
 
+/* ring-11: a model in several buckets is all-reduced bucket by bucket:
+ * still the exact mean on every worker, with 2(W-1) x segments transfers per
+ * bucket, and the simulated time the sum of the buckets' formulas. */
+static void test_buckets(void **state) {
+  (void)state;
+  const char text[] =
+      "{\"params\": [{\"name\": \"a\", \"shape\": [1000]}, {\"name\": "
+      "\"b\", \"shape\": [3001]}, {\"name\": \"c\", \"shape\": [7]}, "
+      "{\"name\": \"d\", \"shape\": [500]}]}";
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
+  for (int direct = 0; direct < 2; direct++) {
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = 3;
+    cfg.first_bucket_bytes = 1024;
+    cfg.bucket_bytes = 8192;
+    cfg.segment_bytes = 1024;
+    cfg.direct = direct;
+    assert_int_equal(
+        rs_netmodel_parse("latency=1us,bandwidth=1GB/s", &cfg.net, err), RS_OK);
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    const rs_result_t *res = rs_run_result(run);
+    /* d (2000 B) closes bucket 0; c + b reach 8192 B; a is the last */
+    assert_int_equal(res->buckets, 3);
+    assert_int_equal(rs_run_bucket(run, 0)->elem_offset, 4008);
+    assert_int_equal(rs_run_bucket(run, 1)->elems, 3008);
+    assert_int_equal(rs_run_bucket(run, 2)->elems, 1000);
+    assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 3), RS_OK);
+    assert_int_equal(rs_run_execute(run), RS_OK);
+    assert_true(res->identical);
+    assert_int_equal(rs_run_param_check(run, 1)->differing, 0);
+    size_t segs = 0;
+    uint64_t predicted = 0;
+    for (size_t b = 0; b < 3; b++) {
+      size_t k = rs_segs_per_chunk(rs_run_bucket(run, b)->elems, 3, 1024);
+      segs += k;
+      predicted +=
+          rs_netmodel_predict(&cfg.net, 3, rs_run_bucket(run, b)->elems, k);
+    }
+    assert_int_equal(res->segs_per_chunk, segs);
+    assert_int_equal(res->transfers, 3 * 2 * 2 * segs);
+    assert_int_equal(res->predicted_ns, predicted);
+    assert_int_equal(
+        res->sim_ns,
+        rs_netmodel_simulate(&cfg.net, 3, rs_run_bucket(run, 0), 3, 1024));
+    rs_run_free(run);
+  }
+  rs_model_free(m);
+}
+
 /* ring-9: a non-finite input is refused before the ring runs, naming the
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
@@ -468,6 +521,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_config_and_misuse),
       cmocka_unit_test(test_non_finite_input_is_refused),
       cmocka_unit_test(test_iterations_on_one_pool),
+      cmocka_unit_test(test_buckets),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

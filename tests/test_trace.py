@@ -254,6 +254,31 @@ class Trace(unittest.TestCase):
         self.assertEqual(con.execute("SELECT status FROM run WHERE run_id = ?", (run_id,)).fetchone()[0], "ok")
         con.close()
 
+    # trace-7: DDP buckets: ResNet-18's 62 params in 3 buckets, last params
+    # first; each bucket all-reduced in turn, its rows tagged with it.
+    def test_buckets(self):
+        rc, out, err = run("-w", 2, "-p", os.path.join(EXAMPLES, "resnet18.json"), "--trace",
+                           self.db, "--json", "--init", "exact")
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        self.assertEqual([b["params"][0] for b in report["buckets"]],
+                         ["fc.bias", "layer4.1.bn2.bias", "layer4.0.bn1.bias"])
+        self.assertEqual(sum(b["elems"] for b in report["buckets"]), 11689512)
+        con = sqlite3.connect(self.db)
+        self.assertEqual(con.execute("SELECT buckets FROM run").fetchone()[0], 3)
+        params = dict(con.execute("SELECT name, bucket FROM param").fetchall())
+        self.assertEqual((params["fc.weight"], params["layer4.0.conv2.weight"], params["conv1.weight"]),
+                         (0, 1, 2))
+        rows = con.execute("SELECT bucket, min(elem_offset), max(elem_offset + elems), count(*) "
+                           "FROM transfer GROUP BY bucket ORDER BY bucket").fetchall()
+        for (bucket, lo, hi, n), b in zip(rows, report["buckets"]):
+            self.assertEqual((lo, hi), (b["elem_offset"], b["elem_offset"] + b["elems"]))
+        self.assertEqual(sum(r[3] for r in rows), report["transfers"])
+        # all of bucket 0 moves before bucket 1 starts, on each link
+        order = con.execute("SELECT bucket FROM transfer WHERE src = 0 ORDER BY seq").fetchall()
+        self.assertEqual([b for b, in order], sorted(b for b, in order))
+        con.close()
+
     # trace-6: the example queries in docs/trace-schema.md run and answer.
     def test_documented_queries(self):
         self.traced_run(4, 1000, "--segment-bytes", 256)

@@ -87,6 +87,28 @@ size_t rs_model_elems(const rs_model_t *model);
 int rs_model_inline_workers(const rs_model_t *model);
 const float *rs_model_inline_grads(const rs_model_t *model, int worker);
 
+/* A gradient bucket, as PyTorch DDP forms them: params grouped in reverse
+ * registration order (the order backward produces gradients) until the
+ * bucket holds at least its cap; the first bucket's cap is small (1 MiB) so
+ * its all-reduce starts early. Consecutive params, so one contiguous range
+ * of the flat buffer. */
+typedef struct rs_bucket {
+  size_t elem_offset; /* where the bucket starts in the flat buffer */
+  size_t elems;
+  size_t first_param; /* params first_param .. first_param+params-1 */
+  size_t params;
+} rs_bucket_t;
+
+#define RS_DEFAULT_BUCKET_BYTES ((size_t)25 << 20)      /* DDP bucket_cap_mb */
+#define RS_DEFAULT_FIRST_BUCKET_BYTES ((size_t)1 << 20) /* DDP first bucket */
+
+/* Group model's params into buckets of at least cap_bytes (the first of at
+ * least first_bytes), in DDP's order: bucket 0 holds the last params. A
+ * cap of 0 makes one bucket of the whole model. *out is allocated (free()
+ * it); *count >= 1. */
+int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
+                     size_t cap_bytes, rs_bucket_t **out, size_t *count);
+
 /* ---- safetensors --------------------------------------------------------- */
 
 /* Read every param of model from the safetensors file at path into data
@@ -199,9 +221,11 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs_per_chunk);
 /* The simulated time of the schedule alone, without threads or data (what
- * `ringsim model` prints): the same clocks the threaded run keeps. */
-uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers, size_t elems,
-                              size_t segs_per_chunk);
+ * `ringsim model` prints): the same clocks the threaded run keeps, over the
+ * buckets in order, each cut into segments of at most segment_bytes. */
+uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
+                              const rs_bucket_t *buckets, size_t bucket_count,
+                              size_t segment_bytes);
 /* Segments per chunk for a run of elems elements, W workers and segments of
  * at most segment_bytes (what rs_run_create uses). */
 size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes);
@@ -220,6 +244,11 @@ typedef struct rs_config {
    * buffer (NCCL's direct mode). Faster; the copying channel, which models a
    * network, is the default. */
   int direct;
+  /* DDP buckets: the model is all-reduced bucket by bucket, in DDP's order
+   * (rs_model_buckets). Defaults: 25 MiB and 1 MiB; bucket_bytes 0 makes
+   * one bucket of the whole model. */
+  size_t bucket_bytes;
+  size_t first_bucket_bytes;
   /* Run the collective warmup + iterations times on the same threads (as
    * nccl-tests does); the result is checked after the first, and timed over
    * the last `iterations`. Defaults: 0 and 1. */
@@ -274,12 +303,6 @@ const char *rs_run_trace_error(const rs_run_t *run);
  * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...). Once only. */
 int rs_run_execute(rs_run_t *run);
 
-/* Narrate a ring all-reduce of model on W workers (1..8) step by step to
- * out: who sends which chunk to whom, what the receiver does, and whose
- * contributions each worker's chunks hold. From the ring's own schedule. */
-int rs_explain(FILE *out, const rs_model_t *model, int workers, rs_op_t op,
-               char *errmsg);
-
 /* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
  * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
  * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
@@ -319,12 +342,13 @@ typedef struct rs_result {
   uint64_t ref_ns; /* the reference on one thread over the same buffers (the
                       direct mean, for exact inputs), averaged */
   uint64_t transfers;
+  size_t buckets;
   uint64_t sim_ns;       /* simulated time of the first iteration (net on) */
   uint64_t predicted_ns; /* the cost formula's time (net on) */
   uint64_t trace_ns;     /* writing the trace, before and after the ring */
   uint64_t trace_rows;   /* transfer rows written */
-  size_t segs_per_chunk;
-  size_t seg_elems; /* largest segment in elements */
+  size_t segs_per_chunk; /* segments per chunk, summed over the buckets */
+  size_t seg_elems;      /* largest segment in elements */
 } rs_result_t;
 
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
@@ -345,6 +369,15 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
                          rs_worker_state_t *out);
 
 const rs_result_t *rs_run_result(const rs_run_t *run);
+/* Narrate run's ring all-reduce (1..8 workers) step by step to out, before
+ * executing it: who sends which chunk to whom, what the receiver does, and
+ * whose contributions each worker's chunks hold; from the ring's own
+ * schedule. With several buckets, bucket 0 is narrated (the others go
+ * through the same steps). */
+int rs_explain(FILE *out, const rs_run_t *run, char *errmsg);
+
+/* The run's buckets, in the order they are all-reduced. */
+const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index);
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
 const rs_config_t *rs_run_config(const rs_run_t *run);

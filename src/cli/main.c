@@ -62,6 +62,10 @@ static const char usage_text[] =
     "2-3:bandwidth=1GB/s\n"
     "      --straggler SPEC    a slow worker (repeatable): worker=1,us=200\n"
     "      --explain           narrate the ring step by step (W <= 8)\n"
+    "      --bucket-mb MB      DDP gradient buckets of MB MiB (default 25, "
+    "the\n"
+    "                          first 1 MiB; 0: one bucket for the whole "
+    "model)\n"
     "      --direct            copy-free channels: receivers reduce straight\n"
     "                          from the sender's buffer (NCCL's direct mode)\n"
     "      --print             print the averaged values of every param\n"
@@ -185,6 +189,7 @@ enum {
   OPT_INJECT,
   OPT_CHECKSUM,
   OPT_DIRECT,
+  OPT_BUCKET_MB,
   OPT_NET,
   OPT_REDUCE_RATE,
   OPT_LINK,
@@ -211,6 +216,7 @@ static const struct option long_options[] = {
     {"inject", required_argument, NULL, OPT_INJECT},
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"direct", no_argument, NULL, OPT_DIRECT},
+    {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
     {"net", required_argument, NULL, OPT_NET},
     {"reduce-rate", required_argument, NULL, OPT_REDUCE_RATE},
     {"link", required_argument, NULL, OPT_LINK},
@@ -369,6 +375,19 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_EXPLAIN:
       o->explain = 1;
       break;
+    case OPT_BUCKET_MB: {
+      char *end;
+      errno = 0;
+      double mb = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(mb >= 0 && mb <= 1048576))
+        return cli_usage_error("--bucket-mb '%s': expected MiB from 0 (one "
+                               "bucket) to 1048576",
+                               optarg);
+      o->config.bucket_bytes = (size_t)(mb * 1048576.0);
+      if (mb > 0 && o->config.bucket_bytes < sizeof(float))
+        o->config.bucket_bytes = sizeof(float);
+      break;
+    }
     case OPT_DIRECT:
       o->config.direct = 1;
       break;
@@ -455,8 +474,7 @@ int main(int argc, char **argv) {
     rc = EXIT_USAGE;
     goto done;
   }
-  if (opt.explain && rs_explain(stdout, model, opt.config.workers,
-                                opt.config.op, err) != RS_OK) {
+  if (opt.explain && rs_explain(stdout, run, err) != RS_OK) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
     goto done;

@@ -18,19 +18,33 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   if (rs_netmodel_check(net, W, err))
     return cli_usage_error("%s", err);
   size_t elems = rs_model_elems(model);
-  size_t segs = rs_segs_per_chunk(elems, W, opt->config.segment_bytes);
-  uint64_t sim = rs_netmodel_simulate(net, W, elems, segs);
-  uint64_t predicted = rs_netmodel_predict(net, W, elems, segs);
+  rs_bucket_t *buckets;
+  size_t bucket_count;
+  if (rs_model_buckets(model, opt->config.first_bucket_bytes,
+                       opt->config.bucket_bytes, &buckets, &bucket_count)) {
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
+  }
+  const size_t seg_bytes = opt->config.segment_bytes;
+  uint64_t sim = rs_netmodel_simulate(net, W, buckets, bucket_count, seg_bytes);
+  uint64_t predicted = 0;
+  size_t segs = 0;
+  for (size_t b = 0; b < bucket_count; b++) {
+    size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes);
+    predicted += rs_netmodel_predict(net, W, buckets[b].elems, k);
+    segs += k;
+  }
+  free(buckets);
   double bytes = (double)elems * sizeof(float);
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
   double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
   if (opt->json) {
-    json_t *o = json_pack("{s:s, s:i, s:I, s:f, s:I, s:I, s:I, s:f, s:f}",
-                          "model", rs_model_name(model), "workers", W, "elems",
-                          (json_int_t)elems, "bytes", bytes, "segs_per_chunk",
-                          (json_int_t)segs, "sim_ns", (json_int_t)sim,
-                          "predicted_ns", (json_int_t)predicted, "algbw_gbs",
-                          algbw, "busbw_gbs", busbw);
+    json_t *o = json_pack(
+        "{s:s, s:i, s:I, s:f, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
+        rs_model_name(model), "workers", W, "elems", (json_int_t)elems, "bytes",
+        bytes, "buckets", (json_int_t)bucket_count, "segs_per_chunk",
+        (json_int_t)segs, "sim_ns", (json_int_t)sim, "predicted_ns",
+        (json_int_t)predicted, "algbw_gbs", algbw, "busbw_gbs", busbw);
     json_dumpf(o, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(o);
@@ -45,8 +59,10 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
          (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
-  printf("\n  schedule   %d steps, %zu segment%s per chunk\n",
-         W > 1 ? 2 * (W - 1) : 0, segs, segs == 1 ? "" : "s");
+  printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
+         "over the buckets\n",
+         bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
+         segs, segs == 1 ? "" : "s");
   printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
          (double)sim / 1e3, algbw, busbw);
   printf("  predicted  %.3f us   2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"

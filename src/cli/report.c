@@ -185,6 +185,51 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
          wall_s * 1e6);
 }
 
+/* The buckets, in the order they are all-reduced (DDP's): size and params. */
+#define BUCKET_LINES 8
+
+static void print_buckets(const report_t *r) {
+  const rs_result_t *res = rs_run_result(r->run);
+  const rs_config_t *cfg = rs_run_config(r->run);
+  char cap[32], first[32], size[32];
+  cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
+  cli_human_bytes((double)cfg->first_bucket_bytes, first, sizeof first);
+  printf("  buckets    %zu, in DDP's order (last params first; cap %s, first "
+         "bucket %s):\n",
+         res->buckets, cap, first);
+  for (size_t b = 0; b < res->buckets && b < BUCKET_LINES; b++) {
+    const rs_bucket_t *k = rs_run_bucket(r->run, b);
+    const rs_param_t *lo = rs_model_param(r->model, k->first_param);
+    const rs_param_t *hi =
+        rs_model_param(r->model, k->first_param + k->params - 1);
+    cli_human_bytes((double)k->elems * sizeof(float), size, sizeof size);
+    printf("             %zu: %s, %zu param%s (%s%s%s)\n", b, size, k->params,
+           k->params == 1 ? "" : "s", hi->name, k->params > 1 ? " .. " : "",
+           k->params > 1 ? lo->name : "");
+  }
+  if (res->buckets > BUCKET_LINES)
+    printf("             ... and %zu more\n", res->buckets - BUCKET_LINES);
+}
+
+static json_t *buckets_json(const report_t *r) {
+  json_t *list = json_array();
+  const rs_result_t *res = rs_run_result(r->run);
+  for (size_t b = 0; b < res->buckets; b++) {
+    const rs_bucket_t *k = rs_run_bucket(r->run, b);
+    json_t *names = json_array();
+    for (size_t i = k->first_param + k->params; i-- > k->first_param;)
+      json_array_append_new(names,
+                            json_string(rs_model_param(r->model, i)->name));
+    json_array_append_new(list,
+                          json_pack("{s:I, s:I, s:I, s:o}", "elem_offset",
+                                    (json_int_t)k->elem_offset, "elems",
+                                    (json_int_t)k->elems, "bytes",
+                                    (json_int_t)(k->elems * sizeof(float)),
+                                    "params", names));
+  }
+  return list;
+}
+
 void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
@@ -200,13 +245,22 @@ void cli_print_text(const report_t *r) {
          rs_model_param_count(r->model), f.elems, size);
   printf("  grads      %s\n", r->source);
   char chunk[64], sent[64];
-  range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
-             "element", chunk, sizeof chunk);
-  printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
-         "slots per channel\n",
-         W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
-         res->seg_elems, cfg->slots);
-  printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
+  if (res->buckets == 1) {
+    range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
+               "element", chunk, sizeof chunk);
+    printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
+           "slots per channel\n",
+           W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
+           res->seg_elems, cfg->slots);
+    printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
+  } else {
+    print_buckets(r);
+    printf("  chunks     %d per bucket, %zu segments per chunk over the "
+           "buckets (<= %zu elements each), %d slots per channel\n",
+           W, res->segs_per_chunk, res->seg_elems, cfg->slots);
+    printf("  steps      %zu buckets x (%d reduce-scatter + %d all-gather)\n",
+           res->buckets, W - 1, W - 1);
+  }
   printf("  transfers  %llu (%llu per worker)\n",
          (unsigned long long)res->transfers,
          (unsigned long long)(res->transfers / (uint64_t)W));
@@ -278,6 +332,7 @@ void cli_print_json(const report_t *r) {
                       json_integer((json_int_t)rs_model_param_count(r->model)));
   json_object_set_new(o, "elems", json_integer((json_int_t)f.elems));
   json_object_set_new(o, "bytes", json_integer((json_int_t)f.bytes));
+  json_object_set_new(o, "buckets", buckets_json(r));
   json_object_set_new(o, "segs_per_chunk",
                       json_integer((json_int_t)res->segs_per_chunk));
   json_object_set_new(o, "segment_elems",
