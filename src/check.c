@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "reduce.h"
 #include "run.h"
 #include "util.h"
 
@@ -86,10 +87,43 @@ static int prepare_exact(rs_run_t *run) {
   return RS_OK;
 }
 
+/* Accumulate worker w's values g into acc (and amp) for op. sum and avg:
+ * acc the sum, amp the sum of |g|; min and max: acc the extreme; prod: acc
+ * the product, amp the product of max(1, |g|). All in double. */
+static void accumulate(rs_op_t op, int w, const float *g, double *acc,
+                       double *amp, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    double x = g[i];
+    switch (op) {
+    case RS_OP_SUM:
+    case RS_OP_AVG:
+      acc[i] += x;
+      amp[i] += fabs(x);
+      break;
+    case RS_OP_MIN:
+      acc[i] = w == 0 || x < acc[i] ? x : acc[i];
+      amp[i] += fabs(x);
+      break;
+    case RS_OP_MAX:
+      acc[i] = w == 0 || x > acc[i] ? x : acc[i];
+      amp[i] += fabs(x);
+      break;
+    case RS_OP_PROD:
+      acc[i] = w == 0 ? x : acc[i] * x;
+      amp[i] = (w == 0 ? 1.0 : amp[i]) * (fabs(x) > 1 ? fabs(x) : 1.0);
+      break;
+    }
+  }
+}
+
 int rs__check_prepare(rs_run_t *run) {
   const int W = run->config.workers;
   const size_t n = run->elems;
-  if (run->init == RS_INIT_EXACT)
+  const rs_op_t op = run->config.op;
+  /* Exact inputs make sums, means (divided after), minima and maxima exact
+   * in any order; a product or a pre-divided mean is not. */
+  if (run->init == RS_INIT_EXACT && op != RS_OP_PROD &&
+      !(op == RS_OP_AVG && run->config.average_pre))
     return prepare_exact(run);
   run->ref = malloc((n ? n : 1) * sizeof *run->ref);
   run->bound = malloc((n ? n : 1) * sizeof *run->bound);
@@ -99,31 +133,42 @@ int rs__check_prepare(rs_run_t *run) {
 
   const double u = ldexp(1.0, -24);
   const double gamma = (W - 1) * u / (1.0 - (W - 1) * u);
-  const double slack64 = W * ldexp(1.0, -52); /* the double sum's own error */
-  const double tiny = ldexp(1.0, -149);       /* underflow of the division */
-  const double div = run->config.op == RS_OP_AVG ? W : 1.0;
-  double sum[BLOCK], abs_sum[BLOCK];
+  const double slack64 = W * ldexp(1.0, -52); /* the double ops' own error */
+  const double tiny = ldexp(1.0, -149);       /* underflow of a division */
+  const double div = op == RS_OP_AVG ? W : 1.0;
+  const int pre = op == RS_OP_AVG && run->config.average_pre;
+  double acc[BLOCK], amp[BLOCK];
 
   uint64_t t0 = rs__now_ns();
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t len = n - start < BLOCK ? n - start : BLOCK;
-    memset(sum, 0, len * sizeof *sum);
-    memset(abs_sum, 0, len * sizeof *abs_sum);
-    for (int w = 0; w < W; w++) {
-      const float *g = run->bufs[w] + start;
-      for (size_t i = 0; i < len; i++) {
-        sum[i] += g[i];
-        abs_sum[i] += fabs((double)g[i]);
-      }
-    }
+    memset(acc, 0, len * sizeof *acc);
+    memset(amp, 0, len * sizeof *amp);
+    for (int w = 0; w < W; w++)
+      accumulate(op, w, run->bufs[w] + start, acc, amp, len);
     for (size_t i = 0; i < len; i++) {
-      if (!isfinite(abs_sum[i]))
+      if (!isfinite(amp[i]))
         return refuse_non_finite(run, start, len);
-      double ref = sum[i] / div;
+      double ref = acc[i] / div, b;
+      switch (op) {
+      case RS_OP_MIN:
+      case RS_OP_MAX:
+        b = 0; /* the result is one of the inputs: exactly */
+        break;
+      case RS_OP_PROD:
+        /* W-1 roundings of relative u, and underflow's absolute 2^-150
+         * per product, grown at most by the later factors' magnitudes */
+        b = (gamma + slack64) * fabs(ref) * (1 + u) +
+            (W - 1) * ldexp(1.0, -150) * amp[i];
+        break;
+      default:
+        b = (gamma + slack64) * amp[i] / div * (1 + u);
+        if (pre) /* each worker's x/W rounds once more */
+          b += u * amp[i] / div * (1 + u) + W * tiny;
+        else if (op == RS_OP_AVG)
+          b += u * fabs(ref) + tiny;
+      }
       run->ref[start + i] = ref;
-      double b = (gamma + slack64) * abs_sum[i] / div * (1 + u);
-      if (run->config.op == RS_OP_AVG)
-        b += u * fabs(ref) + tiny;
       run->bound[start + i] = round_up_to_float(b);
     }
   }
@@ -141,7 +186,7 @@ void rs__check_result(rs_run_t *run) {
       res->identical = 0;
 
   const float *got = run->bufs[0];
-  res->exact = run->init == RS_INIT_EXACT;
+  res->exact = run->ref_exact != NULL; /* bitwise check, not a bound */
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
     const rs_param_t *param = rs_model_param(run->model, p);
     rs_param_check_t *c = &run->checks[p];
@@ -159,6 +204,7 @@ void rs__check_result(rs_run_t *run) {
       else
         ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
       c->differing += (uint64_t)differs;
+      c->wrong += (uint64_t)(ratio > 1.0);
       if (!(err <= c->max_abs_err))
         c->max_abs_err = err;
       if (ref != 0 && err / fabs(ref) > c->max_rel_err)
@@ -197,11 +243,8 @@ void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
     size_t len = elems - start < BLOCK ? elems - start : BLOCK;
     float *restrict acc = out + start;
     memcpy(acc, grads[0] + start, len * sizeof *acc);
-    for (int w = 1; w < workers; w++) {
-      const float *restrict g = grads[w] + start;
-      for (size_t i = 0; i < len; i++)
-        acc[i] += g[i];
-    }
+    for (int w = 1; w < workers; w++)
+      rs_reduce_f32(acc, grads[w] + start, len, op);
     if (op == RS_OP_AVG)
       for (size_t i = 0; i < len; i++)
         acc[i] /= divisor;

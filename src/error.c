@@ -1,4 +1,6 @@
 /* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP). */
+#include <string.h>
+
 #include "ringsim/ringsim.h"
 
 const char *rs_strerror(int code) {
@@ -10,6 +12,18 @@ const char *rs_strerror(int code) {
 #undef RS_ERR_MSG
   }
   return "unknown error";
+}
+
+const char *rs_op_name(rs_op_t op) {
+  static const char *const names[] = {"sum", "avg", "min", "max", "prod"};
+  return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+int rs_op_parse(const char *name) {
+  for (int op = RS_OP_SUM; op <= RS_OP_PROD; op++)
+    if (strcmp(name, rs_op_name((rs_op_t)op)) == 0)
+      return op;
+  return -1;
 }
 
 const char *rs_errname(int code) {

@@ -59,8 +59,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   fprintf(out,
           "explain: ring all-reduce (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
-          op == RS_OP_AVG ? "avg" : "sum", rs_model_name(model), W,
-          W == 1 ? "" : "s", total, total == 1 ? "" : "s");
+          rs_op_name(op), rs_model_name(model), W, W == 1 ? "" : "s", total,
+          total == 1 ? "" : "s");
   if (run->result.buckets > 1 && W > 1)
     fprintf(out,
             "\nThe model is all-reduced in %zu buckets, as DDP does; each "

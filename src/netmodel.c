@@ -258,18 +258,16 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
           for (int r = 0; r < W; r++) {
             size_t off, len;
             uint64_t depart;
-            rs_sched_segment(
-                elems, W, segs,
-                rs_sched_send_chunk(W, r, (rs_phase_t)phase, step), seg, &off,
-                &len);
+            rs_sched_segment(elems, W, segs,
+                             rs_sched_send_chunk(W, r, (rs_phase_t)phase, step),
+                             seg, &off, &len);
             rs_sim_send(&clocks[r], len * sizeof(float), &depart, &arrive[r]);
           }
           for (int r = 0; r < W; r++) {
             size_t off, len;
-            rs_sched_segment(
-                elems, W, segs,
-                rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step), seg, &off,
-                &len);
+            rs_sched_segment(elems, W, segs,
+                             rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step),
+                             seg, &off, &len);
             rs_sim_recv(&clocks[r], arrive[(r + W - 1) % W],
                         phase == RS_PHASE_REDUCE_SCATTER ? len * sizeof(float)
                                                          : 0);

@@ -89,7 +89,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     const float *src = msg->data;
     switch (action) {
     case RECV_REDUCE:
-      rs_reduce_sum_f32(dst, src, len);
+      rs_reduce_f32(dst, src, len, w->op);
       break;
     case RECV_REDUCE_DIV:
       rs_reduce_sum_div_f32(dst, src, len, (float)w->workers);
@@ -150,12 +150,16 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
 static int ring_bucket(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   int rc;
+  /* Average, DDP's way: each worker divides its own gradient first, and
+   * the ring sums the quotients. */
+  if (w->op == RS_OP_AVG && w->average_pre)
+    rs_scale_div_f32(w->buf + w->base, w->elems, (float)W);
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))
       return RS_RING_CRASHED;
     recv_action_t action = RECV_REDUCE;
-    if (s == W - 2 && w->op == RS_OP_AVG)
+    if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
       action = RECV_REDUCE_DIV; /* the sum is complete: make it the mean */
     rc = ring_step(w, RS_PHASE_REDUCE_SCATTER, s,
                    rs_sched_send_chunk(W, r, RS_PHASE_REDUCE_SCATTER, s),

@@ -39,6 +39,7 @@ typedef struct rs_worker {
   size_t elems; /* elements in the bucket */
   size_t segs_per_chunk;
   rs_op_t op;
+  int average_pre;
   rs_collective_t collective;
   uint64_t timeout_ns;
   const rs_fault_t *faults; /* the run's injected faults (all workers) */

@@ -55,7 +55,7 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   if (!(c->timeout_s > 0 && c->timeout_s <= 1e6))
     return rs__err(errmsg, RS_EINVAL, "timeout: %g s is not in (0, 1e6]",
                    c->timeout_s);
-  if (c->op != RS_OP_SUM && c->op != RS_OP_AVG)
+  if (c->op < RS_OP_SUM || c->op > RS_OP_PROD)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
   if (c->iterations < 1 || c->iterations > 1000000 || c->warmup < 0 ||
       c->warmup > 1000000)
@@ -195,6 +195,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->bucket_segs = bucket_segs;
     w->bucket_count = bucket_count;
     w->op = config->op;
+    w->average_pre = config->average_pre;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
     w->faults = run->config.faults;

@@ -117,6 +117,8 @@ static const char schema_sql[] =
     "  bound REAL NOT NULL,\n"
     "  worst_ratio REAL,\n"
     "  differing INTEGER NOT NULL,\n"
+    "  wrong INTEGER NOT NULL,\n"
+    "  wrong INTEGER NOT NULL,\n"
     "  identical INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, param_idx)\n"
     ") WITHOUT ROWID;\n";
@@ -338,7 +340,7 @@ int rs__trace_begin(rs_run_t *run) {
       "tttittiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
       (int64_t)c->workers,
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
-      c->op == RS_OP_AVG ? "avg" : "sum", (int64_t)run->elems,
+      rs_op_name(c->op), (int64_t)run->elems,
       (int64_t)(run->elems * sizeof(float)), (int64_t)run->result.buckets,
       (int64_t)c->segment_bytes, (int64_t)run->result.segs_per_chunk,
       (int64_t)run->result.seg_elems, (int64_t)c->slots, c->timeout_s, net_text,
@@ -518,11 +520,11 @@ static int write_totals(rs_run_t *run) {
     int rc = exec_bound(
         db,
         "INSERT INTO result (run_id, param_idx, param, max_abs_err, "
-        "max_rel_err, bound, worst_ratio, differing, identical) VALUES (?, "
-        "?, ?, ?, ?, ?, ?, ?, ?)",
-        "iitddDDii", run->trace_run_id, (int64_t)p,
+        "max_rel_err, bound, worst_ratio, differing, wrong, identical) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "iitddDDiii", run->trace_run_id, (int64_t)p,
         rs_model_param(run->model, p)->name, c->max_abs_err, c->max_rel_err,
-        c->bound, c->worst_ratio, (int64_t)c->differing,
+        c->bound, c->worst_ratio, (int64_t)c->differing, (int64_t)c->wrong,
         (int64_t)res->identical);
     if (rc != SQLITE_OK)
       return fail_sql(run, "insert check results");

@@ -88,7 +88,7 @@ class Bench(unittest.TestCase):
                               (["-f", 1], "--stepfactor '1'"),
                               (["-n", 0], "iterations '0'"),
                               (["--bogus"], "unknown option '--bogus'"),
-                              (["--op", "max"], "--op 'max'")):
+                              (["--op", "median"], "--op 'median'")):
             rc, out, err = bench(*args)
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)

@@ -480,6 +480,64 @@ static void test_buckets(void **state) {
   rs_model_free(m);
 }
 
+/* ring-12: every reduction op, checked here against the test's own
+ * reference: min and max exactly, prod and a pre-divided average within
+ * their rounding bounds; all workers identical. */
+static void test_ops(void **state) {
+  (void)state;
+  const rs_op_t ops[] = {RS_OP_MIN, RS_OP_MAX, RS_OP_PROD, RS_OP_AVG};
+  const int workers[] = {2, 3, 5, 8};
+  const size_t n = 1001;
+  rs_model_t *m = simple_model(n);
+  for (size_t oi = 0; oi < 4; oi++)
+    for (size_t wi = 0; wi < 4; wi++)
+      for (int init = RS_INIT_NORMAL; init <= RS_INIT_EXACT; init++) {
+        const int W = workers[wi];
+        rs_config_t cfg;
+        rs_config_init(&cfg);
+        cfg.workers = W;
+        cfg.op = ops[oi];
+        cfg.average_pre = ops[oi] == RS_OP_AVG;
+        cfg.segment_bytes = 256;
+        char err[RS_ERRMSG_MAX];
+        rs_run_t *run;
+        assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+        assert_int_equal(rs_run_fill(run, (rs_init_t)init, 11), RS_OK);
+        double want[1001], scale[1001];
+        for (size_t i = 0; i < n; i++) {
+          double acc = rs_run_buffer(run, 0)[i], mag = fabs(acc);
+          for (int w = 1; w < W; w++) {
+            double x = rs_run_buffer(run, w)[i];
+            acc = ops[oi] == RS_OP_MIN    ? fmin(acc, x)
+                  : ops[oi] == RS_OP_MAX  ? fmax(acc, x)
+                  : ops[oi] == RS_OP_PROD ? acc * x
+                                          : acc + x;
+            mag += fabs(x);
+          }
+          want[i] = ops[oi] == RS_OP_AVG ? acc / W : acc;
+          scale[i] = ops[oi] == RS_OP_AVG ? mag / W : fabs(want[i]);
+        }
+        int rc = rs_run_execute(run);
+        if (rc)
+          fail_msg("op %s W=%d init %d: %s", rs_op_name(ops[oi]), W, init,
+                   rs_run_errmsg(run));
+        assert_true(rs_run_result(run)->identical);
+        const float *got = rs_run_buffer(run, 0);
+        const double u = ldexp(1, -24);
+        for (size_t i = 0; i < n; i++) {
+          double diff = fabs(got[i] - want[i]);
+          double bound = ops[oi] == RS_OP_MIN || ops[oi] == RS_OP_MAX
+                             ? 0
+                             : (W + 2) * u * scale[i] + 1e-44;
+          if (diff > bound)
+            fail_msg("op %s W=%d init %d: element %zu is %.9g, want %.9g",
+                     rs_op_name(ops[oi]), W, init, i, (double)got[i], want[i]);
+        }
+        rs_run_free(run);
+      }
+  rs_model_free(m);
+}
+
 /* ring-9: a non-finite input is refused before the ring runs, naming the
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
@@ -522,6 +580,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_non_finite_input_is_refused),
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
+      cmocka_unit_test(test_ops),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

@@ -138,7 +138,17 @@ const char *rs_trace_path(const rs_trace_t *trace);
 
 /* ---- run ----------------------------------------------------------------- */
 
-typedef enum rs_op { RS_OP_SUM, RS_OP_AVG } rs_op_t;
+typedef enum rs_op {
+  RS_OP_SUM,
+  RS_OP_AVG, /* sum, divided by W (after the sum, or before: average_pre) */
+  RS_OP_MIN,
+  RS_OP_MAX,
+  RS_OP_PROD
+} rs_op_t;
+
+/* "sum", "avg", "min", "max", "prod"; the op for a name, or -1. */
+const char *rs_op_name(rs_op_t op);
+int rs_op_parse(const char *name);
 typedef enum rs_init {
   RS_INIT_NORMAL,  /* N(0, 1) */
   RS_INIT_UNIFORM, /* U[-1, 1) */
@@ -236,6 +246,10 @@ typedef struct rs_config {
   int slots;            /* K, slots per channel */
   double timeout_s;     /* longest a worker waits for a neighbour */
   rs_op_t op;
+  /* For RS_OP_AVG: divide each worker's gradient by W before the sum, as
+   * DDP's default communication hook does (guards against overflow in low
+   * precision); otherwise the sum is divided after. */
+  int average_pre;
   rs_collective_t collective;
   /* Per-segment checksums, verified by the receiver; forced on when any
    * fault is injected. */
@@ -327,6 +341,8 @@ typedef struct rs_param_check {
   double bound;       /* largest per-element error bound */
   double worst_ratio; /* largest error / bound (<= 1 passes) */
   uint64_t differing; /* elements not bitwise equal to the rounded reference */
+  uint64_t wrong;     /* elements that fail the check: outside their bound
+                         (or, for exact inputs, differing) */
 } rs_param_check_t;
 
 typedef struct rs_result {

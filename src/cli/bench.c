@@ -30,7 +30,8 @@ static const char bench_usage[] =
     "  -i, --stepbytes N       or add N bytes each step instead\n"
     "  -n, --iters N           timed iterations per size (default 20)\n"
     "      --warmup N          warm-up iterations per size (default 5)\n"
-    "      --op sum|avg        the reduction (default sum, as nccl-tests)\n"
+    "      --op OP             sum (default, as nccl-tests), avg, min, max,\n"
+    "                          prod\n"
     "      --segment-bytes N   largest message (default 256K)\n"
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       per wait (default 60)\n"
@@ -161,11 +162,15 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
                                optarg);
       *(opt == 'n' ? &o->iters : &o->warmup) = (int)v;
       break;
-    case O_OP:
-      if (strcmp(optarg, "sum") && strcmp(optarg, "avg"))
-        return cli_usage_error("bench: --op '%s': expected sum or avg", optarg);
-      o->op = strcmp(optarg, "sum") == 0 ? RS_OP_SUM : RS_OP_AVG;
+    case O_OP: {
+      int op = rs_op_parse(optarg);
+      if (op < 0)
+        return cli_usage_error("bench: --op '%s': expected sum, avg, min, "
+                               "max or prod",
+                               optarg);
+      o->op = (rs_op_t)op;
       break;
+    }
     case O_SEG:
       if (cli_parse_bytes(optarg, &o->segment_bytes) || o->segment_bytes < 4 ||
           o->segment_bytes > (1u << 30))
@@ -262,7 +267,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
   row->busbw = row->algbw * 2.0 * (W - 1) / W;
   row->ref_us = (double)res->ref_ns / 1e3;
-  row->wrong = rs_run_param_check(run, 0)->differing;
+  row->wrong = rs_run_param_check(run, 0)->wrong;
   if (!res->identical)
     row->wrong = row->wrong ? row->wrong : 1;
   if (rs_run_trace_error(run)) {
@@ -292,7 +297,7 @@ static void print_header(const bench_opts_t *o, int W) {
 }
 
 static void print_row(const bench_opts_t *o, const row_t *r) {
-  const char *op = o->op == RS_OP_SUM ? "sum" : "avg";
+  const char *op = rs_op_name(o->op);
   if (o->json) {
     json_t *j = json_pack(
         "{s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",

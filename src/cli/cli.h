@@ -24,6 +24,7 @@ typedef struct options {
   int print_values;
   int json;
   int explain;
+  int average_given;
   int model_only;    /* `ringsim model`: the schedule's simulated time alone */
   const char *trace; /* NULL: --no-trace */
   int trace_given;

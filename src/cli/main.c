@@ -38,7 +38,10 @@ static const char usage_text[] =
     "      --grads PATTERN     read worker r's grads from a safetensors file,\n"
     "                          {r} replaced by r: grads/worker{r}.safetensors\n"
     "      --out FILE          write the averaged grads as safetensors\n"
-    "      --op sum|avg        all_reduce(SUM), or SUM / W (default avg)\n"
+    "      --op OP             sum, avg (SUM / W, the default), min, max, "
+    "prod\n"
+    "      --average pre|post  avg: divide by W before the sum (DDP's hook)\n"
+    "                          or after it (default post)\n"
     "      --segment-bytes N   largest message through a channel (default\n"
     "                          256K; suffixes K, M, G are powers of 1024)\n"
     "      --slots K           slots per channel (default 8)\n"
@@ -190,6 +193,7 @@ enum {
   OPT_CHECKSUM,
   OPT_DIRECT,
   OPT_BUCKET_MB,
+  OPT_AVERAGE,
   OPT_NET,
   OPT_REDUCE_RATE,
   OPT_LINK,
@@ -217,6 +221,7 @@ static const struct option long_options[] = {
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"direct", no_argument, NULL, OPT_DIRECT},
     {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
+    {"average", required_argument, NULL, OPT_AVERAGE},
     {"net", required_argument, NULL, OPT_NET},
     {"reduce-rate", required_argument, NULL, OPT_REDUCE_RATE},
     {"link", required_argument, NULL, OPT_LINK},
@@ -297,13 +302,20 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_OUT:
       o->out = optarg;
       break;
-    case OPT_OP:
-      if (strcmp(optarg, "sum") == 0)
-        o->config.op = RS_OP_SUM;
-      else if (strcmp(optarg, "avg") == 0)
-        o->config.op = RS_OP_AVG;
-      else
-        return cli_usage_error("--op '%s': expected sum or avg", optarg);
+    case OPT_OP: {
+      int op = rs_op_parse(optarg);
+      if (op < 0)
+        return cli_usage_error("--op '%s': expected sum, avg, min, max or "
+                               "prod",
+                               optarg);
+      o->config.op = (rs_op_t)op;
+      break;
+    }
+    case OPT_AVERAGE:
+      if (strcmp(optarg, "pre") && strcmp(optarg, "post"))
+        return cli_usage_error("--average '%s': expected pre or post", optarg);
+      o->config.average_pre = strcmp(optarg, "pre") == 0;
+      o->average_given = 1;
       break;
     case OPT_SEGMENT_BYTES:
       if (cli_parse_bytes(optarg, &o->config.segment_bytes) ||
@@ -393,6 +405,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     }
   }
+  if (o->average_given && o->config.op != RS_OP_AVG)
+    return cli_usage_error("%s", "--average applies to --op avg only");
   if (o->trace && o->no_trace)
     return cli_usage_error("%s",
                            "--trace and --no-trace contradict each other");
@@ -419,11 +433,10 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
-      o->config.op == RS_OP_AVG ? "avg" : "sum", "grads", o->grads, "out",
-      o->out, "seed", (json_int_t)o->seed, "init", cli_init_name(o->init),
-      "collective", "all_reduce", "segment_bytes",
-      (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
-      "timeout_s", o->config.timeout_s, "argv", args);
+      rs_op_name(o->config.op), "grads", o->grads, "out", o->out, "seed",
+      (json_int_t)o->seed, "init", cli_init_name(o->init), "collective",
+      "all_reduce", "segment_bytes", (json_int_t)o->config.segment_bytes,
+      "slots", o->config.slots, "timeout_s", o->config.timeout_s, "argv", args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
   json_decref(c);
   return text;

@@ -239,8 +239,8 @@ void cli_print_text(const report_t *r) {
   cli_human_bytes(f.bytes, size, sizeof size);
 
   printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
-         RS_VERSION, cfg->op == RS_OP_AVG ? "avg" : "sum",
-         rs_model_name(r->model), W, W == 1 ? "" : "s");
+         RS_VERSION, rs_op_name(cfg->op), rs_model_name(r->model), W,
+         W == 1 ? "" : "s");
   printf("  model      %zu params, %zu elements, %s of f32 per worker\n",
          rs_model_param_count(r->model), f.elems, size);
   printf("  grads      %s\n", r->source);
@@ -315,18 +315,18 @@ void cli_print_json(const report_t *r) {
     const rs_param_check_t *c = rs_run_param_check(r->run, p);
     json_array_append_new(
         params,
-        json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "name", param->name,
-                  "elem_offset", (json_int_t)param->elem_offset, "elems",
-                  (json_int_t)param->elems, "max_abs_err", c->max_abs_err,
-                  "max_rel_err", c->max_rel_err, "bound", c->bound, "differing",
-                  (json_int_t)c->differing));
+        json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I, s:I}", "name",
+                  param->name, "elem_offset", (json_int_t)param->elem_offset,
+                  "elems", (json_int_t)param->elems, "max_abs_err",
+                  c->max_abs_err, "max_rel_err", c->max_rel_err, "bound",
+                  c->bound, "differing", (json_int_t)c->differing, "wrong",
+                  (json_int_t)c->wrong));
   }
   json_t *o = json_object();
   json_object_set_new(o, "version", json_string(RS_VERSION));
   json_object_set_new(o, "model", json_string(rs_model_name(r->model)));
   json_object_set_new(o, "workers", json_integer(f.workers));
-  json_object_set_new(o, "op",
-                      json_string(cfg->op == RS_OP_AVG ? "avg" : "sum"));
+  json_object_set_new(o, "op", json_string(rs_op_name(cfg->op)));
   json_object_set_new(o, "grads", json_string(r->source));
   json_object_set_new(o, "params",
                       json_integer((json_int_t)rs_model_param_count(r->model)));
