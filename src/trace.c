@@ -118,7 +118,6 @@ static const char schema_sql[] =
     "  worst_ratio REAL,\n"
     "  differing INTEGER NOT NULL,\n"
     "  wrong INTEGER NOT NULL,\n"
-    "  wrong INTEGER NOT NULL,\n"
     "  identical INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, param_idx)\n"
     ") WITHOUT ROWID;\n";
