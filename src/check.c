@@ -116,7 +116,61 @@ static void accumulate(rs_op_t op, int w, const float *g, double *acc,
   }
 }
 
+/* The result as one thread computes it in a fixed order, in float: worker
+ * 0's value, then worker 1's folded in, and so on (a pre-divided average
+ * divides each first). What the ring's chunk-dependent order is compared
+ * with. */
+static int prepare_fixed_order(rs_run_t *run) {
+  const int W = run->config.workers;
+  const size_t n = run->elems;
+  const int pre = run->config.op == RS_OP_AVG && run->config.average_pre;
+  run->fixed = malloc((n ? n : 1) * sizeof *run->fixed);
+  if (!run->fixed)
+    return rs__run_fail(run, RS_ENOMEM,
+                        "out of memory for the order report (%zu elements)", n);
+  const float divisor = (float)W;
+  for (size_t start = 0; start < n; start += BLOCK) {
+    size_t len = n - start < BLOCK ? n - start : BLOCK;
+    float *acc = run->fixed + start;
+    float quotient[BLOCK];
+    for (int w = 0; w < W; w++) {
+      const float *g = run->bufs[w] + start;
+      if (pre) {
+        for (size_t i = 0; i < len; i++)
+          quotient[i] = g[i] / divisor;
+        g = quotient;
+      }
+      if (w == 0)
+        memcpy(acc, g, len * sizeof *acc);
+      else
+        rs_reduce_f32(acc, g, len, run->config.op);
+    }
+    if (run->config.op == RS_OP_AVG && !pre)
+      for (size_t i = 0; i < len; i++)
+        acc[i] /= divisor;
+  }
+  return RS_OK;
+}
+
+/* Distance in units in the last place between two finite floats. */
+static uint64_t ulps_apart(float a, float b) {
+  int32_t ia, ib;
+  memcpy(&ia, &a, sizeof ia);
+  memcpy(&ib, &b, sizeof ib);
+  /* map sign-magnitude to a line where adjacent floats are adjacent ints */
+  int64_t la = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
+  int64_t lb = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+  return (uint64_t)(la > lb ? la - lb : lb - la);
+}
+
+static int prepare_reference(rs_run_t *run);
+
 int rs__check_prepare(rs_run_t *run) {
+  int rc = run->config.order_report ? prepare_fixed_order(run) : RS_OK;
+  return rc ? rc : prepare_reference(run);
+}
+
+static int prepare_reference(rs_run_t *run) {
   const int W = run->config.workers;
   const size_t n = run->elems;
   const rs_op_t op = run->config.op;
@@ -205,6 +259,11 @@ void rs__check_result(rs_run_t *run) {
         ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
       c->differing += (uint64_t)differs;
       c->wrong += (uint64_t)(ratio > 1.0);
+      if (run->fixed) {
+        uint64_t ulps = ulps_apart(got[i], run->fixed[i]);
+        c->order_differing += ulps != 0;
+        c->order_max_ulps = ulps > c->order_max_ulps ? ulps : c->order_max_ulps;
+      }
       if (!(err <= c->max_abs_err))
         c->max_abs_err = err;
       if (ref != 0 && err / fabs(ref) > c->max_rel_err)

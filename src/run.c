@@ -234,6 +234,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->ref);
   free(run->bound);
   free(run->ref_exact);
+  free(run->fixed);
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&run->err_mu));
   free(run);
 }

@@ -18,6 +18,7 @@ struct rs_run {
   double *ref;      /* float64 sum or mean per element (any inputs) */
   float *bound;     /* and its error bound per element */
   float *ref_exact; /* exact inputs: the direct mean in float, exact */
+  float *fixed;     /* order_report: the result summed worker 0 first */
   rs_init_t init;
   int filled;
   int executed;

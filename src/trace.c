@@ -118,6 +118,8 @@ static const char schema_sql[] =
     "  worst_ratio REAL,\n"
     "  differing INTEGER NOT NULL,\n"
     "  wrong INTEGER NOT NULL,\n"
+    "  order_differing INTEGER,\n"
+    "  order_max_ulps INTEGER,\n"
     "  identical INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, param_idx)\n"
     ") WITHOUT ROWID;\n";
@@ -519,12 +521,14 @@ static int write_totals(rs_run_t *run) {
     int rc = exec_bound(
         db,
         "INSERT INTO result (run_id, param_idx, param, max_abs_err, "
-        "max_rel_err, bound, worst_ratio, differing, wrong, identical) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        "iitddDDiii", run->trace_run_id, (int64_t)p,
+        "max_rel_err, bound, worst_ratio, differing, wrong, order_differing, "
+        "order_max_ulps, identical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?)",
+        "iitddDDiiIIi", run->trace_run_id, (int64_t)p,
         rs_model_param(run->model, p)->name, c->max_abs_err, c->max_rel_err,
         c->bound, c->worst_ratio, (int64_t)c->differing, (int64_t)c->wrong,
-        (int64_t)res->identical);
+        run->fixed ? (int64_t)c->order_differing : -1,
+        run->fixed ? (int64_t)c->order_max_ulps : -1, (int64_t)res->identical);
     if (rc != SQLITE_OK)
       return fail_sql(run, "insert check results");
   }

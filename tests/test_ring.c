@@ -538,6 +538,55 @@ static void test_ops(void **state) {
   rs_model_free(m);
 }
 
+/* ring-13: the summation order. The ring adds chunk c's contributions
+ * starting from worker c: ((x_c + x_c+1) + x_c+2) + ... in float, so the
+ * result is bitwise what that order gives, and the order report counts the
+ * elements where it differs from worker 0's order: none for exact inputs,
+ * none for W = 2 (addition commutes), none in chunk 0. */
+static void test_summation_order(void **state) {
+  (void)state;
+  const size_t n = 3000;
+  rs_model_t *m = simple_model(n);
+  for (int W = 2; W <= 5; W++)
+    for (int init = RS_INIT_NORMAL; init <= RS_INIT_EXACT; init += 2) {
+      rs_config_t cfg;
+      rs_config_init(&cfg);
+      cfg.workers = W;
+      cfg.op = RS_OP_SUM;
+      cfg.order_report = 1;
+      char err[RS_ERRMSG_MAX];
+      rs_run_t *run;
+      assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+      assert_int_equal(rs_run_fill(run, (rs_init_t)init, 2), RS_OK);
+      float ring_order[3000];
+      uint64_t differ = 0, differ_chunk0 = 0;
+      for (int c = 0; c < W; c++)
+        for (size_t i = rs_chunk_offset(n, W, c);
+             i < rs_chunk_offset(n, W, c) + rs_chunk_elems(n, W, c); i++) {
+          float acc = rs_run_buffer(run, c)[i],
+                fixed = rs_run_buffer(run, 0)[i];
+          for (int k = 1; k < W; k++) {
+            acc = rs_run_buffer(run, (c + k) % W)[i] + acc;
+            fixed = fixed + rs_run_buffer(run, k)[i];
+          }
+          ring_order[i] = acc;
+          int d = memcmp(&acc, &fixed, sizeof acc) != 0;
+          differ += (uint64_t)d;
+          differ_chunk0 += (uint64_t)(d && c == 0);
+        }
+      assert_int_equal(rs_run_execute(run), RS_OK);
+      assert_memory_equal(rs_run_buffer(run, 0), ring_order, sizeof ring_order);
+      assert_int_equal(rs_run_param_check(run, 0)->order_differing, differ);
+      assert_int_equal(differ_chunk0, 0);
+      if (init == RS_INIT_EXACT || W == 2)
+        assert_int_equal(differ, 0);
+      else
+        assert_true(differ > 0);
+      rs_run_free(run);
+    }
+  rs_model_free(m);
+}
+
 /* ring-9: a non-finite input is refused before the ring runs, naming the
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
@@ -581,6 +630,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),
+      cmocka_unit_test(test_summation_order),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

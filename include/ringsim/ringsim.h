@@ -250,6 +250,10 @@ typedef struct rs_config {
    * DDP's default communication hook does (guards against overflow in low
    * precision); otherwise the sum is divided after. */
   int average_pre;
+  /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
+   * float) and count how the ring's order changes it (rs_param_check_t's
+   * order_ fields). Costs one more buffer. */
+  int order_report;
   rs_collective_t collective;
   /* Per-segment checksums, verified by the receiver; forced on when any
    * fault is injected. */
@@ -343,6 +347,10 @@ typedef struct rs_param_check {
   uint64_t differing; /* elements not bitwise equal to the rounded reference */
   uint64_t wrong;     /* elements that fail the check: outside their bound
                          (or, for exact inputs, differing) */
+  /* With order_report: elements whose ring result differs from the fixed
+   * order's, and the largest difference in units in the last place. */
+  uint64_t order_differing;
+  uint64_t order_max_ulps;
 } rs_param_check_t;
 
 typedef struct rs_result {

@@ -40,6 +40,8 @@ static const char usage_text[] =
     "      --out FILE          write the averaged grads as safetensors\n"
     "      --op OP             sum, avg (SUM / W, the default), min, max, "
     "prod\n"
+    "      --order-report      count how the ring's summation order changes\n"
+    "                          the result against worker 0, 1, ... order\n"
     "      --average pre|post  avg: divide by W before the sum (DDP's hook)\n"
     "                          or after it (default post)\n"
     "      --segment-bytes N   largest message through a channel (default\n"
@@ -194,6 +196,7 @@ enum {
   OPT_DIRECT,
   OPT_BUCKET_MB,
   OPT_AVERAGE,
+  OPT_ORDER_REPORT,
   OPT_NET,
   OPT_REDUCE_RATE,
   OPT_LINK,
@@ -222,6 +225,7 @@ static const struct option long_options[] = {
     {"direct", no_argument, NULL, OPT_DIRECT},
     {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
     {"average", required_argument, NULL, OPT_AVERAGE},
+    {"order-report", no_argument, NULL, OPT_ORDER_REPORT},
     {"net", required_argument, NULL, OPT_NET},
     {"reduce-rate", required_argument, NULL, OPT_REDUCE_RATE},
     {"link", required_argument, NULL, OPT_LINK},
@@ -311,6 +315,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       o->config.op = (rs_op_t)op;
       break;
     }
+    case OPT_ORDER_REPORT:
+      o->config.order_report = 1;
+      break;
     case OPT_AVERAGE:
       if (strcmp(optarg, "pre") && strcmp(optarg, "post"))
         return cli_usage_error("--average '%s': expected pre or post", optarg);

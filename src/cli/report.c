@@ -230,6 +230,24 @@ static json_t *buckets_json(const report_t *r) {
   return list;
 }
 
+/* How the ring's summation order changed the result, per param, against a
+ * fixed worker-0-first order. */
+static void print_order_report(const report_t *r) {
+  printf("  order      against a fixed order (worker 0, 1, ... in float): "
+         "elements that differ, largest difference\n");
+  for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
+    const rs_param_t *param = rs_model_param(r->model, p);
+    const rs_param_check_t *c = rs_run_param_check(r->run, p);
+    printf(
+        "             %s: %llu of %zu differ (%.1f%%), by up to %llu ulp%s\n",
+        param->name, (unsigned long long)c->order_differing, param->elems,
+        param->elems ? 100.0 * (double)c->order_differing / (double)param->elems
+                     : 0.0,
+        (unsigned long long)c->order_max_ulps,
+        c->order_max_ulps == 1 ? "" : "s");
+  }
+}
+
 void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
@@ -293,6 +311,8 @@ void cli_print_text(const report_t *r) {
     printf("             max abs err %.3g against the float64 reference, "
            "bound %.3g (worst err/bound %.3g)\n",
            res->max_abs_err, res->bound, res->worst_ratio);
+  if (cfg->order_report)
+    print_order_report(r);
   printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
   if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO) {
     printf("result (every worker holds):\n");
@@ -321,6 +341,13 @@ void cli_print_json(const report_t *r) {
                   c->max_abs_err, "max_rel_err", c->max_rel_err, "bound",
                   c->bound, "differing", (json_int_t)c->differing, "wrong",
                   (json_int_t)c->wrong));
+    if (cfg->order_report) {
+      json_t *last = json_array_get(params, json_array_size(params) - 1);
+      json_object_set_new(last, "order_differing",
+                          json_integer((json_int_t)c->order_differing));
+      json_object_set_new(last, "order_max_ulps",
+                          json_integer((json_int_t)c->order_max_ulps));
+    }
   }
   json_t *o = json_object();
   json_object_set_new(o, "version", json_string(RS_VERSION));
