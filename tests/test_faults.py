@@ -61,7 +61,9 @@ class Faults(unittest.TestCase):
     def test_crash(self):
         states = self.assert_failed_run("crash:worker=2,step=3", "timed out after 0.5 s", "crashed")
         self.assertEqual(states[2], "crashed")
-        self.assertEqual(states[3], "timed_out")
+        # Which neighbour notices first depends on the schedule (usually the
+        # successor, 3): one times out, the abort stops the others.
+        self.assertEqual(sorted(states.values()), ["aborted", "aborted", "crashed", "timed_out"])
         rows, = self.query("SELECT count(*) FROM transfer")
         sent, = self.query("SELECT sum(transfers_sent) FROM worker")
         self.assertEqual(rows, sent)
@@ -114,10 +116,10 @@ class Faults(unittest.TestCase):
         waits = dict(self.query("SELECT worker, wait_ns FROM worker"))
         for w in (0, 2, 3):
             self.assertGreater(waits[w], 200e6, f"worker {w} waited only {waits[w]} ns")
-        # the successor waits first, in the stalled step
-        (first,), = self.query("SELECT dst FROM transfer WHERE wait_ns > 200000000 "
-                               "ORDER BY recv_begin_ns LIMIT 1")
-        self.assertEqual(first, 2)
+        # the successor waited for the straggler's own segment of that step
+        (wait,), = self.query("SELECT wait_ns FROM transfer WHERE src = 1 AND dst = 2 AND "
+                              "phase = 'reduce_scatter' AND step = 2 AND segment = 0")
+        self.assertGreater(wait, 200e6)
 
     # fault-7: --checksum alone runs clean and records checksums; --json on a
     # failed run carries the watchdog's list.
