@@ -2,7 +2,7 @@
 # Debian packages ringsim needs, if any is missing (needs root or sudo).
 RINGSIM_PACKAGES="build-essential cmake pkg-config clang libclang-rt-dev
   libjansson-dev libcmocka-dev libsqlite3-dev sqlite3
-  python3 python3-numpy python3-matplotlib"
+  python3 python3-numpy python3-matplotlib python3-torch"
 
 ringsim_install_deps() {
   local missing=()
