@@ -1,11 +1,14 @@
 /* ring.c - the ring all-reduce, as one worker runs it.
  *
  * W workers sit on a ring; worker r sends only to r+1 and receives only from
- * r-1 (mod W). Each worker's buffer of n elements is cut into W chunks
- * (chunk c is rs_chunk_offset/rs_chunk_elems: sizes differ by at most one).
+ * r-1 (mod W). The model's flat buffer is all-reduced bucket by bucket, in
+ * DDP's order; each bucket of n elements is cut into W chunks (chunk c is
+ * rs_chunk_offset/rs_chunk_elems: sizes differ by at most one). Which chunk
+ * moves when is schedule.h's rs_sched_send_chunk/rs_sched_recv_chunk.
  *
  * Reduce-scatter, W-1 steps. In step s worker r sends chunk (r-s) mod W to
- * r+1, and receives chunk (r-s-1) mod W from r-1 and adds it to its own copy.
+ * r+1, and receives chunk (r-s-1) mod W from r-1 and adds it to its own copy
+ * (or folds it in with min, max or prod: the op).
  * The chunk it sends in step s+1 is the one it just summed, so each chunk
  * travels once round the ring, gathering one more worker's contribution at
  * every hop. After W-1 steps worker r holds the full sum of chunk (r+1) mod W.
@@ -24,7 +27,12 @@
  * slots neighbours overlap sending with reducing.
  *
  * Averaging (op avg) happens where the sum completes: the last reduce-scatter
- * step divides by W, so the all-gather copies the mean.
+ * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
+ * does (average_pre), every worker divides its own gradient first.
+ *
+ * Besides the data, the loop makes one call per event for the simulated
+ * clock (netmodel.h) and one for the trace (trace.h), and begin_step applies
+ * injected faults; nothing else.
  */
 #include "ring.h"
 
