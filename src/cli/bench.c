@@ -183,10 +183,10 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       o->slots = (int)v;
       break;
     case O_TIMEOUT:
-      if (cli_parse_long(optarg, 1, 1000000, &v))
-        return cli_usage_error("bench: --timeout '%s': expected seconds",
+      if (cli_parse_seconds(optarg, &o->timeout_s))
+        return cli_usage_error("bench: --timeout '%s': expected seconds in "
+                               "(0, 1e6]",
                                optarg);
-      o->timeout_s = (double)v;
       break;
     case O_TRACE:
       o->trace = optarg;

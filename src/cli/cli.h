@@ -47,6 +47,8 @@ enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 int cli_usage_error(const char *fmt, const char *arg);
 /* Strict decimal in [min, max]; 0 on success. */
 int cli_parse_long(const char *text, long min, long max, long *out);
+/* Seconds, a decimal in (0, 1e6]; 0 on success. */
+int cli_parse_seconds(const char *text, double *out);
 /* A byte count with optional K, M, G (powers of 1024) up to 1 TiB. */
 int cli_parse_bytes(const char *text, size_t *out);
 

@@ -98,6 +98,16 @@ int cli_parse_long(const char *text, long min, long max, long *out) {
   return 0;
 }
 
+int cli_parse_seconds(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double t = strtod(text, &end);
+  if (errno || end == text || *end || !(t > 0 && t <= 1e6))
+    return -1;
+  *out = t;
+  return 0;
+}
+
 int cli_parse_bytes(const char *text, size_t *out) {
   char *end;
   errno = 0;
@@ -336,16 +346,11 @@ static int parse_args(int argc, char **argv, options_t *o) {
                                optarg);
       o->config.slots = (int)v;
       break;
-    case OPT_TIMEOUT: {
-      char *end;
-      errno = 0;
-      double t = strtod(optarg, &end);
-      if (errno || end == optarg || *end || !(t > 0 && t <= 1e6))
+    case OPT_TIMEOUT:
+      if (cli_parse_seconds(optarg, &o->config.timeout_s))
         return cli_usage_error("--timeout '%s': expected seconds in (0, 1e6]",
                                optarg);
-      o->config.timeout_s = t;
       break;
-    }
     case OPT_PRINT:
       o->print_values = 1;
       break;
