@@ -118,8 +118,9 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
 }
 
 /* Note where the worker is, for error reports, and apply the faults
- * injected into this worker at this step: a stall sleeps here, a wire fault
- * hits the step's first segment. Returns 1 if the worker crashes here. */
+ * injected into this worker at this step of the first bucket (a fault is
+ * one event, not one per bucket): a stall sleeps here, a wire fault hits the
+ * step's first segment. Returns 1 if the worker crashes here. */
 static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   w->progress.phase = phase;
   w->progress.step = step;
