@@ -66,8 +66,9 @@ static void *fill_workers(void *arg) {
     for (size_t p = 0; p < rs_model_param_count(model); p++) {
       const rs_param_t *param = rs_model_param(model, p);
       uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
-      fill_param(job->run->bufs[w] + param->elem_offset, param->elems,
-                 job->init, key);
+      float *out = job->run->bufs[w] + param->elem_offset;
+      fill_param(out, param->elems, job->init, key);
+      rs_dtype_round_all(job->run->dtype, out, param->elems);
     }
   return NULL;
 }

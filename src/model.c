@@ -21,6 +21,7 @@
 
 struct rs_model {
   char *name;
+  rs_dtype_t dtype; /* of every param */
   size_t param_count;
   rs_param_t *params;
   size_t elems;
@@ -44,6 +45,7 @@ void rs_model_free(rs_model_t *model) {
 const char *rs_model_name(const rs_model_t *m) { return m->name; }
 size_t rs_model_param_count(const rs_model_t *m) { return m->param_count; }
 size_t rs_model_elems(const rs_model_t *m) { return m->elems; }
+rs_dtype_t rs_model_dtype(const rs_model_t *m) { return m->dtype; }
 int rs_model_inline_workers(const rs_model_t *m) { return m->inline_workers; }
 
 const rs_param_t *rs_model_param(const rs_model_t *m, size_t index) {
@@ -80,7 +82,7 @@ static int check_keys(json_t *obj, const char *const *allowed,
 }
 
 static int parse_param(json_t *jp, size_t index, rs_param_t *p,
-                       const char *source, char *errmsg) {
+                       rs_dtype_t *dtype, const char *source, char *errmsg) {
   static const char *const keys[] = {"name", "shape", "dtype", NULL};
   char where[64];
   snprintf(where, sizeof where, "params[%zu]", index);
@@ -97,14 +99,23 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
                    "%s: %s.name: missing or not a non-empty string", source,
                    where);
   json_t *jdtype = json_object_get(jp, "dtype");
+  *dtype = RS_DTYPE_F32;
   if (jdtype) {
-    if (!json_is_string(jdtype))
+    const char *name = json_is_string(jdtype) ? json_string_value(jdtype) : "";
+    if (strcmp(name, "f32") == 0)
+      *dtype = RS_DTYPE_F32;
+    else if (strcmp(name, "f16") == 0)
+      *dtype = RS_DTYPE_F16;
+    else if (strcmp(name, "bf16") == 0)
+      *dtype = RS_DTYPE_BF16;
+    else if (!json_is_string(jdtype))
       return rs__err(errmsg, RS_EPARSE, "%s: %s.dtype: must be a string",
                      source, where);
-    if (strcmp(json_string_value(jdtype), "f32") != 0)
+    else
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s.dtype: \"%s\" is not supported (only \"f32\")",
-                     source, where, json_string_value(jdtype));
+                     "%s: %s.dtype: \"%.20s\" is not supported (f32, f16 "
+                     "or bf16)",
+                     source, where, name);
   }
   json_t *jshape = json_object_get(jp, "shape");
   if (!json_is_array(jshape))
@@ -140,19 +151,20 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
 
 /* Flatten a nested list that must have the param's shape from dimension dim
  * on, appending to out at *pos. */
-static int flatten_nested(json_t *v, const rs_param_t *p, int dim, float *out,
-                          size_t *pos, const char *source, const char *where,
-                          char *errmsg) {
+static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
+                          int dim, float *out, size_t *pos, const char *source,
+                          const char *where, char *errmsg) {
   if (dim == p->ndim) {
     if (!json_is_number(v))
       return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
                      source, where, *pos);
     double x = json_number_value(v);
-    if (!(fabs(x) <= FLT_MAX))
+    float f = rs_dtype_round(dtype, (float)x);
+    if (!(fabs(x) <= FLT_MAX) || !isfinite(f))
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s: element %zu (%g) does not fit in f32", source,
-                     where, *pos, x);
-    out[(*pos)++] = (float)x;
+                     "%s: %s: element %zu (%g) does not fit in %s", source,
+                     where, *pos, x, rs_dtype_name(dtype));
+    out[(*pos)++] = f;
     return RS_OK;
   }
   if (!json_is_array(v) || json_array_size(v) != (size_t)p->shape[dim])
@@ -161,8 +173,8 @@ static int flatten_nested(json_t *v, const rs_param_t *p, int dim, float *out,
                    "the shape says",
                    source, where, dim, (long long)p->shape[dim]);
   for (size_t i = 0; i < json_array_size(v); i++) {
-    int rc = flatten_nested(json_array_get(v, i), p, dim + 1, out, pos, source,
-                            where, errmsg);
+    int rc = flatten_nested(json_array_get(v, i), p, dtype, dim + 1, out, pos,
+                            source, where, errmsg);
     if (rc)
       return rc;
   }
@@ -171,15 +183,16 @@ static int flatten_nested(json_t *v, const rs_param_t *p, int dim, float *out,
 
 /* A param's values: nested as the shape, or one flat list, or (for a
  * scalar) a bare number. */
-static int parse_values(json_t *v, const rs_param_t *p, float *out,
-                        const char *source, const char *where, char *errmsg) {
+static int parse_values(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
+                        float *out, const char *source, const char *where,
+                        char *errmsg) {
   size_t pos = 0;
   int nested = p->ndim > 1 && json_is_array(v) && json_array_size(v) > 0 &&
                json_is_array(json_array_get(v, 0));
   if (p->ndim == 0 && json_is_number(v))
-    return flatten_nested(v, p, 0, out, &pos, source, where, errmsg);
+    return flatten_nested(v, p, dtype, 0, out, &pos, source, where, errmsg);
   if (nested)
-    return flatten_nested(v, p, 0, out, &pos, source, where, errmsg);
+    return flatten_nested(v, p, dtype, 0, out, &pos, source, where, errmsg);
   if (!json_is_array(v))
     return rs__err(errmsg, RS_EPARSE, "%s: %s: must be a list of numbers",
                    source, where);
@@ -190,7 +203,7 @@ static int parse_values(json_t *v, const rs_param_t *p, float *out,
   rs_param_t flat = *p;
   flat.ndim = 1;
   flat.shape[0] = (int64_t)p->elems;
-  return flatten_nested(v, &flat, 0, out, &pos, source, where, errmsg);
+  return flatten_nested(v, &flat, dtype, 0, out, &pos, source, where, errmsg);
 }
 
 static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
@@ -240,8 +253,9 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
       json_t *jv = json_object_get(jw, p->name);
       if (!jv)
         return rs__err(errmsg, RS_EPARSE, "%s: %s: missing", source, where);
-      int rc = parse_values(jv, p, m->inline_grads[w] + p->elem_offset, source,
-                            where, errmsg);
+      int rc =
+          parse_values(jv, p, m->dtype, m->inline_grads[w] + p->elem_offset,
+                       source, where, errmsg);
       if (rc)
         return rc;
     }
@@ -280,9 +294,19 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
   for (size_t i = 0; i < count; i++) {
     rs_param_t *p = &m->params[i];
-    rc = parse_param(json_array_get(jparams, i), i, p, source, errmsg);
+    rs_dtype_t dtype = RS_DTYPE_F32;
+    rc = parse_param(json_array_get(jparams, i), i, p, &dtype, source, errmsg);
     if (rc)
       return rc;
+    if (i == 0)
+      m->dtype = dtype;
+    else if (dtype != m->dtype) {
+      m->param_count = i + 1;
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: params[%zu].dtype: %s, but params[0] is %s; a model "
+                     "has one dtype (DDP buckets are per dtype)",
+                     source, i, rs_dtype_name(dtype), rs_dtype_name(m->dtype));
+    }
     m->param_count = i + 1;
     if (rs_model_find(m, p->name) != (long)i)
       return rs__err(errmsg, RS_EPARSE,
@@ -372,7 +396,7 @@ int rs_model_buckets(const rs_model_t *m, size_t first_bytes, size_t cap_bytes,
     b->params++;
     b->elem_offset = p->elem_offset;
     b->elems += p->elems;
-    if (cap_bytes && b->elems * sizeof(float) >= limit) {
+    if (cap_bytes && b->elems * rs_dtype_size(m->dtype) >= limit) {
       b = NULL;
       limit = cap_bytes;
     }

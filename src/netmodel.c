@@ -210,20 +210,21 @@ void rs_sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
   (void)workers;
 }
 
-size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes) {
+size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
+                         size_t elem_size) {
   size_t max_chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
-  size_t cap = segment_bytes / sizeof(float);
+  size_t cap = segment_bytes / elem_size;
   if (cap == 0)
     cap = 1;
   return max_chunk ? (max_chunk + cap - 1) / cap : 1;
 }
 
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs) {
+                             size_t segs, size_t elem_size) {
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t W = (uint64_t)workers;
-  size_t seg_bytes = elems / (W * segs) * sizeof(float);
+  size_t seg_bytes = elems / (W * segs) * elem_size;
   uint64_t per_segment =
       m->link.latency_ns + rs_net_ns(seg_bytes, m->link.bandwidth);
   return 2 * (W - 1) * segs * per_segment +
@@ -232,7 +233,7 @@ uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
 
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                               const rs_bucket_t *buckets, size_t bucket_count,
-                              size_t segment_bytes) {
+                              size_t segment_bytes, size_t elem_size) {
   if (!m->enabled || workers < 2)
     return 0;
   const int W = workers;
@@ -249,7 +250,7 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
    * worker receives, which is each worker's own program order. */
   for (size_t b = 0; b < bucket_count; b++) {
     const size_t elems = buckets[b].elems;
-    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes);
+    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
     for (int phase = 0; phase < 2; phase++)
       for (int step = 0; step < W - 1; step++) {
         for (int r = 0; r < W; r++)
@@ -261,7 +262,7 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
             rs_sched_segment(elems, W, segs,
                              rs_sched_send_chunk(W, r, (rs_phase_t)phase, step),
                              seg, &off, &len);
-            rs_sim_send(&clocks[r], len * sizeof(float), &depart, &arrive[r]);
+            rs_sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
           }
           for (int r = 0; r < W; r++) {
             size_t off, len;
@@ -269,8 +270,7 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                              rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step),
                              seg, &off, &len);
             rs_sim_recv(&clocks[r], arrive[(r + W - 1) % W],
-                        phase == RS_PHASE_REDUCE_SCATTER ? len * sizeof(float)
-                                                         : 0);
+                        phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size : 0);
           }
         }
       }

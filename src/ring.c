@@ -69,7 +69,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
                     .segment = (int32_t)seg,
                     .elem_offset = off,
                     .elems = len};
-    rs_sim_send(&w->sim, len * sizeof(float), &hdr.sim_send_ns,
+    rs_sim_send(&w->sim, len * w->elem_size, &hdr.sim_send_ns,
                 &hdr.sim_arrive_ns); /* simulated time, when modelled */
     w->progress.chunk = send_chunk;
     w->progress.waiting_send = 1;
@@ -79,7 +79,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     if (rc)
       return rc;
     w->stats.transfers_sent++;
-    w->stats.bytes_sent += len * sizeof(float);
+    w->stats.bytes_sent += len * w->elem_size;
 
     rs_ring_segment(w, recv_chunk, seg, &off, &len);
     rs_msg_t *msg;
@@ -98,9 +98,11 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     switch (action) {
     case RECV_REDUCE:
       rs_reduce_f32(dst, src, len, w->op);
+      rs_dtype_round_all(w->dtype, dst, len); /* f32 per hop, then the dtype */
       break;
     case RECV_REDUCE_DIV:
       rs_reduce_sum_div_f32(dst, src, len, (float)w->workers);
+      rs_dtype_round_all(w->dtype, dst, len);
       break;
     case RECV_COPY:
       rs_copy_f32(dst, src, len);
@@ -108,11 +110,11 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     }
     uint64_t sim_recv =
         rs_sim_recv(&w->sim, msg->sim_arrive_ns,
-                    action == RECV_COPY ? 0 : len * sizeof(float));
+                    action == RECV_COPY ? 0 : len * w->elem_size);
     rs__trace_record(&w->events, msg, w->iter, recv_begin,
                      w->stats.wait_ns - waited, rs__now_ns(), sim_recv);
     rs_chan_release(w->from_prev);
-    w->stats.bytes_received += len * sizeof(float);
+    w->stats.bytes_received += len * w->elem_size;
   }
   return RS_OK;
 }
@@ -161,8 +163,10 @@ static int ring_bucket(rs_worker_t *w) {
   int rc;
   /* Average, DDP's way: each worker divides its own gradient first, and
    * the ring sums the quotients. */
-  if (w->op == RS_OP_AVG && w->average_pre)
+  if (w->op == RS_OP_AVG && w->average_pre) {
     rs_scale_div_f32(w->buf + w->base, w->elems, (float)W);
+    rs_dtype_round_all(w->dtype, w->buf + w->base, w->elems);
+  }
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))

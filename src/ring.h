@@ -39,6 +39,8 @@ typedef struct rs_worker {
   size_t elems; /* elements in the bucket */
   size_t segs_per_chunk;
   rs_op_t op;
+  rs_dtype_t dtype; /* f16/bf16: round to it after every addition */
+  size_t elem_size; /* bytes per element on the wire */
   int average_pre;
   rs_collective_t collective;
   uint64_t timeout_ns;

@@ -120,7 +120,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   for (size_t b = 0; b < bucket_count; b++) {
     size_t elems = buckets[b].elems;
     size_t max_chunk = elems / (size_t)W + (elems % (size_t)W != 0);
-    bucket_segs[b] = rs_segs_per_chunk(elems, W, config->segment_bytes);
+    bucket_segs[b] = rs_segs_per_chunk(elems, W, config->segment_bytes,
+                                       rs_dtype_size(rs_model_dtype(model)));
     size_t largest =
         max_chunk ? (max_chunk + bucket_segs[b] - 1) / bucket_segs[b] : 0;
     seg_elems = largest > seg_elems ? largest : seg_elems;
@@ -163,6 +164,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->config = *config;
   run->model = model;
   run->elems = n;
+  run->dtype = rs_model_dtype(model);
+  run->elem_size = rs_dtype_size(run->dtype);
   atomic_init(&run->abort_flag, 0);
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
@@ -195,6 +198,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->bucket_segs = bucket_segs;
     w->bucket_count = bucket_count;
     w->op = config->op;
+    w->dtype = run->dtype;
+    w->elem_size = run->elem_size;
     w->average_pre = config->average_pre;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
@@ -487,8 +492,9 @@ static int run_threads(rs_run_t *run) {
       if (run->workers[r].sim.clock > run->result.sim_ns)
         run->result.sim_ns = run->workers[r].sim.clock;
     for (size_t b = 0; b < run->result.buckets; b++)
-      run->result.predicted_ns += rs_netmodel_predict(
-          &run->config.net, W, run->buckets[b].elems, run->bucket_segs[b]);
+      run->result.predicted_ns +=
+          rs_netmodel_predict(&run->config.net, W, run->buckets[b].elems,
+                              run->bucket_segs[b], run->elem_size);
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));

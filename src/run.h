@@ -13,6 +13,8 @@ struct rs_run {
   rs_config_t config;
   const rs_model_t *model;
   size_t elems;
+  rs_dtype_t dtype; /* the model's: values rounded to it, wire sized by it */
+  size_t elem_size;
   float **bufs; /* W flat buffers, 64-byte aligned */
   /* Reference, made from the inputs before the ring runs. */
   double *ref;      /* float64 sum or mean per element (any inputs) */

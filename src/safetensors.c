@@ -1,4 +1,5 @@
-/* safetensors.c - read and write F32 tensors in the safetensors format.
+/* safetensors.c - read and write F32, F16 and BF16 tensors in the
+ * safetensors format (the model's dtype; values held as float32).
  *
  * The format (huggingface/safetensors): an 8-byte little-endian header
  * length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
@@ -24,17 +25,60 @@
  * hostile length from making us allocate gigabytes. */
 #define MAX_HEADER_BYTES (100u * 1000u * 1000u)
 
-static int check_tensor(json_t *t, const rs_param_t *p, uint64_t data_bytes,
-                        const char *path, uint64_t *begin, char *errmsg) {
+/* The safetensors dtype name of a ringsim dtype. */
+static const char *st_dtype(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? "F16"
+         : dtype == RS_DTYPE_BF16 ? "BF16"
+                                  : "F32";
+}
+
+/* Read n elements of dtype into out as float32. */
+static int read_elems(FILE *f, rs_dtype_t dtype, float *out, size_t n) {
+  if (dtype == RS_DTYPE_F32)
+    return fread(out, sizeof(float), n, f) == n ? 0 : -1;
+  uint16_t buf[1024];
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < 1024 ? n - done : 1024;
+    if (fread(buf, sizeof *buf, k, f) != k)
+      return -1;
+    for (size_t i = 0; i < k; i++)
+      out[done + i] = dtype == RS_DTYPE_F16 ? rs_f16_to_f32(buf[i])
+                                            : rs_bf16_to_f32(buf[i]);
+    done += k;
+  }
+  return 0;
+}
+
+/* Write n float32 values as dtype (they are representable in it). */
+static int write_elems(FILE *f, rs_dtype_t dtype, const float *in, size_t n) {
+  if (dtype == RS_DTYPE_F32)
+    return fwrite(in, sizeof(float), n, f) == n ? 0 : -1;
+  uint16_t buf[1024];
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < 1024 ? n - done : 1024;
+    for (size_t i = 0; i < k; i++)
+      buf[i] = dtype == RS_DTYPE_F16 ? rs_f32_to_f16(in[done + i])
+                                     : rs_f32_to_bf16(in[done + i]);
+    if (fwrite(buf, sizeof *buf, k, f) != k)
+      return -1;
+    done += k;
+  }
+  return 0;
+}
+
+static int check_tensor(json_t *t, const rs_param_t *p, rs_dtype_t want,
+                        uint64_t data_bytes, const char *path, uint64_t *begin,
+                        char *errmsg) {
   if (!json_is_object(t))
     return rs__err(errmsg, RS_EPARSE, "%s: tensor \"%.100s\": not an object",
                    path, p->name);
   json_t *dtype = json_object_get(t, "dtype");
-  if (!json_is_string(dtype) || strcmp(json_string_value(dtype), "F32") != 0)
+  if (!json_is_string(dtype) ||
+      strcmp(json_string_value(dtype), st_dtype(want)) != 0)
     return rs__err(
-        errmsg, RS_EPARSE, "%s: tensor \"%.100s\": dtype %s, expected F32",
-        path, p->name,
-        json_is_string(dtype) ? json_string_value(dtype) : "missing");
+        errmsg, RS_EPARSE, "%s: tensor \"%.100s\": dtype %s, expected %s", path,
+        p->name, json_is_string(dtype) ? json_string_value(dtype) : "missing",
+        st_dtype(want));
   json_t *shape = json_object_get(t, "shape");
   int same = json_is_array(shape) && json_array_size(shape) == (size_t)p->ndim;
   for (int d = 0; same && d < p->ndim; d++) {
@@ -61,12 +105,12 @@ static int check_tensor(json_t *t, const rs_param_t *p, uint64_t data_bytes,
                    "file's %llu data bytes (truncated?)",
                    path, p->name, (unsigned long long)e,
                    (unsigned long long)data_bytes);
-  if (e - b != p->elems * sizeof(float))
+  if (e - b != p->elems * rs_dtype_size(want))
     return rs__err(errmsg, RS_EPARSE,
                    "%s: tensor \"%.100s\": %llu data bytes, the shape needs "
                    "%zu",
                    path, p->name, (unsigned long long)(e - b),
-                   p->elems * sizeof(float));
+                   p->elems * rs_dtype_size(want));
   *begin = b;
   return RS_OK;
 }
@@ -114,13 +158,15 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
           rs__err(errmsg, RS_EPARSE, "%s: no tensor \"%.100s\"", path, p->name);
       goto done;
     }
-    rc = check_tensor(t, p, file_size - data_start, path, &begin, errmsg);
+    rc = check_tensor(t, p, rs_model_dtype(model), file_size - data_start, path,
+                      &begin, errmsg);
     if (rc)
       goto done;
     if (p->elems == 0)
       continue;
     if (fseeko(f, (off_t)(data_start + begin), SEEK_SET) != 0 ||
-        fread(data + p->elem_offset, sizeof(float), p->elems, f) != p->elems) {
+        read_elems(f, rs_model_dtype(model), data + p->elem_offset, p->elems) !=
+            0) {
       rc = rs__err(errmsg, RS_EIO, "%s: cannot read tensor \"%.100s\"", path,
                    p->name);
       goto done;
@@ -162,9 +208,11 @@ static json_t *make_header(const rs_model_t *model) {
     json_t *shape = json_array();
     for (int d = 0; shape && d < p->ndim; d++)
       json_array_append_new(shape, json_integer(p->shape[d]));
-    json_int_t begin = (json_int_t)(p->elem_offset * sizeof(float));
-    json_int_t end = begin + (json_int_t)(p->elems * sizeof(float));
-    json_t *t = json_pack("{s:s, s:o, s:[I,I]}", "dtype", "F32", "shape", shape,
+    size_t size = rs_dtype_size(rs_model_dtype(model));
+    json_int_t begin = (json_int_t)(p->elem_offset * size);
+    json_int_t end = begin + (json_int_t)(p->elems * size);
+    json_t *t = json_pack("{s:s, s:o, s:[I,I]}", "dtype",
+                          st_dtype(rs_model_dtype(model)), "shape", shape,
                           "data_offsets", begin, end);
     if (!t || json_object_set_new(root, p->name, t)) {
       json_decref(root);
@@ -208,7 +256,7 @@ int rs_safetensors_write(const char *path, const rs_model_t *model,
       f && fwrite(len_bytes, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
   for (size_t i = len; ok && i < padded; i++)
     ok = fputc(' ', f) != EOF;
-  ok = ok && fwrite(data, sizeof(float), elems, f) == elems;
+  ok = ok && write_elems(f, rs_model_dtype(model), data, elems) == 0;
   int saved_errno = errno;
   if (f ? fclose(f) != 0 : close(fd) != 0)
     ok = 0;

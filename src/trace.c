@@ -336,13 +336,13 @@ int rs__trace_begin(rs_run_t *run) {
       "INSERT INTO run (started_at, version, model, workers, algo, "
       "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
       "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
-      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, 'f32', ?, ?, ?, ?, "
+      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, ?, ?, ?, ?, ?, "
       "?, ?, ?, ?, ?, ?, 'running', ?)",
-      "tttittiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
+      "tttitttiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
       (int64_t)c->workers,
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
-      rs_op_name(c->op), (int64_t)run->elems,
-      (int64_t)(run->elems * sizeof(float)), (int64_t)run->result.buckets,
+      rs_dtype_name(run->dtype), rs_op_name(c->op), (int64_t)run->elems,
+      (int64_t)(run->elems * run->elem_size), (int64_t)run->result.buckets,
       (int64_t)c->segment_bytes, (int64_t)run->result.segs_per_chunk,
       (int64_t)run->result.seg_elems, (int64_t)c->slots, c->timeout_s, net_text,
       run->trace_config_json);
@@ -412,7 +412,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
   sqlite3_bind_int64(st, i++, e->segment);
   sqlite3_bind_int64(st, i++, (int64_t)e->elem_offset);
   sqlite3_bind_int64(st, i++, e->elems);
-  sqlite3_bind_int64(st, i++, (int64_t)e->elems * (int64_t)sizeof(float));
+  sqlite3_bind_int64(st, i++, (int64_t)e->elems * (int64_t)run->elem_size);
   sqlite3_bind_int64(st, i++, (int64_t)e->seq);
   if (run->chans && run->chans[0].checksum)
     sqlite3_bind_int64(st, i++, (int64_t)e->checksum);
@@ -532,7 +532,7 @@ static int write_totals(rs_run_t *run) {
     if (rc != SQLITE_OK)
       return fail_sql(run, "insert check results");
   }
-  const double bytes = (double)run->elems * sizeof(float);
+  const double bytes = (double)run->elems * (double)run->elem_size;
   double seconds = (double)res->wall_ns / 1e9;
   double algbw = seconds > 0 ? bytes / seconds / 1e9 : 0;
   const char *status = res->status == RS_OK       ? "ok"

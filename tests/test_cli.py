@@ -25,12 +25,13 @@ def run(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, dtype="F32"):
     """An independent writer (not ringsim's): header JSON, then the data."""
     header, blobs, offset = {}, [], 0
+    np_dtype = {"F32": "<f4", "F16": "<f2"}[dtype]
     for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
+        data = np.ascontiguousarray(array, dtype=np_dtype).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -48,9 +49,9 @@ def read_safetensors(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        assert t["dtype"] == "F32", t
+        np_dtype = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
         b, e = t["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype="<f4").reshape(t["shape"])
+        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype=np_dtype).reshape(t["shape"])
     return out
 
 
@@ -217,6 +218,40 @@ class Cli(unittest.TestCase):
         write_safetensors(self.path("w1.safetensors"), {"g": np.array([1, np.inf, 3], np.float32)})
         self.assert_usage_error(["-w", 2, "-p", model, "--grads", self.path("w{r}.safetensors")],
                                 "worker 1's gradient of \"g\" holds inf at element 1")
+
+    # cli-10: float16 gradients (numpy's, through F16 safetensors) are
+    # all-reduced as NCCL does and come out as F16 within the f16 bound; the
+    # classic overflow: 4 x 40000 overflows f16 when the sum comes first
+    # (exit 1, inf), not when each worker divides first (--average pre).
+    def test_half_precision(self):
+        model = self.write("h.json", '{"params": [{"name": "w", "shape": [64, 9], "dtype": "f16"}]}')
+        rng = np.random.default_rng(3)
+        grads = [rng.standard_normal((64, 9)).astype(np.float16) for _ in range(4)]
+        for r, g in enumerate(grads):
+            write_safetensors(self.path(f"h{r}.safetensors"), {"w": g}, dtype="F16")
+        rc, out, err = run("-w", 4, "-p", model, "--grads", self.path("h{r}.safetensors"),
+                           "--out", self.path("hout.safetensors"), "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["dtype"], r["bytes"]), ("f16", 64 * 9 * 2))
+        got = read_safetensors(self.path("hout.safetensors"))["w"]
+        self.assertEqual(got.dtype, np.float16)
+        stack = np.stack([g.astype(np.float64) for g in grads])
+        want = stack.mean(axis=0)
+        u = 2.0 ** -11
+        bound = 6 * u * np.abs(stack).sum(axis=0) / 4 + u * np.abs(want)
+        self.assertTrue(np.all(np.abs(got.astype(np.float64) - want) <= bound))
+
+        over = self.write("over.json", '{"params": [{"name": "w", "shape": [2], "dtype": "f16"}], '
+                                       '"grads": [{"w": [40000, 1]}, {"w": [40000, 2]}, '
+                                       '{"w": [40000, 3]}, {"w": [40000, 4]}]}')
+        rc, out, err = run("-p", over, "--json")
+        self.assertEqual(rc, 1, err)
+        self.assertIn("element(s) outside the error bound", err)
+        self.assertEqual(json.loads(out)["result"]["w"], [None, 2.5])
+        rc, out, err = run("-p", over, "--json", "--average", "pre")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["result"]["w"], [40000, 2.5])
 
     # cli-8: --help documents every option and the exit codes; --version.
     def test_help_and_version(self):

@@ -110,8 +110,8 @@ static const bad_case_t bad_cases[] = {
      "\"shape\": [3]}]}",
      "params[1].name: \"w\" is a duplicate"},
     {"model-3.18",
-     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f16\"}]}",
-     "dtype: \"f16\" is not supported (only \"f32\")"},
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f64\"}]}",
+     "dtype: \"f64\" is not supported (f32, f16 or bf16)"},
     {"model-3.19",
      "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": []}",
      "grads: must be a non-empty list"},
@@ -154,6 +154,14 @@ static const bad_case_t bad_cases[] = {
      "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": [[1, 2]]}",
      "grads[0]: must be an object"},
     {"model-3.29", "", "t.json:1:0:"},
+    {"model-3.31",
+     "{\"params\": [{\"name\": \"a\", \"shape\": [2], \"dtype\": \"f16\"}, "
+     "{\"name\": \"b\", \"shape\": [2]}]}",
+     "params[1].dtype: f32, but params[0] is f16"},
+    {"model-3.32",
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f16\"}], "
+     "\"grads\": [{\"w\": [1, 70000]}]}",
+     "grads[0].w: element 1 (70000) does not fit in f16"},
     /* found by fuzz_model: a huge shape with inline grads once allocated
      * 240 GB before looking at the values */
     {"model-3.30",
@@ -242,6 +250,33 @@ static void test_buckets_in_ddp_order(void **state) {
   rs_model_free(m);
 }
 
+/* model-6: an f16 or bf16 model keeps its dtype, and inline values are
+ * rounded to it (to nearest, ties to even) as torch's .half() would. */
+static void test_low_precision_inline_values(void **state) {
+  (void)state;
+  rs_model_t *m =
+      parse_ok("{\"params\": [{\"name\": \"w\", \"shape\": [4], \"dtype\": "
+               "\"f16\"}], \"grads\": [{\"w\": [0.1, 2049, 65504, 3e-8]}]}");
+  assert_int_equal(rs_model_dtype(m), RS_DTYPE_F16);
+  const float *g = rs_model_inline_grads(m, 0);
+  /* 0.1 -> 0.0999755859375; 2049 lies halfway between 2048 and 2050, and
+   * the even one wins; 65504 is f16's largest; 3e-8 is 0.503 units of the
+   * smallest subnormal, 2^-24, so it rounds up to it. */
+  assert_true(g[0] == 0.0999755859375f);
+  assert_true(g[1] == 2048.0f);
+  assert_true(g[2] == 65504.0f);
+  assert_true(g[3] == 0x1p-24f);
+  rs_model_free(m);
+  m = parse_ok("{\"params\": [{\"name\": \"w\", \"shape\": [2], "
+               "\"dtype\": \"bf16\"}], \"grads\": [{\"w\": [1.00390625, "
+               "3.1415926]}]}");
+  assert_int_equal(rs_model_dtype(m), RS_DTYPE_BF16);
+  /* 1 + 2^-8 is halfway between 1 and 1 + 2^-7: even (1) wins */
+  assert_true(rs_model_inline_grads(m, 0)[0] == 1.0f);
+  assert_true(rs_model_inline_grads(m, 0)[1] == 3.140625f);
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_in_file_order),
@@ -249,6 +284,7 @@ int main(void) {
       cmocka_unit_test(test_bad_models_are_refused_clearly),
       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_buckets_in_ddp_order),
+      cmocka_unit_test(test_low_precision_inline_values),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }

@@ -2,7 +2,10 @@
  * the vectorized loops have to handle. */
 #include "test.h"
 
+#include <math.h>
+
 #include "reduce.h"
+#include "ringsim/ringsim.h"
 
 #define N 67
 
@@ -46,10 +49,43 @@ static void test_average_is_a_true_division(void **state) {
   assert_memory_equal(&dst[1], &want, sizeof want);
 }
 
+/* reduce-3: the f16 and bf16 conversions round to nearest, ties to even,
+ * overflow to infinity, and keep subnormals; every f16 value round-trips. */
+static void test_half_precision_conversions(void **state) {
+  (void)state;
+  const struct {
+    float in;
+    uint16_t f16;
+  } cases[] = {{1.0f, 0x3c00},     {-2.0f, 0xc000},    {65504.0f, 0x7bff},
+               {65519.0f, 0x7bff}, {65520.0f, 0x7c00}, {1e9f, 0x7c00},
+               {0x1p-24f, 0x0001}, {0x1p-25f, 0x0000}, {0x1.8p-25f, 0x0001},
+               {0x1p-14f, 0x0400}, {2049.0f, 0x6800},  {2051.0f, 0x6802},
+               {0.1f, 0x2e66},     {-0.0f, 0x8000}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uint16_t got = rs_f32_to_f16(cases[i].in);
+    if (got != cases[i].f16)
+      fail_msg("f16(%a) = 0x%04x, want 0x%04x", (double)cases[i].in, got,
+               cases[i].f16);
+  }
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+      continue; /* NaN */
+    assert_int_equal(rs_f32_to_f16(rs_f16_to_f32((uint16_t)h)), h);
+    assert_int_equal(rs_f32_to_bf16(rs_bf16_to_f32((uint16_t)h)), h);
+  }
+  /* bf16 keeps 8 significant bits: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to
+   * 1 + 2^-6 */
+  assert_int_equal(rs_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+  assert_int_equal(rs_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  assert_true(rs_dtype_round(RS_DTYPE_F16, 1e6f) == INFINITY);
+  assert_true(rs_dtype_round(RS_DTYPE_F32, 0.1f) == 0.1f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_match_scalar),
       cmocka_unit_test(test_average_is_a_true_division),
+      cmocka_unit_test(test_half_precision_conversions),
   };
   return cmocka_run_group_tests_name("reduce", tests, NULL, NULL);
 }

@@ -464,17 +464,17 @@ static void test_buckets(void **state) {
     size_t segs = 0;
     uint64_t predicted = 0;
     for (size_t b = 0; b < 3; b++) {
-      size_t k = rs_segs_per_chunk(rs_run_bucket(run, b)->elems, 3, 1024);
+      size_t k = rs_segs_per_chunk(rs_run_bucket(run, b)->elems, 3, 1024, 4);
       segs += k;
       predicted +=
-          rs_netmodel_predict(&cfg.net, 3, rs_run_bucket(run, b)->elems, k);
+          rs_netmodel_predict(&cfg.net, 3, rs_run_bucket(run, b)->elems, k, 4);
     }
     assert_int_equal(res->segs_per_chunk, segs);
     assert_int_equal(res->transfers, 3 * 2 * 2 * segs);
     assert_int_equal(res->predicted_ns, predicted);
     assert_int_equal(
         res->sim_ns,
-        rs_netmodel_simulate(&cfg.net, 3, rs_run_bucket(run, 0), 3, 1024));
+        rs_netmodel_simulate(&cfg.net, 3, rs_run_bucket(run, 0), 3, 1024, 4));
     rs_run_free(run);
   }
   rs_model_free(m);
@@ -587,6 +587,70 @@ static void test_summation_order(void **state) {
   rs_model_free(m);
 }
 
+/* ring-14: f16 and bf16 runs, as NCCL reduces them (float32 sum per hop,
+ * rounded to the dtype): exact inputs give the exactly rounded mean where
+ * the dtype can hold every partial sum; random ones stay within the dtype's
+ * bound; the wire counts 2 bytes an element. */
+static void test_low_precision(void **state) {
+  (void)state;
+  const size_t n = 2000;
+  for (int dt = RS_DTYPE_F16; dt <= RS_DTYPE_BF16; dt++) {
+    char text[160], err[RS_ERRMSG_MAX];
+    snprintf(text, sizeof text,
+             "{\"params\": [{\"name\": \"g\", \"shape\": [%zu], "
+             "\"dtype\": \"%s\"}]}",
+             n, rs_dtype_name((rs_dtype_t)dt));
+    rs_model_t *m;
+    assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
+    const int workers[] = {2, 3, 8, 16};
+    for (size_t wi = 0; wi < 4; wi++)
+      for (int init = RS_INIT_NORMAL; init <= RS_INIT_EXACT; init += 2) {
+        const int W = workers[wi];
+        rs_config_t cfg;
+        rs_config_init(&cfg);
+        cfg.workers = W;
+        cfg.segment_bytes = 512;
+        rs_run_t *run;
+        assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+        assert_int_equal(rs_run_fill(run, (rs_init_t)init, 5), RS_OK);
+        double want[2000], scale[2000];
+        for (size_t i = 0; i < n; i++) {
+          double sum = 0, mag = 0;
+          for (int w = 0; w < W; w++) {
+            float x = rs_run_buffer(run, w)[i];
+            assert_true(rs_dtype_round((rs_dtype_t)dt, x) == x);
+            sum += x;
+            mag += fabs(x);
+          }
+          want[i] = sum / W;
+          scale[i] = mag / W;
+        }
+        assert_int_equal(rs_run_execute(run), RS_OK);
+        const float *got = rs_run_buffer(run, 0);
+        int exact = init == RS_INIT_EXACT &&
+                    W * 128 <= (dt == RS_DTYPE_F16 ? 1024 : 128);
+        double u = ldexp(1, -rs_dtype_mantissa_bits((rs_dtype_t)dt));
+        for (size_t i = 0; i < n; i++) {
+          float rounded = rs_dtype_round((rs_dtype_t)dt, (float)want[i]);
+          if (exact ? got[i] != rounded
+                    : fabs(got[i] - want[i]) >
+                          (W + 2) * u * scale[i] + u * fabs(want[i]))
+            fail_msg("%s W=%d init %d: element %zu is %.9g, mean %.9g",
+                     rs_dtype_name((rs_dtype_t)dt), W, init, i, (double)got[i],
+                     want[i]);
+          assert_true(rs_dtype_round((rs_dtype_t)dt, got[i]) == got[i]);
+        }
+        /* worker 0 sends every chunk but 1 in reduce-scatter and every
+         * chunk but 2 in all-gather, at 2 bytes an element */
+        assert_int_equal(rs_run_worker_stats(run, 0)->bytes_sent,
+                         2 * (2 * n - rs_chunk_elems(n, W, 1 % W) -
+                              rs_chunk_elems(n, W, 2 % W)));
+        rs_run_free(run);
+      }
+    rs_model_free(m);
+  }
+}
+
 /* ring-9: a non-finite input is refused before the ring runs, naming the
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
@@ -631,6 +695,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_summation_order),
+      cmocka_unit_test(test_low_precision),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

@@ -55,6 +55,26 @@ enum {
 const char *rs_strerror(int code);
 const char *rs_errname(int code);
 
+/* ---- element types --------------------------------------------------------
+ */
+
+/* f32, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
+ * rounded to the dtype when stored and sent (buffers hold float32 values the
+ * dtype can represent; the wire counts the dtype's size). */
+typedef enum rs_dtype { RS_DTYPE_F32, RS_DTYPE_F16, RS_DTYPE_BF16 } rs_dtype_t;
+
+const char *rs_dtype_name(rs_dtype_t dtype);  /* "f32", "f16", "bf16" */
+size_t rs_dtype_size(rs_dtype_t dtype);       /* bytes per element: 4 or 2 */
+int rs_dtype_mantissa_bits(rs_dtype_t dtype); /* 24, 11, 8 */
+/* x rounded to the nearest value of dtype (ties to even; overflow: inf). */
+float rs_dtype_round(rs_dtype_t dtype, float x);
+void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
+/* The 16-bit encodings, for files. */
+uint16_t rs_f32_to_f16(float f);
+float rs_f16_to_f32(uint16_t h);
+uint16_t rs_f32_to_bf16(float f);
+float rs_bf16_to_f32(uint16_t b);
+
 /* ---- model ------------------------------------------------------------- */
 
 typedef struct rs_param {
@@ -82,6 +102,8 @@ const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
 /* Index of the param called name, or -1. */
 long rs_model_find(const rs_model_t *model, const char *name);
 size_t rs_model_elems(const rs_model_t *model);
+/* The model's element type (all its params share one). */
+rs_dtype_t rs_model_dtype(const rs_model_t *model);
 /* Number of workers whose gradients the file gives inline (0: none), and
  * worker's flat gradients (rs_model_elems floats) or NULL. */
 int rs_model_inline_workers(const rs_model_t *model);
@@ -112,12 +134,13 @@ int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
 /* ---- safetensors --------------------------------------------------------- */
 
 /* Read every param of model from the safetensors file at path into data
- * (rs_model_elems floats, flat, in model order). Tensors must be F32 with the
- * param's shape; extra tensors are ignored. */
+ * (rs_model_elems floats, flat, in model order). Tensors must have the
+ * model's dtype (F32, F16 or BF16) and the param's shape; extra tensors are
+ * ignored. */
 int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
                         char *errmsg);
-/* Write data (flat, model order) as F32 tensors named and shaped as the
- * params. Writes to a temporary file and renames it: on error nothing is left
+/* Write data (flat, model order) as tensors of the model's dtype, named and
+ * shaped as the params. Writes to a temporary file and renames it: on error nothing is left
  * at path. */
 int rs_safetensors_write(const char *path, const rs_model_t *model,
                          const float *data, char *errmsg);
@@ -225,20 +248,21 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
 /* The ring's simulated time from the cost formula, for a uniform ring (no
  * overrides or stragglers): 2(W-1) k (alpha + beta(b)) + (W-1) k gamma(b),
- * with k segments of b = S/(W k) bytes per chunk, beta(b) = b / bandwidth
- * and gamma(b) = b / reduce_rate, each rounded up to a nanosecond. Exact when
- * W x k divides the element count. */
+ * with k segments of b = S/(W k) bytes per chunk (elements of elem_size),
+ * beta(b) = b / bandwidth and gamma(b) = b / reduce_rate, each rounded up to a
+ * nanosecond. Exact when W x k divides the element count. */
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs_per_chunk);
+                             size_t segs_per_chunk, size_t elem_size);
 /* The simulated time of the schedule alone, without threads or data (what
  * `ringsim model` prints): the same clocks the threaded run keeps, over the
  * buckets in order, each cut into segments of at most segment_bytes. */
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                               const rs_bucket_t *buckets, size_t bucket_count,
-                              size_t segment_bytes);
-/* Segments per chunk for a run of elems elements, W workers and segments of
- * at most segment_bytes (what rs_run_create uses). */
-size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes);
+                              size_t segment_bytes, size_t elem_size);
+/* Segments per chunk for a run of elems elements of elem_size bytes, W
+ * workers and segments of at most segment_bytes (what rs_run_create uses). */
+size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
+                         size_t elem_size);
 
 typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */

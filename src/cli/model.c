@@ -26,16 +26,18 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     return EXIT_RUN;
   }
   const size_t seg_bytes = opt->config.segment_bytes;
-  uint64_t sim = rs_netmodel_simulate(net, W, buckets, bucket_count, seg_bytes);
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  uint64_t sim =
+      rs_netmodel_simulate(net, W, buckets, bucket_count, seg_bytes, elem_size);
   uint64_t predicted = 0;
   size_t segs = 0;
   for (size_t b = 0; b < bucket_count; b++) {
-    size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes);
-    predicted += rs_netmodel_predict(net, W, buckets[b].elems, k);
+    size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
+    predicted += rs_netmodel_predict(net, W, buckets[b].elems, k, elem_size);
     segs += k;
   }
   free(buckets);
-  double bytes = (double)elems * sizeof(float);
+  double bytes = (double)elems * (double)elem_size;
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
   double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
   if (opt->json) {

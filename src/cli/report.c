@@ -12,6 +12,12 @@
 /* Small models print their averaged values without --print. */
 #define PRINT_VALUES_UP_TO 64
 
+/* JSON has no inf or NaN: such a value (an overflowed f16 sum, say) is
+ * null. */
+static json_t *real_or_null(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
+
 /* Print x with the fewest digits that read back as the same float. */
 static void format_float(float x, char *buf, size_t size) {
   for (int digits = 1; digits <= 9; digits++) {
@@ -40,7 +46,7 @@ static json_t *values_json(const rs_model_t *model, const float *values) {
     const rs_param_t *param = rs_model_param(model, p);
     json_t *list = json_array();
     for (size_t i = 0; i < param->elems; i++)
-      json_array_append_new(list, json_real(values[param->elem_offset + i]));
+      json_array_append_new(list, real_or_null(values[param->elem_offset + i]));
     json_object_set_new(obj, param->name, list);
   }
   return obj;
@@ -152,7 +158,7 @@ static figures_t compute_figures(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   f.workers = rs_run_config(r->run)->workers;
   f.elems = rs_model_elems(r->model);
-  f.bytes = (double)f.elems * sizeof(float);
+  f.bytes = (double)f.elems * (double)rs_dtype_size(rs_model_dtype(r->model));
   f.sent_theory = 2.0 * (f.workers - 1) / f.workers * f.bytes;
   f.sent_min = UINT64_MAX;
   for (int w = 0; w < f.workers; w++) {
@@ -202,7 +208,9 @@ static void print_buckets(const report_t *r) {
     const rs_param_t *lo = rs_model_param(r->model, k->first_param);
     const rs_param_t *hi =
         rs_model_param(r->model, k->first_param + k->params - 1);
-    cli_human_bytes((double)k->elems * sizeof(float), size, sizeof size);
+    cli_human_bytes((double)k->elems *
+                        (double)rs_dtype_size(rs_model_dtype(r->model)),
+                    size, sizeof size);
     printf("             %zu: %s, %zu param%s (%s%s%s)\n", b, size, k->params,
            k->params == 1 ? "" : "s", hi->name, k->params > 1 ? " .. " : "",
            k->params > 1 ? lo->name : "");
@@ -220,12 +228,13 @@ static json_t *buckets_json(const report_t *r) {
     for (size_t i = k->first_param + k->params; i-- > k->first_param;)
       json_array_append_new(names,
                             json_string(rs_model_param(r->model, i)->name));
-    json_array_append_new(list,
-                          json_pack("{s:I, s:I, s:I, s:o}", "elem_offset",
-                                    (json_int_t)k->elem_offset, "elems",
-                                    (json_int_t)k->elems, "bytes",
-                                    (json_int_t)(k->elems * sizeof(float)),
-                                    "params", names));
+    json_array_append_new(
+        list,
+        json_pack(
+            "{s:I, s:I, s:I, s:o}", "elem_offset", (json_int_t)k->elem_offset,
+            "elems", (json_int_t)k->elems, "bytes",
+            (json_int_t)(k->elems * rs_dtype_size(rs_model_dtype(r->model))),
+            "params", names));
   }
   return list;
 }
@@ -259,8 +268,9 @@ void cli_print_text(const report_t *r) {
   printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_op_name(cfg->op), rs_model_name(r->model), W,
          W == 1 ? "" : "s");
-  printf("  model      %zu params, %zu elements, %s of f32 per worker\n",
-         rs_model_param_count(r->model), f.elems, size);
+  printf("  model      %zu params, %zu elements, %s of %s per worker\n",
+         rs_model_param_count(r->model), f.elems, size,
+         rs_dtype_name(rs_model_dtype(r->model)));
   printf("  grads      %s\n", r->source);
   char chunk[64], sent[64];
   if (res->buckets == 1) {
@@ -335,12 +345,12 @@ void cli_print_json(const report_t *r) {
     const rs_param_check_t *c = rs_run_param_check(r->run, p);
     json_array_append_new(
         params,
-        json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I, s:I}", "name",
+        json_pack("{s:s, s:I, s:I, s:o, s:o, s:f, s:I, s:I}", "name",
                   param->name, "elem_offset", (json_int_t)param->elem_offset,
                   "elems", (json_int_t)param->elems, "max_abs_err",
-                  c->max_abs_err, "max_rel_err", c->max_rel_err, "bound",
-                  c->bound, "differing", (json_int_t)c->differing, "wrong",
-                  (json_int_t)c->wrong));
+                  real_or_null(c->max_abs_err), "max_rel_err",
+                  real_or_null(c->max_rel_err), "bound", c->bound, "differing",
+                  (json_int_t)c->differing, "wrong", (json_int_t)c->wrong));
     if (cfg->order_report) {
       json_t *last = json_array_get(params, json_array_size(params) - 1);
       json_object_set_new(last, "order_differing",
@@ -357,6 +367,8 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "grads", json_string(r->source));
   json_object_set_new(o, "params",
                       json_integer((json_int_t)rs_model_param_count(r->model)));
+  json_object_set_new(o, "dtype",
+                      json_string(rs_dtype_name(rs_model_dtype(r->model))));
   json_object_set_new(o, "elems", json_integer((json_int_t)f.elems));
   json_object_set_new(o, "bytes", json_integer((json_int_t)f.bytes));
   json_object_set_new(o, "buckets", buckets_json(r));
@@ -370,8 +382,8 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
   json_object_set_new(o, "identical", json_boolean(res->identical));
   json_object_set_new(o, "exact", json_boolean(res->exact));
-  json_object_set_new(o, "max_abs_err", json_real(res->max_abs_err));
-  json_object_set_new(o, "bound", json_real(res->bound));
+  json_object_set_new(o, "max_abs_err", real_or_null(res->max_abs_err));
+  json_object_set_new(o, "bound", real_or_null(res->bound));
   json_object_set_new(o, "worst_ratio",
                       isfinite(res->worst_ratio) ? json_real(res->worst_ratio)
                                                  : json_null());

@@ -1,0 +1,105 @@
+/* dtype.c - the element types: f32, and f16 and bf16 as NCCL reduces them.
+ *
+ * Every buffer holds float32. A float16 or bfloat16 run keeps only values
+ * its dtype can represent, and rounds to the dtype after every hop's float32
+ * addition: exactly the numbers NCCL's half-precision reduction (float32
+ * accumulation per hop, rounded when stored and sent) produces. The wire is
+ * counted at the dtype's size.
+ */
+#include <string.h>
+
+#include "ringsim/ringsim.h"
+
+const char *rs_dtype_name(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? "f16"
+         : dtype == RS_DTYPE_BF16 ? "bf16"
+                                  : "f32";
+}
+
+size_t rs_dtype_size(rs_dtype_t dtype) { return dtype == RS_DTYPE_F32 ? 4 : 2; }
+
+int rs_dtype_mantissa_bits(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16 ? 11 : dtype == RS_DTYPE_BF16 ? 8 : 24;
+}
+
+/* IEEE binary16 from binary32, rounding to nearest, ties to even; beyond the
+ * range it is infinity, below half the smallest subnormal it is zero. */
+uint16_t rs_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t biased = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+  if (biased == 0xff) /* inf or NaN */
+    return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+  int32_t exp = (int32_t)biased - 127 + 15;
+  if (exp >= 31)
+    return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) { /* a subnormal half: units of 2^-24 */
+    if (exp < -10)
+      return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1)))
+      h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+    h++; /* a carry into the exponent is right, up to infinity */
+  return (uint16_t)h;
+}
+
+float rs_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+  if (exp == 0) {
+    float f = (float)mant * 0x1p-24f; /* zero or subnormal, exactly */
+    return sign ? -f : f;
+  }
+  if (exp == 31)
+    x = sign | 0x7f800000u | (mant << 13);
+  else
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+/* bfloat16 is the top half of binary32: round the bottom half away. */
+uint16_t rs_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7f800000u) == 0x7f800000u) /* inf or NaN: keep */
+    return (uint16_t)((x >> 16) | ((x & 0xffffu) ? 0x40u : 0));
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+float rs_bf16_to_f32(uint16_t b) {
+  uint32_t x = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+float rs_dtype_round(rs_dtype_t dtype, float x) {
+  switch (dtype) {
+  case RS_DTYPE_F16:
+    return rs_f16_to_f32(rs_f32_to_f16(x));
+  case RS_DTYPE_BF16:
+    return rs_bf16_to_f32(rs_f32_to_bf16(x));
+  case RS_DTYPE_F32:
+    break;
+  }
+  return x;
+}
+
+void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n) {
+  if (dtype == RS_DTYPE_F32)
+    return;
+  for (size_t i = 0; i < n; i++)
+    x[i] = rs_dtype_round(dtype, x[i]);
+}
