@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ringsim/ringsim.h"
-#include "util.h"
+#include "safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

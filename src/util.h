@@ -37,12 +37,6 @@ static inline uint64_t rs__now_ns(void) {
     }                                                                          \
   } while (0)
 
-/* safetensors.c: read from an open stream of file_size bytes (path names
- * it in messages); what rs_safetensors_read does after opening the file. */
-int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
-                                const rs_model_t *model, float *data,
-                                char *errmsg);
-
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
  * failure. Free with free(). */
 void *rs__aligned_alloc(size_t n);
