@@ -132,25 +132,33 @@ static int prepare_fixed_order(rs_run_t *run) {
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the order report (%zu elements)", n);
   const float divisor = (float)W;
+  const int post = run->config.op == RS_OP_AVG && !pre;
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t len = n - start < BLOCK ? n - start : BLOCK;
     float *acc = run->fixed + start;
     float quotient[BLOCK];
+    /* Each fold as the ring does it: in float32, rounded to the dtype after
+     * every hop; the last addition of a post-divided mean divides before
+     * it rounds. */
     for (int w = 0; w < W; w++) {
       const float *g = run->bufs[w] + start;
       if (pre) {
         for (size_t i = 0; i < len; i++)
           quotient[i] = g[i] / divisor;
+        rs_dtype_round_all(run->dtype, quotient, len);
         g = quotient;
       }
       if (w == 0)
         memcpy(acc, g, len * sizeof *acc);
+      else if (post && w == W - 1)
+        rs_reduce_sum_div_f32(acc, g, len, divisor);
       else
         rs_reduce_f32(acc, g, len, run->config.op);
+      if (w > 0)
+        rs_dtype_round_all(run->dtype, acc, len);
     }
-    if (run->config.op == RS_OP_AVG && !pre)
-      for (size_t i = 0; i < len; i++)
-        acc[i] /= divisor;
+    if (post && W == 1)
+      rs_scale_div_f32(acc, len, divisor);
   }
   return RS_OK;
 }
