@@ -320,7 +320,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
 void rs_run_free(rs_run_t *run);
 const char *rs_run_errmsg(const rs_run_t *run);
 
-/* Worker's flat gradient buffer: rs_model_elems floats, 64-byte aligned. */
+/* Worker's flat gradient buffer: rs_model_elems floats, 64-byte aligned
+ * (for f16/bf16 models, values the dtype can represent). Taking it marks the
+ * run as filled by hand; NULL for a worker that does not exist. */
 float *rs_run_buffer(rs_run_t *run, int worker);
 /* Fill every worker's buffer: generated from seed, deterministically per
  * (seed, worker, param, element); or copied from the model's inline grads;
