@@ -284,7 +284,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
                          &v))
         return cli_usage_error(o->model_only
                                    ? "--workers '%s': expected an integer in "
-                                     "1..1048576"
+                                     "1..16384"
                                    : "--workers '%s': expected an integer in "
                                      "1..4096",
                                optarg);
