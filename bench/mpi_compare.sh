@@ -23,7 +23,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
 fi
 build="$root/build"
 [ -x "$build/ringsim" ] || {
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRINGSIM_BUILD_TESTS=OFF >/dev/null
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
 tmp=$(mktemp -d)

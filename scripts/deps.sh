@@ -1,12 +1,18 @@
-# scripts/deps.sh - sourced by scripts/test and scripts/demo: install the
-# Debian packages ringsim needs, if any is missing (needs root or sudo).
-RINGSIM_PACKAGES="build-essential cmake pkg-config clang libclang-rt-dev
-  libjansson-dev libcmocka-dev libsqlite3-dev sqlite3
-  python3 python3-numpy python3-matplotlib python3-torch"
+# scripts/deps.sh - sourced by scripts/test, scripts/demo and
+# scripts/doc-images: install the Debian packages ringsim needs, if any is
+# missing (needs root or sudo).
+#
+#   ringsim_install_deps          to build and run ringsim and its plot tools
+#   ringsim_install_deps test     also what the tests need: cmocka, clang and
+#                                 libFuzzer, PyTorch for the round-trip test
+RINGSIM_PACKAGES="build-essential cmake pkg-config libjansson-dev
+  libsqlite3-dev sqlite3 python3 python3-numpy python3-matplotlib"
+RINGSIM_TEST_PACKAGES="libcmocka-dev clang libclang-rt-dev python3-torch"
 
 ringsim_install_deps() {
-  local missing=()
-  for pkg in $RINGSIM_PACKAGES; do
+  local wanted=$RINGSIM_PACKAGES missing=()
+  [ "${1:-}" = test ] && wanted="$wanted $RINGSIM_TEST_PACKAGES"
+  for pkg in $wanted; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
       missing+=("$pkg")
   done
