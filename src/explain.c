@@ -26,6 +26,35 @@ static const char *set_text(unsigned mask, int W, char *buf, size_t size) {
   return buf;
 }
 
+/* What a reduce-scatter receiver does, per op: "which adds it to its own". */
+static const char *fold_verb(rs_op_t op) {
+  switch (op) {
+  case RS_OP_MIN:
+    return "keeps the smaller of it and its own";
+  case RS_OP_MAX:
+    return "keeps the larger of it and its own";
+  case RS_OP_PROD:
+    return "multiplies its own by it";
+  default:
+    return "adds it to its own";
+  }
+}
+
+/* The same, for the phase's introduction: "... and adds to its own copy the
+ * chunk it receives". */
+static const char *fold_phrase(rs_op_t op) {
+  switch (op) {
+  case RS_OP_MIN:
+    return "keeps the smaller, elementwise, of its own copy and";
+  case RS_OP_MAX:
+    return "keeps the larger, elementwise, of its own copy and";
+  case RS_OP_PROD:
+    return "multiplies its own copy by";
+  default:
+    return "adds to its own copy";
+  }
+}
+
 static void print_table(FILE *out, unsigned held[][EXPLAIN_MAX_WORKERS],
                         int W) {
   char cell[32];
@@ -97,7 +126,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
             "the next worker and %s the chunk it receives.\n",
             ph == RS_PHASE_REDUCE_SCATTER ? "reduce-scatter" : "all-gather",
             W - 1, W == 2 ? "" : "s",
-            ph == RS_PHASE_REDUCE_SCATTER ? "adds to its own copy"
+            ph == RS_PHASE_REDUCE_SCATTER ? fold_phrase(op)
                                           : "copies over its own copy");
     for (int step = 0; step < W - 1; step++) {
       unsigned sent[EXPLAIN_MAX_WORKERS];
@@ -117,8 +146,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                 "  worker %d sends chunk %d, holding %s, to worker %d, "
                 "which %s -> %s",
                 r, c, set_text(sent[r], W, a, sizeof a), dst,
-                ph == RS_PHASE_REDUCE_SCATTER ? "adds it to its own"
-                                              : "copies it",
+                ph == RS_PHASE_REDUCE_SCATTER ? fold_verb(op) : "copies it",
                 set_text(after, W, b, sizeof b));
         if (completes && op == RS_OP_AVG)
           fprintf(out, ", and divides by %d: the mean", W);
