@@ -61,9 +61,12 @@ class Faults(unittest.TestCase):
     def test_crash(self):
         states = self.assert_failed_run("crash:worker=2,step=3", "timed out after 0.5 s", "crashed")
         self.assertEqual(states[2], "crashed")
-        # Which neighbour notices first depends on the schedule (usually the
-        # successor, 3): one times out, the abort stops the others.
-        self.assertEqual(sorted(states.values()), ["aborted", "aborted", "crashed", "timed_out"])
+        # Which neighbours notice depends on the schedule (usually the
+        # successor, 3, alone): at least one times out, and the abort stops
+        # the others unless their own deadline passed at the same moment.
+        others = [state for w, state in states.items() if w != 2]
+        self.assertIn("timed_out", others)
+        self.assertTrue(set(others) <= {"timed_out", "aborted"}, states)
         rows, = self.query("SELECT count(*) FROM transfer")
         sent, = self.query("SELECT sum(transfers_sent) FROM worker")
         self.assertEqual(rows, sent)
