@@ -471,19 +471,7 @@ static int write_transfers(rs_run_t *run) {
     rs_chan_t *ch = &run->chans[r];
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       const rs_msg_t *m = rs_chan_peek(ch, idx);
-      rs_event_t e = {.seq = m->seq,
-                      .bucket = (uint32_t)m->bucket,
-                      .sim_send_ns = m->sim_send_ns,
-                      .iter = (uint32_t)run->workers[r].iter,
-                      .checksum = m->checksum,
-                      .elem_offset = m->elem_offset,
-                      .send_begin_ns = m->send_begin_ns,
-                      .send_end_ns = m->send_end_ns,
-                      .elems = (uint32_t)m->elems,
-                      .step = (uint32_t)m->step,
-                      .chunk = (uint32_t)m->chunk,
-                      .segment = (uint32_t)m->segment,
-                      .phase = (uint8_t)m->phase};
+      rs_event_t e = rs__event_of(m, run->workers[r].iter);
       rc = insert_transfer(run, st, r, &e, 0);
       run->result.trace_rows++;
     }

@@ -47,6 +47,24 @@ typedef struct rs_event_buf {
   size_t capacity;
 } rs_event_buf_t;
 
+/* What a message says of itself: a record without its receipt. */
+static inline rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
+  rs_event_t e = {.seq = msg->seq,
+                  .checksum = msg->checksum,
+                  .elem_offset = msg->elem_offset,
+                  .send_begin_ns = msg->send_begin_ns,
+                  .send_end_ns = msg->send_end_ns,
+                  .sim_send_ns = msg->sim_send_ns,
+                  .elems = (uint32_t)msg->elems,
+                  .iter = (uint32_t)iter,
+                  .bucket = (uint32_t)msg->bucket,
+                  .step = (uint32_t)msg->step,
+                  .chunk = (uint32_t)msg->chunk,
+                  .segment = (uint32_t)msg->segment,
+                  .phase = (uint8_t)msg->phase};
+  return e;
+}
+
 /* Append the transfer msg, just reduced or copied by its receiver, to buf.
  * The buffer was sized for every transfer of the run: no allocation here. */
 static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
@@ -56,23 +74,11 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
   if (!buf->events || buf->count == buf->capacity)
     return;
   rs_event_t *e = &buf->events[buf->count++];
-  e->seq = msg->seq;
-  e->checksum = msg->checksum;
-  e->elem_offset = msg->elem_offset;
-  e->send_begin_ns = msg->send_begin_ns;
-  e->send_end_ns = msg->send_end_ns;
+  *e = rs__event_of(msg, iter);
   e->recv_begin_ns = recv_begin_ns;
   e->recv_end_ns = recv_end_ns;
   e->wait_ns = wait_ns;
-  e->sim_send_ns = msg->sim_send_ns;
   e->sim_recv_ns = sim_recv_ns;
-  e->elems = (uint32_t)msg->elems;
-  e->iter = (uint32_t)iter;
-  e->bucket = (uint32_t)msg->bucket;
-  e->step = (uint32_t)msg->step;
-  e->chunk = (uint32_t)msg->chunk;
-  e->segment = (uint32_t)msg->segment;
-  e->phase = (uint8_t)msg->phase;
 }
 
 #define RS_TRACE_SCHEMA_VERSION 1

@@ -65,6 +65,9 @@ void cli_print_watchdog(rs_run_t *run);
 /* The exit status for a run's status code. */
 int cli_exit_code(int status);
 const char *cli_init_name(rs_init_t init);
+/* "  network    latency ..., bandwidth ... per link[, reduce ...]", no
+ * newline: the network model's line in a report. */
+void cli_print_network(const rs_netmodel_t *net);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 

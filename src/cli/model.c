@@ -57,10 +57,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   printf("ringsim model: ring all-reduce of \"%s\" on %d workers, %s per "
          "worker (the schedule alone: no threads, no data)\n",
          rs_model_name(model), W, size);
-  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
-         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
-  if (net->reduce_rate)
-    printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  cli_print_network(net);
   printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
          "over the buckets\n",
          bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,

@@ -172,14 +172,18 @@ static figures_t compute_figures(const report_t *r) {
   return f;
 }
 
-/* Simulated, predicted and measured time side by side. */
-static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
-                           double wall_s) {
-  const rs_netmodel_t *net = &cfg->net;
+void cli_print_network(const rs_netmodel_t *net) {
   printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
          (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+}
+
+/* Simulated, predicted and measured time side by side. */
+static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
+                           double wall_s) {
+  const rs_netmodel_t *net = &cfg->net;
+  cli_print_network(net);
   if (net->link_count || net->straggler_count)
     printf(", %d slower link%s, %d straggler%s", net->link_count,
            net->link_count == 1 ? "" : "s", net->straggler_count,
