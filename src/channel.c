@@ -11,6 +11,7 @@ int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                  const atomic_int *abort_flag) {
   memset(ch, 0, sizeof *ch);
   ch->slots = slots;
+  ch->elem_bytes = sizeof(float);
   ch->slot_stride = (sizeof(rs_msg_t) + payload_bytes + 63) & ~(size_t)63;
   ch->abort_flag = abort_flag;
   ch->mem = rs__aligned_alloc(ch->slot_stride * (size_t)slots);
@@ -93,7 +94,7 @@ uint64_t rs_checksum(const void *data, size_t n) {
 }
 
 /* Wait for a free slot, fill it from hdr and src, publish it. */
-static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                    uint64_t seq, int corrupt, uint64_t begin,
                    uint64_t timeout_ns, uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
@@ -108,7 +109,7 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
 
   /* The slot is ours until we publish it: copy without the lock. */
   rs_msg_t *msg = slot_at(ch, index);
-  size_t bytes = hdr->elems * sizeof(float);
+  size_t bytes = hdr->elems * ch->elem_bytes;
   *msg = *hdr;
   msg->seq = seq;
   msg->send_begin_ns = begin;
@@ -118,12 +119,12 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
     if (corrupt) /* no wire copy to damage: damage what travels */
       msg->checksum ^= 1;
   } else {
-    float *payload = rs_msg_slot_payload(msg);
+    unsigned char *payload = rs_msg_slot_payload(msg);
     if (bytes)
       memcpy(payload, src, bytes);
     msg->data = payload;
     if (corrupt && bytes)
-      ((unsigned char *)payload)[bytes / 2] ^= 0x10;
+      payload[bytes / 2] ^= 0x10;
     else if (corrupt)
       msg->checksum ^= 1; /* an empty segment: damage what there is */
   }
@@ -136,7 +137,7 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
   return RS_OK;
 }
 
-int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                  rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
   uint64_t seq = ch->send_seq++;
@@ -172,7 +173,7 @@ int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
     return RS_EPROTO;
   }
   if (ch->checksum &&
-      rs_checksum((*msg)->data, (*msg)->elems * sizeof(float)) !=
+      rs_checksum((*msg)->data, (*msg)->elems * ch->elem_bytes) !=
           (*msg)->checksum)
     return RS_ECORRUPT;
   ch->recv_seq++;

@@ -31,7 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The header of one message; the payload (elems floats) follows it. */
+/* The header of one message; the payload (elems elements of the channel's
+ * elem_bytes) follows it. */
 typedef struct rs_msg {
   uint64_t seq;
   int32_t bucket;
@@ -44,7 +45,7 @@ typedef struct rs_msg {
   uint64_t send_begin_ns; /* when the sender called send */
   uint64_t send_end_ns;   /* when the payload was in the slot */
   uint64_t checksum;      /* of the payload, when the channel checks */
-  const float *data;      /* the payload: in the slot, or (direct mode) the
+  const void *data;       /* the payload: in the slot, or (direct mode) the
                              sender's own buffer */
   uint64_t sim_send_ns;   /* simulated departure and arrival (net model) */
   uint64_t sim_arrive_ns;
@@ -59,8 +60,8 @@ typedef enum rs_wire {
 } rs_wire_t;
 
 /* Where a copying channel keeps a slot's payload: right after its header. */
-static inline float *rs_msg_slot_payload(rs_msg_t *msg) {
-  return (float *)(void *)(msg + 1);
+static inline void *rs_msg_slot_payload(rs_msg_t *msg) {
+  return (void *)(msg + 1);
 }
 
 typedef struct rs_chan {
@@ -73,8 +74,9 @@ typedef struct rs_chan {
   size_t slot_stride;
   unsigned char *mem;
   const atomic_int *abort_flag;
-  int checksum; /* compute and verify payload checksums */
-  int direct;   /* pass pointers to the sender's buffer, not copies */
+  int checksum;      /* compute and verify payload checksums */
+  int direct;        /* pass pointers to the sender's buffer, not copies */
+  size_t elem_bytes; /* bytes per element: 4 (float, the default) or 8 */
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;
@@ -87,11 +89,11 @@ int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                  const atomic_int *abort_flag);
 void rs_chan_destroy(rs_chan_t *ch);
 
-/* Copy hdr (its seq is set here) and hdr->elems floats from src into the
+/* Copy hdr (its seq is set here) and hdr->elems elements from src into the
  * next free slot, doing to it what wire says. Adds the time spent blocked to
  * *wait_ns. Returns RS_OK, RS_ETIMEDOUT after timeout_ns of waiting, or
  * RS_EABORTED. */
-int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const float *src,
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                  rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* Point *msg at the oldest message, valid until rs_chan_release(). Returns
  * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not

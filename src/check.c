@@ -1,22 +1,27 @@
 /* check.c - the direct-mean reference and the floating-point error bound.
  *
  * Before the ring runs, the reference is computed from every worker's
- * inputs in double precision, as torch.stack(grads).mean(dim=0) would in
- * float64: ref[i] = sum_w g_w[i] (/ W for avg). Summing W floats in double
- * is exact to within W * 2^-53 relative, far below f32's rounding.
+ * inputs in a wider precision than the ring's, as torch.stack(grads)
+ * .mean(dim=0) would in float64: ref[i] = sum_w g_w[i] (/ W for avg).
+ * Summing W floats in double is exact to within W * 2^-53 relative, far
+ * below f32's rounding; an f64 run's reference sums in long double (x86's
+ * 64-bit significand, or quad precision elsewhere) for the same reason, and
+ * its bound adds what storing that sum as a double rounds away.
  *
  * The ring adds the W contributions of each element in f32, in an order
  * that depends on the element's chunk, so its result may differ from the
  * reference. The classic bound for a sum of W terms in any order
  * (Higham, Accuracy and Stability of Numerical Algorithms, 4.2) is
  *     |ring_sum - sum| <= gamma(W-1) * sum_w |g_w[i]|,
- *     gamma(n) = n*u / (1 - n*u),  u = 2^-24 (f32 unit roundoff),
+ *     gamma(n) = n*u / (1 - n*u),  u = 2^-24 (f32 unit roundoff; f64 2^-53),
  * and the division by W of avg adds at most u * |mean| more. Each element
- * gets its own bound, stored as a float rounded up; the check fails if any
+ * gets its own bound, stored in the buffers' type rounded up; the check
+ * fails if any
  * element exceeds it. With exact inputs (multiples of 1/16 small enough
  * that every partial sum is representable) there is no rounding at all, and
  * the check demands the reference bit for bit.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -39,26 +44,68 @@ static size_t param_of(const rs_model_t *model, size_t i) {
   return lo;
 }
 
+/* Worker w's element i, whatever the buffers' type. */
+static double value_at(const rs_run_t *run, int w, size_t i) {
+  if (run->dtype == RS_DTYPE_F64)
+    return ((const double *)(const void *)run->bufs[w])[i];
+  return ((const float *)(const void *)run->bufs[w])[i];
+}
+
+/* Element i of an array of the buffers' type (bound, ref_exact, fixed). */
+static double array_at(const rs_run_t *run, const void *array, size_t i) {
+  if (run->dtype == RS_DTYPE_F64)
+    return ((const double *)array)[i];
+  return ((const float *)array)[i];
+}
+
 static int refuse_non_finite(rs_run_t *run, size_t start, size_t len) {
   for (int w = 0; w < run->config.workers; w++)
     for (size_t i = start; i < start + len; i++)
-      if (!isfinite(run->bufs[w][i])) {
+      if (!isfinite(value_at(run, w, i))) {
         const rs_param_t *p =
             rs_model_param(run->model, param_of(run->model, i));
         return rs__run_fail(run, RS_EINVAL,
                             "worker %d's gradient of \"%.100s\" holds %g at "
                             "element %zu: inputs must be finite",
-                            w, p->name, (double)run->bufs[w][i],
+                            w, p->name, value_at(run, w, i),
                             i - p->elem_offset);
       }
   return RS_OK;
 }
 
-static float round_up_to_float(double x) {
-  float f = (float)x;
-  if ((double)f < x)
-    f = nextafterf(f, INFINITY);
-  return f;
+/* Store bound b (>= 0) at i in the buffers' type, rounded up so it stays a
+ * bound: one step up from a value rounded down is the next representable
+ * one (for a non-negative finite value, its bits plus one). */
+static void store_bound(rs_run_t *run, size_t i, long double b) {
+  if (run->dtype == RS_DTYPE_F64) {
+    double d = (double)b;
+    if ((long double)d < b) {
+      uint64_t bits;
+      memcpy(&bits, &d, sizeof bits);
+      bits++;
+      memcpy(&d, &bits, sizeof d);
+    }
+    ((double *)run->bound)[i] = d;
+    return;
+  }
+  float f = (float)b;
+  if ((long double)f < b) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits++;
+    memcpy(&f, &bits, sizeof f);
+  }
+  ((float *)run->bound)[i] = f;
+}
+
+/* The direct mean over the W buffers into out, in the buffers' type. */
+static void direct_reduce(const rs_run_t *run, const void **grads, void *out) {
+  if (run->dtype == RS_DTYPE_F64)
+    rs_direct_reduce_f64((const double *const *)grads, run->config.workers,
+                         run->elems, run->config.op, out);
+  else
+    rs_direct_reduce((const float *const *)grads, run->config.workers,
+                     run->elems, run->config.op, out);
 }
 
 /* Exact inputs: every partial sum is representable, so the direct mean in
@@ -66,8 +113,8 @@ static float round_up_to_float(double x) {
 static int prepare_exact(rs_run_t *run) {
   const int W = run->config.workers;
   const size_t n = run->elems;
-  run->ref_exact = malloc((n ? n : 1) * sizeof *run->ref_exact);
-  const float **grads = malloc((size_t)W * sizeof *grads);
+  run->ref_exact = malloc((n ? n : 1) * run->buf_elem_bytes);
+  const void **grads = malloc((size_t)W * sizeof *grads);
   if (!run->ref_exact || !grads) {
     free(grads);
     return rs__run_fail(run, RS_ENOMEM,
@@ -78,100 +125,119 @@ static int prepare_exact(rs_run_t *run) {
   /* When timing over repetitions, first touch the output's pages untimed:
    * the ring's buffers were touched when they were filled. */
   if (run->config.ref_reps > 1)
-    rs_direct_reduce(grads, W, n, run->config.op, run->ref_exact);
+    direct_reduce(run, grads, run->ref_exact);
   uint64_t t0 = rs__now_ns();
   for (int rep = 0; rep < run->config.ref_reps; rep++)
-    rs_direct_reduce(grads, W, n, run->config.op, run->ref_exact);
+    direct_reduce(run, grads, run->ref_exact);
   run->result.ref_ns = (rs__now_ns() - t0) / (uint64_t)run->config.ref_reps;
   /* The exact float32 result, rounded once to the dtype, is what the ring
    * must produce (double rounding through float32 is innocuous here). */
-  rs_dtype_round_all(run->dtype, run->ref_exact, n);
+  if (run->dtype != RS_DTYPE_F64)
+    rs_dtype_round_all(run->dtype, run->ref_exact, n);
   free(grads);
   return RS_OK;
 }
 
-/* Accumulate worker w's values g into acc (and amp) for op. sum and avg:
- * acc the sum, amp the sum of |g|; min and max: acc the extreme; prod: acc
- * the product, amp the product of max(1, |g|). All in double. */
-static void accumulate(rs_op_t op, int w, const float *g, double *acc,
-                       double *amp, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    double x = g[i];
-    switch (op) {
-    case RS_OP_SUM:
-    case RS_OP_AVG:
-      acc[i] += x;
-      amp[i] += fabs(x);
-      break;
-    case RS_OP_MIN:
-      acc[i] = w == 0 || x < acc[i] ? x : acc[i];
-      amp[i] += fabs(x);
-      break;
-    case RS_OP_MAX:
-      acc[i] = w == 0 || x > acc[i] ? x : acc[i];
-      amp[i] += fabs(x);
-      break;
-    case RS_OP_PROD:
-      acc[i] = w == 0 ? x : acc[i] * x;
-      amp[i] = (w == 0 ? 1.0 : amp[i]) * (fabs(x) > 1 ? fabs(x) : 1.0);
-      break;
-    }
+/* Accumulate one worker's values g (worker w of the run) into acc (and
+ * amp) for op. sum and avg: acc the sum, amp the sum of |g|; min and max:
+ * acc the extreme; prod: acc the product, amp the product of max(1, |g|).
+ * Written once for float inputs summed in double and once for double
+ * inputs (f64) summed in long double: the reference must be more precise
+ * than what it checks. The switch sits outside the loops so each loop
+ * vectorizes. */
+#define DEFINE_ACCUMULATE(NAME, IN, ACC, FABS)                                 \
+  static void NAME(rs_op_t op, int w, const IN *restrict g, ACC *restrict acc, \
+                   ACC *restrict amp, size_t len) {                            \
+    switch (op) {                                                              \
+    case RS_OP_SUM:                                                            \
+    case RS_OP_AVG:                                                            \
+      for (size_t i = 0; i < len; i++) {                                       \
+        acc[i] += (ACC)g[i];                                                   \
+        amp[i] += FABS((ACC)g[i]);                                             \
+      }                                                                        \
+      break;                                                                   \
+    case RS_OP_MIN:                                                            \
+    case RS_OP_MAX:                                                            \
+      for (size_t i = 0; i < len; i++) {                                       \
+        ACC x = g[i];                                                          \
+        int better = op == RS_OP_MIN ? x < acc[i] : x > acc[i];                \
+        acc[i] = w == 0 || better ? x : acc[i];                                \
+        amp[i] += FABS(x);                                                     \
+      }                                                                        \
+      break;                                                                   \
+    case RS_OP_PROD:                                                           \
+      for (size_t i = 0; i < len; i++) {                                       \
+        ACC x = g[i], m = FABS(x) > 1 ? FABS(x) : 1;                           \
+        acc[i] = w == 0 ? x : acc[i] * x;                                      \
+        amp[i] = w == 0 ? m : amp[i] * m;                                      \
+      }                                                                        \
+      break;                                                                   \
+    }                                                                          \
   }
-}
 
-/* The result as one thread computes it in a fixed order, in float: worker
- * 0's value, then worker 1's folded in, and so on (a pre-divided average
- * divides each first). What the ring's chunk-dependent order is compared
- * with. */
+DEFINE_ACCUMULATE(accumulate_f32, float, double, fabs)
+DEFINE_ACCUMULATE(accumulate_f64, double, long double, fabsl)
+
+/* The result as one thread computes it in a fixed order, in the buffers'
+ * type: worker 0's value, then worker 1's folded in, and so on (a
+ * pre-divided average divides each first). What the ring's chunk-dependent
+ * order is compared with. */
 static int prepare_fixed_order(rs_run_t *run) {
   const int W = run->config.workers;
-  const size_t n = run->elems;
+  const size_t n = run->elems, size = run->buf_elem_bytes;
   const int pre = run->config.op == RS_OP_AVG && run->config.average_pre;
-  run->fixed = malloc((n ? n : 1) * sizeof *run->fixed);
+  const int post = run->config.op == RS_OP_AVG && !pre;
+  run->fixed = malloc((n ? n : 1) * size);
   if (!run->fixed)
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the order report (%zu elements)", n);
-  const float divisor = (float)W;
-  const int post = run->config.op == RS_OP_AVG && !pre;
+  double quotient[BLOCK]; /* room for BLOCK elements of either type */
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t len = n - start < BLOCK ? n - start : BLOCK;
-    float *acc = run->fixed + start;
-    float quotient[BLOCK];
-    /* Each fold as the ring does it: in float32, rounded to the dtype after
+    unsigned char *acc = (unsigned char *)run->fixed + start * size;
+    /* Each fold as the ring does it (rs_fold): rounded to the dtype after
      * every hop; the last addition of a post-divided mean divides before
      * it rounds. */
     for (int w = 0; w < W; w++) {
-      const float *g = run->bufs[w] + start;
+      const void *g = run->bufs[w] + start * size;
       if (pre) {
-        for (size_t i = 0; i < len; i++)
-          quotient[i] = g[i] / divisor;
-        rs_dtype_round_all(run->dtype, quotient, len);
+        memcpy(quotient, g, len * size);
+        rs_scale_div(run->dtype, quotient, len, W);
         g = quotient;
       }
       if (w == 0)
-        memcpy(acc, g, len * sizeof *acc);
-      else if (post && w == W - 1)
-        rs_reduce_sum_div_f32(acc, g, len, divisor);
+        memcpy(acc, g, len * size);
       else
-        rs_reduce_f32(acc, g, len, run->config.op);
-      if (w > 0)
-        rs_dtype_round_all(run->dtype, acc, len);
+        rs_fold(run->dtype, acc, g, len, run->config.op,
+                post && w == W - 1 ? W : 0);
     }
     if (post && W == 1)
-      rs_scale_div_f32(acc, len, divisor);
+      rs_scale_div(run->dtype, acc, len, W);
   }
   return RS_OK;
 }
 
-/* Distance in units in the last place between two finite floats. */
-static uint64_t ulps_apart(float a, float b) {
-  int32_t ia, ib;
-  memcpy(&ia, &a, sizeof ia);
-  memcpy(&ib, &b, sizeof ib);
-  /* map sign-magnitude to a line where adjacent floats are adjacent ints */
-  int64_t la = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
-  int64_t lb = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-  return (uint64_t)(la > lb ? la - lb : lb - la);
+/* Distance in units in the last place between two finite values of the
+ * buffers' type. */
+static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
+  int64_t la, lb;
+  if (run->dtype == RS_DTYPE_F64) {
+    memcpy(&la, &a, sizeof la);
+    memcpy(&lb, &b, sizeof lb);
+  } else {
+    float fa = (float)a, fb = (float)b;
+    int32_t ia, ib;
+    memcpy(&ia, &fa, sizeof ia);
+    memcpy(&ib, &fb, sizeof ib);
+    la = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
+    lb = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return (uint64_t)(la > lb ? la - lb : lb - la);
+  }
+  /* map sign-magnitude to a line where adjacent values are adjacent ints;
+   * the distance fits in 64 unsigned bits */
+  la = la < 0 ? INT64_MIN - la : la;
+  lb = lb < 0 ? INT64_MIN - lb : lb;
+  return la > lb ? (uint64_t)la - (uint64_t)lb : (uint64_t)lb - (uint64_t)la;
 }
 
 static int prepare_reference(rs_run_t *run);
@@ -189,59 +255,99 @@ static int prepare_reference(rs_run_t *run) {
    * in any order; a product or a pre-divided mean is not. */
   /* ... and every partial sum of W multiples of 1/16 in [-8, 8] needs
    * log2(128 W) + 1 significant bits, which f16 and bf16 may not have. */
-  int bits = rs_dtype_mantissa_bits(run->dtype);
+  const int bits = rs_dtype_mantissa_bits(run->dtype);
   int fits = (double)W * 128.0 <= ldexp(1.0, bits - 1);
   if (run->init == RS_INIT_EXACT && fits && op != RS_OP_PROD &&
       !(op == RS_OP_AVG && run->config.average_pre))
     return prepare_exact(run);
   run->ref = malloc((n ? n : 1) * sizeof *run->ref);
-  run->bound = malloc((n ? n : 1) * sizeof *run->bound);
+  run->bound = malloc((n ? n : 1) * run->buf_elem_bytes);
   if (!run->ref || !run->bound)
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the reference (%zu elements)", n);
 
-  /* The dtype's unit roundoff (f16 2^-11, bf16 2^-8): each hop rounds the
-   * float32 sum to it; float32's own rounding, far smaller, is folded in. */
-  const double u =
-      ldexp(1.0, -rs_dtype_mantissa_bits(run->dtype)) + ldexp(1.0, -24);
-  const double gamma = (W - 1) * u / (1.0 - (W - 1) * u);
-  const double slack64 = W * ldexp(1.0, -52); /* the double ops' own error */
-  const double tiny = ldexp(1.0, -149);       /* underflow of a division */
-  const double div = op == RS_OP_AVG ? W : 1.0;
+  /* The ring's unit roundoff: f32 2^-24, f64 2^-53; f16 (2^-11) and bf16
+   * (2^-8) round each hop's float32 sum to the dtype, and float32's own
+   * rounding adds 2^-24. */
+  const long double u =
+      ldexpl(1.0L, -bits) +
+      (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16
+           ? ldexpl(1.0L, -24)
+           : 0.0L);
+  const long double gamma = (W - 1) * u / (1.0L - (W - 1) * u);
+  /* The reference's own error: its sum (in double, or long double for
+   * f64), and storing it as a double. */
+  const long double slack =
+      W * (run->dtype == RS_DTYPE_F64 ? LDBL_EPSILON : DBL_EPSILON);
+  const long double store = ldexpl(1.0L, -53);
+  /* The dtype's smallest subnormal: what underflow in a division or a
+   * product can lose. */
+  const long double tiny = ldexpl(1.0L, run->dtype == RS_DTYPE_F64    ? -1074
+                                        : run->dtype == RS_DTYPE_F16  ? -24
+                                        : run->dtype == RS_DTYPE_BF16 ? -133
+                                                                      : -149);
+  const long double div = op == RS_OP_AVG ? W : 1;
   const int pre = op == RS_OP_AVG && run->config.average_pre;
+  /* The bound is  sum_rel * sum|g| + ref_rel * |ref| + sum_tiny  for sums
+   * and averages: the W-1 roundings of the ring's additions (with the
+   * reference's own error, and (1 + u) for this arithmetic's), plus a
+   * pre-divided average's extra rounding of each x/W, or a post-divided
+   * one's of the quotient, plus what underflow can lose. Products:
+   * prod_rel * |ref| + prod_tiny * prod max(1, |g|). */
+  long double sum_rel = (gamma + slack) / div * (1 + u);
+  long double ref_rel = store, sum_tiny = 0;
+  if (pre) {
+    sum_rel += u / div * (1 + u);
+    sum_tiny = W * tiny;
+  } else if (op == RS_OP_AVG) {
+    ref_rel += u;
+    sum_tiny = tiny;
+  }
+  const long double prod_rel = (gamma + slack) * (1 + u) + store;
+  const long double prod_tiny = (W - 1) * tiny;
+  /* float inputs sum in double; f64 inputs in long double */
+  const int f64 = run->dtype == RS_DTYPE_F64;
   double acc[BLOCK], amp[BLOCK];
+  long double acc_l[BLOCK], amp_l[BLOCK];
 
   uint64_t t0 = rs__now_ns();
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t len = n - start < BLOCK ? n - start : BLOCK;
-    memset(acc, 0, len * sizeof *acc);
-    memset(amp, 0, len * sizeof *amp);
-    for (int w = 0; w < W; w++)
-      accumulate(op, w, run->bufs[w] + start, acc, amp, len);
+    if (f64) {
+      memset(acc_l, 0, len * sizeof *acc_l);
+      memset(amp_l, 0, len * sizeof *amp_l);
+    } else {
+      memset(acc, 0, len * sizeof *acc);
+      memset(amp, 0, len * sizeof *amp);
+    }
+    for (int w = 0; w < W; w++) {
+      const void *g = run->bufs[w] + start * run->buf_elem_bytes;
+      if (f64)
+        accumulate_f64(op, w, g, acc_l, amp_l, len);
+      else
+        accumulate_f32(op, w, g, acc, amp, len);
+    }
     for (size_t i = 0; i < len; i++) {
-      if (!isfinite(amp[i]))
+      long double sum = f64 ? acc_l[i] : acc[i];
+      long double mag = f64 ? amp_l[i] : amp[i];
+      if (!isfinite(mag))
         return refuse_non_finite(run, start, len);
-      double ref = acc[i] / div, b;
+      long double ref = sum / div, b;
       switch (op) {
       case RS_OP_MIN:
       case RS_OP_MAX:
         b = 0; /* the result is one of the inputs: exactly */
         break;
       case RS_OP_PROD:
-        /* W-1 roundings of relative u, and underflow's absolute 2^-150
+        /* W-1 roundings of relative u, and underflow's absolute tiny/2
          * per product, grown at most by the later factors' magnitudes */
-        b = (gamma + slack64) * fabs(ref) * (1 + u) +
-            (W - 1) * ldexp(1.0, -150) * amp[i];
+        b = prod_rel * fabsl(ref) + prod_tiny * mag;
         break;
       default:
-        b = (gamma + slack64) * amp[i] / div * (1 + u);
-        if (pre) /* each worker's x/W rounds once more */
-          b += u * amp[i] / div * (1 + u) + W * tiny;
-        else if (op == RS_OP_AVG)
-          b += u * fabs(ref) + tiny;
+        b = sum_rel * mag + ref_rel * fabsl(ref) + sum_tiny;
       }
-      run->ref[start + i] = ref;
-      run->bound[start + i] = round_up_to_float(b);
+      run->ref[start + i] = (double)ref;
+      store_bound(run, start + i, b);
     }
   }
   run->result.ref_ns = rs__now_ns() - t0;
@@ -261,10 +367,9 @@ void rs__check_result(rs_run_t *run) {
   rs_result_t *res = &run->result;
   res->identical = 1;
   for (int w = 1; w < W; w++)
-    if (n && memcmp(run->bufs[w], run->bufs[0], n * sizeof(float)) != 0)
+    if (n && memcmp(run->bufs[w], run->bufs[0], n * run->buf_elem_bytes) != 0)
       res->identical = 0;
 
-  const float *got = run->bufs[0];
   res->exact = run->ref_exact != NULL; /* bitwise check, not a bound */
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
     const rs_param_t *param = rs_model_param(run->model, p);
@@ -272,11 +377,14 @@ void rs__check_result(rs_run_t *run) {
     memset(c, 0, sizeof *c);
     for (size_t i = param->elem_offset; i < param->elem_offset + param->elems;
          i++) {
-      double ref = run->ref ? run->ref[i] : run->ref_exact[i];
-      float want = rs_dtype_round(run->dtype, (float)ref);
-      double err = fabs((double)got[i] - ref);
-      int differs = memcmp(&got[i], &want, sizeof want) != 0;
-      double bound = run->bound ? run->bound[i] : 0.0;
+      double got = value_at(run, 0, i);
+      double ref = run->ref ? run->ref[i] : array_at(run, run->ref_exact, i);
+      double want = run->dtype == RS_DTYPE_F64
+                        ? ref
+                        : rs_dtype_round(run->dtype, (float)ref);
+      double err = (double)fabsl((long double)got - ref);
+      int differs = memcmp(&got, &want, sizeof want) != 0;
+      double bound = run->bound ? array_at(run, run->bound, i) : 0.0;
       double ratio;
       if (!run->bound) /* exact inputs: only the rounded reference passes */
         ratio = differs ? INFINITY : 0.0;
@@ -285,7 +393,7 @@ void rs__check_result(rs_run_t *run) {
       c->differing += (uint64_t)differs;
       c->wrong += (uint64_t)(ratio > 1.0);
       if (run->fixed) {
-        uint64_t ulps = ulps_apart(got[i], run->fixed[i]);
+        uint64_t ulps = ulps_apart(run, got, array_at(run, run->fixed, i));
         c->order_differing += ulps != 0;
         c->order_max_ulps = ulps > c->order_max_ulps ? ulps : c->order_max_ulps;
       }
@@ -331,7 +439,20 @@ void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
     for (int w = 1; w < workers; w++)
       rs_reduce_f32(acc, grads[w] + start, len, op);
     if (op == RS_OP_AVG)
-      for (size_t i = 0; i < len; i++)
-        acc[i] /= divisor;
+      rs_scale_div_f32(acc, len, divisor);
+  }
+}
+
+void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
+                          rs_op_t op, double *out) {
+  const double divisor = op == RS_OP_AVG ? (double)workers : 1.0;
+  for (size_t start = 0; start < elems; start += BLOCK) {
+    size_t len = elems - start < BLOCK ? elems - start : BLOCK;
+    double *restrict acc = out + start;
+    memcpy(acc, grads[0] + start, len * sizeof *acc);
+    for (int w = 1; w < workers; w++)
+      rs_reduce_f64(acc, grads[w] + start, len, op);
+    if (op == RS_OP_AVG)
+      rs_scale_div_f64(acc, len, divisor);
   }
 }

@@ -1,25 +1,51 @@
-/* dtype.c - the element types: f32, and f16 and bf16 as NCCL reduces them.
+/* dtype.c - the element types: f32 and f64, and f16 and bf16 as NCCL
+ * reduces them.
  *
- * Every buffer holds float32. A float16 or bfloat16 run keeps only values
- * its dtype can represent, and rounds to the dtype after every hop's float32
- * addition: exactly the numbers NCCL's half-precision reduction (float32
- * accumulation per hop, rounded when stored and sent) produces. The wire is
- * counted at the dtype's size.
+ * An f64 run's buffers hold double; every other run's hold float32. A
+ * float16 or bfloat16 run keeps only values its dtype can represent, and
+ * rounds to the dtype after every hop's float32 addition: exactly the
+ * numbers NCCL's half-precision reduction (float32 accumulation per hop,
+ * rounded when stored and sent) produces. The wire is counted at the
+ * dtype's size.
  */
 #include <string.h>
 
 #include "ringsim/ringsim.h"
 
 const char *rs_dtype_name(rs_dtype_t dtype) {
-  return dtype == RS_DTYPE_F16    ? "f16"
-         : dtype == RS_DTYPE_BF16 ? "bf16"
-                                  : "f32";
+  switch (dtype) {
+  case RS_DTYPE_F16:
+    return "f16";
+  case RS_DTYPE_BF16:
+    return "bf16";
+  case RS_DTYPE_F64:
+    return "f64";
+  case RS_DTYPE_F32:
+    break;
+  }
+  return "f32";
 }
 
-size_t rs_dtype_size(rs_dtype_t dtype) { return dtype == RS_DTYPE_F32 ? 4 : 2; }
+size_t rs_dtype_size(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F64 ? 8 : dtype == RS_DTYPE_F32 ? 4 : 2;
+}
+
+size_t rs_dtype_buffer_size(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F64 ? sizeof(double) : sizeof(float);
+}
 
 int rs_dtype_mantissa_bits(rs_dtype_t dtype) {
-  return dtype == RS_DTYPE_F16 ? 11 : dtype == RS_DTYPE_BF16 ? 8 : 24;
+  switch (dtype) {
+  case RS_DTYPE_F16:
+    return 11;
+  case RS_DTYPE_BF16:
+    return 8;
+  case RS_DTYPE_F64:
+    return 53;
+  case RS_DTYPE_F32:
+    break;
+  }
+  return 24;
 }
 
 /* IEEE binary16 from binary32, rounding to nearest, ties to even; beyond the
@@ -92,13 +118,14 @@ float rs_dtype_round(rs_dtype_t dtype, float x) {
   case RS_DTYPE_BF16:
     return rs_bf16_to_f32(rs_f32_to_bf16(x));
   case RS_DTYPE_F32:
+  case RS_DTYPE_F64:
     break;
   }
   return x;
 }
 
 void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n) {
-  if (dtype == RS_DTYPE_F32)
+  if (dtype != RS_DTYPE_F16 && dtype != RS_DTYPE_BF16)
     return;
   for (size_t i = 0; i < n; i++)
     x[i] = rs_dtype_round(dtype, x[i]);

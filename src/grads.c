@@ -26,29 +26,61 @@ static double unit_open(uint64_t bits) {
   return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
-static void fill_param(float *out, size_t elems, rs_init_t init, uint64_t key) {
+/* Generated value i of a param whose hash key is key: in double, the
+ * precision of an f64 run; other runs round it to their dtype. */
+static void fill_block(double *out, size_t first, size_t len, rs_init_t init,
+                       uint64_t key) {
   switch (init) {
   case RS_INIT_UNIFORM:
-    for (size_t i = 0; i < elems; i++)
-      out[i] = (float)(2.0 * unit_open(mix64(key + i)) - 1.0);
+    for (size_t i = 0; i < len; i++)
+      out[i] = 2.0 * unit_open(mix64(key + first + i)) - 1.0;
     break;
   case RS_INIT_EXACT:
     /* k/16 with k in [-128, 128]: 17 significant bits at most for a sum of
      * up to 4096 terms, well inside f32's 24, so every order of addition
      * gives the exact sum (nccl-tests' verifiable inputs do the same). */
-    for (size_t i = 0; i < elems; i++)
-      out[i] = (float)((int)(mix64(key + i) % 257u) - 128) / 16.0f;
+    for (size_t i = 0; i < len; i++)
+      out[i] = (double)((int)(mix64(key + first + i) % 257u) - 128) / 16.0;
     break;
   case RS_INIT_NORMAL:
-    /* Box-Muller: each pair of hashes gives two independent normals. */
-    for (size_t i = 0; i < elems; i += 2) {
-      double radius = sqrt(-2.0 * log(unit_open(mix64(key + 2 * i))));
-      double angle = 2.0 * M_PI * unit_open(mix64(key + 2 * i + 1));
-      out[i] = (float)(radius * cos(angle));
-      if (i + 1 < elems)
-        out[i + 1] = (float)(radius * sin(angle));
+    /* Box-Muller: each pair of hashes gives two independent normals
+     * (first is even, so pairs never straddle blocks). */
+    for (size_t i = 0; i < len; i += 2) {
+      size_t at = first + i;
+      double radius = sqrt(-2.0 * log(unit_open(mix64(key + 2 * at))));
+      double angle = 2.0 * M_PI * unit_open(mix64(key + 2 * at + 1));
+      out[i] = radius * cos(angle);
+      if (i + 1 < len)
+        out[i + 1] = radius * sin(angle);
     }
     break;
+  }
+}
+
+/* Store n values into a buffer of dtype at element offset: as they are
+ * (f64), or rounded to float32 and then to the dtype. */
+static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
+                  const double *values, size_t n) {
+  if (dtype == RS_DTYPE_F64) {
+    memcpy(buf + offset * sizeof(double), values, n * sizeof(double));
+    return;
+  }
+  float *out = (float *)(void *)(buf + offset * sizeof(float));
+  for (size_t i = 0; i < n; i++)
+    out[i] = (float)values[i];
+  rs_dtype_round_all(dtype, out, n);
+}
+
+#define FILL_BLOCK 4096 /* even: see fill_block */
+
+static void fill_param(unsigned char *buf, rs_dtype_t dtype,
+                       const rs_param_t *param, rs_init_t init, uint64_t key) {
+  double values[FILL_BLOCK];
+  for (size_t first = 0; first < param->elems; first += FILL_BLOCK) {
+    size_t len =
+        param->elems - first < FILL_BLOCK ? param->elems - first : FILL_BLOCK;
+    fill_block(values, first, len, init, key);
+    store(buf, dtype, param->elem_offset + first, values, len);
   }
 }
 
@@ -66,9 +98,7 @@ static void *fill_workers(void *arg) {
     for (size_t p = 0; p < rs_model_param_count(model); p++) {
       const rs_param_t *param = rs_model_param(model, p);
       uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
-      float *out = job->run->bufs[w] + param->elem_offset;
-      fill_param(out, param->elems, job->init, key);
-      rs_dtype_round_all(job->run->dtype, out, param->elems);
+      fill_param(job->run->bufs[w], job->run->dtype, param, job->init, key);
     }
   return NULL;
 }
@@ -113,10 +143,9 @@ int rs_run_fill_inline(rs_run_t *run) {
                         "the model's grads are for %d workers, but the run "
                         "has %d",
                         have, run->config.workers);
-  for (int w = 0; w < have; w++)
-    if (run->elems)
-      memcpy(run->bufs[w], rs_model_inline_grads(run->model, w),
-             run->elems * sizeof(float));
+  for (int w = 0; w < have; w++) /* already rounded to the dtype */
+    store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
+          run->elems);
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
   run->filled = 1;
   return RS_OK;

@@ -26,7 +26,7 @@ struct rs_model {
   rs_param_t *params;
   size_t elems;
   int inline_workers;
-  float **inline_grads; /* inline_workers flat buffers */
+  double **inline_grads; /* inline_workers flat buffers, rounded to dtype */
 };
 
 void rs_model_free(rs_model_t *model) {
@@ -52,7 +52,7 @@ const rs_param_t *rs_model_param(const rs_model_t *m, size_t index) {
   return index < m->param_count ? &m->params[index] : NULL;
 }
 
-const float *rs_model_inline_grads(const rs_model_t *m, int worker) {
+const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
   if (worker < 0 || worker >= m->inline_workers)
     return NULL;
   return m->inline_grads[worker];
@@ -108,13 +108,15 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
       *dtype = RS_DTYPE_F16;
     else if (strcmp(name, "bf16") == 0)
       *dtype = RS_DTYPE_BF16;
+    else if (strcmp(name, "f64") == 0)
+      *dtype = RS_DTYPE_F64;
     else if (!json_is_string(jdtype))
       return rs__err(errmsg, RS_EPARSE, "%s: %s.dtype: must be a string",
                      source, where);
     else
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s.dtype: \"%.20s\" is not supported (f32, f16 "
-                     "or bf16)",
+                     "%s: %s.dtype: \"%.20s\" is not supported (f32, f64, "
+                     "f16 or bf16)",
                      source, where, name);
   }
   json_t *jshape = json_object_get(jp, "shape");
@@ -152,19 +154,21 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
 /* Flatten a nested list that must have the param's shape from dimension dim
  * on, appending to out at *pos. */
 static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
-                          int dim, float *out, size_t *pos, const char *source,
+                          int dim, double *out, size_t *pos, const char *source,
                           const char *where, char *errmsg) {
   if (dim == p->ndim) {
     if (!json_is_number(v))
       return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
                      source, where, *pos);
     double x = json_number_value(v);
-    float f = rs_dtype_round(dtype, (float)x);
-    if (!(fabs(x) <= FLT_MAX) || !isfinite(f))
+    double rounded =
+        dtype == RS_DTYPE_F64 ? x : rs_dtype_round(dtype, (float)x);
+    if (!isfinite(x) || (dtype != RS_DTYPE_F64 && fabs(x) > FLT_MAX) ||
+        !isfinite(rounded))
       return rs__err(errmsg, RS_EPARSE,
                      "%s: %s: element %zu (%g) does not fit in %s", source,
                      where, *pos, x, rs_dtype_name(dtype));
-    out[(*pos)++] = f;
+    out[(*pos)++] = rounded;
     return RS_OK;
   }
   if (!json_is_array(v) || json_array_size(v) != (size_t)p->shape[dim])
@@ -184,7 +188,7 @@ static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
 /* A param's values: nested as the shape, or one flat list, or (for a
  * scalar) a bare number. */
 static int parse_values(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
-                        float *out, const char *source, const char *where,
+                        double *out, const char *source, const char *where,
                         char *errmsg) {
   size_t pos = 0;
   int nested = p->ndim > 1 && json_is_array(v) && json_array_size(v) > 0 &&
@@ -244,7 +248,7 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
                        "%s: grads[%zu]: \"%.100s\" is not a param of the model",
                        source, w, key);
     }
-    m->inline_grads[w] = malloc((m->elems ? m->elems : 1) * sizeof(float));
+    m->inline_grads[w] = malloc((m->elems ? m->elems : 1) * sizeof(double));
     if (!m->inline_grads[w])
       return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
     for (size_t i = 0; i < m->param_count; i++) {

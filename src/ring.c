@@ -36,6 +36,7 @@
  */
 #include "ring.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "reduce.h"
@@ -74,8 +75,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     w->progress.chunk = send_chunk;
     w->progress.waiting_send = 1;
     rs_wire_t wire = seg == 0 ? w->step_wire : RS_WIRE_OK;
-    int rc = rs_chan_send(w->to_next, &hdr, w->buf + off, wire, w->timeout_ns,
-                          &w->stats.wait_ns);
+    int rc = rs_chan_send(w->to_next, &hdr, w->buf + off * w->buf_elem_bytes,
+                          wire, w->timeout_ns, &w->stats.wait_ns);
     if (rc)
       return rc;
     w->stats.transfers_sent++;
@@ -93,19 +94,17 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     if (msg->chunk != recv_chunk || msg->elem_offset != off ||
         msg->elems != len)
       return RS_EPROTO;
-    float *dst = w->buf + off;
-    const float *src = msg->data;
+    void *dst = w->buf + off * w->buf_elem_bytes;
     switch (action) {
-    case RECV_REDUCE:
-      rs_reduce_f32(dst, src, len, w->op);
-      rs_dtype_round_all(w->dtype, dst, len); /* f32 per hop, then the dtype */
+    case RECV_REDUCE: /* in the buffers' type, rounded to the dtype */
+      rs_fold(w->dtype, dst, msg->data, len, w->op, 0);
       break;
     case RECV_REDUCE_DIV:
-      rs_reduce_sum_div_f32(dst, src, len, (float)w->workers);
-      rs_dtype_round_all(w->dtype, dst, len);
+      rs_fold(w->dtype, dst, msg->data, len, w->op, w->workers);
       break;
     case RECV_COPY:
-      rs_copy_f32(dst, src, len);
+      if (len)
+        memcpy(dst, msg->data, len * w->buf_elem_bytes);
       break;
     }
     uint64_t sim_recv =
@@ -163,10 +162,8 @@ static int ring_bucket(rs_worker_t *w) {
   int rc;
   /* Average, DDP's way: each worker divides its own gradient first, and
    * the ring sums the quotients. */
-  if (w->op == RS_OP_AVG && w->average_pre) {
-    rs_scale_div_f32(w->buf + w->base, w->elems, (float)W);
-    rs_dtype_round_all(w->dtype, w->buf + w->base, w->elems);
-  }
+  if (w->op == RS_OP_AVG && w->average_pre)
+    rs_scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems, W);
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))

@@ -29,7 +29,8 @@ typedef struct rs_worker {
   _Alignas(64) struct rs_run *run;
   int rank;
   int workers;
-  float *buf; /* the worker's flat gradient buffer */
+  unsigned char *buf;    /* the worker's flat gradient buffer */
+  size_t buf_elem_bytes; /* its element size: 8 (double, f64) or 4 (float) */
   const rs_bucket_t *buckets;
   const size_t *bucket_segs;
   size_t bucket_count;
@@ -39,7 +40,8 @@ typedef struct rs_worker {
   size_t elems; /* elements in the bucket */
   size_t segs_per_chunk;
   rs_op_t op;
-  rs_dtype_t dtype; /* f16/bf16: round to it after every addition */
+  rs_dtype_t dtype; /* f64: double buffers; f16/bf16: round to it after
+                       every float32 addition */
   size_t elem_size; /* bytes per element on the wire */
   int average_pre;
   rs_collective_t collective;

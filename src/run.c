@@ -128,7 +128,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     min_segs = bucket_segs[b] < min_segs ? bucket_segs[b] : min_segs;
     segs += bucket_segs[b];
   }
-  size_t payload = config->direct ? 0 : seg_elems * sizeof(float);
+  const size_t elem_bytes = rs_dtype_buffer_size(rs_model_dtype(model));
+  size_t payload = config->direct ? 0 : seg_elems * elem_bytes;
   size_t stride = sizeof(rs_msg_t) + payload + 64;
   /* Direct mode: a worker overwrites a chunk it sent (with the final value,
    * in all-gather) (W-1) x segs messages after sending it, segs being its
@@ -140,8 +141,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
   double need =
-      (double)W * ((double)n * sizeof(float) + (double)slots * (double)stride) +
-      (double)n * (sizeof(double) + sizeof(float));
+      (double)W * ((double)n * elem_bytes + (double)slots * (double)stride) +
+      (double)n * (sizeof(double) + elem_bytes);
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
     free(buckets);
@@ -166,6 +167,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->elems = n;
   run->dtype = rs_model_dtype(model);
   run->elem_size = rs_dtype_size(run->dtype);
+  run->buf_elem_bytes = elem_bytes;
   atomic_init(&run->abort_flag, 0);
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
@@ -179,12 +181,13 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     goto nomem;
   memset(run->workers, 0, (size_t)W * sizeof *run->workers);
   for (int r = 0; r < W; r++) {
-    run->bufs[r] = rs__aligned_alloc(n * sizeof(float));
+    run->bufs[r] = rs__aligned_alloc(n * elem_bytes);
     if (!run->bufs[r])
       goto nomem;
     if (W > 1 && rs_chan_init(&run->chans[r], slots, payload, &run->abort_flag))
       goto nomem;
     run->chans[r].direct = config->direct;
+    run->chans[r].elem_bytes = elem_bytes;
     /* Faults are caught by sequence numbers and, here, checksums. */
     run->chans[r].checksum = config->checksum || config->fault_count > 0;
   }
@@ -194,6 +197,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->rank = r;
     w->workers = W;
     w->buf = run->bufs[r];
+    w->buf_elem_bytes = elem_bytes;
     w->buckets = buckets;
     w->bucket_segs = bucket_segs;
     w->bucket_count = bucket_count;
@@ -252,7 +256,7 @@ const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
   return index < run->result.buckets ? &run->buckets[index] : NULL;
 }
 
-float *rs_run_buffer(rs_run_t *run, int worker) {
+void *rs_run_buffer(rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
     return NULL;
   run->filled = 1;

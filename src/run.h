@@ -15,12 +15,15 @@ struct rs_run {
   size_t elems;
   rs_dtype_t dtype; /* the model's: values rounded to it, wire sized by it */
   size_t elem_size;
-  float **bufs; /* W flat buffers, 64-byte aligned */
-  /* Reference, made from the inputs before the ring runs. */
-  double *ref;      /* float64 sum or mean per element (any inputs) */
-  float *bound;     /* and its error bound per element */
-  float *ref_exact; /* exact inputs: the direct mean in float, exact */
-  float *fixed;     /* order_report: the result summed worker 0 first */
+  size_t buf_elem_bytes; /* 8 (double) for f64, else 4 (float) */
+  unsigned char **bufs;  /* W flat buffers, 64-byte aligned */
+  /* Reference, made from the inputs before the ring runs. Arrays marked
+   * "buffer type" hold double for f64 and float otherwise. */
+  double *ref;     /* the sum or mean per element (any inputs) */
+  void *bound;     /* and its error bound per element (buffer type) */
+  void *ref_exact; /* exact inputs: the direct mean, exact (buffer type) */
+  void *fixed;     /* order_report: the result summed worker 0 first
+                      (buffer type) */
   rs_init_t init;
   int filled;
   int executed;

@@ -1,5 +1,6 @@
-/* safetensors.c - read and write F32, F16 and BF16 tensors in the
- * safetensors format (the model's dtype; values held as float32).
+/* safetensors.c - read and write F32, F64, F16 and BF16 tensors in the
+ * safetensors format (the model's dtype; values held as double for F64,
+ * as float32 otherwise).
  *
  * The format (huggingface/safetensors): an 8-byte little-endian header
  * length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
@@ -30,13 +31,15 @@
 static const char *st_dtype(rs_dtype_t dtype) {
   return dtype == RS_DTYPE_F16    ? "F16"
          : dtype == RS_DTYPE_BF16 ? "BF16"
+         : dtype == RS_DTYPE_F64  ? "F64"
                                   : "F32";
 }
 
-/* Read n elements of dtype into out as float32. */
-static int read_elems(FILE *f, rs_dtype_t dtype, float *out, size_t n) {
-  if (dtype == RS_DTYPE_F32)
-    return fread(out, sizeof(float), n, f) == n ? 0 : -1;
+/* Read n elements of dtype into data (double for f64, float32 otherwise). */
+static int read_elems(FILE *f, rs_dtype_t dtype, void *data, size_t n) {
+  if (dtype == RS_DTYPE_F32 || dtype == RS_DTYPE_F64)
+    return fread(data, rs_dtype_size(dtype), n, f) == n ? 0 : -1;
+  float *out = data;
   uint16_t buf[1024];
   for (size_t done = 0; done < n;) {
     size_t k = n - done < 1024 ? n - done : 1024;
@@ -50,10 +53,12 @@ static int read_elems(FILE *f, rs_dtype_t dtype, float *out, size_t n) {
   return 0;
 }
 
-/* Write n float32 values as dtype (they are representable in it). */
-static int write_elems(FILE *f, rs_dtype_t dtype, const float *in, size_t n) {
-  if (dtype == RS_DTYPE_F32)
-    return fwrite(in, sizeof(float), n, f) == n ? 0 : -1;
+/* Write n values (double for f64, float32 otherwise) as dtype (they are
+ * representable in it). */
+static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n) {
+  if (dtype == RS_DTYPE_F32 || dtype == RS_DTYPE_F64)
+    return fwrite(data, rs_dtype_size(dtype), n, f) == n ? 0 : -1;
+  const float *in = data;
   uint16_t buf[1024];
   for (size_t done = 0; done < n;) {
     size_t k = n - done < 1024 ? n - done : 1024;
@@ -117,7 +122,7 @@ static int check_tensor(json_t *t, const rs_param_t *p, rs_dtype_t want,
 }
 
 int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
-                                const rs_model_t *model, float *data,
+                                const rs_model_t *model, void *data,
                                 char *errmsg) {
   int rc = RS_OK;
   char *header = NULL;
@@ -166,8 +171,11 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
     if (p->elems == 0)
       continue;
     if (fseeko(f, (off_t)(data_start + begin), SEEK_SET) != 0 ||
-        read_elems(f, rs_model_dtype(model), data + p->elem_offset, p->elems) !=
-            0) {
+        read_elems(f, rs_model_dtype(model),
+                   (unsigned char *)data +
+                       p->elem_offset *
+                           rs_dtype_buffer_size(rs_model_dtype(model)),
+                   p->elems) != 0) {
       rc = rs__err(errmsg, RS_EIO, "%s: cannot read tensor \"%.100s\"", path,
                    p->name);
       goto done;
@@ -179,7 +187,7 @@ done:
   return rc;
 }
 
-int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
+int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
                         char *errmsg) {
   FILE *f = fopen(path, "rb");
   struct stat st;
@@ -224,7 +232,7 @@ static json_t *make_header(const rs_model_t *model) {
 }
 
 int rs_safetensors_write(const char *path, const rs_model_t *model,
-                         const float *data, char *errmsg) {
+                         const void *data, char *errmsg) {
   json_t *header = make_header(model);
   char *text = header ? json_dumps(header, JSON_COMPACT) : NULL;
   json_decref(header);

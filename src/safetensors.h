@@ -11,7 +11,7 @@
 /* Read from an open stream of file_size bytes (path names it in messages):
  * what rs_safetensors_read does after opening the file. */
 int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
-                                const rs_model_t *model, float *data,
+                                const rs_model_t *model, void *data,
                                 char *errmsg);
 
 #endif /* RINGSIM_SAFETENSORS_H */

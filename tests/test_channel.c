@@ -52,7 +52,7 @@ static void fifo_order_with_k_slots(int slots) {
     assert_int_equal(msg->elems, SEG);
     assert_true(msg->send_end_ns >= msg->send_begin_ns);
     for (int i = 0; i < SEG; i++)
-      assert_int_equal((int)msg->data[i], m * SEG + i);
+      assert_int_equal((int)((const float *)msg->data)[i], m * SEG + i);
     rs_chan_release(&p.ch);
   }
   assert_int_equal(pthread_join(t, NULL), 0);

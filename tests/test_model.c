@@ -55,8 +55,8 @@ static void test_inline_grads_nested_and_flat(void **state) {
       "\"grads\": [{\"w\": [1, 2], \"m\": [[1, 2, 3], [4, 5, 6]], \"s\": 7},"
       "{\"w\": [3, 4.5], \"m\": [6, 5, 4, 3, 2, 1], \"s\": [-1]}]}");
   assert_int_equal(rs_model_inline_workers(m), 2);
-  const float want0[] = {1, 2, 1, 2, 3, 4, 5, 6, 7};
-  const float want1[] = {3, 4.5f, 6, 5, 4, 3, 2, 1, -1};
+  const double want0[] = {1, 2, 1, 2, 3, 4, 5, 6, 7};
+  const double want1[] = {3, 4.5, 6, 5, 4, 3, 2, 1, -1};
   assert_memory_equal(rs_model_inline_grads(m, 0), want0, sizeof want0);
   assert_memory_equal(rs_model_inline_grads(m, 1), want1, sizeof want1);
   assert_string_equal(rs_model_name(m), "model");
@@ -110,8 +110,8 @@ static const bad_case_t bad_cases[] = {
      "\"shape\": [3]}]}",
      "params[1].name: \"w\" is a duplicate"},
     {"model-3.18",
-     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f64\"}]}",
-     "dtype: \"f64\" is not supported (f32, f16 or bf16)"},
+     "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"i32\"}]}",
+     "dtype: \"i32\" is not supported (f32, f64, f16 or bf16)"},
     {"model-3.19",
      "{\"params\": [{\"name\": \"w\", \"shape\": [2]}], \"grads\": []}",
      "grads: must be a non-empty list"},
@@ -258,7 +258,7 @@ static void test_low_precision_inline_values(void **state) {
       parse_ok("{\"params\": [{\"name\": \"w\", \"shape\": [4], \"dtype\": "
                "\"f16\"}], \"grads\": [{\"w\": [0.1, 2049, 65504, 3e-8]}]}");
   assert_int_equal(rs_model_dtype(m), RS_DTYPE_F16);
-  const float *g = rs_model_inline_grads(m, 0);
+  const double *g = rs_model_inline_grads(m, 0);
   /* 0.1 -> 0.0999755859375; 2049 lies halfway between 2048 and 2050, and
    * the even one wins; 65504 is f16's largest; 3e-8 is 0.503 units of the
    * smallest subnormal, 2^-24, so it rounds up to it. */
@@ -277,9 +277,34 @@ static void test_low_precision_inline_values(void **state) {
   rs_model_free(m);
 }
 
+/* model-7: f64 keeps every value as JSON's double gives it (0.1 is not
+ * rounded to float, 1e300 fits), while f32 refuses what it cannot hold. */
+static void test_f64_inline_values(void **state) {
+  (void)state;
+  rs_model_t *m =
+      parse_ok("{\"params\": [{\"name\": \"w\", \"shape\": [3], \"dtype\": "
+               "\"f64\"}], \"grads\": [{\"w\": [0.1, 1e300, -4.9e-324]}]}");
+  assert_int_equal(rs_model_dtype(m), RS_DTYPE_F64);
+  assert_int_equal(rs_dtype_size(RS_DTYPE_F64), 8);
+  assert_int_equal(rs_dtype_buffer_size(RS_DTYPE_F64), 8);
+  const double *g = rs_model_inline_grads(m, 0);
+  assert_true(g[0] == 0.1);
+  assert_true(g[0] != (double)0.1f);
+  assert_true(g[1] == 1e300);
+  assert_true(g[2] == -0x1p-1074);
+  rs_model_free(m);
+  char err[RS_ERRMSG_MAX];
+  const char *f32 = "{\"params\": [{\"name\": \"w\", \"shape\": [1]}], "
+                    "\"grads\": [{\"w\": [1e300]}]}";
+  assert_int_equal(rs_model_parse(f32, strlen(f32), "m.json", &m, err),
+                   RS_EPARSE);
+  assert_non_null(strstr(err, "does not fit in f32"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_in_file_order),
+      cmocka_unit_test(test_f64_inline_values),
       cmocka_unit_test(test_inline_grads_nested_and_flat),
       cmocka_unit_test(test_bad_models_are_refused_clearly),
       cmocka_unit_test(test_load_file_errors),

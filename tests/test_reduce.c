@@ -3,13 +3,14 @@
 #include "test.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "reduce.h"
 #include "ringsim/ringsim.h"
 
 #define N 67
 
-/* reduce-1: sum, sum-then-divide and copy match a scalar computation for
+/* reduce-1: sum, sum-then-divide and product match a scalar computation for
  * lengths 0..N at offsets 0..3 (so both aligned and unaligned heads), and
  * never touch the element after the end. */
 static void test_kernels_match_scalar(void **state) {
@@ -25,13 +26,13 @@ static void test_kernels_match_scalar(void **state) {
         for (size_t i = start; i < start + len; i++)
           want[i] = kernel == 0   ? dst[i] + src[i]
                     : kernel == 1 ? (dst[i] + src[i]) / 3.0f
-                                  : src[i];
+                                  : dst[i] * src[i];
         if (kernel == 0)
           rs_reduce_sum_f32(dst + start, src + start, len);
         else if (kernel == 1)
           rs_reduce_sum_div_f32(dst + start, src + start, len, 3.0f);
         else
-          rs_copy_f32(dst + start, src + start, len);
+          rs_fold(RS_DTYPE_F32, dst + start, src + start, len, RS_OP_PROD, 0);
         for (size_t i = 0; i < N + 8; i++)
           assert_memory_equal(&dst[i], &want[i], sizeof(float));
       }
@@ -40,6 +41,40 @@ static void test_kernels_match_scalar(void **state) {
 /* reduce-2: the average divides (correctly rounded), it does not multiply
  * by a rounded reciprocal: (1 + 2) / 3 is exactly 1, and 0.1f+0.2f over 3
  * equals the correctly rounded quotient. */
+/* reduce-1b: the double family, through rs_fold as the ring calls it for
+ * f64: every op at every length and offset equals the scalar double
+ * computation, bit for bit, and leaves the neighbours alone. */
+static void test_f64_fold_matches_scalar(void **state) {
+  (void)state;
+  const rs_op_t ops[] = {RS_OP_SUM, RS_OP_MIN, RS_OP_MAX, RS_OP_PROD,
+                         RS_OP_AVG};
+  double dst[N + 8], src[N + 8], want[N + 8];
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+    for (size_t start = 0; start < 4; start++)
+      for (size_t len = 0; len <= N; len++) {
+        for (size_t i = 0; i < N + 8; i++) {
+          dst[i] = want[i] = (double)i * 0.1 - 3.0;
+          src[i] = (double)(i * 7 % 11) / 3.0 - 1.75;
+        }
+        for (size_t i = start; i < start + len; i++) {
+          double a = dst[i], b = src[i];
+          want[i] = ops[k] == RS_OP_MIN    ? (b < a ? b : a)
+                    : ops[k] == RS_OP_MAX  ? (b > a ? b : a)
+                    : ops[k] == RS_OP_PROD ? a * b
+                    : ops[k] == RS_OP_AVG  ? (a + b) / 5.0
+                                           : a + b;
+        }
+        /* avg: the last hop of a post-divided mean of 5 workers */
+        rs_fold(RS_DTYPE_F64, dst + start, src + start, len, ops[k],
+                ops[k] == RS_OP_AVG ? 5 : 0);
+        for (size_t i = 0; i < N + 8; i++)
+          if (memcmp(&dst[i], &want[i], sizeof(double)) != 0)
+            fail_msg("op %d start %zu len %zu: element %zu is %.17g, want "
+                     "%.17g",
+                     (int)ops[k], start, len, i, dst[i], want[i]);
+      }
+}
+
 static void test_average_is_a_true_division(void **state) {
   (void)state;
   float dst[2] = {1.0f, 0.1f}, src[2] = {2.0f, 0.2f};
@@ -84,6 +119,7 @@ static void test_half_precision_conversions(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_match_scalar),
+      cmocka_unit_test(test_f64_fold_matches_scalar),
       cmocka_unit_test(test_average_is_a_true_division),
       cmocka_unit_test(test_half_precision_conversions),
   };

@@ -15,19 +15,25 @@
 #include "ringsim/ringsim.h"
 
 typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
+/* Worker w's buffer of an f32 (or f16/bf16) run, as floats. */
+static float *f32_buffer(rs_run_t *run, int w) { return rs_run_buffer(run, w); }
+
 static const char *const kind_names[] = {"inline", "normal", "exact"};
 
 /* A model with params "a" (most elements) and "b" (the rest), so the run
  * crosses a param boundary. */
-static rs_model_t *make_model(size_t elems, kind_t kind, int workers) {
+static rs_model_t *make_model(size_t elems, kind_t kind, int workers,
+                              rs_dtype_t dtype) {
   size_t b = elems > 3 ? 3 : 0, a = elems - b;
-  size_t cap = 256 + (size_t)workers * (elems * 24 + 64);
+  size_t cap = 256 + (size_t)workers * (elems * 32 + 64);
   char *text = malloc(cap);
   assert_non_null(text);
+  const char *name = rs_dtype_name(dtype);
   int len = snprintf(text, cap,
-                     "{\"params\": [{\"name\": \"a\", \"shape\": [%zu]}, "
-                     "{\"name\": \"b\", \"shape\": [%zu]}]",
-                     a, b);
+                     "{\"params\": [{\"name\": \"a\", \"shape\": [%zu], "
+                     "\"dtype\": \"%s\"}, {\"name\": \"b\", \"shape\": [%zu], "
+                     "\"dtype\": \"%s\"}]",
+                     a, name, b, name);
   if (kind == KIND_INLINE && elems <= 4096) {
     /* Values with no exact sum in f32: the check must rely on the bound. */
     len += snprintf(text + len, cap - (size_t)len, ", \"grads\": [");
@@ -37,7 +43,7 @@ static rs_model_t *make_model(size_t elems, kind_t kind, int workers) {
         const char *pre = i == 0   ? (w ? ", {\"a\": [" : "{\"a\": [")
                           : i == a ? "], \"b\": ["
                                    : ", ";
-        len += snprintf(text + len, cap - (size_t)len, "%s%.9g", pre, x);
+        len += snprintf(text + len, cap - (size_t)len, "%s%.17g", pre, x);
       }
       len += snprintf(text + len, cap - (size_t)len,
                       a == elems ? "], \"b\": []}" : "]}");
@@ -54,20 +60,31 @@ static rs_model_t *make_model(size_t elems, kind_t kind, int workers) {
 }
 
 /* Fill the run's buffers by hand (inline inputs too big for JSON). */
-static void fill_by_hand(rs_run_t *run, int W, size_t n) {
-  for (int w = 0; w < W; w++) {
-    float *buf = rs_run_buffer(run, w);
-    for (size_t i = 0; i < n; i++)
-      buf[i] =
-          (float)(sin((double)(i * 31 + (size_t)w * 17)) * (1 + w % 5) / 3.0);
-  }
+static void fill_by_hand(rs_run_t *run, int W, size_t n, rs_dtype_t dtype) {
+  for (int w = 0; w < W; w++)
+    for (size_t i = 0; i < n; i++) {
+      double x = sin((double)(i * 31 + (size_t)w * 17)) * (1 + w % 5) / 3.0;
+      if (dtype == RS_DTYPE_F64)
+        ((double *)rs_run_buffer(run, w))[i] = x;
+      else
+        f32_buffer(run, w)[i] = (float)x;
+    }
+}
+
+/* Element i of worker w's buffer, whatever its type. */
+static double elem(rs_run_t *run, int w, size_t i, rs_dtype_t dtype) {
+  if (dtype == RS_DTYPE_F64)
+    return ((const double *)rs_run_buffer(run, w))[i];
+  return f32_buffer(run, w)[i];
 }
 
 /* Run W workers over n elements with the given inputs and check, without
  * trusting check.c: the test keeps its own copy of the inputs and computes
  * its own reference. */
-static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct) {
-  rs_model_t *m = make_model(n, kind, W);
+static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
+                     rs_dtype_t dtype) {
+  rs_model_t *m = make_model(n, kind, W, dtype);
+  const size_t es = rs_dtype_buffer_size(dtype); /* bytes per element */
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
@@ -86,46 +103,50 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct) {
   else if (rs_model_inline_workers(m))
     rc = rs_run_fill_inline(run);
   else {
-    fill_by_hand(run, W, n);
+    fill_by_hand(run, W, n, dtype);
     rc = RS_OK;
   }
   assert_int_equal(rc, RS_OK);
 
-  /* The test's own reference: sum and sum of |x| in double. */
-  double *sum = calloc(n + 1, sizeof *sum),
-         *abs_sum = calloc(n + 1, sizeof *abs_sum);
+  /* The test's own reference: sum and sum of |x| in long double. */
+  long double *sum = calloc(n + 1, sizeof *sum),
+              *abs_sum = calloc(n + 1, sizeof *abs_sum);
   assert_non_null(sum);
   assert_non_null(abs_sum);
-  for (int w = 0; w < W; w++) {
-    const float *g = rs_run_buffer(run, w);
+  for (int w = 0; w < W; w++)
     for (size_t i = 0; i < n; i++) {
-      sum[i] += g[i];
-      abs_sum[i] += fabs(g[i]);
+      sum[i] += elem(run, w, i, dtype);
+      abs_sum[i] += fabs(elem(run, w, i, dtype));
     }
-  }
   rc = rs_run_execute(run);
   if (rc != RS_OK)
     fail_msg("W=%d n=%zu %s: %s: %s", W, n, kind_names[kind], rs_errname(rc),
              rs_run_errmsg(run));
 
-  const float *r0 = rs_run_buffer(run, 0);
+  const void *r0 = rs_run_buffer(run, 0);
   for (int w = 1; w < W; w++)
-    if (n && memcmp(rs_run_buffer(run, w), r0, n * sizeof(float)))
-      fail_msg("W=%d n=%zu %s: worker %d differs from worker 0", W, n,
-               kind_names[kind], w);
-  const double u = ldexp(1, -24), div = op == RS_OP_AVG ? W : 1;
+    if (n && memcmp(rs_run_buffer(run, w), r0, n * es))
+      fail_msg("W=%d n=%zu %s %s: worker %d differs from worker 0", W, n,
+               rs_dtype_name(dtype), kind_names[kind], w);
+  const int f64 = dtype == RS_DTYPE_F64;
+  const long double u = ldexpl(1, f64 ? -53 : -24);
+  const long double tiny = f64 ? 0x1p-1074L : 0x1p-149L;
+  const long double div = op == RS_OP_AVG ? W : 1;
   for (size_t i = 0; i < n; i++) {
-    double want = sum[i] / div;
+    long double want = sum[i] / div, got = elem(run, 0, i, dtype);
     if (kind == KIND_EXACT) {
-      float wantf = (float)want;
-      if (memcmp(&r0[i], &wantf, sizeof wantf))
-        fail_msg("W=%d n=%zu exact: element %zu is %.9g, want %.9g", W, n, i,
-                 (double)r0[i], (double)wantf);
+      /* the exact mean, rounded once to the dtype */
+      if (got != (f64 ? (double)want : (float)want))
+        fail_msg("W=%d n=%zu %s exact: element %zu is %.17Lg, want %.17Lg", W,
+                 n, rs_dtype_name(dtype), i, got, want);
     } else {
-      double bound = (W + 1) * u * abs_sum[i] / div + u * fabs(want) + 1e-45;
-      if (fabs(r0[i] - want) > bound)
-        fail_msg("W=%d n=%zu %s: element %zu is %.9g, want %.9g +- %.3g", W, n,
-                 kind_names[kind], i, (double)r0[i], want, bound);
+      long double bound =
+          (W + 1) * u * abs_sum[i] / div + u * fabsl(want) + tiny;
+      if (fabsl(got - want) > bound)
+        fail_msg("W=%d n=%zu %s %s: element %zu is %.17Lg, want %.17Lg +- "
+                 "%.3Lg",
+                 W, n, rs_dtype_name(dtype), kind_names[kind], i, got, want,
+                 bound);
     }
   }
 
@@ -134,7 +155,7 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct) {
   assert_true(res->identical);
   assert_int_equal(res->transfers,
                    (uint64_t)W * 2 * (uint64_t)(W - 1) * res->segs_per_chunk);
-  double theory = 2.0 * (W - 1) / W * (double)n * 4;
+  double theory = 2.0 * (W - 1) / W * (double)n * (double)es;
   for (int w = 0; w < W; w++) {
     const rs_worker_stats_t *s = rs_run_worker_stats(run, w);
     assert_int_equal(s->transfers_sent,
@@ -143,12 +164,12 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct) {
      * chunk but (r+2) in all-gather; it receives all but r, then r+1. */
     uint64_t len[3];
     for (int k = 0; k < 3; k++)
-      len[k] = 4 * rs_chunk_elems(n, W, (w + k) % W);
+      len[k] = es * rs_chunk_elems(n, W, (w + k) % W);
     if (W > 1) {
-      assert_int_equal(s->bytes_sent, 8 * n - len[1] - len[2]);
-      assert_int_equal(s->bytes_received, 8 * n - len[0] - len[1]);
+      assert_int_equal(s->bytes_sent, 2 * es * n - len[1] - len[2]);
+      assert_int_equal(s->bytes_received, 2 * es * n - len[0] - len[1]);
     }
-    if (fabs((double)s->bytes_sent - theory) > 2.0 * (W - 1) * 4)
+    if (fabs((double)s->bytes_sent - theory) > 2.0 * (W - 1) * (double)es)
       fail_msg("W=%d n=%zu: worker %d sent %llu bytes, theory %.1f", W, n, w,
                (unsigned long long)s->bytes_sent, theory);
   }
@@ -162,8 +183,8 @@ static int matrix_workers;
 
 /* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003,
  * with inline, normal and exact inputs, through copying and direct
- * channels; exact bit for bit, the rest within the bound, all workers
- * bitwise identical, traffic as the theory says. */
+ * channels, in f32 and f64; exact bit for bit, the rest within the bound,
+ * all workers bitwise identical, traffic as the theory says. */
 static void test_matrix(void **state) {
   (void)state;
   const int W = matrix_workers;
@@ -172,13 +193,19 @@ static void test_matrix(void **state) {
     if (counts[c] == 0)
       continue;
     for (int kind = 0; kind < 3; kind++)
-      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0);
+      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0, RS_DTYPE_F32);
     /* the copy-free channels, on the same inputs */
-    run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1);
+    run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1, RS_DTYPE_F32);
+    /* and in double: a typed ring of 8-byte elements */
+    run_case(W, counts[c], (kind_t)(c % 3), RS_OP_AVG, (int)(c % 2),
+             RS_DTYPE_F64);
   }
-  run_case(W, 1000, KIND_EXACT, RS_OP_SUM, 0);
-  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM, 0);
-  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 1);
+  run_case(W, 1000, KIND_EXACT, RS_OP_SUM, 0, RS_DTYPE_F32);
+  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM, 0, RS_DTYPE_F32);
+  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 1, RS_DTYPE_F32);
+  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 0, RS_DTYPE_F64);
+  run_case(W, 1000, KIND_INLINE, RS_OP_AVG, 0, RS_DTYPE_F64);
+  run_case(W, 100003, KIND_EXACT, RS_OP_AVG, 1, RS_DTYPE_F64);
 }
 
 static rs_model_t *simple_model(size_t elems) {
@@ -207,8 +234,8 @@ static void test_two_worker_example(void **state) {
   assert_int_equal(rs_run_fill_inline(run), RS_OK);
   assert_int_equal(rs_run_execute(run), RS_OK);
   for (int w = 0; w < 2; w++) {
-    assert_true(rs_run_buffer(run, w)[0] == 2.0f);
-    assert_true(rs_run_buffer(run, w)[1] == 3.0f);
+    assert_true(f32_buffer(run, w)[0] == 2.0f);
+    assert_true(f32_buffer(run, w)[1] == 3.0f);
   }
   assert_int_equal(rs_run_result(run)->transfers, 4);
   assert_int_equal(rs_run_result(run)->max_abs_err, 0);
@@ -238,15 +265,15 @@ static void test_reduce_scatter_invariant(void **state) {
     double *sum = calloc(n, sizeof *sum);
     for (int w = 0; w < W; w++)
       for (size_t i = 0; i < n; i++)
-        sum[i] += rs_run_buffer(run, w)[i];
+        sum[i] += f32_buffer(run, w)[i];
     assert_int_equal(rs_run_execute(run), RS_OK);
     for (int r = 0; r < W; r++) {
       int c = (r + 1) % W;
       size_t off = rs_chunk_offset(n, W, c), len = rs_chunk_elems(n, W, c);
       for (size_t i = off; i < off + len; i++)
-        if (rs_run_buffer(run, r)[i] != (float)sum[i])
+        if (f32_buffer(run, r)[i] != (float)sum[i])
           fail_msg("W=%d: worker %d chunk %d element %zu is %g, sum %g", W, r,
-                   c, i, (double)rs_run_buffer(run, r)[i], sum[i]);
+                   c, i, (double)f32_buffer(run, r)[i], sum[i]);
     }
     assert_int_equal(rs_run_result(run)->transfers,
                      (uint64_t)W * (uint64_t)(W - 1) *
@@ -505,9 +532,9 @@ static void test_ops(void **state) {
         assert_int_equal(rs_run_fill(run, (rs_init_t)init, 11), RS_OK);
         double want[1001], scale[1001];
         for (size_t i = 0; i < n; i++) {
-          double acc = rs_run_buffer(run, 0)[i], mag = fabs(acc);
+          double acc = f32_buffer(run, 0)[i], mag = fabs(acc);
           for (int w = 1; w < W; w++) {
-            double x = rs_run_buffer(run, w)[i];
+            double x = f32_buffer(run, w)[i];
             acc = ops[oi] == RS_OP_MIN    ? fmin(acc, x)
                   : ops[oi] == RS_OP_MAX  ? fmax(acc, x)
                   : ops[oi] == RS_OP_PROD ? acc * x
@@ -563,11 +590,10 @@ static void test_summation_order(void **state) {
       for (int c = 0; c < W; c++)
         for (size_t i = rs_chunk_offset(n, W, c);
              i < rs_chunk_offset(n, W, c) + rs_chunk_elems(n, W, c); i++) {
-          float acc = rs_run_buffer(run, c)[i],
-                fixed = rs_run_buffer(run, 0)[i];
+          float acc = f32_buffer(run, c)[i], fixed = f32_buffer(run, 0)[i];
           for (int k = 1; k < W; k++) {
-            acc = rs_run_buffer(run, (c + k) % W)[i] + acc;
-            fixed = fixed + rs_run_buffer(run, k)[i];
+            acc = f32_buffer(run, (c + k) % W)[i] + acc;
+            fixed = fixed + f32_buffer(run, k)[i];
           }
           ring_order[i] = acc;
           int d = memcmp(&acc, &fixed, sizeof acc) != 0;
@@ -617,7 +643,7 @@ static void test_low_precision(void **state) {
         for (size_t i = 0; i < n; i++) {
           double sum = 0, mag = 0;
           for (int w = 0; w < W; w++) {
-            float x = rs_run_buffer(run, w)[i];
+            float x = f32_buffer(run, w)[i];
             assert_true(rs_dtype_round((rs_dtype_t)dt, x) == x);
             sum += x;
             mag += fabs(x);
@@ -663,7 +689,7 @@ static void test_non_finite_input_is_refused(void **state) {
   rs_run_t *run;
   assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
   assert_int_equal(rs_run_fill(run, RS_INIT_UNIFORM, 0), RS_OK);
-  rs_run_buffer(run, 1)[7] = NAN;
+  f32_buffer(run, 1)[7] = NAN;
   assert_int_equal(rs_run_execute(run), RS_EINVAL);
   assert_non_null(
       strstr(rs_run_errmsg(run),

@@ -58,15 +58,25 @@ const char *rs_errname(int code);
 /* ---- element types --------------------------------------------------------
  */
 
-/* f32, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
- * rounded to the dtype when stored and sent (buffers hold float32 values the
- * dtype can represent; the wire counts the dtype's size). */
-typedef enum rs_dtype { RS_DTYPE_F32, RS_DTYPE_F16, RS_DTYPE_BF16 } rs_dtype_t;
+/* f32, f64, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
+ * rounded to the dtype when stored and sent (their buffers hold float32
+ * values the dtype can represent; the wire counts the dtype's size). An f64
+ * model's buffers hold double and its ring adds in double. */
+typedef enum rs_dtype {
+  RS_DTYPE_F32,
+  RS_DTYPE_F16,
+  RS_DTYPE_BF16,
+  RS_DTYPE_F64
+} rs_dtype_t;
 
-const char *rs_dtype_name(rs_dtype_t dtype);  /* "f32", "f16", "bf16" */
-size_t rs_dtype_size(rs_dtype_t dtype);       /* bytes per element: 4 or 2 */
-int rs_dtype_mantissa_bits(rs_dtype_t dtype); /* 24, 11, 8 */
-/* x rounded to the nearest value of dtype (ties to even; overflow: inf). */
+const char *rs_dtype_name(rs_dtype_t dtype);  /* "f32", "f16", "bf16", "f64" */
+size_t rs_dtype_size(rs_dtype_t dtype);       /* bytes on the wire: 4, 2, 8 */
+int rs_dtype_mantissa_bits(rs_dtype_t dtype); /* 24, 11, 8, 53 */
+/* Bytes per element in a worker's buffer: 8 (double) for f64, else 4
+ * (float). */
+size_t rs_dtype_buffer_size(rs_dtype_t dtype);
+/* x rounded to the nearest value of dtype (ties to even; overflow: inf);
+ * f32 and f64 leave x as it is. For float buffers only. */
 float rs_dtype_round(rs_dtype_t dtype, float x);
 void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
 /* The 16-bit encodings, for files. */
@@ -105,9 +115,10 @@ size_t rs_model_elems(const rs_model_t *model);
 /* The model's element type (all its params share one). */
 rs_dtype_t rs_model_dtype(const rs_model_t *model);
 /* Number of workers whose gradients the file gives inline (0: none), and
- * worker's flat gradients (rs_model_elems floats) or NULL. */
+ * worker's flat gradients (rs_model_elems values, already rounded to the
+ * model's dtype) or NULL. */
 int rs_model_inline_workers(const rs_model_t *model);
-const float *rs_model_inline_grads(const rs_model_t *model, int worker);
+const double *rs_model_inline_grads(const rs_model_t *model, int worker);
 
 /* A gradient bucket, as PyTorch DDP forms them: params grouped in reverse
  * registration order (the order backward produces gradients) until the
@@ -134,16 +145,17 @@ int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
 /* ---- safetensors --------------------------------------------------------- */
 
 /* Read every param of model from the safetensors file at path into data
- * (rs_model_elems floats, flat, in model order). Tensors must have the
- * model's dtype (F32, F16 or BF16) and the param's shape; extra tensors are
- * ignored. */
-int rs_safetensors_read(const char *path, const rs_model_t *model, float *data,
+ * (rs_model_elems values, flat, in model order: double for an f64 model,
+ * float otherwise, as rs_dtype_buffer_size says). Tensors must have the
+ * model's dtype (F32, F64, F16 or BF16) and the param's shape; extra tensors
+ * are ignored. */
+int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
                         char *errmsg);
 /* Write data (flat, model order) as tensors of the model's dtype, named and
- * shaped as the params. Writes to a temporary file and renames it: on error nothing is left
- * at path. */
+ * shaped as the params. Writes to a temporary file and renames it: on error
+ * nothing is left at path. */
 int rs_safetensors_write(const char *path, const rs_model_t *model,
-                         const float *data, char *errmsg);
+                         const void *data, char *errmsg);
 
 /* ---- trace ----------------------------------------------------------------
  */
@@ -320,10 +332,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
 void rs_run_free(rs_run_t *run);
 const char *rs_run_errmsg(const rs_run_t *run);
 
-/* Worker's flat gradient buffer: rs_model_elems floats, 64-byte aligned
- * (for f16/bf16 models, values the dtype can represent). Taking it marks the
- * run as filled by hand; NULL for a worker that does not exist. */
-float *rs_run_buffer(rs_run_t *run, int worker);
+/* Worker's flat gradient buffer: rs_model_elems values, 64-byte aligned:
+ * double for an f64 model, float otherwise (for f16/bf16 models, values the
+ * dtype can represent). Taking it marks the run as filled by hand; NULL for
+ * a worker that does not exist. */
+void *rs_run_buffer(rs_run_t *run, int worker);
 /* Fill every worker's buffer: generated from seed, deterministically per
  * (seed, worker, param, element); or copied from the model's inline grads;
  * or read from safetensors files, pattern holding "{r}" for the worker. */
@@ -352,6 +365,9 @@ int rs_run_execute(rs_run_t *run);
  * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
 void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
                       rs_op_t op, float *out);
+/* The same in double, for f64. */
+void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
+                          rs_op_t op, double *out);
 
 /* The chunk layout: chunk c of W covers [rs_chunk_offset, + rs_chunk_elems)
  * of an n-element buffer; chunk sizes differ by at most one element. */

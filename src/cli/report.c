@@ -18,35 +18,46 @@ static json_t *real_or_null(double x) {
   return isfinite(x) ? json_real(x) : json_null();
 }
 
-/* Print x with the fewest digits that read back as the same float. */
-static void format_float(float x, char *buf, size_t size) {
-  for (int digits = 1; digits <= 9; digits++) {
-    snprintf(buf, size, "%.*g", digits, (double)x);
-    if (strtof(buf, NULL) == x)
+/* Element i of the values, whatever the model's buffer type. */
+static double value_at(const rs_model_t *model, const void *values, size_t i) {
+  if (rs_model_dtype(model) == RS_DTYPE_F64)
+    return ((const double *)values)[i];
+  return ((const float *)values)[i];
+}
+
+/* Print x with the fewest digits that read back as the same value of the
+ * buffer type (float, or double for f64). */
+static void format_value(double x, int is_double, char *buf, size_t size) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, size, "%.*g", digits, x);
+    if (is_double ? strtod(buf, NULL) == x : strtof(buf, NULL) == (float)x)
       return;
   }
 }
 
-static void print_values(const rs_model_t *model, const float *values) {
+static void print_values(const rs_model_t *model, const void *values) {
+  const int is_double = rs_model_dtype(model) == RS_DTYPE_F64;
   char num[32];
   for (size_t p = 0; p < rs_model_param_count(model); p++) {
     const rs_param_t *param = rs_model_param(model, p);
     printf("  %s: [", param->name);
     for (size_t i = 0; i < param->elems; i++) {
-      format_float(values[param->elem_offset + i], num, sizeof num);
+      format_value(value_at(model, values, param->elem_offset + i), is_double,
+                   num, sizeof num);
       printf("%s%s", i ? ", " : "", num);
     }
     printf("]\n");
   }
 }
 
-static json_t *values_json(const rs_model_t *model, const float *values) {
+static json_t *values_json(const rs_model_t *model, const void *values) {
   json_t *obj = json_object();
   for (size_t p = 0; p < rs_model_param_count(model); p++) {
     const rs_param_t *param = rs_model_param(model, p);
     json_t *list = json_array();
     for (size_t i = 0; i < param->elems; i++)
-      json_array_append_new(list, real_or_null(values[param->elem_offset + i]));
+      json_array_append_new(
+          list, real_or_null(value_at(model, values, param->elem_offset + i)));
     json_object_set_new(obj, param->name, list);
   }
   return obj;
@@ -246,8 +257,9 @@ static json_t *buckets_json(const report_t *r) {
 /* How the ring's summation order changed the result, per param, against a
  * fixed worker-0-first order. */
 static void print_order_report(const report_t *r) {
-  printf("  order      against a fixed order (worker 0, 1, ... in float): "
-         "elements that differ, largest difference\n");
+  printf("  order      against a fixed order (worker 0, 1, ... in %s): "
+         "elements that differ, largest difference\n",
+         rs_model_dtype(r->model) == RS_DTYPE_F64 ? "double" : "float");
   for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
     const rs_param_t *param = rs_model_param(r->model, p);
     const rs_param_check_t *c = rs_run_param_check(r->run, p);
@@ -322,9 +334,11 @@ void cli_print_text(const report_t *r) {
                                    "for bit"
                                  : "elements DIFFER from the reference");
   else
-    printf("             max abs err %.3g against the float64 reference, "
+    printf("             max abs err %.3g against the %s reference, "
            "bound %.3g (worst err/bound %.3g)\n",
-           res->max_abs_err, res->bound, res->worst_ratio);
+           res->max_abs_err,
+           rs_model_dtype(r->model) == RS_DTYPE_F64 ? "long double" : "float64",
+           res->bound, res->worst_ratio);
   if (cfg->order_report)
     print_order_report(r);
   printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
