@@ -28,7 +28,7 @@ def run(*args, cwd=None):
 def write_safetensors(path, tensors, dtype="F32"):
     """An independent writer (not ringsim's): header JSON, then the data."""
     header, blobs, offset = {}, [], 0
-    np_dtype = {"F32": "<f4", "F16": "<f2"}[dtype]
+    np_dtype = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}[dtype]
     for name, array in tensors.items():
         data = np.ascontiguousarray(array, dtype=np_dtype).tobytes()
         header[name] = {"dtype": dtype, "shape": list(array.shape),
@@ -49,7 +49,7 @@ def read_safetensors(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        np_dtype = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
+        np_dtype = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}[t["dtype"]]
         b, e = t["data_offsets"]
         out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype=np_dtype).reshape(t["shape"])
     return out
@@ -252,6 +252,49 @@ class Cli(unittest.TestCase):
         rc, out, err = run("-p", over, "--json", "--average", "pre")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["result"]["w"], [40000, 2.5])
+
+    # cli-11: float64 end to end. The two-worker example holds in f64;
+    # numpy's float64 gradients (F64 safetensors) come out as F64 within
+    # f64's bound of the correctly rounded mean (math.fsum), which a float32
+    # ring could not meet; generated exact inputs match bit for bit.
+    def test_double_precision(self):
+        import math
+        two = self.write("two.json", '{"params": [{"name": "w", "shape": [2], "dtype": "f64"}], '
+                                     '"grads": [{"w": [1, 2]}, {"w": [3, 4]}]}')
+        rc, out, err = run("-w", 2, "-p", two)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("w: [2, 3]", out)
+        self.assertIn("16 B of f64 per worker", out)
+
+        W, shape = 5, (33, 7)
+        model = self.write("d.json", '{"params": [{"name": "w", "shape": [33, 7], "dtype": "f64"}]}')
+        rng = np.random.default_rng(11)
+        grads = [rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape) for _ in range(W)]
+        for r, g in enumerate(grads):
+            write_safetensors(self.path(f"d{r}.safetensors"), {"w": g}, dtype="F64")
+        rc, out, err = run("-w", W, "-p", model, "--grads", self.path("d{r}.safetensors"),
+                           "--out", self.path("dout.safetensors"), "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["dtype"], r["bytes"]), ("f64", 33 * 7 * 8))
+        got = read_safetensors(self.path("dout.safetensors"))["w"]
+        self.assertEqual(got.dtype, np.float64)
+        flat = [g.ravel() for g in grads]
+        want = np.array([math.fsum(g[i] for g in flat) / W for i in range(got.size)]).reshape(shape)
+        u = 2.0 ** -53
+        bound = (W + 1) * u * np.abs(np.stack(grads)).sum(axis=0) / W + u * np.abs(want)
+        err_abs = np.abs(got - want)
+        self.assertTrue(np.all(err_abs <= bound), float((err_abs / bound).max()))
+        # what rounding to float32 would lose is far outside that bound
+        f32 = np.abs(got.astype(np.float32).astype(np.float64) - want)
+        self.assertTrue(np.any(f32 > bound))
+
+        rc, out, err = run("-w", 7, "-p", model, "--init", "exact")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("bit for bit", out)
+        rc, out, err = run("-w", 7, "-p", model, "--order-report")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("in double", out)
 
     # cli-8: --help documents every option and the exit codes; --version.
     def test_help_and_version(self):

@@ -66,6 +66,51 @@ static void test_round_trip(void **state) {
   rs_model_free(m);
 }
 
+/* safetensors-1b: an f64 model writes F64 tensors of 8 bytes an element
+ * and reads them back bit for bit (values no float can hold among them); a
+ * file of F32 tensors is refused for it, naming both dtypes. */
+static void test_f64_round_trip(void **state) {
+  (void)state;
+  static const char text[] =
+      "{\"params\": [{\"name\": \"w\", \"shape\": [3], \"dtype\": \"f64\"}]}";
+  char path[128], err[RS_ERRMSG_MAX];
+  rs_model_t *m, *m32;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m.json", &m, err),
+                   RS_OK);
+  temp_path(path, sizeof path, "f64.safetensors");
+  const double data[3] = {0.1, -1e300, 0x1p-1074};
+  assert_int_equal(rs_safetensors_write(path, m, data, err), RS_OK);
+  double back[3];
+  memset(back, 0xff, sizeof back);
+  assert_int_equal(rs_safetensors_read(path, m, back, err), RS_OK);
+  assert_memory_equal(back, data, sizeof data);
+  FILE *f = fopen(path, "rb");
+  char header[256] = "";
+  unsigned char len[8];
+  assert_int_equal(fread(len, 1, 8, f), 8);
+  assert_true(len[0] < sizeof header);
+  assert_int_equal(fread(header, 1, len[0], f), len[0]);
+  fclose(f);
+  assert_non_null(strstr(header, "\"dtype\":\"F64\""));
+  assert_non_null(strstr(header, "\"data_offsets\":[0,24]"));
+
+  /* the same tensor as F32 is not what an f64 model reads */
+  m32 = model();
+  const float data32[9] = {0};
+  assert_int_equal(rs_safetensors_write(path, m32, data32, err), RS_OK);
+  static const char w_only[] =
+      "{\"params\": [{\"name\": \"w\", \"shape\": [2], \"dtype\": \"f64\"}]}";
+  rs_model_t *mw;
+  assert_int_equal(rs_model_parse(w_only, strlen(w_only), "m.json", &mw, err),
+                   RS_OK);
+  assert_int_equal(rs_safetensors_read(path, mw, back, err), RS_EPARSE);
+  assert_non_null(strstr(err, "dtype F32, expected F64"));
+  unlink(path);
+  rs_model_free(mw);
+  rs_model_free(m32);
+  rs_model_free(m);
+}
+
 /* safetensors-2: writing into a directory that does not exist fails with
  * a message naming the path, and leaves no file behind. */
 static void test_failed_write_leaves_nothing(void **state) {
@@ -160,6 +205,7 @@ static void test_bad_files_are_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_f64_round_trip),
       cmocka_unit_test(test_failed_write_leaves_nothing),
       cmocka_unit_test(test_bad_files_are_refused),
   };

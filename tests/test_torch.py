@@ -18,13 +18,15 @@ RINGSIM = TOOLS = None
 class Torch(unittest.TestCase):
     # torch-1: for an MLP and a small CNN on 2 and 4 workers, ringsim's
     # result agrees with torch.stack(grads).mean(0) and with gloo's
-    # all_reduce within the float32 bound.
+    # all_reduce within the float32 bound; and for a float64 MLP
+    # (model.double()) on 3 workers, within the float64 bound.
     def test_round_trip(self):
-        for model, workers in (("mlp", 4), ("cnn", 2)):
-            with self.subTest(model=model, workers=workers), tempfile.TemporaryDirectory() as d:
+        for model, workers, dtype in (("mlp", 4, "f32"), ("cnn", 2, "f32"), ("mlp", 3, "f64")):
+            with self.subTest(model=model, workers=workers, dtype=dtype), \
+                    tempfile.TemporaryDirectory() as d:
                 subprocess.run([sys.executable, os.path.join(TOOLS, "torch_grads.py"), "--workers",
-                                str(workers), "--out", d, "--model", model], check=True,
-                               capture_output=True, timeout=300)
+                                str(workers), "--out", d, "--model", model, "--dtype", dtype],
+                               check=True, capture_output=True, timeout=300)
                 out = os.path.join(d, "ringsim.safetensors")
                 p = subprocess.run([RINGSIM, "-w", str(workers), "-p", os.path.join(d, "model.json"),
                                     "--grads", os.path.join(d, "worker{r}.safetensors"),
@@ -32,6 +34,7 @@ class Torch(unittest.TestCase):
                                    capture_output=True, text=True, timeout=300)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertEqual(json.loads(p.stdout)["status"], "ok")
+                self.assertEqual(json.loads(p.stdout)["dtype"], dtype)
                 p = subprocess.run([sys.executable, os.path.join(TOOLS, "torch_check.py"), "--dir", d,
                                     "--workers", str(workers), "--result", out, "--json"],
                                    capture_output=True, text=True, timeout=300)
@@ -39,7 +42,7 @@ class Torch(unittest.TestCase):
                 report = json.loads(p.stdout)
                 for key in ("ringsim_vs_torch_mean", "ringsim_vs_gloo_all_reduce"):
                     self.assertTrue(report[key]["within_bound"], report)
-                    self.assertLess(report[key]["max_abs"], 1e-6)
+                    self.assertLess(report[key]["max_abs"], 1e-6 if dtype == "f32" else 1e-14)
                 self.assertGreater(report["elements"], 100)
 
 

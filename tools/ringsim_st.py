@@ -1,4 +1,4 @@
-"""Minimal safetensors reading and writing (F32) for ringsim's Python tools.
+"""Minimal safetensors reading and writing (F32, F64) for ringsim's Python tools.
 
 Debian 12 packages no `safetensors` module; the format is small: an 8-byte
 little-endian header length, a JSON header {name: {dtype, shape,
@@ -7,15 +7,18 @@ data_offsets}}, then the raw data.
 import json
 import struct
 
+NUMPY_DTYPES = {"F32": "<f4", "F64": "<f8"}
 
-def write(path, tensors):
-    """tensors: {name: numpy array or torch tensor}, written as F32."""
+
+def write(path, tensors, dtype="F32"):
+    """tensors: {name: numpy array or torch tensor}, written as dtype (F32
+    or F64)."""
     import numpy as np
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
         a = t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
-        data = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
+        data = np.ascontiguousarray(a, dtype=NUMPY_DTYPES[dtype]).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -26,7 +29,7 @@ def write(path, tensors):
 
 
 def read(path):
-    """{name: numpy float32 array} of a safetensors file's F32 tensors."""
+    """{name: numpy array} of a safetensors file's F32 or F64 tensors."""
     import numpy as np
     with open(path, "rb") as f:
         raw = f.read()
@@ -36,8 +39,9 @@ def read(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        if t["dtype"] != "F32":
-            raise ValueError(f"{path}: tensor {name} is {t['dtype']}, not F32")
+        if t["dtype"] not in NUMPY_DTYPES:
+            raise ValueError(f"{path}: tensor {name} is {t['dtype']}, not F32 or F64")
         b, e = t["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype="<f4").reshape(t["shape"])
+        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e],
+                                  dtype=NUMPY_DTYPES[t["dtype"]]).reshape(t["shape"])
     return out

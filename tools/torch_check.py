@@ -8,8 +8,9 @@ on this machine (loopback only), and reports max abs and ULP differences.
 
     tools/torch_check.py --dir grads --workers 4 --result grads/ringsim.safetensors [--json]
 
-Exit status: 0 when ringsim agrees with both within the float32 bound of a
-sum of W terms; 1 otherwise; 2 bad input.
+Exit status: 0 when ringsim agrees with both within the bound of a sum of W
+terms in the gradients' precision (float32, or float64 for F64 files); 1
+otherwise; 2 bad input.
 """
 import argparse
 import json
@@ -33,7 +34,8 @@ def gloo_rank(rank, workers, directory, store, out):
         dist.all_reduce(t, op=dist.ReduceOp.SUM)  # what DDP's hook does,
         result[name] = t / workers                # then divide by W
     if rank == 0:
-        ringsim_st.write(out, result)
+        ringsim_st.write(out, result, "F64" if next(iter(grads.values())).dtype.itemsize == 8
+                         else "F32")
     dist.barrier()
     dist.destroy_process_group()
 
@@ -48,8 +50,15 @@ def run_gloo(workers, directory):
 
 
 def ulps(a, b):
-    """Distance in float32 units in the last place, elementwise."""
+    """Distance in units in the last place of b's precision (float32 or
+    float64), elementwise."""
     import numpy as np
+    if b.dtype.itemsize == 8:
+        ia = a.astype("<f8").view("<i8").astype(object)
+        ib = b.astype("<f8").view("<i8").astype(object)
+        ia = np.where(ia < 0, -(2**63) - ia, ia)
+        ib = np.where(ib < 0, -(2**63) - ib, ib)
+        return np.abs(ia - ib)
     ia = a.astype("<f4").view("<i4").astype(np.int64)
     ib = b.astype("<f4").view("<i4").astype(np.int64)
     ia = np.where(ia < 0, -(2**31) - ia, ia)
@@ -59,14 +68,16 @@ def ulps(a, b):
 
 def compare(a, b, grads, workers):
     """Max abs and ULP differences of a and b, and whether every element is
-    within the bound of two float32 sums of W terms plus their divisions."""
+    within the bound of two sums of W terms plus their divisions, in b's
+    precision."""
     import numpy as np
-    u = 2.0 ** -24
+    f64 = next(iter(b.values())).dtype.itemsize == 8
+    u = 2.0 ** (-53 if f64 else -24)
     out = {"max_abs": 0.0, "max_ulps": 0, "within_bound": True}
     for name in b:
         x, y = a[name].astype(np.float64), b[name].astype(np.float64)
         abs_sum = sum(np.abs(g[name].astype(np.float64)) for g in grads) / workers
-        bound = 2 * (workers - 1 + 1) * u * abs_sum + 2 * u * np.abs(y) + 1e-44
+        bound = 2 * (workers - 1 + 1) * u * abs_sum + 2 * u * np.abs(y) + (2e-323 if f64 else 1e-44)
         diff = np.abs(x - y)
         out["max_abs"] = max(out["max_abs"], float(diff.max(initial=0)))
         out["max_ulps"] = max(out["max_ulps"], int(ulps(a[name], b[name]).max(initial=0)))

@@ -37,6 +37,8 @@ def main(argv=None):
     p.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     p.add_argument("--batch", type=int, default=64, help="global batch size (default 64)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=("f32", "f64"), default="f32",
+                   help="the model's precision: f32 (default) or f64 (model.double())")
     a = p.parse_args(argv)
     if a.workers < 1 or a.batch < a.workers:
         p.error("need 1 <= --workers <= --batch")
@@ -45,6 +47,8 @@ def main(argv=None):
     torch.manual_seed(a.seed)
     model, shape = build_model(a.model)
     x = torch.randn(a.batch, *shape)
+    if a.dtype == "f64":
+        model, x = model.double(), x.double()
     y = torch.randint(0, 10, (a.batch,))
     grads = []
     for xs, ys in zip(torch.chunk(x, a.workers), torch.chunk(y, a.workers)):
@@ -55,13 +59,15 @@ def main(argv=None):
     names = [n for n, _ in model.named_parameters()]
     with open(os.path.join(a.out, "model.json"), "w") as f:
         json.dump({"name": f"torch-{a.model}", "description": "gradients from tools/torch_grads.py",
-                   "params": [{"name": n, "shape": list(grads[0][n].shape)} for n in names]},
+                   "params": [{"name": n, "shape": list(grads[0][n].shape), "dtype": a.dtype}
+                              for n in names]},
                   f, indent=1)
+    st_dtype = a.dtype.upper()
     for r, g in enumerate(grads):
-        ringsim_st.write(os.path.join(a.out, f"worker{r}.safetensors"), g)
+        ringsim_st.write(os.path.join(a.out, f"worker{r}.safetensors"), g, st_dtype)
     ringsim_st.write(os.path.join(a.out, "reference.safetensors"),
-                     {n: torch.stack([g[n] for g in grads]).mean(dim=0) for n in names})
-    print(f"torch_grads: {len(names)} params, {a.workers} workers -> {a.out}")
+                     {n: torch.stack([g[n] for g in grads]).mean(dim=0) for n in names}, st_dtype)
+    print(f"torch_grads: {len(names)} params ({a.dtype}), {a.workers} workers -> {a.out}")
     return 0
 
 
