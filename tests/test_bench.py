@@ -61,6 +61,19 @@ class Bench(unittest.TestCase):
                 self.assertIn(key, r)
             self.assertLessEqual(r["min_time_us"], r["time_us"] + 1e-9)
 
+    # bench-2b: -d takes nccl-tests' type names: double moves 8-byte
+    # elements (count = size / 8) and half 2-byte ones, still exact.
+    def test_datatypes(self):
+        for name, size in (("double", 8), ("half", 2), ("bfloat16", 2), ("float", 4)):
+            rc, out, err = bench("--workers", 3, "-b", 4096, "-e", 65536, "-f", 16, "-n", 2,
+                                 "--warmup", 0, "--json", "-d", name)
+            self.assertEqual(rc, 0, err)
+            rows = [json.loads(l) for l in out.splitlines()]
+            self.assertEqual([(r["size"], r["count"]) for r in rows],
+                             [(4096, 4096 // size), (65536, 65536 // size)])
+            for r in rows:
+                self.assertEqual((r["type"], r["wrong"]), (name, 0))
+
     # bench-3: --trace records every size's run (tracing is off by default).
     def test_trace(self):
         with tempfile.TemporaryDirectory() as d:
@@ -88,7 +101,8 @@ class Bench(unittest.TestCase):
                               (["-f", 1], "--stepfactor '1'"),
                               (["-n", 0], "iterations '0'"),
                               (["--bogus"], "unknown option '--bogus'"),
-                              (["--op", "median"], "--op 'median'")):
+                              (["--op", "median"], "--op 'median'"),
+                              (["-d", "int8"], "--datatype 'int8'")):
             rc, out, err = bench(*args)
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)

@@ -30,6 +30,8 @@ static const char bench_usage[] =
     "  -i, --stepbytes N       or add N bytes each step instead\n"
     "  -n, --iters N           timed iterations per size (default 20)\n"
     "      --warmup N          warm-up iterations per size (default 5)\n"
+    "  -d, --datatype TYPE     float (default), double, half or bfloat16\n"
+    "                          (nccl-tests' names for f32, f64, f16, bf16)\n"
     "      --op OP             sum (default, as nccl-tests), avg, min, max,\n"
     "                          prod\n"
     "      --segment-bytes N   largest message (default 256K)\n"
@@ -52,6 +54,7 @@ typedef struct bench_opts {
   long factor;
   int iters, warmup;
   rs_op_t op;
+  rs_dtype_t dtype;
   size_t segment_bytes;
   int slots;
   double timeout_s;
@@ -59,6 +62,22 @@ typedef struct bench_opts {
   int json;
   int direct;
 } bench_opts_t;
+
+/* nccl-tests' names for the element types (its -d option). */
+static const struct {
+  const char *name;
+  rs_dtype_t dtype;
+} datatypes[] = {{"float", RS_DTYPE_F32},
+                 {"double", RS_DTYPE_F64},
+                 {"half", RS_DTYPE_F16},
+                 {"bfloat16", RS_DTYPE_BF16}};
+
+static const char *datatype_name(rs_dtype_t dtype) {
+  for (size_t i = 0; i < sizeof datatypes / sizeof *datatypes; i++)
+    if (datatypes[i].dtype == dtype)
+      return datatypes[i].name;
+  return "?";
+}
 
 static int parse_workers(const char *text, bench_opts_t *o) {
   char copy[512];
@@ -97,6 +116,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       {"iters", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, O_WARMUP},
       {"op", required_argument, NULL, O_OP},
+      {"datatype", required_argument, NULL, 'd'},
       {"segment-bytes", required_argument, NULL, O_SEG},
       {"slots", required_argument, NULL, O_SLOTS},
       {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -113,6 +133,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
                       .iters = 20,
                       .warmup = 5,
                       .op = RS_OP_SUM,
+                      .dtype = RS_DTYPE_F32,
                       .segment_bytes = RS_DEFAULT_SEGMENT_BYTES,
                       .slots = RS_DEFAULT_SLOTS,
                       .timeout_s = 60};
@@ -120,7 +141,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   int opt;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:h", opts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:d:h", opts, NULL)) != -1) {
     switch (opt) {
     case '?':
       return cli_usage_error("bench: unknown option '%s'", argv[optind - 1]);
@@ -171,6 +192,17 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       o->op = (rs_op_t)op;
       break;
     }
+    case 'd': {
+      size_t i = 0, n = sizeof datatypes / sizeof *datatypes;
+      while (i < n && strcmp(optarg, datatypes[i].name) != 0)
+        i++;
+      if (i == n)
+        return cli_usage_error("bench: --datatype '%s': expected float, "
+                               "double, half or bfloat16",
+                               optarg);
+      o->dtype = datatypes[i].dtype;
+      break;
+    }
     case O_SEG:
       if (cli_parse_bytes(optarg, &o->segment_bytes) || o->segment_bytes < 4 ||
           o->segment_bytes > (1u << 30))
@@ -219,8 +251,8 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
-           "[%zu]}]}",
-           count);
+           "[%zu], \"dtype\": \"%s\"}]}",
+           count, rs_dtype_name(o->dtype));
   rs_model_t *m;
   rs_run_t *run = NULL;
   int status = 0;
@@ -254,14 +286,14 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   int rc = rs_run_execute(run);
   if (rc != RS_OK && rc != RS_ECHECK) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu bytes: %s\n", W,
-            count * sizeof(float), rs_run_errmsg(run));
+            count * rs_dtype_size(o->dtype), rs_run_errmsg(run));
     status = EXIT_RUN;
     goto done;
   }
   const rs_result_t *res = rs_run_result(run);
   row->workers = W;
   row->count = count;
-  row->bytes = count * sizeof(float);
+  row->bytes = count * rs_dtype_size(o->dtype);
   row->time_us = (double)res->wall_ns / 1e3;
   row->min_us = (double)res->wall_min_ns / 1e3;
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
@@ -302,8 +334,8 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
     json_t *j = json_pack(
         "{s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",
         "workers", r->workers, "size", (json_int_t)r->bytes, "count",
-        (json_int_t)r->count, "type", "float", "redop", op, "time_us",
-        r->time_us, "min_time_us", r->min_us, "algbw_gbs", r->algbw,
+        (json_int_t)r->count, "type", datatype_name(o->dtype), "redop", op,
+        "time_us", r->time_us, "min_time_us", r->min_us, "algbw_gbs", r->algbw,
         "busbw_gbs", r->busbw, "wrong", (json_int_t)r->wrong, "ref_us",
         r->ref_us, "time_over_ref",
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
@@ -313,8 +345,8 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
     json_decref(j);
   } else {
     printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu %10.2f %8.2f\n",
-           r->bytes, r->count, "float", op, r->time_us, r->algbw, r->busbw,
-           (unsigned long long)r->wrong, r->ref_us,
+           r->bytes, r->count, datatype_name(o->dtype), op, r->time_us,
+           r->algbw, r->busbw, (unsigned long long)r->wrong, r->ref_us,
            r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
   }
   fflush(stdout);
@@ -338,7 +370,7 @@ int cli_bench(int argc, char **argv) {
     if (!o.json)
       print_header(&o, W);
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;) {
-      size_t count = bytes / sizeof(float);
+      size_t count = bytes / rs_dtype_size(o.dtype);
       row_t row = {0};
       status = bench_one(&o, W, count ? count : 1, trace, &row);
       if (status == 0) {
