@@ -330,8 +330,20 @@ static int prepare_reference(rs_run_t *run) {
     for (size_t i = 0; i < len; i++) {
       long double sum = f64 ? acc_l[i] : acc[i];
       long double mag = f64 ? amp_l[i] : amp[i];
-      if (!isfinite(mag))
-        return refuse_non_finite(run, start, len);
+      if (!isfinite(mag) || !isfinite(sum)) {
+        int rc = refuse_non_finite(run, start, len);
+        if (rc)
+          return rc;
+        /* finite inputs, but a product beyond even the reference's range:
+         * no bound can be stated, so no check; refuse */
+        const rs_param_t *p =
+            rs_model_param(run->model, param_of(run->model, start + i));
+        return rs__run_fail(run, RS_EINVAL,
+                            "element %zu of \"%.100s\": the %s of the "
+                            "workers' values overflows the check's reference",
+                            start + i - p->elem_offset, p->name,
+                            rs_op_name(op));
+      }
       long double ref = sum / div, b;
       switch (op) {
       case RS_OP_MIN:
@@ -382,7 +394,9 @@ void rs__check_result(rs_run_t *run) {
       double want = run->dtype == RS_DTYPE_F64
                         ? ref
                         : rs_dtype_round(run->dtype, (float)ref);
-      double err = (double)fabsl((long double)got - ref);
+      /* (a reference beyond the dtype's range is inf, as IEEE rounding
+       * makes it; a result of that same inf is exact) */
+      double err = got == ref ? 0.0 : (double)fabsl((long double)got - ref);
       int differs = memcmp(&got, &want, sizeof want) != 0;
       double bound = run->bound ? array_at(run, run->bound, i) : 0.0;
       double ratio;

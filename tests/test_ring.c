@@ -699,6 +699,47 @@ static void test_non_finite_input_is_refused(void **state) {
   rs_model_free(m);
 }
 
+/* ring-9b: finite inputs whose product overflows even the reference's
+ * range (ten workers of 1e38 in float at flat element 2, which is "b"[1]:
+ * 1e380 is past double's 1.8e308) are refused with a message naming it, not
+ * checked against a garbage reference. In f64 the reference (long double) holds
+ * 1e380, which rounds to inf in double, as the ring's product does: the check
+ * passes. */
+static void test_product_beyond_the_reference_is_refused(void **state) {
+  (void)state;
+  for (int f64 = 0; f64 <= 1; f64++) {
+    rs_model_t *m =
+        make_model(4, KIND_NORMAL, 10, f64 ? RS_DTYPE_F64 : RS_DTYPE_F32);
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = 10;
+    cfg.op = RS_OP_PROD;
+    char err[RS_ERRMSG_MAX];
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    for (int w = 0; w < 10; w++)
+      for (size_t i = 0; i < 4; i++)
+        if (f64)
+          ((double *)rs_run_buffer(run, w))[i] = i == 2 ? 1e38 : 1.5;
+        else
+          f32_buffer(run, w)[i] = i == 2 ? 1e38f : 1.5f;
+    int rc = rs_run_execute(run);
+    if (f64) {
+      assert_int_equal(rc, RS_OK);
+      assert_true(isinf(((double *)rs_run_buffer(run, 3))[2]));
+      assert_true(((double *)rs_run_buffer(run, 3))[1] == pow(1.5, 10));
+    } else {
+      assert_int_equal(rc, RS_EINVAL);
+      assert_non_null(strstr(rs_run_errmsg(run),
+                             "element 1 of \"b\": the prod of the workers' "
+                             "values overflows the check's reference"));
+      assert_int_equal(rs_run_result(run)->transfers, 0);
+    }
+    rs_run_free(run);
+    rs_model_free(m);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -717,6 +758,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_two_runs_at_once),
       cmocka_unit_test(test_bad_config_and_misuse),
       cmocka_unit_test(test_non_finite_input_is_refused),
+      cmocka_unit_test(test_product_beyond_the_reference_is_refused),
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),
