@@ -35,8 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                           : rs_run_fill(run, RS_INIT_EXACT, size);
       if (rc == RS_OK) {
         rc = rs_run_execute(run);
-        /* Inline values are finite floats: the run must complete, and
-         * every worker must hold the same bits. */
+        /* Inline values are finite: the run must complete (its check may
+         * fail where a sum overflows the dtype), and every worker must
+         * hold the same bits. */
         if (rc != RS_OK && rc != RS_ECHECK)
           abort();
         if (!rs_run_result(run)->identical)
