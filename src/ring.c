@@ -26,6 +26,16 @@
  * step's segment k depends only on this step's segment k, so with K channel
  * slots neighbours overlap sending with reducing.
  *
+ * Loop order. By default the worker runs step by step, each step moving
+ * its whole chunk (the order above, as the algorithm is taught). NCCL
+ * loops the other way round: it cuts the buffer into slices of one
+ * segment per chunk and runs all 2(W-1) steps on one slice before the next
+ * (runRing's loop over gridOffset). Segment k of step s depends only on
+ * segment k of step s-1, so both orders send the same messages and compute
+ * the same sums, bit for bit; but in NCCL's, a segment a neighbour has just
+ * written is read while it is still in cache, instead of a whole chunk
+ * later. w->slices picks it.
+ *
  * Averaging (op avg) happens where the sum completes: the last reduce-scatter
  * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
  * does (average_pre), every worker divides its own gradient first.
@@ -56,11 +66,13 @@ void rs_ring_segment(const rs_worker_t *w, int chunk, size_t seg,
   *elem_offset += w->base; /* chunks are of the bucket, offsets of the buffer */
 }
 
-/* One step: pass send_chunk to the next worker and fold recv_chunk from the
- * previous one into our buffer, segment by segment. */
+/* One step, on segments seg_first..seg_end-1 of its chunks (all of them,
+ * or one slice): pass send_chunk to the next worker and fold recv_chunk
+ * from the previous one into our buffer, segment by segment. */
 static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
-                     int recv_chunk, recv_action_t action) {
-  for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
+                     int recv_chunk, recv_action_t action, size_t seg_first,
+                     size_t seg_end) {
+  for (size_t seg = seg_first; seg < seg_end; seg++) {
     size_t off, len;
     rs_ring_segment(w, send_chunk, seg, &off, &len);
     rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
@@ -120,16 +132,19 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
 
 /* Note where the worker is, for error reports, and apply the faults
  * injected into this worker at this step of the first bucket (a fault is
- * one event, not one per bucket): a stall sleeps here, a wire fault hits the
- * step's first segment. Returns 1 if the worker crashes here. */
-static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
+ * one event, not one per bucket, nor one per slice: first_slice says
+ * whether this is the step's first part): a stall sleeps here, a wire
+ * fault hits the step's first segment. Returns 1 if the worker crashes
+ * here. */
+static int begin_step(rs_worker_t *w, rs_phase_t phase, int step,
+                      int first_slice) {
   w->progress.phase = phase;
   w->progress.step = step;
   rs_sim_step(&w->sim); /* a straggler computes before it can send */
   w->step_wire = RS_WIRE_OK;
   int global_step =
       phase == RS_PHASE_REDUCE_SCATTER ? step : w->workers - 1 + step;
-  for (int i = 0; i < w->fault_count && w->bucket == 0; i++) {
+  for (int i = 0; i < w->fault_count && w->bucket == 0 && first_slice; i++) {
     const rs_fault_t *f = &w->faults[i];
     if (f->worker != w->rank || f->step != global_step)
       continue;
@@ -156,17 +171,15 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step) {
   return 0;
 }
 
-/* One bucket: reduce-scatter, then all-gather, over its chunks. */
-static int ring_bucket(rs_worker_t *w) {
+/* The ring on segments seg_first..seg_end-1 of every chunk of the bucket:
+ * reduce-scatter, then all-gather. */
+static int ring_steps(rs_worker_t *w, size_t seg_first, size_t seg_end) {
   const int W = w->workers, r = w->rank;
+  const int first = seg_first == 0;
   int rc;
-  /* Average, DDP's way: each worker divides its own gradient first, and
-   * the ring sums the quotients. */
-  if (w->op == RS_OP_AVG && w->average_pre)
-    rs_scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems, W);
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
-    if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s))
+    if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s, first))
       return RS_RING_CRASHED;
     recv_action_t action = RECV_REDUCE;
     if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
@@ -174,7 +187,7 @@ static int ring_bucket(rs_worker_t *w) {
     rc = ring_step(w, RS_PHASE_REDUCE_SCATTER, s,
                    rs_sched_send_chunk(W, r, RS_PHASE_REDUCE_SCATTER, s),
                    rs_sched_recv_chunk(W, r, RS_PHASE_REDUCE_SCATTER, s),
-                   action);
+                   action, seg_first, seg_end);
     if (rc)
       return rc;
   }
@@ -184,12 +197,30 @@ static int ring_bucket(rs_worker_t *w) {
 
   /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
   for (int s = 0; s < W - 1; s++) {
-    if (begin_step(w, RS_PHASE_ALL_GATHER, s))
+    if (begin_step(w, RS_PHASE_ALL_GATHER, s, first))
       return RS_RING_CRASHED;
-    rc =
-        ring_step(w, RS_PHASE_ALL_GATHER, s,
-                  rs_sched_send_chunk(W, r, RS_PHASE_ALL_GATHER, s),
-                  rs_sched_recv_chunk(W, r, RS_PHASE_ALL_GATHER, s), RECV_COPY);
+    rc = ring_step(w, RS_PHASE_ALL_GATHER, s,
+                   rs_sched_send_chunk(W, r, RS_PHASE_ALL_GATHER, s),
+                   rs_sched_recv_chunk(W, r, RS_PHASE_ALL_GATHER, s), RECV_COPY,
+                   seg_first, seg_end);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* One bucket: every step over whole chunks, or (NCCL's loop) every step
+ * over one slice, slice after slice. */
+static int ring_bucket(rs_worker_t *w) {
+  /* Average, DDP's way: each worker divides its own gradient first, and
+   * the ring sums the quotients. */
+  if (w->op == RS_OP_AVG && w->average_pre)
+    rs_scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
+                 w->workers);
+  if (!w->slices)
+    return ring_steps(w, 0, w->segs_per_chunk);
+  for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
+    int rc = ring_steps(w, seg, seg + 1);
     if (rc)
       return rc;
   }

@@ -44,6 +44,7 @@ typedef struct rs_worker {
                        every float32 addition */
   size_t elem_size; /* bytes per element on the wire */
   int average_pre;
+  int slices; /* NCCL's loop order: the whole ring per slice (rs_config_t) */
   rs_collective_t collective;
   uint64_t timeout_ns;
   const rs_fault_t *faults; /* the run's injected faults (all workers) */

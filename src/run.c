@@ -66,6 +66,10 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   int rc = rs_netmodel_check(&c->net, c->workers, errmsg);
   if (rc)
     return rc;
+  if (c->slices && c->net.enabled)
+    return rs__err(errmsg, RS_EINVAL,
+                   "loop: the network model simulates the step order; it "
+                   "cannot time NCCL's slice order");
   if (c->ref_reps < 1 || c->ref_reps > 1000)
     return rs__err(errmsg, RS_EINVAL, "ref_reps: %d is not in 1..1000",
                    c->ref_reps);
@@ -133,11 +137,13 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   size_t stride = sizeof(rs_msg_t) + payload + 64;
   /* Direct mode: a worker overwrites a chunk it sent (with the final value,
    * in all-gather) (W-1) x segs messages after sending it, segs being its
-   * bucket's. With at most that many slots, its successor has released the
+   * bucket's (in NCCL's slice order, W-1 messages after: one slice's
+   * steps). With at most that many slots, its successor has released the
    * message by then. */
   int slots = config->slots;
-  if (config->direct && (size_t)slots > (size_t)(W - 1) * min_segs)
-    slots = (int)((size_t)(W > 1 ? W - 1 : 1) * min_segs);
+  size_t apart = (size_t)(W > 1 ? W - 1 : 1) * (config->slices ? 1 : min_segs);
+  if (config->direct && (size_t)slots > apart)
+    slots = (int)apart;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
   double need =
@@ -205,6 +211,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->dtype = run->dtype;
     w->elem_size = run->elem_size;
     w->average_pre = config->average_pre;
+    w->slices = config->slices;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
     w->faults = run->config.faults;

@@ -34,6 +34,7 @@ class Bench(unittest.TestCase):
         self.assertEqual([int(r[0]) for r in rows], sizes * 2)
         self.assertEqual(out.count("# ringsim bench: ring all-reduce on 2 worker threads"), 1)
         self.assertEqual(out.count("# ringsim bench: ring all-reduce on 3 worker threads"), 1)
+        self.assertEqual(out.count("copying channels, NCCL's slice loop"), 2)  # the defaults
         for i, r in enumerate(rows):
             W = 2 if i < len(sizes) else 3
             self.assertEqual(len(r), 10, r)
@@ -47,11 +48,11 @@ class Bench(unittest.TestCase):
                 self.assertAlmostEqual(float(ratio), float(t) / float(ref), delta=0.01 * float(ratio) + 0.01)
         self.assertTrue(out.rstrip().endswith("# Out of bounds values : 0 OK"))
 
-    # bench-2: --json prints one object per size; -i steps by bytes; --op avg
-    # and --direct work, still exact.
+    # bench-2: --json prints one object per size; -i steps by bytes; --op avg,
+    # --direct and --loop steps work, still exact.
     def test_json_lines(self):
         rc, out, err = bench("--workers", 4, "-b", 4096, "-e", 16384, "-i", 4096, "-n", 2,
-                             "--warmup", 0, "--json", "--op", "avg", "--direct")
+                             "--warmup", 0, "--json", "--op", "avg", "--direct", "--loop", "steps")
         self.assertEqual(rc, 0, err)
         rows = [json.loads(l) for l in out.splitlines()]
         self.assertEqual([r["size"] for r in rows], [4096, 8192, 12288, 16384])
@@ -102,7 +103,8 @@ class Bench(unittest.TestCase):
                               (["-n", 0], "iterations '0'"),
                               (["--bogus"], "unknown option '--bogus'"),
                               (["--op", "median"], "--op 'median'"),
-                              (["-d", "int8"], "--datatype 'int8'")):
+                              (["-d", "int8"], "--datatype 'int8'"),
+                              (["--loop", "ring"], "--loop 'ring'")):
             rc, out, err = bench(*args)
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)

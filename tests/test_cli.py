@@ -108,6 +108,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(r["max_abs_err"], 0)
         self.assertEqual(r["status"], "ok")
         self.assertEqual(r["result"], {"w": [2, 3]})
+        self.assertEqual((r["loop"], r["direct"]), ("steps", False))
         self.assertGreater(r["wall_ns"], 0)
         self.assertAlmostEqual(r["busbw_gbs"], r["algbw_gbs"] * 2 * 1 / 2)
         for key in ("bound", "algbw_gbs"):
@@ -205,6 +206,9 @@ class Cli(unittest.TestCase):
             (["-p", model, "--grads", self.path("w{r}.safetensors")], "w0.safetensors: cannot open"),
             (["-p", model, "-w", 2, "--grads", self.path("w.safetensors")], "must contain {r}"),
             (["-p", model, "--grads", "x{r}", "--init", "exact"], "cannot be used with --grads"),
+            (["-p", model, "--loop", "ring"], "--loop 'ring': expected steps or slices"),
+            (["-p", model, "--loop", "slices", "--net", "latency=5us,bandwidth=1GB/s"],
+             "loop: the network model simulates the step order"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

@@ -82,7 +82,7 @@ static double elem(rs_run_t *run, int w, size_t i, rs_dtype_t dtype) {
  * trusting check.c: the test keeps its own copy of the inputs and computes
  * its own reference. */
 static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
-                     rs_dtype_t dtype) {
+                     int slices, rs_dtype_t dtype) {
   rs_model_t *m = make_model(n, kind, W, dtype);
   const size_t es = rs_dtype_buffer_size(dtype); /* bytes per element */
   rs_config_t cfg;
@@ -91,6 +91,7 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
   cfg.op = op;
   cfg.segment_bytes = 4096 * 4; /* several segments per chunk at 1000003 */
   cfg.direct = direct;
+  cfg.slices = slices;
   char err[RS_ERRMSG_MAX];
   rs_run_t *run;
   if (rs_run_create(&cfg, m, &run, err))
@@ -183,7 +184,8 @@ static int matrix_workers;
 
 /* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003,
  * with inline, normal and exact inputs, through copying and direct
- * channels, in f32 and f64; exact bit for bit, the rest within the bound,
+ * channels, in the step and the slice loop order, in f32 and f64; exact
+ * bit for bit, the rest within the bound,
  * all workers bitwise identical, traffic as the theory says. */
 static void test_matrix(void **state) {
   (void)state;
@@ -193,19 +195,23 @@ static void test_matrix(void **state) {
     if (counts[c] == 0)
       continue;
     for (int kind = 0; kind < 3; kind++)
-      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0, RS_DTYPE_F32);
+      run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0, 0, RS_DTYPE_F32);
     /* the copy-free channels, on the same inputs */
-    run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1, RS_DTYPE_F32);
+    run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1, 0, RS_DTYPE_F32);
+    /* NCCL's slice order, copying and direct */
+    run_case(W, counts[c], (kind_t)(c % 3), RS_OP_AVG, (int)(c % 2), 1,
+             RS_DTYPE_F32);
     /* and in double: a typed ring of 8-byte elements */
-    run_case(W, counts[c], (kind_t)(c % 3), RS_OP_AVG, (int)(c % 2),
+    run_case(W, counts[c], (kind_t)(c % 3), RS_OP_AVG, (int)(c % 2), 0,
              RS_DTYPE_F64);
   }
-  run_case(W, 1000, KIND_EXACT, RS_OP_SUM, 0, RS_DTYPE_F32);
-  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM, 0, RS_DTYPE_F32);
-  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 1, RS_DTYPE_F32);
-  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 0, RS_DTYPE_F64);
-  run_case(W, 1000, KIND_INLINE, RS_OP_AVG, 0, RS_DTYPE_F64);
-  run_case(W, 100003, KIND_EXACT, RS_OP_AVG, 1, RS_DTYPE_F64);
+  run_case(W, 1000, KIND_EXACT, RS_OP_SUM, 0, 0, RS_DTYPE_F32);
+  run_case(W, 1000, KIND_NORMAL, RS_OP_SUM, 0, 0, RS_DTYPE_F32);
+  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 1, 0, RS_DTYPE_F32);
+  run_case(W, 100003, KIND_EXACT, RS_OP_SUM, 1, 1, RS_DTYPE_F32);
+  run_case(W, 100003, KIND_NORMAL, RS_OP_SUM, 0, 0, RS_DTYPE_F64);
+  run_case(W, 1000, KIND_INLINE, RS_OP_AVG, 0, 0, RS_DTYPE_F64);
+  run_case(W, 100003, KIND_EXACT, RS_OP_AVG, 1, 1, RS_DTYPE_F64);
 }
 
 static rs_model_t *simple_model(size_t elems) {
@@ -740,6 +746,47 @@ static void test_product_beyond_the_reference_is_refused(void **state) {
   }
 }
 
+/* ring-10: NCCL's slice order sends the same messages and computes the
+ * same sums as the step order: with random inputs, many segments and every
+ * op, the results are identical bit for bit, copying or direct, and so are
+ * the transfer counts. */
+static void test_slice_order_is_bitwise_the_step_order(void **state) {
+  (void)state;
+  const size_t n = 20011;
+  const rs_op_t ops[] = {RS_OP_AVG, RS_OP_SUM, RS_OP_MAX, RS_OP_PROD};
+  float *want = malloc(n * sizeof *want);
+  assert_non_null(want);
+  for (int W = 2; W <= 5; W += 3)
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+      for (int mode = 0; mode < 3; mode++) { /* steps; slices; slices+direct */
+        rs_model_t *m = simple_model(n);
+        rs_config_t cfg;
+        rs_config_init(&cfg);
+        cfg.workers = W;
+        cfg.op = ops[k];
+        cfg.segment_bytes = 1024;
+        cfg.slices = mode > 0;
+        cfg.direct = mode == 2;
+        char err[RS_ERRMSG_MAX];
+        rs_run_t *run;
+        assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+        assert_int_equal(rs_run_fill(run, RS_INIT_NORMAL, 5), RS_OK);
+        assert_int_equal(rs_run_execute(run), RS_OK);
+        if (mode == 0)
+          memcpy(want, rs_run_buffer(run, W - 1), n * sizeof *want);
+        else if (memcmp(want, rs_run_buffer(run, W - 1), n * sizeof *want))
+          fail_msg("W=%d op %s mode %d: differs from the step order", W,
+                   rs_op_name(ops[k]), mode);
+        assert_true(rs_run_result(run)->segs_per_chunk > 1);
+        assert_int_equal(rs_run_result(run)->transfers,
+                         (uint64_t)W * 2 * (uint64_t)(W - 1) *
+                             rs_run_result(run)->segs_per_chunk);
+        rs_run_free(run);
+        rs_model_free(m);
+      }
+  free(want);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -759,6 +806,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_config_and_misuse),
       cmocka_unit_test(test_non_finite_input_is_refused),
       cmocka_unit_test(test_product_beyond_the_reference_is_refused),
+      cmocka_unit_test(test_slice_order_is_bitwise_the_step_order),
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),

@@ -298,6 +298,14 @@ typedef struct rs_config {
    * buffer (NCCL's direct mode). Faster; the copying channel, which models a
    * network, is the default. */
   int direct;
+  /* The loop order. 0 (the default): step by step, each step moving a whole
+   * chunk segment by segment, as the algorithm is taught. 1: NCCL's loop:
+   * the bucket is cut into slices of one segment per chunk, and the whole
+   * ring (all 2(W-1) steps) runs on one slice before the next, so what a
+   * step writes is still in cache when the next step reads it. Same
+   * messages, same sums, bit for bit; a different order in time. Not with
+   * the network model, which simulates the step order. */
+  int slices;
   /* DDP buckets: the model is all-reduced bucket by bucket, in DDP's order
    * (rs_model_buckets). Defaults: 25 MiB and 1 MiB; bucket_bytes 0 makes
    * one bucket of the whole model. */

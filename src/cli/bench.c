@@ -3,7 +3,9 @@
  * For each W and each size, one run: the worker threads are created once,
  * run the all-reduce --warmup times and then -n timed times (the first
  * result is checked against the exact reference: #wrong), and the direct
- * mean over the same W buffers is timed on one thread as "ref".
+ * mean over the same W buffers is timed on one thread as "ref". The ring
+ * runs in NCCL's slice loop order unless --loop steps asks for the
+ * textbook one that ringsim itself runs by default.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -38,6 +40,9 @@ static const char bench_usage[] =
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       per wait (default 60)\n"
     "      --direct            copy-free channels (NCCL's direct mode)\n"
+    "      --loop ORDER        slices (default: NCCL's loop, all steps on one\n"
+    "                          slice at a time) or steps (as ringsim runs\n"
+    "                          by default: each step moves whole chunks)\n"
     "      --trace FILE        trace every run into FILE (off by default)\n"
     "      --json              one JSON object per size (JSON Lines)\n"
     "  -h, --help              this help\n"
@@ -61,6 +66,7 @@ typedef struct bench_opts {
   const char *trace;
   int json;
   int direct;
+  int slices;
 } bench_opts_t;
 
 /* nccl-tests' names for the element types (its -d option). */
@@ -105,7 +111,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     O_TIMEOUT,
     O_TRACE,
     O_JSON,
-    O_DIRECT
+    O_DIRECT,
+    O_LOOP
   };
   static const struct option opts[] = {
       {"workers", required_argument, NULL, O_WORKERS},
@@ -123,6 +130,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       {"trace", required_argument, NULL, O_TRACE},
       {"json", no_argument, NULL, O_JSON},
       {"direct", no_argument, NULL, O_DIRECT},
+      {"loop", required_argument, NULL, O_LOOP},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   *o = (bench_opts_t){.workers = {4},
@@ -136,7 +144,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
                       .dtype = RS_DTYPE_F32,
                       .segment_bytes = RS_DEFAULT_SEGMENT_BYTES,
                       .slots = RS_DEFAULT_SLOTS,
-                      .timeout_s = 60};
+                      .timeout_s = 60,
+                      .slices = 1};
   long v;
   int opt;
   optind = 1;
@@ -229,6 +238,11 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     case O_DIRECT:
       o->direct = 1;
       break;
+    case O_LOOP:
+      if (cli_parse_loop(optarg, &o->slices))
+        return cli_usage_error("bench: --loop '%s': expected steps or slices",
+                               optarg);
+      break;
     }
   }
   if (optind < argc)
@@ -270,6 +284,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   cfg.warmup = o->warmup;
   cfg.iterations = o->iters;
   cfg.direct = o->direct;
+  cfg.slices = o->slices;
   /* ref: the run's own reference, the direct mean of the same buffers on
    * one thread (exact inputs), timed over as many repetitions as the ring
    * gets, at most 20. */
@@ -316,10 +331,11 @@ static void print_header(const bench_opts_t *o, int W) {
   printf("# ringsim bench: ring all-reduce on %d worker threads, %d warm-up + "
          "%d timed iterations per size\n",
          W, o->warmup, o->iters);
-  printf("# segment %zu B, %d slots per channel, %s channels; ref = the "
-         "direct mean of the same %d buffers on one thread\n",
+  printf("# segment %zu B, %d slots per channel, %s channels, %s loop; ref "
+         "= the direct mean of the same %d buffers on one thread\n",
          o->segment_bytes, o->slots,
-         o->direct ? "direct (copy-free)" : "copying", W);
+         o->direct ? "direct (copy-free)" : "copying",
+         o->slices ? "NCCL's slice" : "step", W);
   printf("#\n");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s\n", "size", "count",
          "type", "redop", "time", "algbw", "busbw", "#wrong", "ref",

@@ -51,6 +51,8 @@ int cli_usage_error(const char *fmt, const char *arg);
 int cli_parse_long(const char *text, long min, long max, long *out);
 /* Seconds, a decimal in (0, 1e6]; 0 on success. */
 int cli_parse_seconds(const char *text, double *out);
+/* --loop: "steps" (0) or "slices" (1, NCCL's loop); 0 on success. */
+int cli_parse_loop(const char *text, int *slices);
 /* A byte count with optional K, M, G (powers of 1024) up to 1 TiB. */
 int cli_parse_bytes(const char *text, size_t *out);
 

@@ -73,6 +73,9 @@ static const char usage_text[] =
     "model)\n"
     "      --direct            copy-free channels: receivers reduce straight\n"
     "                          from the sender's buffer (NCCL's direct mode)\n"
+    "      --loop ORDER        steps (default): each step moves whole chunks;\n"
+    "                          slices: NCCL's loop, all steps on one slice of\n"
+    "                          the buffer at a time (same sums, cache-warm)\n"
     "      --print             print the averaged values of every param\n"
     "      --json              print the report as one JSON object\n"
     "  -h, --help              this help\n"
@@ -105,6 +108,13 @@ int cli_parse_seconds(const char *text, double *out) {
   if (errno || end == text || *end || !(t > 0 && t <= 1e6))
     return -1;
   *out = t;
+  return 0;
+}
+
+int cli_parse_loop(const char *text, int *slices) {
+  if (strcmp(text, "steps") && strcmp(text, "slices"))
+    return -1;
+  *slices = strcmp(text, "slices") == 0;
   return 0;
 }
 
@@ -204,6 +214,7 @@ enum {
   OPT_INJECT,
   OPT_CHECKSUM,
   OPT_DIRECT,
+  OPT_LOOP,
   OPT_BUCKET_MB,
   OPT_AVERAGE,
   OPT_ORDER_REPORT,
@@ -233,6 +244,7 @@ static const struct option long_options[] = {
     {"inject", required_argument, NULL, OPT_INJECT},
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"direct", no_argument, NULL, OPT_DIRECT},
+    {"loop", required_argument, NULL, OPT_LOOP},
     {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
     {"average", required_argument, NULL, OPT_AVERAGE},
     {"order-report", no_argument, NULL, OPT_ORDER_REPORT},
@@ -415,6 +427,10 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_DIRECT:
       o->config.direct = 1;
       break;
+    case OPT_LOOP:
+      if (cli_parse_loop(optarg, &o->config.slices))
+        return cli_usage_error("--loop '%s': expected steps or slices", optarg);
+      break;
     }
   }
   if (o->average_given && o->config.op != RS_OP_AVG)
@@ -443,12 +459,15 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
   json_t *c = json_pack(
-      "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:o}",
+      "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, s:b, "
+      "s:o}",
       "params", o->params, "workers", o->config.workers, "op",
       rs_op_name(o->config.op), "grads", o->grads, "out", o->out, "seed",
       (json_int_t)o->seed, "init", cli_init_name(o->init), "collective",
       "all_reduce", "segment_bytes", (json_int_t)o->config.segment_bytes,
-      "slots", o->config.slots, "timeout_s", o->config.timeout_s, "argv", args);
+      "slots", o->config.slots, "timeout_s", o->config.timeout_s, "loop",
+      o->config.slices ? "slices" : "steps", "direct", o->config.direct, "argv",
+      args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
   json_decref(c);
   return text;

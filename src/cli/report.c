@@ -305,6 +305,10 @@ void cli_print_text(const report_t *r) {
     printf("  steps      %zu buckets x (%d reduce-scatter + %d all-gather)\n",
            res->buckets, W - 1, W - 1);
   }
+  if (cfg->slices)
+    printf("  loop       NCCL's: all %d steps on one slice (a segment of each "
+           "chunk), then the next; %zu slices\n",
+           2 * (W - 1), res->segs_per_chunk);
   printf("  transfers  %llu (%llu per worker)\n",
          (unsigned long long)res->transfers,
          (unsigned long long)(res->transfers / (uint64_t)W));
@@ -395,6 +399,8 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "segment_elems",
                       json_integer((json_int_t)res->seg_elems));
   json_object_set_new(o, "slots", json_integer(cfg->slots));
+  json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
+  json_object_set_new(o, "direct", json_boolean(cfg->direct));
   json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
   json_object_set_new(o, "bytes_sent", sent);
   json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
