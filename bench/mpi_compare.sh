@@ -37,7 +37,7 @@ bytes_of() {
 
 mpirun_flags=(--oversubscribe --bind-to none)
 [ "$(id -u)" -eq 0 ] && mpirun_flags+=(--allow-run-as-root)
-printf '# W=%d, %d timed iterations after %d warm-up; times in us, sum of floats\n' \
+printf '# W=%d, %d timed iterations after %d warm-up; times in us, sum of floats; ringsim in NCCL'"'"'s slice loop\n' \
   "$W" "$iters" "$warmup"
 printf '# %12s %14s %14s %14s %10s %10s\n' size ringsim ringsim-direct MPI_Allreduce \
   "MPI/ring" "MPI/direct"
