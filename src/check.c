@@ -441,32 +441,23 @@ void rs__check_result(rs_run_t *run) {
                  (unsigned long long)wrong_total(run), res->worst_ratio);
 }
 
-void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
-                      rs_op_t op, float *out) {
-  /* Block by block so the W input streams and the output stay in cache
-   * together: one pass over memory, as fast as one thread can go. */
-  const float divisor = op == RS_OP_AVG ? (float)workers : 1.0f;
-  for (size_t start = 0; start < elems; start += BLOCK) {
-    size_t len = elems - start < BLOCK ? elems - start : BLOCK;
-    float *restrict acc = out + start;
-    memcpy(acc, grads[0] + start, len * sizeof *acc);
-    for (int w = 1; w < workers; w++)
-      rs_reduce_f32(acc, grads[w] + start, len, op);
-    if (op == RS_OP_AVG)
-      rs_scale_div_f32(acc, len, divisor);
+/* The direct mean (or op) on one thread, for float and for double. Block
+ * by block so the W input streams and the output stay in cache together:
+ * one pass over memory, as fast as one thread can go. */
+#define DEFINE_DIRECT_REDUCE(NAME, S, T)                                       \
+  void NAME(const T *const *grads, int workers, size_t elems, rs_op_t op,      \
+            T *out) {                                                          \
+    const T divisor = op == RS_OP_AVG ? (T)workers : (T)1;                     \
+    for (size_t start = 0; start < elems; start += BLOCK) {                    \
+      size_t len = elems - start < BLOCK ? elems - start : BLOCK;              \
+      T *restrict acc = out + start;                                           \
+      memcpy(acc, grads[0] + start, len * sizeof *acc);                        \
+      for (int w = 1; w < workers; w++)                                        \
+        rs_reduce_##S(acc, grads[w] + start, len, op);                         \
+      if (op == RS_OP_AVG)                                                     \
+        rs_scale_div_##S(acc, len, divisor);                                   \
+    }                                                                          \
   }
-}
 
-void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
-                          rs_op_t op, double *out) {
-  const double divisor = op == RS_OP_AVG ? (double)workers : 1.0;
-  for (size_t start = 0; start < elems; start += BLOCK) {
-    size_t len = elems - start < BLOCK ? elems - start : BLOCK;
-    double *restrict acc = out + start;
-    memcpy(acc, grads[0] + start, len * sizeof *acc);
-    for (int w = 1; w < workers; w++)
-      rs_reduce_f64(acc, grads[w] + start, len, op);
-    if (op == RS_OP_AVG)
-      rs_scale_div_f64(acc, len, divisor);
-  }
-}
+DEFINE_DIRECT_REDUCE(rs_direct_reduce, f32, float)
+DEFINE_DIRECT_REDUCE(rs_direct_reduce_f64, f64, double)
