@@ -40,6 +40,10 @@
  * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
  * does (average_pre), every worker divides its own gradient first.
  *
+ * Elements are floats (f32, and f16/bf16 rounded after every hop) or, for an
+ * f64 model, doubles; the ring handles bytes and leaves the arithmetic to
+ * reduce.h's rs_fold.
+ *
  * Besides the data, the loop makes one call per event for the simulated
  * clock (netmodel.h) and one for the trace (trace.h), and begin_step applies
  * injected faults; nothing else.
