@@ -178,6 +178,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
   run->result.seg_elems = seg_elems;
+  run->result.slots = slots;
 
   run->bufs = calloc((size_t)W, sizeof *run->bufs);
   run->chans = calloc((size_t)W, sizeof *run->chans);

@@ -108,7 +108,12 @@ class Cli(unittest.TestCase):
         self.assertEqual(r["max_abs_err"], 0)
         self.assertEqual(r["status"], "ok")
         self.assertEqual(r["result"], {"w": [2, 3]})
-        self.assertEqual((r["loop"], r["direct"]), ("steps", False))
+        self.assertEqual((r["loop"], r["direct"], r["slots"]), ("steps", False, 8))
+        # direct mode overwrites a sent region W-1 messages later: 1 slot here
+        rc, out, err = run("-w", 2, "-p", os.path.join(EXAMPLES, "two_workers.json"), "--json",
+                           "--direct", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((json.loads(out)["direct"], json.loads(out)["slots"]), (True, 1))
         self.assertGreater(r["wall_ns"], 0)
         self.assertAlmostEqual(r["busbw_gbs"], r["algbw_gbs"] * 2 * 1 / 2)
         for key in ("bound", "algbw_gbs"):

@@ -423,6 +423,7 @@ typedef struct rs_result {
   uint64_t trace_rows;   /* transfer rows written */
   size_t segs_per_chunk; /* segments per chunk, summed over the buckets */
   size_t seg_elems;      /* largest segment in elements */
+  int slots; /* slots per channel in use: config's, or fewer in direct mode */
 } rs_result_t;
 
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder

@@ -331,9 +331,12 @@ static void print_header(const bench_opts_t *o, int W) {
   printf("# ringsim bench: ring all-reduce on %d worker threads, %d warm-up + "
          "%d timed iterations per size\n",
          W, o->warmup, o->iters);
-  printf("# segment %zu B, %d slots per channel, %s channels, %s loop; ref "
-         "= the direct mean of the same %d buffers on one thread\n",
+  printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
+         "ref = the direct mean of the same %d buffers on one thread\n",
          o->segment_bytes, o->slots,
+         o->direct ? " (fewer where a sent region would be overwritten "
+                     "before its release)"
+                   : "",
          o->direct ? "direct (copy-free)" : "copying",
          o->slices ? "NCCL's slice" : "step", W);
   printf("#\n");

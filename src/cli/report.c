@@ -295,13 +295,13 @@ void cli_print_text(const report_t *r) {
     printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
            "slots per channel\n",
            W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
-           res->seg_elems, cfg->slots);
+           res->seg_elems, res->slots);
     printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
   } else {
     print_buckets(r);
     printf("  chunks     %d per bucket, %zu segments per chunk over the "
            "buckets (<= %zu elements each), %d slots per channel\n",
-           W, res->segs_per_chunk, res->seg_elems, cfg->slots);
+           W, res->segs_per_chunk, res->seg_elems, res->slots);
     printf("  steps      %zu buckets x (%d reduce-scatter + %d all-gather)\n",
            res->buckets, W - 1, W - 1);
   }
@@ -398,7 +398,7 @@ void cli_print_json(const report_t *r) {
                       json_integer((json_int_t)res->segs_per_chunk));
   json_object_set_new(o, "segment_elems",
                       json_integer((json_int_t)res->seg_elems));
-  json_object_set_new(o, "slots", json_integer(cfg->slots));
+  json_object_set_new(o, "slots", json_integer(res->slots));
   json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
   json_object_set_new(o, "direct", json_boolean(cfg->direct));
   json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
