@@ -137,6 +137,26 @@ class Faults(unittest.TestCase):
         self.assertEqual([w["state"] for w in report["watchdog"]][0], "crashed")
         self.assertEqual(len(report["watchdog"]), 4)
 
+    # fault-9: in NCCL's slice order a fault fires once, in the first slice:
+    # worker 2, crashing at step 3, sends slice 0's three reduce-scatter
+    # segments and nothing more; its successor times out. A corrupted
+    # segment in slice 0 is caught as in the step order.
+    def test_slice_order(self):
+        rc, out, err = self.run_ringsim("--loop", "slices", "--segment-bytes", "16K",
+                                        "--inject", "crash:worker=2,step=3")
+        self.assertEqual(rc, 3, err)
+        self.assertIn("timed out after 0.5 s", err.splitlines()[0])
+        self.assertEqual(dict(self.query("SELECT worker, state FROM worker"))[2], "crashed")
+        self.assertEqual(self.query("SELECT phase, step, segment FROM transfer WHERE src = 2 "
+                                    "ORDER BY seq"),
+                         [("reduce_scatter", 0, 0), ("reduce_scatter", 1, 0),
+                          ("reduce_scatter", 2, 0)])
+        rc, out, err = self.run_ringsim("--loop", "slices", "--segment-bytes", "16K",
+                                        "--inject", "corrupt:worker=0,step=2")
+        self.assertEqual(rc, 3, err)
+        self.assertIn("received a damaged segment of chunk 2 from worker 0 in reduce_scatter "
+                      "step 2", err.splitlines()[0])
+
     # fault-8: bad fault specs are usage errors.
     def test_bad_specs(self):
         for spec, message in (("boom:worker=1", "--inject 'boom:worker=1'"),
