@@ -12,12 +12,14 @@
  * that depends on the element's chunk, so its result may differ from the
  * reference. The classic bound for a sum of W terms in any order
  * (Higham, Accuracy and Stability of Numerical Algorithms, 4.2) is
- *     |ring_sum - sum| <= gamma(W-1) * sum_w |g_w[i]|,
- *     gamma(n) = n*u / (1 - n*u),  u = 2^-24 (f32 unit roundoff; f64 2^-53),
- * and the division by W of avg adds at most u * |mean| more. Each element
- * gets its own bound, stored in the buffers' type rounded up; the check
- * fails if any
- * element exceeds it. With exact inputs (multiples of 1/16 small enough
+ *     |ring_sum - sum| <= theta(W-1) * sum_w |g_w[i]|,
+ *     theta(n) = (1 + u)^n - 1,  u = 2^-24 (f32 unit roundoff; f64 2^-53):
+ * each contribution goes through at most W-1 roundings. Higham writes it
+ * as gamma(n) = n*u / (1 - n*u), which is larger and holds only while
+ * n*u < 1; bf16 (u = 2^-8) passes that at 257 workers, theta never fails.
+ * The division by W of avg adds at most u * |mean| more. Each element gets
+ * its own bound, stored in the buffers' type rounded up; the check fails if
+ * any element exceeds it. With exact inputs (multiples of 1/16 small enough
  * that every partial sum is representable) there is no rounding at all, and
  * the check demands the reference bit for bit.
  */
@@ -286,10 +288,11 @@ static int prepare_reference(rs_run_t *run) {
   const rs_op_t op = run->config.op;
   /* Exact inputs make sums, means (divided after), minima and maxima exact
    * in any order; a product or a pre-divided mean is not. */
-  /* ... and every partial sum of W multiples of 1/16 in [-8, 8] needs
-   * log2(128 W) + 1 significant bits, which f16 and bf16 may not have. */
+  /* ... and every partial sum of W multiples of 1/16 must be representable
+   * (rs__exact_k: the inputs' range shrinks for f16 and bf16 so that it
+   * is, up to 2048 and 256 workers). */
   const int bits = rs_dtype_mantissa_bits(run->dtype);
-  int fits = (double)W * 128.0 <= ldexp(1.0, bits - 1);
+  int fits = rs__exact_k(run->dtype, W) > 0;
   if (run->init == RS_INIT_EXACT && fits && op != RS_OP_PROD &&
       !(op == RS_OP_AVG && run->config.average_pre))
     return prepare_exact(run);
@@ -307,7 +310,7 @@ static int prepare_reference(rs_run_t *run) {
       (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16
            ? ldexpl(1.0L, -24)
            : 0.0L);
-  const long double gamma = (W - 1) * u / (1.0L - (W - 1) * u);
+  const long double gamma = expm1l((W - 1) * log1pl(u)); /* theta(W-1) */
   /* The reference's own error: its sum (in double, or long double for
    * f64), and storing it as a double. */
   const long double slack =

@@ -29,18 +29,22 @@ static double unit_open(uint64_t bits) {
 /* Generated value i of a param whose hash key is key: in double, the
  * precision of an f64 run; other runs round it to their dtype. */
 static void fill_block(double *out, size_t first, size_t len, rs_init_t init,
-                       uint64_t key) {
+                       uint64_t key, int exact_k) {
   switch (init) {
   case RS_INIT_UNIFORM:
     for (size_t i = 0; i < len; i++)
       out[i] = 2.0 * unit_open(mix64(key + first + i)) - 1.0;
     break;
   case RS_INIT_EXACT:
-    /* k/16 with k in [-128, 128]: 17 significant bits at most for a sum of
-     * up to 4096 terms, well inside f32's 24, so every order of addition
-     * gives the exact sum (nccl-tests' verifiable inputs do the same). */
+    /* k/16 with k in [-exact_k, exact_k] (128 unless the dtype is too
+     * narrow for W of them: rs__exact_k): every partial sum is
+     * representable, so every order of addition gives the exact sum
+     * (nccl-tests' verifiable inputs do the same). */
     for (size_t i = 0; i < len; i++)
-      out[i] = (double)((int)(mix64(key + first + i) % 257u) - 128) / 16.0;
+      out[i] = (double)((int)(mix64(key + first + i) %
+                              (2u * (unsigned)exact_k + 1u)) -
+                        exact_k) /
+               16.0;
     break;
   case RS_INIT_NORMAL:
     /* Box-Muller: each pair of hashes gives two independent normals
@@ -74,12 +78,13 @@ static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
 #define FILL_BLOCK 4096 /* even: see fill_block */
 
 static void fill_param(unsigned char *buf, rs_dtype_t dtype,
-                       const rs_param_t *param, rs_init_t init, uint64_t key) {
+                       const rs_param_t *param, rs_init_t init, uint64_t key,
+                       int exact_k) {
   double values[FILL_BLOCK];
   for (size_t first = 0; first < param->elems; first += FILL_BLOCK) {
     size_t len =
         param->elems - first < FILL_BLOCK ? param->elems - first : FILL_BLOCK;
-    fill_block(values, first, len, init, key);
+    fill_block(values, first, len, init, key, exact_k);
     store(buf, dtype, param->elem_offset + first, values, len);
   }
 }
@@ -89,6 +94,7 @@ typedef struct fill_job {
   rs_init_t init;
   uint64_t seed;
   int first, stride; /* this thread fills workers first, first+stride, ... */
+  int exact_k;       /* RS_INIT_EXACT's range: rs__exact_k */
 } fill_job_t;
 
 static void *fill_workers(void *arg) {
@@ -98,7 +104,8 @@ static void *fill_workers(void *arg) {
     for (size_t p = 0; p < rs_model_param_count(model); p++) {
       const rs_param_t *param = rs_model_param(model, p);
       uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
-      fill_param(job->run->bufs[w], job->run->dtype, param, job->init, key);
+      fill_param(job->run->bufs[w], job->run->dtype, param, job->init, key,
+                 job->exact_k);
     }
   return NULL;
 }
@@ -114,11 +121,16 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
                                             : (int)(cores > 0 ? cores : 1);
   if (threads > FILL_THREADS_MAX)
     threads = FILL_THREADS_MAX;
+  /* Beyond what the dtype can keep exact, exact inputs keep the f32
+   * range (the check then bounds them as any other). */
+  int exact_k = rs__exact_k(run->dtype, run->config.workers);
+  if (exact_k == 0)
+    exact_k = 128;
   pthread_t tids[FILL_THREADS_MAX];
   fill_job_t jobs[FILL_THREADS_MAX];
   int created[FILL_THREADS_MAX] = {0};
   for (int t = 0; t < threads; t++) {
-    jobs[t] = (fill_job_t){run, init, seed, t, threads};
+    jobs[t] = (fill_job_t){run, init, seed, t, threads, exact_k};
     if (t > 0)
       created[t] = pthread_create(&tids[t], NULL, fill_workers, &jobs[t]) == 0;
   }

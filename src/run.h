@@ -2,6 +2,7 @@
 #ifndef RINGSIM_RUN_H
 #define RINGSIM_RUN_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -45,6 +46,18 @@ struct rs_run {
   int trace_failed;
   char trace_errmsg[RS_ERRMSG_MAX];
 };
+
+/* Exact inputs (RS_INIT_EXACT) are k/16 with |k| <= rs__exact_k: the
+ * largest k, at most 128, for which every partial sum of W of them (a
+ * multiple of 1/16 of magnitude at most W k / 16) is representable in the
+ * dtype, that is W k <= 2^(significand bits). 128 for f32 and f64 up to
+ * 131072 workers, for f16 up to 16, for bf16 up to 2; fewer beyond; 0 when
+ * not even k = 1 fits (bf16 beyond 256 workers), and the inputs cannot be
+ * exact. */
+static inline int rs__exact_k(rs_dtype_t dtype, int workers) {
+  double k = ldexp(1.0, rs_dtype_mantissa_bits(dtype)) / workers;
+  return k >= 128 ? 128 : (int)k;
+}
 
 /* Set the run's error once (the first fault wins) and return code. */
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)

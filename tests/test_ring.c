@@ -787,6 +787,45 @@ static void test_slice_order_is_bitwise_the_step_order(void **state) {
   free(want);
 }
 
+/* ring-11: f16 and bf16 at many workers. Exact inputs shrink their range
+ * so every partial sum stays representable (bf16 up to 256 workers, f16 up
+ * to 2048) and the result is checked bit for bit; beyond that, and for
+ * random inputs past the range where Higham's gamma(W-1) is defined
+ * ((W-1) u >= 1: bf16 from 257 workers), the bound (1+u)^(W-1) - 1 still
+ * holds and the run passes. */
+static void test_low_precision_many_workers(void **state) {
+  (void)state;
+  const struct {
+    rs_dtype_t dtype;
+    int workers;
+    rs_init_t init;
+    int exact; /* the check is bitwise */
+  } cases[] = {{RS_DTYPE_BF16, 3, RS_INIT_EXACT, 1},
+               {RS_DTYPE_BF16, 256, RS_INIT_EXACT, 1},
+               {RS_DTYPE_F16, 300, RS_INIT_EXACT, 1},
+               {RS_DTYPE_BF16, 300, RS_INIT_EXACT, 0},
+               {RS_DTYPE_BF16, 300, RS_INIT_UNIFORM, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    rs_model_t *m =
+        make_model(600, KIND_NORMAL, cases[k].workers, cases[k].dtype);
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = cases[k].workers;
+    char err[RS_ERRMSG_MAX];
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    assert_int_equal(rs_run_fill(run, cases[k].init, 3), RS_OK);
+    int rc = rs_run_execute(run);
+    if (rc != RS_OK)
+      fail_msg("%s W=%d: %s", rs_dtype_name(cases[k].dtype), cases[k].workers,
+               rs_run_errmsg(run));
+    assert_int_equal(rs_run_result(run)->exact, cases[k].exact);
+    assert_true(rs_run_result(run)->identical);
+    rs_run_free(run);
+    rs_model_free(m);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -807,6 +846,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_non_finite_input_is_refused),
       cmocka_unit_test(test_product_beyond_the_reference_is_refused),
       cmocka_unit_test(test_slice_order_is_bitwise_the_step_order),
+      cmocka_unit_test(test_low_precision_many_workers),
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),

@@ -49,9 +49,9 @@ static const char bench_usage[] =
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). algbw = S/t, busbw =\n"
     "algbw x 2(W-1)/W, in GB/s (10^9). Inputs are exact (multiples of 1/16),\n"
-    "so #wrong counts every element that differs from the reference (half\n"
-    "beyond 8 workers and bfloat16 beyond 1 cannot hold every partial sum:\n"
-    "there #wrong counts elements outside the dtype's error bound).\n"
+    "so #wrong counts every element that differs from the reference (for\n"
+    "half and bfloat16 their range narrows so they stay exact, up to 2048\n"
+    "and 256 workers; beyond, #wrong counts elements outside the bound).\n"
     "exit status: 0 all good; 1 some #wrong; 2 bad usage; 3 a run failed\n";
 
 typedef struct bench_opts {
