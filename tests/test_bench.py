@@ -46,7 +46,13 @@ class Bench(unittest.TestCase):
             self.assertAlmostEqual(float(busbw), float(algbw) * 2 * (W - 1) / W, delta=0.002)
             if float(ref) >= 1:  # enough printed digits to recompute the ratio
                 self.assertAlmostEqual(float(ratio), float(t) / float(ref), delta=0.01 * float(ratio) + 0.01)
-        self.assertTrue(out.rstrip().endswith("# Out of bounds values : 0 OK"))
+        # nccl-tests' closing lines: the #wrong total, then busbw averaged
+        # over every row
+        self.assertEqual(out.splitlines()[-2], "# Out of bounds values : 0 OK")
+        last = out.splitlines()[-1]
+        self.assertTrue(last.startswith("# Avg bus bandwidth    : "), last)
+        mean = sum(float(r[6]) for r in rows) / len(rows)
+        self.assertAlmostEqual(float(last.split(":")[1]), mean, delta=0.0005 + 1e-3 * mean)
 
     # bench-2: --json prints one object per size; -i steps by bytes; --op avg,
     # --direct and --loop steps work, still exact.

@@ -386,6 +386,8 @@ int cli_bench(int argc, char **argv) {
   }
   int status = 0;
   uint64_t wrong = 0;
+  double busbw_sum = 0; /* for nccl-tests' closing average */
+  int rows = 0;
   for (int k = 0; k < o.worker_count && status == 0; k++) {
     int W = o.workers[k];
     if (!o.json)
@@ -397,6 +399,8 @@ int cli_bench(int argc, char **argv) {
       if (status == 0) {
         print_row(&o, &row);
         wrong += row.wrong;
+        busbw_sum += row.busbw;
+        rows++;
       }
       size_t next =
           o.step_bytes ? bytes + o.step_bytes : bytes * (size_t)o.factor;
@@ -407,9 +411,11 @@ int cli_bench(int argc, char **argv) {
     if (!o.json && k + 1 < o.worker_count)
       printf("\n");
   }
-  if (!o.json && status == 0)
+  if (!o.json && status == 0) {
     printf("# Out of bounds values : %llu %s\n", (unsigned long long)wrong,
            wrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g \n", rows ? busbw_sum / rows : 0.0);
+  }
   rs_trace_close(trace);
   return status ? status : wrong ? EXIT_CHECK : 0;
 }
