@@ -25,7 +25,7 @@ class Bench(unittest.TestCase):
     # bench-1: the text table: a header per W, one row per size from -b to -e
     # by -f, nccl-tests' columns, busbw = algbw x 2(W-1)/W, no #wrong.
     def test_table(self):
-        rc, out, err = bench("--workers", "2,3", "-b", 8, "-e", "8K", "-f", 4, "-n", 3,
+        rc, out, err = bench("-w", "2,3", "-b", 8, "-e", "8K", "-f", 4, "-n", 3,
                              "--warmup", 1)
         self.assertEqual(rc, 0, err)
         self.assertIn("#         size        count   type  redop       time    algbw    busbw  #wrong", out)

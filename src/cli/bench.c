@@ -25,7 +25,7 @@ static const char bench_usage[] =
     "type, redop, time, algbw, busbw, #wrong, and ref: the direct mean of\n"
     "the same W buffers on one thread, with the ratio time/ref.\n"
     "\n"
-    "      --workers LIST      W, or a list to sweep: 4 or 4,8,16 (default 4)\n"
+    "  -w, --workers LIST      W, or a list to sweep: 4 or 4,8,16 (default 4)\n"
     "  -b, --minbytes N        smallest size per worker (default 8)\n"
     "  -e, --maxbytes N        largest size per worker (default 64M)\n"
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
@@ -105,8 +105,7 @@ static int parse_workers(const char *text, bench_opts_t *o) {
 
 static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   enum {
-    O_WORKERS = 256,
-    O_WARMUP,
+    O_WARMUP = 256,
     O_OP,
     O_SEG,
     O_SLOTS,
@@ -117,7 +116,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     O_LOOP
   };
   static const struct option opts[] = {
-      {"workers", required_argument, NULL, O_WORKERS},
+      {"workers", required_argument, NULL, 'w'},
       {"minbytes", required_argument, NULL, 'b'},
       {"maxbytes", required_argument, NULL, 'e'},
       {"stepfactor", required_argument, NULL, 'f'},
@@ -152,7 +151,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   int opt;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:d:h", opts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":w:b:e:f:i:n:d:h", opts, NULL)) !=
+         -1) {
     switch (opt) {
     case '?':
       return cli_usage_error("bench: unknown option '%s'", argv[optind - 1]);
@@ -162,7 +162,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     case 'h':
       fputs(bench_usage, stdout);
       return 0;
-    case O_WORKERS:
+    case 'w':
       if (parse_workers(optarg, o))
         return cli_usage_error("bench: --workers '%s': expected W or a list "
                                "like 4,8,16, each in 1..4096",
