@@ -25,9 +25,13 @@ class Faults(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_ringsim(self, *args):
+    def run_ringsim(self, *args, timeout="0.5"):
+        """A short timeout makes a fault quick to detect; a run that must
+        succeed gets a long one, so a loaded machine (a sanitizer build, tests
+        in parallel) cannot turn a slow hand-off into a failure."""
         p = subprocess.run([RINGSIM, "-p", self.model, "-w", "4", "--trace", self.db,
-                            "--timeout", "0.5", *args], capture_output=True, text=True, timeout=120)
+                            "--timeout", timeout, *args], capture_output=True, text=True,
+                           timeout=120)
         return p.returncode, p.stdout, p.stderr
 
     def query(self, sql, *params):
@@ -37,8 +41,8 @@ class Faults(unittest.TestCase):
         finally:
             con.close()
 
-    def assert_failed_run(self, spec, message, culprit_state):
-        rc, out, err = self.run_ringsim("--inject", spec)
+    def assert_failed_run(self, spec, message, culprit_state, timeout="0.5"):
+        rc, out, err = self.run_ringsim("--inject", spec, timeout=timeout)
         self.assertEqual(rc, 3, err)
         lines = err.splitlines()
         self.assertTrue(lines[0].startswith("ringsim: "), err)
@@ -78,7 +82,7 @@ class Faults(unittest.TestCase):
         states = self.assert_failed_run("corrupt:worker=0,step=2",
                                         "received a damaged segment of chunk 2 from worker 0 in "
                                         "reduce_scatter step 2 (checksum mismatch)",
-                                        "damaged_message")
+                                        "damaged_message", timeout="30")
         self.assertEqual(states[1], "damaged_message")
         (n,), = self.query("SELECT count(*) FROM transfer WHERE checksum IS NULL")
         self.assertEqual(n, 0)
@@ -89,13 +93,15 @@ class Faults(unittest.TestCase):
 
     # fault-3: a lost segment is caught by the sequence numbers.
     def test_drop(self):
-        states = self.assert_failed_run("drop:worker=1,step=4", "a message was lost", "bad_message")
+        states = self.assert_failed_run("drop:worker=1,step=4", "a message was lost", "bad_message",
+                                        timeout="30")
         self.assertEqual(states[2], "bad_message")
 
     # fault-4: a segment delivered twice is caught by the sequence numbers;
     # the trace holds both copies.
     def test_dup(self):
-        self.assert_failed_run("dup:worker=3,step=1", "a message was delivered twice", "bad_message")
+        self.assert_failed_run("dup:worker=3,step=1", "a message was delivered twice", "bad_message",
+                               timeout="30")
         dups = self.query("SELECT src, seq, count(*) FROM transfer GROUP BY src, seq HAVING count(*) > 1")
         self.assertEqual(len(dups), 1)
         self.assertEqual(dups[0][0], 3)
@@ -127,7 +133,7 @@ class Faults(unittest.TestCase):
     # fault-7: --checksum alone runs clean and records checksums; --json on a
     # failed run carries the watchdog's list.
     def test_checksum_and_json_watchdog(self):
-        rc, _, err = self.run_ringsim("--checksum")
+        rc, _, err = self.run_ringsim("--checksum", timeout="30")
         self.assertEqual(rc, 0, err)
         self.assertEqual(self.query("SELECT count(*) FROM transfer WHERE checksum IS NULL"), [(0,)])
         rc, out, err = self.run_ringsim("--json", "--inject", "crash:worker=0,step=0")
@@ -152,7 +158,7 @@ class Faults(unittest.TestCase):
                          [("reduce_scatter", 0, 0), ("reduce_scatter", 1, 0),
                           ("reduce_scatter", 2, 0)])
         rc, out, err = self.run_ringsim("--loop", "slices", "--segment-bytes", "16K",
-                                        "--inject", "corrupt:worker=0,step=2")
+                                        "--inject", "corrupt:worker=0,step=2", timeout="30")
         self.assertEqual(rc, 3, err)
         self.assertIn("received a damaged segment of chunk 2 from worker 0 in reduce_scatter "
                       "step 2", err.splitlines()[0])
