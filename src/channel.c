@@ -113,16 +113,19 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
   *msg = *hdr;
   msg->seq = seq;
   msg->send_begin_ns = begin;
-  msg->checksum = ch->checksum ? rs_checksum(src, bytes) : 0;
   if (ch->direct) {
     msg->data = src;
+    msg->checksum = ch->checksum ? rs_checksum(src, bytes) : 0;
     if (corrupt) /* no wire copy to damage: damage what travels */
       msg->checksum ^= 1;
   } else {
     unsigned char *payload = rs_msg_slot_payload(msg);
-    if (bytes)
+    if (ch->pack)
+      ch->pack(payload, src, hdr->elems);
+    else if (bytes)
       memcpy(payload, src, bytes);
     msg->data = payload;
+    msg->checksum = ch->checksum ? rs_checksum(payload, bytes) : 0;
     if (corrupt && bytes)
       payload[bytes / 2] ^= 0x10;
     else if (corrupt)

@@ -18,6 +18,10 @@
  *   every channel makes every waiter return RS_EABORTED.
  * - The payload copy happens outside the lock: between taking a free slot
  *   and publishing it, the slot belongs to the producer alone.
+ * - A channel may pack what it carries (f16 and bf16 values, held as float
+ *   in the buffers, travel as 2 bytes): the sender converts into the slot,
+ *   the receiver converts back (both exact). The checksum covers what
+ *   travels.
  * - Direct mode (as NCCL's direct/P2P read): no copy; the message points at
  *   the sender's buffer and the receiver reduces straight from it. The ring
  *   keeps that safe by never writing a region it has sent until the
@@ -76,7 +80,12 @@ typedef struct rs_chan {
   const atomic_int *abort_flag;
   int checksum;      /* compute and verify payload checksums */
   int direct;        /* pass pointers to the sender's buffer, not copies */
-  size_t elem_bytes; /* bytes per element: 4 (float, the default) or 8 */
+  size_t elem_bytes; /* bytes per element in a payload: 4 (float, the
+                       default), 8, or 2 (f16/bf16 packed) */
+  /* When set (copying mode only), send() packs elems elements from the
+   * sender's buffer into the slot with it instead of copying them: f16 and
+   * bf16 travel as 2 bytes, as on a real wire. */
+  void (*pack)(void *dst, const void *src, size_t elems);
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;

@@ -6,7 +6,7 @@
  * rounds to the dtype after every hop's float32 addition: exactly the
  * numbers NCCL's half-precision reduction (float32 accumulation per hop,
  * rounded when stored and sent) produces. The wire is counted at the
- * dtype's size.
+ * dtype's size, and a copying channel carries it at that size.
  */
 #include <string.h>
 
@@ -129,4 +129,32 @@ void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n) {
     return;
   for (size_t i = 0; i < n; i++)
     x[i] = rs_dtype_round(dtype, x[i]);
+}
+
+/* The half-precision wire: an f16 or bf16 buffer holds float values the
+ * dtype represents exactly, so packing them to 2 bytes and back is exact. */
+void rs__pack_f16(void *dst, const void *src, size_t n) {
+  uint16_t *out = dst;
+  const float *in = src;
+  for (size_t i = 0; i < n; i++)
+    out[i] = rs_f32_to_f16(in[i]);
+}
+
+void rs__pack_bf16(void *dst, const void *src, size_t n) {
+  uint16_t *out = dst;
+  const float *in = src;
+  for (size_t i = 0; i < n; i++)
+    out[i] = rs_f32_to_bf16(in[i]);
+}
+
+void rs__unpack_f16(float *dst, const void *src, size_t n) {
+  const uint16_t *in = src;
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rs_f16_to_f32(in[i]);
+}
+
+void rs__unpack_bf16(float *dst, const void *src, size_t n) {
+  const uint16_t *in = src;
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rs_bf16_to_f32(in[i]);
 }

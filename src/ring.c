@@ -111,16 +111,21 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
         msg->elems != len)
       return RS_EPROTO;
     void *dst = w->buf + off * w->buf_elem_bytes;
+    const void *src = msg->data;
+    if (w->unpack) { /* 2-byte f16/bf16 off the wire, back to float */
+      w->unpack(w->unpacked, src, len);
+      src = w->unpacked;
+    }
     switch (action) {
     case RECV_REDUCE: /* in the buffers' type, rounded to the dtype */
-      rs_fold(w->dtype, dst, msg->data, len, w->op, 0);
+      rs_fold(w->dtype, dst, src, len, w->op, 0);
       break;
     case RECV_REDUCE_DIV:
-      rs_fold(w->dtype, dst, msg->data, len, w->op, w->workers);
+      rs_fold(w->dtype, dst, src, len, w->op, w->workers);
       break;
     case RECV_COPY:
       if (len)
-        memcpy(dst, msg->data, len * w->buf_elem_bytes);
+        memcpy(dst, src, len * w->buf_elem_bytes);
       break;
     }
     uint64_t sim_recv =

@@ -43,6 +43,11 @@ typedef struct rs_worker {
   rs_dtype_t dtype; /* f64: double buffers; f16/bf16: round to it after
                        every float32 addition */
   size_t elem_size; /* bytes per element on the wire */
+  /* f16/bf16 through a copying channel arrive packed in 2 bytes: unpack
+   * into unpacked (room for the largest segment) before folding. NULL
+   * otherwise. */
+  void (*unpack)(float *dst, const void *src, size_t n);
+  float *unpacked;
   int average_pre;
   int slices; /* NCCL's loop order: the whole ring per slice (rs_config_t) */
   rs_collective_t collective;

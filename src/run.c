@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "reduce.h"
 #include "run.h"
 #include "util.h"
 
@@ -133,7 +134,13 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     segs += bucket_segs[b];
   }
   const size_t elem_bytes = rs_dtype_buffer_size(rs_model_dtype(model));
-  size_t payload = config->direct ? 0 : seg_elems * elem_bytes;
+  /* A copying channel carries the dtype's size: f16 and bf16 are packed
+   * into 2 bytes (channel.h). */
+  const rs_dtype_t dtype = rs_model_dtype(model);
+  const int packed =
+      !config->direct && (dtype == RS_DTYPE_F16 || dtype == RS_DTYPE_BF16);
+  const size_t wire_bytes = packed ? rs_dtype_size(dtype) : elem_bytes;
+  size_t payload = config->direct ? 0 : seg_elems * wire_bytes;
   size_t stride = sizeof(rs_msg_t) + payload + 64;
   /* Direct mode: a worker overwrites a chunk it sent (with the final value,
    * in all-gather) (W-1) x segs messages after sending it, segs being its
@@ -194,7 +201,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     if (W > 1 && rs_chan_init(&run->chans[r], slots, payload, &run->abort_flag))
       goto nomem;
     run->chans[r].direct = config->direct;
-    run->chans[r].elem_bytes = elem_bytes;
+    run->chans[r].elem_bytes = wire_bytes;
+    if (packed)
+      run->chans[r].pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
     run->chans[r].checksum = config->checksum || config->fault_count > 0;
   }
@@ -205,6 +214,13 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->workers = W;
     w->buf = run->bufs[r];
     w->buf_elem_bytes = elem_bytes;
+    if (packed && W > 1) {
+      w->unpack = dtype == RS_DTYPE_F16 ? rs__unpack_f16 : rs__unpack_bf16;
+      w->unpacked =
+          rs__aligned_alloc((seg_elems ? seg_elems : 1) * sizeof *w->unpacked);
+      if (!w->unpacked)
+        goto nomem;
+    }
     w->buckets = buckets;
     w->bucket_segs = bucket_segs;
     w->bucket_count = bucket_count;
@@ -238,8 +254,10 @@ void rs_run_free(rs_run_t *run) {
       free(run->bufs[r]);
     if (run->chans)
       rs_chan_destroy(&run->chans[r]);
-    if (run->workers)
+    if (run->workers) {
       free(run->workers[r].events.events);
+      free(run->workers[r].unpacked);
+    }
   }
   free(run->trace_config_json);
   free(run->buckets);

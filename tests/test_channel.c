@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "channel.h"
+#include "reduce.h"
 #include "util.h"
 
 #define SEG 5
@@ -189,6 +190,39 @@ static void test_empty_message_travels(void **state) {
   rs_chan_destroy(&ch);
 }
 
+/* channel-7: a packing channel carries f16 as 2 bytes an element: the slot
+ * holds the binary16 encodings, the checksum covers them, unpacking gives
+ * back the float values bit for bit, and a flipped bit on the wire is
+ * caught. */
+static void test_half_precision_travels_packed(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  const float values[4] = {1.0f, -0.0999755859375f, 65504.0f, 0x1p-24f};
+  const uint16_t encoded[4] = {0x3c00, 0xae66, 0x7bff, 0x0001};
+  assert_int_equal(rs_chan_init(&ch, 2, sizeof encoded, &abort_flag), RS_OK);
+  ch.elem_bytes = 2;
+  ch.pack = rs__pack_f16;
+  ch.checksum = 1;
+  rs_msg_t hdr = {.elems = 4};
+  uint64_t wait = 0;
+  assert_int_equal(rs_chan_send(&ch, &hdr, values, RS_WIRE_OK, 1000000, &wait),
+                   RS_OK);
+  assert_int_equal(
+      rs_chan_send(&ch, &hdr, values, RS_WIRE_CORRUPT, 1000000, &wait), RS_OK);
+  rs_msg_t *msg;
+  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_memory_equal(msg->data, encoded, sizeof encoded);
+  assert_true(msg->checksum == rs_checksum(encoded, sizeof encoded));
+  float back[4];
+  rs__unpack_f16(back, msg->data, 4);
+  assert_memory_equal(back, values, sizeof values);
+  rs_chan_release(&ch);
+  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_ECORRUPT);
+  rs_chan_destroy(&ch);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fifo_1_slot),
@@ -199,6 +233,7 @@ int main(void) {
       cmocka_unit_test(test_abort_wakes_a_blocked_receiver),
       cmocka_unit_test(test_out_of_sequence_message_is_refused),
       cmocka_unit_test(test_empty_message_travels),
+      cmocka_unit_test(test_half_precision_travels_packed),
   };
   return cmocka_run_group_tests_name("channel", tests, NULL, NULL);
 }

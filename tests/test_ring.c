@@ -826,6 +826,43 @@ static void test_low_precision_many_workers(void **state) {
   }
 }
 
+/* ring-12: f16 and bf16 cross copying channels packed in 2 bytes (and
+ * direct ones as the sender's floats): both give the same bits, so the
+ * packing loses nothing, and the bytes counted are 2 an element. */
+static void test_half_precision_wire_is_exact(void **state) {
+  (void)state;
+  const size_t n = 5003;
+  float *want = malloc(n * sizeof *want);
+  assert_non_null(want);
+  for (int d = 0; d < 2; d++)
+    for (int direct = 1; direct >= 0; direct--) {
+      rs_dtype_t dtype = d ? RS_DTYPE_BF16 : RS_DTYPE_F16;
+      rs_model_t *m = make_model(n, KIND_NORMAL, 5, dtype);
+      rs_config_t cfg;
+      rs_config_init(&cfg);
+      cfg.workers = 5;
+      cfg.segment_bytes = 512;
+      cfg.direct = direct;
+      char err[RS_ERRMSG_MAX];
+      rs_run_t *run;
+      assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+      assert_int_equal(rs_run_fill(run, RS_INIT_NORMAL, 9), RS_OK);
+      assert_int_equal(rs_run_execute(run), RS_OK);
+      if (direct)
+        memcpy(want, rs_run_buffer(run, 2), n * sizeof *want);
+      else if (memcmp(want, rs_run_buffer(run, 2), n * sizeof *want))
+        fail_msg("%s: the packed wire changed the result",
+                 rs_dtype_name(dtype));
+      uint64_t bytes = 0;
+      for (int w = 0; w < 5; w++)
+        bytes += rs_run_worker_stats(run, w)->bytes_received;
+      assert_int_equal(bytes, 2 * 5 * 2 * n - 2 * 2 * n); /* 2(W-1) n x 2 */
+      rs_run_free(run);
+      rs_model_free(m);
+    }
+  free(want);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -847,6 +884,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_product_beyond_the_reference_is_refused),
       cmocka_unit_test(test_slice_order_is_bitwise_the_step_order),
       cmocka_unit_test(test_low_precision_many_workers),
+      cmocka_unit_test(test_half_precision_wire_is_exact),
       cmocka_unit_test(test_iterations_on_one_pool),
       cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_ops),

@@ -60,7 +60,8 @@ const char *rs_errname(int code);
 
 /* f32, f64, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
  * rounded to the dtype when stored and sent (their buffers hold float32
- * values the dtype can represent; the wire counts the dtype's size). An f64
+ * values the dtype can represent; copying channels carry them packed in
+ * the dtype's 2 bytes). An f64
  * model's buffers hold double and its ring adds in double. */
 typedef enum rs_dtype {
   RS_DTYPE_F32,
