@@ -124,37 +124,122 @@ float rs_dtype_round(rs_dtype_t dtype, float x) {
   return x;
 }
 
+/* Round x to f16 in place, as rs_dtype_round does, but without branches so
+ * the loop vectorizes: it runs after every hop of an f16 ring. Normal
+ * halves round their float32 bits to 10 fraction bits, ties to even (a
+ * carry into the exponent is right; past 65504 it is infinity); below
+ * 2^-14, adding and taking away 0.5 rounds to a multiple of 2^-24, the
+ * subnormal halves' spacing; inf and NaN stay (NaN made quiet). Each case
+ * is computed for every element and the right one picked with masks
+ * (all ones or zero): select() below. */
+static inline int32_t select(int32_t mask, int32_t a, int32_t b) {
+  return (a & mask) | (b & ~mask);
+}
+
+static void round_all_f16(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int32_t bits;
+    memcpy(&bits, &x[i], sizeof bits);
+    int32_t mag = bits & 0x7fffffff, sign = bits & (int32_t)0x80000000;
+    /* (unsigned: for a NaN the sum passes 2^31, and its result is unused) */
+    int32_t normal =
+        (int32_t)(((uint32_t)mag + 0x0fffu + (((uint32_t)mag >> 13) & 1u)) &
+                  ~0x1fffu);
+    normal = select(-(normal > 0x477fe000 || normal < 0), 0x7f800000, normal);
+    int32_t small_bits = select(-(mag < 0x38800000), mag, 0);
+    float small;
+    memcpy(&small, &small_bits, sizeof small);
+    float rounded = (small + 0.5f) - 0.5f;
+    int32_t subnormal;
+    memcpy(&subnormal, &rounded, sizeof subnormal);
+    int32_t special = select(-(mag > 0x7f800000), mag | 0x00400000, mag);
+    int32_t r = select(-(mag >= 0x7f800000), special,
+                       select(-(mag >= 0x38800000), normal, subnormal));
+    r |= sign;
+    memcpy(&x[i], &r, sizeof r);
+  }
+}
+
+/* The same for bf16: the top half of the float32 bits, rounded to nearest,
+ * ties to even (overflow carries into infinity); NaN stays NaN. */
+static void round_all_bf16(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int32_t bits;
+    memcpy(&bits, &x[i], sizeof bits);
+    int32_t mag = bits & 0x7fffffff;
+    int32_t rounded =
+        (int32_t)(((uint32_t)bits + 0x7fffu + (((uint32_t)bits >> 16) & 1u)) &
+                  0xffff0000u);
+    int32_t quiet_nan = (bits | 0x00400000) & (int32_t)0xffff0000;
+    int32_t r = select(-(mag > 0x7f800000), quiet_nan, rounded);
+    memcpy(&x[i], &r, sizeof r);
+  }
+}
+
 void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n) {
-  if (dtype != RS_DTYPE_F16 && dtype != RS_DTYPE_BF16)
-    return;
-  for (size_t i = 0; i < n; i++)
-    x[i] = rs_dtype_round(dtype, x[i]);
+  if (dtype == RS_DTYPE_F16)
+    round_all_f16(x, n);
+  else if (dtype == RS_DTYPE_BF16)
+    round_all_bf16(x, n);
 }
 
 /* The half-precision wire: an f16 or bf16 buffer holds float values the
- * dtype represents exactly, so packing them to 2 bytes and back is exact. */
+ * dtype represents exactly (or inf and NaN), so packing them to 2 bytes and
+ * back needs no rounding. These loops say so without branches, so the
+ * compiler vectorizes them; rs_f32_to_f16 and friends, which round, are
+ * for values that may need it. */
 void rs__pack_f16(void *dst, const void *src, size_t n) {
   uint16_t *out = dst;
   const float *in = src;
-  for (size_t i = 0; i < n; i++)
-    out[i] = rs_f32_to_f16(in[i]);
+  for (size_t i = 0; i < n; i++) {
+    int32_t x;
+    memcpy(&x, &in[i], sizeof x);
+    int32_t sign = (int32_t)(((uint32_t)x >> 16) & 0x8000u);
+    int32_t mag = x & 0x7fffffff;
+    /* normal halves: rebias the exponent (127 -> 15), keep 10 bits */
+    int32_t normal = (mag - 0x38000000) >> 13;
+    /* subnormal halves are k x 2^-24, k < 1024 */
+    int32_t small_bits = select(-(mag < 0x38800000), mag, 0);
+    float small;
+    memcpy(&small, &small_bits, sizeof small);
+    int32_t subnormal = (int32_t)(small * 0x1p24f);
+    int32_t special = select(-(mag > 0x7f800000), 0x7e00, 0x7c00);
+    int32_t h = select(-(mag >= 0x7f800000), special,
+                       select(-(mag >= 0x38800000), normal, subnormal));
+    out[i] = (uint16_t)(sign | h);
+  }
 }
 
 void rs__pack_bf16(void *dst, const void *src, size_t n) {
   uint16_t *out = dst;
   const float *in = src;
-  for (size_t i = 0; i < n; i++)
-    out[i] = rs_f32_to_bf16(in[i]);
+  for (size_t i = 0; i < n; i++) { /* the top half is the whole value */
+    uint32_t x;
+    memcpy(&x, &in[i], sizeof x);
+    out[i] = (uint16_t)(x >> 16);
+  }
 }
 
 void rs__unpack_f16(float *dst, const void *src, size_t n) {
   const uint16_t *in = src;
-  for (size_t i = 0; i < n; i++)
-    dst[i] = rs_f16_to_f32(in[i]);
+  for (size_t i = 0; i < n; i++) {
+    int32_t h = in[i], mag = h & 0x7fff;
+    int32_t normal = (mag << 13) + 0x38000000;
+    float sub = (float)mag * 0x1p-24f; /* exponent 0: exact */
+    int32_t subnormal;
+    memcpy(&subnormal, &sub, sizeof subnormal);
+    int32_t special = 0x7f800000 | ((mag & 0x3ff) << 13);
+    int32_t x = select(-(mag >= 0x7c00), special,
+                       select(-(mag >= 0x400), normal, subnormal));
+    x |= (int32_t)((uint32_t)(h & 0x8000) << 16);
+    memcpy(&dst[i], &x, sizeof x);
+  }
 }
 
 void rs__unpack_bf16(float *dst, const void *src, size_t n) {
   const uint16_t *in = src;
-  for (size_t i = 0; i < n; i++)
-    dst[i] = rs_bf16_to_f32(in[i]);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = (uint32_t)in[i] << 16;
+    memcpy(&dst[i], &x, sizeof x);
+  }
 }
