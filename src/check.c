@@ -46,18 +46,17 @@ static size_t param_of(const rs_model_t *model, size_t i) {
   return lo;
 }
 
-/* Worker w's element i, whatever the buffers' type. */
-static double value_at(const rs_run_t *run, int w, size_t i) {
-  if (run->dtype == RS_DTYPE_F64)
-    return ((const double *)(const void *)run->bufs[w])[i];
-  return ((const float *)(const void *)run->bufs[w])[i];
-}
-
-/* Element i of an array of the buffers' type (bound, ref_exact, fixed). */
+/* Element i of an array of the buffers' type (a buffer, bound, ref_exact,
+ * fixed). */
 static double array_at(const rs_run_t *run, const void *array, size_t i) {
   if (run->dtype == RS_DTYPE_F64)
     return ((const double *)array)[i];
   return ((const float *)array)[i];
+}
+
+/* Worker w's element i. */
+static double value_at(const rs_run_t *run, int w, size_t i) {
+  return array_at(run, run->bufs[w], i);
 }
 
 static int refuse_non_finite(rs_run_t *run, size_t start, size_t len) {

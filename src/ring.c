@@ -112,7 +112,9 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
       return RS_EPROTO;
     void *dst = w->buf + off * w->buf_elem_bytes;
     const void *src = msg->data;
-    if (w->unpack) { /* 2-byte f16/bf16 off the wire, back to float */
+    /* f16/bf16 arrive packed in 2 bytes: a fold needs them back in float
+     * beside the buffer; a copy unpacks straight into place, below */
+    if (w->unpack && action != RECV_COPY) {
       w->unpack(w->unpacked, src, len);
       src = w->unpacked;
     }
@@ -124,7 +126,9 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
       rs_fold(w->dtype, dst, src, len, w->op, w->workers);
       break;
     case RECV_COPY:
-      if (len)
+      if (w->unpack)
+        w->unpack(dst, src, len);
+      else if (len)
         memcpy(dst, src, len * w->buf_elem_bytes);
       break;
     }
