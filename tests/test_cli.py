@@ -7,7 +7,6 @@ against an independent reference.
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,34 +24,13 @@ def run(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def write_safetensors(path, tensors, dtype="F32"):
-    """An independent writer (not ringsim's): header JSON, then the data."""
-    header, blobs, offset = {}, [], 0
-    np_dtype = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}[dtype]
-    for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype=np_dtype).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+# Safetensors files for the C reader to read and from the C writer, through
+# the project's Python implementation of the format (tools/ringsim_st.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import ringsim_st  # noqa: E402
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        np_dtype = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}[t["dtype"]]
-        b, e = t["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype=np_dtype).reshape(t["shape"])
-    return out
+write_safetensors = ringsim_st.write
+read_safetensors = ringsim_st.read
 
 
 class Cli(unittest.TestCase):

@@ -1,4 +1,5 @@
-"""Minimal safetensors reading and writing (F32, F64) for ringsim's Python tools.
+"""Minimal safetensors reading and writing (F32, F64, F16) for ringsim's Python
+tools and tests: an implementation of the format apart from ringsim's C one.
 
 Debian 12 packages no `safetensors` module; the format is small: an 8-byte
 little-endian header length, a JSON header {name: {dtype, shape,
@@ -7,12 +8,12 @@ data_offsets}}, then the raw data.
 import json
 import struct
 
-NUMPY_DTYPES = {"F32": "<f4", "F64": "<f8"}
+NUMPY_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2"}
 
 
 def write(path, tensors, dtype="F32"):
-    """tensors: {name: numpy array or torch tensor}, written as dtype (F32
-    or F64)."""
+    """tensors: {name: numpy array or torch tensor}, written as dtype (F32,
+    F64 or F16)."""
     import numpy as np
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
@@ -29,7 +30,7 @@ def write(path, tensors, dtype="F32"):
 
 
 def read(path):
-    """{name: numpy array} of a safetensors file's F32 or F64 tensors."""
+    """{name: numpy array} of a safetensors file's F32, F64 or F16 tensors."""
     import numpy as np
     with open(path, "rb") as f:
         raw = f.read()
@@ -40,7 +41,8 @@ def read(path):
         if name == "__metadata__":
             continue
         if t["dtype"] not in NUMPY_DTYPES:
-            raise ValueError(f"{path}: tensor {name} is {t['dtype']}, not F32 or F64")
+            raise ValueError(f"{path}: tensor {name} is {t['dtype']}, not "
+                             f"{', '.join(NUMPY_DTYPES)}")
         b, e = t["data_offsets"]
         out[name] = np.frombuffer(raw[8 + n + b:8 + n + e],
                                   dtype=NUMPY_DTYPES[t["dtype"]]).reshape(t["shape"])
