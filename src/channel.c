@@ -42,10 +42,11 @@ static rs_msg_t *slot_at(rs_chan_t *ch, uint64_t index) {
 }
 
 /* With ch->mu held: may the producer fill a slot, or has the consumer a
- * message waiting? */
+ * message waiting (or learned that none will come: the sender finished
+ * before sending the next one)? */
 static int ready(const rs_chan_t *ch, int is_send) {
   return is_send ? ch->tail - ch->head < (uint64_t)ch->slots
-                 : ch->tail != ch->head;
+                 : ch->tail != ch->head || ch->fin_seq > ch->recv_seq;
 }
 
 /* Wait on cond (with ch->mu held) until ready(), the run aborts, or the
@@ -53,9 +54,7 @@ static int ready(const rs_chan_t *ch, int is_send) {
 static int wait_until(rs_chan_t *ch, pthread_cond_t *cond, int is_send,
                       uint64_t timeout_ns, uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
-  uint64_t deadline = begin + timeout_ns;
-  struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
-                        .tv_nsec = (long)(deadline % 1000000000u)};
+  struct timespec ts = rs__deadline(begin + timeout_ns);
   int rc = RS_OK;
   for (;;) {
     if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
@@ -166,10 +165,16 @@ int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
   if (!ready(ch, 0) ||
       atomic_load_explicit(ch->abort_flag, memory_order_relaxed))
     rc = wait_until(ch, &ch->not_empty, 0, timeout_ns, wait_ns);
-  uint64_t index = ch->head;
+  uint64_t index = ch->head, tail = ch->tail, fin_seq = ch->fin_seq;
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
   if (rc)
     return rc;
+  if (index == tail) { /* the sender finished: the message was lost */
+    *msg = NULL;
+    ch->bad_seq = fin_seq;
+    ch->bad_end = 1;
+    return RS_EPROTO;
+  }
   *msg = slot_at(ch, index);
   if ((*msg)->seq != ch->recv_seq) {
     ch->bad_seq = (*msg)->seq;
@@ -188,6 +193,70 @@ void rs_chan_release(rs_chan_t *ch) {
   ch->head++;
   RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_full));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+}
+
+void rs_chan_finish(rs_chan_t *ch) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  ch->fin_seq = ch->send_seq;
+  ch->fins++;
+  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_empty));
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+}
+
+int rs_chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  uint64_t begin = rs__now_ns();
+  struct timespec ts = rs__deadline(begin + timeout_ns);
+  int rc = RS_OK;
+  /* A message left over shows as soon as it is there; otherwise wait for
+   * the sender's end of stream. */
+  while (ch->fins <= ch->ends_seen && ch->tail == ch->head) {
+    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
+      rc = RS_EABORTED;
+      break;
+    }
+    int err = pthread_cond_timedwait(&ch->not_empty, &ch->mu, &ts);
+    if (err == ETIMEDOUT && ch->fins <= ch->ends_seen && ch->tail == ch->head) {
+      rc = RS_ETIMEDOUT;
+      break;
+    }
+    if (err != 0 && err != EINTR && err != ETIMEDOUT)
+      RS_PTHREAD_CHECK(err);
+  }
+  *wait_ns += rs__now_ns() - begin;
+  if (rc == RS_OK && ch->tail != ch->head) {
+    ch->bad_seq = rs_chan_peek(ch, ch->head)->seq; /* one too many */
+    ch->bad_end = 1;
+    rc = RS_EPROTO;
+  } else if (rc == RS_OK && ch->fin_seq != ch->recv_seq) {
+    ch->bad_seq = ch->fin_seq; /* cannot happen: recv() saw it first */
+    ch->bad_end = 1;
+    rc = RS_EPROTO;
+  }
+  if (rc == RS_OK)
+    ch->ends_seen++;
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  return rc;
+}
+
+int rs_chan_pause(rs_chan_t *ch, uint64_t ns) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
+  struct timespec ts = rs__deadline(rs__now_ns() + ns);
+  int rc = RS_OK;
+  for (;;) {
+    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
+      rc = RS_EABORTED;
+      break;
+    }
+    /* not_full: only this channel's sender waits on it. */
+    int err = pthread_cond_timedwait(&ch->not_full, &ch->mu, &ts);
+    if (err == ETIMEDOUT)
+      break;
+    if (err != 0 && err != EINTR)
+      RS_PTHREAD_CHECK(err);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  return rc;
 }
 
 const rs_msg_t *rs_chan_peek(const rs_chan_t *ch, uint64_t index) {

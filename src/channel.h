@@ -22,6 +22,16 @@
  *   in the buffers, travel as 2 bytes): the sender converts into the slot,
  *   the receiver converts back (both exact). The checksum covers what
  *   travels.
+ * - End of stream: after its last send of an iteration the sender calls
+ *   rs_chan_finish(), which publishes how many messages it sent. A receiver
+ *   waiting for a message that the sender has finished without delivering
+ *   (one dropped at the last step) learns at once that it was lost, and
+ *   rs_chan_end() checks, after the receiver's last step, that nothing is
+ *   left over (one delivered twice at the last step). So a lost or repeated
+ *   message is caught at every step, without waiting for a timeout.
+ * - rs_chan_pause() sleeps for a while on the channel's condition variable,
+ *   so the abort that wakes channel waiters wakes a sleeping sender too (an
+ *   injected stall ends when the run does).
  * - Direct mode (as NCCL's direct/P2P read): no copy; the message points at
  *   the sender's buffer and the receiver reduces straight from it. The ring
  *   keeps that safe by never writing a region it has sent until the
@@ -90,6 +100,12 @@ typedef struct rs_chan {
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;
   uint64_t bad_seq; /* the sequence number recv() refused, for reports */
+  int bad_end;      /* 1: bad_seq is the sender's end of stream (fin_seq) or
+                       a message found left over at the end (rs_chan_end) */
+  uint64_t ends_seen; /* rs_chan_end() calls that returned RS_OK */
+  /* What the sender published with rs_chan_finish(); guarded by mu. */
+  uint64_t fin_seq; /* messages sent when it last finished */
+  uint64_t fins;    /* times it finished (one per iteration) */
 } rs_chan_t;
 
 /* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
@@ -106,11 +122,26 @@ int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                  rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* Point *msg at the oldest message, valid until rs_chan_release(). Returns
  * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not
- * the next expected one (ch->bad_seq holds it; ch->recv_seq the expected),
- * or RS_ECORRUPT if its checksum does not match its payload. */
+ * the next expected one (ch->bad_seq holds it; ch->recv_seq the expected)
+ * or the sender finished without sending it (bad_end set, bad_seq the
+ * number of messages it sent: one was lost), or RS_ECORRUPT if its checksum
+ * does not match its payload. */
 int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                  uint64_t *wait_ns);
 void rs_chan_release(rs_chan_t *ch);
+
+/* Sender: this iteration's last message is sent (the end of the stream). */
+void rs_chan_finish(rs_chan_t *ch);
+/* Receiver, after its last step of an iteration: wait (up to timeout_ns)
+ * for the sender's rs_chan_finish, then check that every message sent was
+ * received once. RS_OK; RS_EPROTO with bad_seq set when a message is left
+ * over (bad_seq < recv_seq: delivered twice) or was never delivered
+ * (bad_seq = fin_seq > recv_seq: lost); RS_ETIMEDOUT; RS_EABORTED. */
+int rs_chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns);
+
+/* Sleep ns nanoseconds on the channel (the caller is its sender), or until
+ * the run aborts: RS_OK after the full pause, RS_EABORTED. */
+int rs_chan_pause(rs_chan_t *ch, uint64_t ns);
 
 /* The message at absolute index (head <= index < tail), for reading what a
  * channel still holds after its threads have been joined. */

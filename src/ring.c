@@ -51,7 +51,6 @@
 #include "ring.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "reduce.h"
 #include "util.h"
@@ -89,7 +88,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     rs_sim_send(&w->sim, len * w->elem_size, &hdr.sim_send_ns,
                 &hdr.sim_arrive_ns); /* simulated time, when modelled */
     w->progress.chunk = send_chunk;
-    w->progress.waiting_send = 1;
+    w->progress.activity = RS_ACT_SENDING;
     rs_wire_t wire = seg == 0 ? w->step_wire : RS_WIRE_OK;
     int rc = rs_chan_send(w->to_next, &hdr, w->buf + off * w->buf_elem_bytes,
                           wire, w->timeout_ns, &w->stats.wait_ns);
@@ -101,7 +100,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     rs_ring_segment(w, recv_chunk, seg, &off, &len);
     rs_msg_t *msg;
     w->progress.chunk = recv_chunk;
-    w->progress.waiting_send = 0;
+    w->progress.activity = RS_ACT_RECEIVING;
     uint64_t recv_begin = rs__now_ns(), waited = w->stats.wait_ns;
     rc = rs_chan_recv(w->from_prev, &msg, w->timeout_ns, &w->stats.wait_ns);
     if (rc)
@@ -146,13 +145,15 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
 /* Note where the worker is, for error reports, and apply the faults
  * injected into this worker at this step of the first bucket (a fault is
  * one event, not one per bucket, nor one per slice: first_slice says
- * whether this is the step's first part): a stall sleeps here, a wire
- * fault hits the step's first segment. Returns 1 if the worker crashes
- * here. */
+ * whether this is the step's first part): a stall sleeps here (until the
+ * run aborts, if it does first), a wire fault hits the step's first
+ * segment. Returns RS_RING_CRASHED if the worker crashes here, RS_EABORTED
+ * if the run ended during its stall, else RS_OK. */
 static int begin_step(rs_worker_t *w, rs_phase_t phase, int step,
                       int first_slice) {
   w->progress.phase = phase;
   w->progress.step = step;
+  w->progress.activity = RS_ACT_WORKING;
   rs_sim_step(&w->sim); /* a straggler computes before it can send */
   w->step_wire = RS_WIRE_OK;
   int global_step =
@@ -163,13 +164,14 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step,
       continue;
     switch (f->kind) {
     case RS_FAULT_CRASH:
-      return 1;
-    case RS_FAULT_STALL: {
-      struct timespec pause = {f->ms / 1000, (long)(f->ms % 1000) * 1000000};
-      while (nanosleep(&pause, &pause) != 0)
-        ;
+      return RS_RING_CRASHED;
+    case RS_FAULT_STALL:
+      w->progress.activity = RS_ACT_STALLED;
+      w->progress.stall_ms = f->ms;
+      if (rs_chan_pause(w->to_next, (uint64_t)f->ms * 1000000u))
+        return RS_EABORTED; /* stays STALLED: what it was doing */
+      w->progress.activity = RS_ACT_WORKING;
       break;
-    }
     case RS_FAULT_CORRUPT:
       w->step_wire = RS_WIRE_CORRUPT;
       break;
@@ -181,7 +183,7 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step,
       break;
     }
   }
-  return 0;
+  return RS_OK;
 }
 
 /* The ring on segments seg_first..seg_end-1 of every chunk of the bucket:
@@ -192,8 +194,8 @@ static int ring_steps(rs_worker_t *w, size_t seg_first, size_t seg_end) {
   int rc;
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
-    if (begin_step(w, RS_PHASE_REDUCE_SCATTER, s, first))
-      return RS_RING_CRASHED;
+    if ((rc = begin_step(w, RS_PHASE_REDUCE_SCATTER, s, first)))
+      return rc;
     recv_action_t action = RECV_REDUCE;
     if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
       action = RECV_REDUCE_DIV; /* the sum is complete: make it the mean */
@@ -210,8 +212,8 @@ static int ring_steps(rs_worker_t *w, size_t seg_first, size_t seg_end) {
 
   /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
   for (int s = 0; s < W - 1; s++) {
-    if (begin_step(w, RS_PHASE_ALL_GATHER, s, first))
-      return RS_RING_CRASHED;
+    if ((rc = begin_step(w, RS_PHASE_ALL_GATHER, s, first)))
+      return rc;
     rc = ring_step(w, RS_PHASE_ALL_GATHER, s,
                    rs_sched_send_chunk(W, r, RS_PHASE_ALL_GATHER, s),
                    rs_sched_recv_chunk(W, r, RS_PHASE_ALL_GATHER, s), RECV_COPY,
@@ -255,7 +257,11 @@ int rs_ring_run(rs_worker_t *w) {
     if (rc)
       return rc;
   }
-  return RS_OK;
+  /* End of stream: tell the successor how many messages went out, then
+   * check the predecessor's: none lost, none left over. */
+  rs_chan_finish(w->to_next);
+  w->progress.activity = RS_ACT_FINISHING;
+  return rs_chan_end(w->from_prev, w->timeout_ns, &w->stats.wait_ns);
 }
 
 /* Chunk c of W over n elements: the first n mod W chunks get one extra. */

@@ -12,13 +12,23 @@
 
 const char *rs_phase_name(rs_phase_t phase);
 
+/* What a worker is doing, for the watchdog: where it blocks, if it does. */
+typedef enum rs_activity {
+  RS_ACT_WORKING,   /* between messages (or not started) */
+  RS_ACT_SENDING,   /* sending: waiting for a free slot */
+  RS_ACT_RECEIVING, /* receiving: waiting for a message, or checking it */
+  RS_ACT_STALLED,   /* sleeping in an injected stall */
+  RS_ACT_FINISHING  /* its steps done: checking its predecessor's end */
+} rs_activity_t;
+
 /* Where a worker is, for error reports: written by the worker, read by the
  * main thread only after the worker has been joined. */
 typedef struct rs_progress {
   rs_phase_t phase;
   int step;
   int chunk;
-  int waiting_send; /* 1 if blocked sending, 0 receiving */
+  rs_activity_t activity;
+  int stall_ms; /* the injected stall it was in, if activity is STALLED */
 } rs_progress_t;
 
 /* Everything one worker thread needs. The run fills it in; the thread owns

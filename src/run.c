@@ -182,6 +182,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->elem_size = rs_dtype_size(run->dtype);
   run->buf_elem_bytes = elem_bytes;
   atomic_init(&run->abort_flag, 0);
+  run->fault_worker = -1;
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
   run->result.seg_elems = seg_elems;
@@ -314,20 +315,38 @@ const char *rs__worker_state_name(int rc) {
   }
 }
 
+/* A worker's neighbour on the side it blocks on: its successor when
+ * sending, its predecessor when receiving or finishing; -1 if it was not
+ * blocked on a channel. */
+static int blocked_on(const rs_worker_t *w) {
+  switch (w->progress.activity) {
+  case RS_ACT_SENDING:
+    return (w->rank + 1) % w->workers;
+  case RS_ACT_RECEIVING:
+  case RS_ACT_FINISHING:
+    return (w->rank + w->workers - 1) % w->workers;
+  default:
+    return -1;
+  }
+}
+
 void rs_run_worker_state(const rs_run_t *run, int worker,
                          rs_worker_state_t *out) {
   const rs_worker_t *w = &run->workers[worker];
   const int W = run->config.workers;
   int stopped = w->rc != RS_OK && w->rc != RS_RING_CRASHED;
-  out->state = rs__worker_state_name(w->rc);
+  int stalled = stopped && w->progress.activity == RS_ACT_STALLED;
+  out->state = stalled ? "stalled" : rs__worker_state_name(w->rc);
   out->phase = W > 1 ? rs_phase_name(w->progress.phase) : NULL;
   out->step = w->progress.step;
   out->chunk = w->progress.chunk;
-  out->waiting = !stopped                   ? NULL
-                 : w->progress.waiting_send ? "send"
-                                            : "receive";
-  out->peer =
-      w->progress.waiting_send ? (worker + 1) % W : (worker + W - 1) % W;
+  out->waiting = NULL;
+  out->peer = blocked_on(w);
+  if (stopped && out->peer >= 0)
+    out->waiting = w->progress.activity == RS_ACT_SENDING     ? "send"
+                   : w->progress.activity == RS_ACT_RECEIVING ? "receive"
+                                                              : "finish";
+  out->stall_ms = stalled ? w->progress.stall_ms : 0;
 }
 
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
@@ -363,43 +382,134 @@ static void abort_all(rs_run_t *run) {
       rs_chan_wake(&run->chans[r]);
 }
 
-/* Name the fault a worker found, with where it was, and stop the others. */
+/* Set the run's error, as rs__run_fail, and remember which worker found
+ * it (the first fault wins). */
+static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
+  if (run->result.status == RS_OK) {
+    run->result.status = code;
+    run->fault_worker = worker;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
+    va_end(ap);
+    rs__one_line(run->errmsg);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+}
+
+/* Name the fault a worker found, with where it was, and stop the others.
+ * A timeout's message is rewritten once every worker has stopped
+ * (name_culprit), when the worker it waited for is known. */
 static void report_fault(rs_worker_t *w, int rc) {
   rs_run_t *run = w->run;
   const rs_progress_t *p = &w->progress;
-  int peer = p->waiting_send ? (w->rank + 1) % w->workers
-                             : (w->rank + w->workers - 1) % w->workers;
-  if (rc == RS_ETIMEDOUT)
-    rs__run_fail(run, rc,
-                 "worker %d timed out after %g s in %s step %d, waiting to %s "
-                 "chunk %d %s worker %d",
-                 w->rank, run->config.timeout_s, rs_phase_name(p->phase),
-                 p->step, p->waiting_send ? "send" : "receive", p->chunk,
-                 p->waiting_send ? "to" : "from", peer);
-  else if (rc == RS_EPROTO && w->from_prev->bad_seq != w->from_prev->recv_seq)
-    rs__run_fail(run, rc,
-                 "worker %d received message %llu from worker %d when it "
-                 "expected %llu, in %s step %d: %s",
-                 w->rank, (unsigned long long)w->from_prev->bad_seq, peer,
-                 (unsigned long long)w->from_prev->recv_seq,
-                 rs_phase_name(p->phase), p->step,
-                 w->from_prev->bad_seq < w->from_prev->recv_seq
-                     ? "a message was delivered twice"
-                     : "a message was lost");
+  const rs_chan_t *in = w->from_prev;
+  int peer = blocked_on(w);
+  int sending = p->activity == RS_ACT_SENDING;
+  if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
+    fail_at(run, w->rank, rc,
+            "worker %d timed out after %g s after its last step, waiting for "
+            "worker %d to finish",
+            w->rank, run->config.timeout_s, peer);
+  else if (rc == RS_ETIMEDOUT)
+    fail_at(run, w->rank, rc,
+            "worker %d timed out after %g s in %s step %d, waiting to %s "
+            "chunk %d %s worker %d",
+            w->rank, run->config.timeout_s, rs_phase_name(p->phase), p->step,
+            sending ? "send" : "receive", p->chunk, sending ? "to" : "from",
+            peer);
+  else if (rc == RS_EPROTO && in->bad_end && in->bad_seq < in->recv_seq)
+    fail_at(run, w->rank, rc,
+            "worker %d received message %llu from worker %d again after its "
+            "last step (%s step %d): a message was delivered twice",
+            w->rank, (unsigned long long)in->bad_seq, peer,
+            rs_phase_name(p->phase), p->step);
+  else if (rc == RS_EPROTO && in->bad_end)
+    fail_at(run, w->rank, rc,
+            "worker %d expected message %llu from worker %d in %s step %d, "
+            "but worker %d finished having sent %llu: a message was lost",
+            w->rank, (unsigned long long)in->recv_seq, peer,
+            rs_phase_name(p->phase), p->step, peer,
+            (unsigned long long)in->bad_seq);
+  else if (rc == RS_EPROTO && in->bad_seq != in->recv_seq)
+    fail_at(run, w->rank, rc,
+            "worker %d received message %llu from worker %d when it "
+            "expected %llu, in %s step %d: %s",
+            w->rank, (unsigned long long)in->bad_seq, peer,
+            (unsigned long long)in->recv_seq, rs_phase_name(p->phase), p->step,
+            in->bad_seq < in->recv_seq ? "a message was delivered twice"
+                                       : "a message was lost");
   else if (rc == RS_EPROTO)
-    rs__run_fail(run, rc,
-                 "worker %d received the wrong segment from worker %d in %s "
-                 "step %d (expected chunk %d)",
-                 w->rank, peer, rs_phase_name(p->phase), p->step, p->chunk);
+    fail_at(run, w->rank, rc,
+            "worker %d received the wrong segment from worker %d in %s "
+            "step %d (expected chunk %d)",
+            w->rank, peer, rs_phase_name(p->phase), p->step, p->chunk);
   else if (rc == RS_ECORRUPT)
-    rs__run_fail(run, rc,
-                 "worker %d received a damaged segment of chunk %d from "
-                 "worker %d in %s step %d (checksum mismatch)",
-                 w->rank, p->chunk, peer, rs_phase_name(p->phase), p->step);
+    fail_at(run, w->rank, rc,
+            "worker %d received a damaged segment of chunk %d from "
+            "worker %d in %s step %d (checksum mismatch)",
+            w->rank, p->chunk, peer, rs_phase_name(p->phase), p->step);
   else
-    rs__run_fail(run, rc, "worker %d failed in %s step %d: %s", w->rank,
-                 rs_phase_name(p->phase), p->step, rs_strerror(rc));
+    fail_at(run, w->rank, rc, "worker %d failed in %s step %d: %s", w->rank,
+            rs_phase_name(p->phase), p->step, rs_strerror(rc));
   abort_all(run);
+}
+
+/* After a timeout, with every worker stopped: follow the waits from the
+ * worker that timed out (it waited on a neighbour, which waited on its own
+ * neighbour, ...) to the worker that was not waiting on anyone: the
+ * culprit, crashed, stalled or busy. Its own state says what happened to
+ * it; the message names it first and then who noticed, so it names the
+ * culprit whichever neighbour's timer fired first. */
+static void name_culprit(rs_run_t *run) {
+  const int W = run->config.workers;
+  const int noticer = run->fault_worker;
+  if (run->result.status != RS_ETIMEDOUT || noticer < 0 || W < 2)
+    return;
+  char chain[RS_ERRMSG_MAX] = "";
+  size_t len = 0;
+  int culprit = noticer, hops = 0;
+  for (int next; (next = blocked_on(&run->workers[culprit])) >= 0;) {
+    culprit = next;
+    if (++hops > 1 && len < sizeof chain)
+      len += (size_t)snprintf(chain + len, sizeof chain - len,
+                              ", which waited on worker %d", culprit);
+    if (culprit == noticer || hops > W)
+      break; /* round the ring: every worker waits on the next */
+  }
+  const rs_worker_t *c = &run->workers[culprit];
+  const char *phase = rs_phase_name(c->progress.phase);
+  char what[RS_ERRMSG_MAX];
+  if (culprit == noticer || hops > W)
+    snprintf(what, sizeof what,
+             "every worker was waiting on its neighbour round the ring (a "
+             "deadlock)");
+  else if (c->rc == RS_RING_CRASHED)
+    snprintf(what, sizeof what, "worker %d crashed (injected) at the start of %s step %d",
+             culprit, phase, c->progress.step);
+  else if (c->progress.activity == RS_ACT_STALLED)
+    snprintf(what, sizeof what,
+             "worker %d stalled (injected, %d ms) at the start of %s "
+             "step %d", culprit,
+             c->progress.stall_ms, phase, c->progress.step);
+  else if (c->rc == RS_OK)
+    snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
+  else
+    snprintf(what, sizeof what,
+             "worker %d stopped making progress in %s step %d (it was not "
+             "waiting on a neighbour)",
+             culprit, phase, c->progress.step);
+  /* "worker N timed out ..." becomes "worker N noticed: it timed out ..." */
+  const char *rest = strstr(run->errmsg, " timed out");
+  char full[4 * RS_ERRMSG_MAX];
+  snprintf(full, sizeof full, "%s; worker %d noticed: it%s%s", what, noticer,
+           rest ? rest : run->errmsg, chain);
+  memcpy(run->errmsg, full, sizeof run->errmsg - 1); /* truncated, if long */
+  run->errmsg[sizeof run->errmsg - 1] = '\0';
+  rs__one_line(run->errmsg);
 }
 
 static void *worker_main(void *varg) {
@@ -509,6 +619,7 @@ static int run_threads(rs_run_t *run) {
   }
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
+  name_culprit(run);
   if (pool.iterations == 1 || started < W) {
     record_iteration(run, &timing, run->config.warmup,
                      rs__now_ns() - run->t0_ns);

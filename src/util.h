@@ -25,6 +25,14 @@ static inline uint64_t rs__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* An absolute CLOCK_MONOTONIC time in ns as a timespec, for
+ * pthread_cond_timedwait on a condition variable set to that clock. */
+static inline struct timespec rs__deadline(uint64_t at_ns) {
+  struct timespec ts = {.tv_sec = (time_t)(at_ns / 1000000000u),
+                        .tv_nsec = (long)(at_ns % 1000000000u)};
+  return ts;
+}
+
 /* A pthread call that cannot fail unless the program is broken: abort with
  * the call and its error (NCCL's PTHREADCHECK). */
 #define RS_PTHREAD_CHECK(call)                                                 \

@@ -431,15 +431,19 @@ typedef struct rs_result {
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
  * in spirit): after rs_run_execute. */
 typedef struct rs_worker_state {
-  const char *state;   /* done, crashed, timed_out, aborted, bad_message,
+  const char *state;   /* done, crashed, stalled (stopped in an injected
+                          stall), timed_out, aborted, bad_message,
                           damaged_message or failed */
   const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
   int step;            /* within the phase */
   int chunk;           /* the chunk it was sending or receiving */
-  const char *waiting; /* "send" or "receive": what it was doing when it
-                          stopped (blocked, or handling a bad message);
-                          NULL if it finished or crashed */
-  int peer;            /* the neighbour it was sending to or receiving from */
+  const char *waiting; /* "send", "receive" or "finish" (its steps done,
+                          waiting for its predecessor's end of stream):
+                          what it was doing when it stopped (blocked, or
+                          handling a bad message); NULL if it finished,
+                          crashed or stalled */
+  int peer;            /* the neighbour it was waiting on, or -1 */
+  int stall_ms;        /* state stalled: the injected stall's length */
 } rs_worker_state_t;
 
 void rs_run_worker_state(const rs_run_t *run, int worker,

@@ -105,11 +105,18 @@ void cli_print_watchdog(rs_run_t *run) {
     int sending = s.waiting && strcmp(s.waiting, "send") == 0;
     int blocked =
         strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
-    if (s.waiting)
+    if (s.waiting && strcmp(s.waiting, "finish") == 0)
+      fprintf(stderr, ", its steps done, %s worker %d's end of stream",
+              blocked ? "waiting for" : "checking", s.peer);
+    else if (s.waiting)
       fprintf(stderr, ", %s chunk %d %s worker %d",
               blocked ? (sending ? "waiting to send" : "waiting to receive")
                       : (sending ? "while sending" : "while receiving"),
               s.chunk, sending ? "to" : "from", s.peer);
+    else if (strcmp(s.state, "stalled") == 0)
+      fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
+    else if (strcmp(s.state, "crashed") == 0)
+      fprintf(stderr, ", stopped there (injected crash)");
     fputc('\n', stderr);
   }
   if (W > WATCHDOG_LINES)
