@@ -171,6 +171,87 @@ static void test_out_of_sequence_message_is_refused(void **state) {
   rs_chan_destroy(&ch);
 }
 
+/* channel-8: the end of stream. A clean stream ends with nothing left; a
+ * message repeated at the end is found left over, a message lost at the
+ * end is reported to the waiting receiver at once (no timeout). */
+static void test_end_of_stream_catches_lost_and_repeated(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  float x = 1;
+  rs_msg_t hdr = {.elems = 1}, *msg;
+  uint64_t wait = 0, minute = 60000000000u;
+  /* iteration 1: one message, received; the end is clean */
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, minute, &wait),
+                   RS_OK);
+  rs_chan_finish(&ch);
+  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_OK);
+  rs_chan_release(&ch);
+  assert_int_equal(rs_chan_end(&ch, minute, &wait), RS_OK);
+  /* iteration 2: the last message delivered twice */
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_DUP, minute, &wait),
+                   RS_OK);
+  rs_chan_finish(&ch);
+  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_OK);
+  rs_chan_release(&ch);
+  assert_int_equal(rs_chan_end(&ch, minute, &wait), RS_EPROTO);
+  assert_int_equal(ch.bad_seq, 1);
+  assert_int_equal(ch.recv_seq, 2);
+  assert_true(ch.bad_end);
+  rs_chan_destroy(&ch);
+
+  /* the last message lost: the receiver learns it without waiting */
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_DROP, minute, &wait),
+                   RS_OK);
+  rs_chan_finish(&ch);
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_EPROTO);
+  assert_true(rs__now_ns() - t0 < 10000000000u);
+  assert_int_equal(ch.bad_seq, 1);
+  assert_int_equal(ch.recv_seq, 0);
+  assert_true(ch.bad_end);
+  rs_chan_destroy(&ch);
+}
+
+typedef struct sleeper {
+  rs_chan_t *ch;
+  int rc;
+} sleeper_t;
+
+static void *pausing_sender(void *arg) {
+  sleeper_t *s = arg;
+  s->rc = rs_chan_pause(s->ch, 60000000000u);
+  return NULL;
+}
+
+/* channel-9: a pause (an injected stall) lasts its length, and an abort
+ * ends it early, as it ends a channel wait. */
+static void test_abort_ends_a_pause(void **state) {
+  (void)state;
+  atomic_int abort_flag;
+  atomic_init(&abort_flag, 0);
+  rs_chan_t ch;
+  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(rs_chan_pause(&ch, 20000000), RS_OK);
+  assert_true(rs__now_ns() - t0 >= 20000000u);
+  sleeper_t s = {&ch, 12345};
+  pthread_t t;
+  t0 = rs__now_ns();
+  assert_int_equal(pthread_create(&t, NULL, pausing_sender, &s), 0);
+  struct timespec pause = {0, 20000000};
+  nanosleep(&pause, NULL);
+  atomic_store(&abort_flag, 1);
+  rs_chan_wake(&ch);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(s.rc, RS_EABORTED);
+  assert_true(rs__now_ns() - t0 < 30000000000u);
+  rs_chan_destroy(&ch);
+}
+
 /* channel-6: a zero-element message (an empty chunk) still travels. */
 static void test_empty_message_travels(void **state) {
   (void)state;
@@ -234,6 +315,8 @@ int main(void) {
       cmocka_unit_test(test_out_of_sequence_message_is_refused),
       cmocka_unit_test(test_empty_message_travels),
       cmocka_unit_test(test_half_precision_travels_packed),
+      cmocka_unit_test(test_end_of_stream_catches_lost_and_repeated),
+      cmocka_unit_test(test_abort_ends_a_pause),
   };
   return cmocka_run_group_tests_name("channel", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 RINGSIM = EXAMPLES = None
@@ -106,10 +107,61 @@ class Faults(unittest.TestCase):
         self.assertEqual(len(dups), 1)
         self.assertEqual(dups[0][0], 3)
 
-    # fault-5: a stall longer than the timeout fails the run, naming who
-    # waited for whom.
+    # fault-5: a stall longer than the timeout fails the run, naming the
+    # stalled worker as the culprit and what it was doing (sleeping, not
+    # sending); the run ends at the timeout, not when the stall would.
     def test_long_stall_times_out(self):
-        self.assert_failed_run("stall:worker=1,step=2,ms=2000", "timed out after 0.5 s", "timed_out")
+        began = time.monotonic()
+        states = self.assert_failed_run("stall:worker=1,step=2,ms=600000", "timed out after 0.5 s",
+                                        "stalled")
+        self.assertLess(time.monotonic() - began, 60, "the stall held the run")
+        self.assertEqual(states[1], "stalled")
+        rc, out, err = self.run_ringsim("--inject", "stall:worker=1,step=2,ms=600000")
+        self.assertTrue(err.startswith("ringsim: worker 1 stalled (injected, 600000 ms) at the start "
+                                       "of reduce_scatter step 2; worker "), err)
+        line1, = [l for l in err.splitlines() if l.startswith("  worker 1 ")]
+        self.assertIn("stalled", line1)
+        self.assertIn("sleeping in an injected stall of 600000 ms", line1)
+        self.assertNotIn("waiting to send", line1)
+
+    # fault-10: the culprit is named every time, whichever neighbour's
+    # timer fires first: the first line names the crashed (or stalled)
+    # worker, then who noticed; the worker that noticed timed out.
+    def test_culprit_named_every_time(self):
+        cases = [("4", "crash:worker=2,step=3",
+                  "worker 2 crashed (injected) at the start of all_gather step 0; worker "),
+                 ("8", "crash:worker=5,step=1",
+                  "worker 5 crashed (injected) at the start of reduce_scatter step 1; worker "),
+                 ("4", "stall:worker=1,step=2,ms=5000",
+                  "worker 1 stalled (injected, 5000 ms) at the start of reduce_scatter step 2; "
+                  "worker ")]
+        for workers, spec, culprit in cases:
+            for attempt in range(6):
+                p = subprocess.run([RINGSIM, "-p", self.model, "-w", workers, "--no-trace",
+                                    "--timeout", "0.3", "--json", "--inject", spec],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                first = p.stderr.splitlines()[0]
+                self.assertTrue(first.startswith("ringsim: " + culprit), f"{spec} #{attempt}: {first}")
+                noticer = int(first[len("ringsim: " + culprit):].split()[0])
+                watchdog = json.loads(p.stdout)["watchdog"]
+                self.assertEqual(watchdog[noticer]["state"], "timed_out", first)
+                self.assertIn(f"worker {noticer} noticed: it timed out after 0.3 s", first)
+
+    # fault-11: a message lost or repeated at the very last step is caught
+    # at once by the end-of-stream check, not by a timeout (or not at all).
+    def test_last_step_drop_and_dup(self):
+        for spec, message in (("dup:worker=3,step=5",
+                               "worker 0 received message 5 from worker 3 again after its last "
+                               "step (all_gather step 2): a message was delivered twice"),
+                              ("drop:worker=3,step=5",
+                               "worker 0 expected message 5 from worker 3 in all_gather step 2, "
+                               "but worker 3 finished having sent 6: a message was lost")):
+            began = time.monotonic()
+            states = self.assert_failed_run(spec, message, "bad_message", timeout="60")
+            self.assertLess(time.monotonic() - began, 30, f"{spec}: waited for the timeout")
+            self.assertEqual(states[0], "bad_message")
+            os.unlink(self.db)
 
     # fault-6: a stall shorter than the timeout completes correctly, and the
     # delay spreads around the ring: every other worker ends up waiting.
