@@ -470,6 +470,7 @@ void rs__check_result(rs_run_t *run) {
       res->worst_ratio = c->worst_ratio;
   }
   run->checked = 1;
+  run->result.checked = 1;
   /* rs__run_fail sets the status with its message */
   if (!res->identical)
     rs__run_fail(run, RS_ECHECK,

@@ -148,6 +148,44 @@ class Faults(unittest.TestCase):
                 self.assertEqual(watchdog[noticer]["state"], "timed_out", first)
                 self.assertIn(f"worker {noticer} noticed: it timed out after 0.3 s", first)
 
+    # fault-12: a failed run is not reported as if it were checked: the
+    # text counts what each worker really sent and prints no bandwidth; the
+    # JSON's check fields are null, as the trace's are.
+    def test_failed_run_not_reported_as_checked(self):
+        rc, out, err = self.run_ringsim("--inject", "crash:worker=2,step=3")
+        self.assertEqual(rc, 3, err)
+        sent = [n for _, n in self.query("SELECT worker, transfers_sent FROM worker ORDER BY worker")]
+        self.assertLess(sum(sent), 24)
+        self.assertIn(f"  transfers  {sum(sent)} sent of 24 planned (per worker: "
+                      f"{', '.join(map(str, sent))})\n", out)
+        self.assertNotIn("GB/s", out)
+        self.assertIn("  check      not checked: the run failed\n", out)
+        os.unlink(self.db)
+        rc, out, err = self.run_ringsim("--json", "--order-report", "--inject", "crash:worker=2,step=3")
+        self.assertEqual(rc, 3, err)
+        report = json.loads(out)
+        sent = [n for _, n in self.query("SELECT worker, transfers_sent FROM worker ORDER BY worker")]
+        self.assertEqual(report["transfers_sent"], sent)
+        self.assertEqual(report["transfers"], sum(sent))
+        self.assertEqual(report["transfers_planned"], 24)
+        self.assertIs(report["checked"], False)
+        for key in ("identical", "max_abs_err", "bound", "worst_ratio", "algbw_gbs", "busbw_gbs"):
+            self.assertIsNone(report[key], key)
+        for check in report["param_checks"]:
+            for key in ("max_abs_err", "max_rel_err", "bound", "differing", "wrong",
+                        "order_differing", "order_max_ulps"):
+                self.assertIsNone(check[key], (check["name"], key))
+        (identical, err_col), = self.query("SELECT identical, max_abs_err FROM run")
+        self.assertEqual((identical, err_col), (None, None))
+        # and a run that completes is checked, with numbers
+        rc, out, err = self.run_ringsim("--json", timeout="30")
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        self.assertIs(report["checked"], True)
+        self.assertIs(report["identical"], True)
+        self.assertEqual(report["transfers"], report["transfers_planned"])
+        self.assertEqual(report["param_checks"][0]["wrong"], 0)
+
     # fault-11: a message lost or repeated at the very last step is caught
     # at once by the end-of-stream check, not by a timeout (or not at all).
     def test_last_step_drop_and_dup(self):

@@ -407,6 +407,8 @@ typedef struct rs_param_check {
 
 typedef struct rs_result {
   int status;         /* what rs_run_execute returned */
+  int checked;        /* the result was checked (the all-reduce completed);
+                         if 0, the check's fields below mean nothing */
   int identical;      /* every worker's buffer bitwise equal to worker 0's */
   int exact;          /* inputs were RS_INIT_EXACT: the bound is zero */
   double max_abs_err; /* over all params */

@@ -168,6 +168,7 @@ typedef struct figures {
   double bytes;       /* S: bytes per worker */
   double sent_theory; /* 2(W-1)/W x S */
   uint64_t sent_min, sent_max;
+  uint64_t planned; /* transfers of a complete run */
   double seconds, algbw, busbw;
 } figures_t;
 
@@ -184,6 +185,8 @@ static figures_t compute_figures(const report_t *r) {
     f.sent_min = b < f.sent_min ? b : f.sent_min;
     f.sent_max = b > f.sent_max ? b : f.sent_max;
   }
+  f.planned = 2 * (uint64_t)(f.workers - 1) * (uint64_t)f.workers *
+              res->segs_per_chunk; /* summed over the buckets */
   f.seconds = (double)res->wall_ns / 1e9;
   f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
   f.busbw = f.algbw * 2.0 * (f.workers - 1) / f.workers;
@@ -280,10 +283,32 @@ static void print_order_report(const report_t *r) {
   }
 }
 
+/* Transfers: as planned when the run finished; a failed run's per worker,
+ * as many as each really sent, beside the plan. */
+#define TRANSFER_LIST_WORKERS 16
+
+static void print_transfers(const report_t *r, const figures_t *f) {
+  const rs_result_t *res = rs_run_result(r->run);
+  const int W = f->workers;
+  if (r->status == RS_OK || r->status == RS_ECHECK) {
+    printf("  transfers  %llu (%llu per worker)\n",
+           (unsigned long long)res->transfers,
+           (unsigned long long)(res->transfers / (uint64_t)W));
+    return;
+  }
+  printf("  transfers  %llu sent of %llu planned (per worker:",
+         (unsigned long long)res->transfers, (unsigned long long)f->planned);
+  for (int w = 0; w < W && w < TRANSFER_LIST_WORKERS; w++)
+    printf("%s%llu", w ? ", " : " ",
+           (unsigned long long)rs_run_worker_stats(r->run, w)->transfers_sent);
+  printf("%s)\n", W > TRANSFER_LIST_WORKERS ? ", ..." : "");
+}
+
 void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
   figures_t f = compute_figures(r);
+  const int finished = r->status == RS_OK || r->status == RS_ECHECK;
   int W = f.workers;
   char size[32], a[32];
   cli_human_bytes(f.bytes, size, sizeof size);
@@ -316,26 +341,30 @@ void cli_print_text(const report_t *r) {
     printf("  loop       NCCL's: all %d steps on one slice (a segment of each "
            "chunk), then the next; %zu slices\n",
            2 * (W - 1), res->segs_per_chunk);
-  printf("  transfers  %llu (%llu per worker)\n",
-         (unsigned long long)res->transfers,
-         (unsigned long long)(res->transfers / (uint64_t)W));
+  print_transfers(r, &f);
   range_text(f.sent_min, f.sent_max, "byte", sent, sizeof sent);
   cli_human_bytes((double)f.sent_max, a, sizeof a);
   printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f bytes\n",
          sent, a, f.sent_theory);
   /* With exact inputs the reference is the direct mean itself; otherwise
    * it is the wider-precision sum with a bound per element, slower. */
-  printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
-         "(%s in one thread: %.6f s)\n",
-         f.seconds, f.algbw, f.busbw,
-         res->exact ? "direct mean" : "reference and bounds",
-         (double)res->ref_ns / 1e9);
+  if (finished)
+    printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
+           "(%s in one thread: %.6f s)\n",
+           f.seconds, f.algbw, f.busbw,
+           res->exact ? "direct mean" : "reference and bounds",
+           (double)res->ref_ns / 1e9);
+  else
+    printf("  time       %.6f s wall until the run stopped (no algbw or "
+           "busbw: it did not finish)\n",
+           f.seconds);
   if (cfg->net.enabled && r->status == RS_OK)
     print_sim_line(cfg, res, f.seconds);
   if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
     printf("  trace      %s, run %lld\n", r->trace,
            (long long)rs_run_trace_id(r->run));
-  if (r->status != RS_OK && r->status != RS_ECHECK) {
+  if (!res->checked) {
+    printf("  check      not checked: the run failed\n");
     printf("  status     FAILED: %s\n", rs_run_errmsg(r->run));
     return;
   }
@@ -372,24 +401,34 @@ void cli_print_json(const report_t *r) {
     json_array_append_new(
         sent,
         json_integer((json_int_t)rs_run_worker_stats(r->run, w)->bytes_sent));
+  const int checked = res->checked;
   json_t *params = json_array();
   for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
     const rs_param_t *param = rs_model_param(r->model, p);
     const rs_param_check_t *c = rs_run_param_check(r->run, p);
+    /* A run that did not complete was not checked: its check fields are
+     * null (as the trace stores NULL), not zeros that read as a pass. */
     json_array_append_new(
         params,
-        json_pack("{s:s, s:I, s:I, s:o, s:o, s:f, s:I, s:I}", "name",
+        json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "name",
                   param->name, "elem_offset", (json_int_t)param->elem_offset,
                   "elems", (json_int_t)param->elems, "max_abs_err",
-                  real_or_null(c->max_abs_err), "max_rel_err",
-                  real_or_null(c->max_rel_err), "bound", c->bound, "differing",
-                  (json_int_t)c->differing, "wrong", (json_int_t)c->wrong));
+                  checked ? real_or_null(c->max_abs_err) : json_null(),
+                  "max_rel_err",
+                  checked ? real_or_null(c->max_rel_err) : json_null(), "bound",
+                  checked ? real_or_null(c->bound) : json_null(), "differing",
+                  checked ? json_integer((json_int_t)c->differing)
+                          : json_null(),
+                  "wrong",
+                  checked ? json_integer((json_int_t)c->wrong) : json_null()));
     if (cfg->order_report) {
       json_t *last = json_array_get(params, json_array_size(params) - 1);
       json_object_set_new(last, "order_differing",
-                          json_integer((json_int_t)c->order_differing));
+                          checked ? json_integer((json_int_t)c->order_differing)
+                                  : json_null());
       json_object_set_new(last, "order_max_ulps",
-                          json_integer((json_int_t)c->order_max_ulps));
+                          checked ? json_integer((json_int_t)c->order_max_ulps)
+                                  : json_null());
     }
   }
   json_t *o = json_object();
@@ -413,15 +452,26 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
   json_object_set_new(o, "direct", json_boolean(cfg->direct));
   json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
+  json_object_set_new(o, "transfers_planned",
+                      json_integer((json_int_t)f.planned));
+  json_t *per_worker = json_array();
+  for (int w = 0; w < f.workers; w++)
+    json_array_append_new(per_worker,
+                          json_integer((json_int_t)rs_run_worker_stats(r->run, w)
+                                           ->transfers_sent));
+  json_object_set_new(o, "transfers_sent", per_worker);
   json_object_set_new(o, "bytes_sent", sent);
   json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
-  json_object_set_new(o, "identical", json_boolean(res->identical));
+  json_object_set_new(o, "checked", json_boolean(checked));
+  json_object_set_new(o, "identical",
+                      checked ? json_boolean(res->identical) : json_null());
   json_object_set_new(o, "exact", json_boolean(res->exact));
-  json_object_set_new(o, "max_abs_err", real_or_null(res->max_abs_err));
-  json_object_set_new(o, "bound", real_or_null(res->bound));
+  json_object_set_new(o, "max_abs_err",
+                      checked ? real_or_null(res->max_abs_err) : json_null());
+  json_object_set_new(o, "bound",
+                      checked ? real_or_null(res->bound) : json_null());
   json_object_set_new(o, "worst_ratio",
-                      isfinite(res->worst_ratio) ? json_real(res->worst_ratio)
-                                                 : json_null());
+                      checked ? real_or_null(res->worst_ratio) : json_null());
   json_object_set_new(o, "param_checks", params);
   json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
   if (cfg->net.enabled) {
@@ -430,8 +480,11 @@ void cli_print_json(const report_t *r) {
                         json_integer((json_int_t)res->predicted_ns));
   }
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
-  json_object_set_new(o, "algbw_gbs", json_real(f.algbw));
-  json_object_set_new(o, "busbw_gbs", json_real(f.busbw));
+  const int finished = r->status == RS_OK || r->status == RS_ECHECK;
+  json_object_set_new(o, "algbw_gbs",
+                      finished ? json_real(f.algbw) : json_null());
+  json_object_set_new(o, "busbw_gbs",
+                      finished ? json_real(f.busbw) : json_null());
   int traced =
       r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run);
   json_object_set_new(o, "trace", traced ? json_string(r->trace) : json_null());
