@@ -77,11 +77,13 @@ static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
 
 #define FILL_BLOCK 4096 /* even: see fill_block */
 
-static void fill_param(unsigned char *buf, rs_dtype_t dtype,
+static void fill_param(rs_run_t *run, unsigned char *buf, rs_dtype_t dtype,
                        const rs_param_t *param, rs_init_t init, uint64_t key,
                        int exact_k) {
   double values[FILL_BLOCK];
   for (size_t first = 0; first < param->elems; first += FILL_BLOCK) {
+    if (first % (64 * FILL_BLOCK) == 0 && rs__run_stopped(run))
+      return; /* interrupted: rs_run_fill says so */
     size_t len =
         param->elems - first < FILL_BLOCK ? param->elems - first : FILL_BLOCK;
     fill_block(values, first, len, init, key, exact_k);
@@ -104,8 +106,8 @@ static void *fill_workers(void *arg) {
     for (size_t p = 0; p < rs_model_param_count(model); p++) {
       const rs_param_t *param = rs_model_param(model, p);
       uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
-      fill_param(job->run->bufs[w], job->run->dtype, param, job->init, key,
-                 job->exact_k);
+      fill_param(job->run, job->run->bufs[w], job->run->dtype, param,
+                 job->init, key, job->exact_k);
     }
   return NULL;
 }
@@ -141,6 +143,8 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   for (int t = 1; t < threads; t++)
     if (created[t])
       RS_PTHREAD_CHECK(pthread_join(tids[t], NULL));
+  if (rs__run_stopped(run))
+    return run->result.status;
   run->init = init;
   run->filled = 1;
   return RS_OK;
@@ -163,9 +167,8 @@ int rs_run_fill_inline(rs_run_t *run) {
   return RS_OK;
 }
 
-/* Replace each "{r}" in pattern with worker. */
-static int expand_pattern(const char *pattern, int worker, char *out,
-                          size_t out_size) {
+int rs_grads_path(const char *pattern, int worker, char *out,
+                  size_t out_size) {
   size_t len = 0;
   char rank[16];
   int rank_len = snprintf(rank, sizeof rank, "%d", worker);
@@ -195,7 +198,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
   for (int w = 0; w < run->config.workers; w++) {
     char path[4096];
     char err[RS_ERRMSG_MAX];
-    if (expand_pattern(pattern, w, path, sizeof path))
+    if (rs_grads_path(pattern, w, path, sizeof path))
       return rs__run_fail(run, RS_EINVAL, "--grads %.200s: path too long",
                           pattern);
     int rc = rs_safetensors_read(path, run->model, run->bufs[w], err);

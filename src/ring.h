@@ -80,6 +80,7 @@ typedef struct rs_worker {
  * RS_EABORTED (another worker did), or RS_RING_CRASHED if an injected crash
  * stopped it. */
 #define RS_RING_CRASHED 1
+#define RS_RING_NOT_STARTED 2 /* rc before the worker ran (the run stopped) */
 int rs_ring_run(rs_worker_t *w);
 
 /* Segment seg of segs near-equal segments of chunk chunk. */

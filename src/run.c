@@ -211,6 +211,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
     w->run = run;
+    w->rc = RS_RING_NOT_STARTED;
     w->rank = r;
     w->workers = W;
     w->buf = run->bufs[r];
@@ -300,6 +301,8 @@ const char *rs__worker_state_name(int rc) {
   switch (rc) {
   case RS_OK:
     return "done";
+  case RS_RING_NOT_STARTED:
+    return "not_started";
   case RS_RING_CRASHED:
     return "crashed";
   case RS_ETIMEDOUT:
@@ -337,7 +340,9 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
   int stopped = w->rc != RS_OK && w->rc != RS_RING_CRASHED;
   int stalled = stopped && w->progress.activity == RS_ACT_STALLED;
   out->state = stalled ? "stalled" : rs__worker_state_name(w->rc);
-  out->phase = W > 1 ? rs_phase_name(w->progress.phase) : NULL;
+  out->phase = W > 1 && w->rc != RS_RING_NOT_STARTED
+                   ? rs_phase_name(w->progress.phase)
+                   : NULL;
   out->step = w->progress.step;
   out->chunk = w->progress.chunk;
   out->waiting = NULL;
@@ -646,6 +651,11 @@ static int run_threads(rs_run_t *run) {
   free(threads);
   free(args);
   return run->result.status;
+}
+
+void rs_run_interrupt(rs_run_t *run, const char *signal_name) {
+  rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
+  abort_all(run);
 }
 
 int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,

@@ -64,6 +64,13 @@ static inline int rs__exact_k(rs_dtype_t dtype, int workers) {
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Has the run been stopped (rs_run_interrupt, or a fault)? For the long
+ * loops before the ring (generating, the reference) to give up early; the
+ * run's status says why. */
+static inline int rs__run_stopped(rs_run_t *run) {
+  return atomic_load_explicit(&run->abort_flag, memory_order_relaxed);
+}
+
 /* The worker table's state name for what rs_ring_run returned. */
 const char *rs__worker_state_name(int rc);
 

@@ -55,12 +55,28 @@ static int read_elems(FILE *f, rs_dtype_t dtype, void *data, size_t n) {
 
 /* Write n values (double for f64, float32 otherwise) as dtype (they are
  * representable in it). */
-static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n) {
-  if (dtype == RS_DTYPE_F32 || dtype == RS_DTYPE_F64)
-    return fwrite(data, rs_dtype_size(dtype), n, f) == n ? 0 : -1;
+/* Write n elements of data in blocks, stopping (1) when *cancel is set;
+ * -1 on a write error. */
+static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n,
+                       const atomic_int *cancel) {
+  const size_t block = 1 << 20; /* elements between looks at *cancel */
+  if (dtype == RS_DTYPE_F32 || dtype == RS_DTYPE_F64) {
+    const size_t size = rs_dtype_size(dtype);
+    for (size_t done = 0; done < n;) {
+      if (cancel && atomic_load(cancel))
+        return 1;
+      size_t k = n - done < block ? n - done : block;
+      if (fwrite((const char *)data + done * size, size, k, f) != k)
+        return -1;
+      done += k;
+    }
+    return 0;
+  }
   const float *in = data;
   uint16_t buf[1024];
   for (size_t done = 0; done < n;) {
+    if (done % block == 0 && cancel && atomic_load(cancel))
+      return 1;
     size_t k = n - done < 1024 ? n - done : 1024;
     for (size_t i = 0; i < k; i++)
       buf[i] = dtype == RS_DTYPE_F16 ? rs_f32_to_f16(in[done + i])
@@ -233,6 +249,12 @@ static json_t *make_header(const rs_model_t *model) {
 
 int rs_safetensors_write(const char *path, const rs_model_t *model,
                          const void *data, char *errmsg) {
+  return rs_safetensors_write_cancellable(path, model, data, NULL, errmsg);
+}
+
+int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
+                                     const void *data, const atomic_int *cancel,
+                                     char *errmsg) {
   json_t *header = make_header(model);
   char *text = header ? json_dumps(header, JSON_COMPACT) : NULL;
   json_decref(header);
@@ -265,15 +287,22 @@ int rs_safetensors_write(const char *path, const rs_model_t *model,
       f && fwrite(len_bytes, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
   for (size_t i = len; ok && i < padded; i++)
     ok = fputc(' ', f) != EOF;
-  ok = ok && write_elems(f, rs_model_dtype(model), data, elems) == 0;
+  int written = ok ? write_elems(f, rs_model_dtype(model), data, elems, cancel)
+                   : -1;
   int saved_errno = errno;
+  ok = written == 0;
   if (f ? fclose(f) != 0 : close(fd) != 0)
     ok = 0;
-  if (ok && rename(tmp, path) != 0) {
+  int cancelled = written == 1 || (cancel && atomic_load(cancel));
+  if (ok && !cancelled && rename(tmp, path) != 0) {
     saved_errno = errno;
     ok = 0;
   }
-  if (!ok) {
+  if (cancelled) {
+    unlink(tmp);
+    rc = rs__err(errmsg, RS_EINTERRUPTED, "%s: not written: interrupted",
+                 path);
+  } else if (!ok) {
     unlink(tmp);
     rc = rs__err(errmsg, RS_EIO, "%s: cannot write: %s", path,
                  strerror(saved_errno));

@@ -523,9 +523,10 @@ static int write_totals(rs_run_t *run) {
   const double bytes = (double)run->elems * (double)run->elem_size;
   double seconds = (double)res->wall_ns / 1e9;
   double algbw = seconds > 0 ? bytes / seconds / 1e9 : 0;
-  const char *status = res->status == RS_OK       ? "ok"
-                       : res->status == RS_ECHECK ? "check_failed"
-                                                  : "failed";
+  const char *status = res->status == RS_OK             ? "ok"
+                       : res->status == RS_ECHECK       ? "check_failed"
+                       : res->status == RS_EINTERRUPTED ? "interrupted"
+                                                        : "failed";
   int rc = exec_bound(
       db,
       "UPDATE run SET status = ?, error = ?, transfers = ?, wall_ns = ?, "

@@ -125,6 +125,41 @@ static void test_failed_write_leaves_nothing(void **state) {
   rs_model_free(m);
 }
 
+/* safetensors-2b: a write cancelled (a signal arrived) leaves nothing: no
+ * file at the path, no temporary file beside it, and an existing file
+ * there untouched. */
+static void test_cancelled_write_leaves_nothing(void **state) {
+  (void)state;
+  rs_model_t *m = model();
+  char dir[128], path[256], err[RS_ERRMSG_MAX];
+  temp_path(dir, sizeof dir, "cancel");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(path, sizeof path, "%s/out.safetensors", dir);
+  const float data[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  atomic_int cancel;
+  atomic_init(&cancel, 1);
+  assert_int_equal(
+      rs_safetensors_write_cancellable(path, m, data, &cancel, err),
+      RS_EINTERRUPTED);
+  assert_non_null(strstr(err, "interrupted"));
+  assert_int_equal(access(path, F_OK), -1);
+  FILE *f = fopen(path, "w"); /* an earlier output, kept */
+  fputs("earlier", f);
+  fclose(f);
+  assert_int_equal(
+      rs_safetensors_write_cancellable(path, m, data, &cancel, err),
+      RS_EINTERRUPTED);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 7);
+  atomic_store(&cancel, 0);
+  assert_int_equal(
+      rs_safetensors_write_cancellable(path, m, data, &cancel, err), RS_OK);
+  unlink(path);
+  assert_int_equal(rmdir(dir), 0); /* fails if a temporary file is left */
+  rs_model_free(m);
+}
+
 typedef struct bad_file {
   const char *id;
   uint64_t header_len; /* 0: strlen(header) */
@@ -207,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_f64_round_trip),
       cmocka_unit_test(test_failed_write_leaves_nothing),
+      cmocka_unit_test(test_cancelled_write_leaves_nothing),
       cmocka_unit_test(test_bad_files_are_refused),
   };
   return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #ifndef RINGSIM_RINGSIM_H
 #define RINGSIM_RINGSIM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +44,8 @@ extern "C" {
   X(EPROTO, -7, "a message arrived out of sequence")                           \
   X(ECHECK, -8, "the result check failed")                                     \
   X(ESYS, -9, "system call failed")                                            \
-  X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")
+  X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")         \
+  X(EINTERRUPTED, -11, "interrupted by a signal")
 
 enum {
 #define RS_ERR_ENUM(name, value, msg) RS_##name = value,
@@ -157,6 +159,12 @@ int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
  * nothing is left at path. */
 int rs_safetensors_write(const char *path, const rs_model_t *model,
                          const void *data, char *errmsg);
+/* The same, giving up as soon as *cancel (if not NULL) is non-zero, as a
+ * signal-handling thread sets it: then nothing is left at path or beside
+ * it (the temporary file is removed), and RS_EINTERRUPTED is returned. */
+int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
+                                     const void *data, const atomic_int *cancel,
+                                     char *errmsg);
 
 /* ---- trace ----------------------------------------------------------------
  */
@@ -353,6 +361,9 @@ void *rs_run_buffer(rs_run_t *run, int worker);
 int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed);
 int rs_run_fill_inline(rs_run_t *run);
 int rs_run_load_grads(rs_run_t *run, const char *pattern);
+/* Worker's file under a --grads pattern: each "{r}" replaced by worker.
+ * RS_EINVAL if it does not fit in out_size bytes. */
+int rs_grads_path(const char *pattern, int worker, char *out, size_t out_size);
 
 /* Record this run into trace (which must outlive the run): every transfer,
  * the totals and the outcome. config_json (may be NULL) is stored as the
@@ -363,6 +374,13 @@ int64_t rs_run_trace_id(const rs_run_t *run);
 /* NULL, or the message of a failure to write the run's trace rows after the
  * run (the run's own result stands; its rows were rolled back). */
 const char *rs_run_trace_error(const rs_run_t *run);
+
+/* Stop the run from another thread (a signal's: SIGINT or SIGTERM, named in
+ * the error as signal_name): its workers stop at once, wherever they wait
+ * or stall, and rs_run_execute returns RS_EINTERRUPTED; the trace records
+ * the run as "interrupted". Safe to call at any time between rs_run_create
+ * and rs_run_free, from any thread, more than once. */
+void rs_run_interrupt(rs_run_t *run, const char *signal_name);
 
 /* Compute the reference from the buffers, run the collective on W threads,
  * then (for an all-reduce) check the result. Returns RS_OK when the run
@@ -435,7 +453,8 @@ typedef struct rs_result {
 typedef struct rs_worker_state {
   const char *state;   /* done, crashed, stalled (stopped in an injected
                           stall), timed_out, aborted, bad_message,
-                          damaged_message or failed */
+                          damaged_message, not_started (the run stopped
+                          before its ring began) or failed */
   const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
   int step;            /* within the phase */
   int chunk;           /* the chunk it was sending or receiving */

@@ -1,7 +1,9 @@
 /* main.c - the ringsim command: parse the command line, run, report.
  *
- * Exit codes: 0 all good; 1 the check failed; 2 bad usage or bad input;
- * 3 the run failed (timeout, abort).
+ * Exit codes: 0 all good; 1 the check failed; 2 bad usage or bad input
+ * (refused before anything runs); 3 the run failed (timeout, abort, or
+ * anything else once it started); 128 + the signal (130, 143) when SIGINT
+ * or SIGTERM stopped it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,9 +11,13 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -81,8 +87,10 @@ static const char usage_text[] =
     "  -h, --help              this help\n"
     "  -V, --version           the version\n"
     "\n"
-    "exit status: 0 all good; 1 the check failed; 2 bad usage or bad input;\n"
-    "3 the run failed (a worker timed out, or the run was aborted)\n";
+    "exit status: 0 all good; 1 the check failed; 2 bad usage or bad input\n"
+    "(refused before anything runs); 3 the run failed (a worker timed out, the\n"
+    "run was aborted, or its output could not be written); 130 or 143 when\n"
+    "SIGINT or SIGTERM stopped it\n";
 
 int cli_usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "ringsim: ");
@@ -146,6 +154,154 @@ static int dir_writable(const char *path) {
   if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy)
     return 0;
   return access(dirname(copy), W_OK) == 0;
+}
+
+/* Do paths a and b name one file? By device and inode when both exist (a
+ * link, "./x" and "x" alike); else by the directory's device and inode and
+ * the last name, as the file about to be created would be. */
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  int has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+  if (has_a && has_b)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (has_a || has_b)
+    return 0; /* one exists, the other does not */
+  char da[PATH_MAX], db[PATH_MAX], na[PATH_MAX], nb[PATH_MAX];
+  if (snprintf(da, sizeof da, "%s", a) >= (int)sizeof da ||
+      snprintf(db, sizeof db, "%s", b) >= (int)sizeof db)
+    return 0;
+  snprintf(na, sizeof na, "%s", basename(da));
+  snprintf(nb, sizeof nb, "%s", basename(db));
+  snprintf(da, sizeof da, "%s", a);
+  snprintf(db, sizeof db, "%s", b);
+  return strcmp(na, nb) == 0 && stat(dirname(da), &sa) == 0 &&
+         stat(dirname(db), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+/* Refuse, before anything runs, an --out that cannot be written or that
+ * would overwrite an input or the trace: a directory, a device, the model,
+ * a grads file, the trace or its -wal and -shm files. Returns -1 to go on,
+ * or EXIT_USAGE having said why. */
+static int check_out(const options_t *o, int workers) {
+  if (!o->out)
+    return -1;
+  struct stat st;
+  if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode))
+    return cli_usage_error("--out '%s': is a directory", o->out);
+  if (stat(o->out, &st) == 0 && !S_ISREG(st.st_mode))
+    return cli_usage_error("--out '%s': not a regular file", o->out);
+  if (!dir_writable(o->out))
+    return cli_usage_error("--out '%s': cannot create a file there", o->out);
+  char msg[3 * PATH_MAX];
+  if (same_file(o->out, o->params)) {
+    snprintf(msg, sizeof msg, "--out '%s' is the model file (--params '%s')",
+             o->out, o->params);
+    return cli_usage_error("%s: refusing to overwrite it", msg);
+  }
+  if (o->trace) {
+    static const char *const sides[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+      char side[PATH_MAX];
+      if (snprintf(side, sizeof side, "%s%s", o->trace, sides[i]) >=
+          (int)sizeof side)
+        continue;
+      if (same_file(o->out, side)) {
+        snprintf(msg, sizeof msg, "--out '%s' is the trace%s (--trace '%s')",
+                 o->out,
+                 i == 0   ? ""
+                 : i == 1 ? "'s write-ahead log"
+                          : "'s shared-memory index",
+                 o->trace);
+        return cli_usage_error("%s: refusing to overwrite it", msg);
+      }
+    }
+  }
+  for (int r = 0; o->grads && r < workers; r++) {
+    char path[PATH_MAX];
+    if (rs_grads_path(o->grads, r, path, sizeof path) == RS_OK &&
+        same_file(o->out, path)) {
+      snprintf(msg, sizeof msg,
+               "--out '%s' is worker %d's grads file (--grads '%s')", o->out, r,
+               o->grads);
+      return cli_usage_error("%s: refusing to overwrite it", msg);
+    }
+  }
+  return -1;
+}
+
+/* ---- signals -------------------------------------------------------------
+ * SIGINT and SIGTERM are blocked in every thread and taken by one thread
+ * with sigwait, which can then do what a signal handler may not: stop the
+ * run (rs_run_interrupt locks mutexes). The main thread looks at signo
+ * between its stages and hands it to the --out writer, which gives up and
+ * removes its temporary file. A second signal ends the process at once. */
+/* A pthread call that cannot fail unless the program is broken. */
+#define PTHREAD_CHECK(call)                                                    \
+  do {                                                                         \
+    int pthread_rc = (call);                                                   \
+    if (pthread_rc != 0) {                                                     \
+      fprintf(stderr, "ringsim: %s failed (%d)\n", #call, pthread_rc);         \
+      abort();                                                                 \
+    }                                                                          \
+  } while (0)
+
+typedef struct sig_watch {
+  pthread_t thread;
+  int started;
+  sigset_t set;
+  atomic_int signo; /* the first signal taken, or 0 */
+  pthread_mutex_t mu;
+  rs_run_t *run; /* the run to stop, while there is one; guarded by mu */
+} sig_watch_t;
+
+static const char *signal_name(int signo) {
+  return signo == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+static void *watch_signals(void *arg) {
+  sig_watch_t *s = arg;
+  int signo;
+  if (sigwait(&s->set, &signo) != 0)
+    return NULL;
+  atomic_store(&s->signo, signo);
+  PTHREAD_CHECK(pthread_mutex_lock(&s->mu));
+  if (s->run)
+    rs_run_interrupt(s->run, signal_name(signo));
+  PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
+  if (sigwait(&s->set, &signo) == 0) {
+    static const char msg[] = "ringsim: a second signal: stopping at once\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(128 + signo);
+  }
+  return NULL;
+}
+
+static void watch_start(sig_watch_t *s) {
+  sigemptyset(&s->set);
+  sigaddset(&s->set, SIGINT);
+  sigaddset(&s->set, SIGTERM);
+  atomic_init(&s->signo, 0);
+  PTHREAD_CHECK(pthread_mutex_init(&s->mu, NULL));
+  PTHREAD_CHECK(pthread_sigmask(SIG_BLOCK, &s->set, NULL));
+  s->started = pthread_create(&s->thread, NULL, watch_signals, s) == 0;
+}
+
+static void watch_run(sig_watch_t *s, rs_run_t *run) {
+  PTHREAD_CHECK(pthread_mutex_lock(&s->mu));
+  s->run = run;
+  if (run && atomic_load(&s->signo)) /* it came before the run existed */
+    rs_run_interrupt(run, signal_name(atomic_load(&s->signo)));
+  PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
+}
+
+static void watch_stop(sig_watch_t *s) {
+  if (s->started) {
+    pthread_cancel(s->thread); /* sigwait is a cancellation point */
+    PTHREAD_CHECK(pthread_join(s->thread, NULL));
+  }
+  PTHREAD_CHECK(pthread_mutex_destroy(&s->mu));
 }
 
 /* KIND:key=value,... with keys worker, step (default 0) and ms (stall). */
@@ -448,8 +604,6 @@ static int parse_args(int argc, char **argv, options_t *o) {
     return cli_usage_error("%s",
                            "--init and --seed generate grads; they cannot "
                            "be used with --grads");
-  if (o->out && !dir_writable(o->out))
-    return cli_usage_error("--out '%s': cannot create a file there", o->out);
   return -1;
 }
 
@@ -473,64 +627,49 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   return text;
 }
 
-int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "bench") == 0)
-    return cli_bench(argc - 1, argv + 1);
-  options_t opt = {0};
-  int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
-  opt.model_only = model_only;
-  int rc = parse_args(argc - model_only, argv + model_only, &opt);
-  if (rc >= 0)
-    return rc;
-
+/* The run's part of main: from the loaded model to the report. */
+static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
+                    int argc, char **argv) {
   char err[RS_ERRMSG_MAX];
-  rs_model_t *model = NULL;
   rs_run_t *run = NULL;
   rs_trace_t *trace = NULL;
-  if (rs_model_load(opt.params, &model, err)) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    return EXIT_USAGE;
-  }
-  if (opt.model_only) {
-    rc = cli_run_model(&opt, model);
-    goto done;
-  }
+  int rc;
   int inline_workers = rs_model_inline_workers(model);
-  int use_inline = inline_workers > 0 && !opt.grads;
-  if (!opt.workers_given && use_inline)
-    opt.config.workers = inline_workers;
-  if (use_inline && (opt.init_given || opt.seed_given)) {
+  int use_inline = inline_workers > 0 && !opt->grads;
+  if (!opt->workers_given && use_inline)
+    opt->config.workers = inline_workers;
+  if (use_inline && (opt->init_given || opt->seed_given)) {
     fprintf(stderr,
             "ringsim: %s: the model gives inline grads; --init and "
             "--seed only apply to generated grads\n",
-            opt.params);
-    rc = EXIT_USAGE;
-    goto done;
+            opt->params);
+    return EXIT_USAGE;
   }
-  if (use_inline && inline_workers != opt.config.workers) {
+  if (use_inline && inline_workers != opt->config.workers) {
     fprintf(stderr, "ringsim: %s: grads has %d entries but --workers is %d\n",
-            opt.params, inline_workers, opt.config.workers);
-    rc = EXIT_USAGE;
-    goto done;
+            opt->params, inline_workers, opt->config.workers);
+    return EXIT_USAGE;
   }
-  if (rs_run_create(&opt.config, model, &run, err)) {
+  if ((rc = check_out(opt, opt->config.workers)) >= 0)
+    return rc;
+  if (rs_run_create(&opt->config, model, &run, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_USAGE;
-    goto done;
+    return EXIT_USAGE;
   }
-  if (opt.explain && rs_explain(stdout, run, err) != RS_OK) {
+  watch_run(watch, run);
+  if (opt->explain && rs_explain(stdout, run, err) != RS_OK) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
     goto done;
   }
 
-  if (opt.trace) {
-    if (rs_trace_open(opt.trace, &trace, err)) {
+  if (opt->trace) {
+    if (rs_trace_open(opt->trace, &trace, err)) {
       fprintf(stderr, "ringsim: %s\n", err);
       rc = EXIT_USAGE;
       goto done;
     }
-    char *config = config_json(&opt, argc, argv);
+    char *config = config_json(opt, argc, argv);
     int set = rs_run_set_trace(run, trace, config);
     free(config);
     if (set) {
@@ -542,16 +681,16 @@ int main(int argc, char **argv) {
 
   char source[RS_ERRMSG_MAX];
   int status;
-  if (opt.grads) {
-    status = rs_run_load_grads(run, opt.grads);
-    snprintf(source, sizeof source, "read from %s", opt.grads);
+  if (opt->grads) {
+    status = rs_run_load_grads(run, opt->grads);
+    snprintf(source, sizeof source, "read from %s", opt->grads);
   } else if (use_inline) {
     status = rs_run_fill_inline(run);
-    snprintf(source, sizeof source, "inline in %s", opt.params);
+    snprintf(source, sizeof source, "inline in %s", opt->params);
   } else {
-    status = rs_run_fill(run, opt.init, opt.seed);
+    status = rs_run_fill(run, opt->init, opt->seed);
     snprintf(source, sizeof source, "generated: %s, seed %llu",
-             cli_init_name(opt.init), (unsigned long long)opt.seed);
+             cli_init_name(opt->init), (unsigned long long)opt->seed);
   }
   if (status == RS_OK)
     status = rs_run_execute(run);
@@ -561,8 +700,8 @@ int main(int argc, char **argv) {
     rc = EXIT_USAGE;
     goto done;
   }
-  report_t report = {&opt, model, run, source, status, opt.trace};
-  if (opt.json)
+  report_t report = {opt, model, run, source, status, opt->trace};
+  if (opt->json)
     cli_print_json(&report);
   else
     cli_print_text(&report);
@@ -577,14 +716,50 @@ int main(int argc, char **argv) {
     if (rc == 0)
       rc = EXIT_RUN;
   }
-  if (rc == 0 && opt.out &&
-      rs_safetensors_write(opt.out, model, rs_run_buffer(run, 0), err)) {
+  /* The run has happened: a failure to write its output is a failed run. */
+  if (rc == 0 && opt->out &&
+      rs_safetensors_write_cancellable(opt->out, model, rs_run_buffer(run, 0),
+                                       &watch->signo, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_USAGE;
+    rc = EXIT_RUN;
   }
 done:
+  watch_run(watch, NULL);
   rs_run_free(run);
   rs_trace_close(trace);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return cli_bench(argc - 1, argv + 1);
+  options_t opt = {0};
+  int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
+  opt.model_only = model_only;
+  int rc = parse_args(argc - model_only, argv + model_only, &opt);
+  if (rc >= 0)
+    return rc;
+
+  sig_watch_t watch;
+  watch_start(&watch);
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *model = NULL;
+  if (rs_model_load(opt.params, &model, err)) {
+    fprintf(stderr, "ringsim: %s\n", err);
+    rc = EXIT_USAGE;
+  } else if (opt.model_only) {
+    rc = cli_run_model(&opt, model);
+  } else {
+    rc = run_main(&opt, model, &watch, argc, argv);
+  }
   rs_model_free(model);
+  int signo = atomic_load(&watch.signo);
+  watch_stop(&watch);
+  if (signo) {
+    /* Said already if it stopped the run (the run's error). */
+    if (rc != EXIT_RUN)
+      fprintf(stderr, "ringsim: interrupted by %s\n", signal_name(signo));
+    rc = 128 + signo;
+  }
   return rc;
 }

@@ -100,8 +100,9 @@ void cli_print_watchdog(rs_run_t *run) {
   for (int w = 0; w < W && w < WATCHDOG_LINES; w++) {
     rs_worker_state_t s;
     rs_run_worker_state(run, w, &s);
-    fprintf(stderr, "  worker %-4d %-15s %s step %d", w, s.state,
-            s.phase ? s.phase : "-", s.step);
+    fprintf(stderr, "  worker %-4d %-15s", w, s.state);
+    if (s.phase)
+      fprintf(stderr, " %s step %d", s.phase, s.step);
     int sending = s.waiting && strcmp(s.waiting, "send") == 0;
     int blocked =
         strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
@@ -156,9 +157,10 @@ int cli_exit_code(int status) {
 }
 
 static const char *status_name(int status) {
-  return status == RS_OK       ? "ok"
-         : status == RS_ECHECK ? "check_failed"
-                               : "failed";
+  return status == RS_OK             ? "ok"
+         : status == RS_ECHECK       ? "check_failed"
+         : status == RS_EINTERRUPTED ? "interrupted"
+                                     : "failed";
 }
 
 /* The figures every report shows, derived once. */

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Reliability end to end: outputs that would overwrite an input or the
+trace are refused before anything runs; a failure after the run started is
+exit 3; SIGINT and SIGTERM stop a run cleanly (no temporary file left, the
+trace says "interrupted", exit 130 and 143).
+
+    test_reliability.py RINGSIM EXAMPLES_DIR [Reliability.test_name ...]
+"""
+import hashlib
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+RINGSIM = EXAMPLES = None
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Reliability(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.model = os.path.join(EXAMPLES, "mlp.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def ringsim(self, *args, **kw):
+        p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
+                           timeout=300, cwd=self.dir, **kw)
+        return p.returncode, p.stdout, p.stderr
+
+    def runs(self, db):
+        con = sqlite3.connect(db)
+        try:
+            return con.execute("SELECT run_id, status, error FROM run ORDER BY run_id").fetchall()
+        finally:
+            con.close()
+
+    def assert_refused(self, args, message, keep):
+        """Exit 2, one line naming the problem, and every file in keep
+        byte for byte as it was."""
+        before = {p: digest(p) for p in keep}
+        listing = sorted(os.listdir(self.dir))
+        rc, out, err = self.ringsim(*args)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out, "")
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn(message, err)
+        for p, d in before.items():
+            self.assertEqual(digest(p), d, f"{p} changed")
+        self.assertEqual(sorted(os.listdir(self.dir)), listing, "a file appeared")
+
+    # reliability-1: --out naming the trace (or its -wal/-shm), the model or
+    # a grads input, by any path to the same file, is refused before the
+    # run: a trace with earlier runs keeps them.
+    def test_out_collisions(self):
+        db = self.path("same.db")
+        for _ in range(2):
+            rc, _, err = self.ringsim("-w", "4", "-p", self.model, "--trace", db)
+            self.assertEqual(rc, 0, err)
+        os.symlink(db, self.path("link.db"))
+        for out in (db, "same.db", "./same.db", self.path("link.db")):
+            self.assert_refused(["-w", "4", "-p", self.model, "--trace", "same.db", "--out", out],
+                                "is the trace (--trace 'same.db'): refusing to overwrite it", [db])
+        # the write-ahead log and index, whether or not they exist now
+        for side, what in (("-wal", "write-ahead log"), ("-shm", "shared-memory index")):
+            self.assert_refused(["-w", "4", "-p", self.model, "--trace", "same.db", "--out",
+                                 "./same.db" + side], f"is the trace's {what}", [db])
+        self.assertEqual([s for _, s, _ in self.runs(db)], ["ok", "ok"])
+        model = self.path("m.json")
+        with open(self.model) as src, open(model, "w") as dst:
+            dst.write(src.read())
+        self.assert_refused(["-w", "4", "-p", model, "--no-trace", "--out", "./m.json"],
+                            "is the model file (--params", [model])
+        # a grads input: worker 1's file under the pattern
+        rc, _, err = self.ringsim("-w", "2", "-p", model, "--no-trace", "--out", "g0.st")
+        self.assertEqual(rc, 0, err)
+        with open(self.path("g0.st"), "rb") as src, open(self.path("g1.st"), "wb") as dst:
+            dst.write(src.read())
+        os.link(self.path("g1.st"), self.path("alias.st"))  # another name, same inode
+        self.assert_refused(["-w", "2", "-p", model, "--no-trace", "--grads", "g{r}.st",
+                             "--out", self.path("alias.st")],
+                            "is worker 1's grads file (--grads 'g{r}.st')",
+                            [self.path("g0.st"), self.path("g1.st")])
+        # two different files are fine
+        rc, _, err = self.ringsim("-w", "2", "-p", model, "--no-trace", "--grads", "g{r}.st",
+                                  "--out", "avg.st")
+        self.assertEqual(rc, 0, err)
+
+    # reliability-2: an --out that cannot be written is refused before the
+    # run: nothing is recorded in the trace.
+    def test_out_checked_before_run(self):
+        os.mkdir(self.path("adir"))
+        db = self.path("t.db")
+        self.assert_refused(["-w", "4", "-p", self.model, "--trace", db, "--out", "adir"],
+                            "--out 'adir': is a directory", [])
+        self.assert_refused(["-w", "4", "-p", self.model, "--trace", db, "--out", "/dev/null"],
+                            "--out '/dev/null': not a regular file", [])
+        self.assert_refused(["-w", "4", "-p", self.model, "--trace", db, "--out",
+                             "nodir/out.st"], "--out 'nodir/out.st': cannot create a file there",
+                            [])
+        self.assertFalse(os.path.exists(db))
+
+    # reliability-3: a failure after the run started is exit 3, with the
+    # reason: here the output cannot be written (the file size limit
+    # stands in for a full disk), and nothing is left behind.
+    def test_out_failure_after_run_is_exit_3(self):
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+
+        model = os.path.join(EXAMPLES, "model.json")  # 795 KiB of output
+        rc, out, err = self.ringsim("-w", "4", "-p", model, "--no-trace", "--out", "big.st",
+                                    preexec_fn=limit)
+        self.assertEqual(rc, 3, err)
+        self.assertIn("big.st: cannot write: File too large", err)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def interrupt(self, signo, extra, wait_for):
+        """Start ringsim, send signo once the run has begun (wait_for: a
+        file or an immediate start), return (rc, seconds after the signal,
+        stderr)."""
+        with open(self.path("err.txt"), "w") as err:
+            p = subprocess.Popen([RINGSIM, *extra], cwd=self.dir, stdout=subprocess.DEVNULL,
+                                 stderr=err)
+            deadline = time.monotonic() + 60
+            while not wait_for() and time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.05)
+            self.assertIsNone(p.poll(), "ringsim ended before the signal")
+            p.send_signal(signo)
+            sent = time.monotonic()
+            rc = p.wait(timeout=120)
+            took = time.monotonic() - sent
+        with open(self.path("err.txt")) as f:
+            return rc, took, f.read()
+
+    # reliability-4: SIGINT during a run (a worker in a ten-minute stall)
+    # stops every worker at once: exit 130, the trace records the run as
+    # interrupted, no output or temporary file is left. SIGTERM: 143.
+    def test_signals(self):
+        db = self.path("t.db")
+        rc, _, err = self.ringsim("-w", "4", "-p", self.model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+
+        def running():  # the run row is written just before the ring starts
+            try:
+                return len(self.runs(db)) == 2
+            except sqlite3.Error:
+                return False
+
+        for signo, code, name in ((signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")):
+            rc, took, err = self.interrupt(
+                signo, ["-w", "4", "-p", self.model, "--trace", db, "--out", "out.st",
+                        "--timeout", "1000", "--inject", "stall:worker=1,step=2,ms=600000"],
+                running)
+            self.assertEqual(rc, code, err)
+            self.assertLess(took, 60, "the stall held the run")
+            self.assertIn(f"ringsim: interrupted by {name}\n", err)
+            # the watchdog says where each worker was (stalled, unless the
+            # signal came before worker 1 reached its stall)
+            self.assertIn("ringsim: watchdog: where each worker stopped:", err)
+            runs = self.runs(db)
+            self.assertEqual(runs[0][1], "ok")
+            self.assertEqual(runs[-1][1:], ("interrupted", f"interrupted by {name}"))
+            left = set(os.listdir(self.dir)) - {"err.txt", "t.db", "t.db-wal", "t.db-shm"}
+            self.assertEqual(left, set(), "an output or temporary file was left")
+            os.unlink(db)
+            for side in ("-wal", "-shm"):
+                if os.path.exists(db + side):
+                    os.unlink(db + side)
+            rc, _, err = self.ringsim("-w", "4", "-p", self.model, "--trace", db)
+            self.assertEqual(rc, 0, err)
+        # before the run exists (generating a big model's grads): exit 130,
+        # nothing in the trace for it
+        gpt2 = os.path.join(EXAMPLES, "gpt2_small.json")
+        rc, took, err = self.interrupt(signal.SIGINT, ["-w", "4", "-p", gpt2, "--trace", db,
+                                                       "--out", "out.st"],
+                                       lambda: os.path.exists(db + "-wal"))
+        self.assertEqual(rc, 130, err)
+        self.assertIn("interrupted by SIGINT", err)
+        self.assertFalse(os.path.exists(self.path("out.st")))
+        self.assertEqual([s for _, s, _ in self.runs(db)], ["ok"])
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_reliability.py RINGSIM EXAMPLES_DIR [Reliability.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
