@@ -22,6 +22,9 @@
 static const char usage_text[] =
     "usage: ringsim --params MODEL.json [options]\n"
     "       ringsim bench [options]   (nccl-tests style sweep; bench --help)\n"
+    "       ringsim model --params MODEL.json --workers N --net SPEC [options]\n"
+    "                                 (simulated time of the schedule alone,\n"
+    "                                 up to 16384 workers; model --help)\n"
     "\n"
     "Run a data-parallel gradient all-reduce as a real ring (reduce-scatter,\n"
     "then all-gather) on one thread per simulated worker, check every\n"
@@ -85,9 +88,13 @@ static const char usage_text[] =
     "3 the run failed (a worker timed out, or the run was aborted)\n";
 
 int cli_usage_error(const char *fmt, const char *arg) {
+  /* A subcommand's message starts with its name: point at its own help. */
+  const char *help = strncmp(fmt, "bench: ", 7) == 0   ? "bench "
+                     : strncmp(fmt, "model: ", 7) == 0 ? "model "
+                                                       : "";
   fprintf(stderr, "ringsim: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see ringsim --help)\n");
+  fprintf(stderr, " (see ringsim %s--help)\n", help);
   return EXIT_USAGE;
 }
 
@@ -282,7 +289,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       return cli_usage_error("--%s is given more than once", option_name(opt));
     switch (opt) {
     case 'h':
-      fputs(usage_text, stdout);
+      fputs(o->model_only ? cli_model_usage_text : usage_text, stdout);
       return 0;
     case 'V':
       printf("ringsim %s\n", RS_VERSION);
@@ -295,7 +302,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
                          o->model_only ? MODEL_MAX_WORKERS : RS_MAX_WORKERS,
                          &v))
         return cli_usage_error(o->model_only
-                                   ? "--workers '%s': expected an integer in "
+                                   ? "model: --workers '%s': expected an "
+                                     "integer in "
                                      "1..16384"
                                    : "--workers '%s': expected an integer in "
                                      "1..4096",
@@ -431,6 +439,26 @@ static int parse_args(int argc, char **argv, options_t *o) {
       if (cli_parse_loop(optarg, &o->config.slices))
         return cli_usage_error("--loop '%s': expected steps or slices", optarg);
       break;
+    }
+  }
+  if (o->model_only) {
+    /* `ringsim model` simulates the schedule alone: an option about data,
+     * threads or the trace would be silently ignored, so it is refused. */
+    static const int model_options[] = {'p',       'w',
+                                        OPT_JSON,  OPT_NET,
+                                        OPT_LINK,  OPT_STRAGGLER,
+                                        OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
+                                        OPT_BUCKET_MB};
+    if (o->config.fault_count)
+      seen[OPT_INJECT] = 1;
+    for (const struct option *lo = long_options; lo->name; lo++) {
+      int allowed = 0;
+      for (size_t i = 0; i < sizeof model_options / sizeof *model_options; i++)
+        allowed |= model_options[i] == lo->val;
+      if (!allowed && lo->val < OPT_MAX && seen[lo->val])
+        return cli_usage_error("model: --%s does not apply to the schedule "
+                               "alone",
+                               lo->name);
     }
   }
   if (o->average_given && o->config.op != RS_OP_AVG)

@@ -199,9 +199,10 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
     printf(", %d slower link%s, %d straggler%s", net->link_count,
            net->link_count == 1 ? "" : "s", net->straggler_count,
            net->straggler_count == 1 ? "" : "s");
-  printf("\n  simulated  %.3f us   predicted 2(W-1) k (alpha + beta b) + (W-1) "
-         "k gamma b = %.3f us%s   measured wall %.3f us\n",
-         (double)res->sim_ns / 1e3, (double)res->predicted_ns / 1e3,
+  printf("\n  simulated  %.3f us   predicted %s = %.3f us%s   measured wall "
+         "%.3f us\n",
+         (double)res->sim_ns / 1e3, RS_NETMODEL_FORMULA,
+         (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
          wall_s * 1e6);
 }
