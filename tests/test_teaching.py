@@ -178,6 +178,24 @@ class Teaching(unittest.TestCase):
                 for wrong in ("beta b", "gamma b", "beta the time per byte"):
                     self.assertFalse(wrong in text, f"docs/{name} says {wrong!r}")
 
+    # teach-8: `ringsim model --json` gives counts as JSON integers: bytes is
+    # elements x the dtype's size, as in the threaded run's --json.
+    def test_model_json_integers(self):
+        half = os.path.join(self.tmp.name, "h.json")
+        with open(half, "w") as f:
+            json.dump({"params": [{"name": "g", "shape": [1000, 3], "dtype": "f16"}]}, f)
+        for model, size in ((os.path.join(EXAMPLES, "model.json"), 4), (half, 2)):
+            rc, out, err = run("model", "-p", model, "-w", 3, "--net", NET, "--json")
+            self.assertEqual(rc, 0, err)
+            r = json.loads(out)
+            for key in ("workers", "elems", "bytes", "buckets", "segs_per_chunk", "sim_ns",
+                        "predicted_ns"):
+                self.assertIs(type(r[key]), int, f"{key}: {r[key]!r}")
+            self.assertEqual(r["bytes"], r["elems"] * size)
+            rc, out, err = run("-p", model, "-w", 3, "--net", NET, "--json", "--no-trace")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out)["bytes"], r["bytes"])
+
     # teach-7: the narration's verbs follow the op: max, min and prod never
     # say they sum, and the table's header and the last line say what they do.
     def test_explain_verbs_follow_the_op(self):
