@@ -486,11 +486,16 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   json_t *args = json_array();
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
+  /* avg divides before or after the sum; the other ops have no average */
+  const char *average = o->config.op != RS_OP_AVG ? NULL
+                        : o->config.average_pre  ? "pre"
+                                                 : "post";
   json_t *c = json_pack(
-      "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, s:b, "
-      "s:o}",
+      "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
+      "s:b, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
-      rs_op_name(o->config.op), "grads", o->grads, "out", o->out, "seed",
+      rs_op_name(o->config.op), "average", average, "grads", o->grads, "out",
+      o->out, "seed",
       (json_int_t)o->seed, "init", cli_init_name(o->init), "collective",
       "all_reduce", "segment_bytes", (json_int_t)o->config.segment_bytes,
       "slots", o->config.slots, "timeout_s", o->config.timeout_s, "loop",
