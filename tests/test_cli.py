@@ -211,6 +211,21 @@ class Cli(unittest.TestCase):
         rc, out, err = run("-w", 3, "-p", os.path.join(EXAMPLES, "mlp.json"), "--no-trace")
         self.assertEqual(printed(out, "fc2.bias"), [shortest(np.float32(v)) for v in values])
 
+    # cli-5.3: --json's result values read back as the very values the
+    # workers hold: all 17 digits of an f64 model's doubles.
+    def test_json_values_round_trip(self):
+        model = self.write("d.json", '{"params": [{"name": "w", "shape": [3], "dtype": "f64"}], '
+                                     '"grads": [{"w": [0.1, 1, 1e-300]}, {"w": [0.2, 2, 3e-300]}]}')
+        rc, out, err = run("-p", model, "--op", "sum", "--json", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["result"]["w"], [0.1 + 0.2, 3.0, 1e-300 + 3e-300])
+        model = self.write("f.json", '{"params": [{"name": "w", "shape": [2]}], '
+                                     '"grads": [{"w": [0.1, 1]}, {"w": [0.2, 2]}]}')
+        rc, out, err = run("-p", model, "--op", "sum", "--json", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        got = np.array(json.loads(out)["result"]["w"]).astype(np.float32)
+        self.assertEqual(list(got), list(np.float32([0.1, 1]) + np.float32([0.2, 2])))
+
     # cli-5.2: the report's counts agree with their nouns.
     def test_report_singular_plural(self):
         two = os.path.join(EXAMPLES, "two_workers.json")

@@ -22,7 +22,8 @@
 static const char usage_text[] =
     "usage: ringsim --params MODEL.json [options]\n"
     "       ringsim bench [options]   (nccl-tests style sweep; bench --help)\n"
-    "       ringsim model --params MODEL.json --workers N --net SPEC [options]\n"
+    "       ringsim model --params MODEL.json --workers N --net SPEC "
+    "[options]\n"
     "                                 (simulated time of the schedule alone,\n"
     "                                 up to 16384 workers; model --help)\n"
     "\n"
@@ -444,11 +445,10 @@ static int parse_args(int argc, char **argv, options_t *o) {
   if (o->model_only) {
     /* `ringsim model` simulates the schedule alone: an option about data,
      * threads or the trace would be silently ignored, so it is refused. */
-    static const int model_options[] = {'p',       'w',
-                                        OPT_JSON,  OPT_NET,
-                                        OPT_LINK,  OPT_STRAGGLER,
-                                        OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
-                                        OPT_BUCKET_MB};
+    static const int model_options[] = {
+        'p',          'w',           OPT_JSON,        OPT_NET,
+        OPT_LINK,     OPT_STRAGGLER, OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
+        OPT_BUCKET_MB};
     if (o->config.fault_count)
       seen[OPT_INJECT] = 1;
     for (const struct option *lo = long_options; lo->name; lo++) {
@@ -488,17 +488,17 @@ static char *config_json(const options_t *o, int argc, char **argv) {
     json_array_append_new(args, json_string(argv[i]));
   /* avg divides before or after the sum; the other ops have no average */
   const char *average = o->config.op != RS_OP_AVG ? NULL
-                        : o->config.average_pre  ? "pre"
-                                                 : "post";
+                        : o->config.average_pre   ? "pre"
+                                                  : "post";
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
       "s:b, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
       rs_op_name(o->config.op), "average", average, "grads", o->grads, "out",
-      o->out, "seed",
-      (json_int_t)o->seed, "init", cli_init_name(o->init), "collective",
-      "all_reduce", "segment_bytes", (json_int_t)o->config.segment_bytes,
-      "slots", o->config.slots, "timeout_s", o->config.timeout_s, "loop",
+      o->out, "seed", (json_int_t)o->seed, "init", cli_init_name(o->init),
+      "collective", "all_reduce", "segment_bytes",
+      (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
+      "timeout_s", o->config.timeout_s, "loop",
       o->config.slices ? "slices" : "steps", "direct", o->config.direct, "argv",
       args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;

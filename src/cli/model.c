@@ -75,9 +75,10 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     json_t *o = json_pack(
         "{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
         rs_model_name(model), "workers", W, "elems", (json_int_t)elems, "bytes",
-        (json_int_t)(elems * elem_size), "buckets", (json_int_t)bucket_count, "segs_per_chunk",
-        (json_int_t)segs, "sim_ns", (json_int_t)sim, "predicted_ns",
-        (json_int_t)predicted, "algbw_gbs", algbw, "busbw_gbs", busbw);
+        (json_int_t)(elems * elem_size), "buckets", (json_int_t)bucket_count,
+        "segs_per_chunk", (json_int_t)segs, "sim_ns", (json_int_t)sim,
+        "predicted_ns", (json_int_t)predicted, "algbw_gbs", algbw, "busbw_gbs",
+        busbw);
     json_dumpf(o, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(o);

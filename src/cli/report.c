@@ -95,8 +95,8 @@ static void print_values(const rs_model_t *model, const void *values) {
     const rs_param_t *param = rs_model_param(model, p);
     printf("  %s: [", param->name);
     for (size_t i = 0; i < param->elems; i++) {
-      format_value(value_at(model, values, param->elem_offset + i), dtype,
-                   num, sizeof num);
+      format_value(value_at(model, values, param->elem_offset + i), dtype, num,
+                   sizeof num);
       printf("%s%s", i ? ", " : "", num);
     }
     printf("]\n");
@@ -498,7 +498,11 @@ void cli_print_json(const report_t *r) {
   if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO)
     json_object_set_new(o, "result",
                         values_json(r->model, rs_run_buffer(r->run, 0)));
-  json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+  /* 9 significant digits read back as the same float; a double needs 17 */
+  json_dumpf(o, stdout,
+             JSON_INDENT(2) |
+                 JSON_REAL_PRECISION(
+                     rs_model_dtype(r->model) == RS_DTYPE_F64 ? 17 : 9));
   putchar('\n');
   json_decref(o);
 }
