@@ -21,6 +21,9 @@ order, exactly, except the measured times (wall time, algbw, busbw, the
 reference's time), which are masked on both sides. A doc may leave lines
 out ("..." or an excerpt), never change one.
 
+Commands quoted inline in running text (`ringsim bench -b 8 ...`) are not
+run: only code blocks show commands as commands.
+
 Deliberately long commands are skipped, each by the SKIPPED list below,
 which says why; an entry that no longer matches any command fails the
 test, so the list cannot go stale.

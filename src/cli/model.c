@@ -35,7 +35,7 @@ const char cli_model_usage_text[] =
     "      --json              print the result as one JSON object\n"
     "  -h, --help              this help\n"
     "\n"
-    "exit status: 0 ok; 2 bad usage or bad input\n";
+    "exit status: 0 ok; 2 bad usage or bad input; 3 out of memory\n";
 
 /* `ringsim model`: the schedule's simulated time alone, no threads or
  * data, for rings far larger than the machine. */
