@@ -55,6 +55,36 @@ static const char *fold_phrase(rs_op_t op) {
   }
 }
 
+/* What a cell's set of workers means, per op: "... that chunk sums". */
+static const char *cell_verb(rs_op_t op) {
+  switch (op) {
+  case RS_OP_MIN:
+    return "is the minimum of";
+  case RS_OP_MAX:
+    return "is the maximum of";
+  case RS_OP_PROD:
+    return "is the product of";
+  default:
+    return "sums";
+  }
+}
+
+/* What every worker holds at the end: "every chunk summed over all W". */
+static const char *result_phrase(rs_op_t op) {
+  switch (op) {
+  case RS_OP_MIN:
+    return "as the minimum over";
+  case RS_OP_MAX:
+    return "as the maximum over";
+  case RS_OP_PROD:
+    return "as the product over";
+  case RS_OP_AVG:
+    return "averaged over";
+  default:
+    return "summed over";
+  }
+}
+
 static void print_table(FILE *out, unsigned held[][EXPLAIN_MAX_WORKERS],
                         int W) {
   char cell[32];
@@ -112,8 +142,10 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
       fprintf(out, "%s chunk %d = elements %zu..%zu", c ? "," : "", c, off,
               off + len - 1);
   }
-  fprintf(out, ".\nA cell lists whose gradients that worker's copy of that "
-               "chunk sums.\n\nstart\n");
+  fprintf(out,
+          ".\nA cell lists whose gradients that worker's copy of that "
+          "chunk %s.\n\nstart\n",
+          cell_verb(op));
   for (int r = 0; r < W; r++)
     for (int c = 0; c < W; c++)
       held[r][c] = 1u << r;
@@ -163,9 +195,9 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     }
   }
   fprintf(out,
-          "\nEvery worker now holds every chunk summed over all %d "
+          "\nEvery worker now holds every chunk %s all %d "
           "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
           "its buffer.\n\n",
-          W, 2 * (W - 1), 2 * (W - 1));
+          result_phrase(op), W, 2 * (W - 1), 2 * (W - 1));
   return RS_OK;
 }

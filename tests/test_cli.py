@@ -157,6 +157,88 @@ class Cli(unittest.TestCase):
         line = [l for l in out.splitlines() if l.startswith("  fc2.bias: [")][0]
         self.assertEqual(line.count(",") + 1, 10)
 
+    # cli-5.1: every printed value is the shortest decimal that reads back as
+    # the same value of the model's dtype, in one notation (positional from
+    # 1e-4 to 1e16, scientific outside, as Python's repr): numpy's
+    # shortest-digit formatting is the independent reference.
+    def test_values_shortest_one_format(self):
+        def shortest(x):
+            a = abs(float(x))
+            if a != 0 and (a < 1e-4 or a >= 1e16):
+                return np.format_float_scientific(x, unique=True, trim="-", exp_digits=2)
+            return np.format_float_positional(x, unique=True, trim="-")
+
+        def printed(out, name):
+            line = [l for l in out.splitlines() if l.startswith(f"  {name}: [")][0]
+            return line[len(name) + 5:-1].split(", ")
+
+        w0 = [-4, -8, -2, 0.5, 1e-5, 3e20, 0.1, 123456, 1, 0, 7e-5, 1e15]
+        w1 = [7, 10, 81, 0.5, 1, 1, 1, 1000, 1 / 3, -1, 1, 100]
+        cases = [("f32", np.float32, "prod"), ("f64", np.float64, "prod"),
+                 ("f16", np.float16, "max"), ("bf16", None, "min")]
+        for dtype, np_type, op in cases:
+            with self.subTest(dtype=dtype):
+                # the half types' range ends near 65504 and 3.4e38
+                x0, x1 = ([min(x, 6e4) for x in w] if dtype in ("f16", "bf16") else w
+                          for w in (w0, w1))
+                model = self.write(f"{dtype}.json", json.dumps(
+                    {"params": [{"name": "a", "shape": [len(w0)], "dtype": dtype}],
+                     "grads": [{"a": x0}, {"a": x1}]}))
+                rc, out, err = run("-p", model, "--op", op, "--no-trace")
+                self.assertIn(rc, (0, 1), err)  # prod's check may flag underflow
+                got = printed(out, "a")
+                self.assertEqual(len(got), len(w0))
+                if np_type is None:  # bf16: no numpy type; each reads back
+                    def bf16(v):
+                        u = int(np.array(v, dtype=np.float32).view(np.uint32))
+                        u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+                        return float(np.array(u, dtype=np.uint32).view(np.float32))
+                    want = [min(bf16(p), bf16(q)) for p, q in zip(x0, x1)]
+                    self.assertEqual([bf16(float(t)) for t in got], want)
+                    for text, v in zip(got, want):
+                        self.assertEqual("e" in text, v != 0 and not 1e-4 <= abs(v) < 1e16, text)
+                    continue
+                a = np.array(x0, dtype=np.float64).astype(np_type)
+                b = np.array(x1, dtype=np.float64).astype(np_type)
+                want = {"prod": a * b, "max": np.maximum(a, b), "min": np.minimum(a, b)}[op]
+                self.assertEqual(got, [shortest(x) for x in want])
+        # the issue's case: -80 printed as -8e+01 beside -28 and -162
+        self.assertEqual(printed(run("-p", self.path("f32.json"), "--op", "prod", "--no-trace")[1],
+                                 "a")[:4], ["-28", "-80", "-162", "0.25"])
+        # random values, each the shortest for float32
+        rc, out, err = run("-w", 3, "-p", os.path.join(EXAMPLES, "mlp.json"), "--json", "--no-trace")
+        values = json.loads(out)["result"]["fc2.bias"]
+        rc, out, err = run("-w", 3, "-p", os.path.join(EXAMPLES, "mlp.json"), "--no-trace")
+        self.assertEqual(printed(out, "fc2.bias"), [shortest(np.float32(v)) for v in values])
+
+    # cli-5.3: --json's result values read back as the very values the
+    # workers hold: all 17 digits of an f64 model's doubles.
+    def test_json_values_round_trip(self):
+        model = self.write("d.json", '{"params": [{"name": "w", "shape": [3], "dtype": "f64"}], '
+                                     '"grads": [{"w": [0.1, 1, 1e-300]}, {"w": [0.2, 2, 3e-300]}]}')
+        rc, out, err = run("-p", model, "--op", "sum", "--json", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["result"]["w"], [0.1 + 0.2, 3.0, 1e-300 + 3e-300])
+        model = self.write("f.json", '{"params": [{"name": "w", "shape": [2]}], '
+                                     '"grads": [{"w": [0.1, 1]}, {"w": [0.2, 2]}]}')
+        rc, out, err = run("-p", model, "--op", "sum", "--json", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        got = np.array(json.loads(out)["result"]["w"]).astype(np.float32)
+        self.assertEqual(list(got), list(np.float32([0.1, 1]) + np.float32([0.2, 2])))
+
+    # cli-5.2: the report's counts agree with their nouns.
+    def test_report_singular_plural(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        rc, out, err = run("-p", two, "--no-trace", "--slots", 1)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  model      1 param, 2 elements, 8 B of f32 per worker\n", out)
+        self.assertIn("  chunks     2 of 1 element, 1 segment each (<= 1 element), 1 slot per channel\n", out)
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [40]}]}')
+        rc, out, err = run("-p", model, "-w", 4, "--segment-bytes", 4, "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  chunks     4 of 10 elements, 10 segments each (<= 1 element), 8 slots per channel\n",
+                      out)
+
     # cli-6.N: bad usage and bad input: exit 2 and one clear line.
     def test_bad_usage(self):
         two = os.path.join(EXAMPLES, "two_workers.json")

@@ -129,6 +129,95 @@ class Teaching(unittest.TestCase):
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)
 
+    # teach-5: `ringsim model` is discoverable: the main help lists it, it
+    # has its own help, and its usage errors point there.
+    def test_model_help(self):
+        rc, out, err = run("--help")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("ringsim model --params MODEL.json --workers N --net SPEC", out)
+        self.assertIn("model --help", out)
+        rc, out, err = run("model", "--help")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("usage: ringsim model "), out[:80])
+        for option in ("--net", "--reduce-rate", "--link", "--straggler", "--segment-bytes",
+                       "--bucket-mb", "--json"):
+            self.assertIn(option, out)
+        self.assertNotIn("--inject", out)
+        model = os.path.join(EXAMPLES, "model.json")
+        for args, message in (([], "model: --net latency=...,bandwidth=... is required"),
+                              (["-w", 0, "--net", NET], "model: --workers '0': expected an integer"),
+                              (["--net", NET, "--inject", "crash"], "model: --inject does not apply"),
+                              (["--net", NET, "--print"], "model: --print does not apply")):
+            rc, out, err = run("model", "-p", model, *args)
+            self.assertEqual((rc, out), (2, ""), args)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(message, err)
+            self.assertTrue(err.endswith("(see ringsim model --help)\n"), err)
+
+    # teach-6: one notation for the cost formula everywhere: beta and gamma
+    # are rates (b/beta), as docs/algorithm.md defines them, in the threaded
+    # run's report, in `ringsim model` and in the docs.
+    def test_cost_formula_notation(self):
+        formula = "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
+        model = os.path.join(EXAMPLES, "model.json")
+        rc, out, err = run("-p", model, "-w", 4, "--net", NET, "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"predicted {formula} = ", out)
+        rc, out, err = run("model", "-p", model, "-w", 4, "--net", NET)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"   {formula}\n", out)
+        docs = os.path.join(os.path.dirname(EXAMPLES), "docs")
+        with open(os.path.join(docs, "algorithm.md")) as f:
+            text = f.read()
+        self.assertIn(f"T = {formula}", text)
+        self.assertIn("beta the bandwidth", text)
+        for name in sorted(os.listdir(docs)) + ["../README.md"]:
+            if name.endswith(".md"):
+                with open(os.path.join(docs, name)) as f:
+                    text = f.read()
+                for wrong in ("beta b", "gamma b", "beta the time per byte"):
+                    self.assertFalse(wrong in text, f"docs/{name} says {wrong!r}")
+
+    # teach-8: `ringsim model --json` gives counts as JSON integers: bytes is
+    # elements x the dtype's size, as in the threaded run's --json.
+    def test_model_json_integers(self):
+        half = os.path.join(self.tmp.name, "h.json")
+        with open(half, "w") as f:
+            json.dump({"params": [{"name": "g", "shape": [1000, 3], "dtype": "f16"}]}, f)
+        for model, size in ((os.path.join(EXAMPLES, "model.json"), 4), (half, 2)):
+            rc, out, err = run("model", "-p", model, "-w", 3, "--net", NET, "--json")
+            self.assertEqual(rc, 0, err)
+            r = json.loads(out)
+            for key in ("workers", "elems", "bytes", "buckets", "segs_per_chunk", "sim_ns",
+                        "predicted_ns"):
+                self.assertIs(type(r[key]), int, f"{key}: {r[key]!r}")
+            self.assertEqual(r["bytes"], r["elems"] * size)
+            rc, out, err = run("-p", model, "-w", 3, "--net", NET, "--json", "--no-trace")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out)["bytes"], r["bytes"])
+
+    # teach-7: the narration's verbs follow the op: max, min and prod never
+    # say they sum, and the table's header and the last line say what they do.
+    def test_explain_verbs_follow_the_op(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        cases = {"max": ("is the maximum of", "keeps the larger of it and its own",
+                         "as the maximum over all 2 workers"),
+                 "min": ("is the minimum of", "keeps the smaller of it and its own",
+                         "as the minimum over all 2 workers"),
+                 "prod": ("is the product of", "multiplies its own by it",
+                          "as the product over all 2 workers")}
+        for op, (cell, fold, result) in cases.items():
+            with self.subTest(op=op):
+                text = self.narration("-p", two, "--op", op)
+                self.assertIn(f"that worker's copy of that chunk {cell}.\n", text)
+                self.assertIn(f"which {fold} -> all\n", text)
+                self.assertIn(f"Every worker now holds every chunk {result}:", text)
+                for word in ("sum", "adds", "divides"):
+                    self.assertNotIn(word, text)
+        text = self.narration("-p", two, "--op", "sum")
+        self.assertIn("every chunk summed over all 2 workers", text)
+        self.assertNotIn("divides", text)
+
 
 def main():
     global RINGSIM, EXAMPLES, GOLDEN

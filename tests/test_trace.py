@@ -297,6 +297,47 @@ class Trace(unittest.TestCase):
                 self.assertGreater(len(rows), 0, q)
         con.close()
 
+    # trace-8: docs/trace-schema.md says what the columns hold: a column it
+    # calls NULL is NULL in a run with every feature on; every op the
+    # command takes is listed for run.op; config_json has the documented
+    # keys, `average` among them.
+    def test_schema_doc_matches_the_trace(self):
+        doc = os.path.join(os.path.dirname(EXAMPLES), "docs", "trace-schema.md")
+        with open(doc) as f:
+            text = f.read()
+        model = self.model(100)
+        for op in ("sum", "avg", "min", "max", "prod"):
+            extra = ["--average", "pre"] if op == "avg" else []
+            rc, out, err = run("-w", 3, "-p", model, "--trace", self.db, "--op", op, *extra,
+                               "--net", "latency=1us,bandwidth=1GB/s", "--checksum", "--order-report")
+            self.assertEqual(rc, 0, err)
+        rc, out, err = run("-w", 3, "-p", model, "--trace", self.db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(self.db)
+        rows = {}
+        for line in text.splitlines():
+            if line.startswith("| ") and not line.startswith("| column"):
+                cols, meaning = line[2:].split(" | ", 1)
+                for col in cols.split(", "):
+                    rows.setdefault(col.strip(), []).append(meaning)
+        for table in ("run", "transfer"):
+            for (col,) in con.execute(f"SELECT name FROM pragma_table_info('{table}')"):
+                with self.subTest(table=table, column=col):
+                    self.assertIn(col, rows)
+                    if any("NULL (reserved" in m for m in rows[col]):
+                        filled = con.execute(f"SELECT count(*) FROM {table} WHERE {col} IS NOT NULL"
+                                             ).fetchone()[0]
+                        self.assertEqual(filled, 0, f"{table}.{col} is documented as reserved")
+        op_doc = [m for m in rows["op"] if "`" in m][0]
+        for (op,) in con.execute("SELECT op FROM run"):
+            self.assertIn(f"`{op}`", op_doc)
+        configs = [json.loads(c) for (c,) in con.execute("SELECT config_json FROM run ORDER BY run_id")]
+        self.assertEqual([c["average"] for c in configs], [None, "pre", None, None, None, "post"])
+        config_doc = rows["config_json"][0]
+        for key in configs[0]:
+            self.assertIn(f"`{key}`", config_doc)
+        con.close()
+
 
 def main():
     global RINGSIM, EXAMPLES

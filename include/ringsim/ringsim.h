@@ -268,11 +268,15 @@ int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 /* Check m against W workers: overrides name existing links and workers. */
 int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
+/* The cost formula as reports print it: alpha the latency, beta the
+ * bandwidth, gamma the reduce rate (docs/algorithm.md uses the same). */
+#define RS_NETMODEL_FORMULA "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
+
 /* The ring's simulated time from the cost formula, for a uniform ring (no
- * overrides or stragglers): 2(W-1) k (alpha + beta(b)) + (W-1) k gamma(b),
- * with k segments of b = S/(W k) bytes per chunk (elements of elem_size),
- * beta(b) = b / bandwidth and gamma(b) = b / reduce_rate, each rounded up to a
- * nanosecond. Exact when W x k divides the element count. */
+ * overrides or stragglers): RS_NETMODEL_FORMULA, with k segments of
+ * b = S/(W k) bytes per chunk (elements of elem_size), alpha the latency,
+ * beta the bandwidth and gamma the reduce rate; b/beta and b/gamma are each
+ * rounded up to a nanosecond. Exact when W x k divides the element count. */
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs_per_chunk, size_t elem_size);
 /* The simulated time of the schedule alone, without threads or data (what

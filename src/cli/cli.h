@@ -45,7 +45,9 @@ typedef struct report {
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
-/* Print "ringsim: <fmt with arg> (see ringsim --help)"; returns EXIT_USAGE. */
+/* Print "ringsim: <fmt with arg> (see ringsim --help)"; returns EXIT_USAGE.
+ * A message starting "bench: " or "model: " points at that subcommand's
+ * --help instead. */
 int cli_usage_error(const char *fmt, const char *arg);
 /* Strict decimal in [min, max]; 0 on success. */
 int cli_parse_long(const char *text, long min, long max, long *out);
@@ -73,6 +75,8 @@ void cli_print_network(const rs_netmodel_t *net);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 
+/* model.c: `ringsim model --help`. */
+extern const char cli_model_usage_text[];
 /* model.c: `ringsim model`; returns the exit status. */
 int cli_run_model(const options_t *opt, const rs_model_t *model);
 

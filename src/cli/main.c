@@ -28,6 +28,10 @@
 static const char usage_text[] =
     "usage: ringsim --params MODEL.json [options]\n"
     "       ringsim bench [options]   (nccl-tests style sweep; bench --help)\n"
+    "       ringsim model --params MODEL.json --workers N --net SPEC "
+    "[options]\n"
+    "                                 (simulated time of the schedule alone,\n"
+    "                                 up to 16384 workers; model --help)\n"
     "\n"
     "Run a data-parallel gradient all-reduce as a real ring (reduce-scatter,\n"
     "then all-gather) on one thread per simulated worker, check every\n"
@@ -93,9 +97,13 @@ static const char usage_text[] =
     "SIGINT or SIGTERM stopped it\n";
 
 int cli_usage_error(const char *fmt, const char *arg) {
+  /* A subcommand's message starts with its name: point at its own help. */
+  const char *help = strncmp(fmt, "bench: ", 7) == 0   ? "bench "
+                     : strncmp(fmt, "model: ", 7) == 0 ? "model "
+                                                       : "";
   fprintf(stderr, "ringsim: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see ringsim --help)\n");
+  fprintf(stderr, " (see ringsim %s--help)\n", help);
   return EXIT_USAGE;
 }
 
@@ -438,7 +446,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       return cli_usage_error("--%s is given more than once", option_name(opt));
     switch (opt) {
     case 'h':
-      fputs(usage_text, stdout);
+      fputs(o->model_only ? cli_model_usage_text : usage_text, stdout);
       return 0;
     case 'V':
       printf("ringsim %s\n", RS_VERSION);
@@ -451,7 +459,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
                          o->model_only ? MODEL_MAX_WORKERS : RS_MAX_WORKERS,
                          &v))
         return cli_usage_error(o->model_only
-                                   ? "--workers '%s': expected an integer in "
+                                   ? "model: --workers '%s': expected an "
+                                     "integer in "
                                      "1..16384"
                                    : "--workers '%s': expected an integer in "
                                      "1..4096",
@@ -589,6 +598,25 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     }
   }
+  if (o->model_only) {
+    /* `ringsim model` simulates the schedule alone: an option about data,
+     * threads or the trace would be silently ignored, so it is refused. */
+    static const int model_options[] = {
+        'p',          'w',           OPT_JSON,        OPT_NET,
+        OPT_LINK,     OPT_STRAGGLER, OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
+        OPT_BUCKET_MB};
+    if (o->config.fault_count)
+      seen[OPT_INJECT] = 1;
+    for (const struct option *lo = long_options; lo->name; lo++) {
+      int allowed = 0;
+      for (size_t i = 0; i < sizeof model_options / sizeof *model_options; i++)
+        allowed |= model_options[i] == lo->val;
+      if (!allowed && lo->val < OPT_MAX && seen[lo->val])
+        return cli_usage_error("model: --%s does not apply to the schedule "
+                               "alone",
+                               lo->name);
+    }
+  }
   if (o->average_given && o->config.op != RS_OP_AVG)
     return cli_usage_error("%s", "--average applies to --op avg only");
   if (o->trace && o->no_trace)
@@ -612,14 +640,19 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   json_t *args = json_array();
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
+  /* avg divides before or after the sum; the other ops have no average */
+  const char *average = o->config.op != RS_OP_AVG ? NULL
+                        : o->config.average_pre   ? "pre"
+                                                  : "post";
   json_t *c = json_pack(
-      "{s:s, s:i, s:s, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, s:b, "
-      "s:o}",
+      "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
+      "s:b, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
-      rs_op_name(o->config.op), "grads", o->grads, "out", o->out, "seed",
-      (json_int_t)o->seed, "init", cli_init_name(o->init), "collective",
-      "all_reduce", "segment_bytes", (json_int_t)o->config.segment_bytes,
-      "slots", o->config.slots, "timeout_s", o->config.timeout_s, "loop",
+      rs_op_name(o->config.op), "average", average, "grads", o->grads, "out",
+      o->out, "seed", (json_int_t)o->seed, "init", cli_init_name(o->init),
+      "collective", "all_reduce", "segment_bytes",
+      (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
+      "timeout_s", o->config.timeout_s, "loop",
       o->config.slices ? "slices" : "steps", "direct", o->config.direct, "argv",
       args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;

@@ -25,25 +25,78 @@ static double value_at(const rs_model_t *model, const void *values, size_t i) {
   return ((const float *)values)[i];
 }
 
-/* Print x with the fewest digits that read back as the same value of the
- * buffer type (float, or double for f64). */
-static void format_value(double x, int is_double, char *buf, size_t size) {
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(buf, size, "%.*g", digits, x);
-    if (is_double ? strtod(buf, NULL) == x : strtof(buf, NULL) == (float)x)
-      return;
+/* Does the decimal text read back as x in the dtype? (f16 and bf16 values
+ * live in floats; the text is read as a float, then rounded to the dtype.) */
+static int reads_back(const char *text, double x, rs_dtype_t dtype) {
+  if (dtype == RS_DTYPE_F64)
+    return strtod(text, NULL) == x;
+  float f = strtof(text, NULL);
+  if (dtype != RS_DTYPE_F32)
+    f = rs_dtype_round(dtype, f);
+  return f == (float)x;
+}
+
+/* Print x as the shortest decimal that reads back as the same value of the
+ * model's dtype, in one notation whatever the digits (as Python's repr):
+ * positional from 1e-4 up to 1e16, scientific outside, e.g. -80, 0.25,
+ * 0.33333334, 1e-05, 3e+20. */
+static void format_value(double x, rs_dtype_t dtype, char *buf, size_t size) {
+  if (!isfinite(x)) {
+    snprintf(buf, size, "%s", isnan(x) ? "nan" : x < 0 ? "-inf" : "inf");
+    return;
   }
+  char sci[40];
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(sci, sizeof sci, "%.*e", digits - 1, x);
+    if (reads_back(sci, x, dtype))
+      break;
+  }
+  /* sci is [-]d[.ddd]e[+-]XX: take the digits and the exponent apart. */
+  char mant[24];
+  size_t n = 0;
+  const char *p = sci;
+  const char *sign = *p == '-' ? "-" : "";
+  p += *sign != '\0';
+  for (; *p != 'e'; p++)
+    if (*p != '.' && n + 1 < sizeof mant)
+      mant[n++] = *p;
+  while (n > 1 && mant[n - 1] == '0')
+    n--;
+  mant[n] = '\0';
+  int exp = atoi(p + 1);
+  if (exp < -4 || exp >= 16) {
+    snprintf(buf, size, "%s%c%s%se%c%02d", sign, mant[0], n > 1 ? "." : "",
+             mant + 1, exp < 0 ? '-' : '+', abs(exp));
+    return;
+  }
+  /* Positional: the digits, with the point moved exp places and zeros
+   * filled in before (0.00ddd) or after (ddd00). */
+  char text[48];
+  size_t len = 0;
+  if (exp < 0) {
+    text[len++] = '0';
+    text[len++] = '.';
+    for (int z = 0; z < -exp - 1; z++)
+      text[len++] = '0';
+  }
+  for (size_t i = 0; i < n || (exp >= 0 && i <= (size_t)exp); i++) {
+    if (exp >= 0 && i == (size_t)exp + 1)
+      text[len++] = '.';
+    text[len++] = i < n ? mant[i] : '0';
+  }
+  text[len] = '\0';
+  snprintf(buf, size, "%s%s", sign, text);
 }
 
 static void print_values(const rs_model_t *model, const void *values) {
-  const int is_double = rs_model_dtype(model) == RS_DTYPE_F64;
-  char num[32];
+  const rs_dtype_t dtype = rs_model_dtype(model);
+  char num[48];
   for (size_t p = 0; p < rs_model_param_count(model); p++) {
     const rs_param_t *param = rs_model_param(model, p);
     printf("  %s: [", param->name);
     for (size_t i = 0; i < param->elems; i++) {
-      format_value(value_at(model, values, param->elem_offset + i), is_double,
-                   num, sizeof num);
+      format_value(value_at(model, values, param->elem_offset + i), dtype, num,
+                   sizeof num);
       printf("%s%s", i ? ", " : "", num);
     }
     printf("]\n");
@@ -211,9 +264,10 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
     printf(", %d slower link%s, %d straggler%s", net->link_count,
            net->link_count == 1 ? "" : "s", net->straggler_count,
            net->straggler_count == 1 ? "" : "s");
-  printf("\n  simulated  %.3f us   predicted 2(W-1) k (alpha + beta b) + (W-1) "
-         "k gamma b = %.3f us%s   measured wall %.3f us\n",
-         (double)res->sim_ns / 1e3, (double)res->predicted_ns / 1e3,
+  printf("\n  simulated  %.3f us   predicted %s = %.3f us%s   measured wall "
+         "%.3f us\n",
+         (double)res->sim_ns / 1e3, RS_NETMODEL_FORMULA,
+         (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
          wall_s * 1e6);
 }
@@ -318,24 +372,29 @@ void cli_print_text(const report_t *r) {
   printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_op_name(cfg->op), rs_model_name(r->model), W,
          W == 1 ? "" : "s");
-  printf("  model      %zu params, %zu elements, %s of %s per worker\n",
-         rs_model_param_count(r->model), f.elems, size,
+  printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
+         rs_model_param_count(r->model),
+         rs_model_param_count(r->model) == 1 ? "" : "s", f.elems,
+         f.elems == 1 ? "" : "s", size,
          rs_dtype_name(rs_model_dtype(r->model)));
   printf("  grads      %s\n", r->source);
   char chunk[64], sent[64];
   if (res->buckets == 1) {
     range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
                "element", chunk, sizeof chunk);
-    printf("  chunks     %d of %s, %zu segment%s each (<= %zu elements), %d "
-           "slots per channel\n",
+    printf("  chunks     %d of %s, %zu segment%s each (<= %zu element%s), %d "
+           "slot%s per channel\n",
            W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
-           res->seg_elems, res->slots);
+           res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
+           res->slots == 1 ? "" : "s");
     printf("  steps      %d reduce-scatter + %d all-gather\n", W - 1, W - 1);
   } else {
     print_buckets(r);
-    printf("  chunks     %d per bucket, %zu segments per chunk over the "
-           "buckets (<= %zu elements each), %d slots per channel\n",
-           W, res->segs_per_chunk, res->seg_elems, res->slots);
+    printf("  chunks     %d per bucket, %zu segment%s per chunk over the "
+           "buckets (<= %zu element%s each), %d slot%s per channel\n",
+           W, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
+           res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
+           res->slots == 1 ? "" : "s");
     printf("  steps      %zu buckets x (%d reduce-scatter + %d all-gather)\n",
            res->buckets, W - 1, W - 1);
   }
@@ -501,7 +560,11 @@ void cli_print_json(const report_t *r) {
   if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO)
     json_object_set_new(o, "result",
                         values_json(r->model, rs_run_buffer(r->run, 0)));
-  json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+  /* 9 significant digits read back as the same float; a double needs 17 */
+  json_dumpf(o, stdout,
+             JSON_INDENT(2) |
+                 JSON_REAL_PRECISION(
+                     rs_model_dtype(r->model) == RS_DTYPE_F64 ? 17 : 9));
   putchar('\n');
   json_decref(o);
 }
