@@ -195,7 +195,7 @@ static int prepare_fixed_order(rs_run_t *run) {
   double quotient[BLOCK]; /* room for BLOCK elements of either type */
   for (size_t start = 0; start < n; start += BLOCK) {
     if (rs__run_stopped(run))
-      return run->result.status;
+      return rs__run_take_interrupt(run);
     size_t len = n - start < BLOCK ? n - start : BLOCK;
     unsigned char *acc = (unsigned char *)run->fixed + start * size;
     /* Each fold as the ring does it (rs_fold): rounded to the dtype after
@@ -350,7 +350,7 @@ static int prepare_reference(rs_run_t *run) {
   uint64_t t0 = rs__now_ns();
   for (size_t start = 0; start < n; start += BLOCK) {
     if (rs__run_stopped(run))
-      return run->result.status;
+      return rs__run_take_interrupt(run);
     size_t len = n - start < BLOCK ? n - start : BLOCK;
     if (f64) {
       memset(acc_l, 0, len * sizeof *acc_l);

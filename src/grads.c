@@ -144,7 +144,7 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
     if (created[t])
       RS_PTHREAD_CHECK(pthread_join(tids[t], NULL));
   if (rs__run_stopped(run))
-    return run->result.status;
+    return rs__run_take_interrupt(run);
   run->init = init;
   run->filled = 1;
   return RS_OK;

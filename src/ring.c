@@ -109,6 +109,7 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int step, int send_chunk,
     if (msg->chunk != recv_chunk || msg->elem_offset != off ||
         msg->elems != len)
       return RS_EPROTO;
+    w->progress.activity = RS_ACT_WORKING; /* reducing: blocked on nobody */
     void *dst = w->buf + off * w->buf_elem_bytes;
     const void *src = msg->data;
     /* f16/bf16 arrive packed in 2 bytes: a fold needs them back in float

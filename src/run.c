@@ -182,6 +182,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->elem_size = rs_dtype_size(run->dtype);
   run->buf_elem_bytes = elem_bytes;
   atomic_init(&run->abort_flag, 0);
+  atomic_init(&run->interrupted_by, NULL);
   run->fault_worker = -1;
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
@@ -360,11 +361,15 @@ const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
   return &run->checks[param];
 }
 
-/* The gate holds every worker until all exist, so they start together. */
+/* The gate holds every worker until all exist, so they start together;
+ * if some could not be started, it sends the others away. (An abort, a
+ * fault's or an interrupt's, does not: the workers still meet the
+ * barriers, skipping their ring.) */
+enum { GATE_CLOSED, GATE_GO, GATE_LEAVE };
 typedef struct gate {
   pthread_mutex_t mu;
   pthread_cond_t cond;
-  int open;
+  int open; /* GATE_* */
 } gate_t;
 
 /* Between iterations every worker and the main thread meet at two
@@ -524,8 +529,9 @@ static void *worker_main(void *varg) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&pool->gate.mu));
   while (!pool->gate.open)
     RS_PTHREAD_CHECK(pthread_cond_wait(&pool->gate.cond, &pool->gate.mu));
+  int gate = pool->gate.open;
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
-  if (atomic_load(&w->run->abort_flag))
+  if (gate == GATE_LEAVE)
     return NULL; /* not every thread started: the barriers are unusable */
   for (int it = 0; it < pool->iterations; it++) {
     if (it > 0)
@@ -547,9 +553,9 @@ static void *worker_main(void *varg) {
   return NULL;
 }
 
-static void open_gate(gate_t *gate) {
+static void open_gate(gate_t *gate, int how) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&gate->mu));
-  gate->open = 1;
+  gate->open = how;
   RS_PTHREAD_CHECK(pthread_cond_broadcast(&gate->cond));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
 }
@@ -567,7 +573,7 @@ static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
 
 /* Check the result of the first iteration (an all-reduce that completed). */
 static void check_first(rs_run_t *run) {
-  if (run->result.status == RS_OK &&
+  if (rs__run_take_interrupt(run) == RS_OK &&
       run->config.collective == RS_COLL_ALLREDUCE)
     rs__check_result(run);
 }
@@ -606,7 +612,7 @@ static int run_threads(rs_run_t *run) {
   }
   timing_t timing = {.min_ns = UINT64_MAX};
   run->t0_ns = rs__now_ns();
-  open_gate(&pool.gate);
+  open_gate(&pool.gate, started == W ? GATE_GO : GATE_LEAVE);
   if (started == W && pool.iterations > 1) {
     uint64_t begin = run->t0_ns;
     for (int it = 0; it < pool.iterations; it++) {
@@ -624,6 +630,7 @@ static int run_threads(rs_run_t *run) {
   }
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
+  rs__run_take_interrupt(run);
   name_culprit(run);
   if (pool.iterations == 1 || started < W) {
     record_iteration(run, &timing, run->config.warmup,
@@ -654,8 +661,18 @@ static int run_threads(rs_run_t *run) {
 }
 
 void rs_run_interrupt(rs_run_t *run, const char *signal_name) {
-  rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
+  /* Atomics and the channels' own locks only: the run's status and error
+   * belong to the thread that runs it (rs__run_take_interrupt). */
+  const char *none = NULL;
+  atomic_compare_exchange_strong(&run->interrupted_by, &none, signal_name);
   abort_all(run);
+}
+
+int rs__run_take_interrupt(rs_run_t *run) {
+  const char *signal_name = atomic_load(&run->interrupted_by);
+  if (signal_name)
+    rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
+  return run->result.status;
 }
 
 int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,

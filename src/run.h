@@ -33,6 +33,7 @@ struct rs_run {
   rs_chan_t *chans;     /* chans[r] carries r -> r+1 */
   rs_worker_t *workers;
   atomic_int abort_flag;
+  _Atomic(const char *) interrupted_by; /* a signal's name, or NULL */
   pthread_mutex_t err_mu; /* guards status and errmsg while threads run */
   rs_result_t result;
   rs_param_check_t *checks; /* one per param */
@@ -65,11 +66,15 @@ int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Has the run been stopped (rs_run_interrupt, or a fault)? For the long
- * loops before the ring (generating, the reference) to give up early; the
- * run's status says why. */
+ * loops before the ring (generating, the reference) to give up early. */
 static inline int rs__run_stopped(rs_run_t *run) {
   return atomic_load_explicit(&run->abort_flag, memory_order_relaxed);
 }
+
+/* On the thread that runs the run: turn an interrupt (rs_run_interrupt,
+ * from another thread, which touches only atomics) into the run's error,
+ * unless an earlier fault is the error already; returns the run's status. */
+int rs__run_take_interrupt(rs_run_t *run);
 
 /* The worker table's state name for what rs_ring_run returned. */
 const char *rs__worker_state_name(int rc);

@@ -137,8 +137,10 @@ class Faults(unittest.TestCase):
                   "worker ")]
         for workers, spec, culprit in cases:
             for attempt in range(6):
+                # 1 s: long enough that only the fault makes anyone wait
+                # that long, even under a sanitizer on a busy machine
                 p = subprocess.run([RINGSIM, "-p", self.model, "-w", workers, "--no-trace",
-                                    "--timeout", "0.3", "--json", "--inject", spec],
+                                    "--timeout", "1", "--json", "--inject", spec],
                                    capture_output=True, text=True, timeout=120)
                 self.assertEqual(p.returncode, 3, p.stderr)
                 first = p.stderr.splitlines()[0]
@@ -146,7 +148,7 @@ class Faults(unittest.TestCase):
                 noticer = int(first[len("ringsim: " + culprit):].split()[0])
                 watchdog = json.loads(p.stdout)["watchdog"]
                 self.assertEqual(watchdog[noticer]["state"], "timed_out", first)
-                self.assertIn(f"worker {noticer} noticed: it timed out after 0.3 s", first)
+                self.assertIn(f"worker {noticer} noticed: it timed out after 1 s", first)
 
     # fault-12: a failed run is not reported as if it were checked: the
     # text counts what each worker really sent and prints no bandwidth; the
