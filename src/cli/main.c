@@ -572,7 +572,7 @@ int main(int argc, char **argv) {
   rc = cli_exit_code(status);
   if (rc == EXIT_RUN)
     cli_print_watchdog(run);
-  if (rs_run_trace_error(run)) {
+  if (rs_run_trace_error(run) && status != RS_ETRACE) {
     fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));
     if (rc == 0)
       rc = EXIT_RUN;

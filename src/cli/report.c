@@ -325,9 +325,10 @@ void cli_print_text(const report_t *r) {
          (double)res->ref_ns / 1e9);
   if (cfg->net.enabled && r->status == RS_OK)
     print_sim_line(cfg, res, f.seconds);
-  if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
-    printf("  trace      %s, run %lld\n", r->trace,
-           (long long)rs_run_trace_id(r->run));
+  if (r->trace && rs_run_trace_id(r->run))
+    printf("  trace      %s, run %lld%s\n", r->trace,
+           (long long)rs_run_trace_id(r->run),
+           rs_run_trace_error(r->run) ? ": its rows were NOT written" : "");
   if (r->status != RS_OK && r->status != RS_ECHECK) {
     printf("  status     FAILED: %s\n", rs_run_errmsg(r->run));
     return;
@@ -425,12 +426,18 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
   json_object_set_new(o, "algbw_gbs", json_real(f.algbw));
   json_object_set_new(o, "busbw_gbs", json_real(f.busbw));
-  int traced =
-      r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run);
-  json_object_set_new(o, "trace", traced ? json_string(r->trace) : json_null());
+  /* run_id: the run's row, if one was written; trace_error: why the
+   * run's rows are not in the trace (the row says "failed", or, if even
+   * that could not be written, "running"). */
+  const char *trace_error = rs_run_trace_error(r->run);
+  json_object_set_new(o, "trace",
+                      r->trace ? json_string(r->trace) : json_null());
   json_object_set_new(o, "run_id",
-                      traced ? json_integer(rs_run_trace_id(r->run))
-                             : json_null());
+                      r->trace && rs_run_trace_id(r->run)
+                          ? json_integer(rs_run_trace_id(r->run))
+                          : json_null());
+  json_object_set_new(o, "trace_error",
+                      trace_error ? json_string(trace_error) : json_null());
   json_object_set_new(o, "status", json_string(status_name(r->status)));
   if (cli_exit_code(r->status) == EXIT_RUN)
     json_object_set_new(o, "watchdog", watchdog_json(r->run));
