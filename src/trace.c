@@ -463,8 +463,12 @@ fail:
 static int fail_sql(rs_run_t *run, const char *what) {
   rs_trace_t *t = run->trace;
   t->busy = (sqlite3_errcode(t->db) & 0xff) == SQLITE_BUSY;
-  rs__err(run->trace_errmsg, RS_EIO, "trace %s: cannot %s: %s", t->path, what,
-          sqlite3_errmsg(t->db));
+  char waited[64] = "";
+  if (t->busy)
+    snprintf(waited, sizeof waited, " (waited %g s for other writers)",
+             t->wait_s);
+  rs__err(run->trace_errmsg, RS_EIO, "trace %s: cannot %s: %s%s", t->path, what,
+          sqlite3_errmsg(t->db), waited);
   return RS_EIO;
 }
 

@@ -570,7 +570,7 @@ int main(int argc, char **argv) {
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
   rc = cli_exit_code(status);
-  if (rc == EXIT_RUN)
+  if (rc == EXIT_RUN && status != RS_ETRACE) /* the ring itself failed */
     cli_print_watchdog(run);
   if (rs_run_trace_error(run) && status != RS_ETRACE) {
     fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));

@@ -439,7 +439,7 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "trace_error",
                       trace_error ? json_string(trace_error) : json_null());
   json_object_set_new(o, "status", json_string(status_name(r->status)));
-  if (cli_exit_code(r->status) == EXIT_RUN)
+  if (cli_exit_code(r->status) == EXIT_RUN && r->status != RS_ETRACE)
     json_object_set_new(o, "watchdog", watchdog_json(r->run));
   json_object_set_new(
       o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
