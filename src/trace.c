@@ -189,17 +189,25 @@ static int exec_retry(rs_trace_t *t, const char *sql) {
   }
 }
 
-/* Run one statement returning at most one integer; *value gets it. */
-static int query_int(sqlite3 *db, const char *sql, int64_t *value) {
+/* The file's application_id, user_version and number of schema objects,
+ * read in one statement: one snapshot, so a trace another process creates
+ * meanwhile is seen whole or not at all. */
+static int read_header(sqlite3 *db, int64_t *app_id, int64_t *version,
+                       int64_t *objects) {
   sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(
+      db,
+      "SELECT (SELECT application_id FROM pragma_application_id), "
+      "(SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_schema)",
+      -1, &st, NULL);
   if (rc != SQLITE_OK)
     return rc;
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
-    *value = sqlite3_column_int64(st, 0);
-    rc = SQLITE_OK;
-  } else if (rc == SQLITE_DONE) {
+    *app_id = sqlite3_column_int64(st, 0);
+    *version = sqlite3_column_int64(st, 1);
+    *objects = sqlite3_column_int64(st, 2);
     rc = SQLITE_OK;
   }
   sqlite3_finalize(st);
@@ -210,11 +218,7 @@ static int query_int(sqlite3 *db, const char *sql, int64_t *value) {
  * an empty database to initialize, or something to leave alone. */
 static int classify(rs_trace_t *t, int *fresh, char *errmsg) {
   int64_t app_id = 0, version = 0, objects = 0;
-  int rc = query_int(t->db, "PRAGMA application_id", &app_id);
-  if (rc == SQLITE_OK)
-    rc = query_int(t->db, "PRAGMA user_version", &version);
-  if (rc == SQLITE_OK)
-    rc = query_int(t->db, "SELECT count(*) FROM sqlite_schema", &objects);
+  int rc = read_header(t->db, &app_id, &version, &objects);
   if (rc == SQLITE_NOTADB)
     return rs__err(errmsg, RS_EINVAL,
                    "trace %s: not a SQLite database; refusing to touch it",
