@@ -357,8 +357,9 @@ static int check_writable(const char *path, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    errno == ENOENT
                        ? "trace %s: cannot open: %s: %s"
-                       : "trace %s: cannot open: cannot create files in %s "
-                         "(%s), as SQLite needs beside the trace",
+                       : "trace %s: cannot open: its directory %s is not "
+                         "writable (%s), and SQLite keeps -wal and -shm "
+                         "files there",
                    path, dir, strerror(errno));
   return RS_OK;
 }
