@@ -7,6 +7,7 @@ ring's invariants from the rows alone.
 import hashlib
 import json
 import os
+import random
 import resource
 import shutil
 import signal
@@ -493,7 +494,8 @@ class Writers(TraceCase):
                     with open(source, "rb") as f:
                         data = bytearray(f.read())
                     page = 16384
-                    data[-page:] = os.urandom(page) if fill == "random" else bytes(page)
+                    data[-page:] = (random.Random(13).randbytes(page) if fill == "random"
+                                    else bytes(page))
                     with open(self.db, "wb") as f:
                         f.write(data)
                     before = digest(self.db)
