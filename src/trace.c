@@ -2,9 +2,12 @@
  *
  * One database holds many runs. It is marked as ringsim's by PRAGMA
  * application_id and versioned by PRAGMA user_version; anything else is
- * refused before a byte is written. WAL mode lets a reader query while a
- * run writes. All values go in through bound parameters. The schema is
- * documented, with example queries, in docs/trace-schema.md.
+ * refused before a byte is written, as is a damaged one or one that cannot
+ * be written. WAL mode lets a reader query while a run writes; several
+ * processes may append at once, each waiting its turn for the lock (see
+ * "waiting for the lock" below). All values go in through bound
+ * parameters. The schema is documented, with example queries, in
+ * docs/trace-schema.md.
  */
 #include "trace.h"
 
@@ -268,7 +271,7 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
     if (rc == SQLITE_OK) {
       rc = sqlite3_step(st);
       /* quick_check answers "ok", or rows naming each problem. */
-      if (rc == SQLITE_ROW && i < 5) {
+      if (rc == SQLITE_ROW && strncmp(checks[i], "PRAGMA", 6) == 0) {
         const char *text = (const char *)sqlite3_column_text(st, 0);
         static const char prefix[] = "*** in database main ***\n";
         if (text && strncmp(text, prefix, sizeof prefix - 1) == 0)
