@@ -332,9 +332,12 @@ static int check_writable(const char *path, char *errmsg) {
   struct stat st;
   char side[PATH_MAX + 8];
   if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: a directory",
-                     path);
+    /* A directory, or a device such as /dev/null (which would keep nothing,
+     * and beside which SQLite would create its journal). */
+    if (!S_ISREG(st.st_mode))
+      return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", path,
+                     S_ISDIR(st.st_mode) ? "a directory"
+                                         : "not a regular file");
     if (access(path, R_OK | W_OK) != 0)
       return rs__err(errmsg, RS_EINVAL,
                      "trace %s: cannot open: the file is not writable (%s); "

@@ -460,8 +460,8 @@ class Writers(TraceCase):
             self.assertEqual(runs[run_id], counts)
 
     # writers-5: names that are not files ("" and ":memory:" keep nothing;
-    # "file:" is a URI to this SQLite) are refused before the run, and
-    # nothing is created.
+    # "file:" is a URI to this SQLite; a FIFO) are refused before the run,
+    # and nothing is created.
     def test_names_that_are_not_files(self):
         two = os.path.join(EXAMPLES, "two_workers.json")
         for name, message in (("", "not a file name"), (":memory:", "not a file name"),
@@ -475,6 +475,14 @@ class Writers(TraceCase):
                                  err.split(message, 1)[1])
                 self.assertEqual(err.count("\n"), 1)
                 self.assertEqual(os.listdir(self.dir), [])
+        # a FIFO (or a device such as /dev/null) would keep nothing, and
+        # SQLite would create its journal beside it
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        rc, out, err = run("-p", two, "--trace", fifo, cwd=self.dir)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err, f"ringsim: trace {fifo}: cannot open: not a regular file\n")
+        self.assertEqual(os.listdir(self.dir), ["fifo"])
 
     # writers-6: a trace with a damaged last page (random bytes, or zeros) is
     # refused before anything is written: exit 2, byte for byte unchanged,
