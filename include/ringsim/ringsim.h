@@ -168,8 +168,9 @@ typedef struct rs_trace rs_trace_t;
  * runs (docs/trace-schema.md). A file that is not SQLite, or a SQLite
  * database that is not a ringsim trace (its application_id and tables say
  * so), a trace of another schema version, a damaged trace, a file or
- * directory that cannot be written, and names that are not files ("",
- * ":memory:", "file:" URIs) are refused (RS_EINVAL) and left untouched.
+ * directory that cannot be written, and names that are not regular files
+ * ("", ":memory:", "file:" URIs, devices) are refused (RS_EINVAL) and left
+ * untouched, no -wal or -shm file created.
  * Several processes may append to one trace: each waits for the lock up to
  * five minutes (the environment's RINGSIM_TRACE_WAIT, in seconds, if set).
  * On error *out is NULL and errmsg names the file and the problem. */
