@@ -720,8 +720,10 @@ int rs_run_execute(rs_run_t *run) {
   if (rc == RS_OK && run->trace) {
     uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);
-    if (rc == RS_OK && rs__trace_begin(run) != RS_OK)
-      rc = rs__run_fail(run, RS_EIO, "%s", run->trace_errmsg);
+    if (rc == RS_OK && rs__trace_begin(run) != RS_OK) {
+      run->trace_failed = 1;
+      rc = rs__run_fail(run, RS_ETRACE, "%s", run->trace_errmsg);
+    }
     run->result.trace_ns += rs__now_ns() - t0;
   }
   if (rc)
@@ -732,8 +734,15 @@ int rs_run_execute(rs_run_t *run) {
   /* The trace keeps failed runs too: every transfer up to the fault. */
   if (run->trace) {
     uint64_t t0 = rs__now_ns();
-    if (rs__trace_finish(run) != RS_OK)
+    if (rs__trace_finish(run) != RS_OK) {
       run->trace_failed = 1;
+      /* A run whose trace was lost has failed: the report says so, as the
+       * trace's row does (rs__trace_finish marked it, if it could). */
+      if (run->result.status == RS_OK || run->result.status == RS_ECHECK) {
+        run->result.status = RS_ETRACE;
+        snprintf(run->errmsg, sizeof run->errmsg, "%s", run->trace_errmsg);
+      }
+    }
     run->result.trace_ns += rs__now_ns() - t0;
   }
   return run->result.status;

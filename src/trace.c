@@ -2,17 +2,25 @@
  *
  * One database holds many runs. It is marked as ringsim's by PRAGMA
  * application_id and versioned by PRAGMA user_version; anything else is
- * refused before a byte is written. WAL mode lets a reader query while a
- * run writes. All values go in through bound parameters. The schema is
- * documented, with example queries, in docs/trace-schema.md.
+ * refused before a byte is written, as is a damaged one or one that cannot
+ * be written. WAL mode lets a reader query while a run writes; several
+ * processes may append at once, each waiting its turn for the lock (see
+ * "waiting for the lock" below). All values go in through bound
+ * parameters. The schema is documented, with example queries, in
+ * docs/trace-schema.md.
  */
 #include "trace.h"
 
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "run.h"
 #include "util.h"
@@ -20,13 +28,16 @@
 struct rs_trace {
   sqlite3 *db;
   char *path;
+  double wait_s;          /* how long a writer queues for the lock */
+  uint64_t busy_since_ns; /* when the busy handler began this wait */
+  int busy;               /* the last failed write found the lock taken */
 };
 
 /* The transfer table has no index: with one, SQLite inserts about 40%
  * slower (measured), and a run's rows are written once and read by full
  * scans that take milliseconds per million rows. */
 static const char schema_sql[] =
-    "CREATE TABLE run (\n"
+    "CREATE TABLE IF NOT EXISTS run (\n"
     "  run_id INTEGER PRIMARY KEY,\n"
     "  started_at TEXT NOT NULL,\n"
     "  version TEXT NOT NULL,\n"
@@ -58,7 +69,7 @@ static const char schema_sql[] =
     "  bound REAL,\n"
     "  config_json TEXT\n"
     ");\n"
-    "CREATE TABLE param (\n"
+    "CREATE TABLE IF NOT EXISTS param (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
     "  idx INTEGER NOT NULL,\n"
     "  name TEXT NOT NULL,\n"
@@ -68,7 +79,7 @@ static const char schema_sql[] =
     "  bucket INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, idx)\n"
     ") WITHOUT ROWID;\n"
-    "CREATE TABLE transfer (\n"
+    "CREATE TABLE IF NOT EXISTS transfer (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
     "  iter INTEGER NOT NULL,\n"
     "  bucket INTEGER NOT NULL,\n"
@@ -93,7 +104,7 @@ static const char schema_sql[] =
     "  sim_send_ns INTEGER,\n"
     "  sim_recv_ns INTEGER\n"
     ");\n"
-    "CREATE TABLE worker (\n"
+    "CREATE TABLE IF NOT EXISTS worker (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
     "  worker INTEGER NOT NULL,\n"
     "  state TEXT NOT NULL,\n"
@@ -108,7 +119,7 @@ static const char schema_sql[] =
     "  wait_ns INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, worker)\n"
     ") WITHOUT ROWID;\n"
-    "CREATE TABLE result (\n"
+    "CREATE TABLE IF NOT EXISTS result (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
     "  param_idx INTEGER NOT NULL,\n"
     "  param TEXT NOT NULL,\n"
@@ -126,6 +137,8 @@ static const char schema_sql[] =
 
 const char *rs_trace_path(const rs_trace_t *trace) { return trace->path; }
 
+sqlite3 *rs__trace_db(rs_trace_t *trace) { return trace->db; }
+
 void rs_trace_close(rs_trace_t *trace) {
   if (!trace)
     return;
@@ -134,17 +147,70 @@ void rs_trace_close(rs_trace_t *trace) {
   free(trace);
 }
 
-/* Run one statement returning at most one integer; *value gets it. */
-static int query_int(sqlite3 *db, const char *sql, int64_t *value) {
+/* ---- waiting for the lock ----------------------------------------------
+ *
+ * Many ringsim processes may append to one trace at once (a sweep script).
+ * SQLite lets one writer in at a time; the others wait in the busy handler
+ * below, polling with a short sleep, until the trace's wait (RS_TRACE_WAIT_S,
+ * or RINGSIM_TRACE_WAIT seconds) has passed. A few statements can return
+ * SQLITE_BUSY without calling the handler (changing the journal mode; in
+ * WAL mode a BEGIN whose snapshot went stale, or a recovery in progress):
+ * exec_retry runs those again until the same deadline. */
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Sleep a little longer each time (1, 2, 4, ... up to 50 ms), so a queue
+ * of writers costs no CPU and each sees the lock soon after it is free. */
+static unsigned backoff_ms(int attempt) {
+  return attempt >= 6 ? 50u : 1u << attempt;
+}
+
+static int busy_handler(void *arg, int count) {
+  rs_trace_t *t = arg;
+  uint64_t now = rs__now_ns();
+  if (count == 0)
+    t->busy_since_ns = now;
+  if ((double)(now - t->busy_since_ns) / 1e9 >= t->wait_s)
+    return 0;
+  sleep_ms(backoff_ms(count));
+  return 1;
+}
+
+/* Run sql, again and again while the database is busy, until the wait has
+ * passed. Returns the last SQLite code; the error text is in the handle. */
+static int exec_retry(rs_trace_t *t, const char *sql) {
+  uint64_t start = rs__now_ns();
+  for (int attempt = 0;; attempt++) {
+    int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
+    int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || (double)(rs__now_ns() - start) / 1e9 >= t->wait_s)
+      return rc;
+    sleep_ms(backoff_ms(attempt));
+  }
+}
+
+/* The file's application_id, user_version and number of schema objects,
+ * read in one statement: one snapshot, so a trace another process creates
+ * meanwhile is seen whole or not at all. */
+static int read_header(sqlite3 *db, int64_t *app_id, int64_t *version,
+                       int64_t *objects) {
   sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(
+      db,
+      "SELECT (SELECT application_id FROM pragma_application_id), "
+      "(SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_schema)",
+      -1, &st, NULL);
   if (rc != SQLITE_OK)
     return rc;
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
-    *value = sqlite3_column_int64(st, 0);
-    rc = SQLITE_OK;
-  } else if (rc == SQLITE_DONE) {
+    *app_id = sqlite3_column_int64(st, 0);
+    *version = sqlite3_column_int64(st, 1);
+    *objects = sqlite3_column_int64(st, 2);
     rc = SQLITE_OK;
   }
   sqlite3_finalize(st);
@@ -155,15 +221,15 @@ static int query_int(sqlite3 *db, const char *sql, int64_t *value) {
  * an empty database to initialize, or something to leave alone. */
 static int classify(rs_trace_t *t, int *fresh, char *errmsg) {
   int64_t app_id = 0, version = 0, objects = 0;
-  int rc = query_int(t->db, "PRAGMA application_id", &app_id);
-  if (rc == SQLITE_OK)
-    rc = query_int(t->db, "PRAGMA user_version", &version);
-  if (rc == SQLITE_OK)
-    rc = query_int(t->db, "SELECT count(*) FROM sqlite_schema", &objects);
+  int rc = read_header(t->db, &app_id, &version, &objects);
   if (rc == SQLITE_NOTADB)
     return rs__err(errmsg, RS_EINVAL,
                    "trace %s: not a SQLite database; refusing to touch it",
                    t->path);
+  if ((rc & 0xff) == SQLITE_CORRUPT)
+    return rs__err(errmsg, RS_EINVAL,
+                   "trace %s: damaged (%s); refusing to touch it", t->path,
+                   sqlite3_errmsg(t->db));
   if (rc != SQLITE_OK)
     return rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
                    sqlite3_errmsg(t->db));
@@ -183,48 +249,217 @@ static int classify(rs_trace_t *t, int *fresh, char *errmsg) {
   return RS_OK;
 }
 
-static int exec(rs_trace_t *t, const char *sql, char *errmsg) {
-  char *err = NULL;
-  if (sqlite3_exec(t->db, sql, NULL, NULL, &err) != SQLITE_OK) {
-    rs__err(errmsg, RS_EIO, "trace %s: %s", t->path,
-            err ? err : sqlite3_errmsg(t->db));
-    sqlite3_free(err);
-    return RS_EIO;
+/* Check, reading only, the pages a run's append will touch: the schema and
+ * the small tables (run, param, worker, result) by PRAGMA quick_check, and
+ * the transfer table's last rows (the path down to its last page, checked
+ * as loaded with cell_size_check on). The rest of the transfer table, most
+ * of a large file, is not read: a full quick_check costs about a second
+ * per 200 MB, every run. */
+static int check_integrity(rs_trace_t *t, char *errmsg) {
+  static const char *const checks[] = {
+      "PRAGMA quick_check(sqlite_schema)",
+      "PRAGMA quick_check(run)",
+      "PRAGMA quick_check(param)",
+      "PRAGMA quick_check(worker)",
+      "PRAGMA quick_check(result)",
+      "SELECT count(*) FROM (SELECT * FROM transfer ORDER BY rowid DESC "
+      "LIMIT 1024)"};
+  for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+    sqlite3_stmt *st;
+    const char *problem = NULL;
+    int rc = sqlite3_prepare_v2(t->db, checks[i], -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(st);
+      /* quick_check answers "ok", or rows naming each problem. */
+      if (rc == SQLITE_ROW && strncmp(checks[i], "PRAGMA", 6) == 0) {
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        static const char prefix[] = "*** in database main ***\n";
+        if (text && strncmp(text, prefix, sizeof prefix - 1) == 0)
+          text += sizeof prefix - 1;
+        if (!text || strcmp(text, "ok"))
+          problem = text ? text : "?";
+      }
+      if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    }
+    if (problem || rc != SQLITE_OK) {
+      int corrupt = problem || (rc & 0xff) == SQLITE_CORRUPT ||
+                    (rc & 0xff) == SQLITE_NOTADB;
+      if (corrupt)
+        rs__err(errmsg, RS_EINVAL,
+                "trace %s: damaged (%s); refusing to touch it", t->path,
+                problem ? problem : sqlite3_errmsg(t->db));
+      else
+        rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
+                sqlite3_errmsg(t->db));
+      sqlite3_finalize(st);
+      return corrupt ? RS_EINVAL : RS_EIO;
+    }
+    sqlite3_finalize(st);
   }
   return RS_OK;
 }
 
+static int exec(rs_trace_t *t, const char *sql, char *errmsg) {
+  int rc = exec_retry(t, sql);
+  if (rc != SQLITE_OK)
+    return rs__err(errmsg, RS_EIO, "trace %s: %s", t->path,
+                   sqlite3_errmsg(t->db));
+  return RS_OK;
+}
+
+/* Names SQLite would not take as a file: "" (a temporary database),
+ * ":memory:", and URIs ("file:...", which this SQLite interprets when built
+ * with SQLITE_USE_URI, as Debian's is). A trace must be kept. */
+static int check_name(const char *path, char *errmsg) {
+  if (path[0] == '\0' || strcmp(path, ":memory:") == 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "trace '%s': not a file name, and an in-memory trace keeps "
+                   "nothing (use --no-trace for no trace)",
+                   path);
+  if (strncmp(path, "file:", 5) == 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "trace '%s': SQLite would read this as a URI; give a "
+                   "plain file name (./%s for a file of that name)",
+                   path, path);
+  return RS_OK;
+}
+
+/* Can we write the trace, and the -wal and -shm files SQLite keeps beside
+ * it? Asked before SQLite opens anything: SQLite would open a read-only
+ * file read-only and leave -wal and -shm files of the same mode behind. */
+static int check_writable(const char *path, char *errmsg) {
+  struct stat st;
+  char side[PATH_MAX + 8];
+  if (stat(path, &st) == 0) {
+    /* A directory, or a device such as /dev/null (which would keep nothing,
+     * and beside which SQLite would create its journal). */
+    if (!S_ISREG(st.st_mode))
+      return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", path,
+                     S_ISDIR(st.st_mode) ? "a directory"
+                                         : "not a regular file");
+    if (access(path, R_OK | W_OK) != 0)
+      return rs__err(errmsg, RS_EINVAL,
+                     "trace %s: cannot open: the file is not writable (%s); "
+                     "refusing to touch it",
+                     path, strerror(errno));
+    for (int i = 0; i < 2; i++) {
+      snprintf(side, sizeof side, "%s%s", path, i ? "-shm" : "-wal");
+      if (access(side, F_OK) == 0 && access(side, R_OK | W_OK) != 0)
+        return rs__err(errmsg, RS_EINVAL,
+                       "trace %s: cannot open: %s is not writable (%s); "
+                       "refusing to touch the trace",
+                       path, side, strerror(errno));
+    }
+  } else if (errno != ENOENT) {
+    return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", path,
+                   strerror(errno));
+  }
+  if (snprintf(side, sizeof side, "%s", path) >= (int)sizeof side)
+    return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: name too long",
+                   path);
+  const char *dir = dirname(side);
+  if (access(dir, W_OK | X_OK) != 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   errno == ENOENT
+                       ? "trace %s: cannot open: %s: %s"
+                       : "trace %s: cannot open: its directory %s is not "
+                         "writable (%s), and SQLite keeps -wal and -shm "
+                         "files there",
+                   path, dir, strerror(errno));
+  return RS_OK;
+}
+
+/* How long a writer waits for the trace's lock: RINGSIM_TRACE_WAIT seconds
+ * if set, else RS_TRACE_WAIT_S. */
+static int wait_seconds(double *wait_s, char *errmsg) {
+  const char *text = getenv("RINGSIM_TRACE_WAIT");
+  *wait_s = RS_TRACE_WAIT_S;
+  if (!text)
+    return RS_OK;
+  char *end;
+  errno = 0;
+  double s = strtod(text, &end);
+  if (errno || end == text || *end || !(s >= 0 && s <= 1e6))
+    return rs__err(errmsg, RS_EINVAL,
+                   "RINGSIM_TRACE_WAIT '%s': expected seconds in [0, 1e6]",
+                   text);
+  *wait_s = s;
+  return RS_OK;
+}
+
+/* Make an empty file a trace: WAL mode, then the schema, in one
+ * transaction that first looks again, so that of several processes
+ * starting together on a new file one creates the schema and the others
+ * find it made. */
+static int create_schema(rs_trace_t *t, char *errmsg) {
+  /* The page size holds only if set before the first table (and WAL). */
+  int rc = exec(t,
+                "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
+                "PRAGMA synchronous=NORMAL;",
+                errmsg);
+  if (rc)
+    return rc;
+  if (exec_retry(t, "BEGIN IMMEDIATE") != SQLITE_OK)
+    return rs__err(errmsg, RS_EIO, "trace %s: cannot begin a transaction: %s",
+                   t->path, sqlite3_errmsg(t->db));
+  int fresh = 0;
+  rc = classify(t, &fresh, errmsg);
+  if (rc == RS_OK && fresh) {
+    char sql[sizeof schema_sql + 256];
+    snprintf(sql, sizeof sql,
+             "%s PRAGMA application_id=%d; "
+             "PRAGMA user_version=%d;",
+             schema_sql, RS_TRACE_APPLICATION_ID, RS_TRACE_SCHEMA_VERSION);
+    rc = exec(t, sql, errmsg);
+  }
+  if (rc == RS_OK && exec_retry(t, "COMMIT") != SQLITE_OK)
+    rc = rs__err(errmsg, RS_EIO, "trace %s: cannot commit the schema: %s",
+                 t->path, sqlite3_errmsg(t->db));
+  if (rc)
+    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
 int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
   *out = NULL;
+  int rc = check_name(path, errmsg);
+  if (rc)
+    return rc;
+  rc = check_writable(path, errmsg);
+  if (rc)
+    return rc;
   rs_trace_t *t = calloc(1, sizeof *t);
   if (!t || !(t->path = strdup(path))) {
     free(t);
     return rs__err(errmsg, RS_ENOMEM, "trace %s: out of memory", path);
   }
-  int rc = RS_OK, fresh = 0;
+  int fresh = 0;
+  rc = wait_seconds(&t->wait_s, errmsg);
+  if (rc)
+    goto fail;
   if (sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
     rc = rs__err(errmsg, RS_EIO, "trace %s: cannot open: %s", path,
                  t->db ? sqlite3_errmsg(t->db) : "out of memory");
     goto fail;
   }
-  sqlite3_busy_timeout(t->db, 10000);
+  sqlite3_busy_handler(t->db, busy_handler, t);
   rc = classify(t, &fresh, errmsg);
+  /* Catch a damaged page as it is read, before anything is written. */
+  if (rc == RS_OK)
+    rc =
+        exec(t, "PRAGMA cell_size_check=ON; PRAGMA cache_size=-65536;", errmsg);
+  if (rc == RS_OK && !fresh)
+    rc = check_integrity(t, errmsg);
   if (rc)
     goto fail;
-  /* Only now, knowing the file is ours (or empty), do we write to it. */
-  rc = exec(t,
-            "PRAGMA page_size=16384; PRAGMA cache_size=-65536; PRAGMA "
-            "journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            errmsg);
-  if (rc == RS_OK && fresh) {
-    char sql[sizeof schema_sql + 256];
-    snprintf(sql, sizeof sql,
-             "BEGIN; %s PRAGMA application_id=%d; PRAGMA user_version=%d; "
-             "COMMIT;",
-             schema_sql, RS_TRACE_APPLICATION_ID, RS_TRACE_SCHEMA_VERSION);
-    rc = exec(t, sql, errmsg);
-  }
+  /* Only now, knowing the file is ours (or empty) and sound, do we write.
+   * A trace is in WAL mode from its creation on: this changes nothing. */
+  if (fresh)
+    rc = create_schema(t, errmsg);
+  else
+    rc = exec(t, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", errmsg);
   if (rc)
     goto fail;
   *out = t;
@@ -238,8 +473,13 @@ fail:
 
 static int fail_sql(rs_run_t *run, const char *what) {
   rs_trace_t *t = run->trace;
-  rs__err(run->trace_errmsg, RS_EIO, "trace %s: cannot %s: %s", t->path, what,
-          sqlite3_errmsg(t->db));
+  t->busy = (sqlite3_errcode(t->db) & 0xff) == SQLITE_BUSY;
+  char waited[64] = "";
+  if (t->busy)
+    snprintf(waited, sizeof waited, " (waited %g s for other writers)",
+             t->wait_s);
+  rs__err(run->trace_errmsg, RS_EIO, "trace %s: cannot %s: %s%s", t->path, what,
+          sqlite3_errmsg(t->db), waited);
   return RS_EIO;
 }
 
@@ -329,7 +569,7 @@ int rs__trace_begin(rs_run_t *run) {
   char net_buf[1024];
   const char *net_text =
       c->net.enabled ? net_json(&c->net, net_buf, sizeof net_buf) : NULL;
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+  if (exec_retry(run->trace, "BEGIN IMMEDIATE") != SQLITE_OK)
     return fail_sql(run, "begin a transaction");
   int rc = exec_bound(
       db,
@@ -368,7 +608,7 @@ int rs__trace_begin(rs_run_t *run) {
         goto rollback;
       }
     }
-  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+  if (exec_retry(run->trace, "COMMIT") != SQLITE_OK) {
     fail_sql(run, "commit the run");
     goto rollback;
   }
@@ -541,16 +781,56 @@ static int write_totals(rs_run_t *run) {
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "update the run");
 }
 
-int rs__trace_finish(rs_run_t *run) {
-  sqlite3 *db = run->trace->db;
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-    return fail_sql(run, "begin a transaction");
-  int rc = write_transfers(run);
-  if (rc == RS_OK)
-    rc = write_totals(run);
-  if (rc == RS_OK && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-    rc = fail_sql(run, "commit");
-  if (rc != RS_OK)
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+/* After the run's rows could not be written (and were rolled back), record
+ * the failure in its row, in a transaction of its own: a small UPDATE may
+ * succeed where the big insert did not (a full disk). */
+static int mark_failed(rs_run_t *run, const char *error) {
+  rs_trace_t *t = run->trace;
+  int rc = exec_retry(t, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK)
+    return rc;
+  rc = exec_bound(t->db,
+                  "UPDATE run SET status = 'failed', error = ?, transfers = ?, "
+                  "wall_ns = ? WHERE run_id = ?",
+                  "tiii", error, (int64_t)run->result.transfers,
+                  (int64_t)run->result.wall_ns, run->trace_run_id);
+  if (rc == SQLITE_OK)
+    rc = exec_retry(t, "COMMIT");
+  if (rc != SQLITE_OK)
+    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
+}
+
+int rs__trace_finish(rs_run_t *run) {
+  rs_trace_t *t = run->trace;
+  int rc = RS_OK;
+  if (exec_retry(t, "BEGIN IMMEDIATE") != SQLITE_OK) {
+    rc = fail_sql(run, "begin a transaction");
+  } else {
+    rc = write_transfers(run);
+    if (rc == RS_OK)
+      rc = write_totals(run);
+    if (rc == RS_OK && exec_retry(t, "COMMIT") != SQLITE_OK)
+      rc = fail_sql(run, "commit");
+    if (rc != RS_OK)
+      sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  if (rc == RS_OK)
+    return RS_OK;
+  /* The run's row stays, marked running: mark it failed, saying why, unless
+   * the lock could not be had (that wait would only be repeated). */
+  char error[RS_ERRMSG_MAX];
+  size_t len = strlen(run->trace_errmsg);
+  const int ran_ok =
+      run->result.status == RS_OK || run->result.status == RS_ECHECK;
+  snprintf(error, sizeof error,
+           ran_ok ? "%s%s" : "%s (its trace rows were not written: %s)",
+           ran_ok ? "" : run->errmsg, run->trace_errmsg);
+  int marked = !t->busy && mark_failed(run, error) == SQLITE_OK;
+  snprintf(run->trace_errmsg + len, sizeof run->trace_errmsg - len,
+           marked ? "; run %lld is marked failed in the trace, without its "
+                    "rows"
+                  : "; run %lld is left marked running in the trace",
+           (long long)run->trace_run_id);
+  return RS_EIO;
 }

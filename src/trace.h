@@ -85,10 +85,20 @@ static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
 /* PRAGMA application_id of a ringsim trace: "RSim". */
 #define RS_TRACE_APPLICATION_ID 0x5253696d
 
+/* How long a writer waits for the trace's lock before it gives up, in
+ * seconds (RINGSIM_TRACE_WAIT overrides): long enough for the writers
+ * queued ahead of it to write big runs (about a million rows a second). */
+#define RS_TRACE_WAIT_S 300.0
+
 struct rs_run;
+struct sqlite3;
+/* The trace's connection (for tests that set limits on it). */
+struct sqlite3 *rs__trace_db(rs_trace_t *trace);
 /* Write the run's header rows before the ring runs (status "running"). */
 int rs__trace_begin(struct rs_run *run);
-/* Write every transfer, the totals and the outcome, in one transaction. */
+/* Write every transfer, the totals and the outcome, in one transaction.
+ * If that fails, it is rolled back and the run's row is marked failed in a
+ * transaction of its own (if that can be written); trace_errmsg says which. */
 int rs__trace_finish(struct rs_run *run);
 
 #endif /* RINGSIM_TRACE_H */

@@ -7,10 +7,15 @@ ring's invariants from the rows alone.
 import hashlib
 import json
 import os
+import random
+import resource
+import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 RINGSIM = None
@@ -23,12 +28,20 @@ def run(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def run_env(env, *args, cwd=None):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
+                       timeout=600, cwd=cwd, env=dict(os.environ, **env))
+    return p.returncode, p.stdout, p.stderr
+
+
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-class Trace(unittest.TestCase):
+class TraceCase(unittest.TestCase):
+    """A temporary directory with a trace t.db, and small models in it."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -52,6 +65,8 @@ class Trace(unittest.TestCase):
         self.assertEqual(report["trace"], self.db)
         return report["run_id"]
 
+
+class Trace(TraceCase):
     def check_invariants(self, con, run_id):
         """Everything the ring promises, read back from the trace."""
         W, elems, segs, transfers, status = con.execute(
@@ -337,6 +352,255 @@ class Trace(unittest.TestCase):
         for key in configs[0]:
             self.assertIn(f"`{key}`", config_doc)
         con.close()
+
+
+def transfer_counts(db):
+    """{run_id: (status, transfers, transfer rows)} of every run in db."""
+    con = sqlite3.connect(db)
+    try:
+        return {run_id: (status, transfers, rows) for run_id, status, transfers, rows in con.execute(
+            "SELECT run_id, status, transfers, (SELECT count(*) FROM transfer t "
+            "WHERE t.run_id = r.run_id) FROM run r ORDER BY run_id")}
+    finally:
+        con.close()
+
+
+class Writers(TraceCase):
+    """The trace writer at the edges: concurrent writers, a full disk, names
+    that are not files, damaged and read-only traces."""
+
+    def start(self, *args, env=None, **kw):
+        return subprocess.Popen([RINGSIM, *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, **kw)
+
+    def writers(self, count, *args, env=None):
+        """Start count ringsim processes at once; return [(rc, out, err)]."""
+        procs = [self.start(*args, env=env) for _ in range(count)]
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            results.append((p.returncode, out, err))
+        return results
+
+    def assert_all_kept(self, results, before):
+        """Every writer exited 0 and its run is in the trace, ok, with all its
+        transfer rows; the runs there before are as they were."""
+        for rc, out, err in results:
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(err, "")
+        runs = transfer_counts(self.db)
+        ids = sorted(json.loads(out)["run_id"] for _, out, _ in results)
+        self.assertEqual(sorted(set(ids)), ids)
+        self.assertEqual(sorted(runs), sorted(before) + ids)
+        for run_id, (status, transfers, rows) in runs.items():
+            self.assertEqual(status, "ok", run_id)
+            self.assertEqual(rows, transfers, run_id)
+        for run_id, counts in before.items():
+            self.assertEqual(runs[run_id], counts)
+
+    # writers-1: eight processes started at once on a new trace: one creates
+    # the schema, the others find it made; all exit 0 and keep every row.
+    def test_concurrent_new_trace(self):
+        for trial in range(3):
+            with self.subTest(trial=trial):
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(self.db + suffix):
+                        os.unlink(self.db + suffix)
+                results = self.writers(8, "-w", 4, "-p", self.model(4000),
+                                       "--segment-bytes", 256, "--trace", self.db, "--json")
+                self.assert_all_kept(results, {})
+
+    # writers-2: eight processes at once on an existing trace while another
+    # writer holds the lock for 12 s (longer than the 10 s SQLite wait the
+    # writer once had): they queue, then all write; nothing is lost.
+    def test_concurrent_existing_trace(self):
+        self.traced_run(4, 1000)
+        before = transfer_counts(self.db)
+        con = sqlite3.connect(self.db, isolation_level=None, timeout=60)
+        con.execute("BEGIN IMMEDIATE")
+        model = self.model(100000)
+        procs = [self.start("-w", 4, "-p", model, "--segment-bytes", 1024,
+                            "--trace", self.db, "--json") for _ in range(8)]
+        time.sleep(12)
+        con.execute("COMMIT")
+        con.close()
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            results.append((p.returncode, out, err))
+        self.assert_all_kept(results, before)
+        self.assertEqual(len(transfer_counts(self.db)), 9)
+
+    # writers-3: a trace whose lock is not had within RINGSIM_TRACE_WAIT is
+    # a failed run (exit 3, not 2: the input was good), the JSON says so, and
+    # the trace keeps its earlier runs.
+    def test_lock_timeout_is_a_failed_run(self):
+        self.traced_run(2, 10)
+        before = transfer_counts(self.db)
+        con = sqlite3.connect(self.db, isolation_level=None, timeout=60)
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            rc, out, err = run_env({"RINGSIM_TRACE_WAIT": "1"}, "-w", 2, "-p", self.model(10),
+                                   "--trace", self.db, "--json")
+        finally:
+            con.execute("COMMIT")
+            con.close()
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(err, f"ringsim: trace {self.db}: cannot begin a transaction: database "
+                              "is locked (waited 1 s for other writers)\n")
+        report = json.loads(out)
+        self.assertEqual(report["status"], "failed")
+        self.assertEqual(report["error"], err[len("ringsim: "):-1])
+        self.assertEqual(report["trace_error"], report["error"])
+        self.assertIsNone(report["run_id"])
+        self.assertEqual(transfer_counts(self.db), before)
+
+    # writers-4: a trace write that fails (here: a file size limit, as a full
+    # disk) fails the run: exit 3, the report and the JSON say failed, and
+    # the run's row says failed with the error, not running.
+    def test_failed_write_fails_the_run(self):
+        self.traced_run(2, 10)
+        before = transfer_counts(self.db)
+
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+        for as_json in (True, False):
+            with self.subTest(json=as_json):
+                args = [RINGSIM, "-w", 4, "-p", self.model(1000000), "--segment-bytes", 256,
+                        "--trace", self.db] + (["--json"] if as_json else [])
+                p = subprocess.run(list(map(str, args)), capture_output=True, text=True,
+                                   timeout=600, preexec_fn=limit)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                self.assertIn(f"ringsim: trace {self.db}: cannot ", p.stderr)
+                self.assertIn("is marked failed in the trace, without its rows", p.stderr)
+                message = p.stderr[len("ringsim: "):-1]
+                if as_json:
+                    report = json.loads(p.stdout)
+                    self.assertEqual(report["status"], "failed")
+                    self.assertEqual(report["error"], message)
+                    self.assertEqual(report["trace_error"], message)
+                    run_id = report["run_id"]
+                else:
+                    self.assertIn(f"  status     FAILED: {message}\n", p.stdout)
+                    self.assertNotIn("status     ok", p.stdout)
+                    run_id = max(transfer_counts(self.db))
+                    self.assertIn(f"trace      {self.db}, run {run_id}: its rows were NOT "
+                                  "written\n", p.stdout)
+                con = sqlite3.connect(self.db)
+                status, error = con.execute("SELECT status, error FROM run WHERE run_id = ?",
+                                            (run_id,)).fetchone()
+                con.close()
+                self.assertEqual(status, "failed")
+                self.assertTrue(message.startswith(error), (message, error))
+                self.assertEqual(transfer_counts(self.db)[run_id][2], 0)
+        runs = transfer_counts(self.db)
+        for run_id, counts in before.items():
+            self.assertEqual(runs[run_id], counts)
+
+    # writers-5: names that are not files ("" and ":memory:" keep nothing;
+    # "file:" is a URI to this SQLite; a FIFO) are refused before the run,
+    # and nothing is created.
+    def test_names_that_are_not_files(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        for name, message in (("", "not a file name"), (":memory:", "not a file name"),
+                              ("file:t.db", "SQLite would read this as a URI"),
+                              ("file:t.db?mode=memory", "SQLite would read this as a URI")):
+            with self.subTest(name=name):
+                rc, out, err = run("-p", two, "--trace", name, cwd=self.dir)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(err, f"ringsim: trace '{name}': {message}" +
+                                 err.split(message, 1)[1])
+                self.assertEqual(err.count("\n"), 1)
+                self.assertEqual(os.listdir(self.dir), [])
+        # a FIFO (or a device such as /dev/null) would keep nothing, and
+        # SQLite would create its journal beside it
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        rc, out, err = run("-p", two, "--trace", fifo, cwd=self.dir)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err, f"ringsim: trace {fifo}: cannot open: not a regular file\n")
+        self.assertEqual(os.listdir(self.dir), ["fifo"])
+
+    # writers-6: a trace with a damaged last page (random bytes, or zeros) is
+    # refused before anything is written: exit 2, byte for byte unchanged,
+    # no -wal or -shm left. Both a one-page-per-table trace and one whose
+    # transfer table spans many pages.
+    def test_damaged_trace_untouched(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        small = os.path.join(self.dir, "small.db")
+        large = os.path.join(self.dir, "large.db")
+        for i in range(3):
+            self.assertEqual(run("-w", 4, "-p", self.model(100), "--trace", small)[0], 0)
+        self.assertEqual(run("-w", 4, "-p", self.model(40000), "--segment-bytes", 64,
+                             "--trace", large)[0], 0)
+        for source in (small, large):
+            for fill in ("random", "zeros"):
+                with self.subTest(trace=os.path.basename(source), fill=fill):
+                    with open(source, "rb") as f:
+                        data = bytearray(f.read())
+                    page = 16384
+                    data[-page:] = (random.Random(13).randbytes(page) if fill == "random"
+                                    else bytes(page))
+                    with open(self.db, "wb") as f:
+                        f.write(data)
+                    before = digest(self.db)
+                    rc, out, err = run("-p", two, "--trace", self.db)
+                    self.assertEqual(rc, 2, err)
+                    self.assertEqual(out, "")
+                    self.assertIn(f"ringsim: trace {self.db}: damaged (", err)
+                    self.assertTrue(err.endswith("); refusing to touch it\n"), err)
+                    self.assertEqual(err.count("\n"), 1)
+                    self.assertEqual(digest(self.db), before)
+                    self.assertFalse(os.path.exists(self.db + "-wal"))
+                    self.assertFalse(os.path.exists(self.db + "-shm"))
+
+    # writers-7: a read-only trace in a writable directory, and a trace in a
+    # read-only directory, are refused with no file left behind; once the
+    # trace is writable again, the next run appends to it. (As root, whom
+    # modes do not stop, ringsim runs as the user nobody.)
+    def test_read_only_trace(self):
+        prefix = []
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                self.skipTest("root without setpriv: cannot run as another user")
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        os.chmod(self.dir, 0o777)
+        two = os.path.join(EXAMPLES, "two_workers.json")
+
+        def as_user(*args):
+            p = subprocess.run(prefix + [RINGSIM, *map(str, args)], capture_output=True,
+                               text=True, timeout=600)
+            return p.returncode, p.stdout, p.stderr
+
+        rc, _, err = as_user("-p", two, "--trace", self.db)
+        self.assertEqual(rc, 0, err)
+        if prefix:
+            os.chown(self.db, 65534, 65534)
+        os.chmod(self.db, 0o444)
+        before = digest(self.db)
+        rc, out, err = as_user("-p", two, "--trace", self.db)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err, f"ringsim: trace {self.db}: cannot open: the file is not "
+                              "writable (Permission denied); refusing to touch it\n")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["t.db"])
+        self.assertEqual(digest(self.db), before)
+        os.chmod(self.db, 0o644)
+        rc, out, err = as_user("-p", two, "--trace", self.db)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"trace      {self.db}, run 2\n", out)
+        # a new trace in a directory the user cannot write
+        ro = os.path.join(self.dir, "ro")
+        os.mkdir(ro, 0o555)
+        rc, out, err = as_user("-p", two, "--trace", os.path.join(ro, "t.db"))
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err, f"ringsim: trace {ro}/t.db: cannot open: its directory {ro} is "
+                              "not writable (Permission denied), and SQLite keeps -wal and "
+                              "-shm files there\n")
+        self.assertEqual(os.listdir(ro), [])
 
 
 def main():

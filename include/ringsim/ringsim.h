@@ -45,7 +45,8 @@ extern "C" {
   X(ECHECK, -8, "the result check failed")                                     \
   X(ESYS, -9, "system call failed")                                            \
   X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")         \
-  X(EINTERRUPTED, -11, "interrupted by a signal")
+  X(ETRACE, -11, "the trace could not be written")                          \
+  X(EINTERRUPTED, -12, "interrupted by a signal")
 
 enum {
 #define RS_ERR_ENUM(name, value, msg) RS_##name = value,
@@ -174,7 +175,12 @@ typedef struct rs_trace rs_trace_t;
 /* Open (or create) the SQLite trace database at path, which may hold many
  * runs (docs/trace-schema.md). A file that is not SQLite, or a SQLite
  * database that is not a ringsim trace (its application_id and tables say
- * so), or a trace of another schema version, is refused and left untouched.
+ * so), a trace of another schema version, a damaged trace, a file or
+ * directory that cannot be written, and names that are not regular files
+ * ("", ":memory:", "file:" URIs, devices) are refused (RS_EINVAL) and left
+ * untouched, no -wal or -shm file created.
+ * Several processes may append to one trace: each waits for the lock up to
+ * five minutes (the environment's RINGSIM_TRACE_WAIT, in seconds, if set).
  * On error *out is NULL and errmsg names the file and the problem. */
 int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
 void rs_trace_close(rs_trace_t *trace);
@@ -375,8 +381,9 @@ int rs_grads_path(const char *pattern, int worker, char *out, size_t out_size);
 int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace, const char *config_json);
 /* The run's id in its trace (after rs_run_execute), or 0. */
 int64_t rs_run_trace_id(const rs_run_t *run);
-/* NULL, or the message of a failure to write the run's trace rows after the
- * run (the run's own result stands; its rows were rolled back). */
+/* NULL, or the message of a failure to write the run's trace rows (they
+ * were rolled back), saying whether the run's row could be marked failed.
+ * A run that had completed then fails with RS_ETRACE and this message. */
 const char *rs_run_trace_error(const rs_run_t *run);
 
 /* Stop the run from another thread (a signal's: SIGINT or SIGTERM, named in
@@ -389,7 +396,8 @@ void rs_run_interrupt(rs_run_t *run, const char *signal_name);
 /* Compute the reference from the buffers, run the collective on W threads,
  * then (for an all-reduce) check the result. Returns RS_OK when the run
  * completed and the check passed, RS_ECHECK when it completed but the check
- * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...). Once only. */
+ * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...; RS_ETRACE when
+ * its trace could not be written). Once only. */
 int rs_run_execute(rs_run_t *run);
 
 /* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one

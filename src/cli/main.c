@@ -742,9 +742,9 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
   rc = cli_exit_code(status);
-  if (rc == EXIT_RUN)
+  if (rc == EXIT_RUN && status != RS_ETRACE) /* the ring itself failed */
     cli_print_watchdog(run);
-  if (rs_run_trace_error(run)) {
+  if (rs_run_trace_error(run) && status != RS_ETRACE) {
     fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));
     if (rc == 0)
       rc = EXIT_RUN;

@@ -346,7 +346,7 @@ static void print_order_report(const report_t *r) {
 static void print_transfers(const report_t *r, const figures_t *f) {
   const rs_result_t *res = rs_run_result(r->run);
   const int W = f->workers;
-  if (r->status == RS_OK || r->status == RS_ECHECK) {
+  if (res->checked) { /* the all-reduce completed */
     printf("  transfers  %llu (%llu per worker)\n",
            (unsigned long long)res->transfers,
            (unsigned long long)(res->transfers / (uint64_t)W));
@@ -364,7 +364,7 @@ void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
   figures_t f = compute_figures(r);
-  const int finished = r->status == RS_OK || r->status == RS_ECHECK;
+  const int finished = res->checked; /* the all-reduce completed */
   int W = f.workers;
   char size[32], a[32];
   cli_human_bytes(f.bytes, size, sizeof size);
@@ -421,11 +421,13 @@ void cli_print_text(const report_t *r) {
            f.seconds);
   if (cfg->net.enabled && r->status == RS_OK)
     print_sim_line(cfg, res, f.seconds);
-  if (r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run))
-    printf("  trace      %s, run %lld\n", r->trace,
-           (long long)rs_run_trace_id(r->run));
-  if (!res->checked) {
-    printf("  check      not checked: the run failed\n");
+  if (r->trace && rs_run_trace_id(r->run))
+    printf("  trace      %s, run %lld%s\n", r->trace,
+           (long long)rs_run_trace_id(r->run),
+           rs_run_trace_error(r->run) ? ": its rows were NOT written" : "");
+  if (!res->checked || (r->status != RS_OK && r->status != RS_ECHECK)) {
+    if (!res->checked)
+      printf("  check      not checked: the run failed\n");
     printf("  status     FAILED: %s\n", rs_run_errmsg(r->run));
     return;
   }
@@ -541,19 +543,24 @@ void cli_print_json(const report_t *r) {
                         json_integer((json_int_t)res->predicted_ns));
   }
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
-  const int finished = r->status == RS_OK || r->status == RS_ECHECK;
   json_object_set_new(o, "algbw_gbs",
-                      finished ? json_real(f.algbw) : json_null());
+                      checked ? json_real(f.algbw) : json_null());
   json_object_set_new(o, "busbw_gbs",
-                      finished ? json_real(f.busbw) : json_null());
-  int traced =
-      r->trace && rs_run_trace_id(r->run) && !rs_run_trace_error(r->run);
-  json_object_set_new(o, "trace", traced ? json_string(r->trace) : json_null());
+                      checked ? json_real(f.busbw) : json_null());
+  /* run_id: the run's row, if one was written; trace_error: why the
+   * run's rows are not in the trace (the row says "failed", or, if even
+   * that could not be written, "running"). */
+  const char *trace_error = rs_run_trace_error(r->run);
+  json_object_set_new(o, "trace",
+                      r->trace ? json_string(r->trace) : json_null());
   json_object_set_new(o, "run_id",
-                      traced ? json_integer(rs_run_trace_id(r->run))
-                             : json_null());
+                      r->trace && rs_run_trace_id(r->run)
+                          ? json_integer(rs_run_trace_id(r->run))
+                          : json_null());
+  json_object_set_new(o, "trace_error",
+                      trace_error ? json_string(trace_error) : json_null());
   json_object_set_new(o, "status", json_string(status_name(r->status)));
-  if (cli_exit_code(r->status) == EXIT_RUN)
+  if (cli_exit_code(r->status) == EXIT_RUN && r->status != RS_ETRACE)
     json_object_set_new(o, "watchdog", watchdog_json(r->run));
   json_object_set_new(
       o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
