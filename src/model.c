@@ -5,6 +5,10 @@
  * gradients ("grads") are flattened into one such buffer per worker. Parsing
  * uses jansson, which reports line and column of syntax errors; semantic
  * errors name the JSON path (params[1].shape[0]).
+ *
+ * Names live in an open-addressing hash table (linear probing, at most half
+ * full), so the duplicate check and every lookup by name cost O(1) and
+ * loading is linear in the number of params.
  */
 #include <errno.h>
 #include <float.h>
@@ -27,7 +31,36 @@ struct rs_model {
   size_t elems;
   int inline_workers;
   double **inline_grads; /* inline_workers flat buffers, rounded to dtype */
+  size_t *name_slots;    /* param index + 1 per slot, 0 if empty */
+  size_t name_mask;      /* slot count - 1 (a power of two) */
 };
+
+/* FNV-1a over the name's bytes. */
+static size_t name_hash(const char *name) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+    h = (h ^ *c) * 0x100000001b3u;
+  return (size_t)(h ^ (h >> 32));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static size_t *name_slot(const rs_model_t *m, const char *name) {
+  size_t i = name_hash(name) & m->name_mask;
+  while (m->name_slots[i] &&
+         strcmp(m->params[m->name_slots[i] - 1].name, name) != 0)
+    i = (i + 1) & m->name_mask;
+  return &m->name_slots[i];
+}
+
+/* Room for count names, the table at most half full. */
+static int names_init(rs_model_t *m, size_t count) {
+  size_t slots = 16;
+  while (slots < 2 * count)
+    slots *= 2;
+  m->name_slots = calloc(slots, sizeof *m->name_slots);
+  m->name_mask = slots - 1;
+  return m->name_slots ? RS_OK : RS_ENOMEM;
+}
 
 void rs_model_free(rs_model_t *model) {
   if (!model)
@@ -38,6 +71,7 @@ void rs_model_free(rs_model_t *model) {
   for (int w = 0; w < model->inline_workers; w++)
     free(model->inline_grads[w]);
   free(model->inline_grads);
+  free(model->name_slots);
   free(model->name);
   free(model);
 }
@@ -59,10 +93,9 @@ const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
 }
 
 long rs_model_find(const rs_model_t *m, const char *name) {
-  for (size_t i = 0; i < m->param_count; i++)
-    if (strcmp(m->params[i].name, name) == 0)
-      return (long)i;
-  return -1;
+  if (!m->name_slots)
+    return -1;
+  return (long)*name_slot(m, name) - 1;
 }
 
 /* Refuse keys other than the allowed ones, naming the first stranger. */
@@ -294,7 +327,7 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                    "%s: params: missing or not a non-empty list", source);
   size_t count = json_array_size(jparams);
   m->params = calloc(count, sizeof *m->params);
-  if (!m->params)
+  if (!m->params || names_init(m, count))
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
   for (size_t i = 0; i < count; i++) {
     rs_param_t *p = &m->params[i];
@@ -312,10 +345,12 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                      source, i, rs_dtype_name(dtype), rs_dtype_name(m->dtype));
     }
     m->param_count = i + 1;
-    if (rs_model_find(m, p->name) != (long)i)
+    size_t *slot = name_slot(m, p->name);
+    if (*slot)
       return rs__err(errmsg, RS_EPARSE,
                      "%s: params[%zu].name: \"%.100s\" is a duplicate", source,
                      i, p->name);
+    *slot = i + 1;
     if (p->elems > MAX_MODEL_ELEMS - m->elems)
       return rs__err(errmsg, RS_EPARSE,
                      "%s: params: more than %zu elements in all", source,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ringsim/ringsim.h"
@@ -301,6 +302,80 @@ static void test_f64_inline_values(void **state) {
   assert_non_null(strstr(err, "does not fit in f32"));
 }
 
+/* A model of count params "layer.<i>.w" (2 elements each) with one worker's
+ * inline grads: a few hundred bytes per param of JSON. */
+static char *many_params_text(size_t count, size_t *len) {
+  size_t cap = 64 + count * 96;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  size_t n = (size_t)snprintf(text, cap, "{\"params\": [");
+  for (size_t i = 0; i < count; i++)
+    n += (size_t)snprintf(text + n, cap - n,
+                          "%s{\"name\": \"layer.%zu.w\", \"shape\": [2]}",
+                          i ? "," : "", i);
+  n += (size_t)snprintf(text + n, cap - n, "], \"grads\": [{");
+  for (size_t i = 0; i < count; i++)
+    n += (size_t)snprintf(text + n, cap - n, "%s\"layer.%zu.w\": [%zu, 1]",
+                          i ? "," : "", count - 1 - i, i);
+  n += (size_t)snprintf(text + n, cap - n, "}]}");
+  assert_true(n < cap);
+  *len = n;
+  return text;
+}
+
+/* CPU seconds to parse a model of count params, best of three. */
+static double parse_seconds(size_t count) {
+  size_t len;
+  char *text = many_params_text(count, &len);
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    char err[RS_ERRMSG_MAX] = "";
+    rs_model_t *m = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    int rc = rs_model_parse(text, len, "big.json", &m, err);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    if (rc)
+      fail_msg("parse of %zu params failed: %s", count, err);
+    double s =
+        (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    best = s < best ? s : best;
+    rs_model_free(m);
+  }
+  free(text);
+  return best;
+}
+
+/* model-8: names are found in constant time, so loading is linear in the
+ * number of params (the duplicate check and the inline grads' lookups were
+ * quadratic: 80k params took 10 s). 4x the params must take less than 10x
+ * the CPU time: linear measures 3-7x here (the caches miss more in a bigger
+ * model), quadratic 16x. Every name is found at its index. */
+static void test_load_is_linear_in_params(void **state) {
+  (void)state;
+  size_t len;
+  char *text = many_params_text(1000, &len);
+  rs_model_t *m = parse_ok(text);
+  free(text);
+  char name[32];
+  for (size_t i = 0; i < 1000; i++) {
+    snprintf(name, sizeof name, "layer.%zu.w", i);
+    assert_int_equal(rs_model_find(m, name), (long)i);
+    assert_true(rs_model_inline_grads(m, 0)[2 * i] == (double)(999 - i));
+  }
+  assert_int_equal(rs_model_find(m, "layer.1000.w"), -1);
+  assert_int_equal(rs_model_find(m, ""), -1);
+  rs_model_free(m);
+
+  double small = parse_seconds(10000), large = parse_seconds(40000);
+  print_message("10000 params: %.4f s, 40000 params: %.4f s (ratio %.1f)\n",
+                small, large, large / small);
+  if (large >= 10 * small)
+    fail_msg("40000 params took %.4f s, %.1fx the %.4f s of 10000 (linear "
+             "would be 4x; at most 10x allowed)",
+             large, large / small, small);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_in_file_order),
@@ -310,6 +385,7 @@ int main(void) {
       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_buckets_in_ddp_order),
       cmocka_unit_test(test_low_precision_inline_values),
+      cmocka_unit_test(test_load_is_linear_in_params),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }
