@@ -37,7 +37,7 @@ int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
     va_end(ap);
-    rs__one_line(run->errmsg);
+    rs_one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
   return code;
@@ -413,8 +413,6 @@ static void *worker_main(void *varg) {
   if (atomic_load(&w->run->abort_flag))
     return NULL; /* not every thread started: the barriers are unusable */
   for (int it = 0; it < pool->iterations; it++) {
-    if (it > 0)
-      pthread_barrier_wait(&pool->start);
     /* A crashed worker stays dead for the rest of the run, but keeps
      * meeting the barriers so the others are not left waiting there. */
     if (!atomic_load(&w->run->abort_flag) && w->rc != RS_RING_CRASHED) {
@@ -426,8 +424,12 @@ static void *worker_main(void *varg) {
       if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
         report_fault(w, rc);
     }
-    if (pool->iterations > 1)
+    /* Between end and start the main thread may cut pool->iterations (a
+     * time budget): it is read only after the start barrier. */
+    if (pool->iterations > 1) {
       pthread_barrier_wait(&pool->end);
+      pthread_barrier_wait(&pool->start);
+    }
   }
   return NULL;
 }
@@ -448,6 +450,24 @@ static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
     return;
   t->total_ns += ns;
   t->min_ns = ns < t->min_ns ? ns : t->min_ns;
+}
+
+/* A time budget: end the warm-up once it has taken warmup_budget_s, and
+ * after it keep as many timed iterations as fit in timed_budget_s at the
+ * pace of the last warm-up iteration (it, which took last_ns). */
+static void cut_to_budget(rs_run_t *run, pool_t *pool, int it, uint64_t warm_ns,
+                          uint64_t last_ns) {
+  rs_config_t *c = &run->config;
+  if (it >= c->warmup)
+    return;
+  if (c->warmup_budget_s > 0 && (double)warm_ns >= c->warmup_budget_s * 1e9)
+    c->warmup = it + 1;
+  if (it + 1 == c->warmup && c->timed_budget_s > 0) {
+    double fit = c->timed_budget_s * 1e9 / (double)(last_ns ? last_ns : 1);
+    if (fit < c->iterations)
+      c->iterations = fit < 1 ? 1 : (int)fit;
+  }
+  pool->iterations = c->warmup + c->iterations;
 }
 
 /* Check the result of the first iteration (an all-reduce that completed). */
@@ -493,18 +513,22 @@ static int run_threads(rs_run_t *run) {
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate);
   if (started == W && pool.iterations > 1) {
-    uint64_t begin = run->t0_ns;
+    uint64_t begin = run->t0_ns, warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
-      if (it > 0) {
-        begin = rs__now_ns();
-        pthread_barrier_wait(&pool.start);
-      }
       pthread_barrier_wait(&pool.end);
-      record_iteration(run, &timing, it, rs__now_ns() - begin);
+      uint64_t ns = rs__now_ns() - begin;
+      record_iteration(run, &timing, it, ns);
       /* The workers wait at the next start while the first result is
-       * checked. */
+       * checked and the budget (if any) cuts the count. */
       if (it == 0)
         check_first(run);
+      warm_ns += ns;
+      cut_to_budget(run, &pool, it, warm_ns, ns);
+      if (run->config.on_iteration)
+        run->config.on_iteration(run->config.on_iteration_arg, it + 1,
+                                 run->config.warmup, run->config.iterations);
+      begin = rs__now_ns();
+      pthread_barrier_wait(&pool.start); /* the last one lets them leave */
     }
   }
   for (int r = 0; r < started; r++)
@@ -515,6 +539,8 @@ static int run_threads(rs_run_t *run) {
     if (started == W)
       check_first(run);
   }
+  run->result.warmup = run->config.warmup;
+  run->result.iterations = run->config.iterations;
   run->result.wall_ns = timing.total_ns / (uint64_t)run->config.iterations;
   run->result.wall_min_ns = timing.min_ns;
   if (run->config.net.enabled && run->result.status == RS_OK) {

@@ -85,9 +85,10 @@ static const char usage_text[] =
     "3 the run failed (a worker timed out, or the run was aborted)\n";
 
 int cli_usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "ringsim: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see ringsim --help)\n");
+  char message[RS_ERRMSG_MAX];
+  snprintf(message, sizeof message, fmt, arg);
+  rs_one_line(message); /* the argument may hold ESC, CR, LF */
+  fprintf(stderr, "ringsim: %s (see ringsim --help)\n", message);
   return EXIT_USAGE;
 }
 
