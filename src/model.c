@@ -184,6 +184,40 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
   return RS_OK;
 }
 
+/* The largest finite value of a dtype, and the rounding threshold: half
+ * an ulp above it, from where round-to-nearest (ties to even: the largest
+ * value's last bit is odd) gives infinity. */
+static double dtype_max(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? 0x1.ffcp15
+         : dtype == RS_DTYPE_BF16 ? 0x1.fep127
+         : dtype == RS_DTYPE_F64  ? DBL_MAX
+                                  : FLT_MAX;
+}
+static double dtype_overflow(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? 0x1.ffep15
+         : dtype == RS_DTYPE_BF16 ? 0x1.ffp127
+         : dtype == RS_DTYPE_F64  ? INFINITY
+                                  : 0x1.ffffffp127;
+}
+
+/* x rounded as a tensor of dtype holds it: to f32 (to nearest, ties to
+ * even), then to f16 or bf16; infinite if it does not fit. A double
+ * beyond FLT_MAX is converted by hand (C leaves that undefined). Below the
+ * threshold but within an f32 half-ulp of it, the f32 lands on the
+ * midpoint and the second rounding would overflow: one rounding gives the
+ * largest value, and so does this. */
+static double round_to_dtype(rs_dtype_t dtype, double x) {
+  if (dtype == RS_DTYPE_F64)
+    return x;
+  if (!(fabs(x) < dtype_overflow(dtype)))
+    return x > 0 ? INFINITY : -INFINITY;
+  float f = fabs(x) <= FLT_MAX ? (float)x : x > 0 ? FLT_MAX : -FLT_MAX;
+  double rounded = rs_dtype_round(dtype, f);
+  if (isinf(rounded))
+    rounded = copysign(dtype_max(dtype), x);
+  return rounded;
+}
+
 /* Flatten a nested list that must have the param's shape from dimension dim
  * on, appending to out at *pos. */
 static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
@@ -194,13 +228,13 @@ static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
       return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
                      source, where, *pos);
     double x = json_number_value(v);
-    double rounded =
-        dtype == RS_DTYPE_F64 ? x : rs_dtype_round(dtype, (float)x);
-    if (!isfinite(x) || (dtype != RS_DTYPE_F64 && fabs(x) > FLT_MAX) ||
-        !isfinite(rounded))
+    double rounded = round_to_dtype(dtype, x);
+    if (!isfinite(x) || !isfinite(rounded))
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s: element %zu (%g) does not fit in %s", source,
-                     where, *pos, x, rs_dtype_name(dtype));
+                     "%s: %s: element %zu (%.17g) does not fit in %s: it "
+                     "rounds to infinity (the largest %s is %.9g)",
+                     source, where, *pos, x, rs_dtype_name(dtype),
+                     rs_dtype_name(dtype), dtype_max(dtype));
     out[(*pos)++] = rounded;
     return RS_OK;
   }

@@ -1,6 +1,8 @@
 /* test_model.c - model.json: layout, inline grads, and every error. */
 #include "test.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +304,68 @@ static void test_f64_inline_values(void **state) {
   assert_non_null(strstr(err, "does not fit in f32"));
 }
 
+/* One inline value x (printed with 17 digits: the exact double) for a
+ * one-element param of dtype: RS_OK and the stored value, or the error. */
+static int parse_value(const char *dtype, double x, double *stored, char *err) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"w\", \"shape\": [1], \"dtype\": "
+           "\"%s\"}], \"grads\": [{\"w\": [%.17g]}]}",
+           dtype, x);
+  rs_model_t *m = NULL;
+  int rc = rs_model_parse(text, strlen(text), "t.json", &m, err);
+  if (rc == RS_OK)
+    *stored = rs_model_inline_grads(m, 0)[0];
+  rs_model_free(m);
+  return rc;
+}
+
+/* model-9: a value fits when it rounds (to nearest, ties to even) to a
+ * finite value of the dtype: anything below its largest value plus half an
+ * ulp. The printed f32 maximum (3.4028235e+38, above FLT_MAX as a double)
+ * reads back as FLT_MAX; the threshold itself and beyond are refused, with
+ * either sign; the same for f16 (65504 + 16) and bf16. */
+static void test_largest_values_round_trip(void **state) {
+  (void)state;
+  static const struct {
+    const char *dtype;
+    double largest, threshold;
+  } cases[] = {{"f32", FLT_MAX, 0x1.ffffffp127},
+               {"f16", 65504, 65520},
+               {"bf16", 0x1.fep127, 0x1.ffp127}};
+  char err[RS_ERRMSG_MAX];
+  double got = 0;
+  assert_int_equal(parse_value("f32", 3.4028235e+38, &got, err), RS_OK);
+  assert_true(got == FLT_MAX);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (double sign = -1; sign <= 1; sign += 2) {
+      const double ok[] = {cases[i].largest, nextafter(cases[i].threshold, 0),
+                           (cases[i].largest + cases[i].threshold) / 2};
+      for (size_t k = 0; k < 3; k++) {
+        int rc = parse_value(cases[i].dtype, sign * ok[k], &got, err);
+        if (rc != RS_OK || got != sign * cases[i].largest)
+          fail_msg("%s: %.17g gave rc %d, %.17g (%s); want %.17g",
+                   cases[i].dtype, sign * ok[k], rc, got, rc ? err : "",
+                   sign * cases[i].largest);
+      }
+      const double bad[] = {cases[i].threshold,
+                            nextafter(cases[i].threshold, INFINITY),
+                            2 * cases[i].threshold};
+      for (size_t k = 0; k < 3; k++) {
+        int rc = parse_value(cases[i].dtype, sign * bad[k], &got, err);
+        if (rc != RS_EPARSE || !strstr(err, "does not fit in"))
+          fail_msg("%s: %.17g gave rc %d (%s), want a refusal", cases[i].dtype,
+                   sign * bad[k], rc, rc ? err : "accepted");
+      }
+    }
+  }
+  /* the message says why, and what the largest value is */
+  assert_int_equal(parse_value("f16", 70000, &got, err), RS_EPARSE);
+  assert_string_equal(err, "t.json: grads[0].w: element 0 (70000) does not "
+                           "fit in f16: it rounds to infinity (the largest "
+                           "f16 is 65504)");
+}
+
 /* A model of count params "layer.<i>.w" (2 elements each) with one worker's
  * inline grads: a few hundred bytes per param of JSON. */
 static char *many_params_text(size_t count, size_t *len) {
@@ -386,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_buckets_in_ddp_order),
       cmocka_unit_test(test_low_precision_inline_values),
       cmocka_unit_test(test_load_is_linear_in_params),
+      cmocka_unit_test(test_largest_values_round_trip),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }
