@@ -99,6 +99,14 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   return RS_OK;
 }
 
+/* Trace records per worker: one per transfer it receives, in every
+ * iteration (segs: segments per chunk, summed over the buckets). */
+static size_t events_per_worker(const rs_config_t *c, size_t segs) {
+  size_t phases = c->collective == RS_COLL_ALLREDUCE ? 2 : 1;
+  return phases * (size_t)(c->workers - 1) * segs *
+         (size_t)(c->warmup + c->iterations);
+}
+
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   *out = NULL;
@@ -153,17 +161,26 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     slots = (int)apart;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
+  double events = config->traced
+                      ? (double)W * (double)events_per_worker(config, segs) *
+                            sizeof(rs_event_t)
+                      : 0;
   double need =
       (double)W * ((double)n * elem_bytes + (double)slots * (double)stride) +
-      (double)n * (sizeof(double) + elem_bytes);
+      (double)n * (sizeof(double) + elem_bytes) + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
+    char records[96] = "";
+    if (events > 0)
+      snprintf(records, sizeof records,
+               "; %.1f GiB of it trace records, %zu B per transfer",
+               events / (1 << 30), sizeof(rs_event_t));
     free(buckets);
     free(bucket_segs);
     return rs__err(errmsg, RS_ENOMEM,
-                   "the run needs about %.1f GiB (W=%d x %zu elements), more "
-                   "than this machine's %.1f GiB",
-                   need / (1 << 30), W, n, have / (1 << 30));
+                   "the run needs about %.1f GiB (W=%d x %zu elements%s), "
+                   "more than this machine's %.1f GiB",
+                   need / (1 << 30), W, n, records, have / (1 << 30));
   }
 
   rs_run_t *run = calloc(1, sizeof *run);
@@ -583,9 +600,8 @@ const char *rs_run_trace_error(const rs_run_t *run) {
  * so recording never allocates. */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
-  size_t phases = run->config.collective == RS_COLL_ALLREDUCE ? 2 : 1;
-  size_t per_worker = phases * (size_t)(W - 1) * run->result.segs_per_chunk *
-                      (size_t)(run->config.warmup + run->config.iterations);
+  size_t per_worker =
+      events_per_worker(&run->config, run->result.segs_per_chunk);
   for (int r = 0; r < W && per_worker; r++) {
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);

@@ -334,6 +334,10 @@ typedef struct rs_config {
    * done and the warm-up and timed counts planned then; NULL for none. */
   void (*on_iteration)(void *arg, int done, int warmup, int iterations);
   void *on_iteration_arg;
+  /* The run will be traced (rs_run_set_trace): rs_run_create counts its
+   * event buffers (one record per transfer, over every iteration) in the
+   * memory it needs before allocating anything. */
+  int traced;
   /* How many times to compute the reference, for a steadier ref_ns
    * (default 1). */
   int ref_reps;

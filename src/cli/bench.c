@@ -442,6 +442,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
     cfg.timed_budget_s = BUDGET_TIMED_S;
     cfg.warmup_budget_s = o->warmup_given ? 0 : BUDGET_WARMUP_S;
   }
+  cfg.traced = trace != NULL;
   cfg.on_iteration = ticker_iteration;
   cfg.on_iteration_arg = ticker;
   cfg.direct = o->direct;

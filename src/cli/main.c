@@ -514,6 +514,7 @@ int main(int argc, char **argv) {
     rc = EXIT_USAGE;
     goto done;
   }
+  opt.config.traced = opt.trace != NULL;
   if (rs_run_create(&opt.config, model, &run, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
