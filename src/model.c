@@ -229,12 +229,19 @@ static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
                      source, where, *pos);
     double x = json_number_value(v);
     double rounded = round_to_dtype(dtype, x);
-    if (!isfinite(x) || !isfinite(rounded))
+    if (!isfinite(x) || !isfinite(rounded)) {
+      char text[32]; /* x in the fewest digits that read back as x */
+      for (int digits = 6; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, x);
+        if (strtod(text, NULL) == x)
+          break;
+      }
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s: element %zu (%.17g) does not fit in %s: it "
+                     "%s: %s: element %zu (%s) does not fit in %s: it "
                      "rounds to infinity (the largest %s is %.9g)",
-                     source, where, *pos, x, rs_dtype_name(dtype),
+                     source, where, *pos, text, rs_dtype_name(dtype),
                      rs_dtype_name(dtype), dtype_max(dtype));
+    }
     out[(*pos)++] = rounded;
     return RS_OK;
   }
