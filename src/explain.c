@@ -113,12 +113,14 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   const rs_bucket_t *bucket = &run->buckets[0];
   const size_t n = bucket->elems, base = bucket->elem_offset;
   unsigned held[EXPLAIN_MAX_WORKERS][EXPLAIN_MAX_WORKERS];
-  char a[32], b[32];
+  char a[32], b[32], name[256];
   const size_t total = rs_model_elems(model);
+  snprintf(name, sizeof name, "%s", rs_model_name(model));
+  rs_one_line(name); /* a name holding ESC or CR cannot drive the terminal */
   fprintf(out,
           "explain: ring all-reduce (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
-          rs_op_name(op), rs_model_name(model), W, W == 1 ? "" : "s", total,
+          rs_op_name(op), name, W, W == 1 ? "" : "s", total,
           total == 1 ? "" : "s");
   if (run->result.buckets > 1 && W > 1)
     fprintf(out,

@@ -5,6 +5,10 @@
  * gradients ("grads") are flattened into one such buffer per worker. Parsing
  * uses jansson, which reports line and column of syntax errors; semantic
  * errors name the JSON path (params[1].shape[0]).
+ *
+ * Names live in an open-addressing hash table (linear probing, at most half
+ * full), so the duplicate check and every lookup by name cost O(1) and
+ * loading is linear in the number of params.
  */
 #include <errno.h>
 #include <float.h>
@@ -27,7 +31,36 @@ struct rs_model {
   size_t elems;
   int inline_workers;
   double **inline_grads; /* inline_workers flat buffers, rounded to dtype */
+  size_t *name_slots;    /* param index + 1 per slot, 0 if empty */
+  size_t name_mask;      /* slot count - 1 (a power of two) */
 };
+
+/* FNV-1a over the name's bytes. */
+static size_t name_hash(const char *name) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+    h = (h ^ *c) * 0x100000001b3u;
+  return (size_t)(h ^ (h >> 32));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static size_t *name_slot(const rs_model_t *m, const char *name) {
+  size_t i = name_hash(name) & m->name_mask;
+  while (m->name_slots[i] &&
+         strcmp(m->params[m->name_slots[i] - 1].name, name) != 0)
+    i = (i + 1) & m->name_mask;
+  return &m->name_slots[i];
+}
+
+/* Room for count names, the table at most half full. */
+static int names_init(rs_model_t *m, size_t count) {
+  size_t slots = 16;
+  while (slots < 2 * count)
+    slots *= 2;
+  m->name_slots = calloc(slots, sizeof *m->name_slots);
+  m->name_mask = slots - 1;
+  return m->name_slots ? RS_OK : RS_ENOMEM;
+}
 
 void rs_model_free(rs_model_t *model) {
   if (!model)
@@ -38,6 +71,7 @@ void rs_model_free(rs_model_t *model) {
   for (int w = 0; w < model->inline_workers; w++)
     free(model->inline_grads[w]);
   free(model->inline_grads);
+  free(model->name_slots);
   free(model->name);
   free(model);
 }
@@ -59,10 +93,9 @@ const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
 }
 
 long rs_model_find(const rs_model_t *m, const char *name) {
-  for (size_t i = 0; i < m->param_count; i++)
-    if (strcmp(m->params[i].name, name) == 0)
-      return (long)i;
-  return -1;
+  if (!m->name_slots)
+    return -1;
+  return (long)*name_slot(m, name) - 1;
 }
 
 /* Refuse keys other than the allowed ones, naming the first stranger. */
@@ -151,6 +184,40 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
   return RS_OK;
 }
 
+/* The largest finite value of a dtype, and the rounding threshold: half
+ * an ulp above it, from where round-to-nearest (ties to even: the largest
+ * value's last bit is odd) gives infinity. */
+static double dtype_max(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? 0x1.ffcp15
+         : dtype == RS_DTYPE_BF16 ? 0x1.fep127
+         : dtype == RS_DTYPE_F64  ? DBL_MAX
+                                  : FLT_MAX;
+}
+static double dtype_overflow(rs_dtype_t dtype) {
+  return dtype == RS_DTYPE_F16    ? 0x1.ffep15
+         : dtype == RS_DTYPE_BF16 ? 0x1.ffp127
+         : dtype == RS_DTYPE_F64  ? INFINITY
+                                  : 0x1.ffffffp127;
+}
+
+/* x rounded as a tensor of dtype holds it: to f32 (to nearest, ties to
+ * even), then to f16 or bf16; infinite if it does not fit. A double
+ * beyond FLT_MAX is converted by hand (C leaves that undefined). Below the
+ * threshold but within an f32 half-ulp of it, the f32 lands on the
+ * midpoint and the second rounding would overflow: one rounding gives the
+ * largest value, and so does this. */
+static double round_to_dtype(rs_dtype_t dtype, double x) {
+  if (dtype == RS_DTYPE_F64)
+    return x;
+  if (!(fabs(x) < dtype_overflow(dtype)))
+    return x > 0 ? INFINITY : -INFINITY;
+  float f = fabs(x) <= FLT_MAX ? (float)x : x > 0 ? FLT_MAX : -FLT_MAX;
+  double rounded = rs_dtype_round(dtype, f);
+  if (isinf(rounded))
+    rounded = copysign(dtype_max(dtype), x);
+  return rounded;
+}
+
 /* Flatten a nested list that must have the param's shape from dimension dim
  * on, appending to out at *pos. */
 static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
@@ -161,13 +228,20 @@ static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
       return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
                      source, where, *pos);
     double x = json_number_value(v);
-    double rounded =
-        dtype == RS_DTYPE_F64 ? x : rs_dtype_round(dtype, (float)x);
-    if (!isfinite(x) || (dtype != RS_DTYPE_F64 && fabs(x) > FLT_MAX) ||
-        !isfinite(rounded))
+    double rounded = round_to_dtype(dtype, x);
+    if (!isfinite(x) || !isfinite(rounded)) {
+      char text[32]; /* x in the fewest digits that read back as x */
+      for (int digits = 6; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, x);
+        if (strtod(text, NULL) == x)
+          break;
+      }
       return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s: element %zu (%g) does not fit in %s", source,
-                     where, *pos, x, rs_dtype_name(dtype));
+                     "%s: %s: element %zu (%s) does not fit in %s: it "
+                     "rounds to infinity (the largest %s is %.9g)",
+                     source, where, *pos, text, rs_dtype_name(dtype),
+                     rs_dtype_name(dtype), dtype_max(dtype));
+    }
     out[(*pos)++] = rounded;
     return RS_OK;
   }
@@ -294,7 +368,7 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                    "%s: params: missing or not a non-empty list", source);
   size_t count = json_array_size(jparams);
   m->params = calloc(count, sizeof *m->params);
-  if (!m->params)
+  if (!m->params || names_init(m, count))
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);
   for (size_t i = 0; i < count; i++) {
     rs_param_t *p = &m->params[i];
@@ -312,10 +386,12 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                      source, i, rs_dtype_name(dtype), rs_dtype_name(m->dtype));
     }
     m->param_count = i + 1;
-    if (rs_model_find(m, p->name) != (long)i)
+    size_t *slot = name_slot(m, p->name);
+    if (*slot)
       return rs__err(errmsg, RS_EPARSE,
                      "%s: params[%zu].name: \"%.100s\" is a duplicate", source,
                      i, p->name);
+    *slot = i + 1;
     if (p->elems > MAX_MODEL_ELEMS - m->elems)
       return rs__err(errmsg, RS_EPARSE,
                      "%s: params: more than %zu elements in all", source,

@@ -37,7 +37,7 @@ int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
     va_end(ap);
-    rs__one_line(run->errmsg);
+    rs_one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
   return code;
@@ -99,6 +99,14 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   return RS_OK;
 }
 
+/* Trace records per worker: one per transfer it receives, in every
+ * iteration (segs: segments per chunk, summed over the buckets). */
+static size_t events_per_worker(const rs_config_t *c, size_t segs) {
+  size_t phases = c->collective == RS_COLL_ALLREDUCE ? 2 : 1;
+  return phases * (size_t)(c->workers - 1) * segs *
+         (size_t)(c->warmup + c->iterations);
+}
+
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   *out = NULL;
@@ -153,17 +161,26 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     slots = (int)apart;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
+  double events = config->traced
+                      ? (double)W * (double)events_per_worker(config, segs) *
+                            sizeof(rs_event_t)
+                      : 0;
   double need =
       (double)W * ((double)n * elem_bytes + (double)slots * (double)stride) +
-      (double)n * (sizeof(double) + elem_bytes);
+      (double)n * (sizeof(double) + elem_bytes) + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
+    char records[96] = "";
+    if (events > 0)
+      snprintf(records, sizeof records,
+               "; %.1f GiB of it trace records, %zu B per transfer",
+               events / (1 << 30), sizeof(rs_event_t));
     free(buckets);
     free(bucket_segs);
     return rs__err(errmsg, RS_ENOMEM,
-                   "the run needs about %.1f GiB (W=%d x %zu elements), more "
-                   "than this machine's %.1f GiB",
-                   need / (1 << 30), W, n, have / (1 << 30));
+                   "the run needs about %.1f GiB (W=%d x %zu elements%s), "
+                   "more than this machine's %.1f GiB",
+                   need / (1 << 30), W, n, records, have / (1 << 30));
   }
 
   rs_run_t *run = calloc(1, sizeof *run);
@@ -405,7 +422,7 @@ static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
     va_end(ap);
-    rs__one_line(run->errmsg);
+    rs_one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
 }
@@ -519,7 +536,7 @@ static void name_culprit(rs_run_t *run) {
            rest ? rest : run->errmsg, chain);
   memcpy(run->errmsg, full, sizeof run->errmsg - 1); /* truncated, if long */
   run->errmsg[sizeof run->errmsg - 1] = '\0';
-  rs__one_line(run->errmsg);
+  rs_one_line(run->errmsg);
 }
 
 static void *worker_main(void *varg) {
@@ -534,8 +551,6 @@ static void *worker_main(void *varg) {
   if (gate == GATE_LEAVE)
     return NULL; /* not every thread started: the barriers are unusable */
   for (int it = 0; it < pool->iterations; it++) {
-    if (it > 0)
-      pthread_barrier_wait(&pool->start);
     /* A crashed worker stays dead for the rest of the run, but keeps
      * meeting the barriers so the others are not left waiting there. */
     if (!atomic_load(&w->run->abort_flag) && w->rc != RS_RING_CRASHED) {
@@ -547,8 +562,12 @@ static void *worker_main(void *varg) {
       if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
         report_fault(w, rc);
     }
-    if (pool->iterations > 1)
+    /* Between end and start the main thread may cut pool->iterations (a
+     * time budget): it is read only after the start barrier. */
+    if (pool->iterations > 1) {
       pthread_barrier_wait(&pool->end);
+      pthread_barrier_wait(&pool->start);
+    }
   }
   return NULL;
 }
@@ -569,6 +588,24 @@ static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
     return;
   t->total_ns += ns;
   t->min_ns = ns < t->min_ns ? ns : t->min_ns;
+}
+
+/* A time budget: end the warm-up once it has taken warmup_budget_s, and
+ * after it keep as many timed iterations as fit in timed_budget_s at the
+ * pace of the last warm-up iteration (it, which took last_ns). */
+static void cut_to_budget(rs_run_t *run, pool_t *pool, int it, uint64_t warm_ns,
+                          uint64_t last_ns) {
+  rs_config_t *c = &run->config;
+  if (it >= c->warmup)
+    return;
+  if (c->warmup_budget_s > 0 && (double)warm_ns >= c->warmup_budget_s * 1e9)
+    c->warmup = it + 1;
+  if (it + 1 == c->warmup && c->timed_budget_s > 0) {
+    double fit = c->timed_budget_s * 1e9 / (double)(last_ns ? last_ns : 1);
+    if (fit < c->iterations)
+      c->iterations = fit < 1 ? 1 : (int)fit;
+  }
+  pool->iterations = c->warmup + c->iterations;
 }
 
 /* Check the result of the first iteration (an all-reduce that completed). */
@@ -614,18 +651,22 @@ static int run_threads(rs_run_t *run) {
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate, started == W ? GATE_GO : GATE_LEAVE);
   if (started == W && pool.iterations > 1) {
-    uint64_t begin = run->t0_ns;
+    uint64_t begin = run->t0_ns, warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
-      if (it > 0) {
-        begin = rs__now_ns();
-        pthread_barrier_wait(&pool.start);
-      }
       pthread_barrier_wait(&pool.end);
-      record_iteration(run, &timing, it, rs__now_ns() - begin);
+      uint64_t ns = rs__now_ns() - begin;
+      record_iteration(run, &timing, it, ns);
       /* The workers wait at the next start while the first result is
-       * checked. */
+       * checked and the budget (if any) cuts the count. */
       if (it == 0)
         check_first(run);
+      warm_ns += ns;
+      cut_to_budget(run, &pool, it, warm_ns, ns);
+      if (run->config.on_iteration)
+        run->config.on_iteration(run->config.on_iteration_arg, it + 1,
+                                 run->config.warmup, run->config.iterations);
+      begin = rs__now_ns();
+      pthread_barrier_wait(&pool.start); /* the last one lets them leave */
     }
   }
   for (int r = 0; r < started; r++)
@@ -638,6 +679,8 @@ static int run_threads(rs_run_t *run) {
     if (started == W)
       check_first(run);
   }
+  run->result.warmup = run->config.warmup;
+  run->result.iterations = run->config.iterations;
   run->result.wall_ns = timing.total_ns / (uint64_t)run->config.iterations;
   run->result.wall_min_ns = timing.min_ns;
   if (run->config.net.enabled && run->result.status == RS_OK) {
@@ -695,9 +738,8 @@ const char *rs_run_trace_error(const rs_run_t *run) {
  * so recording never allocates. */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
-  size_t phases = run->config.collective == RS_COLL_ALLREDUCE ? 2 : 1;
-  size_t per_worker = phases * (size_t)(W - 1) * run->result.segs_per_chunk *
-                      (size_t)(run->config.warmup + run->config.iterations);
+  size_t per_worker =
+      events_per_worker(&run->config, run->result.segs_per_chunk);
   for (int r = 0; r < W && per_worker; r++) {
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);

@@ -9,12 +9,12 @@ int rs__err(char *errmsg, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(errmsg, RS_ERRMSG_MAX, fmt, ap);
     va_end(ap);
-    rs__one_line(errmsg);
+    rs_one_line(errmsg);
   }
   return code;
 }
 
-void rs__one_line(char *text) {
+void rs_one_line(char *text) {
   for (unsigned char *c = (unsigned char *)text; *c; c++)
     if (*c < 0x20 || *c == 0x7f)
       *c = '?';

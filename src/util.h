@@ -15,10 +15,6 @@
 int rs__err(char *errmsg, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Replace control characters (a newline in a param name, say) with '?', so
- * every error message stays one line. */
-void rs__one_line(char *text);
-
 static inline uint64_t rs__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

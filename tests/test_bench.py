@@ -101,23 +101,75 @@ class Bench(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertEqual(os.listdir(quiet), [], "bench writes no trace unless asked")
 
-    # bench-4: usage errors are one line and exit 2.
+    # bench-4: usage errors are one line and exit 2, and name the option
+    # as it was given (short, long, abbreviated, with =).
     def test_usage_errors(self):
         for args, message in ((["--workers", 0], "--workers '0'"),
+                              (["-w", "4,x"], "-w '4,x'"),
                               (["-b", "1M", "-e", "1K"], "-e is smaller than -b"),
-                              (["-f", 1], "--stepfactor '1'"),
-                              (["-n", 0], "iterations '0'"),
+                              (["-b", 2], "-b '2'"),
+                              (["--minbytes", "x"], "--minbytes 'x'"),
+                              (["-e", "1Q"], "-e '1Q'"),
+                              (["--maxbytes=3"], "--maxbytes '3'"),
+                              (["-i", "x"], "-i 'x'"),
+                              (["--stepbytes", "-1"], "--stepbytes '-1'"),
+                              (["-f", 1], "-f '1'"),
+                              (["--stepfactor", 1], "--stepfactor '1'"),
+                              (["-n", 0], "-n '0': expected a count in 1..1000000"),
+                              (["-n0"], "-n '0'"),
+                              (["--iters=0"], "--iters '0'"),
+                              (["--warmup", -1], "--warmup '-1': expected a count in 0..1000000"),
+                              (["--warm", -1], "--warm '-1'"),
                               (["--bogus"], "unknown option '--bogus'"),
                               (["--op", "median"], "--op 'median'"),
-                              (["-d", "int8"], "--datatype 'int8'"),
+                              (["-d", "int8"], "-d 'int8'"),
+                              (["--datatype", "int8"], "--datatype 'int8'"),
+                              (["--segment-bytes", 2], "--segment-bytes '2'"),
+                              (["--slots", 0], "--slots '0'"),
+                              (["--timeout", 0], "--timeout '0'"),
                               (["--loop", "ring"], "--loop 'ring'")):
             rc, out, err = bench(*args)
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)
             self.assertEqual(err.count("\n"), 1, err)
+        rc, out, err = bench("--workers", "2\x1b[31m")
+        self.assertEqual(rc, 2)
+        self.assertNotIn("\x1b", err)
         rc, out, _ = bench("--help")
         self.assertEqual(rc, 0)
         self.assertIn("--stepfactor", out)
+
+    # bench-5: without -n a time budget cuts the iterations of a size whose
+    # iterations are slow (W=512: about a second each here, so 5 + 20 would
+    # take 25 s): the warm-up stops after 1 s, the timed iterations fit in
+    # 2 s; the table says so in a # line, JSON gives the counts, and stderr
+    # shows the progress of a size that runs longer than a second. An
+    # explicit -n and --warmup are honoured.
+    def test_time_budget_and_progress(self):
+        rc, out, err = bench("-w", 512, "-b", 8, "-e", 8)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("# time budget per size: 1 s of warm-up, 2 s of timed iterations", out)
+        cut = [l for l in out.splitlines() if l.startswith("# 8 B: ")]
+        self.assertEqual(len(cut), 1, out)
+        self.assertTrue(cut[0].endswith("timed iterations (the time budget)"), cut)
+        self.assertRegex(err, r"ringsim: bench: W=512, 8 B: \d+ of \d+ (warm-up|timed) "
+                              r"iterations done, \d+ s so far\n")
+        rc, out, err = bench("-w", 512, "-b", 8, "-e", 8, "--json")
+        self.assertEqual(rc, 0, err)
+        row = json.loads(out)
+        self.assertGreaterEqual(row["warmup"], 1)
+        self.assertLess(row["warmup"], 5, row)
+        self.assertGreaterEqual(row["iters"], 1)
+        self.assertLess(row["iters"], 20, row)
+        rc, out, err = bench("-w", 512, "-b", 8, "-e", 8, "--json", "-n", 2, "--warmup", 1)
+        self.assertEqual(rc, 0, err)
+        row = json.loads(out)
+        self.assertEqual((row["warmup"], row["iters"]), (1, 2))
+        # fast sizes are not cut, and say nothing on stderr
+        rc, out, err = bench("-w", 2, "-b", 8, "-e", 64)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        self.assertNotIn("(the time budget)", out)
 
 
 def main():

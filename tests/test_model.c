@@ -1,9 +1,12 @@
 /* test_model.c - model.json: layout, inline grads, and every error. */
 #include "test.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ringsim/ringsim.h"
@@ -301,6 +304,142 @@ static void test_f64_inline_values(void **state) {
   assert_non_null(strstr(err, "does not fit in f32"));
 }
 
+/* One inline value x (printed with 17 digits: the exact double) for a
+ * one-element param of dtype: RS_OK and the stored value, or the error. */
+static int parse_value(const char *dtype, double x, double *stored, char *err) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"w\", \"shape\": [1], \"dtype\": "
+           "\"%s\"}], \"grads\": [{\"w\": [%.17g]}]}",
+           dtype, x);
+  rs_model_t *m = NULL;
+  int rc = rs_model_parse(text, strlen(text), "t.json", &m, err);
+  if (rc == RS_OK)
+    *stored = rs_model_inline_grads(m, 0)[0];
+  rs_model_free(m);
+  return rc;
+}
+
+/* model-9: a value fits when it rounds (to nearest, ties to even) to a
+ * finite value of the dtype: anything below its largest value plus half an
+ * ulp. The printed f32 maximum (3.4028235e+38, above FLT_MAX as a double)
+ * reads back as FLT_MAX; the threshold itself and beyond are refused, with
+ * either sign; the same for f16 (65504 + 16) and bf16. */
+static void test_largest_values_round_trip(void **state) {
+  (void)state;
+  static const struct {
+    const char *dtype;
+    double largest, threshold;
+  } cases[] = {{"f32", FLT_MAX, 0x1.ffffffp127},
+               {"f16", 65504, 65520},
+               {"bf16", 0x1.fep127, 0x1.ffp127}};
+  char err[RS_ERRMSG_MAX];
+  double got = 0;
+  assert_int_equal(parse_value("f32", 3.4028235e+38, &got, err), RS_OK);
+  assert_true(got == FLT_MAX);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (double sign = -1; sign <= 1; sign += 2) {
+      const double ok[] = {cases[i].largest, nextafter(cases[i].threshold, 0),
+                           (cases[i].largest + cases[i].threshold) / 2};
+      for (size_t k = 0; k < 3; k++) {
+        int rc = parse_value(cases[i].dtype, sign * ok[k], &got, err);
+        if (rc != RS_OK || got != sign * cases[i].largest)
+          fail_msg("%s: %.17g gave rc %d, %.17g (%s); want %.17g",
+                   cases[i].dtype, sign * ok[k], rc, got, rc ? err : "",
+                   sign * cases[i].largest);
+      }
+      const double bad[] = {cases[i].threshold,
+                            nextafter(cases[i].threshold, INFINITY),
+                            2 * cases[i].threshold};
+      for (size_t k = 0; k < 3; k++) {
+        int rc = parse_value(cases[i].dtype, sign * bad[k], &got, err);
+        if (rc != RS_EPARSE || !strstr(err, "does not fit in"))
+          fail_msg("%s: %.17g gave rc %d (%s), want a refusal", cases[i].dtype,
+                   sign * bad[k], rc, rc ? err : "accepted");
+      }
+    }
+  }
+  /* the message says why, and what the largest value is */
+  assert_int_equal(parse_value("f16", 70000, &got, err), RS_EPARSE);
+  assert_string_equal(err, "t.json: grads[0].w: element 0 (70000) does not "
+                           "fit in f16: it rounds to infinity (the largest "
+                           "f16 is 65504)");
+}
+
+/* A model of count params "layer.<i>.w" (2 elements each) with one worker's
+ * inline grads: a few hundred bytes per param of JSON. */
+static char *many_params_text(size_t count, size_t *len) {
+  size_t cap = 64 + count * 96;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  size_t n = (size_t)snprintf(text, cap, "{\"params\": [");
+  for (size_t i = 0; i < count; i++)
+    n += (size_t)snprintf(text + n, cap - n,
+                          "%s{\"name\": \"layer.%zu.w\", \"shape\": [2]}",
+                          i ? "," : "", i);
+  n += (size_t)snprintf(text + n, cap - n, "], \"grads\": [{");
+  for (size_t i = 0; i < count; i++)
+    n += (size_t)snprintf(text + n, cap - n, "%s\"layer.%zu.w\": [%zu, 1]",
+                          i ? "," : "", count - 1 - i, i);
+  n += (size_t)snprintf(text + n, cap - n, "}]}");
+  assert_true(n < cap);
+  *len = n;
+  return text;
+}
+
+/* CPU seconds to parse a model of count params, best of three. */
+static double parse_seconds(size_t count) {
+  size_t len;
+  char *text = many_params_text(count, &len);
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    char err[RS_ERRMSG_MAX] = "";
+    rs_model_t *m = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    int rc = rs_model_parse(text, len, "big.json", &m, err);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    if (rc)
+      fail_msg("parse of %zu params failed: %s", count, err);
+    double s =
+        (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    best = s < best ? s : best;
+    rs_model_free(m);
+  }
+  free(text);
+  return best;
+}
+
+/* model-8: names are found in constant time, so loading is linear in the
+ * number of params (the duplicate check and the inline grads' lookups were
+ * quadratic: 80k params took 10 s). 4x the params must take less than 10x
+ * the CPU time: linear measures 3-7x here (the caches miss more in a bigger
+ * model), quadratic 16x. Every name is found at its index. */
+static void test_load_is_linear_in_params(void **state) {
+  (void)state;
+  size_t len;
+  char *text = many_params_text(1000, &len);
+  rs_model_t *m = parse_ok(text);
+  free(text);
+  char name[32];
+  for (size_t i = 0; i < 1000; i++) {
+    snprintf(name, sizeof name, "layer.%zu.w", i);
+    assert_int_equal(rs_model_find(m, name), (long)i);
+    assert_true(rs_model_inline_grads(m, 0)[2 * i] == (double)(999 - i));
+  }
+  assert_int_equal(rs_model_find(m, "layer.1000.w"), -1);
+  assert_int_equal(rs_model_find(m, ""), -1);
+  rs_model_free(m);
+
+  double small = parse_seconds(10000), large = parse_seconds(40000);
+  print_message("10000 params: %.4f s, 40000 params: %.4f s (ratio %.1f)\n",
+                small, large, large / small);
+  if (large >= 10 * small)
+    fail_msg("40000 params took %.4f s, %.1fx the %.4f s of 10000 (linear "
+             "would be 4x; at most 10x allowed)",
+             large, large / small, small);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_in_file_order),
@@ -310,6 +449,8 @@ int main(void) {
       cmocka_unit_test(test_load_file_errors),
       cmocka_unit_test(test_buckets_in_ddp_order),
       cmocka_unit_test(test_low_precision_inline_values),
+      cmocka_unit_test(test_load_is_linear_in_params),
+      cmocka_unit_test(test_largest_values_round_trip),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }

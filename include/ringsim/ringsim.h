@@ -58,6 +58,11 @@ enum {
 const char *rs_strerror(int code);
 const char *rs_errname(int code);
 
+/* Replace control characters (ESC, CR, a newline in a param name) with '?',
+ * in place: every error message, and every name a text report prints,
+ * stays one line and cannot drive the terminal. */
+void rs_one_line(char *text);
+
 /* ---- element types --------------------------------------------------------
  */
 
@@ -336,6 +341,21 @@ typedef struct rs_config {
    * the last `iterations`. Defaults: 0 and 1. */
   int warmup;
   int iterations;
+  /* A time budget (ringsim bench without -n), 0 for none: the warm-up ends
+   * early once it has taken warmup_budget_s (after at least one
+   * iteration), and then only as many timed iterations run as fit in
+   * timed_budget_s at the last warm-up iteration's pace (at least one).
+   * Needs warmup >= 1. rs_result_t's warmup and iterations say what ran. */
+  double warmup_budget_s;
+  double timed_budget_s;
+  /* Called on the main thread after each iteration with the iterations
+   * done and the warm-up and timed counts planned then; NULL for none. */
+  void (*on_iteration)(void *arg, int done, int warmup, int iterations);
+  void *on_iteration_arg;
+  /* The run will be traced (rs_run_set_trace): rs_run_create counts its
+   * event buffers (one record per transfer, over every iteration) in the
+   * memory it needs before allocating anything. */
+  int traced;
   /* How many times to compute the reference, for a steadier ref_ns
    * (default 1). */
   int ref_reps;
@@ -447,6 +467,9 @@ typedef struct rs_result {
   uint64_t wall_ns;     /* ring start to last worker done, averaged over the
                            timed iterations */
   uint64_t wall_min_ns; /* the fastest timed iteration */
+  /* The warm-up and timed iterations that ran: config's, or fewer (a time
+   * budget). */
+  int warmup, iterations;
   uint64_t ref_ns; /* the reference on one thread over the same buffers (the
                       direct mean, for exact inputs), averaged */
   uint64_t transfers;

@@ -6,13 +6,23 @@
  * mean over the same W buffers is timed on one thread as "ref". The ring
  * runs in NCCL's slice loop order unless --loop steps asks for the
  * textbook one that ringsim itself runs by default.
+ *
+ * Without -n, a time budget keeps big rings from running for hours (W=4096
+ * takes a minute per iteration): the warm-up stops once it has taken
+ * BUDGET_WARMUP_S, and the timed iterations are cut to what fits in
+ * BUDGET_TIMED_S at the warm-up's pace. A size that runs longer than a
+ * second shows its progress on stderr.
  */
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ringsim/ringsim.h"
@@ -30,8 +40,10 @@ static const char bench_usage[] =
     "  -e, --maxbytes N        largest size per worker (default 64M)\n"
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
     "  -i, --stepbytes N       or add N bytes each step instead\n"
-    "  -n, --iters N           timed iterations per size (default 20)\n"
-    "      --warmup N          warm-up iterations per size (default 5)\n"
+    "  -n, --iters N           timed iterations per size (default 20, fewer\n"
+    "                          where they would take more than 2 s)\n"
+    "      --warmup N          warm-up iterations per size (default 5, fewer\n"
+    "                          where they would take more than 1 s)\n"
     "  -d, --datatype TYPE     float (default), double, half or bfloat16\n"
     "                          (nccl-tests' names for f32, f64, f16, bf16)\n"
     "      --op OP             sum (default, as nccl-tests), avg, min, max,\n"
@@ -60,6 +72,7 @@ typedef struct bench_opts {
   size_t min_bytes, max_bytes, step_bytes;
   long factor;
   int iters, warmup;
+  int iters_given, warmup_given; /* no time budget for what is given */
   rs_op_t op;
   rs_dtype_t dtype;
   size_t segment_bytes;
@@ -85,6 +98,26 @@ static const char *datatype_name(rs_dtype_t dtype) {
     if (datatypes[i].dtype == dtype)
       return datatypes[i].name;
   return "?";
+}
+
+/* The option getopt_long just returned, as the user wrote it: "-n",
+ * "--iters" or an abbreviation such as "--warm", without any "=value". */
+static const char *given_option(char **argv, int opt, char *buf, size_t size) {
+  const char *word =
+      optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+  if (strncmp(word, "--", 2) == 0)
+    snprintf(buf, size, "%.*s", (int)strcspn(word, "="), word);
+  else
+    snprintf(buf, size, "-%c", opt);
+  return buf;
+}
+
+/* "ringsim: bench: <option as given> '<value>': <expected> (see ...)". */
+static int bad_value(char **argv, int opt, const char *expected) {
+  char name[64], message[RS_ERRMSG_MAX];
+  snprintf(message, sizeof message, "bench: %s '%s': %s",
+           given_option(argv, opt, name, sizeof name), optarg, expected);
+  return cli_usage_error("%s", message);
 }
 
 static int parse_workers(const char *text, bench_opts_t *o) {
@@ -164,18 +197,18 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       return 0;
     case 'w':
       if (parse_workers(optarg, o))
-        return cli_usage_error("bench: --workers '%s': expected W or a list "
-                               "like 4,8,16, each in 1..4096",
-                               optarg);
+        return bad_value(argv, opt,
+                         "expected W or a list like 4,8,16, each in 1..4096");
       break;
     case 'b':
     case 'e':
     case 'i': {
       size_t bytes;
       if (cli_parse_bytes(optarg, &bytes) || (opt != 'i' && bytes < 4))
-        return cli_usage_error("bench: size '%s': expected bytes (4 or more; "
-                               "K, M, G suffixes)",
-                               optarg);
+        return bad_value(argv, opt,
+                         opt == 'i' ? "expected bytes (K, M, G suffixes)"
+                                    : "expected bytes, 4 or more (K, M, G "
+                                      "suffixes)");
       *(opt == 'b'   ? &o->min_bytes
         : opt == 'e' ? &o->max_bytes
                      : &o->step_bytes) = bytes;
@@ -183,23 +216,21 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     }
     case 'f':
       if (cli_parse_long(optarg, 2, 1024, &o->factor))
-        return cli_usage_error("bench: --stepfactor '%s': expected 2..1024",
-                               optarg);
+        return bad_value(argv, opt, "expected 2..1024");
       break;
     case 'n':
     case O_WARMUP:
       if (cli_parse_long(optarg, opt == 'n' ? 1 : 0, 1000000, &v))
-        return cli_usage_error("bench: iterations '%s': expected a count "
-                               "up to 1000000",
-                               optarg);
+        return bad_value(argv, opt,
+                         opt == 'n' ? "expected a count in 1..1000000"
+                                    : "expected a count in 0..1000000");
       *(opt == 'n' ? &o->iters : &o->warmup) = (int)v;
+      *(opt == 'n' ? &o->iters_given : &o->warmup_given) = 1;
       break;
     case O_OP: {
       int op = rs_op_parse(optarg);
       if (op < 0)
-        return cli_usage_error("bench: --op '%s': expected sum, avg, min, "
-                               "max or prod",
-                               optarg);
+        return bad_value(argv, opt, "expected sum, avg, min, max or prod");
       o->op = (rs_op_t)op;
       break;
     }
@@ -208,28 +239,23 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       while (i < n && strcmp(optarg, datatypes[i].name) != 0)
         i++;
       if (i == n)
-        return cli_usage_error("bench: --datatype '%s': expected float, "
-                               "double, half or bfloat16",
-                               optarg);
+        return bad_value(argv, opt, "expected float, double, half or bfloat16");
       o->dtype = datatypes[i].dtype;
       break;
     }
     case O_SEG:
       if (cli_parse_bytes(optarg, &o->segment_bytes) || o->segment_bytes < 4 ||
           o->segment_bytes > (1u << 30))
-        return cli_usage_error("bench: --segment-bytes '%s': expected 4..1G",
-                               optarg);
+        return bad_value(argv, opt, "expected 4..1G");
       break;
     case O_SLOTS:
       if (cli_parse_long(optarg, 1, 1024, &v))
-        return cli_usage_error("bench: --slots '%s': expected 1..1024", optarg);
+        return bad_value(argv, opt, "expected 1..1024");
       o->slots = (int)v;
       break;
     case O_TIMEOUT:
       if (cli_parse_seconds(optarg, &o->timeout_s))
-        return cli_usage_error("bench: --timeout '%s': expected seconds in "
-                               "(0, 1e6]",
-                               optarg);
+        return bad_value(argv, opt, "expected seconds in (0, 1e6]");
       break;
     case O_TRACE:
       o->trace = optarg;
@@ -242,8 +268,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       break;
     case O_LOOP:
       if (cli_parse_loop(optarg, &o->slices))
-        return cli_usage_error("bench: --loop '%s': expected steps or slices",
-                               optarg);
+        return bad_value(argv, opt, "expected steps or slices");
       break;
     }
   }
@@ -254,16 +279,144 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   return -1;
 }
 
+/* A pthread call on a mutex or condition variable of ours cannot fail
+ * unless the program is broken. */
+#define PT_CHECK(call)                                                         \
+  do {                                                                         \
+    if ((call) != 0)                                                           \
+      abort();                                                                 \
+  } while (0)
+
+/* The time budget per size when -n (or --warmup) is not given. */
+#define BUDGET_WARMUP_S 1.0
+#define BUDGET_TIMED_S 2.0
+
+/* Progress of the running size on stderr: a ticker thread looks every
+ * quarter second, and once the size has run for PROGRESS_AFTER_S it says
+ * where it is: on a terminal one line redrawn in place each second, else a
+ * line every PROGRESS_EVERY_S. The run's callback (main thread) updates the
+ * counts. */
+#define PROGRESS_AFTER_S 1.0
+#define PROGRESS_EVERY_S 5.0
+
+typedef struct ticker {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  pthread_t thread;
+  int started, stop, tty;
+  /* The running size (running 0: none), under mu. */
+  int running, W;
+  size_t bytes;
+  int done, warmup, iterations;
+  double begin_s, printed_s; /* printed_s: last line, 0 if none yet */
+} ticker_t;
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Print where the size is, if it is time to (mu held). */
+static void ticker_print(ticker_t *t, double now) {
+  if (!t->running || now - t->begin_s < PROGRESS_AFTER_S)
+    return;
+  if (t->printed_s > 0 &&
+      now - t->printed_s < (t->tty ? 1.0 : PROGRESS_EVERY_S))
+    return;
+  int warm = t->done < t->warmup;
+  fprintf(stderr,
+          "%sringsim: bench: W=%d, %zu B: %d of %d %s iterations done, "
+          "%.0f s so far%s",
+          t->tty ? "\r" : "", t->W, t->bytes,
+          warm ? t->done : t->done - t->warmup,
+          warm ? t->warmup : t->iterations, warm ? "warm-up" : "timed",
+          now - t->begin_s, t->tty ? "\033[K" : "\n");
+  fflush(stderr);
+  t->printed_s = now;
+}
+
+static void *ticker_main(void *arg) {
+  ticker_t *t = arg;
+  PT_CHECK(pthread_mutex_lock(&t->mu));
+  while (!t->stop) {
+    double now = mono_s();
+    ticker_print(t, now);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 250000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&t->cond, &t->mu, &until);
+  }
+  PT_CHECK(pthread_mutex_unlock(&t->mu));
+  return NULL;
+}
+
+static void ticker_start(ticker_t *t) {
+  pthread_condattr_t attr;
+  *t = (ticker_t){.tty = isatty(STDERR_FILENO)};
+  PT_CHECK(pthread_mutex_init(&t->mu, NULL));
+  PT_CHECK(pthread_condattr_init(&attr));
+  PT_CHECK(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC));
+  PT_CHECK(pthread_cond_init(&t->cond, &attr));
+  PT_CHECK(pthread_condattr_destroy(&attr));
+  /* Without the thread there is no progress, but the sweep still runs. */
+  t->started = pthread_create(&t->thread, NULL, ticker_main, t) == 0;
+}
+
+static void ticker_stop(ticker_t *t) {
+  PT_CHECK(pthread_mutex_lock(&t->mu));
+  t->stop = 1;
+  PT_CHECK(pthread_cond_signal(&t->cond));
+  PT_CHECK(pthread_mutex_unlock(&t->mu));
+  if (t->started)
+    PT_CHECK(pthread_join(t->thread, NULL));
+  PT_CHECK(pthread_cond_destroy(&t->cond));
+  PT_CHECK(pthread_mutex_destroy(&t->mu));
+}
+
+/* A size starts (W > 0) or ends (W == 0; a line redrawn in place is
+ * cleared). */
+static void ticker_size(ticker_t *t, int W, size_t bytes, int warmup,
+                        int iterations) {
+  PT_CHECK(pthread_mutex_lock(&t->mu));
+  if (!W && t->tty && t->printed_s > 0)
+    fputs("\r\033[K", stderr);
+  t->running = W > 0;
+  t->W = W;
+  t->bytes = bytes;
+  t->done = 0;
+  t->warmup = warmup;
+  t->iterations = iterations;
+  t->begin_s = mono_s();
+  t->printed_s = 0;
+  PT_CHECK(pthread_mutex_unlock(&t->mu));
+}
+
+/* rs_config_t's on_iteration. */
+static void ticker_iteration(void *arg, int done, int warmup, int iterations) {
+  ticker_t *t = arg;
+  PT_CHECK(pthread_mutex_lock(&t->mu));
+  t->done = done;
+  t->warmup = warmup;
+  t->iterations = iterations;
+  PT_CHECK(pthread_mutex_unlock(&t->mu));
+}
+
 typedef struct row {
   int workers;
   size_t bytes, count;
   double time_us, min_us, algbw, busbw, ref_us;
   uint64_t wrong;
+  int warmup, iters; /* that ran */
 } row_t;
 
 /* One size on W workers: returns 0, or the failed run's exit status. */
 static int bench_one(const bench_opts_t *o, int W, size_t count,
-                     rs_trace_t *trace, row_t *row) {
+                     rs_trace_t *trace, ticker_t *ticker, row_t *row) {
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
@@ -285,6 +438,13 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   cfg.timeout_s = o->timeout_s;
   cfg.warmup = o->warmup;
   cfg.iterations = o->iters;
+  if (!o->iters_given && o->warmup > 0) {
+    cfg.timed_budget_s = BUDGET_TIMED_S;
+    cfg.warmup_budget_s = o->warmup_given ? 0 : BUDGET_WARMUP_S;
+  }
+  cfg.traced = trace != NULL;
+  cfg.on_iteration = ticker_iteration;
+  cfg.on_iteration_arg = ticker;
   cfg.direct = o->direct;
   cfg.slices = o->slices;
   /* ref: the run's own reference, the direct mean of the same buffers on
@@ -300,7 +460,9 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   if (trace)
     rs_run_set_trace(run, trace, NULL);
 
+  ticker_size(ticker, W, count * rs_dtype_size(o->dtype), o->warmup, o->iters);
   int rc = rs_run_execute(run);
+  ticker_size(ticker, 0, 0, 0, 0);
   if (rc != RS_OK && rc != RS_ECHECK) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu bytes: %s\n", W,
             count * rs_dtype_size(o->dtype), rs_run_errmsg(run));
@@ -316,6 +478,8 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
   row->busbw = row->algbw * 2.0 * (W - 1) / W;
   row->ref_us = (double)res->ref_ns / 1e3;
+  row->warmup = res->warmup;
+  row->iters = res->iterations;
   row->wrong = rs_run_param_check(run, 0)->wrong;
   if (!res->identical)
     row->wrong = row->wrong ? row->wrong : 1;
@@ -333,6 +497,11 @@ static void print_header(const bench_opts_t *o, int W) {
   printf("# ringsim bench: ring all-reduce on %d worker threads, %d warm-up + "
          "%d timed iterations per size\n",
          W, o->warmup, o->iters);
+  if (!o->iters_given && o->warmup > 0)
+    printf("# time budget per size: %s%g s of timed iterations at the "
+           "warm-up's pace; fewer iterations where they would take longer, "
+           "as noted (-n fixes the count)\n",
+           o->warmup_given ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
   printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
          "ref = the direct mean of the same %d buffers on one thread\n",
          o->segment_bytes, o->slots,
@@ -353,18 +522,23 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
   const char *op = rs_op_name(o->op);
   if (o->json) {
     json_t *j = json_pack(
-        "{s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f}",
+        "{s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:i, "
+        "s:i}",
         "workers", r->workers, "size", (json_int_t)r->bytes, "count",
         (json_int_t)r->count, "type", datatype_name(o->dtype), "redop", op,
         "time_us", r->time_us, "min_time_us", r->min_us, "algbw_gbs", r->algbw,
         "busbw_gbs", r->busbw, "wrong", (json_int_t)r->wrong, "ref_us",
         r->ref_us, "time_over_ref",
-        r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
+        r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
+        "iters", r->iters);
     char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     puts(line);
     free(line);
     json_decref(j);
   } else {
+    if (r->warmup != o->warmup || r->iters != o->iters)
+      printf("# %zu B: %d warm-up + %d timed iterations (the time budget)\n",
+             r->bytes, r->warmup, r->iters);
     printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu %10.2f %8.2f\n",
            r->bytes, r->count, datatype_name(o->dtype), op, r->time_us,
            r->algbw, r->busbw, (unsigned long long)r->wrong, r->ref_us,
@@ -384,6 +558,8 @@ int cli_bench(int argc, char **argv) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
   }
+  ticker_t ticker;
+  ticker_start(&ticker);
   int status = 0;
   uint64_t wrong = 0;
   double busbw_sum = 0; /* for nccl-tests' closing average */
@@ -395,7 +571,7 @@ int cli_bench(int argc, char **argv) {
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;) {
       size_t count = bytes / rs_dtype_size(o.dtype);
       row_t row = {0};
-      status = bench_one(&o, W, count ? count : 1, trace, &row);
+      status = bench_one(&o, W, count ? count : 1, trace, &ticker, &row);
       if (status == 0) {
         print_row(&o, &row);
         wrong += row.wrong;
@@ -416,6 +592,7 @@ int cli_bench(int argc, char **argv) {
            wrong ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n", rows ? busbw_sum / rows : 0.0);
   }
+  ticker_stop(&ticker);
   rs_trace_close(trace);
   return status ? status : wrong ? EXIT_CHECK : 0;
 }

@@ -72,6 +72,11 @@ const char *cli_init_name(rs_init_t init);
 /* "  network    latency ..., bandwidth ... per link[, reduce ...]", no
  * newline: the network model's line in a report. */
 void cli_print_network(const rs_netmodel_t *net);
+/* text for a text report: a copy in buf (cut to size, ending "...") with
+ * control characters replaced by '?' (rs_one_line, as error messages do),
+ * so a name holding ESC, CR or LF cannot drive the terminal. Returns buf. */
+#define CLI_SAFE_MAX 1024
+const char *cli_safe(const char *text, char *buf, size_t size);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 

@@ -101,9 +101,10 @@ int cli_usage_error(const char *fmt, const char *arg) {
   const char *help = strncmp(fmt, "bench: ", 7) == 0   ? "bench "
                      : strncmp(fmt, "model: ", 7) == 0 ? "model "
                                                        : "";
-  fprintf(stderr, "ringsim: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see ringsim %s--help)\n", help);
+  char message[RS_ERRMSG_MAX];
+  snprintf(message, sizeof message, fmt, arg);
+  rs_one_line(message); /* the argument may hold ESC, CR, LF */
+  fprintf(stderr, "ringsim: %s (see ringsim %s--help)\n", message, help);
   return EXIT_USAGE;
 }
 
@@ -685,6 +686,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   }
   if ((rc = check_out(opt, opt->config.workers)) >= 0)
     return rc;
+  opt->config.traced = opt->trace != NULL;
   if (rs_run_create(&opt->config, model, &run, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;

@@ -84,11 +84,11 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     json_decref(o);
     return 0;
   }
-  char size[32];
+  char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(bytes, size, sizeof size);
   printf("ringsim model: ring all-reduce of \"%s\" on %d workers, %s per "
          "worker (the schedule alone: no threads, no data)\n",
-         rs_model_name(model), W, size);
+         cli_safe(rs_model_name(model), name, sizeof name), W, size);
   cli_print_network(net);
   printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
          "over the buckets\n",

@@ -88,12 +88,19 @@ static void format_value(double x, rs_dtype_t dtype, char *buf, size_t size) {
   snprintf(buf, size, "%s%s", sign, text);
 }
 
+const char *cli_safe(const char *text, char *buf, size_t size) {
+  if (snprintf(buf, size, "%s", text) >= (int)size && size > 4)
+    memcpy(buf + size - 4, "...", 4);
+  rs_one_line(buf);
+  return buf;
+}
+
 static void print_values(const rs_model_t *model, const void *values) {
   const rs_dtype_t dtype = rs_model_dtype(model);
-  char num[48];
+  char num[48], name[CLI_SAFE_MAX];
   for (size_t p = 0; p < rs_model_param_count(model); p++) {
     const rs_param_t *param = rs_model_param(model, p);
-    printf("  %s: [", param->name);
+    printf("  %s: [", cli_safe(param->name, name, sizeof name));
     for (size_t i = 0; i < param->elems; i++) {
       format_value(value_at(model, values, param->elem_offset + i), dtype, num,
                    sizeof num);
@@ -292,9 +299,12 @@ static void print_buckets(const report_t *r) {
     cli_human_bytes((double)k->elems *
                         (double)rs_dtype_size(rs_model_dtype(r->model)),
                     size, sizeof size);
+    char hi_name[CLI_SAFE_MAX], lo_name[CLI_SAFE_MAX];
     printf("             %zu: %s, %zu param%s (%s%s%s)\n", b, size, k->params,
-           k->params == 1 ? "" : "s", hi->name, k->params > 1 ? " .. " : "",
-           k->params > 1 ? lo->name : "");
+           k->params == 1 ? "" : "s",
+           cli_safe(hi->name, hi_name, sizeof hi_name),
+           k->params > 1 ? " .. " : "",
+           k->params > 1 ? cli_safe(lo->name, lo_name, sizeof lo_name) : "");
   }
   if (res->buckets > BUCKET_LINES)
     printf("             ... and %zu more\n", res->buckets - BUCKET_LINES);
@@ -329,9 +339,11 @@ static void print_order_report(const report_t *r) {
   for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
     const rs_param_t *param = rs_model_param(r->model, p);
     const rs_param_check_t *c = rs_run_param_check(r->run, p);
+    char name[CLI_SAFE_MAX];
     printf(
         "             %s: %llu of %zu differ (%.1f%%), by up to %llu ulp%s\n",
-        param->name, (unsigned long long)c->order_differing, param->elems,
+        cli_safe(param->name, name, sizeof name),
+        (unsigned long long)c->order_differing, param->elems,
         param->elems ? 100.0 * (double)c->order_differing / (double)param->elems
                      : 0.0,
         (unsigned long long)c->order_max_ulps,
@@ -366,18 +378,19 @@ void cli_print_text(const report_t *r) {
   figures_t f = compute_figures(r);
   const int finished = res->checked; /* the all-reduce completed */
   int W = f.workers;
-  char size[32], a[32];
+  char size[32], a[32], name[CLI_SAFE_MAX];
   cli_human_bytes(f.bytes, size, sizeof size);
 
   printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
-         RS_VERSION, rs_op_name(cfg->op), rs_model_name(r->model), W,
+         RS_VERSION, rs_op_name(cfg->op),
+         cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
   printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
          rs_model_param_count(r->model),
          rs_model_param_count(r->model) == 1 ? "" : "s", f.elems,
          f.elems == 1 ? "" : "s", size,
          rs_dtype_name(rs_model_dtype(r->model)));
-  printf("  grads      %s\n", r->source);
+  printf("  grads      %s\n", cli_safe(r->source, name, sizeof name));
   char chunk[64], sent[64];
   if (res->buckets == 1) {
     range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
@@ -422,7 +435,7 @@ void cli_print_text(const report_t *r) {
   if (cfg->net.enabled && r->status == RS_OK)
     print_sim_line(cfg, res, f.seconds);
   if (r->trace && rs_run_trace_id(r->run))
-    printf("  trace      %s, run %lld%s\n", r->trace,
+    printf("  trace      %s, run %lld%s\n", cli_safe(r->trace, name, sizeof name),
            (long long)rs_run_trace_id(r->run),
            rs_run_trace_error(r->run) ? ": its rows were NOT written" : "");
   if (!res->checked || (r->status != RS_OK && r->status != RS_ECHECK)) {
