@@ -128,9 +128,13 @@ def status_line(run):
     return f"{run['status'].upper().replace('_', ' ')}: {run['error'] or ''}".rstrip(": ")
 
 
-def titled(text, run):
-    """text, with the run's failure on a second line."""
+def titled(text, run, width=None):
+    """text, with the run's failure on a second line (wrapped at width
+    characters when given)."""
     line = status_line(run)
+    if line and width:
+        import textwrap
+        line = "\n".join(textwrap.wrap(line, width))
     return f"{text}\n{line}" if line else text
 
 
@@ -322,22 +326,27 @@ def cmd_timeline(con, run, args):
         waits = {}
         lost = []
         for phase, step, seg, src, dst, s0, s1, r0, r1, wait in rows:
-            # alternate shades by step and segment, and a white edge: back-to-
-            # back bars (a simulated uniform ring) still show each transfer
-            tone = 0.3 if simulated and (step + seg) % 2 else 0.0
+            # Simulated time: shades alternate by step, and even and odd
+            # segments take the upper and lower half of the row, so back-to-
+            # back steps (a uniform ring) and segments in flight together
+            # (the pipeline) stay apart. Wall time needs neither: a worker
+            # does one thing at a time.
+            tone = 0.35 if simulated and step % 2 else 0.0
+            lane = seg % 2 if simulated else 0
             if not simulated:
                 sends.setdefault((phase, tone), {}).setdefault(src, []).append(
                     (s0 / scale, max(s1 - s0, 1) / scale))
             if r1 is not None:
-                recvs.setdefault((phase, tone), {}).setdefault(dst, []).append(
+                recvs.setdefault((phase, tone, lane), {}).setdefault(dst, []).append(
                     (r0 / scale, max(r1 - r0, 1) / scale))
                 if wait and not simulated:
                     waits.setdefault(dst, []).append((r0 / scale, wait / scale))
             else:
                 lost.append((s0 / scale, dst))
-        for (phase, tone), by_worker in recvs.items():
+        for (phase, tone, lane), by_worker in recvs.items():
             for w, spans in by_worker.items():
-                ax.broken_barh(spans, (w - 0.4, 0.5), facecolors=shade(PHASE_COLOURS[phase], tone),
+                rows_at = (w - 0.4 + 0.26 * lane, 0.24) if simulated else (w - 0.4, 0.5)
+                ax.broken_barh(spans, rows_at, facecolors=shade(PHASE_COLOURS[phase], tone),
                                edgecolors="white", linewidth=0.5 if simulated else 0)
         for (phase, tone), by_worker in sends.items():
             for w, spans in by_worker.items():
@@ -396,8 +405,10 @@ def cmd_timeline(con, run, args):
     ticks = range(W) if W <= 64 else range(0, W, max(1, W // 32))
     ax.set_yticks(ticks)
     ax.set_yticklabels([f"worker {w}" for w in ticks], fontsize=8)
-    ax.set_xlabel(f"{clock} time since the run's start ({unit})")
-    what = "in flight to this worker; shades alternate" if simulated else "receive"
+    ax.set_xlabel(f"{clock} time since the run's start ({unit})" + (
+        "; shades alternate by step, even and odd segments in the upper and lower half of a row"
+        if simulated and detail else ""))
+    what = "in flight to this worker" if simulated else "receive"
     handles = [Patch(color=PHASE_COLOURS["reduce_scatter"], label=f"reduce-scatter ({what})"),
                Patch(color=PHASE_COLOURS["all_gather"], label=f"all-gather ({what})")]
     if detail and not simulated:
@@ -730,6 +741,7 @@ def cmd_animate(con, run, args):
     plt = pyplot()
     from matplotlib import animation
     stages = chunk_stages(con, run)
+    ctx = chunk_context(con, run)
     W = run["workers"]
     ext = os.path.splitext(args.out)[1].lower()
     if ext == ".gif":
@@ -739,13 +751,13 @@ def cmd_animate(con, run, args):
     else:
         writer = animation.FFMpegWriter(fps=args.fps)
     size = 0.7 * W + 2
-    fig, ax = plt.subplots(figsize=(size, size))
+    fig, ax = plt.subplots(figsize=(size, size), layout="constrained")
 
     def frame(i):
         ax.clear()
-        draw_chunks_stage(ax, stages[i], W)
-        fig.suptitle(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
-                     fontsize=9)
+        draw_chunks_stage(ax, stages[i], W, ctx)
+        fig.suptitle(titled(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
+                            run, width=int(size * 13)), fontsize=9, color="#c0392b" if run_failed(run) else "black")
 
     anim = animation.FuncAnimation(fig, frame, frames=len(stages), repeat=False)
     try:
