@@ -555,7 +555,8 @@ def cmd_chunks(con, run, args):
             ax.axis("off")
     buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
     title = titled(f"run {run['run_id']}: whose contributions each worker (column) holds for each "
-                   f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\narrows: that step's transfers "
+                   f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\n"
+                   f"arrows: that step's transfers "
                    f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
                    f"reduce-scatter", run)
     fig.suptitle(title, fontsize=10, color="#c0392b" if run_failed(run) else "black")
@@ -712,7 +713,8 @@ def cmd_compare(con, run_ignored, args):
     for W in sorted({r["workers"] for r in runs}):
         mine = sorted((r for r in runs if r["workers"] == W), key=lambda r: r["bytes"])
         sizes = [r["bytes"] for r in mine]
-        a1.plot(sizes, [r["ns"] / 1e3 for r in mine], "o-", label=f"W={W} {'simulated' if clock == 'sim' else 'measured'}")
+        a1.plot(sizes, [r["ns"] / 1e3 for r in mine], "o-",
+                label=f"W={W} {'simulated' if clock == 'sim' else 'measured'}")
         # markers too: with one size the theory is a single point
         a1.plot(sizes, [2 * (W - 1) / W * s / (busbw * 1e9) * 1e6 for s in sizes], "x:", markersize=8,
                 color=a1.lines[-1].get_color(), label=f"W={W} ring at the best busbw, {busbw:.2f} GB/s")
@@ -757,7 +759,8 @@ def cmd_animate(con, run, args):
         ax.clear()
         draw_chunks_stage(ax, stages[i], W, ctx)
         fig.suptitle(titled(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
-                            run, width=int(size * 13)), fontsize=9, color="#c0392b" if run_failed(run) else "black")
+                            run, width=int(size * 13)),
+                     fontsize=9, color="#c0392b" if run_failed(run) else "black")
 
     anim = animation.FuncAnimation(fig, frame, frames=len(stages), repeat=False)
     try:
@@ -822,9 +825,9 @@ def export_events(con, run, clock):
     # A receipt sorts before a send at the same time (simulated time: the
     # chunk arrives, then goes on).
     cur = con.execute(
-        f"SELECT src, 0, {times[0]}, {EXPORT_COLUMNS}, send_begin_ns, recv_begin_ns, recv_end_ns "
+        f"SELECT src, 0, {times[0]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
         f"FROM transfer WHERE run_id = ? UNION ALL "
-        f"SELECT dst, 1, {times[1]}, {EXPORT_COLUMNS}, send_begin_ns, recv_begin_ns, recv_end_ns "
+        f"SELECT dst, 1, {times[1]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
         f"FROM transfer WHERE run_id = ? AND {times[2]} ORDER BY 1, 3, 2 DESC", (rid, rid))
     runs = {"bucket": None, "step": None}
 
@@ -855,7 +858,7 @@ def export_events(con, run, clock):
 
     done = 0
     for w, is_recv, t0, t1, received, *row in cur:
-        row, (s0, r0, r1) = row[:15], row[15:]
+        row, (r0, r1) = row[:15], row[15:]
         if t0 is None:
             continue
         it, bucket, phase, step, src, dst, chunk, seg, _, _, _, seq, _, _, wait = row
