@@ -455,6 +455,7 @@ class Tools(unittest.TestCase):
             (["animate", self.db, "-o", self.out("x.avi")], "unknown animation type"),
             (["compare", self.db, "--runs", "1,x"], "expected run ids"),
             (["export", self.db, "-o", "/nonexistent/t.json"], "cannot write"),
+            (["links", self.db, "--run", 1, "--clock", "sim"], "run 1 has no simulated times"),
         ]
         for args, message in cases:
             with self.subTest(args=args):
