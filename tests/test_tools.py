@@ -387,6 +387,17 @@ class Tools(unittest.TestCase):
         with open(self.out("buckets.svg")) as f:
             svg = f.read()
         self.assertNotIn("#808080", svg.lower(), "a grey send swatch")
+        # ringsim bench: a marker for every iteration, not just the first
+        db = self.out("bench.db")
+        p = subprocess.run([RINGSIM, "bench", "-w", "4", "-b", "64K", "-e", "64K", "-n", "3", "--warmup", "1",
+                            "--trace", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        iters = self.rows(db, "SELECT count(DISTINCT iter) FROM transfer WHERE run_id = 1")[0][0]
+        self.assertGreater(iters, 1)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("bench.svg"))
+        self.assertEqual(rc, 0, err)
+        texts = [t for t, _, _ in self.svg_texts(self.out("bench.svg"))]
+        self.assertIn("it1 RS0", texts)
         # 24,000 transfers on 16 workers: step labels apart
         model = self.out("big.json")
         with open(model, "w") as f:

@@ -392,7 +392,8 @@ def cmd_timeline(con, run, args):
                    linewidth=0.9 if first_of_bucket else 0.6, linestyle="-" if first_of_bucket else ":")
         label = f"{'RS' if phase == 'reduce_scatter' else 'AG'}{step}"
         if first_of_bucket and (run["buckets"] > 1 or it > 0):
-            label = f"{'it%d ' % it if it else ''}b{b} {label}"
+            where = ([f"it{it}"] if it else []) + ([f"b{b}"] if run["buckets"] > 1 else [])
+            label = f"{' '.join(where)} {label}"
         labels.append((not first_of_bucket, x, label))
     # bucket starts first, then steps, each only where it runs into no other
     char = x_end / 150  # about one character of 7-point text on a 12-inch axis
