@@ -40,6 +40,18 @@ class Tools(unittest.TestCase):
         one = subprocess.run([RINGSIM, "-p", model, "-w", "1", "--trace",
                               os.path.join(cls.dir, "one.db")], capture_output=True, text=True)
         assert one.returncode == 0, one.stderr
+        example = os.path.join(EXAMPLES, "model.json")
+        # a failed run: worker 2 crashes at the first all-gather step
+        cls.failed = os.path.join(cls.dir, "failed.db")
+        p = subprocess.run([RINGSIM, "-w", "4", "-p", example, "--inject", "crash:worker=2,step=3",
+                            "--timeout", "0.3", "--trace", cls.failed], capture_output=True, text=True)
+        assert p.returncode == 3, p.stderr
+        # a simulated network with one slow link
+        cls.slow = os.path.join(cls.dir, "slow.db")
+        p = subprocess.run([RINGSIM, "-w", "4", "-p", example, "--net", "latency=5us,bandwidth=25GB/s",
+                            "--link", "2-3:bandwidth=1GB/s", "--trace", cls.slow],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
 
     @classmethod
     def tearDownClass(cls):
@@ -123,7 +135,7 @@ class Tools(unittest.TestCase):
         con = sqlite3.connect(self.db)
         rows = con.execute("SELECT count(*), count(recv_end_ns) FROM transfer WHERE run_id = 1").fetchone()
         con.close()
-        slices = [e for e in events if e["ph"] == "X"]
+        slices = [e for e in events if e["ph"] == "X" and e["cat"] in ("reduce_scatter", "all_gather")]
         sends = [e for e in slices if e["name"].startswith("send")]
         recvs = [e for e in slices if not e["name"].startswith("send")]
         self.assertEqual(len(sends), rows[0])
@@ -150,6 +162,290 @@ class Tools(unittest.TestCase):
             self.assertEqual(im.format, "GIF")
             self.assertEqual(im.n_frames, 2 * (3 - 1) + 1)
 
+    def svg_texts(self, path):
+        """The text elements of an SVG the tool wrote (text stays text)."""
+        import xml.etree.ElementTree as ET
+        texts = []
+        for el in ET.parse(path).iter():
+            if el.tag.endswith("}text") or el.tag == "text":
+                texts.append(("".join(el.itertext()), float(el.get("x") or 0), el.get("style") or ""))
+        return texts
+
+    def png_title(self, path):
+        from PIL import Image
+        with Image.open(path) as im:
+            return im.info.get("Title", "")
+
+    def rows(self, db, sql, *params):
+        con = sqlite3.connect(db)
+        try:
+            return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
+    def export(self, db, *args):
+        out = self.out(f"export-{os.path.basename(db)}-{len(args)}.json")
+        rc, _, err = self.tool("export", db, *args, "-o", out)
+        self.assertEqual(rc, 0, err)
+        with open(out) as f:
+            return json.load(f)
+
+    def assert_nested(self, events):
+        """Complete slices on each track nest (Perfetto drops those that do not)."""
+        by_track = {}
+        for e in events:
+            if e["ph"] == "X":
+                by_track.setdefault(e["tid"], []).append(
+                    (round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000), e["name"]))
+        for tid, spans in by_track.items():
+            spans.sort(key=lambda s: (s[0], -s[1]))
+            stack = []
+            for t0, t1, name in spans:
+                while stack and stack[-1][1] <= t0:
+                    stack.pop()
+                self.assertFalse(stack and t1 > stack[-1][1],
+                                 f"track {tid}: {name} [{t0}, {t1}] overlaps {stack[-1] if stack else ''}")
+                stack.append((t0, t1, name))
+
+    # tools-6: links counts every transfer sent, received or not (a failed
+    # run's bytes per link are SUM(bytes) from SQL), and for a --net run rates
+    # the links in simulated time: the 1 GB/s link is the slowest.
+    def test_links_counts_every_transfer_and_uses_simulated_time(self):
+        rc, out, err = self.tool("links", self.failed, "-o", self.out("links-failed.png"))
+        self.assertEqual(rc, 0, err)
+        table = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+        expected = self.rows(self.failed, "SELECT src, dst, count(*), count(recv_end_ns), sum(bytes) "
+                             "FROM transfer GROUP BY src, dst")
+        self.assertTrue(any(n != received for _, _, n, received, _ in expected),
+                        "the failed run left no transfer unreceived")
+        for src, dst, n, received, nbytes in expected:
+            row = table[f"{src}->{dst}"]
+            self.assertEqual([int(x) for x in row[1:4]], [n, received, nbytes], f"link {src}->{dst}")
+        self.assertIn("FAILED", self.png_title(self.out("links-failed.png")))
+        rc, out, err = self.tool("links", self.slow, "-o", self.out("links-slow.svg"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("simulated", out.splitlines()[0])
+        rates = {line.split()[0]: float(line.split()[-1]) for line in out.splitlines()[1:]}
+        self.assertEqual(min(rates, key=rates.get), "2->3", rates)
+        # bytes over the simulated time in flight: 1 GB/s with 5 us of latency
+        nbytes, ns = self.rows(self.slow, "SELECT sum(bytes), sum(sim_recv_ns - sim_send_ns) "
+                               "FROM transfer WHERE src = 2")[0]
+        self.assertAlmostEqual(rates["2->3"], nbytes / ns, places=3)
+        self.assertTrue(any("simulated time" in t for t, _, _ in self.svg_texts(self.out("links-slow.svg"))))
+        rc, out, err = self.tool("links", self.slow, "--clock", "wall", "-o", self.out("links-wall.png"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("wall", out.splitlines()[0])
+
+    # tools-7: export: waiting is its own slice (duration = wait_ns), the
+    # reduce after it; args carry iter, bucket and dtype; a bucket slice
+    # around step slices around the transfers, properly nested.
+    def test_export_wait_slices_steps_and_buckets(self):
+        doc = self.export(self.db, "--run", 1)
+        events = doc["traceEvents"]
+        self.assertEqual(doc["otherData"]["clock"], "wall")
+        waits = [e for e in events if e["ph"] == "X" and e["name"].startswith("wait")]
+        expected = self.rows(self.db, "SELECT src, seq, wait_ns, recv_begin_ns, recv_end_ns FROM transfer "
+                             "WHERE run_id = 1 AND wait_ns > 0")
+        self.assertEqual(len(waits), len(expected))
+        by_key = {(e["args"]["from"], e["args"]["seq"]): e for e in waits}
+        works = {(e["args"]["from"], e["args"]["seq"]): e for e in events
+                 if e["ph"] == "X" and e["name"].split()[0] in ("reduce", "copy")}
+        for src, seq, wait, r0, r1 in expected:
+            self.assertAlmostEqual(by_key[(src, seq)]["dur"], wait / 1e3, places=6)
+            self.assertAlmostEqual(by_key[(src, seq)]["ts"], r0 / 1e3, places=6)
+            work = works[(src, seq)]
+            self.assertAlmostEqual(work["ts"], (r0 + wait) / 1e3, places=6)
+            self.assertAlmostEqual(work["dur"], max(r1 - r0 - wait, 1) / 1e3, places=6)
+        for e in works.values():
+            self.assertEqual((e["args"]["iter"], e["args"]["bucket"], e["args"]["dtype"]), (0, 0, "f32"))
+        steps = [e for e in events if e["ph"] == "X" and e.get("cat") == "step"]
+        buckets = [e for e in events if e["ph"] == "X" and e.get("cat") == "bucket"]
+        self.assertEqual(len(buckets), 4)  # one bucket, four workers
+        self.assertEqual(len(steps), 4 * 2 * 3)  # each worker's 2(W-1) steps
+        self.assertEqual({(e["tid"], e["name"]) for e in steps},
+                         {(w, f"{p} step {s}") for w in range(4) for p in ("RS", "AG") for s in range(3)})
+        self.assert_nested(events)
+
+    # tools-8: export of a --net run is in simulated time by default: each
+    # transfer a slice from sim_send_ns to sim_recv_ns on its link's track;
+    # --clock wall gives the wall-clock export.
+    def test_export_simulated_time_by_default(self):
+        doc = self.export(self.slow)
+        self.assertEqual(doc["otherData"]["clock"], "simulated")
+        events = doc["traceEvents"]
+        transfers = [e for e in events if e["ph"] == "X" and e.get("cat") in ("reduce_scatter", "all_gather")]
+        expected = self.rows(self.slow, "SELECT src, seq, sim_send_ns, sim_recv_ns FROM transfer")
+        self.assertEqual(len(transfers), len(expected))
+        by_key = {(e["args"]["from"], e["args"]["seq"]): e for e in transfers}
+        for src, seq, t0, t1 in expected:
+            self.assertAlmostEqual(by_key[(src, seq)]["ts"], t0 / 1e3, places=6)
+            self.assertAlmostEqual(by_key[(src, seq)]["dur"], (t1 - t0) / 1e3, places=6)
+        sim_ns = self.rows(self.slow, "SELECT sim_ns FROM run")[0][0]
+        self.assertAlmostEqual(max(e["ts"] + e["dur"] for e in transfers), sim_ns / 1e3, places=3)
+        self.assert_nested(events)
+        wall = self.export(self.slow, "--clock", "wall")
+        self.assertEqual(wall["otherData"]["clock"], "wall")
+        self.assertTrue(any(e["ph"] == "X" and e["name"].startswith("send") for e in wall["traceEvents"]))
+
+    # tools-9: export of a failed run: its metadata says failed, with the
+    # error; an instant where the injected crash fired; sends never received
+    # are marked and start no flow; every flow that starts ends.
+    def test_export_failed_run(self):
+        doc = self.export(self.failed)
+        meta = doc["otherData"]
+        error = self.rows(self.failed, "SELECT error FROM run")[0][0]
+        self.assertEqual((meta["status"], meta["failed"], meta["error"]), ("failed", True, error))
+        events = doc["traceEvents"]
+        process = [e for e in events if e["ph"] == "M" and e["name"] == "process_name"][0]
+        self.assertIn("FAILED", process["args"]["name"])
+        faults = [e for e in events if e["ph"] == "i" and e["name"].startswith("fault")]
+        self.assertEqual(len(faults), 1, faults)
+        self.assertEqual((faults[0]["tid"], faults[0]["args"]["phase"], faults[0]["args"]["step"],
+                          faults[0]["args"]["worker_state"]), (2, "all_gather", 0, "crashed"))
+        # it fired after worker 2's last transfer
+        last = self.rows(self.failed, "SELECT max(max(CASE WHEN src = 2 THEN send_end_ns END), "
+                         "max(CASE WHEN dst = 2 THEN recv_end_ns END)) FROM transfer")[0][0]
+        self.assertAlmostEqual(faults[0]["ts"], last / 1e3, places=6)
+        lost = [e for e in events if e["ph"] == "X" and e["args"].get("received") is False]
+        never = self.rows(self.failed, "SELECT count(*) FROM transfer WHERE recv_end_ns IS NULL")[0][0]
+        self.assertGreater(never, 0)
+        self.assertEqual(len(lost), never)
+        self.assertTrue(all("never received" in e["name"] for e in lost))
+        starts = {e["id"] for e in events if e["ph"] == "s"}
+        ends = {e["id"] for e in events if e["ph"] == "f"}
+        self.assertEqual(starts, ends)
+        self.assert_nested(events)
+
+    # tools-10: the chunk diagram at W=16: a bounded image, labels as ring
+    # ranges (never cut-off lists), owners and the mean marked.
+    def test_chunks_at_sixteen_workers(self):
+        db = self.out("w16.db")
+        model = self.out("w16.json")
+        with open(model, "w") as f:
+            json.dump({"name": "w16", "params": [{"name": "g", "shape": [160]}]}, f)
+        p = subprocess.run([RINGSIM, "-w", "16", "-p", model, "--trace", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, _, err = self.tool("chunks", db, "-o", self.out("chunks16.png"))
+        self.assertEqual(rc, 0, err)
+        w, h = png_size(self.out("chunks16.png"))
+        self.assertLessEqual(max(w, h), 3200, (w, h))
+        self.assertGreaterEqual(min(w, h), 1500, (w, h))
+        rc, _, err = self.tool("chunks", db, "-o", self.out("chunks16.svg"))
+        self.assertEqual(rc, 0, err)
+        texts = [t for t, _, _ in self.svg_texts(self.out("chunks16.svg"))]
+        cells = [t for t in texts if t and (t[0].isdigit() or t in ("mean", "all"))]
+        self.assertGreaterEqual(len(cells), 31 * 256, len(cells))
+        self.assertFalse([t for t in cells if "," in t], "a label lists workers instead of a range")
+        # reduce-scatter step 2: worker 1's chunk 14 holds 14, 15, 0, 1
+        self.assertIn("14-1", cells)
+        self.assertIn("0-14", cells)
+        # op avg: the 16 owners hold the mean after the last reduce-scatter
+        # step, 16 x (s + 2) copies after all-gather step s; never a bare "all"
+        self.assertEqual(cells.count("mean"), 16 + sum(16 * (s + 2) for s in range(15)))
+        self.assertNotIn("all", cells)
+        self.assertTrue(any("divide by 16" in t for t in texts), "where the division happens")
+
+    # tools-11: a failed run's chunk diagram and timeline say so: the title
+    # (and the PNG's Title) carries the error, the crashed worker is marked,
+    # transfers never received are drawn as such.
+    def test_failed_run_pictures(self):
+        error = self.rows(self.failed, "SELECT error FROM run")[0][0]
+        for cmd in ("chunks", "timeline"):
+            with self.subTest(cmd=cmd):
+                rc, _, err = self.tool(cmd, self.failed, "-o", self.out(f"failed-{cmd}.png"))
+                self.assertEqual(rc, 0, err)
+                self.assertIn(f"FAILED: {error}", self.png_title(self.out(f"failed-{cmd}.png")))
+                rc, _, err = self.tool(cmd, self.failed, "-o", self.out(f"failed-{cmd}.svg"))
+                self.assertEqual(rc, 0, err)
+                texts = " ".join(t for t, _, _ in self.svg_texts(self.out(f"failed-{cmd}.svg")))
+                self.assertIn("crashed", texts)
+                self.assertIn("never received", texts)
+        rc, _, err = self.tool("timeline", self.db, "--run", 1, "-o", self.out("ok-timeline.png"))
+        self.assertNotIn("FAILED", self.png_title(self.out("ok-timeline.png")))
+
+    # tools-12: the timeline: send swatches in the phase colours, a step
+    # marker for every bucket, labels that do not run together at 24,000
+    # transfers, and on a simulated uniform ring each step told apart.
+    def test_timeline_markers_legend_and_steps(self):
+        model = self.out("buckets.json")
+        with open(model, "w") as f:
+            json.dump({"name": "b", "params": [{"name": f"p{i}", "shape": [60000]} for i in range(6)]}, f)
+        db = self.out("buckets.db")
+        p = subprocess.run([RINGSIM, "-w", "4", "-p", model, "--bucket-mb", "0.5", "--trace", db],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        buckets = self.rows(db, "SELECT count(DISTINCT bucket) FROM transfer")[0][0]
+        self.assertGreater(buckets, 1)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("buckets.svg"))
+        self.assertEqual(rc, 0, err)
+        texts = [t for t, _, _ in self.svg_texts(self.out("buckets.svg"))]
+        for b in range(buckets):
+            self.assertIn(f"b{b} RS0", texts)
+        self.assertIn("reduce-scatter send", texts)
+        self.assertIn("all-gather send", texts)
+        self.assertNotIn("send (thin bar)", texts)
+        with open(self.out("buckets.svg")) as f:
+            svg = f.read()
+        self.assertNotIn("#808080", svg.lower(), "a grey send swatch")
+        # ringsim bench: a marker for every iteration, not just the first
+        db = self.out("bench.db")
+        p = subprocess.run([RINGSIM, "bench", "-w", "4", "-b", "64K", "-e", "64K", "-n", "3", "--warmup", "1",
+                            "--trace", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        iters = self.rows(db, "SELECT count(DISTINCT iter) FROM transfer WHERE run_id = 1")[0][0]
+        self.assertGreater(iters, 1)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("bench.svg"))
+        self.assertEqual(rc, 0, err)
+        texts = [t for t, _, _ in self.svg_texts(self.out("bench.svg"))]
+        self.assertIn("it1 RS0", texts)
+        # 24,000 transfers on 16 workers: step labels apart
+        model = self.out("big.json")
+        with open(model, "w") as f:
+            json.dump({"name": "big", "params": [{"name": "g", "shape": [160000]}]}, f)
+        db = self.out("big.db")
+        p = subprocess.run([RINGSIM, "-w", "16", "-p", model, "--segment-bytes", "800", "--trace", db],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.rows(db, "SELECT count(*) FROM transfer")[0][0], 24000)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("big.svg"))
+        self.assertEqual(rc, 0, err)
+        import re
+        labels = []
+        for text, x, style in self.svg_texts(self.out("big.svg")):
+            if re.fullmatch(r"(RS|AG)\d+", text):
+                labels.append((x, text))
+        labels.sort()
+        self.assertGreaterEqual(len(labels), 4, labels)
+        for (x0, t0), (x1, t1) in zip(labels, labels[1:]):
+            # 7-point text: a character is about 4.5 points wide
+            self.assertGreater(x1 - x0, 4.5 * len(t0), f"{t0} at {x0} runs into {t1} at {x1}")
+        # a simulated uniform ring: bars of neighbouring steps differ in shade
+        db = self.out("uniform.db")
+        p = subprocess.run([RINGSIM, "-w", "4", "-p", os.path.join(EXAMPLES, "model.json"),
+                            "--net", "latency=5us,bandwidth=25GB/s", "--trace", db],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("uniform.svg"))
+        self.assertEqual(rc, 0, err)
+        with open(self.out("uniform.svg")) as f:
+            fills = set(re.findall(r"fill: ?(#[0-9a-f]{6})", f.read()))
+        self.assertGreaterEqual(len(fills & {"#1f77b4", "#ff7f0e"}), 2, fills)
+        self.assertGreaterEqual(len(fills - {"#1f77b4", "#ff7f0e", "#ffffff", "#000000"}), 2, fills)
+
+    # tools-13: compare keeps --net runs and plain runs apart: by default
+    # the kind of the latest run with two or more (here the plain runs), and
+    # a --runs list that mixes them is refused.
+    def test_compare_keeps_simulated_and_wall_runs_apart(self):
+        rc, _, err = self.tool("compare", self.db, "-o", self.out("cmp.png"))
+        self.assertEqual(rc, 0, err)
+        title = self.png_title(self.out("cmp.png"))
+        self.assertIn("4 runs (1,2,3,4), wall time", title)
+        self.assertIn("left out 1 simulated", err)
+        rc, _, err = self.tool("compare", self.db, "--runs", "1,5", "-o", self.out("cmp2.png"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("run 5 has a simulated network", err)
+        self.assertEqual(err.strip().count("\n"), 0, err)
+
     # tools-5: bad input: one line, exit 2, and the reason.
     def test_errors(self):
         text = self.out("notes.txt")
@@ -170,6 +466,7 @@ class Tools(unittest.TestCase):
             (["animate", self.db, "-o", self.out("x.avi")], "unknown animation type"),
             (["compare", self.db, "--runs", "1,x"], "expected run ids"),
             (["export", self.db, "-o", "/nonexistent/t.json"], "cannot write"),
+            (["links", self.db, "--run", 1, "--clock", "sim"], "run 1 has no simulated times"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

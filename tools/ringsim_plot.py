@@ -16,6 +16,7 @@ Runs under the Python that has matplotlib (Debian: /usr/bin/python3).
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -86,18 +87,144 @@ def contributors(first, count, workers):
     return {(first + k) % workers for k in range(count)}
 
 
+def ring_ranges(held, workers):
+    """A set of workers as ranges round the ring: {0..6} -> '0-6',
+    {14, 15, 0, 1} -> '14-1' (14, 15, 0, 1), {2} -> '2', {1, 3} -> '1,3'."""
+    if not held:
+        return "-"
+    if len(held) == workers:
+        return "all"
+    # start each run at a member whose predecessor is missing
+    parts = []
+    for w in sorted(held):
+        if (w - 1) % workers in held:
+            continue
+        last = w
+        while (last + 1) % workers in held:
+            last = (last + 1) % workers
+        parts.append(str(w) if last == w else f"{w}-{last}")
+    return ",".join(parts)
+
+
+def run_config(run):
+    try:
+        return json.loads(run.get("config_json") or "{}")
+    except ValueError:
+        return {}
+
+
+def run_failed(run):
+    return run["status"] not in ("ok", "running")
+
+
+def status_line(run):
+    """'' for a run that completed; otherwise the line a title adds."""
+    if run["status"] == "ok":
+        return ""
+    if run["status"] == "running":
+        return "INCOMPLETE: the run is still running or was killed"
+    if run["status"] == "failed":
+        return f"FAILED: {run['error'] or 'no error recorded'}"
+    return f"{run['status'].upper().replace('_', ' ')}: {run['error'] or ''}".rstrip(": ")
+
+
+def titled(text, run, width=None):
+    """text, with the run's failure on a second line (wrapped at width
+    characters when given)."""
+    line = status_line(run)
+    if line and width:
+        import textwrap
+        line = "\n".join(textwrap.wrap(line, width))
+    return f"{text}\n{line}" if line else text
+
+
+def phase_step(global_step, workers):
+    """--inject counts steps globally: 0 .. W-2 reduce-scatter, then all-gather."""
+    if global_step < workers - 1:
+        return "reduce_scatter", global_step
+    return "all_gather", global_step - (workers - 1)
+
+
+def injected_faults(run):
+    """The --inject specs of the run's command line, as dicts (kind, worker,
+    step, ms, phase, phase_step, spec)."""
+    argv = run_config(run).get("argv") or []
+    specs = []
+    for i, arg in enumerate(argv):
+        if arg == "--inject" and i + 1 < len(argv):
+            specs.append(argv[i + 1])
+        elif isinstance(arg, str) and arg.startswith("--inject="):
+            specs.append(arg[len("--inject="):])
+    faults = []
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        fields = dict(kv.partition("=")[::2] for kv in rest.split(",") if kv)
+        try:
+            fault = {"spec": spec, "kind": kind, "worker": int(fields.get("worker", 0)),
+                     "step": int(fields.get("step", 0))}
+        except ValueError:
+            continue
+        if "ms" in fields:
+            fault["ms"] = fields["ms"]
+        fault["phase"], fault["phase_step"] = phase_step(fault["step"], run["workers"])
+        faults.append(fault)
+    return faults
+
+
+def average_pre(run):
+    """Whether op avg divided before the sum (--average pre) instead of where
+    the sum completes (the last reduce-scatter step)."""
+    config = run_config(run)
+    if "average" in config:
+        return config["average"] == "pre"
+    argv = config.get("argv") or []
+    return any(a == "--average" and i + 1 < len(argv) and argv[i + 1] == "pre"
+               for i, a in enumerate(argv)) or "--average=pre" in argv
+
+
+def has_sim_times(con, run):
+    return con.execute(
+        "SELECT count(*) FROM transfer WHERE run_id = ? AND sim_send_ns IS NOT NULL",
+        (run["run_id"],)).fetchone()[0] > 0
+
+
+def pick_clock(con, run, wanted):
+    """'sim' or 'wall': the one asked for, else simulated when the run has it."""
+    sim = has_sim_times(con, run)
+    if wanted == "sim" and not sim:
+        raise ToolError(f"--clock sim: run {run['run_id']} has no simulated times "
+                        "(it ran without --net)")
+    if wanted:
+        return wanted
+    return "sim" if sim else "wall"
+
+
+def worker_states(con, run):
+    """{worker: (state, phase, step, chunk, waiting, peer)}"""
+    return {r[0]: r[1:] for r in con.execute(
+        "SELECT worker, state, phase, step, chunk, waiting, peer FROM worker WHERE run_id = ?",
+        (run["run_id"],))}
+
+
 def replay_holdings(con, run):
     """Replay the ring from the trace: after each step, whose contributions
     each worker's copy of each chunk holds. Returns a list of
-    (title, holds, arrows) per stage, starting with the inputs; holds[w][c] is
-    a set of workers, arrows a list of (src, dst, chunk)."""
+    (title, holds, arrows, info) per stage, starting with the inputs;
+    holds[w][c] is a set of workers, arrows a list of (src, dst, chunk,
+    received), info a dict with the stage's phase and step (None at the start).
+    A transfer sent but never received (a failed run) is an arrow with
+    received False and changes nothing."""
     W = run["workers"]
     holds = [[{w} for _ in range(W)] for w in range(W)]
-    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds], [])]
+    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+               [], {"phase": None, "step": None})]
     rows = con.execute(
-        "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count FROM transfer "
-        "WHERE run_id = ? AND segment = 0 AND recv_end_ns IS NOT NULL "
-        "ORDER BY phase = 'all_gather', step, src", (run["run_id"],)).fetchall()
+        "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count, "
+        "recv_end_ns IS NOT NULL FROM transfer "
+        "WHERE run_id = ? AND segment = 0 AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        "AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns LIMIT 1) "
+        "ORDER BY phase = 'all_gather', step, src",
+        (run["run_id"],) * 3).fetchall()
     by_step = {}
     for row in rows:
         by_step.setdefault((row[0], row[1]), []).append(row)
@@ -106,7 +233,9 @@ def replay_holdings(con, run):
             arrivals = by_step.get((phase, step), [])
             if not arrivals:
                 continue
-            for ph, st, src, dst, chunk, first, count in arrivals:
+            for ph, st, src, dst, chunk, first, count, received in arrivals:
+                if not received:
+                    continue
                 payload = contributors(first, count, W)
                 if ph == "reduce_scatter":
                     holds[dst][chunk] = holds[dst][chunk] | payload
@@ -114,7 +243,8 @@ def replay_holdings(con, run):
                     holds[dst][chunk] = set(payload)
             title = f"{'reduce-scatter' if phase == 'reduce_scatter' else 'all-gather'} step {step}"
             stages.append((title, [[set(h) for h in row] for row in holds],
-                           [(r[2], r[3], r[4]) for r in arrivals]))
+                           [(r[2], r[3], r[4], bool(r[7])) for r in arrivals],
+                           {"phase": phase, "step": step}))
     return stages
 
 
@@ -124,30 +254,49 @@ def replay_holdings(con, run):
 def pyplot():
     import matplotlib
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable
     import matplotlib.pyplot as plt
     return plt
 
 
-def save(fig, out):
-    """Write fig; its type (checked by check_output) follows the extension."""
+def save(fig, out, title, tight=True):
+    """Write fig; its type (checked by check_output) follows the extension.
+    The title also goes into the file's metadata (PNG tEXt, SVG and PDF
+    title). tight=False for a figure whose layout engine already fits it:
+    a tight bounding box draws the figure twice."""
     try:
-        fig.savefig(out, dpi=120, bbox_inches="tight")
+        fig.savefig(out, dpi=120, bbox_inches="tight" if tight else None, metadata={"Title": title})
     except OSError as e:
         raise ToolError(f"{out}: cannot write: {e.strerror}") from None
     progress(f"wrote {out}")
 
 
-def time_columns(run, con):
+def time_columns(clock):
     """The columns a timeline draws. With simulated times (a run with --net),
     a receive bar spans the segment's simulated departure to its receipt
     (on the wire, then queued), and there are no wall-clock sends or waits to
     show; otherwise the wall-clock send and receive spans."""
-    has_sim = con.execute(
-        "SELECT count(*) FROM transfer WHERE run_id = ? AND sim_recv_ns IS NOT NULL",
-        (run["run_id"],)).fetchone()[0] > 0
-    if has_sim:
+    if clock == "sim":
         return "sim_send_ns", "sim_send_ns", "sim_send_ns", "sim_recv_ns", "simulated"
     return "send_begin_ns", "send_end_ns", "recv_begin_ns", "recv_end_ns", "wall"
+
+
+def shade(colour, factor):
+    """colour made lighter (factor > 0) or darker (factor < 0)."""
+    import matplotlib.colors as mcolors
+    r, g, b = mcolors.to_rgb(colour)
+    if factor >= 0:
+        return (r + (1 - r) * factor, g + (1 - g) * factor, b + (1 - b) * factor)
+    return (r * (1 + factor), g * (1 + factor), b * (1 + factor))
+
+
+def step_markers(con, run, sb, scale):
+    """Where each (iteration, bucket, phase, step) began, in plot units:
+    [(x, iter, bucket, phase, step)], time order."""
+    rows = con.execute(
+        f"SELECT min({sb}), iter, bucket, phase, step FROM transfer WHERE run_id = ? "
+        "GROUP BY iter, bucket, phase, step ORDER BY 1", (run["run_id"],)).fetchall()
+    return [(t / scale, it, b, ph, st) for t, it, b, ph, st in rows if t is not None]
 
 
 def cmd_timeline(con, run, args):
@@ -157,104 +306,211 @@ def cmd_timeline(con, run, args):
     n = transfer_count(con, rid)
     if n == 0:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
-    sb, se, rb, re_, clock = time_columns(run, con)
+    clock_key = pick_clock(con, run, args.clock)
+    sb, se, rb, re_, clock = time_columns(clock_key)
     simulated = clock == "simulated"
-    span = (run["sim_ns"] if simulated else run["wall_ns"]) or 0
+    span = con.execute(f"SELECT max(max({se}), max(coalesce({re_}, 0))) FROM transfer "
+                       "WHERE run_id = ?", (rid,)).fetchone()[0] or 0
     unit, scale = ("ms", 1e6) if span > 5e6 else ("us", 1e3)
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.45 * min(W, 64)))
+    fig, ax = plt.subplots(figsize=(12, 1.4 + 0.45 * min(W, 64)))
     detail = n <= TIMELINE_DETAIL_LIMIT
+    never = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
+                        (rid,)).fetchone()[0]
     if detail:
         progress(f"drawing {n} transfers")
         rows = con.execute(
-            f"SELECT phase, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns FROM transfer "
+            f"SELECT phase, step, segment, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns FROM transfer "
             "WHERE run_id = ?", (rid,)).fetchall()
-        sends = {p: {} for p in PHASES}
-        recvs = {p: {} for p in PHASES}
+        sends = {}
+        recvs = {}
         waits = {}
-        for phase, src, dst, s0, s1, r0, r1, wait in rows:
+        lost = []
+        for phase, step, seg, src, dst, s0, s1, r0, r1, wait in rows:
+            # Simulated time: shades alternate by step, and even and odd
+            # segments take the upper and lower half of the row, so back-to-
+            # back steps (a uniform ring) and segments in flight together
+            # (the pipeline) stay apart. Wall time needs neither: a worker
+            # does one thing at a time.
+            tone = 0.35 if simulated and step % 2 else 0.0
+            lane = seg % 2 if simulated else 0
             if not simulated:
-                sends[phase].setdefault(src, []).append((s0 / scale, max(s1 - s0, 1) / scale))
-            if r0 is not None:
-                recvs[phase].setdefault(dst, []).append((r0 / scale, max(r1 - r0, 1) / scale))
+                sends.setdefault((phase, tone), {}).setdefault(src, []).append(
+                    (s0 / scale, max(s1 - s0, 1) / scale))
+            if r1 is not None:
+                recvs.setdefault((phase, tone, lane), {}).setdefault(dst, []).append(
+                    (r0 / scale, max(r1 - r0, 1) / scale))
                 if wait and not simulated:
                     waits.setdefault(dst, []).append((r0 / scale, wait / scale))
-        for phase in PHASES:
-            for w, spans in recvs[phase].items():
-                ax.broken_barh(spans, (w - 0.4, 0.5), facecolors=PHASE_COLOURS[phase])
-            for w, spans in sends[phase].items():
+            else:
+                lost.append((s0 / scale, dst))
+        for (phase, tone, lane), by_worker in recvs.items():
+            for w, spans in by_worker.items():
+                rows_at = (w - 0.4 + 0.26 * lane, 0.24) if simulated else (w - 0.4, 0.5)
+                ax.broken_barh(spans, rows_at, facecolors=shade(PHASE_COLOURS[phase], tone),
+                               edgecolors="white", linewidth=0.5 if simulated else 0)
+        for (phase, tone), by_worker in sends.items():
+            for w, spans in by_worker.items():
                 ax.broken_barh(spans, (w + 0.15, 0.25), facecolors=PHASE_COLOURS[phase], alpha=0.45)
         for w, spans in waits.items():
             ax.broken_barh(spans, (w - 0.4, 0.5), facecolors="none", edgecolors="0.3", hatch="///",
                            linewidth=0)
+        for x, dst in lost:
+            ax.plot([x], [dst - 0.15], marker="x", color="#c0392b", markersize=7, mew=2)
     else:
         progress(f"{n} transfers: drawing one bar per worker and step (aggregated in SQL)")
         rows = con.execute(
             f"SELECT phase, dst, step, min({rb}), max({re_}), sum(wait_ns) FROM transfer "
-            "WHERE run_id = ? AND recv_end_ns IS NOT NULL GROUP BY phase, dst, step",
+            "WHERE run_id = ? AND recv_end_ns IS NOT NULL GROUP BY iter, bucket, phase, dst, step",
             (rid,)).fetchall()
         bars = {}
         for phase, dst, step, r0, r1, wait in rows:
-            bars.setdefault((phase, dst), []).append((r0 / scale, max(r1 - r0, 1) / scale))
-        for (phase, dst), spans in bars.items():  # one collection per row and phase
-            ax.broken_barh(spans, (dst - 0.4, 0.8), facecolors=PHASE_COLOURS[phase],
+            if r0 is None or r1 is None:
+                continue
+            bars.setdefault((phase, step % 2, dst), []).append((r0 / scale, max(r1 - r0, 1) / scale))
+        for (phase, odd, dst), spans in bars.items():  # one collection per row, phase, parity
+            ax.broken_barh(spans, (dst - 0.4, 0.8), facecolors=shade(PHASE_COLOURS[phase], 0.3 * odd),
                            edgecolors="white", linewidth=0.3)
-    # step boundaries: when each step's first send began
-    starts = con.execute(
-        f"SELECT phase, step, min({sb}) FROM transfer WHERE run_id = ? GROUP BY phase, step",
-        (rid,)).fetchall()
-    for phase, step, t in starts:
-        ax.axvline(t / scale, color="0.6", linewidth=0.6, linestyle=":")
-        if W <= 16:
-            ax.text(t / scale, W - 0.35, f"{'RS' if phase == 'reduce_scatter' else 'AG'}{step}",
-                    fontsize=7, color="0.35")
-    ax.set_ylim(W - 0.4 + (0.5 if W <= 16 else 0), -0.6)
-    ax.set_yticks(range(W) if W <= 64 else range(0, W, max(1, W // 32)))
-    ax.set_yticklabels([f"worker {w}" for w in (range(W) if W <= 64 else range(0, W, max(1, W // 32)))],
-                       fontsize=8)
-    ax.set_xlabel(f"{clock} time since the run's start ({unit})")
+    # where a worker that did not finish stopped: after its last transfer
+    for w, (state, phase, step, chunk, waiting, peer) in worker_states(con, run).items():
+        if state in (None, "done"):
+            continue
+        last = con.execute(
+            f"SELECT max(max(CASE WHEN src = ? THEN {se} END), "
+            f"max(coalesce(CASE WHEN dst = ? THEN {re_} END, 0))) FROM transfer WHERE run_id = ? "
+            "AND (src = ? OR dst = ?)", (w, w, rid, w, w)).fetchone()[0]
+        ax.text((last or 0) / scale, w + 0.05, f" {state.replace('_', ' ')}", color="#c0392b",
+                fontsize=8, fontweight="bold", va="center")
+    # step boundaries: when each step of each bucket and iteration began.
+    # Labels only where they do not run into the previous one.
+    markers = step_markers(con, run, sb, scale)
+    x_end = span / scale if span else 1
+    placed = []  # (x, half width) of the labels drawn, in data units
+    labels = []
+    for x, it, b, phase, step in markers:
+        first_of_bucket = phase == "reduce_scatter" and step == 0
+        ax.axvline(x, color="0.4" if first_of_bucket else "0.6",
+                   linewidth=0.9 if first_of_bucket else 0.6, linestyle="-" if first_of_bucket else ":")
+        label = f"{'RS' if phase == 'reduce_scatter' else 'AG'}{step}"
+        if first_of_bucket and (run["buckets"] > 1 or it > 0):
+            where = ([f"it{it}"] if it else []) + ([f"b{b}"] if run["buckets"] > 1 else [])
+            label = f"{' '.join(where)} {label}"
+        labels.append((not first_of_bucket, x, label))
+    # bucket starts first, then steps, each only where it runs into no other
+    char = x_end / 150  # about one character of 7-point text on a 12-inch axis
+    for _, x, label in sorted(labels):
+        width = char * (len(label) + 1)
+        if all(x + width <= px or x >= px + pw for px, pw in placed):
+            ax.text(x, W - 0.35, label, fontsize=7, color="0.35")
+            placed.append((x, width))
+    ax.set_ylim(W - 0.4 + 0.5, -0.6)
+    ticks = range(W) if W <= 64 else range(0, W, max(1, W // 32))
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([f"worker {w}" for w in ticks], fontsize=8)
+    ax.set_xlabel(f"{clock} time since the run's start ({unit})" + (
+        "; shades alternate by step, even and odd segments in the upper and lower half of a row"
+        if simulated and detail else ""))
     what = "in flight to this worker" if simulated else "receive"
     handles = [Patch(color=PHASE_COLOURS["reduce_scatter"], label=f"reduce-scatter ({what})"),
                Patch(color=PHASE_COLOURS["all_gather"], label=f"all-gather ({what})")]
     if detail and not simulated:
-        handles += [Patch(color="0.5", alpha=0.45, label="send (thin bar)"),
+        handles += [Patch(color=PHASE_COLOURS["reduce_scatter"], alpha=0.45, label="reduce-scatter send"),
+                    Patch(color=PHASE_COLOURS["all_gather"], alpha=0.45, label="all-gather send"),
                     Patch(facecolor="none", edgecolor="0.3", hatch="///", label="receiver waiting")]
-    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, fontsize=8,
+    if detail and never:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([], [], marker="x", color="#c0392b", linestyle="none", mew=2,
+                              label=f"sent, never received ({never})"))
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=6, fontsize=8,
               frameon=False)
-    ax.set_title(f"run {rid}: ring all-reduce of {run['model']} on {W} workers, "
-                 f"{run['bytes']:,} bytes per worker, {run['transfers']} transfers", pad=24)
-    save(fig, args.out)
+    title = titled(f"run {rid}: ring all-reduce of {run['model']} on {W} workers, "
+                   f"{run['bytes']:,} bytes per worker, {n} transfers, {clock} time", run)
+    ax.set_title(title, pad=24, color="#c0392b" if run_failed(run) else "black")
+    save(fig, args.out, title)
     plt.close(fig)
 
 
-def draw_chunks_stage(ax, stage, W, arrows=True):
+def draw_chunks_stage(ax, stage, W, ctx=None):
+    """One panel of the chunk diagram. ctx: {'op', 'pre', 'crashed': {worker:
+    (phase, step)}} from chunk_context (None: a plain sum)."""
     import matplotlib.colors as mcolors
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
-    title, holds, moves = stage
+    ctx = ctx or {"op": "sum", "pre": False, "crashed": {}}
+    title, holds, moves, info = stage
     cmap = mcolors.LinearSegmentedColormap.from_list("held", ["#f2f2f2", "#2a7a3b"])
-    ax.set_xlim(-0.5, W - 0.5)
+    ax.set_xlim(-0.75, W - 0.25)
     ax.set_ylim(W - 0.5, -0.5)
+    cell_pt = 72 * ax.get_position().width * ax.figure.get_figwidth() / (W + 0.5)
+    font = max(3.5, min(8.0, cell_pt / 3.4))
+    rs_done = info["phase"] == "all_gather" or (info["phase"] == "reduce_scatter" and info["step"] == W - 2)
+    order = {"reduce_scatter": 0, "all_gather": 1}
+    dead_columns = []
+    cells, colours, outlined, hatched = [], [], [], []
     for w in range(W):
+        crash = ctx["crashed"].get(w)
+        dead = crash is not None and info["phase"] is not None and \
+            (order[info["phase"]], info["step"]) >= (order[crash[0]], crash[1])
         for c in range(W):
             held = holds[w][c]
-            ax.add_patch(Rectangle((w - 0.45, c - 0.4), 0.9, 0.8, color=cmap(len(held) / W)))
-            label = "all" if len(held) == W else ",".join(str(x) for x in sorted(held))
-            ax.text(w, c, label, ha="center", va="center", fontsize=8 if W <= 8 else 5,
-                    color="white" if len(held) > W / 2 else "black")
-    if arrows:
-        for src, dst, chunk in moves:
-            # the ring's wrap-around edge curves back to worker 0
-            style = "arc3,rad=0.0" if dst == src + 1 else "arc3,rad=-0.25"
-            ax.annotate("", xy=(dst - 0.3, chunk), xytext=(src + 0.3, chunk),
-                        arrowprops=dict(arrowstyle="->", color="#c0392b", lw=1.2,
-                                        connectionstyle=style))
+            owner = rs_done and c == (w + 1) % W
+            cells.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+            colours.append(cmap(len(held) / W))
+            if owner:
+                outlined.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+            if dead:
+                hatched.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+            label = ring_ranges(held, W)
+            if label == "all" and ctx["op"] == "avg" and (ctx["pre"] or rs_done):
+                label = "mean"
+            # out of the layout: thousands of labels at W=16 would make
+            # the layout engine measure each one
+            ax.text(w, c - 0.12, label, ha="center", va="center", fontsize=font,
+                    color="white" if len(held) > W / 2 else "black").set_in_layout(False)
+        dead_columns.append(dead)
+    # one collection each (a patch per cell is slow at W=16)
+    ax.add_collection(PatchCollection(cells, facecolors=colours, edgecolors="none"))
+    if outlined:
+        ax.add_collection(PatchCollection(outlined, facecolors="none", edgecolors="#111111",
+                                          linewidths=1.6))
+    if hatched:  # hatching takes the edge colour
+        ax.add_collection(PatchCollection(hatched, facecolors="none", edgecolors="#c0392b",
+                                          linewidths=0, hatch="///"))
+    for src, dst, chunk, received in moves:
+        colour = "#c0392b" if received else "0.45"
+        style = dict(arrowstyle="->", color=colour, lw=1.1, linestyle="-" if received else "--",
+                     shrinkA=0, shrinkB=0)
+        y = chunk + 0.25  # under the label
+        if dst == src + 1:
+            ax.annotate("", xy=(dst - 0.08, y), xytext=(src + 0.08, y),
+                        arrowprops=style).set_in_layout(False)
+        else:  # the ring's wrap-around edge: out at the right, in at the left
+            ax.annotate("", xy=(W - 0.3, y), xytext=(src + 0.08, y), arrowprops=style,
+                        annotation_clip=False).set_in_layout(False)
+            ax.annotate("", xy=(dst - 0.08, y), xytext=(-0.72, y), arrowprops=style,
+                        annotation_clip=False).set_in_layout(False)
+        if not received:
+            ax.text(dst - 0.2, y, "\u00d7", color="#c0392b", fontsize=font * 1.4, ha="center",
+                    va="center", fontweight="bold")
     ax.set_xticks(range(W))
-    ax.set_xticklabels([f"w{w}" for w in range(W)], fontsize=7)
+    ax.set_xticklabels([f"w{w}\ncrashed" if dead_columns[w] else f"w{w}" for w in range(W)],
+                       fontsize=min(7, font + 1))
+    for w, tick in enumerate(ax.get_xticklabels()):
+        if dead_columns[w]:
+            tick.set_color("#c0392b")
     ax.set_yticks(range(W))
-    ax.set_yticklabels([f"c{c}" for c in range(W)], fontsize=7)
+    ax.set_yticklabels([f"c{c}" for c in range(W)], fontsize=min(7, font + 1))
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_title(title, fontsize=9)
+    if info["phase"] == "reduce_scatter" and info["step"] == W - 2:
+        title += f"\nowners (outlined) divide by {W}" if ctx["op"] == "avg" \
+            and not ctx["pre"] else "\neach chunk complete at its owner"
+    elif info["phase"] is None and ctx["op"] == "avg" and ctx["pre"]:
+        title += f"\nand divides it by {W} (--average pre)"
+    lost = sum(1 for m in moves if not m[3])
+    if lost:
+        title += f"\n{lost} sent, never received"
+    ax.set_title(title, fontsize=min(9, font + 2))
 
 
 def chunk_stages(con, run):
@@ -267,67 +523,122 @@ def chunk_stages(con, run):
     return replay_holdings(con, run)
 
 
+def chunk_context(con, run):
+    """What a chunk panel needs besides the holdings: the op, where avg
+    divides, and which workers crashed at which step."""
+    crashed = {w: (st[1], st[2]) for w, st in worker_states(con, run).items()
+               if st[0] == "crashed" and st[1] is not None}
+    return {"op": run["op"], "pre": average_pre(run), "crashed": crashed}
+
+
+def chunks_layout(stages, W):
+    """(columns, rows, panel inches): panels wrap into a near-square grid and
+    shrink so W=16's 31 panels stay under about 2,700 x 3,000 pixels."""
+    n = len(stages)
+    cols = min(n, 4 if W <= 4 else max(3, math.ceil(math.sqrt(n))))
+    rows = (n + cols - 1) // cols
+    panel = min(0.42 * W + 1.0, 3.6)
+    return cols, rows, panel
+
+
 def cmd_chunks(con, run, args):
     plt = pyplot()
     stages = chunk_stages(con, run)
+    ctx = chunk_context(con, run)
     W = run["workers"]
-    cols = min(len(stages), 4 if W <= 4 else 3)
-    rows = (len(stages) + cols - 1) // cols
-    size = 0.55 * W + 1.2
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * size, rows * size), squeeze=False)
+    cols, rows, panel = chunks_layout(stages, W)
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * panel, rows * panel + 0.8), squeeze=False,
+                             layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(stages):
-            draw_chunks_stage(ax, stages[i], W)
+            draw_chunks_stage(ax, stages[i], W, ctx)
         else:
             ax.axis("off")
-    fig.suptitle(f"run {run['run_id']}: whose contributions each worker (column) holds for each chunk "
-                 f"(row); arrows are that step's transfers", fontsize=10)
-    fig.tight_layout()
-    save(fig, args.out)
+    buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
+    title = titled(f"run {run['run_id']}: whose contributions each worker (column) holds for each "
+                   f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\n"
+                   f"arrows: that step's transfers "
+                   f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
+                   f"reduce-scatter", run)
+    fig.suptitle(title, fontsize=10, color="#c0392b" if run_failed(run) else "black")
+    save(fig, args.out, title, tight=False)
     plt.close(fig)
+
+
+def links_data(con, run, clock):
+    """Per link r -> r+1: bytes and transfers sent (received or not), those
+    received, and GB/s on the run's clock. Simulated: bytes over the time
+    each transfer spent between its departure and its receipt, summed (the
+    link model's own rate, latency included). Wall: bytes over the time from
+    the link's first send to its last receive. Returns a list of dicts."""
+    rid = run["run_id"]
+    if clock == "sim":
+        rate = ("sum(CASE WHEN sim_recv_ns IS NOT NULL THEN bytes END), "
+                "sum(sim_recv_ns - sim_send_ns)")
+    else:
+        rate = ("sum(CASE WHEN recv_end_ns IS NOT NULL THEN bytes END), "
+                "max(recv_end_ns) - min(send_begin_ns)")
+    links = []
+    for src, dst, nbytes, count, received, rbytes, ns in con.execute(
+            f"SELECT src, dst, sum(bytes), count(*), count(recv_end_ns), {rate} FROM transfer "
+            "WHERE run_id = ? GROUP BY src, dst ORDER BY src, dst", (rid,)):
+        links.append({"src": src, "dst": dst, "bytes": nbytes, "transfers": count,
+                      "received": received, "gbs": (rbytes or 0) / ns if ns else 0.0})
+    return links
 
 
 def cmd_links(con, run, args):
     plt = pyplot()
     W, rid = run["workers"], run["run_id"]
-    rows = con.execute(
-        "SELECT src, dst, sum(bytes), count(*), min(send_begin_ns), max(recv_end_ns), "
-        "sum(recv_end_ns - send_begin_ns) FROM transfer WHERE run_id = ? AND recv_end_ns IS NOT NULL "
-        "GROUP BY src, dst ORDER BY src", (rid,)).fetchall()
-    if not rows:
+    clock = pick_clock(con, run, args.clock)
+    links = links_data(con, run, clock)
+    if not links:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
-    labels = [f"{s}->{d}" for s, d, *_ in rows]
-    mib = [r[2] / 2**20 for r in rows]
-    gbs = [r[2] / max(r[5] - r[4], 1) for r in rows]  # bytes per ns = GB/s
-    end = max(r[5] for r in rows)
-    bins = min(100, max(10, run["transfers"] // max(W, 1)))
+    end_col = "sim_recv_ns" if clock == "sim" else "recv_end_ns"
+    labels = [f"{link['src']}->{link['dst']}" for link in links]
+    # the numbers drawn, as a table on stdout
+    rate = "GB/s simulated (bytes / time in flight)" if clock == "sim" else \
+        "GB/s wall (first send to last receive)"
+    print(f"{'link':<10} {'transfers':>9} {'received':>8} {'bytes':>14}  {rate}")
+    for label, link in zip(labels, links):
+        print(f"{label:<10} {link['transfers']:>9} {link['received']:>8} {link['bytes']:>14}  "
+              f"{link['gbs']:.4f}")
+    mib = [link["bytes"] / 2**20 for link in links]
+    gbs = [link["gbs"] for link in links]
+    never = sum(link["transfers"] - link["received"] for link in links)
+    end = con.execute(f"SELECT max({end_col}) FROM transfer WHERE run_id = ?", (rid,)).fetchone()[0] or 1
+    bins = min(100, max(10, sum(link["transfers"] for link in links) // max(W, 1)))
     width = max(end // bins, 1)
     heat = [[0.0] * bins for _ in range(W)]
     for src, b, nbytes in con.execute(
-            "SELECT src, min(CAST(recv_end_ns / ? AS INTEGER), ?), sum(bytes) FROM transfer "
-            "WHERE run_id = ? AND recv_end_ns IS NOT NULL GROUP BY src, 2", (width, bins - 1, rid)):
+            f"SELECT src, min(CAST({end_col} / ? AS INTEGER), ?), sum(bytes) FROM transfer "
+            f"WHERE run_id = ? AND {end_col} IS NOT NULL GROUP BY src, 2", (width, bins - 1, rid)):
         heat[src][b] += nbytes / 2**20
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(11, 9), gridspec_kw={"height_ratios": [1, 1, 1.4]})
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(11, 9.5), gridspec_kw={"height_ratios": [1, 1, 1.4]},
+                                     layout="constrained")
     step = max(1, W // 32)
-    a1.bar(range(len(rows)), mib, color="#1f77b4")
+    a1.bar(range(len(links)), mib, color="#1f77b4")
     a1.set_ylabel("MiB sent")
     theory = 2 * (W - 1) / W * run["bytes"] / 2**20
     a1.axhline(theory, color="#c0392b", linestyle="--", linewidth=1, label="2(W-1)/W x S")
-    a1.legend(fontsize=8)
-    a2.bar(range(len(rows)), gbs, color="#2a7a3b")
-    a2.set_ylabel("GB/s (first send to last receive)")
+    a1.legend(fontsize=8, loc="lower right")
+    a2.bar(range(len(links)), gbs, color="#2a7a3b")
+    a2.set_ylabel("GB/s, simulated\n(bytes / time in flight)" if clock == "sim"
+                  else "GB/s, wall\n(first send to last receive)")
     for ax in (a1, a2):
-        ax.set_xticks(range(0, len(rows), step))
+        ax.set_xticks(range(0, len(links), step))
         ax.set_xticklabels(labels[::step], fontsize=7, rotation=90 if W > 16 else 0)
+    unit = "simulated" if clock == "sim" else "wall"
     im = a3.imshow(heat, aspect="auto", cmap="viridis", interpolation="nearest",
                    extent=(0, end / 1e6, W - 0.5, -0.5))
     a3.set_yticks(range(0, W, step))
     a3.set_ylabel("link (from worker)")
-    a3.set_xlabel("time since the run's start (ms)")
+    a3.set_xlabel(f"{unit} time since the run's start (ms)")
     fig.colorbar(im, ax=a3, label="MiB received in the interval")
-    a1.set_title(f"run {rid}: traffic per link r -> r+1 ({W} workers)")
-    fig.tight_layout()
-    save(fig, args.out)
+    lost = f"; bytes sent include {never} transfers never received" if never else ""
+    title = titled(f"run {rid}: traffic per link r -> r+1 ({W} workers), {unit} time{lost}", run)
+    a1.set_title(title, color="#c0392b" if run_failed(run) else "black")
+    save(fig, args.out, title)
     plt.close(fig)
 
 
@@ -338,46 +649,94 @@ def parse_runs(text):
         raise ToolError(f"--runs '{text}': expected run ids separated by commas") from None
 
 
-def cmd_compare(con, run_ignored, args):
-    plt = pyplot()
+def plural(noun, ids, verb="have", verb_one="has"):
+    """plural('run', ['1', '2']) -> 'runs 1,2 have'; one id -> 'run 1 has'."""
+    if len(ids) == 1:
+        return f"{noun} {ids[0]} {verb_one}"
+    return f"{noun}s {','.join(ids)} {verb}"
+
+
+def compare_runs(con, args):
+    """The runs compare draws, as dicts (run_id, workers, bytes, ns, busbw,
+    clock): --runs, or by default every completed run of the same kind as the
+    latest one. Runs with a simulated network (--net) use simulated time and
+    are never mixed with wall-clock runs."""
+    cols = "run_id, workers, bytes, wall_ns, busbw_gbs, status, net_model, sim_ns"
     if args.runs:
         ids = parse_runs(args.runs)
+        rows = []
+        for rid in ids:
+            row = con.execute(f"SELECT {cols} FROM run WHERE run_id = ?", (rid,)).fetchone()
+            if row is None:
+                raise ToolError(f"{args.trace}: no run {rid}")
+            rows.append(row)
     else:
-        ids = [r[0] for r in con.execute("SELECT run_id FROM run WHERE status = 'ok' ORDER BY run_id")]
+        rows = con.execute(f"SELECT {cols} FROM run WHERE status = 'ok' ORDER BY run_id").fetchall()
     runs = []
-    for rid in ids:
-        row = con.execute("SELECT run_id, workers, bytes, wall_ns, busbw_gbs, status FROM run "
-                          "WHERE run_id = ?", (rid,)).fetchone()
-        if row is None:
-            raise ToolError(f"{args.trace}: no run {rid}")
-        if row[5] == "ok" and row[1] > 1 and row[3]:
-            runs.append(row)
+    for rid, W, size, wall, busbw, status, net, sim in rows:
+        if status != "ok" or W < 2:
+            continue
+        if net is not None and sim:
+            runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": sim, "clock": "sim",
+                         "busbw": size / sim * 2 * (W - 1) / W})
+        elif net is None and wall:
+            runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": wall, "clock": "wall",
+                         "busbw": busbw})
+    clocks = {r["clock"] for r in runs}
+    if len(clocks) > 1:
+        if args.runs:
+            sim = [str(r["run_id"]) for r in runs if r["clock"] == "sim"]
+            wall = [str(r["run_id"]) for r in runs if r["clock"] == "wall"]
+            raise ToolError(f"--runs {args.runs}: {plural('run', sim)} a simulated network "
+                            f"(--net) and {plural('run', wall, 'do', 'does')} not: compare one "
+                            "kind at a time")
+        # the latest run's kind, unless it has too few runs to compare
+        latest = runs[-1]["clock"]
+        if sum(r["clock"] == latest for r in runs) < 2:
+            latest = "wall" if latest == "sim" else "sim"
+        left = [r for r in runs if r["clock"] != latest]
+        runs = [r for r in runs if r["clock"] == latest]
+        kinds = {"sim": "simulated (--net)", "wall": "wall-clock"}
+        progress(f"comparing the {len(runs)} {kinds[latest]} runs; left out {len(left)} "
+                 f"{kinds[left[0]['clock']]} (--runs to choose)")
     if len(runs) < 2:
         raise ToolError("compare needs at least two completed runs with more than one worker")
-    busbw = max(r[4] for r in runs)  # the best measured: the reference link speed
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for W in sorted({r[1] for r in runs}):
-        mine = sorted((r for r in runs if r[1] == W), key=lambda r: r[2])
-        sizes = [r[2] for r in mine]
-        a1.plot(sizes, [r[3] / 1e3 for r in mine], "o-", label=f"W={W} measured")
-        a1.plot(sizes, [2 * (W - 1) / W * s / (busbw * 1e9) * 1e6 for s in sizes], ":",
+    return runs
+
+
+def cmd_compare(con, run_ignored, args):
+    plt = pyplot()
+    runs = compare_runs(con, args)
+    clock = runs[0]["clock"]
+    unit = "simulated" if clock == "sim" else "wall"
+    busbw = max(r["busbw"] for r in runs)  # the best measured: the reference link speed
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 5.5), layout="constrained")
+    for W in sorted({r["workers"] for r in runs}):
+        mine = sorted((r for r in runs if r["workers"] == W), key=lambda r: r["bytes"])
+        sizes = [r["bytes"] for r in mine]
+        a1.plot(sizes, [r["ns"] / 1e3 for r in mine], "o-",
+                label=f"W={W} {'simulated' if clock == 'sim' else 'measured'}")
+        # markers too: with one size the theory is a single point
+        a1.plot(sizes, [2 * (W - 1) / W * s / (busbw * 1e9) * 1e6 for s in sizes], "x:", markersize=8,
                 color=a1.lines[-1].get_color(), label=f"W={W} ring at the best busbw, {busbw:.2f} GB/s")
     a1.set_xscale("log")
     a1.set_yscale("log")
     a1.set_xlabel("bytes per worker (S)")
-    a1.set_ylabel("time (us)")
-    a1.legend(fontsize=7)
+    a1.set_ylabel(f"{unit} time (us)")
+    a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     a1.set_title("time against size; dotted: 2(W-1)/W x S / busbw")
-    for size in sorted({r[2] for r in runs}):
-        mine = sorted((r for r in runs if r[2] == size), key=lambda r: r[1])
-        a2.plot([r[1] for r in mine], [r[4] for r in mine], "o-", label=f"S={size:,} B")
+    for size in sorted({r["bytes"] for r in runs}):
+        mine = sorted((r for r in runs if r["bytes"] == size), key=lambda r: r["workers"])
+        a2.plot([r["workers"] for r in mine], [r["busbw"] for r in mine], "o-", label=f"S={size:,} B")
     a2.axhline(busbw, color="0.5", linestyle=":", label="ideal ring: busbw independent of W")
     a2.set_xlabel("workers (W)")
-    a2.set_ylabel("busbw (GB/s)")
-    a2.legend(fontsize=7)
+    a2.set_ylabel(f"busbw (GB/s, {unit} time)")
+    a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     a2.set_title("bus bandwidth against W")
-    fig.tight_layout()
-    save(fig, args.out)
+    ids = ",".join(str(r["run_id"]) for r in runs)
+    title = f"{len(runs)} runs ({ids if len(ids) <= 60 else ids[:57] + '...'}), {unit} time"
+    fig.suptitle(title, fontsize=10)
+    save(fig, args.out, title)
     plt.close(fig)
 
 
@@ -385,6 +744,7 @@ def cmd_animate(con, run, args):
     plt = pyplot()
     from matplotlib import animation
     stages = chunk_stages(con, run)
+    ctx = chunk_context(con, run)
     W = run["workers"]
     ext = os.path.splitext(args.out)[1].lower()
     if ext == ".gif":
@@ -394,13 +754,14 @@ def cmd_animate(con, run, args):
     else:
         writer = animation.FFMpegWriter(fps=args.fps)
     size = 0.7 * W + 2
-    fig, ax = plt.subplots(figsize=(size, size))
+    fig, ax = plt.subplots(figsize=(size, size), layout="constrained")
 
     def frame(i):
         ax.clear()
-        draw_chunks_stage(ax, stages[i], W)
-        fig.suptitle(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
-                     fontsize=9)
+        draw_chunks_stage(ax, stages[i], W, ctx)
+        fig.suptitle(titled(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
+                            run, width=int(size * 13)),
+                     fontsize=9, color="#c0392b" if run_failed(run) else "black")
 
     anim = animation.FuncAnimation(fig, frame, frames=len(stages), repeat=False)
     try:
@@ -411,60 +772,241 @@ def cmd_animate(con, run, args):
     progress(f"wrote {args.out} ({len(stages)} frames)")
 
 
-def cmd_export(con, run, args):
-    """Chrome trace event JSON: one track per worker, a slice per send and per
-    receive, a flow arrow from each send to its receive. Streamed, so a
-    million transfers do not need a million dicts in memory."""
+EXPORT_COLUMNS = ("iter, bucket, phase, step, src, dst, chunk, segment, elem_offset, elems, bytes, "
+                  "seq, contrib_first, contrib_count, wait_ns")
+
+
+def step_name(phase, step):
+    return f"{'RS' if phase == 'reduce_scatter' else 'AG'} step {step}"
+
+
+def first_bucket(con, run):
+    """(iter, bucket) of the run's first all-reduce: where --inject's faults fire."""
+    row = con.execute("SELECT iter, bucket FROM transfer WHERE run_id = ? "
+                      "ORDER BY iter, send_begin_ns LIMIT 1", (run["run_id"],)).fetchone()
+    return row or (0, 0)
+
+
+def export_events(con, run, clock):
+    """Chrome trace events of one run (a generator: a million transfers do
+    not need a million dicts at once). Worker tracks (tid = worker) hold a
+    slice per bucket, around a slice per step, around the transfers; in wall
+    time a send slice, and a receive as a wait slice (blocked for the segment:
+    wait_ns) then a reduce or copy slice; flows join each send to its
+    receive. In simulated time each transfer is a slice on its link's track
+    (link r->r+1, more lanes where segments overlap on the wire); worker
+    tracks keep the buckets and steps. Instants mark each injected fault and
+    where each worker that did not finish stopped."""
+    W, rid, dtype = run["workers"], run["run_id"], run["dtype"]
+    sim = clock == "sim"
+    yield {"ph": "M", "name": "process_name", "pid": rid, "tid": 0,
+           "args": {"name": f"ringsim run {rid}: {run['model']}, W={W}, {'simulated' if sim else 'wall'} time"
+                    + (f" ({status_line(run)})" if status_line(run) else "")}}
+    for w in range(W):
+        yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": w, "args": {"name": f"worker {w}"}}
+        yield {"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": w,
+               "args": {"sort_index": 1000 * w}}
+
+    def common(row):
+        (it, bucket, phase, step, src, dst, chunk, seg, off, elems, nbytes, seq, first, count,
+         _wait) = row
+        who = sorted(contributors(first, count, W))
+        return {"iter": it, "bucket": bucket, "dtype": dtype, "phase": phase, "step": step,
+                "chunk": chunk, "segment": seg, "elem_offset": off, "elems": elems, "bytes": nbytes,
+                "seq": seq, "contributors": who if len(who) <= 64 else f"{len(who)} workers"}
+
+    us = 1e-3
+    if sim:
+        times = ("sim_send_ns, sim_send_ns, sim_recv_ns IS NOT NULL",
+                 "sim_recv_ns, sim_recv_ns, 1", "sim_recv_ns IS NOT NULL")
+    else:
+        times = ("send_begin_ns, send_end_ns, recv_end_ns IS NOT NULL",
+                 "recv_begin_ns, recv_end_ns, 1", "recv_end_ns IS NOT NULL")
+    # Each worker's own activity in time order: its sends and its receives.
+    # A receipt sorts before a send at the same time (simulated time: the
+    # chunk arrives, then goes on).
+    cur = con.execute(
+        f"SELECT src, 0, {times[0]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
+        f"FROM transfer WHERE run_id = ? UNION ALL "
+        f"SELECT dst, 1, {times[1]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
+        f"FROM transfer WHERE run_id = ? AND {times[2]} ORDER BY 1, 3, 2 DESC", (rid, rid))
+    runs = {"bucket": None, "step": None}
+
+    def close(kind):
+        r = runs[kind]
+        if r is None:
+            return None
+        runs[kind] = None
+        key, w, t0, t1, n = r
+        if kind == "bucket":
+            name = f"iter {key[0]} bucket {key[1]}" if key[0] else f"bucket {key[1]}"
+            args = {"iter": key[0], "bucket": key[1], "dtype": dtype, "transfers": n}
+        else:
+            name = step_name(key[2], key[3])
+            args = {"iter": key[0], "bucket": key[1], "dtype": dtype, "phase": key[2],
+                    "step": key[3], "transfers": n}
+        return {"ph": "X", "name": name, "cat": kind, "pid": rid, "tid": w, "ts": t0 * us,
+                "dur": (t1 - t0) * us, "args": args}
+
+    def extend(kind, key, w, t0, t1):
+        r = runs[kind]
+        if r is not None and r[0] == key and r[1] == w:
+            runs[kind] = (key, w, r[2], max(r[3], t1), r[4] + 1)
+            return None
+        done = close(kind)
+        runs[kind] = (key, w, t0, t1, 1)
+        return done
+
+    done = 0
+    for w, is_recv, t0, t1, received, *row in cur:
+        row, (r0, r1) = row[:15], row[15:]
+        if t0 is None:
+            continue
+        it, bucket, phase, step, src, dst, chunk, seg, _, _, _, seq, _, _, wait = row
+        for kind, key in (("step", (it, bucket, phase, step)), ("bucket", (it, bucket))):
+            closed = extend(kind, key, w, t0, t1)
+            if closed:
+                yield closed
+        if sim:
+            continue  # transfers go on the link tracks
+        args = common(row)
+        flow = src * 1_000_000_000 + seq  # unique per (link, seq) within the run
+        if not is_recv:
+            if received:
+                yield {"ph": "X", "name": f"send c{chunk}", "cat": phase, "pid": rid, "tid": src,
+                       "ts": t0 * us, "dur": max(t1 - t0, 1) * us, "args": dict(args, to=dst)}
+                yield {"ph": "s", "name": "transfer", "cat": phase, "id": flow, "pid": rid,
+                       "tid": src, "ts": t0 * us}
+            else:  # no flow: it would dangle
+                yield {"ph": "X", "name": f"send c{chunk} (never received)", "cat": phase, "pid": rid,
+                       "tid": src, "ts": t0 * us, "dur": max(t1 - t0, 1) * us,
+                       "args": dict(args, to=dst, received=False)}
+            continue
+        wait = wait or 0
+        if wait:
+            yield {"ph": "X", "name": f"wait c{chunk}", "cat": "wait", "pid": rid, "tid": dst,
+                   "ts": r0 * us, "dur": wait * us, "args": dict(args, **{"from": src, "wait_ns": wait})}
+        work = "reduce" if phase == "reduce_scatter" else "copy"
+        yield {"ph": "X", "name": f"{work} c{chunk}", "cat": phase, "pid": rid, "tid": dst,
+               "ts": (r0 + wait) * us, "dur": max(r1 - r0 - wait, 1) * us,
+               "args": dict(args, **{"from": src, "wait_ns": wait})}
+        yield {"ph": "f", "bp": "e", "name": "transfer", "cat": phase, "id": flow, "pid": rid,
+               "tid": dst, "ts": (r0 + wait) * us}
+        done += 1
+        if done % 200000 == 0:
+            progress(f"exported {done} receives")
+    for kind in ("step", "bucket"):
+        closed = close(kind)
+        if closed:
+            yield closed
+
+    if sim:  # each transfer on its link, r -> r+1, in lanes where they overlap
+        lanes = {}
+        for row in con.execute(f"SELECT sim_send_ns, sim_recv_ns, {EXPORT_COLUMNS} FROM transfer "
+                               "WHERE run_id = ? AND sim_send_ns IS NOT NULL ORDER BY src, sim_send_ns",
+                               (rid,)):
+            t0, t1, row = row[0], row[1], row[2:]
+            src, dst, chunk, phase = row[4], row[5], row[6], row[2]
+            ends = lanes.setdefault(src, [])
+            if t1 is None:
+                yield {"ph": "i", "s": "t", "name": f"c{chunk} sent, never received", "cat": phase,
+                       "pid": rid, "tid": W + src, "ts": t0 * us,
+                       "args": dict(common(row), to=dst, received=False)}
+                lane = 0
+            else:
+                lane = next((i for i, end in enumerate(ends) if end <= t0), len(ends))
+                if lane == len(ends):
+                    ends.append(t1)
+                else:
+                    ends[lane] = t1
+                yield {"ph": "X", "name": f"c{chunk} {step_name(phase, row[3])}", "cat": phase,
+                       "pid": rid, "tid": W * (1 + lane) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
+                       "args": dict(common(row), **{"from": src, "to": dst})}
+        for src, ends in lanes.items():
+            for lane in range(max(len(ends), 1)):
+                tid = W * (1 + lane) + src
+                yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": tid,
+                       "args": {"name": f"link {src}->{(src + 1) % W}" + (f" ({lane + 1})" if lane else "")}}
+                yield {"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": tid,
+                       "args": {"sort_index": 1000 * src + 1 + lane}}
+    yield from fault_events(con, run, clock)
+
+
+def fault_events(con, run, clock):
+    """Instants: where each --inject fault fired (the start of the faulty
+    worker's step in the first bucket; a crashed worker's, after its last
+    transfer), where each worker that did not finish stopped, and the run's
+    failure."""
     W, rid = run["workers"], run["run_id"]
+    us = 1e-3
+    t_send, t_recv = ("sim_send_ns", "sim_recv_ns") if clock == "sim" else ("send_begin_ns", "recv_end_ns")
+    t_rbegin = "sim_recv_ns" if clock == "sim" else "recv_begin_ns"
+    t_send_end = "sim_send_ns" if clock == "sim" else "send_end_ns"
+    states = worker_states(con, run)
+
+    def last_activity(w):
+        return con.execute(
+            f"SELECT max(max(CASE WHEN src = ? THEN {t_send_end} END), "
+            f"max(coalesce(CASE WHEN dst = ? THEN {t_recv} END, 0))) "
+            "FROM transfer WHERE run_id = ? AND (src = ? OR dst = ?)", (w, w, rid, w, w)).fetchone()[0] or 0
+
+    it, bucket = first_bucket(con, run)
+    for fault in injected_faults(run):
+        w = fault["worker"]
+        if not 0 <= w < W:
+            continue
+        t = con.execute(
+            f"SELECT min(min({t_send}), coalesce(min(CASE WHEN dst = ? THEN {t_rbegin} END), "
+            f"min({t_send}))) FROM transfer WHERE run_id = ? AND iter = ? AND bucket = ? "
+            "AND phase = ? AND step = ? AND (src = ? OR dst = ?)",
+            (w, rid, it, bucket, fault["phase"], fault["phase_step"], w, w)).fetchone()[0]
+        state = states.get(w, (None,))[0]
+        if t is None or state == "crashed":
+            t = last_activity(w)
+        yield {"ph": "i", "s": "t", "name": f"fault: {fault['kind']}", "cat": "fault", "pid": rid,
+               "tid": w, "ts": t * us,
+               "args": {"inject": fault["spec"], "worker": w, "phase": fault["phase"],
+                        "step": fault["phase_step"], "global_step": fault["step"],
+                        "worker_state": state}}
+    for w, (state, phase, step, chunk, waiting, peer) in sorted(states.items()):
+        if state in (None, "done"):
+            continue
+        doing = f", waiting to {waiting} {'from' if waiting == 'receive' else 'to'} worker {peer}" \
+            if waiting else ""
+        yield {"ph": "i", "s": "t", "name": f"stopped: {state}", "cat": "fault", "pid": rid, "tid": w,
+               "ts": last_activity(w) * us,
+               "args": {"state": state, "phase": phase, "step": step, "chunk": chunk,
+                        "waiting": waiting, "peer": peer,
+                        "where": f"{phase} step {step}, chunk {chunk}{doing}"}}
+    if run_failed(run):
+        end = con.execute(f"SELECT max(max({t_send_end}), max(coalesce({t_recv}, 0))) FROM transfer "
+                          "WHERE run_id = ?", (rid,)).fetchone()[0] or 0
+        yield {"ph": "i", "s": "g", "name": f"run {run['status']}", "cat": "fault", "pid": rid, "tid": 0,
+               "ts": end * us, "args": {"status": run["status"], "error": run["error"]}}
+
+
+def cmd_export(con, run, args):
+    """Chrome trace event JSON (see export_events), streamed to the file."""
+    rid = run["run_id"]
+    clock = pick_clock(con, run, args.clock)
     n = transfer_count(con, rid)
-    progress(f"exporting {n} transfers")
+    progress(f"exporting {n} transfers, {'simulated' if clock == 'sim' else 'wall'} time")
     try:
         out = open(args.out, "w")
     except OSError as e:
         raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
     with out:
         out.write('{"displayTimeUnit": "ns", "otherData": ')
-        json.dump({"ringsim_run": rid, "model": run["model"], "workers": W,
-                   "bytes_per_worker": run["bytes"], "status": run["status"]}, out)
+        json.dump({"ringsim_run": rid, "model": run["model"], "workers": run["workers"],
+                   "bytes_per_worker": run["bytes"], "dtype": run["dtype"], "op": run["op"],
+                   "buckets": run["buckets"], "clock": "simulated" if clock == "sim" else "wall",
+                   "status": run["status"], "failed": run_failed(run), "error": run["error"],
+                   "faults": [f["spec"] for f in injected_faults(run)]}, out)
         out.write(', "traceEvents": [\n')
-        meta = [{"ph": "M", "name": "process_name", "pid": rid, "tid": 0,
-                 "args": {"name": f"ringsim run {rid}: {run['model']}, W={W}"}}]
-        for w in range(W):
-            meta.append({"ph": "M", "name": "thread_name", "pid": rid, "tid": w,
-                         "args": {"name": f"worker {w}"}})
-            meta.append({"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": w,
-                         "args": {"sort_index": w}})
-        out.write(",\n".join(json.dumps(m) for m in meta))
-        cur = con.execute(
-            "SELECT phase, step, src, dst, chunk, segment, elem_offset, elems, bytes, seq, "
-            "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, contrib_first, "
-            "contrib_count FROM transfer WHERE run_id = ? ORDER BY src, seq", (rid,))
-        done = 0
-        for (phase, step, src, dst, chunk, seg, off, elems, nbytes, seq, s0, s1, r0, r1, wait,
-             first, count) in cur:
-            who = sorted(contributors(first, count, W))
-            common = {"phase": phase, "step": step, "chunk": chunk, "segment": seg,
-                      "elem_offset": off, "elems": elems, "bytes": nbytes, "seq": seq,
-                      "contributors": who if len(who) <= 64 else f"{len(who)} workers"}
-            flow = src * 1_000_000_000 + seq  # unique per (link, seq)
-            events = [
-                {"ph": "X", "name": f"send c{chunk}", "cat": phase, "pid": rid, "tid": src,
-                 "ts": s0 / 1e3, "dur": max(s1 - s0, 1) / 1e3, "args": dict(common, to=dst)},
-                {"ph": "s", "name": "transfer", "cat": phase, "id": flow, "pid": rid, "tid": src,
-                 "ts": s0 / 1e3},
-            ]
-            if r0 is not None:
-                events += [
-                    {"ph": "X", "name": f"{'reduce' if phase == 'reduce_scatter' else 'copy'} c{chunk}",
-                     "cat": phase, "pid": rid, "tid": dst, "ts": r0 / 1e3,
-                     "dur": max(r1 - r0, 1) / 1e3, "args": dict(common, **{"from": src, "wait_ns": wait})},
-                    {"ph": "f", "bp": "e", "name": "transfer", "cat": phase, "id": flow, "pid": rid,
-                     "tid": dst, "ts": r0 / 1e3},
-                ]
-            out.write(",\n" + ",\n".join(json.dumps(e) for e in events))
-            done += 1
-            if done % 200000 == 0:
-                progress(f"exported {done}/{n} transfers")
+        first = True
+        for event in export_events(con, run, clock):
+            out.write(("" if first else ",\n") + json.dumps(event))
+            first = False
         out.write("\n]}\n")
     progress(f"wrote {args.out}: open it in ui.perfetto.dev or chrome://tracing")
 
@@ -510,6 +1052,10 @@ def build_parser():
             p.add_argument("--run", type=int, help="run id (default: the latest run)")
         p.add_argument("-o", "--out", default=DEFAULT_OUT[name],
                        help=f"output file (default {DEFAULT_OUT[name]})")
+        if name in ("timeline", "links", "export"):
+            p.add_argument("--clock", choices=("sim", "wall"),
+                           help="simulated (--net runs) or wall time (default: simulated when "
+                                "the run has it)")
         if name == "animate":
             p.add_argument("--fps", type=float, default=1.0, help="frames per second (default 1)")
     return parser
