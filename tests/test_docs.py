@@ -214,6 +214,9 @@ class Docs(unittest.TestCase):
         argv = shlex.split(text, comments=True)
         self.prepare(argv, cwd)
         want_rc = 0
+        note = re.search(r"#\s*exit (\d+)\b", text)  # "# exit 3" beside the command
+        if note:
+            want_rc = int(note.group(1))
         want = []
         for line in shown or []:
             note = EXIT_NOTE.search(line)
