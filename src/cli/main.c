@@ -259,7 +259,8 @@ typedef struct sig_watch {
   pthread_t thread;
   int started;
   sigset_t set;
-  atomic_int signo; /* the first signal taken, or 0 */
+  atomic_int signo;    /* the first signal taken, or 0 */
+  atomic_int stopping; /* main is done: the next signal stops the watcher */
   pthread_mutex_t mu;
   rs_run_t *run; /* the run to stop, while there is one; guarded by mu */
 } sig_watch_t;
@@ -271,14 +272,14 @@ static const char *signal_name(int signo) {
 static void *watch_signals(void *arg) {
   sig_watch_t *s = arg;
   int signo;
-  if (sigwait(&s->set, &signo) != 0)
+  if (sigwait(&s->set, &signo) != 0 || atomic_load(&s->stopping))
     return NULL;
   atomic_store(&s->signo, signo);
   PTHREAD_CHECK(pthread_mutex_lock(&s->mu));
   if (s->run)
     rs_run_interrupt(s->run, signal_name(signo));
   PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
-  if (sigwait(&s->set, &signo) == 0) {
+  if (sigwait(&s->set, &signo) == 0 && !atomic_load(&s->stopping)) {
     static const char msg[] = "ringsim: a second signal: stopping at once\n";
     if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
     }
@@ -292,6 +293,7 @@ static void watch_start(sig_watch_t *s) {
   sigaddset(&s->set, SIGINT);
   sigaddset(&s->set, SIGTERM);
   atomic_init(&s->signo, 0);
+  atomic_init(&s->stopping, 0);
   PTHREAD_CHECK(pthread_mutex_init(&s->mu, NULL));
   PTHREAD_CHECK(pthread_sigmask(SIG_BLOCK, &s->set, NULL));
   s->started = pthread_create(&s->thread, NULL, watch_signals, s) == 0;
@@ -307,7 +309,10 @@ static void watch_run(sig_watch_t *s, rs_run_t *run) {
 
 static void watch_stop(sig_watch_t *s) {
   if (s->started) {
-    pthread_cancel(s->thread); /* sigwait is a cancellation point */
+    /* Wake the watcher with a signal it takes (no pthread_cancel: the
+     * sanitizers' runtimes do not survive cancelling a thread in sigwait). */
+    atomic_store(&s->stopping, 1);
+    PTHREAD_CHECK(pthread_kill(s->thread, SIGTERM));
     PTHREAD_CHECK(pthread_join(s->thread, NULL));
   }
   PTHREAD_CHECK(pthread_mutex_destroy(&s->mu));
