@@ -262,8 +262,8 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
       "PRAGMA quick_check(param)",
       "PRAGMA quick_check(worker)",
       "PRAGMA quick_check(result)",
-      "SELECT count(*) FROM (SELECT * FROM transfer ORDER BY rowid DESC "
-      "LIMIT 1024)"};
+      ("SELECT count(*) FROM (SELECT * FROM transfer ORDER BY rowid DESC "
+       "LIMIT 1024)")};
   for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
     sqlite3_stmt *st;
     const char *problem = NULL;
