@@ -45,6 +45,7 @@ typedef struct report {
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
+/* args.c */
 /* Print "ringsim: <fmt with arg> (see ringsim --help)"; returns EXIT_USAGE.
  * A message starting "bench: " or "model: " points at that subcommand's
  * --help instead. */
