@@ -29,17 +29,25 @@ void rs_config_init(rs_config_t *c) {
   c->ref_reps = 1;
 }
 
-int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
+/* Set the run's status and error, unless a fault set them first; note
+ * which worker found it (-1: none). */
+static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
+                   va_list ap) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
   if (run->result.status == RS_OK) {
     run->result.status = code;
-    va_list ap;
-    va_start(ap, fmt);
+    run->fault_worker = worker;
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
-    va_end(ap);
     rs_one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+}
+
+int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(run, -1, code, fmt, ap);
+  va_end(ap);
   return code;
 }
 
@@ -414,17 +422,10 @@ static void abort_all(rs_run_t *run) {
 static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
-  if (run->result.status == RS_OK) {
-    run->result.status = code;
-    run->fault_worker = worker;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
-    va_end(ap);
-    rs_one_line(run->errmsg);
-  }
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(run, worker, code, fmt, ap);
+  va_end(ap);
 }
 
 /* Name the fault a worker found, with where it was, and stop the others.

@@ -216,13 +216,8 @@ static void test_end_of_stream_catches_lost_and_repeated(void **state) {
   rs_chan_destroy(&ch);
 }
 
-typedef struct sleeper {
-  rs_chan_t *ch;
-  int rc;
-} sleeper_t;
-
 static void *pausing_sender(void *arg) {
-  sleeper_t *s = arg;
+  waiter_t *s = arg;
   s->rc = rs_chan_pause(s->ch, 60000000000u);
   return NULL;
 }
@@ -238,7 +233,7 @@ static void test_abort_ends_a_pause(void **state) {
   uint64_t t0 = rs__now_ns();
   assert_int_equal(rs_chan_pause(&ch, 20000000), RS_OK);
   assert_true(rs__now_ns() - t0 >= 20000000u);
-  sleeper_t s = {&ch, 12345};
+  waiter_t s = {&ch, 12345};
   pthread_t t;
   t0 = rs__now_ns();
   assert_int_equal(pthread_create(&t, NULL, pausing_sender, &s), 0);
