@@ -169,8 +169,11 @@ static int begin_step(rs_worker_t *w, rs_phase_t phase, int step,
     case RS_FAULT_STALL:
       w->progress.activity = RS_ACT_STALLED;
       w->progress.stall_ms = f->ms;
+      w->progress.stall_phase = phase;
+      w->progress.stall_step = step;
       if (rs_chan_pause(w->to_next, (uint64_t)f->ms * 1000000u))
         return RS_EABORTED; /* stays STALLED: what it was doing */
+      w->progress.stall_end_ns = rs__now_ns();
       w->progress.activity = RS_ACT_WORKING;
       break;
     case RS_FAULT_CORRUPT:

@@ -28,7 +28,12 @@ typedef struct rs_progress {
   int step;
   int chunk;
   rs_activity_t activity;
-  int stall_ms; /* the injected stall it was in, if activity is STALLED */
+  /* Its injected stall, if it had one: length, where, and when it ended
+   * (0 while it lasts). */
+  int stall_ms;
+  rs_phase_t stall_phase;
+  int stall_step;
+  uint64_t stall_end_ns;
 } rs_progress_t;
 
 /* Everything one worker thread needs. The run fills it in; the thread owns

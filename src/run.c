@@ -37,6 +37,7 @@ static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
   if (run->result.status == RS_OK) {
     run->result.status = code;
     run->fault_worker = worker;
+    run->fault_ns = rs__now_ns();
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
     rs_one_line(run->errmsg);
   }
@@ -492,6 +493,17 @@ static void report_fault(rs_worker_t *w, int rc) {
  * culprit, crashed, stalled or busy. Its own state says what happened to
  * it; the message names it first and then who noticed, so it names the
  * culprit whichever neighbour's timer fired first. */
+/* Was worker w in an injected stall while the worker that noticed waited
+ * (its timeout up to when it timed out)? A stall about as long as the
+ * timeout may have ended just before the abort reached it. */
+static int stalled_during_wait(const rs_run_t *run, const rs_worker_t *w) {
+  if (w->progress.activity == RS_ACT_STALLED)
+    return 1;
+  uint64_t wait_ns = (uint64_t)(run->config.timeout_s * 1e9);
+  return w->progress.stall_end_ns &&
+         w->progress.stall_end_ns + wait_ns >= run->fault_ns;
+}
+
 static void name_culprit(rs_run_t *run) {
   const int W = run->config.workers;
   const int noticer = run->fault_worker;
@@ -499,30 +511,35 @@ static void name_culprit(rs_run_t *run) {
     return;
   char chain[RS_ERRMSG_MAX] = "";
   size_t len = 0;
-  int culprit = noticer, hops = 0;
+  int culprit = noticer, hops = 0, cycle = 0;
   for (int next; (next = blocked_on(&run->workers[culprit])) >= 0;) {
     culprit = next;
     if (++hops > 1 && len < sizeof chain)
       len += (size_t)snprintf(chain + len, sizeof chain - len,
                               ", which waited on worker %d", culprit);
-    if (culprit == noticer || hops > W)
-      break; /* round the ring: every worker waits on the next */
+    if (stalled_during_wait(run, &run->workers[culprit]))
+      break; /* its stall is why the others waited */
+    if (culprit == noticer || hops > W) {
+      cycle = 1; /* round the ring: every worker waits on the next */
+      break;
+    }
   }
   const rs_worker_t *c = &run->workers[culprit];
   const char *phase = rs_phase_name(c->progress.phase);
   char what[RS_ERRMSG_MAX];
-  if (culprit == noticer || hops > W)
+  if (culprit != noticer && stalled_during_wait(run, c))
+    snprintf(what, sizeof what,
+             "worker %d stalled (injected, %d ms) at the start of %s step %d",
+             culprit, c->progress.stall_ms,
+             rs_phase_name(c->progress.stall_phase), c->progress.stall_step);
+  else if (cycle)
     snprintf(what, sizeof what,
              "every worker was waiting on its neighbour round the ring (a "
              "deadlock)");
   else if (c->rc == RS_RING_CRASHED)
-    snprintf(what, sizeof what, "worker %d crashed (injected) at the start of %s step %d",
-             culprit, phase, c->progress.step);
-  else if (c->progress.activity == RS_ACT_STALLED)
     snprintf(what, sizeof what,
-             "worker %d stalled (injected, %d ms) at the start of %s "
-             "step %d", culprit,
-             c->progress.stall_ms, phase, c->progress.step);
+             "worker %d crashed (injected) at the start of %s step %d",
+             culprit, phase, c->progress.step);
   else if (c->rc == RS_OK)
     snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
   else
@@ -753,6 +770,24 @@ static int alloc_events(rs_run_t *run) {
   return RS_OK;
 }
 
+int rs_run_fail_after(rs_run_t *run, int code, const char *error) {
+  if (run->result.status != RS_OK && run->result.status != RS_ECHECK)
+    return run->result.status; /* it had failed already */
+  run->result.status = code;
+  snprintf(run->errmsg, sizeof run->errmsg, "%s", error);
+  rs_one_line(run->errmsg);
+  if (run->trace && run->trace_run_id && !run->trace_failed &&
+      rs__trace_mark(run, code == RS_EINTERRUPTED ? "interrupted" : "failed",
+                     run->errmsg) != 0) {
+    run->trace_failed = 1;
+    snprintf(run->trace_errmsg, sizeof run->trace_errmsg,
+             "trace %s: cannot mark run %lld %s; it stays marked ok",
+             rs_trace_path(run->trace), (long long)run->trace_run_id,
+             code == RS_EINTERRUPTED ? "interrupted" : "failed");
+  }
+  return code;
+}
+
 int rs_run_execute(rs_run_t *run) {
   if (run->executed)
     return rs__err(run->errmsg, RS_EINVAL, "a run executes only once");
@@ -765,7 +800,10 @@ int rs_run_execute(rs_run_t *run) {
     rc = alloc_events(run);
     if (rc == RS_OK && rs__trace_begin(run) != RS_OK) {
       run->trace_failed = 1;
-      rc = rs__run_fail(run, RS_ETRACE, "%s", run->trace_errmsg);
+      if (atomic_load(&run->interrupted_by)) /* it stopped the wait */
+        rc = rs__run_take_interrupt(run);
+      else
+        rc = rs__run_fail(run, RS_ETRACE, "%s", run->trace_errmsg);
     }
     run->result.trace_ns += rs__now_ns() - t0;
   }

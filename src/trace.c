@@ -31,6 +31,7 @@ struct rs_trace {
   double wait_s;          /* how long a writer queues for the lock */
   uint64_t busy_since_ns; /* when the busy handler began this wait */
   int busy;               /* the last failed write found the lock taken */
+  const atomic_int *cancel; /* while writing a run: its abort flag */
 };
 
 /* The transfer table has no index: with one, SQLite inserts about 40%
@@ -173,7 +174,8 @@ static int busy_handler(void *arg, int count) {
   uint64_t now = rs__now_ns();
   if (count == 0)
     t->busy_since_ns = now;
-  if ((double)(now - t->busy_since_ns) / 1e9 >= t->wait_s)
+  if ((double)(now - t->busy_since_ns) / 1e9 >= t->wait_s ||
+      (t->cancel && atomic_load(t->cancel))) /* the run was interrupted */
     return 0;
   sleep_ms(backoff_ms(count));
   return 1;
@@ -186,7 +188,8 @@ static int exec_retry(rs_trace_t *t, const char *sql) {
   for (int attempt = 0;; attempt++) {
     int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
     int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
-    if (!busy || (double)(rs__now_ns() - start) / 1e9 >= t->wait_s)
+    if (!busy || (double)(rs__now_ns() - start) / 1e9 >= t->wait_s ||
+        (t->cancel && atomic_load(t->cancel)))
       return rc;
     sleep_ms(backoff_ms(attempt));
   }
@@ -560,6 +563,7 @@ static const char *net_json(const rs_netmodel_t *m, char *buf, size_t size) {
 
 int rs__trace_begin(rs_run_t *run) {
   sqlite3 *db = run->trace->db;
+  run->trace->cancel = &run->abort_flag; /* an interrupt ends any wait */
   const rs_config_t *c = &run->config;
   char started[32];
   time_t now = time(NULL);
@@ -762,7 +766,8 @@ static int write_totals(rs_run_t *run) {
   }
   const double bytes = (double)run->elems * (double)run->elem_size;
   double seconds = (double)res->wall_ns / 1e9;
-  double algbw = seconds > 0 ? bytes / seconds / 1e9 : 0;
+  /* A run that did not complete has no bandwidth nor simulated time. */
+  double algbw = !run->checked ? NAN : seconds > 0 ? bytes / seconds / 1e9 : 0;
   const char *status = res->status == RS_OK             ? "ok"
                        : res->status == RS_ECHECK       ? "check_failed"
                        : res->status == RS_EINTERRUPTED ? "interrupted"
@@ -772,12 +777,13 @@ static int write_totals(rs_run_t *run) {
       "UPDATE run SET status = ?, error = ?, transfers = ?, wall_ns = ?, "
       "ref_ns = ?, algbw_gbs = ?, busbw_gbs = ?, identical = ?, "
       "max_abs_err = ?, bound = ?, sim_ns = ? WHERE run_id = ?",
-      "ttiiiddIDDIi", status, res->status ? run->errmsg : NULL,
+      "ttiiiDDIDDIi", status, res->status ? run->errmsg : NULL,
       (int64_t)res->transfers, (int64_t)res->wall_ns, (int64_t)res->ref_ns,
       algbw, algbw * 2.0 * (W - 1) / W,
       run->checked ? (int64_t)res->identical : -1,
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
-      run->config.net.enabled ? (int64_t)res->sim_ns : -1, run->trace_run_id);
+      run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,
+      run->trace_run_id);
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "update the run");
 }
 
@@ -785,14 +791,18 @@ static int write_totals(rs_run_t *run) {
  * the failure in its row, in a transaction of its own: a small UPDATE may
  * succeed where the big insert did not (a full disk). */
 static int mark_failed(rs_run_t *run, const char *error) {
+  return rs__trace_mark(run, "failed", error);
+}
+
+int rs__trace_mark(rs_run_t *run, const char *status, const char *error) {
   rs_trace_t *t = run->trace;
   int rc = exec_retry(t, "BEGIN IMMEDIATE");
   if (rc != SQLITE_OK)
     return rc;
   rc = exec_bound(t->db,
-                  "UPDATE run SET status = 'failed', error = ?, transfers = ?, "
+                  "UPDATE run SET status = ?, error = ?, transfers = ?, "
                   "wall_ns = ? WHERE run_id = ?",
-                  "tiii", error, (int64_t)run->result.transfers,
+                  "ttiii", status, error, (int64_t)run->result.transfers,
                   (int64_t)run->result.wall_ns, run->trace_run_id);
   if (rc == SQLITE_OK)
     rc = exec_retry(t, "COMMIT");

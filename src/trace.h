@@ -100,5 +100,9 @@ int rs__trace_begin(struct rs_run *run);
  * If that fails, it is rolled back and the run's row is marked failed in a
  * transaction of its own (if that can be written); trace_errmsg says which. */
 int rs__trace_finish(struct rs_run *run);
+/* Set the run's row's status and error, in a transaction of its own (the
+ * run failed after its rows were written, or they could not be). Returns
+ * the SQLite code. */
+int rs__trace_mark(struct rs_run *run, const char *status, const char *error);
 
 #endif /* RINGSIM_TRACE_H */

@@ -135,6 +135,17 @@ class Faults(unittest.TestCase):
                  ("4", "stall:worker=1,step=2,ms=5000",
                   "worker 1 stalled (injected, 5000 ms) at the start of reduce_scatter step 2; "
                   "worker ")]
+        # a stall as long as the timeout: the run completes, or it fails
+        # naming the stall (which may have just ended), never a deadlock
+        for attempt in range(8):
+            p = subprocess.run([RINGSIM, "-p", self.model, "-w", "2", "--no-trace",
+                                "--timeout", "0.3", "--inject", "stall:worker=1,step=1,ms=300"],
+                               capture_output=True, text=True, timeout=120)
+            self.assertIn(p.returncode, (0, 3), p.stderr)
+            if p.returncode == 3:
+                self.assertTrue(p.stderr.startswith(
+                    "ringsim: worker 1 stalled (injected, 300 ms) at the start of all_gather "
+                    "step 0; worker 0 noticed: it timed out after 0.3 s"), p.stderr)
         for workers, spec, culprit in cases:
             for attempt in range(6):
                 # 1 s: long enough that only the fault makes anyone wait
@@ -177,8 +188,17 @@ class Faults(unittest.TestCase):
             for key in ("max_abs_err", "max_rel_err", "bound", "differing", "wrong",
                         "order_differing", "order_max_ulps"):
                 self.assertIsNone(check[key], (check["name"], key))
-        (identical, err_col), = self.query("SELECT identical, max_abs_err FROM run")
-        self.assertEqual((identical, err_col), (None, None))
+        row, = self.query("SELECT identical, max_abs_err, algbw_gbs, busbw_gbs FROM run")
+        self.assertEqual(row, (None, None, None, None))
+        # a failed --net run has no simulated time either
+        os.unlink(self.db)
+        rc, out, err = self.run_ringsim("--json", "--net", "latency=5us,bandwidth=25GB/s",
+                                        "--inject", "crash:worker=2,step=3")
+        self.assertEqual(rc, 3, err)
+        report = json.loads(out)
+        self.assertIsNone(report["sim_ns"])
+        self.assertIsNone(report["predicted_ns"])
+        self.assertEqual(self.query("SELECT sim_ns, algbw_gbs FROM run"), [(None, None)])
         # and a run that completes is checked, with numbers
         rc, out, err = self.run_ringsim("--json", timeout="30")
         self.assertEqual(rc, 0, err)

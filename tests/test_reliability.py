@@ -7,6 +7,7 @@ trace says "interrupted", exit 130 and 143).
     test_reliability.py RINGSIM EXAMPLES_DIR [Reliability.test_name ...]
 """
 import hashlib
+import json
 import os
 import resource
 import signal
@@ -79,6 +80,9 @@ class Reliability(unittest.TestCase):
         for side, what in (("-wal", "write-ahead log"), ("-shm", "shared-memory index")):
             self.assert_refused(["-w", "4", "-p", self.model, "--trace", "same.db", "--out",
                                  "./same.db" + side], f"is the trace's {what}", [db])
+        # SQLite keeps the -wal beside the file a linked trace resolves to
+        self.assert_refused(["-w", "4", "-p", self.model, "--trace", "link.db", "--out",
+                             "same.db-wal"], "is the trace's write-ahead log", [db])
         self.assertEqual([s for _, s, _ in self.runs(db)], ["ok", "ok"])
         model = self.path("m.json")
         with open(self.model) as src, open(model, "w") as dst:
@@ -112,22 +116,46 @@ class Reliability(unittest.TestCase):
         self.assert_refused(["-w", "4", "-p", self.model, "--trace", db, "--out",
                              "nodir/out.st"], "--out 'nodir/out.st': cannot create a file there",
                             [])
+        for out, message in (("", "--out '': an empty file name"),
+                             ("new.st/", "--out 'new.st/': names a directory, not a file")):
+            self.assert_refused(["-w", "4", "-p", self.model, "--trace", db, "--out", out],
+                                message, [])
         self.assertFalse(os.path.exists(db))
 
     # reliability-3: a failure after the run started is exit 3, with the
     # reason: here the output cannot be written (the file size limit
     # stands in for a full disk), and nothing is left behind.
     def test_out_failure_after_run_is_exit_3(self):
-        def limit():
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+        def limit(ignore_sigxfsz, size=65536):
+            def preexec():
+                if ignore_sigxfsz:
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+            return preexec
 
         model = os.path.join(EXAMPLES, "model.json")  # 795 KiB of output
-        rc, out, err = self.ringsim("-w", "4", "-p", model, "--no-trace", "--out", "big.st",
-                                    preexec_fn=limit)
+        db = self.path("t.db")
+        # SIGXFSZ left at its default (as `ulimit -f` leaves it): not killed
+        for ignore in (True, False):
+            rc, out, err = self.ringsim("-w", "4", "-p", model, "--no-trace", "--out", "big.st",
+                                        "--json", preexec_fn=limit(ignore))
+            self.assertEqual(rc, 3, err)
+            self.assertIn("big.st: cannot write: File too large", err)
+            self.assertEqual(json.loads(out)["status"], "failed")
+            self.assertEqual(os.listdir(self.dir), [])
+        # the report, --json and the trace agree: the run failed (a limit
+        # the trace's few pages fit under, the output does not)
+        rc, out, err = self.ringsim("-w", "4", "-p", model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.ringsim("-w", "4", "-p", model, "--trace", db, "--out", "big.st",
+                                    "--json", preexec_fn=limit(False, 400 * 1024))
         self.assertEqual(rc, 3, err)
-        self.assertIn("big.st: cannot write: File too large", err)
-        self.assertEqual(os.listdir(self.dir), [])
+        report = json.loads(out)
+        self.assertEqual((report["status"], report["error"]),
+                         ("failed", "big.st: cannot write: File too large"))
+        self.assertEqual(self.runs(db), [(1, "ok", None),
+                                         (2, "failed", "big.st: cannot write: File too large")])
+        self.assertFalse(os.path.exists(self.path("big.st")))
 
     def interrupt(self, signo, extra, wait_for):
         """Start ringsim, send signo once the run has begun (wait_for: a
@@ -183,6 +211,19 @@ class Reliability(unittest.TestCase):
                     os.unlink(db + side)
             rc, _, err = self.ringsim("-w", "4", "-p", self.model, "--trace", db)
             self.assertEqual(rc, 0, err)
+        # while waiting for another writer's lock on the trace: at once
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            began = time.monotonic()
+            rc, took, err = self.interrupt(
+                signal.SIGINT, ["-w", "4", "-p", self.model, "--trace", db],
+                lambda: time.monotonic() - began > 1)
+            self.assertEqual(rc, 130, err)
+            self.assertLess(took, 20, "the lock wait held the interrupt")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
         # before the run exists (generating a big model's grads): exit 130,
         # nothing in the trace for it
         gpt2 = os.path.join(EXAMPLES, "gpt2_small.json")

@@ -467,6 +467,8 @@ class Tools(unittest.TestCase):
             (["compare", self.db, "--runs", "1,x"], "expected run ids"),
             (["export", self.db, "-o", "/nonexistent/t.json"], "cannot write"),
             (["links", self.db, "--run", 1, "--clock", "sim"], "run 1 has no simulated times"),
+            (["animate", self.db, "--fps", "0", "-o", self.out("x.gif")], "--fps 0: expected"),
+            (["animate", self.db, "--fps", "-1", "-o", self.out("x.gif")], "--fps -1: expected"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

@@ -741,6 +741,8 @@ def cmd_compare(con, run_ignored, args):
 
 
 def cmd_animate(con, run, args):
+    if not 0.01 <= args.fps <= 100:  # also NaN
+        raise ToolError(f"--fps {args.fps:g}: expected frames per second from 0.01 to 100")
     plt = pyplot()
     from matplotlib import animation
     stages = chunk_stages(con, run)
@@ -1057,7 +1059,8 @@ def build_parser():
                            help="simulated (--net runs) or wall time (default: simulated when "
                                 "the run has it)")
         if name == "animate":
-            p.add_argument("--fps", type=float, default=1.0, help="frames per second (default 1)")
+            p.add_argument("--fps", type=float, default=1.0,
+                           help="frames per second, 0.01 to 100 (default 1)")
     return parser
 
 

@@ -420,6 +420,14 @@ void rs_run_interrupt(rs_run_t *run, const char *signal_name);
  * its trace could not be written). Once only. */
 int rs_run_execute(rs_run_t *run);
 
+/* After rs_run_execute: the run failed after all, once its result was in
+ * (its output could not be written, a signal came): set its status to code
+ * (RS_EINTERRUPTED, or another error) and its error to error, and record
+ * both in its trace row ("interrupted" or "failed"), so the report and the
+ * trace agree. A run that had failed already keeps its status. Returns the
+ * run's status; rs_run_trace_error says if the row could not be updated. */
+int rs_run_fail_after(rs_run_t *run, int code, const char *error);
+
 /* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
  * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
  * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */

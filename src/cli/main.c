@@ -135,6 +135,11 @@ static int same_file(const char *a, const char *b) {
 static int check_out(const options_t *o, int workers) {
   if (!o->out)
     return -1;
+  size_t len = strlen(o->out);
+  if (len == 0)
+    return cli_usage_error("--out '%s': an empty file name", o->out);
+  if (o->out[len - 1] == '/')
+    return cli_usage_error("--out '%s': names a directory, not a file", o->out);
   struct stat st;
   if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode))
     return cli_usage_error("--out '%s': is a directory", o->out);
@@ -148,11 +153,17 @@ static int check_out(const options_t *o, int workers) {
              o->out, o->params);
     return cli_usage_error("%s: refusing to overwrite it", msg);
   }
-  if (o->trace) {
+  /* SQLite keeps -wal and -shm beside the file the trace's path resolves
+   * to (through links): check beside both. */
+  char real[PATH_MAX];
+  const char *traces[2] = {o->trace, NULL};
+  if (o->trace && realpath(o->trace, real))
+    traces[1] = real;
+  for (int t = 0; t < 2 && traces[t]; t++) {
     static const char *const sides[] = {"", "-wal", "-shm"};
     for (int i = 0; i < 3; i++) {
       char side[PATH_MAX];
-      if (snprintf(side, sizeof side, "%s%s", o->trace, sides[i]) >=
+      if (snprintf(side, sizeof side, "%s%s", traces[t], sides[i]) >=
           (int)sizeof side)
         continue;
       if (same_file(o->out, side)) {
@@ -220,6 +231,12 @@ static void *watch_signals(void *arg) {
     rs_run_interrupt(s->run, signal_name(signo));
   PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
   if (sigwait(&s->set, &signo) == 0 && !atomic_load(&s->stopping)) {
+    /* The first signal is being acted on (an output being abandoned, its
+     * temporary file removed): give that a second, then stop at once. */
+    for (int i = 0; i < 100 && !atomic_load(&s->stopping); i++)
+      nanosleep(&(struct timespec){0, 10000000}, NULL);
+    if (atomic_load(&s->stopping))
+      return NULL;
     static const char msg[] = "ringsim: a second signal: stopping at once\n";
     if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
     }
@@ -680,6 +697,20 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     rc = EXIT_USAGE;
     goto done;
   }
+  /* The ring has run. A signal since, or an output that cannot be written,
+   * fails the run after all: said before the report, so that the report,
+   * --json and the trace's row say the same. */
+  int signo = atomic_load(&watch->signo);
+  if (signo && (status == RS_OK || status == RS_ECHECK)) {
+    snprintf(err, sizeof err, "interrupted by %s", signal_name(signo));
+    status = rs_run_fail_after(run, RS_EINTERRUPTED, err);
+  } else if (status == RS_OK && opt->out) {
+    int wrc = rs_safetensors_write_cancellable(
+        opt->out, model, rs_run_buffer(run, 0), &watch->signo, err);
+    if (wrc)
+      status = rs_run_fail_after(
+          run, wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS, err);
+  }
   report_t report = {opt, model, run, source, status, opt->trace};
   if (opt->json)
     cli_print_json(&report);
@@ -689,19 +720,13 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
   rc = cli_exit_code(status);
-  if (rc == EXIT_RUN && status != RS_ETRACE) /* the ring itself failed */
+  if (rc == EXIT_RUN && !rs_run_result(run)->checked &&
+      status != RS_ETRACE) /* the ring failed */
     cli_print_watchdog(run);
   if (rs_run_trace_error(run) && status != RS_ETRACE) {
     fprintf(stderr, "ringsim: %s\n", rs_run_trace_error(run));
     if (rc == 0)
       rc = EXIT_RUN;
-  }
-  /* The run has happened: a failure to write its output is a failed run. */
-  if (rc == 0 && opt->out &&
-      rs_safetensors_write_cancellable(opt->out, model, rs_run_buffer(run, 0),
-                                       &watch->signo, err)) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_RUN;
   }
 done:
   watch_run(watch, NULL);
@@ -720,6 +745,9 @@ int main(int argc, char **argv) {
   if (rc >= 0)
     return rc;
 
+  /* A file size limit (ulimit -f) makes a write fail with EFBIG, which is
+   * reported, instead of killing the process halfway through a file. */
+  signal(SIGXFSZ, SIG_IGN);
   sig_watch_t watch;
   watch_start(&watch);
   char err[RS_ERRMSG_MAX];

@@ -550,10 +550,13 @@ void cli_print_json(const report_t *r) {
                       checked ? real_or_null(res->worst_ratio) : json_null());
   json_object_set_new(o, "param_checks", params);
   json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
-  if (cfg->net.enabled) {
-    json_object_set_new(o, "sim_ns", json_integer((json_int_t)res->sim_ns));
+  if (cfg->net.enabled) { /* null for a run that did not complete */
+    json_object_set_new(o, "sim_ns",
+                        checked ? json_integer((json_int_t)res->sim_ns)
+                                : json_null());
     json_object_set_new(o, "predicted_ns",
-                        json_integer((json_int_t)res->predicted_ns));
+                        checked ? json_integer((json_int_t)res->predicted_ns)
+                                : json_null());
   }
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
   json_object_set_new(o, "algbw_gbs",
