@@ -258,7 +258,41 @@ static int classify(rs_trace_t *t, int *fresh, char *errmsg) {
  * as loaded with cell_size_check on). The rest of the transfer table, most
  * of a large file, is not read: a full quick_check costs about a second
  * per 200 MB, every run. */
+/* A pragma's one integer, or -1. */
+static int64_t pragma_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st;
+  int64_t value = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    return -1;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    value = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return value;
+}
+
+/* Up to this size a trace gets a full PRAGMA quick_check before a run is
+ * appended (about a tenth of a second); a larger one, the pages a run will
+ * touch, and a check that the file holds every page its header counts. */
+#define FULL_CHECK_BYTES (16 << 20)
+
 static int check_integrity(rs_trace_t *t, char *errmsg) {
+  struct stat st_file, st_wal;
+  char wal[PATH_MAX];
+  int full = stat(t->path, &st_file) == 0 && st_file.st_size <= FULL_CHECK_BYTES;
+  int has_wal = snprintf(wal, sizeof wal, "%s-wal", t->path) < (int)sizeof wal &&
+                stat(wal, &st_wal) == 0;
+  if (!full && !has_wal) {
+    int64_t pages = pragma_int(t->db, "PRAGMA page_count");
+    int64_t page_size = pragma_int(t->db, "PRAGMA page_size");
+    if (pages > 0 && page_size > 0 &&
+        (int64_t)st_file.st_size < pages * page_size)
+      return rs__err(errmsg, RS_EINVAL,
+                     "trace %s: damaged (truncated: %lld bytes, its header "
+                     "counts %lld pages of %lld); refusing to touch it",
+                     t->path, (long long)st_file.st_size, (long long)pages,
+                     (long long)page_size);
+  }
+  static const char *const whole[] = {"PRAGMA quick_check"};
   static const char *const checks[] = {
       "PRAGMA quick_check(sqlite_schema)",
       "PRAGMA quick_check(run)",
@@ -267,14 +301,16 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
       "PRAGMA quick_check(result)",
       ("SELECT count(*) FROM (SELECT * FROM transfer ORDER BY rowid DESC "
        "LIMIT 1024)")};
-  for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+  const char *const *list = full ? whole : checks;
+  size_t count = full ? 1 : sizeof checks / sizeof *checks;
+  for (size_t i = 0; i < count; i++) {
     sqlite3_stmt *st;
     const char *problem = NULL;
-    int rc = sqlite3_prepare_v2(t->db, checks[i], -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(t->db, list[i], -1, &st, NULL);
     if (rc == SQLITE_OK) {
       rc = sqlite3_step(st);
       /* quick_check answers "ok", or rows naming each problem. */
-      if (rc == SQLITE_ROW && strncmp(checks[i], "PRAGMA", 6) == 0) {
+      if (rc == SQLITE_ROW && strncmp(list[i], "PRAGMA", 6) == 0) {
         const char *text = (const char *)sqlite3_column_text(st, 0);
         static const char prefix[] = "*** in database main ***\n";
         if (text && strncmp(text, prefix, sizeof prefix - 1) == 0)
