@@ -278,6 +278,7 @@ nomem:
 void rs_run_free(rs_run_t *run) {
   if (!run)
     return;
+  rs__trace_detach(run);
   for (int r = 0; r < run->config.workers; r++) {
     if (run->bufs)
       free(run->bufs[r]);

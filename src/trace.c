@@ -847,6 +847,11 @@ int rs__trace_mark(rs_run_t *run, const char *status, const char *error) {
   return rc;
 }
 
+void rs__trace_detach(rs_run_t *run) {
+  if (run->trace && run->trace->cancel == &run->abort_flag)
+    run->trace->cancel = NULL; /* the run is about to go */
+}
+
 int rs__trace_finish(rs_run_t *run) {
   rs_trace_t *t = run->trace;
   int rc = RS_OK;

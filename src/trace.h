@@ -100,6 +100,9 @@ int rs__trace_begin(struct rs_run *run);
  * If that fails, it is rolled back and the run's row is marked failed in a
  * transaction of its own (if that can be written); trace_errmsg says which. */
 int rs__trace_finish(struct rs_run *run);
+/* Forget the run (its abort flag ends the trace's waits while it runs):
+ * the trace may outlive it. */
+void rs__trace_detach(struct rs_run *run);
 /* Set the run's row's status and error, in a transaction of its own (the
  * run failed after its rows were written, or they could not be). Returns
  * the SQLite code. */
