@@ -125,6 +125,24 @@ static void *blocked_receiver(void *arg) {
   return NULL;
 }
 
+/* Start waiter on ch in a thread, let it block for 20 ms, abort the run
+ * and wake the channel: the waiter must return RS_EABORTED, long before
+ * the minute it would otherwise wait. */
+static void abort_releases(rs_chan_t *ch, atomic_int *abort_flag,
+                           void *(*waiter)(void *)) {
+  waiter_t w = {ch, 12345};
+  pthread_t t;
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(pthread_create(&t, NULL, waiter, &w), 0);
+  struct timespec pause = {0, 20000000};
+  nanosleep(&pause, NULL);
+  atomic_store(abort_flag, 1);
+  rs_chan_wake(ch);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(w.rc, RS_EABORTED);
+  assert_true(rs__now_ns() - t0 < 10000000000u);
+}
+
 /* channel-4: setting the abort flag and waking the channel releases a
  * receiver that would otherwise wait a minute. */
 static void test_abort_wakes_a_blocked_receiver(void **state) {
@@ -133,17 +151,7 @@ static void test_abort_wakes_a_blocked_receiver(void **state) {
   atomic_init(&abort_flag, 0);
   rs_chan_t ch;
   assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
-  waiter_t w = {&ch, 12345};
-  pthread_t t;
-  uint64_t t0 = rs__now_ns();
-  assert_int_equal(pthread_create(&t, NULL, blocked_receiver, &w), 0);
-  struct timespec pause = {0, 20000000};
-  nanosleep(&pause, NULL);
-  atomic_store(&abort_flag, 1);
-  rs_chan_wake(&ch);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  assert_int_equal(w.rc, RS_EABORTED);
-  assert_true(rs__now_ns() - t0 < 10000000000u);
+  abort_releases(&ch, &abort_flag, blocked_receiver);
   rs_chan_destroy(&ch);
 }
 
@@ -233,17 +241,7 @@ static void test_abort_ends_a_pause(void **state) {
   uint64_t t0 = rs__now_ns();
   assert_int_equal(rs_chan_pause(&ch, 20000000), RS_OK);
   assert_true(rs__now_ns() - t0 >= 20000000u);
-  waiter_t s = {&ch, 12345};
-  pthread_t t;
-  t0 = rs__now_ns();
-  assert_int_equal(pthread_create(&t, NULL, pausing_sender, &s), 0);
-  struct timespec pause = {0, 20000000};
-  nanosleep(&pause, NULL);
-  atomic_store(&abort_flag, 1);
-  rs_chan_wake(&ch);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  assert_int_equal(s.rc, RS_EABORTED);
-  assert_true(rs__now_ns() - t0 < 30000000000u);
+  abort_releases(&ch, &abort_flag, pausing_sender);
   rs_chan_destroy(&ch);
 }
 
