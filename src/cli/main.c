@@ -111,21 +111,19 @@ static int dir_writable(const char *path) {
 static int same_file(const char *a, const char *b) {
   struct stat sa, sb;
   int has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
-  if (has_a && has_b)
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (has_a || has_b)
-    return 0; /* one exists, the other does not */
+    return has_a && has_b && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  /* Neither exists yet: the same name in the same directory? (basename
+   * and dirname may write to their argument: each gets its own copy.) */
   char da[PATH_MAX], db[PATH_MAX], na[PATH_MAX], nb[PATH_MAX];
   if (snprintf(da, sizeof da, "%s", a) >= (int)sizeof da ||
       snprintf(db, sizeof db, "%s", b) >= (int)sizeof db)
     return 0;
-  snprintf(na, sizeof na, "%s", basename(da));
-  snprintf(nb, sizeof nb, "%s", basename(db));
-  snprintf(da, sizeof da, "%s", a);
-  snprintf(db, sizeof db, "%s", b);
-  return strcmp(na, nb) == 0 && stat(dirname(da), &sa) == 0 &&
-         stat(dirname(db), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  memcpy(na, da, sizeof na);
+  memcpy(nb, db, sizeof nb);
+  return strcmp(basename(na), basename(nb)) == 0 &&
+         stat(dirname(da), &sa) == 0 && stat(dirname(db), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* Refuse, before anything runs, an --out that cannot be written or that
