@@ -26,63 +26,30 @@ static const char *set_text(unsigned mask, int W, char *buf, size_t size) {
   return buf;
 }
 
-/* What a reduce-scatter receiver does, per op: "which adds it to its own". */
-static const char *fold_verb(rs_op_t op) {
-  switch (op) {
-  case RS_OP_MIN:
-    return "keeps the smaller of it and its own";
-  case RS_OP_MAX:
-    return "keeps the larger of it and its own";
-  case RS_OP_PROD:
-    return "multiplies its own by it";
-  default:
-    return "adds it to its own";
-  }
-}
+/* The narration's words for each op, in rs_op_t's order (sum, avg, min,
+ * max, prod). */
+static const struct op_words {
+  const char *fold_verb;   /* a receiver: "which adds it to its own" */
+  const char *fold_phrase; /* the phase: "... and adds to its own copy the
+                              chunk it receives" */
+  const char *cell_verb;   /* a cell's set of workers: "... that chunk sums" */
+  const char *result;      /* the end: "every chunk summed over all W" */
+} op_words[] = {
+    {"adds it to its own", "adds to its own copy", "sums", "summed over"},
+    {"adds it to its own", "adds to its own copy", "sums", "averaged over"},
+    {"keeps the smaller of it and its own",
+     "keeps the smaller, elementwise, of its own copy and", "is the minimum of",
+     "as the minimum over"},
+    {"keeps the larger of it and its own",
+     "keeps the larger, elementwise, of its own copy and", "is the maximum of",
+     "as the maximum over"},
+    {"multiplies its own by it", "multiplies its own copy by",
+     "is the product of", "as the product over"},
+};
 
-/* The same, for the phase's introduction: "... and adds to its own copy the
- * chunk it receives". */
-static const char *fold_phrase(rs_op_t op) {
-  switch (op) {
-  case RS_OP_MIN:
-    return "keeps the smaller, elementwise, of its own copy and";
-  case RS_OP_MAX:
-    return "keeps the larger, elementwise, of its own copy and";
-  case RS_OP_PROD:
-    return "multiplies its own copy by";
-  default:
-    return "adds to its own copy";
-  }
-}
-
-/* What a cell's set of workers means, per op: "... that chunk sums". */
-static const char *cell_verb(rs_op_t op) {
-  switch (op) {
-  case RS_OP_MIN:
-    return "is the minimum of";
-  case RS_OP_MAX:
-    return "is the maximum of";
-  case RS_OP_PROD:
-    return "is the product of";
-  default:
-    return "sums";
-  }
-}
-
-/* What every worker holds at the end: "every chunk summed over all W". */
-static const char *result_phrase(rs_op_t op) {
-  switch (op) {
-  case RS_OP_MIN:
-    return "as the minimum over";
-  case RS_OP_MAX:
-    return "as the maximum over";
-  case RS_OP_PROD:
-    return "as the product over";
-  case RS_OP_AVG:
-    return "averaged over";
-  default:
-    return "summed over";
-  }
+static const struct op_words *words_of(rs_op_t op) {
+  return (unsigned)op < sizeof op_words / sizeof *op_words ? &op_words[op]
+                                                           : &op_words[0];
 }
 
 static void print_table(FILE *out, unsigned held[][EXPLAIN_MAX_WORKERS],
@@ -147,7 +114,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   fprintf(out,
           ".\nA cell lists whose gradients that worker's copy of that "
           "chunk %s.\n\nstart\n",
-          cell_verb(op));
+          words_of(op)->cell_verb);
   for (int r = 0; r < W; r++)
     for (int c = 0; c < W; c++)
       held[r][c] = 1u << r;
@@ -160,7 +127,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
             "the next worker and %s the chunk it receives.\n",
             ph == RS_PHASE_REDUCE_SCATTER ? "reduce-scatter" : "all-gather",
             W - 1, W == 2 ? "" : "s",
-            ph == RS_PHASE_REDUCE_SCATTER ? fold_phrase(op)
+            ph == RS_PHASE_REDUCE_SCATTER ? words_of(op)->fold_phrase
                                           : "copies over its own copy");
     for (int step = 0; step < W - 1; step++) {
       unsigned sent[EXPLAIN_MAX_WORKERS];
@@ -180,7 +147,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                 "  worker %d sends chunk %d, holding %s, to worker %d, "
                 "which %s -> %s",
                 r, c, set_text(sent[r], W, a, sizeof a), dst,
-                ph == RS_PHASE_REDUCE_SCATTER ? fold_verb(op) : "copies it",
+                ph == RS_PHASE_REDUCE_SCATTER ? words_of(op)->fold_verb
+                                              : "copies it",
                 set_text(after, W, b, sizeof b));
         if (completes && op == RS_OP_AVG)
           fprintf(out, ", and divides by %d: the mean", W);
@@ -200,6 +168,6 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
           "\nEvery worker now holds every chunk %s all %d "
           "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
           "its buffer.\n\n",
-          result_phrase(op), W, 2 * (W - 1), 2 * (W - 1));
+          words_of(op)->result, W, 2 * (W - 1), 2 * (W - 1));
   return RS_OK;
 }
