@@ -94,7 +94,7 @@ uint64_t rs_checksum(const void *data, size_t n) {
 
 /* Wait for a free slot, fill it from hdr and src, publish it. */
 static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
-                   uint64_t seq, int corrupt, uint64_t begin,
+                   int by_ref, uint64_t seq, int corrupt, uint64_t begin,
                    uint64_t timeout_ns, uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   int rc = RS_OK;
@@ -112,7 +112,7 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
   *msg = *hdr;
   msg->seq = seq;
   msg->send_begin_ns = begin;
-  if (ch->direct) {
+  if (by_ref) {
     msg->data = src;
     msg->checksum = ch->checksum ? rs_checksum(src, bytes) : 0;
     if (corrupt) /* no wire copy to damage: damage what travels */
@@ -139,23 +139,37 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
   return RS_OK;
 }
 
-int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
-                 rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
+/* Send by copy (by_ref 0) or by reference; wire faults happen here. */
+static int send_msg(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
+                    int by_ref, rs_wire_t wire, uint64_t timeout_ns,
+                    uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
   uint64_t seq = ch->send_seq++;
   switch (wire) {
   case RS_WIRE_DROP:
     return RS_OK; /* the number is spent; the message never arrives */
   case RS_WIRE_DUP: {
-    int rc = publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
-    return rc ? rc : publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
+    int rc = publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+    return rc ? rc
+              : publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns,
+                        wait_ns);
   }
   case RS_WIRE_CORRUPT:
-    return publish(ch, hdr, src, seq, 1, begin, timeout_ns, wait_ns);
+    return publish(ch, hdr, src, by_ref, seq, 1, begin, timeout_ns, wait_ns);
   case RS_WIRE_OK:
     break;
   }
-  return publish(ch, hdr, src, seq, 0, begin, timeout_ns, wait_ns);
+  return publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+}
+
+int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
+                 rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
+  return send_msg(ch, hdr, src, 0, wire, timeout_ns, wait_ns);
+}
+
+int rs_chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
+                     rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
+  return send_msg(ch, hdr, src, 1, wire, timeout_ns, wait_ns);
 }
 
 int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,

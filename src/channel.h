@@ -32,10 +32,10 @@
  * - rs_chan_pause() sleeps for a while on the channel's condition variable,
  *   so the abort that wakes channel waiters wakes a sleeping sender too (an
  *   injected stall ends when the run does).
- * - Direct mode (as NCCL's direct/P2P read): no copy; the message points at
- *   the sender's buffer and the receiver reduces straight from it. The ring
- *   keeps that safe by never writing a region it has sent until the
- *   receiver has released it (see rs_run_create's slot cap).
+ * - By reference (rs_chan_send_ref, as NCCL's direct/P2P read): no copy;
+ *   the message points at the sender's buffer and the receiver reduces
+ *   straight from it. The sender must not write a region it has sent until
+ *   the receiver has released it (see transport.h).
  */
 #ifndef RINGSIM_CHANNEL_H
 #define RINGSIM_CHANNEL_H
@@ -54,6 +54,12 @@ typedef struct rs_msg {
   int32_t step;
   int32_t chunk;
   int32_t segment;
+  int32_t src; /* the sender's rank */
+  /* Provenance: whose contributions the payload holds, as the sender's
+   * schedule says: workers contrib_first, contrib_first+1, ... (mod W),
+   * contrib_count of them. */
+  int32_t contrib_first;
+  int32_t contrib_count;
   uint64_t elem_offset;
   uint64_t elems;
   uint64_t send_begin_ns; /* when the sender called send */
@@ -89,10 +95,9 @@ typedef struct rs_chan {
   unsigned char *mem;
   const atomic_int *abort_flag;
   int checksum;      /* compute and verify payload checksums */
-  int direct;        /* pass pointers to the sender's buffer, not copies */
   size_t elem_bytes; /* bytes per element in a payload: 4 (float, the
                        default), 8, or 2 (f16/bf16 packed) */
-  /* When set (copying mode only), send() packs elems elements from the
+  /* When set, rs_chan_send() packs elems elements from the
    * sender's buffer into the slot with it instead of copying them: f16 and
    * bf16 travel as 2 bytes, as on a real wire. */
   void (*pack)(void *dst, const void *src, size_t elems);
@@ -120,6 +125,10 @@ void rs_chan_destroy(rs_chan_t *ch);
  * RS_EABORTED. */
 int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                  rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
+/* The same, but the message points at src instead of holding a copy (the
+ * checksum is taken of src; a corrupting wire damages the checksum). */
+int rs_chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
+                     rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* Point *msg at the oldest message, valid until rs_chan_release(). Returns
  * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not
  * the next expected one (ch->bad_seq holds it; ch->recv_seq the expected)

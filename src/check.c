@@ -28,7 +28,8 @@
 #include <string.h>
 
 #include "reduce.h"
-#include "run.h"
+#include "check.h"
+#include "runstate.h"
 #include "util.h"
 
 #define BLOCK 2048

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "ringsim/ringsim.h"
-#include "run.h"
+#include "algo/ring.h"
+#include "runstate.h"
 #include "schedule.h"
 #include "util.h"
 
@@ -103,8 +104,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   fprintf(out, "\nEach worker's %s is cut into %d chunks:",
           run->result.buckets > 1 ? "bucket" : "flat buffer", W);
   for (int c = 0; c < W; c++) {
-    size_t off = base + rs_chunk_offset(n, W, c);
-    size_t len = rs_chunk_elems(n, W, c);
+    size_t off = base + rs__chunk_offset(n, W, c);
+    size_t len = rs__chunk_elems(n, W, c);
     if (len == 0)
       fprintf(out, "%s chunk %d empty", c ? "," : "", c);
     else
@@ -135,9 +136,9 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
               ph == RS_PHASE_REDUCE_SCATTER ? "reduce-scatter" : "all-gather",
               step);
       for (int r = 0; r < W; r++)
-        sent[r] = held[r][rs_sched_send_chunk(W, r, ph, step)];
+        sent[r] = held[r][rs__ring_send_chunk(W, r, ph, step)];
       for (int r = 0; r < W; r++) {
-        int dst = (r + 1) % W, c = rs_sched_send_chunk(W, r, ph, step);
+        int dst = rs__ring_next(W, r), c = rs__ring_send_chunk(W, r, ph, step);
         unsigned before = held[dst][c];
         unsigned after =
             ph == RS_PHASE_REDUCE_SCATTER ? before | sent[r] : sent[r];

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "runstate.h"
 #include "util.h"
 
 #define FILL_THREADS_MAX 64

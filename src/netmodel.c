@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule.h"
 #include "util.h"
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -217,68 +216,4 @@ size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
   if (cap == 0)
     cap = 1;
   return max_chunk ? (max_chunk + cap - 1) / cap : 1;
-}
-
-uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs, size_t elem_size) {
-  if (!m->enabled || workers < 2)
-    return 0;
-  const uint64_t W = (uint64_t)workers;
-  size_t seg_bytes = elems / (W * segs) * elem_size;
-  uint64_t per_segment =
-      m->link.latency_ns + rs_net_ns(seg_bytes, m->link.bandwidth);
-  return 2 * (W - 1) * segs * per_segment +
-         (W - 1) * segs * rs_net_ns(seg_bytes, m->reduce_rate);
-}
-
-uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
-                              const rs_bucket_t *buckets, size_t bucket_count,
-                              size_t segment_bytes, size_t elem_size) {
-  if (!m->enabled || workers < 2)
-    return 0;
-  const int W = workers;
-  rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
-  uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
-  if (!clocks || !arrive) {
-    free(clocks);
-    free(arrive);
-    return UINT64_MAX;
-  }
-  for (int r = 0; r < W; r++)
-    rs_sim_init(&clocks[r], m, W, r);
-  /* The ring in lock step: within a segment every worker sends, then every
-   * worker receives, which is each worker's own program order. */
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t elems = buckets[b].elems;
-    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
-    for (int phase = 0; phase < 2; phase++)
-      for (int step = 0; step < W - 1; step++) {
-        for (int r = 0; r < W; r++)
-          rs_sim_step(&clocks[r]);
-        for (size_t seg = 0; seg < segs; seg++) {
-          for (int r = 0; r < W; r++) {
-            size_t off, len;
-            uint64_t depart;
-            rs_sched_segment(elems, W, segs,
-                             rs_sched_send_chunk(W, r, (rs_phase_t)phase, step),
-                             seg, &off, &len);
-            rs_sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
-          }
-          for (int r = 0; r < W; r++) {
-            size_t off, len;
-            rs_sched_segment(elems, W, segs,
-                             rs_sched_recv_chunk(W, r, (rs_phase_t)phase, step),
-                             seg, &off, &len);
-            rs_sim_recv(&clocks[r], arrive[(r + W - 1) % W],
-                        phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size : 0);
-          }
-        }
-      }
-  }
-  uint64_t end = 0;
-  for (int r = 0; r < W; r++)
-    end = clocks[r].clock > end ? clocks[r].clock : end;
-  free(clocks);
-  free(arrive);
-  return end;
 }

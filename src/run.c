@@ -1,4 +1,4 @@
-/* run.c - one run: its buffers, channels and worker threads.
+/* run.c - one run: its buffers, edges and worker threads.
  *
  * The run owns everything it uses (no global state), so two runs in one
  * process do not interfere. rs_run_execute computes the reference, starts
@@ -7,12 +7,16 @@
  * sets the run's error and the abort flag, and wakes every channel, so no
  * worker is left waiting.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/list.h"
+#include "check.h"
 #include "reduce.h"
-#include "run.h"
+#include "runstate.h"
+#include "trace.h"
 #include "util.h"
 
 void rs_config_init(rs_config_t *c) {
@@ -29,28 +33,6 @@ void rs_config_init(rs_config_t *c) {
   c->ref_reps = 1;
 }
 
-/* Set the run's status and error, unless a fault set them first; note
- * which worker found it (-1: none). */
-static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
-                   va_list ap) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
-  if (run->result.status == RS_OK) {
-    run->result.status = code;
-    run->fault_worker = worker;
-    run->fault_ns = rs__now_ns();
-    vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
-    rs_one_line(run->errmsg);
-  }
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
-}
-
-int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fail_v(run, -1, code, fmt, ap);
-  va_end(ap);
-  return code;
-}
 
 static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
@@ -108,12 +90,82 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   return RS_OK;
 }
 
-/* Trace records per worker: one per transfer it receives, in every
- * iteration (segs: segments per chunk, summed over the buckets). */
-static size_t events_per_worker(const rs_config_t *c, size_t segs) {
-  size_t phases = c->collective == RS_COLL_ALLREDUCE ? 2 : 1;
-  return phases * (size_t)(c->workers - 1) * segs *
-         (size_t)(c->warmup + c->iterations);
+/* Trace records per worker: at most one per message it receives, in every
+ * iteration. */
+static size_t events_per_worker(const rs_run_t *run) {
+  const rs_config_t *c = &run->config;
+  size_t most = 0;
+  for (int r = 0; r < c->workers; r++) {
+    size_t msgs = 0;
+    for (size_t b = 0; b < run->result.buckets; b++)
+      msgs += run->algo->messages(c->workers, r, run->bucket_segs[b],
+                                  c->collective);
+    most = msgs > most ? msgs : most;
+  }
+  return most * (size_t)(c->warmup + c->iterations);
+}
+
+/* The algorithm's directed edges, each with room for its largest message
+ * (in elements) over every bucket; not yet opened. */
+static int list_edges(rs_run_t *run, size_t **edge_elems) {
+  const int W = run->config.workers;
+  int peers[RS_ALGO_MAX_PEERS];
+  int count = 0;
+  for (int r = 0; r < W && W > 1; r++)
+    count += run->algo->send_peers(W, r, peers);
+  run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
+  *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
+  if (!run->edges || !*edge_elems)
+    return RS_ENOMEM;
+  for (int r = 0; r < W && W > 1; r++) {
+    int n = run->algo->send_peers(W, r, peers);
+    for (int i = 0; i < n; i++) {
+      rs_edge_t *e = &run->edges[run->edge_count];
+      e->from = r;
+      e->to = peers[i];
+      size_t most = 0;
+      for (size_t b = 0; b < run->result.buckets; b++) {
+        size_t m = run->algo->message_elems(W, r, peers[i],
+                                            run->buckets[b].elems,
+                                            run->bucket_segs[b]);
+        most = m > most ? m : most;
+      }
+      (*edge_elems)[run->edge_count++] = most;
+    }
+  }
+  return RS_OK;
+}
+
+/* The edge from -> to (the algorithm declared it). */
+static rs_edge_t *find_edge(rs_run_t *run, int from, int to) {
+  for (int i = 0; i < run->edge_count; i++)
+    if (run->edges[i].from == from && run->edges[i].to == to)
+      return &run->edges[i];
+  return NULL;
+}
+
+/* Give every worker its links: the edges it sends on and receives on. */
+static int link_workers(rs_run_t *run) {
+  const int W = run->config.workers;
+  int peers[RS_ALGO_MAX_PEERS];
+  run->links = calloc(2 * (size_t)run->edge_count + 1, sizeof *run->links);
+  if (!run->links)
+    return RS_ENOMEM;
+  rs_link_t *next = run->links;
+  for (int r = 0; r < W && W > 1; r++) {
+    rs_worker_t *w = &run->workers[r];
+    w->out = next;
+    w->out_count = run->algo->send_peers(W, r, peers);
+    for (int i = 0; i < w->out_count; i++)
+      *next++ = (rs_link_t){peers[i], find_edge(run, r, peers[i])};
+    w->in = next;
+    w->in_count = run->algo->recv_peers(W, r, peers);
+    for (int i = 0; i < w->in_count; i++)
+      *next++ = (rs_link_t){peers[i], find_edge(run, peers[i], r)};
+    for (rs_link_t *l = w->out; l < next; l++)
+      assert(l->edge && "send and receive peers disagree");
+  }
+  return RS_OK;
 }
 
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
@@ -124,59 +176,67 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     return rc;
   const int W = config->workers;
   const size_t n = rs_model_elems(model);
+  const rs_dtype_t dtype = rs_model_dtype(model);
+  size_t *edge_elems = NULL;
+  rs_run_t *run = calloc(1, sizeof *run);
+  if (!run)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  run->config = *config;
+  run->model = model;
+  run->algo = rs__algo_default();
+  run->elems = n;
+  run->dtype = dtype;
+  run->elem_size = rs_dtype_size(dtype);
+  run->buf_elem_bytes = rs_dtype_buffer_size(dtype);
+  atomic_init(&run->abort_flag, 0);
+  atomic_init(&run->interrupted_by, NULL);
+  run->fault_worker = -1;
+  RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
 
   /* Buckets, then segments: each chunk of a bucket (at most ceil(elems/W)
    * elements) moves as the same number of near-equal segments of at most
    * segment_bytes. */
-  rs_bucket_t *buckets;
-  size_t bucket_count;
   if (rs_model_buckets(model, config->first_bucket_bytes, config->bucket_bytes,
-                       &buckets, &bucket_count))
-    return rs__err(errmsg, RS_ENOMEM, "out of memory");
-  size_t *bucket_segs = calloc(bucket_count, sizeof *bucket_segs);
-  if (!bucket_segs) {
-    free(buckets);
-    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+                       &run->buckets, &run->result.buckets) ||
+      !(run->bucket_segs =
+            calloc(run->result.buckets, sizeof *run->bucket_segs)))
+    goto nomem_small;
+  size_t segs = 0, min_segs = SIZE_MAX;
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    run->bucket_segs[b] = rs_segs_per_chunk(
+        run->buckets[b].elems, W, config->segment_bytes, run->elem_size);
+    min_segs = run->bucket_segs[b] < min_segs ? run->bucket_segs[b] : min_segs;
+    segs += run->bucket_segs[b];
   }
-  size_t segs = 0, seg_elems = 0, min_segs = SIZE_MAX;
-  for (size_t b = 0; b < bucket_count; b++) {
-    size_t elems = buckets[b].elems;
-    size_t max_chunk = elems / (size_t)W + (elems % (size_t)W != 0);
-    bucket_segs[b] = rs_segs_per_chunk(elems, W, config->segment_bytes,
-                                       rs_dtype_size(rs_model_dtype(model)));
-    size_t largest =
-        max_chunk ? (max_chunk + bucket_segs[b] - 1) / bucket_segs[b] : 0;
-    seg_elems = largest > seg_elems ? largest : seg_elems;
-    min_segs = bucket_segs[b] < min_segs ? bucket_segs[b] : min_segs;
-    segs += bucket_segs[b];
-  }
-  const size_t elem_bytes = rs_dtype_buffer_size(rs_model_dtype(model));
-  /* A copying channel carries the dtype's size: f16 and bf16 are packed
-   * into 2 bytes (channel.h). */
-  const rs_dtype_t dtype = rs_model_dtype(model);
+  if (list_edges(run, &edge_elems))
+    goto nomem_small;
+  size_t seg_elems = 0;
+  for (int i = 0; i < run->edge_count; i++)
+    seg_elems = edge_elems[i] > seg_elems ? edge_elems[i] : seg_elems;
+
+  const size_t elem_bytes = run->buf_elem_bytes;
+  /* The copy transport carries the dtype's size: f16 and bf16 are packed
+   * into 2 bytes (channel.h); the direct one carries no payload. */
   const int packed =
       !config->direct && (dtype == RS_DTYPE_F16 || dtype == RS_DTYPE_BF16);
   const size_t wire_bytes = packed ? rs_dtype_size(dtype) : elem_bytes;
-  size_t payload = config->direct ? 0 : seg_elems * wire_bytes;
-  size_t stride = sizeof(rs_msg_t) + payload + 64;
-  /* Direct mode: a worker overwrites a chunk it sent (with the final value,
-   * in all-gather) (W-1) x segs messages after sending it, segs being its
-   * bucket's (in NCCL's slice order, W-1 messages after: one slice's
-   * steps). With at most that many slots, its successor has released the
-   * message by then. */
   int slots = config->slots;
-  size_t apart = (size_t)(W > 1 ? W - 1 : 1) * (config->slices ? 1 : min_segs);
-  if (config->direct && (size_t)slots > apart)
-    slots = (int)apart;
+  size_t safe = run->algo->direct_slots(W, min_segs, config->slices);
+  if (config->direct && (size_t)slots > safe)
+    slots = (int)safe;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
-  double events = config->traced
-                      ? (double)W * (double)events_per_worker(config, segs) *
-                            sizeof(rs_event_t)
-                      : 0;
-  double need =
-      (double)W * ((double)n * elem_bytes + (double)slots * (double)stride) +
-      (double)n * (sizeof(double) + elem_bytes) + events;
+  double events = config->traced ? (double)W *
+                                       (double)events_per_worker(run) *
+                                       sizeof(rs_event_t)
+                                 : 0;
+  double edges = 0;
+  for (int i = 0; i < run->edge_count; i++) {
+    size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
+    edges += (double)slots * (double)(sizeof(rs_msg_t) + payload + 64);
+  }
+  double need = (double)W * (double)n * elem_bytes + edges +
+                (double)n * (sizeof(double) + elem_bytes) + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
     char records[96] = "";
@@ -184,65 +244,48 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       snprintf(records, sizeof records,
                "; %.1f GiB of it trace records, %zu B per transfer",
                events / (1 << 30), sizeof(rs_event_t));
-    free(buckets);
-    free(bucket_segs);
+    free(edge_elems);
+    rs_run_free(run);
     return rs__err(errmsg, RS_ENOMEM,
                    "the run needs about %.1f GiB (W=%d x %zu elements%s), "
                    "more than this machine's %.1f GiB",
                    need / (1 << 30), W, n, records, have / (1 << 30));
   }
-
-  rs_run_t *run = calloc(1, sizeof *run);
-  if (!run) {
-    free(buckets);
-    free(bucket_segs);
-    return rs__err(errmsg, RS_ENOMEM, "out of memory");
-  }
-  run->buckets = buckets;
-  run->bucket_segs = bucket_segs;
-  run->result.buckets = bucket_count;
-  run->config = *config;
-  run->model = model;
-  run->elems = n;
-  run->dtype = rs_model_dtype(model);
-  run->elem_size = rs_dtype_size(run->dtype);
-  run->buf_elem_bytes = elem_bytes;
-  atomic_init(&run->abort_flag, 0);
-  atomic_init(&run->interrupted_by, NULL);
-  run->fault_worker = -1;
-  RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
   run->result.segs_per_chunk = segs;
   run->result.seg_elems = seg_elems;
   run->result.slots = slots;
 
   run->bufs = calloc((size_t)W, sizeof *run->bufs);
-  run->chans = calloc((size_t)W, sizeof *run->chans);
   run->workers = rs__aligned_alloc((size_t)W * sizeof *run->workers);
   run->checks = calloc(rs_model_param_count(model), sizeof *run->checks);
-  if (!run->bufs || !run->chans || !run->workers || !run->checks)
+  if (!run->bufs || !run->workers || !run->checks)
     goto nomem;
   memset(run->workers, 0, (size_t)W * sizeof *run->workers);
-  for (int r = 0; r < W; r++) {
-    run->bufs[r] = rs__aligned_alloc(n * elem_bytes);
-    if (!run->bufs[r])
+  for (int r = 0; r < W; r++)
+    if (!(run->bufs[r] = rs__aligned_alloc(n * elem_bytes)))
       goto nomem;
-    if (W > 1 && rs_chan_init(&run->chans[r], slots, payload, &run->abort_flag))
+  for (int i = 0; i < run->edge_count; i++) {
+    rs_edge_t *e = &run->edges[i];
+    size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
+    e->tp = config->direct ? &rs__transport_direct : &rs__transport_copy;
+    if (rs_chan_init(&e->chan, slots, payload, &run->abort_flag))
       goto nomem;
-    run->chans[r].direct = config->direct;
-    run->chans[r].elem_bytes = wire_bytes;
+    e->chan.elem_bytes = wire_bytes;
     if (packed)
-      run->chans[r].pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
+      e->chan.pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
-    run->chans[r].checksum = config->checksum || config->fault_count > 0;
+    e->chan.checksum = config->checksum || config->fault_count > 0;
   }
+  if (link_workers(run))
+    goto nomem;
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
-    w->run = run;
-    w->rc = RS_RING_NOT_STARTED;
+    w->rc = RS_WORKER_NOT_STARTED;
     w->rank = r;
     w->workers = W;
     w->buf = run->bufs[r];
     w->buf_elem_bytes = elem_bytes;
+    w->progress.peer = -1;
     if (packed && W > 1) {
       w->unpack = dtype == RS_DTYPE_F16 ? rs__unpack_f16 : rs__unpack_bf16;
       w->unpacked =
@@ -250,9 +293,6 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       if (!w->unpacked)
         goto nomem;
     }
-    w->buckets = buckets;
-    w->bucket_segs = bucket_segs;
-    w->bucket_count = bucket_count;
     w->op = config->op;
     w->dtype = run->dtype;
     w->elem_size = run->elem_size;
@@ -263,13 +303,17 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->faults = run->config.faults;
     w->fault_count = run->config.fault_count;
     rs_sim_init(&w->sim, &run->config.net, W, r);
-    w->to_next = &run->chans[r];
-    w->from_prev = &run->chans[(r + W - 1) % W];
   }
+  free(edge_elems);
   *out = run;
   return RS_OK;
 
+nomem_small:
+  free(edge_elems);
+  rs_run_free(run);
+  return rs__err(errmsg, RS_ENOMEM, "out of memory");
 nomem:
+  free(edge_elems);
   rs_run_free(run);
   return rs__err(errmsg, RS_ENOMEM,
                  "out of memory allocating %d buffers of %zu elements", W, n);
@@ -282,18 +326,19 @@ void rs_run_free(rs_run_t *run) {
   for (int r = 0; r < run->config.workers; r++) {
     if (run->bufs)
       free(run->bufs[r]);
-    if (run->chans)
-      rs_chan_destroy(&run->chans[r]);
     if (run->workers) {
       free(run->workers[r].events.events);
       free(run->workers[r].unpacked);
     }
   }
+  for (int i = 0; i < run->edge_count; i++)
+    rs_chan_destroy(&run->edges[i].chan);
   free(run->trace_config_json);
   free(run->buckets);
   free(run->bucket_segs);
   free(run->bufs);
-  free(run->chans);
+  free(run->edges);
+  free(run->links);
   free(run->workers);
   free(run->checks);
   free(run->ref);
@@ -325,63 +370,6 @@ const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
   return &run->workers[worker].stats;
 }
 
-const char *rs__worker_state_name(int rc) {
-  switch (rc) {
-  case RS_OK:
-    return "done";
-  case RS_RING_NOT_STARTED:
-    return "not_started";
-  case RS_RING_CRASHED:
-    return "crashed";
-  case RS_ETIMEDOUT:
-    return "timed_out";
-  case RS_EABORTED:
-    return "aborted";
-  case RS_EPROTO:
-    return "bad_message";
-  case RS_ECORRUPT:
-    return "damaged_message";
-  default:
-    return "failed";
-  }
-}
-
-/* A worker's neighbour on the side it blocks on: its successor when
- * sending, its predecessor when receiving or finishing; -1 if it was not
- * blocked on a channel. */
-static int blocked_on(const rs_worker_t *w) {
-  switch (w->progress.activity) {
-  case RS_ACT_SENDING:
-    return (w->rank + 1) % w->workers;
-  case RS_ACT_RECEIVING:
-  case RS_ACT_FINISHING:
-    return (w->rank + w->workers - 1) % w->workers;
-  default:
-    return -1;
-  }
-}
-
-void rs_run_worker_state(const rs_run_t *run, int worker,
-                         rs_worker_state_t *out) {
-  const rs_worker_t *w = &run->workers[worker];
-  const int W = run->config.workers;
-  int stopped = w->rc != RS_OK && w->rc != RS_RING_CRASHED;
-  int stalled = stopped && w->progress.activity == RS_ACT_STALLED;
-  out->state = stalled ? "stalled" : rs__worker_state_name(w->rc);
-  out->phase = W > 1 && w->rc != RS_RING_NOT_STARTED
-                   ? rs_phase_name(w->progress.phase)
-                   : NULL;
-  out->step = w->progress.step;
-  out->chunk = w->progress.chunk;
-  out->waiting = NULL;
-  out->peer = blocked_on(w);
-  if (stopped && out->peer >= 0)
-    out->waiting = w->progress.activity == RS_ACT_SENDING     ? "send"
-                   : w->progress.activity == RS_ACT_RECEIVING ? "receive"
-                                                              : "finish";
-  out->stall_ms = stalled ? w->progress.stall_ms : 0;
-}
-
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
   if (param >= rs_model_param_count(run->model))
     return NULL;
@@ -408,158 +396,38 @@ typedef struct pool {
 } pool_t;
 
 typedef struct thread_arg {
+  rs_run_t *run;
   rs_worker_t *worker;
   pool_t *pool;
 } thread_arg_t;
 
-static void abort_all(rs_run_t *run) {
-  atomic_store_explicit(&run->abort_flag, 1, memory_order_release);
-  if (run->config.workers > 1)
-    for (int r = 0; r < run->config.workers; r++)
-      rs_chan_wake(&run->chans[r]);
-}
-
-/* Set the run's error, as rs__run_fail, and remember which worker found
- * it (the first fault wins). */
-static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fail_v(run, worker, code, fmt, ap);
-  va_end(ap);
-}
-
-/* Name the fault a worker found, with where it was, and stop the others.
- * A timeout's message is rewritten once every worker has stopped
- * (name_culprit), when the worker it waited for is known. */
-static void report_fault(rs_worker_t *w, int rc) {
-  rs_run_t *run = w->run;
-  const rs_progress_t *p = &w->progress;
-  const rs_chan_t *in = w->from_prev;
-  int peer = blocked_on(w);
-  int sending = p->activity == RS_ACT_SENDING;
-  if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
-    fail_at(run, w->rank, rc,
-            "worker %d timed out after %g s after its last step, waiting for "
-            "worker %d to finish",
-            w->rank, run->config.timeout_s, peer);
-  else if (rc == RS_ETIMEDOUT)
-    fail_at(run, w->rank, rc,
-            "worker %d timed out after %g s in %s step %d, waiting to %s "
-            "chunk %d %s worker %d",
-            w->rank, run->config.timeout_s, rs_phase_name(p->phase), p->step,
-            sending ? "send" : "receive", p->chunk, sending ? "to" : "from",
-            peer);
-  else if (rc == RS_EPROTO && in->bad_end && in->bad_seq < in->recv_seq)
-    fail_at(run, w->rank, rc,
-            "worker %d received message %llu from worker %d again after its "
-            "last step (%s step %d): a message was delivered twice",
-            w->rank, (unsigned long long)in->bad_seq, peer,
-            rs_phase_name(p->phase), p->step);
-  else if (rc == RS_EPROTO && in->bad_end)
-    fail_at(run, w->rank, rc,
-            "worker %d expected message %llu from worker %d in %s step %d, "
-            "but worker %d finished having sent %llu: a message was lost",
-            w->rank, (unsigned long long)in->recv_seq, peer,
-            rs_phase_name(p->phase), p->step, peer,
-            (unsigned long long)in->bad_seq);
-  else if (rc == RS_EPROTO && in->bad_seq != in->recv_seq)
-    fail_at(run, w->rank, rc,
-            "worker %d received message %llu from worker %d when it "
-            "expected %llu, in %s step %d: %s",
-            w->rank, (unsigned long long)in->bad_seq, peer,
-            (unsigned long long)in->recv_seq, rs_phase_name(p->phase), p->step,
-            in->bad_seq < in->recv_seq ? "a message was delivered twice"
-                                       : "a message was lost");
-  else if (rc == RS_EPROTO)
-    fail_at(run, w->rank, rc,
-            "worker %d received the wrong segment from worker %d in %s "
-            "step %d (expected chunk %d)",
-            w->rank, peer, rs_phase_name(p->phase), p->step, p->chunk);
-  else if (rc == RS_ECORRUPT)
-    fail_at(run, w->rank, rc,
-            "worker %d received a damaged segment of chunk %d from "
-            "worker %d in %s step %d (checksum mismatch)",
-            w->rank, p->chunk, peer, rs_phase_name(p->phase), p->step);
-  else
-    fail_at(run, w->rank, rc, "worker %d failed in %s step %d: %s", w->rank,
-            rs_phase_name(p->phase), p->step, rs_strerror(rc));
-  abort_all(run);
-}
-
-/* After a timeout, with every worker stopped: follow the waits from the
- * worker that timed out (it waited on a neighbour, which waited on its own
- * neighbour, ...) to the worker that was not waiting on anyone: the
- * culprit, crashed, stalled or busy. Its own state says what happened to
- * it; the message names it first and then who noticed, so it names the
- * culprit whichever neighbour's timer fired first. */
-/* Was worker w in an injected stall while the worker that noticed waited
- * (its timeout up to when it timed out)? A stall about as long as the
- * timeout may have ended just before the abort reached it. */
-static int stalled_during_wait(const rs_run_t *run, const rs_worker_t *w) {
-  if (w->progress.activity == RS_ACT_STALLED)
-    return 1;
-  uint64_t wait_ns = (uint64_t)(run->config.timeout_s * 1e9);
-  return w->progress.stall_end_ns &&
-         w->progress.stall_end_ns + wait_ns >= run->fault_ns;
-}
-
-static void name_culprit(rs_run_t *run) {
-  const int W = run->config.workers;
-  const int noticer = run->fault_worker;
-  if (run->result.status != RS_ETIMEDOUT || noticer < 0 || W < 2)
-    return;
-  char chain[RS_ERRMSG_MAX] = "";
-  size_t len = 0;
-  int culprit = noticer, hops = 0, cycle = 0;
-  for (int next; (next = blocked_on(&run->workers[culprit])) >= 0;) {
-    culprit = next;
-    if (++hops > 1 && len < sizeof chain)
-      len += (size_t)snprintf(chain + len, sizeof chain - len,
-                              ", which waited on worker %d", culprit);
-    if (stalled_during_wait(run, &run->workers[culprit]))
-      break; /* its stall is why the others waited */
-    if (culprit == noticer || hops > W) {
-      cycle = 1; /* round the ring: every worker waits on the next */
-      break;
-    }
+/* One worker's part of one iteration: the algorithm, bucket by bucket in
+ * the order DDP all-reduces them (the order backward fills them), then the
+ * end-of-stream check on every edge. */
+static int run_worker(const rs_run_t *run, rs_worker_t *w) {
+  w->sim.clock = w->sim.link_free = 0; /* each iteration's time from 0 */
+  if (w->workers == 1)
+    return RS_OK; /* one worker: its gradient already is the mean */
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    w->bucket = b;
+    w->base = run->buckets[b].elem_offset;
+    w->elems = run->buckets[b].elems;
+    w->segs_per_chunk = run->bucket_segs[b];
+    /* Average, DDP's way: each worker divides its own gradient first, and
+     * the algorithm sums the quotients. */
+    if (w->op == RS_OP_AVG && w->average_pre)
+      rs_scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
+                   w->workers);
+    int rc = run->algo->run_bucket(w);
+    if (rc)
+      return rc;
   }
-  const rs_worker_t *c = &run->workers[culprit];
-  const char *phase = rs_phase_name(c->progress.phase);
-  char what[RS_ERRMSG_MAX];
-  if (culprit != noticer && stalled_during_wait(run, c))
-    snprintf(what, sizeof what,
-             "worker %d stalled (injected, %d ms) at the start of %s step %d",
-             culprit, c->progress.stall_ms,
-             rs_phase_name(c->progress.stall_phase), c->progress.stall_step);
-  else if (cycle)
-    snprintf(what, sizeof what,
-             "every worker was waiting on its neighbour round the ring (a "
-             "deadlock)");
-  else if (c->rc == RS_RING_CRASHED)
-    snprintf(what, sizeof what,
-             "worker %d crashed (injected) at the start of %s step %d",
-             culprit, phase, c->progress.step);
-  else if (c->rc == RS_OK)
-    snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
-  else
-    snprintf(what, sizeof what,
-             "worker %d stopped making progress in %s step %d (it was not "
-             "waiting on a neighbour)",
-             culprit, phase, c->progress.step);
-  /* "worker N timed out ..." becomes "worker N noticed: it timed out ..." */
-  const char *rest = strstr(run->errmsg, " timed out");
-  char full[4 * RS_ERRMSG_MAX];
-  snprintf(full, sizeof full, "%s; worker %d noticed: it%s%s", what, noticer,
-           rest ? rest : run->errmsg, chain);
-  memcpy(run->errmsg, full, sizeof run->errmsg - 1); /* truncated, if long */
-  run->errmsg[sizeof run->errmsg - 1] = '\0';
-  rs_one_line(run->errmsg);
+  return rs__xfer_finish(w);
 }
 
 static void *worker_main(void *varg) {
   thread_arg_t *arg = varg;
+  rs_run_t *run = arg->run;
   rs_worker_t *w = arg->worker;
   pool_t *pool = arg->pool;
   RS_PTHREAD_CHECK(pthread_mutex_lock(&pool->gate.mu));
@@ -572,14 +440,14 @@ static void *worker_main(void *varg) {
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * meeting the barriers so the others are not left waiting there. */
-    if (!atomic_load(&w->run->abort_flag) && w->rc != RS_RING_CRASHED) {
+    if (!atomic_load(&run->abort_flag) && w->rc != RS_WORKER_CRASHED) {
       w->iter = it;
-      int rc = rs_ring_run(w);
+      int rc = run_worker(run, w);
       w->rc = rc;
       /* An injected crash stops this worker as a dead process stops: it
        * tells nobody, and its neighbours find out by timing out. */
-      if (rc != RS_OK && rc != RS_RING_CRASHED && rc != RS_EABORTED)
-        report_fault(w, rc);
+      if (rc != RS_OK && rc != RS_WORKER_CRASHED && rc != RS_EABORTED)
+        rs__run_report_fault(run, w, rc);
     }
     /* Between end and start the main thread may cut pool->iterations (a
      * time budget): it is read only after the start barrier. */
@@ -656,13 +524,13 @@ static int run_threads(rs_run_t *run) {
 
   int started = 0;
   for (; started < W; started++) {
-    args[started] = (thread_arg_t){&run->workers[started], &pool};
+    args[started] = (thread_arg_t){run, &run->workers[started], &pool};
     int err =
         pthread_create(&threads[started], &attr, worker_main, &args[started]);
     if (err) {
       rs__run_fail(run, RS_ESYS, "cannot start worker thread %d of %d: %s",
                    started, W, strerror(err));
-      abort_all(run);
+      rs__run_abort(run);
       break;
     }
   }
@@ -691,7 +559,7 @@ static int run_threads(rs_run_t *run) {
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
   rs__run_take_interrupt(run);
-  name_culprit(run);
+  rs__run_name_culprit(run);
   if (pool.iterations == 1 || started < W) {
     record_iteration(run, &timing, run->config.warmup,
                      rs__now_ns() - run->t0_ns);
@@ -727,15 +595,9 @@ void rs_run_interrupt(rs_run_t *run, const char *signal_name) {
    * belong to the thread that runs it (rs__run_take_interrupt). */
   const char *none = NULL;
   atomic_compare_exchange_strong(&run->interrupted_by, &none, signal_name);
-  abort_all(run);
+  rs__run_abort(run);
 }
 
-int rs__run_take_interrupt(rs_run_t *run) {
-  const char *signal_name = atomic_load(&run->interrupted_by);
-  if (signal_name)
-    rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
-  return run->result.status;
-}
 
 int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
                      const char *config_json) {
@@ -757,8 +619,7 @@ const char *rs_run_trace_error(const rs_run_t *run) {
  * so recording never allocates. */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
-  size_t per_worker =
-      events_per_worker(&run->config, run->result.segs_per_chunk);
+  size_t per_worker = events_per_worker(run);
   for (int r = 0; r < W && per_worker; r++) {
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "runstate.h"
 #include "util.h"
 
 struct rs_trace {
@@ -659,42 +659,25 @@ rollback:
   return RS_EIO;
 }
 
-/* Whose contributions a payload holds, as a ring range: workers first,
- * first+1, ..., first+count-1 (mod W). In reduce-scatter step s the sender
- * r has summed r-s..r; in all-gather every payload holds all W. */
-static void contributors(int src, rs_phase_t phase, int step, int W, int *first,
-                         int *count) {
-  if (phase == RS_PHASE_REDUCE_SCATTER) {
-    *first = ((src - step) % W + W) % W;
-    *count = step + 1;
-  } else {
-    *first = 0;
-    *count = W;
-  }
-}
-
-static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
-                           const rs_event_t *e, int received) {
-  const int W = run->config.workers;
-  int first, count;
-  contributors(src, (rs_phase_t)e->phase, (int)e->step, W, &first, &count);
+static int insert_transfer(rs_run_t *run, sqlite3_stmt *st,
+                           const rs_event_t *e, int dst, int received) {
   const int64_t t0 = (int64_t)run->t0_ns;
   int i = 1;
   sqlite3_bind_int64(st, i++, run->trace_run_id);
   sqlite3_bind_int64(st, i++, e->iter);
   sqlite3_bind_int64(st, i++, e->bucket);
-  sqlite3_bind_text(st, i++, rs_phase_name((rs_phase_t)e->phase), -1,
+  sqlite3_bind_text(st, i++, rs__phase_name((rs_phase_t)e->phase), -1,
                     SQLITE_STATIC);
   sqlite3_bind_int64(st, i++, e->step);
-  sqlite3_bind_int64(st, i++, src);
-  sqlite3_bind_int64(st, i++, (src + 1) % W);
+  sqlite3_bind_int64(st, i++, e->src);
+  sqlite3_bind_int64(st, i++, dst);
   sqlite3_bind_int64(st, i++, e->chunk);
   sqlite3_bind_int64(st, i++, e->segment);
   sqlite3_bind_int64(st, i++, (int64_t)e->elem_offset);
   sqlite3_bind_int64(st, i++, e->elems);
   sqlite3_bind_int64(st, i++, (int64_t)e->elems * (int64_t)run->elem_size);
   sqlite3_bind_int64(st, i++, (int64_t)e->seq);
-  if (run->chans && run->chans[0].checksum)
+  if (run->edge_count && run->edges[0].chan.checksum)
     sqlite3_bind_int64(st, i++, (int64_t)e->checksum);
   else
     sqlite3_bind_null(st, i++);
@@ -708,8 +691,9 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
     for (int k = 0; k < 3; k++)
       sqlite3_bind_null(st, i++);
   }
-  sqlite3_bind_int64(st, i++, first);
-  sqlite3_bind_int64(st, i++, count);
+  /* provenance, as the message carried it */
+  sqlite3_bind_int64(st, i++, e->contrib_first);
+  sqlite3_bind_int64(st, i++, e->contrib_count);
   if (run->config.net.enabled) {
     sqlite3_bind_int64(st, i++, (int64_t)e->sim_send_ns);
     if (received)
@@ -726,7 +710,6 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, int src,
 }
 
 static int write_transfers(rs_run_t *run) {
-  const int W = run->config.workers;
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(
           run->trace->db,
@@ -738,21 +721,27 @@ static int write_transfers(rs_run_t *run) {
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
-  /* In key order (src, seq): receiver src+1 holds src's transfers. */
-  for (int src = 0; src < W && rc == SQLITE_OK; src++) {
-    const rs_event_buf_t *buf = &run->workers[(src + 1) % W].events;
+  /* Edge by edge, in the order the algorithm declared them (the sender's
+   * rank first), each edge's transfers in the order they were sent: its
+   * receiver's record, the ones from its sender. */
+  for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
+    const rs_edge_t *edge = &run->edges[i];
+    const rs_event_buf_t *buf = &run->workers[edge->to].events;
     for (size_t k = 0; k < buf->count && rc == SQLITE_OK; k++)
-      rc = insert_transfer(run, st, src, &buf->events[k], 1);
-    run->result.trace_rows += buf->count;
+      if (buf->events[k].src == edge->from) {
+        rc = insert_transfer(run, st, &buf->events[k], edge->to, 1);
+        run->result.trace_rows++;
+      }
   }
-  /* Messages still in a channel were sent but never received: a failed
-   * run's trace keeps them, with no receive times. */
-  for (int r = 0; r < W && W > 1 && rc == SQLITE_OK; r++) {
-    rs_chan_t *ch = &run->chans[r];
+  /* Messages still on an edge were sent but never received: a failed run's
+   * trace keeps them, with no receive times. */
+  for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
+    const rs_edge_t *edge = &run->edges[i];
+    const rs_chan_t *ch = &edge->chan;
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
-      const rs_msg_t *m = rs_chan_peek(ch, idx);
-      rs_event_t e = rs__event_of(m, run->workers[r].iter);
-      rc = insert_transfer(run, st, r, &e, 0);
+      rs_event_t e =
+          rs__event_of(rs_chan_peek(ch, idx), run->workers[edge->from].iter);
+      rc = insert_transfer(run, st, &e, edge->to, 0);
       run->result.trace_rows++;
     }
   }

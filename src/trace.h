@@ -1,12 +1,13 @@
 /* trace.h - per-worker transfer records, and the SQLite trace writer.
  *
  * DESIGN
- * - The hot path only appends: each worker owns one event buffer, sized
- *   before the run for every transfer it will receive (2(W-1) x segments),
- *   so recording takes no lock and no allocation.
- * - The receiver records a transfer when it has reduced or copied it; the
- *   message header carries the sender's send times, so one record holds the
- *   whole transfer.
+ * - The hot path only appends: each worker owns one event buffer
+ *   (xfer.h's rs_event_t), sized before the run for every transfer it will
+ *   receive, so recording takes no lock and no allocation.
+ * - The receiver records a transfer when it has reduced or copied it (the
+ *   transfer primitive does); the message header carries the sender's send
+ *   times and the payload's provenance, so one record holds the whole
+ *   transfer.
  * - After the workers are joined, one writer (the main thread) inserts every
  *   record through one prepared statement inside one transaction, along with
  *   per-worker totals, per-param check results and the run's outcome. A run
@@ -18,68 +19,7 @@
 
 #include <stdint.h>
 
-#include "channel.h"
 #include "ringsim/ringsim.h"
-
-typedef struct rs_event {
-  uint64_t seq;
-  uint64_t checksum;
-  uint64_t elem_offset;
-  uint64_t send_begin_ns; /* absolute CLOCK_MONOTONIC */
-  uint64_t send_end_ns;
-  uint64_t recv_begin_ns;
-  uint64_t recv_end_ns;
-  uint64_t wait_ns;     /* how long the receiver waited for this message */
-  uint64_t sim_send_ns; /* simulated departure and receipt (net model) */
-  uint64_t sim_recv_ns;
-  uint32_t elems;
-  uint32_t iter;
-  uint32_t bucket;
-  uint32_t step;
-  uint32_t chunk;
-  uint32_t segment;
-  uint8_t phase;
-} rs_event_t;
-
-typedef struct rs_event_buf {
-  rs_event_t *events;
-  size_t count;
-  size_t capacity;
-} rs_event_buf_t;
-
-/* What a message says of itself: a record without its receipt. */
-static inline rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
-  rs_event_t e = {.seq = msg->seq,
-                  .checksum = msg->checksum,
-                  .elem_offset = msg->elem_offset,
-                  .send_begin_ns = msg->send_begin_ns,
-                  .send_end_ns = msg->send_end_ns,
-                  .sim_send_ns = msg->sim_send_ns,
-                  .elems = (uint32_t)msg->elems,
-                  .iter = (uint32_t)iter,
-                  .bucket = (uint32_t)msg->bucket,
-                  .step = (uint32_t)msg->step,
-                  .chunk = (uint32_t)msg->chunk,
-                  .segment = (uint32_t)msg->segment,
-                  .phase = (uint8_t)msg->phase};
-  return e;
-}
-
-/* Append the transfer msg, just reduced or copied by its receiver, to buf.
- * The buffer was sized for every transfer of the run: no allocation here. */
-static inline void rs__trace_record(rs_event_buf_t *buf, const rs_msg_t *msg,
-                                    int iter, uint64_t recv_begin_ns,
-                                    uint64_t wait_ns, uint64_t recv_end_ns,
-                                    uint64_t sim_recv_ns) {
-  if (!buf->events || buf->count == buf->capacity)
-    return;
-  rs_event_t *e = &buf->events[buf->count++];
-  *e = rs__event_of(msg, iter);
-  e->recv_begin_ns = recv_begin_ns;
-  e->recv_end_ns = recv_end_ns;
-  e->wait_ns = wait_ns;
-  e->sim_recv_ns = sim_recv_ns;
-}
 
 #define RS_TRACE_SCHEMA_VERSION 1
 /* PRAGMA application_id of a ringsim trace: "RSim". */

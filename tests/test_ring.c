@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ringsim/ringsim.h"
+#include "schedule.h"
 
 typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
 /* Worker w's buffer of an f32 (or f16/bf16) run, as floats. */
@@ -165,7 +166,7 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
      * chunk but (r+2) in all-gather; it receives all but r, then r+1. */
     uint64_t len[3];
     for (int k = 0; k < 3; k++)
-      len[k] = es * rs_chunk_elems(n, W, (w + k) % W);
+      len[k] = es * rs__chunk_elems(n, W, (w + k) % W);
     if (W > 1) {
       assert_int_equal(s->bytes_sent, 2 * es * n - len[1] - len[2]);
       assert_int_equal(s->bytes_received, 2 * es * n - len[0] - len[1]);
@@ -275,7 +276,7 @@ static void test_reduce_scatter_invariant(void **state) {
     assert_int_equal(rs_run_execute(run), RS_OK);
     for (int r = 0; r < W; r++) {
       int c = (r + 1) % W;
-      size_t off = rs_chunk_offset(n, W, c), len = rs_chunk_elems(n, W, c);
+      size_t off = rs__chunk_offset(n, W, c), len = rs__chunk_elems(n, W, c);
       for (size_t i = off; i < off + len; i++)
         if (f32_buffer(run, r)[i] != (float)sum[i])
           fail_msg("W=%d: worker %d chunk %d element %zu is %g, sum %g", W, r,
@@ -594,8 +595,8 @@ static void test_summation_order(void **state) {
       float ring_order[3000];
       uint64_t differ = 0, differ_chunk0 = 0;
       for (int c = 0; c < W; c++)
-        for (size_t i = rs_chunk_offset(n, W, c);
-             i < rs_chunk_offset(n, W, c) + rs_chunk_elems(n, W, c); i++) {
+        for (size_t i = rs__chunk_offset(n, W, c);
+             i < rs__chunk_offset(n, W, c) + rs__chunk_elems(n, W, c); i++) {
           float acc = f32_buffer(run, c)[i], fixed = f32_buffer(run, 0)[i];
           for (int k = 1; k < W; k++) {
             acc = f32_buffer(run, (c + k) % W)[i] + acc;
@@ -675,8 +676,8 @@ static void test_low_precision(void **state) {
         /* worker 0 sends every chunk but 1 in reduce-scatter and every
          * chunk but 2 in all-gather, at 2 bytes an element */
         assert_int_equal(rs_run_worker_stats(run, 0)->bytes_sent,
-                         2 * (2 * n - rs_chunk_elems(n, W, 1 % W) -
-                              rs_chunk_elems(n, W, 2 % W)));
+                         2 * (2 * n - rs__chunk_elems(n, W, 1 % W) -
+                              rs__chunk_elems(n, W, 2 % W)));
         rs_run_free(run);
       }
     rs_model_free(m);

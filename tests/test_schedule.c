@@ -1,7 +1,11 @@
-/* test_schedule.c - the chunk and segment layout the ring walks. */
+/* test_schedule.c - the chunk and segment layout, and the ring's schedule
+ * (algo/ring.h): the pure functions the ring, the trace, --explain and
+ * `ringsim model` share. */
 #include "test.h"
 
-#include "ring.h"
+#include "algo/algo.h"
+#include "algo/ring.h"
+#include "schedule.h"
 
 static const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 1000, 1000003};
 static const int worker_counts[] = {1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 1024};
@@ -17,8 +21,8 @@ static void test_chunks_tile_the_buffer(void **state) {
       int W = worker_counts[wi];
       size_t next = 0, lo = SIZE_MAX, hi = 0;
       for (int c = 0; c < W; c++) {
-        assert_int_equal(rs_chunk_offset(n, W, c), next);
-        size_t len = rs_chunk_elems(n, W, c);
+        assert_int_equal(rs__chunk_offset(n, W, c), next);
+        size_t len = rs__chunk_elems(n, W, c);
         next += len;
         lo = len < lo ? len : lo;
         hi = len > hi ? len : hi;
@@ -35,21 +39,21 @@ static void test_segments_tile_each_chunk(void **state) {
   const size_t segs_list[] = {1, 2, 3, 7, 100};
   for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
     for (size_t si = 0; si < sizeof segs_list / sizeof *segs_list; si++) {
-      rs_worker_t w = {
-          .workers = 5, .elems = counts[ci], .segs_per_chunk = segs_list[si]};
-      for (int c = 0; c < w.workers; c++) {
-        size_t next = rs_chunk_offset(w.elems, w.workers, c);
+      const int W = 5;
+      const size_t n = counts[ci], segs = segs_list[si];
+      for (int c = 0; c < W; c++) {
+        size_t next = rs__chunk_offset(n, W, c);
         size_t lo = SIZE_MAX, hi = 0;
-        for (size_t s = 0; s < w.segs_per_chunk; s++) {
+        for (size_t s = 0; s < segs; s++) {
           size_t off, len;
-          rs_ring_segment(&w, c, s, &off, &len);
+          rs__segment(n, W, segs, c, s, &off, &len);
           assert_int_equal(off, next);
           next += len;
           lo = len < lo ? len : lo;
           hi = len > hi ? len : hi;
         }
-        assert_int_equal(next, rs_chunk_offset(w.elems, w.workers, c) +
-                                   rs_chunk_elems(w.elems, w.workers, c));
+        assert_int_equal(next, rs__chunk_offset(n, W, c) +
+                                   rs__chunk_elems(n, W, c));
         assert_true(hi - lo <= 1);
       }
     }
@@ -61,9 +65,71 @@ static void test_documented_example(void **state) {
   (void)state;
   const size_t off[] = {0, 3, 6, 8}, len[] = {3, 3, 2, 2};
   for (int c = 0; c < 4; c++) {
-    assert_int_equal(rs_chunk_offset(10, 4, c), off[c]);
-    assert_int_equal(rs_chunk_elems(10, 4, c), len[c]);
+    assert_int_equal(rs__chunk_offset(10, 4, c), off[c]);
+    assert_int_equal(rs__chunk_elems(10, 4, c), len[c]);
   }
+}
+
+/* schedule-4: the ring's schedule is consistent with itself: what worker
+ * r sends in a step is what r+1 expects, every reduce-scatter message
+ * holds one contribution more than the one its sender received in the step
+ * before (its own added), each chunk's sum completes at the worker the
+ * all-gather starts it from, and the all-gather delivers every chunk to
+ * every worker. */
+static void test_ring_schedule(void **state) {
+  (void)state;
+  const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
+  for (size_t wi = 0; wi < sizeof worker_counts / sizeof *worker_counts;
+       wi++) {
+    const int W = worker_counts[wi];
+    if (W < 2 || W > 64)
+      continue;
+    for (int r = 0; r < W; r++) {
+      const int next = rs__ring_next(W, r), prev = rs__ring_prev(W, r);
+      assert_int_equal(rs__ring_prev(W, next), r);
+      int got[64] = {0}; /* all-gather: chunks received by r */
+      for (int s = 0; s < W - 1; s++) {
+        for (int ph = 0; ph < 2; ph++)
+          assert_int_equal(rs__ring_send_chunk(W, r, (rs_phase_t)ph, s),
+                           rs__ring_recv_chunk(W, next, (rs_phase_t)ph, s));
+        int first, count, pfirst, pcount;
+        rs__ring_contributors(W, r, RS, s, &first, &count);
+        assert_int_equal(count, s + 1);
+        if (s > 0) { /* r sends what it received from prev, plus its own */
+          rs__ring_contributors(W, prev, RS, s - 1, &pfirst, &pcount);
+          assert_int_equal(rs__ring_send_chunk(W, r, RS, s),
+                           rs__ring_recv_chunk(W, r, RS, s - 1));
+          assert_int_equal(pcount + 1, count);
+          assert_int_equal(pfirst, first);
+          assert_int_equal(rs__mod(first + count - 1, W), r);
+        }
+        rs__ring_contributors(W, r, AG, s, &first, &count);
+        assert_int_equal(count, W);
+        got[rs__ring_recv_chunk(W, r, AG, s)]++;
+      }
+      /* After reduce-scatter r holds chunk r+1 whole, and sends it first. */
+      assert_int_equal(rs__ring_recv_chunk(W, r, RS, W - 2), next);
+      assert_int_equal(rs__ring_send_chunk(W, r, AG, 0), next);
+      for (int c = 0; c < W; c++)
+        assert_int_equal(got[c], c == next ? 0 : 1);
+    }
+  }
+}
+
+/* schedule-5: the ring declares one edge out and one in per worker, and
+ * they agree: r sends to p exactly when p receives from r. */
+static void test_ring_edges(void **state) {
+  (void)state;
+  const rs_algo_t *a = &rs__algo_ring;
+  for (int W = 2; W <= 9; W++)
+    for (int r = 0; r < W; r++) {
+      int out[RS_ALGO_MAX_PEERS], in[RS_ALGO_MAX_PEERS];
+      int n = a->send_peers(W, r, out);
+      assert_int_equal(n, 1);
+      assert_int_equal(out[0], (r + 1) % W);
+      assert_int_equal(a->recv_peers(W, out[0], in), 1);
+      assert_int_equal(in[0], r);
+    }
 }
 
 int main(void) {
@@ -71,6 +137,8 @@ int main(void) {
       cmocka_unit_test(test_chunks_tile_the_buffer),
       cmocka_unit_test(test_segments_tile_each_chunk),
       cmocka_unit_test(test_documented_example),
+      cmocka_unit_test(test_ring_schedule),
+      cmocka_unit_test(test_ring_edges),
   };
   return cmocka_run_group_tests_name("schedule", tests, NULL, NULL);
 }

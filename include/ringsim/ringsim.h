@@ -437,11 +437,6 @@ void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
 void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
                           rs_op_t op, double *out);
 
-/* The chunk layout: chunk c of W covers [rs_chunk_offset, + rs_chunk_elems)
- * of an n-element buffer; chunk sizes differ by at most one element. */
-size_t rs_chunk_offset(size_t elem_count, int workers, int chunk);
-size_t rs_chunk_elems(size_t elem_count, int workers, int chunk);
-
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;
   uint64_t bytes_sent;

@@ -393,8 +393,10 @@ void cli_print_text(const report_t *r) {
   printf("  grads      %s\n", cli_safe(r->source, name, sizeof name));
   char chunk[64], sent[64];
   if (res->buckets == 1) {
-    range_text(rs_chunk_elems(f.elems, W, W - 1), rs_chunk_elems(f.elems, W, 0),
-               "element", chunk, sizeof chunk);
+    /* the smallest chunk and the largest (sizes differ by at most one) */
+    range_text(f.elems / (size_t)W,
+               f.elems / (size_t)W + (f.elems % (size_t)W != 0), "element",
+               chunk, sizeof chunk);
     printf("  chunks     %d of %s, %zu segment%s each (<= %zu element%s), %d "
            "slot%s per channel\n",
            W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",

@@ -1,14 +1,23 @@
-/* run.h - the state of one run, shared by run.c, grads.c and check.c. */
-#ifndef RINGSIM_RUN_H
-#define RINGSIM_RUN_H
+/* runstate.h - the state of one run, and how it records a failure.
+ *
+ * The run (run.c) owns this state and drives it; the modules that fill,
+ * check, trace or report on a run (grads.c, check.c, trace.c, explain.c)
+ * read and write it here, so none of them calls back into run.c. Failure
+ * recording lives here too: the first fault sets the run's status and
+ * message (rs__run_fail), the abort flag stops every worker, and, after a
+ * timeout, the chain of waits names the worker that caused it.
+ */
+#ifndef RINGSIM_RUNSTATE_H
+#define RINGSIM_RUNSTATE_H
 
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "channel.h"
-#include "ring.h"
+#include "algo/algo.h"
 #include "ringsim/ringsim.h"
+#include "transport.h"
+#include "xfer.h"
 
 struct rs_run {
   rs_config_t config;
@@ -30,7 +39,10 @@ struct rs_run {
   int executed;
   rs_bucket_t *buckets; /* all-reduced in this order */
   size_t *bucket_segs;  /* segments per chunk, per bucket */
-  rs_chan_t *chans;     /* chans[r] carries r -> r+1 */
+  const rs_algo_t *algo;
+  rs_edge_t *edges; /* the directed edges the algorithm declared */
+  int edge_count;
+  rs_link_t *links; /* every worker's out and in links, end to end */
   rs_worker_t *workers;
   atomic_int abort_flag;
   _Atomic(const char *) interrupted_by; /* a signal's name, or NULL */
@@ -77,12 +89,19 @@ static inline int rs__run_stopped(rs_run_t *run) {
  * unless an earlier fault is the error already; returns the run's status. */
 int rs__run_take_interrupt(rs_run_t *run);
 
-/* The worker table's state name for what rs_ring_run returned. */
+/* The worker table's state name for what a worker's run returned. */
 const char *rs__worker_state_name(int rc);
 
-/* check.c: compute ref and bound from the buffers (before the ring), and
- * compare the buffers with them (after). */
-int rs__check_prepare(rs_run_t *run);
-void rs__check_result(rs_run_t *run);
+/* Stop every worker: set the abort flag and wake every edge's waiters. */
+void rs__run_abort(rs_run_t *run);
 
-#endif /* RINGSIM_RUN_H */
+/* A worker's run returned rc (a fault it found): name the fault, with
+ * where the worker was, as the run's error, and stop the others. */
+void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc);
+
+/* After every worker has stopped, if the run timed out: rewrite the error
+ * to name the culprit, found by following the chain of waits from the
+ * worker that timed out. */
+void rs__run_name_culprit(rs_run_t *run);
+
+#endif /* RINGSIM_RUNSTATE_H */

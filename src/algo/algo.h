@@ -1,0 +1,68 @@
+/* algo.h - what an all-reduce algorithm provides, one file each in
+ * src/algo/ (as gloo keeps one algorithm per file).
+ *
+ * An algorithm is two things:
+ * - its schedule, as pure functions of (W, rank, step): which peer, which
+ *   region, whose contributions each message holds. The algorithm's own
+ *   header (algo/ring.h) has them; the algorithm, --explain, `ringsim
+ *   model` and the tests use those, so none re-derives them.
+ * - its loop: what one worker does to all-reduce one bucket, written with
+ *   the transfer primitive (xfer.h) and nothing else.
+ * The run (run.c) asks it which directed edges to create and how large
+ * their messages get, then calls its loop once per bucket on every worker.
+ *
+ * To add an algorithm: write src/algo/NAME.h (its schedule) and
+ * src/algo/NAME.c (its loop and its rs_algo_t), list it in list.c, and
+ * test its schedule and its result (tests/test_schedule.c,
+ * tests/test_ring.c's matrix).
+ */
+#ifndef RINGSIM_ALGO_H
+#define RINGSIM_ALGO_H
+
+#include <stddef.h>
+
+#include "xfer.h"
+
+typedef struct rs_algo {
+  const char *name;
+  /* The peers worker rank sends to, and receives from, written to peers
+   * (room for RS_ALGO_MAX_PEERS); returns how many. Every worker's send
+   * peers and receive peers agree: r sends to p iff p receives from r. */
+  int (*send_peers)(int workers, int rank, int *peers);
+  int (*recv_peers)(int workers, int rank, int *peers);
+  /* The most elements one message from `from` to `to` carries, for a
+   * bucket of elems elements cut into segs segments per chunk: the edge's
+   * slots are sized for it. */
+  size_t (*message_elems)(int workers, int from, int to, size_t elems,
+                          size_t segs);
+  /* With the direct transport a sender must not write a region it has
+   * sent until its receiver has released it: the most slots per edge that
+   * guarantee it (min_segs: the fewest segments per chunk of any bucket;
+   * slices: NCCL's loop order). */
+  size_t (*direct_slots)(int workers, size_t min_segs, int slices);
+  /* How many messages worker rank receives in one bucket cut into segs
+   * segments per chunk (the trace's records are sized by it). */
+  size_t (*messages)(int workers, int rank, size_t segs,
+                     rs_collective_t collective);
+  /* Steps of the collective, as --inject counts them. */
+  int (*steps)(int workers, rs_collective_t collective);
+  /* The network model's cost formula for one bucket of elems elements in
+   * segs segments per chunk, and the schedule played on simulated clocks
+   * alone (netmodel.h; for `ringsim model`). */
+  uint64_t (*predict)(const rs_netmodel_t *m, int workers, size_t elems,
+                      size_t segs, size_t elem_size);
+  uint64_t (*simulate)(const rs_netmodel_t *m, int workers,
+                       const rs_bucket_t *buckets, size_t bucket_count,
+                       size_t segment_bytes, size_t elem_size);
+  /* One worker's part of the collective over its current bucket (w->base,
+   * w->elems, w->segs_per_chunk). Returns RS_OK or the first error of the
+   * transfer primitive. */
+  int (*run_bucket)(rs_worker_t *w);
+} rs_algo_t;
+
+#define RS_ALGO_MAX_PEERS 64
+
+/* The algorithms (algo/list.h has them by name). */
+extern const rs_algo_t rs__algo_ring;
+
+#endif /* RINGSIM_ALGO_H */

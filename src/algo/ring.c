@@ -1,0 +1,240 @@
+/* algo/ring.c - the ring all-reduce, as one worker runs it.
+ *
+ * W workers sit on a ring; worker r sends only to r+1 and receives only from
+ * r-1 (mod W). The model's flat buffer is all-reduced bucket by bucket, in
+ * DDP's order; each bucket of n elements is cut into W chunks (chunk c is
+ * schedule.h: sizes differ by at most one). Which chunk moves when, and
+ * whose contributions it holds, is the schedule in algo/ring.h.
+ *
+ * Reduce-scatter, W-1 steps. In step s worker r sends chunk (r-s) mod W to
+ * r+1, and receives chunk (r-s-1) mod W from r-1 and adds it to its own copy
+ * (or folds it in with min, max or prod: the op).
+ * The chunk it sends in step s+1 is the one it just summed, so each chunk
+ * travels once round the ring, gathering one more worker's contribution at
+ * every hop. After W-1 steps worker r holds the full sum of chunk (r+1) mod W.
+ *
+ * All-gather, W-1 steps. In step s worker r sends chunk (r+1-s) mod W (at
+ * s=0 the one it completed) and receives chunk (r-s) mod W, which it copies
+ * over its own. After W-1 steps every worker holds every summed chunk, and
+ * they are bitwise identical because they are copies of one value.
+ *
+ * Each worker sends 2(W-1) chunks of n/W elements: 2(W-1)/W of the buffer,
+ * whatever W is. That is why the ring is bandwidth-optimal.
+ *
+ * Pipelining: a chunk moves as segs_per_chunk segments. Within a step the
+ * worker sends segment k, then receives and reduces segment k; the next
+ * step's segment k depends only on this step's segment k, so with K channel
+ * slots neighbours overlap sending with reducing.
+ *
+ * Loop order. By default the worker runs step by step, each step moving
+ * its whole chunk (the order above, as the algorithm is taught). NCCL
+ * loops the other way round: it cuts the buffer into slices of one
+ * segment per chunk and runs all 2(W-1) steps on one slice before the next
+ * (runRing's loop over gridOffset). Segment k of step s depends only on
+ * segment k of step s-1, so both orders send the same messages and compute
+ * the same sums, bit for bit; but in NCCL's, a segment a neighbour has just
+ * written is read while it is still in cache, instead of a whole chunk
+ * later. w->slices picks it.
+ *
+ * Averaging (op avg) happens where the sum completes: the last reduce-scatter
+ * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
+ * does (average_pre), every worker divides its own gradient first.
+ *
+ * This file is the algorithm alone. Moving a segment, and everything
+ * around it (the transport, the fold in the run's dtype, the simulated
+ * clock, the trace, the watchdog's view, injected faults), is the transfer
+ * primitive's: xfer.h.
+ */
+#include "algo/ring.h"
+
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "netmodel.h"
+#include "xfer.h"
+
+/* One step on segments seg_first..seg_end-1 of its chunks (all of them,
+ * or one slice): send our chunk to the next worker, receive the previous
+ * worker's and do action with it, segment by segment. */
+static int ring_step(rs_worker_t *w, rs_phase_t phase, int s,
+                     rs_recv_action_t action, size_t seg_first,
+                     size_t seg_end) {
+  const int W = w->workers, r = w->rank;
+  const int next = rs__ring_next(W, r), prev = rs__ring_prev(W, r);
+  rs_tag_t out = {.phase = phase, .step = s}, in = out;
+  out.chunk = rs__ring_send_chunk(W, r, phase, s);
+  in.chunk = rs__ring_recv_chunk(W, r, phase, s);
+  rs__ring_contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
+  rs__ring_contributors(W, prev, phase, s, &in.contrib_first, &in.contrib_count);
+  for (size_t seg = seg_first; seg < seg_end; seg++) {
+    size_t off, len;
+    int rc;
+    out.segment = in.segment = (int)seg;
+    rs__segment(w->elems, W, w->segs_per_chunk, out.chunk, seg, &off, &len);
+    if ((rc = rs__xfer_send(w, next, off, len, &out)))
+      return rc;
+    rs__segment(w->elems, W, w->segs_per_chunk, in.chunk, seg, &off, &len);
+    if ((rc = rs__xfer_recv(w, prev, off, len, &in, action)))
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* The ring on segments seg_first..seg_end-1 of every chunk of the bucket:
+ * reduce-scatter, then all-gather. */
+static int ring(rs_worker_t *w, size_t seg_first, size_t seg_end) {
+  const int W = w->workers, first_part = seg_first == 0;
+  const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
+  int rc;
+  /* Reduce-scatter: W-1 steps, each adding one more contribution. */
+  for (int s = 0; s < W - 1; s++) {
+    rs_recv_action_t action = RS_RECV_REDUCE;
+    if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
+      action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
+    if ((rc = rs__xfer_step(w, RS, s, rs__ring_global_step(W, RS, s),
+                            first_part)) ||
+        (rc = ring_step(w, RS, s, action, seg_first, seg_end)))
+      return rc;
+  }
+  /* Now worker r holds the reduced chunk (r+1) mod W. */
+  if (w->collective == RS_COLL_REDUCE_SCATTER)
+    return RS_OK;
+  /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
+  for (int s = 0; s < W - 1; s++)
+    if ((rc = rs__xfer_step(w, AG, s, rs__ring_global_step(W, AG, s),
+                            first_part)) ||
+        (rc = ring_step(w, AG, s, RS_RECV_COPY, seg_first, seg_end)))
+      return rc;
+  return RS_OK;
+}
+
+/* One bucket: every step over whole chunks, or (NCCL's loop) every step
+ * over one slice, slice after slice. */
+static int ring_bucket(rs_worker_t *w) {
+  if (!w->slices)
+    return ring(w, 0, w->segs_per_chunk);
+  for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
+    int rc = ring(w, seg, seg + 1);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments,
+ * each a latency and a transfer, and (W-1) k reductions. */
+static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+                        size_t segs, size_t elem_size) {
+  if (!m->enabled || workers < 2)
+    return 0;
+  const uint64_t W = (uint64_t)workers;
+  size_t seg_bytes = elems / (W * segs) * elem_size;
+  uint64_t per_segment =
+      m->link.latency_ns + rs_net_ns(seg_bytes, m->link.bandwidth);
+  return 2 * (W - 1) * segs * per_segment +
+         (W - 1) * segs * rs_net_ns(seg_bytes, m->reduce_rate);
+}
+
+/* The ring's schedule on simulated clocks alone, no data (netmodel.h). */
+static uint64_t simulate(const rs_netmodel_t *m, int workers,
+                         const rs_bucket_t *buckets, size_t bucket_count,
+                         size_t segment_bytes, size_t elem_size) {
+  if (!m->enabled || workers < 2)
+    return 0;
+  const int W = workers;
+  rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
+  uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
+  if (!clocks || !arrive) {
+    free(clocks);
+    free(arrive);
+    return UINT64_MAX;
+  }
+  for (int r = 0; r < W; r++)
+    rs_sim_init(&clocks[r], m, W, r);
+  /* The ring in lock step: within a segment every worker sends, then every
+   * worker receives, which is each worker's own program order. */
+  for (size_t b = 0; b < bucket_count; b++) {
+    const size_t elems = buckets[b].elems;
+    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
+    for (int phase = 0; phase < 2; phase++)
+      for (int step = 0; step < W - 1; step++) {
+        for (int r = 0; r < W; r++)
+          rs_sim_step(&clocks[r]);
+        for (size_t seg = 0; seg < segs; seg++) {
+          for (int r = 0; r < W; r++) {
+            size_t off, len;
+            uint64_t depart;
+            rs__segment(elems, W, segs,
+                        rs__ring_send_chunk(W, r, (rs_phase_t)phase, step), seg,
+                        &off, &len);
+            rs_sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
+          }
+          for (int r = 0; r < W; r++) {
+            size_t off, len;
+            rs__segment(elems, W, segs,
+                        rs__ring_recv_chunk(W, r, (rs_phase_t)phase, step), seg,
+                        &off, &len);
+            rs_sim_recv(&clocks[r], arrive[rs__ring_prev(W, r)],
+                        phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size : 0);
+          }
+        }
+      }
+  }
+  uint64_t end = 0;
+  for (int r = 0; r < W; r++)
+    end = clocks[r].clock > end ? clocks[r].clock : end;
+  free(clocks);
+  free(arrive);
+  return end;
+}
+
+/* The ring's edges: r -> r+1. */
+static int send_peers(int workers, int rank, int *peers) {
+  peers[0] = rs__ring_next(workers, rank);
+  return 1;
+}
+
+static int recv_peers(int workers, int rank, int *peers) {
+  peers[0] = rs__ring_prev(workers, rank);
+  return 1;
+}
+
+/* Every message is one segment of a chunk: the largest chunk has
+ * ceil(elems/W) elements, its largest segment ceil of that over segs. */
+static size_t message_elems(int workers, int from, int to, size_t elems,
+                            size_t segs) {
+  (void)from, (void)to;
+  size_t chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
+  return chunk ? (chunk + segs - 1) / segs : 0;
+}
+
+/* A worker overwrites a chunk it sent (with the next sum, or in all-gather
+ * with the final value) (W-1) x segs messages after sending it, segs being
+ * its bucket's (in NCCL's slice order, W-1 messages after: one slice's
+ * steps). With at most that many slots its successor has released the
+ * message by then. */
+static size_t direct_slots(int workers, size_t min_segs, int slices) {
+  return (size_t)(workers > 1 ? workers - 1 : 1) * (slices ? 1 : min_segs);
+}
+
+static int steps(int workers, rs_collective_t collective) {
+  return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
+}
+
+/* One message per segment of every step. */
+static size_t messages(int workers, int rank, size_t segs,
+                       rs_collective_t collective) {
+  (void)rank;
+  return (size_t)steps(workers, collective) * segs;
+}
+
+const rs_algo_t rs__algo_ring = {.name = "ring",
+                                 .send_peers = send_peers,
+                                 .recv_peers = recv_peers,
+                                 .message_elems = message_elems,
+                                 .direct_slots = direct_slots,
+                                 .messages = messages,
+                                 .steps = steps,
+                                 .predict = predict,
+                                 .simulate = simulate,
+                                 .run_bucket = ring_bucket};

@@ -1,0 +1,242 @@
+/* runstate.c - recording a run's failure, and its workers' states
+ * (runstate.h). */
+#include "runstate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Set the run's status and error, unless a fault set them first; note
+ * which worker found it (-1: none). */
+static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
+                   va_list ap) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
+  if (run->result.status == RS_OK) {
+    run->result.status = code;
+    run->fault_worker = worker;
+    run->fault_ns = rs__now_ns();
+    vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
+    rs_one_line(run->errmsg);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+}
+
+int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(run, -1, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *rs__worker_state_name(int rc) {
+  switch (rc) {
+  case RS_OK:
+    return "done";
+  case RS_WORKER_NOT_STARTED:
+    return "not_started";
+  case RS_WORKER_CRASHED:
+    return "crashed";
+  case RS_ETIMEDOUT:
+    return "timed_out";
+  case RS_EABORTED:
+    return "aborted";
+  case RS_EPROTO:
+    return "bad_message";
+  case RS_ECORRUPT:
+    return "damaged_message";
+  default:
+    return "failed";
+  }
+}
+
+/* A worker's neighbour on the side it blocks on: its successor when
+ * sending, its predecessor when receiving or finishing; -1 if it was not
+ * blocked on a channel. */
+static int blocked_on(const rs_worker_t *w) {
+  switch (w->progress.activity) {
+  case RS_ACT_SENDING:
+  case RS_ACT_RECEIVING:
+  case RS_ACT_FINISHING:
+    return w->progress.peer;
+  default:
+    return -1;
+  }
+}
+
+void rs_run_worker_state(const rs_run_t *run, int worker,
+                         rs_worker_state_t *out) {
+  const rs_worker_t *w = &run->workers[worker];
+  const int W = run->config.workers;
+  int stopped = w->rc != RS_OK && w->rc != RS_WORKER_CRASHED;
+  int stalled = stopped && w->progress.activity == RS_ACT_STALLED;
+  out->state = stalled ? "stalled" : rs__worker_state_name(w->rc);
+  out->phase = W > 1 && w->rc != RS_WORKER_NOT_STARTED
+                   ? rs__phase_name(w->progress.phase)
+                   : NULL;
+  out->step = w->progress.step;
+  out->chunk = w->progress.chunk;
+  out->waiting = NULL;
+  out->peer = blocked_on(w);
+  if (stopped && out->peer >= 0)
+    out->waiting = w->progress.activity == RS_ACT_SENDING     ? "send"
+                   : w->progress.activity == RS_ACT_RECEIVING ? "receive"
+                                                              : "finish";
+  out->stall_ms = stalled ? w->progress.stall_ms : 0;
+}
+
+
+void rs__run_abort(rs_run_t *run) {
+  atomic_store_explicit(&run->abort_flag, 1, memory_order_release);
+  for (int i = 0; i < run->edge_count; i++)
+    run->edges[i].tp->wake(&run->edges[i]);
+}
+
+/* Set the run's error, as rs__run_fail, and remember which worker found
+ * it (the first fault wins). */
+static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(run, worker, code, fmt, ap);
+  va_end(ap);
+}
+
+/* Name the fault a worker found, with where it was, and stop the others.
+ * A timeout's message is rewritten once every worker has stopped
+ * (rs__run_name_culprit), when the worker it waited for is known. */
+void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
+  const rs_progress_t *p = &w->progress;
+  /* The edge it failed on (none if it failed before its first transfer). */
+  const rs_chan_t *in = w->progress.edge ? &w->progress.edge->chan : NULL;
+  int peer = blocked_on(w);
+  int sending = p->activity == RS_ACT_SENDING;
+  if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
+    fail_at(run, w->rank, rc,
+            "worker %d timed out after %g s after its last step, waiting for "
+            "worker %d to finish",
+            w->rank, run->config.timeout_s, peer);
+  else if (rc == RS_ETIMEDOUT)
+    fail_at(run, w->rank, rc,
+            "worker %d timed out after %g s in %s step %d, waiting to %s "
+            "chunk %d %s worker %d",
+            w->rank, run->config.timeout_s, rs__phase_name(p->phase), p->step,
+            sending ? "send" : "receive", p->chunk, sending ? "to" : "from",
+            peer);
+  else if (rc == RS_EPROTO && in && in->bad_end && in->bad_seq < in->recv_seq)
+    fail_at(run, w->rank, rc,
+            "worker %d received message %llu from worker %d again after its "
+            "last step (%s step %d): a message was delivered twice",
+            w->rank, (unsigned long long)in->bad_seq, peer,
+            rs__phase_name(p->phase), p->step);
+  else if (rc == RS_EPROTO && in && in->bad_end)
+    fail_at(run, w->rank, rc,
+            "worker %d expected message %llu from worker %d in %s step %d, "
+            "but worker %d finished having sent %llu: a message was lost",
+            w->rank, (unsigned long long)in->recv_seq, peer,
+            rs__phase_name(p->phase), p->step, peer,
+            (unsigned long long)in->bad_seq);
+  else if (rc == RS_EPROTO && in && in->bad_seq != in->recv_seq)
+    fail_at(run, w->rank, rc,
+            "worker %d received message %llu from worker %d when it "
+            "expected %llu, in %s step %d: %s",
+            w->rank, (unsigned long long)in->bad_seq, peer,
+            (unsigned long long)in->recv_seq, rs__phase_name(p->phase), p->step,
+            in->bad_seq < in->recv_seq ? "a message was delivered twice"
+                                       : "a message was lost");
+  else if (rc == RS_EPROTO)
+    fail_at(run, w->rank, rc,
+            "worker %d received the wrong segment from worker %d in %s "
+            "step %d (expected chunk %d)",
+            w->rank, peer, rs__phase_name(p->phase), p->step, p->chunk);
+  else if (rc == RS_ECORRUPT)
+    fail_at(run, w->rank, rc,
+            "worker %d received a damaged segment of chunk %d from "
+            "worker %d in %s step %d (checksum mismatch)",
+            w->rank, p->chunk, peer, rs__phase_name(p->phase), p->step);
+  else
+    fail_at(run, w->rank, rc, "worker %d failed in %s step %d: %s", w->rank,
+            rs__phase_name(p->phase), p->step, rs_strerror(rc));
+  rs__run_abort(run);
+}
+
+/* After a timeout, with every worker stopped: follow the waits from the
+ * worker that timed out (it waited on a neighbour, which waited on its own
+ * neighbour, ...) to the worker that was not waiting on anyone: the
+ * culprit, crashed, stalled or busy. Its own state says what happened to
+ * it; the message names it first and then who noticed, so it names the
+ * culprit whichever neighbour's timer fired first. */
+/* Was worker w in an injected stall while the worker that noticed waited
+ * (its timeout up to when it timed out)? A stall about as long as the
+ * timeout may have ended just before the abort reached it. */
+static int stalled_during_wait(const rs_run_t *run, const rs_worker_t *w) {
+  if (w->progress.activity == RS_ACT_STALLED)
+    return 1;
+  uint64_t wait_ns = (uint64_t)(run->config.timeout_s * 1e9);
+  return w->progress.stall_end_ns &&
+         w->progress.stall_end_ns + wait_ns >= run->fault_ns;
+}
+
+void rs__run_name_culprit(rs_run_t *run) {
+  const int W = run->config.workers;
+  const int noticer = run->fault_worker;
+  if (run->result.status != RS_ETIMEDOUT || noticer < 0 || W < 2)
+    return;
+  char chain[RS_ERRMSG_MAX] = "";
+  size_t len = 0;
+  int culprit = noticer, hops = 0, cycle = 0;
+  for (int next; (next = blocked_on(&run->workers[culprit])) >= 0;) {
+    culprit = next;
+    if (++hops > 1 && len < sizeof chain)
+      len += (size_t)snprintf(chain + len, sizeof chain - len,
+                              ", which waited on worker %d", culprit);
+    if (stalled_during_wait(run, &run->workers[culprit]))
+      break; /* its stall is why the others waited */
+    if (culprit == noticer || hops > W) {
+      cycle = 1; /* round the ring: every worker waits on the next */
+      break;
+    }
+  }
+  const rs_worker_t *c = &run->workers[culprit];
+  const char *phase = rs__phase_name(c->progress.phase);
+  char what[RS_ERRMSG_MAX];
+  if (culprit != noticer && stalled_during_wait(run, c))
+    snprintf(what, sizeof what,
+             "worker %d stalled (injected, %d ms) at the start of %s step %d",
+             culprit, c->progress.stall_ms,
+             rs__phase_name(c->progress.stall_phase), c->progress.stall_step);
+  else if (cycle)
+    snprintf(what, sizeof what,
+             "every worker was waiting on its neighbour round the ring (a "
+             "deadlock)");
+  else if (c->rc == RS_WORKER_CRASHED)
+    snprintf(what, sizeof what,
+             "worker %d crashed (injected) at the start of %s step %d",
+             culprit, phase, c->progress.step);
+  else if (c->rc == RS_OK)
+    snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
+  else
+    snprintf(what, sizeof what,
+             "worker %d stopped making progress in %s step %d (it was not "
+             "waiting on a neighbour)",
+             culprit, phase, c->progress.step);
+  /* "worker N timed out ..." becomes "worker N noticed: it timed out ..." */
+  const char *rest = strstr(run->errmsg, " timed out");
+  char full[4 * RS_ERRMSG_MAX];
+  snprintf(full, sizeof full, "%s; worker %d noticed: it%s%s", what, noticer,
+           rest ? rest : run->errmsg, chain);
+  memcpy(run->errmsg, full, sizeof run->errmsg - 1); /* truncated, if long */
+  run->errmsg[sizeof run->errmsg - 1] = '\0';
+  rs_one_line(run->errmsg);
+}
+
+
+int rs__run_take_interrupt(rs_run_t *run) {
+  const char *signal_name = atomic_load(&run->interrupted_by);
+  if (signal_name)
+    rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
+  return run->result.status;
+}
