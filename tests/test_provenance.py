@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""Provenance carried, not recomputed: every message says whose
+contributions its payload holds (the trace's contrib_first/contrib_count,
+written from the message itself). Proved against the data: float64
+gradients where worker r's every element is exactly 2^r, summed (op sum),
+so a payload holding the contributions of the set S is, element for
+element, exactly the sum of 2^k over k in S: its bits spell S out. With
+--checksum the trace holds each payload's checksum, so the test checks,
+for every transfer of the run, that the payload's bytes are exactly the
+ones the contributor column implies.
+
+    test_provenance.py RINGSIM [Provenance.test_name ...]
+"""
+import os
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = None
+MASK = (1 << 64) - 1
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import ringsim_st  # noqa: E402
+
+
+def checksum(data):
+    """channel.c's rs_checksum, in Python."""
+    n = len(data)
+    h = 0x9e3779b97f4a7c15 ^ n
+    i = 0
+    while i + 8 <= n:
+        (word,) = struct.unpack_from("<Q", data, i)
+        h = ((h ^ word) * 0xff51afd7ed558ccd) & MASK
+        h ^= h >> 29
+        i += 8
+    while i < n:
+        h = ((h ^ data[i]) * 0xc4ceb9fe1a85ec53) & MASK
+        i += 1
+    return h
+
+
+def spelled(first, count, workers):
+    """The value a payload holding workers first..first+count-1 (mod W)
+    has in every element: the sum of their 2^r, exact in float64."""
+    return float(sum(1 << ((first + k) % workers) for k in range(count)))
+
+
+class Provenance(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def run_traced(self, workers, shapes, *options):
+        import numpy as np
+        params = ", ".join('{"name": "p%d", "shape": [%d], "dtype": "f64"}' % (i, n)
+                           for i, n in enumerate(shapes))
+        model = self.path("m.json")
+        with open(model, "w") as f:
+            f.write('{"params": [%s]}' % params)
+        for r in range(workers):
+            ringsim_st.write(self.path("g%d.safetensors" % r),
+                             {"p%d" % i: np.full(n, 2.0 ** r) for i, n in enumerate(shapes)},
+                             dtype="F64")
+        db = self.path("t%d.db" % len(os.listdir(self.tmp.name)))  # one per run
+        p = subprocess.run([RINGSIM, "-w", str(workers), "-p", model, "--grads",
+                            self.path("g{r}.safetensors"), "--op", "sum", "--checksum",
+                            "--trace", db, *map(str, options)],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT src, dst, phase, step, elems, checksum, contrib_first, "
+                           "contrib_count FROM transfer").fetchall()
+        con.close()
+        return rows
+
+    def check(self, workers, rows, want_rows):
+        self.assertEqual(len(rows), want_rows)
+        seen = set()
+        for src, dst, phase, step, elems, ck, first, count in rows:
+            value = spelled(first, count, workers)
+            payload = struct.pack("<%dd" % elems, *([value] * elems))
+            self.assertEqual(ck & MASK, checksum(payload),
+                             "%s step %d, %d -> %d: the payload is not the sum of the "
+                             "contributions %d..+%d the trace names"
+                             % (phase, step, src, dst, first, count))
+            # and the set is a real one: it holds its sender's contribution
+            self.assertLess((src - first) % workers, count)
+            seen.add((phase, count))
+        # every size of partial sum travelled, and the full one
+        self.assertEqual({c for p, c in seen if p == "reduce_scatter"},
+                         set(range(1, workers)))
+        self.assertEqual({c for p, c in seen if p == "all_gather"}, {workers})
+
+    # provenance-1: for W = 2, 3, 5, 8 and 52 (the most 2^r that float64
+    # sums exactly), in several buckets and segments, step and slice order,
+    # copying and direct: every payload is exactly what its contributor
+    # column says it holds.
+    def test_payloads_spell_their_contributors(self):
+        cases = [(2, [7], []), (3, [10, 5], ["--segment-bytes", 16]),
+                 (5, [40, 3, 1000], ["--segment-bytes", 64, "--bucket-mb", 0.004]),
+                 (8, [300], ["--segment-bytes", 32, "--loop", "slices"]),
+                 (8, [300], ["--segment-bytes", 32, "--direct"]),
+                 (52, [104, 1], ["--segment-bytes", 8])]
+        for workers, shapes, options in cases:
+            with self.subTest(workers=workers, options=options):
+                rows = self.run_traced(workers, shapes, *options)
+                self.assertGreater(len(rows), 0)
+                # W(2(W-1)) messages of every segment of every bucket
+                per_step = len([r for r in rows if r[2] == "all_gather" and r[3] == 0])
+                self.assertEqual(len(rows), per_step * 2 * (workers - 1))
+                self.check(workers, rows, len(rows))
+
+
+if __name__ == "__main__":
+    RINGSIM = sys.argv.pop(1)
+    unittest.main()
