@@ -14,7 +14,7 @@
  *   send() can drop a message, deliver it twice, or flip one of its bits.
  * - Waiting sleeps on a condition variable (no spinning: there may be far
  *   more workers than cores) until a deadline; past it the call returns
- *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs_chan_wake() on
+ *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake() on
  *   every channel makes every waiter return RS_EABORTED.
  * - The payload copy happens outside the lock: between taking a free slot
  *   and publishing it, the slot belongs to the producer alone.
@@ -23,16 +23,16 @@
  *   the receiver converts back (both exact). The checksum covers what
  *   travels.
  * - End of stream: after its last send of an iteration the sender calls
- *   rs_chan_finish(), which publishes how many messages it sent. A receiver
+ *   rs__chan_finish(), which publishes how many messages it sent. A receiver
  *   waiting for a message that the sender has finished without delivering
  *   (one dropped at the last step) learns at once that it was lost, and
- *   rs_chan_end() checks, after the receiver's last step, that nothing is
+ *   rs__chan_end() checks, after the receiver's last step, that nothing is
  *   left over (one delivered twice at the last step). So a lost or repeated
  *   message is caught at every step, without waiting for a timeout.
- * - rs_chan_pause() sleeps for a while on the channel's condition variable,
+ * - rs__chan_pause() sleeps for a while on the channel's condition variable,
  *   so the abort that wakes channel waiters wakes a sleeping sender too (an
  *   injected stall ends when the run does).
- * - By reference (rs_chan_send_ref, as NCCL's direct/P2P read): no copy;
+ * - By reference (rs__chan_send_ref, as NCCL's direct/P2P read): no copy;
  *   the message points at the sender's buffer and the receiver reduces
  *   straight from it. The sender must not write a region it has sent until
  *   the receiver has released it (see transport.h).
@@ -80,7 +80,7 @@ typedef enum rs_wire {
 } rs_wire_t;
 
 /* Where a copying channel keeps a slot's payload: right after its header. */
-static inline void *rs_msg_slot_payload(rs_msg_t *msg) {
+static inline void *rs__msg_slot_payload(rs_msg_t *msg) {
   return (void *)(msg + 1);
 }
 
@@ -97,69 +97,69 @@ typedef struct rs_chan {
   int checksum;      /* compute and verify payload checksums */
   size_t elem_bytes; /* bytes per element in a payload: 4 (float, the
                        default), 8, or 2 (f16/bf16 packed) */
-  /* When set, rs_chan_send() packs elems elements from the
+  /* When set, rs__chan_send() packs elems elements from the
    * sender's buffer into the slot with it instead of copying them: f16 and
    * bf16 travel as 2 bytes, as on a real wire. */
   void (*pack)(void *dst, const void *src, size_t elems);
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
   _Alignas(64) uint64_t recv_seq;
-  uint64_t bad_seq; /* the sequence number recv() refused, for reports */
-  int bad_end;      /* 1: bad_seq is the sender's end of stream (fin_seq) or
-                       a message found left over at the end (rs_chan_end) */
-  uint64_t ends_seen; /* rs_chan_end() calls that returned RS_OK */
-  /* What the sender published with rs_chan_finish(); guarded by mu. */
+  uint64_t bad_seq;   /* the sequence number recv() refused, for reports */
+  int bad_end;        /* 1: bad_seq is the sender's end of stream (fin_seq) or
+                         a message found left over at the end (rs__chan_end) */
+  uint64_t ends_seen; /* rs__chan_end() calls that returned RS_OK */
+  /* What the sender published with rs__chan_finish(); guarded by mu. */
   uint64_t fin_seq; /* messages sent when it last finished */
   uint64_t fins;    /* times it finished (one per iteration) */
-} rs_chan_t;
+} rs__chan_t;
 
 /* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
  * run's; the channel only reads it. RS_ENOMEM if allocation fails. */
-int rs_chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
-                 const atomic_int *abort_flag);
-void rs_chan_destroy(rs_chan_t *ch);
+int rs__chan_init(rs__chan_t *ch, int slots, size_t payload_bytes,
+                  const atomic_int *abort_flag);
+void rs__chan_destroy(rs__chan_t *ch);
 
 /* Copy hdr (its seq is set here) and hdr->elems elements from src into the
  * next free slot, doing to it what wire says. Adds the time spent blocked to
  * *wait_ns. Returns RS_OK, RS_ETIMEDOUT after timeout_ns of waiting, or
  * RS_EABORTED. */
-int rs_chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
-                 rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
+int rs__chan_send(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+                  rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* The same, but the message points at src instead of holding a copy (the
  * checksum is taken of src; a corrupting wire damages the checksum). */
-int rs_chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
-                     rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
-/* Point *msg at the oldest message, valid until rs_chan_release(). Returns
+int rs__chan_send_ref(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+                      rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
+/* Point *msg at the oldest message, valid until rs__chan_release(). Returns
  * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not
  * the next expected one (ch->bad_seq holds it; ch->recv_seq the expected)
  * or the sender finished without sending it (bad_end set, bad_seq the
  * number of messages it sent: one was lost), or RS_ECORRUPT if its checksum
  * does not match its payload. */
-int rs_chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
-                 uint64_t *wait_ns);
-void rs_chan_release(rs_chan_t *ch);
+int rs__chan_recv(rs__chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
+                  uint64_t *wait_ns);
+void rs__chan_release(rs__chan_t *ch);
 
 /* Sender: this iteration's last message is sent (the end of the stream). */
-void rs_chan_finish(rs_chan_t *ch);
+void rs__chan_finish(rs__chan_t *ch);
 /* Receiver, after its last step of an iteration: wait (up to timeout_ns)
- * for the sender's rs_chan_finish, then check that every message sent was
+ * for the sender's rs__chan_finish, then check that every message sent was
  * received once. RS_OK; RS_EPROTO with bad_seq set when a message is left
  * over (bad_seq < recv_seq: delivered twice) or was never delivered
  * (bad_seq = fin_seq > recv_seq: lost); RS_ETIMEDOUT; RS_EABORTED. */
-int rs_chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns);
+int rs__chan_end(rs__chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns);
 
 /* Sleep ns nanoseconds on the channel (the caller is its sender), or until
  * the run aborts: RS_OK after the full pause, RS_EABORTED. */
-int rs_chan_pause(rs_chan_t *ch, uint64_t ns);
+int rs__chan_pause(rs__chan_t *ch, uint64_t ns);
 
 /* The message at absolute index (head <= index < tail), for reading what a
  * channel still holds after its threads have been joined. */
-const rs_msg_t *rs_chan_peek(const rs_chan_t *ch, uint64_t index);
+const rs_msg_t *rs__chan_peek(const rs__chan_t *ch, uint64_t index);
 
 /* A checksum of n bytes that any change of one 8-byte word alters. */
-uint64_t rs_checksum(const void *data, size_t n);
+uint64_t rs__checksum(const void *data, size_t n);
 
 /* Wake every waiter so it sees the abort flag. */
-void rs_chan_wake(rs_chan_t *ch);
+void rs__chan_wake(rs__chan_t *ch);
 
 #endif /* RINGSIM_CHANNEL_H */

@@ -27,8 +27,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "reduce.h"
 #include "check.h"
+#include "reduce.h"
 #include "runstate.h"
 #include "util.h"
 
@@ -199,24 +199,24 @@ static int prepare_fixed_order(rs_run_t *run) {
       return rs__run_take_interrupt(run);
     size_t len = n - start < BLOCK ? n - start : BLOCK;
     unsigned char *acc = (unsigned char *)run->fixed + start * size;
-    /* Each fold as the ring does it (rs_fold): rounded to the dtype after
+    /* Each fold as the ring does it (rs__fold): rounded to the dtype after
      * every hop; the last addition of a post-divided mean divides before
      * it rounds. */
     for (int w = 0; w < W; w++) {
       const void *g = run->bufs[w] + start * size;
       if (pre) {
         memcpy(quotient, g, len * size);
-        rs_scale_div(run->dtype, quotient, len, W);
+        rs__scale_div(run->dtype, quotient, len, W);
         g = quotient;
       }
       if (w == 0)
         memcpy(acc, g, len * size);
       else
-        rs_fold(run->dtype, acc, g, len, run->config.op,
-                post && w == W - 1 ? W : 0);
+        rs__fold(run->dtype, acc, g, len, run->config.op,
+                 post && w == W - 1 ? W : 0);
     }
     if (post && W == 1)
-      rs_scale_div(run->dtype, acc, len, W);
+      rs__scale_div(run->dtype, acc, len, W);
   }
   return RS_OK;
 }
@@ -501,9 +501,9 @@ void rs__check_result(rs_run_t *run) {
       T *restrict acc = out + start;                                           \
       memcpy(acc, grads[0] + start, len * sizeof *acc);                        \
       for (int w = 1; w < workers; w++)                                        \
-        rs_reduce_##S(acc, grads[w] + start, len, op);                         \
+        rs__reduce_##S(acc, grads[w] + start, len, op);                        \
       if (op == RS_OP_AVG)                                                     \
-        rs_scale_div_##S(acc, len, divisor);                                   \
+        rs__scale_div_##S(acc, len, divisor);                                  \
     }                                                                          \
   }
 

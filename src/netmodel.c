@@ -188,8 +188,8 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg) {
 
 /* ---- clocks ------------------------------------------------------------- */
 
-void rs_sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
-                 int rank) {
+void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
+                  int rank) {
   memset(c, 0, sizeof *c);
   if (!net || !net->enabled)
     return;

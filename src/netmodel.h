@@ -22,7 +22,7 @@ typedef struct rs_simclock {
 } rs_simclock_t;
 
 /* ceil(bytes * 1e9 / rate) nanoseconds; 0 for a zero rate (free). */
-static inline uint64_t rs_net_ns(size_t bytes, uint64_t rate) {
+static inline uint64_t rs__net_ns(size_t bytes, uint64_t rate) {
   if (rate == 0 || bytes == 0)
     return 0;
   unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
@@ -30,21 +30,21 @@ static inline uint64_t rs_net_ns(size_t bytes, uint64_t rate) {
 }
 
 /* A step begins: a straggler computes first. */
-static inline void rs_sim_step(rs_simclock_t *c) {
+static inline void rs__sim_step(rs_simclock_t *c) {
   if (c->net)
     c->clock += c->straggler_ns;
 }
 
 /* A segment of bytes leaves: when the worker and the link are both ready;
  * it arrives latency + bytes/bandwidth later. */
-static inline void rs_sim_send(rs_simclock_t *c, size_t bytes,
-                               uint64_t *depart_ns, uint64_t *arrive_ns) {
+static inline void rs__sim_send(rs_simclock_t *c, size_t bytes,
+                                uint64_t *depart_ns, uint64_t *arrive_ns) {
   if (!c->net) {
     *depart_ns = *arrive_ns = 0;
     return;
   }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
-  uint64_t wire = rs_net_ns(bytes, c->out.bandwidth);
+  uint64_t wire = rs__net_ns(bytes, c->out.bandwidth);
   c->link_free = depart + wire;
   *depart_ns = depart;
   *arrive_ns = depart + c->out.latency_ns + wire;
@@ -53,19 +53,19 @@ static inline void rs_sim_send(rs_simclock_t *c, size_t bytes,
 /* A segment that arrived at arrive_ns is received (the clock moves to it if
  * it is later) and reduced_bytes of it are reduced. Returns when it was
  * received. */
-static inline uint64_t rs_sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
-                                   size_t reduced_bytes) {
+static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
+                                    size_t reduced_bytes) {
   if (!c->net)
     return 0;
   if (arrive_ns > c->clock)
     c->clock = arrive_ns;
   uint64_t received = c->clock;
-  c->clock += rs_net_ns(reduced_bytes, c->net->reduce_rate);
+  c->clock += rs__net_ns(reduced_bytes, c->net->reduce_rate);
   return received;
 }
 
 /* Set c up for worker rank of W under net (NULL or disabled: no clock). */
-void rs_sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
-                 int rank);
+void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
+                  int rank);
 
 #endif /* RINGSIM_NETMODEL_H */

@@ -4,7 +4,7 @@
  * and above. dst is the receiver's own buffer, src the channel slot. Each
  * kernel exists for float (suffix f32: the f32, f16 and bf16 runs) and for
  * double (f64); RS_DEFINE_KERNELS writes both from one text, so the two
- * families cannot drift apart. rs_fold and rs_scale_div pick the family for
+ * families cannot drift apart. rs__fold and rs__scale_div pick the family for
  * a run's dtype.
  */
 #ifndef RINGSIM_REDUCE_H
@@ -16,61 +16,61 @@
 #include "ringsim/ringsim.h"
 
 /* For element type T, with name suffix S:
- *   rs_reduce_sum_S      dst[i] += src[i]
- *   rs_reduce_sum_div_S  dst[i] = (dst[i] + src[i]) / divisor: the last
+ *   rs__reduce_sum_S      dst[i] += src[i]
+ *   rs__reduce_sum_div_S  dst[i] = (dst[i] + src[i]) / divisor: the last
  *                        addition of an average. A true division (not a
  *                        multiply by 1/divisor) keeps the result the
  *                        correctly rounded quotient of the sum.
- *   rs_reduce_min_S/max_S  compare-and-select loops the compiler turns into
+ *   rs__reduce_min_S/max_S  compare-and-select loops the compiler turns into
  *                        minps/maxps (inputs are finite: no NaN)
- *   rs_reduce_prod_S     dst[i] *= src[i]
- *   rs_scale_div_S       dst[i] /= divisor: the pre-division of an average
- *   rs_reduce_S          fold src into dst with op (avg folds as sum) */
+ *   rs__reduce_prod_S     dst[i] *= src[i]
+ *   rs__scale_div_S       dst[i] /= divisor: the pre-division of an average
+ *   rs__reduce_S          fold src into dst with op (avg folds as sum) */
 #define RS_DEFINE_KERNELS(S, T)                                                \
-  static inline void rs_reduce_sum_##S(T *restrict dst, const T *restrict src, \
-                                       size_t n) {                             \
+  static inline void rs__reduce_sum_##S(T *restrict dst,                       \
+                                        const T *restrict src, size_t n) {     \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] += src[i];                                                        \
   }                                                                            \
-  static inline void rs_reduce_sum_div_##S(                                    \
+  static inline void rs__reduce_sum_div_##S(                                   \
       T *restrict dst, const T *restrict src, size_t n, T divisor) {           \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] = (dst[i] + src[i]) / divisor;                                    \
   }                                                                            \
-  static inline void rs_reduce_min_##S(T *restrict dst, const T *restrict src, \
-                                       size_t n) {                             \
+  static inline void rs__reduce_min_##S(T *restrict dst,                       \
+                                        const T *restrict src, size_t n) {     \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] = src[i] < dst[i] ? src[i] : dst[i];                              \
   }                                                                            \
-  static inline void rs_reduce_max_##S(T *restrict dst, const T *restrict src, \
-                                       size_t n) {                             \
+  static inline void rs__reduce_max_##S(T *restrict dst,                       \
+                                        const T *restrict src, size_t n) {     \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] = src[i] > dst[i] ? src[i] : dst[i];                              \
   }                                                                            \
-  static inline void rs_reduce_prod_##S(T *restrict dst,                       \
-                                        const T *restrict src, size_t n) {     \
+  static inline void rs__reduce_prod_##S(T *restrict dst,                      \
+                                         const T *restrict src, size_t n) {    \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] *= src[i];                                                        \
   }                                                                            \
-  static inline void rs_scale_div_##S(T *restrict dst, size_t n, T divisor) {  \
+  static inline void rs__scale_div_##S(T *restrict dst, size_t n, T divisor) { \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] /= divisor;                                                       \
   }                                                                            \
-  static inline void rs_reduce_##S(T *restrict dst, const T *restrict src,     \
-                                   size_t n, rs_op_t op) {                     \
+  static inline void rs__reduce_##S(T *restrict dst, const T *restrict src,    \
+                                    size_t n, rs_op_t op) {                    \
     switch (op) {                                                              \
     case RS_OP_MIN:                                                            \
-      rs_reduce_min_##S(dst, src, n);                                          \
+      rs__reduce_min_##S(dst, src, n);                                         \
       break;                                                                   \
     case RS_OP_MAX:                                                            \
-      rs_reduce_max_##S(dst, src, n);                                          \
+      rs__reduce_max_##S(dst, src, n);                                         \
       break;                                                                   \
     case RS_OP_PROD:                                                           \
-      rs_reduce_prod_##S(dst, src, n);                                         \
+      rs__reduce_prod_##S(dst, src, n);                                        \
       break;                                                                   \
     case RS_OP_SUM:                                                            \
     case RS_OP_AVG:                                                            \
-      rs_reduce_sum_##S(dst, src, n);                                          \
+      rs__reduce_sum_##S(dst, src, n);                                         \
       break;                                                                   \
     }                                                                          \
   }
@@ -91,31 +91,31 @@ void rs__unpack_bf16(float *dst, const void *src, size_t n);
  * the sum divided by divisor (the last addition of a post-divided average).
  * f16 and bf16 then round the float32 result to the dtype, as NCCL does
  * when it stores and sends. */
-static inline void rs_fold(rs_dtype_t dtype, void *dst, const void *src,
-                           size_t n, rs_op_t op, int divisor) {
+static inline void rs__fold(rs_dtype_t dtype, void *dst, const void *src,
+                            size_t n, rs_op_t op, int divisor) {
   if (dtype == RS_DTYPE_F64) {
     if (divisor > 0)
-      rs_reduce_sum_div_f64(dst, src, n, (double)divisor);
+      rs__reduce_sum_div_f64(dst, src, n, (double)divisor);
     else
-      rs_reduce_f64(dst, src, n, op);
+      rs__reduce_f64(dst, src, n, op);
     return;
   }
   if (divisor > 0)
-    rs_reduce_sum_div_f32(dst, src, n, (float)divisor);
+    rs__reduce_sum_div_f32(dst, src, n, (float)divisor);
   else
-    rs_reduce_f32(dst, src, n, op);
+    rs__reduce_f32(dst, src, n, op);
   rs_dtype_round_all(dtype, dst, n);
 }
 
 /* dst[i] /= divisor in dtype's buffer type, rounded to dtype: the
  * pre-division of an average. */
-static inline void rs_scale_div(rs_dtype_t dtype, void *dst, size_t n,
-                                int divisor) {
+static inline void rs__scale_div(rs_dtype_t dtype, void *dst, size_t n,
+                                 int divisor) {
   if (dtype == RS_DTYPE_F64) {
-    rs_scale_div_f64(dst, n, (double)divisor);
+    rs__scale_div_f64(dst, n, (double)divisor);
     return;
   }
-  rs_scale_div_f32(dst, n, (float)divisor);
+  rs__scale_div_f32(dst, n, (float)divisor);
   rs_dtype_round_all(dtype, dst, n);
 }
 

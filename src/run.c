@@ -33,7 +33,6 @@ void rs_config_init(rs_config_t *c) {
   c->ref_reps = 1;
 }
 
-
 static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL, "workers: %d is not in 1..%d", c->workers,
@@ -125,9 +124,8 @@ static int list_edges(rs_run_t *run, size_t **edge_elems) {
       e->to = peers[i];
       size_t most = 0;
       for (size_t b = 0; b < run->result.buckets; b++) {
-        size_t m = run->algo->message_elems(W, r, peers[i],
-                                            run->buckets[b].elems,
-                                            run->bucket_segs[b]);
+        size_t m = run->algo->message_elems(
+            W, r, peers[i], run->buckets[b].elems, run->bucket_segs[b]);
         most = m > most ? m : most;
       }
       (*edge_elems)[run->edge_count++] = most;
@@ -226,8 +224,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     slots = (int)safe;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
-  double events = config->traced ? (double)W *
-                                       (double)events_per_worker(run) *
+  double events = config->traced ? (double)W * (double)events_per_worker(run) *
                                        sizeof(rs_event_t)
                                  : 0;
   double edges = 0;
@@ -268,7 +265,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     rs_edge_t *e = &run->edges[i];
     size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
     e->tp = config->direct ? &rs__transport_direct : &rs__transport_copy;
-    if (rs_chan_init(&e->chan, slots, payload, &run->abort_flag))
+    if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag))
       goto nomem;
     e->chan.elem_bytes = wire_bytes;
     if (packed)
@@ -302,7 +299,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
     w->faults = run->config.faults;
     w->fault_count = run->config.fault_count;
-    rs_sim_init(&w->sim, &run->config.net, W, r);
+    rs__sim_init(&w->sim, &run->config.net, W, r);
   }
   free(edge_elems);
   *out = run;
@@ -332,7 +329,7 @@ void rs_run_free(rs_run_t *run) {
     }
   }
   for (int i = 0; i < run->edge_count; i++)
-    rs_chan_destroy(&run->edges[i].chan);
+    rs__chan_destroy(&run->edges[i].chan);
   free(run->trace_config_json);
   free(run->buckets);
   free(run->bucket_segs);
@@ -416,8 +413,8 @@ static int run_worker(const rs_run_t *run, rs_worker_t *w) {
     /* Average, DDP's way: each worker divides its own gradient first, and
      * the algorithm sums the quotients. */
     if (w->op == RS_OP_AVG && w->average_pre)
-      rs_scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
-                   w->workers);
+      rs__scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
+                    w->workers);
     int rc = run->algo->run_bucket(w);
     if (rc)
       return rc;
@@ -597,7 +594,6 @@ void rs_run_interrupt(rs_run_t *run, const char *signal_name) {
   atomic_compare_exchange_strong(&run->interrupted_by, &none, signal_name);
   rs__run_abort(run);
 }
-
 
 int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
                      const char *config_json) {

@@ -87,7 +87,6 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
   out->stall_ms = stalled ? w->progress.stall_ms : 0;
 }
 
-
 void rs__run_abort(rs_run_t *run) {
   atomic_store_explicit(&run->abort_flag, 1, memory_order_release);
   for (int i = 0; i < run->edge_count; i++)
@@ -111,7 +110,7 @@ static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
 void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
   const rs_progress_t *p = &w->progress;
   /* The edge it failed on (none if it failed before its first transfer). */
-  const rs_chan_t *in = w->progress.edge ? &w->progress.edge->chan : NULL;
+  const rs__chan_t *in = w->progress.edge ? &w->progress.edge->chan : NULL;
   int peer = blocked_on(w);
   int sending = p->activity == RS_ACT_SENDING;
   if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
@@ -214,8 +213,8 @@ void rs__run_name_culprit(rs_run_t *run) {
              "deadlock)");
   else if (c->rc == RS_WORKER_CRASHED)
     snprintf(what, sizeof what,
-             "worker %d crashed (injected) at the start of %s step %d",
-             culprit, phase, c->progress.step);
+             "worker %d crashed (injected) at the start of %s step %d", culprit,
+             phase, c->progress.step);
   else if (c->rc == RS_OK)
     snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
   else
@@ -232,7 +231,6 @@ void rs__run_name_culprit(rs_run_t *run) {
   run->errmsg[sizeof run->errmsg - 1] = '\0';
   rs_one_line(run->errmsg);
 }
-
 
 int rs__run_take_interrupt(rs_run_t *run) {
   const char *signal_name = atomic_load(&run->interrupted_by);

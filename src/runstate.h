@@ -51,9 +51,9 @@ struct rs_run {
   rs_param_check_t *checks; /* one per param */
   int checked;              /* rs__check_result ran */
   char errmsg[RS_ERRMSG_MAX];
-  int fault_worker; /* the worker that found the first fault, or -1 */
+  int fault_worker;  /* the worker that found the first fault, or -1 */
   uint64_t fault_ns; /* when the first fault was found */
-  uint64_t t0_ns; /* when the workers were released: the trace's time 0 */
+  uint64_t t0_ns;    /* when the workers were released: the trace's time 0 */
   /* Tracing (optional): where, the run's id there, and any write error. */
   rs_trace_t *trace;
   char *trace_config_json;

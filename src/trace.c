@@ -11,6 +11,7 @@
  */
 #include "trace.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -28,9 +29,9 @@
 struct rs_trace {
   sqlite3 *db;
   char *path;
-  double wait_s;          /* how long a writer queues for the lock */
-  uint64_t busy_since_ns; /* when the busy handler began this wait */
-  int busy;               /* the last failed write found the lock taken */
+  double wait_s;            /* how long a writer queues for the lock */
+  uint64_t busy_since_ns;   /* when the busy handler began this wait */
+  int busy;                 /* the last failed write found the lock taken */
   const atomic_int *cancel; /* while writing a run: its abort flag */
 };
 
@@ -278,9 +279,11 @@ static int64_t pragma_int(sqlite3 *db, const char *sql) {
 static int check_integrity(rs_trace_t *t, char *errmsg) {
   struct stat st_file, st_wal;
   char wal[PATH_MAX];
-  int full = stat(t->path, &st_file) == 0 && st_file.st_size <= FULL_CHECK_BYTES;
-  int has_wal = snprintf(wal, sizeof wal, "%s-wal", t->path) < (int)sizeof wal &&
-                stat(wal, &st_wal) == 0;
+  int full =
+      stat(t->path, &st_file) == 0 && st_file.st_size <= FULL_CHECK_BYTES;
+  int has_wal =
+      snprintf(wal, sizeof wal, "%s-wal", t->path) < (int)sizeof wal &&
+      stat(wal, &st_wal) == 0;
   if (!full && !has_wal) {
     int64_t pages = pragma_int(t->db, "PRAGMA page_count");
     int64_t page_size = pragma_int(t->db, "PRAGMA page_size");
@@ -522,6 +525,7 @@ static int fail_sql(rs_run_t *run, const char *what) {
   return RS_EIO;
 }
 
+#ifndef NDEBUG
 /* How many '?' parameters sql has (our statements quote no '?'). */
 static int placeholders(const char *sql) {
   int n = 0;
@@ -529,14 +533,15 @@ static int placeholders(const char *sql) {
     n += *sql == '?';
   return n;
 }
+#endif
 
 /* Prepare sql, bind one value per letter of types, step once, finalize.
  * 'i' int64; 'I' int64, NULL if negative; 'd' double; 'D' double, NULL if
  * not finite; 't' text, NULL if the pointer is NULL. */
 static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...) {
   sqlite3_stmt *st;
-  if ((size_t)placeholders(sql) != strlen(types))
-    return SQLITE_MISUSE; /* a programming error: values do not match */
+  /* One value per placeholder: anything else is a bug in this file. */
+  assert((size_t)placeholders(sql) == strlen(types));
   int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
   if (rc != SQLITE_OK)
     return rc;
@@ -659,8 +664,8 @@ rollback:
   return RS_EIO;
 }
 
-static int insert_transfer(rs_run_t *run, sqlite3_stmt *st,
-                           const rs_event_t *e, int dst, int received) {
+static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
+                           int dst, int received) {
   const int64_t t0 = (int64_t)run->t0_ns;
   int i = 1;
   sqlite3_bind_int64(st, i++, run->trace_run_id);
@@ -737,10 +742,10 @@ static int write_transfers(rs_run_t *run) {
    * trace keeps them, with no receive times. */
   for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
     const rs_edge_t *edge = &run->edges[i];
-    const rs_chan_t *ch = &edge->chan;
+    const rs__chan_t *ch = &edge->chan;
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       rs_event_t e =
-          rs__event_of(rs_chan_peek(ch, idx), run->workers[edge->from].iter);
+          rs__event_of(rs__chan_peek(ch, idx), run->workers[edge->from].iter);
       rc = insert_transfer(run, st, &e, edge->to, 0);
       run->result.trace_rows++;
     }

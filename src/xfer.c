@@ -44,7 +44,7 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
   w->progress.step = step;
   w->progress.activity = RS_ACT_WORKING;
   w->progress.peer = -1;
-  rs_sim_step(&w->sim); /* a straggler computes before it can send */
+  rs__sim_step(&w->sim); /* a straggler computes before it can send */
   w->step_wire = RS_WIRE_OK;
   for (int i = 0; i < w->fault_count && w->bucket == 0 && first_part; i++) {
     const rs_fault_t *f = &w->faults[i];
@@ -93,8 +93,8 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   .contrib_count = tag->contrib_count,
                   .elem_offset = off,
                   .elems = elems};
-  rs_sim_send(&w->sim, elems * w->elem_size, &hdr.sim_send_ns,
-              &hdr.sim_arrive_ns); /* simulated time, when modelled */
+  rs__sim_send(&w->sim, elems * w->elem_size, &hdr.sim_send_ns,
+               &hdr.sim_arrive_ns); /* simulated time, when modelled */
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_SENDING;
   w->progress.peer = peer;
@@ -156,10 +156,10 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
   }
   switch (action) {
   case RS_RECV_REDUCE: /* in the buffers' type, rounded to the dtype */
-    rs_fold(w->dtype, dst, src, elems, w->op, 0);
+    rs__fold(w->dtype, dst, src, elems, w->op, 0);
     break;
   case RS_RECV_REDUCE_MEAN:
-    rs_fold(w->dtype, dst, src, elems, w->op, w->workers);
+    rs__fold(w->dtype, dst, src, elems, w->op, w->workers);
     break;
   case RS_RECV_COPY:
     if (w->unpack)
@@ -169,8 +169,8 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
     break;
   }
   uint64_t sim_recv =
-      rs_sim_recv(&w->sim, msg->sim_arrive_ns,
-                  action == RS_RECV_COPY ? 0 : elems * w->elem_size);
+      rs__sim_recv(&w->sim, msg->sim_arrive_ns,
+                   action == RS_RECV_COPY ? 0 : elems * w->elem_size);
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
   e->tp->release(e);
   w->stats.bytes_received += elems * w->elem_size;

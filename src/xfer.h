@@ -52,7 +52,8 @@ typedef struct rs_event {
   uint16_t contrib_first, contrib_count;
   uint8_t phase;
 } rs_event_t;
-_Static_assert(RS_MAX_WORKERS <= UINT16_MAX, "rs_event_t holds ranks in 16 bits");
+_Static_assert(RS_MAX_WORKERS <= UINT16_MAX,
+               "rs_event_t holds ranks in 16 bits");
 
 typedef struct rs_event_buf {
   rs_event_t *events;

@@ -12,7 +12,7 @@
 #define SEG 5
 
 typedef struct pair {
-  rs_chan_t ch;
+  rs__chan_t ch;
   atomic_int abort_flag;
   int messages;
   int rc;
@@ -26,7 +26,7 @@ static void *producer(void *arg) {
     for (int i = 0; i < SEG; i++)
       seg[i] = (float)(m * SEG + i);
     rs_msg_t hdr = {.chunk = m, .elems = SEG};
-    int rc = rs_chan_send(&p->ch, &hdr, seg, RS_WIRE_OK, 5000000000u, &wait);
+    int rc = rs__chan_send(&p->ch, &hdr, seg, RS_WIRE_OK, 5000000000u, &wait);
     if (rc) {
       p->rc = rc;
       return NULL;
@@ -41,24 +41,24 @@ static void fifo_order_with_k_slots(int slots) {
   pair_t p = {.messages = 2000};
   atomic_init(&p.abort_flag, 0);
   assert_int_equal(
-      rs_chan_init(&p.ch, slots, SEG * sizeof(float), &p.abort_flag), RS_OK);
+      rs__chan_init(&p.ch, slots, SEG * sizeof(float), &p.abort_flag), RS_OK);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, producer, &p), 0);
   uint64_t wait = 0;
   for (int m = 0; m < p.messages; m++) {
     rs_msg_t *msg;
-    assert_int_equal(rs_chan_recv(&p.ch, &msg, 5000000000u, &wait), RS_OK);
+    assert_int_equal(rs__chan_recv(&p.ch, &msg, 5000000000u, &wait), RS_OK);
     assert_int_equal(msg->seq, m);
     assert_int_equal(msg->chunk, m);
     assert_int_equal(msg->elems, SEG);
     assert_true(msg->send_end_ns >= msg->send_begin_ns);
     for (int i = 0; i < SEG; i++)
       assert_int_equal((int)((const float *)msg->data)[i], m * SEG + i);
-    rs_chan_release(&p.ch);
+    rs__chan_release(&p.ch);
   }
   assert_int_equal(pthread_join(t, NULL), 0);
   assert_int_equal(p.rc, RS_OK);
-  rs_chan_destroy(&p.ch);
+  rs__chan_destroy(&p.ch);
 }
 
 static void test_fifo_1_slot(void **state) {
@@ -79,23 +79,23 @@ static void test_send_blocks_when_full_then_times_out(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 2, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 2, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
   assert_int_equal(wait, 0);
   uint64_t t0 = rs__now_ns();
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 50000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, 50000000, &wait),
                    RS_ETIMEDOUT);
   uint64_t waited = rs__now_ns() - t0;
   assert_true(waited >= 50000000u);
   assert_true(wait >= 50000000u);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 }
 
 /* channel-3: an empty channel makes recv time out. */
@@ -103,17 +103,17 @@ static void test_recv_times_out_when_empty(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   rs_msg_t *msg;
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_recv(&ch, &msg, 20000000, &wait), RS_ETIMEDOUT);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 20000000, &wait), RS_ETIMEDOUT);
   assert_true(wait >= 20000000u);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 }
 
 typedef struct waiter {
-  rs_chan_t *ch;
+  rs__chan_t *ch;
   int rc;
 } waiter_t;
 
@@ -121,14 +121,14 @@ static void *blocked_receiver(void *arg) {
   waiter_t *w = arg;
   rs_msg_t *msg;
   uint64_t wait = 0;
-  w->rc = rs_chan_recv(w->ch, &msg, 60000000000u, &wait);
+  w->rc = rs__chan_recv(w->ch, &msg, 60000000000u, &wait);
   return NULL;
 }
 
 /* Start waiter on ch in a thread, let it block for 20 ms, abort the run
  * and wake the channel: the waiter must return RS_EABORTED, long before
  * the minute it would otherwise wait. */
-static void abort_releases(rs_chan_t *ch, atomic_int *abort_flag,
+static void abort_releases(rs__chan_t *ch, atomic_int *abort_flag,
                            void *(*waiter)(void *)) {
   waiter_t w = {ch, 12345};
   pthread_t t;
@@ -137,7 +137,7 @@ static void abort_releases(rs_chan_t *ch, atomic_int *abort_flag,
   struct timespec pause = {0, 20000000};
   nanosleep(&pause, NULL);
   atomic_store(abort_flag, 1);
-  rs_chan_wake(ch);
+  rs__chan_wake(ch);
   assert_int_equal(pthread_join(t, NULL), 0);
   assert_int_equal(w.rc, RS_EABORTED);
   assert_true(rs__now_ns() - t0 < 10000000000u);
@@ -149,10 +149,10 @@ static void test_abort_wakes_a_blocked_receiver(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   abort_releases(&ch, &abort_flag, blocked_receiver);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 }
 
 /* channel-5: a message whose sequence number is not the next expected one
@@ -161,22 +161,22 @@ static void test_out_of_sequence_message_is_refused(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
   ch.send_seq++; /* as if message 1 were lost on the way */
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
   rs_msg_t *msg;
-  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
   assert_int_equal(msg->seq, 0);
-  rs_chan_release(&ch);
-  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_EPROTO);
-  rs_chan_destroy(&ch);
+  rs__chan_release(&ch);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 1000000, &wait), RS_EPROTO);
+  rs__chan_destroy(&ch);
 }
 
 /* channel-8: the end of stream. A clean stream ends with nothing left; a
@@ -186,47 +186,47 @@ static void test_end_of_stream_catches_lost_and_repeated(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1}, *msg;
   uint64_t wait = 0, minute = 60000000000u;
   /* iteration 1: one message, received; the end is clean */
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_OK, minute, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_OK, minute, &wait),
                    RS_OK);
-  rs_chan_finish(&ch);
-  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_OK);
-  rs_chan_release(&ch);
-  assert_int_equal(rs_chan_end(&ch, minute, &wait), RS_OK);
+  rs__chan_finish(&ch);
+  assert_int_equal(rs__chan_recv(&ch, &msg, minute, &wait), RS_OK);
+  rs__chan_release(&ch);
+  assert_int_equal(rs__chan_end(&ch, minute, &wait), RS_OK);
   /* iteration 2: the last message delivered twice */
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_DUP, minute, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_DUP, minute, &wait),
                    RS_OK);
-  rs_chan_finish(&ch);
-  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_OK);
-  rs_chan_release(&ch);
-  assert_int_equal(rs_chan_end(&ch, minute, &wait), RS_EPROTO);
+  rs__chan_finish(&ch);
+  assert_int_equal(rs__chan_recv(&ch, &msg, minute, &wait), RS_OK);
+  rs__chan_release(&ch);
+  assert_int_equal(rs__chan_end(&ch, minute, &wait), RS_EPROTO);
   assert_int_equal(ch.bad_seq, 1);
   assert_int_equal(ch.recv_seq, 2);
   assert_true(ch.bad_end);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 
   /* the last message lost: the receiver learns it without waiting */
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
-  assert_int_equal(rs_chan_send(&ch, &hdr, &x, RS_WIRE_DROP, minute, &wait),
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  assert_int_equal(rs__chan_send(&ch, &hdr, &x, RS_WIRE_DROP, minute, &wait),
                    RS_OK);
-  rs_chan_finish(&ch);
+  rs__chan_finish(&ch);
   uint64_t t0 = rs__now_ns();
-  assert_int_equal(rs_chan_recv(&ch, &msg, minute, &wait), RS_EPROTO);
+  assert_int_equal(rs__chan_recv(&ch, &msg, minute, &wait), RS_EPROTO);
   assert_true(rs__now_ns() - t0 < 10000000000u);
   assert_int_equal(ch.bad_seq, 1);
   assert_int_equal(ch.recv_seq, 0);
   assert_true(ch.bad_end);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 }
 
 static void *pausing_sender(void *arg) {
   waiter_t *s = arg;
-  s->rc = rs_chan_pause(s->ch, 60000000000u);
+  s->rc = rs__chan_pause(s->ch, 60000000000u);
   return NULL;
 }
 
@@ -236,13 +236,13 @@ static void test_abort_ends_a_pause(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 4, 4, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   uint64_t t0 = rs__now_ns();
-  assert_int_equal(rs_chan_pause(&ch, 20000000), RS_OK);
+  assert_int_equal(rs__chan_pause(&ch, 20000000), RS_OK);
   assert_true(rs__now_ns() - t0 >= 20000000u);
   abort_releases(&ch, &abort_flag, pausing_sender);
-  rs_chan_destroy(&ch);
+  rs__chan_destroy(&ch);
 }
 
 /* channel-6: a zero-element message (an empty chunk) still travels. */
@@ -250,18 +250,18 @@ static void test_empty_message_travels(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
-  assert_int_equal(rs_chan_init(&ch, 1, 0, &abort_flag), RS_OK);
+  rs__chan_t ch;
+  assert_int_equal(rs__chan_init(&ch, 1, 0, &abort_flag), RS_OK);
   rs_msg_t hdr = {.chunk = 3, .elems = 0};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, NULL, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, NULL, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
   rs_msg_t *msg;
-  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
   assert_int_equal(msg->chunk, 3);
   assert_int_equal(msg->elems, 0);
-  rs_chan_release(&ch);
-  rs_chan_destroy(&ch);
+  rs__chan_release(&ch);
+  rs__chan_destroy(&ch);
 }
 
 /* channel-7: a packing channel carries f16 as 2 bytes an element: the slot
@@ -272,29 +272,29 @@ static void test_half_precision_travels_packed(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs_chan_t ch;
+  rs__chan_t ch;
   const float values[4] = {1.0f, -0.0999755859375f, 65504.0f, 0x1p-24f};
   const uint16_t encoded[4] = {0x3c00, 0xae66, 0x7bff, 0x0001};
-  assert_int_equal(rs_chan_init(&ch, 2, sizeof encoded, &abort_flag), RS_OK);
+  assert_int_equal(rs__chan_init(&ch, 2, sizeof encoded, &abort_flag), RS_OK);
   ch.elem_bytes = 2;
   ch.pack = rs__pack_f16;
   ch.checksum = 1;
   rs_msg_t hdr = {.elems = 4};
   uint64_t wait = 0;
-  assert_int_equal(rs_chan_send(&ch, &hdr, values, RS_WIRE_OK, 1000000, &wait),
+  assert_int_equal(rs__chan_send(&ch, &hdr, values, RS_WIRE_OK, 1000000, &wait),
                    RS_OK);
   assert_int_equal(
-      rs_chan_send(&ch, &hdr, values, RS_WIRE_CORRUPT, 1000000, &wait), RS_OK);
+      rs__chan_send(&ch, &hdr, values, RS_WIRE_CORRUPT, 1000000, &wait), RS_OK);
   rs_msg_t *msg;
-  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 1000000, &wait), RS_OK);
   assert_memory_equal(msg->data, encoded, sizeof encoded);
-  assert_true(msg->checksum == rs_checksum(encoded, sizeof encoded));
+  assert_true(msg->checksum == rs__checksum(encoded, sizeof encoded));
   float back[4];
   rs__unpack_f16(back, msg->data, 4);
   assert_memory_equal(back, values, sizeof values);
-  rs_chan_release(&ch);
-  assert_int_equal(rs_chan_recv(&ch, &msg, 1000000, &wait), RS_ECORRUPT);
-  rs_chan_destroy(&ch);
+  rs__chan_release(&ch);
+  assert_int_equal(rs__chan_recv(&ch, &msg, 1000000, &wait), RS_ECORRUPT);
+  rs__chan_destroy(&ch);
 }
 
 int main(void) {

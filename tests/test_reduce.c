@@ -28,11 +28,11 @@ static void test_kernels_match_scalar(void **state) {
                     : kernel == 1 ? (dst[i] + src[i]) / 3.0f
                                   : dst[i] * src[i];
         if (kernel == 0)
-          rs_reduce_sum_f32(dst + start, src + start, len);
+          rs__reduce_sum_f32(dst + start, src + start, len);
         else if (kernel == 1)
-          rs_reduce_sum_div_f32(dst + start, src + start, len, 3.0f);
+          rs__reduce_sum_div_f32(dst + start, src + start, len, 3.0f);
         else
-          rs_fold(RS_DTYPE_F32, dst + start, src + start, len, RS_OP_PROD, 0);
+          rs__fold(RS_DTYPE_F32, dst + start, src + start, len, RS_OP_PROD, 0);
         for (size_t i = 0; i < N + 8; i++)
           assert_memory_equal(&dst[i], &want[i], sizeof(float));
       }
@@ -41,7 +41,7 @@ static void test_kernels_match_scalar(void **state) {
 /* reduce-2: the average divides (correctly rounded), it does not multiply
  * by a rounded reciprocal: (1 + 2) / 3 is exactly 1, and 0.1f+0.2f over 3
  * equals the correctly rounded quotient. */
-/* reduce-1b: the double family, through rs_fold as the ring calls it for
+/* reduce-1b: the double family, through rs__fold as the ring calls it for
  * f64: every op at every length and offset equals the scalar double
  * computation, bit for bit, and leaves the neighbours alone. */
 static void test_f64_fold_matches_scalar(void **state) {
@@ -65,8 +65,8 @@ static void test_f64_fold_matches_scalar(void **state) {
                                            : a + b;
         }
         /* avg: the last hop of a post-divided mean of 5 workers */
-        rs_fold(RS_DTYPE_F64, dst + start, src + start, len, ops[k],
-                ops[k] == RS_OP_AVG ? 5 : 0);
+        rs__fold(RS_DTYPE_F64, dst + start, src + start, len, ops[k],
+                 ops[k] == RS_OP_AVG ? 5 : 0);
         for (size_t i = 0; i < N + 8; i++)
           if (memcmp(&dst[i], &want[i], sizeof(double)) != 0)
             fail_msg("op %d start %zu len %zu: element %zu is %.17g, want "
@@ -79,7 +79,7 @@ static void test_average_is_a_true_division(void **state) {
   (void)state;
   float dst[2] = {1.0f, 0.1f}, src[2] = {2.0f, 0.2f};
   float want = (0.1f + 0.2f) / 3.0f;
-  rs_reduce_sum_div_f32(dst, src, 2, 3.0f);
+  rs__reduce_sum_div_f32(dst, src, 2, 3.0f);
   assert_true(dst[0] == 1.0f);
   assert_memory_equal(&dst[1], &want, sizeof want);
 }

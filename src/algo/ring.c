@@ -65,7 +65,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int s,
   out.chunk = rs__ring_send_chunk(W, r, phase, s);
   in.chunk = rs__ring_recv_chunk(W, r, phase, s);
   rs__ring_contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
-  rs__ring_contributors(W, prev, phase, s, &in.contrib_first, &in.contrib_count);
+  rs__ring_contributors(W, prev, phase, s, &in.contrib_first,
+                        &in.contrib_count);
   for (size_t seg = seg_first; seg < seg_end; seg++) {
     size_t off, len;
     int rc;
@@ -130,9 +131,9 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   const uint64_t W = (uint64_t)workers;
   size_t seg_bytes = elems / (W * segs) * elem_size;
   uint64_t per_segment =
-      m->link.latency_ns + rs_net_ns(seg_bytes, m->link.bandwidth);
+      m->link.latency_ns + rs__net_ns(seg_bytes, m->link.bandwidth);
   return 2 * (W - 1) * segs * per_segment +
-         (W - 1) * segs * rs_net_ns(seg_bytes, m->reduce_rate);
+         (W - 1) * segs * rs__net_ns(seg_bytes, m->reduce_rate);
 }
 
 /* The ring's schedule on simulated clocks alone, no data (netmodel.h). */
@@ -150,7 +151,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     return UINT64_MAX;
   }
   for (int r = 0; r < W; r++)
-    rs_sim_init(&clocks[r], m, W, r);
+    rs__sim_init(&clocks[r], m, W, r);
   /* The ring in lock step: within a segment every worker sends, then every
    * worker receives, which is each worker's own program order. */
   for (size_t b = 0; b < bucket_count; b++) {
@@ -159,7 +160,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     for (int phase = 0; phase < 2; phase++)
       for (int step = 0; step < W - 1; step++) {
         for (int r = 0; r < W; r++)
-          rs_sim_step(&clocks[r]);
+          rs__sim_step(&clocks[r]);
         for (size_t seg = 0; seg < segs; seg++) {
           for (int r = 0; r < W; r++) {
             size_t off, len;
@@ -167,15 +168,16 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
             rs__segment(elems, W, segs,
                         rs__ring_send_chunk(W, r, (rs_phase_t)phase, step), seg,
                         &off, &len);
-            rs_sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
+            rs__sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
           }
           for (int r = 0; r < W; r++) {
             size_t off, len;
             rs__segment(elems, W, segs,
                         rs__ring_recv_chunk(W, r, (rs_phase_t)phase, step), seg,
                         &off, &len);
-            rs_sim_recv(&clocks[r], arrive[rs__ring_prev(W, r)],
-                        phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size : 0);
+            rs__sim_recv(&clocks[r], arrive[rs__ring_prev(W, r)],
+                         phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size
+                                                          : 0);
           }
         }
       }

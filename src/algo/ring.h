@@ -36,8 +36,8 @@ static inline int rs__ring_recv_chunk(int workers, int rank, rs_phase_t phase,
  * *first+*count-1 (mod W). In reduce-scatter step s it has summed
  * r-s..r; in all-gather every message holds all W. */
 static inline void rs__ring_contributors(int workers, int sender,
-                                         rs_phase_t phase, int step,
-                                         int *first, int *count) {
+                                         rs_phase_t phase, int step, int *first,
+                                         int *count) {
   if (phase == RS_PHASE_REDUCE_SCATTER) {
     *first = rs__mod(sender - step, workers);
     *count = step + 1;
