@@ -20,6 +20,14 @@ static float *f32_buffer(rs_run_t *run, int w) { return rs_run_buffer(run, w); }
 
 static const char *const kind_names[] = {"inline", "normal", "exact"};
 
+/* Fail, printing both values, unless two doubles are exactly equal. */
+#define assert_double_same(actual, expected)                                   \
+  do {                                                                         \
+    double actual_ = (actual), expected_ = (expected);                         \
+    if (!(actual_ == expected_))                                               \
+      fail_msg("%s is %.17g, expected %.17g", #actual, actual_, expected_);    \
+  } while (0)
+
 /* A model with params "a" (most elements) and "b" (the rest), so the run
  * crosses a param boundary. */
 static rs_model_t *make_model(size_t elems, kind_t kind, int workers,
@@ -244,7 +252,7 @@ static void test_two_worker_example(void **state) {
     assert_true(f32_buffer(run, w)[1] == 3.0f);
   }
   assert_int_equal(rs_run_result(run)->transfers, 4);
-  assert_int_equal(rs_run_result(run)->max_abs_err, 0);
+  assert_double_same(rs_run_result(run)->max_abs_err, 0.0);
   rs_run_free(run);
   rs_model_free(m);
 }
@@ -306,7 +314,7 @@ static void run_simple(int W, size_t n, size_t segment_bytes, int slots) {
   if (rc)
     fail_msg("W=%d n=%zu: %s", W, n, rs_run_errmsg(run));
   assert_true(rs_run_result(run)->identical);
-  assert_int_equal(rs_run_result(run)->worst_ratio, 0);
+  assert_double_same(rs_run_result(run)->worst_ratio, 0.0);
   rs_run_free(run);
   rs_model_free(m);
 }
