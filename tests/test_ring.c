@@ -1,7 +1,7 @@
 /* test_ring.c - the whole all-reduce through the library: results against
  * an independent reference, the ring's invariants, failures.
  *
- *   test_ring            the named cases (ring-1 ... ring-9)
+ *   test_ring            the named cases (ring-1 ... ring-17)
  *   test_ring matrix W   the input matrix for W workers (ring-0.W)
  */
 #include "test.h"
@@ -796,7 +796,7 @@ static void test_product_beyond_the_reference_is_refused(void **state) {
   }
 }
 
-/* ring-10: NCCL's slice order sends the same messages and computes the
+/* ring-15: NCCL's slice order sends the same messages and computes the
  * same sums as the step order: with random inputs, many segments and every
  * op, the results are identical bit for bit, copying or direct, and so are
  * the transfer counts. */
@@ -837,7 +837,7 @@ static void test_slice_order_is_bitwise_the_step_order(void **state) {
   free(want);
 }
 
-/* ring-11: f16 and bf16 at many workers. Exact inputs shrink their range
+/* ring-16: f16 and bf16 at many workers. Exact inputs shrink their range
  * so every partial sum stays representable (bf16 up to 256 workers, f16 up
  * to 2048) and the result is checked bit for bit; beyond that, and for
  * random inputs past the range where Higham's gamma(W-1) is defined
@@ -876,7 +876,7 @@ static void test_low_precision_many_workers(void **state) {
   }
 }
 
-/* ring-12: f16 and bf16 cross copying channels packed in 2 bytes (and
+/* ring-17: f16 and bf16 cross copying channels packed in 2 bytes (and
  * direct ones as the sender's floats): both give the same bits, so the
  * packing loses nothing, and the bytes counted are 2 an element. */
 static void test_half_precision_wire_is_exact(void **state) {
