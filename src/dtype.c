@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "reduce.h"
 #include "ringsim/ringsim.h"
 
 const char *rs_dtype_name(rs_dtype_t dtype) {
