@@ -282,3 +282,11 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
   free(arrive);
   return end;
 }
+
+/* ---- bus bandwidth ------------------------------------------------------ */
+
+double rs_busbw_factor(int workers) { return 2.0 * (workers - 1) / workers; }
+
+double rs_busbw(double algbw, int workers) {
+  return algbw * 2.0 * (workers - 1) / workers;
+}

@@ -815,7 +815,7 @@ static int write_totals(rs_run_t *run) {
       "max_abs_err = ?, bound = ?, sim_ns = ? WHERE run_id = ?",
       "ttiiiDDIDDIi", status, res->status ? run->errmsg : NULL,
       (int64_t)res->transfers, (int64_t)res->wall_ns, (int64_t)res->ref_ns,
-      algbw, algbw * 2.0 * (W - 1) / W,
+      algbw, rs_busbw(algbw, W),
       run->checked ? (int64_t)res->identical : -1,
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
       run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,

@@ -283,6 +283,14 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
  * bandwidth, gamma the reduce rate (docs/algorithm.md uses the same). */
 #define RS_NETMODEL_FORMULA "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
 
+/* nccl-tests' bus bandwidth factor 2(W-1)/W: the share of its buffer each
+ * worker of a ring all-reduce sends (0 for one worker). */
+double rs_busbw_factor(int workers);
+/* The bus bandwidth of algbw at W workers: algbw x 2(W-1)/W, computed as
+ * algbw x 2 x (W-1) / W, the order reports and traces have always used, so
+ * their digits stay the same (a NaN algbw gives NaN). */
+double rs_busbw(double algbw, int workers);
+
 /* The ring's simulated time from the cost formula, for a uniform ring (no
  * overrides or stragglers): RS_NETMODEL_FORMULA, with k segments of
  * b = S/(W k) bytes per chunk (elements of elem_size), alpha the latency,

@@ -476,7 +476,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->time_us = (double)res->wall_ns / 1e3;
   row->min_us = (double)res->wall_min_ns / 1e3;
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
-  row->busbw = row->algbw * 2.0 * (W - 1) / W;
+  row->busbw = rs_busbw(row->algbw, W);
   row->ref_us = (double)res->ref_ns / 1e3;
   row->warmup = res->warmup;
   row->iters = res->iterations;

@@ -70,7 +70,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   free(buckets);
   double bytes = (double)elems * (double)elem_size;
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
-  double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
+  double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
   if (opt->json) {
     json_t *o = json_pack(
         "{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",

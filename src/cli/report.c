@@ -240,7 +240,7 @@ static figures_t compute_figures(const report_t *r) {
   f.workers = rs_run_config(r->run)->workers;
   f.elems = rs_model_elems(r->model);
   f.bytes = (double)f.elems * (double)rs_dtype_size(rs_model_dtype(r->model));
-  f.sent_theory = 2.0 * (f.workers - 1) / f.workers * f.bytes;
+  f.sent_theory = rs_busbw_factor(f.workers) * f.bytes;
   f.sent_min = UINT64_MAX;
   for (int w = 0; w < f.workers; w++) {
     uint64_t b = rs_run_worker_stats(r->run, w)->bytes_sent;
@@ -251,7 +251,7 @@ static figures_t compute_figures(const report_t *r) {
               res->segs_per_chunk; /* summed over the buckets */
   f.seconds = (double)res->wall_ns / 1e9;
   f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
-  f.busbw = f.algbw * 2.0 * (f.workers - 1) / f.workers;
+  f.busbw = rs_busbw(f.algbw, f.workers);
   return f;
 }
 
