@@ -56,12 +56,14 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL, "workers: %d is not in 1..%d", c->workers,
                    RS_MAX_WORKERS);
-  if (c->slots < 1 || c->slots > 1024)
-    return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..1024", c->slots);
-  if (c->segment_bytes < sizeof(float) || c->segment_bytes > (1u << 30))
-    return rs__err(errmsg, RS_EINVAL,
-                   "segment bytes: %zu is not in 4..1073741824",
-                   c->segment_bytes);
+  if (c->slots < 1 || c->slots > RS_MAX_SLOTS)
+    return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..%d", c->slots,
+                   RS_MAX_SLOTS);
+  if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
+      c->segment_bytes > RS_MAX_SEGMENT_BYTES)
+    return rs__err(errmsg, RS_EINVAL, "segment bytes: %zu is not in %d..%zu",
+                   c->segment_bytes, RS_MIN_SEGMENT_BYTES,
+                   RS_MAX_SEGMENT_BYTES);
   if (!(c->timeout_s > 0 && c->timeout_s <= 1e6))
     return rs__err(errmsg, RS_EINVAL, "timeout: %g s is not in (0, 1e6]",
                    c->timeout_s);

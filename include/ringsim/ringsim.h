@@ -375,6 +375,11 @@ typedef struct rs_config {
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
 #define RS_DEFAULT_SLOTS 8
+/* The limits rs_run_create accepts: slots 1..RS_MAX_SLOTS, segment_bytes
+ * RS_MIN_SEGMENT_BYTES (one float) .. RS_MAX_SEGMENT_BYTES (1 GiB). */
+#define RS_MAX_SLOTS 1024
+#define RS_MIN_SEGMENT_BYTES 4
+#define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0
 void rs_config_init(rs_config_t *config);
 
