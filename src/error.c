@@ -1,4 +1,5 @@
-/* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP). */
+/* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP),
+ * ops and run statuses. */
 #include <string.h>
 
 #include "ringsim/ringsim.h"
@@ -35,4 +36,11 @@ const char *rs_errname(int code) {
 #undef RS_ERR_NAME
   }
   return "RS_UNKNOWN";
+}
+
+const char *rs_status_name(int status) {
+  return status == RS_OK             ? "ok"
+         : status == RS_ECHECK       ? "check_failed"
+         : status == RS_EINTERRUPTED ? "interrupted"
+                                     : "failed";
 }

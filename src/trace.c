@@ -804,10 +804,7 @@ static int write_totals(rs_run_t *run) {
   double seconds = (double)res->wall_ns / 1e9;
   /* A run that did not complete has no bandwidth nor simulated time. */
   double algbw = !run->checked ? NAN : seconds > 0 ? bytes / seconds / 1e9 : 0;
-  const char *status = res->status == RS_OK             ? "ok"
-                       : res->status == RS_ECHECK       ? "check_failed"
-                       : res->status == RS_EINTERRUPTED ? "interrupted"
-                                                        : "failed";
+  const char *status = rs_status_name(res->status);
   int rc = exec_bound(
       db,
       "UPDATE run SET status = ?, error = ?, transfers = ?, wall_ns = ?, "

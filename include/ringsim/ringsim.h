@@ -57,6 +57,10 @@ enum {
 /* The message and the symbolic name ("RS_ETIMEDOUT") of a code. Never NULL. */
 const char *rs_strerror(int code);
 const char *rs_errname(int code);
+/* A run's status code as its trace row and the --json report name it:
+ * "ok" (RS_OK), "check_failed" (RS_ECHECK), "interrupted"
+ * (RS_EINTERRUPTED) or "failed" (any other code). Never NULL. */
+const char *rs_status_name(int status);
 
 /* Replace control characters (ESC, CR, a newline in a param name) with '?',
  * in place: every error message, and every name a text report prints,

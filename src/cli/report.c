@@ -216,13 +216,6 @@ int cli_exit_code(int status) {
   }
 }
 
-static const char *status_name(int status) {
-  return status == RS_OK             ? "ok"
-         : status == RS_ECHECK       ? "check_failed"
-         : status == RS_EINTERRUPTED ? "interrupted"
-                                     : "failed";
-}
-
 /* The figures every report shows, derived once. */
 typedef struct figures {
   int workers;
@@ -575,7 +568,7 @@ void cli_print_json(const report_t *r) {
                           : json_null());
   json_object_set_new(o, "trace_error",
                       trace_error ? json_string(trace_error) : json_null());
-  json_object_set_new(o, "status", json_string(status_name(r->status)));
+  json_object_set_new(o, "status", json_string(rs_status_name(r->status)));
   if (cli_exit_code(r->status) == EXIT_RUN && r->status != RS_ETRACE)
     json_object_set_new(o, "watchdog", watchdog_json(r->run));
   json_object_set_new(
