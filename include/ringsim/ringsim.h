@@ -92,11 +92,6 @@ size_t rs_dtype_buffer_size(rs_dtype_t dtype);
  * f32 and f64 leave x as it is. For float buffers only. */
 float rs_dtype_round(rs_dtype_t dtype, float x);
 void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
-/* The 16-bit encodings, for files. */
-uint16_t rs_f32_to_f16(float f);
-float rs_f16_to_f32(uint16_t h);
-uint16_t rs_f32_to_bf16(float f);
-float rs_bf16_to_f32(uint16_t b);
 
 /* ---- model ------------------------------------------------------------- */
 
