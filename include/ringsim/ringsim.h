@@ -117,8 +117,6 @@ void rs_model_free(rs_model_t *model);
 const char *rs_model_name(const rs_model_t *model);
 size_t rs_model_param_count(const rs_model_t *model);
 const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
-/* Index of the param called name, or -1. */
-long rs_model_find(const rs_model_t *model, const char *name);
 size_t rs_model_elems(const rs_model_t *model);
 /* The model's element type (all its params share one). */
 rs_dtype_t rs_model_dtype(const rs_model_t *model);
