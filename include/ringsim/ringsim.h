@@ -438,15 +438,6 @@ int rs_run_execute(rs_run_t *run);
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
 
-/* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
- * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
- * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
-void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
-                      rs_op_t op, float *out);
-/* The same in double, for f64. */
-void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
-                          rs_op_t op, double *out);
-
 /* The chunk layout: chunk c of W covers [rs_chunk_offset, + rs_chunk_elems)
  * of an n-element buffer; chunk sizes differ by at most one element. */
 size_t rs_chunk_offset(size_t elem_count, int workers, int chunk);
