@@ -317,9 +317,10 @@ const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
 void *rs_run_buffer(rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
     return NULL;
-  run->filled = 1;
   return run->bufs[worker];
 }
+
+void rs_run_mark_filled(rs_run_t *run) { run->filled = 1; }
 
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)

@@ -77,6 +77,7 @@ static void fill_by_hand(rs_run_t *run, int W, size_t n, rs_dtype_t dtype) {
       else
         f32_buffer(run, w)[i] = (float)x;
     }
+  rs_run_mark_filled(run);
 }
 
 /* Element i of worker w's buffer, whatever its type. */
@@ -471,6 +472,8 @@ static void test_bad_config_and_misuse(void **state) {
   }
   rs_config_init(&cfg);
   assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+  assert_non_null(rs_run_buffer(run, 0)); /* a getter: fills nothing */
+  assert_null(rs_run_buffer(run, cfg.workers));
   assert_int_equal(rs_run_execute(run), RS_EINVAL);
   assert_non_null(strstr(rs_run_errmsg(run), "not filled"));
   assert_int_equal(rs_run_execute(run), RS_EINVAL);
@@ -779,6 +782,7 @@ static void test_product_beyond_the_reference_is_refused(void **state) {
           ((double *)rs_run_buffer(run, w))[i] = i == 2 ? 1e38 : 1.5;
         else
           f32_buffer(run, w)[i] = i == 2 ? 1e38f : 1.5f;
+    rs_run_mark_filled(run);
     int rc = rs_run_execute(run);
     if (f64) {
       assert_int_equal(rc, RS_OK);

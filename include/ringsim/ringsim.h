@@ -2,9 +2,10 @@
  *
  * A program loads a model (rs_model_load), creates a run for W workers
  * (rs_run_create), fills each worker's flat gradient buffer (rs_run_fill,
- * rs_run_load_grads or by hand through rs_run_buffer), executes the ring
- * all-reduce on one thread per worker (rs_run_execute) and reads the result,
- * the statistics and the check.
+ * rs_run_load_grads, or by hand through rs_run_buffer, then
+ * rs_run_mark_filled), executes the ring all-reduce on one thread per
+ * worker (rs_run_execute) and reads the result, the statistics and the
+ * check.
  *
  * Every fallible function returns an int: RS_OK (0) on success, or one of
  * the negative codes below. Functions that fail before a run exists write a
@@ -392,9 +393,14 @@ const char *rs_run_errmsg(const rs_run_t *run);
 
 /* Worker's flat gradient buffer: rs_model_elems values, 64-byte aligned:
  * double for an f64 model, float otherwise (for f16/bf16 models, values the
- * dtype can represent). Taking it marks the run as filled by hand; NULL for
- * a worker that does not exist. */
+ * dtype can represent); NULL for a worker that does not exist. Taking it
+ * changes nothing: a caller that fills the buffers through it says so with
+ * rs_run_mark_filled. */
 void *rs_run_buffer(rs_run_t *run, int worker);
+/* The caller has written every worker's buffer itself (through
+ * rs_run_buffer): rs_run_execute may run. Without it, or one of the fills
+ * below, rs_run_execute refuses the run (RS_EINVAL, "not filled"). */
+void rs_run_mark_filled(rs_run_t *run);
 /* Fill every worker's buffer: generated from seed, deterministically per
  * (seed, worker, param, element); or copied from the model's inline grads;
  * or read from safetensors files, pattern holding "{r}" for the worker. */
