@@ -77,8 +77,8 @@ static inline int rs__run_stopped(rs_run_t *run) {
  * unless an earlier fault is the error already; returns the run's status. */
 int rs__run_take_interrupt(rs_run_t *run);
 
-/* The worker table's state name for what rs_ring_run returned. */
-const char *rs__worker_state_name(int rc);
+/* The worker's state for what rs_ring_run returned. */
+rs_wstate_t rs__worker_wstate(int rc);
 
 /* check.c: compute ref and bound from the buffers (before the ring), and
  * compare the buffers with them (after). */

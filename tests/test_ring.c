@@ -359,6 +359,11 @@ static void test_dead_worker_times_out(void **state) {
     fail_msg("unexpected message: %s", msg);
   assert_int_equal(rs_run_result(run)->status, RS_ETIMEDOUT);
   assert_true(rs_run_result(run)->wall_ns < 30000000000u);
+  rs_worker_state_t ws;
+  rs_run_worker_state(run, 2, &ws);
+  assert_int_equal(ws.wstate, RS_WSTATE_CRASHED);
+  assert_string_equal(ws.state, "crashed");
+  assert_string_equal(rs_wstate_name(RS_WSTATE_TIMED_OUT), "timed_out");
   rs_run_free(run);
   rs_model_free(m);
 }

@@ -498,13 +498,30 @@ typedef struct rs_result {
   int slots; /* slots per channel in use: config's, or fewer in direct mode */
 } rs_result_t;
 
+/* How a worker ended. rs_wstate_name gives the name in quotes, which the
+ * --json report and the trace's worker table print. */
+typedef enum rs_wstate {
+  RS_WSTATE_DONE,            /* "done" */
+  RS_WSTATE_CRASHED,         /* "crashed": an injected crash */
+  RS_WSTATE_STALLED,         /* "stalled": stopped in an injected stall */
+  RS_WSTATE_TIMED_OUT,       /* "timed_out" */
+  RS_WSTATE_ABORTED,         /* "aborted": another worker failed first */
+  RS_WSTATE_BAD_MESSAGE,     /* "bad_message": out of sequence */
+  RS_WSTATE_DAMAGED_MESSAGE, /* "damaged_message": checksum mismatch */
+  RS_WSTATE_NOT_STARTED,     /* "not_started": the run stopped before its
+                                ring began */
+  RS_WSTATE_FAILED           /* "failed": any other error */
+} rs_wstate_t;
+
+/* The state's name ("done", "timed_out", ...); "failed" for a value not in
+ * the enum. Never NULL. */
+const char *rs_wstate_name(rs_wstate_t state);
+
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
  * in spirit): after rs_run_execute. */
 typedef struct rs_worker_state {
-  const char *state;   /* done, crashed, stalled (stopped in an injected
-                          stall), timed_out, aborted, bad_message,
-                          damaged_message, not_started (the run stopped
-                          before its ring began) or failed */
+  rs_wstate_t wstate;  /* how it ended */
+  const char *state;   /* rs_wstate_name(wstate) */
   const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
   int step;            /* within the phase */
   int chunk;           /* the chunk it was sending or receiving */

@@ -165,7 +165,7 @@ void cli_print_watchdog(rs_run_t *run) {
       fprintf(stderr, " %s step %d", s.phase, s.step);
     int sending = s.waiting && strcmp(s.waiting, "send") == 0;
     int blocked =
-        strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
+        s.wstate == RS_WSTATE_TIMED_OUT || s.wstate == RS_WSTATE_ABORTED;
     if (s.waiting && strcmp(s.waiting, "finish") == 0)
       fprintf(stderr, ", its steps done, %s worker %d's end of stream",
               blocked ? "waiting for" : "checking", s.peer);
@@ -174,9 +174,9 @@ void cli_print_watchdog(rs_run_t *run) {
               blocked ? (sending ? "waiting to send" : "waiting to receive")
                       : (sending ? "while sending" : "while receiving"),
               s.chunk, sending ? "to" : "from", s.peer);
-    else if (strcmp(s.state, "stalled") == 0)
+    else if (s.wstate == RS_WSTATE_STALLED)
       fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
-    else if (strcmp(s.state, "crashed") == 0)
+    else if (s.wstate == RS_WSTATE_CRASHED)
       fprintf(stderr, ", stopped there (injected crash)");
     fputc('\n', stderr);
   }
