@@ -100,14 +100,38 @@ static void store_bound(rs_run_t *run, size_t i, long double b) {
   ((float *)run->bound)[i] = f;
 }
 
+/* The direct mean (or op) on one thread, for float and for double, as
+ * torch.stack(grads).mean(dim=0) computes it: out[i] = (sum_w grads[w][i])
+ * / W, worker 0 first (or the plain sum, min, ... for the other ops). What
+ * `ringsim bench` times as its "ref". Block by block so the W input
+ * streams and the output stay in cache together: one pass over memory, as
+ * fast as one thread can go. */
+#define DEFINE_DIRECT_REDUCE(NAME, S, T)                                       \
+  static void NAME(const T *const *grads, int workers, size_t elems,           \
+                   rs_op_t op, T *out) {                                       \
+    const T divisor = op == RS_OP_AVG ? (T)workers : (T)1;                     \
+    for (size_t start = 0; start < elems; start += BLOCK) {                    \
+      size_t len = elems - start < BLOCK ? elems - start : BLOCK;              \
+      T *restrict acc = out + start;                                           \
+      memcpy(acc, grads[0] + start, len * sizeof *acc);                        \
+      for (int w = 1; w < workers; w++)                                        \
+        rs__reduce_##S(acc, grads[w] + start, len, op);                        \
+      if (op == RS_OP_AVG)                                                     \
+        rs__scale_div_##S(acc, len, divisor);                                  \
+    }                                                                          \
+  }
+
+DEFINE_DIRECT_REDUCE(direct_reduce_f32, f32, float)
+DEFINE_DIRECT_REDUCE(direct_reduce_f64, f64, double)
+
 /* The direct mean over the W buffers into out, in the buffers' type. */
 static void direct_reduce(const rs_run_t *run, const void **grads, void *out) {
   if (run->dtype == RS_DTYPE_F64)
-    rs_direct_reduce_f64((const double *const *)grads, run->config.workers,
-                         run->elems, run->config.op, out);
+    direct_reduce_f64((const double *const *)grads, run->config.workers,
+                      run->elems, run->config.op, out);
   else
-    rs_direct_reduce((const float *const *)grads, run->config.workers,
-                     run->elems, run->config.op, out);
+    direct_reduce_f32((const float *const *)grads, run->config.workers,
+                      run->elems, run->config.op, out);
 }
 
 /* Exact inputs: every partial sum is representable, so the direct mean in
@@ -488,24 +512,3 @@ void rs__check_result(rs_run_t *run) {
                  "error/bound %g)",
                  (unsigned long long)wrong_total(run), res->worst_ratio);
 }
-
-/* The direct mean (or op) on one thread, for float and for double. Block
- * by block so the W input streams and the output stay in cache together:
- * one pass over memory, as fast as one thread can go. */
-#define DEFINE_DIRECT_REDUCE(NAME, S, T)                                       \
-  void NAME(const T *const *grads, int workers, size_t elems, rs_op_t op,      \
-            T *out) {                                                          \
-    const T divisor = op == RS_OP_AVG ? (T)workers : (T)1;                     \
-    for (size_t start = 0; start < elems; start += BLOCK) {                    \
-      size_t len = elems - start < BLOCK ? elems - start : BLOCK;              \
-      T *restrict acc = out + start;                                           \
-      memcpy(acc, grads[0] + start, len * sizeof *acc);                        \
-      for (int w = 1; w < workers; w++)                                        \
-        rs__reduce_##S(acc, grads[w] + start, len, op);                        \
-      if (op == RS_OP_AVG)                                                     \
-        rs__scale_div_##S(acc, len, divisor);                                  \
-    }                                                                          \
-  }
-
-DEFINE_DIRECT_REDUCE(rs_direct_reduce, f32, float)
-DEFINE_DIRECT_REDUCE(rs_direct_reduce_f64, f64, double)

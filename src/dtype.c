@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "dtype.h"
 #include "ringsim/ringsim.h"
 
 const char *rs_dtype_name(rs_dtype_t dtype) {
@@ -50,7 +51,7 @@ int rs_dtype_mantissa_bits(rs_dtype_t dtype) {
 
 /* IEEE binary16 from binary32, rounding to nearest, ties to even; beyond the
  * range it is infinity, below half the smallest subnormal it is zero. */
-uint16_t rs_f32_to_f16(float f) {
+uint16_t rs__f32_to_f16(float f) {
   uint32_t x;
   memcpy(&x, &f, sizeof x);
   uint32_t sign = (x >> 16) & 0x8000u;
@@ -78,7 +79,7 @@ uint16_t rs_f32_to_f16(float f) {
   return (uint16_t)h;
 }
 
-float rs_f16_to_f32(uint16_t h) {
+float rs__f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
   if (exp == 0) {
@@ -95,7 +96,7 @@ float rs_f16_to_f32(uint16_t h) {
 }
 
 /* bfloat16 is the top half of binary32: round the bottom half away. */
-uint16_t rs_f32_to_bf16(float f) {
+uint16_t rs__f32_to_bf16(float f) {
   uint32_t x;
   memcpy(&x, &f, sizeof x);
   if ((x & 0x7f800000u) == 0x7f800000u) /* inf or NaN: keep */
@@ -104,7 +105,7 @@ uint16_t rs_f32_to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 
-float rs_bf16_to_f32(uint16_t b) {
+float rs__bf16_to_f32(uint16_t b) {
   uint32_t x = (uint32_t)b << 16;
   float f;
   memcpy(&f, &x, sizeof f);
@@ -114,9 +115,9 @@ float rs_bf16_to_f32(uint16_t b) {
 float rs_dtype_round(rs_dtype_t dtype, float x) {
   switch (dtype) {
   case RS_DTYPE_F16:
-    return rs_f16_to_f32(rs_f32_to_f16(x));
+    return rs__f16_to_f32(rs__f32_to_f16(x));
   case RS_DTYPE_BF16:
-    return rs_bf16_to_f32(rs_f32_to_bf16(x));
+    return rs__bf16_to_f32(rs__f32_to_bf16(x));
   case RS_DTYPE_F32:
   case RS_DTYPE_F64:
     break;
@@ -186,7 +187,7 @@ void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n) {
 /* The half-precision wire: an f16 or bf16 buffer holds float values the
  * dtype represents exactly (or inf and NaN), so packing them to 2 bytes and
  * back needs no rounding. These loops say so without branches, so the
- * compiler vectorizes them; rs_f32_to_f16 and friends, which round, are
+ * compiler vectorizes them; rs__f32_to_f16 and friends, which round, are
  * for values that may need it. */
 void rs__pack_f16(void *dst, const void *src, size_t n) {
   uint16_t *out = dst;

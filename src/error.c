@@ -1,4 +1,5 @@
-/* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP). */
+/* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP),
+ * ops, run statuses and worker states. */
 #include <string.h>
 
 #include "ringsim/ringsim.h"
@@ -35,4 +36,27 @@ const char *rs_errname(int code) {
 #undef RS_ERR_NAME
   }
   return "RS_UNKNOWN";
+}
+
+const char *rs_status_name(int status) {
+  return status == RS_OK             ? "ok"
+         : status == RS_ECHECK       ? "check_failed"
+         : status == RS_EINTERRUPTED ? "interrupted"
+                                     : "failed";
+}
+
+const char *rs_wstate_name(rs_wstate_t state) {
+  static const char *const names[] = {
+      [RS_WSTATE_DONE] = "done",
+      [RS_WSTATE_CRASHED] = "crashed",
+      [RS_WSTATE_STALLED] = "stalled",
+      [RS_WSTATE_TIMED_OUT] = "timed_out",
+      [RS_WSTATE_ABORTED] = "aborted",
+      [RS_WSTATE_BAD_MESSAGE] = "bad_message",
+      [RS_WSTATE_DAMAGED_MESSAGE] = "damaged_message",
+      [RS_WSTATE_NOT_STARTED] = "not_started",
+      [RS_WSTATE_FAILED] = "failed",
+  };
+  return (unsigned)state < sizeof names / sizeof *names ? names[state]
+                                                        : "failed";
 }

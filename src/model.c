@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model.h"
 #include "util.h"
 
 /* Largest model accepted: 2^36 elements (256 GiB of f32 per worker). Bigger
@@ -92,7 +93,7 @@ const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
   return m->inline_grads[worker];
 }
 
-long rs_model_find(const rs_model_t *m, const char *name) {
+long rs__model_find(const rs_model_t *m, const char *name) {
   if (!m->name_slots)
     return -1;
   return (long)*name_slot(m, name) - 1;
@@ -317,7 +318,7 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
     const char *key;
     json_t *value;
     json_object_foreach(jw, key, value) {
-      if (rs_model_find(m, key) < 0)
+      if (rs__model_find(m, key) < 0)
         return rs__err(errmsg, RS_EPARSE,
                        "%s: grads[%zu]: \"%.100s\" is not a param of the model",
                        source, w, key);

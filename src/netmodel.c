@@ -217,3 +217,11 @@ size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
     cap = 1;
   return max_chunk ? (max_chunk + cap - 1) / cap : 1;
 }
+
+/* ---- bus bandwidth ------------------------------------------------------ */
+
+double rs_busbw_factor(int workers) { return 2.0 * (workers - 1) / workers; }
+
+double rs_busbw(double algbw, int workers) {
+  return algbw * 2.0 * (workers - 1) / workers;
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "dtype.h" /* the half-precision wire's pack and unpack */
 #include "ringsim/ringsim.h"
 
 /* For element type T, with name suffix S:
@@ -77,14 +78,6 @@
 
 RS_DEFINE_KERNELS(f32, float)
 RS_DEFINE_KERNELS(f64, double)
-
-/* The half-precision wire (dtype.c): float values of an f16 or bf16
- * buffer, which the dtype represents exactly, packed into 2-byte elements
- * for a channel, and unpacked back. */
-void rs__pack_f16(void *dst, const void *src, size_t n);
-void rs__pack_bf16(void *dst, const void *src, size_t n);
-void rs__unpack_f16(float *dst, const void *src, size_t n);
-void rs__unpack_bf16(float *dst, const void *src, size_t n);
 
 /* One hop's fold of n elements of src into dst, in the buffers' type for
  * dtype (double for f64, float otherwise): with op, or, when divisor > 0,

@@ -37,12 +37,14 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL, "workers: %d is not in 1..%d", c->workers,
                    RS_MAX_WORKERS);
-  if (c->slots < 1 || c->slots > 1024)
-    return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..1024", c->slots);
-  if (c->segment_bytes < sizeof(float) || c->segment_bytes > (1u << 30))
-    return rs__err(errmsg, RS_EINVAL,
-                   "segment bytes: %zu is not in 4..1073741824",
-                   c->segment_bytes);
+  if (c->slots < 1 || c->slots > RS_MAX_SLOTS)
+    return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..%d", c->slots,
+                   RS_MAX_SLOTS);
+  if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
+      c->segment_bytes > RS_MAX_SEGMENT_BYTES)
+    return rs__err(errmsg, RS_EINVAL, "segment bytes: %zu is not in %d..%zu",
+                   c->segment_bytes, RS_MIN_SEGMENT_BYTES,
+                   RS_MAX_SEGMENT_BYTES);
   if (!(c->timeout_s > 0 && c->timeout_s <= 1e6))
     return rs__err(errmsg, RS_EINVAL, "timeout: %g s is not in (0, 1e6]",
                    c->timeout_s);
@@ -357,9 +359,10 @@ const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
 void *rs_run_buffer(rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
     return NULL;
-  run->filled = 1;
   return run->bufs[worker];
 }
+
+void rs_run_mark_filled(rs_run_t *run) { run->filled = 1; }
 
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)

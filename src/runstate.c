@@ -31,30 +31,29 @@ int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...) {
   return code;
 }
 
-const char *rs__worker_state_name(int rc) {
+rs_wstate_t rs__worker_wstate(int rc) {
   switch (rc) {
   case RS_OK:
-    return "done";
+    return RS_WSTATE_DONE;
   case RS_WORKER_NOT_STARTED:
-    return "not_started";
+    return RS_WSTATE_NOT_STARTED;
   case RS_WORKER_CRASHED:
-    return "crashed";
+    return RS_WSTATE_CRASHED;
   case RS_ETIMEDOUT:
-    return "timed_out";
+    return RS_WSTATE_TIMED_OUT;
   case RS_EABORTED:
-    return "aborted";
+    return RS_WSTATE_ABORTED;
   case RS_EPROTO:
-    return "bad_message";
+    return RS_WSTATE_BAD_MESSAGE;
   case RS_ECORRUPT:
-    return "damaged_message";
+    return RS_WSTATE_DAMAGED_MESSAGE;
   default:
-    return "failed";
+    return RS_WSTATE_FAILED;
   }
 }
 
-/* A worker's neighbour on the side it blocks on: its successor when
- * sending, its predecessor when receiving or finishing; -1 if it was not
- * blocked on a channel. */
+/* The worker it blocks on: the peer it sends to, receives from, or checks
+ * the end of stream of; -1 if it was not blocked on an edge. */
 static int blocked_on(const rs_worker_t *w) {
   switch (w->progress.activity) {
   case RS_ACT_SENDING:
@@ -72,7 +71,8 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
   const int W = run->config.workers;
   int stopped = w->rc != RS_OK && w->rc != RS_WORKER_CRASHED;
   int stalled = stopped && w->progress.activity == RS_ACT_STALLED;
-  out->state = stalled ? "stalled" : rs__worker_state_name(w->rc);
+  out->wstate = stalled ? RS_WSTATE_STALLED : rs__worker_wstate(w->rc);
+  out->state = rs_wstate_name(out->wstate);
   out->phase = W > 1 && w->rc != RS_WORKER_NOT_STARTED
                    ? rs__phase_name(w->progress.phase)
                    : NULL;

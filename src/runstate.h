@@ -89,8 +89,8 @@ static inline int rs__run_stopped(rs_run_t *run) {
  * unless an earlier fault is the error already; returns the run's status. */
 int rs__run_take_interrupt(rs_run_t *run);
 
-/* The worker table's state name for what a worker's run returned. */
-const char *rs__worker_state_name(int rc);
+/* The worker's state for what a worker's run returned. */
+rs_wstate_t rs__worker_wstate(int rc);
 
 /* Stop every worker: set the abort flag and wake every edge's waiters. */
 void rs__run_abort(rs_run_t *run);

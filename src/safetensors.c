@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "safetensors.h"
 #include "util.h"
 
@@ -46,8 +47,8 @@ static int read_elems(FILE *f, rs_dtype_t dtype, void *data, size_t n) {
     if (fread(buf, sizeof *buf, k, f) != k)
       return -1;
     for (size_t i = 0; i < k; i++)
-      out[done + i] = dtype == RS_DTYPE_F16 ? rs_f16_to_f32(buf[i])
-                                            : rs_bf16_to_f32(buf[i]);
+      out[done + i] = dtype == RS_DTYPE_F16 ? rs__f16_to_f32(buf[i])
+                                            : rs__bf16_to_f32(buf[i]);
     done += k;
   }
   return 0;
@@ -79,8 +80,8 @@ static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n,
       return 1;
     size_t k = n - done < 1024 ? n - done : 1024;
     for (size_t i = 0; i < k; i++)
-      buf[i] = dtype == RS_DTYPE_F16 ? rs_f32_to_f16(in[done + i])
-                                     : rs_f32_to_bf16(in[done + i]);
+      buf[i] = dtype == RS_DTYPE_F16 ? rs__f32_to_f16(in[done + i])
+                                     : rs__f32_to_bf16(in[done + i]);
     if (fwrite(buf, sizeof *buf, k, f) != k)
       return -1;
     done += k;

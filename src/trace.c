@@ -798,10 +798,7 @@ static int write_totals(rs_run_t *run) {
   double seconds = (double)res->wall_ns / 1e9;
   /* A run that did not complete has no bandwidth nor simulated time. */
   double algbw = !run->checked ? NAN : seconds > 0 ? bytes / seconds / 1e9 : 0;
-  const char *status = res->status == RS_OK             ? "ok"
-                       : res->status == RS_ECHECK       ? "check_failed"
-                       : res->status == RS_EINTERRUPTED ? "interrupted"
-                                                        : "failed";
+  const char *status = rs_status_name(res->status);
   int rc = exec_bound(
       db,
       "UPDATE run SET status = ?, error = ?, transfers = ?, wall_ns = ?, "
@@ -809,7 +806,7 @@ static int write_totals(rs_run_t *run) {
       "max_abs_err = ?, bound = ?, sim_ns = ? WHERE run_id = ?",
       "ttiiiDDIDDIi", status, res->status ? run->errmsg : NULL,
       (int64_t)res->transfers, (int64_t)res->wall_ns, (int64_t)res->ref_ns,
-      algbw, algbw * 2.0 * (W - 1) / W,
+      algbw, rs_busbw(algbw, W),
       run->checked ? (int64_t)res->identical : -1,
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
       run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,

@@ -12,7 +12,7 @@
  *   must not write a region it has sent until the receiver has released
  *   it: the algorithm's direct_slots (algo.h) caps the slots so it cannot.
  *
- * The calls mean what channel.h's rs_chan_* calls mean; the return codes
+ * The calls mean what channel.h's rs__chan_* calls mean; the return codes
  * are the same.
  */
 #ifndef RINGSIM_TRANSPORT_H

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model.h"
 #include "ringsim/ringsim.h"
 
 static rs_model_t *parse_ok(const char *text) {
@@ -41,8 +42,8 @@ static void test_layout_in_file_order(void **state) {
   assert_int_equal(rs_model_param(m, 1)->ndim, 2);
   assert_int_equal(rs_model_param(m, 1)->shape[1], 3);
   assert_int_equal(rs_model_elems(m), 18);
-  assert_int_equal(rs_model_find(m, "b"), 4);
-  assert_int_equal(rs_model_find(m, "nope"), -1);
+  assert_int_equal(rs__model_find(m, "b"), 4);
+  assert_int_equal(rs__model_find(m, "nope"), -1);
   assert_int_equal(rs_model_inline_workers(m), 0);
   assert_null(rs_model_inline_grads(m, 0));
   rs_model_free(m);
@@ -424,11 +425,11 @@ static void test_load_is_linear_in_params(void **state) {
   char name[32];
   for (size_t i = 0; i < 1000; i++) {
     snprintf(name, sizeof name, "layer.%zu.w", i);
-    assert_int_equal(rs_model_find(m, name), (long)i);
+    assert_int_equal(rs__model_find(m, name), (long)i);
     assert_true(rs_model_inline_grads(m, 0)[2 * i] == (double)(999 - i));
   }
-  assert_int_equal(rs_model_find(m, "layer.1000.w"), -1);
-  assert_int_equal(rs_model_find(m, ""), -1);
+  assert_int_equal(rs__model_find(m, "layer.1000.w"), -1);
+  assert_int_equal(rs__model_find(m, ""), -1);
   rs_model_free(m);
 
   double small = parse_seconds(10000), large = parse_seconds(40000);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "reduce.h"
 #include "ringsim/ringsim.h"
 
@@ -97,7 +98,7 @@ static void test_half_precision_conversions(void **state) {
                {0x1p-14f, 0x0400}, {2049.0f, 0x6800},  {2051.0f, 0x6802},
                {0.1f, 0x2e66},     {-0.0f, 0x8000}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    uint16_t got = rs_f32_to_f16(cases[i].in);
+    uint16_t got = rs__f32_to_f16(cases[i].in);
     if (got != cases[i].f16)
       fail_msg("f16(%a) = 0x%04x, want 0x%04x", (double)cases[i].in, got,
                cases[i].f16);
@@ -105,13 +106,13 @@ static void test_half_precision_conversions(void **state) {
   for (uint32_t h = 0; h < 0x10000; h++) {
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
       continue; /* NaN */
-    assert_int_equal(rs_f32_to_f16(rs_f16_to_f32((uint16_t)h)), h);
-    assert_int_equal(rs_f32_to_bf16(rs_bf16_to_f32((uint16_t)h)), h);
+    assert_int_equal(rs__f32_to_f16(rs__f16_to_f32((uint16_t)h)), h);
+    assert_int_equal(rs__f32_to_bf16(rs__bf16_to_f32((uint16_t)h)), h);
   }
   /* bf16 keeps 8 significant bits: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to
    * 1 + 2^-6 */
-  assert_int_equal(rs_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
-  assert_int_equal(rs_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  assert_int_equal(rs__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+  assert_int_equal(rs__f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
   assert_true(rs_dtype_round(RS_DTYPE_F16, 1e6f) == INFINITY);
   assert_true(rs_dtype_round(RS_DTYPE_F32, 0.1f) == 0.1f);
 }
@@ -156,14 +157,14 @@ static void test_vector_rounding_and_packing_match_scalar(void **state) {
     uint16_t half = (uint16_t)h, back;
     float f;
     rs__unpack_f16(&f, &half, 1);
-    float want = rs_f16_to_f32(half);
+    float want = rs__f16_to_f32(half);
     assert_memory_equal(&f, &want, sizeof f);
     rs__pack_f16(&back, &want, 1);
     int nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
     if (!nan)
       assert_int_equal(back, half);
     rs__unpack_bf16(&f, &half, 1);
-    want = rs_bf16_to_f32(half);
+    want = rs__bf16_to_f32(half);
     assert_memory_equal(&f, &want, sizeof f);
     rs__pack_bf16(&back, &want, 1);
     assert_int_equal(back, half);

@@ -2,9 +2,10 @@
  *
  * A program loads a model (rs_model_load), creates a run for W workers
  * (rs_run_create), fills each worker's flat gradient buffer (rs_run_fill,
- * rs_run_load_grads or by hand through rs_run_buffer), executes the ring
- * all-reduce on one thread per worker (rs_run_execute) and reads the result,
- * the statistics and the check.
+ * rs_run_load_grads, or by hand through rs_run_buffer, then
+ * rs_run_mark_filled), executes the ring all-reduce on one thread per
+ * worker (rs_run_execute) and reads the result, the statistics and the
+ * check.
  *
  * Every fallible function returns an int: RS_OK (0) on success, or one of
  * the negative codes below. Functions that fail before a run exists write a
@@ -57,6 +58,10 @@ enum {
 /* The message and the symbolic name ("RS_ETIMEDOUT") of a code. Never NULL. */
 const char *rs_strerror(int code);
 const char *rs_errname(int code);
+/* A run's status code as its trace row and the --json report name it:
+ * "ok" (RS_OK), "check_failed" (RS_ECHECK), "interrupted"
+ * (RS_EINTERRUPTED) or "failed" (any other code). Never NULL. */
+const char *rs_status_name(int status);
 
 /* Replace control characters (ESC, CR, a newline in a param name) with '?',
  * in place: every error message, and every name a text report prints,
@@ -88,11 +93,6 @@ size_t rs_dtype_buffer_size(rs_dtype_t dtype);
  * f32 and f64 leave x as it is. For float buffers only. */
 float rs_dtype_round(rs_dtype_t dtype, float x);
 void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
-/* The 16-bit encodings, for files. */
-uint16_t rs_f32_to_f16(float f);
-float rs_f16_to_f32(uint16_t h);
-uint16_t rs_f32_to_bf16(float f);
-float rs_bf16_to_f32(uint16_t b);
 
 /* ---- model ------------------------------------------------------------- */
 
@@ -118,8 +118,6 @@ void rs_model_free(rs_model_t *model);
 const char *rs_model_name(const rs_model_t *model);
 size_t rs_model_param_count(const rs_model_t *model);
 const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
-/* Index of the param called name, or -1. */
-long rs_model_find(const rs_model_t *model, const char *name);
 size_t rs_model_elems(const rs_model_t *model);
 /* The model's element type (all its params share one). */
 rs_dtype_t rs_model_dtype(const rs_model_t *model);
@@ -283,6 +281,14 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
  * bandwidth, gamma the reduce rate (docs/algorithm.md uses the same). */
 #define RS_NETMODEL_FORMULA "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
 
+/* nccl-tests' bus bandwidth factor 2(W-1)/W: the share of its buffer each
+ * worker of a ring all-reduce sends (0 for one worker). */
+double rs_busbw_factor(int workers);
+/* The bus bandwidth of algbw at W workers: algbw x 2(W-1)/W, computed as
+ * algbw x 2 x (W-1) / W, the order reports and traces have always used, so
+ * their digits stay the same (a NaN algbw gives NaN). */
+double rs_busbw(double algbw, int workers);
+
 /* The ring's simulated time from the cost formula, for a uniform ring (no
  * overrides or stragglers): RS_NETMODEL_FORMULA, with k segments of
  * b = S/(W k) bytes per chunk (elements of elem_size), alpha the latency,
@@ -367,6 +373,11 @@ typedef struct rs_config {
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
 #define RS_DEFAULT_SLOTS 8
+/* The limits rs_run_create accepts: slots 1..RS_MAX_SLOTS, segment_bytes
+ * RS_MIN_SEGMENT_BYTES (one float) .. RS_MAX_SEGMENT_BYTES (1 GiB). */
+#define RS_MAX_SLOTS 1024
+#define RS_MIN_SEGMENT_BYTES 4
+#define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0
 void rs_config_init(rs_config_t *config);
 
@@ -382,9 +393,14 @@ const char *rs_run_errmsg(const rs_run_t *run);
 
 /* Worker's flat gradient buffer: rs_model_elems values, 64-byte aligned:
  * double for an f64 model, float otherwise (for f16/bf16 models, values the
- * dtype can represent). Taking it marks the run as filled by hand; NULL for
- * a worker that does not exist. */
+ * dtype can represent); NULL for a worker that does not exist. Taking it
+ * changes nothing: a caller that fills the buffers through it says so with
+ * rs_run_mark_filled. */
 void *rs_run_buffer(rs_run_t *run, int worker);
+/* The caller has written every worker's buffer itself (through
+ * rs_run_buffer): rs_run_execute may run. Without it, or one of the fills
+ * below, rs_run_execute refuses the run (RS_EINVAL, "not filled"). */
+void rs_run_mark_filled(rs_run_t *run);
 /* Fill every worker's buffer: generated from seed, deterministically per
  * (seed, worker, param, element); or copied from the model's inline grads;
  * or read from safetensors files, pattern holding "{r}" for the worker. */
@@ -428,14 +444,6 @@ int rs_run_execute(rs_run_t *run);
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
 
-/* The direct mean, as torch.stack(grads).mean(dim=0) computes it on one
- * thread: out[i] = (sum_w grads[w][i]) / W in float, worker 0 first (or the
- * plain sum for RS_OP_SUM). What `ringsim bench` times as its "ref". */
-void rs_direct_reduce(const float *const *grads, int workers, size_t elems,
-                      rs_op_t op, float *out);
-/* The same in double, for f64. */
-void rs_direct_reduce_f64(const double *const *grads, int workers, size_t elems,
-                          rs_op_t op, double *out);
 
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;
@@ -486,13 +494,30 @@ typedef struct rs_result {
   int slots; /* slots per channel in use: config's, or fewer in direct mode */
 } rs_result_t;
 
+/* How a worker ended. rs_wstate_name gives the name in quotes, which the
+ * --json report and the trace's worker table print. */
+typedef enum rs_wstate {
+  RS_WSTATE_DONE,            /* "done" */
+  RS_WSTATE_CRASHED,         /* "crashed": an injected crash */
+  RS_WSTATE_STALLED,         /* "stalled": stopped in an injected stall */
+  RS_WSTATE_TIMED_OUT,       /* "timed_out" */
+  RS_WSTATE_ABORTED,         /* "aborted": another worker failed first */
+  RS_WSTATE_BAD_MESSAGE,     /* "bad_message": out of sequence */
+  RS_WSTATE_DAMAGED_MESSAGE, /* "damaged_message": checksum mismatch */
+  RS_WSTATE_NOT_STARTED,     /* "not_started": the run stopped before its
+                                ring began */
+  RS_WSTATE_FAILED           /* "failed": any other error */
+} rs_wstate_t;
+
+/* The state's name ("done", "timed_out", ...); "failed" for a value not in
+ * the enum. Never NULL. */
+const char *rs_wstate_name(rs_wstate_t state);
+
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
  * in spirit): after rs_run_execute. */
 typedef struct rs_worker_state {
-  const char *state;   /* done, crashed, stalled (stopped in an injected
-                          stall), timed_out, aborted, bad_message,
-                          damaged_message, not_started (the run stopped
-                          before its ring began) or failed */
+  rs_wstate_t wstate;  /* how it ended */
+  const char *state;   /* rs_wstate_name(wstate) */
   const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
   int step;            /* within the phase */
   int chunk;           /* the chunk it was sending or receiving */

@@ -198,7 +198,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     case 'w':
       if (parse_workers(optarg, o))
         return bad_value(argv, opt,
-                         "expected W or a list like 4,8,16, each in 1..4096");
+                         "expected W or a list like 4,8,16, each in "
+                         "1.." CLI_MAX_WORKERS_TEXT);
       break;
     case 'b':
     case 'e':
@@ -244,13 +245,14 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       break;
     }
     case O_SEG:
-      if (cli_parse_bytes(optarg, &o->segment_bytes) || o->segment_bytes < 4 ||
-          o->segment_bytes > (1u << 30))
-        return bad_value(argv, opt, "expected 4..1G");
+      if (cli_parse_bytes(optarg, &o->segment_bytes) ||
+          o->segment_bytes < RS_MIN_SEGMENT_BYTES ||
+          o->segment_bytes > RS_MAX_SEGMENT_BYTES)
+        return bad_value(argv, opt, "expected " CLI_MIN_SEGMENT_TEXT "..1G");
       break;
     case O_SLOTS:
-      if (cli_parse_long(optarg, 1, 1024, &v))
-        return bad_value(argv, opt, "expected 1..1024");
+      if (cli_parse_long(optarg, 1, RS_MAX_SLOTS, &v))
+        return bad_value(argv, opt, "expected 1.." CLI_MAX_SLOTS_TEXT);
       o->slots = (int)v;
       break;
     case O_TIMEOUT:
@@ -476,7 +478,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->time_us = (double)res->wall_ns / 1e3;
   row->min_us = (double)res->wall_min_ns / 1e3;
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
-  row->busbw = row->algbw * 2.0 * (W - 1) / W;
+  row->busbw = rs_busbw(row->algbw, W);
   row->ref_us = (double)res->ref_ns / 1e3;
   row->warmup = res->warmup;
   row->iters = res->iterations;

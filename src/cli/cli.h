@@ -10,7 +10,19 @@
 /* `ringsim model` runs no threads, so it takes far bigger rings; its lock-
  * step simulation costs O(W^2 x segments) (W=4096 on GPT-2 small: seconds;
  * W=16384: minutes), so it stops there. */
-#define MODEL_MAX_WORKERS (1 << 14)
+#define MODEL_MAX_WORKERS 16384
+
+/* The limits' digits for messages and help texts ("4096"): each limit is
+ * #defined as a plain number, so the preprocessor can spell it. */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+#define CLI_MAX_WORKERS_TEXT CLI_STR(RS_MAX_WORKERS)
+#define CLI_MODEL_MAX_WORKERS_TEXT CLI_STR(MODEL_MAX_WORKERS)
+#define CLI_MAX_SLOTS_TEXT CLI_STR(RS_MAX_SLOTS)
+#define CLI_MIN_SEGMENT_TEXT CLI_STR(RS_MIN_SEGMENT_BYTES)
+/* The messages call RS_MAX_SEGMENT_BYTES "1G". */
+_Static_assert(RS_MAX_SEGMENT_BYTES == (size_t)1 << 30,
+               "--segment-bytes messages say 1G");
 
 /* The command line of a run (or of `ringsim model`). */
 typedef struct options {

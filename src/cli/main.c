@@ -31,7 +31,8 @@ static const char usage_text[] =
     "       ringsim model --params MODEL.json --workers N --net SPEC "
     "[options]\n"
     "                                 (simulated time of the schedule alone,\n"
-    "                                 up to 16384 workers; model --help)\n"
+    "                                 up to " CLI_MODEL_MAX_WORKERS_TEXT
+    " workers; model --help)\n"
     "\n"
     "Run a data-parallel gradient all-reduce as a real ring (reduce-scatter,\n"
     "then all-gather) on one thread per simulated worker, check every\n"
@@ -39,7 +40,8 @@ static const char usage_text[] =
     "\n"
     "  -p, --params FILE       model.json: params, and optionally inline "
     "grads\n"
-    "  -w, --workers N         number of workers W, 1..4096 (default: the\n"
+    "  -w, --workers N         number of workers W, 1.." CLI_MAX_WORKERS_TEXT
+    " (default: the\n"
     "                          number of inline grads, else 4)\n"
     "      --init KIND         generated grads: normal (default), uniform, or\n"
     "                          exact (sums exactly representable: the result\n"
@@ -422,9 +424,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
         return cli_usage_error(o->model_only
                                    ? "model: --workers '%s': expected an "
                                      "integer in "
-                                     "1..16384"
+                                     "1.." CLI_MODEL_MAX_WORKERS_TEXT
                                    : "--workers '%s': expected an integer in "
-                                     "1..4096",
+                                     "1.." CLI_MAX_WORKERS_TEXT,
                                optarg);
       o->config.workers = (int)v;
       o->workers_given = 1;
@@ -474,14 +476,18 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_SEGMENT_BYTES:
       if (cli_parse_bytes(optarg, &o->config.segment_bytes) ||
-          o->config.segment_bytes < 4 || o->config.segment_bytes > (1u << 30))
+          o->config.segment_bytes < RS_MIN_SEGMENT_BYTES ||
+          o->config.segment_bytes > RS_MAX_SEGMENT_BYTES)
         return cli_usage_error(
-            "--segment-bytes '%s': expected a size from 4 to 1G", optarg);
+            "--segment-bytes '%s': expected a size from " CLI_MIN_SEGMENT_TEXT
+            " to 1G",
+            optarg);
       break;
     case OPT_SLOTS:
-      if (cli_parse_long(optarg, 1, 1024, &v))
-        return cli_usage_error("--slots '%s': expected an integer in 1..1024",
-                               optarg);
+      if (cli_parse_long(optarg, 1, RS_MAX_SLOTS, &v))
+        return cli_usage_error(
+            "--slots '%s': expected an integer in 1.." CLI_MAX_SLOTS_TEXT,
+            optarg);
       o->config.slots = (int)v;
       break;
     case OPT_TIMEOUT:

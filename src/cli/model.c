@@ -12,7 +12,8 @@ const char cli_model_usage_text[] =
     "\n"
     "The simulated time of the ring all-reduce's schedule for the model's\n"
     "size under the alpha-beta network model, with no threads and no data,\n"
-    "so W can reach 16384. It runs the same clock code as `ringsim --net`\n"
+    "so W can reach " CLI_MODEL_MAX_WORKERS_TEXT
+    ". It runs the same clock code as `ringsim --net`\n"
     "and agrees with it to the nanosecond. Prints the simulated time, algbw\n"
     "and busbw, and the cost formula's prediction\n"
     "  " RS_NETMODEL_FORMULA "\n"
@@ -20,7 +21,8 @@ const char cli_model_usage_text[] =
     "gamma the reduce rate).\n"
     "\n"
     "  -p, --params FILE       model.json: the params' names, shapes, dtype\n"
-    "  -w, --workers N         number of workers W, 1..16384 (default 4)\n"
+    "  -w, --workers N         number of workers W, "
+    "1.." CLI_MODEL_MAX_WORKERS_TEXT " (default 4)\n"
     "      --net SPEC          the network (required): "
     "latency=5us,bandwidth=25GB/s\n"
     "                          (ns/us/ms/s; B/s, KB/s, MB/s, GB/s, GiB/s, "
@@ -70,7 +72,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   free(buckets);
   double bytes = (double)elems * (double)elem_size;
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
-  double busbw = W > 1 ? algbw * 2.0 * (W - 1) / W : 0;
+  double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
   if (opt->json) {
     json_t *o = json_pack(
         "{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",

@@ -165,7 +165,7 @@ void cli_print_watchdog(rs_run_t *run) {
       fprintf(stderr, " %s step %d", s.phase, s.step);
     int sending = s.waiting && strcmp(s.waiting, "send") == 0;
     int blocked =
-        strcmp(s.state, "timed_out") == 0 || strcmp(s.state, "aborted") == 0;
+        s.wstate == RS_WSTATE_TIMED_OUT || s.wstate == RS_WSTATE_ABORTED;
     if (s.waiting && strcmp(s.waiting, "finish") == 0)
       fprintf(stderr, ", its steps done, %s worker %d's end of stream",
               blocked ? "waiting for" : "checking", s.peer);
@@ -174,9 +174,9 @@ void cli_print_watchdog(rs_run_t *run) {
               blocked ? (sending ? "waiting to send" : "waiting to receive")
                       : (sending ? "while sending" : "while receiving"),
               s.chunk, sending ? "to" : "from", s.peer);
-    else if (strcmp(s.state, "stalled") == 0)
+    else if (s.wstate == RS_WSTATE_STALLED)
       fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
-    else if (strcmp(s.state, "crashed") == 0)
+    else if (s.wstate == RS_WSTATE_CRASHED)
       fprintf(stderr, ", stopped there (injected crash)");
     fputc('\n', stderr);
   }
@@ -216,13 +216,6 @@ int cli_exit_code(int status) {
   }
 }
 
-static const char *status_name(int status) {
-  return status == RS_OK             ? "ok"
-         : status == RS_ECHECK       ? "check_failed"
-         : status == RS_EINTERRUPTED ? "interrupted"
-                                     : "failed";
-}
-
 /* The figures every report shows, derived once. */
 typedef struct figures {
   int workers;
@@ -240,7 +233,7 @@ static figures_t compute_figures(const report_t *r) {
   f.workers = rs_run_config(r->run)->workers;
   f.elems = rs_model_elems(r->model);
   f.bytes = (double)f.elems * (double)rs_dtype_size(rs_model_dtype(r->model));
-  f.sent_theory = 2.0 * (f.workers - 1) / f.workers * f.bytes;
+  f.sent_theory = rs_busbw_factor(f.workers) * f.bytes;
   f.sent_min = UINT64_MAX;
   for (int w = 0; w < f.workers; w++) {
     uint64_t b = rs_run_worker_stats(r->run, w)->bytes_sent;
@@ -251,7 +244,7 @@ static figures_t compute_figures(const report_t *r) {
               res->segs_per_chunk; /* summed over the buckets */
   f.seconds = (double)res->wall_ns / 1e9;
   f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
-  f.busbw = f.algbw * 2.0 * (f.workers - 1) / f.workers;
+  f.busbw = rs_busbw(f.algbw, f.workers);
   return f;
 }
 
@@ -577,7 +570,7 @@ void cli_print_json(const report_t *r) {
                           : json_null());
   json_object_set_new(o, "trace_error",
                       trace_error ? json_string(trace_error) : json_null());
-  json_object_set_new(o, "status", json_string(status_name(r->status)));
+  json_object_set_new(o, "status", json_string(rs_status_name(r->status)));
   if (cli_exit_code(r->status) == EXIT_RUN && r->status != RS_ETRACE)
     json_object_set_new(o, "watchdog", watchdog_json(r->run));
   json_object_set_new(

@@ -1,0 +1,10 @@
+/* model.h - model.c's internals, for the library and its tests. */
+#ifndef RINGSIM_MODEL_H
+#define RINGSIM_MODEL_H
+
+#include "ringsim/ringsim.h"
+
+/* Index of the param called name, or -1 (a hash lookup: O(1)). */
+long rs__model_find(const rs_model_t *model, const char *name);
+
+#endif /* RINGSIM_MODEL_H */
