@@ -2,7 +2,9 @@
 #include "schedule.h"
 
 const char *rs__phase_name(rs_phase_t phase) {
-  return phase == RS_PHASE_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
+  static const char *const names[RS_PHASE_COUNT] = {
+      "reduce_scatter", "all_gather", "exchange", "reduce", "broadcast"};
+  return (unsigned)phase < RS_PHASE_COUNT ? names[phase] : "?";
 }
 
 /* Chunk c of W over n elements: the first n mod W chunks get one extra. */

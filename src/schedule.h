@@ -10,12 +10,21 @@
 
 #include <stddef.h>
 
+/* The phases of the algorithms, as the trace names them. */
 typedef enum rs_phase {
-  RS_PHASE_REDUCE_SCATTER = 0,
-  RS_PHASE_ALL_GATHER = 1
+  RS_PHASE_REDUCE_SCATTER = 0, /* ring, rhd: each worker ends with a part */
+  RS_PHASE_ALL_GATHER = 1,     /* ring, rhd: the parts go to everyone */
+  RS_PHASE_EXCHANGE = 2,       /* rd: partners swap and both reduce */
+  RS_PHASE_REDUCE = 3,         /* linear, tree, and the fold-in of the
+                                  workers beyond a power of two: data
+                                  flows to where it is reduced */
+  RS_PHASE_BROADCAST = 4       /* linear, tree, and the fold-out: the
+                                  result flows back */
 } rs_phase_t;
+#define RS_PHASE_COUNT 5
 
-/* "reduce_scatter" or "all_gather", as the trace and reports write it. */
+/* "reduce_scatter", "all_gather", "exchange", "reduce" or "broadcast", as
+ * the trace and reports write it. */
 const char *rs__phase_name(rs_phase_t phase);
 
 /* a mod w, in 0..w-1 for any sign of a. */

@@ -213,6 +213,19 @@ typedef enum rs_collective {
   RS_COLL_REDUCE_SCATTER /* stop after reduce-scatter (NCCL's ReduceScatter) */
 } rs_collective_t;
 
+/* The all-reduce algorithm (--algo; docs/algorithms.md). */
+typedef enum rs_algorithm {
+  RS_ALGO_RING,   /* reduce-scatter then all-gather round a ring */
+  RS_ALGO_RD,     /* recursive doubling: log2 W whole-buffer exchanges */
+  RS_ALGO_RHD,    /* Rabenseifner: recursive halving, then doubling */
+  RS_ALGO_LINEAR, /* everything reduced at worker 0, then broadcast */
+  RS_ALGO_TREE    /* NCCL's double binary tree */
+} rs_algorithm_t;
+#define RS_ALGO_COUNT 5
+/* "ring", "rd", "rhd", "linear", "tree"; and back (-1: no such name). */
+const char *rs_algorithm_name(rs_algorithm_t algo);
+int rs_algorithm_parse(const char *name);
+
 /* Faults a run can inject, to show how a collective fails (--inject). */
 typedef enum rs_fault_kind {
   RS_FAULT_CRASH,   /* the worker stops at the step, telling nobody */
@@ -337,6 +350,8 @@ typedef struct rs_config {
    * messages, same sums, bit for bit; a different order in time. Not with
    * the network model, which simulates the step order. */
   int slices;
+  /* The algorithm (default RS_ALGO_RING). */
+  rs_algorithm_t algo;
   /* DDP buckets: the model is all-reduced bucket by bucket, in DDP's order
    * (rs_model_buckets). Defaults: 25 MiB and 1 MiB; bucket_bytes 0 makes
    * one bucket of the whole model. */

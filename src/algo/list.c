@@ -5,13 +5,25 @@
 
 #include <string.h>
 
-static const rs_algo_t *const algos[] = {&rs__algo_ring};
+/* Indexed by rs_algorithm_t; NULL where not yet written. */
+static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
+    [RS_ALGO_RING] = &rs__algo_ring};
+static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd",
+                                                 "linear", "tree"};
 
-const rs_algo_t *rs__algo_find(const char *name) {
-  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
-    if (strcmp(algos[i]->name, name) == 0)
-      return algos[i];
-  return NULL;
+const char *rs_algorithm_name(rs_algorithm_t algo) {
+  return (unsigned)algo < RS_ALGO_COUNT ? names[algo] : "?";
+}
+
+int rs_algorithm_parse(const char *name) {
+  for (int i = 0; i < RS_ALGO_COUNT; i++)
+    if (strcmp(names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
+  return (unsigned)algo < RS_ALGO_COUNT ? algos[algo] : NULL;
 }
 
 const rs_algo_t *rs__algo_default(void) { return &rs__algo_ring; }

@@ -4,8 +4,8 @@
 
 #include "algo/algo.h"
 
-/* The algorithm called name, or NULL. */
-const rs_algo_t *rs__algo_find(const char *name);
+/* The algorithm's implementation, or NULL if it has none yet. */
+const rs_algo_t *rs__algo_get(rs_algorithm_t algo);
 
 /* The algorithm a run uses (today the ring). */
 const rs_algo_t *rs__algo_default(void);
