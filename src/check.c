@@ -336,7 +336,10 @@ static int prepare_reference(rs_run_t *run) {
       (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16
            ? ldexpl(1.0L, -24)
            : 0.0L);
-  const long double gamma = expm1l((W - 1) * log1pl(u)); /* theta(W-1) */
+  /* theta(depth): the most roundings one contribution goes through in
+   * the run's algorithm (the ring: W-1). */
+  const int depth = W > 1 ? run->algo->depth(W) : 0;
+  const long double gamma = expm1l(depth * log1pl(u));
   /* The reference's own error: its sum (in double, or long double for
    * f64), and storing it as a double. */
   const long double slack =
@@ -366,7 +369,7 @@ static int prepare_reference(rs_run_t *run) {
     sum_tiny = tiny;
   }
   const long double prod_rel = (gamma + slack) * (1 + u) + store;
-  const long double prod_tiny = (W - 1) * tiny;
+  const long double prod_tiny = depth * tiny;
   /* float inputs sum in double; f64 inputs in long double */
   const int f64 = run->dtype == RS_DTYPE_F64;
   double acc[BLOCK], amp[BLOCK];

@@ -74,6 +74,10 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   const rs_model_t *model = run->model;
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;
+  if (run->config.algo != RS_ALGO_RING)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates the ring; --algo %s is not narrated",
+                   rs_algorithm_name(run->config.algo));
   if (W < 1 || W > EXPLAIN_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL,
                    "--explain narrates rings of 1 to %d workers, not %d",

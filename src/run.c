@@ -59,6 +59,25 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   int rc = rs_netmodel_check(&c->net, c->workers, errmsg);
   if (rc)
     return rc;
+  const rs_algo_t *algo = rs__algo_get(c->algo);
+  if (!algo)
+    return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
+                   rs_algorithm_name(c->algo));
+  if (c->algo != RS_ALGO_RING && c->slices)
+    return rs__err(errmsg, RS_EINVAL,
+                   "loop: slices is NCCL's loop order for the ring, not for "
+                   "%s",
+                   algo->name);
+  if (c->algo != RS_ALGO_RING && c->collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "collective: a reduce-scatter alone is the ring's, not "
+                   "%s's",
+                   algo->name);
+  if (c->direct && c->workers > 1 && algo->direct_slots(c->workers, 1, 0) == 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "direct: the copy-free transport is not safe for %s: it "
+                   "reduces into regions its peers may still be reading",
+                   algo->name);
   if (c->slices && c->net.enabled)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "
@@ -78,17 +97,37 @@ static int check_config(const rs_config_t *c, char *errmsg) {
     if (c->workers == 1)
       return rs__err(errmsg, RS_EINVAL,
                      "inject: one worker has no ring steps to fault");
-    if (f->step < 0 || f->step > 2 * (c->workers - 1) - 1)
+    const int steps = algo->steps(c->workers, c->collective);
+    if ((f->step < 0 || f->step > steps - 1) && c->algo == RS_ALGO_RING)
       return rs__err(errmsg, RS_EINVAL,
                      "inject: step %d does not exist (steps 0..%d: "
                      "reduce-scatter 0..%d, all-gather %d..%d)",
                      f->step, 2 * (c->workers - 1) - 1, c->workers - 2,
                      c->workers - 1, 2 * (c->workers - 1) - 1);
+    if (f->step < 0 || f->step > steps - 1)
+      return rs__err(errmsg, RS_EINVAL,
+                     "inject: step %d does not exist (%s at W=%d has steps "
+                     "0..%d)",
+                     f->step, algo->name, c->workers, steps - 1);
     if (f->kind == RS_FAULT_STALL && (f->ms < 0 || f->ms > 3600000))
       return rs__err(errmsg, RS_EINVAL,
                      "inject: stall of %d ms is not in 0..3600000", f->ms);
   }
   return RS_OK;
+}
+
+/* The most elements of any bucket. */
+static size_t largest_bucket(const rs_run_t *run) {
+  size_t most = 0;
+  for (size_t b = 0; b < run->result.buckets; b++)
+    most = run->buckets[b].elems > most ? run->buckets[b].elems : most;
+  return most;
+}
+
+/* The most elements one message carries: segment_bytes of the dtype. */
+static size_t seg_cap(const rs_run_t *run) {
+  size_t cap = run->config.segment_bytes / run->elem_size;
+  return cap ? cap : 1;
 }
 
 /* Trace records per worker: at most one per message it receives, in every
@@ -99,7 +138,8 @@ static size_t events_per_worker(const rs_run_t *run) {
   for (int r = 0; r < c->workers; r++) {
     size_t msgs = 0;
     for (size_t b = 0; b < run->result.buckets; b++)
-      msgs += run->algo->messages(c->workers, r, run->bucket_segs[b],
+      msgs += run->algo->messages(c->workers, r, run->buckets[b].elems,
+                                  run->bucket_segs[b], seg_cap(run),
                                   c->collective);
     most = msgs > most ? msgs : most;
   }
@@ -108,9 +148,9 @@ static size_t events_per_worker(const rs_run_t *run) {
 
 /* The algorithm's directed edges, each with room for its largest message
  * (in elements) over every bucket; not yet opened. */
-static int list_edges(rs_run_t *run, size_t **edge_elems) {
+static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
   const int W = run->config.workers;
-  int peers[RS_ALGO_MAX_PEERS];
+  const size_t cap = seg_cap(run);
   int count = 0;
   for (int r = 0; r < W && W > 1; r++)
     count += run->algo->send_peers(W, r, peers);
@@ -127,7 +167,7 @@ static int list_edges(rs_run_t *run, size_t **edge_elems) {
       size_t most = 0;
       for (size_t b = 0; b < run->result.buckets; b++) {
         size_t m = run->algo->message_elems(
-            W, r, peers[i], run->buckets[b].elems, run->bucket_segs[b]);
+            W, r, peers[i], run->buckets[b].elems, run->bucket_segs[b], cap);
         most = m > most ? m : most;
       }
       (*edge_elems)[run->edge_count++] = most;
@@ -145,9 +185,8 @@ static rs_edge_t *find_edge(rs_run_t *run, int from, int to) {
 }
 
 /* Give every worker its links: the edges it sends on and receives on. */
-static int link_workers(rs_run_t *run) {
+static int link_workers(rs_run_t *run, int *peers) {
   const int W = run->config.workers;
-  int peers[RS_ALGO_MAX_PEERS];
   run->links = calloc(2 * (size_t)run->edge_count + 1, sizeof *run->links);
   if (!run->links)
     return RS_ENOMEM;
@@ -178,12 +217,16 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   const size_t n = rs_model_elems(model);
   const rs_dtype_t dtype = rs_model_dtype(model);
   size_t *edge_elems = NULL;
+  int *peers = malloc((size_t)W * sizeof *peers);
   rs_run_t *run = calloc(1, sizeof *run);
-  if (!run)
+  if (!run || !peers) {
+    free(run);
+    free(peers);
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  }
   run->config = *config;
   run->model = model;
-  run->algo = rs__algo_default();
+  run->algo = rs__algo_get(config->algo);
   run->elems = n;
   run->dtype = dtype;
   run->elem_size = rs_dtype_size(dtype);
@@ -208,7 +251,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     min_segs = run->bucket_segs[b] < min_segs ? run->bucket_segs[b] : min_segs;
     segs += run->bucket_segs[b];
   }
-  if (list_edges(run, &edge_elems))
+  if (list_edges(run, peers, &edge_elems))
     goto nomem_small;
   size_t seg_elems = 0;
   for (int i = 0; i < run->edge_count; i++)
@@ -221,7 +264,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       !config->direct && (dtype == RS_DTYPE_F16 || dtype == RS_DTYPE_BF16);
   const size_t wire_bytes = packed ? rs_dtype_size(dtype) : elem_bytes;
   int slots = config->slots;
-  size_t safe = run->algo->direct_slots(W, min_segs, config->slices);
+  size_t safe = W > 1 ? run->algo->direct_slots(W, min_segs, config->slices)
+                      : (size_t)slots;
   if (config->direct && (size_t)slots > safe)
     slots = (int)safe;
 
@@ -244,6 +288,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                "; %.1f GiB of it trace records, %zu B per transfer",
                events / (1 << 30), sizeof(rs_event_t));
     free(edge_elems);
+    free(peers);
     rs_run_free(run);
     return rs__err(errmsg, RS_ENOMEM,
                    "the run needs about %.1f GiB (W=%d x %zu elements%s), "
@@ -251,6 +296,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                    need / (1 << 30), W, n, records, have / (1 << 30));
   }
   run->result.segs_per_chunk = segs;
+  run->result.steps = W > 1 ? run->algo->steps(W, config->collective) : 0;
   run->result.seg_elems = seg_elems;
   run->result.slots = slots;
 
@@ -275,7 +321,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     /* Faults are caught by sequence numbers and, here, checksums. */
     e->chan.checksum = config->checksum || config->fault_count > 0;
   }
-  if (link_workers(run))
+  if (link_workers(run, peers))
     goto nomem;
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
@@ -302,17 +348,25 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->faults = run->config.faults;
     w->fault_count = run->config.fault_count;
     rs__sim_init(&w->sim, &run->config.net, W, r);
+    w->seg_cap = seg_cap(run);
+    if (W > 1 && run->algo->stashes && run->algo->stashes(W, r) &&
+        !(w->stash = rs__aligned_alloc(
+              (largest_bucket(run) ? largest_bucket(run) : 1) * elem_bytes)))
+      goto nomem;
   }
   free(edge_elems);
+  free(peers);
   *out = run;
   return RS_OK;
 
 nomem_small:
   free(edge_elems);
+  free(peers);
   rs_run_free(run);
   return rs__err(errmsg, RS_ENOMEM, "out of memory");
 nomem:
   free(edge_elems);
+  free(peers);
   rs_run_free(run);
   return rs__err(errmsg, RS_ENOMEM,
                  "out of memory allocating %d buffers of %zu elements", W, n);
@@ -328,6 +382,7 @@ void rs_run_free(rs_run_t *run) {
     if (run->workers) {
       free(run->workers[r].events.events);
       free(run->workers[r].unpacked);
+      free(run->workers[r].stash);
     }
   }
   for (int i = 0; i < run->edge_count; i++)
@@ -576,8 +631,8 @@ static int run_threads(rs_run_t *run) {
         run->result.sim_ns = run->workers[r].sim.clock;
     for (size_t b = 0; b < run->result.buckets; b++)
       run->result.predicted_ns +=
-          rs_netmodel_predict(&run->config.net, W, run->buckets[b].elems,
-                              run->bucket_segs[b], run->elem_size);
+          run->algo->predict(&run->config.net, W, run->buckets[b].elems,
+                             run->bucket_segs[b], run->elem_size);
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));

@@ -621,10 +621,10 @@ int rs__trace_begin(rs_run_t *run) {
       "INSERT INTO run (started_at, version, model, workers, algo, "
       "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
       "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
-      "status, config_json) VALUES (?, ?, ?, ?, 'ring', ?, ?, ?, ?, ?, ?, "
+      "status, config_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
       "?, ?, ?, ?, ?, ?, 'running', ?)",
-      "tttitttiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
-      (int64_t)c->workers,
+      "tttittttiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
+      (int64_t)c->workers, rs_algorithm_name(c->algo),
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
       rs_dtype_name(run->dtype), rs_op_name(c->op), (int64_t)run->elems,
       (int64_t)(run->elems * run->elem_size), (int64_t)run->result.buckets,

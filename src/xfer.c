@@ -29,11 +29,18 @@ rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
 }
 
 /* The worker's edge to or from peer. An algorithm uses only the edges it
- * declared (algo.h), so a missing one is a bug. */
-static rs_edge_t *edge_to(const rs_link_t *links, int count, int peer) {
-  for (int i = 0; i < count; i++)
-    if (links[i].peer == peer)
+ * declared (algo.h), so a missing one is a bug. The search starts where
+ * the last one was found: a root that walks its W-1 peers in order finds
+ * each at once. */
+static rs_edge_t *edge_to(const rs_link_t *links, int count, int peer,
+                          int *last) {
+  for (int k = 0; k < count; k++) {
+    int i = (*last + k) % count;
+    if (links[i].peer == peer) {
+      *last = i;
       return links[i].edge;
+    }
+  }
   assert(!"the algorithm uses an edge it did not declare");
   return NULL;
 }
@@ -81,7 +88,7 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
 
 int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag) {
-  rs_edge_t *e = edge_to(w->out, w->out_count, peer);
+  rs_edge_t *e = edge_to(w->out, w->out_count, peer, &w->out_last);
   size_t off = w->base + offset; /* of the flat buffer */
   rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
                   .phase = tag->phase,
@@ -128,7 +135,7 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
 
 int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag, rs_recv_action_t action) {
-  rs_edge_t *e = edge_to(w->in, w->in_count, peer);
+  rs_edge_t *e = edge_to(w->in, w->in_count, peer, &w->in_last);
   size_t off = w->base + offset;
   rs_msg_t *msg;
   w->progress.chunk = tag->chunk;
@@ -175,6 +182,71 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
   e->tp->release(e);
   w->stats.bytes_received += elems * w->elem_size;
   return RS_OK;
+}
+
+size_t rs__xfer_segs(const rs_worker_t *w, size_t elems) {
+  return elems ? (elems + w->seg_cap - 1) / w->seg_cap : 1;
+}
+
+/* Segment k of segs of a part's region. */
+static void segment(const rs_part_t *p, size_t segs, size_t k, size_t *off,
+                    size_t *len) {
+  *off = p->offset + rs__chunk_offset(p->elems, (int)segs, (int)k);
+  *len = rs__chunk_elems(p->elems, (int)segs, (int)k);
+}
+
+int rs__xfer_send_all(rs_worker_t *w, rs_part_t *send, size_t segs) {
+  for (size_t k = 0; k < segs; k++) {
+    size_t off, len;
+    segment(send, segs, k, &off, &len);
+    send->tag.segment = (int)k;
+    int rc = rs__xfer_send(w, send->peer, off, len, &send->tag);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+int rs__xfer_recv_all(rs_worker_t *w, rs_part_t *recv, rs_recv_action_t action,
+                      size_t segs) {
+  for (size_t k = 0; k < segs; k++) {
+    size_t off, len;
+    segment(recv, segs, k, &off, &len);
+    recv->tag.segment = (int)k;
+    int rc = rs__xfer_recv(w, recv->peer, off, len, &recv->tag, action);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+int rs__xfer_sendrecv(rs_worker_t *w, rs_part_t *send, rs_part_t *recv,
+                      rs_recv_action_t action, size_t segs) {
+  for (size_t k = 0; k < segs; k++) {
+    size_t off, len;
+    segment(send, segs, k, &off, &len);
+    send->tag.segment = recv->tag.segment = (int)k;
+    int rc = rs__xfer_send(w, send->peer, off, len, &send->tag);
+    if (rc)
+      return rc;
+    segment(recv, segs, k, &off, &len);
+    if ((rc = rs__xfer_recv(w, recv->peer, off, len, &recv->tag, action)))
+      return rc;
+  }
+  return RS_OK;
+}
+
+void rs__xfer_stash(rs_worker_t *w) {
+  assert(w->stash && "the algorithm stashes without asking for a stash");
+  memcpy(w->stash, w->buf + w->base * w->buf_elem_bytes,
+         w->elems * w->buf_elem_bytes);
+}
+
+void rs__xfer_unstash(rs_worker_t *w, rs_recv_action_t action) {
+  void *dst = w->buf + w->base * w->buf_elem_bytes;
+  assert(action != RS_RECV_COPY);
+  rs__fold(w->dtype, dst, w->stash, w->elems, w->op,
+           action == RS_RECV_REDUCE_MEAN ? w->workers : 0);
 }
 
 int rs__xfer_finish(rs_worker_t *w) {

@@ -125,6 +125,10 @@ typedef struct rs_worker {
   size_t base;  /* the bucket's first element in the flat buffer */
   size_t elems; /* elements in the bucket */
   size_t segs_per_chunk;
+  size_t seg_cap; /* the most elements one message carries (segment_bytes) */
+  /* A bucket-sized place for the worker's own data while it accumulates
+   * others' (linear's root); NULL when its algorithm needs none. */
+  unsigned char *stash;
   rs_op_t op;
   rs_dtype_t dtype; /* f64: double buffers; f16/bf16: round to it after
                        every float32 addition */
@@ -145,6 +149,7 @@ typedef struct rs_worker {
   int out_count;
   rs_link_t *in; /* the edges it receives on */
   int in_count;
+  int out_last, in_last; /* where edge lookups last found one */
   rs_progress_t progress;
   rs_worker_stats_t stats;
   rs_simclock_t sim;     /* simulated time (alpha-beta model), if on */
@@ -176,6 +181,37 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
  * do action with them. */
 int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag, rs_recv_action_t action);
+
+/* One side of a transfer of a region: the peer, the region (elements of
+ * the bucket) and its tag (the segment field is filled per segment). */
+typedef struct rs_part {
+  int peer;
+  size_t offset, elems;
+  rs_tag_t tag;
+} rs_part_t;
+
+/* How many segments of at most w->seg_cap elements a region of elems
+ * elements moves as (1 for an empty region: it still sends a message). */
+size_t rs__xfer_segs(const rs_worker_t *w, size_t elems);
+
+/* Send, or receive and do action with, a whole region, as segs segments
+ * (near-equal, in order). */
+int rs__xfer_send_all(rs_worker_t *w, rs_part_t *send, size_t segs);
+int rs__xfer_recv_all(rs_worker_t *w, rs_part_t *recv, rs_recv_action_t action,
+                      size_t segs);
+
+/* Exchange with peers, as MPI_Sendrecv does: cut both regions into segs
+ * segments, and for each send ours, then receive theirs and do action
+ * with it. Two workers exchanging with each other cannot deadlock, whatever
+ * the slots. */
+int rs__xfer_sendrecv(rs_worker_t *w, rs_part_t *send, rs_part_t *recv,
+                      rs_recv_action_t action, size_t segs);
+
+/* Keep the worker's own bucket aside (in w->stash), and later fold it into
+ * what the bucket then holds with action: how a root adds its own data
+ * last. */
+void rs__xfer_stash(rs_worker_t *w);
+void rs__xfer_unstash(rs_worker_t *w, rs_recv_action_t action);
 
 /* The worker's last step is done: end the stream on every edge it sends
  * on, then check every edge it receives on (none lost, none left over). */

@@ -116,20 +116,39 @@ static void test_ring_schedule(void **state) {
   }
 }
 
-/* schedule-5: the ring declares one edge out and one in per worker, and
- * they agree: r sends to p exactly when p receives from r. */
-static void test_ring_edges(void **state) {
+/* schedule-5: every algorithm's edges agree: r sends to p exactly when p
+ * receives from r, nobody is its own peer, and the ring's are r -> r+1. */
+static int has(const int *peers, int n, int p) {
+  for (int i = 0; i < n; i++)
+    if (peers[i] == p)
+      return 1;
+  return 0;
+}
+
+static void test_edges_agree(void **state) {
   (void)state;
-  const rs_algo_t *a = &rs__algo_ring;
-  for (int W = 2; W <= 9; W++)
-    for (int r = 0; r < W; r++) {
-      int out[RS_ALGO_MAX_PEERS], in[RS_ALGO_MAX_PEERS];
-      int n = a->send_peers(W, r, out);
-      assert_int_equal(n, 1);
-      assert_int_equal(out[0], (r + 1) % W);
-      assert_int_equal(a->recv_peers(W, out[0], in), 1);
-      assert_int_equal(in[0], r);
-    }
+  const rs_algo_t *algos[] = {&rs__algo_ring, &rs__algo_rd, &rs__algo_rhd,
+                              &rs__algo_linear};
+  for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
+    for (int W = 2; W <= 17; W++)
+      for (int r = 0; r < W; r++) {
+        int out[17], in[17], back[17];
+        int n_out = algos[a]->send_peers(W, r, out);
+        int n_in = algos[a]->recv_peers(W, r, in);
+        for (int i = 0; i < n_out; i++) {
+          assert_true(out[i] != r && out[i] >= 0 && out[i] < W);
+          int n = algos[a]->recv_peers(W, out[i], back);
+          assert_true(has(back, n, r));
+        }
+        for (int i = 0; i < n_in; i++) {
+          int n = algos[a]->send_peers(W, in[i], back);
+          assert_true(has(back, n, r));
+        }
+        if (algos[a] == &rs__algo_ring) {
+          assert_int_equal(n_out, 1);
+          assert_int_equal(out[0], (r + 1) % W);
+        }
+      }
 }
 
 int main(void) {
@@ -138,7 +157,7 @@ int main(void) {
       cmocka_unit_test(test_segments_tile_each_chunk),
       cmocka_unit_test(test_documented_example),
       cmocka_unit_test(test_ring_schedule),
-      cmocka_unit_test(test_ring_edges),
+      cmocka_unit_test(test_edges_agree),
   };
   return cmocka_run_group_tests_name("schedule", tests, NULL, NULL);
 }

@@ -505,6 +505,7 @@ typedef struct rs_result {
   uint64_t trace_ns;     /* writing the trace, before and after the ring */
   uint64_t trace_rows;   /* transfer rows written */
   size_t segs_per_chunk; /* segments per chunk, summed over the buckets */
+  int steps;             /* the algorithm's steps per bucket */
   size_t seg_elems;      /* largest segment in elements */
   int slots; /* slots per channel in use: config's, or fewer in direct mode */
 } rs_result_t;

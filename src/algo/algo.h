@@ -26,26 +26,35 @@
 typedef struct rs_algo {
   const char *name;
   /* The peers worker rank sends to, and receives from, written to peers
-   * (room for RS_ALGO_MAX_PEERS); returns how many. Every worker's send
-   * peers and receive peers agree: r sends to p iff p receives from r. */
+   * (room for W); returns how many. Every worker's send peers and receive
+   * peers agree: r sends to p iff p receives from r. */
   int (*send_peers)(int workers, int rank, int *peers);
   int (*recv_peers)(int workers, int rank, int *peers);
   /* The most elements one message from `from` to `to` carries, for a
-   * bucket of elems elements cut into segs segments per chunk: the edge's
-   * slots are sized for it. */
+   * bucket of elems elements (the ring cuts its chunks into segs segments;
+   * no message carries more than cap): the edge's slots are sized for it. */
   size_t (*message_elems)(int workers, int from, int to, size_t elems,
-                          size_t segs);
+                          size_t segs, size_t cap);
   /* With the direct transport a sender must not write a region it has
    * sent until its receiver has released it: the most slots per edge that
    * guarantee it (min_segs: the fewest segments per chunk of any bucket;
-   * slices: NCCL's loop order). */
+   * slices: NCCL's loop order); 0 if no slot count does (the algorithm
+   * reduces into regions its peers may still be reading). */
   size_t (*direct_slots)(int workers, size_t min_segs, int slices);
-  /* How many messages worker rank receives in one bucket cut into segs
-   * segments per chunk (the trace's records are sized by it). */
-  size_t (*messages)(int workers, int rank, size_t segs,
-                     rs_collective_t collective);
+  /* At most how many messages worker rank receives in one bucket of
+   * elems elements (segs and cap as for message_elems): the trace's
+   * records are sized by it. */
+  size_t (*messages)(int workers, int rank, size_t elems, size_t segs,
+                     size_t cap, rs_collective_t collective);
   /* Steps of the collective, as --inject counts them. */
   int (*steps)(int workers, rs_collective_t collective);
+  /* The most roundings any one contribution goes through on its way to
+   * the result (the ring: W-1; recursive doubling: about log2 W): the
+   * check's error bound (check.c) grows with it. */
+  int (*depth)(int workers);
+  /* Does worker rank keep its own bucket aside (rs__xfer_stash)? NULL:
+   * nobody does. */
+  int (*stashes)(int workers, int rank);
   /* The network model's cost formula for one bucket of elems elements in
    * segs segments per chunk, and the schedule played on simulated clocks
    * alone (netmodel.h; for `ringsim model`). */
@@ -60,9 +69,10 @@ typedef struct rs_algo {
   int (*run_bucket)(rs_worker_t *w);
 } rs_algo_t;
 
-#define RS_ALGO_MAX_PEERS 64
-
 /* The algorithms (algo/list.h has them by name). */
 extern const rs_algo_t rs__algo_ring;
+extern const rs_algo_t rs__algo_rd;
+extern const rs_algo_t rs__algo_rhd;
+extern const rs_algo_t rs__algo_linear;
 
 #endif /* RINGSIM_ALGO_H */

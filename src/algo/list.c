@@ -7,7 +7,10 @@
 
 /* Indexed by rs_algorithm_t; NULL where not yet written. */
 static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
-    [RS_ALGO_RING] = &rs__algo_ring};
+    [RS_ALGO_RING] = &rs__algo_ring,
+    [RS_ALGO_RD] = &rs__algo_rd,
+    [RS_ALGO_RHD] = &rs__algo_rhd,
+    [RS_ALGO_LINEAR] = &rs__algo_linear};
 static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd",
                                                  "linear", "tree"};
 

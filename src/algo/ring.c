@@ -204,8 +204,8 @@ static int recv_peers(int workers, int rank, int *peers) {
 /* Every message is one segment of a chunk: the largest chunk has
  * ceil(elems/W) elements, its largest segment ceil of that over segs. */
 static size_t message_elems(int workers, int from, int to, size_t elems,
-                            size_t segs) {
-  (void)from, (void)to;
+                            size_t segs, size_t cap) {
+  (void)from, (void)to, (void)cap;
   size_t chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
   return chunk ? (chunk + segs - 1) / segs : 0;
 }
@@ -223,10 +223,13 @@ static int steps(int workers, rs_collective_t collective) {
   return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
 }
 
+/* A chunk's sum starts at one worker and gains one addition per hop. */
+static int depth(int workers) { return workers - 1; }
+
 /* One message per segment of every step. */
-static size_t messages(int workers, int rank, size_t segs,
-                       rs_collective_t collective) {
-  (void)rank;
+static size_t messages(int workers, int rank, size_t elems, size_t segs,
+                       size_t cap, rs_collective_t collective) {
+  (void)rank, (void)elems, (void)cap;
   return (size_t)steps(workers, collective) * segs;
 }
 
@@ -237,6 +240,7 @@ const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .direct_slots = direct_slots,
                                  .messages = messages,
                                  .steps = steps,
+                                 .depth = depth,
                                  .predict = predict,
                                  .simulate = simulate,
                                  .run_bucket = ring_bucket};

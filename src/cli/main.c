@@ -85,6 +85,9 @@ static const char usage_text[] =
     "model)\n"
     "      --direct            copy-free channels: receivers reduce straight\n"
     "                          from the sender's buffer (NCCL's direct mode)\n"
+    "      --algo NAME         the all-reduce algorithm: ring (default), rd\n"
+    "                          (recursive doubling), rhd (Rabenseifner),\n"
+    "                          linear (reduce at worker 0, then broadcast)\n"
     "      --loop ORDER        steps (default): each step moves whole chunks;\n"
     "                          slices: NCCL's loop, all steps on one slice of\n"
     "                          the buffer at a time (same sums, cache-warm)\n"
@@ -342,6 +345,7 @@ enum {
   OPT_CHECKSUM,
   OPT_DIRECT,
   OPT_LOOP,
+  OPT_ALGO,
   OPT_BUCKET_MB,
   OPT_AVERAGE,
   OPT_ORDER_REPORT,
@@ -372,6 +376,7 @@ static const struct option long_options[] = {
     {"checksum", no_argument, NULL, OPT_CHECKSUM},
     {"direct", no_argument, NULL, OPT_DIRECT},
     {"loop", required_argument, NULL, OPT_LOOP},
+    {"algo", required_argument, NULL, OPT_ALGO},
     {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
     {"average", required_argument, NULL, OPT_AVERAGE},
     {"order-report", no_argument, NULL, OPT_ORDER_REPORT},
@@ -563,6 +568,14 @@ static int parse_args(int argc, char **argv, options_t *o) {
       if (cli_parse_loop(optarg, &o->config.slices))
         return cli_usage_error("--loop '%s': expected steps or slices", optarg);
       break;
+    case OPT_ALGO: {
+      int algo = rs_algorithm_parse(optarg);
+      if (algo < 0)
+        return cli_usage_error(
+            "--algo '%s': expected ring, rd, rhd, linear or tree", optarg);
+      o->config.algo = (rs_algorithm_t)algo;
+      break;
+    }
     }
   }
   if (o->model_only) {
@@ -613,15 +626,15 @@ static char *config_json(const options_t *o, int argc, char **argv) {
                                                   : "post";
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
-      "s:b, s:o}",
+      "s:b, s:s, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
       rs_op_name(o->config.op), "average", average, "grads", o->grads, "out",
       o->out, "seed", (json_int_t)o->seed, "init", cli_init_name(o->init),
       "collective", "all_reduce", "segment_bytes",
       (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
       "timeout_s", o->config.timeout_s, "loop",
-      o->config.slices ? "slices" : "steps", "direct", o->config.direct, "argv",
-      args);
+      o->config.slices ? "slices" : "steps", "direct", o->config.direct, "algo",
+      rs_algorithm_name(o->config.algo), "argv", args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
   json_decref(c);
   return text;

@@ -240,8 +240,11 @@ static figures_t compute_figures(const report_t *r) {
     f.sent_min = b < f.sent_min ? b : f.sent_min;
     f.sent_max = b > f.sent_max ? b : f.sent_max;
   }
-  f.planned = 2 * (uint64_t)(f.workers - 1) * (uint64_t)f.workers *
-              res->segs_per_chunk; /* summed over the buckets */
+  /* the ring's plan; other algorithms' counts vary by worker and step */
+  f.planned = rs_run_config(r->run)->algo == RS_ALGO_RING
+                  ? 2 * (uint64_t)(f.workers - 1) * (uint64_t)f.workers *
+                        res->segs_per_chunk /* summed over the buckets */
+                  : 0;
   f.seconds = (double)res->wall_ns / 1e9;
   f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
   f.busbw = rs_busbw(f.algbw, f.workers);
@@ -357,8 +360,12 @@ static void print_transfers(const report_t *r, const figures_t *f) {
            (unsigned long long)(res->transfers / (uint64_t)W));
     return;
   }
-  printf("  transfers  %llu sent of %llu planned (per worker:",
-         (unsigned long long)res->transfers, (unsigned long long)f->planned);
+  if (f->planned)
+    printf("  transfers  %llu sent of %llu planned (per worker:",
+           (unsigned long long)res->transfers, (unsigned long long)f->planned);
+  else
+    printf("  transfers  %llu sent (per worker:",
+           (unsigned long long)res->transfers);
   for (int w = 0; w < W && w < TRANSFER_LIST_WORKERS; w++)
     printf("%s%llu", w ? ", " : " ",
            (unsigned long long)rs_run_worker_stats(r->run, w)->transfers_sent);
@@ -374,8 +381,8 @@ void cli_print_text(const report_t *r) {
   char size[32], a[32], name[CLI_SAFE_MAX];
   cli_human_bytes(f.bytes, size, sizeof size);
 
-  printf("ringsim %s: ring all-reduce (%s) of model \"%s\" on %d worker%s\n",
-         RS_VERSION, rs_op_name(cfg->op),
+  printf("ringsim %s: %s all-reduce (%s) of model \"%s\" on %d worker%s\n",
+         RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),
          cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
   printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
@@ -385,7 +392,15 @@ void cli_print_text(const report_t *r) {
          rs_dtype_name(rs_model_dtype(r->model)));
   printf("  grads      %s\n", cli_safe(r->source, name, sizeof name));
   char chunk[64], sent[64];
-  if (res->buckets == 1) {
+  if (cfg->algo != RS_ALGO_RING) {
+    if (res->buckets > 1)
+      print_buckets(r);
+    printf("  messages   <= %zu element%s each, %d slot%s per channel\n",
+           res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
+           res->slots == 1 ? "" : "s");
+    printf("  steps      %d per bucket (%s)\n", res->steps,
+           rs_algorithm_name(cfg->algo));
+  } else if (res->buckets == 1) {
     /* the smallest chunk and the largest (sizes differ by at most one) */
     range_text(f.elems / (size_t)W,
                f.elems / (size_t)W + (f.elems % (size_t)W != 0), "element",
@@ -413,8 +428,12 @@ void cli_print_text(const report_t *r) {
   print_transfers(r, &f);
   range_text(f.sent_min, f.sent_max, "byte", sent, sizeof sent);
   cli_human_bytes((double)f.sent_max, a, sizeof a);
-  printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f bytes\n",
-         sent, a, f.sent_theory);
+  if (cfg->algo == RS_ALGO_RING)
+    printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f "
+           "bytes\n",
+           sent, a, f.sent_theory);
+  else
+    printf("  sent       %s per worker (%s)\n", sent, a);
   /* With exact inputs the reference is the direct mean itself; otherwise
    * it is the wider-precision sum with a bound per element, slower. */
   if (finished)
@@ -522,9 +541,12 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "slots", json_integer(res->slots));
   json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
   json_object_set_new(o, "direct", json_boolean(cfg->direct));
+  json_object_set_new(o, "algo", json_string(rs_algorithm_name(cfg->algo)));
+  json_object_set_new(o, "steps", json_integer(res->steps));
   json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
   json_object_set_new(o, "transfers_planned",
-                      json_integer((json_int_t)f.planned));
+                      f.planned ? json_integer((json_int_t)f.planned)
+                                : json_null());
   json_t *per_worker = json_array();
   for (int w = 0; w < f.workers; w++)
     json_array_append_new(per_worker,

@@ -1,0 +1,133 @@
+/* algo/linear.c - the linear all-reduce (the parameter-server shape), as
+ * one worker runs it (the schedule is in algo/linear.h).
+ *
+ * Everything goes to one worker, which reduces it all in one place, then
+ * sends the result to everyone: what torch.stack(grads).mean(0) does, with
+ * the data moved first. 2(W-1) messages of n elements through the root's
+ * one port: the slowest shape for large W, the simplest to read.
+ *
+ * The root's order is Open MPI's: it keeps its own data aside (the stash),
+ * copies worker W-1's, adds W-2's, ..., 1's, and adds its own last (an
+ * average divides in that last addition).
+ */
+#include "algo/linear.h"
+
+#include "algo/algo.h"
+#include "netmodel.h"
+#include "xfer.h"
+
+int rs__linear_bucket(rs_worker_t *w);
+
+int rs__linear_bucket(rs_worker_t *w) {
+  const int W = w->workers, r = w->rank, root = RS_LINEAR_ROOT;
+  const size_t n = w->elems, segs = rs__xfer_segs(w, n);
+  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  int rc;
+  /* Reduce: W-1 steps, the root taking one worker's data in each. */
+  for (int j = 0; j < W - 1; j++) {
+    if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, j, j, 1)))
+      return rc;
+    const int sender = rs__linear_sender(W, j);
+    rs_part_t part = {r == root ? sender : root, 0, n,
+                      {RS_PHASE_REDUCE, j, 0, 0, sender, 1}};
+    if (r == root && j == 0)
+      rs__xfer_stash(w); /* its own data, added last */
+    if (r == root)
+      rc = rs__xfer_recv_all(w, &part, j == 0 ? RS_RECV_COPY : RS_RECV_REDUCE,
+                             segs);
+    else if (r == sender)
+      rc = rs__xfer_send_all(w, &part, segs);
+    if (rc)
+      return rc;
+  }
+  if (r == root)
+    rs__xfer_unstash(w, mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+  /* Broadcast: W-1 steps, the root sending the result to one in each. */
+  for (int j = 0; j < W - 1; j++) {
+    if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, j, W - 1 + j, 1)))
+      return rc;
+    const int receiver = rs__linear_receiver(j);
+    rs_part_t part = {r == root ? receiver : root, 0, n,
+                      {RS_PHASE_BROADCAST, j, 0, 0, 0, W}};
+    if (r == root)
+      rc = rs__xfer_send_all(w, &part, segs);
+    else if (r == receiver)
+      rc = rs__xfer_recv_all(w, &part, RS_RECV_COPY, segs);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* Edges: the root to and from everyone. */
+static int peers(int workers, int rank, int *out) {
+  if (rank != RS_LINEAR_ROOT) {
+    out[0] = RS_LINEAR_ROOT;
+    return 1;
+  }
+  int n = 0;
+  for (int p = 0; p < workers; p++)
+    if (p != RS_LINEAR_ROOT)
+      out[n++] = p;
+  return n;
+}
+
+static size_t message_elems(int workers, int from, int to, size_t elems,
+                            size_t segs, size_t cap) {
+  (void)workers, (void)from, (void)to, (void)segs;
+  return elems < cap ? elems : cap;
+}
+
+/* The root overwrites its buffer with W-1's data while the others'
+ * messages point into their own buffers, which nobody writes until the
+ * broadcast; but the broadcast points into the root's buffer, and each
+ * worker copies it into its own: safe with any number of slots. */
+static size_t direct_slots(int workers, size_t min_segs, int slices) {
+  (void)workers, (void)min_segs, (void)slices;
+  return RS_MAX_SLOTS;
+}
+
+static int steps(int workers, rs_collective_t collective) {
+  (void)collective;
+  return 2 * (workers - 1);
+}
+
+/* The root receives W-1 buffers; the others one. */
+static size_t messages(int workers, int rank, size_t elems, size_t segs,
+                       size_t cap, rs_collective_t collective) {
+  (void)segs, (void)collective;
+  const size_t per_buffer = elems ? (elems + cap - 1) / cap : 1;
+  return (rank == RS_LINEAR_ROOT ? (size_t)(workers - 1) : 1) * per_buffer;
+}
+
+static int depth(int workers) { return workers - 1; }
+
+static int stashes(int workers, int rank) {
+  (void)workers;
+  return rank == RS_LINEAR_ROOT;
+}
+
+/* The root's port serialises everything: W-1 receptions and W-1 sends of
+ * n elements, each a latency and a transfer, and W-1 reductions. */
+static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+                        size_t segs, size_t elem_size) {
+  (void)segs;
+  if (!m->enabled || workers < 2)
+    return 0;
+  const uint64_t bytes = elems * elem_size;
+  const uint64_t hop = m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
+  return (uint64_t)(workers - 1) *
+         (2 * hop + rs__net_ns(bytes, m->reduce_rate));
+}
+
+const rs_algo_t rs__algo_linear = {.name = "linear",
+                                   .send_peers = peers,
+                                   .recv_peers = peers,
+                                   .message_elems = message_elems,
+                                   .direct_slots = direct_slots,
+                                   .messages = messages,
+                                   .steps = steps,
+                                   .depth = depth,
+                                   .stashes = stashes,
+                                   .predict = predict,
+                                   .run_bucket = rs__linear_bucket};

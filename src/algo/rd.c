@@ -1,0 +1,144 @@
+/* algo/rd.c - recursive doubling, as one worker runs it (the schedule is
+ * in algo/rd.h).
+ *
+ * Every step moves the whole buffer: log2 W messages of n elements where
+ * the ring sends 2(W-1) of n/W. Few steps, so it wins when the message is
+ * small and latency dominates; it sends log2 W times the data, so the ring
+ * wins when bandwidth does. Open MPI picks it for small messages.
+ *
+ * Each exchange is a send and a receive of the same region, segment by
+ * segment (the transfer primitive's sendrecv): both partners add the same
+ * two partial sums, and float addition is commutative, so both get the
+ * same bits. The order of additions is Open MPI's: an element's result is
+ * a balanced tree of sums over the renumbered ranks (with the fold-in's
+ * pairs at the leaves). An average divides where the sum completes: in
+ * the last exchange.
+ */
+#include "algo/rd.h"
+
+#include "algo/algo.h"
+#include "netmodel.h"
+#include "xfer.h"
+
+int rs__rd_bucket(rs_worker_t *w);
+
+int rs__rd_bucket(rs_worker_t *w) {
+  const int W = w->workers, r = w->rank;
+  const int P = rs__pof2(W), extra = W - P, v = rs__rd_newrank(W, r);
+  const size_t n = w->elems, segs = rs__xfer_segs(w, n);
+  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  int step = 0, rc;
+  if (extra) { /* fold-in: even r < 2E gives its data to r+1 */
+    if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0, step++, 1)))
+      return rc;
+    rs_part_t give = {r + 1, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, r, 1}};
+    rs_part_t take = {r - 1, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, r - 1, 1}};
+    if (r < 2 * extra && r % 2 == 0)
+      rc = rs__xfer_send_all(w, &give, segs);
+    else if (r < 2 * extra)
+      rc = rs__xfer_recv_all(w, &take, RS_RECV_REDUCE, segs);
+    if (rc)
+      return rc;
+  }
+  for (int d = 1, k = 0; d < P; d *= 2, k++) { /* the exchanges */
+    if ((rc = rs__xfer_step(w, RS_PHASE_EXCHANGE, k, step++, 1)))
+      return rc;
+    if (v < 0)
+      continue; /* folded in: sits the exchanges out */
+    const int peer = rs__rd_rank(W, v ^ d);
+    rs_part_t out = {peer, 0, n, {RS_PHASE_EXCHANGE, k, 0, 0, 0, 0}};
+    rs_part_t in = {peer, 0, n, {RS_PHASE_EXCHANGE, k, 0, 0, 0, 0}};
+    rs__rd_contributors(W, v, d, &out.tag.contrib_first,
+                        &out.tag.contrib_count);
+    rs__rd_contributors(W, v ^ d, d, &in.tag.contrib_first,
+                        &in.tag.contrib_count);
+    if ((rc = rs__xfer_sendrecv(w, &out, &in,
+                                mean && 2 * d == P ? RS_RECV_REDUCE_MEAN
+                                                   : RS_RECV_REDUCE,
+                                segs)))
+      return rc;
+  }
+  if (extra) { /* fold-out: odd r < 2E returns the result to r-1 */
+    if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0, step++, 1)))
+      return rc;
+    rs_part_t give = {r - 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
+    rs_part_t take = {r + 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
+    if (r < 2 * extra && r % 2)
+      rc = rs__xfer_send_all(w, &give, segs);
+    else if (r < 2 * extra)
+      rc = rs__xfer_recv_all(w, &take, RS_RECV_COPY, segs);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* Edges: the exchange partners both ways, and the fold-in pair. */
+static int peers(int workers, int rank, int *out) {
+  const int extra = workers - rs__pof2(workers);
+  const int v = rs__rd_newrank(workers, rank);
+  int n = 0;
+  if (rank < 2 * extra)
+    out[n++] = rank % 2 ? rank - 1 : rank + 1;
+  for (int d = 1; v >= 0 && d < rs__pof2(workers); d *= 2)
+    out[n++] = rs__rd_rank(workers, v ^ d);
+  return n;
+}
+
+static size_t message_elems(int workers, int from, int to, size_t elems,
+                            size_t segs, size_t cap) {
+  (void)workers, (void)from, (void)to, (void)segs;
+  return elems < cap ? elems : cap;
+}
+
+/* A worker folds a received segment into the region it has just sent:
+ * its partner may still be reading it. */
+static size_t direct_slots(int workers, size_t min_segs, int slices) {
+  (void)workers, (void)min_segs, (void)slices;
+  return 0;
+}
+
+static int steps(int workers, rs_collective_t collective) {
+  (void)collective;
+  const int P = rs__pof2(workers);
+  return rs__log2(P) + (workers > P ? 2 : 0);
+}
+
+/* At most one reception per step, of at most the whole bucket. */
+static size_t messages(int workers, int rank, size_t elems, size_t segs,
+                       size_t cap, rs_collective_t collective) {
+  (void)rank, (void)segs;
+  return (size_t)steps(workers, collective) * (elems ? (elems + cap - 1) / cap : 1);
+}
+
+/* The fold-in's addition, then one per exchange. */
+static int depth(int workers) {
+  const int P = rs__pof2(workers);
+  return rs__log2(P) + (workers > P);
+}
+
+/* Each exchange: a latency, n elements each way, n reduced; the fold-in
+ * and fold-out one more each when W is not a power of two. */
+static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+                        size_t segs, size_t elem_size) {
+  (void)segs;
+  if (!m->enabled || workers < 2)
+    return 0;
+  const uint64_t bytes = elems * elem_size;
+  const uint64_t hop = m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
+  const uint64_t reduce = rs__net_ns(bytes, m->reduce_rate);
+  const int P = rs__pof2(workers);
+  return (uint64_t)rs__log2(P) * (hop + reduce) +
+         (workers > P ? 2 * hop + reduce : 0);
+}
+
+const rs_algo_t rs__algo_rd = {.name = "rd",
+                               .send_peers = peers,
+                               .recv_peers = peers,
+                               .message_elems = message_elems,
+                               .direct_slots = direct_slots,
+                               .messages = messages,
+                               .steps = steps,
+                               .depth = depth,
+                               .predict = predict,
+                               .run_bucket = rs__rd_bucket};

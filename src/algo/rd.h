@@ -1,0 +1,60 @@
+/* algo/rd.h - recursive doubling's schedule, as Open MPI runs it
+ * (coll_base_allreduce.c, ompi_coll_base_allreduce_intra_recursivedoubling).
+ *
+ * With W a power of two, in exchange k (distance d = 2^k) worker r swaps
+ * its whole buffer with r xor d and both add: log2 W steps, after which
+ * everyone holds the sum. Otherwise let P be the largest power of two
+ * below W and E = W - P the extra workers. First (the fold-in, phase
+ * reduce) each even worker r < 2E sends its buffer to r+1, which adds it
+ * and takes its place; then the P remaining workers, renumbered 0..P-1
+ * (odd r < 2E is r/2, every r >= 2E is r - E), exchange as above; last (the
+ * fold-out, phase broadcast) each odd r < 2E sends the result back to r-1.
+ */
+#ifndef RINGSIM_ALGO_RD_H
+#define RINGSIM_ALGO_RD_H
+
+/* The largest power of two <= workers (>= 1). */
+static inline int rs__pof2(int workers) {
+  int p = 1;
+  while (p * 2 <= workers)
+    p *= 2;
+  return p;
+}
+
+/* log2 of a power of two. */
+static inline int rs__log2(int pof2) {
+  int k = 0;
+  while ((1 << k) < pof2)
+    k++;
+  return k;
+}
+
+/* The renumbered rank of worker r in the exchanges, or -1 if it sits them
+ * out (an even r < 2E, folded into r+1). */
+static inline int rs__rd_newrank(int workers, int rank) {
+  const int extra = workers - rs__pof2(workers);
+  if (rank < 2 * extra)
+    return rank % 2 ? rank / 2 : -1;
+  return rank - extra;
+}
+
+/* The worker with renumbered rank v. */
+static inline int rs__rd_rank(int workers, int v) {
+  const int extra = workers - rs__pof2(workers);
+  return v < extra ? 2 * v + 1 : v + extra;
+}
+
+/* Whose contributions renumbered rank v holds before the exchange at
+ * distance d (d = P: after the last): the aligned block of d renumbered
+ * ranks that holds v, which is a range of workers (renumbered rank u < E
+ * holds workers 2u and 2u+1, u >= E holds u+E). */
+static inline void rs__rd_contributors(int workers, int v, int d, int *first,
+                                       int *count) {
+  const int extra = workers - rs__pof2(workers);
+  const int lo = v & ~(d - 1), hi = lo + d - 1;
+  *first = lo < extra ? 2 * lo : lo + extra;
+  const int last = hi < extra ? 2 * hi + 1 : hi + extra;
+  *count = last - *first + 1;
+}
+
+#endif /* RINGSIM_ALGO_RD_H */

@@ -1,0 +1,204 @@
+/* algo/rhd.c - Rabenseifner's all-reduce, as one worker runs it (the
+ * schedule is in algo/rhd.h).
+ *
+ * Reduce-scatter by recursive halving sends n/2 + n/4 + ... = (P-1)/P n
+ * elements in log2 P steps, and the all-gather the same back: the ring's
+ * bandwidth in the recursive-doubling's number of steps. Open MPI picks it
+ * for large messages when the ring's 2(W-1) latencies would cost more.
+ *
+ * Each step is a send and a receive between partners (the transfer
+ * primitive's sendrecv), both regions cut into the same number of
+ * segments. The windows are Open MPI's: at each step the lower real rank
+ * keeps the left half (n/2 rounded down), so every element's sum has the
+ * order Open MPI gives it. An average divides where the sum completes: in
+ * the last reduce-scatter step.
+ */
+#include "algo/rhd.h"
+
+#include "algo/algo.h"
+#include "netmodel.h"
+#include "xfer.h"
+
+/* The most steps of a halving (log2 of RS_MAX_WORKERS, rounded up). */
+#define MAX_STEPS 16
+
+int rs__rhd_bucket(rs_worker_t *w);
+
+/* The fold-in, when W is not a power of two: pairs swap halves and the
+ * odd worker hands its summed half to the even one. */
+static int fold_in(rs_worker_t *w, int *step) {
+  const int r = w->rank, extra = w->workers - rs__pof2(w->workers);
+  const size_t n = w->elems, left = n / 2, right = n - left;
+  const size_t segs = rs__xfer_segs(w, right);
+  int rc;
+  if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0, (*step)++, 1)))
+    return rc;
+  const int odd = r % 2, peer = odd ? r - 1 : r + 1;
+  rs_part_t lpart = {peer, 0, left, {RS_PHASE_REDUCE, 0, 0, 0, 0, 1}};
+  rs_part_t rpart = {peer, left, right, {RS_PHASE_REDUCE, 0, 0, 0, 0, 1}};
+  if (r < 2 * extra) { /* even keeps the left half, odd the right */
+    lpart.tag.contrib_first = odd ? r : peer;
+    rpart.tag.contrib_first = odd ? peer : r;
+    rc = odd ? rs__xfer_sendrecv(w, &lpart, &rpart, RS_RECV_REDUCE, segs)
+             : rs__xfer_sendrecv(w, &rpart, &lpart, RS_RECV_REDUCE, segs);
+    if (rc)
+      return rc;
+  }
+  if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 1, (*step)++, 1)))
+    return rc;
+  if (r < 2 * extra) { /* the odd one's summed right half, to the even */
+    rs_part_t sum = {peer, left, right,
+                     {RS_PHASE_REDUCE, 1, 0, 0, odd ? peer : r, 2}};
+    rc = odd ? rs__xfer_send_all(w, &sum, rs__xfer_segs(w, right))
+             : rs__xfer_recv_all(w, &sum, RS_RECV_COPY,
+                                 rs__xfer_segs(w, right));
+  }
+  return rc;
+}
+
+int rs__rhd_bucket(rs_worker_t *w) {
+  const int W = w->workers, r = w->rank;
+  const int P = rs__pof2(W), extra = W - P, nsteps = rs__log2(P);
+  const int v = rs__rhd_vrank(W, r);
+  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  int step = 0, rc = RS_OK;
+  if (extra && (rc = fold_in(w, &step)))
+    return rc;
+  /* Reduce-scatter: the window [rindex, + rcount) halves each step. */
+  size_t sindex[MAX_STEPS] = {0}, scount[MAX_STEPS] = {0},
+         rindex[MAX_STEPS] = {0}, rcount[MAX_STEPS] = {0};
+  size_t start = 0, size = w->elems;
+  for (int k = 0, m = 1; m < P; k++, m *= 2) {
+    if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE_SCATTER, k, step++, 1)))
+      return rc;
+    if (v < 0)
+      continue;
+    const int peer = rs__rhd_rank(W, v ^ m);
+    size_t half = size / 2; /* the lower real rank keeps the left half */
+    rindex[k] = r < peer ? start : start + half;
+    rcount[k] = r < peer ? half : size - half;
+    sindex[k] = r < peer ? start + half : start;
+    scount[k] = size - rcount[k];
+    rs_part_t out = {peer, sindex[k], scount[k],
+                     {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
+    rs_part_t in = {peer, rindex[k], rcount[k],
+                    {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
+    rs__rhd_contributors(W, v, m, &out.tag.contrib_first,
+                         &out.tag.contrib_count);
+    rs__rhd_contributors(W, v ^ m, m, &in.tag.contrib_first,
+                         &in.tag.contrib_count);
+    size_t segs = rs__xfer_segs(w, size - half); /* the larger half */
+    if ((rc = rs__xfer_sendrecv(w, &out, &in,
+                                mean && 2 * m == P ? RS_RECV_REDUCE_MEAN
+                                                   : RS_RECV_REDUCE,
+                                segs)))
+      return rc;
+    start = rindex[k];
+    size = rcount[k];
+  }
+  /* All-gather: the same partners in reverse; each sends what it holds
+   * and receives what it gave away. */
+  for (int k = nsteps - 1, j = 0; k >= 0; k--, j++) {
+    if ((rc = rs__xfer_step(w, RS_PHASE_ALL_GATHER, j, step++, 1)))
+      return rc;
+    if (v < 0)
+      continue;
+    const int peer = rs__rhd_rank(W, v ^ (1 << k));
+    rs_part_t out = {peer, rindex[k], rcount[k],
+                     {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
+    rs_part_t in = {peer, sindex[k], scount[k],
+                    {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
+    size_t segs = rs__xfer_segs(w, rcount[k] > scount[k] ? rcount[k]
+                                                         : scount[k]);
+    if ((rc = rs__xfer_sendrecv(w, &out, &in, RS_RECV_COPY, segs)))
+      return rc;
+  }
+  if (extra) { /* fold-out: even r < 2E sends the result to r+1 */
+    if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0, step++, 1)))
+      return rc;
+    const size_t n = w->elems, segs = rs__xfer_segs(w, n);
+    rs_part_t give = {r + 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
+    rs_part_t take = {r - 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
+    if (r < 2 * extra && r % 2 == 0)
+      rc = rs__xfer_send_all(w, &give, segs);
+    else if (r < 2 * extra)
+      rc = rs__xfer_recv_all(w, &take, RS_RECV_COPY, segs);
+  }
+  return rc;
+}
+
+/* Edges: the fold pair, and the partner at every distance, both ways. */
+static int peers(int workers, int rank, int *out) {
+  const int extra = workers - rs__pof2(workers);
+  const int v = rs__rhd_vrank(workers, rank);
+  int n = 0;
+  if (rank < 2 * extra)
+    out[n++] = rank % 2 ? rank - 1 : rank + 1;
+  for (int m = 1; v >= 0 && m < rs__pof2(workers); m *= 2)
+    out[n++] = rs__rhd_rank(workers, v ^ m);
+  return n;
+}
+
+static size_t message_elems(int workers, int from, int to, size_t elems,
+                            size_t segs, size_t cap) {
+  (void)workers, (void)from, (void)to, (void)segs;
+  return elems < cap ? elems : cap;
+}
+
+/* A worker adds into the half it keeps while its partner reads the half
+ * it gave: safe; but the all-gather writes the half it gave away, which
+ * its partner may still be reading from the step before. */
+static size_t direct_slots(int workers, size_t min_segs, int slices) {
+  (void)workers, (void)min_segs, (void)slices;
+  return 0;
+}
+
+static int steps(int workers, rs_collective_t collective) {
+  (void)collective;
+  const int P = rs__pof2(workers);
+  return 2 * rs__log2(P) + (workers > P ? 3 : 0);
+}
+
+static size_t messages(int workers, int rank, size_t elems, size_t segs,
+                       size_t cap, rs_collective_t collective) {
+  (void)rank, (void)segs;
+  return (size_t)steps(workers, collective) *
+         (elems ? (elems + cap - 1) / cap : 1);
+}
+
+/* The fold-in's addition, then one per halving. */
+static int depth(int workers) {
+  const int P = rs__pof2(workers);
+  return rs__log2(P) + (workers > P);
+}
+
+/* 2 log2 P latencies, 2 (P-1)/P n elements each way, (P-1)/P n reduced;
+ * the fold-in and fold-out add three hops of n/2, n/2 and n. */
+static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+                        size_t segs, size_t elem_size) {
+  (void)segs;
+  if (!m->enabled || workers < 2)
+    return 0;
+  const int P = rs__pof2(workers), k = rs__log2(P);
+  const uint64_t moved = (uint64_t)elems * elem_size * (uint64_t)(P - 1) / P;
+  uint64_t t = 2 * (uint64_t)k * m->link.latency_ns +
+               2 * rs__net_ns(moved, m->link.bandwidth) +
+               rs__net_ns(moved, m->reduce_rate);
+  if (workers > P) {
+    const uint64_t half = elems / 2 * elem_size, all = elems * elem_size;
+    t += 3 * m->link.latency_ns + 2 * rs__net_ns(half, m->link.bandwidth) +
+         rs__net_ns(all, m->link.bandwidth) + rs__net_ns(half, m->reduce_rate);
+  }
+  return t;
+}
+
+const rs_algo_t rs__algo_rhd = {.name = "rhd",
+                                .send_peers = peers,
+                                .recv_peers = peers,
+                                .message_elems = message_elems,
+                                .direct_slots = direct_slots,
+                                .messages = messages,
+                                .steps = steps,
+                                .depth = depth,
+                                .predict = predict,
+                                .run_bucket = rs__rhd_bucket};
