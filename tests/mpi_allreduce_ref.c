@@ -1,0 +1,162 @@
+/* mpi_allreduce_ref.c - Open MPI's all-reduce on files, the reference that
+ * tests/test_mpi.py compares ringsim's algorithms against bit for bit.
+ *
+ *   mpirun -np W mpi_allreduce_ref COUNT IN_PATTERN OUT_PATTERN
+ *
+ * Rank r reads COUNT little-endian float32 values (a raw file of exactly
+ * 4*COUNT bytes) from IN_PATTERN with every "{r}" replaced by r, calls
+ * MPI_Allreduce(MPI_FLOAT, MPI_SUM) on MPI_COMM_WORLD (not in place: the
+ * in-place path copies differently, and ringsim's workers do not run in
+ * place), and writes its result the same way to OUT_PATTERN.
+ *
+ * Which algorithm runs is mpirun's business (--mca
+ * coll_tuned_allreduce_algorithm N); this program only moves the data.
+ * Usage errors exit 2 on every rank; a rank that cannot read or write its
+ * file aborts the job (MPI_Abort), since the others would otherwise wait for
+ * it forever inside the collective.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "mpi_allreduce_ref"
+
+/* Print "mpi_allreduce_ref: rank R: what path: detail" and abort the whole
+ * job. */
+static void die(int rank, const char *what, const char *path,
+                const char *detail) {
+  fprintf(stderr, PROG ": rank %d: %s%s%s: %s\n", rank, what, *path ? " " : "",
+          path, detail);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1); /* not reached: MPI_Abort does not return */
+}
+
+/* pattern with every "{r}" replaced by rank, in a new string (NULL when out
+ * of memory). */
+static char *rank_path(const char *pattern, int rank) {
+  char digits[16];
+  size_t digit_len = (size_t)snprintf(digits, sizeof digits, "%d", rank);
+  size_t hits = 0;
+  for (const char *p = strstr(pattern, "{r}"); p; p = strstr(p + 3, "{r}"))
+    hits++;
+  char *path = malloc(strlen(pattern) + hits * digit_len + 1);
+  if (!path)
+    return NULL;
+  char *out = path;
+  for (const char *p = pattern; *p;) {
+    if (strncmp(p, "{r}", 3) == 0) {
+      memcpy(out, digits, digit_len);
+      out += digit_len;
+      p += 3;
+    } else {
+      *out++ = *p++;
+    }
+  }
+  *out = '\0';
+  return path;
+}
+
+/* Read exactly count little-endian float32 values; the file must hold
+ * nothing else. Byte order is spelled out so the files mean the same on any
+ * host. */
+static void read_floats(int rank, const char *path, float *values,
+                        size_t count) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    die(rank, "cannot open", path, strerror(errno));
+  unsigned char bytes[4];
+  for (size_t i = 0; i < count; i++) {
+    if (fread(bytes, 1, 4, f) != 4) {
+      char detail[96];
+      snprintf(detail, sizeof detail, "%s after %zu of %zu values",
+               ferror(f) ? "read error" : "file ends", i, count);
+      fclose(f);
+      die(rank, "cannot read", path, detail);
+    }
+    uint32_t bits = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 |
+                    (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24;
+    memcpy(&values[i], &bits, sizeof bits);
+  }
+  int extra = fgetc(f);
+  fclose(f);
+  if (extra != EOF) {
+    char detail[64];
+    snprintf(detail, sizeof detail, "longer than %zu float32 values", count);
+    die(rank, "cannot read", path, detail);
+  }
+}
+
+static void write_floats(int rank, const char *path, const float *values,
+                         size_t count) {
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    die(rank, "cannot create", path, strerror(errno));
+  for (size_t i = 0; i < count; i++) {
+    uint32_t bits;
+    memcpy(&bits, &values[i], sizeof bits);
+    unsigned char bytes[4] = {(unsigned char)bits,
+                              (unsigned char)(bits >> 8),
+                              (unsigned char)(bits >> 16),
+                              (unsigned char)(bits >> 24)};
+    if (fwrite(bytes, 1, 4, f) != 4) {
+      fclose(f);
+      die(rank, "cannot write", path, strerror(errno));
+    }
+  }
+  if (fclose(f) != 0)
+    die(rank, "cannot write", path, strerror(errno));
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* Errors come back as codes, so the message can name the rank. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  /* Every rank sees the same argv, so every rank agrees on a usage error
+   * and leaves without entering the collective; rank 0 says why. */
+  char *end = NULL;
+  long count = argc == 4 ? (errno = 0, strtol(argv[1], &end, 10)) : -1;
+  if (argc != 4 || errno || end == argv[1] || *end || count < 1 ||
+      count > INT_MAX) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: " PROG " COUNT IN_PATTERN OUT_PATTERN\n"
+              "  COUNT: float32 values per rank, 1..%d%s%s\n"
+              "  {r} in the patterns is replaced by the rank\n",
+              INT_MAX, argc == 4 ? "; got " : "", argc == 4 ? argv[1] : "");
+    MPI_Finalize();
+    return 2;
+  }
+
+  char *in_path = rank_path(argv[2], rank);
+  char *out_path = rank_path(argv[3], rank);
+  float *in = malloc((size_t)count * sizeof *in);
+  float *out = malloc((size_t)count * sizeof *out);
+  if (!in_path || !out_path || !in || !out)
+    die(rank, "cannot allocate", "buffers", strerror(ENOMEM));
+
+  read_floats(rank, in_path, in, (size_t)count);
+  int rc = MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int text_len = 0;
+    MPI_Error_string(rc, text, &text_len);
+    die(rank, "MPI_Allreduce failed", "", text);
+  }
+  write_floats(rank, out_path, out, (size_t)count);
+
+  free(in);
+  free(out);
+  free(in_path);
+  free(out_path);
+  MPI_Finalize();
+  return 0;
+}
