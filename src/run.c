@@ -63,6 +63,9 @@ static int check_config(const rs_config_t *c, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "
                    "cannot time NCCL's slice order");
+  if (c->collective != RS_COLL_ALLREDUCE && c->algo == RS_ALGO_TREE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "collective: the tree algorithm is an all-reduce only");
   if (c->ref_reps < 1 || c->ref_reps > 1000)
     return rs__err(errmsg, RS_EINVAL, "ref_reps: %d is not in 1..1000",
                    c->ref_reps);
@@ -183,7 +186,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
   run->config = *config;
   run->model = model;
-  run->algo = rs__algo_default();
+  /* The config's algorithm, where one is written; else the ring. */
+  run->algo = rs__algo_get(config->algo) ? rs__algo_get(config->algo)
+                                         : rs__algo_default();
   run->elems = n;
   run->dtype = dtype;
   run->elem_size = rs_dtype_size(dtype);

@@ -64,5 +64,6 @@ typedef struct rs_algo {
 
 /* The algorithms (algo/list.h has them by name). */
 extern const rs_algo_t rs__algo_ring;
+extern const rs_algo_t rs__algo_tree;
 
 #endif /* RINGSIM_ALGO_H */

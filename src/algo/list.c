@@ -7,9 +7,9 @@
 
 /* Indexed by rs_algorithm_t; NULL where not yet written. */
 static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
-    [RS_ALGO_RING] = &rs__algo_ring};
-static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd",
-                                                 "linear", "tree"};
+    [RS_ALGO_RING] = &rs__algo_ring, [RS_ALGO_TREE] = &rs__algo_tree};
+static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd", "linear",
+                                                 "tree"};
 
 const char *rs_algorithm_name(rs_algorithm_t algo) {
   return (unsigned)algo < RS_ALGO_COUNT ? names[algo] : "?";
