@@ -3,7 +3,8 @@
  *
  * Two binary trees span the W workers (algo/tree.h: how NCCL builds them
  * from each rank's bit pattern). A bucket is cut in two halves: tree 0
- * all-reduces the first, tree 1 the second, at the same time. Each half
+ * all-reduces the first, tree 1 the second (one after the other: see
+ * Order). Each half
  * moves as H = ceil(W/2) chunks of segs segments (tree.h), segment by
  * segment, so the trees are pipelines: a segment climbs one level while
  * the next one climbs the level below.
@@ -177,10 +178,10 @@ static int depth(int workers, int t) {
  *   reduce:    d (alpha + s/beta) + (S-1) max(s/beta, 2 s/gamma) + 2 s/gamma
  *   broadcast: d (alpha + s/beta) + (S-1) c s/beta
  * (in the reduce a worker sends one segment and folds two per segment
- * index; in the broadcast it sends to its c children, c = 2, or 1 when
- * W = 2, one after the other on its one outgoing link: netmodel.h). The
- * trees run one after the other, so the total is twice their sum.
- * simulate() plays the exact schedule. */
+ * index; in the broadcast it sends to its c children, c the most any
+ * worker has: 2, or 1 when W is 2 or 3, one after the other on its one outgoing
+ * link: netmodel.h). The trees run one after the other, so the total is twice
+ * their sum. simulate() plays the exact schedule. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
                         size_t segs, size_t elem_size) {
   if (!m->enabled || workers < 2)
@@ -188,7 +189,13 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   const uint64_t S = rs__tree_segments(workers, segs);
   const int d0 = depth(workers, 0), d1 = depth(workers, 1);
   const uint64_t d = (uint64_t)(d0 > d1 ? d0 : d1);
-  const uint64_t c = workers == 2 ? 1 : 2;
+  uint64_t c = 1;
+  for (int t = 0; t < 2; t++)
+    for (int r = 0; r < workers; r++) {
+      int children[2];
+      uint64_t k = (uint64_t)rs__tree_children(workers, t, r, children);
+      c = k > c ? k : c;
+    }
   const size_t seg_bytes = elems / (2 * S) * elem_size;
   const uint64_t wire = rs__net_ns(seg_bytes, m->link.bandwidth);
   const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
