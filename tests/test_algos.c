@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "algo/rd.h"
+#include "algo/tree.h"
 #include "ringsim/ringsim.h"
 
 static int matrix_workers;
@@ -32,6 +33,18 @@ static int depth(rs_algorithm_t algo, int W) {
   case RS_ALGO_RD:
   case RS_ALGO_RHD:
     return rs__log2(P) + (W > P);
+  case RS_ALGO_TREE: { /* two additions per level of the taller tree */
+    int most = 0;
+    for (int t = 0; t < 2; t++)
+      for (int r = 0; r < W; r++) {
+        int d = 0;
+        for (int x = r; rs__tree_parent(W, t, x) >= 0;
+             x = rs__tree_parent(W, t, x))
+          d++;
+        most = d > most ? d : most;
+      }
+    return 2 * most;
+  }
   default:
     return W - 1;
   }
@@ -56,6 +69,15 @@ static void expected_sent(rs_algorithm_t algo, int W, int w, size_t n,
     slack = w < 2 * E && w % 2 ? 0 : 2.0 * k;
     if (w < 2 * E) /* fold-in halves, the odd one's sum, the fold-out */
       want += w % 2 ? (double)(n / 2) + (n - n / 2) : (double)(n - n / 2) + n;
+    break;
+  case RS_ALGO_TREE: /* per tree's half: up to the parent, down to each
+                        child */
+    for (int t = 0; t < 2; t++) {
+      int children[2];
+      double half = (double)rs__chunk_elems(n, 2, t);
+      want += half * (rs__tree_parent(W, t, w) >= 0) +
+              half * rs__tree_children(W, t, w, children);
+    }
     break;
   default: /* linear */
     want = w == 0 ? (double)(W - 1) * n : (double)n;
@@ -107,6 +129,7 @@ static void run_case(int W, size_t n, int exact, rs_op_t op,
   const long double u = ldexpl(1.0L, f64 ? -53 : -24);
   const long double div = op == RS_OP_AVG ? W : 1;
   const long double tiny = ldexpl(1.0L, f64 ? -1074 : -149);
+  const int d = depth(algo, W);
   for (int w = 0; w < W; w++)
     for (size_t i = 0; i < n; i++) {
       long double got = f64 ? ((const double *)rs_run_buffer(run, w))[i]
@@ -118,7 +141,7 @@ static void run_case(int W, size_t n, int exact, rs_op_t op,
                    "want %.17Lg",
                    rs_algorithm_name(algo), W, n, w, i, got, want);
       } else {
-        long double bound = (depth(algo, W) + 1) * u * abs_sum[i] / div +
+        long double bound = (d + 1) * u * abs_sum[i] / div +
                             u * fabsl(want) + tiny;
         if (fabsl(got - want) > bound)
           fail_msg("%s W=%d n=%zu: worker %d element %zu is %.17Lg, want "

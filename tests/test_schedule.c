@@ -128,7 +128,7 @@ static int has(const int *peers, int n, int p) {
 static void test_edges_agree(void **state) {
   (void)state;
   const rs_algo_t *algos[] = {&rs__algo_ring, &rs__algo_rd, &rs__algo_rhd,
-                              &rs__algo_linear};
+                              &rs__algo_linear, &rs__algo_tree};
   for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
     for (int W = 2; W <= 17; W++)
       for (int r = 0; r < W; r++) {

@@ -74,5 +74,6 @@ extern const rs_algo_t rs__algo_ring;
 extern const rs_algo_t rs__algo_rd;
 extern const rs_algo_t rs__algo_rhd;
 extern const rs_algo_t rs__algo_linear;
+extern const rs_algo_t rs__algo_tree;
 
 #endif /* RINGSIM_ALGO_H */

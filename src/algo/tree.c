@@ -1,0 +1,369 @@
+/* algo/tree.c - NCCL's double binary tree all-reduce, as one worker runs
+ * it.
+ *
+ * Two binary trees span the W workers (algo/tree.h: how NCCL builds them
+ * from each rank's bit pattern). A bucket is cut in two halves: tree 0
+ * all-reduces the first, tree 1 the second (one after the other: see
+ * Order). Each half
+ * moves as H = ceil(W/2) chunks of segs segments (tree.h), segment by
+ * segment, so the trees are pipelines: a segment climbs one level while
+ * the next one climbs the level below.
+ *
+ * Reduce (up). For segment i of tree t, a worker receives its children's
+ * segment i and folds each into its own: its own data first, then
+ * down[0]'s, then down[1]'s, as NCCL's reduceCopy does. Then it sends the
+ * sum, which now holds its whole subtree's contributions, to its parent.
+ * The root's last fold completes the sum; with op avg (and no pre-division)
+ * that fold also divides by W, as NCCL's root applies the postOp
+ * (runTreeUpDown's directRecvReduceCopy(..., postOp=true)).
+ *
+ * Broadcast (down). For segment i of tree t, a worker receives the final
+ * value from its parent, copies it over its own and sends it on to its
+ * children. Every worker ends with a copy of the root's value, so all
+ * buffers are bitwise identical.
+ *
+ * Order. Every worker runs the same sequence of "sweeps": the reduce of
+ * tree 0's segments 0, 1, ..., S-1, then tree 1's; then the broadcast of
+ * tree 0's segments, then tree 1's. This is NCCL's runTreeUpDown (the whole
+ * reduce, then the whole broadcast), but NCCL runs the two trees at once,
+ * on separate channels (separate thread blocks), and ringsim has one thread
+ * per worker. Interleaving the trees segment by segment in that one thread
+ * couples them: a worker waiting for a child in one tree cannot send its
+ * next segment in the other, and two workers that are each other's parent
+ * (one in each tree) wait for each other at every segment. On the network
+ * model that made every segment cost the trees' depth in latencies (W = 16:
+ * 5.5x slower than now). One tree after the other, each is a clean
+ * pipeline whose children never wait for their parents; with one outgoing
+ * link per worker the reduce loses nothing by it (a worker sends one
+ * segment per index in each tree either way); the broadcast would gain from
+ * both trees at once only on a machine that sends on two links at once.
+ *
+ * Why it cannot deadlock, whatever the slot count K >= 1. Each edge has one
+ * sender and one receiver, each worker's next operation is fixed by its own
+ * program, receives block on one edge and sends block only on a full FIFO.
+ * Such a network is determinate: an operation that can proceed stays able
+ * to until it does (nobody else can drain its input or fill its output),
+ * so if one interleaving runs to the end, every one does. Here is one, with
+ * K = 1: run the sweeps one after the other; within a reduce sweep take
+ * the workers leaves first (children before parents), within a broadcast
+ * sweep root first. In a sweep every message is received by the worker
+ * taken after its sender, so each sweep ends with every edge empty, and the
+ * next sweep's sends find a free slot. A pair of workers may be linked in
+ * both trees (tree 0's child is tree 1's parent, or the same parent): one
+ * edge then carries both trees' messages, in sweep order on both sides, and
+ * at most one message per sweep. rs_algo_t's simulate plays exactly this
+ * interleaving on simulated clocks.
+ *
+ * The direct transport (the receiver reads the sender's buffer) is safe with
+ * any slot count: a worker writes a region after sending it only once, when
+ * the broadcast copies the parent's value over the segment it sent up, and
+ * the parent sends that value only after it has received, folded and
+ * released our segment. The broadcast's regions are never written again in
+ * the bucket.
+ *
+ * Cost. Each worker sends about n/2 elements up per tree it is not the root
+ * of, and n/2 to each child down: about n up and n down (a worker is
+ * interior, with two children, in one tree), against the ring's 2(W-1)/W
+ * n; in exchange a segment crosses about log2 W links instead of 2(W-1)
+ * (predict, below).
+ *
+ * This file is the algorithm alone; moving a segment, and everything around
+ * it, is the transfer primitive's (xfer.h).
+ */
+#include "algo/tree.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "algo/algo.h"
+#include "netmodel.h"
+#include "xfer.h"
+
+/* Reduce sweep (segment index, tree t): fold the children's segment into
+ * ours, own data first, then down[0], down[1]; send the sum to the
+ * parent. */
+static int reduce_up(rs_worker_t *w, int t, size_t index) {
+  const int W = w->workers, r = w->rank;
+  int children[2], chunk, segment;
+  size_t off, len;
+  const int n = rs__tree_children(W, t, r, children);
+  const int parent = rs__tree_parent(W, t, r);
+  rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index, &off, &len, &chunk,
+                   &segment);
+  rs_tag_t tag = {.phase = RS_PHASE_REDUCE, .chunk = chunk, .segment = segment};
+  for (int i = 0; i < n; i++) {
+    rs_recv_action_t action = RS_RECV_REDUCE;
+    if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average_pre)
+      action = RS_RECV_REDUCE_MEAN; /* the root's sum is complete */
+    rs__tree_contributors(W, t, children[i], &tag.contrib_first,
+                          &tag.contrib_count);
+    int rc = rs__xfer_recv(w, children[i], off, len, &tag, action);
+    if (rc)
+      return rc;
+  }
+  if (parent < 0)
+    return RS_OK;
+  rs__tree_contributors(W, t, r, &tag.contrib_first, &tag.contrib_count);
+  return rs__xfer_send(w, parent, off, len, &tag);
+}
+
+/* Broadcast sweep (segment index, tree t): take the parent's final value,
+ * pass it to the children. */
+static int broadcast_down(rs_worker_t *w, int t, size_t index) {
+  const int W = w->workers, r = w->rank;
+  int children[2], chunk, segment, rc;
+  size_t off, len;
+  const int n = rs__tree_children(W, t, r, children);
+  const int parent = rs__tree_parent(W, t, r);
+  rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index, &off, &len, &chunk,
+                   &segment);
+  rs_tag_t tag = {.phase = RS_PHASE_BROADCAST,
+                  .chunk = chunk,
+                  .segment = segment,
+                  .contrib_first = 0,
+                  .contrib_count = W};
+  if (parent >= 0 &&
+      (rc = rs__xfer_recv(w, parent, off, len, &tag, RS_RECV_COPY)))
+    return rc;
+  for (int i = 0; i < n; i++)
+    if ((rc = rs__xfer_send(w, children[i], off, len, &tag)))
+      return rc;
+  return RS_OK;
+}
+
+/* One bucket: the reduce over every segment of both trees, then the
+ * broadcast, each as one --inject step. */
+static int tree_bucket(rs_worker_t *w) {
+  const size_t S = rs__tree_segments(w->workers, w->segs_per_chunk);
+  int rc;
+  if (w->workers < 2)
+    return RS_OK;
+  /* Reduce: the halves climb their trees, segment by segment. */
+  if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0,
+                          rs__tree_global_step(RS_PHASE_REDUCE), 1)))
+    return rc;
+  for (int t = 0; t < 2; t++)
+    for (size_t i = 0; i < S; i++)
+      if ((rc = reduce_up(w, t, i)))
+        return rc;
+  /* Now each root holds its half's result. Broadcast it down. */
+  if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0,
+                          rs__tree_global_step(RS_PHASE_BROADCAST), 1)))
+    return rc;
+  for (int t = 0; t < 2; t++)
+    for (size_t i = 0; i < S; i++)
+      if ((rc = broadcast_down(w, t, i)))
+        return rc;
+  return RS_OK;
+}
+
+/* The most edges from a root to a leaf of tree t. */
+static int height(int workers, int t) {
+  int most = 0;
+  for (int r = 0; r < workers; r++) {
+    int d = 0;
+    for (int x = r; rs__tree_parent(workers, t, x) >= 0;
+         x = rs__tree_parent(workers, t, x))
+      d++;
+    most = d > most ? d : most;
+  }
+  return most;
+}
+
+/* The cost formula, an estimate of the schedule above on a uniform network
+ * (alpha latency, beta bandwidth, gamma reduce rate; s the bytes of one
+ * segment, n/(2 H segs); S = H segs segments per tree; d the deeper tree's
+ * depth). Each tree's reduce and broadcast is a pipeline of d stages,
+ * filled once and then paced by its busiest worker:
+ *   reduce:    d (alpha + s/beta) + (S-1) max(s/beta, 2 s/gamma) + 2 s/gamma
+ *   broadcast: d (alpha + s/beta) + (S-1) c s/beta
+ * (in the reduce a worker sends one segment and folds two per segment
+ * index; in the broadcast it sends to its c children, c the most any
+ * worker has: 2, or 1 when W is 2 or 3, one after the other on its one outgoing
+ * link: netmodel.h). The trees run one after the other, so the total is twice
+ * their sum. simulate() plays the exact schedule. */
+static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+                        size_t segs, size_t elem_size) {
+  if (!m->enabled || workers < 2)
+    return 0;
+  const uint64_t S = rs__tree_segments(workers, segs);
+  const int d0 = height(workers, 0), d1 = height(workers, 1);
+  const uint64_t d = (uint64_t)(d0 > d1 ? d0 : d1);
+  uint64_t c = 1;
+  for (int t = 0; t < 2; t++)
+    for (int r = 0; r < workers; r++) {
+      int children[2];
+      uint64_t k = (uint64_t)rs__tree_children(workers, t, r, children);
+      c = k > c ? k : c;
+    }
+  const size_t seg_bytes = elems / (2 * S) * elem_size;
+  const uint64_t wire = rs__net_ns(seg_bytes, m->link.bandwidth);
+  const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
+  const uint64_t up = d * (m->link.latency_ns + wire) +
+                      (S - 1) * (wire > 2 * fold ? wire : 2 * fold) + 2 * fold;
+  const uint64_t down = d * (m->link.latency_ns + wire) + (S - 1) * c * wire;
+  return 2 * (up + down);
+}
+
+/* The workers of tree t, root first, each after its parent (breadth
+ * first), into order[W]. */
+static void top_down(int workers, int t, int *order) {
+  int n = 0;
+  order[n++] = rs__tree_root(workers, t);
+  for (int i = 0; i < n; i++) {
+    int children[2];
+    int k = rs__tree_children(workers, t, order[i], children);
+    for (int j = 0; j < k; j++)
+      order[n++] = children[j];
+  }
+}
+
+/* The schedule on simulated clocks alone, no data (netmodel.h): the
+ * sweep-by-sweep interleaving of the head comment, in which every worker
+ * makes the same clock calls with the same arrival times as in a threaded
+ * run. */
+static uint64_t simulate(const rs_netmodel_t *m, int workers,
+                         const rs_bucket_t *buckets, size_t bucket_count,
+                         size_t segment_bytes, size_t elem_size) {
+  if (!m->enabled || workers < 2)
+    return 0;
+  const int W = workers;
+  rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
+  uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
+  int *order = calloc(2 * (size_t)W, sizeof *order);
+  if (!clocks || !arrive || !order) {
+    free(clocks);
+    free(arrive);
+    free(order);
+    return UINT64_MAX;
+  }
+  for (int r = 0; r < W; r++)
+    rs__sim_init(&clocks[r], m, W, r);
+  top_down(W, 0, order);
+  top_down(W, 1, order + W);
+  for (size_t b = 0; b < bucket_count; b++) {
+    const size_t elems = buckets[b].elems;
+    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
+    const size_t S = rs__tree_segments(W, segs);
+    for (int phase = 0; phase < 2; phase++) {
+      for (int r = 0; r < W; r++)
+        rs__sim_step(&clocks[r]);
+      for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < S; i++) {
+          size_t off, len;
+          int chunk, segment, children[2];
+          rs__tree_segment(elems, W, segs, t, i, &off, &len, &chunk, &segment);
+          const size_t bytes = len * elem_size;
+          for (int k = 0; k < W; k++) {
+            /* Up: leaves first (order reversed), arrive[x] is when x's sum
+             * reaches its parent; down: root first, arrive[x] is when the
+             * parent's value reaches x. */
+            const int x =
+                phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
+            const int parent = rs__tree_parent(W, t, x);
+            const int n = rs__tree_children(W, t, x, children);
+            uint64_t depart;
+            if (phase == 0) {
+              for (int j = 0; j < n; j++)
+                rs__sim_recv(&clocks[x], arrive[children[j]], bytes);
+              if (parent >= 0)
+                rs__sim_send(&clocks[x], bytes, &depart, &arrive[x]);
+            } else {
+              if (parent >= 0)
+                rs__sim_recv(&clocks[x], arrive[x], 0);
+              /* One message per child, one after the other on x's link:
+               * arrive[child] is when the child's copy gets there. */
+              for (int j = 0; j < n; j++)
+                rs__sim_send(&clocks[x], bytes, &depart, &arrive[children[j]]);
+            }
+          }
+        }
+    }
+  }
+  uint64_t end = 0;
+  for (int r = 0; r < W; r++)
+    end = clocks[r].clock > end ? clocks[r].clock : end;
+  free(clocks);
+  free(arrive);
+  free(order);
+  return end;
+}
+
+/* Parent and children in both trees, each worker once: the edges run both
+ * ways (reduce up, broadcast down), so the send and receive peers are the
+ * same set. */
+static int neighbours(int workers, int rank, int *peers) {
+  int n = 0;
+  for (int t = 0; t < 2 && workers > 1; t++) {
+    int cand[3];
+    int k = rs__tree_children(workers, t, rank, cand);
+    int parent = rs__tree_parent(workers, t, rank);
+    if (parent >= 0)
+      cand[k++] = parent;
+    for (int i = 0; i < k; i++) {
+      int seen = 0;
+      for (int j = 0; j < n; j++)
+        seen |= peers[j] == cand[i];
+      if (!seen)
+        peers[n++] = cand[i];
+    }
+  }
+  return n;
+}
+
+/* Every message is one segment of a tree chunk: at most ceil(ceil(n/2)/H)
+ * elements a chunk, ceil of that over segs a segment. */
+static size_t message_elems(int workers, int from, int to, size_t elems,
+                            size_t segs, size_t cap) {
+  (void)from, (void)to, (void)cap;
+  const size_t H = (size_t)rs__tree_chunks(workers);
+  size_t half = elems / 2 + elems % 2;
+  size_t chunk = half / H + (half % H != 0);
+  return chunk ? (chunk + segs - 1) / segs : 0;
+}
+
+/* Any number: see "The direct transport" in the head comment. */
+static size_t direct_slots(int workers, size_t min_segs, int slices) {
+  (void)workers, (void)min_segs, (void)slices;
+  return RS_MAX_SLOTS;
+}
+
+/* Two steps: the reduce and the broadcast (none for one worker). The tree
+ * is an all-reduce only: rs_run_create refuses it for reduce-scatter. */
+static int steps(int workers, rs_collective_t collective) {
+  (void)collective;
+  return workers > 1 ? 2 : 0;
+}
+
+/* Per segment index and tree: one message from each child (up), one from
+ * the parent (down). */
+static size_t messages(int workers, int rank, size_t elems, size_t segs,
+                       size_t cap, rs_collective_t collective) {
+  (void)collective, (void)elems, (void)cap;
+  size_t per_index = 0;
+  for (int t = 0; t < 2 && workers > 1; t++) {
+    int children[2];
+    per_index += (size_t)rs__tree_children(workers, t, rank, children) +
+                 (rs__tree_parent(workers, t, rank) >= 0);
+  }
+  return per_index * rs__tree_segments(workers, segs);
+}
+
+/* A contribution is added into its parent's sum, which then adds the
+ * other child: at most two roundings per level of the taller tree. */
+static int depth(int workers) {
+  int h0 = height(workers, 0), h1 = height(workers, 1);
+  return 2 * (h0 > h1 ? h0 : h1);
+}
+
+const rs_algo_t rs__algo_tree = {.name = "tree",
+                                 .send_peers = neighbours,
+                                 .recv_peers = neighbours,
+                                 .message_elems = message_elems,
+                                 .direct_slots = direct_slots,
+                                 .messages = messages,
+                                 .steps = steps,
+                                 .depth = depth,
+                                 .predict = predict,
+                                 .simulate = simulate,
+                                 .run_bucket = tree_bucket};

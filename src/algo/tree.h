@@ -1,0 +1,186 @@
+/* algo/tree.h - NCCL's double binary tree: its schedule, as pure functions
+ * (algo.h). Learnt from NCCL's src/graph/trees.cc (ncclGetBtree,
+ * ncclGetDtree) and written anew; tests/test_tree.c checks it against the
+ * diagrams in that file.
+ *
+ * The binary tree ("btree") over ranks 0..W-1 is an in-order tree read off
+ * each rank's lowest set bit b:
+ * - rank x > 0 covers the ranks x-b+1 .. x+b-1 (cut off at W-1); its
+ *   children are x-b/2 (left) and x+b/2 (right), the right one halved
+ *   again while it lies beyond W-1; odd ranks (b = 1) are leaves;
+ * - rank x's parent is x-b if x has bit 2b set (x is a right child), else
+ *   x+b (a left child) or, when x+b is beyond W-1, x-b: x is then the
+ *   shortened right child of x-b;
+ * - rank 0 is the root, with one child: the largest power of two below W.
+ * So the even ranks are the interior nodes and the odd ones the leaves.
+ *
+ * The second tree is the first with every rank renamed: mirrored (rank r
+ * plays btree rank W-1-r) when W is even, shifted (r plays r-1 mod W) when
+ * W is odd. Both renamings turn odd btree ranks into even ones and back, so
+ * every rank that is a leaf in one tree is interior in the other, and no
+ * rank is a leaf in both. The converse has one exception: with W odd
+ * (W >= 3) rank 0 is the root of tree 0 and plays btree rank W-1 (even,
+ * interior) in tree 1, so it is interior in both; with W even no rank is.
+ * This is what NCCL's trees guarantee, and test_tree.c checks exactly it.
+ *
+ * A child's list is in NCCL's order: the btree's left child first, then
+ * the right one, renamed (NCCL's tree->down[0], down[1]). A node reduces
+ * its own data first, then down[0]'s, then down[1]'s: that is NCCL's
+ * reduceCopy order (prims_simple.h puts the node's own buffer in srcs[0]
+ * and the receive peers after it, and folds srcs[0], srcs[1], ... left to
+ * right).
+ *
+ * A subtree is a range of ranks: a contiguous one in the btree (above),
+ * still contiguous after mirroring, and contiguous modulo W after the
+ * shift. So the provenance of a reduce message (rs_tag_t's contrib_first,
+ * contrib_count, read mod W) is exact: no convention is needed.
+ *
+ * Data: a bucket is cut in two halves (rs__chunk_* with 2 chunks); tree t
+ * all-reduces half t, as NCCL gives the first half of its channels (and so
+ * the first half of the buffer) tree 0 and the second half tree 1
+ * (graph/connect.cc: channel c and c + nChannels). Each half is cut into
+ * H = ceil(W/2) chunks, each into the bucket's segs segments (schedule.h):
+ * a tree chunk is then never larger than a ring chunk, so the run's
+ * segment size and slot sizing hold. Tree t's chunk c is tagged chunk
+ * t*H + c.
+ */
+#ifndef RINGSIM_ALGO_TREE_H
+#define RINGSIM_ALGO_TREE_H
+
+#include <stddef.h>
+
+#include "schedule.h"
+
+/* x's lowest set bit (x > 0). */
+static inline int rs__tree_lowbit(int x) { return x & -x; }
+
+/* The btree (tree 0, root 0) over W ranks: x's parent, or -1 for the
+ * root. */
+static inline int rs__btree_parent(int workers, int x) {
+  if (x == 0)
+    return -1;
+  const int b = rs__tree_lowbit(x);
+  if (x & (b << 1))
+    return x - b; /* a right child */
+  return x + b < workers ? x + b : x - b;
+}
+
+/* The btree's children of x, left then right, into children[2]; returns
+ * how many. */
+static inline int rs__btree_children(int workers, int x, int *children) {
+  int n = 0;
+  if (x == 0) {
+    int top = 1;
+    while (top * 2 < workers)
+      top *= 2;
+    if (workers > 1)
+      children[n++] = top;
+    return n;
+  }
+  const int half = rs__tree_lowbit(x) / 2;
+  if (half == 0)
+    return 0; /* odd ranks are leaves */
+  children[n++] = x - half;
+  int step = half;
+  while (step > 0 && x + step >= workers)
+    step /= 2; /* the right subtree is cut off at W-1: a smaller one */
+  if (step > 0)
+    children[n++] = x + step;
+  return n;
+}
+
+/* The ranks the btree's subtree under x covers: *lo .. *hi. */
+static inline void rs__btree_subtree(int workers, int x, int *lo, int *hi) {
+  if (x == 0) {
+    *lo = 0;
+    *hi = workers - 1;
+    return;
+  }
+  const int b = rs__tree_lowbit(x);
+  *lo = x - b + 1;
+  *hi = x + b - 1 < workers - 1 ? x + b - 1 : workers - 1;
+}
+
+/* Which btree rank worker `rank` plays in tree `tree` (0 or 1), and back. */
+static inline int rs__tree_to_btree(int workers, int tree, int rank) {
+  if (tree == 0)
+    return rank;
+  return workers % 2 == 0 ? workers - 1 - rank : rs__mod(rank - 1, workers);
+}
+
+static inline int rs__tree_from_btree(int workers, int tree, int x) {
+  if (tree == 0 || x < 0)
+    return x;
+  return workers % 2 == 0 ? workers - 1 - x : (x + 1) % workers;
+}
+
+/* The root of tree `tree`: 0 for tree 0; W-1 (W even) or 1 (W odd) for
+ * tree 1 (0 when W is 1). */
+static inline int rs__tree_root(int workers, int tree) {
+  return rs__tree_from_btree(workers, tree, 0);
+}
+
+/* Worker rank's parent in tree `tree`, or -1 at the root. */
+static inline int rs__tree_parent(int workers, int tree, int rank) {
+  return rs__tree_from_btree(
+      workers, tree,
+      rs__btree_parent(workers, rs__tree_to_btree(workers, tree, rank)));
+}
+
+/* Worker rank's children in tree `tree`, in the order it reduces them
+ * (NCCL's down[0], down[1]), into children[2]; returns how many (0..2). */
+static inline int rs__tree_children(int workers, int tree, int rank,
+                                    int *children) {
+  int n = rs__btree_children(workers, rs__tree_to_btree(workers, tree, rank),
+                             children);
+  for (int i = 0; i < n; i++)
+    children[i] = rs__tree_from_btree(workers, tree, children[i]);
+  return n;
+}
+
+/* Whose contributions the reduce message `sender` sends its parent in
+ * tree `tree` holds: its whole subtree, ranks *first .. *first+*count-1
+ * mod W (a range; see the head comment). At the root, all W. */
+static inline void rs__tree_contributors(int workers, int tree, int sender,
+                                         int *first, int *count) {
+  int lo, hi;
+  rs__btree_subtree(workers, rs__tree_to_btree(workers, tree, sender), &lo,
+                    &hi);
+  *count = hi - lo + 1;
+  if (tree == 0)
+    *first = lo;
+  else if (workers % 2 == 0)
+    *first = workers - 1 - hi; /* the mirror reverses the range */
+  else
+    *first = (lo + 1) % workers; /* the shift moves it, maybe across 0 */
+}
+
+/* Chunks per half: ceil(W/2). */
+static inline int rs__tree_chunks(int workers) { return (workers + 1) / 2; }
+
+/* Segment `index` (0 .. H*segs-1) of tree t's half of an elems-element
+ * bucket: its region and its tag's chunk (t*H + c) and segment. */
+static inline void rs__tree_segment(size_t elems, int workers, size_t segs,
+                                    int tree, size_t index, size_t *offset,
+                                    size_t *len, int *chunk, int *segment) {
+  const int H = rs__tree_chunks(workers);
+  const size_t half_off = rs__chunk_offset(elems, 2, tree);
+  const size_t half_len = rs__chunk_elems(elems, 2, tree);
+  const int c = (int)(index / segs);
+  *segment = (int)(index % segs);
+  *chunk = tree * H + c;
+  rs__segment(half_len, H, segs, c, (size_t)*segment, offset, len);
+  *offset += half_off;
+}
+
+/* Segments per tree and bucket: H chunks of segs segments. */
+static inline size_t rs__tree_segments(int workers, size_t segs) {
+  return (size_t)rs__tree_chunks(workers) * segs;
+}
+
+/* The --inject steps: the reduce (step 0) and the broadcast (step 1). */
+static inline int rs__tree_global_step(rs_phase_t phase) {
+  return phase == RS_PHASE_REDUCE ? 0 : 1;
+}
+
+#endif /* RINGSIM_ALGO_TREE_H */
