@@ -179,6 +179,17 @@ static int stalled_during_wait(const rs_run_t *run, const rs_worker_t *w) {
          w->progress.stall_end_ns + wait_ns >= run->fault_ns;
 }
 
+/* Did the edge a receiving worker waited on lose a message on the wire
+ * (its sender spent more sequence numbers than were ever delivered)? */
+static int lost_on(const rs_worker_t *w, uint64_t *sent, uint64_t *got) {
+  if (w->progress.activity != RS_ACT_RECEIVING || !w->progress.edge)
+    return 0;
+  const rs__chan_t *ch = &w->progress.edge->chan;
+  *sent = ch->send_seq;
+  *got = ch->recv_seq;
+  return ch->head == ch->tail && ch->send_seq > ch->recv_seq;
+}
+
 void rs__run_name_culprit(rs_run_t *run) {
   const int W = run->config.workers;
   const int noticer = run->fault_worker;
@@ -186,8 +197,15 @@ void rs__run_name_culprit(rs_run_t *run) {
     return;
   char chain[RS_ERRMSG_MAX] = "";
   size_t len = 0;
-  int culprit = noticer, hops = 0, cycle = 0;
+  int culprit = noticer, hops = 0, cycle = 0, lost = 0;
+  uint64_t sent = 0, got = 0;
+  const rs_worker_t *waiter = NULL; /* the one a lost message never reached */
   for (int next; (next = blocked_on(&run->workers[culprit])) >= 0;) {
+    if (lost_on(&run->workers[culprit], &sent, &got)) {
+      waiter = &run->workers[culprit]; /* it waits for what never comes */
+      lost = 1;
+      break;
+    }
     culprit = next;
     if (++hops > 1 && len < sizeof chain)
       len += (size_t)snprintf(chain + len, sizeof chain - len,
@@ -207,9 +225,20 @@ void rs__run_name_culprit(rs_run_t *run) {
              "worker %d stalled (injected, %d ms) at the start of %s step %d",
              culprit, c->progress.stall_ms,
              rs__phase_name(c->progress.stall_phase), c->progress.stall_step);
-  else if (cycle)
+  else if (lost)
+    snprintf(what, sizeof what,
+             "a message from worker %d to worker %d was lost on the wire "
+             "(worker %d sent %llu, worker %d received %llu) and no later "
+             "one came to show it",
+             waiter->progress.peer, waiter->rank, waiter->progress.peer,
+             (unsigned long long)sent, waiter->rank, (unsigned long long)got);
+  else if (cycle && run->config.algo == RS_ALGO_RING)
     snprintf(what, sizeof what,
              "every worker was waiting on its neighbour round the ring (a "
+             "deadlock)");
+  else if (cycle)
+    snprintf(what, sizeof what,
+             "the workers were waiting on each other in a cycle (a "
              "deadlock)");
   else if (c->rc == RS_WORKER_CRASHED)
     snprintf(what, sizeof what,

@@ -81,7 +81,7 @@ class Provenance(unittest.TestCase):
         con.close()
         return rows
 
-    def check(self, workers, rows, want_rows):
+    def check(self, workers, rows, want_rows, ring=True):
         self.assertEqual(len(rows), want_rows)
         seen = set()
         for src, dst, phase, step, elems, ck, first, count in rows:
@@ -94,6 +94,8 @@ class Provenance(unittest.TestCase):
             # and the set is a real one: it holds its sender's contribution
             self.assertLess((src - first) % workers, count)
             seen.add((phase, count))
+        if not ring:
+            return
         # every size of partial sum travelled, and the full one
         self.assertEqual({c for p, c in seen if p == "reduce_scatter"},
                          set(range(1, workers)))
@@ -117,6 +119,22 @@ class Provenance(unittest.TestCase):
                 per_step = len([r for r in rows if r[2] == "all_gather" and r[3] == 0])
                 self.assertEqual(len(rows), per_step * 2 * (workers - 1))
                 self.check(workers, rows, len(rows))
+
+    # provenance-2: the same for every other algorithm (recursive doubling,
+    # Rabenseifner, linear, NCCL's tree), at powers of two and between them,
+    # in several segments: each message holds exactly the contributions its
+    # schedule says, and its sender's among them.
+    def test_every_algorithm(self):
+        for algo in ("rd", "rhd", "linear", "tree"):
+            for workers, shapes, options in [(2, [7], []), (3, [10, 5], ["--segment-bytes", 16]),
+                                             (5, [40, 3], ["--segment-bytes", 64]),
+                                             (6, [300], ["--bucket-mb", 0.001]),
+                                             (8, [300], ["--segment-bytes", 32]),
+                                             (13, [104, 1], ["--segment-bytes", 8])]:
+                with self.subTest(algo=algo, workers=workers):
+                    rows = self.run_traced(workers, shapes, "--algo", algo, *options)
+                    self.assertGreater(len(rows), 0)
+                    self.check(workers, rows, len(rows), ring=False)
 
 
 if __name__ == "__main__":

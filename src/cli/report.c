@@ -267,9 +267,11 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
     printf(", %d slower link%s, %d straggler%s", net->link_count,
            net->link_count == 1 ? "" : "s", net->straggler_count,
            net->straggler_count == 1 ? "" : "s");
-  printf("\n  simulated  %.3f us   predicted %s = %.3f us%s   measured wall "
-         "%.3f us\n",
-         (double)res->sim_ns / 1e3, RS_NETMODEL_FORMULA,
+  printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
+         "wall %.3f us\n",
+         (double)res->sim_ns / 1e3,
+         cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA : "by the cost formula of ",
+         cfg->algo == RS_ALGO_RING ? "" : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
          wall_s * 1e6);
