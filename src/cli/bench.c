@@ -52,6 +52,7 @@ static const char bench_usage[] =
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       per wait (default 60)\n"
     "      --direct            copy-free channels (NCCL's direct mode)\n"
+    "      --algo NAME         ring (default), rd, rhd, linear or tree\n"
     "      --loop ORDER        slices (default: NCCL's loop, all steps on one\n"
     "                          slice at a time) or steps (as ringsim runs\n"
     "                          by default: each step moves whole chunks)\n"
@@ -82,6 +83,8 @@ typedef struct bench_opts {
   int json;
   int direct;
   int slices;
+  int loop_given;
+  rs_algorithm_t algo;
 } bench_opts_t;
 
 /* nccl-tests' names for the element types (its -d option). */
@@ -146,7 +149,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     O_TRACE,
     O_JSON,
     O_DIRECT,
-    O_LOOP
+    O_LOOP,
+    O_ALGO
   };
   static const struct option opts[] = {
       {"workers", required_argument, NULL, 'w'},
@@ -165,6 +169,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       {"json", no_argument, NULL, O_JSON},
       {"direct", no_argument, NULL, O_DIRECT},
       {"loop", required_argument, NULL, O_LOOP},
+      {"algo", required_argument, NULL, O_ALGO},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   *o = (bench_opts_t){.workers = {4},
@@ -271,9 +276,20 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     case O_LOOP:
       if (cli_parse_loop(optarg, &o->slices))
         return bad_value(argv, opt, "expected steps or slices");
+      o->loop_given = 1;
+      break;
+    case O_ALGO: {
+      int algo = rs_algorithm_parse(optarg);
+      if (algo < 0)
+        return bad_value(argv, opt, "expected ring, rd, rhd, linear or tree");
+      o->algo = (rs_algorithm_t)algo;
       break;
     }
+    }
   }
+  /* NCCL's slice loop is the ring's: the others run their own order. */
+  if (o->algo != RS_ALGO_RING && !o->loop_given)
+    o->slices = 0;
   if (optind < argc)
     return cli_usage_error("bench: unexpected argument '%s'", argv[optind]);
   if (o->max_bytes < o->min_bytes)
@@ -449,6 +465,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   cfg.on_iteration_arg = ticker;
   cfg.direct = o->direct;
   cfg.slices = o->slices;
+  cfg.algo = o->algo;
   /* ref: the run's own reference, the direct mean of the same buffers on
    * one thread (exact inputs), timed over as many repetitions as the ring
    * gets, at most 20. */
@@ -504,9 +521,10 @@ static void print_header(const bench_opts_t *o, int W) {
            "warm-up's pace; fewer iterations where they would take longer, "
            "as noted (-n fixes the count)\n",
            o->warmup_given ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
-  printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
-         "ref = the direct mean of the same %d buffers on one thread\n",
-         o->segment_bytes, o->slots,
+  printf("# %s all-reduce; segment %zu B, %d slots per channel%s, %s "
+         "channels, %s loop; ref = the direct mean of the same %d buffers on "
+         "one thread\n",
+         rs_algorithm_name(o->algo), o->segment_bytes, o->slots,
          o->direct ? " (fewer where a sent region would be overwritten "
                      "before its release)"
                    : "",
@@ -524,9 +542,9 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
   const char *op = rs_op_name(o->op);
   if (o->json) {
     json_t *j = json_pack(
-        "{s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:i, "
-        "s:i}",
-        "workers", r->workers, "size", (json_int_t)r->bytes, "count",
+        "{s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, "
+        "s:i, s:i}",
+        "algo", rs_algorithm_name(o->algo), "workers", r->workers, "size", (json_int_t)r->bytes, "count",
         (json_int_t)r->count, "type", datatype_name(o->dtype), "redop", op,
         "time_us", r->time_us, "min_time_us", r->min_us, "algbw_gbs", r->algbw,
         "busbw_gbs", r->busbw, "wrong", (json_int_t)r->wrong, "ref_us",
