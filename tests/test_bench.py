@@ -68,6 +68,34 @@ class Bench(unittest.TestCase):
                 self.assertIn(key, r)
             self.assertLessEqual(r["min_time_us"], r["time_us"] + 1e-9)
 
+    # bench-2c: --algo all runs every algorithm at every size, each exact
+    # (#wrong 0), and marks exactly the fastest of each size; --algo NAME
+    # runs one; an unknown name and --loop slices with all are usage errors.
+    def test_algorithms(self):
+        rc, out, err = bench("--workers", 5, "-b", 64, "-e", 4096, "-f", 64, "-n", 2,
+                             "--warmup", 0, "--json", "--algo", "all")
+        self.assertEqual(rc, 0, err)
+        rows = [json.loads(l) for l in out.splitlines()]
+        algos = ["ring", "rd", "rhd", "linear", "tree"]
+        self.assertEqual([(r["size"], r["algo"]) for r in rows],
+                         [(size, a) for size in (64, 4096) for a in algos])
+        for size in (64, 4096):
+            these = [r for r in rows if r["size"] == size]
+            self.assertEqual(sum(r["fastest"] for r in these), 1)
+            best = min(these, key=lambda r: r["time_us"])
+            self.assertTrue(best["fastest"])
+            self.assertEqual([r["wrong"] for r in these], [0] * 5)
+        rc, out, err = bench("--workers", 3, "-b", 64, "-e", 64, "-n", 2, "--warmup", 0,
+                             "--algo", "rhd")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("# ringsim bench: rhd all-reduce on 3 worker threads", out)
+        rc, out, err = bench("--algo", "ringg")
+        self.assertEqual(rc, 2)
+        self.assertIn("expected ring, rd, rhd, linear, tree or all", err)
+        rc, out, err = bench("--algo", "all", "--loop", "slices")
+        self.assertEqual(rc, 2)
+        self.assertIn("--loop slices is the ring's", err)
+
     # bench-2b: -d takes nccl-tests' type names: double moves 8-byte
     # elements (count = size / 8) and half 2-byte ones, still exact.
     def test_datatypes(self):

@@ -85,6 +85,7 @@ typedef struct bench_opts {
   int slices;
   int loop_given;
   rs_algorithm_t algo;
+  int all; /* --algo all: every algorithm at every size */
 } bench_opts_t;
 
 /* nccl-tests' names for the element types (its -d option). */
@@ -280,9 +281,11 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       break;
     case O_ALGO: {
       int algo = rs_algorithm_parse(optarg);
-      if (algo < 0)
-        return bad_value(argv, opt, "expected ring, rd, rhd, linear or tree");
-      o->algo = (rs_algorithm_t)algo;
+      o->all = strcmp(optarg, "all") == 0;
+      if (algo < 0 && !o->all)
+        return bad_value(argv, opt,
+                         "expected ring, rd, rhd, linear, tree or all");
+      o->algo = o->all ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
     }
     }
@@ -290,6 +293,9 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   /* NCCL's slice loop is the ring's: the others run their own order. */
   if (o->algo != RS_ALGO_RING && !o->loop_given)
     o->slices = 0;
+  if (o->all && o->loop_given && o->slices)
+    return cli_usage_error("%s", "bench: --loop slices is the ring's; "
+                                 "--algo all runs the others too");
   if (optind < argc)
     return cli_usage_error("bench: unexpected argument '%s'", argv[optind]);
   if (o->max_bytes < o->min_bytes)
@@ -425,6 +431,8 @@ static void ticker_iteration(void *arg, int done, int warmup, int iterations) {
 }
 
 typedef struct row {
+  rs_algorithm_t algo;
+  int fastest; /* --algo all: the fastest at its size */
   int workers;
   size_t bytes, count;
   double time_us, min_us, algbw, busbw, ref_us;
@@ -513,27 +521,32 @@ done:
 }
 
 static void print_header(const bench_opts_t *o, int W) {
-  printf("# ringsim bench: ring all-reduce on %d worker threads, %d warm-up + "
+  printf("# ringsim bench: %s all-reduce on %d worker threads, %d warm-up + "
          "%d timed iterations per size\n",
-         W, o->warmup, o->iters);
+         o->all ? "every algorithm's" : rs_algorithm_name(o->algo), W,
+         o->warmup, o->iters);
   if (!o->iters_given && o->warmup > 0)
     printf("# time budget per size: %s%g s of timed iterations at the "
            "warm-up's pace; fewer iterations where they would take longer, "
            "as noted (-n fixes the count)\n",
            o->warmup_given ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
-  printf("# %s all-reduce; segment %zu B, %d slots per channel%s, %s "
-         "channels, %s loop; ref = the direct mean of the same %d buffers on "
-         "one thread\n",
-         rs_algorithm_name(o->algo), o->segment_bytes, o->slots,
+  printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
+         "ref = the direct mean of the same %d buffers on one thread\n",
+         o->segment_bytes, o->slots,
          o->direct ? " (fewer where a sent region would be overwritten "
                      "before its release)"
                    : "",
          o->direct ? "direct (copy-free)" : "copying",
-         o->slices ? "NCCL's slice" : "step", W);
+         o->all      ? "the ring in NCCL's slice, the others in their own"
+         : o->slices ? "NCCL's slice"
+                     : "step",
+         W);
   printf("#\n");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s\n", "size", "count",
-         "type", "redop", "time", "algbw", "busbw", "#wrong", "ref",
-         "time/ref");
+  if (o->all)
+    printf("# every algorithm at every size; * marks the fastest\n");
+  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "size", "count",
+         "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
+         o->all ? "  algo" : "");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s\n", "(B)", "(elements)",
          "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "");
 }
@@ -543,14 +556,14 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
   if (o->json) {
     json_t *j = json_pack(
         "{s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, "
-        "s:i, s:i}",
-        "algo", rs_algorithm_name(o->algo), "workers", r->workers, "size", (json_int_t)r->bytes, "count",
-        (json_int_t)r->count, "type", datatype_name(o->dtype), "redop", op,
-        "time_us", r->time_us, "min_time_us", r->min_us, "algbw_gbs", r->algbw,
-        "busbw_gbs", r->busbw, "wrong", (json_int_t)r->wrong, "ref_us",
-        r->ref_us, "time_over_ref",
+        "s:i, s:i, s:b}",
+        "algo", rs_algorithm_name(r->algo), "workers", r->workers, "size",
+        (json_int_t)r->bytes, "count", (json_int_t)r->count, "type",
+        datatype_name(o->dtype), "redop", op, "time_us", r->time_us,
+        "min_time_us", r->min_us, "algbw_gbs", r->algbw, "busbw_gbs", r->busbw,
+        "wrong", (json_int_t)r->wrong, "ref_us", r->ref_us, "time_over_ref",
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
-        "iters", r->iters);
+        "iters", r->iters, "fastest", r->fastest);
     char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     puts(line);
     free(line);
@@ -559,10 +572,13 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
     if (r->warmup != o->warmup || r->iters != o->iters)
       printf("# %zu B: %d warm-up + %d timed iterations (the time budget)\n",
              r->bytes, r->warmup, r->iters);
-    printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu %10.2f %8.2f\n",
+    printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu %10.2f %8.2f",
            r->bytes, r->count, datatype_name(o->dtype), op, r->time_us,
            r->algbw, r->busbw, (unsigned long long)r->wrong, r->ref_us,
            r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
+    if (o->all)
+      printf("  %s%s", rs_algorithm_name(r->algo), r->fastest ? " *" : "");
+    printf("\n");
   }
   fflush(stdout);
 }
@@ -590,12 +606,27 @@ int cli_bench(int argc, char **argv) {
       print_header(&o, W);
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;) {
       size_t count = bytes / rs_dtype_size(o.dtype);
-      row_t row = {0};
-      status = bench_one(&o, W, count ? count : 1, trace, &ticker, &row);
-      if (status == 0) {
-        print_row(&o, &row);
-        wrong += row.wrong;
-        busbw_sum += row.busbw;
+      /* One algorithm, or (--algo all) each in turn, the fastest marked. */
+      row_t size_rows[RS_ALGO_COUNT] = {{0}};
+      int n = 0, best = 0;
+      for (int a = 0; a < RS_ALGO_COUNT && status == 0; a++) {
+        if (!o.all && a != (int)o.algo)
+          continue;
+        bench_opts_t one = o;
+        one.algo = (rs_algorithm_t)a;
+        one.slices = a == RS_ALGO_RING || !o.all ? o.slices : 0;
+        size_rows[n].algo = one.algo;
+        status = bench_one(&one, W, count ? count : 1, trace, &ticker,
+                           &size_rows[n]);
+        if (status == 0 && size_rows[n].time_us < size_rows[best].time_us)
+          best = n;
+        n += status == 0;
+      }
+      size_rows[best].fastest = o.all && n > 0;
+      for (int i = 0; i < n; i++) {
+        print_row(&o, &size_rows[i]);
+        wrong += size_rows[i].wrong;
+        busbw_sum += size_rows[i].busbw;
         rows++;
       }
       size_t next =
