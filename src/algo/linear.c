@@ -28,8 +28,8 @@ int rs__linear_bucket(rs_worker_t *w) {
     if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, j, j, 1)))
       return rc;
     const int sender = rs__linear_sender(W, j);
-    rs_part_t part = {r == root ? sender : root, 0, n,
-                      {RS_PHASE_REDUCE, j, 0, 0, sender, 1}};
+    rs_part_t part = {
+        r == root ? sender : root, 0, n, {RS_PHASE_REDUCE, j, 0, 0, sender, 1}};
     if (r == root && j == 0)
       rs__xfer_stash(w); /* its own data, added last */
     if (r == root)
@@ -47,8 +47,8 @@ int rs__linear_bucket(rs_worker_t *w) {
     if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, j, W - 1 + j, 1)))
       return rc;
     const int receiver = rs__linear_receiver(j);
-    rs_part_t part = {r == root ? receiver : root, 0, n,
-                      {RS_PHASE_BROADCAST, j, 0, 0, 0, W}};
+    rs_part_t part = {
+        r == root ? receiver : root, 0, n, {RS_PHASE_BROADCAST, j, 0, 0, 0, W}};
     if (r == root)
       rc = rs__xfer_send_all(w, &part, segs);
     else if (r == receiver)
@@ -72,12 +72,6 @@ static int peers(int workers, int rank, int *out) {
   return n;
 }
 
-static size_t message_elems(int workers, int from, int to, size_t elems,
-                            size_t segs, size_t cap) {
-  (void)workers, (void)from, (void)to, (void)segs;
-  return elems < cap ? elems : cap;
-}
-
 /* The root overwrites its buffer with W-1's data while the others'
  * messages point into their own buffers, which nobody writes until the
  * broadcast; but the broadcast points into the root's buffer, and each
@@ -96,7 +90,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)segs, (void)collective;
-  const size_t per_buffer = elems ? (elems + cap - 1) / cap : 1;
+  const size_t per_buffer = rs__algo_segs(elems, cap);
   return (rank == RS_LINEAR_ROOT ? (size_t)(workers - 1) : 1) * per_buffer;
 }
 
@@ -115,7 +109,8 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t bytes = elems * elem_size;
-  const uint64_t hop = m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
+  const uint64_t hop =
+      m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
   return (uint64_t)(workers - 1) *
          (2 * hop + rs__net_ns(bytes, m->reduce_rate));
 }
@@ -123,7 +118,7 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 const rs_algo_t rs__algo_linear = {.name = "linear",
                                    .send_peers = peers,
                                    .recv_peers = peers,
-                                   .message_elems = message_elems,
+                                   .message_elems = rs__algo_capped_elems,
                                    .direct_slots = direct_slots,
                                    .messages = messages,
                                    .steps = steps,

@@ -12,8 +12,8 @@ static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
     [RS_ALGO_RHD] = &rs__algo_rhd,
     [RS_ALGO_LINEAR] = &rs__algo_linear,
     [RS_ALGO_TREE] = &rs__algo_tree};
-static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd",
-                                                 "linear", "tree"};
+static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd", "linear",
+                                                 "tree"};
 
 const char *rs_algorithm_name(rs_algorithm_t algo) {
   return (unsigned)algo < RS_ALGO_COUNT ? names[algo] : "?";

@@ -52,10 +52,9 @@ int rs__rd_bucket(rs_worker_t *w) {
                         &out.tag.contrib_count);
     rs__rd_contributors(W, v ^ d, d, &in.tag.contrib_first,
                         &in.tag.contrib_count);
-    if ((rc = rs__xfer_sendrecv(w, &out, &in,
-                                mean && 2 * d == P ? RS_RECV_REDUCE_MEAN
-                                                   : RS_RECV_REDUCE,
-                                segs)))
+    if ((rc = rs__xfer_sendrecv(
+             w, &out, &in,
+             mean && 2 * d == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE, segs)))
       return rc;
   }
   if (extra) { /* fold-out: odd r < 2E returns the result to r-1 */
@@ -85,19 +84,6 @@ static int peers(int workers, int rank, int *out) {
   return n;
 }
 
-static size_t message_elems(int workers, int from, int to, size_t elems,
-                            size_t segs, size_t cap) {
-  (void)workers, (void)from, (void)to, (void)segs;
-  return elems < cap ? elems : cap;
-}
-
-/* A worker folds a received segment into the region it has just sent:
- * its partner may still be reading it. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
-  (void)workers, (void)min_segs, (void)slices;
-  return 0;
-}
-
 static int steps(int workers, rs_collective_t collective) {
   (void)collective;
   const int P = rs__pof2(workers);
@@ -108,7 +94,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) * (elems ? (elems + cap - 1) / cap : 1);
+  return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
 }
 
 /* The fold-in's addition, then one per exchange. */
@@ -125,7 +111,8 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t bytes = elems * elem_size;
-  const uint64_t hop = m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
+  const uint64_t hop =
+      m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
   const uint64_t reduce = rs__net_ns(bytes, m->reduce_rate);
   const int P = rs__pof2(workers);
   return (uint64_t)rs__log2(P) * (hop + reduce) +
@@ -135,8 +122,10 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 const rs_algo_t rs__algo_rd = {.name = "rd",
                                .send_peers = peers,
                                .recv_peers = peers,
-                               .message_elems = message_elems,
-                               .direct_slots = direct_slots,
+                               .message_elems = rs__algo_capped_elems,
+                               /* a worker folds into the region it has just
+                                  sent: its partner may still be reading */
+                               .direct_slots = rs__algo_never_direct,
                                .messages = messages,
                                .steps = steps,
                                .depth = depth,

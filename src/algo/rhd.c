@@ -47,11 +47,11 @@ static int fold_in(rs_worker_t *w, int *step) {
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 1, (*step)++, 1)))
     return rc;
   if (r < 2 * extra) { /* the odd one's summed right half, to the even */
-    rs_part_t sum = {peer, left, right,
-                     {RS_PHASE_REDUCE, 1, 0, 0, odd ? peer : r, 2}};
-    rc = odd ? rs__xfer_send_all(w, &sum, rs__xfer_segs(w, right))
-             : rs__xfer_recv_all(w, &sum, RS_RECV_COPY,
-                                 rs__xfer_segs(w, right));
+    rs_part_t sum = {
+        peer, left, right, {RS_PHASE_REDUCE, 1, 0, 0, odd ? peer : r, 2}};
+    rc =
+        odd ? rs__xfer_send_all(w, &sum, rs__xfer_segs(w, right))
+            : rs__xfer_recv_all(w, &sum, RS_RECV_COPY, rs__xfer_segs(w, right));
   }
   return rc;
 }
@@ -79,19 +79,18 @@ int rs__rhd_bucket(rs_worker_t *w) {
     rcount[k] = r < peer ? half : size - half;
     sindex[k] = r < peer ? start + half : start;
     scount[k] = size - rcount[k];
-    rs_part_t out = {peer, sindex[k], scount[k],
-                     {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
-    rs_part_t in = {peer, rindex[k], rcount[k],
-                    {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
+    rs_part_t out = {
+        peer, sindex[k], scount[k], {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
+    rs_part_t in = {
+        peer, rindex[k], rcount[k], {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
     rs__rhd_contributors(W, v, m, &out.tag.contrib_first,
                          &out.tag.contrib_count);
     rs__rhd_contributors(W, v ^ m, m, &in.tag.contrib_first,
                          &in.tag.contrib_count);
     size_t segs = rs__xfer_segs(w, size - half); /* the larger half */
-    if ((rc = rs__xfer_sendrecv(w, &out, &in,
-                                mean && 2 * m == P ? RS_RECV_REDUCE_MEAN
-                                                   : RS_RECV_REDUCE,
-                                segs)))
+    if ((rc = rs__xfer_sendrecv(
+             w, &out, &in,
+             mean && 2 * m == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE, segs)))
       return rc;
     start = rindex[k];
     size = rcount[k];
@@ -104,12 +103,12 @@ int rs__rhd_bucket(rs_worker_t *w) {
     if (v < 0)
       continue;
     const int peer = rs__rhd_rank(W, v ^ (1 << k));
-    rs_part_t out = {peer, rindex[k], rcount[k],
-                     {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
-    rs_part_t in = {peer, sindex[k], scount[k],
-                    {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
-    size_t segs = rs__xfer_segs(w, rcount[k] > scount[k] ? rcount[k]
-                                                         : scount[k]);
+    rs_part_t out = {
+        peer, rindex[k], rcount[k], {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
+    rs_part_t in = {
+        peer, sindex[k], scount[k], {RS_PHASE_ALL_GATHER, j, 0, 0, 0, W}};
+    size_t segs =
+        rs__xfer_segs(w, rcount[k] > scount[k] ? rcount[k] : scount[k]);
     if ((rc = rs__xfer_sendrecv(w, &out, &in, RS_RECV_COPY, segs)))
       return rc;
   }
@@ -139,20 +138,6 @@ static int peers(int workers, int rank, int *out) {
   return n;
 }
 
-static size_t message_elems(int workers, int from, int to, size_t elems,
-                            size_t segs, size_t cap) {
-  (void)workers, (void)from, (void)to, (void)segs;
-  return elems < cap ? elems : cap;
-}
-
-/* A worker adds into the half it keeps while its partner reads the half
- * it gave: safe; but the all-gather writes the half it gave away, which
- * its partner may still be reading from the step before. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
-  (void)workers, (void)min_segs, (void)slices;
-  return 0;
-}
-
 static int steps(int workers, rs_collective_t collective) {
   (void)collective;
   const int P = rs__pof2(workers);
@@ -162,8 +147,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) *
-         (elems ? (elems + cap - 1) / cap : 1);
+  return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
 }
 
 /* The fold-in's addition, then one per halving. */
@@ -195,8 +179,10 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 const rs_algo_t rs__algo_rhd = {.name = "rhd",
                                 .send_peers = peers,
                                 .recv_peers = peers,
-                                .message_elems = message_elems,
-                                .direct_slots = direct_slots,
+                                .message_elems = rs__algo_capped_elems,
+                                /* the all-gather writes the half a partner
+                                   may still be reading */
+                                .direct_slots = rs__algo_never_direct,
                                 .messages = messages,
                                 .steps = steps,
                                 .depth = depth,
