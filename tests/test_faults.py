@@ -124,6 +124,38 @@ class Faults(unittest.TestCase):
         self.assertIn("sleeping in an injected stall of 600000 ms", line1)
         self.assertNotIn("waiting to send", line1)
 
+    # fault-13: faults in the other algorithms are caught as in the ring:
+    # a crash in recursive doubling's exchange is named by the watchdog; a
+    # bit flip in Rabenseifner's halving by the checksum; a message lost on
+    # the way to linear's root, with no later message on that link to show
+    # it, is named as lost, not called a deadlock; and a step the algorithm
+    # does not have is refused, naming its steps.
+    def test_other_algorithms(self):
+        def run(*args, model=self.model):
+            return subprocess.run([RINGSIM, "-p", model, "--no-trace", "--timeout", "0.5",
+                                   *args], capture_output=True, text=True, timeout=120)
+        p = run("-w", "5", "--algo", "rd", "--inject", "crash:worker=1,step=1")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertTrue(p.stderr.startswith(
+            "ringsim: worker 1 crashed (injected) at the start of exchange step 0; worker "),
+            p.stderr)
+        p = run("-w", "5", "--algo", "rhd", "--inject", "corrupt:worker=2,step=3")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(p.stderr, r"^ringsim: worker \d received a damaged segment of chunk 0 "
+                                   r"from worker 2 in reduce_scatter step 1 \(checksum mismatch\)")
+        # (a small model: each worker's data is one message)
+        p = run("-w", "5", "--algo", "linear", "--inject", "drop:worker=3,step=1",
+                model=os.path.join(EXAMPLES, "mlp.json"))
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertTrue(p.stderr.startswith(
+            "ringsim: a message from worker 3 to worker 0 was lost on the wire (worker 3 sent 1, "
+            "worker 0 received 0) and no later one came to show it; worker "), p.stderr)
+        self.assertNotIn("deadlock", p.stderr)
+        p = run("-w", "5", "--algo", "rd", "--inject", "crash:worker=1,step=4")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stderr, "ringsim: inject: step 4 does not exist (rd at W=5 has steps "
+                                   "0..3)\n")
+
     # fault-10: the culprit is named every time, whichever neighbour's
     # timer fires first: the first line names the crashed (or stalled)
     # worker, then who noticed; the worker that noticed timed out.
