@@ -103,6 +103,39 @@ class Teaching(unittest.TestCase):
 
     # teach-4: `ringsim model` gives the threaded run's simulated time without
     # threads, for the same ring, and takes rings far bigger than the machine.
+    def test_model_every_algorithm(self):
+        # teach-9: for every algorithm, `ringsim model --algo X` plays the
+        # same clocks as the threaded run with --net, to the nanosecond
+        # (stragglers, a slow link, a reduce rate and several segments in
+        # several buckets included); --algo all lists them all and marks
+        # the fastest.
+        model = os.path.join(EXAMPLES, "mlp.json")
+        extra = ["--net", NET, "--link", "2-3:bandwidth=2GB/s", "--straggler", "worker=1,us=30",
+                 "--reduce-rate", "40GB/s", "--segment-bytes", "1K", "--bucket-mb", 0.01]
+        sims = {}
+        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+            for workers in (4, 5, 6, 8):
+                with self.subTest(algo=algo, workers=workers):
+                    rc, out, err = run("-p", model, "-w", workers, "--algo", algo, *extra,
+                                       "--json", "--no-trace")
+                    self.assertEqual(rc, 0, err)
+                    threaded = json.loads(out)["sim_ns"]
+                    rc, out, err = run("model", "-p", model, "-w", workers, "--algo", algo,
+                                       *extra, "--json")
+                    self.assertEqual(rc, 0, err)
+                    got = json.loads(out)
+                    self.assertEqual((got["algo"], got["sim_ns"]), (algo, threaded))
+                    sims[algo, workers] = threaded
+        rc, out, err = run("model", "-p", model, "-w", 8, "--algo", "all", *extra, "--json")
+        self.assertEqual(rc, 0, err)
+        table = json.loads(out)
+        self.assertEqual([(a["algo"], a["sim_ns"]) for a in table["algos"]],
+                         [(a, sims[a, 8]) for a in ("ring", "rd", "rhd", "linear", "tree")])
+        self.assertEqual(table["fastest"], min(table["algos"], key=lambda a: a["sim_ns"])["algo"])
+        rc, out, err = run("-p", model, "--algo", "all", "--no-trace")
+        self.assertEqual(rc, 2)
+        self.assertIn("--algo 'all': expected ring, rd, rhd, linear or tree", err)
+
     def test_model_command(self):
         model = os.path.join(EXAMPLES, "model.json")
         extra = ["--net", NET, "--link", "2-3:bandwidth=2GB/s", "--straggler", "worker=1,us=30",

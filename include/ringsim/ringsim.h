@@ -315,6 +315,16 @@ uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                               const rs_bucket_t *buckets, size_t bucket_count,
                               size_t segment_bytes, size_t elem_size);
+/* The same for any algorithm: its cost formula for one bucket (an upper
+ * bound for rd and rhd when W is not a power of two; see algorithms.md),
+ * and its schedule on simulated clocks. */
+uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                  int workers, size_t elems,
+                                  size_t segs_per_chunk, size_t elem_size);
+uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size);
 /* Segments per chunk for a run of elems elements of elem_size bytes, W
  * workers and segments of at most segment_bytes (what rs_run_create uses). */
 size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,

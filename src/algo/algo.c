@@ -2,6 +2,8 @@
  * algorithms share. */
 #include "algo/algo.h"
 
+#include <stdlib.h>
+
 size_t rs__algo_segs(size_t elems, size_t cap) {
   return elems ? (elems + cap - 1) / cap : 1;
 }
@@ -15,4 +17,45 @@ size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
 size_t rs__algo_never_direct(int workers, size_t min_segs, int slices) {
   (void)workers, (void)min_segs, (void)slices;
   return 0;
+}
+
+int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
+                    size_t segment_bytes, size_t elem_size) {
+  s->workers = workers;
+  s->elem_size = elem_size;
+  s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  s->clocks = calloc((size_t)workers, sizeof *s->clocks);
+  s->arrive = calloc((size_t)workers, sizeof *s->arrive);
+  if (!s->clocks || !s->arrive) {
+    free(s->clocks);
+    free(s->arrive);
+    return RS_ENOMEM;
+  }
+  for (int r = 0; r < workers; r++)
+    rs__sim_init(&s->clocks[r], m, workers, r);
+  return RS_OK;
+}
+
+void rs__simrun_step(rs_simrun_t *s) {
+  for (int r = 0; r < s->workers; r++)
+    rs__sim_step(&s->clocks[r]);
+}
+
+void rs__simrun_send(rs_simrun_t *s, int from, size_t elems) {
+  uint64_t depart;
+  rs__sim_send(&s->clocks[from], elems * s->elem_size, &depart,
+               &s->arrive[from]);
+}
+
+void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems) {
+  rs__sim_recv(&s->clocks[to], s->arrive[from], reduced_elems * s->elem_size);
+}
+
+uint64_t rs__simrun_end(rs_simrun_t *s) {
+  uint64_t end = 0;
+  for (int r = 0; r < s->workers; r++)
+    end = s->clocks[r].clock > end ? s->clocks[r].clock : end;
+  free(s->clocks);
+  free(s->arrive);
+  return end;
 }

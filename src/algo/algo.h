@@ -78,6 +78,24 @@ size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
                              size_t segs, size_t cap);
 size_t rs__algo_never_direct(int workers, size_t min_segs, int slices);
 
+/* A schedule played on simulated clocks alone (an algorithm's simulate):
+ * the same clock calls a threaded run's transfer primitive makes, in lock
+ * step. Within a round every sender sends (at most one message each) and
+ * then every receiver receives, each worker's own program order. */
+typedef struct rs_simrun {
+  int workers;
+  size_t cap, elem_size; /* elements per message at most; bytes each */
+  rs_simclock_t *clocks;
+  uint64_t *arrive; /* when each worker's last message arrives */
+} rs_simrun_t;
+int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
+                    size_t segment_bytes, size_t elem_size);
+void rs__simrun_step(rs_simrun_t *s);
+void rs__simrun_send(rs_simrun_t *s, int from, size_t elems);
+void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems);
+/* The latest clock, and the clocks freed. */
+uint64_t rs__simrun_end(rs_simrun_t *s);
+
 /* The algorithms (algo/list.h has them by name). */
 extern const rs_algo_t rs__algo_ring;
 extern const rs_algo_t rs__algo_rd;

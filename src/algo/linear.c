@@ -12,6 +12,8 @@
  */
 #include "algo/linear.h"
 
+#include <stdint.h>
+
 #include "algo/algo.h"
 #include "netmodel.h"
 #include "xfer.h"
@@ -115,6 +117,38 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
          (2 * hop + rs__net_ns(bytes, m->reduce_rate));
 }
 
+/* The schedule above on simulated clocks alone. */
+static uint64_t simulate(const rs_netmodel_t *m, int workers,
+                         const rs_bucket_t *buckets, size_t bucket_count,
+                         size_t segment_bytes, size_t elem_size) {
+  const int W = workers, root = RS_LINEAR_ROOT;
+  rs_simrun_t s;
+  if (!m->enabled || W < 2)
+    return 0;
+  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
+    return UINT64_MAX;
+  for (size_t b = 0; b < bucket_count; b++) {
+    const size_t n = buckets[b].elems, segs = rs__algo_segs(n, s.cap);
+    for (int j = 0; j < W - 1; j++) {
+      const int sender = rs__linear_sender(W, j);
+      rs__simrun_step(&s);
+      for (size_t k = 0; k < segs; k++) {
+        size_t len = rs__chunk_elems(n, (int)segs, (int)k);
+        rs__simrun_send(&s, sender, len);
+        rs__simrun_recv(&s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
+      }
+    }
+    for (int j = 0; j < W - 1; j++) {
+      rs__simrun_step(&s);
+      for (size_t k = 0; k < segs; k++) {
+        rs__simrun_send(&s, root, rs__chunk_elems(n, (int)segs, (int)k));
+        rs__simrun_recv(&s, rs__linear_receiver(j), root, 0);
+      }
+    }
+  }
+  return rs__simrun_end(&s);
+}
+
 const rs_algo_t rs__algo_linear = {.name = "linear",
                                    .send_peers = peers,
                                    .recv_peers = peers,
@@ -125,4 +159,5 @@ const rs_algo_t rs__algo_linear = {.name = "linear",
                                    .depth = depth,
                                    .stashes = stashes,
                                    .predict = predict,
+                                   .simulate = simulate,
                                    .run_bucket = rs__linear_bucket};

@@ -43,3 +43,20 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
   return rs__algo_default()->simulate(m, workers, buckets, bucket_count,
                                       segment_bytes, elem_size);
 }
+
+uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                  int workers, size_t elems,
+                                  size_t segs_per_chunk, size_t elem_size) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  return a ? a->predict(m, workers, elems, segs_per_chunk, elem_size) : 0;
+}
+
+uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  return a ? a->simulate(m, workers, buckets, bucket_count, segment_bytes,
+                         elem_size)
+           : 0;
+}

@@ -15,6 +15,9 @@
  */
 #include "algo/rhd.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "algo/algo.h"
 #include "netmodel.h"
 #include "xfer.h"
@@ -176,6 +179,134 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   return t;
 }
 
+static size_t seg_len(size_t elems, size_t segs, size_t k) {
+  return rs__chunk_elems(elems, (int)segs, (int)k);
+}
+
+/* The schedule above on simulated clocks alone: every virtual rank's
+ * windows, step by step, as rhd_bucket computes its own. */
+static uint64_t simulate(const rs_netmodel_t *m, int workers,
+                         const rs_bucket_t *buckets, size_t bucket_count,
+                         size_t segment_bytes, size_t elem_size) {
+  const int W = workers, P = rs__pof2(W), E = W - P, nsteps = rs__log2(P);
+  rs_simrun_t s;
+  if (!m->enabled || W < 2)
+    return 0;
+  size_t(*win)[MAX_STEPS][4] = calloc((size_t)P, sizeof *win);
+  if (!win || rs__simrun_init(&s, m, W, segment_bytes, elem_size)) {
+    free(win);
+    return UINT64_MAX;
+  }
+  enum { SI, SC, RI, RC }; /* sindex, scount, rindex, rcount */
+  for (size_t b = 0; b < bucket_count; b++) {
+    const size_t n = buckets[b].elems;
+    if (E) { /* fold-in: halves swapped, then the odd one's sum */
+      const size_t left = n / 2, right = n - left;
+      const size_t segs = rs__algo_segs(right, s.cap);
+      rs__simrun_step(&s);
+      for (size_t k = 0; k < segs; k++) {
+        for (int r = 0; r < 2 * E; r++)
+          rs__simrun_send(&s, r, seg_len(r % 2 ? left : right, segs, k));
+        for (int r = 0; r < 2 * E; r++)
+          rs__simrun_recv(&s, r, r % 2 ? r - 1 : r + 1,
+                          seg_len(r % 2 ? right : left, segs, k));
+      }
+      rs__simrun_step(&s);
+      for (size_t k = 0; k < segs; k++) {
+        for (int r = 1; r < 2 * E; r += 2)
+          rs__simrun_send(&s, r, seg_len(right, segs, k));
+        for (int r = 0; r < 2 * E; r += 2)
+          rs__simrun_recv(&s, r, r + 1, 0);
+      }
+    }
+    size_t *start = calloc((size_t)P, sizeof *start);
+    size_t *size = calloc((size_t)P, sizeof *size);
+    if (!start || !size) {
+      free(start);
+      free(size);
+      free(win);
+      rs__simrun_end(&s);
+      return UINT64_MAX;
+    }
+    for (int v = 0; v < P; v++)
+      size[v] = n;
+    for (int k = 0, mask = 1; mask < P; k++, mask *= 2) { /* halving */
+      rs__simrun_step(&s);
+      size_t most = 0;
+      for (int v = 0; v < P; v++) {
+        const int r = rs__rhd_rank(W, v), peer = rs__rhd_rank(W, v ^ mask);
+        const size_t half = size[v] / 2;
+        win[v][k][RI] = r < peer ? start[v] : start[v] + half;
+        win[v][k][RC] = r < peer ? half : size[v] - half;
+        win[v][k][SI] = r < peer ? start[v] + half : start[v];
+        win[v][k][SC] = size[v] - win[v][k][RC];
+        size_t segs = rs__algo_segs(size[v] - half, s.cap);
+        most = segs > most ? segs : most;
+      }
+      for (size_t j = 0; j < most; j++) {
+        for (int v = 0; v < P; v++) {
+          size_t segs = rs__algo_segs(size[v] - size[v] / 2, s.cap);
+          if (j < segs)
+            rs__simrun_send(&s, rs__rhd_rank(W, v),
+                            seg_len(win[v][k][SC], segs, j));
+        }
+        for (int v = 0; v < P; v++) {
+          size_t segs = rs__algo_segs(size[v] - size[v] / 2, s.cap);
+          if (j < segs)
+            rs__simrun_recv(&s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
+                            seg_len(win[v][k][RC], segs, j));
+        }
+      }
+      for (int v = 0; v < P; v++) {
+        start[v] = win[v][k][RI];
+        size[v] = win[v][k][RC];
+      }
+    }
+    free(start);
+    free(size);
+    for (int k = nsteps - 1; k >= 0; k--) { /* doubling */
+      rs__simrun_step(&s);
+      size_t most = 0;
+      for (int v = 0; v < P; v++) {
+        size_t big =
+            win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
+        size_t segs = rs__algo_segs(big, s.cap);
+        most = segs > most ? segs : most;
+      }
+      for (size_t j = 0; j < most; j++) {
+        for (int v = 0; v < P; v++) {
+          size_t big =
+              win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
+          size_t segs = rs__algo_segs(big, s.cap);
+          if (j < segs)
+            rs__simrun_send(&s, rs__rhd_rank(W, v),
+                            seg_len(win[v][k][RC], segs, j));
+        }
+        for (int v = 0; v < P; v++) {
+          size_t big =
+              win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
+          size_t segs = rs__algo_segs(big, s.cap);
+          if (j < segs)
+            rs__simrun_recv(&s, rs__rhd_rank(W, v),
+                            rs__rhd_rank(W, v ^ (1 << k)), 0);
+        }
+      }
+    }
+    if (E) { /* fold-out */
+      const size_t segs = rs__algo_segs(n, s.cap);
+      rs__simrun_step(&s);
+      for (size_t k = 0; k < segs; k++) {
+        for (int r = 0; r < 2 * E; r += 2)
+          rs__simrun_send(&s, r, seg_len(n, segs, k));
+        for (int r = 1; r < 2 * E; r += 2)
+          rs__simrun_recv(&s, r, r - 1, 0);
+      }
+    }
+  }
+  free(win);
+  return rs__simrun_end(&s);
+}
+
 const rs_algo_t rs__algo_rhd = {.name = "rhd",
                                 .send_peers = peers,
                                 .recv_peers = peers,
@@ -187,4 +318,5 @@ const rs_algo_t rs__algo_rhd = {.name = "rhd",
                                 .steps = steps,
                                 .depth = depth,
                                 .predict = predict,
+                                .simulate = simulate,
                                 .run_bucket = rs__rhd_bucket};

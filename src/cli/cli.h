@@ -37,6 +37,7 @@ typedef struct options {
   int init_given;
   int print_values;
   int json;
+  int algo_all; /* --algo all (ringsim model only) */
   int explain;
   int average_given;
   int model_only;    /* `ringsim model`: the schedule's simulated time alone */

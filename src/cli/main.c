@@ -98,7 +98,8 @@ static const char usage_text[] =
     "  -V, --version           the version\n"
     "\n"
     "exit status: 0 all good; 1 the check failed; 2 bad usage or bad input\n"
-    "(refused before anything runs); 3 the run failed (a worker timed out, the\n"
+    "(refused before anything runs); 3 the run failed (a worker timed out, "
+    "the\n"
     "run was aborted, or its output could not be written); 130 or 143 when\n"
     "SIGINT or SIGTERM stopped it\n";
 
@@ -571,10 +572,15 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_ALGO: {
       int algo = rs_algorithm_parse(optarg);
-      if (algo < 0)
-        return cli_usage_error(
-            "--algo '%s': expected ring, rd, rhd, linear or tree", optarg);
-      o->config.algo = (rs_algorithm_t)algo;
+      o->algo_all = strcmp(optarg, "all") == 0;
+      if (algo < 0 && !(o->algo_all && o->model_only))
+        return cli_usage_error(o->model_only
+                                   ? "--algo '%s': expected ring, rd, rhd, "
+                                     "linear, tree or all"
+                                   : "--algo '%s': expected ring, rd, rhd, "
+                                     "linear or tree",
+                               optarg);
+      o->config.algo = algo < 0 ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
     }
     }
@@ -583,9 +589,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
     /* `ringsim model` simulates the schedule alone: an option about data,
      * threads or the trace would be silently ignored, so it is refused. */
     static const int model_options[] = {
-        'p',          'w',           OPT_JSON,        OPT_NET,
-        OPT_LINK,     OPT_STRAGGLER, OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
-        OPT_BUCKET_MB};
+        'p',           'w',           OPT_JSON,        OPT_NET,
+        OPT_LINK,      OPT_STRAGGLER, OPT_REDUCE_RATE, OPT_SEGMENT_BYTES,
+        OPT_BUCKET_MB, OPT_ALGO};
     if (o->config.fault_count)
       seen[OPT_INJECT] = 1;
     for (const struct option *lo = long_options; lo->name; lo++) {

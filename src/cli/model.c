@@ -34,6 +34,8 @@ const char cli_model_usage_text[] =
     "      --segment-bytes N   largest message (default 256K)\n"
     "      --bucket-mb MB      DDP gradient buckets of MB MiB (default 25; 0:\n"
     "                          one bucket)\n"
+    "      --algo NAME         ring (default), rd, rhd, linear, tree, or all:\n"
+    "                          every algorithm, the fastest marked\n"
     "      --json              print the result as one JSON object\n"
     "  -h, --help              this help\n"
     "\n"
@@ -41,6 +43,76 @@ const char cli_model_usage_text[] =
 
 /* `ringsim model`: the schedule's simulated time alone, no threads or
  * data, for rings far larger than the machine. */
+/* One algorithm's simulated and predicted time over the buckets. */
+typedef struct model_time {
+  rs_algorithm_t algo;
+  uint64_t sim, predicted;
+  size_t segs; /* the ring's segments per chunk, over the buckets */
+} model_time_t;
+
+static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
+                               int W, const rs_bucket_t *buckets,
+                               size_t bucket_count, size_t seg_bytes,
+                               size_t elem_size) {
+  model_time_t t = {.algo = algo};
+  t.sim = rs_netmodel_simulate_algo(algo, net, W, buckets, bucket_count,
+                                    seg_bytes, elem_size);
+  for (size_t b = 0; b < bucket_count; b++) {
+    size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
+    t.predicted +=
+        rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k, elem_size);
+    t.segs += k;
+  }
+  return t;
+}
+
+/* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
+static int print_all(const options_t *opt, const rs_model_t *model,
+                     const model_time_t *t, double bytes) {
+  const int W = opt->config.workers;
+  int best = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    if (t[a].sim == UINT64_MAX)
+      return EXIT_RUN;
+    best = t[a].sim < t[best].sim ? a : best;
+  }
+  if (opt->json) {
+    json_t *list = json_array();
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
+      json_array_append_new(list,
+                            json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
+                                      rs_algorithm_name(t[a].algo), "sim_ns",
+                                      (json_int_t)t[a].sim, "predicted_ns",
+                                      (json_int_t)t[a].predicted, "algbw_gbs",
+                                      algbw, "busbw_gbs", rs_busbw(algbw, W)));
+    }
+    json_t *o =
+        json_pack("{s:s, s:i, s:I, s:o, s:s}", "model", rs_model_name(model),
+                  "workers", W, "bytes", (json_int_t)bytes, "algos", list,
+                  "fastest", rs_algorithm_name(t[best].algo));
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+    return 0;
+  }
+  char size[32], name[CLI_SAFE_MAX];
+  cli_human_bytes(bytes, size, sizeof size);
+  printf("ringsim model: every algorithm on \"%s\", %d workers, %s per "
+         "worker (the schedules alone: no threads, no data)\n",
+         cli_safe(rs_model_name(model), name, sizeof name), W, size);
+  cli_print_network(&opt->config.net);
+  printf("\n  %-8s %14s %14s %12s\n", "algo", "simulated us", "predicted us",
+         "busbw GB/s");
+  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
+    printf("  %-8s %14.3f %14.3f %12.3f%s\n", rs_algorithm_name(t[a].algo),
+           (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
+           rs_busbw(algbw, W), a == best ? "  fastest" : "");
+  }
+  return 0;
+}
+
 int cli_run_model(const options_t *opt, const rs_model_t *model) {
   char err[RS_ERRMSG_MAX];
   const rs_netmodel_t *net = &opt->config.net;
@@ -60,27 +132,38 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   const size_t seg_bytes = opt->config.segment_bytes;
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
-  uint64_t sim =
-      rs_netmodel_simulate(net, W, buckets, bucket_count, seg_bytes, elem_size);
-  uint64_t predicted = 0;
-  size_t segs = 0;
-  for (size_t b = 0; b < bucket_count; b++) {
-    size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
-    predicted += rs_netmodel_predict(net, W, buckets[b].elems, k, elem_size);
-    segs += k;
-  }
-  free(buckets);
+  const rs_algorithm_t algo = opt->config.algo;
   double bytes = (double)elems * (double)elem_size;
+  if (opt->algo_all) {
+    model_time_t t[RS_ALGO_COUNT];
+    for (int a = 0; a < RS_ALGO_COUNT; a++)
+      t[a] = model_time((rs_algorithm_t)a, net, W, buckets, bucket_count,
+                        seg_bytes, elem_size);
+    free(buckets);
+    int rc = print_all(opt, model, t, bytes);
+    if (rc)
+      fprintf(stderr, "ringsim: out of memory\n");
+    return rc;
+  }
+  model_time_t t =
+      model_time(algo, net, W, buckets, bucket_count, seg_bytes, elem_size);
+  free(buckets);
+  if (t.sim == UINT64_MAX) {
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
+  }
+  const uint64_t sim = t.sim, predicted = t.predicted;
+  const size_t segs = t.segs;
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
   double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
   if (opt->json) {
     json_t *o = json_pack(
-        "{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
-        rs_model_name(model), "workers", W, "elems", (json_int_t)elems, "bytes",
-        (json_int_t)(elems * elem_size), "buckets", (json_int_t)bucket_count,
-        "segs_per_chunk", (json_int_t)segs, "sim_ns", (json_int_t)sim,
-        "predicted_ns", (json_int_t)predicted, "algbw_gbs", algbw, "busbw_gbs",
-        busbw);
+        "{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
+        rs_model_name(model), "algo", rs_algorithm_name(algo), "workers", W,
+        "elems", (json_int_t)elems, "bytes", (json_int_t)(elems * elem_size),
+        "buckets", (json_int_t)bucket_count, "segs_per_chunk", (json_int_t)segs,
+        "sim_ns", (json_int_t)sim, "predicted_ns", (json_int_t)predicted,
+        "algbw_gbs", algbw, "busbw_gbs", busbw);
     json_dumpf(o, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(o);
@@ -88,18 +171,24 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(bytes, size, sizeof size);
-  printf("ringsim model: ring all-reduce of \"%s\" on %d workers, %s per "
+  printf("ringsim model: %s all-reduce of \"%s\" on %d workers, %s per "
          "worker (the schedule alone: no threads, no data)\n",
+         rs_algorithm_name(algo),
          cli_safe(rs_model_name(model), name, sizeof name), W, size);
   cli_print_network(net);
-  printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
-         "over the buckets\n",
-         bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
-         segs, segs == 1 ? "" : "s");
+  if (algo == RS_ALGO_RING)
+    printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
+           "over the buckets\n",
+           bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
+           segs, segs == 1 ? "" : "s");
+  else
+    printf("\n  schedule   %zu bucket%s of %s\n", bucket_count,
+           bucket_count == 1 ? "" : "s", rs_algorithm_name(algo));
   printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
          (double)sim / 1e3, algbw, busbw);
   printf("  predicted  %.3f us   %s%s\n", (double)predicted / 1e3,
-         RS_NETMODEL_FORMULA,
+         algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
+                              : "the algorithm's cost formula (algorithms.md)",
          net->link_count || net->straggler_count
              ? " (for a uniform ring: the overrides are not in it)"
              : "");

@@ -270,7 +270,8 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
-         cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA : "by the cost formula of ",
+         cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
+                                   : "by the cost formula of ",
          cfg->algo == RS_ALGO_RING ? "" : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
@@ -451,7 +452,8 @@ void cli_print_text(const report_t *r) {
   if (cfg->net.enabled && r->status == RS_OK)
     print_sim_line(cfg, res, f.seconds);
   if (r->trace && rs_run_trace_id(r->run))
-    printf("  trace      %s, run %lld%s\n", cli_safe(r->trace, name, sizeof name),
+    printf("  trace      %s, run %lld%s\n",
+           cli_safe(r->trace, name, sizeof name),
            (long long)rs_run_trace_id(r->run),
            rs_run_trace_error(r->run) ? ": its rows were NOT written" : "");
   if (!res->checked || (r->status != RS_OK && r->status != RS_ECHECK)) {
@@ -502,17 +504,16 @@ void cli_print_json(const report_t *r) {
      * null (as the trace stores NULL), not zeros that read as a pass. */
     json_array_append_new(
         params,
-        json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "name",
-                  param->name, "elem_offset", (json_int_t)param->elem_offset,
-                  "elems", (json_int_t)param->elems, "max_abs_err",
-                  checked ? real_or_null(c->max_abs_err) : json_null(),
-                  "max_rel_err",
-                  checked ? real_or_null(c->max_rel_err) : json_null(), "bound",
-                  checked ? real_or_null(c->bound) : json_null(), "differing",
-                  checked ? json_integer((json_int_t)c->differing)
-                          : json_null(),
-                  "wrong",
-                  checked ? json_integer((json_int_t)c->wrong) : json_null()));
+        json_pack(
+            "{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "name", param->name,
+            "elem_offset", (json_int_t)param->elem_offset, "elems",
+            (json_int_t)param->elems, "max_abs_err",
+            checked ? real_or_null(c->max_abs_err) : json_null(), "max_rel_err",
+            checked ? real_or_null(c->max_rel_err) : json_null(), "bound",
+            checked ? real_or_null(c->bound) : json_null(), "differing",
+            checked ? json_integer((json_int_t)c->differing) : json_null(),
+            "wrong",
+            checked ? json_integer((json_int_t)c->wrong) : json_null()));
     if (cfg->order_report) {
       json_t *last = json_array_get(params, json_array_size(params) - 1);
       json_object_set_new(last, "order_differing",
@@ -551,9 +552,10 @@ void cli_print_json(const report_t *r) {
                                 : json_null());
   json_t *per_worker = json_array();
   for (int w = 0; w < f.workers; w++)
-    json_array_append_new(per_worker,
-                          json_integer((json_int_t)rs_run_worker_stats(r->run, w)
-                                           ->transfers_sent));
+    json_array_append_new(
+        per_worker,
+        json_integer(
+            (json_int_t)rs_run_worker_stats(r->run, w)->transfers_sent));
   json_object_set_new(o, "transfers_sent", per_worker);
   json_object_set_new(o, "bytes_sent", sent);
   json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
