@@ -446,6 +446,112 @@ class Tools(unittest.TestCase):
         self.assertIn("run 5 has a simulated network", err)
         self.assertEqual(err.strip().count("\n"), 0, err)
 
+    # tools-14: every other algorithm (rd, rhd, linear, tree at W=5, so rd
+    # and rhd fold in and out): timeline, links, compare and export draw
+    # each phase in its own colour and name it; chunks and animate, which
+    # replay the ring's schedule, refuse in one line naming the algorithm.
+    def test_other_algorithms(self):
+        import re
+        colours = {"reduce_scatter": "#1f77b4", "all_gather": "#ff7f0e", "exchange": "#2ca02c",
+                   "reduce": "#9467bd", "broadcast": "#17becf"}
+        abbrev = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "reduce": "RED",
+                  "broadcast": "BC"}
+        db_all = self.out("algos-all.db")
+        for algo in ("rd", "rhd", "linear", "tree"):
+            db = self.out(f"algo-{algo}.db")
+            for trace in (db, db_all):
+                p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "5",
+                                    "--algo", algo, "--trace", trace], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+            phases = [r[0] for r in self.rows(db, "SELECT phase FROM transfer GROUP BY phase "
+                                              "ORDER BY min(send_begin_ns)")]
+            with self.subTest(algo=algo, cmd="timeline"):
+                rc, _, err = self.tool("timeline", db, "-o", self.out(f"algo-{algo}-timeline.png"))
+                self.assertEqual(rc, 0, err)
+                self.assert_image(self.out(f"algo-{algo}-timeline.png"))
+                self.assertIn(f"{algo}) all-reduce" if algo in ("rd", "rhd") else f"{algo}",
+                              self.png_title(self.out(f"algo-{algo}-timeline.png")))
+                self.assertNotIn("ring", self.png_title(self.out(f"algo-{algo}-timeline.png")))
+                svg = self.out(f"algo-{algo}-timeline.svg")
+                rc, _, err = self.tool("timeline", db, "-o", svg)
+                self.assertEqual(rc, 0, err)
+                texts = [t for t, _, _ in self.svg_texts(svg)]
+                with open(svg) as f:
+                    fills = set(re.findall(r"fill: ?(#[0-9a-f]{6})", f.read()))
+                for phase in phases:  # a legend entry and a colour each
+                    name = phase.replace("_", "-")
+                    self.assertIn(f"{name} (receive)", texts)
+                    self.assertIn(f"{name} send", texts)
+                    self.assertIn(colours[phase], fills, phase)
+                # step labels (only those that fit are drawn) name the
+                # trace's phases and steps, the first step among them
+                labels = {t for t in texts if re.fullmatch(r"[A-Z]+\d+", t)}
+                self.assertTrue(labels, texts)
+                self.assertLessEqual(labels, {f"{abbrev[p]}{s}" for p, s in self.rows(
+                    db, "SELECT DISTINCT phase, step FROM transfer")})
+                first = self.rows(db, "SELECT phase, step FROM transfer ORDER BY send_begin_ns LIMIT 1")[0]
+                self.assertIn(f"{abbrev[first[0]]}{first[1]}", labels)
+                for phase in set(colours) - set(phases):
+                    self.assertNotIn(f"{phase.replace('_', '-')} (receive)", texts)
+            with self.subTest(algo=algo, cmd="links"):
+                rc, out, err = self.tool("links", db, "-o", self.out(f"algo-{algo}-links.png"))
+                self.assertEqual(rc, 0, err)
+                self.assert_image(self.out(f"algo-{algo}-links.png"))
+                table = {line.split()[0]: [int(x) for x in line.split()[1:4]] for line in out.splitlines()[1:]}
+                expected = {f"{s}->{d}": [n, r, b] for s, d, n, r, b in self.rows(
+                    db, "SELECT src, dst, count(*), count(recv_end_ns), sum(bytes) FROM transfer "
+                    "GROUP BY src, dst")}
+                self.assertEqual(table, expected)
+            with self.subTest(algo=algo, cmd="export"):
+                doc = self.export(db)
+                self.assertEqual(doc["otherData"]["algo"], algo)
+                events = doc["traceEvents"]
+                steps = {e["name"] for e in events if e["ph"] == "X" and e.get("cat") == "step"}
+                self.assertEqual(steps, {f"{abbrev[p]} step {s}" for p, s in self.rows(
+                    db, "SELECT DISTINCT phase, step FROM transfer")})
+                works = [e for e in events if e["ph"] == "X" and e.get("cat") in phases
+                         and not e["name"].startswith(("send", "wait"))]
+                self.assertEqual(len(works), self.rows(db, "SELECT count(recv_end_ns) FROM transfer")[0][0])
+                for e in works:
+                    self.assertEqual(e["name"].split()[0],
+                                     "copy" if e["cat"] in ("all_gather", "broadcast") else "reduce", e)
+                starts = {e["id"] for e in events if e["ph"] == "s"}
+                self.assertEqual(starts, {e["id"] for e in events if e["ph"] == "f"})
+                self.assert_nested(events)
+            for cmd, ext in (("chunks", "png"), ("animate", "gif")):
+                with self.subTest(algo=algo, cmd=cmd):
+                    out = self.out(f"algo-{algo}-{cmd}.{ext}")
+                    rc, _, err = self.tool(cmd, db, "-o", out)
+                    self.assertEqual(rc, 2, err)
+                    self.assertEqual(err.strip().count("\n"), 0, err)
+                    self.assertIn(f"{cmd} draws the ring's chunk diagram", err)
+                    self.assertIn(f"run 1 used {algo} (try timeline or links)", err)
+                    self.assertFalse(os.path.exists(out))
+        # a simulated network: each transfer on its own link's track, named
+        # for the link it used
+        db = self.out("algo-rd-net.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "5", "--algo", "rd",
+                            "--net", "latency=5us,bandwidth=10GB/s", "--trace", db],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, _, err = self.tool("timeline", db, "-o", self.out("algo-rd-net.png"))
+        self.assertEqual(rc, 0, err)
+        self.assert_image(self.out("algo-rd-net.png"))
+        events = self.export(db)["traceEvents"]
+        names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+        transfers = [e for e in events if e["ph"] == "X" and e.get("cat") in colours]
+        self.assertEqual(len(transfers), self.rows(db, "SELECT count(*) FROM transfer")[0][0])
+        for e in transfers:
+            self.assertEqual(names[e["tid"]].split(" (")[0], f"link {e['args']['from']}->{e['args']['to']}")
+        self.assertEqual({n.split(" (")[0] for n in names.values() if n.startswith("link")},
+                         {f"link {s}->{d}" for s, d in self.rows(db, "SELECT DISTINCT src, dst FROM transfer")})
+        self.assert_nested(events)
+        # compare: a series per algorithm, named in the title
+        rc, _, err = self.tool("compare", db_all, "-o", self.out("algos-compare.png"))
+        self.assertEqual(rc, 0, err)
+        self.assert_image(self.out("algos-compare.png"))
+        self.assertIn("algorithms: linear, rd, rhd, tree", self.png_title(self.out("algos-compare.png")))
+
     # tools-5: bad input: one line, exit 2, and the reason.
     def test_errors(self):
         text = self.out("notes.txt")

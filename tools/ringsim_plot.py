@@ -24,8 +24,20 @@ import sys
 
 APPLICATION_ID = 0x5253696D  # "RSim", as src/trace.h
 SCHEMA_VERSION = 1
-PHASES = ("reduce_scatter", "all_gather")
-PHASE_COLOURS = {"reduce_scatter": "#1f77b4", "all_gather": "#ff7f0e"}
+PHASES = ("reduce_scatter", "all_gather")  # the ring's, in order
+# A colour per phase of every algorithm (docs/trace-schema.md): the ring's
+# two first, then recursive doubling's exchange and the reduce (linear's and
+# the tree's gathering, the fold-in of rd and rhd) and broadcast phases.
+PHASE_COLOURS = {"reduce_scatter": "#1f77b4", "all_gather": "#ff7f0e", "exchange": "#2ca02c",
+                 "reduce": "#9467bd", "broadcast": "#17becf"}
+# Short names for step labels (RS0, AG2, EX1, RED0, BC3)
+PHASE_ABBREV = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "reduce": "RED",
+                "broadcast": "BC"}
+# What a receiver does with a payload of the phase: adds it in, or copies it
+PHASE_WORK = {"reduce_scatter": "reduce", "all_gather": "copy", "exchange": "reduce",
+              "reduce": "reduce", "broadcast": "copy"}
+ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
+              "linear": "linear", "tree": "double-binary-tree"}
 # Above this many transfers, the timeline draws one bar per worker and step
 # (aggregated in SQL) instead of one bar per transfer.
 TIMELINE_DETAIL_LIMIT = 20000
@@ -138,11 +150,67 @@ def titled(text, run, width=None):
     return f"{text}\n{line}" if line else text
 
 
-def phase_step(global_step, workers):
-    """--inject counts steps globally: 0 .. W-2 reduce-scatter, then all-gather."""
-    if global_step < workers - 1:
-        return "reduce_scatter", global_step
-    return "all_gather", global_step - (workers - 1)
+def run_algo(run):
+    """The run's --algo ('ring' for a trace written before the column)."""
+    return run.get("algo") or "ring"
+
+
+def algo_name(run):
+    algo = run_algo(run)
+    return ALGO_NAMES.get(algo, algo)
+
+
+def phase_colour(phase):
+    """The phase's colour; grey for a phase this tool does not know."""
+    return PHASE_COLOURS.get(phase, "#7f7f7f")
+
+
+def phase_label(phase):
+    """The trace's phase name as prose: 'reduce_scatter' -> 'reduce-scatter'."""
+    return phase.replace("_", "-")
+
+
+def phase_abbrev(phase):
+    return PHASE_ABBREV.get(phase, phase)
+
+
+def phases_present(con, run_id):
+    """The phases of the run's transfers, in the order they first began."""
+    return [r[0] for r in con.execute(
+        "SELECT phase FROM transfer WHERE run_id = ? GROUP BY phase ORDER BY min(send_begin_ns)",
+        (run_id,))]
+
+
+def algo_steps(run):
+    """The algorithm's steps in the order --inject numbers them (its global
+    steps, docs/reliability.md): a list of (phase, step in the phase)."""
+    W, algo = run["workers"], run_algo(run)
+    P = 1 << (max(W, 1).bit_length() - 1)  # the largest power of two <= W
+    L = P.bit_length() - 1
+    fold = W > P
+
+    def phase(name, n):
+        return [(name, s) for s in range(n)]
+    if algo == "rd":
+        return phase("reduce", fold) + phase("exchange", L) + phase("broadcast", fold)
+    if algo == "rhd":
+        return (phase("reduce", 2 * fold) + phase("reduce_scatter", L) + phase("all_gather", L)
+                + phase("broadcast", fold))
+    if algo == "linear":
+        return phase("reduce", W - 1) + phase("broadcast", W - 1)
+    if algo == "tree":
+        return phase("reduce", 1) + phase("broadcast", 1)
+    return phase("reduce_scatter", W - 1) + phase("all_gather", W - 1)
+
+
+def phase_step(global_step, run):
+    """--inject counts steps globally, in the order the algorithm runs them
+    (the ring: 0 .. W-2 reduce-scatter, then all-gather): (phase, step), or
+    (None, None) for a step the algorithm does not have."""
+    steps = algo_steps(run)
+    if 0 <= global_step < len(steps):
+        return steps[global_step]
+    return None, None
 
 
 def injected_faults(run):
@@ -166,7 +234,7 @@ def injected_faults(run):
             continue
         if "ms" in fields:
             fault["ms"] = fields["ms"]
-        fault["phase"], fault["phase_step"] = phase_step(fault["step"], run["workers"])
+        fault["phase"], fault["phase_step"] = phase_step(fault["step"], run)
         faults.append(fault)
     return faults
 
@@ -346,11 +414,11 @@ def cmd_timeline(con, run, args):
         for (phase, tone, lane), by_worker in recvs.items():
             for w, spans in by_worker.items():
                 rows_at = (w - 0.4 + 0.26 * lane, 0.24) if simulated else (w - 0.4, 0.5)
-                ax.broken_barh(spans, rows_at, facecolors=shade(PHASE_COLOURS[phase], tone),
+                ax.broken_barh(spans, rows_at, facecolors=shade(phase_colour(phase), tone),
                                edgecolors="white", linewidth=0.5 if simulated else 0)
         for (phase, tone), by_worker in sends.items():
             for w, spans in by_worker.items():
-                ax.broken_barh(spans, (w + 0.15, 0.25), facecolors=PHASE_COLOURS[phase], alpha=0.45)
+                ax.broken_barh(spans, (w + 0.15, 0.25), facecolors=phase_colour(phase), alpha=0.45)
         for w, spans in waits.items():
             ax.broken_barh(spans, (w - 0.4, 0.5), facecolors="none", edgecolors="0.3", hatch="///",
                            linewidth=0)
@@ -368,7 +436,7 @@ def cmd_timeline(con, run, args):
                 continue
             bars.setdefault((phase, step % 2, dst), []).append((r0 / scale, max(r1 - r0, 1) / scale))
         for (phase, odd, dst), spans in bars.items():  # one collection per row, phase, parity
-            ax.broken_barh(spans, (dst - 0.4, 0.8), facecolors=shade(PHASE_COLOURS[phase], 0.3 * odd),
+            ax.broken_barh(spans, (dst - 0.4, 0.8), facecolors=shade(phase_colour(phase), 0.3 * odd),
                            edgecolors="white", linewidth=0.3)
     # where a worker that did not finish stopped: after its last transfer
     for w, (state, phase, step, chunk, waiting, peer) in worker_states(con, run).items():
@@ -386,11 +454,13 @@ def cmd_timeline(con, run, args):
     x_end = span / scale if span else 1
     placed = []  # (x, half width) of the labels drawn, in data units
     labels = []
+    begun = set()  # the (iteration, bucket) pairs whose first step is marked
     for x, it, b, phase, step in markers:
-        first_of_bucket = phase == "reduce_scatter" and step == 0
+        first_of_bucket = (it, b) not in begun
+        begun.add((it, b))
         ax.axvline(x, color="0.4" if first_of_bucket else "0.6",
                    linewidth=0.9 if first_of_bucket else 0.6, linestyle="-" if first_of_bucket else ":")
-        label = f"{'RS' if phase == 'reduce_scatter' else 'AG'}{step}"
+        label = f"{phase_abbrev(phase)}{step}"
         if first_of_bucket and (run["buckets"] > 1 or it > 0):
             where = ([f"it{it}"] if it else []) + ([f"b{b}"] if run["buckets"] > 1 else [])
             label = f"{' '.join(where)} {label}"
@@ -406,25 +476,28 @@ def cmd_timeline(con, run, args):
     ticks = range(W) if W <= 64 else range(0, W, max(1, W // 32))
     ax.set_yticks(ticks)
     ax.set_yticklabels([f"worker {w}" for w in ticks], fontsize=8)
+    phases = phases_present(con, rid)
+    # the ring's RS and AG need no key; other phases' abbreviations do
+    key = ", ".join(f"{phase_abbrev(p)} {phase_label(p)}" for p in phases if p not in PHASES)
     ax.set_xlabel(f"{clock} time since the run's start ({unit})" + (
         "; shades alternate by step, even and odd segments in the upper and lower half of a row"
-        if simulated and detail else ""))
+        if simulated and detail else "") + (f"; steps: {key}" if key else ""))
     what = "in flight to this worker" if simulated else "receive"
-    handles = [Patch(color=PHASE_COLOURS["reduce_scatter"], label=f"reduce-scatter ({what})"),
-               Patch(color=PHASE_COLOURS["all_gather"], label=f"all-gather ({what})")]
+    handles = [Patch(color=phase_colour(p), label=f"{phase_label(p)} ({what})") for p in phases]
     if detail and not simulated:
-        handles += [Patch(color=PHASE_COLOURS["reduce_scatter"], alpha=0.45, label="reduce-scatter send"),
-                    Patch(color=PHASE_COLOURS["all_gather"], alpha=0.45, label="all-gather send"),
-                    Patch(facecolor="none", edgecolor="0.3", hatch="///", label="receiver waiting")]
+        handles += [Patch(color=phase_colour(p), alpha=0.45, label=f"{phase_label(p)} send")
+                    for p in phases]
+        handles.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", label="receiver waiting"))
     if detail and never:
         from matplotlib.lines import Line2D
         handles.append(Line2D([], [], marker="x", color="#c0392b", linestyle="none", mew=2,
                               label=f"sent, never received ({never})"))
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=6, fontsize=8,
               frameon=False)
-    title = titled(f"run {rid}: ring all-reduce of {run['model']} on {W} workers, "
+    legend_rows = (len(handles) + 5) // 6
+    title = titled(f"run {rid}: {algo_name(run)} all-reduce of {run['model']} on {W} workers, "
                    f"{run['bytes']:,} bytes per worker, {n} transfers, {clock} time", run)
-    ax.set_title(title, pad=24, color="#c0392b" if run_failed(run) else "black")
+    ax.set_title(title, pad=24 + 14 * (legend_rows - 1), color="#c0392b" if run_failed(run) else "black")
     save(fig, args.out, title)
     plt.close(fig)
 
@@ -513,6 +586,15 @@ def draw_chunks_stage(ax, stage, W, ctx=None):
     ax.set_title(title, fontsize=min(9, font + 2))
 
 
+def require_ring(run, command):
+    """chunks and animate replay the ring's schedule: for another algorithm
+    they would draw a wrong picture, so they refuse."""
+    if run_algo(run) != "ring":
+        what = "the ring's chunk diagram" + (" as an animation" if command == "animate" else "")
+        raise ToolError(f"{command} draws {what}; run {run['run_id']} used {run_algo(run)} "
+                        "(try timeline or links)")
+
+
 def chunk_stages(con, run):
     W = run["workers"]
     if W > CHUNKS_MAX_WORKERS:
@@ -542,6 +624,7 @@ def chunks_layout(stages, W):
 
 
 def cmd_chunks(con, run, args):
+    require_ring(run, "chunks")
     plt = pyplot()
     stages = chunk_stages(con, run)
     ctx = chunk_context(con, run)
@@ -619,24 +702,28 @@ def cmd_links(con, run, args):
     step = max(1, W // 32)
     a1.bar(range(len(links)), mib, color="#1f77b4")
     a1.set_ylabel("MiB sent")
-    theory = 2 * (W - 1) / W * run["bytes"] / 2**20
-    a1.axhline(theory, color="#c0392b", linestyle="--", linewidth=1, label="2(W-1)/W x S")
-    a1.legend(fontsize=8, loc="lower right")
+    ring = run_algo(run) == "ring"
+    if ring:  # what each link of a ring carries; other algorithms' links differ
+        theory = 2 * (W - 1) / W * run["bytes"] / 2**20
+        a1.axhline(theory, color="#c0392b", linestyle="--", linewidth=1, label="2(W-1)/W x S")
+        a1.legend(fontsize=8, loc="lower right")
     a2.bar(range(len(links)), gbs, color="#2a7a3b")
     a2.set_ylabel("GB/s, simulated\n(bytes / time in flight)" if clock == "sim"
                   else "GB/s, wall\n(first send to last receive)")
+    every = max(1, len(links) // 32)  # a ring has W links; others may have more
     for ax in (a1, a2):
-        ax.set_xticks(range(0, len(links), step))
-        ax.set_xticklabels(labels[::step], fontsize=7, rotation=90 if W > 16 else 0)
+        ax.set_xticks(range(0, len(links), every))
+        ax.set_xticklabels(labels[::every], fontsize=7, rotation=90 if len(links) > 16 else 0)
     unit = "simulated" if clock == "sim" else "wall"
     im = a3.imshow(heat, aspect="auto", cmap="viridis", interpolation="nearest",
                    extent=(0, end / 1e6, W - 0.5, -0.5))
     a3.set_yticks(range(0, W, step))
-    a3.set_ylabel("link (from worker)")
+    a3.set_ylabel("link (from worker)" if ring else "sending worker (all its links)")
     a3.set_xlabel(f"{unit} time since the run's start (ms)")
     fig.colorbar(im, ax=a3, label="MiB received in the interval")
     lost = f"; bytes sent include {never} transfers never received" if never else ""
-    title = titled(f"run {rid}: traffic per link r -> r+1 ({W} workers), {unit} time{lost}", run)
+    what = "per link r -> r+1" if ring else f"per link src -> dst, {algo_name(run)} all-reduce"
+    title = titled(f"run {rid}: traffic {what} ({W} workers), {unit} time{lost}", run)
     a1.set_title(title, color="#c0392b" if run_failed(run) else "black")
     save(fig, args.out, title)
     plt.close(fig)
@@ -661,7 +748,7 @@ def compare_runs(con, args):
     clock): --runs, or by default every completed run of the same kind as the
     latest one. Runs with a simulated network (--net) use simulated time and
     are never mixed with wall-clock runs."""
-    cols = "run_id, workers, bytes, wall_ns, busbw_gbs, status, net_model, sim_ns"
+    cols = "run_id, workers, bytes, wall_ns, busbw_gbs, status, net_model, sim_ns, coalesce(algo, 'ring')"
     if args.runs:
         ids = parse_runs(args.runs)
         rows = []
@@ -673,15 +760,15 @@ def compare_runs(con, args):
     else:
         rows = con.execute(f"SELECT {cols} FROM run WHERE status = 'ok' ORDER BY run_id").fetchall()
     runs = []
-    for rid, W, size, wall, busbw, status, net, sim in rows:
+    for rid, W, size, wall, busbw, status, net, sim, algo in rows:
         if status != "ok" or W < 2:
             continue
         if net is not None and sim:
             runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": sim, "clock": "sim",
-                         "busbw": size / sim * 2 * (W - 1) / W})
+                         "busbw": size / sim * 2 * (W - 1) / W, "algo": algo})
         elif net is None and wall:
             runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": wall, "clock": "wall",
-                         "busbw": busbw})
+                         "busbw": busbw, "algo": algo})
     clocks = {r["clock"] for r in runs}
     if len(clocks) > 1:
         if args.runs:
@@ -710,15 +797,26 @@ def cmd_compare(con, run_ignored, args):
     clock = runs[0]["clock"]
     unit = "simulated" if clock == "sim" else "wall"
     busbw = max(r["busbw"] for r in runs)  # the best measured: the reference link speed
+    algos = sorted({r["algo"] for r in runs}, key=lambda a: (a != "ring", a))
+    # a series per algorithm (named unless every run is the ring's) and W
+    named = algos != ["ring"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 5.5), layout="constrained")
     for W in sorted({r["workers"] for r in runs}):
-        mine = sorted((r for r in runs if r["workers"] == W), key=lambda r: r["bytes"])
-        sizes = [r["bytes"] for r in mine]
-        a1.plot(sizes, [r["ns"] / 1e3 for r in mine], "o-",
-                label=f"W={W} {'simulated' if clock == 'sim' else 'measured'}")
+        colour = None
+        for algo in algos:
+            mine = sorted((r for r in runs if r["workers"] == W and r["algo"] == algo),
+                          key=lambda r: r["bytes"])
+            if not mine:
+                continue
+            sizes = [r["bytes"] for r in mine]
+            a1.plot(sizes, [r["ns"] / 1e3 for r in mine], "o-" if algo == "ring" else "s--",
+                    label=f"W={W}{' ' + algo if named else ''} "
+                          f"{'simulated' if clock == 'sim' else 'measured'}")
+            colour = colour or a1.lines[-1].get_color()
+        sizes = sorted({r["bytes"] for r in runs if r["workers"] == W})
         # markers too: with one size the theory is a single point
         a1.plot(sizes, [2 * (W - 1) / W * s / (busbw * 1e9) * 1e6 for s in sizes], "x:", markersize=8,
-                color=a1.lines[-1].get_color(), label=f"W={W} ring at the best busbw, {busbw:.2f} GB/s")
+                color=colour, label=f"W={W} ring at the best busbw, {busbw:.2f} GB/s")
     a1.set_xscale("log")
     a1.set_yscale("log")
     a1.set_xlabel("bytes per worker (S)")
@@ -726,8 +824,13 @@ def cmd_compare(con, run_ignored, args):
     a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     a1.set_title("time against size; dotted: 2(W-1)/W x S / busbw")
     for size in sorted({r["bytes"] for r in runs}):
-        mine = sorted((r for r in runs if r["bytes"] == size), key=lambda r: r["workers"])
-        a2.plot([r["workers"] for r in mine], [r["busbw"] for r in mine], "o-", label=f"S={size:,} B")
+        for algo in algos:
+            mine = sorted((r for r in runs if r["bytes"] == size and r["algo"] == algo),
+                          key=lambda r: r["workers"])
+            if mine:
+                a2.plot([r["workers"] for r in mine], [r["busbw"] for r in mine],
+                        "o-" if algo == "ring" else "s--",
+                        label=f"S={size:,} B" + (f" {algo}" if named else ""))
     a2.axhline(busbw, color="0.5", linestyle=":", label="ideal ring: busbw independent of W")
     a2.set_xlabel("workers (W)")
     a2.set_ylabel(f"busbw (GB/s, {unit} time)")
@@ -735,12 +838,15 @@ def cmd_compare(con, run_ignored, args):
     a2.set_title("bus bandwidth against W")
     ids = ",".join(str(r["run_id"]) for r in runs)
     title = f"{len(runs)} runs ({ids if len(ids) <= 60 else ids[:57] + '...'}), {unit} time"
+    if named:
+        title += f"; algorithms: {', '.join(algos)} (busbw: S / time x 2(W-1)/W for each)"
     fig.suptitle(title, fontsize=10)
     save(fig, args.out, title)
     plt.close(fig)
 
 
 def cmd_animate(con, run, args):
+    require_ring(run, "animate")
     if not 0.01 <= args.fps <= 100:  # also NaN
         raise ToolError(f"--fps {args.fps:g}: expected frames per second from 0.01 to 100")
     plt = pyplot()
@@ -779,7 +885,7 @@ EXPORT_COLUMNS = ("iter, bucket, phase, step, src, dst, chunk, segment, elem_off
 
 
 def step_name(phase, step):
-    return f"{'RS' if phase == 'reduce_scatter' else 'AG'} step {step}"
+    return f"{phase_abbrev(phase)} step {step}"
 
 
 def first_bucket(con, run):
@@ -796,13 +902,15 @@ def export_events(con, run, clock):
     time a send slice, and a receive as a wait slice (blocked for the segment:
     wait_ns) then a reduce or copy slice; flows join each send to its
     receive. In simulated time each transfer is a slice on its link's track
-    (link r->r+1, more lanes where segments overlap on the wire); worker
+    (link src->dst: the ring's r->r+1; more lanes where segments overlap on
+    the wire); worker
     tracks keep the buckets and steps. Instants mark each injected fault and
     where each worker that did not finish stopped."""
     W, rid, dtype = run["workers"], run["run_id"], run["dtype"]
     sim = clock == "sim"
     yield {"ph": "M", "name": "process_name", "pid": rid, "tid": 0,
-           "args": {"name": f"ringsim run {rid}: {run['model']}, W={W}, {'simulated' if sim else 'wall'} time"
+           "args": {"name": f"ringsim run {rid}: {run['model']}, {run_algo(run)}, W={W}, "
+                            f"{'simulated' if sim else 'wall'} time"
                     + (f" ({status_line(run)})" if status_line(run) else "")}}
     for w in range(W):
         yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": w, "args": {"name": f"worker {w}"}}
@@ -888,7 +996,7 @@ def export_events(con, run, clock):
         if wait:
             yield {"ph": "X", "name": f"wait c{chunk}", "cat": "wait", "pid": rid, "tid": dst,
                    "ts": r0 * us, "dur": wait * us, "args": dict(args, **{"from": src, "wait_ns": wait})}
-        work = "reduce" if phase == "reduce_scatter" else "copy"
+        work = PHASE_WORK.get(phase, "receive")
         yield {"ph": "X", "name": f"{work} c{chunk}", "cat": phase, "pid": rid, "tid": dst,
                "ts": (r0 + wait) * us, "dur": max(r1 - r0 - wait, 1) * us,
                "args": dict(args, **{"from": src, "wait_ns": wait})}
@@ -902,35 +1010,44 @@ def export_events(con, run, clock):
         if closed:
             yield closed
 
-    if sim:  # each transfer on its link, r -> r+1, in lanes where they overlap
-        lanes = {}
+    if sim:  # each transfer on its link src -> dst, in lanes where they overlap
+        # tracks[src]: the sender's link tracks in order of creation, each
+        # [dst, lane, end of its last slice]; its k-th is tid W * (1 + k) + src
+        # (the ring: one link per sender, so k is the lane)
+        tracks = {}
+
+        def track(src, dst, t0=None):
+            """The index of a track of link src -> dst free at t0 (None: its first)."""
+            mine = tracks.setdefault(src, [])
+            lanes = [k for k, (d, _, _) in enumerate(mine) if d == dst]
+            for k in lanes:
+                if t0 is None or mine[k][2] <= t0:
+                    return k
+            mine.append([dst, len(lanes), 0])
+            return len(mine) - 1
         for row in con.execute(f"SELECT sim_send_ns, sim_recv_ns, {EXPORT_COLUMNS} FROM transfer "
                                "WHERE run_id = ? AND sim_send_ns IS NOT NULL ORDER BY src, sim_send_ns",
                                (rid,)):
             t0, t1, row = row[0], row[1], row[2:]
             src, dst, chunk, phase = row[4], row[5], row[6], row[2]
-            ends = lanes.setdefault(src, [])
             if t1 is None:
+                k = track(src, dst)
                 yield {"ph": "i", "s": "t", "name": f"c{chunk} sent, never received", "cat": phase,
-                       "pid": rid, "tid": W + src, "ts": t0 * us,
+                       "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us,
                        "args": dict(common(row), to=dst, received=False)}
-                lane = 0
             else:
-                lane = next((i for i, end in enumerate(ends) if end <= t0), len(ends))
-                if lane == len(ends):
-                    ends.append(t1)
-                else:
-                    ends[lane] = t1
+                k = track(src, dst, t0)
+                tracks[src][k][2] = t1
                 yield {"ph": "X", "name": f"c{chunk} {step_name(phase, row[3])}", "cat": phase,
-                       "pid": rid, "tid": W * (1 + lane) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
+                       "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
                        "args": dict(common(row), **{"from": src, "to": dst})}
-        for src, ends in lanes.items():
-            for lane in range(max(len(ends), 1)):
-                tid = W * (1 + lane) + src
+        for src, mine in tracks.items():
+            for k, (dst, lane, _) in enumerate(mine):
+                tid = W * (1 + k) + src
                 yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": tid,
-                       "args": {"name": f"link {src}->{(src + 1) % W}" + (f" ({lane + 1})" if lane else "")}}
+                       "args": {"name": f"link {src}->{dst}" + (f" ({lane + 1})" if lane else "")}}
                 yield {"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": tid,
-                       "args": {"sort_index": 1000 * src + 1 + lane}}
+                       "args": {"sort_index": 1000 * src + 1 + k}}
     yield from fault_events(con, run, clock)
 
 
@@ -999,7 +1116,8 @@ def cmd_export(con, run, args):
         raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
     with out:
         out.write('{"displayTimeUnit": "ns", "otherData": ')
-        json.dump({"ringsim_run": rid, "model": run["model"], "workers": run["workers"],
+        json.dump({"ringsim_run": rid, "model": run["model"], "algo": run_algo(run),
+                   "workers": run["workers"],
                    "bytes_per_worker": run["bytes"], "dtype": run["dtype"], "op": run["op"],
                    "buckets": run["buckets"], "clock": "simulated" if clock == "sim" else "wall",
                    "status": run["status"], "failed": run_failed(run), "error": run["error"],
