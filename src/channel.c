@@ -7,7 +7,7 @@
 
 #include "util.h"
 
-int rs__chan_init(rs__chan_t *ch, int slots, size_t payload_bytes,
+int rs__chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                   const atomic_int *abort_flag) {
   memset(ch, 0, sizeof *ch);
   ch->slots = slots;
@@ -27,7 +27,7 @@ int rs__chan_init(rs__chan_t *ch, int slots, size_t payload_bytes,
   return RS_OK;
 }
 
-void rs__chan_destroy(rs__chan_t *ch) {
+void rs__chan_destroy(rs_chan_t *ch) {
   if (!ch->mem)
     return;
   RS_PTHREAD_CHECK(pthread_cond_destroy(&ch->not_empty));
@@ -37,21 +37,21 @@ void rs__chan_destroy(rs__chan_t *ch) {
   ch->mem = NULL;
 }
 
-static rs_msg_t *slot_at(rs__chan_t *ch, uint64_t index) {
+static rs_msg_t *slot_at(rs_chan_t *ch, uint64_t index) {
   return (rs_msg_t *)rs__chan_peek(ch, index);
 }
 
 /* With ch->mu held: may the producer fill a slot, or has the consumer a
  * message waiting (or learned that none will come: the sender finished
  * before sending the next one)? */
-static int ready(const rs__chan_t *ch, int is_send) {
+static int ready(const rs_chan_t *ch, int is_send) {
   return is_send ? ch->tail - ch->head < (uint64_t)ch->slots
                  : ch->tail != ch->head || ch->fin_seq > ch->recv_seq;
 }
 
 /* Wait on cond (with ch->mu held) until ready(), the run aborts, or the
  * deadline passes. */
-static int wait_until(rs__chan_t *ch, pthread_cond_t *cond, int is_send,
+static int wait_until(rs_chan_t *ch, pthread_cond_t *cond, int is_send,
                       uint64_t timeout_ns, uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
   struct timespec ts = rs__deadline(begin + timeout_ns);
@@ -93,7 +93,7 @@ uint64_t rs__checksum(const void *data, size_t n) {
 }
 
 /* Wait for a free slot, fill it from hdr and src, publish it. */
-static int publish(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                    int by_ref, uint64_t seq, int corrupt, uint64_t begin,
                    uint64_t timeout_ns, uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
@@ -140,7 +140,7 @@ static int publish(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
 }
 
 /* Send by copy (by_ref 0) or by reference; wire faults happen here. */
-static int send_msg(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+static int send_msg(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                     int by_ref, rs_wire_t wire, uint64_t timeout_ns,
                     uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
@@ -162,17 +162,17 @@ static int send_msg(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
   return publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
 }
 
-int rs__chan_send(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+int rs__chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                   rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
   return send_msg(ch, hdr, src, 0, wire, timeout_ns, wait_ns);
 }
 
-int rs__chan_send_ref(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+int rs__chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                       rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
   return send_msg(ch, hdr, src, 1, wire, timeout_ns, wait_ns);
 }
 
-int rs__chan_recv(rs__chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
+int rs__chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                   uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   int rc = RS_OK;
@@ -202,14 +202,14 @@ int rs__chan_recv(rs__chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
   return RS_OK;
 }
 
-void rs__chan_release(rs__chan_t *ch) {
+void rs__chan_release(rs_chan_t *ch) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   ch->head++;
   RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_full));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
 }
 
-void rs__chan_finish(rs__chan_t *ch) {
+void rs__chan_finish(rs_chan_t *ch) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   ch->fin_seq = ch->send_seq;
   ch->fins++;
@@ -217,7 +217,7 @@ void rs__chan_finish(rs__chan_t *ch) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
 }
 
-int rs__chan_end(rs__chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
+int rs__chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   uint64_t begin = rs__now_ns();
   struct timespec ts = rs__deadline(begin + timeout_ns);
@@ -253,7 +253,7 @@ int rs__chan_end(rs__chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
   return rc;
 }
 
-int rs__chan_pause(rs__chan_t *ch, uint64_t ns) {
+int rs__chan_pause(rs_chan_t *ch, uint64_t ns) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   struct timespec ts = rs__deadline(rs__now_ns() + ns);
   int rc = RS_OK;
@@ -273,13 +273,13 @@ int rs__chan_pause(rs__chan_t *ch, uint64_t ns) {
   return rc;
 }
 
-const rs_msg_t *rs__chan_peek(const rs__chan_t *ch, uint64_t index) {
+const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index) {
   return (const rs_msg_t *)(const void *)(ch->mem +
                                           (index % (uint64_t)ch->slots) *
                                               ch->slot_stride);
 }
 
-void rs__chan_wake(rs__chan_t *ch) {
+void rs__chan_wake(rs_chan_t *ch) {
   RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
   RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_full));
   RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_empty));

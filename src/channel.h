@@ -111,23 +111,23 @@ typedef struct rs_chan {
   /* What the sender published with rs__chan_finish(); guarded by mu. */
   uint64_t fin_seq; /* messages sent when it last finished */
   uint64_t fins;    /* times it finished (one per iteration) */
-} rs__chan_t;
+} rs_chan_t;
 
 /* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
  * run's; the channel only reads it. RS_ENOMEM if allocation fails. */
-int rs__chan_init(rs__chan_t *ch, int slots, size_t payload_bytes,
+int rs__chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                   const atomic_int *abort_flag);
-void rs__chan_destroy(rs__chan_t *ch);
+void rs__chan_destroy(rs_chan_t *ch);
 
 /* Copy hdr (its seq is set here) and hdr->elems elements from src into the
  * next free slot, doing to it what wire says. Adds the time spent blocked to
  * *wait_ns. Returns RS_OK, RS_ETIMEDOUT after timeout_ns of waiting, or
  * RS_EABORTED. */
-int rs__chan_send(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+int rs__chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                   rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* The same, but the message points at src instead of holding a copy (the
  * checksum is taken of src; a corrupting wire damages the checksum). */
-int rs__chan_send_ref(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
+int rs__chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                       rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns);
 /* Point *msg at the oldest message, valid until rs__chan_release(). Returns
  * RS_OK, RS_ETIMEDOUT, RS_EABORTED, RS_EPROTO if its sequence number is not
@@ -135,31 +135,31 @@ int rs__chan_send_ref(rs__chan_t *ch, const rs_msg_t *hdr, const void *src,
  * or the sender finished without sending it (bad_end set, bad_seq the
  * number of messages it sent: one was lost), or RS_ECORRUPT if its checksum
  * does not match its payload. */
-int rs__chan_recv(rs__chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
+int rs__chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                   uint64_t *wait_ns);
-void rs__chan_release(rs__chan_t *ch);
+void rs__chan_release(rs_chan_t *ch);
 
 /* Sender: this iteration's last message is sent (the end of the stream). */
-void rs__chan_finish(rs__chan_t *ch);
+void rs__chan_finish(rs_chan_t *ch);
 /* Receiver, after its last step of an iteration: wait (up to timeout_ns)
  * for the sender's rs__chan_finish, then check that every message sent was
  * received once. RS_OK; RS_EPROTO with bad_seq set when a message is left
  * over (bad_seq < recv_seq: delivered twice) or was never delivered
  * (bad_seq = fin_seq > recv_seq: lost); RS_ETIMEDOUT; RS_EABORTED. */
-int rs__chan_end(rs__chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns);
+int rs__chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns);
 
 /* Sleep ns nanoseconds on the channel (the caller is its sender), or until
  * the run aborts: RS_OK after the full pause, RS_EABORTED. */
-int rs__chan_pause(rs__chan_t *ch, uint64_t ns);
+int rs__chan_pause(rs_chan_t *ch, uint64_t ns);
 
 /* The message at absolute index (head <= index < tail), for reading what a
  * channel still holds after its threads have been joined. */
-const rs_msg_t *rs__chan_peek(const rs__chan_t *ch, uint64_t index);
+const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index);
 
 /* A checksum of n bytes that any change of one 8-byte word alters. */
 uint64_t rs__checksum(const void *data, size_t n);
 
 /* Wake every waiter so it sees the abort flag. */
-void rs__chan_wake(rs__chan_t *ch);
+void rs__chan_wake(rs_chan_t *ch);
 
 #endif /* RINGSIM_CHANNEL_H */

@@ -742,7 +742,7 @@ static int write_transfers(rs_run_t *run) {
    * trace keeps them, with no receive times. */
   for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
     const rs_edge_t *edge = &run->edges[i];
-    const rs__chan_t *ch = &edge->chan;
+    const rs_chan_t *ch = &edge->chan;
     for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
       rs_event_t e =
           rs__event_of(rs__chan_peek(ch, idx), run->workers[edge->from].iter);

@@ -48,7 +48,7 @@ extern const rs_transport_t rs__transport_direct;
 struct rs_edge {
   const rs_transport_t *tp;
   int from, to;
-  rs__chan_t chan; /* the shared-memory transports' FIFO */
+  rs_chan_t chan; /* the shared-memory transports' FIFO */
 };
 
 #endif /* RINGSIM_TRANSPORT_H */

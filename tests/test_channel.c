@@ -12,7 +12,7 @@
 #define SEG 5
 
 typedef struct pair {
-  rs__chan_t ch;
+  rs_chan_t ch;
   atomic_int abort_flag;
   int messages;
   int rc;
@@ -79,7 +79,7 @@ static void test_send_blocks_when_full_then_times_out(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 2, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
@@ -103,7 +103,7 @@ static void test_recv_times_out_when_empty(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   rs_msg_t *msg;
   uint64_t wait = 0;
@@ -113,7 +113,7 @@ static void test_recv_times_out_when_empty(void **state) {
 }
 
 typedef struct waiter {
-  rs__chan_t *ch;
+  rs_chan_t *ch;
   int rc;
 } waiter_t;
 
@@ -128,7 +128,7 @@ static void *blocked_receiver(void *arg) {
 /* Start waiter on ch in a thread, let it block for 20 ms, abort the run
  * and wake the channel: the waiter must return RS_EABORTED, long before
  * the minute it would otherwise wait. */
-static void abort_releases(rs__chan_t *ch, atomic_int *abort_flag,
+static void abort_releases(rs_chan_t *ch, atomic_int *abort_flag,
                            void *(*waiter)(void *)) {
   waiter_t w = {ch, 12345};
   pthread_t t;
@@ -149,7 +149,7 @@ static void test_abort_wakes_a_blocked_receiver(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   abort_releases(&ch, &abort_flag, blocked_receiver);
   rs__chan_destroy(&ch);
@@ -161,7 +161,7 @@ static void test_out_of_sequence_message_is_refused(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1};
@@ -186,7 +186,7 @@ static void test_end_of_stream_catches_lost_and_repeated(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   float x = 1;
   rs_msg_t hdr = {.elems = 1}, *msg;
@@ -236,7 +236,7 @@ static void test_abort_ends_a_pause(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 4, 4, &abort_flag), RS_OK);
   uint64_t t0 = rs__now_ns();
   assert_int_equal(rs__chan_pause(&ch, 20000000), RS_OK);
@@ -250,7 +250,7 @@ static void test_empty_message_travels(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   assert_int_equal(rs__chan_init(&ch, 1, 0, &abort_flag), RS_OK);
   rs_msg_t hdr = {.chunk = 3, .elems = 0};
   uint64_t wait = 0;
@@ -272,7 +272,7 @@ static void test_half_precision_travels_packed(void **state) {
   (void)state;
   atomic_int abort_flag;
   atomic_init(&abort_flag, 0);
-  rs__chan_t ch;
+  rs_chan_t ch;
   const float values[4] = {1.0f, -0.0999755859375f, 65504.0f, 0x1p-24f};
   const uint16_t encoded[4] = {0x3c00, 0xae66, 0x7bff, 0x0001};
   assert_int_equal(rs__chan_init(&ch, 2, sizeof encoded, &abort_flag), RS_OK);
