@@ -145,21 +145,26 @@ static int send_msg(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                     uint64_t *wait_ns) {
   uint64_t begin = rs__now_ns();
   uint64_t seq = ch->send_seq++;
+  int rc;
   switch (wire) {
   case RS_WIRE_DROP:
     return RS_OK; /* the number is spent; the message never arrives */
-  case RS_WIRE_DUP: {
-    int rc = publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
-    return rc ? rc
-              : publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns,
-                        wait_ns);
-  }
-  case RS_WIRE_CORRUPT:
-    return publish(ch, hdr, src, by_ref, seq, 1, begin, timeout_ns, wait_ns);
-  case RS_WIRE_OK:
+  case RS_WIRE_DUP:
+    rc = publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+    if (rc == RS_OK) /* once out, twice out: the second may time out */
+      return publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+    break;
+  default:
+    rc = publish(ch, hdr, src, by_ref, seq, wire == RS_WIRE_CORRUPT, begin,
+                 timeout_ns, wait_ns);
     break;
   }
-  return publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+  /* A send that timed out or was aborted before its message went out gives
+   * its number back: only a number spent and never published is a message
+   * the wire lost (which the watchdog reports as such). */
+  if (rc)
+    ch->send_seq--;
+  return rc;
 }
 
 int rs__chan_send(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,

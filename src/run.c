@@ -133,20 +133,24 @@ static size_t seg_cap(const rs_run_t *run) {
   return cap ? cap : 1;
 }
 
-/* Trace records per worker: at most one per message it receives, in every
- * iteration. */
-static size_t events_per_worker(const rs_run_t *run) {
+/* Trace records for worker r: at most one per message it receives, in
+ * every iteration (a root may receive far more than the others). */
+static size_t events_of(const rs_run_t *run, int r) {
   const rs_config_t *c = &run->config;
-  size_t most = 0;
-  for (int r = 0; r < c->workers; r++) {
-    size_t msgs = 0;
-    for (size_t b = 0; b < run->result.buckets; b++)
-      msgs += run->algo->messages(c->workers, r, run->buckets[b].elems,
-                                  run->bucket_segs[b], seg_cap(run),
-                                  c->collective);
-    most = msgs > most ? msgs : most;
-  }
-  return most * (size_t)(c->warmup + c->iterations);
+  size_t msgs = 0;
+  for (size_t b = 0; b < run->result.buckets && c->workers > 1; b++)
+    msgs +=
+        run->algo->messages(c->workers, r, run->buckets[b].elems,
+                            run->bucket_segs[b], seg_cap(run), c->collective);
+  return msgs * (size_t)(c->warmup + c->iterations);
+}
+
+/* ... and for every worker together. */
+static double events_total(const rs_run_t *run) {
+  double total = 0;
+  for (int r = 0; r < run->config.workers; r++)
+    total += (double)events_of(run, r);
+  return total;
 }
 
 /* The algorithm's directed edges, each with room for its largest message
@@ -273,15 +277,21 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     slots = (int)safe;
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
-  double events = config->traced ? (double)W * (double)events_per_worker(run) *
-                                       sizeof(rs_event_t)
-                                 : 0;
+  double events = config->traced ? events_total(run) * sizeof(rs_event_t) : 0;
   double edges = 0;
   for (int i = 0; i < run->edge_count; i++) {
     size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
     edges += (double)slots * (double)(sizeof(rs_msg_t) + payload + 64);
   }
-  double need = (double)W * (double)n * elem_bytes + edges +
+  /* and each worker's room to unpack a message (f16, bf16 on the copy
+   * transport), and a root's stash of its own bucket (linear) */
+  double scratch = 0;
+  for (int r = 0; r < W && W > 1; r++)
+    scratch += (packed ? (double)seg_elems * sizeof(float) : 0) +
+               (run->algo->stashes && run->algo->stashes(W, r)
+                    ? (double)largest_bucket(run) * elem_bytes
+                    : 0);
+  double need = (double)W * (double)n * elem_bytes + edges + scratch +
                 (double)n * (sizeof(double) + elem_bytes) + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
@@ -676,8 +686,10 @@ const char *rs_run_trace_error(const rs_run_t *run) {
  * so recording never allocates. */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
-  size_t per_worker = events_per_worker(run);
-  for (int r = 0; r < W && per_worker; r++) {
+  for (int r = 0; r < W; r++) {
+    size_t per_worker = events_of(run, r);
+    if (!per_worker)
+      continue;
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);
     if (!buf->events)

@@ -125,6 +125,11 @@ void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
             w->rank, run->config.timeout_s, rs__phase_name(p->phase), p->step,
             sending ? "send" : "receive", p->chunk, sending ? "to" : "from",
             peer);
+  else if (rc == RS_EPROTO && p->mismatch)
+    fail_at(run, w->rank, rc,
+            "worker %d received the wrong segment from worker %d in %s "
+            "step %d (expected chunk %d)",
+            w->rank, peer, rs__phase_name(p->phase), p->step, p->chunk);
   else if (rc == RS_EPROTO && in && in->bad_end && in->bad_seq < in->recv_seq)
     fail_at(run, w->rank, rc,
             "worker %d received message %llu from worker %d again after its "
@@ -146,11 +151,6 @@ void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
             (unsigned long long)in->recv_seq, rs__phase_name(p->phase), p->step,
             in->bad_seq < in->recv_seq ? "a message was delivered twice"
                                        : "a message was lost");
-  else if (rc == RS_EPROTO)
-    fail_at(run, w->rank, rc,
-            "worker %d received the wrong segment from worker %d in %s "
-            "step %d (expected chunk %d)",
-            w->rank, peer, rs__phase_name(p->phase), p->step, p->chunk);
   else if (rc == RS_ECORRUPT)
     fail_at(run, w->rank, rc,
             "worker %d received a damaged segment of chunk %d from "

@@ -726,18 +726,27 @@ static int write_transfers(rs_run_t *run) {
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
-  /* Edge by edge, in the order the algorithm declared them (the sender's
-   * rank first), each edge's transfers in the order they were sent: its
-   * receiver's record, the ones from its sender. */
-  for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
-    const rs_edge_t *edge = &run->edges[i];
-    const rs_event_buf_t *buf = &run->workers[edge->to].events;
-    for (size_t k = 0; k < buf->count && rc == SQLITE_OK; k++)
-      if (buf->events[k].src == edge->from) {
-        rc = insert_transfer(run, st, &buf->events[k], edge->to, 1);
-        run->result.trace_rows++;
-      }
+  /* Receiver by receiver, in the order the algorithm's edges first reach
+   * them (for the ring, sender 0's transfers first, as (src, seq) keys
+   * run), each receiver's record once, in the order it received. */
+  unsigned char *done = calloc((size_t)run->config.workers, 1);
+  if (!done) {
+    sqlite3_finalize(st);
+    return rs__err(run->trace_errmsg, RS_ENOMEM, "trace %s: out of memory",
+                   run->trace->path);
   }
+  for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
+    const int dst = run->edges[i].to;
+    if (done[dst])
+      continue;
+    done[dst] = 1;
+    const rs_event_buf_t *buf = &run->workers[dst].events;
+    for (size_t k = 0; k < buf->count && rc == SQLITE_OK; k++) {
+      rc = insert_transfer(run, st, &buf->events[k], dst, 1);
+      run->result.trace_rows++;
+    }
+  }
+  free(done);
   /* Messages still on an edge were sent but never received: a failed run's
    * trace keeps them, with no receive times. */
   for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
@@ -806,8 +815,7 @@ static int write_totals(rs_run_t *run) {
       "max_abs_err = ?, bound = ?, sim_ns = ? WHERE run_id = ?",
       "ttiiiDDIDDIi", status, res->status ? run->errmsg : NULL,
       (int64_t)res->transfers, (int64_t)res->wall_ns, (int64_t)res->ref_ns,
-      algbw, rs_busbw(algbw, W),
-      run->checked ? (int64_t)res->identical : -1,
+      algbw, rs_busbw(algbw, W), run->checked ? (int64_t)res->identical : -1,
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
       run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,
       run->trace_run_id);

@@ -123,7 +123,7 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
                    uint64_t wait_ns, uint64_t sim_recv_ns) {
   rs_event_buf_t *buf = &w->events;
   if (!buf->events)
-    return; /* not tracing */
+    return;                          /* not tracing */
   if (buf->count == buf->capacity) { /* only a bug sizes it too small */
     assert(!"a trace buffer was sized too small");
     return;
@@ -153,8 +153,10 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
    * contributions its schedule says. */
   if (msg->chunk != tag->chunk || msg->elem_offset != off ||
       msg->elems != elems || msg->contrib_first != tag->contrib_first ||
-      msg->contrib_count != tag->contrib_count)
+      msg->contrib_count != tag->contrib_count) {
+    w->progress.mismatch = 1; /* in sequence, but not what was expected */
     return RS_EPROTO;
+  }
   w->progress.activity = RS_ACT_WORKING; /* reducing: blocked on nobody */
   void *dst = w->buf + off * w->buf_elem_bytes;
   const void *src = msg->data;

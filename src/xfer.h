@@ -81,6 +81,7 @@ typedef struct rs_progress {
   int chunk;
   rs_activity_t activity;
   int peer;              /* whom it sends to or receives from, or -1 */
+  int mismatch; /* it received a message other than the one expected */
   const rs_edge_t *edge; /* and the edge it uses */
   /* Its injected stall, if it had one: length, where, and when it ended
    * (0 while it lasts). */

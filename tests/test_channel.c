@@ -74,7 +74,8 @@ static void test_fifo_8_slots(void **state) {
   fifo_order_with_k_slots(8);
 }
 
-/* channel-2: a full channel makes send wait, then time out. */
+/* channel-2: a full channel makes send wait, then time out, spending no
+ * sequence number. */
 static void test_send_blocks_when_full_then_times_out(void **state) {
   (void)state;
   atomic_int abort_flag;
@@ -95,6 +96,10 @@ static void test_send_blocks_when_full_then_times_out(void **state) {
   uint64_t waited = rs__now_ns() - t0;
   assert_true(waited >= 50000000u);
   assert_true(wait >= 50000000u);
+  /* the send that timed out gave its number back: two were spent, two
+   * went out, so nothing looks lost on the wire */
+  assert_int_equal(ch.send_seq, 2);
+  assert_int_equal(ch.tail, 2);
   rs__chan_destroy(&ch);
 }
 

@@ -293,6 +293,10 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
   /* NCCL's slice loop is the ring's: the others run their own order. */
   if (o->algo != RS_ALGO_RING && !o->loop_given)
     o->slices = 0;
+  if (o->all && o->direct)
+    return cli_usage_error("%s", "bench: --direct is refused by rd and rhd "
+                                 "(they reduce into regions their peers may "
+                                 "still read); --algo all runs them");
   if (o->all && o->loop_given && o->slices)
     return cli_usage_error("%s", "bench: --loop slices is the ring's; "
                                  "--algo all runs the others too");
