@@ -645,7 +645,7 @@ static int run_threads(rs_run_t *run) {
     for (size_t b = 0; b < run->result.buckets; b++)
       run->result.predicted_ns +=
           run->algo->predict(&run->config.net, W, run->buckets[b].elems,
-                             run->bucket_segs[b], run->elem_size);
+                             run->bucket_segs[b], seg_cap(run), run->elem_size);
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));

@@ -132,6 +132,17 @@ class Teaching(unittest.TestCase):
         self.assertEqual([(a["algo"], a["sim_ns"]) for a in table["algos"]],
                          [(a, sims[a, 8]) for a in ("ring", "rd", "rhd", "linear", "tree")])
         self.assertEqual(table["fastest"], min(table["algos"], key=lambda a: a["sim_ns"])["algo"])
+        # on a uniform network with W a power of two, the ring's, recursive
+        # doubling's and Rabenseifner's cost formulas are their simulated
+        # times, to the nanosecond, segments and buckets included
+        for workers in (2, 4, 8, 16):
+            rc, out, err = run("model", "-p", model, "-w", workers, "--algo", "all", "--net", NET,
+                               "--reduce-rate", "40GB/s", "--segment-bytes", "64",
+                               "--bucket-mb", 0.0001, "--json")
+            self.assertEqual(rc, 0, err)
+            for a in json.loads(out)["algos"]:
+                if a["algo"] in ("ring", "rd", "rhd"):
+                    self.assertEqual(a["predicted_ns"], a["sim_ns"], (workers, a))
         rc, out, err = run("-p", model, "--algo", "all", "--no-trace")
         self.assertEqual(rc, 2)
         self.assertIn("--algo 'all': expected ring, rd, rhd, linear or tree", err)

@@ -348,7 +348,7 @@ static void test_simulate_and_predict(void **state) {
     uint64_t b = rs__algo_tree.simulate(&net, W, &big, 1, 1 << 14, 4);
     assert_true(a > 0 && a < b);
     size_t segs = rs_segs_per_chunk(big.elems, W, 1 << 14, 4);
-    uint64_t p = rs__algo_tree.predict(&net, W, big.elems, segs, 4);
+    uint64_t p = rs__algo_tree.predict(&net, W, big.elems, segs, SIZE_MAX, 4);
     if (20 * (p > b ? p - b : b - p) > b)
       fail_msg("W=%d: simulated %llu ns, predicted %llu ns", W,
                (unsigned long long)b, (unsigned long long)p);

@@ -320,7 +320,8 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
  * and its schedule on simulated clocks. */
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                   int workers, size_t elems,
-                                  size_t segs_per_chunk, size_t elem_size);
+                                  size_t segs_per_chunk, size_t segment_bytes,
+                                  size_t elem_size);
 uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                    int workers, const rs_bucket_t *buckets,
                                    size_t bucket_count, size_t segment_bytes,

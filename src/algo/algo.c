@@ -19,6 +19,18 @@ size_t rs__algo_never_direct(int workers, size_t min_segs, int slices) {
   return 0;
 }
 
+uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
+                            size_t elem_size, int reduced) {
+  const size_t segs = rs__algo_segs(elems, cap);
+  uint64_t t = 0;
+  for (size_t k = 0; k < segs; k++) {
+    size_t bytes = rs__chunk_elems(elems, (int)segs, (int)k) * elem_size;
+    t += m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth) +
+         (reduced ? rs__net_ns(bytes, m->reduce_rate) : 0);
+  }
+  return t;
+}
+
 int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
                     size_t segment_bytes, size_t elem_size) {
   s->workers = workers;

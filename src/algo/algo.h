@@ -59,7 +59,7 @@ typedef struct rs_algo {
    * segs segments per chunk, and the schedule played on simulated clocks
    * alone (netmodel.h; for `ringsim model`). */
   uint64_t (*predict)(const rs_netmodel_t *m, int workers, size_t elems,
-                      size_t segs, size_t elem_size);
+                      size_t segs, size_t cap, size_t elem_size);
   uint64_t (*simulate)(const rs_netmodel_t *m, int workers,
                        const rs_bucket_t *buckets, size_t bucket_count,
                        size_t segment_bytes, size_t elem_size);
@@ -77,6 +77,13 @@ size_t rs__algo_segs(size_t elems, size_t cap);
 size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
                              size_t segs, size_t cap);
 size_t rs__algo_never_direct(int workers, size_t min_segs, int slices);
+
+/* The simulated time of an exchange of an elems-element region cut into
+ * segments of at most cap (each segment a latency and its transfer, and,
+ * if reduced, its reduction, one after the other as a sendrecv runs them)
+ * on the uniform network m. */
+uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
+                            size_t elem_size, int reduced);
 
 /* A schedule played on simulated clocks alone (an algorithm's simulate):
  * the same clock calls a threaded run's transfer primitive makes, in lock

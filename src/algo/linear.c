@@ -106,8 +106,8 @@ static int stashes(int workers, int rank) {
 /* The root's port serialises everything: W-1 receptions and W-1 sends of
  * n elements, each a latency and a transfer, and W-1 reductions. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
-                        size_t segs, size_t elem_size) {
-  (void)segs;
+                        size_t segs, size_t cap, size_t elem_size) {
+  (void)segs, (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t bytes = elems * elem_size;

@@ -34,7 +34,8 @@ const rs_algo_t *rs__algo_default(void) { return &rs__algo_ring; }
 
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs, size_t elem_size) {
-  return rs__algo_default()->predict(m, workers, elems, segs, elem_size);
+  return rs__algo_default()->predict(m, workers, elems, segs, SIZE_MAX,
+                                     elem_size);
 }
 
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
@@ -46,9 +47,11 @@ uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
 
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                   int workers, size_t elems,
-                                  size_t segs_per_chunk, size_t elem_size) {
+                                  size_t segs_per_chunk, size_t segment_bytes,
+                                  size_t elem_size) {
   const rs_algo_t *a = rs__algo_get(algo);
-  return a ? a->predict(m, workers, elems, segs_per_chunk, elem_size) : 0;
+  size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  return a ? a->predict(m, workers, elems, segs_per_chunk, cap, elem_size) : 0;
 }
 
 uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,

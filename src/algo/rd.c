@@ -105,20 +105,21 @@ static int depth(int workers) {
   return rs__log2(P) + (workers > P);
 }
 
-/* Each exchange: a latency, n elements each way, n reduced; the fold-in
- * and fold-out one more each when W is not a power of two. */
+/* Each exchange: every segment a latency, its transfer and its reduction,
+ * one after the other (a sendrecv); when W is not a power of two the
+ * fold-in and fold-out add one more each (an upper bound: the fold-in
+ * overlaps the first exchanges of the workers that did not fold). */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
-                        size_t segs, size_t elem_size) {
+                        size_t segs, size_t cap, size_t elem_size) {
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
-  const uint64_t bytes = elems * elem_size;
-  const uint64_t hop =
-      m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
-  const uint64_t reduce = rs__net_ns(bytes, m->reduce_rate);
   const int P = rs__pof2(workers);
-  return (uint64_t)rs__log2(P) * (hop + reduce) +
-         (workers > P ? 2 * hop + reduce : 0);
+  const uint64_t exchange = rs__algo_region_ns(m, elems, cap, elem_size, 1);
+  return (uint64_t)rs__log2(P) * exchange +
+         (workers > P
+              ? exchange + rs__algo_region_ns(m, elems, cap, elem_size, 0)
+              : 0);
 }
 
 /* Segment k of segs of an elems-element region. */

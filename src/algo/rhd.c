@@ -159,23 +159,28 @@ static int depth(int workers) {
   return rs__log2(P) + (workers > P);
 }
 
-/* 2 log2 P latencies, 2 (P-1)/P n elements each way, (P-1)/P n reduced;
- * the fold-in and fold-out add three hops of n/2, n/2 and n. */
+/* Each halving exchanges half the window (the larger half: the path the
+ * slower partner takes) and reduces it; each doubling the same sizes back,
+ * copied; when W is not a power of two, the fold-in's two exchanges of a
+ * half and the fold-out of the whole add on. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
-                        size_t segs, size_t elem_size) {
+                        size_t segs, size_t cap, size_t elem_size) {
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
-  const int P = rs__pof2(workers), k = rs__log2(P);
-  const uint64_t moved = (uint64_t)elems * elem_size * (uint64_t)(P - 1) / P;
-  uint64_t t = 2 * (uint64_t)k * m->link.latency_ns +
-               2 * rs__net_ns(moved, m->link.bandwidth) +
-               rs__net_ns(moved, m->reduce_rate);
-  if (workers > P) {
-    const uint64_t half = elems / 2 * elem_size, all = elems * elem_size;
-    t += 3 * m->link.latency_ns + 2 * rs__net_ns(half, m->link.bandwidth) +
-         rs__net_ns(all, m->link.bandwidth) + rs__net_ns(half, m->reduce_rate);
+  const int P = rs__pof2(workers);
+  uint64_t t = 0;
+  size_t size = elems;
+  for (int mask = 1; mask < P; mask *= 2) {
+    size_t half = size - size / 2;
+    t += rs__algo_region_ns(m, half, cap, elem_size, 1) +
+         rs__algo_region_ns(m, half, cap, elem_size, 0);
+    size = half;
   }
+  if (workers > P)
+    t += rs__algo_region_ns(m, elems - elems / 2, cap, elem_size, 1) +
+         rs__algo_region_ns(m, elems - elems / 2, cap, elem_size, 0) +
+         rs__algo_region_ns(m, elems, cap, elem_size, 0);
   return t;
 }
 

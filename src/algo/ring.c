@@ -125,7 +125,8 @@ static int ring_bucket(rs_worker_t *w) {
 /* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments,
  * each a latency and a transfer, and (W-1) k reductions. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
-                        size_t segs, size_t elem_size) {
+                        size_t segs, size_t cap, size_t elem_size) {
+  (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t W = (uint64_t)workers;

@@ -183,7 +183,8 @@ static int height(int workers, int t) {
  * link: netmodel.h). The trees run one after the other, so the total is twice
  * their sum. simulate() plays the exact schedule. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
-                        size_t segs, size_t elem_size) {
+                        size_t segs, size_t cap, size_t elem_size) {
+  (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t S = rs__tree_segments(workers, segs);

@@ -59,8 +59,8 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
                                     seg_bytes, elem_size);
   for (size_t b = 0; b < bucket_count; b++) {
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
-    t.predicted +=
-        rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k, elem_size);
+    t.predicted += rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
+                                            seg_bytes, elem_size);
     t.segs += k;
   }
   return t;
@@ -110,6 +110,9 @@ static int print_all(const options_t *opt, const rs_model_t *model,
            (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
            rs_busbw(algbw, W), a == best ? "  fastest" : "");
   }
+  printf("  (simulated: each worker's outgoing link is charged, not its "
+         "incoming one, so linear's W-1\n  messages into worker 0 arrive "
+         "in parallel; its predicted time serialises them)\n");
   return 0;
 }
 
