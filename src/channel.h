@@ -69,6 +69,7 @@ typedef struct rs_msg {
                              sender's own buffer */
   uint64_t sim_send_ns;   /* simulated departure and arrival (net model) */
   uint64_t sim_arrive_ns;
+  uint64_t sim_wire_ns;
 } rs_msg_t;
 
 /* What the wire does to one message (fault injection). */

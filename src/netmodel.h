@@ -19,6 +19,7 @@ typedef struct rs_simclock {
   uint64_t straggler_ns;    /* compute charged at each step's start */
   uint64_t clock;           /* this worker's simulated now */
   uint64_t link_free;       /* when the outgoing link can take a segment */
+  uint64_t in_free;         /* when its incoming port has taken the last */
 } rs_simclock_t;
 
 /* ceil(bytes * 1e9 / rate) nanoseconds; 0 for a zero rate (free). */
@@ -36,11 +37,13 @@ static inline void rs__sim_step(rs_simclock_t *c) {
 }
 
 /* A segment of bytes leaves: when the worker and the link are both ready;
- * it arrives latency + bytes/bandwidth later. */
+ * it arrives latency + bytes/bandwidth later, having taken wire_ns on the
+ * wire. */
 static inline void rs__sim_send(rs_simclock_t *c, size_t bytes,
-                                uint64_t *depart_ns, uint64_t *arrive_ns) {
+                                uint64_t *depart_ns, uint64_t *arrive_ns,
+                                uint64_t *wire_ns) {
   if (!c->net) {
-    *depart_ns = *arrive_ns = 0;
+    *depart_ns = *arrive_ns = *wire_ns = 0;
     return;
   }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
@@ -48,15 +51,23 @@ static inline void rs__sim_send(rs_simclock_t *c, size_t bytes,
   c->link_free = depart + wire;
   *depart_ns = depart;
   *arrive_ns = depart + c->out.latency_ns + wire;
+  *wire_ns = wire;
 }
 
-/* A segment that arrived at arrive_ns is received (the clock moves to it if
- * it is later) and reduced_bytes of it are reduced. Returns when it was
+/* A segment that would have arrived at arrive_ns, after wire_ns on the wire,
+ * is received. A worker has one incoming port as it has one outgoing link:
+ * a segment comes in after the one it received before it (so a root that
+ * many send to takes their segments one after another; a ring's, which its
+ * one sender spaces already, are never held up). The clock moves to then if
+ * it is later, and reduced_bytes of it are reduced. Returns when it was
  * received. */
 static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
-                                    size_t reduced_bytes) {
+                                    uint64_t wire_ns, size_t reduced_bytes) {
   if (!c->net)
     return 0;
+  if (c->in_free + wire_ns > arrive_ns)
+    arrive_ns = c->in_free + wire_ns;
+  c->in_free = arrive_ns;
   if (arrive_ns > c->clock)
     c->clock = arrive_ns;
   uint64_t received = c->clock;

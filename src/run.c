@@ -473,7 +473,8 @@ typedef struct thread_arg {
  * the order DDP all-reduces them (the order backward fills them), then the
  * end-of-stream check on every edge. */
 static int run_worker(const rs_run_t *run, rs_worker_t *w) {
-  w->sim.clock = w->sim.link_free = 0; /* each iteration's time from 0 */
+  w->sim.clock = w->sim.link_free = w->sim.in_free =
+      0; /* each iteration's time from 0 */
   if (w->workers == 1)
     return RS_OK; /* one worker: its gradient already is the mean */
   for (size_t b = 0; b < run->result.buckets; b++) {

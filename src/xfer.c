@@ -101,7 +101,8 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   .elem_offset = off,
                   .elems = elems};
   rs__sim_send(&w->sim, elems * w->elem_size, &hdr.sim_send_ns,
-               &hdr.sim_arrive_ns); /* simulated time, when modelled */
+               &hdr.sim_arrive_ns,
+               &hdr.sim_wire_ns); /* simulated time, when modelled */
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_SENDING;
   w->progress.peer = peer;
@@ -181,7 +182,7 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
     break;
   }
   uint64_t sim_recv =
-      rs__sim_recv(&w->sim, msg->sim_arrive_ns,
+      rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
                    action == RS_RECV_COPY ? 0 : elems * w->elem_size);
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
   e->tp->release(e);

@@ -38,9 +38,11 @@ int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
   s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
-  if (!s->clocks || !s->arrive) {
+  s->wire = calloc((size_t)workers, sizeof *s->wire);
+  if (!s->clocks || !s->arrive || !s->wire) {
     free(s->clocks);
     free(s->arrive);
+    free(s->wire);
     return RS_ENOMEM;
   }
   for (int r = 0; r < workers; r++)
@@ -56,11 +58,12 @@ void rs__simrun_step(rs_simrun_t *s) {
 void rs__simrun_send(rs_simrun_t *s, int from, size_t elems) {
   uint64_t depart;
   rs__sim_send(&s->clocks[from], elems * s->elem_size, &depart,
-               &s->arrive[from]);
+               &s->arrive[from], &s->wire[from]);
 }
 
 void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems) {
-  rs__sim_recv(&s->clocks[to], s->arrive[from], reduced_elems * s->elem_size);
+  rs__sim_recv(&s->clocks[to], s->arrive[from], s->wire[from],
+               reduced_elems * s->elem_size);
 }
 
 uint64_t rs__simrun_end(rs_simrun_t *s) {
@@ -69,5 +72,6 @@ uint64_t rs__simrun_end(rs_simrun_t *s) {
     end = s->clocks[r].clock > end ? s->clocks[r].clock : end;
   free(s->clocks);
   free(s->arrive);
+  free(s->wire);
   return end;
 }

@@ -94,6 +94,7 @@ typedef struct rs_simrun {
   size_t cap, elem_size; /* elements per message at most; bytes each */
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
+  uint64_t *wire;   /* and how long it took on the wire */
 } rs_simrun_t;
 int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
                     size_t segment_bytes, size_t elem_size);

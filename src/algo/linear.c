@@ -103,18 +103,28 @@ static int stashes(int workers, int rank) {
   return rank == RS_LINEAR_ROOT;
 }
 
-/* The root's port serialises everything: W-1 receptions and W-1 sends of
- * n elements, each a latency and a transfer, and W-1 reductions. */
+/* The root's ports serialise everything: it takes in W-1 buffers one
+ * after another through its one incoming port (the first latency
+ * overlapped by the rest), folding each of W-2 of them while the next
+ * comes in, and sends W-1 copies out of its one outgoing link:
+ * 2 alpha + (W-1) S/beta + (W-2) max(S/beta, S/gamma) + ... segment by
+ * segment. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
-  (void)segs, (void)cap;
+  (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
-  const uint64_t bytes = elems * elem_size;
-  const uint64_t hop =
-      m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth);
-  return (uint64_t)(workers - 1) *
-         (2 * hop + rs__net_ns(bytes, m->reduce_rate));
+  const size_t n_segs = rs__algo_segs(elems, cap);
+  uint64_t wire = 0, paced = 0;
+  for (size_t k = 0; k < n_segs; k++) {
+    size_t bytes = rs__chunk_elems(elems, (int)n_segs, (int)k) * elem_size;
+    uint64_t w = rs__net_ns(bytes, m->link.bandwidth);
+    uint64_t f = rs__net_ns(bytes, m->reduce_rate);
+    wire += w;
+    paced += w > f ? w : f;
+  }
+  return 2 * m->link.latency_ns + wire + (uint64_t)(workers - 2) * paced +
+         (uint64_t)(workers - 1) * wire;
 }
 
 /* The schedule above on simulated clocks alone. */

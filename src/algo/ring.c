@@ -146,9 +146,11 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
   const int W = workers;
   rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
   uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
-  if (!clocks || !arrive) {
+  uint64_t *wire = calloc((size_t)W, sizeof *wire);
+  if (!clocks || !arrive || !wire) {
     free(clocks);
     free(arrive);
+    free(wire);
     return UINT64_MAX;
   }
   for (int r = 0; r < W; r++)
@@ -169,7 +171,8 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
             rs__segment(elems, W, segs,
                         rs__ring_send_chunk(W, r, (rs_phase_t)phase, step), seg,
                         &off, &len);
-            rs__sim_send(&clocks[r], len * elem_size, &depart, &arrive[r]);
+            rs__sim_send(&clocks[r], len * elem_size, &depart, &arrive[r],
+                         &wire[r]);
           }
           for (int r = 0; r < W; r++) {
             size_t off, len;
@@ -177,6 +180,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
                         rs__ring_recv_chunk(W, r, (rs_phase_t)phase, step), seg,
                         &off, &len);
             rs__sim_recv(&clocks[r], arrive[rs__ring_prev(W, r)],
+                         wire[rs__ring_prev(W, r)],
                          phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size
                                                           : 0);
           }
@@ -188,6 +192,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     end = clocks[r].clock > end ? clocks[r].clock : end;
   free(clocks);
   free(arrive);
+  free(wire);
   return end;
 }
 

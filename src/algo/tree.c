@@ -175,12 +175,13 @@ static int height(int workers, int t) {
  * segment, n/(2 H segs); S = H segs segments per tree; d the deeper tree's
  * depth). Each tree's reduce and broadcast is a pipeline of d stages,
  * filled once and then paced by its busiest worker:
- *   reduce:    d (alpha + s/beta) + (S-1) max(s/beta, 2 s/gamma) + 2 s/gamma
+ *   reduce:    d (alpha + s/beta) + (S-1) c max(s/beta, s/gamma) + 2 s/gamma
  *   broadcast: d (alpha + s/beta) + (S-1) c s/beta
- * (in the reduce a worker sends one segment and folds two per segment
- * index; in the broadcast it sends to its c children, c the most any
- * worker has: 2, or 1 when W is 2 or 3, one after the other on its one outgoing
- * link: netmodel.h). The trees run one after the other, so the total is twice
+ * (in the reduce a worker takes in and folds c segments per segment index,
+ * one after the other through its one incoming port; in the broadcast it
+ * sends to its c children one after the other on its one outgoing link;
+ * c is the most children any worker has: 2, or 1 when W is 2 or 3;
+ * netmodel.h). The trees run one after the other, so the total is twice
  * their sum. simulate() plays the exact schedule. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
@@ -201,7 +202,7 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   const uint64_t wire = rs__net_ns(seg_bytes, m->link.bandwidth);
   const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
   const uint64_t up = d * (m->link.latency_ns + wire) +
-                      (S - 1) * (wire > 2 * fold ? wire : 2 * fold) + 2 * fold;
+                      (S - 1) * c * (wire > fold ? wire : fold) + 2 * fold;
   const uint64_t down = d * (m->link.latency_ns + wire) + (S - 1) * c * wire;
   return 2 * (up + down);
 }
@@ -231,10 +232,12 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
   const int W = workers;
   rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
   uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
+  uint64_t *wire = calloc((size_t)W, sizeof *wire);
   int *order = calloc(2 * (size_t)W, sizeof *order);
-  if (!clocks || !arrive || !order) {
+  if (!clocks || !arrive || !wire || !order) {
     free(clocks);
     free(arrive);
+    free(wire);
     free(order);
     return UINT64_MAX;
   }
@@ -266,16 +269,18 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
             uint64_t depart;
             if (phase == 0) {
               for (int j = 0; j < n; j++)
-                rs__sim_recv(&clocks[x], arrive[children[j]], bytes);
+                rs__sim_recv(&clocks[x], arrive[children[j]], wire[children[j]],
+                             bytes);
               if (parent >= 0)
-                rs__sim_send(&clocks[x], bytes, &depart, &arrive[x]);
+                rs__sim_send(&clocks[x], bytes, &depart, &arrive[x], &wire[x]);
             } else {
               if (parent >= 0)
-                rs__sim_recv(&clocks[x], arrive[x], 0);
+                rs__sim_recv(&clocks[x], arrive[x], wire[x], 0);
               /* One message per child, one after the other on x's link:
                * arrive[child] is when the child's copy gets there. */
               for (int j = 0; j < n; j++)
-                rs__sim_send(&clocks[x], bytes, &depart, &arrive[children[j]]);
+                rs__sim_send(&clocks[x], bytes, &depart, &arrive[children[j]],
+                             &wire[children[j]]);
             }
           }
         }
@@ -286,6 +291,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     end = clocks[r].clock > end ? clocks[r].clock : end;
   free(clocks);
   free(arrive);
+  free(wire);
   free(order);
   return end;
 }

@@ -110,9 +110,6 @@ static int print_all(const options_t *opt, const rs_model_t *model,
            (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
            rs_busbw(algbw, W), a == best ? "  fastest" : "");
   }
-  printf("  (simulated: each worker's outgoing link is charged, not its "
-         "incoming one, so linear's W-1\n  messages into worker 0 arrive "
-         "in parallel; its predicted time serialises them)\n");
   return 0;
 }
 
