@@ -99,12 +99,6 @@ static size_t messages(int workers, int rank, size_t elems, size_t segs,
   return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
 }
 
-/* The fold-in's addition, then one per exchange. */
-static int depth(int workers) {
-  const int P = rs__pof2(workers);
-  return rs__log2(P) + (workers > P);
-}
-
 /* Each exchange: every segment a latency, its transfer and its reduction,
  * one after the other (a sendrecv); when W is not a power of two the
  * fold-in and fold-out add one more each (an upper bound: the fold-in
@@ -180,7 +174,7 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .direct_slots = rs__algo_never_direct,
                                .messages = messages,
                                .steps = steps,
-                               .depth = depth,
+                               .depth = rs__rd_depth,
                                .predict = predict,
                                .simulate = simulate,
                                .run_bucket = rs__rd_bucket};

@@ -57,4 +57,11 @@ static inline void rs__rd_contributors(int workers, int v, int d, int *first,
   *count = last - *first + 1;
 }
 
+/* The most additions one contribution goes through: the fold-in's, then
+ * one per exchange (Rabenseifner's halvings the same). */
+static inline int rs__rd_depth(int workers) {
+  const int P = rs__pof2(workers);
+  return rs__log2(P) + (workers > P);
+}
+
 #endif /* RINGSIM_ALGO_RD_H */

@@ -153,12 +153,6 @@ static size_t messages(int workers, int rank, size_t elems, size_t segs,
   return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
 }
 
-/* The fold-in's addition, then one per halving. */
-static int depth(int workers) {
-  const int P = rs__pof2(workers);
-  return rs__log2(P) + (workers > P);
-}
-
 /* Each halving exchanges half the window (the larger half: the path the
  * slower partner takes) and reduces it; each doubling the same sizes back,
  * copied; when W is not a power of two, the fold-in's two exchanges of a
@@ -321,7 +315,7 @@ const rs_algo_t rs__algo_rhd = {.name = "rhd",
                                 .direct_slots = rs__algo_never_direct,
                                 .messages = messages,
                                 .steps = steps,
-                                .depth = depth,
+                                .depth = rs__rd_depth,
                                 .predict = predict,
                                 .simulate = simulate,
                                 .run_bucket = rs__rhd_bucket};
