@@ -82,9 +82,6 @@ static int check_config(const rs_config_t *c, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "
                    "cannot time NCCL's slice order");
-  if (c->collective != RS_COLL_ALLREDUCE && c->algo == RS_ALGO_TREE)
-    return rs__err(errmsg, RS_EINVAL,
-                   "collective: the tree algorithm is an all-reduce only");
   if (c->ref_reps < 1 || c->ref_reps > 1000)
     return rs__err(errmsg, RS_EINVAL, "ref_reps: %d is not in 1..1000",
                    c->ref_reps);

@@ -36,6 +36,12 @@ static inline int rs__mod(int a, int w) { return ((a % w) + w) % w; }
 size_t rs__chunk_offset(size_t elem_count, int workers, int chunk);
 size_t rs__chunk_elems(size_t elem_count, int workers, int chunk);
 
+/* How many segments of at most cap elements a region of elems elements
+ * moves as (one, empty, for none: it still sends a message). */
+static inline size_t rs__segs(size_t elems, size_t cap) {
+  return elems ? (elems + cap - 1) / cap : 1;
+}
+
 /* Segment seg of the segs near-equal segments of chunk `chunk` of an
  * elems-element buffer cut into `workers` chunks. */
 static inline void rs__segment(size_t elems, int workers, size_t segs,

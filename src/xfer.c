@@ -191,7 +191,7 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
 }
 
 size_t rs__xfer_segs(const rs_worker_t *w, size_t elems) {
-  return elems ? (elems + w->seg_cap - 1) / w->seg_cap : 1;
+  return rs__segs(elems, w->seg_cap);
 }
 
 /* Segment k of segs of a part's region. */

@@ -87,8 +87,7 @@ static void expected_sent(rs_algorithm_t algo, int W, int w, size_t n,
   *hi = want + slack;
 }
 
-static void run_case(int W, size_t n, int exact, rs_op_t op,
-                     rs_dtype_t dtype) {
+static void run_case(int W, size_t n, int exact, rs_op_t op, rs_dtype_t dtype) {
   const rs_algorithm_t algo = matrix_algo;
   char text[256], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
@@ -141,8 +140,8 @@ static void run_case(int W, size_t n, int exact, rs_op_t op,
                    "want %.17Lg",
                    rs_algorithm_name(algo), W, n, w, i, got, want);
       } else {
-        long double bound = (d + 1) * u * abs_sum[i] / div +
-                            u * fabsl(want) + tiny;
+        long double bound =
+            (d + 1) * u * abs_sum[i] / div + u * fabsl(want) + tiny;
         if (fabsl(got - want) > bound)
           fail_msg("%s W=%d n=%zu: worker %d element %zu is %.17Lg, want "
                    "%.17Lg +- %.3Lg",
@@ -169,14 +168,7 @@ static void run_case(int W, size_t n, int exact, rs_op_t op,
   rs_model_free(m);
 }
 
-/* The large count: a million and three, or, under a sanitizer (ten to
- * twenty times slower; the threads and memory it checks are the same at
- * any size), thirty thousand and eleven: still several segments. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define LARGE 30011
-#else
-#define LARGE 1000003
-#endif
+#define LARGE RS_TEST_LARGE(30011) /* several segments even then */
 
 /* algos-0.ALGO.W: the matrix. */
 static void test_matrix(void **state) {

@@ -192,14 +192,7 @@ static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
 
 static int matrix_workers;
 
-/* The large count: a million and three, or, under a sanitizer (ten to
- * twenty times slower; the threads and memory it checks are the same at
- * any size), a hundred thousand and three. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define LARGE 100003
-#else
-#define LARGE 1000003
-#endif
+#define LARGE RS_TEST_LARGE(100003)
 
 /* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003,
  * with inline, normal and exact inputs, through copying and direct

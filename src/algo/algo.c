@@ -4,10 +4,6 @@
 
 #include <stdlib.h>
 
-size_t rs__algo_segs(size_t elems, size_t cap) {
-  return elems ? (elems + cap - 1) / cap : 1;
-}
-
 size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
                              size_t segs, size_t cap) {
   (void)workers, (void)from, (void)to, (void)segs;
@@ -21,7 +17,7 @@ size_t rs__algo_never_direct(int workers, size_t min_segs, int slices) {
 
 uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
                             size_t elem_size, int reduced) {
-  const size_t segs = rs__algo_segs(elems, cap);
+  const size_t segs = rs__segs(elems, cap);
   uint64_t t = 0;
   for (size_t k = 0; k < segs; k++) {
     size_t bytes = rs__chunk_elems(elems, (int)segs, (int)k) * elem_size;

@@ -69,11 +69,9 @@ typedef struct rs_algo {
   int (*run_bucket)(rs_worker_t *w);
 } rs_algo_t;
 
-/* Shared pieces. Segments of at most cap elements a region of elems moves
- * as (one, empty, for none); message_elems for an algorithm that moves
- * whole regions cut into such segments; direct_slots for one that reduces
- * into regions its peers may still be reading. */
-size_t rs__algo_segs(size_t elems, size_t cap);
+/* Shared pieces: message_elems for an algorithm that moves whole regions
+ * cut into segments of at most cap (schedule.h's rs__segs); direct_slots
+ * for one that reduces into regions its peers may still be reading. */
 size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
                              size_t segs, size_t cap);
 size_t rs__algo_never_direct(int workers, size_t min_segs, int slices);

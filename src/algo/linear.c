@@ -92,7 +92,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)segs, (void)collective;
-  const size_t per_buffer = rs__algo_segs(elems, cap);
+  const size_t per_buffer = rs__segs(elems, cap);
   return (rank == RS_LINEAR_ROOT ? (size_t)(workers - 1) : 1) * per_buffer;
 }
 
@@ -114,7 +114,7 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
-  const size_t n_segs = rs__algo_segs(elems, cap);
+  const size_t n_segs = rs__segs(elems, cap);
   uint64_t wire = 0, paced = 0;
   for (size_t k = 0; k < n_segs; k++) {
     size_t bytes = rs__chunk_elems(elems, (int)n_segs, (int)k) * elem_size;
@@ -138,7 +138,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
   if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
     return UINT64_MAX;
   for (size_t b = 0; b < bucket_count; b++) {
-    const size_t n = buckets[b].elems, segs = rs__algo_segs(n, s.cap);
+    const size_t n = buckets[b].elems, segs = rs__segs(n, s.cap);
     for (int j = 0; j < W - 1; j++) {
       const int sender = rs__linear_sender(W, j);
       rs__simrun_step(&s);

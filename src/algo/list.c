@@ -30,19 +30,16 @@ const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
   return (unsigned)algo < RS_ALGO_COUNT ? algos[algo] : NULL;
 }
 
-const rs_algo_t *rs__algo_default(void) { return &rs__algo_ring; }
-
 uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs, size_t elem_size) {
-  return rs__algo_default()->predict(m, workers, elems, segs, SIZE_MAX,
-                                     elem_size);
+  return rs__algo_ring.predict(m, workers, elems, segs, SIZE_MAX, elem_size);
 }
 
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                               const rs_bucket_t *buckets, size_t bucket_count,
                               size_t segment_bytes, size_t elem_size) {
-  return rs__algo_default()->simulate(m, workers, buckets, bucket_count,
-                                      segment_bytes, elem_size);
+  return rs__algo_ring.simulate(m, workers, buckets, bucket_count,
+                                segment_bytes, elem_size);
 }
 
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,

@@ -7,7 +7,4 @@
 /* The algorithm's implementation, or NULL if it has none yet. */
 const rs_algo_t *rs__algo_get(rs_algorithm_t algo);
 
-/* The algorithm a run uses (today the ring). */
-const rs_algo_t *rs__algo_default(void);
-
 #endif /* RINGSIM_ALGO_LIST_H */

@@ -76,14 +76,8 @@ int rs__rd_bucket(rs_worker_t *w) {
 
 /* Edges: the exchange partners both ways, and the fold-in pair. */
 static int peers(int workers, int rank, int *out) {
-  const int extra = workers - rs__pof2(workers);
-  const int v = rs__rd_newrank(workers, rank);
-  int n = 0;
-  if (rank < 2 * extra)
-    out[n++] = rank % 2 ? rank - 1 : rank + 1;
-  for (int d = 1; v >= 0 && d < rs__pof2(workers); d *= 2)
-    out[n++] = rs__rd_rank(workers, v ^ d);
-  return n;
+  return rs__pof2_peers(workers, rank, rs__rd_newrank(workers, rank),
+                        rs__rd_rank, out);
 }
 
 static int steps(int workers, rs_collective_t collective) {
@@ -96,7 +90,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
+  return (size_t)steps(workers, collective) * rs__segs(elems, cap);
 }
 
 /* Each exchange: every segment a latency, its transfer and its reduction,
@@ -132,7 +126,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
   if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
     return UINT64_MAX;
   for (size_t b = 0; b < bucket_count; b++) {
-    const size_t n = buckets[b].elems, segs = rs__algo_segs(n, s.cap);
+    const size_t n = buckets[b].elems, segs = rs__segs(n, s.cap);
     if (E) { /* fold-in */
       rs__simrun_step(&s);
       for (size_t k = 0; k < segs; k++) {

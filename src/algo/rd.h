@@ -64,4 +64,19 @@ static inline int rs__rd_depth(int workers) {
   return rs__log2(P) + (workers > P);
 }
 
+/* The peers of worker rank in an algorithm over the largest power of two
+ * P <= W: its fold partner (rank < 2E pair up: even with odd), and, if it
+ * takes part as virtual rank v >= 0, the worker rank_of(W, v ^ d) at every
+ * distance d. Send and receive peers alike. */
+static inline int rs__pof2_peers(int workers, int rank, int v,
+                                 int (*rank_of)(int workers, int v), int *out) {
+  const int extra = workers - rs__pof2(workers);
+  int n = 0;
+  if (rank < 2 * extra)
+    out[n++] = rank % 2 ? rank - 1 : rank + 1;
+  for (int d = 1; v >= 0 && d < rs__pof2(workers); d *= 2)
+    out[n++] = rank_of(workers, v ^ d);
+  return n;
+}
+
 #endif /* RINGSIM_ALGO_RD_H */

@@ -131,14 +131,8 @@ int rs__rhd_bucket(rs_worker_t *w) {
 
 /* Edges: the fold pair, and the partner at every distance, both ways. */
 static int peers(int workers, int rank, int *out) {
-  const int extra = workers - rs__pof2(workers);
-  const int v = rs__rhd_vrank(workers, rank);
-  int n = 0;
-  if (rank < 2 * extra)
-    out[n++] = rank % 2 ? rank - 1 : rank + 1;
-  for (int m = 1; v >= 0 && m < rs__pof2(workers); m *= 2)
-    out[n++] = rs__rhd_rank(workers, v ^ m);
-  return n;
+  return rs__pof2_peers(workers, rank, rs__rhd_vrank(workers, rank),
+                        rs__rhd_rank, out);
 }
 
 static int steps(int workers, rs_collective_t collective) {
@@ -150,7 +144,7 @@ static int steps(int workers, rs_collective_t collective) {
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) * rs__algo_segs(elems, cap);
+  return (size_t)steps(workers, collective) * rs__segs(elems, cap);
 }
 
 /* Each halving exchanges half the window (the larger half: the path the
@@ -182,6 +176,32 @@ static size_t seg_len(size_t elems, size_t segs, size_t k) {
   return rs__chunk_elems(elems, (int)segs, (int)k);
 }
 
+/* A virtual rank's part of one halving or doubling: what it sends and
+ * receives, and the segments both are cut into. */
+typedef struct sim_part {
+  size_t send, recv, segs;
+} sim_part_t;
+
+/* One halving (reduced) or doubling (copied) on simulated clocks: every
+ * virtual rank v exchanges with v ^ mask, segment by segment, in lock
+ * step. */
+static void sim_round(rs_simrun_t *s, int W, int P, int mask,
+                      const sim_part_t *part, int reduced) {
+  size_t most = 0;
+  for (int v = 0; v < P; v++)
+    most = part[v].segs > most ? part[v].segs : most;
+  for (size_t j = 0; j < most; j++) {
+    for (int v = 0; v < P; v++)
+      if (j < part[v].segs)
+        rs__simrun_send(s, rs__rhd_rank(W, v),
+                        seg_len(part[v].send, part[v].segs, j));
+    for (int v = 0; v < P; v++)
+      if (j < part[v].segs)
+        rs__simrun_recv(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
+                        reduced ? seg_len(part[v].recv, part[v].segs, j) : 0);
+  }
+}
+
 /* The schedule above on simulated clocks alone: every virtual rank's
  * windows, step by step, as rhd_bucket computes its own. */
 static uint64_t simulate(const rs_netmodel_t *m, int workers,
@@ -191,17 +211,22 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
   rs_simrun_t s;
   if (!m->enabled || W < 2)
     return 0;
-  size_t(*win)[MAX_STEPS][4] = calloc((size_t)P, sizeof *win);
-  if (!win || rs__simrun_init(&s, m, W, segment_bytes, elem_size)) {
-    free(win);
+  /* per virtual rank: its window's size, and its part of each halving */
+  size_t *size = calloc((size_t)P, sizeof *size);
+  sim_part_t(*part)[MAX_STEPS] = calloc((size_t)P, sizeof *part);
+  sim_part_t *round = calloc((size_t)P, sizeof *round);
+  if (!size || !part || !round ||
+      rs__simrun_init(&s, m, W, segment_bytes, elem_size)) {
+    free(size);
+    free(part);
+    free(round);
     return UINT64_MAX;
   }
-  enum { SI, SC, RI, RC }; /* sindex, scount, rindex, rcount */
   for (size_t b = 0; b < bucket_count; b++) {
     const size_t n = buckets[b].elems;
     if (E) { /* fold-in: halves swapped, then the odd one's sum */
       const size_t left = n / 2, right = n - left;
-      const size_t segs = rs__algo_segs(right, s.cap);
+      const size_t segs = rs__segs(right, s.cap);
       rs__simrun_step(&s);
       for (size_t k = 0; k < segs; k++) {
         for (int r = 0; r < 2 * E; r++)
@@ -218,81 +243,32 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
           rs__simrun_recv(&s, r, r + 1, 0);
       }
     }
-    size_t *start = calloc((size_t)P, sizeof *start);
-    size_t *size = calloc((size_t)P, sizeof *size);
-    if (!start || !size) {
-      free(start);
-      free(size);
-      free(win);
-      rs__simrun_end(&s);
-      return UINT64_MAX;
-    }
     for (int v = 0; v < P; v++)
       size[v] = n;
     for (int k = 0, mask = 1; mask < P; k++, mask *= 2) { /* halving */
       rs__simrun_step(&s);
-      size_t most = 0;
       for (int v = 0; v < P; v++) {
-        const int r = rs__rhd_rank(W, v), peer = rs__rhd_rank(W, v ^ mask);
-        const size_t half = size[v] / 2;
-        win[v][k][RI] = r < peer ? start[v] : start[v] + half;
-        win[v][k][RC] = r < peer ? half : size[v] - half;
-        win[v][k][SI] = r < peer ? start[v] + half : start[v];
-        win[v][k][SC] = size[v] - win[v][k][RC];
-        size_t segs = rs__algo_segs(size[v] - half, s.cap);
-        most = segs > most ? segs : most;
+        const int lower = rs__rhd_rank(W, v) < rs__rhd_rank(W, v ^ mask);
+        const size_t half = size[v] / 2, keep = lower ? half : size[v] - half;
+        part[v][k] =
+            (sim_part_t){size[v] - keep, keep, rs__segs(size[v] - half, s.cap)};
+        size[v] = keep;
       }
-      for (size_t j = 0; j < most; j++) {
-        for (int v = 0; v < P; v++) {
-          size_t segs = rs__algo_segs(size[v] - size[v] / 2, s.cap);
-          if (j < segs)
-            rs__simrun_send(&s, rs__rhd_rank(W, v),
-                            seg_len(win[v][k][SC], segs, j));
-        }
-        for (int v = 0; v < P; v++) {
-          size_t segs = rs__algo_segs(size[v] - size[v] / 2, s.cap);
-          if (j < segs)
-            rs__simrun_recv(&s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-                            seg_len(win[v][k][RC], segs, j));
-        }
-      }
-      for (int v = 0; v < P; v++) {
-        start[v] = win[v][k][RI];
-        size[v] = win[v][k][RC];
-      }
+      for (int v = 0; v < P; v++)
+        round[v] = part[v][k];
+      sim_round(&s, W, P, mask, round, 1);
     }
-    free(start);
-    free(size);
-    for (int k = nsteps - 1; k >= 0; k--) { /* doubling */
+    for (int k = nsteps - 1; k >= 0; k--) { /* doubling: the same back */
       rs__simrun_step(&s);
-      size_t most = 0;
       for (int v = 0; v < P; v++) {
-        size_t big =
-            win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
-        size_t segs = rs__algo_segs(big, s.cap);
-        most = segs > most ? segs : most;
+        const sim_part_t h = part[v][k];
+        const size_t big = h.recv > h.send ? h.recv : h.send;
+        round[v] = (sim_part_t){h.recv, h.send, rs__segs(big, s.cap)};
       }
-      for (size_t j = 0; j < most; j++) {
-        for (int v = 0; v < P; v++) {
-          size_t big =
-              win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
-          size_t segs = rs__algo_segs(big, s.cap);
-          if (j < segs)
-            rs__simrun_send(&s, rs__rhd_rank(W, v),
-                            seg_len(win[v][k][RC], segs, j));
-        }
-        for (int v = 0; v < P; v++) {
-          size_t big =
-              win[v][k][RC] > win[v][k][SC] ? win[v][k][RC] : win[v][k][SC];
-          size_t segs = rs__algo_segs(big, s.cap);
-          if (j < segs)
-            rs__simrun_recv(&s, rs__rhd_rank(W, v),
-                            rs__rhd_rank(W, v ^ (1 << k)), 0);
-        }
-      }
+      sim_round(&s, W, P, 1 << k, round, 0);
     }
     if (E) { /* fold-out */
-      const size_t segs = rs__algo_segs(n, s.cap);
+      const size_t segs = rs__segs(n, s.cap);
       rs__simrun_step(&s);
       for (size_t k = 0; k < segs; k++) {
         for (int r = 0; r < 2 * E; r += 2)
@@ -302,7 +278,9 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
       }
     }
   }
-  free(win);
+  free(size);
+  free(part);
+  free(round);
   return rs__simrun_end(&s);
 }
 

@@ -47,8 +47,6 @@
  */
 #include "algo/ring.h"
 
-#include <stdlib.h>
-
 #include "algo/algo.h"
 #include "netmodel.h"
 #include "xfer.h"
@@ -141,20 +139,12 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 static uint64_t simulate(const rs_netmodel_t *m, int workers,
                          const rs_bucket_t *buckets, size_t bucket_count,
                          size_t segment_bytes, size_t elem_size) {
-  if (!m->enabled || workers < 2)
-    return 0;
   const int W = workers;
-  rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
-  uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
-  uint64_t *wire = calloc((size_t)W, sizeof *wire);
-  if (!clocks || !arrive || !wire) {
-    free(clocks);
-    free(arrive);
-    free(wire);
+  rs_simrun_t s;
+  if (!m->enabled || W < 2)
+    return 0;
+  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
     return UINT64_MAX;
-  }
-  for (int r = 0; r < W; r++)
-    rs__sim_init(&clocks[r], m, W, r);
   /* The ring in lock step: within a segment every worker sends, then every
    * worker receives, which is each worker's own program order. */
   for (size_t b = 0; b < bucket_count; b++) {
@@ -162,38 +152,25 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
     for (int phase = 0; phase < 2; phase++)
       for (int step = 0; step < W - 1; step++) {
-        for (int r = 0; r < W; r++)
-          rs__sim_step(&clocks[r]);
+        const rs_phase_t ph = (rs_phase_t)phase;
+        rs__simrun_step(&s);
         for (size_t seg = 0; seg < segs; seg++) {
+          size_t off, len;
           for (int r = 0; r < W; r++) {
-            size_t off, len;
-            uint64_t depart;
-            rs__segment(elems, W, segs,
-                        rs__ring_send_chunk(W, r, (rs_phase_t)phase, step), seg,
-                        &off, &len);
-            rs__sim_send(&clocks[r], len * elem_size, &depart, &arrive[r],
-                         &wire[r]);
+            rs__segment(elems, W, segs, rs__ring_send_chunk(W, r, ph, step),
+                        seg, &off, &len);
+            rs__simrun_send(&s, r, len);
           }
           for (int r = 0; r < W; r++) {
-            size_t off, len;
-            rs__segment(elems, W, segs,
-                        rs__ring_recv_chunk(W, r, (rs_phase_t)phase, step), seg,
-                        &off, &len);
-            rs__sim_recv(&clocks[r], arrive[rs__ring_prev(W, r)],
-                         wire[rs__ring_prev(W, r)],
-                         phase == RS_PHASE_REDUCE_SCATTER ? len * elem_size
-                                                          : 0);
+            rs__segment(elems, W, segs, rs__ring_recv_chunk(W, r, ph, step),
+                        seg, &off, &len);
+            rs__simrun_recv(&s, r, rs__ring_prev(W, r),
+                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
           }
         }
       }
   }
-  uint64_t end = 0;
-  for (int r = 0; r < W; r++)
-    end = clocks[r].clock > end ? clocks[r].clock : end;
-  free(clocks);
-  free(arrive);
-  free(wire);
-  return end;
+  return rs__simrun_end(&s);
 }
 
 /* The ring's edges: r -> r+1. */

@@ -43,6 +43,14 @@ const char cli_model_usage_text[] =
 
 /* `ringsim model`: the schedule's simulated time alone, no threads or
  * data, for rings far larger than the machine. */
+/* Print o as --json does, and let it go. */
+static int print_json(json_t *o) {
+  json_dumpf(o, stdout, JSON_INDENT(2));
+  putchar('\n');
+  json_decref(o);
+  return 0;
+}
+
 /* One algorithm's simulated and predicted time over the buckets. */
 typedef struct model_time {
   rs_algorithm_t algo;
@@ -91,10 +99,7 @@ static int print_all(const options_t *opt, const rs_model_t *model,
         json_pack("{s:s, s:i, s:I, s:o, s:s}", "model", rs_model_name(model),
                   "workers", W, "bytes", (json_int_t)bytes, "algos", list,
                   "fastest", rs_algorithm_name(t[best].algo));
-    json_dumpf(o, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(o);
-    return 0;
+    return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(bytes, size, sizeof size);
@@ -164,10 +169,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
         "buckets", (json_int_t)bucket_count, "segs_per_chunk", (json_int_t)segs,
         "sim_ns", (json_int_t)sim, "predicted_ns", (json_int_t)predicted,
         "algbw_gbs", algbw, "busbw_gbs", busbw);
-    json_dumpf(o, stdout, JSON_INDENT(2));
-    putchar('\n');
-    json_decref(o);
-    return 0;
+    return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(bytes, size, sizeof size);
