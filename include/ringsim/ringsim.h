@@ -574,6 +574,47 @@ const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
 const rs_config_t *rs_run_config(const rs_run_t *run);
 
+/* ---- for language bindings (python/ringsim; src/binding.c) --------------
+ *
+ * Calls that take and return only numbers, strings and opaque pointers, so
+ * a binding without a C compiler (ctypes) never depends on the layout of
+ * rs_config_t or rs_result_t. */
+
+/* A configuration on the heap, with rs_config_init's defaults; NULL when out
+ * of memory. Free it with rs_config_free. */
+rs_config_t *rs_config_new(void);
+void rs_config_free(rs_config_t *config);
+/* Set one option of config from text, by the command's long option name
+ * ("bucket-mb", or "bucket_mb"): workers, op, average (pre, post), algo,
+ * bucket-mb, segment-bytes (a plain number of bytes), slots, timeout
+ * (seconds), loop (steps, slices), checksum, direct, order-report (true,
+ * false, 1, 0), inject (adds a fault, as --inject), net, link, straggler
+ * (as --net, --link, --straggler), reduce-rate, and traced (the config's
+ * field: the run will have a trace). On error (RS_EINVAL) the
+ * config is unchanged but for a half-parsed net, link or straggler, and
+ * errmsg holds one line naming the option, the value and what was expected.
+ * Cross-option checks (--average with op avg only) are the caller's. */
+int rs_config_set(rs_config_t *config, const char *option, const char *value,
+                  char *errmsg);
+
+/* Move n values of dtype between its packed form (2 bytes for f16 and bf16,
+ * as a tensor stores them) and a run's buffer form (rs_run_buffer: float for
+ * f32, f16, bf16; double for f64). Unpacking is exact; packing assumes the
+ * values are the dtype's (a run's buffers hold only such values) and does
+ * not round. For f32 and f64 both are a copy. */
+void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
+void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
+
+/* The facts of run (after rs_run_execute; model is the run's) as one JSON
+ * object, for a binding to build its report from: status_name, error,
+ * run_id, trace_error; config (the settings used); result (rs_result_t's
+ * fields); workers (rs_worker_stats_t's and rs_worker_state_t's fields per
+ * worker); params (name, offset, elems and rs_param_check_t's fields);
+ * buckets (rs_bucket_t's). Values that are not finite are null. Returns a
+ * string the caller frees with rs_free, or NULL when out of memory. */
+char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
+void rs_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif
