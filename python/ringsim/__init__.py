@@ -1,0 +1,421 @@
+"""ringsim from Python: the real threaded all-reduce on your own gradients.
+
+    >>> import ringsim, torch
+    >>> avg = ringsim.ddp_allreduce_average_grads(
+    ...     [{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([3.0, 4.0])}])
+    >>> avg
+    {'w': tensor([2., 3.])}
+
+One simulated worker (a POSIX thread of libringsim) per dict, real ring
+reduce-scatter and all-gather through bounded channels, every worker's
+result checked against the direct mean. Standard library only (ctypes);
+torch or numpy only as the caller's tensors bring them. docs/python.md says
+everything; the library is found as ringsim._lib says.
+"""
+import ctypes
+import json
+import os
+import sys
+import threading
+
+from . import _lib, _report
+
+__version__ = "0.1.0"
+__all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
+           "library_path"]
+
+# ringsim's codes (RS_ERRNO_MAP) that mean bad input, not a failed run
+_RS_OK, _RS_EINVAL, _RS_ENOMEM, _RS_EIO, _RS_EPARSE = 0, -1, -2, -3, -4
+_RS_ECHECK = -8
+
+# element type: ringsim's name, bytes per element as tensors store it,
+# bytes per element in a run's buffer, rs_dtype_t
+_DTYPES = {
+    "float32": ("f32", 4, 4, _lib.DTYPE_F32),
+    "float64": ("f64", 8, 8, _lib.DTYPE_F64),
+    "float16": ("f16", 2, 4, _lib.DTYPE_F16),
+    "bfloat16": ("bf16", 2, 4, _lib.DTYPE_BF16),
+}
+_SUPPORTED = "float32, float64, float16 or bfloat16"
+
+
+class RunError(RuntimeError):
+    """A run that started and failed (a worker timed out or crashed, a
+    message was lost or damaged, the trace could not be written), or whose
+    result failed its check. str(e) is ringsim's one-line message; e.report
+    is the run's report (the --json content, status "failed",
+    "check_failed" or "interrupted"); e.watchdog, for a failed ring, says
+    where every worker stopped (the report's "watchdog"), else None."""
+
+    def __init__(self, message, report):
+        super().__init__(message)
+        self.report = report
+        self.watchdog = report.get("watchdog")
+
+
+def library_path():
+    """The path of the libringsim.so in use."""
+    return _lib.path()
+
+
+# ---- the caller's tensors -----------------------------------------------
+
+
+class _Tensor:
+    """One input tensor as ringsim reads it: kind ("torch", "numpy"), dtype
+    name, shape, element count, and the address of its elements (a
+    C-contiguous CPU copy only when the tensor is not one already)."""
+
+    __slots__ = ("kind", "dtype", "shape", "elems", "ptr", "keep", "device")
+
+    def __init__(self, t, where):
+        torch = sys.modules.get("torch")
+        np = sys.modules.get("numpy")
+        if torch is not None and isinstance(t, torch.Tensor):
+            self.kind = "torch"
+            self.dtype = str(t.dtype).replace("torch.", "")
+            self.device = str(t.device)
+            if self.dtype not in _DTYPES:
+                raise ValueError(f"{where} is {t.dtype}: ringsim reduces "
+                                 f"{_SUPPORTED}")
+            t = t.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.resolve_conj().resolve_neg()
+            if not t.is_contiguous():
+                t = t.contiguous()
+            self.shape = tuple(t.shape)
+            self.elems = t.numel()
+            self.ptr = t.data_ptr()
+        elif np is not None and isinstance(t, (np.ndarray, np.generic)):
+            t = np.asarray(t)  # a numpy scalar is a 0-d array
+            self.kind = "numpy"
+            self.device = "cpu"
+            self.dtype = t.dtype.name
+            if self.dtype not in _DTYPES or t.dtype.kind != "f":
+                raise ValueError(f"{where} is numpy {t.dtype.name}: ringsim "
+                                 f"reduces {_SUPPORTED}")
+            if not (t.flags.c_contiguous and t.dtype.isnative):
+                t = np.ascontiguousarray(t, dtype=t.dtype.newbyteorder("="))
+            self.shape = tuple(t.shape)
+            self.elems = t.size
+            self.ptr = t.__array_interface__["data"][0]
+        else:
+            raise TypeError(f"{where} is a {type(t).__module__}."
+                            f"{type(t).__qualname__}: expected a torch "
+                            f"tensor or a numpy array")
+        self.keep = t  # the memory ptr points into lives as long as this
+
+
+def _read_inputs(worker_grads):
+    """The workers' tensors, checked: [[_Tensor per param] per worker], and
+    the param names in worker 0's order."""
+    if isinstance(worker_grads, dict) or not isinstance(worker_grads,
+                                                        (list, tuple)):
+        raise TypeError("worker_grads must be a list with one dict "
+                        "{param name: tensor} per worker, not a "
+                        f"{type(worker_grads).__name__}")
+    if not worker_grads:
+        raise ValueError("worker_grads is empty: give one dict of gradients "
+                         "per worker")
+    for w, grads in enumerate(worker_grads):
+        if not isinstance(grads, dict):
+            raise TypeError(f"worker_grads[{w}] must be a dict {{param name: "
+                            f"tensor}}, not a {type(grads).__name__}")
+    names = list(worker_grads[0])
+    if not names:
+        raise ValueError("worker_grads[0] is empty: a worker needs at least "
+                         "one gradient")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"worker_grads[0]: param name {name!r} must be "
+                             f"a non-empty string")
+    workers = []
+    first = None
+    for w, grads in enumerate(worker_grads):
+        if set(grads) != set(names):
+            missing = [n for n in names if n not in grads]
+            extra = [n for n in grads if n not in set(names)]
+            what = (f"lacks {missing[0]!r}" if missing else
+                    f"has {extra[0]!r}, which worker_grads[0] lacks")
+            raise ValueError(f"worker_grads[{w}] {what}: every worker needs "
+                             f"the same param names")
+        row = []
+        for i, name in enumerate(names):
+            t = _Tensor(grads[name], f"worker_grads[{w}][{name!r}]")
+            if w == 0 and i == 0:
+                first = (t, name)
+            if t.kind != first[0].kind:
+                raise ValueError(f"worker_grads[{w}][{name!r}] is a "
+                                 f"{t.kind} tensor but worker_grads[0]"
+                                 f"[{first[1]!r}] is a {first[0].kind} "
+                                 f"one: give all of one kind")
+            if t.dtype != first[0].dtype:
+                raise ValueError(f"worker_grads[{w}][{name!r}] is {t.dtype} "
+                                 f"but worker_grads[0][{first[1]!r}] is "
+                                 f"{first[0].dtype}: ringsim reduces one "
+                                 f"dtype per call (DDP buckets are per "
+                                 f"dtype)")
+            if w and t.shape != workers[0][i].shape:
+                raise ValueError(f"worker_grads[{w}][{name!r}] has shape "
+                                 f"{list(t.shape)} but worker_grads[0]"
+                                 f"[{name!r}] has {list(workers[0][i].shape)}"
+                                 f": shapes must match across workers")
+            if len(t.shape) > 8:
+                raise ValueError(f"worker_grads[{w}][{name!r}] has "
+                                 f"{len(t.shape)} dimensions: ringsim takes "
+                                 f"at most 8")
+            row.append(t)
+        workers.append(row)
+    return workers, names
+
+
+def _new_output(like):
+    """An empty CPU tensor of like's kind, dtype and shape."""
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        t = torch.empty(like.shape, dtype=getattr(torch, like.dtype))
+        return t, t.data_ptr()
+    np = sys.modules["numpy"]
+    a = np.empty(like.shape, dtype=like.dtype)
+    return a, a.__array_interface__["data"][0]
+
+
+# ---- options ------------------------------------------------------------
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _settings(workers, options):
+    """[(rs_config_set option, text)] and the command line they match."""
+    settings, argv = [("workers", str(workers))], ["--workers", str(workers)]
+    for name, value in options.items():
+        if value is None:
+            continue
+        values = value if name in ("inject", "link", "straggler") and \
+            isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if v is False and name in ("direct", "checksum", "order_report"):
+                continue
+            settings.append((name, _text(v)))
+            argv.append("--" + name.replace("_", "-"))
+            if not isinstance(v, bool):
+                argv.append(_text(v))
+    return settings, argv
+
+
+class _Owned:
+    """The C objects of one call, freed in reverse order of creation."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.frees = []
+
+    def own(self, ptr, free):
+        self.frees.append((ptr, free))
+        return ptr
+
+    def close(self):
+        while self.frees:
+            ptr, free = self.frees.pop()
+            free(ptr)
+
+
+def _execute(lib, run):
+    """rs_run_execute on a helper thread, so Ctrl-C reaches the caller: it
+    interrupts the run (rs_run_interrupt), which then ends promptly."""
+    box = []
+    thread = threading.Thread(
+        target=lambda: box.append(lib.rs_run_execute(run)),
+        name="ringsim-run", daemon=True)
+    thread.start()
+    try:
+        thread.join()
+    except BaseException:
+        lib.rs_run_interrupt(run, b"SIGINT")
+        thread.join()
+        raise
+    return box[0]
+
+
+def allreduce(worker_grads, op="avg", algo="ring", average="post",
+              bucket_mb=None, segment_bytes=None, slots=None, timeout=None,
+              loop=None, direct=False, checksum=False, order_report=False,
+              net=None, link=None, straggler=None, reduce_rate=None,
+              inject=None, trace=None, model_name="python"):
+    """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
+    worker; same names, shapes and dtype in every dict; torch tensors or
+    numpy arrays of float32, float64, float16 or bfloat16) on W threads as
+    `ringsim` does, and return (result, report).
+
+    result: {name: tensor} in worker 0's name order, of the inputs' kind,
+    dtype and shape (on the CPU): what every worker holds after the
+    all-reduce (they are checked to be bitwise identical). The inputs are
+    not modified.
+
+    report: the command's --json report as a dict (identical, max_abs_err,
+    bound, transfers, bytes_sent, wall_ns, sim_ns with net, run_id with
+    trace, ...; docs/cli.md).
+
+    The options are the command's (docs/cli.md): op (sum, avg, min, max,
+    prod), algo (ring, rd, rhd, linear, tree), average (pre, post; op avg
+    only), bucket_mb (DDP's bucket cap, default 25; 0: one bucket),
+    segment_bytes, slots, timeout (seconds), loop (steps, slices), direct,
+    checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), link and
+    straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
+    spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
+    a SQLite trace to append the run to); model_name names the model in the
+    report and the trace.
+
+    Raises TypeError when worker_grads is not a list of dicts of tensors;
+    ValueError (with ringsim's one-line message) for empty input, names,
+    shapes or dtypes that differ across workers, an unsupported dtype,
+    non-finite values, a bad option or a trace file that cannot be used;
+    RunError (a RuntimeError carrying the report and the watchdog) when the
+    run fails once started or its check fails; MemoryError when the run
+    does not fit in memory.
+    """
+    lib = _lib.load()
+    workers, names = _read_inputs(worker_grads)
+    W = len(workers)
+    like = workers[0]
+    dtype_name, _, buf_size, rs_dtype = _DTYPES[like[0].dtype]
+    if average not in (None, "post") and op != "avg":
+        raise ValueError(f"average={average!r} applies to op 'avg' only, "
+                         f"not {op!r}")
+    options = {"op": op, "algo": algo,
+               "average": average if op == "avg" else None,
+               "bucket_mb": bucket_mb, "segment_bytes": segment_bytes,
+               "slots": slots, "timeout": timeout, "loop": loop,
+               "direct": direct, "checksum": checksum,
+               "order_report": order_report, "net": net, "link": link,
+               "straggler": straggler, "reduce_rate": reduce_rate,
+               "inject": inject}
+    settings, argv = _settings(W, options)
+    if trace is not None:
+        trace = os.fspath(trace)
+        settings.append(("traced", "true"))
+    model = {"name": str(model_name),
+             "params": [{"name": n, "shape": list(t.shape), "dtype": dtype_name}
+                        for n, t in zip(names, like)]}
+    err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
+
+    def fail(exc, code=None):
+        message = err.value.decode(errors="replace")
+        return (MemoryError if code == _RS_ENOMEM else exc)(message)
+
+    owned = _Owned(lib)
+    try:
+        text = json.dumps(model).encode()
+        handle = ctypes.c_void_p()
+        rc = lib.rs_model_parse(text, len(text), b"worker_grads",
+                                ctypes.byref(handle), err)
+        if rc:
+            raise fail(ValueError, rc)
+        model_ptr = owned.own(handle.value, lib.rs_model_free)
+        config = lib.rs_config_new()
+        if not config:
+            raise MemoryError("ringsim: out of memory")
+        owned.own(config, lib.rs_config_free)
+        for option, value in settings:
+            if lib.rs_config_set(config, option.encode(), value.encode(), err):
+                raise fail(ValueError)
+        handle = ctypes.c_void_p()
+        rc = lib.rs_run_create(config, model_ptr, ctypes.byref(handle), err)
+        if rc:
+            raise fail(ValueError, rc)
+        run = owned.own(handle.value, lib.rs_run_free)
+        if trace is not None:
+            handle = ctypes.c_void_p()
+            if lib.rs_trace_open(trace.encode(), ctypes.byref(handle), err):
+                raise fail(ValueError)
+            # closed after the run is freed (owned frees in reverse)
+            owned.frees.insert(0, (handle.value, lib.rs_trace_close))
+            conf = json.dumps({"api": "python", "params": None,
+                               "workers": W, "op": op,
+                               "average": options["average"],
+                               "grads": "python", "algo": algo,
+                               "argv": argv})
+            if lib.rs_run_set_trace(run, handle.value, conf.encode()):
+                raise RunError(lib.rs_run_errmsg(run).decode(
+                    errors="replace"), {})
+
+        # Each worker's tensors straight into its flat buffer, param after
+        # param (DDP's flat view), widened to float for f16 and bf16.
+        for w, row in enumerate(workers):
+            base = lib.rs_run_buffer(run, w)
+            offset = 0
+            for t in row:
+                if t.elems:
+                    lib.rs_dtype_unpack(rs_dtype, base + offset * buf_size,
+                                        t.ptr, t.elems)
+                offset += t.elems
+        lib.rs_run_mark_filled(run)
+        status = _execute(lib, run)
+
+        facts_ptr = lib.rs_run_facts_json(run, model_ptr)
+        if not facts_ptr:
+            raise MemoryError("ringsim: out of memory")
+        try:
+            facts = json.loads(ctypes.string_at(facts_ptr).decode())
+        finally:
+            lib.rs_free(facts_ptr)
+        message = facts["error"] or ""
+        if status in (_RS_EINVAL, _RS_EIO, _RS_EPARSE):
+            raise ValueError(message)  # refused before its ring ran
+        if status == _RS_ENOMEM:
+            raise MemoryError(message)
+
+        result, values = {}, None
+        if facts["result"]["checked"]:
+            base = lib.rs_run_buffer(run, 0)
+            offset = 0
+            for name, t in zip(names, like):
+                out, ptr = _new_output(t)
+                if t.elems:
+                    lib.rs_dtype_pack(rs_dtype, ptr, base + offset * buf_size,
+                                      t.elems)
+                offset += t.elems
+                result[name] = out
+        if result and offset <= _report.PRINT_VALUES_UP_TO:
+            # the report shows small results, as the command's does
+            values = {name: [v if v == v and abs(v) != float("inf") else None
+                             for v in out.reshape(-1).tolist()]
+                      for name, out in result.items()}
+        report = _report.build(
+            facts, str(model_name), dtype_name, _DTYPES[like[0].dtype][1],
+            "given by Python (ringsim.allreduce)", trace, values)
+        if status != _RS_OK:
+            raise RunError(message, report)
+        return result, report
+    finally:
+        owned.close()
+
+
+def ddp_allreduce_average_grads(worker_grads, **options):
+    """Average gradients across workers as DDP's all-reduce does.
+
+    worker_grads: one dict {param name: tensor} per worker (torch tensors
+    or numpy arrays; float32, float64, float16 or bfloat16; the same names,
+    shapes and dtype in every dict). Returns {param name: mean over
+    workers}, of the same kind, dtype and shape, on the CPU: what every
+    worker holds after ringsim really ran the all-reduce (op avg) on one
+    thread per worker. options: those of ringsim.allreduce (algo,
+    average, bucket_mb, net, trace, ...), except op.
+
+    >>> import torch
+    >>> w0 = {"w": torch.tensor([1.0, 2.0])}
+    >>> w1 = {"w": torch.tensor([3.0, 4.0])}
+    >>> ddp_allreduce_average_grads([w0, w1])
+    {'w': tensor([2., 3.])}
+    """
+    if "op" in options:
+        raise TypeError("ddp_allreduce_average_grads always averages (op "
+                        "avg); for another op call ringsim.allreduce")
+    return allreduce(worker_grads, op="avg", **options)[0]

@@ -1,0 +1,121 @@
+"""Finding and loading libringsim.so, and the C functions' prototypes.
+
+The library is looked for, first found wins:
+
+1. the file the environment's RINGSIM_LIBRARY names (the tests pass the
+   build under test this way);
+2. the build tree: build/libringsim.so beside python/ of the repository this
+   package sits in (PYTHONPATH=python after `cmake --build build`);
+3. beside the package: ringsim/libringsim.so;
+4. the system: under the prefix the package was installed to (`cmake
+   --install` puts it in PREFIX/lib or PREFIX/lib/<multiarch>), then the
+   dynamic loader's own search (libringsim.so.0).
+"""
+import ctypes
+import os
+
+ERRMSG_MAX = 512  # RS_ERRMSG_MAX
+
+# rs_dtype_t
+DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F64 = 0, 1, 2, 3
+
+SONAME = "libringsim.so.0"
+
+
+def _candidates():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = os.environ.get("RINGSIM_LIBRARY")
+    if env:
+        yield "RINGSIM_LIBRARY", env
+        return
+    repo = os.path.dirname(os.path.dirname(here))
+    yield "build tree", os.path.join(repo, "build", "libringsim.so")
+    yield "beside the package", os.path.join(here, "libringsim.so")
+    # PREFIX/lib/python3*/dist-packages/ringsim -> PREFIX
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.dirname(here))))
+    lib = os.path.join(prefix, "lib")
+    yield "install prefix", os.path.join(lib, "libringsim.so")
+    if os.path.isdir(lib):
+        for entry in sorted(os.listdir(lib)):
+            if entry.endswith("-linux-gnu"):
+                yield "install prefix", os.path.join(lib, entry,
+                                                     "libringsim.so")
+
+
+def _find():
+    looked = []
+    for where, path in _candidates():
+        if os.path.exists(path):
+            return path
+        if where == "RINGSIM_LIBRARY":
+            raise ImportError(f"ringsim: RINGSIM_LIBRARY={path!r}: no such "
+                              f"file (it names libringsim.so of a build)")
+        looked.append(path)
+    try:
+        ctypes.CDLL(SONAME)
+        return SONAME
+    except OSError:
+        looked.append(SONAME + " (the dynamic loader's search)")
+    raise ImportError("ringsim: libringsim.so not found; looked at "
+                      + ", ".join(looked) + ". Build it (cmake --build build),"
+                      " install it (cmake --install build) or set "
+                      "RINGSIM_LIBRARY to its path")
+
+
+def _prototypes(lib):
+    c = ctypes
+    P, S, I, Z = c.c_void_p, c.c_size_t, c.c_int, c.c_char_p
+    protos = {
+        "rs_strerror": (Z, [I]),
+        "rs_model_parse": (I, [Z, S, Z, c.POINTER(P), Z]),
+        "rs_model_free": (None, [P]),
+        "rs_model_elems": (S, [P]),
+        "rs_model_param_count": (S, [P]),
+        "rs_config_new": (P, []),
+        "rs_config_free": (None, [P]),
+        "rs_config_set": (I, [P, Z, Z, Z]),
+        "rs_run_create": (I, [P, P, c.POINTER(P), Z]),
+        "rs_run_free": (None, [P]),
+        "rs_run_errmsg": (Z, []),
+        "rs_run_buffer": (P, [P, I]),
+        "rs_run_mark_filled": (None, [P]),
+        "rs_run_set_trace": (I, [P, P, Z]),
+        "rs_run_execute": (I, [P]),
+        "rs_run_interrupt": (None, [P, Z]),
+        "rs_run_facts_json": (P, [P, P]),
+        "rs_trace_open": (I, [Z, c.POINTER(P), Z]),
+        "rs_trace_close": (None, [P]),
+        "rs_dtype_unpack": (None, [I, P, P, S]),
+        "rs_dtype_pack": (None, [I, P, P, S]),
+        "rs_free": (None, [P]),
+    }
+    protos["rs_run_errmsg"] = (Z, [P])
+    for name, (restype, argtypes) in protos.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+_LIB = None
+_PATH = None
+
+
+def load():
+    """The loaded library (loaded on first use, once per process)."""
+    global _LIB, _PATH
+    if _LIB is None:
+        path = _find()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise ImportError(f"ringsim: {path}: cannot be loaded: {e}") \
+                from None
+        _LIB, _PATH = _prototypes(lib), path
+    return _LIB
+
+
+def path():
+    """The path of the library in use."""
+    load()
+    return _PATH

@@ -1,0 +1,116 @@
+"""The report of a run as a dict: the same keys and values as the command's
+--json report (src/cli/report.c, docs/cli.md), built from the facts the
+library gives (rs_run_facts_json).
+
+Where report.c derives a figure (algbw, busbw, the 2(W-1)/W x S theory,
+the ring's planned transfers), this does the same arithmetic in the same
+order, so the numbers are the same doubles.
+"""
+
+# Statuses after which the command prints the watchdog report: a run that
+# failed once started (exit status 3), except a trace that could not be
+# written (its ring completed).
+_USAGE_STATUSES = (-1, -3, -4)  # RS_EINVAL, RS_EIO, RS_EPARSE
+_OK, _ECHECK, _ETRACE = 0, -8, -11
+
+# The command prints the averaged values in its report up to this many
+# elements (PRINT_VALUES_UP_TO).
+PRINT_VALUES_UP_TO = 64
+
+
+def _watchdog(facts):
+    return [{"worker": w, "state": s["state"], "phase": s["phase"],
+             "step": s["step"], "chunk": s["chunk"], "waiting": s["waiting"],
+             "peer": s["peer"] if s["waiting"] else None}
+            for w, s in enumerate(facts["workers"])]
+
+
+def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
+    """The --json report of a run. values: {name: flat list of floats} of
+    the result, or None."""
+    cfg, res = facts["config"], facts["result"]
+    workers = cfg["workers"]
+    checked = res["checked"]
+    status = res["status"]
+    params = facts["params"]
+    elems = sum(p["elems"] for p in params)
+    nbytes = float(elems * dtype_size)
+    seconds = res["wall_ns"] / 1e9
+    algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
+    busbw = algbw * 2.0 * (workers - 1) / workers
+    planned = (2 * (workers - 1) * workers * res["segs_per_chunk"]
+               if cfg["algo"] == "ring" else 0)
+
+    def if_checked(x):
+        return x if checked else None
+
+    param_checks = []
+    for p in params:
+        entry = {"name": p["name"], "elem_offset": p["elem_offset"],
+                 "elems": p["elems"]}
+        for key in ("max_abs_err", "max_rel_err", "bound", "differing",
+                    "wrong"):
+            entry[key] = if_checked(p[key])
+        if cfg["order_report"]:
+            entry["order_differing"] = if_checked(p["order_differing"])
+            entry["order_max_ulps"] = if_checked(p["order_max_ulps"])
+        param_checks.append(entry)
+
+    buckets = []
+    for b in facts["buckets"]:
+        first, count = b["first_param"], b["params"]
+        buckets.append({
+            "elem_offset": b["elem_offset"], "elems": b["elems"],
+            "bytes": b["elems"] * dtype_size,
+            # DDP's order: the bucket's last param first
+            "params": [params[i]["name"]
+                       for i in range(first + count - 1, first - 1, -1)]})
+
+    r = {
+        "version": facts["version"],
+        "model": model_name,
+        "workers": workers,
+        "op": cfg["op"],
+        "grads": source,
+        "params": len(params),
+        "dtype": dtype_name,
+        "elems": elems,
+        "bytes": int(nbytes),
+        "buckets": buckets,
+        "segs_per_chunk": res["segs_per_chunk"],
+        "segment_elems": res["seg_elems"],
+        "slots": res["slots"],
+        "loop": "slices" if cfg["slices"] else "steps",
+        "direct": cfg["direct"],
+        "algo": cfg["algo"],
+        "steps": res["steps"],
+        "transfers": res["transfers"],
+        "transfers_planned": planned or None,
+        "transfers_sent": [w["transfers_sent"] for w in facts["workers"]],
+        "bytes_sent": [w["bytes_sent"] for w in facts["workers"]],
+        "bytes_sent_theory": 2.0 * (workers - 1) / workers * nbytes,
+        "checked": checked,
+        "identical": if_checked(res["identical"]),
+        "exact": res["exact"],
+        "max_abs_err": if_checked(res["max_abs_err"]),
+        "bound": if_checked(res["bound"]),
+        "worst_ratio": if_checked(res["worst_ratio"]),
+        "param_checks": param_checks,
+        "wall_ns": res["wall_ns"],
+    }
+    if cfg["net_enabled"]:
+        r["sim_ns"] = if_checked(res["sim_ns"])
+        r["predicted_ns"] = if_checked(res["predicted_ns"])
+    r["ref_ns"] = res["ref_ns"]
+    r["algbw_gbs"] = if_checked(algbw)
+    r["busbw_gbs"] = if_checked(busbw)
+    r["trace"] = trace
+    r["run_id"] = facts["run_id"] if trace and facts["run_id"] else None
+    r["trace_error"] = facts["trace_error"]
+    r["status"] = facts["status_name"]
+    if status not in (_OK, _ECHECK, _ETRACE) + _USAGE_STATUSES:
+        r["watchdog"] = _watchdog(facts)
+    r["error"] = facts["error"] if status else None
+    if values is not None and elems <= PRINT_VALUES_UP_TO:
+        r["result"] = values
+    return r
