@@ -39,6 +39,11 @@ _DTYPES = {
 _SUPPORTED = "float32, float64, float16 or bfloat16"
 
 
+# Found and loaded on import, so that a missing library is an ImportError
+# that says where it was looked for.
+_lib.load()
+
+
 class RunError(RuntimeError):
     """A run that started and failed (a worker timed out or crashed, a
     message was lost or damaged, the trace could not be written), or whose
@@ -95,9 +100,10 @@ class _Tensor:
             if self.dtype not in _DTYPES or t.dtype.kind != "f":
                 raise ValueError(f"{where} is numpy {t.dtype.name}: ringsim "
                                  f"reduces {_SUPPORTED}")
-            if not (t.flags.c_contiguous and t.dtype.isnative):
-                t = np.ascontiguousarray(t, dtype=t.dtype.newbyteorder("="))
             self.shape = tuple(t.shape)
+            if not (t.flags.c_contiguous and t.dtype.isnative):
+                # (a copy; ascontiguousarray would make a 0-d array 1-d)
+                t = np.array(t, dtype=t.dtype.newbyteorder("="), order="C")
             self.elems = t.size
             self.ptr = t.__array_interface__["data"][0]
         else:
@@ -372,28 +378,31 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         if status == _RS_ENOMEM:
             raise MemoryError(message)
 
-        result, values = {}, None
-        if facts["result"]["checked"]:
-            base = lib.rs_run_buffer(run, 0)
-            offset = 0
-            for name, t in zip(names, like):
-                out, ptr = _new_output(t)
-                if t.elems:
-                    lib.rs_dtype_pack(rs_dtype, ptr, base + offset * buf_size,
-                                      t.elems)
-                offset += t.elems
-                result[name] = out
-        if result and offset <= _report.PRINT_VALUES_UP_TO:
-            # the report shows small results, as the command's does
+        # What worker 0 holds: every worker's result once the all-reduce
+        # completed (the check says they are identical).
+        held = {}
+        base = lib.rs_run_buffer(run, 0)
+        offset = 0
+        for name, t in zip(names, like):
+            out, ptr = _new_output(t)
+            if t.elems:
+                lib.rs_dtype_pack(rs_dtype, ptr, base + offset * buf_size,
+                                  t.elems)
+            offset += t.elems
+            held[name] = out
+        values = None
+        if offset <= _report.PRINT_VALUES_UP_TO:
+            # the report shows small results, as the command's does (a
+            # failed run's too: what worker 0 held when it stopped)
             values = {name: [v if v == v and abs(v) != float("inf") else None
                              for v in out.reshape(-1).tolist()]
-                      for name, out in result.items()}
+                      for name, out in held.items()}
         report = _report.build(
             facts, str(model_name), dtype_name, _DTYPES[like[0].dtype][1],
             "given by Python (ringsim.allreduce)", trace, values)
         if status != _RS_OK:
             raise RunError(message, report)
-        return result, report
+        return held, report
     finally:
         owned.close()
 

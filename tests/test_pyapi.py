@@ -1,0 +1,519 @@
+#!/usr/bin/python3
+"""The Python API (python/ringsim, docs/python.md) against the command: the
+same gradients give the same bits as `ringsim --grads ... --out`, the same
+--json report, the documented errors, no leak, and the library found as
+documented.
+
+    test_pyapi.py RINGSIM LIBRARY REPO_DIR BUILD_DIR [PyApi.test_name ...]
+
+LIBRARY is the libringsim.so of the build under test; the package is told
+so through RINGSIM_LIBRARY, as docs/python.md says. torch and numpy are
+required (Debian's python3-torch, python3-numpy; scripts/deps.sh): without
+them the test fails, it does not skip.
+"""
+import doctest
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+RINGSIM = LIBRARY = REPO = BUILD = None
+ringsim = None
+
+# safetensors dtype names, and the integer type of the same width (to
+# compare bits)
+ST_DTYPE = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16",
+            torch.bfloat16: "BF16"}
+RS_DTYPE = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+            torch.bfloat16: "bf16"}
+BITS = {torch.float32: torch.int32, torch.float64: torch.int64,
+        torch.float16: torch.int16, torch.bfloat16: torch.int16}
+NUMPY = {torch.float32: np.float32, torch.float64: np.float64,
+         torch.float16: np.float16}
+
+# params of mixed shapes: a matrix, a vector, a 4-d kernel, a scalar, an
+# empty one, and enough elements for several chunks per worker
+SHAPES = {"fc.weight": (7, 5), "fc.bias": (7,), "conv.weight": (2, 3, 3, 3),
+          "scale": (), "empty": (0, 3), "embed": (33, 4)}
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file written here, apart from ringsim's writer."""
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = t.contiguous().view(BITS[t.dtype]).numpy().tobytes()
+        header[name] = {"dtype": ST_DTYPE[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_safetensors(path):
+    inv = {v: k for k, v in ST_DTYPE.items()}
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    out = {}
+    for name, t in json.loads(raw[8:8 + n]).items():
+        if name == "__metadata__":
+            continue
+        dtype = inv[t["dtype"]]
+        b, e = t["data_offsets"]
+        bits = np.frombuffer(raw[8 + n + b:8 + n + e],
+                             dtype=np.dtype(str(BITS[dtype]).replace(
+                                 "torch.", "")))
+        out[name] = torch.from_numpy(bits.copy()).view(dtype).reshape(
+            t["shape"])
+    return out
+
+
+def make_grads(workers, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [{name: torch.randn(shape, generator=g, dtype=torch.float64)
+             .to(dtype) for name, shape in SHAPES.items()}
+            for _ in range(workers)]
+
+
+def same_bits(a, b):
+    """Tensors (or arrays) equal bit for bit, with the same dtype and
+    shape."""
+    a = torch.from_numpy(np.array(a)) if isinstance(a, np.ndarray) else a
+    b = torch.from_numpy(np.array(b)) if isinstance(b, np.ndarray) else b
+    return (a.dtype == b.dtype and a.shape == b.shape
+            and torch.equal(a.contiguous().view(BITS[a.dtype]),
+                            b.contiguous().view(BITS[b.dtype])))
+
+
+def run_cli(d, grads, dtype, extra=(), name="cli_model"):
+    """`ringsim --grads --out --json` on grads: (result dict, report)."""
+    model = {"name": name, "params": [
+        {"name": n, "shape": list(t.shape), "dtype": RS_DTYPE[dtype]}
+        for n, t in grads[0].items()]}
+    with open(os.path.join(d, "model.json"), "w") as f:
+        json.dump(model, f)
+    for w, g in enumerate(grads):
+        write_safetensors(os.path.join(d, f"w{w}.safetensors"), g)
+    out = os.path.join(d, "out.safetensors")
+    p = subprocess.run([RINGSIM, "-w", str(len(grads)), "-p",
+                        os.path.join(d, "model.json"), "--grads",
+                        os.path.join(d, "w{r}.safetensors"), "--out", out,
+                        "--no-trace", "--json", *extra],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"ringsim exited {p.returncode}: {p.stderr}")
+    return read_safetensors(out), json.loads(p.stdout)
+
+
+# report keys that are measured (times) or name where the grads came from
+VOLATILE = {"wall_ns", "ref_ns", "algbw_gbs", "busbw_gbs", "grads"}
+
+
+def same_report(test, py, cli, f64, path="report"):
+    """py equals cli: exactly for everything but reals, which the command
+    prints with 9 significant digits (17 for an f64 model)."""
+    if isinstance(cli, dict):
+        test.assertEqual(set(py), set(cli), path)
+        for k in cli:
+            if path != "report" or k not in VOLATILE:
+                same_report(test, py[k], cli[k], f64, f"{path}.{k}")
+    elif isinstance(cli, list):
+        test.assertEqual(len(py), len(cli), path)
+        for i, (a, b) in enumerate(zip(py, cli)):
+            same_report(test, a, b, f64, f"{path}[{i}]")
+    elif isinstance(cli, float) or isinstance(py, float):
+        test.assertTrue(math.isclose(py, cli, rel_tol=0 if f64 else 1e-8),
+                        f"{path}: {py!r} != {cli!r}")
+    else:
+        test.assertEqual(py, cli, path)
+
+
+def status_of_proc():
+    """(VmRSS in KiB, threads) of this process, from /proc/self/status."""
+    fields = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()
+    return int(fields["VmRSS"][0]), int(fields["Threads"][0])
+
+
+class PyApi(unittest.TestCase):
+    # pyapi-1: the seed's doctest, as written, by Python's doctest module
+    # against the package (its docstrings), and every example of
+    # docs/python.md (the DDP-style training loop among them).
+    def test_doctest(self):
+        result = doctest.testmod(ringsim, verbose=False)
+        self.assertEqual(result.failed, 0, result)
+        self.assertGreaterEqual(result.attempted, 4)
+        doc = ringsim.ddp_allreduce_average_grads.__doc__
+        for line in ('>>> w0 = {"w": torch.tensor([1.0, 2.0])}',
+                     '>>> w1 = {"w": torch.tensor([3.0, 4.0])}',
+                     '>>> ddp_allreduce_average_grads([w0, w1])',
+                     "{'w': tensor([2., 3.])}"):
+            self.assertIn(line, doc)
+
+    def test_docs_examples(self):
+        result = doctest.testfile(os.path.join(REPO, "docs", "python.md"),
+                                  module_relative=False, verbose=False)
+        self.assertEqual(result.failed, 0, result)
+        self.assertGreaterEqual(result.attempted, 10)
+
+    # pyapi-2: for W in 1, 2, 3, 5, 8 and every dtype, torch tensors of
+    # mixed shapes give the bits the command's --out gives for the same
+    # gradients as safetensors files, and the same --json report; numpy
+    # arrays give the same bits as numpy arrays; the result is within the
+    # bound of the exact mean and of torch.stack(...).mean(0); the inputs
+    # are unchanged.
+    def test_matches_cli(self):
+        for dtype in (torch.float32, torch.float64, torch.float16,
+                      torch.bfloat16):
+            for workers in (1, 2, 3, 5, 8):
+                with self.subTest(dtype=str(dtype), workers=workers), \
+                        tempfile.TemporaryDirectory() as d:
+                    self.check_against_cli(d, dtype, workers, {}, ())
+
+    # pyapi-3: the options reach the run as the command's do: another
+    # algorithm, several buckets, small segments, the slice loop, average
+    # pre, op sum, a network model.
+    def test_options_match_cli(self):
+        cases = [
+            ({"algo": "rhd", "bucket_mb": 0.0002, "segment_bytes": 64},
+             ("--algo", "rhd", "--bucket-mb", "0.0002", "--segment-bytes",
+              "64")),
+            ({"loop": "slices", "segment_bytes": 16, "average": "pre"},
+             ("--loop", "slices", "--segment-bytes", "16", "--average",
+              "pre")),
+            ({"op": "sum", "algo": "tree", "direct": True},
+             ("--op", "sum", "--algo", "tree", "--direct")),
+            ({"net": "latency=5us,bandwidth=25GB/s", "algo": "ring",
+              "order_report": True},
+             ("--net", "latency=5us,bandwidth=25GB/s", "--order-report")),
+        ]
+        for options, argv in cases:
+            for dtype in (torch.float32, torch.float16):
+                with self.subTest(options=options, dtype=str(dtype)), \
+                        tempfile.TemporaryDirectory() as d:
+                    self.check_against_cli(d, dtype, 5, options, argv)
+
+    def check_against_cli(self, d, dtype, workers, options, argv):
+        grads = make_grads(workers, dtype, seed=workers * 7 + len(argv))
+        before = [{n: t.clone() for n, t in g.items()} for g in grads]
+        result, report = ringsim.allreduce(grads, model_name="cli_model",
+                                           **options)
+        cli, cli_report = run_cli(d, grads, dtype, argv)
+        self.assertEqual(list(result), list(SHAPES))
+        for name in SHAPES:
+            self.assertIsInstance(result[name], torch.Tensor)
+            self.assertEqual(result[name].device.type, "cpu")
+            self.assertTrue(same_bits(result[name], cli[name]),
+                            f"{name}: {result[name]} != {cli[name]}")
+        same_report(self, report, cli_report, dtype == torch.float64)
+        self.assertEqual(report["status"], "ok")
+        self.assertTrue(report["identical"])
+        # inputs unchanged, bit for bit
+        for g, b in zip(grads, before):
+            for name in SHAPES:
+                self.assertTrue(same_bits(g[name], b[name]), name)
+        if options.get("op", "avg") == "avg":
+            self.within_bound(grads, result, report)
+        if dtype in NUMPY:  # numpy has no bfloat16
+            arrays = [{n: t.numpy() for n, t in g.items()} for g in grads]
+            copies = [{n: a.copy() for n, a in g.items()} for g in arrays]
+            np_result, np_report = ringsim.allreduce(
+                arrays, model_name="cli_model", **options)
+            for name in SHAPES:
+                self.assertIsInstance(np_result[name], np.ndarray)
+                self.assertEqual(np_result[name].dtype, NUMPY[dtype])
+                self.assertTrue(same_bits(np_result[name], cli[name]), name)
+                for a, c in zip(arrays, copies):
+                    self.assertTrue(same_bits(a[name], c[name]), name)
+            same_report(self, np_report, cli_report, dtype == torch.float64)
+
+    def within_bound(self, grads, result, report):
+        """|ring - exact mean| <= the param's bound, and |ring -
+        torch.stack(...).mean(0)| <= twice it (both are roundings of the
+        same mean)."""
+        for check in report["param_checks"]:
+            name = check["name"]
+            stack = torch.stack([g[name] for g in grads])
+            exact = stack.double().mean(0)
+            torch_mean = stack.mean(0).double()
+            ring = result[name].double()
+            if ring.numel() == 0:
+                continue
+            err = (ring - exact).abs().max().item()
+            self.assertLessEqual(err, check["bound"], name)
+            self.assertAlmostEqual(err, check["max_abs_err"], delta=1e-12 +
+                                   1e-6 * err)
+            diff = (ring - torch_mean).abs().max().item()
+            self.assertLessEqual(diff, 2 * check["bound"], name)
+
+    # pyapi-4: torch in, torch out for every dtype; a tensor that is not
+    # contiguous, needs grad, or is a numpy scalar; dict order kept
+    def test_kinds_and_layouts(self):
+        g = torch.Generator().manual_seed(5)
+        base = [torch.randn(4, 6, generator=g) for _ in range(3)]
+        contiguous = ringsim.ddp_allreduce_average_grads(
+            [{"b": t.t().contiguous(), "a": t[:, :2].contiguous()}
+             for t in base])
+        strided = ringsim.ddp_allreduce_average_grads(
+            [{"b": t.t(), "a": t[:, :2].requires_grad_()} for t in
+             [b.clone() for b in base]])
+        self.assertEqual(list(strided), ["b", "a"])
+        for name in ("a", "b"):
+            self.assertTrue(same_bits(contiguous[name], strided[name]))
+            self.assertFalse(strided[name].requires_grad)
+        for dtype in (torch.float32, torch.float64, torch.float16,
+                      torch.bfloat16):
+            out = ringsim.ddp_allreduce_average_grads(
+                [{"w": torch.tensor([1.0, 2.0], dtype=dtype)},
+                 {"w": torch.tensor([3.0, 4.0], dtype=dtype)}])
+            self.assertEqual(out["w"].dtype, dtype)
+            self.assertEqual(out["w"].tolist(), [2.0, 3.0])
+        out = ringsim.ddp_allreduce_average_grads(
+            [{"s": np.float32(1.5)}, {"s": np.float32(2.5)}])
+        self.assertEqual(out["s"].shape, ())
+        self.assertEqual(out["s"].dtype, np.float32)
+        self.assertEqual(float(out["s"]), 2.0)
+
+    # pyapi-5: every bad input raises the documented exception with
+    # ringsim's one-line message
+    def test_errors(self):
+        t = torch.tensor
+        cases = [
+            ([], ValueError, "worker_grads is empty: give one dict of "
+                             "gradients per worker"),
+            ([{}], ValueError, "worker_grads[0] is empty"),
+            ([{"a": t([1.0])}, {"b": t([1.0])}], ValueError,
+             "worker_grads[1] lacks 'a': every worker needs the same param "
+             "names"),
+            ([{"a": t([1.0])}, {"a": t([1.0]), "b": t([1.0])}], ValueError,
+             "worker_grads[1] has 'b', which worker_grads[0] lacks"),
+            ([{"a": t([1.0, 2.0])}, {"a": t([1.0, 2.0, 3.0])}], ValueError,
+             "worker_grads[1]['a'] has shape [3] but worker_grads[0]['a'] "
+             "has [2]: shapes must match across workers"),
+            ([{"a": t([1, 2])}, {"a": t([1, 2])}], ValueError,
+             "worker_grads[0]['a'] is torch.int64: ringsim reduces float32, "
+             "float64, float16 or bfloat16"),
+            ([{"a": np.array([1, 2])}], ValueError,
+             "worker_grads[0]['a'] is numpy int64"),
+            ([{"a": t([1.0]), "b": t([1.0], dtype=torch.float64)}],
+             ValueError, "worker_grads[0]['b'] is float64 but "
+                         "worker_grads[0]['a'] is float32"),
+            ([{"a": t([1.0])}, {"a": np.array([1.0], np.float32)}],
+             ValueError, "worker_grads[1]['a'] is a numpy tensor but "
+                         "worker_grads[0]['a'] is a torch one"),
+            ([{"a": t([1.0, float("inf")])}, {"a": t([1.0, 2.0])}],
+             ValueError, "worker 0's gradient of \"a\" holds inf at element "
+                         "1: inputs must be finite"),
+            ([{"": t([1.0])}], ValueError, "param name '' must be a "
+                                           "non-empty string"),
+            ({"a": t([1.0])}, TypeError, "worker_grads must be a list"),
+            ([[1.0]], TypeError, "worker_grads[0] must be a dict"),
+            ([{"a": [1.0]}], TypeError, "worker_grads[0]['a'] is a "
+                                        "builtins.list: expected a torch "
+                                        "tensor or a numpy array"),
+        ]
+        for grads, exc, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(exc) as cm:
+                    ringsim.ddp_allreduce_average_grads(grads)
+                self.assertIn(message, str(cm.exception))
+                self.assertNotIn("\n", str(cm.exception))
+        ok = [{"a": t([1.0])}, {"a": t([2.0])}]
+        options = [
+            ({"algo": "ringg"}, "algo 'ringg': expected ring, rd, rhd, "
+                                "linear or tree"),
+            ({"bucket_mb": -1}, "bucket_mb '-1': expected MiB from 0"),
+            ({"slots": 0}, "slots '0': expected an integer in 1..1024"),
+            ({"op": "mean"}, "op 'mean': expected sum, avg, min, max or "
+                             "prod"),
+            ({"op": "sum", "average": "pre"}, "average='pre' applies to op "
+                                              "'avg' only"),
+            ({"inject": "explode"}, "inject 'explode': expected "
+                                    "KIND:worker=N,step=S"),
+            ({"net": "latency=fast"}, "latency"),
+        ]
+        for kwargs, message in options:
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(ValueError) as cm:
+                    ringsim.allreduce(ok, **kwargs)
+                self.assertIn(message, str(cm.exception))
+        with tempfile.TemporaryDirectory() as d, \
+                self.assertRaises(ValueError) as cm:
+            ringsim.allreduce(ok, trace=d)
+        self.assertIn(d, str(cm.exception))
+        with self.assertRaises(TypeError):
+            ringsim.ddp_allreduce_average_grads(ok, op="sum")
+
+    # pyapi-6: a run that fails once started raises RunError, a
+    # RuntimeError, carrying the command's report and its watchdog
+    def test_failed_run(self):
+        grads = [{"w": torch.arange(12.0)} for _ in range(4)]
+        with self.assertRaises(RuntimeError) as cm:
+            ringsim.ddp_allreduce_average_grads(
+                grads, inject="crash:worker=2,step=1", timeout=0.5)
+        e = cm.exception
+        self.assertIsInstance(e, ringsim.RunError)
+        self.assertIn("worker 2 crashed (injected) at the start of "
+                      "reduce_scatter step 1", str(e))
+        self.assertEqual(e.report["status"], "failed")
+        self.assertEqual(e.report["error"], str(e))
+        self.assertFalse(e.report["checked"])
+        self.assertIsNone(e.report["identical"])
+        self.assertEqual(len(e.watchdog), 4)
+        self.assertEqual(e.watchdog[2]["state"], "crashed")
+        self.assertEqual(e.watchdog, e.report["watchdog"])
+        # the same run from the command: the same first line and watchdog
+        # states for the culprit
+        with tempfile.TemporaryDirectory() as d:
+            model = {"name": "m", "params": [{"name": "w", "shape": [12]}],
+                     "grads": [{"w": list(range(12))}] * 4}
+            path = os.path.join(d, "m.json")
+            with open(path, "w") as f:
+                json.dump(model, f)
+            p = subprocess.run([RINGSIM, "-p", path, "--no-trace", "--json",
+                                "--inject", "crash:worker=2,step=1",
+                                "--timeout", "0.5"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            cli = json.loads(p.stdout)
+            self.assertEqual(cli["watchdog"][2], e.watchdog[2])
+            self.assertEqual(set(cli), set(e.report))
+
+    # pyapi-7: a traced run is in the trace, with its transfers
+    def test_trace(self):
+        import sqlite3
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.db")
+            grads = [{"w": torch.randn(10)} for _ in range(3)]
+            _, r1 = ringsim.allreduce(grads, trace=path)
+            _, r2 = ringsim.allreduce(grads, trace=path,
+                                      net="latency=5us,bandwidth=25GB/s")
+            self.assertEqual((r1["run_id"], r2["run_id"]), (1, 2))
+            self.assertEqual(r1["trace"], path)
+            self.assertGreater(r2["sim_ns"], 0)
+            con = sqlite3.connect(path)
+            n = con.execute("SELECT count(*) FROM transfer WHERE run_id = 2"
+                            ).fetchone()[0]
+            self.assertEqual(n, r2["transfers"])
+            status, config = con.execute(
+                "SELECT status, config_json FROM run WHERE run_id = 2"
+            ).fetchone()
+            self.assertEqual(status, "ok")
+            self.assertEqual(json.loads(config)["api"], "python")
+
+    # pyapi-8: 1,000 calls in one process keep memory and the thread count
+    # flat (a run's buffers are 256 KiB: one leaked run per call would be
+    # a quarter of a gigabyte); so do 1,000 calls refused after the model was made
+    def test_no_leak(self):
+        g = torch.Generator().manual_seed(3)
+        grads = [{"a": torch.randn(64, 256, generator=g),
+                  "b": torch.randn(7, generator=g)} for _ in range(4)]
+        for _ in range(50):  # warm up: allocator pools, torch's threads
+            ringsim.ddp_allreduce_average_grads(grads)
+        rss0, threads0 = status_of_proc()
+        for _ in range(1000):
+            ringsim.ddp_allreduce_average_grads(grads)
+        for _ in range(1000):
+            with self.assertRaises(ValueError):
+                ringsim.allreduce(grads, slots=0)
+        rss1, threads1 = status_of_proc()
+        self.assertEqual(threads1, threads0)
+        self.assertLess(rss1 - rss0, 8 * 1024,
+                        f"RSS grew from {rss0} KiB to {rss1} KiB")
+
+    # pyapi-9: found without installing, as documented: the build tree
+    # (build/ beside python/), then beside the package; RINGSIM_LIBRARY
+    # naming no file is an ImportError that says so
+    def test_found_without_installing(self):
+        with tempfile.TemporaryDirectory() as d:
+            tree = os.path.join(d, "repo")
+            shutil.copytree(os.path.join(REPO, "python", "ringsim"),
+                            os.path.join(tree, "python", "ringsim"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            os.makedirs(os.path.join(tree, "build"))
+            shutil.copy(LIBRARY, os.path.join(tree, "build", "libringsim.so"))
+            self.assertEqual(self.import_from(os.path.join(tree, "python")),
+                             os.path.join(tree, "build", "libringsim.so"))
+            beside = os.path.join(d, "site")
+            shutil.copytree(os.path.join(tree, "python", "ringsim"),
+                            os.path.join(beside, "ringsim"))
+            shutil.copy(LIBRARY, os.path.join(beside, "ringsim",
+                                              "libringsim.so"))
+            self.assertEqual(self.import_from(beside),
+                             os.path.join(beside, "ringsim", "libringsim.so"))
+            env = dict(os.environ, PYTHONPATH=beside,
+                       RINGSIM_LIBRARY=os.path.join(d, "nothing.so"))
+            p = subprocess.run([sys.executable, "-c", "import ringsim"],
+                               env=env, capture_output=True, text=True,
+                               timeout=60)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("ImportError: ringsim: RINGSIM_LIBRARY=", p.stderr)
+            self.assertIn("nothing.so", p.stderr)
+
+    def import_from(self, path):
+        """Import ringsim with PYTHONPATH=path and no RINGSIM_LIBRARY, run
+        the seed's example, and return the library it found."""
+        env = {k: v for k, v in os.environ.items() if k != "RINGSIM_LIBRARY"}
+        env["PYTHONPATH"] = path
+        p = subprocess.run(
+            [sys.executable, "-c",
+             "import ringsim, torch\n"
+             "r = ringsim.ddp_allreduce_average_grads([{'w': torch.tensor("
+             "[1.0, 2.0])}, {'w': torch.tensor([3.0, 4.0])}])\n"
+             "assert r['w'].tolist() == [2.0, 3.0], r\n"
+             "print(ringsim.library_path())"],
+            env=env, cwd=tempfile.gettempdir(), capture_output=True,
+            text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.strip()
+
+    # pyapi-10: `cmake --install` puts the package where the prefix's
+    # python3 finds it, and the package finds the library under the prefix
+    def test_install(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run(["cmake", "--install", BUILD, "--prefix", d],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            found = [os.path.join(root, "ringsim")
+                     for root, dirs, _ in os.walk(d) if "ringsim" in dirs
+                     and root.endswith("dist-packages")]
+            self.assertEqual(len(found), 1, found)
+            site = os.path.dirname(found[0])
+            self.assertIn(os.path.relpath(site, d), (
+                "lib/python3/dist-packages",  # the prefix /usr
+                "lib/python%d.%d/dist-packages" % sys.version_info[:2]))
+            self.assertTrue(self.import_from(site).startswith(d + os.sep))
+
+
+def main():
+    global RINGSIM, LIBRARY, REPO, BUILD, ringsim
+    if len(sys.argv) < 5:
+        sys.exit("usage: test_pyapi.py RINGSIM LIBRARY REPO_DIR BUILD_DIR "
+                 "[PyApi.test_name ...]")
+    RINGSIM, LIBRARY, REPO, BUILD = (os.path.abspath(a)
+                                     for a in sys.argv[1:5])
+    os.environ["RINGSIM_LIBRARY"] = LIBRARY
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import ringsim as module
+    ringsim = module
+    if ringsim.library_path() != LIBRARY:
+        sys.exit(f"ringsim loaded {ringsim.library_path()}, not {LIBRARY}")
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[5:]])
+
+
+if __name__ == "__main__":
+    main()
