@@ -188,11 +188,12 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
   } else if (is_option(o, "inject")) {
     if (config->fault_count == RS_MAX_FAULTS)
       FAIL("%.64s: at most %d faults", o, RS_MAX_FAULTS);
-    if (parse_fault(value, &config->faults[config->fault_count]))
+    rs_fault_t fault;
+    if (parse_fault(value, &fault))
       FAIL("%.64s '%.100s': expected KIND:worker=N,step=S[,ms=M] with KIND "
            "crash, stall (needs ms), corrupt, drop or dup",
            o, value);
-    config->fault_count++;
+    config->faults[config->fault_count++] = fault;
   } else if (is_option(o, "net") || is_option(o, "link") ||
              is_option(o, "straggler")) {
     rs_netmodel_t *net = &config->net;
@@ -308,6 +309,7 @@ char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model) {
   json_t *o = json_object();
   if (!o)
     return NULL;
+  json_object_set_new(o, "version", json_string(RS_VERSION));
   json_object_set_new(o, "status_name",
                       json_string(rs_status_name(res->status)));
   json_object_set_new(
