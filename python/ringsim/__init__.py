@@ -37,6 +37,7 @@ _DTYPES = {
     "bfloat16": ("bf16", 2, 4, _lib.DTYPE_BF16),
 }
 _SUPPORTED = "float32, float64, float16 or bfloat16"
+_KIND = {"torch": "torch tensor", "numpy": "numpy array"}
 
 
 # Found and loaded on import, so that a missing library is an ImportError
@@ -153,9 +154,10 @@ def _read_inputs(worker_grads):
                 first = (t, name)
             if t.kind != first[0].kind:
                 raise ValueError(f"worker_grads[{w}][{name!r}] is a "
-                                 f"{t.kind} tensor but worker_grads[0]"
-                                 f"[{first[1]!r}] is a {first[0].kind} "
-                                 f"one: give all of one kind")
+                                 f"{_KIND[t.kind]} but worker_grads[0]"
+                                 f"[{first[1]!r}] is a "
+                                 f"{_KIND[first[0].kind]}: give all of one "
+                                 f"kind")
             if t.dtype != first[0].dtype:
                 raise ValueError(f"worker_grads[{w}][{name!r}] is {t.dtype} "
                                  f"but worker_grads[0][{first[1]!r}] is "
@@ -235,18 +237,37 @@ class _Owned:
 
 def _execute(lib, run):
     """rs_run_execute on a helper thread, so Ctrl-C reaches the caller: it
-    interrupts the run (rs_run_interrupt), which then ends promptly."""
+    interrupts the run (rs_run_interrupt), which then ends promptly, and is
+    raised once the run has ended (never before: the run is freed after).
+
+    The end is an Event, not Thread.join(): before Python 3.12 a
+    KeyboardInterrupt inside join() can mark a running thread as stopped
+    (bpo-45274), and a second join() would return while the run still
+    runs."""
     box = []
-    thread = threading.Thread(
-        target=lambda: box.append(lib.rs_run_execute(run)),
-        name="ringsim-run", daemon=True)
+    done = threading.Event()
+
+    def target():
+        try:
+            box.append(lib.rs_run_execute(run))
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="ringsim-run", daemon=True)
     thread.start()
+    interrupted = None
+    while not done.is_set():
+        try:
+            done.wait()
+        except BaseException as e:  # Ctrl-C: stop the run, wait for its end
+            interrupted = interrupted or e
+            lib.rs_run_interrupt(run, b"SIGINT")
     try:
-        thread.join()
-    except BaseException:
-        lib.rs_run_interrupt(run, b"SIGINT")
-        thread.join()
-        raise
+        thread.join()  # its call has returned: the thread is ending
+    except BaseException as e:
+        interrupted = interrupted or e
+    if interrupted is not None:
+        raise interrupted
     return box[0]
 
 

@@ -77,7 +77,7 @@ def _prototypes(lib):
         "rs_config_set": (I, [P, Z, Z, Z]),
         "rs_run_create": (I, [P, P, c.POINTER(P), Z]),
         "rs_run_free": (None, [P]),
-        "rs_run_errmsg": (Z, []),
+        "rs_run_errmsg": (Z, [P]),
         "rs_run_buffer": (P, [P, I]),
         "rs_run_mark_filled": (None, [P]),
         "rs_run_set_trace": (I, [P, P, Z]),
@@ -90,7 +90,6 @@ def _prototypes(lib):
         "rs_dtype_pack": (None, [I, P, P, S]),
         "rs_free": (None, [P]),
     }
-    protos["rs_run_errmsg"] = (Z, [P])
     for name, (restype, argtypes) in protos.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
