@@ -590,10 +590,10 @@ void rs_config_free(rs_config_t *config);
  * (seconds), loop (steps, slices), checksum, direct, order-report (true,
  * false, 1, 0), inject (adds a fault, as --inject), net, link, straggler
  * (as --net, --link, --straggler), reduce-rate, and traced (the config's
- * field: the run will have a trace). On error (RS_EINVAL) the
- * config is unchanged but for a half-parsed net, link or straggler, and
- * errmsg holds one line naming the option, the value and what was expected.
- * Cross-option checks (--average with op avg only) are the caller's. */
+ * field: the run will have a trace). On error (RS_EINVAL) the config is
+ * unchanged, but for a half-parsed net, link or straggler, and errmsg holds
+ * one line naming the option, the value and what was expected. Checks
+ * across options (average applies to op avg only) are the caller's. */
 int rs_config_set(rs_config_t *config, const char *option, const char *value,
                   char *errmsg);
 
@@ -606,12 +606,13 @@ void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
 void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
 
 /* The facts of run (after rs_run_execute; model is the run's) as one JSON
- * object, for a binding to build its report from: status_name, error,
- * run_id, trace_error; config (the settings used); result (rs_result_t's
- * fields); workers (rs_worker_stats_t's and rs_worker_state_t's fields per
- * worker); params (name, offset, elems and rs_param_check_t's fields);
- * buckets (rs_bucket_t's). Values that are not finite are null. Returns a
- * string the caller frees with rs_free, or NULL when out of memory. */
+ * object, for a binding to build its report from: version (RS_VERSION),
+ * status_name, error, run_id, trace_error; config (the settings used);
+ * result (rs_result_t's fields); workers (rs_worker_stats_t's and
+ * rs_worker_state_t's fields, per worker); params (name, offset, elems and
+ * rs_param_check_t's fields); buckets (rs_bucket_t's). Values that are not
+ * finite are null. Returns a string the caller frees with rs_free, or NULL
+ * when out of memory. */
 char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
 void rs_free(void *p);
 
