@@ -617,6 +617,85 @@ class Tools(unittest.TestCase):
             self.assertEqual(err, f"ringsim-plot: run 1 has {W} workers; the chunk diagram draws "
                                   f"{'rings' if algo == 'ring' else algo + ' runs'} of at most {most}\n")
 
+    # tools-16: compare --bench --model draws time against size per
+    # algorithm, measured and predicted, and prints the crossovers: on real
+    # output of ringsim bench --algo all and ringsim model --algo all, each
+    # W's fastest algorithm per size and the sizes between which it changes
+    # are those the JSON says (recomputed here), and the picture marks each.
+    def test_compare_algorithms_crossovers(self):
+        import re
+        bench = self.out("bench.jsonl")
+        with open(bench, "w") as f:
+            p = subprocess.run([RINGSIM, "bench", "-w", "2,4", "--algo", "all", "-b", "8", "-e", "256K",
+                                "-f", "8", "-n", "2", "--warmup", "1", "--json"], stdout=f,
+                               stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sizes = [8 * 8 ** k for k in range(6)]
+        model = self.out("model.json")
+        with open(model, "w") as out:
+            for W in (2, 4):
+                for size in sizes:
+                    m = self.out("size.json")
+                    with open(m, "w") as f:
+                        json.dump({"params": [{"name": "g", "shape": [size // 4]}]}, f)
+                    p = subprocess.run([RINGSIM, "model", "-p", m, "-w", str(W), "--net",
+                                        "latency=20us,bandwidth=2GB/s", "--algo", "all", "--json"],
+                                       stdout=out, stderr=subprocess.PIPE, text=True)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+        svg = self.out("algos.svg")
+        rc, out, err = self.tool("compare", "--bench", bench, "--model", model, "-o", svg)
+        self.assertEqual(rc, 0, err)
+        # the same answer, computed here from the JSON
+        with open(bench) as f:
+            rows = [json.loads(line) for line in f]
+        measured = {}
+        for r in rows:
+            measured.setdefault((r["workers"], r["size"]), []).append((r["time_us"], r["algo"]))
+        with open(model) as f:
+            text, objs, at = f.read(), [], 0
+        decoder = json.JSONDecoder()
+        while text[at:].strip():
+            obj, at = decoder.raw_decode(text, at + len(text[at:]) - len(text[at:].lstrip()))
+            objs.append(obj)
+        self.assertEqual(len(objs), 12)
+        predicted = {(o["workers"], o["bytes"]): [(a["sim_ns"], a["algo"]) for a in o["algos"]]
+                     for o in objs}
+        want_changes = 0
+        for kind, table in (("measured", measured), ("predicted", predicted)):
+            for W in (2, 4):
+                fastest = [(s, min(table[W, s])[1]) for s in sizes]
+                self.assertEqual(len(table[W, sizes[0]]), 5)
+                changes = [(a, b) for a, b in zip(fastest, fastest[1:]) if a[1] != b[1]]
+                lines = [l for l in out.splitlines() if l.startswith(f"W={W} {kind}: crossover ")]
+                self.assertEqual(lines, [
+                    f"W={W} {kind}: crossover {a0} -> {a1} between "
+                    f"{ringsim_plot_size(s0)} and {ringsim_plot_size(s1)}"
+                    for (s0, a0), (s1, a1) in changes], out)
+                if not changes:
+                    self.assertIn(f"W={W} {kind}: no crossover, {fastest[0][1]} fastest", out)
+                want_changes += len(changes)
+        # one marker (a label on its line) per crossover, measured and predicted
+        labels = [t for t, _, _ in self.svg_texts(svg) if re.fullmatch(r"[a-z]+\u2192[a-z]+", t)]
+        self.assertEqual(len(labels), want_changes, labels)
+        for t in ("ring measured", "rd predicted", "tree measured"):
+            self.assertIn(t, [t for t, _, _ in self.svg_texts(svg)])
+        # bad input: one line, exit 2
+        broken = self.out("broken.jsonl")
+        with open(broken, "w") as f:
+            f.write('{"algo": "ring"}\n')
+        for args, message in (
+                (["--model", model], "compare --model needs --bench FILE"),
+                ([self.db, "--bench", bench], "give a trace (with --runs) or --bench, not both"),
+                (["--bench", broken], "object 1 is not a line of ringsim bench --json"),
+                (["--bench", bench, "--model", bench], "object 1 is not the output of ringsim model"),
+                (["--bench", self.out("nope.jsonl")], "cannot read"),
+                ([], "compare: give a trace, or --bench FILE")):
+            with self.subTest(args=args):
+                rc, _, err = self.tool("compare", *args, "-o", self.out("x.png"))
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.strip().count("\n"), 0, err)
+                self.assertIn(message, err)
+
     # tools-5: bad input: one line, exit 2, and the reason.
     def test_errors(self):
         text = self.out("notes.txt")
@@ -651,6 +730,14 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 0)
         for cmd in ("timeline", "chunks", "links", "compare", "animate", "export"):
             self.assertIn(cmd, out)
+
+
+def ringsim_plot_size(size):
+    """Sizes as ringsim bench writes them: 8 B, 4 KiB, 64 MiB."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size:,} B"
 
 
 def ringsim_plot_name(algo):

@@ -5,6 +5,7 @@
     ringsim-plot chunks   ringsim-trace.db --run 3 -o chunks.png
     ringsim-plot links    ringsim-trace.db -o links.svg
     ringsim-plot compare  ringsim-trace.db --runs 1,2,3 -o compare.png
+    ringsim-plot compare  --bench bench.jsonl --model model.json -o algos.png
     ringsim-plot animate  ringsim-trace.db -o ring.gif
     ringsim-plot export   ringsim-trace.db -o trace.json   # ui.perfetto.dev
 
@@ -962,6 +963,162 @@ def compare_runs(con, args):
     return runs
 
 
+def size_text(size):
+    """8 -> '8 B', 2048 -> '2 KiB', 67108864 -> '64 MiB' (as ringsim bench)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size:,} B"
+
+
+def read_json_objects(path, what):
+    """Every JSON object in path: JSON Lines (ringsim bench --json) or
+    objects one after another, pretty-printed (ringsim model --json in a
+    loop). Refuses a file that holds none, or anything else."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ToolError(f"{what} {path}: cannot read: {e.strerror}") from None
+    decoder, objects, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            break
+        try:
+            obj, at = decoder.raw_decode(text, at)
+        except ValueError as e:
+            raise ToolError(f"{what} {path}: not JSON at character {at}: {e.msg}") from None
+        if not isinstance(obj, dict):
+            raise ToolError(f"{what} {path}: expected JSON objects, found {type(obj).__name__}")
+        objects.append(obj)
+    if not objects:
+        raise ToolError(f"{what} {path}: no JSON objects")
+    return objects
+
+
+def bench_points(path):
+    """Measured times from `ringsim bench --algo all --json` lines:
+    {(W, size, algo): time in us} (the mean time, as nccl-tests reports)."""
+    points = {}
+    for i, row in enumerate(read_json_objects(path, "--bench")):
+        try:
+            key = (int(row["workers"]), int(row["size"]), str(row["algo"]))
+            points[key] = float(row["time_us"])
+        except (KeyError, TypeError, ValueError):
+            raise ToolError(f"--bench {path}: object {i + 1} is not a line of ringsim bench "
+                            "--json (it needs workers, size, algo and time_us)") from None
+    return points
+
+
+def model_points(path):
+    """Predicted times from `ringsim model --algo all --json` objects, one
+    per size: {(W, size, algo): simulated time in us}."""
+    points = {}
+    for i, obj in enumerate(read_json_objects(path, "--model")):
+        try:
+            for a in obj["algos"]:
+                points[(int(obj["workers"]), int(obj["bytes"]), str(a["algo"]))] = a["sim_ns"] / 1e3
+        except (KeyError, TypeError, ValueError):
+            raise ToolError(f"--model {path}: object {i + 1} is not the output of ringsim model "
+                            "--algo all --json (it needs workers, bytes and algos)") from None
+    return points
+
+
+def crossovers(points, workers):
+    """Where the fastest algorithm changes with size, for W = workers:
+    (fastest, changes). fastest is [(size, algo)] for every size at which
+    every algorithm of the data has a time; changes is [(size before, size
+    after, algo before, algo after)] for each pair of consecutive such sizes
+    whose fastest differ (so a crossover lies between them)."""
+    algos = sorted({a for w, _, a in points if w == workers})
+    sizes = sorted({s for w, s, _ in points if w == workers})
+    fastest = []
+    for size in sizes:
+        times = {a: points.get((workers, size, a)) for a in algos}
+        if all(t is not None for t in times.values()):
+            fastest.append((size, min(algos, key=lambda a: (times[a], a))))
+    changes = [(s0, s1, a0, a1) for (s0, a0), (s1, a1) in zip(fastest, fastest[1:]) if a0 != a1]
+    return fastest, changes
+
+
+def crossover_lines(kind, points, workers):
+    """The text compare prints for one W and one kind (measured or
+    predicted): the fastest by size range, then each crossover."""
+    fastest, changes = crossovers(points, workers)
+    spans = []
+    for size, algo in fastest:
+        if spans and spans[-1][2] == algo:
+            spans[-1][1] = size
+        else:
+            spans.append([size, size, algo])
+    ranges = ", ".join(f"{a} {size_text(lo)}" + (f"..{size_text(hi)}" if hi != lo else "")
+                       for lo, hi, a in spans)
+    lines = [f"W={workers} {kind}: fastest {ranges}"]
+    for s0, s1, a0, a1 in changes:
+        lines.append(f"W={workers} {kind}: crossover {a0} -> {a1} between {size_text(s0)} "
+                     f"and {size_text(s1)}")
+    if not changes and fastest:
+        lines.append(f"W={workers} {kind}: no crossover, {fastest[0][1]} fastest at every size")
+    return lines
+
+
+def cmd_compare_algorithms(args):
+    """compare --bench: time against size per algorithm and W, measured
+    (bench) and predicted (model), with the crossovers marked; the same
+    crossovers printed on stdout."""
+    measured = bench_points(args.bench)
+    predicted = model_points(args.model) if args.model else {}
+    widths = sorted({w for w, _, _ in measured})
+    algos = sorted({a for _, _, a in measured} | {a for _, _, a in predicted},
+                   key=lambda a: (list(ALGO_NAMES).index(a) if a in ALGO_NAMES else 99, a))
+    lines = []
+    for W in widths:
+        lines += crossover_lines("measured", measured, W)
+        if any(w == W for w, _, _ in predicted):
+            lines += crossover_lines("predicted", predicted, W)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(widths), figsize=(7 * len(widths), 5.8), squeeze=False,
+                             layout="constrained")
+    colours = {a: f"C{i}" for i, a in enumerate(algos)}
+    for ax, W in zip(axes.flat, widths):
+        for algo in algos:
+            for points, style, kind in ((measured, "o-", "measured"), (predicted, "x--", "predicted")):
+                mine = sorted((s, t) for (w, s, a), t in points.items() if w == W and a == algo)
+                if mine:
+                    ax.plot([s for s, _ in mine], [t for _, t in mine], style, color=colours[algo],
+                            markersize=4, lw=1.2 if kind == "measured" else 0.9,
+                            label=f"{algo} {kind}")
+        for points, kind, colour, y in ((measured, "measured", "#c0392b", 0.97),
+                                        (predicted, "predicted", "0.35", 0.03)):
+            for s0, s1, a0, a1 in crossovers(points, W)[1]:
+                x = math.sqrt(s0 * s1)  # halfway between the sizes, on the log axis
+                ax.axvline(x, color=colour, linestyle="-" if kind == "measured" else ":", lw=1)
+                ax.text(x, y, f"{a0}\u2192{a1}", rotation=90, fontsize=7, color=colour,
+                        ha="right", va="top" if y > 0.5 else "bottom",
+                        transform=ax.get_xaxis_transform())
+        from matplotlib.ticker import FuncFormatter, LogLocator
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(LogLocator(base=2, numticks=12))
+        ax.xaxis.set_major_formatter(FuncFormatter(
+            lambda x, _: size_text(int(round(x))).replace(",", "") if x >= 1 else ""))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per worker (S)")
+        ax.set_ylabel("time (us): measured wall, predicted simulated")
+        ax.set_title(f"W={W}: crossovers where the fastest changes\n"
+                     f"(red: measured; grey dotted: predicted)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5,
+                  frameon=False)
+    title = (f"all-reduce time against size per algorithm: measured ({os.path.basename(args.bench)})"
+             + (f" and predicted ({os.path.basename(args.model)})" if args.model else ""))
+    fig.suptitle(title, fontsize=10)
+    save(fig, args.out, title)
+    plt.close(fig)
+    print("\n".join(lines))
+
+
 def cmd_compare(con, run_ignored, args):
     plt = pyplot()
     runs = compare_runs(con, args)
@@ -1307,7 +1464,9 @@ COMMANDS = {
     "chunks": (cmd_chunks, "whose contributions each worker's chunks (regions) hold, step by step, "
                            "for every algorithm"),
     "links": (cmd_links, "bytes and bandwidth per link, and traffic over time"),
-    "compare": (cmd_compare, "time and busbw across runs, against W and size, with the ring's theory"),
+    "compare": (cmd_compare, "time and busbw across runs, against W and size, with the ring's theory; "
+                             "or (--bench, --model) time against size per algorithm with the "
+                             "crossovers"),
     "animate": (cmd_animate, "the chunks diagram as an animated GIF (or MP4 with ffmpeg)"),
     "export": (cmd_export, "Chrome trace event JSON for ui.perfetto.dev and chrome://tracing"),
 }
@@ -1337,10 +1496,19 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("trace", help="the trace database (ringsim-trace.db)")
         if name == "compare":
+            p.add_argument("trace", nargs="?",
+                           help="the trace database (ringsim-trace.db); or give --bench")
             p.add_argument("--runs", help="run ids, e.g. 1,2,3 (default: every completed run)")
+            p.add_argument("--bench", metavar="FILE",
+                           help="instead of a trace: `ringsim bench --algo all --json` output; "
+                                "draws time against size per algorithm, marks and prints the "
+                                "crossovers (where the fastest algorithm changes)")
+            p.add_argument("--model", metavar="FILE",
+                           help="with --bench: `ringsim model --algo all --json` outputs, one per "
+                                "size, drawn as the predicted times, their crossovers too")
         else:
+            p.add_argument("trace", help="the trace database (ringsim-trace.db)")
             p.add_argument("--run", type=int, help="run id (default: the latest run)")
         p.add_argument("-o", "--out", default=DEFAULT_OUT[name],
                        help=f"output file (default {DEFAULT_OUT[name]})")
@@ -1358,6 +1526,15 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         check_output(args.command, args.out)
+        if args.command == "compare" and (args.bench or args.model):
+            if not args.bench:
+                raise ToolError("compare --model needs --bench FILE (the measured times)")
+            if args.trace or args.runs:
+                raise ToolError("compare: give a trace (with --runs) or --bench, not both")
+            cmd_compare_algorithms(args)
+            return 0
+        if args.command == "compare" and not args.trace:
+            raise ToolError("compare: give a trace, or --bench FILE")
         con = open_trace(args.trace)
         with con:
             run = None if args.command == "compare" else pick_run(con, args.trace, args.run)
