@@ -441,6 +441,8 @@ def replay_regions(con, run):
                 else:
                     holds[m["dst"]][k] = holds[m["dst"]][k] | payload
         title = f"{phase_label(phase)} step {step}"
+        if algo in ("rd", "rhd") and phase in ("reduce", "broadcast"):
+            title = f"{'fold-in' if phase == 'reduce' else 'fold-out'} ({title})"
         if algo == "tree":
             level = -key[4] if phase == "reduce" else key[4]
             title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
