@@ -36,8 +36,8 @@
 #define VALUES_UP_TO 8 /* a bucket this small has its values narrated */
 
 typedef struct msg {
-  int src, dst;    /* src == dst: the worker folds in the data it set aside */
-  size_t off, len; /* the region, in elements of the bucket */
+  int src, dst;   /* src == dst: the worker folds in the data it set aside */
+  int first, end; /* the region: columns first .. end-1 */
   rs_recv_action_t action;
 } msg_t;
 
@@ -191,22 +191,6 @@ static void print_table(const narr_t *x) {
   }
 }
 
-/* The columns [*first, *end) a region covers (regions are unions of
- * columns, by construction of each algorithm's columns). */
-static void col_range(const narr_t *x, size_t off, size_t len, int *first,
-                      int *end) {
-  int c = 0;
-  while (c < x->cols && x->col_off[c] < off)
-    c++;
-  *first = c;
-  while (c < x->cols && x->col_off[c + 1] <= off + len &&
-         (x->col_off[c] < off + len || len == 0 || c == *first))
-    c++;
-  *end = c;
-  if (*end == *first) /* an empty region between columns: the one it opens */
-    *end = *first + 1 <= x->cols ? *first + 1 : *first;
-}
-
 static void region_text(const narr_t *x, int first, int end, char *buf,
                         size_t size) {
   if (!x->col_word)
@@ -230,10 +214,12 @@ static void say(narr_t *x, const char *fmt, ...) {
 
 static void step_begin(narr_t *x) { x->msg_count = 0; }
 
-static void send(narr_t *x, int src, int dst, size_t off, size_t len,
+/* Worker src sends columns first .. end-1 to dst, which does action. */
+static void send(narr_t *x, int src, int dst, int first, int end,
                  rs_recv_action_t action) {
-  if (x->msg_count < MAX_MSGS)
-    x->msgs[x->msg_count++] = (msg_t){src, dst, off, len, action};
+  assert(x->msg_count < MAX_MSGS && 0 <= first && first < end &&
+         end <= x->cols);
+  x->msgs[x->msg_count++] = (msg_t){src, dst, first, end, action};
 }
 
 /* Worker r sets its own data aside (linear's root). */
@@ -252,10 +238,8 @@ static void step_end(narr_t *x, const char *title) {
   /* What each sender holds as the step begins. */
   for (int i = 0; i < x->msg_count; i++) {
     const msg_t *m = &x->msgs[i];
-    int first, end;
-    col_range(x, m->off, m->len, &first, &end);
     sent_held[i] =
-        m->src == m->dst ? x->stash_held[m->src] : x->held[m->src][first];
+        m->src == m->dst ? x->stash_held[m->src] : x->held[m->src][m->first];
     if (x->vals[0])
       memcpy(x->sent + (size_t)i * x->n * x->eb,
              m->src == m->dst ? x->stash[m->src] : x->vals[m->src],
@@ -263,20 +247,20 @@ static void step_end(narr_t *x, const char *title) {
   }
   for (int i = 0; i < x->msg_count; i++) {
     const msg_t *m = &x->msgs[i];
-    int first, end;
-    col_range(x, m->off, m->len, &first, &end);
+    const int first = m->first, end = m->end;
+    const size_t off = x->col_off[first], len = x->col_off[end] - off;
     unsigned after = m->action == RS_RECV_COPY
                          ? sent_held[i]
                          : x->held[m->dst][first] | sent_held[i];
     for (int c = first; c < end; c++)
       x->held[m->dst][c] = after;
-    if (x->vals[0] && m->len) {
-      unsigned char *dst = x->vals[m->dst] + m->off * x->eb;
-      const unsigned char *src = x->sent + ((size_t)i * x->n + m->off) * x->eb;
+    if (x->vals[0] && len) {
+      unsigned char *dst = x->vals[m->dst] + off * x->eb;
+      const unsigned char *src = x->sent + ((size_t)i * x->n + off) * x->eb;
       if (m->action == RS_RECV_COPY)
-        memcpy(dst, src, m->len * x->eb);
+        memcpy(dst, src, len * x->eb);
       else
-        rs__fold(x->dtype, dst, src, m->len, x->op,
+        rs__fold(x->dtype, dst, src, len, x->op,
                  m->action == RS_RECV_REDUCE_MEAN ? x->W : 0);
     }
     const char *verb =
@@ -336,8 +320,7 @@ static void explain_ring(narr_t *x, int mean) {
         rs_recv_action_t action = !rs                     ? RS_RECV_COPY
                                   : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
                                                           : RS_RECV_REDUCE;
-        send(x, r, rs__ring_next(W, r), x->col_off[c],
-             x->col_off[c + 1] - x->col_off[c], action);
+        send(x, r, rs__ring_next(W, r), c, c + 1, action);
       }
       snprintf(title, sizeof title, "%s step %d",
                rs ? "reduce-scatter" : "all-gather", step);
@@ -376,7 +359,7 @@ static void explain_rd(narr_t *x, int mean) {
     step_begin(x);
     for (int r = 0; r < W; r++)
       if (rs__pof2_fold_peer(W, r) > r)
-        send(x, r, rs__pof2_fold_peer(W, r), 0, x->n, RS_RECV_REDUCE);
+        send(x, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_REDUCE);
     step_end(x, "fold-in");
   }
   say(x,
@@ -389,7 +372,7 @@ static void explain_rd(narr_t *x, int mean) {
   for (int d = 1, k = 0; d < P; d *= 2, k++) {
     step_begin(x);
     for (int v = 0; v < P; v++)
-      send(x, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d), 0, x->n,
+      send(x, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d), 0, 1,
            mean && 2 * d == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
     snprintf(title, sizeof title, "exchange %d (distance %d)", k, d);
     step_end(x, title);
@@ -400,7 +383,7 @@ static void explain_rd(narr_t *x, int mean) {
     step_begin(x);
     for (int r = 0; r < W; r++)
       if (rs__pof2_fold_peer(W, r) >= 0 && rs__pof2_fold_peer(W, r) < r)
-        send(x, r, rs__pof2_fold_peer(W, r), 0, x->n, RS_RECV_COPY);
+        send(x, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_COPY);
     step_end(x, "fold-out");
   }
   say(x,
@@ -412,10 +395,11 @@ static void explain_rd(narr_t *x, int mean) {
 }
 
 /* Rabenseifner's (algo/rhd.h): the columns are the P parts the halvings
- * cut the bucket into. */
+ * cut the bucket into. A window is a run of parts: the halving of a bucket
+ * of P elements (rs__rhd_halving) gives it in parts, since every window of
+ * an n-element bucket is cut where the part boundaries are (rs_explain). */
 static void explain_rhd(narr_t *x, int mean) {
   const int W = x->W, P = rs__pof2(W), E = W - P, K = rs__log2(P);
-  const size_t left = x->n / 2;
   char title[96];
   if (E) {
     say_fold(x, P,
@@ -425,13 +409,13 @@ static void explain_rhd(narr_t *x, int mean) {
              "copies it and stands for both.");
     step_begin(x);
     for (int r = 0; r < 2 * E; r += 2) {
-      send(x, r, r + 1, left, x->n - left, RS_RECV_REDUCE);
-      send(x, r + 1, r, 0, left, RS_RECV_REDUCE);
+      send(x, r, r + 1, P / 2, P, RS_RECV_REDUCE);
+      send(x, r + 1, r, 0, P / 2, RS_RECV_REDUCE);
     }
     step_end(x, "fold-in step 0");
     step_begin(x);
     for (int r = 0; r < 2 * E; r += 2)
-      send(x, r + 1, r, left, x->n - left, RS_RECV_COPY);
+      send(x, r + 1, r, P / 2, P, RS_RECV_COPY);
     step_end(x, "fold-in step 1");
   }
   say(x,
@@ -445,8 +429,8 @@ static void explain_rhd(narr_t *x, int mean) {
     for (int v = 0; v < P; v++) {
       const int r = rs__rhd_rank(W, v);
       size_t go = 0, gl = 0, ko = 0, kl = 0;
-      rs__rhd_halving(W, r, x->n, k, &go, &gl, &ko, &kl);
-      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), go, gl,
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), (int)go, (int)(go + gl),
            mean && k == K - 1 ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
     }
     snprintf(title, sizeof title, "reduce-scatter step %d (distance %d)", k,
@@ -464,8 +448,9 @@ static void explain_rhd(narr_t *x, int mean) {
     for (int v = 0; v < P; v++) {
       const int r = rs__rhd_rank(W, v);
       size_t go = 0, gl = 0, ko = 0, kl = 0;
-      rs__rhd_halving(W, r, x->n, k, &go, &gl, &ko, &kl);
-      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), ko, kl, RS_RECV_COPY);
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), (int)ko, (int)(ko + kl),
+           RS_RECV_COPY);
     }
     snprintf(title, sizeof title, "all-gather step %d (distance %d)", j,
              1 << k);
@@ -476,7 +461,7 @@ static void explain_rhd(narr_t *x, int mean) {
            "r+1, which copies it.\n");
     step_begin(x);
     for (int r = 0; r < 2 * E; r += 2)
-      send(x, r, r + 1, 0, x->n, RS_RECV_COPY);
+      send(x, r, r + 1, 0, P, RS_RECV_COPY);
     step_end(x, "fold-out");
   }
   say(x,
@@ -501,13 +486,13 @@ static void explain_linear(narr_t *x, int mean) {
   stash(x, root);
   for (int j = 0; j < W - 1; j++) {
     step_begin(x);
-    send(x, rs__linear_sender(W, j), root, 0, x->n,
+    send(x, rs__linear_sender(W, j), root, 0, 1,
          j == 0 ? RS_RECV_COPY : RS_RECV_REDUCE);
     snprintf(title, sizeof title, "reduce step %d", j);
     step_end(x, title);
   }
   step_begin(x);
-  send(x, root, root, 0, x->n, mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+  send(x, root, root, 0, 1, mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
   step_end(x, "the root's own data, last");
   say(x,
       "\nbroadcast: %d step%s; in each the root sends the result to one "
@@ -515,7 +500,7 @@ static void explain_linear(narr_t *x, int mean) {
       W - 1, W == 2 ? "" : "s");
   for (int j = 0; j < W - 1; j++) {
     step_begin(x);
-    send(x, root, rs__linear_receiver(j), 0, x->n, RS_RECV_COPY);
+    send(x, root, rs__linear_receiver(j), 0, 1, RS_RECV_COPY);
     snprintf(title, sizeof title, "broadcast step %d", j);
     step_end(x, title);
   }
@@ -557,7 +542,6 @@ static void explain_tree(narr_t *x, int mean) {
       rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
   for (int phase = 0; phase < 2; phase++)
     for (int t = 0; t < 2; t++) {
-      const size_t off = x->col_off[t], len = x->col_off[t + 1] - off;
       for (int i = 0; i < most[t]; i++) {
         /* reduce: the deepest level first; broadcast: the root's first */
         const int L = phase == 0 ? most[t] - i : i + 1;
@@ -570,11 +554,11 @@ static void explain_tree(narr_t *x, int mean) {
           const int root = rs__tree_parent(W, t, p) < 0;
           for (int j = 0; j < k; j++)
             if (phase == 0)
-              send(x, children[j], p, off, len,
+              send(x, children[j], p, t, t + 1,
                    mean && root && j == k - 1 ? RS_RECV_REDUCE_MEAN
                                               : RS_RECV_REDUCE);
             else
-              send(x, p, children[j], off, len, RS_RECV_COPY);
+              send(x, p, children[j], t, t + 1, RS_RECV_COPY);
         }
         snprintf(title, sizeof title, "tree %d %s, level %d %s level %d", t,
                  phase == 0 ? "reduce" : "broadcast", phase == 0 ? L : L - 1,
