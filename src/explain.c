@@ -1,18 +1,67 @@
-/* explain.c - narrate a ring all-reduce step by step, as a teacher would.
+/* explain.c - narrate an all-reduce step by step, as a teacher would.
  *
- * Everything said here comes from the schedule the ring runs (schedule.h):
- * which chunk each worker sends and receives at each step, and what it does
- * with it; the contribution table is replayed from the same functions. */
+ * Everything said here comes from the schedule the algorithm runs (its
+ * pure functions in src/algo/NAME.h): which region each worker sends to
+ * whom at each step, and what the receiver does with it. Each algorithm's
+ * part below only lists a step's messages; one replay (the narration's
+ * engine) applies them to a table of whose contributions every worker's
+ * copy of every region holds and, for a small bucket, to the workers'
+ * values themselves, with the run's own reduce kernels in the run's order:
+ * the values narrated at the end are the run's result, bit for bit.
+ *
+ * A step's messages are all sent before any is received (each sender
+ * sends what it held when the step began), and a receiver folds its
+ * messages in the order listed: the order the algorithm folds them in. */
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "ringsim/ringsim.h"
+#include "algo/linear.h"
+#include "algo/rd.h"
+#include "algo/rhd.h"
 #include "algo/ring.h"
+#include "algo/tree.h"
+#include "reduce.h"
+#include "ringsim/ringsim.h"
 #include "runstate.h"
 #include "schedule.h"
 #include "util.h"
 
 #define EXPLAIN_MAX_WORKERS 8
+#define MAX_COLS 8     /* ring: W chunks; rhd: P parts; tree: 2 halves */
+#define MAX_MSGS 16    /* messages in one step */
+#define VALUES_UP_TO 8 /* a bucket this small has its values narrated */
+
+typedef struct msg {
+  int src, dst;   /* src == dst: the worker folds in the data it set aside */
+  int first, end; /* the region: columns first .. end-1 */
+  rs_recv_action_t action;
+} msg_t;
+
+/* The narration's state: the regions (columns), whose contributions each
+ * worker's copy of each holds, and the values when the bucket is small. */
+typedef struct narr {
+  FILE *out;
+  int W;
+  rs_op_t op;
+  rs_dtype_t dtype;
+  size_t n, base, eb; /* bucket elements, first element, bytes each */
+  int cols;
+  size_t col_off[MAX_COLS + 1];
+  const char *col_word;  /* "chunk", "part", "half"; NULL: one column */
+  const char *col_words; /* its plural */
+  unsigned held[EXPLAIN_MAX_WORKERS][MAX_COLS];
+  unsigned stash_held[EXPLAIN_MAX_WORKERS];
+  unsigned char *vals[EXPLAIN_MAX_WORKERS]; /* NULL: values not narrated */
+  unsigned char *stash[EXPLAIN_MAX_WORKERS];
+  unsigned char *sent; /* room for one snapshot of every worker */
+  msg_t msgs[MAX_MSGS];
+  int msg_count;
+  int steps; /* steps narrated */
+} narr_t;
 
 /* {0,1,3}, or "all" when every worker's contribution is in. */
 static const char *set_text(unsigned mask, int W, char *buf, size_t size) {
@@ -53,46 +102,521 @@ static const struct op_words *words_of(rs_op_t op) {
                                                            : &op_words[0];
 }
 
-static void print_table(FILE *out, unsigned held[][EXPLAIN_MAX_WORKERS],
-                        int W) {
-  char cell[32];
-  /* Cells padded to a column, the last one not (no trailing spaces). */
-  fprintf(out, "           ");
-  for (int c = 0; c < W; c++)
-    fprintf(out, c + 1 < W ? " chunk %-4d" : " chunk %d", c);
-  fprintf(out, "\n");
-  for (int r = 0; r < W; r++) {
-    fprintf(out, "  worker %d ", r);
-    for (int c = 0; c < W; c++)
-      fprintf(out, c + 1 < W ? " %-10s" : " %s",
-              set_text(held[r][c], W, cell, sizeof cell));
-    fprintf(out, "\n");
+/* The shortest decimal that reads back as the same value of the buffer's
+ * type (float or double). */
+static void value_text(const narr_t *x, const unsigned char *p, char *buf,
+                       size_t size) {
+  double v;
+  if (x->eb == sizeof(double))
+    memcpy(&v, p, sizeof v);
+  else {
+    float f;
+    memcpy(&f, p, sizeof f);
+    v = f;
   }
+  /* Positional (10, 0.25) where that reads well, as the report prints. */
+  const int positional = v == 0 || (fabs(v) >= 1e-4 && fabs(v) < 1e16);
+  for (int digits = positional ? 0 : 1; digits <= 24; digits++) {
+    snprintf(buf, size, positional ? "%.*f" : "%.*g", digits, v);
+    double back = strtod(buf, NULL);
+    if (x->eb == sizeof(double) ? back == v : (float)back == (float)v)
+      return;
+  }
+}
+
+/* Column c's cell of worker r's values: its elements, ", "-separated. */
+static void values_cell(const narr_t *x, int r, int c, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = x->col_off[c]; i < x->col_off[c + 1] && len < size; i++) {
+    char num[32];
+    value_text(x, x->vals[r] + i * x->eb, num, sizeof num);
+    len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                            i > x->col_off[c] ? ", " : "", num);
+  }
+  if (x->col_off[c] == x->col_off[c + 1])
+    snprintf(buf, size, "-");
+}
+
+static void col_name(const narr_t *x, int c, char *buf, size_t size) {
+  if (x->col_word)
+    snprintf(buf, size, "%s %d", x->col_word, c);
+  else
+    snprintf(buf, size, "buffer");
+}
+
+/* The table of contributions, and under it the values: each column as
+ * wide as its widest cell and at least 10 wide, the last not padded. */
+static void print_table(const narr_t *x) {
+  enum { CELL = 512 }; /* 8 values of up to 25 characters */
+  char cell[CELL];
+  int width[MAX_COLS];
+  for (int c = 0; c < x->cols; c++) {
+    col_name(x, c, cell, sizeof cell);
+    width[c] = (int)strlen(cell) + 1;
+    for (int r = 0; r < x->W; r++) {
+      int len = (int)strlen(set_text(x->held[r][c], x->W, cell, sizeof cell));
+      width[c] = len + 1 > width[c] ? len + 1 : width[c];
+      if (x->vals[0]) {
+        values_cell(x, r, c, cell, sizeof cell);
+        len = (int)strlen(cell);
+        width[c] = len + 1 > width[c] ? len + 1 : width[c];
+      }
+    }
+    width[c] = width[c] < 10 ? 10 : width[c];
+  }
+  fprintf(x->out, "           ");
+  for (int c = 0; c < x->cols; c++) {
+    col_name(x, c, cell, sizeof cell);
+    fprintf(x->out, " %-*s", c + 1 < x->cols ? width[c] : 0, cell);
+  }
+  fprintf(x->out, "\n");
+  for (int r = 0; r < x->W; r++) {
+    fprintf(x->out, "  worker %d ", r);
+    for (int c = 0; c < x->cols; c++)
+      fprintf(x->out, " %-*s", c + 1 < x->cols ? width[c] : 0,
+              set_text(x->held[r][c], x->W, cell, sizeof cell));
+    fprintf(x->out, "\n");
+  }
+  if (!x->vals[0])
+    return;
+  fprintf(x->out, "  values\n");
+  for (int r = 0; r < x->W; r++) {
+    fprintf(x->out, "  worker %d ", r);
+    for (int c = 0; c < x->cols; c++) {
+      values_cell(x, r, c, cell, sizeof cell);
+      fprintf(x->out, " %-*s", c + 1 < x->cols ? width[c] : 0, cell);
+    }
+    fprintf(x->out, "\n");
+  }
+}
+
+static void region_text(const narr_t *x, int first, int end, char *buf,
+                        size_t size) {
+  if (!x->col_word)
+    snprintf(buf, size, "its whole buffer");
+  else if (end - first == 1)
+    snprintf(buf, size, "%s %d", x->col_word, first);
+  else if (first == 0 && end == x->cols)
+    snprintf(buf, size, "its whole buffer");
+  else
+    snprintf(buf, size, "%s %d..%d", x->col_words, first, end - 1);
+}
+
+static void say(narr_t *x, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(narr_t *x, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(x->out, fmt, ap);
+  va_end(ap);
+}
+
+static void step_begin(narr_t *x) { x->msg_count = 0; }
+
+/* Worker src sends columns first .. end-1 to dst, which does action. */
+static void send(narr_t *x, int src, int dst, int first, int end,
+                 rs_recv_action_t action) {
+  assert(x->msg_count < MAX_MSGS && 0 <= first && first < end &&
+         end <= x->cols);
+  x->msgs[x->msg_count++] = (msg_t){src, dst, first, end, action};
+}
+
+/* Worker r sets its own data aside (linear's root). */
+static void stash(narr_t *x, int r) {
+  x->stash_held[r] = x->held[r][0];
+  if (x->vals[r])
+    memcpy(x->stash[r], x->vals[r], x->n * x->eb);
+}
+
+/* Replay the step's messages, narrate each, then print the table. */
+static void step_end(narr_t *x, const char *title) {
+  char a[32], b[32], what[64];
+  unsigned sent_held[MAX_MSGS];
+  say(x, "\n%s\n", title);
+  x->steps++;
+  /* What each sender holds as the step begins. */
+  for (int i = 0; i < x->msg_count; i++) {
+    const msg_t *m = &x->msgs[i];
+    sent_held[i] =
+        m->src == m->dst ? x->stash_held[m->src] : x->held[m->src][m->first];
+    if (x->vals[0])
+      memcpy(x->sent + (size_t)i * x->n * x->eb,
+             m->src == m->dst ? x->stash[m->src] : x->vals[m->src],
+             x->n * x->eb);
+  }
+  for (int i = 0; i < x->msg_count; i++) {
+    const msg_t *m = &x->msgs[i];
+    const int first = m->first, end = m->end;
+    const size_t off = x->col_off[first], len = x->col_off[end] - off;
+    unsigned after = m->action == RS_RECV_COPY
+                         ? sent_held[i]
+                         : x->held[m->dst][first] | sent_held[i];
+    for (int c = first; c < end; c++)
+      x->held[m->dst][c] = after;
+    if (x->vals[0] && len) {
+      unsigned char *dst = x->vals[m->dst] + off * x->eb;
+      const unsigned char *src = x->sent + ((size_t)i * x->n + off) * x->eb;
+      if (m->action == RS_RECV_COPY)
+        memcpy(dst, src, len * x->eb);
+      else
+        rs__fold(x->dtype, dst, src, len, x->op,
+                 m->action == RS_RECV_REDUCE_MEAN ? x->W : 0);
+    }
+    const char *verb =
+        m->action == RS_RECV_COPY ? "copies it" : words_of(x->op)->fold_verb;
+    region_text(x, first, end, what, sizeof what);
+    if (m->src == m->dst)
+      say(x,
+          "  worker %d takes its own data, set aside at the start, "
+          "holding %s, and %s",
+          m->src, set_text(sent_held[i], x->W, a, sizeof a), verb);
+    else
+      say(x, "  worker %d sends %s, holding %s, to worker %d, which %s", m->src,
+          what, set_text(sent_held[i], x->W, a, sizeof a), m->dst, verb);
+    say(x, " -> %s", set_text(after, x->W, b, sizeof b));
+    if (m->action == RS_RECV_REDUCE_MEAN)
+      say(x, ", and divides by %d: the mean", x->W);
+    say(x, "\n");
+  }
+  print_table(x);
+}
+
+/* After a phase that leaves each worker with complete regions: which. */
+static void say_owners(narr_t *x, const char *phase) {
+  char name[32];
+  say(x, "\nAfter %s each worker owns, complete:", phase);
+  for (int r = 0; r < x->W; r++) {
+    int any = 0;
+    say(x, "%s worker %d", r ? "," : "", r);
+    for (int c = 0; c < x->cols; c++)
+      if (x->held[r][c] == (1u << x->W) - 1) {
+        col_name(x, c, name, sizeof name);
+        say(x, "%s %s", any++ ? " and" : "", name);
+      }
+    if (!any)
+      say(x, " nothing complete");
+  }
+  say(x, ".\n");
+}
+
+/* The ring (algo/ring.h): W-1 steps of reduce-scatter, W-1 of all-gather,
+ * every worker sending one chunk to the next in each. */
+static void explain_ring(narr_t *x, int mean) {
+  const int W = x->W;
+  char title[64];
+  for (int phase = 0; phase < 2; phase++) {
+    rs_phase_t ph = (rs_phase_t)phase;
+    const int rs = ph == RS_PHASE_REDUCE_SCATTER;
+    say(x,
+        "\n%s: %d step%s; in each, every worker sends one chunk to "
+        "the next worker and %s the chunk it receives.\n",
+        rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
+        rs ? words_of(x->op)->fold_phrase : "copies over its own copy");
+    for (int step = 0; step < W - 1; step++) {
+      step_begin(x);
+      for (int r = 0; r < W; r++) {
+        int c = rs__ring_send_chunk(W, r, ph, step);
+        rs_recv_action_t action = !rs                     ? RS_RECV_COPY
+                                  : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
+                                                          : RS_RECV_REDUCE;
+        send(x, r, rs__ring_next(W, r), c, c + 1, action);
+      }
+      snprintf(title, sizeof title, "%s step %d",
+               rs ? "reduce-scatter" : "all-gather", step);
+      step_end(x, title);
+    }
+    if (rs)
+      say_owners(x, "reduce-scatter");
+  }
+  say(x,
+      "\nEvery worker now holds every chunk %s all %d "
+      "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
+      "its buffer.\n",
+      words_of(x->op)->result, W, 2 * (W - 1), 2 * (W - 1));
+}
+
+/* The fold-in's and fold-out's explanation, shared by rd and rhd. */
+static void say_fold(narr_t *x, int P, const char *how) {
+  const int E = x->W - P;
+  say(x,
+      "\n%d workers are not a power of two: the E = %d extra worker%s fold%s "
+      "into %s neighbour%s first, as Open MPI does. %s Then %d workers "
+      "take part, renumbered 0..%d, and at the end the result goes back to "
+      "the %d that sat out.\n",
+      x->W, E, E == 1 ? "" : "s", E == 1 ? "s" : "", E == 1 ? "its" : "their",
+      E == 1 ? "" : "s", how, P, P - 1, E);
+}
+
+/* Recursive doubling (algo/rd.h). */
+static void explain_rd(narr_t *x, int mean) {
+  const int W = x->W, P = rs__pof2(W), E = W - P;
+  char title[96];
+  if (E) {
+    say_fold(x, P,
+             "Each even worker r below 2E sends its whole buffer to r+1, "
+             "which adds it to its own and stands for both.");
+    step_begin(x);
+    for (int r = 0; r < W; r++)
+      if (rs__pof2_fold_peer(W, r) > r)
+        send(x, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_REDUCE);
+    step_end(x, "fold-in");
+  }
+  say(x,
+      "\nexchanges: %d step%s; in the step at distance d = 1, 2, 4, ..., "
+      "each worker taking part (renumbered rank v) swaps its whole buffer "
+      "with renumbered rank v xor d, and both %s.\n",
+      rs__log2(P), P == 2 ? "" : "s",
+      x->op == RS_OP_SUM || x->op == RS_OP_AVG ? "add"
+                                               : "fold it into their own");
+  for (int d = 1, k = 0; d < P; d *= 2, k++) {
+    step_begin(x);
+    for (int v = 0; v < P; v++)
+      send(x, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d), 0, 1,
+           mean && 2 * d == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+    snprintf(title, sizeof title, "exchange %d (distance %d)", k, d);
+    step_end(x, title);
+  }
+  if (E) {
+    say(x, "\nfold-out: each odd worker r below 2E sends the result back to "
+           "r-1, which copies it.\n");
+    step_begin(x);
+    for (int r = 0; r < W; r++)
+      if (rs__pof2_fold_peer(W, r) >= 0 && rs__pof2_fold_peer(W, r) < r)
+        send(x, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_COPY);
+    step_end(x, "fold-out");
+  }
+  say(x,
+      "\nEvery worker now holds the whole buffer %s all %d workers: %d "
+      "step%s, each worker taking part sending its whole buffer %d "
+      "time%s, where the ring sends 2(W-1)/W of it.\n",
+      words_of(x->op)->result, W, x->steps, x->steps == 1 ? "" : "s",
+      rs__log2(P), rs__log2(P) == 1 ? "" : "s");
+}
+
+/* Rabenseifner's (algo/rhd.h): the columns are the P parts the halvings
+ * cut the bucket into. A window is a run of parts: the halving of a bucket
+ * of P elements (rs__rhd_halving) gives it in parts, since every window of
+ * an n-element bucket is cut where the part boundaries are (rs_explain). */
+static void explain_rhd(narr_t *x, int mean) {
+  const int W = x->W, P = rs__pof2(W), E = W - P, K = rs__log2(P);
+  char title[96];
+  if (E) {
+    say_fold(x, P,
+             "Each pair r, r+1 (even r below 2E) swaps halves, the even one "
+             "keeping and adding the left half, the odd one the right; then "
+             "the odd one sends its summed right half to the even one, which "
+             "copies it and stands for both.");
+    step_begin(x);
+    for (int r = 0; r < 2 * E; r += 2) {
+      send(x, r, r + 1, P / 2, P, RS_RECV_REDUCE);
+      send(x, r + 1, r, 0, P / 2, RS_RECV_REDUCE);
+    }
+    step_end(x, "fold-in step 0");
+    step_begin(x);
+    for (int r = 0; r < 2 * E; r += 2)
+      send(x, r + 1, r, P / 2, P, RS_RECV_COPY);
+    step_end(x, "fold-in step 1");
+  }
+  say(x,
+      "\nreduce-scatter by recursive halving: %d step%s; at distance m = 1, "
+      "2, 4, ... each worker taking part (virtual rank v) sends half of its "
+      "window to v xor m and %s the other half it receives: the lower "
+      "worker keeps the left half. The window halves every step.\n",
+      K, K == 1 ? "" : "s", words_of(x->op)->fold_phrase);
+  for (int k = 0; k < K; k++) {
+    step_begin(x);
+    for (int v = 0; v < P; v++) {
+      const int r = rs__rhd_rank(W, v);
+      size_t go = 0, gl = 0, ko = 0, kl = 0;
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), (int)go, (int)(go + gl),
+           mean && k == K - 1 ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+    }
+    snprintf(title, sizeof title, "reduce-scatter step %d (distance %d)", k,
+             1 << k);
+    step_end(x, title);
+  }
+  say_owners(x, "reduce-scatter");
+  say(x,
+      "\nall-gather by recursive doubling: %d step%s, the same partners in "
+      "reverse order; each sends what it holds and copies what it gave "
+      "away, so the window doubles back to the whole buffer.\n",
+      K, K == 1 ? "" : "s");
+  for (int k = K - 1, j = 0; k >= 0; k--, j++) {
+    step_begin(x);
+    for (int v = 0; v < P; v++) {
+      const int r = rs__rhd_rank(W, v);
+      size_t go = 0, gl = 0, ko = 0, kl = 0;
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      send(x, r, rs__rhd_rank(W, v ^ (1 << k)), (int)ko, (int)(ko + kl),
+           RS_RECV_COPY);
+    }
+    snprintf(title, sizeof title, "all-gather step %d (distance %d)", j,
+             1 << k);
+    step_end(x, title);
+  }
+  if (E) {
+    say(x, "\nfold-out: each even worker r below 2E sends the result to "
+           "r+1, which copies it.\n");
+    step_begin(x);
+    for (int r = 0; r < 2 * E; r += 2)
+      send(x, r, r + 1, 0, P, RS_RECV_COPY);
+    step_end(x, "fold-out");
+  }
+  say(x,
+      "\nEvery worker now holds every part %s all %d workers: %d steps; "
+      "each worker taking part sends (P-1)/P of its buffer in the "
+      "halvings and as much in the doublings, as the ring does, in "
+      "2 log2 P steps instead of 2(W-1).\n",
+      words_of(x->op)->result, W, x->steps);
+}
+
+/* The linear all-reduce (algo/linear.h). */
+static void explain_linear(narr_t *x, int mean) {
+  const int W = x->W, root = RS_LINEAR_ROOT;
+  char title[64];
+  say(x,
+      "\nreduce: %d step%s; in each, one worker sends its whole buffer to "
+      "worker %d, the root. The root sets its own data aside, copies the "
+      "first buffer it receives over its own, %s each next one, and folds "
+      "its own in last, as Open MPI's basic linear reduce does.\n",
+      W - 1, W == 2 ? "" : "s", root,
+      x->op == RS_OP_SUM || x->op == RS_OP_AVG ? "adds" : "folds in");
+  stash(x, root);
+  for (int j = 0; j < W - 1; j++) {
+    step_begin(x);
+    send(x, rs__linear_sender(W, j), root, 0, 1,
+         j == 0 ? RS_RECV_COPY : RS_RECV_REDUCE);
+    snprintf(title, sizeof title, "reduce step %d", j);
+    step_end(x, title);
+  }
+  step_begin(x);
+  send(x, root, root, 0, 1, mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+  step_end(x, "the root's own data, last");
+  say(x,
+      "\nbroadcast: %d step%s; in each the root sends the result to one "
+      "worker, which copies it.\n",
+      W - 1, W == 2 ? "" : "s");
+  for (int j = 0; j < W - 1; j++) {
+    step_begin(x);
+    send(x, root, rs__linear_receiver(j), 0, 1, RS_RECV_COPY);
+    snprintf(title, sizeof title, "broadcast step %d", j);
+    step_end(x, title);
+  }
+  say(x,
+      "\nEvery worker now holds the whole buffer %s all %d workers: the "
+      "root took in %d buffer%s and sent out %d, all through its own "
+      "link.\n",
+      words_of(x->op)->result, W, W - 1, W == 2 ? "" : "s", W - 1);
+}
+
+/* The double binary tree (algo/tree.h): the columns are the two halves,
+ * half t all-reduced by tree t. */
+static void explain_tree(narr_t *x, int mean) {
+  const int W = x->W;
+  char title[96];
+  int most[2] = {0, 0};
+  for (int t = 0; t < 2; t++) {
+    say(x, "\ntree %d (root worker %d):", t, rs__tree_root(W, t));
+    int any = 0;
+    for (int r = 0; r < W; r++) {
+      int children[2];
+      const int k = rs__tree_children(W, t, r, children);
+      const int d = rs__tree_depth(W, t, r);
+      most[t] = d > most[t] ? d : most[t];
+      if (k == 1)
+        say(x, "%s worker %d's child %d", any++ ? ";" : "", r, children[0]);
+      else if (k == 2)
+        say(x, "%s worker %d's children %d, %d", any++ ? ";" : "", r,
+            children[0], children[1]);
+    }
+    say(x, ".");
+  }
+  say(x,
+      "\nHalf t of the bucket goes up tree t (reduce) and back down "
+      "(broadcast), as %d chunk%s of segments, pipelined: a segment climbs "
+      "one level while the next climbs the level below. The steps below "
+      "follow the data level by level; a worker folds its own data first, "
+      "then its children's in order.\n",
+      rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
+  for (int phase = 0; phase < 2; phase++)
+    for (int t = 0; t < 2; t++) {
+      for (int i = 0; i < most[t]; i++) {
+        /* reduce: the deepest level first; broadcast: the root's first */
+        const int L = phase == 0 ? most[t] - i : i + 1;
+        step_begin(x);
+        for (int p = 0; p < W; p++) {
+          int children[2];
+          if (rs__tree_depth(W, t, p) != L - 1)
+            continue;
+          const int k = rs__tree_children(W, t, p, children);
+          const int root = rs__tree_parent(W, t, p) < 0;
+          for (int j = 0; j < k; j++)
+            if (phase == 0)
+              send(x, children[j], p, t, t + 1,
+                   mean && root && j == k - 1 ? RS_RECV_REDUCE_MEAN
+                                              : RS_RECV_REDUCE);
+            else
+              send(x, p, children[j], t, t + 1, RS_RECV_COPY);
+        }
+        snprintf(title, sizeof title, "tree %d %s, level %d %s level %d", t,
+                 phase == 0 ? "reduce" : "broadcast", phase == 0 ? L : L - 1,
+                 phase == 0 ? "up to" : "down to", phase == 0 ? L - 1 : L);
+        step_end(x, title);
+      }
+    }
+  say(x,
+      "\nEvery worker now holds both halves %s all %d workers; each half "
+      "crossed %d and %d levels up and as many down.\n",
+      words_of(x->op)->result, W, most[0], most[1]);
+}
+
+int rs_explain_check(const rs_run_t *run, char *errmsg) {
+  const int W = run->config.workers;
+  if (W < 1 || W > EXPLAIN_MAX_WORKERS)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates 1 to %d workers, not %d",
+                   EXPLAIN_MAX_WORKERS, W);
+  if (run->config.collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates an all-reduce, not a reduce-scatter");
+  return RS_OK;
 }
 
 int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   const rs_model_t *model = run->model;
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;
-  if (run->config.algo != RS_ALGO_RING)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--explain narrates the ring; --algo %s is not narrated",
-                   rs_algorithm_name(run->config.algo));
-  if (W < 1 || W > EXPLAIN_MAX_WORKERS)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--explain narrates rings of 1 to %d workers, not %d",
-                   EXPLAIN_MAX_WORKERS, W);
+  const rs_algorithm_t algo = run->config.algo;
+  int rc = rs_explain_check(run, errmsg);
+  if (rc)
+    return rc;
   const rs_bucket_t *bucket = &run->buckets[0];
-  const size_t n = bucket->elems, base = bucket->elem_offset;
-  unsigned held[EXPLAIN_MAX_WORKERS][EXPLAIN_MAX_WORKERS];
-  char a[32], b[32], name[256];
+  narr_t x = {.out = out,
+              .W = W,
+              .op = op,
+              .dtype = run->dtype,
+              .n = bucket->elems,
+              .base = bucket->elem_offset,
+              .eb = run->buf_elem_bytes};
+  const size_t n = x.n, base = x.base;
+  char name[256];
   const size_t total = rs_model_elems(model);
   snprintf(name, sizeof name, "%s", rs_model_name(model));
   rs_one_line(name); /* a name holding ESC or CR cannot drive the terminal */
+  static const char *const titles[] = {
+      [RS_ALGO_RING] = "ring all-reduce",
+      [RS_ALGO_RD] = "recursive doubling all-reduce",
+      [RS_ALGO_RHD] = "Rabenseifner's all-reduce (recursive halving, then "
+                      "doubling)",
+      [RS_ALGO_LINEAR] = "linear all-reduce (reduce to worker 0, then "
+                         "broadcast)",
+      [RS_ALGO_TREE] = "double binary tree all-reduce"};
   fprintf(out,
-          "explain: ring all-reduce (%s) of \"%s\" on %d worker%s, %zu "
+          "explain: %s (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
-          rs_op_name(op), name, W, W == 1 ? "" : "s", total,
+          titles[algo], rs_op_name(op), name, W, W == 1 ? "" : "s", total,
           total == 1 ? "" : "s");
   if (run->result.buckets > 1 && W > 1)
     fprintf(out,
@@ -105,74 +629,124 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                  "step, no transfer.\n");
     return RS_OK;
   }
-  fprintf(out, "\nEach worker's %s is cut into %d chunks:",
-          run->result.buckets > 1 ? "bucket" : "flat buffer", W);
-  for (int c = 0; c < W; c++) {
-    size_t off = base + rs__chunk_offset(n, W, c);
-    size_t len = rs__chunk_elems(n, W, c);
-    if (len == 0)
-      fprintf(out, "%s chunk %d empty", c ? "," : "", c);
-    else
-      fprintf(out, "%s chunk %d = elements %zu..%zu", c ? "," : "", c, off,
-              off + len - 1);
-  }
-  fprintf(out,
-          ".\nA cell lists whose gradients that worker's copy of that "
-          "chunk %s.\n\nstart\n",
-          words_of(op)->cell_verb);
-  for (int r = 0; r < W; r++)
-    for (int c = 0; c < W; c++)
-      held[r][c] = 1u << r;
-  print_table(out, held, W);
-
-  for (int phase = 0; phase < 2; phase++) {
-    rs_phase_t ph = (rs_phase_t)phase;
-    fprintf(out,
-            "\n%s: %d step%s; in each, every worker sends one chunk to "
-            "the next worker and %s the chunk it receives.\n",
-            ph == RS_PHASE_REDUCE_SCATTER ? "reduce-scatter" : "all-gather",
-            W - 1, W == 2 ? "" : "s",
-            ph == RS_PHASE_REDUCE_SCATTER ? words_of(op)->fold_phrase
-                                          : "copies over its own copy");
-    for (int step = 0; step < W - 1; step++) {
-      unsigned sent[EXPLAIN_MAX_WORKERS];
-      fprintf(out, "\n%s step %d\n",
-              ph == RS_PHASE_REDUCE_SCATTER ? "reduce-scatter" : "all-gather",
-              step);
-      for (int r = 0; r < W; r++)
-        sent[r] = held[r][rs__ring_send_chunk(W, r, ph, step)];
-      for (int r = 0; r < W; r++) {
-        int dst = rs__ring_next(W, r), c = rs__ring_send_chunk(W, r, ph, step);
-        unsigned before = held[dst][c];
-        unsigned after =
-            ph == RS_PHASE_REDUCE_SCATTER ? before | sent[r] : sent[r];
-        held[dst][c] = after;
-        int completes = ph == RS_PHASE_REDUCE_SCATTER && step == W - 2;
-        fprintf(out,
-                "  worker %d sends chunk %d, holding %s, to worker %d, "
-                "which %s -> %s",
-                r, c, set_text(sent[r], W, a, sizeof a), dst,
-                ph == RS_PHASE_REDUCE_SCATTER ? words_of(op)->fold_verb
-                                              : "copies it",
-                set_text(after, W, b, sizeof b));
-        if (completes && op == RS_OP_AVG)
-          fprintf(out, ", and divides by %d: the mean", W);
-        fprintf(out, "\n");
+  /* The columns: the regions the algorithm moves. */
+  const int P = rs__pof2(W);
+  const char *what = run->result.buckets > 1 ? "bucket" : "flat buffer";
+  switch (algo) {
+  case RS_ALGO_RING:
+    x.cols = W;
+    x.col_word = "chunk";
+    x.col_words = "chunks";
+    for (int c = 0; c <= W; c++)
+      x.col_off[c] = c < W ? rs__chunk_offset(n, W, c) : n;
+    break;
+  case RS_ALGO_RHD:
+    /* The halvings' cuts: window [s, s+len) splits at s + len/2; the
+     * leaves in order are the parts. */
+    x.cols = P;
+    x.col_word = "part";
+    x.col_words = "parts";
+    x.col_off[0] = 0;
+    x.col_off[P] = n;
+    for (int span = P; span > 1; span /= 2)
+      for (int c = 0; c < P; c += span) {
+        size_t lo = x.col_off[c], hi = x.col_off[c + span];
+        x.col_off[c + span / 2] = lo + (hi - lo) / 2;
       }
-      print_table(out, held, W);
+    break;
+  case RS_ALGO_TREE:
+    x.cols = 2;
+    x.col_word = "half";
+    x.col_words = "halves";
+    for (int c = 0; c <= 2; c++)
+      x.col_off[c] = c < 2 ? rs__chunk_offset(n, 2, c) : n;
+    break;
+  default: /* rd, linear: the whole buffer moves at once */
+    x.cols = 1;
+    x.col_off[0] = 0;
+    x.col_off[1] = n;
+    break;
+  }
+  if (x.cols > 1) {
+    fprintf(out, "\nEach worker's %s is cut into %d %s:", what, x.cols,
+            x.col_words);
+    for (int c = 0; c < x.cols; c++) {
+      size_t off = base + x.col_off[c], len = x.col_off[c + 1] - x.col_off[c];
+      if (len == 0)
+        fprintf(out, "%s %s %d empty", c ? "," : "", x.col_word, c);
+      else
+        fprintf(out, "%s %s %d = elements %zu..%zu", c ? "," : "", x.col_word,
+                c, off, off + len - 1);
     }
-    if (ph == RS_PHASE_REDUCE_SCATTER) {
-      fprintf(out, "\nAfter reduce-scatter each worker owns one complete "
-                   "chunk:");
-      for (int r = 0; r < W; r++)
-        fprintf(out, "%s worker %d chunk %d", r ? "," : "", r, (r + 1) % W);
-      fprintf(out, ".\n");
+    fprintf(out,
+            ".\nA cell lists whose gradients that worker's copy of that "
+            "%s %s.\n",
+            x.col_word, words_of(op)->cell_verb);
+  } else {
+    fprintf(out,
+            "\nEvery message carries a worker's whole %s, elements "
+            "%zu..%zu.\nA cell lists whose gradients that worker's copy "
+            "%s.\n",
+            what, base, base + n - 1, words_of(op)->cell_verb);
+  }
+  /* The values, when the bucket is small and the buffers are filled. */
+  const int mean = op == RS_OP_AVG && !run->config.average_pre;
+  int values = run->filled && n <= VALUES_UP_TO;
+  for (int r = 0; r < W && values; r++) {
+    x.vals[r] = malloc(n * x.eb);
+    x.stash[r] = malloc(n * x.eb);
+    values = x.vals[r] && x.stash[r];
+  }
+  if (values && (x.sent = malloc(MAX_MSGS * n * x.eb)) == NULL)
+    values = 0;
+  if (!values)
+    for (int r = 0; r < W; r++) {
+      free(x.vals[r]);
+      free(x.stash[r]);
+      x.vals[r] = x.stash[r] = NULL;
+    }
+  for (int r = 0; r < W; r++) {
+    for (int c = 0; c < x.cols; c++)
+      x.held[r][c] = 1u << r;
+    if (values) {
+      memcpy(x.vals[r], run->bufs[r] + base * x.eb, n * x.eb);
+      if (op == RS_OP_AVG && run->config.average_pre)
+        rs__scale_div(x.dtype, x.vals[r], n, W);
     }
   }
-  fprintf(out,
-          "\nEvery worker now holds every chunk %s all %d "
-          "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
-          "its buffer.\n\n",
-          words_of(op)->result, W, 2 * (W - 1), 2 * (W - 1));
+  if (values)
+    fprintf(out, "Under it, each worker's values%s.\n",
+            op == RS_OP_AVG && run->config.average_pre
+                ? ", each already divided by the number of workers "
+                  "(--average pre)"
+                : "");
+  fprintf(out, "\nstart\n");
+  print_table(&x);
+  switch (algo) {
+  case RS_ALGO_RING:
+    explain_ring(&x, mean);
+    break;
+  case RS_ALGO_RD:
+    explain_rd(&x, mean);
+    break;
+  case RS_ALGO_RHD:
+    explain_rhd(&x, mean);
+    break;
+  case RS_ALGO_LINEAR:
+    explain_linear(&x, mean);
+    break;
+  case RS_ALGO_TREE:
+    explain_tree(&x, mean);
+    break;
+  }
+  fprintf(out, "\n");
+  for (int r = 0; r < W; r++)
+    for (int c = 0; c < x.cols; c++)
+      assert(x.held[r][c] == (1u << W) - 1); /* the schedule all-reduces */
+  for (int r = 0; r < W; r++) {
+    free(x.vals[r]);
+    free(x.stash[r]);
+  }
+  free(x.sent);
   return RS_OK;
 }

@@ -61,6 +61,11 @@ SKIPPED = [
     ("bench --workers 2,4,8 -b 64K -e 64M",
      "the busbw sweep up to 64 MiB at W=8: minutes (scripts/doc-images)"),
     ("compare perf.db", "draws the busbw sweep's trace (see above)"),
+    ("bench --workers 4,8 --algo all -b 8 -e 64M --json",
+     "every algorithm up to 64 MiB at W=4 and 8: about six minutes "
+     "(tools_compare_algorithms_crossovers runs the same on small sizes)"),
+    ("compare --bench bench-algos.jsonl",
+     "draws that sweep's output (scripts/doc-images draws the recorded one)"),
 ]
 
 COMMAND_START = ("build/ringsim", "ringsim ", "tools/", "sqlite3 ", "scripts/")

@@ -36,12 +36,21 @@ class Teaching(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         return out[:out.index("\nringsim ")] + "\n"
 
-    # teach-1: --explain narrates W=2, 3 and 4 exactly as the reviewed
-    # golden files say, then runs the all-reduce (the answer follows).
+    # teach-1: --explain narrates W=2, 3 and 4 of the ring, W=3 and 4 of
+    # every other algorithm and W=6 of rd and rhd (two workers folded in)
+    # exactly as the reviewed golden files say, then runs the all-reduce
+    # (the answer follows).
     def test_explain_golden(self):
+        three = ["-p", os.path.join(GOLDEN, "three.json"), "-w", 3]
+        four = ["-p", os.path.join(GOLDEN, "four.json"), "-w", 4, "--op", "sum"]
         cases = [("explain_w2.txt", ["-p", os.path.join(EXAMPLES, "two_workers.json")]),
-                 ("explain_w3.txt", ["-p", os.path.join(GOLDEN, "three.json"), "-w", 3]),
-                 ("explain_w4.txt", ["-p", os.path.join(GOLDEN, "four.json"), "-w", 4, "--op", "sum"])]
+                 ("explain_w3.txt", three), ("explain_w4.txt", four)]
+        for algo in ("rd", "rhd", "linear", "tree"):
+            cases += [(f"explain_{algo}_w3.txt", three + ["--algo", algo, "--init", "exact"]),
+                      (f"explain_{algo}_w4.txt", four + ["--algo", algo, "--init", "exact"])]
+        for algo in ("rd", "rhd"):
+            cases.append((f"explain_{algo}_w6.txt", ["-p", os.path.join(GOLDEN, "four.json"),
+                                                     "-w", 6, "--algo", algo, "--init", "exact"]))
         for golden, args in cases:
             with self.subTest(golden=golden):
                 with open(os.path.join(GOLDEN, golden)) as f:
@@ -51,7 +60,79 @@ class Teaching(unittest.TestCase):
         self.assertIn("  w: [2, 3]\n", out)
         rc, out, err = run("-p", os.path.join(EXAMPLES, "mlp.json"), "-w", 9, "--explain", "--no-trace")
         self.assertEqual(rc, 2)
-        self.assertIn("--explain narrates rings of 1 to 8 workers, not 9", err)
+        self.assertEqual(err, "ringsim: --explain narrates 1 to 8 workers, not 9\n")
+        for algo in ("rd", "tree"):
+            rc, out, err = run("-p", os.path.join(EXAMPLES, "mlp.json"), "-w", 9, "--algo", algo,
+                               "--explain", "--trace", self.db)
+            self.assertEqual((rc, out), (2, ""), algo)
+            self.assertIn("--explain narrates 1 to 8 workers, not 9", err)
+            self.assertFalse(os.path.exists(self.db), "refused before anything runs")
+
+    @staticmethod
+    def narrated_values(text, workers):
+        """Each worker's values in the narration's last table, flat."""
+        rows = text[text.rindex("  values\n") + len("  values\n"):].splitlines()[:workers]
+        values = []
+        for w, row in enumerate(rows):
+            prefix = f"  worker {w}  "
+            assert row.startswith(prefix), row
+            cells = [c for c in row[len(prefix):].strip().split("  ") if c.strip()]
+            values.append([float(v) for c in cells if c.strip() != "-"
+                           for v in c.strip().split(", ")])
+        return values
+
+    # teach-10: the two-worker example narrates right for every algorithm:
+    # w=[1,2] and [3,4] start the table, every worker ends holding [2, 3]
+    # with every region complete, and the run's answer follows.
+    def test_explain_two_workers_every_algorithm(self):
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+            with self.subTest(algo=algo):
+                text = self.narration("-p", two, "--algo", algo)
+                start = text[text.index("\nstart\n"):]
+                self.assertEqual(self.narrated_values(start[:start.index("\n\n", 1)], 2),
+                                 [[1, 2], [3, 4]])
+                self.assertEqual(self.narrated_values(text, 2), [[2, 3], [2, 3]])
+                table = text[text.rindex("\n\n", 0, text.rindex("  values\n")):]
+                for w in (0, 1):
+                    row = [l for l in table.splitlines() if l.startswith(f"  worker {w}  ")][0]
+                    self.assertEqual(row.split()[2:], ["all"] * len(row.split()[2:]), table)
+                self.assertIn("divides by 2: the mean", text)
+                self.assertIn("averaged over all 2 workers", text)
+                rc, out, err = run("-p", two, "--algo", algo, "--explain", "--no-trace")
+                self.assertEqual(rc, 0, err)
+                self.assertIn("  w: [2, 3]\n", out)
+
+    # teach-11: the values --explain narrates at the end are the run's
+    # result, bit for bit, for every algorithm, W = 2..8 (W not a power of
+    # two folds workers in), every op, f32, f64 and f16, avg divided last
+    # or first: the narration replays the run's own arithmetic.
+    def test_explain_values_are_the_result(self):
+        import struct
+        cases = 0
+        for dtype in ("f32", "f64", "f16"):
+            model = os.path.join(self.tmp.name, f"{dtype}.json")
+            with open(model, "w") as f:
+                json.dump({"params": [{"name": "a", "shape": [3], "dtype": dtype},
+                                      {"name": "b", "shape": [4], "dtype": dtype}]}, f)
+            as_dtype = (lambda v: v) if dtype == "f64" else \
+                (lambda v: struct.unpack("f", struct.pack("f", v))[0])
+            for algo in ("ring", "rd", "rhd", "linear", "tree"):
+                for workers in range(2, 9):
+                    for op in (["--op", "avg"], ["--op", "avg", "--average", "pre"],
+                               ["--op", "prod"], ["--op", "max"]):
+                        rc, out, err = run("-p", model, "-w", workers, "--algo", algo, *op,
+                                           "--seed", workers, "--explain", "--json", "--no-trace")
+                        self.assertEqual(rc, 0, err)
+                        at = out.index("\n{")
+                        result = json.loads(out[at + 1:])["result"]
+                        want = [as_dtype(v) for v in result["a"] + result["b"]]
+                        got = self.narrated_values(out[:at], workers)
+                        for w in range(workers):
+                            self.assertEqual([as_dtype(v) for v in got[w]], want,
+                                             (dtype, algo, workers, op, w))
+                        cases += 1
+        self.assertEqual(cases, 3 * 5 * 7 * 4)
 
     # teach-2: with --net the report shows simulated, predicted and measured
     # time side by side; --json has sim_ns and predicted_ns, equal for a

@@ -448,8 +448,8 @@ class Tools(unittest.TestCase):
 
     # tools-14: every other algorithm (rd, rhd, linear, tree at W=5, so rd
     # and rhd fold in and out): timeline, links, compare and export draw
-    # each phase in its own colour and name it; chunks and animate, which
-    # replay the ring's schedule, refuse in one line naming the algorithm.
+    # each phase in its own colour and name it; chunks and animate draw
+    # each one's regions, named in the title.
     def test_other_algorithms(self):
         import re
         colours = {"reduce_scatter": "#1f77b4", "all_gather": "#ff7f0e", "exchange": "#2ca02c",
@@ -522,11 +522,15 @@ class Tools(unittest.TestCase):
                 with self.subTest(algo=algo, cmd=cmd):
                     out = self.out(f"algo-{algo}-{cmd}.{ext}")
                     rc, _, err = self.tool(cmd, db, "-o", out)
-                    self.assertEqual(rc, 2, err)
-                    self.assertEqual(err.strip().count("\n"), 0, err)
-                    self.assertIn(f"{cmd} draws the ring's chunk diagram", err)
-                    self.assertIn(f"run 1 used {algo} (try timeline or links)", err)
-                    self.assertFalse(os.path.exists(out))
+                    self.assertEqual(rc, 0, err)
+                    if ext == "png":
+                        self.assert_image(out)
+                        self.assertIn(f"{ringsim_plot_name(algo)} all-reduce, 5 workers",
+                                      self.png_title(out))
+                    else:
+                        from PIL import Image
+                        with Image.open(out) as im:
+                            self.assertGreater(im.n_frames, 2)
         # a simulated network: each transfer on its own link's track, named
         # for the link it used
         db = self.out("algo-rd-net.db")
@@ -551,6 +555,146 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("algos-compare.png"))
         self.assertIn("algorithms: linear, rd, rhd, tree", self.png_title(self.out("algos-compare.png")))
+
+    @staticmethod
+    def explain_tables(text, workers):
+        """The contribution tables --explain prints after each step (not the
+        values under them), each as rows[worker][column] of sets."""
+        tables, lines = [], text.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("           ") and i + 1 < len(lines) and \
+                    lines[i + 1].startswith("  worker 0  "):
+                rows = []
+                for w in range(workers):
+                    cells = lines[i + 1 + w].split()[2:]
+                    rows.append([set(range(workers)) if c == "all" else
+                                 {int(x) for x in c.strip("{}").split(",")} for c in cells])
+                tables.append(rows)
+        return tables
+
+    # tools-15: the chunk diagram of every algorithm, replayed from the
+    # trace (segments merged into messages; W = 2..8, W not a power of two
+    # folding workers in), holds after each step exactly what --explain
+    # replays from the algorithm's schedule functions, step for step; the
+    # last step shows every region complete at every worker; above 8
+    # workers (the ring: 16) it refuses in one line.
+    def test_chunks_every_algorithm_match_the_schedule(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import ringsim_plot
+        model = self.out("eight.json")
+        with open(model, "w") as f:
+            json.dump({"name": "eight", "params": [{"name": "g", "shape": [8]}]}, f)
+        db = self.out("every-algo.db")
+        compared = 0
+        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+            for W in range(2, 9):
+                p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo,
+                                    "--segment-bytes", "8", "--explain", "--trace", db],
+                                   capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                want = self.explain_tables(p.stdout[:p.stdout.index("\nringsim ")], W)
+                con = ringsim_plot.open_trace(db)
+                run = ringsim_plot.pick_run(con, db, None)
+                stages, regions = ringsim_plot.chunk_stages(con, run)
+                con.close()
+                got = [[[set(h) for h in row] for row in stage[1]] for stage in stages]
+                with self.subTest(algo=algo, W=W):
+                    self.assertEqual(len(got), len(want), [st[0] for st in stages])
+                    self.assertEqual(got, want)
+                    self.assertTrue(all(h == set(range(W)) for row in got[-1] for h in row))
+                    self.assertGreater(len(stages[1][2]), 0, "the first step has transfers")
+                    if regions is not None:
+                        self.assertEqual(sum(n for _, _, n in regions), 8)
+                compared += 1
+        self.assertEqual(compared, 35)
+        for algo, W, most in (("rd", 9, 8), ("tree", 9, 8), ("ring", 17, 16)):
+            trace = self.out(f"big-{algo}.db")
+            p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo, "--trace", trace],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rc, _, err = self.tool("chunks", trace, "-o", self.out(f"big-{algo}.png"))
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(err, f"ringsim-plot: run 1 has {W} workers; the chunk diagram draws "
+                                  f"{'rings' if algo == 'ring' else algo + ' runs'} of at most {most}\n")
+
+    # tools-16: compare --bench --model draws time against size per
+    # algorithm, measured and predicted, and prints the crossovers: on real
+    # output of ringsim bench --algo all and ringsim model --algo all, each
+    # W's fastest algorithm per size and the sizes between which it changes
+    # are those the JSON says (recomputed here), and the picture marks each.
+    def test_compare_algorithms_crossovers(self):
+        import re
+        bench = self.out("bench.jsonl")
+        with open(bench, "w") as f:
+            p = subprocess.run([RINGSIM, "bench", "-w", "2,4", "--algo", "all", "-b", "8", "-e", "256K",
+                                "-f", "8", "-n", "2", "--warmup", "1", "--json"], stdout=f,
+                               stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sizes = [8 * 8 ** k for k in range(6)]
+        model = self.out("model.json")
+        with open(model, "w") as out:
+            for W in (2, 4):
+                for size in sizes:
+                    m = self.out("size.json")
+                    with open(m, "w") as f:
+                        json.dump({"params": [{"name": "g", "shape": [size // 4]}]}, f)
+                    p = subprocess.run([RINGSIM, "model", "-p", m, "-w", str(W), "--net",
+                                        "latency=20us,bandwidth=2GB/s", "--algo", "all", "--json"],
+                                       stdout=out, stderr=subprocess.PIPE, text=True)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+        svg = self.out("algos.svg")
+        rc, out, err = self.tool("compare", "--bench", bench, "--model", model, "-o", svg)
+        self.assertEqual(rc, 0, err)
+        # the same answer, computed here from the JSON
+        with open(bench) as f:
+            rows = [json.loads(line) for line in f]
+        measured = {}
+        for r in rows:
+            measured.setdefault((r["workers"], r["size"]), []).append((r["time_us"], r["algo"]))
+        with open(model) as f:
+            text, objs, at = f.read(), [], 0
+        decoder = json.JSONDecoder()
+        while text[at:].strip():
+            obj, at = decoder.raw_decode(text, at + len(text[at:]) - len(text[at:].lstrip()))
+            objs.append(obj)
+        self.assertEqual(len(objs), 12)
+        predicted = {(o["workers"], o["bytes"]): [(a["sim_ns"], a["algo"]) for a in o["algos"]]
+                     for o in objs}
+        want_changes = 0
+        for kind, table in (("measured", measured), ("predicted", predicted)):
+            for W in (2, 4):
+                fastest = [(s, min(table[W, s])[1]) for s in sizes]
+                self.assertEqual(len(table[W, sizes[0]]), 5)
+                changes = [(a, b) for a, b in zip(fastest, fastest[1:]) if a[1] != b[1]]
+                lines = [l for l in out.splitlines() if l.startswith(f"W={W} {kind}: crossover ")]
+                self.assertEqual(lines, [
+                    f"W={W} {kind}: crossover {a0} -> {a1} between "
+                    f"{ringsim_plot_size(s0)} and {ringsim_plot_size(s1)}"
+                    for (s0, a0), (s1, a1) in changes], out)
+                if not changes:
+                    self.assertIn(f"W={W} {kind}: no crossover, {fastest[0][1]} fastest", out)
+                want_changes += len(changes)
+        # one marker (a label on its line) per crossover, measured and predicted
+        labels = [t for t, _, _ in self.svg_texts(svg) if re.fullmatch(r"[a-z]+\u2192[a-z]+", t)]
+        self.assertEqual(len(labels), want_changes, labels)
+        for t in ("ring measured", "rd predicted", "tree measured"):
+            self.assertIn(t, [t for t, _, _ in self.svg_texts(svg)])
+        # bad input: one line, exit 2
+        broken = self.out("broken.jsonl")
+        with open(broken, "w") as f:
+            f.write('{"algo": "ring"}\n')
+        for args, message in (
+                (["--model", model], "compare --model needs --bench FILE"),
+                ([self.db, "--bench", bench], "give a trace (with --runs) or --bench, not both"),
+                (["--bench", broken], "object 1 is not a line of ringsim bench --json"),
+                (["--bench", bench, "--model", bench], "object 1 is not the output of ringsim model"),
+                (["--bench", self.out("nope.jsonl")], "cannot read"),
+                ([], "compare: give a trace, or --bench FILE")):
+            with self.subTest(args=args):
+                rc, _, err = self.tool("compare", *args, "-o", self.out("x.png"))
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.strip().count("\n"), 0, err)
+                self.assertIn(message, err)
 
     # tools-5: bad input: one line, exit 2, and the reason.
     def test_errors(self):
@@ -586,6 +730,19 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 0)
         for cmd in ("timeline", "chunks", "links", "compare", "animate", "export"):
             self.assertIn(cmd, out)
+
+
+def ringsim_plot_size(size):
+    """Sizes as ringsim bench writes them: 8 B, 4 KiB, 64 MiB."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size:,} B"
+
+
+def ringsim_plot_name(algo):
+    return {"rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
+            "linear": "linear", "tree": "double-binary-tree"}[algo]
 
 
 def main():

@@ -5,6 +5,7 @@
     ringsim-plot chunks   ringsim-trace.db --run 3 -o chunks.png
     ringsim-plot links    ringsim-trace.db -o links.svg
     ringsim-plot compare  ringsim-trace.db --runs 1,2,3 -o compare.png
+    ringsim-plot compare  --bench bench.jsonl --model model.json -o algos.png
     ringsim-plot animate  ringsim-trace.db -o ring.gif
     ringsim-plot export   ringsim-trace.db -o trace.json   # ui.perfetto.dev
 
@@ -41,7 +42,8 @@ ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseif
 # Above this many transfers, the timeline draws one bar per worker and step
 # (aggregated in SQL) instead of one bar per transfer.
 TIMELINE_DETAIL_LIMIT = 20000
-CHUNKS_MAX_WORKERS = 16
+CHUNKS_MAX_WORKERS = 16  # the ring's chunk diagram
+CHUNKS_MAX_WORKERS_OTHER = 8  # every other algorithm's, as --explain
 
 
 class ToolError(Exception):
@@ -316,6 +318,149 @@ def replay_holdings(con, run):
     return stages
 
 
+def tree_chunks(W):
+    """Chunks per half of the double binary tree: ceil(W/2) (algo/tree.h)."""
+    return (W + 1) // 2
+
+
+def receives_by_copy(algo, phase, step):
+    """Does the receiver copy the payload over its own (True) or fold it in?
+    The ring's all-gather and every broadcast copy; so does linear's root
+    with the first buffer it takes (its own data set aside, added last) and
+    rhd's even worker with its partner's summed half (fold-in step 1)."""
+    if phase in ("all_gather", "broadcast"):
+        return True
+    return (algo == "linear" and phase == "reduce" and step == 0) or \
+        (algo == "rhd" and phase == "reduce" and step == 1)
+
+
+def schedule_messages(con, run):
+    """The messages of the first bucket of the first iteration, read from
+    the trace: the segments of one message (same phase, step, sender,
+    receiver and contributors; for the tree, the same half) merged into one
+    region. A list of dicts (phase, step, src, dst, first, count, off, end,
+    received, t, half), in the order they were sent; off and end count
+    elements from the bucket's start."""
+    rid = run["run_id"]
+    rows = con.execute(
+        "SELECT phase, step, src, dst, chunk, elem_offset, elems, contrib_first, contrib_count, "
+        "recv_end_ns IS NOT NULL, send_begin_ns FROM transfer "
+        "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        "AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns LIMIT 1) "
+        "ORDER BY send_begin_ns, src, seq", (rid,) * 3).fetchall()
+    H = tree_chunks(run["workers"])
+    tree = run_algo(run) == "tree"
+    messages = {}
+    for phase, step, src, dst, chunk, off, elems, first, count, received, t in rows:
+        half = chunk // H if tree else 0
+        key = (phase, step, src, dst, first, count, half)
+        m = messages.get(key)
+        if m is None:
+            messages[key] = {"phase": phase, "step": step, "src": src, "dst": dst, "first": first,
+                             "count": count, "off": off, "end": off + elems,
+                             "received": bool(received), "t": t, "half": half}
+        else:
+            m["off"], m["end"] = min(m["off"], off), max(m["end"], off + elems)
+            m["received"] = m["received"] and bool(received)
+    base = min((m["off"] for m in messages.values()), default=0)
+    for m in messages.values():
+        m["off"] -= base
+        m["end"] -= base
+    return list(messages.values())
+
+
+def tree_depths(messages, phase, half):
+    """Each worker's depth in the tree that carries half `half`, from its
+    reduce messages (child -> parent): {worker: edges below the root}."""
+    parent = {m["src"]: m["dst"] for m in messages if m["phase"] == phase and m["half"] == half}
+    depth = {}
+    for w in set(parent) | set(parent.values()):
+        d, x = 0, w
+        while x in parent and d <= len(parent):
+            x, d = parent[x], d + 1
+        depth[w] = d
+    return depth
+
+
+def replay_regions(con, run):
+    """Replay any algorithm from its trace (the ring's as replay_holdings
+    does, by chunk): whose contributions each worker's copy of each region
+    holds after each step. The regions are the pieces the messages cut the
+    bucket into (rd and linear: the whole bucket; rhd: the P parts its
+    halvings make; the tree: its two halves). Returns (stages, regions):
+    stages as replay_holdings's, holds[w][k] for region k and arrows
+    (src, dst, first region, end region, received); regions a list of
+    (label, first element, elements).
+
+    A step is a (phase, step) of the trace, in the order --inject counts
+    them; the tree's reduce and broadcast (one step each) are cut into
+    levels, tree 0 then tree 1, as --explain narrates them. A receiver
+    folds the payload's contributors (the trace's contrib_first,
+    contrib_count) into its region's, or copies them (receives_by_copy);
+    linear's root adds its own data, set aside, after the last reduce."""
+    W, algo = run["workers"], run_algo(run)
+    messages = schedule_messages(con, run)
+    cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
+    if not cuts:
+        raise ToolError(f"run {run['run_id']} has no transfers to draw")
+    labels = {"rhd": "part", "tree": "half"}
+    if len(cuts) == 2:
+        regions = [("buffer", cuts[0], cuts[1] - cuts[0])]
+    else:
+        word = labels.get(algo, "region")
+        regions = [(f"{word} {k}", a, b - a) for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+
+    def span(m):
+        ks = [k for k, (_, a, n) in enumerate(regions) if m["off"] <= a and a + n <= m["end"]]
+        return (ks[0], ks[-1] + 1) if ks else (0, 0)
+    order = {ps: i for i, ps in enumerate(algo_steps(run))}
+    groups = {}
+    for m in messages:
+        key = [order.get((m["phase"], m["step"]), len(order)), m["phase"], m["step"]]
+        if algo == "tree":  # by tree (half), then level: up deepest first, down root first
+            depth = tree_depths(messages, "reduce", m["half"])
+            level = depth.get(m["src"] if m["phase"] == "reduce" else m["dst"], 0)
+            key += [m["half"], -level if m["phase"] == "reduce" else level]
+        groups.setdefault(tuple(key), []).append(m)
+    K = len(regions)
+    holds = [[{w} for _ in range(K)] for w in range(W)]
+    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+               [], {"phase": None, "step": None})]
+    keys = sorted(groups)
+    for i, key in enumerate(keys):
+        ms = groups[key]
+        phase, step = key[1], key[2]
+        for m in ms:
+            if not m["received"]:
+                continue
+            payload = contributors(m["first"], m["count"], W)
+            a, b = span(m)
+            for k in range(a, b):
+                if receives_by_copy(algo, phase, step):
+                    holds[m["dst"]][k] = set(payload)
+                else:
+                    holds[m["dst"]][k] = holds[m["dst"]][k] | payload
+        title = f"{phase_label(phase)} step {step}"
+        if algo in ("rd", "rhd") and phase in ("reduce", "broadcast"):
+            title = f"{'fold-in' if phase == 'reduce' else 'fold-out'} ({title})"
+        if algo == "tree":
+            level = -key[4] if phase == "reduce" else key[4]
+            title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
+                     else f"tree {key[3]} {phase}, level {level - 1} down to {level}")
+        stages.append((title, [[set(h) for h in row] for row in holds],
+                       [(m["src"], m["dst"], *span(m), m["received"]) for m in ms],
+                       {"phase": phase, "step": step}))
+        last_reduce = phase == "reduce" and (i + 1 == len(keys) or keys[i + 1][1] != "reduce")
+        if algo == "linear" and last_reduce and all(m["received"] for m in ms):
+            root = ms[0]["dst"]
+            for k in range(K):
+                holds[root][k] = holds[root][k] | {root}
+            stages.append((f"worker {root} adds its own data, set aside",
+                           [[set(h) for h in row] for row in holds], [],
+                           {"phase": phase, "step": step}))
+    return stages, regions
+
+
 # ---- figures ---------------------------------------------------------------
 
 
@@ -502,28 +647,38 @@ def cmd_timeline(con, run, args):
     plt.close(fig)
 
 
-def draw_chunks_stage(ax, stage, W, ctx=None):
-    """One panel of the chunk diagram. ctx: {'op', 'pre', 'crashed': {worker:
-    (phase, step)}} from chunk_context (None: a plain sum)."""
+def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
+    """One panel of the chunk diagram: a column per worker, a row per chunk
+    (the ring) or region (regions: replay_regions's; its moves are (src,
+    dst, first region, end region, received)). ctx: {'op', 'pre', 'crashed':
+    {worker: (phase, step)}, 'steps': the algorithm's steps in order} from
+    chunk_context (None: a plain sum)."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
-    ctx = ctx or {"op": "sum", "pre": False, "crashed": {}}
+    ctx = ctx or {"op": "sum", "pre": False, "crashed": {}, "steps": None}
     title, holds, moves, info = stage
+    ring = regions is None
+    R = W if ring else len(regions)
+    if ring:
+        moves = [(src, dst, c, c + 1, received) for src, dst, c, received in moves]
     cmap = mcolors.LinearSegmentedColormap.from_list("held", ["#f2f2f2", "#2a7a3b"])
     ax.set_xlim(-0.75, W - 0.25)
-    ax.set_ylim(W - 0.5, -0.5)
+    ax.set_ylim(R - 0.5, -0.5)
     cell_pt = 72 * ax.get_position().width * ax.figure.get_figwidth() / (W + 0.5)
     font = max(3.5, min(8.0, cell_pt / 3.4))
-    rs_done = info["phase"] == "all_gather" or (info["phase"] == "reduce_scatter" and info["step"] == W - 2)
-    order = {"reduce_scatter": 0, "all_gather": 1}
+    rs_done = ring and (info["phase"] == "all_gather" or
+                        (info["phase"] == "reduce_scatter" and info["step"] == W - 2))
+    steps = ctx.get("steps") or [("reduce_scatter", s) for s in range(W - 1)] + \
+        [("all_gather", s) for s in range(W - 1)]
+    order = {ps: i for i, ps in enumerate(steps)}
     dead_columns = []
     cells, colours, outlined, hatched = [], [], [], []
     for w in range(W):
         crash = ctx["crashed"].get(w)
         dead = crash is not None and info["phase"] is not None and \
-            (order[info["phase"]], info["step"]) >= (order[crash[0]], crash[1])
-        for c in range(W):
+            order.get((info["phase"], info["step"]), -1) >= order.get(tuple(crash), len(order))
+        for c in range(R):
             held = holds[w][c]
             owner = rs_done and c == (w + 1) % W
             cells.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
@@ -533,7 +688,9 @@ def draw_chunks_stage(ax, stage, W, ctx=None):
             if dead:
                 hatched.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
             label = ring_ranges(held, W)
-            if label == "all" and ctx["op"] == "avg" and (ctx["pre"] or rs_done):
+            # every algorithm divides (op avg) in the fold that completes
+            # the sum: a complete region is the mean
+            if label == "all" and ctx["op"] == "avg":
                 label = "mean"
             # out of the layout: thousands of labels at W=16 would make
             # the layout engine measure each one
@@ -548,18 +705,24 @@ def draw_chunks_stage(ax, stage, W, ctx=None):
     if hatched:  # hatching takes the edge colour
         ax.add_collection(PatchCollection(hatched, facecolors="none", edgecolors="#c0392b",
                                           linewidths=0, hatch="///"))
-    for src, dst, chunk, received in moves:
+    # an arrow on every row (chunk or region) the transfer carries
+    for src, dst, first, end, received in [(m[0], m[1], c, c + 1, m[4]) for m in moves
+                                           for c in range(m[2], m[3])]:
         colour = "#c0392b" if received else "0.45"
         style = dict(arrowstyle="->", color=colour, lw=1.1, linestyle="-" if received else "--",
                      shrinkA=0, shrinkB=0)
-        y = chunk + 0.25  # under the label
-        if dst == src + 1:
+        y = first + 0.25  # under the label
+        if ring and dst == src + 1:
             ax.annotate("", xy=(dst - 0.08, y), xytext=(src + 0.08, y),
                         arrowprops=style).set_in_layout(False)
-        else:  # the ring's wrap-around edge: out at the right, in at the left
+        elif ring:  # the ring's wrap-around edge: out at the right, in at the left
             ax.annotate("", xy=(W - 0.3, y), xytext=(src + 0.08, y), arrowprops=style,
                         annotation_clip=False).set_in_layout(False)
             ax.annotate("", xy=(dst - 0.08, y), xytext=(-0.72, y), arrowprops=style,
+                        annotation_clip=False).set_in_layout(False)
+        else:  # any pair: an arc, bending one way going right, the other going left
+            style["connectionstyle"] = "arc3,rad=0.25"
+            ax.annotate("", xy=(dst, y), xytext=(src, y), arrowprops=style,
                         annotation_clip=False).set_in_layout(False)
         if not received:
             ax.text(dst - 0.2, y, "\u00d7", color="#c0392b", fontsize=font * 1.4, ha="center",
@@ -570,47 +733,49 @@ def draw_chunks_stage(ax, stage, W, ctx=None):
     for w, tick in enumerate(ax.get_xticklabels()):
         if dead_columns[w]:
             tick.set_color("#c0392b")
-    ax.set_yticks(range(W))
-    ax.set_yticklabels([f"c{c}" for c in range(W)], fontsize=min(7, font + 1))
+    ax.set_yticks(range(R))
+    ax.set_yticklabels([f"c{c}" for c in range(W)] if ring else
+                       [name.replace("part ", "p").replace("half ", "h") for name, _, _ in regions],
+                       fontsize=min(7, font + 1))
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    if info["phase"] == "reduce_scatter" and info["step"] == W - 2:
+    if ring and info["phase"] == "reduce_scatter" and info["step"] == W - 2:
         title += f"\nowners (outlined) divide by {W}" if ctx["op"] == "avg" \
             and not ctx["pre"] else "\neach chunk complete at its owner"
     elif info["phase"] is None and ctx["op"] == "avg" and ctx["pre"]:
         title += f"\nand divides it by {W} (--average pre)"
-    lost = sum(1 for m in moves if not m[3])
+    lost = sum(1 for m in moves if not m[4])
     if lost:
         title += f"\n{lost} sent, never received"
     ax.set_title(title, fontsize=min(9, font + 2))
 
 
-def require_ring(run, command):
-    """chunks and animate replay the ring's schedule: for another algorithm
-    they would draw a wrong picture, so they refuse."""
-    if run_algo(run) != "ring":
-        what = "the ring's chunk diagram" + (" as an animation" if command == "animate" else "")
-        raise ToolError(f"{command} draws {what}; run {run['run_id']} used {run_algo(run)} "
-                        "(try timeline or links)")
-
-
 def chunk_stages(con, run):
-    W = run["workers"]
-    if W > CHUNKS_MAX_WORKERS:
-        raise ToolError(f"run {run['run_id']} has {W} workers; the chunk diagram draws rings "
-                        f"of at most {CHUNKS_MAX_WORKERS}")
+    """(stages, regions) of the run's chunk diagram: the ring's by chunk
+    (replay_holdings; regions None), any other algorithm's by region
+    (replay_regions). Refuses runs too large to draw."""
+    W, algo = run["workers"], run_algo(run)
+    most = CHUNKS_MAX_WORKERS if algo == "ring" else CHUNKS_MAX_WORKERS_OTHER
+    if W > most:
+        raise ToolError(f"run {run['run_id']} has {W} workers; the chunk diagram draws "
+                        f"{'rings' if algo == 'ring' else algo + ' runs'} of at most {most}")
     if W < 2:
-        raise ToolError(f"run {run['run_id']} has 1 worker: there is no ring to draw")
-    return replay_holdings(con, run)
+        raise ToolError(f"run {run['run_id']} has 1 worker: there is no "
+                        f"{'ring' if algo == 'ring' else 'transfer'} to draw")
+    if algo == "ring":
+        return replay_holdings(con, run), None
+    return replay_regions(con, run)
 
 
 def chunk_context(con, run):
     """What a chunk panel needs besides the holdings: the op, where avg
-    divides, and which workers crashed at which step."""
+    divides, which workers crashed at which step, and the algorithm's
+    steps in order."""
     crashed = {w: (st[1], st[2]) for w, st in worker_states(con, run).items()
                if st[0] == "crashed" and st[1] is not None}
-    return {"op": run["op"], "pre": average_pre(run), "crashed": crashed}
+    return {"op": run["op"], "pre": average_pre(run), "crashed": crashed,
+            "steps": algo_steps(run)}
 
 
 def chunks_layout(stages, W):
@@ -624,9 +789,8 @@ def chunks_layout(stages, W):
 
 
 def cmd_chunks(con, run, args):
-    require_ring(run, "chunks")
     plt = pyplot()
-    stages = chunk_stages(con, run)
+    stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
     cols, rows, panel = chunks_layout(stages, W)
@@ -634,15 +798,25 @@ def cmd_chunks(con, run, args):
                              layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(stages):
-            draw_chunks_stage(ax, stages[i], W, ctx)
+            draw_chunks_stage(ax, stages[i], W, ctx, regions)
         else:
             ax.axis("off")
     buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
-    title = titled(f"run {run['run_id']}: whose contributions each worker (column) holds for each "
-                   f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\n"
-                   f"arrows: that step's transfers "
-                   f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
-                   f"reduce-scatter", run)
+    if regions is None:
+        title = (f"run {run['run_id']}: whose contributions each worker (column) holds for each "
+                 f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\n"
+                 f"arrows: that step's transfers "
+                 f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
+                 f"reduce-scatter")
+    else:
+        import textwrap
+        rows_text = ", ".join(f"{name} = elements {off}..{off + n - 1}" for name, off, n in regions)
+        title = "\n".join(textwrap.wrap(
+            f"run {run['run_id']}: {algo_name(run)} all-reduce, {W} workers: whose "
+            f"contributions each worker (column) holds of each region (row){buckets}; "
+            f"{rows_text}; arrows: that step's transfers (dashed with \u00d7: never received)",
+            max(60, int(cols * panel * 13))))
+    title = titled(title, run)
     fig.suptitle(title, fontsize=10, color="#c0392b" if run_failed(run) else "black")
     save(fig, args.out, title, tight=False)
     plt.close(fig)
@@ -791,6 +965,162 @@ def compare_runs(con, args):
     return runs
 
 
+def size_text(size):
+    """8 -> '8 B', 2048 -> '2 KiB', 67108864 -> '64 MiB' (as ringsim bench)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size:,} B"
+
+
+def read_json_objects(path, what):
+    """Every JSON object in path: JSON Lines (ringsim bench --json) or
+    objects one after another, pretty-printed (ringsim model --json in a
+    loop). Refuses a file that holds none, or anything else."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ToolError(f"{what} {path}: cannot read: {e.strerror}") from None
+    decoder, objects, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            break
+        try:
+            obj, at = decoder.raw_decode(text, at)
+        except ValueError as e:
+            raise ToolError(f"{what} {path}: not JSON at character {at}: {e.msg}") from None
+        if not isinstance(obj, dict):
+            raise ToolError(f"{what} {path}: expected JSON objects, found {type(obj).__name__}")
+        objects.append(obj)
+    if not objects:
+        raise ToolError(f"{what} {path}: no JSON objects")
+    return objects
+
+
+def bench_points(path):
+    """Measured times from `ringsim bench --algo all --json` lines:
+    {(W, size, algo): time in us} (the mean time, as nccl-tests reports)."""
+    points = {}
+    for i, row in enumerate(read_json_objects(path, "--bench")):
+        try:
+            key = (int(row["workers"]), int(row["size"]), str(row["algo"]))
+            points[key] = float(row["time_us"])
+        except (KeyError, TypeError, ValueError):
+            raise ToolError(f"--bench {path}: object {i + 1} is not a line of ringsim bench "
+                            "--json (it needs workers, size, algo and time_us)") from None
+    return points
+
+
+def model_points(path):
+    """Predicted times from `ringsim model --algo all --json` objects, one
+    per size: {(W, size, algo): simulated time in us}."""
+    points = {}
+    for i, obj in enumerate(read_json_objects(path, "--model")):
+        try:
+            for a in obj["algos"]:
+                points[(int(obj["workers"]), int(obj["bytes"]), str(a["algo"]))] = a["sim_ns"] / 1e3
+        except (KeyError, TypeError, ValueError):
+            raise ToolError(f"--model {path}: object {i + 1} is not the output of ringsim model "
+                            "--algo all --json (it needs workers, bytes and algos)") from None
+    return points
+
+
+def crossovers(points, workers):
+    """Where the fastest algorithm changes with size, for W = workers:
+    (fastest, changes). fastest is [(size, algo)] for every size at which
+    every algorithm of the data has a time; changes is [(size before, size
+    after, algo before, algo after)] for each pair of consecutive such sizes
+    whose fastest differ (so a crossover lies between them)."""
+    algos = sorted({a for w, _, a in points if w == workers})
+    sizes = sorted({s for w, s, _ in points if w == workers})
+    fastest = []
+    for size in sizes:
+        times = {a: points.get((workers, size, a)) for a in algos}
+        if all(t is not None for t in times.values()):
+            fastest.append((size, min(algos, key=lambda a: (times[a], a))))
+    changes = [(s0, s1, a0, a1) for (s0, a0), (s1, a1) in zip(fastest, fastest[1:]) if a0 != a1]
+    return fastest, changes
+
+
+def crossover_lines(kind, points, workers):
+    """The text compare prints for one W and one kind (measured or
+    predicted): the fastest by size range, then each crossover."""
+    fastest, changes = crossovers(points, workers)
+    spans = []
+    for size, algo in fastest:
+        if spans and spans[-1][2] == algo:
+            spans[-1][1] = size
+        else:
+            spans.append([size, size, algo])
+    ranges = ", ".join(f"{a} {size_text(lo)}" + (f"..{size_text(hi)}" if hi != lo else "")
+                       for lo, hi, a in spans)
+    lines = [f"W={workers} {kind}: fastest {ranges}"]
+    for s0, s1, a0, a1 in changes:
+        lines.append(f"W={workers} {kind}: crossover {a0} -> {a1} between {size_text(s0)} "
+                     f"and {size_text(s1)}")
+    if not changes and fastest:
+        lines.append(f"W={workers} {kind}: no crossover, {fastest[0][1]} fastest at every size")
+    return lines
+
+
+def cmd_compare_algorithms(args):
+    """compare --bench: time against size per algorithm and W, measured
+    (bench) and predicted (model), with the crossovers marked; the same
+    crossovers printed on stdout."""
+    measured = bench_points(args.bench)
+    predicted = model_points(args.model) if args.model else {}
+    widths = sorted({w for w, _, _ in measured})
+    algos = sorted({a for _, _, a in measured} | {a for _, _, a in predicted},
+                   key=lambda a: (list(ALGO_NAMES).index(a) if a in ALGO_NAMES else 99, a))
+    lines = []
+    for W in widths:
+        lines += crossover_lines("measured", measured, W)
+        if any(w == W for w, _, _ in predicted):
+            lines += crossover_lines("predicted", predicted, W)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(widths), figsize=(7 * len(widths), 5.8), squeeze=False,
+                             layout="constrained")
+    colours = {a: f"C{i}" for i, a in enumerate(algos)}
+    for ax, W in zip(axes.flat, widths):
+        for algo in algos:
+            for points, style, kind in ((measured, "o-", "measured"), (predicted, "x--", "predicted")):
+                mine = sorted((s, t) for (w, s, a), t in points.items() if w == W and a == algo)
+                if mine:
+                    ax.plot([s for s, _ in mine], [t for _, t in mine], style, color=colours[algo],
+                            markersize=4, lw=1.2 if kind == "measured" else 0.9,
+                            label=f"{algo} {kind}")
+        for points, kind, colour, y in ((measured, "measured", "#c0392b", 0.97),
+                                        (predicted, "predicted", "0.35", 0.03)):
+            for s0, s1, a0, a1 in crossovers(points, W)[1]:
+                x = math.sqrt(s0 * s1)  # halfway between the sizes, on the log axis
+                ax.axvline(x, color=colour, linestyle="-" if kind == "measured" else ":", lw=1)
+                ax.text(x, y, f"{a0}\u2192{a1}", rotation=90, fontsize=7, color=colour,
+                        ha="right", va="top" if y > 0.5 else "bottom",
+                        transform=ax.get_xaxis_transform())
+        from matplotlib.ticker import FuncFormatter, LogLocator
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(LogLocator(base=2, numticks=12))
+        ax.xaxis.set_major_formatter(FuncFormatter(
+            lambda x, _: size_text(int(round(x))).replace(",", "") if x >= 1 else ""))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per worker (S)")
+        ax.set_ylabel("time (us): measured wall, predicted simulated")
+        ax.set_title(f"W={W}: crossovers where the fastest changes\n"
+                     f"(red: measured; grey dotted: predicted)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5,
+                  frameon=False)
+    title = (f"all-reduce time against size per algorithm: measured ({os.path.basename(args.bench)})"
+             + (f" and predicted ({os.path.basename(args.model)})" if args.model else ""))
+    fig.suptitle(title, fontsize=10)
+    save(fig, args.out, title)
+    plt.close(fig)
+    print("\n".join(lines))
+
+
 def cmd_compare(con, run_ignored, args):
     plt = pyplot()
     runs = compare_runs(con, args)
@@ -846,12 +1176,11 @@ def cmd_compare(con, run_ignored, args):
 
 
 def cmd_animate(con, run, args):
-    require_ring(run, "animate")
     if not 0.01 <= args.fps <= 100:  # also NaN
         raise ToolError(f"--fps {args.fps:g}: expected frames per second from 0.01 to 100")
     plt = pyplot()
     from matplotlib import animation
-    stages = chunk_stages(con, run)
+    stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
     ext = os.path.splitext(args.out)[1].lower()
@@ -866,8 +1195,9 @@ def cmd_animate(con, run, args):
 
     def frame(i):
         ax.clear()
-        draw_chunks_stage(ax, stages[i], W, ctx)
-        fig.suptitle(titled(f"run {run['run_id']}: ring all-reduce, {W} workers ({i + 1}/{len(stages)})",
+        draw_chunks_stage(ax, stages[i], W, ctx, regions)
+        fig.suptitle(titled(f"run {run['run_id']}: {algo_name(run)} all-reduce, {W} workers "
+                            f"({i + 1}/{len(stages)})",
                             run, width=int(size * 13)),
                      fontsize=9, color="#c0392b" if run_failed(run) else "black")
 
@@ -1133,9 +1463,12 @@ def cmd_export(con, run, args):
 
 COMMANDS = {
     "timeline": (cmd_timeline, "Gantt chart: one row per worker, one bar per transfer, by phase"),
-    "chunks": (cmd_chunks, "the ring diagram: whose contributions each chunk holds, step by step"),
+    "chunks": (cmd_chunks, "whose contributions each worker's chunks (regions) hold, step by step, "
+                           "for every algorithm"),
     "links": (cmd_links, "bytes and bandwidth per link, and traffic over time"),
-    "compare": (cmd_compare, "time and busbw across runs, against W and size, with the ring's theory"),
+    "compare": (cmd_compare, "time and busbw across runs, against W and size, with the ring's theory; "
+                             "or (--bench, --model) time against size per algorithm with the "
+                             "crossovers"),
     "animate": (cmd_animate, "the chunks diagram as an animated GIF (or MP4 with ffmpeg)"),
     "export": (cmd_export, "Chrome trace event JSON for ui.perfetto.dev and chrome://tracing"),
 }
@@ -1165,10 +1498,19 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("trace", help="the trace database (ringsim-trace.db)")
         if name == "compare":
+            p.add_argument("trace", nargs="?",
+                           help="the trace database (ringsim-trace.db); or give --bench")
             p.add_argument("--runs", help="run ids, e.g. 1,2,3 (default: every completed run)")
+            p.add_argument("--bench", metavar="FILE",
+                           help="instead of a trace: `ringsim bench --algo all --json` output; "
+                                "draws time against size per algorithm, marks and prints the "
+                                "crossovers (where the fastest algorithm changes)")
+            p.add_argument("--model", metavar="FILE",
+                           help="with --bench: `ringsim model --algo all --json` outputs, one per "
+                                "size, drawn as the predicted times, their crossovers too")
         else:
+            p.add_argument("trace", help="the trace database (ringsim-trace.db)")
             p.add_argument("--run", type=int, help="run id (default: the latest run)")
         p.add_argument("-o", "--out", default=DEFAULT_OUT[name],
                        help=f"output file (default {DEFAULT_OUT[name]})")
@@ -1186,6 +1528,15 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         check_output(args.command, args.out)
+        if args.command == "compare" and (args.bench or args.model):
+            if not args.bench:
+                raise ToolError("compare --model needs --bench FILE (the measured times)")
+            if args.trace or args.runs:
+                raise ToolError("compare: give a trace (with --runs) or --bench, not both")
+            cmd_compare_algorithms(args)
+            return 0
+        if args.command == "compare" and not args.trace:
+            raise ToolError("compare: give a trace, or --bench FILE")
         con = open_trace(args.trace)
         with con:
             run = None if args.command == "compare" else pick_run(con, args.trace, args.run)

@@ -561,11 +561,19 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
                          rs_worker_state_t *out);
 
 const rs_result_t *rs_run_result(const rs_run_t *run);
-/* Narrate run's ring all-reduce (1..8 workers) step by step to out, before
- * executing it: who sends which chunk to whom, what the receiver does, and
- * whose contributions each worker's chunks hold; from the ring's own
- * schedule. With several buckets, bucket 0 is narrated (the others go
- * through the same steps). */
+/* Can run's all-reduce be narrated (1..8 workers, an all-reduce)? RS_OK,
+ * or RS_EINVAL with the reason in errmsg. Call it before the run starts,
+ * to refuse --explain before anything runs. */
+int rs_explain_check(const rs_run_t *run, char *errmsg);
+
+/* Narrate run's all-reduce, whatever its algorithm (1..8 workers), step by
+ * step to out, before executing it: who sends which region to whom, what
+ * the receiver does, and whose contributions each worker's regions hold;
+ * from the algorithm's own schedule. If the buffers are filled and the
+ * bucket holds at most 8 elements, the workers' values after every step
+ * too, computed as the run computes them (the last ones are the run's
+ * result). With several buckets, bucket 0 is narrated (the others go
+ * through the same steps). Fails only as rs_explain_check does. */
 int rs_explain(FILE *out, const rs_run_t *run, char *errmsg);
 
 /* The run's buckets, in the order they are all-reduced. */

@@ -29,15 +29,16 @@ int rs__rd_bucket(rs_worker_t *w) {
   const int P = rs__pof2(W), extra = W - P, v = rs__rd_newrank(W, r);
   const size_t n = w->elems, segs = rs__xfer_segs(w, n);
   const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  const int partner = rs__pof2_fold_peer(W, r); /* -1: none */
   int step = 0, rc;
   if (extra) { /* fold-in: even r < 2E gives its data to r+1 */
     if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0, step++, 1)))
       return rc;
-    rs_part_t give = {r + 1, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, r, 1}};
-    rs_part_t take = {r - 1, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, r - 1, 1}};
-    if (r < 2 * extra && r % 2 == 0)
+    rs_part_t give = {partner, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, r, 1}};
+    rs_part_t take = {partner, 0, n, {RS_PHASE_REDUCE, 0, 0, 0, partner, 1}};
+    if (partner > r)
       rc = rs__xfer_send_all(w, &give, segs);
-    else if (r < 2 * extra)
+    else if (partner >= 0)
       rc = rs__xfer_recv_all(w, &take, RS_RECV_REDUCE, segs);
     if (rc)
       return rc;
@@ -62,12 +63,11 @@ int rs__rd_bucket(rs_worker_t *w) {
   if (extra) { /* fold-out: odd r < 2E returns the result to r-1 */
     if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0, step++, 1)))
       return rc;
-    rs_part_t give = {r - 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
-    rs_part_t take = {r + 1, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
-    if (r < 2 * extra && r % 2)
-      rc = rs__xfer_send_all(w, &give, segs);
-    else if (r < 2 * extra)
-      rc = rs__xfer_recv_all(w, &take, RS_RECV_COPY, segs);
+    rs_part_t part = {partner, 0, n, {RS_PHASE_BROADCAST, 0, 0, 0, 0, W}};
+    if (partner >= 0 && partner < r)
+      rc = rs__xfer_send_all(w, &part, segs);
+    else if (partner >= 0)
+      rc = rs__xfer_recv_all(w, &part, RS_RECV_COPY, segs);
     if (rc)
       return rc;
   }

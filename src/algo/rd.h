@@ -64,16 +64,25 @@ static inline int rs__rd_depth(int workers) {
   return rs__log2(P) + (workers > P);
 }
 
+/* Worker rank's partner in the fold-in and fold-out when W is not a power
+ * of two (the workers r < 2E pair up, even r with r+1), or -1 if it has
+ * none. The same pairs in recursive doubling and Rabenseifner's. */
+static inline int rs__pof2_fold_peer(int workers, int rank) {
+  const int extra = workers - rs__pof2(workers);
+  if (rank >= 2 * extra)
+    return -1;
+  return rank % 2 ? rank - 1 : rank + 1;
+}
+
 /* The peers of worker rank in an algorithm over the largest power of two
  * P <= W: its fold partner (rank < 2E pair up: even with odd), and, if it
  * takes part as virtual rank v >= 0, the worker rank_of(W, v ^ d) at every
  * distance d. Send and receive peers alike. */
 static inline int rs__pof2_peers(int workers, int rank, int v,
                                  int (*rank_of)(int workers, int v), int *out) {
-  const int extra = workers - rs__pof2(workers);
   int n = 0;
-  if (rank < 2 * extra)
-    out[n++] = rank % 2 ? rank - 1 : rank + 1;
+  if (rs__pof2_fold_peer(workers, rank) >= 0)
+    out[n++] = rs__pof2_fold_peer(workers, rank);
   for (int d = 1; v >= 0 && d < rs__pof2(workers); d *= 2)
     out[n++] = rank_of(workers, v ^ d);
   return n;

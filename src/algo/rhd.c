@@ -36,7 +36,7 @@ static int fold_in(rs_worker_t *w, int *step) {
   int rc;
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0, (*step)++, 1)))
     return rc;
-  const int odd = r % 2, peer = odd ? r - 1 : r + 1;
+  const int odd = r % 2, peer = rs__pof2_fold_peer(w->workers, r);
   rs_part_t lpart = {peer, 0, left, {RS_PHASE_REDUCE, 0, 0, 0, 0, 1}};
   rs_part_t rpart = {peer, left, right, {RS_PHASE_REDUCE, 0, 0, 0, 0, 1}};
   if (r < 2 * extra) { /* even keeps the left half, odd the right */
@@ -70,18 +70,15 @@ int rs__rhd_bucket(rs_worker_t *w) {
   /* Reduce-scatter: the window [rindex, + rcount) halves each step. */
   size_t sindex[MAX_STEPS] = {0}, scount[MAX_STEPS] = {0},
          rindex[MAX_STEPS] = {0}, rcount[MAX_STEPS] = {0};
-  size_t start = 0, size = w->elems;
   for (int k = 0, m = 1; m < P; k++, m *= 2) {
     if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE_SCATTER, k, step++, 1)))
       return rc;
     if (v < 0)
       continue;
     const int peer = rs__rhd_rank(W, v ^ m);
-    size_t half = size / 2; /* the lower real rank keeps the left half */
-    rindex[k] = r < peer ? start : start + half;
-    rcount[k] = r < peer ? half : size - half;
-    sindex[k] = r < peer ? start + half : start;
-    scount[k] = size - rcount[k];
+    const size_t size = k ? rcount[k - 1] : w->elems; /* the window */
+    rs__rhd_halving(W, r, w->elems, k, &sindex[k], &scount[k], &rindex[k],
+                    &rcount[k]);
     rs_part_t out = {
         peer, sindex[k], scount[k], {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
     rs_part_t in = {
@@ -90,13 +87,11 @@ int rs__rhd_bucket(rs_worker_t *w) {
                          &out.tag.contrib_count);
     rs__rhd_contributors(W, v ^ m, m, &in.tag.contrib_first,
                          &in.tag.contrib_count);
-    size_t segs = rs__xfer_segs(w, size - half); /* the larger half */
+    size_t segs = rs__xfer_segs(w, size - size / 2); /* the larger half */
     if ((rc = rs__xfer_sendrecv(
              w, &out, &in,
              mean && 2 * m == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE, segs)))
       return rc;
-    start = rindex[k];
-    size = rcount[k];
   }
   /* All-gather: the same partners in reverse; each sends what it holds
    * and receives what it gave away. */

@@ -19,6 +19,8 @@
 #ifndef RINGSIM_ALGO_RHD_H
 #define RINGSIM_ALGO_RHD_H
 
+#include <stddef.h>
+
 #include "algo/rd.h"
 
 /* Worker r's virtual rank, or -1 for an odd r < 2E (folded into r-1). */
@@ -42,6 +44,31 @@ static inline int rs__rhd_rank(int workers, int v) {
 static inline void rs__rhd_contributors(int workers, int v, int m, int *first,
                                         int *count) {
   rs__rd_contributors(workers, v, m, first, count);
+}
+
+/* Worker rank's part of the halving at distance 2^k (k = 0 .. log2 P - 1)
+ * of an elems-element bucket; rank must take part (vrank >= 0). Its window
+ * before the step is the half it kept in the step before (the whole bucket
+ * before step 0); the lower real rank of the pair keeps the left half,
+ * size/2 rounded down, the higher the right: *keep_off, *keep_len is the
+ * half it keeps (receives its partner's copy of, and adds), *give_off,
+ * *give_len the half it sends. The all-gather step at the same distance
+ * sends the kept half and receives the given one. */
+static inline void rs__rhd_halving(int workers, int rank, size_t elems, int k,
+                                   size_t *give_off, size_t *give_len,
+                                   size_t *keep_off, size_t *keep_len) {
+  const int v = rs__rhd_vrank(workers, rank);
+  size_t start = 0, size = elems;
+  for (int j = 0; j <= k; j++) {
+    const int peer = rs__rhd_rank(workers, v ^ (1 << j));
+    const size_t half = size / 2;
+    *keep_off = rank < peer ? start : start + half;
+    *keep_len = rank < peer ? half : size - half;
+    *give_off = rank < peer ? start + half : start;
+    *give_len = size - *keep_len;
+    start = *keep_off;
+    size = *keep_len;
+  }
 }
 
 #endif /* RINGSIM_ALGO_RHD_H */

@@ -161,10 +161,7 @@ static int tree_bucket(rs_worker_t *w) {
 static int height(int workers, int t) {
   int most = 0;
   for (int r = 0; r < workers; r++) {
-    int d = 0;
-    for (int x = r; rs__tree_parent(workers, t, x) >= 0;
-         x = rs__tree_parent(workers, t, x))
-      d++;
+    const int d = rs__tree_depth(workers, t, r);
     most = d > most ? d : most;
   }
   return most;

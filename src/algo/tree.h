@@ -138,6 +138,16 @@ static inline int rs__tree_children(int workers, int tree, int rank,
   return n;
 }
 
+/* How many edges worker rank lies below the root of tree `tree`: in the
+ * reduce, a worker at depth L sends its sum up after every worker below it
+ * has; in the broadcast, it gets the result L hops after the root. */
+static inline int rs__tree_depth(int workers, int tree, int rank) {
+  int d = 0;
+  for (int x = rank; (x = rs__tree_parent(workers, tree, x)) >= 0;)
+    d++;
+  return d;
+}
+
 /* Whose contributions the reduce message `sender` sends its parent in
  * tree `tree` holds: its whole subtree, ranks *first .. *first+*count-1
  * mod W (a range; see the head comment). At the root, all W. */

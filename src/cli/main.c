@@ -78,7 +78,7 @@ static const char usage_text[] =
     "      --link SPEC         one slower link (repeatable): "
     "2-3:bandwidth=1GB/s\n"
     "      --straggler SPEC    a slow worker (repeatable): worker=1,us=200\n"
-    "      --explain           narrate the ring step by step (W <= 8)\n"
+    "      --explain           narrate the all-reduce step by step (W <= 8)\n"
     "      --bucket-mb MB      DDP gradient buckets of MB MiB (default 25, "
     "the\n"
     "                          first 1 MiB; 0: one bucket for the whole "
@@ -678,7 +678,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     return EXIT_USAGE;
   }
   watch_run(watch, run);
-  if (opt->explain && rs_explain(stdout, run, err) != RS_OK) {
+  if (opt->explain && rs_explain_check(run, err) != RS_OK) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
     goto done;
@@ -713,6 +713,8 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     snprintf(source, sizeof source, "generated: %s, seed %llu",
              cli_init_name(opt->init), (unsigned long long)opt->seed);
   }
+  if (status == RS_OK && opt->explain)
+    rs_explain(stdout, run, err); /* checked above: it cannot fail */
   if (status == RS_OK)
     status = rs_run_execute(run);
   if (cli_exit_code(status) == EXIT_USAGE) {
