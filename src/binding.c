@@ -59,9 +59,7 @@ static int parse_flag(const char *text, int *out) {
   return 0;
 }
 
-/* KIND:key=value,... with keys worker, step (default 0) and ms (stall): the
- * command's --inject. */
-static int parse_fault(const char *spec, rs_fault_t *f) {
+int rs_fault_parse(const char *spec, rs_fault_t *f) {
   static const struct {
     const char *name;
     rs_fault_kind_t kind;
@@ -189,7 +187,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (config->fault_count == RS_MAX_FAULTS)
       FAIL("%.64s: at most %d faults", o, RS_MAX_FAULTS);
     rs_fault_t fault;
-    if (parse_fault(value, &fault))
+    if (rs_fault_parse(value, &fault))
       FAIL("%.64s '%.100s': expected KIND:worker=N,step=S[,ms=M] with KIND "
            "crash, stall (needs ms), corrupt, drop or dup",
            o, value);

@@ -604,6 +604,10 @@ void rs_config_free(rs_config_t *config);
  * across options (average applies to op avg only) are the caller's. */
 int rs_config_set(rs_config_t *config, const char *option, const char *value,
                   char *errmsg);
+/* A fault as --inject writes it, KIND:key=value,... (crash, stall, corrupt,
+ * drop, dup; keys worker and step, default 0, and ms, a stall's length,
+ * required for stall) into f. Returns 0, or -1 if spec is not one. */
+int rs_fault_parse(const char *spec, rs_fault_t *f);
 
 /* Move n values of dtype between its packed form (2 bytes for f16 and bf16,
  * as a tensor stores them) and a run's buffer form (rs_run_buffer: float for

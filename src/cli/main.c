@@ -280,56 +280,6 @@ static void watch_stop(sig_watch_t *s) {
   PTHREAD_CHECK(pthread_mutex_destroy(&s->mu));
 }
 
-/* KIND:key=value,... with keys worker, step (default 0) and ms (stall). */
-static int parse_fault(const char *spec, rs_fault_t *f) {
-  static const struct {
-    const char *name;
-    rs_fault_kind_t kind;
-  } kinds[] = {{"crash", RS_FAULT_CRASH},
-               {"stall", RS_FAULT_STALL},
-               {"corrupt", RS_FAULT_CORRUPT},
-               {"drop", RS_FAULT_DROP},
-               {"dup", RS_FAULT_DUP}};
-  const char *colon = strchr(spec, ':');
-  size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
-  int found = 0;
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if (strlen(kinds[i].name) == name_len &&
-        strncmp(spec, kinds[i].name, name_len) == 0) {
-      f->kind = kinds[i].kind;
-      found = 1;
-    }
-  if (!found)
-    return -1;
-  f->worker = 0;
-  f->step = 0;
-  f->ms = -1;
-  char keys[256];
-  if (!colon ||
-      snprintf(keys, sizeof keys, "%s", colon + 1) >= (int)sizeof keys)
-    return colon ? -1 : (f->kind == RS_FAULT_STALL ? -1 : 0);
-  char *save = NULL;
-  for (char *kv = strtok_r(keys, ",", &save); kv;
-       kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    long v;
-    if (!eq || cli_parse_long(eq + 1, 0, INT_MAX, &v))
-      return -1;
-    *eq = '\0';
-    if (strcmp(kv, "worker") == 0)
-      f->worker = (int)v;
-    else if (strcmp(kv, "step") == 0)
-      f->step = (int)v;
-    else if (strcmp(kv, "ms") == 0 && f->kind == RS_FAULT_STALL)
-      f->ms = (int)v;
-    else
-      return -1;
-  }
-  if (f->kind == RS_FAULT_STALL && f->ms < 0)
-    return -1;
-  return 0;
-}
-
 enum {
   OPT_INIT = 256,
   OPT_SEED,
@@ -517,7 +467,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_INJECT:
       if (o->config.fault_count == RS_MAX_FAULTS)
         return cli_usage_error("--inject: at most %s faults", "16");
-      if (parse_fault(optarg, &o->config.faults[o->config.fault_count]))
+      if (rs_fault_parse(optarg, &o->config.faults[o->config.fault_count]))
         return cli_usage_error(
             "--inject '%s': expected KIND:worker=N,step=S[,ms=M] "
             "with KIND crash, stall (needs ms), corrupt, drop "
