@@ -37,7 +37,8 @@ PHASE_ABBREV = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "r
 PHASE_WORK = {"reduce_scatter": "reduce", "all_gather": "copy", "exchange": "reduce",
               "reduce": "reduce", "broadcast": "copy"}
 ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
-              "linear": "linear", "tree": "double-binary-tree"}
+              "linear": "linear", "tree": "double-binary-tree",
+              "auto": "auto (an algorithm per bucket: table bucket_algo)"}
 # Above this many transfers, the timeline draws one bar per worker and step
 # (aggregated in SQL) instead of one bar per transfer.
 TIMELINE_DETAIL_LIMIT = 20000
