@@ -342,17 +342,16 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
 rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
                               size_t segment_bytes, size_t elem_size,
                               unsigned eligible, uint64_t *predicted);
-/* Measure this machine as a network model for --algo auto: W worker
- * threads all-reduce through real channels (slots per edge, segments of at
- * most segment_bytes, the copying transport or, with direct, the copy-free
- * one) as short ring runs of f32 at two sizes, each all-reduce and
- * reduce-scatter alone, timed over a few iterations (tens of milliseconds
- * in all). latency_ns: one message's hand-off between worker threads (the
- * thread wake-up and the primitive's work); bandwidth: bytes per second a
- * message moves through a channel; reduce_rate: bytes per second a
- * receiver folds. All three are what W threads on this machine's cores get
- * (W threads on fewer cores share them). On error (out of memory, threads)
- * returns its code and errmsg says why; *out is then unchanged. */
+/* Measure this machine as a network model for --algo auto (tens of
+ * milliseconds). latency_ns: one message's hand-off between worker
+ * threads (the thread wake-up and the transfer primitive's work), from two
+ * short ring runs of W worker threads (at most 16) through real channels
+ * (slots per edge, the copying transport or, with direct, the copy-free
+ * one) that differ only in messages per step; bandwidth: bytes per second
+ * one thread copies a message (0, free, for direct); reduce_rate: bytes
+ * per second it folds one; both divided among W workers that outnumber
+ * the cores. On error (out of memory, threads) returns its code and errmsg
+ * says why; *out is then unchanged. */
 int rs_machine_measure(int workers, size_t segment_bytes, int slots, int direct,
                        rs_netmodel_t *out, char *errmsg);
 
