@@ -270,9 +270,13 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
-         cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
-                                   : "by the cost formula of ",
-         cfg->algo == RS_ALGO_RING ? "" : rs_algorithm_name(cfg->algo),
+         cfg->algo == RS_ALGO_RING   ? RS_NETMODEL_FORMULA
+         : cfg->algo == RS_ALGO_AUTO ? "by each bucket's chosen algorithm's "
+                                       "cost formula"
+                                     : "by the cost formula of ",
+         cfg->algo == RS_ALGO_RING || cfg->algo == RS_ALGO_AUTO
+             ? ""
+             : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
          wall_s * 1e6);
