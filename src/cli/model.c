@@ -205,7 +205,7 @@ static int print_all(const options_t *opt, const rs_model_t *model,
       min_elems * elem_size,
       (rs_model_elems(model) > min_elems ? rs_model_elems(model) : min_elems) *
           elem_size);
-  printf("    from %12zu B  %-8s\n", min_elems * elem_size,
+  printf("    from %12zu B  %s\n", min_elems * elem_size,
          rs_algorithm_name(first));
   for (size_t i = 0; i < ncross; i++) {
     const crossover_t *c = &cross[i];
