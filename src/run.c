@@ -177,17 +177,19 @@ static double events_total(const rs_run_t *run) {
   return total;
 }
 
-/* The edge from -> to, if some algorithm of the run declared it. */
+/* The edge from -> to, if some algorithm of the run declared it (the
+ * edges from a worker lie together: run->edge_start). */
 static rs_edge_t *find_edge(rs_run_t *run, int from, int to) {
-  for (int i = 0; i < run->edge_count; i++)
-    if (run->edges[i].from == from && run->edges[i].to == to)
+  for (int i = run->edge_start[from]; i < run->edge_start[from + 1]; i++)
+    if (run->edges[i].to == to)
       return &run->edges[i];
   return NULL;
 }
 
 /* The directed edges of every algorithm the buckets run (with --algo auto,
- * the union of the chosen ones'), each with room for its largest message
- * (in elements) over every bucket that uses it; not yet opened. */
+ * the union of the chosen ones'), worker by worker, each with room for its
+ * largest message (in elements) over every bucket that uses it; not yet
+ * opened. */
 static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
   const int W = run->config.workers;
   const size_t cap = seg_cap(run);
@@ -196,14 +198,19 @@ static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
     for (int r = 0; r < W && W > 1 && (run->algos_used & (1u << a)); r++)
       count += rs__algo_get((rs_algorithm_t)a)->send_peers(W, r, peers);
   run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
+  run->edge_start = calloc((size_t)W + 1, sizeof *run->edge_start);
   *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
-  if (!run->edges || !*edge_elems)
+  if (!run->edges || !run->edge_start || !*edge_elems)
     return RS_ENOMEM;
-  for (int a = 0; a < RS_ALGO_COUNT; a++) {
-    const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
-    for (int r = 0; r < W && W > 1 && (run->algos_used & (1u << a)); r++) {
+  for (int r = 0; r < W; r++) {
+    run->edge_start[r] = run->edge_count;
+    for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
+      const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+      if (!(run->algos_used & (1u << a)))
+        continue;
       int n = algo->send_peers(W, r, peers);
       for (int i = 0; i < n; i++) {
+        run->edge_start[r + 1] = run->edge_count;
         rs_edge_t *e = find_edge(run, r, peers[i]);
         if (!e) {
           e = &run->edges[run->edge_count++];
@@ -220,6 +227,7 @@ static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
         }
       }
     }
+    run->edge_start[r + 1] = run->edge_count;
   }
   return RS_OK;
 }
@@ -533,6 +541,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->bucket_predicted);
   free(run->bufs);
   free(run->edges);
+  free(run->edge_start);
   free(run->links);
   free(run->workers);
   free(run->checks);

@@ -53,6 +53,7 @@ struct rs_run {
   uint64_t *bucket_predicted;
   rs_edge_t *edges; /* the directed edges the algorithm declared */
   int edge_count;
+  int *edge_start;  /* edges from worker r: edge_start[r] .. [r+1] - 1 */
   rs_link_t *links; /* every worker's out and in links, end to end */
   rs_worker_t *workers;
   atomic_int abort_flag;
