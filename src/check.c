@@ -337,8 +337,9 @@ static int prepare_reference(rs_run_t *run) {
            ? ldexpl(1.0L, -24)
            : 0.0L);
   /* theta(depth): the most roundings one contribution goes through in
-   * the run's algorithm (the ring: W-1). */
-  const int depth = W > 1 ? run->algo->depth(W) : 0;
+   * the run's algorithm (the ring: W-1; with --algo auto, the worst of
+   * those its buckets run). */
+  const int depth = W > 1 ? run->depth : 0;
   const long double gamma = expm1l(depth * log1pl(u));
   /* The reference's own error: its sum (in double, or long double for
    * f64), and storing it as a double. */

@@ -581,6 +581,10 @@ int rs_explain_check(const rs_run_t *run, char *errmsg) {
   if (run->config.collective != RS_COLL_ALLREDUCE)
     return rs__err(errmsg, RS_EINVAL,
                    "--explain narrates an all-reduce, not a reduce-scatter");
+  if (run->config.algo == RS_ALGO_AUTO)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates one algorithm, not auto's choice per "
+                   "bucket");
   return RS_OK;
 }
 
@@ -737,6 +741,9 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     break;
   case RS_ALGO_TREE:
     explain_tree(&x, mean);
+    break;
+  case RS_ALGO_AUTO: /* refused by rs_explain_check */
+    assert(0);
     break;
   }
   fprintf(out, "\n");

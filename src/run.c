@@ -33,6 +33,41 @@ void rs_config_init(rs_config_t *c) {
   c->ref_reps = 1;
 }
 
+/* Why algorithm a cannot run under c's options (errmsg says it), or RS_OK:
+ * what --algo NAME refuses and --algo auto leaves out. */
+static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
+  const rs_algo_t *algo = rs__algo_get(a);
+  if (!algo)
+    return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
+                   rs_algorithm_name(a));
+  if (a != RS_ALGO_RING && c->slices)
+    return rs__err(errmsg, RS_EINVAL,
+                   "loop: slices is NCCL's loop order for the ring, not for "
+                   "%s",
+                   algo->name);
+  if (a != RS_ALGO_RING && c->collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "collective: a reduce-scatter alone is the ring's, not "
+                   "%s's",
+                   algo->name);
+  if (c->direct && c->workers > 1 && algo->direct_slots(c->workers, 1, 0) == 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "direct: the copy-free transport is not safe for %s: it "
+                   "reduces into regions its peers may still be reading",
+                   algo->name);
+  return RS_OK;
+}
+
+/* The algorithms --algo auto may choose under c: bit a for algorithm a. */
+static unsigned eligible(const rs_config_t *c) {
+  char scratch[RS_ERRMSG_MAX];
+  unsigned mask = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    if (refusal(c, (rs_algorithm_t)a, scratch) == RS_OK)
+      mask |= 1u << a;
+  return mask;
+}
+
 static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->workers < 1 || c->workers > RS_MAX_WORKERS)
     return rs__err(errmsg, RS_EINVAL, "workers: %d is not in 1..%d", c->workers,
@@ -59,25 +94,17 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   int rc = rs_netmodel_check(&c->net, c->workers, errmsg);
   if (rc)
     return rc;
-  const rs_algo_t *algo = rs__algo_get(c->algo);
-  if (!algo)
-    return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
-                   rs_algorithm_name(c->algo));
-  if (c->algo != RS_ALGO_RING && c->slices)
+  if (c->algo == RS_ALGO_AUTO && c->fault_count > 0)
     return rs__err(errmsg, RS_EINVAL,
-                   "loop: slices is NCCL's loop order for the ring, not for "
-                   "%s",
-                   algo->name);
-  if (c->algo != RS_ALGO_RING && c->collective != RS_COLL_ALLREDUCE)
-    return rs__err(errmsg, RS_EINVAL,
-                   "collective: a reduce-scatter alone is the ring's, not "
-                   "%s's",
-                   algo->name);
-  if (c->direct && c->workers > 1 && algo->direct_slots(c->workers, 1, 0) == 0)
-    return rs__err(errmsg, RS_EINVAL,
-                   "direct: the copy-free transport is not safe for %s: it "
-                   "reduces into regions its peers may still be reading",
-                   algo->name);
+                   "inject: --algo auto chooses an algorithm per bucket, so "
+                   "a step number names no one step; give --algo NAME");
+  if (c->algo == RS_ALGO_AUTO && c->machine.enabled && !c->net.enabled &&
+      (rc = rs_netmodel_check(&c->machine, c->workers, errmsg)))
+    return rc;
+  if (c->algo != RS_ALGO_AUTO && (rc = refusal(c, c->algo, errmsg)))
+    return rc;
+  const rs_algo_t *algo =
+      rs__algo_get(c->algo == RS_ALGO_AUTO ? RS_ALGO_RING : c->algo);
   if (c->slices && c->net.enabled)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "
@@ -136,9 +163,9 @@ static size_t events_of(const rs_run_t *run, int r) {
   const rs_config_t *c = &run->config;
   size_t msgs = 0;
   for (size_t b = 0; b < run->result.buckets && c->workers > 1; b++)
-    msgs +=
-        run->algo->messages(c->workers, r, run->buckets[b].elems,
-                            run->bucket_segs[b], seg_cap(run), c->collective);
+    msgs += run->bucket_algo[b]->messages(c->workers, r, run->buckets[b].elems,
+                                          run->bucket_segs[b], seg_cap(run),
+                                          c->collective);
   return msgs * (size_t)(c->warmup + c->iterations);
 }
 
@@ -150,45 +177,71 @@ static double events_total(const rs_run_t *run) {
   return total;
 }
 
-/* The algorithm's directed edges, each with room for its largest message
- * (in elements) over every bucket; not yet opened. */
-static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
-  const int W = run->config.workers;
-  const size_t cap = seg_cap(run);
-  int count = 0;
-  for (int r = 0; r < W && W > 1; r++)
-    count += run->algo->send_peers(W, r, peers);
-  run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
-  *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
-  if (!run->edges || !*edge_elems)
-    return RS_ENOMEM;
-  for (int r = 0; r < W && W > 1; r++) {
-    int n = run->algo->send_peers(W, r, peers);
-    for (int i = 0; i < n; i++) {
-      rs_edge_t *e = &run->edges[run->edge_count];
-      e->from = r;
-      e->to = peers[i];
-      size_t most = 0;
-      for (size_t b = 0; b < run->result.buckets; b++) {
-        size_t m = run->algo->message_elems(
-            W, r, peers[i], run->buckets[b].elems, run->bucket_segs[b], cap);
-        most = m > most ? m : most;
-      }
-      (*edge_elems)[run->edge_count++] = most;
-    }
-  }
-  return RS_OK;
-}
-
-/* The edge from -> to (the algorithm declared it). */
+/* The edge from -> to, if some algorithm of the run declared it (the
+ * edges from a worker lie together: run->edge_start). */
 static rs_edge_t *find_edge(rs_run_t *run, int from, int to) {
-  for (int i = 0; i < run->edge_count; i++)
-    if (run->edges[i].from == from && run->edges[i].to == to)
+  for (int i = run->edge_start[from]; i < run->edge_start[from + 1]; i++)
+    if (run->edges[i].to == to)
       return &run->edges[i];
   return NULL;
 }
 
-/* Give every worker its links: the edges it sends on and receives on. */
+/* The directed edges of every algorithm the buckets run (with --algo auto,
+ * the union of the chosen ones'), worker by worker, each with room for its
+ * largest message (in elements) over every bucket that uses it; not yet
+ * opened. */
+static int list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
+  const int W = run->config.workers;
+  const size_t cap = seg_cap(run);
+  int count = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (int r = 0; r < W && W > 1 && (run->algos_used & (1u << a)); r++)
+      count += rs__algo_get((rs_algorithm_t)a)->send_peers(W, r, peers);
+  run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
+  run->edge_start = calloc((size_t)W + 1, sizeof *run->edge_start);
+  *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
+  if (!run->edges || !run->edge_start || !*edge_elems)
+    return RS_ENOMEM;
+  for (int r = 0; r < W; r++) {
+    run->edge_start[r] = run->edge_count;
+    for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
+      const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+      if (!(run->algos_used & (1u << a)))
+        continue;
+      int n = algo->send_peers(W, r, peers);
+      for (int i = 0; i < n; i++) {
+        run->edge_start[r + 1] = run->edge_count;
+        rs_edge_t *e = find_edge(run, r, peers[i]);
+        if (!e) {
+          e = &run->edges[run->edge_count++];
+          e->from = r;
+          e->to = peers[i];
+        }
+        size_t *most = &(*edge_elems)[e - run->edges];
+        for (size_t b = 0; b < run->result.buckets; b++) {
+          if (run->bucket_algo[b] != algo)
+            continue;
+          size_t m = algo->message_elems(W, r, peers[i], run->buckets[b].elems,
+                                         run->bucket_segs[b], cap);
+          *most = m > *most ? m : *most;
+        }
+      }
+    }
+    run->edge_start[r + 1] = run->edge_count;
+  }
+  return RS_OK;
+}
+
+/* Add peer's edge to a worker's list of links, unless it is there. */
+static void add_link(rs_link_t *list, int *count, int peer, rs_edge_t *edge) {
+  for (int i = 0; i < *count; i++)
+    if (list[i].peer == peer)
+      return;
+  list[(*count)++] = (rs_link_t){peer, edge};
+}
+
+/* Give every worker its links: the edges it sends on and receives on, for
+ * every algorithm the buckets run. */
 static int link_workers(rs_run_t *run, int *peers) {
   const int W = run->config.workers;
   run->links = calloc(2 * (size_t)run->edge_count + 1, sizeof *run->links);
@@ -198,15 +251,88 @@ static int link_workers(rs_run_t *run, int *peers) {
   for (int r = 0; r < W && W > 1; r++) {
     rs_worker_t *w = &run->workers[r];
     w->out = next;
-    w->out_count = run->algo->send_peers(W, r, peers);
-    for (int i = 0; i < w->out_count; i++)
-      *next++ = (rs_link_t){peers[i], find_edge(run, r, peers[i])};
-    w->in = next;
-    w->in_count = run->algo->recv_peers(W, r, peers);
-    for (int i = 0; i < w->in_count; i++)
-      *next++ = (rs_link_t){peers[i], find_edge(run, peers[i], r)};
+    w->out_count = 0;
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      if (!(run->algos_used & (1u << a)))
+        continue;
+      int n = rs__algo_get((rs_algorithm_t)a)->send_peers(W, r, peers);
+      for (int i = 0; i < n; i++)
+        add_link(w->out, &w->out_count, peers[i], find_edge(run, r, peers[i]));
+    }
+    w->in = w->out + w->out_count;
+    w->in_count = 0;
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      if (!(run->algos_used & (1u << a)))
+        continue;
+      int n = rs__algo_get((rs_algorithm_t)a)->recv_peers(W, r, peers);
+      for (int i = 0; i < n; i++)
+        add_link(w->in, &w->in_count, peers[i], find_edge(run, peers[i], r));
+    }
+    next = w->in + w->in_count;
     for (rs_link_t *l = w->out; l < next; l++)
       assert(l->edge && "send and receive peers disagree");
+  }
+  return RS_OK;
+}
+
+/* Does some algorithm of the run keep worker r's bucket aside? */
+static int stashes(const rs_run_t *run, int r) {
+  const int W = run->config.workers;
+  for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
+    const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    if ((run->algos_used & (1u << a)) && algo->stashes && algo->stashes(W, r))
+      return 1;
+  }
+  return 0;
+}
+
+/* The algorithm of every bucket: config's, or (--algo auto) the one the
+ * model predicts fastest for its size, the model this machine's, measured,
+ * unless --net gives one. Then the depth and steps of those. */
+static int choose_algos(rs_run_t *run, char *errmsg) {
+  const rs_config_t *c = &run->config;
+  const size_t buckets = run->result.buckets;
+  const int autoc = c->algo == RS_ALGO_AUTO;
+  run->bucket_choice = calloc(buckets + 1, sizeof *run->bucket_choice);
+  run->bucket_algo = calloc(buckets + 1, sizeof *run->bucket_algo);
+  if (autoc)
+    run->bucket_predicted =
+        calloc((buckets + 1) * RS_ALGO_COUNT, sizeof *run->bucket_predicted);
+  if (!run->bucket_choice || !run->bucket_algo ||
+      (autoc && !run->bucket_predicted))
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  if (autoc) {
+    if (c->net.enabled) {
+      run->auto_model = c->net;
+    } else if (c->machine.enabled) {
+      run->auto_model = c->machine;
+      run->auto_measured = 1;
+    } else {
+      int rc = rs_machine_measure(c->workers, c->segment_bytes, c->slots,
+                                  c->direct, &run->auto_model, errmsg);
+      if (rc)
+        return rc;
+      run->auto_measured = 1;
+    }
+  }
+  const unsigned mask = eligible(c);
+  run->depth = 0;
+  run->result.steps = 0;
+  for (size_t b = 0; b < buckets; b++) {
+    rs_algorithm_t a = c->algo;
+    if (autoc)
+      a = rs_auto_choose(&run->auto_model, c->workers, run->buckets[b].elems,
+                         c->segment_bytes, run->elem_size, mask,
+                         &run->bucket_predicted[b * RS_ALGO_COUNT]);
+    run->bucket_choice[b] = a;
+    run->bucket_algo[b] = rs__algo_get(a);
+    run->algos_used |= 1u << a;
+    if (c->workers > 1) {
+      int depth = run->bucket_algo[b]->depth(c->workers);
+      int steps = run->bucket_algo[b]->steps(c->workers, c->collective);
+      run->depth = depth > run->depth ? depth : run->depth;
+      run->result.steps = steps > run->result.steps ? steps : run->result.steps;
+    }
   }
   return RS_OK;
 }
@@ -230,7 +356,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   }
   run->config = *config;
   run->model = model;
-  run->algo = rs__algo_get(config->algo);
+  run->algo = rs__algo_get(config->algo); /* NULL for auto */
   run->elems = n;
   run->dtype = dtype;
   run->elem_size = rs_dtype_size(dtype);
@@ -255,6 +381,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     min_segs = run->bucket_segs[b] < min_segs ? run->bucket_segs[b] : min_segs;
     segs += run->bucket_segs[b];
   }
+  if ((rc = choose_algos(run, errmsg))) {
+    free(peers);
+    rs_run_free(run);
+    return rc;
+  }
   if (list_edges(run, peers, &edge_elems))
     goto nomem_small;
   size_t seg_elems = 0;
@@ -268,8 +399,16 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       !config->direct && (dtype == RS_DTYPE_F16 || dtype == RS_DTYPE_BF16);
   const size_t wire_bytes = packed ? rs_dtype_size(dtype) : elem_bytes;
   int slots = config->slots;
-  size_t safe = W > 1 ? run->algo->direct_slots(W, min_segs, config->slices)
-                      : (size_t)slots;
+  /* With direct channels, the fewest slots any algorithm of the run needs
+   * to be safe (check_config refused, or auto left out, the unsafe). */
+  size_t safe = (size_t)slots;
+  for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
+    if (!(run->algos_used & (1u << a)))
+      continue;
+    size_t s = rs__algo_get((rs_algorithm_t)a)
+                   ->direct_slots(W, min_segs, config->slices);
+    safe = s < safe ? s : safe;
+  }
   if (config->direct && (size_t)slots > safe)
     slots = (int)safe;
 
@@ -285,9 +424,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   double scratch = 0;
   for (int r = 0; r < W && W > 1; r++)
     scratch += (packed ? (double)seg_elems * sizeof(float) : 0) +
-               (run->algo->stashes && run->algo->stashes(W, r)
-                    ? (double)largest_bucket(run) * elem_bytes
-                    : 0);
+               (stashes(run, r) ? (double)largest_bucket(run) * elem_bytes : 0);
   double need = (double)W * (double)n * elem_bytes + edges + scratch +
                 (double)n * (sizeof(double) + elem_bytes) + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -306,7 +443,6 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                    need / (1 << 30), W, n, records, have / (1 << 30));
   }
   run->result.segs_per_chunk = segs;
-  run->result.steps = W > 1 ? run->algo->steps(W, config->collective) : 0;
   run->result.seg_elems = seg_elems;
   run->result.slots = slots;
 
@@ -359,7 +495,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     w->fault_count = run->config.fault_count;
     rs__sim_init(&w->sim, &run->config.net, W, r);
     w->seg_cap = seg_cap(run);
-    if (W > 1 && run->algo->stashes && run->algo->stashes(W, r) &&
+    if (W > 1 && stashes(run, r) &&
         !(w->stash = rs__aligned_alloc(
               (largest_bucket(run) ? largest_bucket(run) : 1) * elem_bytes)))
       goto nomem;
@@ -400,8 +536,12 @@ void rs_run_free(rs_run_t *run) {
   free(run->trace_config_json);
   free(run->buckets);
   free(run->bucket_segs);
+  free(run->bucket_choice);
+  free(run->bucket_algo);
+  free(run->bucket_predicted);
   free(run->bufs);
   free(run->edges);
+  free(run->edge_start);
   free(run->links);
   free(run->workers);
   free(run->checks);
@@ -419,6 +559,27 @@ const rs_config_t *rs_run_config(const rs_run_t *run) { return &run->config; }
 
 const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
   return index < run->result.buckets ? &run->buckets[index] : NULL;
+}
+
+rs_algorithm_t rs_run_bucket_algo(const rs_run_t *run, size_t index) {
+  return index < run->result.buckets ? run->bucket_choice[index]
+                                     : (rs_algorithm_t)RS_ALGO_COUNT;
+}
+
+uint64_t rs_run_bucket_predicted(const rs_run_t *run, size_t index,
+                                 rs_algorithm_t algo) {
+  if (!run->bucket_predicted || index >= run->result.buckets ||
+      (unsigned)algo >= RS_ALGO_COUNT)
+    return 0;
+  return run->bucket_predicted[index * RS_ALGO_COUNT + algo];
+}
+
+const rs_netmodel_t *rs_run_auto_model(const rs_run_t *run, int *measured) {
+  if (!run->bucket_predicted)
+    return NULL;
+  if (measured)
+    *measured = run->auto_measured;
+  return &run->auto_model;
 }
 
 void *rs_run_buffer(rs_run_t *run, int worker) {
@@ -484,7 +645,7 @@ static int run_worker(const rs_run_t *run, rs_worker_t *w) {
     if (w->op == RS_OP_AVG && w->average_pre)
       rs__scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
                     w->workers);
-    int rc = run->algo->run_bucket(w);
+    int rc = run->bucket_algo[b]->run_bucket(w);
     if (rc)
       return rc;
   }
@@ -641,9 +802,9 @@ static int run_threads(rs_run_t *run) {
       if (run->workers[r].sim.clock > run->result.sim_ns)
         run->result.sim_ns = run->workers[r].sim.clock;
     for (size_t b = 0; b < run->result.buckets; b++)
-      run->result.predicted_ns +=
-          run->algo->predict(&run->config.net, W, run->buckets[b].elems,
-                             run->bucket_segs[b], seg_cap(run), run->elem_size);
+      run->result.predicted_ns += run->bucket_algo[b]->predict(
+          &run->config.net, W, run->buckets[b].elems, run->bucket_segs[b],
+          seg_cap(run), run->elem_size);
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));

@@ -37,11 +37,23 @@ struct rs_run {
   rs_init_t init;
   int filled;
   int executed;
-  rs_bucket_t *buckets; /* all-reduced in this order */
-  size_t *bucket_segs;  /* segments per chunk, per bucket */
-  const rs_algo_t *algo;
+  rs_bucket_t *buckets;  /* all-reduced in this order */
+  size_t *bucket_segs;   /* segments per chunk, per bucket */
+  const rs_algo_t *algo; /* config's; NULL for --algo auto */
+  /* The algorithm each bucket runs: config's, or auto's choice. */
+  rs_algorithm_t *bucket_choice;
+  const rs_algo_t **bucket_algo;
+  unsigned algos_used; /* bit a: some bucket runs algorithm a */
+  int depth;           /* the worst depth (algo.h) of those: the check's */
+  /* --algo auto: the model it chose by (measured, or --net's), and every
+   * algorithm's prediction per bucket (bucket x RS_ALGO_COUNT; UINT64_MAX
+   * for one not eligible). */
+  rs_netmodel_t auto_model;
+  int auto_measured;
+  uint64_t *bucket_predicted;
   rs_edge_t *edges; /* the directed edges the algorithm declared */
   int edge_count;
+  int *edge_start;  /* edges from worker r: edge_start[r] .. [r+1] - 1 */
   rs_link_t *links; /* every worker's out and in links, end to end */
   rs_worker_t *workers;
   atomic_int abort_flag;

@@ -137,6 +137,22 @@ static const char schema_sql[] =
     "  PRIMARY KEY (run_id, param_idx)\n"
     ") WITHOUT ROWID;\n";
 
+/* Added after schema version 1 without changing it: a trace from before
+ * gets the table when it is opened (CREATE ... IF NOT EXISTS), and an older
+ * ringsim still reads and appends to a trace that has it. One row per
+ * bucket: the algorithm it ran (--algo auto chooses per bucket) and, for
+ * auto, every algorithm's predicted time (JSON; null: not eligible). */
+static const char bucket_algo_sql[] =
+    "CREATE TABLE IF NOT EXISTS bucket_algo (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
+    "  bucket INTEGER NOT NULL,\n"
+    "  elem_offset INTEGER NOT NULL,\n"
+    "  elems INTEGER NOT NULL,\n"
+    "  algo TEXT NOT NULL,\n"
+    "  predicted_json TEXT,\n"
+    "  PRIMARY KEY (run_id, bucket)\n"
+    ") WITHOUT ROWID;\n";
+
 const char *rs_trace_path(const rs_trace_t *trace) { return trace->path; }
 
 sqlite3 *rs__trace_db(rs_trace_t *trace) { return trace->db; }
@@ -502,6 +518,8 @@ int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
     rc = create_schema(t, errmsg);
   else
     rc = exec(t, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", errmsg);
+  if (rc == RS_OK)
+    rc = exec(t, bucket_algo_sql, errmsg);
   if (rc)
     goto fail;
   *out = t;
@@ -636,6 +654,31 @@ int rs__trace_begin(rs_run_t *run) {
     goto rollback;
   }
   run->trace_run_id = sqlite3_last_insert_rowid(db);
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    char pred[RS_ALGO_COUNT * 40 + 4];
+    size_t len = 0;
+    for (int a = 0; a < RS_ALGO_COUNT && run->bucket_predicted; a++) {
+      uint64_t ns = run->bucket_predicted[b * RS_ALGO_COUNT + a];
+      char value[24] = "null";
+      if (ns != UINT64_MAX)
+        snprintf(value, sizeof value, "%llu", (unsigned long long)ns);
+      len += (size_t)snprintf(pred + len, sizeof pred - len, "%s\"%s\": %s",
+                              a ? ", " : "{", rs_algorithm_name(a), value);
+    }
+    if (len)
+      snprintf(pred + len, sizeof pred - len, "}");
+    rc = exec_bound(
+        db,
+        "INSERT INTO bucket_algo (run_id, bucket, elem_offset, "
+        "elems, algo, predicted_json) VALUES (?, ?, ?, ?, ?, ?)",
+        "iiiitt", run->trace_run_id, (int64_t)b,
+        (int64_t)run->buckets[b].elem_offset, (int64_t)run->buckets[b].elems,
+        rs_algorithm_name(run->bucket_choice[b]), len ? pred : NULL);
+    if (rc != SQLITE_OK) {
+      fail_sql(run, "insert the buckets' algorithms");
+      goto rollback;
+    }
+  }
   for (size_t b = 0; b < run->result.buckets; b++)
     for (size_t i = run->buckets[b].first_param;
          i < run->buckets[b].first_param + run->buckets[b].params; i++) {

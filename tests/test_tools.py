@@ -706,6 +706,10 @@ class Tools(unittest.TestCase):
         con.execute("CREATE TABLE t (x)")
         con.commit()
         con.close()
+        auto = self.out("auto.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "4",
+                            "--algo", "auto", "--trace", auto], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
         cases = [
             (["timeline", self.out("missing.db")], "missing.db: no such file"),
             (["timeline", text], "not a ringsim trace"),
@@ -714,6 +718,8 @@ class Tools(unittest.TestCase):
             (["timeline", self.db, "-o", self.out("x.bmp")], "unknown image type"),
             (["chunks", os.path.join(self.dir, "one.db")], "1 worker: there is no ring"),
             (["animate", self.db, "-o", self.out("x.avi")], "unknown animation type"),
+            (["chunks", auto], "chose an algorithm per bucket (--algo auto)"),
+            (["animate", auto, "-o", self.out("auto.gif")], "chose an algorithm per bucket"),
             (["compare", self.db, "--runs", "1,x"], "expected run ids"),
             (["export", self.db, "-o", "/nonexistent/t.json"], "cannot write"),
             (["links", self.db, "--run", 1, "--clock", "sim"], "run 1 has no simulated times"),

@@ -38,7 +38,8 @@ PHASE_ABBREV = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "r
 PHASE_WORK = {"reduce_scatter": "reduce", "all_gather": "copy", "exchange": "reduce",
               "reduce": "reduce", "broadcast": "copy"}
 ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
-              "linear": "linear", "tree": "double-binary-tree"}
+              "linear": "linear", "tree": "double-binary-tree",
+              "auto": "auto (an algorithm per bucket: table bucket_algo)"}
 # Above this many transfers, the timeline draws one bar per worker and step
 # (aggregated in SQL) instead of one bar per transfer.
 TIMELINE_DETAIL_LIMIT = 20000
@@ -756,6 +757,10 @@ def chunk_stages(con, run):
     (replay_holdings; regions None), any other algorithm's by region
     (replay_regions). Refuses runs too large to draw."""
     W, algo = run["workers"], run_algo(run)
+    if algo == "auto":
+        raise ToolError(f"run {run['run_id']} chose an algorithm per bucket (--algo auto); the "
+                        f"chunk diagram draws one algorithm's run (table bucket_algo says what "
+                        f"each bucket ran; try timeline or links)")
     most = CHUNKS_MAX_WORKERS if algo == "ring" else CHUNKS_MAX_WORKERS_OTHER
     if W > most:
         raise ToolError(f"run {run['run_id']} has {W} workers; the chunk diagram draws "

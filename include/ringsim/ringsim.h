@@ -45,8 +45,8 @@ extern "C" {
   X(EPROTO, -7, "a message arrived out of sequence")                           \
   X(ECHECK, -8, "the result check failed")                                     \
   X(ESYS, -9, "system call failed")                                            \
-  X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")         \
-  X(ETRACE, -11, "the trace could not be written")                          \
+  X(ECORRUPT, -10, "a message arrived damaged (checksum mismatch)")            \
+  X(ETRACE, -11, "the trace could not be written")                             \
   X(EINTERRUPTED, -12, "interrupted by a signal")
 
 enum {
@@ -219,10 +219,15 @@ typedef enum rs_algorithm {
   RS_ALGO_RD,     /* recursive doubling: log2 W whole-buffer exchanges */
   RS_ALGO_RHD,    /* Rabenseifner: recursive halving, then doubling */
   RS_ALGO_LINEAR, /* everything reduced at worker 0, then broadcast */
-  RS_ALGO_TREE    /* NCCL's double binary tree */
+  RS_ALGO_TREE,   /* NCCL's double binary tree */
+  /* Not an algorithm: per bucket, the one of the above the alpha-beta model
+   * predicts fastest (rs_auto_choose; docs/algorithms.md). */
+  RS_ALGO_AUTO
 } rs_algorithm_t;
+/* The algorithms themselves (RS_ALGO_AUTO is not counted). */
 #define RS_ALGO_COUNT 5
-/* "ring", "rd", "rhd", "linear", "tree"; and back (-1: no such name). */
+/* "ring", "rd", "rhd", "linear", "tree", "auto"; and back (-1: no such
+ * name). */
 const char *rs_algorithm_name(rs_algorithm_t algo);
 int rs_algorithm_parse(const char *name);
 
@@ -326,6 +331,30 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                    int workers, const rs_bucket_t *buckets,
                                    size_t bucket_count, size_t segment_bytes,
                                    size_t elem_size);
+/* --algo auto (docs/algorithms.md): of the algorithms in the bit mask
+ * eligible (bit a for rs_algorithm_t a < RS_ALGO_COUNT), the one whose cost
+ * formula (rs_netmodel_predict_algo) under m is smallest for a bucket of
+ * elems elements of elem_size bytes on W workers, segments of at most
+ * segment_bytes; a tie goes to the lower rs_algorithm_t (the ring first).
+ * predicted (room for RS_ALGO_COUNT, or NULL) gets every algorithm's
+ * prediction, UINT64_MAX for one not eligible. Returns RS_ALGO_RING if
+ * eligible is 0. */
+rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
+                              size_t segment_bytes, size_t elem_size,
+                              unsigned eligible, uint64_t *predicted);
+/* Measure this machine as a network model for --algo auto (tens of
+ * milliseconds). latency_ns: one message's hand-off between worker
+ * threads (the thread wake-up and the transfer primitive's work), from two
+ * short ring runs of W worker threads (at most 16) through real channels
+ * (slots per edge, the copying transport or, with direct, the copy-free
+ * one) that differ only in messages per step; bandwidth: bytes per second
+ * one thread copies a message (0, free, for direct); reduce_rate: bytes
+ * per second it folds one; both divided among W workers that outnumber
+ * the cores. On error (out of memory, threads) returns its code and errmsg
+ * says why; *out is then unchanged. */
+int rs_machine_measure(int workers, size_t segment_bytes, int slots, int direct,
+                       rs_netmodel_t *out, char *errmsg);
+
 /* Segments per chunk for a run of elems elements of elem_size bytes, W
  * workers and segments of at most segment_bytes (what rs_run_create uses). */
 size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
@@ -394,6 +423,11 @@ typedef struct rs_config {
   int fault_count;
   rs_fault_t faults[RS_MAX_FAULTS];
   rs_netmodel_t net; /* simulated time; off unless net.enabled */
+  /* --algo auto: the model it chooses by. With net.enabled, net (the
+   * simulated network); else this one if machine.enabled (measured before,
+   * rs_machine_measure: bench measures once for its sizes); else
+   * rs_run_create measures this machine itself. */
+  rs_netmodel_t machine;
 } rs_config_t;
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
@@ -469,7 +503,6 @@ int rs_run_execute(rs_run_t *run);
  * trace agree. A run that had failed already keeps its status. Returns the
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
-
 
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;
@@ -561,6 +594,17 @@ void rs_run_worker_state(const rs_run_t *run, int worker,
                          rs_worker_state_t *out);
 
 const rs_result_t *rs_run_result(const rs_run_t *run);
+/* The algorithm bucket index runs: config's, or --algo auto's choice
+ * (RS_ALGO_COUNT past the last bucket). */
+rs_algorithm_t rs_run_bucket_algo(const rs_run_t *run, size_t index);
+/* --algo auto: algorithm algo's predicted time for bucket index under the
+ * model auto chose by (UINT64_MAX: not eligible for this run); 0 when the
+ * run is not auto's or the index is out of range. */
+uint64_t rs_run_bucket_predicted(const rs_run_t *run, size_t index,
+                                 rs_algorithm_t algo);
+/* --algo auto: the model it chose by, and whether it was this machine's,
+ * measured (1), or --net's (0); NULL when the run is not auto's. */
+const rs_netmodel_t *rs_run_auto_model(const rs_run_t *run, int *measured);
 /* Can run's all-reduce be narrated (1..8 workers, an all-reduce)? RS_OK,
  * or RS_EINVAL with the reason in errmsg. Call it before the run starts,
  * to refuse --explain before anything runs. */

@@ -12,15 +12,15 @@ static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
     [RS_ALGO_RHD] = &rs__algo_rhd,
     [RS_ALGO_LINEAR] = &rs__algo_linear,
     [RS_ALGO_TREE] = &rs__algo_tree};
-static const char *const names[RS_ALGO_COUNT] = {"ring", "rd", "rhd", "linear",
-                                                 "tree"};
+static const char *const names[RS_ALGO_COUNT + 1] = {
+    "ring", "rd", "rhd", "linear", "tree", [RS_ALGO_AUTO] = "auto"};
 
 const char *rs_algorithm_name(rs_algorithm_t algo) {
-  return (unsigned)algo < RS_ALGO_COUNT ? names[algo] : "?";
+  return (unsigned)algo <= RS_ALGO_AUTO ? names[algo] : "?";
 }
 
 int rs_algorithm_parse(const char *name) {
-  for (int i = 0; i < RS_ALGO_COUNT; i++)
+  for (int i = 0; i <= RS_ALGO_AUTO; i++)
     if (strcmp(names[i], name) == 0)
       return i;
   return -1;

@@ -52,7 +52,11 @@ static const char bench_usage[] =
     "      --slots K           slots per channel (default 8)\n"
     "      --timeout SEC       per wait (default 60)\n"
     "      --direct            copy-free channels (NCCL's direct mode)\n"
-    "      --algo NAME         ring (default), rd, rhd, linear or tree\n"
+    "      --algo NAME         ring (default), rd, rhd, linear or tree; all:\n"
+    "                          each in turn, the fastest marked; auto: per\n"
+    "                          size the one the alpha-beta model predicts\n"
+    "                          fastest on this machine (measured once per\n"
+    "                          W), named in the row\n"
     "      --loop ORDER        slices (default: NCCL's loop, all steps on one\n"
     "                          slice at a time) or steps (as ringsim runs\n"
     "                          by default: each step moves whole chunks)\n"
@@ -284,7 +288,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       o->all = strcmp(optarg, "all") == 0;
       if (algo < 0 && !o->all)
         return bad_value(argv, opt,
-                         "expected ring, rd, rhd, linear, tree or all");
+                         "expected ring, rd, rhd, linear, tree, auto or all");
       o->algo = o->all ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
     }
@@ -436,7 +440,8 @@ static void ticker_iteration(void *arg, int done, int warmup, int iterations) {
 
 typedef struct row {
   rs_algorithm_t algo;
-  int fastest; /* --algo all: the fastest at its size */
+  rs_algorithm_t chosen; /* --algo auto: the algorithm the run chose */
+  int fastest;           /* --algo all: the fastest at its size */
   int workers;
   size_t bytes, count;
   double time_us, min_us, algbw, busbw, ref_us;
@@ -446,7 +451,8 @@ typedef struct row {
 
 /* One size on W workers: returns 0, or the failed run's exit status. */
 static int bench_one(const bench_opts_t *o, int W, size_t count,
-                     rs_trace_t *trace, ticker_t *ticker, row_t *row) {
+                     const rs_netmodel_t *machine, rs_trace_t *trace,
+                     ticker_t *ticker, row_t *row) {
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
@@ -478,6 +484,8 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   cfg.direct = o->direct;
   cfg.slices = o->slices;
   cfg.algo = o->algo;
+  if (machine)
+    cfg.machine = *machine;
   /* ref: the run's own reference, the direct mean of the same buffers on
    * one thread (exact inputs), timed over as many repetitions as the ring
    * gets, at most 20. */
@@ -502,6 +510,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   }
   const rs_result_t *res = rs_run_result(run);
   row->workers = W;
+  row->chosen = rs_run_bucket_algo(run, 0);
   row->count = count;
   row->bytes = count * rs_dtype_size(o->dtype);
   row->time_us = (double)res->wall_ns / 1e3;
@@ -548,9 +557,12 @@ static void print_header(const bench_opts_t *o, int W) {
   printf("#\n");
   if (o->all)
     printf("# every algorithm at every size; * marks the fastest\n");
+  if (o->algo == RS_ALGO_AUTO)
+    printf("# auto: per size the algorithm the alpha-beta model predicts "
+           "fastest (algo: the one it ran)\n");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "size", "count",
          "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
-         o->all ? "  algo" : "");
+         o->all || o->algo == RS_ALGO_AUTO ? "  algo" : "");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s\n", "(B)", "(elements)",
          "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "");
 }
@@ -560,14 +572,15 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
   if (o->json) {
     json_t *j = json_pack(
         "{s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, "
-        "s:i, s:i, s:b}",
+        "s:i, s:i, s:b, s:s}",
         "algo", rs_algorithm_name(r->algo), "workers", r->workers, "size",
         (json_int_t)r->bytes, "count", (json_int_t)r->count, "type",
         datatype_name(o->dtype), "redop", op, "time_us", r->time_us,
         "min_time_us", r->min_us, "algbw_gbs", r->algbw, "busbw_gbs", r->busbw,
         "wrong", (json_int_t)r->wrong, "ref_us", r->ref_us, "time_over_ref",
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
-        "iters", r->iters, "fastest", r->fastest);
+        "iters", r->iters, "fastest", r->fastest, "chosen",
+        rs_algorithm_name(r->chosen));
     char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     puts(line);
     free(line);
@@ -582,6 +595,8 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
            r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
     if (o->all)
       printf("  %s%s", rs_algorithm_name(r->algo), r->fastest ? " *" : "");
+    else if (o->algo == RS_ALGO_AUTO)
+      printf("  auto: %s", rs_algorithm_name(r->chosen));
     printf("\n");
   }
   fflush(stdout);
@@ -608,20 +623,38 @@ int cli_bench(int argc, char **argv) {
     int W = o.workers[k];
     if (!o.json)
       print_header(&o, W);
+    /* auto: this machine measured once for W, used at every size */
+    rs_netmodel_t machine;
+    if (o.algo == RS_ALGO_AUTO &&
+        rs_machine_measure(W, o.segment_bytes, o.slots, o.direct, &machine,
+                           err)) {
+      fprintf(stderr, "ringsim: bench: W=%d: %s\n", W, err);
+      status = EXIT_RUN;
+      break;
+    }
+    if (o.algo == RS_ALGO_AUTO && !o.json)
+      printf("# auto, W=%d: this machine measured: latency %.3f us, "
+             "bandwidth %.3f GB/s, reduce %.3f GB/s\n",
+             W, (double)machine.link.latency_ns / 1e3,
+             (double)machine.link.bandwidth / 1e9,
+             (double)machine.reduce_rate / 1e9);
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;) {
       size_t count = bytes / rs_dtype_size(o.dtype);
       /* One algorithm, or (--algo all) each in turn, the fastest marked. */
       row_t size_rows[RS_ALGO_COUNT] = {{0}};
       int n = 0, best = 0;
-      for (int a = 0; a < RS_ALGO_COUNT && status == 0; a++) {
+      for (int a = 0; a <= RS_ALGO_AUTO && status == 0; a++) {
         if (!o.all && a != (int)o.algo)
+          continue;
+        if (o.all && a == RS_ALGO_AUTO)
           continue;
         bench_opts_t one = o;
         one.algo = (rs_algorithm_t)a;
         one.slices = a == RS_ALGO_RING || !o.all ? o.slices : 0;
         size_rows[n].algo = one.algo;
-        status = bench_one(&one, W, count ? count : 1, trace, &ticker,
-                           &size_rows[n]);
+        status = bench_one(&one, W, count ? count : 1,
+                           o.algo == RS_ALGO_AUTO ? &machine : NULL, trace,
+                           &ticker, &size_rows[n]);
         if (status == 0 && size_rows[n].time_us < size_rows[best].time_us)
           best = n;
         n += status == 0;

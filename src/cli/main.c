@@ -88,7 +88,10 @@ static const char usage_text[] =
     "      --algo NAME         the all-reduce algorithm: ring (default), rd\n"
     "                          (recursive doubling), rhd (Rabenseifner),\n"
     "                          linear (reduce at worker 0, then broadcast),\n"
-    "                          tree (NCCL's double binary tree)\n"
+    "                          tree (NCCL's double binary tree), or auto:\n"
+    "                          per bucket the one the alpha-beta model\n"
+    "                          predicts fastest on this machine (measured),\n"
+    "                          or on --net's network\n"
     "      --loop ORDER        steps (default): each step moves whole chunks;\n"
     "                          slices: NCCL's loop, all steps on one slice of\n"
     "                          the buffer at a time (same sums, cache-warm)\n"
@@ -523,12 +526,17 @@ static int parse_args(int argc, char **argv, options_t *o) {
     case OPT_ALGO: {
       int algo = rs_algorithm_parse(optarg);
       o->algo_all = strcmp(optarg, "all") == 0;
+      if (algo == RS_ALGO_AUTO && o->model_only)
+        return cli_usage_error("model: --algo %s chooses per bucket, on "
+                               "this machine; --algo all prints every "
+                               "algorithm and the crossovers",
+                               optarg);
       if (algo < 0 && !(o->algo_all && o->model_only))
         return cli_usage_error(o->model_only
                                    ? "--algo '%s': expected ring, rd, rhd, "
                                      "linear, tree or all"
                                    : "--algo '%s': expected ring, rd, rhd, "
-                                     "linear or tree",
+                                     "linear, tree or auto",
                                optarg);
       o->config.algo = algo < 0 ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
@@ -554,6 +562,10 @@ static int parse_args(int argc, char **argv, options_t *o) {
                                lo->name);
     }
   }
+  if (o->explain && o->config.algo == RS_ALGO_AUTO)
+    return cli_usage_error("%s", "--explain narrates one algorithm; --algo "
+                                 "auto chooses one per bucket (give --algo "
+                                 "NAME)");
   if (o->average_given && o->config.op != RS_OP_AVG)
     return cli_usage_error("%s", "--average applies to --op avg only");
   if (o->trace && o->no_trace)

@@ -35,7 +35,9 @@ const char cli_model_usage_text[] =
     "      --bucket-mb MB      DDP gradient buckets of MB MiB (default 25; 0:\n"
     "                          one bucket)\n"
     "      --algo NAME         ring (default), rd, rhd, linear, tree, or all:\n"
-    "                          every algorithm, the fastest marked\n"
+    "                          every algorithm, the fastest marked, and the\n"
+    "                          crossovers: the sizes where the best one by\n"
+    "                          the predictions (--algo auto's pick) changes\n"
     "      --json              print the result as one JSON object\n"
     "  -h, --help              this help\n"
     "\n"
@@ -74,9 +76,73 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
   return t;
 }
 
+/* Where the best algorithm by the cost formulas (rs_auto_choose, as --algo
+ * auto picks) changes, for one bucket of S bytes, S from 8 B (or one
+ * element) to max_bytes: sampled at CROSS_STEPS sizes per doubling, then
+ * each change located to the element by bisection. */
+#define CROSS_STEPS 16
+#define CROSS_MAX 64
+
+typedef struct crossover {
+  size_t elems;            /* the first size at which `to` is best */
+  rs_algorithm_t from, to; /* best one element below, and at it */
+  uint64_t below[RS_ALGO_COUNT], at[RS_ALGO_COUNT]; /* the predictions */
+} crossover_t;
+
+static rs_algorithm_t best_at(const options_t *opt, size_t elems,
+                              size_t elem_size, uint64_t *pred) {
+  return rs_auto_choose(&opt->config.net, opt->config.workers, elems,
+                        opt->config.segment_bytes, elem_size,
+                        (1u << RS_ALGO_COUNT) - 1, pred);
+}
+
+/* The crossovers up to max_elems (at most CROSS_MAX), and the best
+ * algorithm at the smallest size. */
+static size_t crossovers(const options_t *opt, size_t elem_size,
+                         size_t max_elems, crossover_t *out,
+                         rs_algorithm_t *first, size_t *min_elems) {
+  size_t lo = (8 + elem_size - 1) / elem_size, count = 0;
+  uint64_t pred[RS_ALGO_COUNT];
+  max_elems = max_elems > lo ? max_elems : lo;
+  *min_elems = lo;
+  rs_algorithm_t best = *first = best_at(opt, lo, elem_size, pred);
+  double x = (double)lo;
+  while (lo < max_elems && count < CROSS_MAX) {
+    x *= 1.0 + 1.0 / CROSS_STEPS;
+    size_t hi = (size_t)x > lo ? (size_t)x : lo + 1;
+    hi = hi < max_elems ? hi : max_elems;
+    rs_algorithm_t b = best_at(opt, hi, elem_size, pred);
+    while (b != best && count < CROSS_MAX) {
+      /* best at lo, not at hi: the first size in (lo, hi] it is not */
+      size_t a = lo, z = hi;
+      while (z - a > 1) {
+        size_t mid = a + (z - a) / 2;
+        if (best_at(opt, mid, elem_size, pred) == best)
+          a = mid;
+        else
+          z = mid;
+      }
+      crossover_t *c = &out[count++];
+      c->elems = z;
+      c->from = best_at(opt, z - 1, elem_size, c->below);
+      c->to = best_at(opt, z, elem_size, c->at);
+      best = c->to;
+      lo = z;
+    }
+    lo = hi;
+  }
+  return count;
+}
+
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
 static int print_all(const options_t *opt, const rs_model_t *model,
                      const model_time_t *t, double bytes) {
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  crossover_t cross[CROSS_MAX];
+  rs_algorithm_t first;
+  size_t min_elems;
+  size_t ncross = crossovers(opt, elem_size, rs_model_elems(model), cross,
+                             &first, &min_elems);
   const int W = opt->config.workers;
   int best = 0;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
@@ -95,10 +161,30 @@ static int print_all(const options_t *opt, const rs_model_t *model,
                                       (json_int_t)t[a].predicted, "algbw_gbs",
                                       algbw, "busbw_gbs", rs_busbw(algbw, W)));
     }
-    json_t *o =
-        json_pack("{s:s, s:i, s:I, s:o, s:s}", "model", rs_model_name(model),
-                  "workers", W, "bytes", (json_int_t)bytes, "algos", list,
-                  "fastest", rs_algorithm_name(t[best].algo));
+    json_t *cl = json_array();
+    for (size_t i = 0; i < ncross; i++) {
+      json_t *below = json_object(), *at = json_object();
+      for (int a = 0; a < RS_ALGO_COUNT; a++) {
+        const char *name = rs_algorithm_name((rs_algorithm_t)a);
+        json_object_set_new(below, name,
+                            json_integer((json_int_t)cross[i].below[a]));
+        json_object_set_new(at, name, json_integer((json_int_t)cross[i].at[a]));
+      }
+      json_array_append_new(cl,
+                            json_pack("{s:I, s:s, s:s, s:o, s:o}", "bytes",
+                                      (json_int_t)(cross[i].elems * elem_size),
+                                      "from", rs_algorithm_name(cross[i].from),
+                                      "to", rs_algorithm_name(cross[i].to),
+                                      "predicted_ns_one_element_below", below,
+                                      "predicted_ns_at", at));
+    }
+    json_t *o = json_pack(
+        "{s:s, s:i, s:I, s:o, s:s, s:{s:I, s:I, s:s, s:o}}", "model",
+        rs_model_name(model), "workers", W, "bytes", (json_int_t)bytes, "algos",
+        list, "fastest", rs_algorithm_name(t[best].algo), "crossovers",
+        "min_bytes", (json_int_t)(min_elems * elem_size), "max_bytes",
+        (json_int_t)(rs_model_elems(model) * elem_size), "best_at_min",
+        rs_algorithm_name(first), "changes", cl);
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -115,6 +201,27 @@ static int print_all(const options_t *opt, const rs_model_t *model,
            (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
            rs_busbw(algbw, W), a == best ? "  fastest" : "");
   }
+  printf(
+      "\n  crossovers: the best algorithm by the predictions (as --algo "
+      "auto picks) for one bucket of S bytes, %zu B <= S <= %zu B\n",
+      min_elems * elem_size,
+      (rs_model_elems(model) > min_elems ? rs_model_elems(model) : min_elems) *
+          elem_size);
+  printf("    from %12zu B  %s\n", min_elems * elem_size,
+         rs_algorithm_name(first));
+  for (size_t i = 0; i < ncross; i++) {
+    const crossover_t *c = &cross[i];
+    printf("    from %12zu B  %-8s (predicted us at %zu B: %s %.3f, %s %.3f;"
+           " at %zu B: %s %.3f, %s %.3f)\n",
+           c->elems * elem_size, rs_algorithm_name(c->to),
+           (c->elems - 1) * elem_size, rs_algorithm_name(c->from),
+           (double)c->below[c->from] / 1e3, rs_algorithm_name(c->to),
+           (double)c->below[c->to] / 1e3, c->elems * elem_size,
+           rs_algorithm_name(c->from), (double)c->at[c->from] / 1e3,
+           rs_algorithm_name(c->to), (double)c->at[c->to] / 1e3);
+  }
+  if (ncross == CROSS_MAX)
+    printf("    (stopped at %d changes)\n", CROSS_MAX);
   return 0;
 }
 

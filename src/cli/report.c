@@ -270,9 +270,13 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
-         cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
-                                   : "by the cost formula of ",
-         cfg->algo == RS_ALGO_RING ? "" : rs_algorithm_name(cfg->algo),
+         cfg->algo == RS_ALGO_RING   ? RS_NETMODEL_FORMULA
+         : cfg->algo == RS_ALGO_AUTO ? "by each bucket's chosen algorithm's "
+                                       "cost formula"
+                                     : "by the cost formula of ",
+         cfg->algo == RS_ALGO_RING || cfg->algo == RS_ALGO_AUTO
+             ? ""
+             : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
          net->link_count || net->straggler_count ? " (uniform ring)" : "",
          wall_s * 1e6);
@@ -321,12 +325,107 @@ static json_t *buckets_json(const report_t *r) {
     json_array_append_new(
         list,
         json_pack(
-            "{s:I, s:I, s:I, s:o}", "elem_offset", (json_int_t)k->elem_offset,
-            "elems", (json_int_t)k->elems, "bytes",
+            "{s:I, s:I, s:I, s:s, s:o}", "elem_offset",
+            (json_int_t)k->elem_offset, "elems", (json_int_t)k->elems, "bytes",
             (json_int_t)(k->elems * rs_dtype_size(rs_model_dtype(r->model))),
-            "params", names));
+            "algo", rs_algorithm_name(rs_run_bucket_algo(r->run, b)), "params",
+            names));
   }
   return list;
+}
+
+/* --algo auto: the model it chose by, and per bucket the algorithm it ran
+ * and every algorithm's predicted time (null: not eligible). */
+static json_t *auto_json(const report_t *r) {
+  int measured = 0;
+  const rs_netmodel_t *m = rs_run_auto_model(r->run, &measured);
+  if (!m)
+    return json_null();
+  json_t *list = json_array();
+  for (size_t b = 0; b < rs_run_result(r->run)->buckets; b++) {
+    json_t *pred = json_object();
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      uint64_t ns = rs_run_bucket_predicted(r->run, b, (rs_algorithm_t)a);
+      json_object_set_new(pred, rs_algorithm_name((rs_algorithm_t)a),
+                          ns == UINT64_MAX ? json_null()
+                                           : json_integer((json_int_t)ns));
+    }
+    json_array_append_new(
+        list,
+        json_pack("{s:I, s:I, s:s, s:o}", "bucket", (json_int_t)b, "elems",
+                  (json_int_t)rs_run_bucket(r->run, b)->elems, "algo",
+                  rs_algorithm_name(rs_run_bucket_algo(r->run, b)),
+                  "predicted_ns", pred));
+  }
+  return json_pack("{s:s, s:I, s:I, s:I, s:o}", "model",
+                   measured ? "measured" : "net", "latency_ns",
+                   (json_int_t)m->link.latency_ns, "bandwidth_Bps",
+                   (json_int_t)m->link.bandwidth, "reduce_Bps",
+                   (json_int_t)m->reduce_rate, "buckets", list);
+}
+
+/* At most this many lines of auto's choices, one per distinct bucket size. */
+#define AUTO_LINES 6
+
+/* --algo auto: the model it chose by, its choice per bucket size with every
+ * algorithm's prediction, and how many buckets each algorithm ran. */
+static void print_auto(const report_t *r) {
+  int measured = 0;
+  const rs_netmodel_t *m = rs_run_auto_model(r->run, &measured);
+  const size_t buckets = rs_run_result(r->run)->buckets;
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(r->model));
+  if (!m)
+    return;
+  printf("  auto       by %s: latency %.3f us, bandwidth %.3f GB/s, reduce "
+         "%.3f GB/s\n",
+         measured ? "this machine, measured" : "--net's network",
+         (double)m->link.latency_ns / 1e3, (double)m->link.bandwidth / 1e9,
+         (double)m->reduce_rate / 1e9);
+  printf("             %-12s", "bucket size");
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    printf(" %9s", rs_algorithm_name((rs_algorithm_t)a));
+  printf("   predicted us, chosen\n");
+  size_t lines = 0, sizes = 0;
+  for (size_t b = 0; b < buckets; b++) {
+    const size_t elems = rs_run_bucket(r->run, b)->elems;
+    size_t first = 0, count = 0;
+    while (rs_run_bucket(r->run, first)->elems != elems)
+      first++;
+    if (first != b)
+      continue; /* this size was printed */
+    sizes++;
+    for (size_t k = b; k < buckets; k++)
+      count += rs_run_bucket(r->run, k)->elems == elems;
+    if (lines == AUTO_LINES)
+      continue;
+    lines++;
+    char size[32];
+    cli_human_bytes((double)elems * (double)elem_size, size, sizeof size);
+    printf("             %-12s", size);
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      uint64_t ns = rs_run_bucket_predicted(r->run, b, (rs_algorithm_t)a);
+      if (ns == UINT64_MAX)
+        printf(" %9s", "-");
+      else
+        printf(" %9.1f", (double)ns / 1e3);
+    }
+    printf("   %s (%zu bucket%s)\n",
+           rs_algorithm_name(rs_run_bucket_algo(r->run, b)), count,
+           count == 1 ? "" : "s");
+  }
+  if (sizes > lines)
+    printf("             ... and %zu more sizes (--json lists every bucket)\n",
+           sizes - lines);
+  printf("             buckets run:");
+  for (int a = 0, any = 0; a < RS_ALGO_COUNT; a++) {
+    size_t n = 0;
+    for (size_t b = 0; b < buckets; b++)
+      n += rs_run_bucket_algo(r->run, b) == (rs_algorithm_t)a;
+    if (n)
+      printf("%s %s %zu", any++ ? "," : "",
+             rs_algorithm_name((rs_algorithm_t)a), n);
+  }
+  printf("\n");
 }
 
 /* How the ring's summation order changed the result, per param, against a
@@ -401,8 +500,13 @@ void cli_print_text(const report_t *r) {
     printf("  messages   <= %zu element%s each, %d slot%s per channel\n",
            res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
            res->slots == 1 ? "" : "s");
-    printf("  steps      %d per bucket (%s)\n", res->steps,
-           rs_algorithm_name(cfg->algo));
+    if (cfg->algo == RS_ALGO_AUTO)
+      printf("  steps      at most %d per bucket (the chosen algorithms')\n",
+             res->steps);
+    else
+      printf("  steps      %d per bucket (%s)\n", res->steps,
+             rs_algorithm_name(cfg->algo));
+    print_auto(r);
   } else if (res->buckets == 1) {
     /* the smallest chunk and the largest (sizes differ by at most one) */
     range_text(f.elems / (size_t)W,
@@ -546,6 +650,7 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "direct", json_boolean(cfg->direct));
   json_object_set_new(o, "algo", json_string(rs_algorithm_name(cfg->algo)));
   json_object_set_new(o, "steps", json_integer(res->steps));
+  json_object_set_new(o, "auto", auto_json(r));
   json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
   json_object_set_new(o, "transfers_planned",
                       f.planned ? json_integer((json_int_t)f.planned)
