@@ -147,7 +147,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
   } else if (is_option(o, "algo")) {
     int algo = rs_algorithm_parse(value);
     if (algo < 0)
-      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear or tree", o, value);
+      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear, tree or auto", o, value);
     config->algo = (rs_algorithm_t)algo;
   } else if (is_option(o, "bucket-mb")) {
     if (parse_double(value, &d) || !(d >= 0 && d <= 1048576))
@@ -301,6 +301,42 @@ static json_t *param_facts(const rs_param_t *p, const rs_param_check_t *c) {
                    "order_max_ulps", count(c->order_max_ulps));
 }
 
+/* --algo auto: the model it chose by, and per bucket the algorithm it ran
+ * and every algorithm's predicted time (null: not eligible). */
+static json_t *auto_json(const rs_run_t *run) {
+  int measured = 0;
+  const rs_netmodel_t *m = rs_run_auto_model(run, &measured);
+  if (!m)
+    return NULL;
+  json_t *list = json_array();
+  for (size_t b = 0; b < rs_run_result(run)->buckets; b++) {
+    json_t *pred = json_object();
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      uint64_t ns = rs_run_bucket_predicted(run, b, (rs_algorithm_t)a);
+      json_object_set_new(pred, rs_algorithm_name((rs_algorithm_t)a),
+                          ns == UINT64_MAX ? json_null()
+                                           : json_integer((json_int_t)ns));
+    }
+    json_array_append_new(
+        list, json_pack("{s:I, s:I, s:s, s:o}", "bucket", (json_int_t)b,
+                        "elems", (json_int_t)rs_run_bucket(run, b)->elems,
+                        "algo", rs_algorithm_name(rs_run_bucket_algo(run, b)),
+                        "predicted_ns", pred));
+  }
+  return json_pack("{s:s, s:I, s:I, s:I, s:o}", "model",
+                   measured ? "measured" : "net", "latency_ns",
+                   (json_int_t)m->link.latency_ns, "bandwidth_Bps",
+                   (json_int_t)m->link.bandwidth, "reduce_Bps",
+                   (json_int_t)m->reduce_rate, "buckets", list);
+}
+
+char *rs_run_auto_json(const rs_run_t *run) {
+  json_t *o = auto_json(run);
+  char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  return text;
+}
+
 char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model) {
   const rs_result_t *res = rs_run_result(run);
   const rs_config_t *cfg = rs_run_config(run);
@@ -330,14 +366,17 @@ char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model) {
   json_t *buckets = json_array();
   for (size_t b = 0; b < res->buckets; b++) {
     const rs_bucket_t *k = rs_run_bucket(run, b);
-    json_array_append_new(buckets,
-                          json_pack("{s:I, s:I, s:I, s:I}", "elem_offset",
-                                    (json_int_t)k->elem_offset, "elems",
-                                    (json_int_t)k->elems, "first_param",
-                                    (json_int_t)k->first_param, "params",
-                                    (json_int_t)k->params));
+    json_array_append_new(
+        buckets,
+        json_pack("{s:I, s:I, s:I, s:I, s:s}", "elem_offset",
+                  (json_int_t)k->elem_offset, "elems", (json_int_t)k->elems,
+                  "first_param", (json_int_t)k->first_param, "params",
+                  (json_int_t)k->params, "algo",
+                  rs_algorithm_name(rs_run_bucket_algo(run, b))));
   }
   json_object_set_new(o, "buckets", buckets);
+  json_t *choice = auto_json(run);
+  json_object_set_new(o, "auto", choice ? choice : json_null());
   /* 17 significant digits: every double reads back as itself */
   char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
   json_decref(o);

@@ -670,6 +670,12 @@ void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
  * finite are null. Returns a string the caller frees with rs_free, or NULL
  * when out of memory. */
 char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
+/* --algo auto's choices as one JSON object (the --json report's "auto"):
+ * model ("measured" or "net"), latency_ns, bandwidth_Bps, reduce_Bps and
+ * per bucket its elems, algo and every algorithm's predicted_ns (null: not
+ * eligible); NULL when run is not auto's (or out of memory). Freed with
+ * rs_free. */
+char *rs_run_auto_json(const rs_run_t *run);
 void rs_free(void *p);
 
 #ifdef __cplusplus

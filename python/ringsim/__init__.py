@@ -291,7 +291,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     trace, ...; docs/cli.md).
 
     The options are the command's (docs/cli.md): op (sum, avg, min, max,
-    prod), algo (ring, rd, rhd, linear, tree), average (pre, post; op avg
+    prod), algo (ring, rd, rhd, linear, tree, auto), average (pre, post; op avg
     only), bucket_mb (DDP's bucket cap, default 25; 0: one bucket),
     segment_bytes, slots, timeout (seconds), loop (steps, slices), direct,
     checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), link and

@@ -62,6 +62,7 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         buckets.append({
             "elem_offset": b["elem_offset"], "elems": b["elems"],
             "bytes": b["elems"] * dtype_size,
+            "algo": b["algo"],
             # DDP's order: the bucket's last param first
             "params": [params[i]["name"]
                        for i in range(first + count - 1, first - 1, -1)]})
@@ -84,6 +85,7 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         "direct": cfg["direct"],
         "algo": cfg["algo"],
         "steps": res["steps"],
+        "auto": facts["auto"],
         "transfers": res["transfers"],
         "transfers_planned": planned or None,
         "transfers_sent": [w["transfers_sent"] for w in facts["workers"]],

@@ -334,34 +334,12 @@ static json_t *buckets_json(const report_t *r) {
   return list;
 }
 
-/* --algo auto: the model it chose by, and per bucket the algorithm it ran
- * and every algorithm's predicted time (null: not eligible). */
+/* --algo auto's choices (the library's rs_run_auto_json), or null. */
 static json_t *auto_json(const report_t *r) {
-  int measured = 0;
-  const rs_netmodel_t *m = rs_run_auto_model(r->run, &measured);
-  if (!m)
-    return json_null();
-  json_t *list = json_array();
-  for (size_t b = 0; b < rs_run_result(r->run)->buckets; b++) {
-    json_t *pred = json_object();
-    for (int a = 0; a < RS_ALGO_COUNT; a++) {
-      uint64_t ns = rs_run_bucket_predicted(r->run, b, (rs_algorithm_t)a);
-      json_object_set_new(pred, rs_algorithm_name((rs_algorithm_t)a),
-                          ns == UINT64_MAX ? json_null()
-                                           : json_integer((json_int_t)ns));
-    }
-    json_array_append_new(
-        list,
-        json_pack("{s:I, s:I, s:s, s:o}", "bucket", (json_int_t)b, "elems",
-                  (json_int_t)rs_run_bucket(r->run, b)->elems, "algo",
-                  rs_algorithm_name(rs_run_bucket_algo(r->run, b)),
-                  "predicted_ns", pred));
-  }
-  return json_pack("{s:s, s:I, s:I, s:I, s:o}", "model",
-                   measured ? "measured" : "net", "latency_ns",
-                   (json_int_t)m->link.latency_ns, "bandwidth_Bps",
-                   (json_int_t)m->link.bandwidth, "reduce_Bps",
-                   (json_int_t)m->reduce_rate, "buckets", list);
+  char *text = rs_run_auto_json(r->run);
+  json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+  rs_free(text);
+  return o ? o : json_null();
 }
 
 /* At most this many lines of auto's choices, one per distinct bucket size. */
