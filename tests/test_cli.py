@@ -389,6 +389,21 @@ class Cli(unittest.TestCase):
         self.assertIn("in double", out)
 
     # cli-8: --help documents every option and the exit codes; --version.
+    def test_memory_is_the_buffers(self):
+        """Generated grads are checked block by block, from the inputs made
+        again, so a run needs the W gradient buffers and little more: peak
+        RSS at most 1.1 x (W+1) x the model's bytes (ResNet-18, W=4; a
+        float64 reference and bounds kept whole would add 3 x the model)."""
+        import resource
+        rc, out, err = run("--workers", 4, "--params",
+                           os.path.join(EXAMPLES, "resnet18.json"), "--no-trace", "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["status"], r["checked"], r["identical"]), ("ok", True, True))
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        limit = 1.1 * 5 * r["bytes"]
+        self.assertLessEqual(peak, limit, f"peak RSS {peak} B, model {r['bytes']} B")
+
     def test_progress_only_on_a_terminal(self):
         """A stage that takes more than a second (here the all-reduce, held
         up 1.5 s by a stalled worker) draws one progress line on stderr when
