@@ -699,10 +699,16 @@ static int run_check_job(rs_run_t *run, int after) {
   atomic_init(&job.next, 0);
   atomic_init(&job.stop, 0);
   RS_PTHREAD_CHECK(pthread_mutex_init(&job.mu, NULL));
+  /* (between a pool's iterations the check interrupts the all-reduce's
+   * stage, which then goes on) */
+  int stage = atomic_load(&run->phase);
+  size_t done = atomic_load(&run->phase_done);
+  size_t total = atomic_load(&run->phase_total);
   rs__progress_begin(run, after ? RS_STAGE_CHECK : RS_STAGE_REFERENCE,
                      run->elems);
   rs__parallel(job.plan->threads, check_pieces, &job);
-  rs__progress_begin(run, RS_STAGE_IDLE, 0);
+  rs__progress_begin(run, (rs_stage_t)stage, total);
+  rs__progress_add(run, done);
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&job.mu));
   run->result.identical = job.identical;
   if (job.rc)

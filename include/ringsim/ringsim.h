@@ -204,7 +204,7 @@ const char *rs_op_name(rs_op_t op);
 int rs_op_parse(const char *name);
 typedef enum rs_init {
   RS_INIT_NORMAL,  /* N(0, 1) */
-  RS_INIT_UNIFORM, /* U[-1, 1) */
+  RS_INIT_UNIFORM, /* U(-1, 1) */
   RS_INIT_EXACT    /* multiples of 1/16 in [-8, 8] (narrower for f16 and
                       bf16 at many workers): every sum is exact */
 } rs_init_t;
