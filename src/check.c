@@ -25,9 +25,14 @@
  */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "grads.h"
+#include "parallel.h"
 #include "reduce.h"
 #include "runstate.h"
 #include "util.h"
@@ -60,17 +65,17 @@ static double value_at(const rs_run_t *run, int w, size_t i) {
   return array_at(run, run->bufs[w], i);
 }
 
-static int refuse_non_finite(rs_run_t *run, size_t start, size_t len) {
+static int refuse_non_finite(const rs_run_t *run, size_t start, size_t len,
+                             char *errmsg) {
   for (int w = 0; w < run->config.workers; w++)
     for (size_t i = start; i < start + len; i++)
       if (!isfinite(value_at(run, w, i))) {
         const rs_param_t *p =
             rs_model_param(run->model, param_of(run->model, i));
-        return rs__run_fail(run, RS_EINVAL,
-                            "worker %d's gradient of \"%.100s\" holds %g at "
-                            "element %zu: inputs must be finite",
-                            w, p->name, value_at(run, w, i),
-                            i - p->elem_offset);
+        return rs__err(errmsg, RS_EINVAL,
+                       "worker %d's gradient of \"%.100s\" holds %g at "
+                       "element %zu: inputs must be finite",
+                       w, p->name, value_at(run, w, i), i - p->elem_offset);
       }
   return RS_OK;
 }
@@ -78,7 +83,8 @@ static int refuse_non_finite(rs_run_t *run, size_t start, size_t len) {
 /* Store bound b (>= 0) at i in the buffers' type, rounded up so it stays a
  * bound: one step up from a value rounded down is the next representable
  * one (for a non-negative finite value, its bits plus one). */
-static void store_bound(rs_run_t *run, size_t i, long double b) {
+static void store_bound(const rs_run_t *run, void *bounds, size_t i,
+                        long double b) {
   if (run->dtype == RS_DTYPE_F64) {
     double d = (double)b;
     if ((long double)d < b) {
@@ -87,7 +93,7 @@ static void store_bound(rs_run_t *run, size_t i, long double b) {
       bits++;
       memcpy(&d, &bits, sizeof d);
     }
-    ((double *)run->bound)[i] = d;
+    ((double *)bounds)[i] = d;
     return;
   }
   float f = (float)b;
@@ -97,7 +103,7 @@ static void store_bound(rs_run_t *run, size_t i, long double b) {
     bits++;
     memcpy(&f, &bits, sizeof f);
   }
-  ((float *)run->bound)[i] = f;
+  ((float *)bounds)[i] = f;
 }
 
 /* The direct mean (or op) on one thread, for float and for double, as
@@ -268,8 +274,6 @@ static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
   return la > lb ? (uint64_t)la - (uint64_t)lb : (uint64_t)lb - (uint64_t)la;
 }
 
-static int prepare_reference(rs_run_t *run);
-
 /* The reference and bound of a block of float inputs summed (or averaged)
  * in double: ref = acc / div, bound = sum_rel * amp + ref_rel * |ref| +
  * sum_tiny, as the general loop in prepare_reference computes them, but in
@@ -278,17 +282,15 @@ static int prepare_reference(rs_run_t *run);
  * rounded up to float by adding one to its bits where the conversion
  * rounded down. Returns 0, having written nothing, if any input was not
  * finite. */
-static int finish_sums_f32(rs_run_t *run, size_t start, size_t len,
-                           const double *restrict acc,
+static int finish_sums_f32(size_t len, const double *restrict acc,
                            const double *restrict amp, double div,
-                           double sum_rel, double ref_rel, double sum_tiny) {
+                           double sum_rel, double ref_rel, double sum_tiny,
+                           double *restrict ref, float *restrict bound) {
   int finite = 1;
   for (size_t i = 0; i < len; i++)
     finite &= amp[i] <= DBL_MAX; /* false for inf and NaN */
   if (!finite)
     return 0;
-  double *restrict ref = run->ref + start;
-  float *restrict bound = (float *)run->bound + start;
   for (size_t i = 0; i < len; i++) {
     double r = acc[i] / div;
     double b = sum_rel * amp[i] + ref_rel * fabs(r) + sum_tiny;
@@ -303,31 +305,28 @@ static int finish_sums_f32(rs_run_t *run, size_t start, size_t len,
   return 1;
 }
 
-int rs__check_prepare(rs_run_t *run) {
-  int rc = run->config.order_report ? prepare_fixed_order(run) : RS_OK;
-  return rc ? rc : prepare_reference(run);
-}
+/* The constants of the error bound, one set per run (see bound_constants).
+ */
+typedef struct bound_k {
+  long double sum_rel, ref_rel, sum_tiny, prod_rel, prod_tiny, div;
+  int f64, pre, post;
+} bound_k_t;
 
-static int prepare_reference(rs_run_t *run) {
+/* How a run is checked, fixed by rs__check_prepare. */
+typedef struct check_plan {
+  int exact;  /* exact inputs: the direct mean, compared bit for bit */
+  int stream; /* the reference made block by block after the run, from the
+                 inputs made again (generated inputs); else kept whole from
+                 before the run */
+  int fixed;  /* order_report */
+  int threads;
+  bound_k_t k;
+} check_plan_t;
+
+static void bound_constants(const rs_run_t *run, bound_k_t *k) {
   const int W = run->config.workers;
-  const size_t n = run->elems;
   const rs_op_t op = run->config.op;
-  /* Exact inputs make sums, means (divided after), minima and maxima exact
-   * in any order; a product or a pre-divided mean is not. */
-  /* ... and every partial sum of W multiples of 1/16 must be representable
-   * (rs__exact_k: the inputs' range shrinks for f16 and bf16 so that it
-   * is, up to 2048 and 256 workers). */
   const int bits = rs_dtype_mantissa_bits(run->dtype);
-  int fits = rs__exact_k(run->dtype, W) > 0;
-  if (run->init == RS_INIT_EXACT && fits && op != RS_OP_PROD &&
-      !(op == RS_OP_AVG && run->config.average_pre))
-    return prepare_exact(run);
-  run->ref = malloc((n ? n : 1) * sizeof *run->ref);
-  run->bound = malloc((n ? n : 1) * run->buf_elem_bytes);
-  if (!run->ref || !run->bound)
-    return rs__run_fail(run, RS_ENOMEM,
-                        "out of memory for the reference (%zu elements)", n);
-
   /* The ring's unit roundoff: f32 2^-24, f64 2^-53; f16 (2^-11) and bf16
    * (2^-8) round each hop's float32 sum to the dtype, and float32's own
    * rounding adds 2^-24. */
@@ -352,93 +351,437 @@ static int prepare_reference(rs_run_t *run) {
                                         : run->dtype == RS_DTYPE_F16  ? -24
                                         : run->dtype == RS_DTYPE_BF16 ? -133
                                                                       : -149);
-  const long double div = op == RS_OP_AVG ? W : 1;
-  const int pre = op == RS_OP_AVG && run->config.average_pre;
+  k->div = op == RS_OP_AVG ? W : 1;
+  k->pre = op == RS_OP_AVG && run->config.average_pre;
+  k->post = op == RS_OP_AVG && !k->pre;
   /* The bound is  sum_rel * sum|g| + ref_rel * |ref| + sum_tiny  for sums
    * and averages: the W-1 roundings of the ring's additions (with the
    * reference's own error, and (1 + u) for this arithmetic's), plus a
    * pre-divided average's extra rounding of each x/W, or a post-divided
    * one's of the quotient, plus what underflow can lose. Products:
    * prod_rel * |ref| + prod_tiny * prod max(1, |g|). */
-  long double sum_rel = (gamma + slack) / div * (1 + u);
-  long double ref_rel = store, sum_tiny = 0;
-  if (pre) {
-    sum_rel += u / div * (1 + u);
-    sum_tiny = W * tiny;
+  k->sum_rel = (gamma + slack) / k->div * (1 + u);
+  k->ref_rel = store;
+  k->sum_tiny = 0;
+  if (k->pre) {
+    k->sum_rel += u / k->div * (1 + u);
+    k->sum_tiny = W * tiny;
   } else if (op == RS_OP_AVG) {
-    ref_rel += u;
-    sum_tiny = tiny;
+    k->ref_rel += u;
+    k->sum_tiny = tiny;
   }
-  const long double prod_rel = (gamma + slack) * (1 + u) + store;
-  const long double prod_tiny = depth * tiny;
+  k->prod_rel = (gamma + slack) * (1 + u) + store;
+  k->prod_tiny = depth * tiny;
   /* float inputs sum in double; f64 inputs in long double */
-  const int f64 = run->dtype == RS_DTYPE_F64;
-  double acc[BLOCK], amp[BLOCK];
-  long double acc_l[BLOCK], amp_l[BLOCK];
+  k->f64 = run->dtype == RS_DTYPE_F64;
+}
 
-  uint64_t t0 = rs__now_ns();
-  for (size_t start = 0; start < n; start += BLOCK) {
-    if (rs__run_stopped(run))
-      return rs__run_take_interrupt(run);
-    size_t len = n - start < BLOCK ? n - start : BLOCK;
+/* One thread's room for one block (BLOCK elements each). */
+typedef struct scratch {
+  unsigned char *inputs;   /* one worker's inputs, made again */
+  unsigned char *quotient; /* a pre-divided average's x / W */
+  double *ref;             /* the reference ... */
+  unsigned char *bound;    /* ... its bound (buffer type) */
+  unsigned char *exact;    /* exact inputs: the direct mean (buffer type) */
+  unsigned char *fixed;    /* order_report: the fixed order's result */
+  double *acc, *amp;
+  long double *acc_l, *amp_l;
+  void *memory;
+} scratch_t;
+
+static int scratch_alloc(scratch_t *s) {
+  const size_t d = BLOCK * sizeof(double), l = BLOCK * sizeof(long double);
+  unsigned char *m = malloc(8 * d + 2 * l);
+  s->memory = m;
+  if (!m)
+    return RS_ENOMEM;
+  s->inputs = m;
+  s->quotient = m + d;
+  s->ref = (double *)(void *)(m + 2 * d);
+  s->bound = m + 3 * d;
+  s->exact = m + 4 * d;
+  s->fixed = m + 5 * d;
+  s->acc = (double *)(void *)(m + 6 * d);
+  s->amp = (double *)(void *)(m + 7 * d);
+  s->acc_l = (long double *)(void *)(m + 8 * d);
+  s->amp_l = (long double *)(void *)(m + 8 * d + l);
+  return RS_OK;
+}
+
+/* Worker w's inputs at start .. start+len-1: in its buffer (before the
+ * run), or made again (after it). */
+static const void *inputs_of(const rs_run_t *run, const check_plan_t *plan,
+                             scratch_t *s, int w, size_t start, size_t len) {
+  if (!plan->stream)
+    return run->bufs[w] + start * run->buf_elem_bytes;
+  rs__grads_generate(run, w, start, len, s->inputs);
+  return s->inputs;
+}
+
+/* Fold worker w's inputs g into the fixed order's result (as
+ * prepare_fixed_order does). */
+static void fold_fixed(const rs_run_t *run, const check_plan_t *plan,
+                       scratch_t *s, int w, const void *g, size_t len) {
+  const int W = run->config.workers;
+  const size_t size = run->buf_elem_bytes;
+  if (plan->k.pre) {
+    memcpy(s->quotient, g, len * size);
+    rs__scale_div(run->dtype, s->quotient, len, W);
+    g = s->quotient;
+  }
+  if (w == 0)
+    memcpy(s->fixed, g, len * size);
+  else
+    rs__fold(run->dtype, s->fixed, g, len, run->config.op,
+             plan->k.post && w == W - 1 ? W : 0);
+  if (plan->k.post && W == 1)
+    rs__scale_div(run->dtype, s->fixed, len, W);
+}
+
+/* The reference of elements start .. start+len-1 (at most BLOCK): the
+ * direct mean into exact (exact inputs), or the wider-precision reference
+ * into ref and its bound into bound; with a streamed order report, the
+ * fixed order's result into s->fixed. On bad inputs (not finite, or a
+ * product beyond the reference's range) returns RS_EINVAL with the
+ * message in errmsg. */
+static int block_reference(const rs_run_t *run, const check_plan_t *plan,
+                           scratch_t *s, size_t start, size_t len, double *ref,
+                           void *bound, void *exact, char *errmsg) {
+  const int W = run->config.workers;
+  const rs_op_t op = run->config.op;
+  const bound_k_t *k = &plan->k;
+  const int f64 = k->f64;
+  const size_t size = run->buf_elem_bytes;
+  if (!plan->exact) {
     if (f64) {
-      memset(acc_l, 0, len * sizeof *acc_l);
-      memset(amp_l, 0, len * sizeof *amp_l);
+      memset(s->acc_l, 0, len * sizeof *s->acc_l);
+      memset(s->amp_l, 0, len * sizeof *s->amp_l);
     } else {
-      memset(acc, 0, len * sizeof *acc);
-      memset(amp, 0, len * sizeof *amp);
-    }
-    for (int w = 0; w < W; w++) {
-      const void *g = run->bufs[w] + start * run->buf_elem_bytes;
-      if (f64)
-        accumulate_f64(op, w, g, acc_l, amp_l, len);
-      else
-        accumulate_f32(op, w, g, acc, amp, len);
-    }
-    /* The common case, float inputs summed or averaged, takes the fast
-     * path; everything else (f64, min, max, prod, non-finite input) the
-     * general one below. */
-    if (!f64 && (op == RS_OP_SUM || op == RS_OP_AVG) &&
-        finish_sums_f32(run, start, len, acc, amp, (double)div, (double)sum_rel,
-                        (double)ref_rel, (double)sum_tiny))
-      continue;
-    for (size_t i = 0; i < len; i++) {
-      long double sum = f64 ? acc_l[i] : acc[i];
-      long double mag = f64 ? amp_l[i] : amp[i];
-      if (!isfinite(mag) || !isfinite(sum)) {
-        int rc = refuse_non_finite(run, start, len);
-        if (rc)
-          return rc;
-        /* finite inputs, but a product beyond even the reference's range:
-         * no bound can be stated, so no check; refuse */
-        const rs_param_t *p =
-            rs_model_param(run->model, param_of(run->model, start + i));
-        return rs__run_fail(run, RS_EINVAL,
-                            "element %zu of \"%.100s\": the %s of the "
-                            "workers' values overflows the check's reference",
-                            start + i - p->elem_offset, p->name,
-                            rs_op_name(op));
-      }
-      long double ref = sum / div, b;
-      switch (op) {
-      case RS_OP_MIN:
-      case RS_OP_MAX:
-        b = 0; /* the result is one of the inputs: exactly */
-        break;
-      case RS_OP_PROD:
-        /* W-1 roundings of relative u, and underflow's absolute tiny/2
-         * per product, grown at most by the later factors' magnitudes */
-        b = prod_rel * fabsl(ref) + prod_tiny * mag;
-        break;
-      default:
-        b = sum_rel * mag + ref_rel * fabsl(ref) + sum_tiny;
-      }
-      run->ref[start + i] = (double)ref;
-      store_bound(run, start + i, b);
+      memset(s->acc, 0, len * sizeof *s->acc);
+      memset(s->amp, 0, len * sizeof *s->amp);
     }
   }
-  run->result.ref_ns = rs__now_ns() - t0;
+  for (int w = 0; w < W; w++) {
+    const void *g = inputs_of(run, plan, s, w, start, len);
+    if (plan->exact) {
+      /* the direct mean, as direct_reduce computes it */
+      if (w == 0)
+        memcpy(exact, g, len * size);
+      else if (f64)
+        rs__reduce_f64(exact, g, len, op);
+      else
+        rs__reduce_f32(exact, g, len, op);
+    } else if (f64) {
+      accumulate_f64(op, w, g, s->acc_l, s->amp_l, len);
+    } else {
+      accumulate_f32(op, w, g, s->acc, s->amp, len);
+    }
+    if (plan->fixed && plan->stream)
+      fold_fixed(run, plan, s, w, g, len);
+  }
+  if (plan->exact) {
+    if (op == RS_OP_AVG && f64)
+      rs__scale_div_f64(exact, len, (double)W);
+    else if (op == RS_OP_AVG)
+      rs__scale_div_f32(exact, len, (float)W);
+    /* The exact float32 result, rounded once to the dtype, is what the
+     * ring must produce (double rounding through float32 is innocuous
+     * here). */
+    if (!f64)
+      rs_dtype_round_all(run->dtype, exact, len);
+    return RS_OK;
+  }
+  /* The common case, float inputs summed or averaged, takes the fast
+   * path; everything else (f64, min, max, prod, non-finite input) the
+   * general one below. */
+  if (!f64 && (op == RS_OP_SUM || op == RS_OP_AVG) &&
+      finish_sums_f32(len, s->acc, s->amp, (double)k->div, (double)k->sum_rel,
+                      (double)k->ref_rel, (double)k->sum_tiny, ref, bound))
+    return RS_OK;
+  for (size_t i = 0; i < len; i++) {
+    long double sum = f64 ? s->acc_l[i] : s->acc[i];
+    long double mag = f64 ? s->amp_l[i] : s->amp[i];
+    if (!isfinite(mag) || !isfinite(sum)) {
+      int rc =
+          plan->stream ? RS_OK : refuse_non_finite(run, start, len, errmsg);
+      if (rc)
+        return rc;
+      /* finite inputs, but a product beyond even the reference's range:
+       * no bound can be stated, so no check; refuse */
+      const rs_param_t *p =
+          rs_model_param(run->model, param_of(run->model, start + i));
+      return rs__err(errmsg, RS_EINVAL,
+                     "element %zu of \"%.100s\": the %s of the workers' "
+                     "values overflows the check's reference",
+                     start + i - p->elem_offset, p->name, rs_op_name(op));
+    }
+    long double r = sum / k->div, b;
+    switch (op) {
+    case RS_OP_MIN:
+    case RS_OP_MAX:
+      b = 0; /* the result is one of the inputs: exactly */
+      break;
+    case RS_OP_PROD:
+      /* W-1 roundings of relative u, and underflow's absolute tiny/2
+       * per product, grown at most by the later factors' magnitudes */
+      b = k->prod_rel * fabsl(r) + k->prod_tiny * mag;
+      break;
+    default:
+      b = k->sum_rel * mag + k->ref_rel * fabsl(r) + k->sum_tiny;
+    }
+    ref[i] = (double)r;
+    store_bound(run, bound, i, b);
+  }
   return RS_OK;
+}
+
+/* Merge one param's check b into a (the same rules as compare_block's). */
+static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
+  if (!(b->max_abs_err <= a->max_abs_err))
+    a->max_abs_err = b->max_abs_err;
+  if (b->max_rel_err > a->max_rel_err)
+    a->max_rel_err = b->max_rel_err;
+  if (b->bound > a->bound)
+    a->bound = b->bound;
+  if (!(b->worst_ratio <= a->worst_ratio))
+    a->worst_ratio = b->worst_ratio;
+  a->differing += b->differing;
+  a->wrong += b->wrong;
+  a->order_differing += b->order_differing;
+  if (b->order_max_ulps > a->order_max_ulps)
+    a->order_max_ulps = b->order_max_ulps;
+}
+
+/* Compare worker 0's result at start .. start+len-1 with the block's
+ * reference (ref and bound, or exact; fixed for the order report, each
+ * indexed from start), into checks (one per param). */
+static void compare_block(const rs_run_t *run, size_t start, size_t len,
+                          const double *ref_of, const void *bound_of,
+                          const void *exact_of, const void *fixed_of,
+                          rs_param_check_t *checks) {
+  const rs_model_t *model = run->model;
+  size_t p = param_of(model, start);
+  for (size_t j = 0; j < len; j++) {
+    size_t i = start + j;
+    while (i >= rs_model_param(model, p)->elem_offset +
+                    rs_model_param(model, p)->elems)
+      p++;
+    rs_param_check_t *c = &checks[p];
+    double got = value_at(run, 0, i);
+    double ref = ref_of ? ref_of[j] : array_at(run, exact_of, j);
+    double want = run->dtype == RS_DTYPE_F64
+                      ? ref
+                      : rs_dtype_round(run->dtype, (float)ref);
+    /* (a reference beyond the dtype's range is inf, as IEEE rounding
+     * makes it; a result of that same inf is exact) */
+    double err = got == ref ? 0.0 : (double)fabsl((long double)got - ref);
+    int differs = memcmp(&got, &want, sizeof want) != 0;
+    double bound = bound_of ? array_at(run, bound_of, j) : 0.0;
+    double ratio;
+    if (!bound_of) /* exact inputs: only the rounded reference passes */
+      ratio = differs ? INFINITY : 0.0;
+    else
+      ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
+    c->differing += (uint64_t)differs;
+    c->wrong += (uint64_t)(ratio > 1.0);
+    if (fixed_of) {
+      uint64_t ulps = ulps_apart(run, got, array_at(run, fixed_of, j));
+      c->order_differing += ulps != 0;
+      c->order_max_ulps = ulps > c->order_max_ulps ? ulps : c->order_max_ulps;
+    }
+    if (!(err <= c->max_abs_err))
+      c->max_abs_err = err;
+    if (ref != 0 && err / fabs(ref) > c->max_rel_err)
+      c->max_rel_err = err / fabs(ref);
+    if (bound > c->bound)
+      c->bound = bound;
+    if (!(ratio <= c->worst_ratio))
+      c->worst_ratio = ratio;
+  }
+}
+
+/* Elements a thread takes at a time (whole blocks). */
+#define PIECE (32 * BLOCK)
+
+/* The work every helper thread shares (parallel.h): the pieces of the
+ * reference before the run, or of the check after it. */
+typedef struct check_job {
+  rs_run_t *run;
+  const check_plan_t *plan;
+  int after; /* the check after the run; else the reference before it */
+  atomic_size_t next;
+  atomic_int stop;    /* a thread failed: take no more pieces */
+  pthread_mutex_t mu; /* guards what follows */
+  rs_param_check_t *checks;
+  int identical;
+  int rc;            /* the failure of the lowest piece that failed */
+  size_t fail_piece; /* (the same inputs give the same message) */
+  char errmsg[RS_ERRMSG_MAX];
+} check_job_t;
+
+static void *check_pieces(void *arg) {
+  check_job_t *job = arg;
+  rs_run_t *run = job->run;
+  const check_plan_t *plan = job->plan;
+  const size_t n = run->elems, size = run->buf_elem_bytes;
+  const size_t params = rs_model_param_count(run->model);
+  const int W = run->config.workers;
+  scratch_t s = {0};
+  rs_param_check_t *checks = calloc(params, sizeof *checks);
+  char errmsg[RS_ERRMSG_MAX];
+  int rc = RS_OK, identical = 1;
+  size_t piece = 0;
+  if (!checks || scratch_alloc(&s)) {
+    rc = rs__err(errmsg, RS_ENOMEM, "out of memory for the check");
+    free(checks);
+    checks = NULL;
+    s.memory = NULL;
+  }
+  while (rc == RS_OK && !atomic_load(&job->stop) && !rs__run_stopped(run)) {
+    piece = atomic_fetch_add(&job->next, 1);
+    if (piece * PIECE >= n)
+      break;
+    size_t end = n - piece * PIECE < PIECE ? n : (piece + 1) * PIECE;
+    for (size_t start = piece * PIECE; start < end && rc == RS_OK;
+         start += BLOCK) {
+      size_t len = end - start < BLOCK ? end - start : BLOCK;
+      /* the reference of the block: kept whole from before the run, or
+       * made now */
+      int kept = !plan->stream;
+      double *ref = kept && run->ref ? run->ref + start : s.ref;
+      void *bound = kept && run->bound
+                        ? (unsigned char *)run->bound + start * size
+                        : s.bound;
+      void *exact = kept && run->ref_exact
+                        ? (unsigned char *)run->ref_exact + start * size
+                        : s.exact;
+      if (!job->after || plan->stream)
+        rc = block_reference(run, plan, &s, start, len, ref, bound, exact,
+                             errmsg);
+      if (rc == RS_OK && job->after) {
+        for (int w = 1; w < W && identical; w++)
+          identical = memcmp(run->bufs[w] + start * size,
+                             run->bufs[0] + start * size, len * size) == 0;
+        const void *fixed =
+            !plan->fixed   ? NULL
+            : plan->stream ? (const void *)s.fixed
+                           : (const unsigned char *)run->fixed + start * size;
+        compare_block(run, start, len, plan->exact ? NULL : ref,
+                      plan->exact ? NULL : bound, exact, fixed, checks);
+      }
+      rs__progress_add(run, len);
+    }
+  }
+  if (rc)
+    atomic_store(&job->stop, 1);
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&job->mu));
+  if (rc && (job->rc == RS_OK || piece < job->fail_piece)) {
+    job->rc = rc;
+    job->fail_piece = piece;
+    memcpy(job->errmsg, errmsg, sizeof errmsg);
+  }
+  job->identical &= identical;
+  for (size_t p = 0; checks && p < params; p++)
+    merge_check(&job->checks[p], &checks[p]);
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&job->mu));
+  free(checks);
+  free(s.memory);
+  return NULL;
+}
+
+/* Run the reference (after == 0) or the check (after == 1) on the plan's
+ * threads; returns the run's status. */
+static int run_check_job(rs_run_t *run, int after) {
+  check_job_t job = {.run = run,
+                     .plan = run->check_plan,
+                     .after = after,
+                     .checks = run->checks,
+                     .identical = 1};
+  atomic_init(&job.next, 0);
+  atomic_init(&job.stop, 0);
+  RS_PTHREAD_CHECK(pthread_mutex_init(&job.mu, NULL));
+  /* (between a pool's iterations the check interrupts the all-reduce's
+   * stage, which then goes on) */
+  int stage = atomic_load(&run->phase);
+  size_t done = atomic_load(&run->phase_done);
+  size_t total = atomic_load(&run->phase_total);
+  rs__progress_begin(run, after ? RS_STAGE_CHECK : RS_STAGE_REFERENCE,
+                     run->elems);
+  rs__parallel(job.plan->threads, check_pieces, &job);
+  rs__progress_begin(run, (rs_stage_t)stage, total);
+  rs__progress_add(run, done);
+  RS_PTHREAD_CHECK(pthread_mutex_destroy(&job.mu));
+  run->result.identical = job.identical;
+  if (job.rc)
+    return rs__run_fail(run, job.rc, "%s", job.errmsg);
+  if (rs__run_stopped(run))
+    return rs__run_take_interrupt(run);
+  return RS_OK;
+}
+
+int rs__check_prepare(rs_run_t *run) {
+  const int W = run->config.workers;
+  const rs_op_t op = run->config.op;
+  const size_t n = run->elems;
+  check_plan_t *plan = calloc(1, sizeof *plan);
+  if (!plan)
+    return rs__run_fail(run, RS_ENOMEM, "out of memory");
+  run->check_plan = plan;
+  bound_constants(run, &plan->k);
+  plan->fixed = run->config.order_report;
+  plan->threads =
+      run->config.check_threads > 0 ? run->config.check_threads : rs__cores();
+  /* Exact inputs make sums, means (divided after), minima and maxima exact
+   * in any order; a product or a pre-divided mean is not. ... and every
+   * partial sum of W multiples of 1/16 must be representable (rs__exact_k:
+   * the inputs' range shrinks for f16 and bf16 so that it is, up to 2048
+   * and 256 workers). */
+  plan->exact = run->init == RS_INIT_EXACT && rs__exact_k(run->dtype, W) > 0 &&
+                op != RS_OP_PROD &&
+                !(op == RS_OP_AVG && run->config.average_pre);
+  /* Generated inputs can be made again after the run, block by block, so
+   * the check keeps no copy of the reference: the W buffers are all the
+   * memory a run needs. A product is the exception: its reference may
+   * overflow, which must refuse the run before it starts. A timed
+   * reference (one thread, or repetitions: bench's ref) is made before
+   * the run, to be timed on its own. */
+  plan->stream = run->generated && op != RS_OP_PROD &&
+                 run->config.check_threads != 1 && run->config.ref_reps == 1;
+  if (plan->stream)
+    return RS_OK;
+  int rc = plan->fixed ? prepare_fixed_order(run) : RS_OK;
+  if (rc)
+    return rc;
+  /* Inputs not generated: the reference is kept whole from before the
+   * run, 12 bytes an element (4 for exact inputs) beyond the buffers. */
+  double need =
+      (double)n * (plan->exact ? (double)run->buf_elem_bytes
+                               : sizeof(double) + run->buf_elem_bytes) +
+      (double)W * (double)n * (double)run->buf_elem_bytes;
+  double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (have > 0 && need > 0.9 * have)
+    return rs__run_fail(run, RS_ENOMEM,
+                        "the check's reference needs about %.1f GiB more "
+                        "(%zu elements; inputs that are not generated are "
+                        "kept whole), more than this machine's %.1f GiB",
+                        (need - (double)W * (double)n * run->buf_elem_bytes) /
+                            (1 << 30),
+                        n, have / (1 << 30));
+  if (plan->exact && (plan->threads == 1 || run->config.ref_reps > 1))
+    return prepare_exact(run); /* on one thread, timed over ref_reps */
+  if (plan->exact)
+    run->ref_exact = malloc((n ? n : 1) * run->buf_elem_bytes);
+  else {
+    run->ref = malloc((n ? n : 1) * sizeof *run->ref);
+    run->bound = malloc((n ? n : 1) * run->buf_elem_bytes);
+  }
+  if (plan->exact ? !run->ref_exact : !run->ref || !run->bound)
+    return rs__run_fail(run, RS_ENOMEM,
+                        "out of memory for the reference (%zu elements)", n);
+  uint64_t t0 = rs__now_ns();
+  rc = run_check_job(run, 0);
+  run->result.ref_ns = rs__now_ns() - t0;
+  return rc;
 }
 
 static uint64_t wrong_total(const rs_run_t *run) {
@@ -449,52 +792,18 @@ static uint64_t wrong_total(const rs_run_t *run) {
 }
 
 void rs__check_result(rs_run_t *run) {
-  const int W = run->config.workers;
-  const size_t n = run->elems;
+  const check_plan_t *plan = run->check_plan;
   rs_result_t *res = &run->result;
-  res->identical = 1;
-  for (int w = 1; w < W; w++)
-    if (n && memcmp(run->bufs[w], run->bufs[0], n * run->buf_elem_bytes) != 0)
-      res->identical = 0;
-
-  res->exact = run->ref_exact != NULL; /* bitwise check, not a bound */
+  memset(run->checks, 0,
+         rs_model_param_count(run->model) * sizeof *run->checks);
+  res->exact = plan->exact; /* bitwise check, not a bound */
+  res->check_threads = plan->threads;
+  uint64_t t0 = rs__now_ns();
+  if (run_check_job(run, 1) != RS_OK)
+    return; /* interrupted: not checked */
+  res->check_ns = rs__now_ns() - t0;
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
-    const rs_param_t *param = rs_model_param(run->model, p);
-    rs_param_check_t *c = &run->checks[p];
-    memset(c, 0, sizeof *c);
-    for (size_t i = param->elem_offset; i < param->elem_offset + param->elems;
-         i++) {
-      double got = value_at(run, 0, i);
-      double ref = run->ref ? run->ref[i] : array_at(run, run->ref_exact, i);
-      double want = run->dtype == RS_DTYPE_F64
-                        ? ref
-                        : rs_dtype_round(run->dtype, (float)ref);
-      /* (a reference beyond the dtype's range is inf, as IEEE rounding
-       * makes it; a result of that same inf is exact) */
-      double err = got == ref ? 0.0 : (double)fabsl((long double)got - ref);
-      int differs = memcmp(&got, &want, sizeof want) != 0;
-      double bound = run->bound ? array_at(run, run->bound, i) : 0.0;
-      double ratio;
-      if (!run->bound) /* exact inputs: only the rounded reference passes */
-        ratio = differs ? INFINITY : 0.0;
-      else
-        ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
-      c->differing += (uint64_t)differs;
-      c->wrong += (uint64_t)(ratio > 1.0);
-      if (run->fixed) {
-        uint64_t ulps = ulps_apart(run, got, array_at(run, run->fixed, i));
-        c->order_differing += ulps != 0;
-        c->order_max_ulps = ulps > c->order_max_ulps ? ulps : c->order_max_ulps;
-      }
-      if (!(err <= c->max_abs_err))
-        c->max_abs_err = err;
-      if (ref != 0 && err / fabs(ref) > c->max_rel_err)
-        c->max_rel_err = err / fabs(ref);
-      if (bound > c->bound)
-        c->bound = bound;
-      if (!(ratio <= c->worst_ratio))
-        c->worst_ratio = ratio;
-    }
+    const rs_param_check_t *c = &run->checks[p];
     if (!(c->max_abs_err <= res->max_abs_err))
       res->max_abs_err = c->max_abs_err;
     if (c->bound > res->bound)

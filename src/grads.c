@@ -2,17 +2,19 @@
  *
  * Generated values depend only on (seed, worker, param, element), through a
  * counter-based hash (splitmix64), never on the order threads run in or on
- * the other params, so a run is reproducible from its seed.
+ * the other params, so a run is reproducible from its seed, and the check
+ * can make any block of any worker's inputs again after the run
+ * (rs__grads_generate) instead of keeping a copy.
  */
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "grads.h"
+#include "parallel.h"
+
 #include "runstate.h"
 #include "util.h"
-
-#define FILL_THREADS_MAX 64
 
 static uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15u;
@@ -21,43 +23,185 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* A uniform double in (0, 1): never 0, so log() below is finite. */
-static double unit_open(uint64_t bits) {
-  return ((double)(bits >> 11) + 0.5) * 0x1.0p-53;
+/* The generator's helpers go inside each of its clones (RS_GEN_CLONES). */
+#define RS_INLINE __attribute__((always_inline)) inline
+
+/* Bits as a double, and back: the conversions below go through the bits
+ * (exact for integers below 2^52), which SSE2 can do two at a time where
+ * it has no 64-bit integer to double conversion. */
+RS_INLINE static double as_double(uint64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+RS_INLINE static uint64_t as_bits(double d) {
+  uint64_t bits;
+  memcpy(&bits, &d, sizeof bits);
+  return bits;
+}
+#define TWO52 4503599627370496.0 /* 2^52: as_double(0x4330000000000000) */
+/* An integer 0 <= k < 2^52 as a double, exactly. */
+RS_INLINE static double small_int(uint64_t k) {
+  return as_double(k | 0x4330000000000000u) - TWO52;
 }
 
-/* Generated value i of a param whose hash key is key: in double, the
- * precision of an f64 run; other runs round it to their dtype. */
-static void fill_block(double *out, size_t first, size_t len, rs_init_t init,
-                       uint64_t key, int exact_k) {
+/* log(u) for 0 < u < 1, to about 1e-15 relative: u = m 2^e with m in
+ * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
+ * by its series to s^17. Branch-free, so a loop of it vectorizes; the same
+ * bits on every machine (no libm). */
+RS_INLINE static double log_unit(double u) {
+  /* the bits moved so that the exponent field splits at sqrt(2) (musl's
+   * log does the same): integer steps, no branch */
+  uint64_t bits = as_bits(u) + (0x3ff0000000000000u - 0x3fe6a09e667f3bcdu);
+  double e = small_int(bits >> 52) - 1023.0;
+  double m = as_double((bits & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu);
+  double s = (m - 1.0) / (m + 1.0), z = s * s;
+  double p = 1.0 / 17;
+  p = p * z + 1.0 / 15;
+  p = p * z + 1.0 / 13;
+  p = p * z + 1.0 / 11;
+  p = p * z + 1.0 / 9;
+  p = p * z + 1.0 / 7;
+  p = p * z + 1.0 / 5;
+  p = p * z + 1.0 / 3;
+  p = p * z + 1.0;
+  return e * 0.6931471805599453 + 2.0 * s * p;
+}
+
+/* cos and sin of 2 pi k / 2^32 for a 32-bit k, to about 1e-15: the top two
+ * bits pick the quadrant, the rest an angle x in [-pi/4, pi/4) around its
+ * middle, whose sine and cosine are Taylor polynomials (to x^15 and x^16),
+ * turned by pi/4 and the quadrant. Branch-free, as log_unit. */
+RS_INLINE static void cos_sin_turn(uint64_t k, double *c_out, double *s_out) {
+  uint64_t quadrant = k >> 30;
+  double x =
+      (small_int(k & 0x3fffffffu) * 0x1.0p-30 - 0.5) * 1.5707963267948966;
+  double z = x * x;
+  double sp = -1.0 / 1307674368000.0;
+  sp = sp * z + 1.0 / 6227020800.0;
+  sp = sp * z - 1.0 / 39916800.0;
+  sp = sp * z + 1.0 / 362880.0;
+  sp = sp * z - 1.0 / 5040.0;
+  sp = sp * z + 1.0 / 120.0;
+  sp = sp * z - 1.0 / 6.0;
+  double sx = x + x * z * sp;
+  double cp = 1.0 / 20922789888000.0;
+  cp = cp * z - 1.0 / 87178291200.0;
+  cp = cp * z + 1.0 / 479001600.0;
+  cp = cp * z - 1.0 / 3628800.0;
+  cp = cp * z + 1.0 / 40320.0;
+  cp = cp * z - 1.0 / 720.0;
+  cp = cp * z + 1.0 / 24.0;
+  cp = cp * z - 0.5;
+  double cx = 1.0 + z * cp;
+  /* the angle is quadrant pi/2 + pi/4 + x */
+  const double r = 0.7071067811865476;
+  double c = r * (cx - sx), s = r * (cx + sx);
+  /* odd quadrants swap them (cos, sin) -> (-sin, cos), the upper half
+   * negates both: as bit operations, so the loop has no branch */
+  uint64_t swap = 0 - (quadrant & 1), flip = (quadrant >> 1) << 63;
+  uint64_t cb = as_bits(c), sb = as_bits(s);
+  uint64_t c1 = (cb & ~swap) | ((sb ^ 0x8000000000000000u) & swap);
+  uint64_t s1 = (sb & ~swap) | (cb & swap);
+  *c_out = as_double(c1 ^ flip);
+  *s_out = as_double(s1 ^ flip);
+}
+
+/* The generator's loops, compiled as well for AVX2 and AVX-512 and picked
+ * at load time for the machine (GCC's function multiversioning): 4 to 16
+ * lanes at once where SSE2 has 2 to 4. The values are the same bits on
+ * every path: each lane does the IEEE operations of the scalar code (this
+ * file is compiled with -ffp-contract=off, so no path fuses a multiply and
+ * an add). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
+    !defined(RS_GEN_NO_CLONES)
+#define RS_GEN_CLONES                                                          \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RS_GEN_CLONES
+#endif
+
+/* The hash of element i of a param keyed by key (the low 32 bits of the
+ * element's index; rs__grads_generate folds the rest into the key):
+ * murmur3's 32-bit finaliser of a Weyl sequence. 32-bit lanes, so four
+ * (SSE2) or eight (AVX2) at once; two such hashes per pair of normals. */
+RS_INLINE static uint32_t hash32(uint64_t key, uint32_t i) {
+  uint32_t x = (i * 0x9e3779b9u + (uint32_t)key) ^ (uint32_t)(key >> 32);
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  return x ^ (x >> 16);
+}
+
+/* A 32-bit hash as a uniform in (0, 1): the middle of its 2^-32 step. */
+RS_INLINE static double unit_open(uint32_t h) {
+  return (small_int(h) + 0.5) * 0x1.0p-32;
+}
+
+/* count pairs of normals from pair first_pair of a param on: element 2j's
+ * hash gives the radius, 2j+1's the angle. */
+RS_INLINE static void normal_pairs(double *restrict out, size_t count,
+                                   uint64_t key, uint32_t first_pair) {
+  for (size_t j = 0; j < count; j++) {
+    uint32_t at = 2 * (first_pair + (uint32_t)j);
+    double radius = sqrt(-2.0 * log_unit(unit_open(hash32(key, at)))), c, s;
+    cos_sin_turn(hash32(key, at + 1), &c, &s);
+    out[2 * j] = radius * c;
+    out[2 * j + 1] = radius * s;
+  }
+}
+
+/* Generated values first .. first+len-1 of a param whose hash key is key
+ * (all of them in one 2^32 run of indices), in double (the precision of
+ * an f64 run; other runs round it to their dtype). Every value is a
+ * function of (key, index) alone, and each loop is branch-free so that it
+ * vectorizes. */
+RS_GEN_CLONES
+static void fill_block(double *restrict out, uint32_t first, size_t len,
+                       rs_init_t init, uint64_t key, int exact_k) {
   switch (init) {
   case RS_INIT_UNIFORM:
+    /* (-1, 1), in steps of 2^-31 */
     for (size_t i = 0; i < len; i++)
-      out[i] = 2.0 * unit_open(mix64(key + first + i)) - 1.0;
+      out[i] = 2.0 * unit_open(hash32(key, first + (uint32_t)i)) - 1.0;
     break;
-  case RS_INIT_EXACT:
+  case RS_INIT_EXACT: {
     /* k/16 with k in [-exact_k, exact_k] (128 unless the dtype is too
      * narrow for W of them: rs__exact_k): every partial sum is
      * representable, so every order of addition gives the exact sum
-     * (nccl-tests' verifiable inputs do the same). */
-    for (size_t i = 0; i < len; i++)
-      out[i] = (double)((int)(mix64(key + first + i) %
-                              (2u * (unsigned)exact_k + 1u)) -
-                        exact_k) /
-               16.0;
-    break;
-  case RS_INIT_NORMAL:
-    /* Box-Muller: each pair of hashes gives two independent normals
-     * (first is even, so pairs never straddle blocks). */
-    for (size_t i = 0; i < len; i += 2) {
-      size_t at = first + i;
-      double radius = sqrt(-2.0 * log(unit_open(mix64(key + 2 * at))));
-      double angle = 2.0 * M_PI * unit_open(mix64(key + 2 * at + 1));
-      out[i] = radius * cos(angle);
-      if (i + 1 < len)
-        out[i + 1] = radius * sin(angle);
+     * (nccl-tests' verifiable inputs do the same). k is the hash scaled
+     * to the range (Lemire's multiply-shift, no division). */
+    const uint64_t range = 2u * (uint64_t)exact_k + 1u;
+    const double offset = exact_k;
+    for (size_t i = 0; i < len; i++) {
+      uint64_t k = (uint64_t)hash32(key, first + (uint32_t)i) * range >> 32;
+      out[i] = (small_int(k) - offset) * 0.0625;
     }
     break;
+  }
+  case RS_INIT_NORMAL: {
+    /* Box-Muller: elements 2j and 2j+1 of the param are the pair
+     * sqrt(-2 log u) (cos, sin)(2 pi k / 2^32), two independent normals,
+     * u and k the two elements' hashes (|x| < 6.8: u is at least 2^-33).
+     * A range that starts or ends inside a pair takes its half. */
+    size_t i = 0;
+    if (first % 2 == 1) {
+      double pair[2];
+      normal_pairs(pair, 1, key, first / 2);
+      out[i++] = pair[1];
+    }
+    size_t pairs = (len - i) / 2;
+    normal_pairs(out + i, pairs, key, (uint32_t)((first + i) / 2));
+    i += 2 * pairs;
+    if (i < len) {
+      double pair[2];
+      normal_pairs(pair, 1, key, (uint32_t)((first + i) / 2));
+      out[i] = pair[0];
+    }
+    break;
+  }
   }
 }
 
@@ -75,40 +219,71 @@ static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
   rs_dtype_round_all(dtype, out, n);
 }
 
-#define FILL_BLOCK 4096 /* even: see fill_block */
+#define FILL_BLOCK 4096
 
-static void fill_param(rs_run_t *run, unsigned char *buf, rs_dtype_t dtype,
-                       const rs_param_t *param, rs_init_t init, uint64_t key,
-                       int exact_k) {
+/* The param holding flat element i (params are sorted by offset). */
+static size_t param_at(const rs_model_t *model, size_t i) {
+  size_t lo = 0, hi = rs_model_param_count(model) - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (rs_model_param(model, mid)->elem_offset <= i)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
+                        size_t len, void *out) {
+  const rs_model_t *model = run->model;
   double values[FILL_BLOCK];
-  for (size_t first = 0; first < param->elems; first += FILL_BLOCK) {
-    if (first % (64 * FILL_BLOCK) == 0 && rs__run_stopped(run))
-      return; /* interrupted: rs_run_fill says so */
-    size_t len =
-        param->elems - first < FILL_BLOCK ? param->elems - first : FILL_BLOCK;
-    fill_block(values, first, len, init, key, exact_k);
-    store(buf, dtype, param->elem_offset + first, values, len);
+  size_t p = len ? param_at(model, first) : 0;
+  for (size_t done = 0; done < len;) {
+    const rs_param_t *param = rs_model_param(model, p);
+    size_t at = first + done - param->elem_offset; /* within the param */
+    size_t n = param->elems - at;
+    n = n < len - done ? n : len - done;
+    n = n < FILL_BLOCK ? n : FILL_BLOCK;
+    /* within one 2^32 run of indices, whose number joins the key */
+    size_t run_left = ((size_t)1 << 32) - (at & 0xffffffffu);
+    n = n < run_left ? n : run_left;
+    uint64_t key = mix64(run->seed ^ mix64(((uint64_t)worker << 32) | p) ^
+                         mix64(at >> 32));
+    fill_block(values, (uint32_t)at, n, run->init, key, run->exact_k);
+    store(out, run->dtype, done, values, n);
+    done += n;
+    if (at + n == param->elems)
+      p++;
   }
 }
 
+/* Generating is pure: threads take (worker, block) pieces in turn; the
+ * values do not depend on which thread makes them. */
+#define FILL_PIECE ((size_t)1 << 18) /* elements */
+
 typedef struct fill_job {
   rs_run_t *run;
-  rs_init_t init;
-  uint64_t seed;
-  int first, stride; /* this thread fills workers first, first+stride, ... */
-  int exact_k;       /* RS_INIT_EXACT's range: rs__exact_k */
+  atomic_size_t next; /* the next piece: worker-major */
+  size_t pieces_per_worker;
 } fill_job_t;
 
-static void *fill_workers(void *arg) {
-  const fill_job_t *job = arg;
-  const rs_model_t *model = job->run->model;
-  for (int w = job->first; w < job->run->config.workers; w += job->stride)
-    for (size_t p = 0; p < rs_model_param_count(model); p++) {
-      const rs_param_t *param = rs_model_param(model, p);
-      uint64_t key = mix64(job->seed ^ mix64(((uint64_t)w << 32) | p));
-      fill_param(job->run, job->run->bufs[w], job->run->dtype, param,
-                 job->init, key, job->exact_k);
-    }
+static void *fill_pieces(void *arg) {
+  fill_job_t *job = arg;
+  rs_run_t *run = job->run;
+  const size_t total = job->pieces_per_worker * (size_t)run->config.workers;
+  for (;;) {
+    size_t piece = atomic_fetch_add(&job->next, 1);
+    if (piece >= total || rs__run_stopped(run))
+      break;
+    int w = (int)(piece / job->pieces_per_worker);
+    size_t first = piece % job->pieces_per_worker * FILL_PIECE;
+    size_t len =
+        run->elems - first < FILL_PIECE ? run->elems - first : FILL_PIECE;
+    rs__grads_generate(run, w, first, len,
+                       run->bufs[w] + first * run->buf_elem_bytes);
+    rs__progress_add(run, len);
+  }
   return NULL;
 }
 
@@ -116,36 +291,25 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   if (init != RS_INIT_NORMAL && init != RS_INIT_UNIFORM &&
       init != RS_INIT_EXACT)
     return rs__run_fail(run, RS_EINVAL, "init: unknown kind %d", (int)init);
-  /* Generating is pure per worker: spread the workers over the cores. The
-   * values do not depend on which thread makes them. */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int threads = run->config.workers < cores ? run->config.workers
-                                            : (int)(cores > 0 ? cores : 1);
-  if (threads > FILL_THREADS_MAX)
-    threads = FILL_THREADS_MAX;
+  run->init = init;
+  run->seed = seed;
   /* Beyond what the dtype can keep exact, exact inputs keep the f32
    * range (the check then bounds them as any other). */
-  int exact_k = rs__exact_k(run->dtype, run->config.workers);
-  if (exact_k == 0)
-    exact_k = 128;
-  pthread_t tids[FILL_THREADS_MAX];
-  fill_job_t jobs[FILL_THREADS_MAX];
-  int created[FILL_THREADS_MAX] = {0};
-  for (int t = 0; t < threads; t++) {
-    jobs[t] = (fill_job_t){run, init, seed, t, threads, exact_k};
-    if (t > 0)
-      created[t] = pthread_create(&tids[t], NULL, fill_workers, &jobs[t]) == 0;
-  }
-  /* This thread takes job 0, and any job whose thread could not start. */
-  for (int t = 0; t < threads; t++)
-    if (!created[t])
-      fill_workers(&jobs[t]);
-  for (int t = 1; t < threads; t++)
-    if (created[t])
-      RS_PTHREAD_CHECK(pthread_join(tids[t], NULL));
+  run->exact_k = rs__exact_k(run->dtype, run->config.workers);
+  if (run->exact_k == 0)
+    run->exact_k = 128;
+  fill_job_t job = {.run = run,
+                    .pieces_per_worker =
+                        (run->elems + FILL_PIECE - 1) / FILL_PIECE};
+  atomic_init(&job.next, 0);
+  rs__progress_begin(run, RS_STAGE_GENERATE,
+                     job.pieces_per_worker ? run->elems * run->config.workers
+                                           : 0);
+  rs__parallel(rs__cores(), fill_pieces, &job);
+  rs__progress_begin(run, RS_STAGE_IDLE, 0);
   if (rs__run_stopped(run))
     return rs__run_take_interrupt(run);
-  run->init = init;
+  run->generated = 1;
   run->filled = 1;
   return RS_OK;
 }
@@ -163,12 +327,12 @@ int rs_run_fill_inline(rs_run_t *run) {
     store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
           run->elems);
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
+  run->generated = 0;
   run->filled = 1;
   return RS_OK;
 }
 
-int rs_grads_path(const char *pattern, int worker, char *out,
-                  size_t out_size) {
+int rs_grads_path(const char *pattern, int worker, char *out, size_t out_size) {
   size_t len = 0;
   char rank[16];
   int rank_len = snprintf(rank, sizeof rank, "%d", worker);
@@ -206,6 +370,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
       return rs__run_fail(run, rc, "%s", err);
   }
   run->init = RS_INIT_NORMAL;
+  run->generated = 0;
   run->filled = 1;
   return RS_OK;
 }

@@ -363,6 +363,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->buf_elem_bytes = rs_dtype_buffer_size(dtype);
   atomic_init(&run->abort_flag, 0);
   atomic_init(&run->interrupted_by, NULL);
+  atomic_init(&run->phase, RS_STAGE_IDLE);
+  atomic_init(&run->phase_done, 0);
+  atomic_init(&run->phase_total, 0);
   run->fault_worker = -1;
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
 
@@ -425,8 +428,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   for (int r = 0; r < W && W > 1; r++)
     scratch += (packed ? (double)seg_elems * sizeof(float) : 0) +
                (stashes(run, r) ? (double)largest_bucket(run) * elem_bytes : 0);
-  double need = (double)W * (double)n * elem_bytes + edges + scratch +
-                (double)n * (sizeof(double) + elem_bytes) + events;
+  /* (The check keeps no reference for generated inputs; for others it
+   * asks for its own, rs__check_prepare.) */
+  double need = (double)W * (double)n * elem_bytes + edges + scratch + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
     char records[96] = "";
@@ -549,6 +553,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->bound);
   free(run->ref_exact);
   free(run->fixed);
+  free(run->check_plan);
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&run->err_mu));
   free(run);
 }
@@ -585,10 +590,16 @@ const rs_netmodel_t *rs_run_auto_model(const rs_run_t *run, int *measured) {
 void *rs_run_buffer(rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
     return NULL;
+  /* The caller may change the inputs: the check cannot make them again. */
+  if (!run->executed)
+    run->generated = 0;
   return run->bufs[worker];
 }
 
-void rs_run_mark_filled(rs_run_t *run) { run->filled = 1; }
+void rs_run_mark_filled(rs_run_t *run) {
+  run->filled = 1;
+  run->generated = 0;
+}
 
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker) {
   if (worker < 0 || worker >= run->config.workers)
@@ -630,7 +641,7 @@ typedef struct thread_arg {
 /* One worker's part of one iteration: the algorithm, bucket by bucket in
  * the order DDP all-reduces them (the order backward fills them), then the
  * end-of-stream check on every edge. */
-static int run_worker(const rs_run_t *run, rs_worker_t *w) {
+static int run_worker(rs_run_t *run, rs_worker_t *w) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0; /* each iteration's time from 0 */
   if (w->workers == 1)
@@ -648,6 +659,7 @@ static int run_worker(const rs_run_t *run, rs_worker_t *w) {
     int rc = run->bucket_algo[b]->run_bucket(w);
     if (rc)
       return rc;
+    rs__progress_add(run, w->elems);
   }
   return rs__xfer_finish(w);
 }
@@ -762,6 +774,8 @@ static int run_threads(rs_run_t *run) {
     }
   }
   timing_t timing = {.min_ns = UINT64_MAX};
+  rs__progress_begin(run, RS_STAGE_ALLREDUCE,
+                     run->elems * (size_t)W * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate, started == W ? GATE_GO : GATE_LEAVE);
   if (started == W && pool.iterations > 1) {
@@ -905,6 +919,7 @@ int rs_run_execute(rs_run_t *run) {
   /* The trace keeps failed runs too: every transfer up to the fault. */
   if (run->trace) {
     uint64_t t0 = rs__now_ns();
+    rs__progress_begin(run, RS_STAGE_TRACE, 0);
     if (rs__trace_finish(run) != RS_OK) {
       run->trace_failed = 1;
       /* A run whose trace was lost has failed: the report says so, as the
@@ -916,5 +931,6 @@ int rs_run_execute(rs_run_t *run) {
     }
     run->result.trace_ns += rs__now_ns() - t0;
   }
+  rs__progress_begin(run, RS_STAGE_IDLE, 0);
   return run->result.status;
 }

@@ -267,3 +267,17 @@ int rs__run_take_interrupt(rs_run_t *run) {
     rs__run_fail(run, RS_EINTERRUPTED, "interrupted by %s", signal_name);
   return run->result.status;
 }
+
+rs_stage_t rs_run_progress(const rs_run_t *run, double *fraction) {
+  rs_stage_t phase = (rs_stage_t)atomic_load_explicit(&((rs_run_t *)run)->phase,
+                                                      memory_order_relaxed);
+  size_t total = atomic_load_explicit(&((rs_run_t *)run)->phase_total,
+                                      memory_order_relaxed);
+  size_t done = atomic_load_explicit(&((rs_run_t *)run)->phase_done,
+                                     memory_order_relaxed);
+  if (fraction)
+    *fraction = total == 0      ? -1.0
+                : done >= total ? 1.0
+                                : (double)done / (double)total;
+  return phase;
+}

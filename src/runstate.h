@@ -34,7 +34,17 @@ struct rs_run {
   void *ref_exact; /* exact inputs: the direct mean, exact (buffer type) */
   void *fixed;     /* order_report: the result summed worker 0 first
                       (buffer type) */
+  struct check_plan *check_plan; /* how check.c checks this run */
   rs_init_t init;
+  /* Filled by rs_run_fill: the inputs can be made again from these, block
+   * by block (rs__grads_generate), so the check keeps no copy. */
+  int generated;
+  uint64_t seed;
+  int exact_k; /* RS_INIT_EXACT's range: rs__exact_k, or 128 */
+  /* What the run is doing, for rs_run_progress on another thread: the
+   * stage (rs_stage_t) and how much of it is done, in units of its own. */
+  atomic_int phase;
+  atomic_size_t phase_done, phase_total;
   int filled;
   int executed;
   rs_bucket_t *buckets;  /* all-reduced in this order */
@@ -84,6 +94,19 @@ struct rs_run {
 static inline int rs__exact_k(rs_dtype_t dtype, int workers) {
   double k = ldexp(1.0, rs_dtype_mantissa_bits(dtype)) / workers;
   return k >= 128 ? 128 : (int)k;
+}
+
+/* Enter phase, of total units (0: not counted). */
+static inline void rs__progress_begin(rs_run_t *run, rs_stage_t phase,
+                                      size_t total) {
+  atomic_store_explicit(&run->phase_done, 0, memory_order_relaxed);
+  atomic_store_explicit(&run->phase_total, total, memory_order_relaxed);
+  atomic_store_explicit(&run->phase, (int)phase, memory_order_relaxed);
+}
+
+/* units more of the phase are done. */
+static inline void rs__progress_add(rs_run_t *run, size_t units) {
+  atomic_fetch_add_explicit(&run->phase_done, units, memory_order_relaxed);
 }
 
 /* Set the run's error once (the first fault wins) and return code. */

@@ -67,6 +67,11 @@ class Bench(unittest.TestCase):
             for key in ("time_us", "min_time_us", "algbw_gbs", "busbw_gbs", "ref_us", "time_over_ref"):
                 self.assertIn(key, r)
             self.assertLessEqual(r["min_time_us"], r["time_us"] + 1e-9)
+        # ref is the direct mean timed on one thread before the run, even
+        # for one timed iteration (the run's own check would make it after)
+        rc, out, err = bench("--workers", 4, "-b", "1M", "-e", "1M", "-n", 1, "--warmup", 0, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertGreater(json.loads(out)["ref_us"], 0, out)
 
     # bench-2c: --algo all runs every algorithm at every size, each exact
     # (#wrong 0), and marks exactly the fastest of each size; --algo NAME

@@ -7,6 +7,7 @@ against an independent reference.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,29 @@ def run(*args, cwd=None):
     p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
                        text=True, timeout=600, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
+
+
+def run_on_terminal(*args):
+    """Run ringsim with stderr on a pseudo-terminal and stdout on a pipe:
+    (exit status, stdout, everything the terminal was sent)."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([RINGSIM, *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = p.stdout.read()
+    rc = p.wait(timeout=600)
+    os.close(master)
+    return rc, out.decode(), shown.decode(errors="replace")
 
 
 # Safetensors files for the C reader to read and from the C writer, through
@@ -366,6 +390,45 @@ class Cli(unittest.TestCase):
         self.assertIn("in double", out)
 
     # cli-8: --help documents every option and the exit codes; --version.
+    def test_memory_is_the_buffers(self):
+        """Generated grads are checked block by block, from the inputs made
+        again, so a run needs the W gradient buffers and little more: peak
+        RSS at most 1.1 x (W+1) x the model's bytes (ResNet-18, W=4; a
+        float64 reference and bounds kept whole would add 3 x the model)."""
+        import resource
+        with open(RINGSIM, "rb") as f:
+            if re.search(rb"__(a|t|m)san_init", f.read()):
+                self.skipTest("a sanitizer's shadow memory is not the run's")
+        rc, out, err = run("--workers", 4, "--params",
+                           os.path.join(EXAMPLES, "resnet18.json"), "--no-trace", "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["status"], r["checked"], r["identical"]), ("ok", True, True))
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        limit = 1.1 * 5 * r["bytes"]
+        self.assertLessEqual(peak, limit, f"peak RSS {peak} B, model {r['bytes']} B")
+
+    def test_progress_only_on_a_terminal(self):
+        """A stage that takes more than a second (here the all-reduce, held
+        up 1.5 s by a stalled worker) draws one progress line on stderr when
+        it is a terminal, redrawn in place and cleared at the end; nothing
+        when stderr is a pipe, and nothing with --json, whose stdout stays
+        one JSON object."""
+        args = ["--workers", "4", "--params", os.path.join(EXAMPLES, "model.json"),
+                "--no-trace", "--inject", "stall:worker=1,step=2,ms=1500"]
+        rc, out, shown = run_on_terminal(*args)
+        self.assertEqual(rc, 0, shown)
+        self.assertIn("\rringsim: the all-reduce: ", shown)
+        self.assertRegex(shown, r"the all-reduce: \d+%, 1 s\x1b\[K")
+        self.assertTrue(shown.endswith("\r\x1b[K"), repr(shown[-60:]))
+        self.assertIn("status     ok", out)
+        self.assertNotIn("ringsim:", out)
+        rc, out, err = run(*args)
+        self.assertEqual((rc, err), (0, ""))
+        rc, out, shown = run_on_terminal(*args, "--json")
+        self.assertEqual((rc, shown), (0, ""))
+        self.assertEqual(json.loads(out)["status"], "ok")
+
     def test_help_and_version(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)

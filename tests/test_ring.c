@@ -1,7 +1,7 @@
 /* test_ring.c - the whole all-reduce through the library: results against
  * an independent reference, the ring's invariants, failures.
  *
- *   test_ring            the named cases (ring-1 ... ring-17)
+ *   test_ring            the named cases (ring-1 ... ring-18)
  *   test_ring matrix W   the input matrix for W workers (ring-0.W)
  */
 #include "test.h"
@@ -925,6 +925,98 @@ static void test_half_precision_wire_is_exact(void **state) {
   free(want);
 }
 
+/* ring-18: the check of generated inputs makes its reference after the
+ * run, block by block from the inputs generated again, and keeps none
+ * (ref_ns 0); it must say exactly what the reference kept from before the
+ * run says (taking a buffer before the run keeps one: the caller may have
+ * changed the inputs): every param's every field, bit for bit, over
+ * dtypes, ops, both averages, the inputs' kinds and the order report, on a
+ * model whose params start at odd offsets and cross the check's blocks. */
+static void test_streamed_check_is_the_kept_one(void **state) {
+  (void)state;
+  static const struct {
+    rs_dtype_t dtype;
+    rs_op_t op;
+    int pre;
+    rs_init_t init;
+  } cases[] = {
+      {RS_DTYPE_F32, RS_OP_AVG, 0, RS_INIT_NORMAL},
+      {RS_DTYPE_F32, RS_OP_AVG, 1, RS_INIT_UNIFORM},
+      {RS_DTYPE_F32, RS_OP_SUM, 0, RS_INIT_EXACT},
+      {RS_DTYPE_F32, RS_OP_MAX, 0, RS_INIT_NORMAL},
+      {RS_DTYPE_F64, RS_OP_AVG, 0, RS_INIT_NORMAL},
+      {RS_DTYPE_F64, RS_OP_MIN, 0, RS_INIT_EXACT},
+      {RS_DTYPE_F16, RS_OP_AVG, 0, RS_INIT_EXACT},
+      {RS_DTYPE_BF16, RS_OP_SUM, 0, RS_INIT_UNIFORM},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const int W = k % 2 ? 3 : 5;
+    {
+      char text[512];
+      const char *dt = rs_dtype_name(cases[k].dtype);
+      snprintf(text, sizeof text,
+               "{\"params\": [{\"name\": \"a\", \"shape\": [3], \"dtype\": "
+               "\"%s\"}, {\"name\": \"b\", \"shape\": [70001], \"dtype\": "
+               "\"%s\"}, {\"name\": \"c\", \"shape\": [7, 587], \"dtype\": "
+               "\"%s\"}]}",
+               dt, dt, dt);
+      char err[RS_ERRMSG_MAX];
+      rs_model_t *m;
+      assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
+      rs_config_t cfg;
+      rs_config_init(&cfg);
+      cfg.workers = W;
+      cfg.op = cases[k].op;
+      cfg.average_pre = cases[k].pre;
+      cfg.order_report = 1;
+      cfg.segment_bytes = 8192;
+      rs_run_t *run[2];
+      for (int kept = 0; kept < 2; kept++) {
+        assert_int_equal(rs_run_create(&cfg, m, &run[kept], err), RS_OK);
+        assert_int_equal(rs_run_fill(run[kept], cases[k].init, 42), RS_OK);
+        if (kept)
+          assert_non_null(rs_run_buffer(run[kept], 0));
+        assert_int_equal(rs_run_execute(run[kept]), RS_OK);
+      }
+      const rs_result_t *a = rs_run_result(run[0]), *b = rs_run_result(run[1]);
+      if (a->ref_ns != 0 || a->check_ns == 0 || b->ref_ns == 0)
+        fail_msg("case %zu, W=%d: streamed ref_ns %llu check_ns %llu, kept "
+                 "ref_ns %llu",
+                 k, W, (unsigned long long)a->ref_ns,
+                 (unsigned long long)a->check_ns,
+                 (unsigned long long)b->ref_ns);
+      assert_true(a->checked && b->checked && a->identical && b->identical);
+      assert_int_equal(a->exact, b->exact);
+      assert_double_same(a->max_abs_err, b->max_abs_err);
+      assert_double_same(a->bound, b->bound);
+      assert_double_same(a->worst_ratio, b->worst_ratio);
+      size_t n = rs_model_elems(m);
+      size_t bytes = cases[k].dtype == RS_DTYPE_F64 ? 8 : 4;
+      assert_memory_equal(rs_run_buffer(run[0], 0), rs_run_buffer(run[1], 0),
+                          n * bytes);
+      for (size_t p = 0; p < 3; p++) {
+        const rs_param_check_t *ca = rs_run_param_check(run[0], p);
+        const rs_param_check_t *cb = rs_run_param_check(run[1], p);
+        if (memcmp(ca, cb, sizeof *ca) != 0)
+          fail_msg("case %zu, W=%d, param %zu: streamed max_abs_err %g "
+                   "bound %g worst %g differing %llu order_differing %llu "
+                   "ulps %llu; kept %g %g %g %llu %llu %llu",
+                   k, W, p, ca->max_abs_err, ca->bound, ca->worst_ratio,
+                   (unsigned long long)ca->differing,
+                   (unsigned long long)ca->order_differing,
+                   (unsigned long long)ca->order_max_ulps, cb->max_abs_err,
+                   cb->bound, cb->worst_ratio,
+                   (unsigned long long)cb->differing,
+                   (unsigned long long)cb->order_differing,
+                   (unsigned long long)cb->order_max_ulps);
+      }
+      rs_run_free(run[0]);
+      rs_run_free(run[1]);
+      rs_model_free(m);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -952,6 +1044,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_summation_order),
       cmocka_unit_test(test_low_precision),
+      cmocka_unit_test(test_streamed_check_is_the_kept_one),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

@@ -204,7 +204,7 @@ const char *rs_op_name(rs_op_t op);
 int rs_op_parse(const char *name);
 typedef enum rs_init {
   RS_INIT_NORMAL,  /* N(0, 1) */
-  RS_INIT_UNIFORM, /* U[-1, 1) */
+  RS_INIT_UNIFORM, /* U(-1, 1) */
   RS_INIT_EXACT    /* multiples of 1/16 in [-8, 8] (narrower for f16 and
                       bf16 at many workers): every sum is exact */
 } rs_init_t;
@@ -420,6 +420,11 @@ typedef struct rs_config {
   /* How many times to compute the reference, for a steadier ref_ns
    * (default 1). */
   int ref_reps;
+  /* Threads for the reference and the check: 0 (default) one per online
+   * core, at most 64. With exactly 1, and generated inputs, the reference
+   * is computed before the run as for any other inputs, so ref_ns times
+   * the direct mean on one thread (what `ringsim bench` calls ref). */
+  int check_threads;
   int fault_count;
   rs_fault_t faults[RS_MAX_FAULTS];
   rs_netmodel_t net; /* simulated time; off unless net.enabled */
@@ -453,9 +458,12 @@ const char *rs_run_errmsg(const rs_run_t *run);
 
 /* Worker's flat gradient buffer: rs_model_elems values, 64-byte aligned:
  * double for an f64 model, float otherwise (for f16/bf16 models, values the
- * dtype can represent); NULL for a worker that does not exist. Taking it
- * changes nothing: a caller that fills the buffers through it says so with
- * rs_run_mark_filled. */
+ * dtype can represent); NULL for a worker that does not exist. A caller
+ * that fills the buffers through it says so with rs_run_mark_filled.
+ * Taking it before rs_run_execute, even after rs_run_fill, means the
+ * inputs may change: the check then keeps its reference from before the
+ * run (12 bytes an element) instead of generating the inputs again after
+ * it. */
 void *rs_run_buffer(rs_run_t *run, int worker);
 /* The caller has written every worker's buffer itself (through
  * rs_run_buffer): rs_run_execute may run. Without it, or one of the fills
@@ -488,6 +496,22 @@ const char *rs_run_trace_error(const rs_run_t *run);
  * the run as "interrupted". Safe to call at any time between rs_run_create
  * and rs_run_free, from any thread, more than once. */
 void rs_run_interrupt(rs_run_t *run, const char *signal_name);
+
+/* What a run is doing, for a progress line drawn by another thread. */
+typedef enum rs_stage {
+  RS_STAGE_IDLE,      /* between the phases below, or done */
+  RS_STAGE_GENERATE,  /* rs_run_fill: generating every worker's gradients */
+  RS_STAGE_REFERENCE, /* the reference, before the run (inputs that were
+                         not generated: they cannot be made again after) */
+  RS_STAGE_ALLREDUCE, /* the workers run the collective */
+  RS_STAGE_CHECK,     /* the result compared with the reference */
+  RS_STAGE_TRACE      /* writing the trace */
+} rs_stage_t;
+
+/* From any thread, at any time between rs_run_create and rs_run_free: the
+ * run's stage and, in *fraction, how much of it is done, in [0, 1], or -1
+ * when the phase does not count its work. */
+rs_stage_t rs_run_progress(const rs_run_t *run, double *fraction);
 
 /* Compute the reference from the buffers, run the collective on W threads,
  * then (for an all-reduce) check the result. Returns RS_OK when the run
@@ -540,8 +564,15 @@ typedef struct rs_result {
   /* The warm-up and timed iterations that ran: config's, or fewer (a time
    * budget). */
   int warmup, iterations;
-  uint64_t ref_ns; /* the reference on one thread over the same buffers (the
-                      direct mean, for exact inputs), averaged */
+  /* The reference over the same buffers before the run (the direct mean,
+   * for exact inputs), on check_threads threads, averaged over ref_reps;
+   * 0 when the check made it after the run, block by block from the
+   * generated inputs made again (its time is then in check_ns). */
+  uint64_t ref_ns;
+  /* The check after the run, and the threads it (and the reference) ran
+   * on. */
+  uint64_t check_ns;
+  int check_threads;
   uint64_t transfers;
   size_t buckets;
   uint64_t sim_ns;       /* simulated time of the first iteration (net on) */

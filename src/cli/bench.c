@@ -490,6 +490,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
    * one thread (exact inputs), timed over as many repetitions as the ring
    * gets, at most 20. */
   cfg.ref_reps = o->iters < 20 ? o->iters : 20;
+  cfg.check_threads = 1; /* ... on one thread, before the run */
   if (rs_run_create(&cfg, m, &run, err)) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu elements: %s\n", W, count, err);
     status = EXIT_USAGE;

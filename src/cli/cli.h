@@ -75,6 +75,14 @@ int cli_parse_bytes(const char *text, size_t *out);
 /* `ringsim bench ...`: argv[0] is "bench". Returns the exit status. */
 int cli_bench(int argc, char **argv);
 
+/* progress.c */
+/* A progress line on stderr for run, drawn by a thread of its own while a
+ * stage takes more than a second; NULL (nothing drawn) unless stderr is a
+ * terminal. Stop it (which clears the line) before printing anything. */
+typedef struct cli_progress cli_progress_t;
+cli_progress_t *cli_progress_start(rs_run_t *run);
+void cli_progress_stop(cli_progress_t *progress); /* NULL: nothing */
+
 /* report.c */
 void cli_print_text(const report_t *r);
 void cli_print_json(const report_t *r);

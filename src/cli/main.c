@@ -615,6 +615,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   char err[RS_ERRMSG_MAX];
   rs_run_t *run = NULL;
   rs_trace_t *trace = NULL;
+  cli_progress_t *progress = NULL;
   int rc;
   int inline_workers = rs_model_inline_workers(model);
   int use_inline = inline_workers > 0 && !opt->grads;
@@ -662,6 +663,9 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     }
   }
 
+  /* a line on stderr while a stage takes long (a terminal, not --json) */
+  if (!opt->json)
+    progress = cli_progress_start(run);
   char source[RS_ERRMSG_MAX];
   int status;
   if (opt->grads) {
@@ -679,6 +683,8 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     rs_explain(stdout, run, err); /* checked above: it cannot fail */
   if (status == RS_OK)
     status = rs_run_execute(run);
+  cli_progress_stop(progress);
+  progress = NULL;
   if (cli_exit_code(status) == EXIT_USAGE) {
     /* Only input errors map here, and they stop a run before its ring. */
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
@@ -717,6 +723,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
       rc = EXIT_RUN;
   }
 done:
+  cli_progress_stop(progress);
   watch_run(watch, NULL);
   rs_run_free(run);
   rs_trace_close(trace);

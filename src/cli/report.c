@@ -523,10 +523,11 @@ void cli_print_text(const report_t *r) {
    * it is the wider-precision sum with a bound per element, slower. */
   if (finished)
     printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
-           "(%s in one thread: %.6f s)\n",
+           "(%s on %d thread%s: %.6f s)\n",
            f.seconds, f.algbw, f.busbw,
-           res->exact ? "direct mean" : "reference and bounds",
-           (double)res->ref_ns / 1e9);
+           res->exact ? "direct mean and check" : "reference, bounds and check",
+           res->check_threads, res->check_threads == 1 ? "" : "s",
+           (double)(res->ref_ns + res->check_ns) / 1e9);
   else
     printf("  time       %.6f s wall until the run stopped (no algbw or "
            "busbw: it did not finish)\n",
@@ -663,6 +664,8 @@ void cli_print_json(const report_t *r) {
                                 : json_null());
   }
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
+  json_object_set_new(o, "check_ns", json_integer((json_int_t)res->check_ns));
+  json_object_set_new(o, "check_threads", json_integer(res->check_threads));
   json_object_set_new(o, "algbw_gbs",
                       checked ? json_real(f.algbw) : json_null());
   json_object_set_new(o, "busbw_gbs",

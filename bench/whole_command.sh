@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench/whole_command.sh - the whole ringsim command against its own
+# all-reduce (issue 16, "Speed where users wait"): each ratio from one run.
+#
+#   bench/whole_command.sh [RINGSIM]       default: build/ringsim
+#
+# Prints, for each case, the command's wall time and peak RSS (GNU time)
+# beside the all-reduce's wall time and the model's bytes from the same
+# run's --json report:
+#   gpt2-small, W=4:    whole / all-reduce wall, and
+#                       peak RSS / ((W+1) x model bytes)
+#   resnet18, W=256 (--init exact):  whole / all-reduce wall
+# SKIP_W256=1 leaves out the second case (it needs about 12 GiB).
+# Not a test: timings on a shared machine vary; see docs/performance.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+ringsim=${1:-$root/build/ringsim}
+[ -x "$ringsim" ] || { echo "whole_command.sh: no $ringsim (build first)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "whole_command.sh: needs GNU time (/usr/bin/time)" >&2; exit 2; }
+py=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# case NAME W ARGS...: run once, print the ratios of that one run
+case_() {
+  local name=$1 W=$2
+  shift 2
+  /usr/bin/time -f '%e %M' -o "$tmp/time" \
+    "$ringsim" --workers "$W" --no-trace --json "$@" >"$tmp/json"
+  read -r whole_s rss_kb <"$tmp/time"
+  "$py" - "$name" "$W" "$whole_s" "$rss_kb" "$tmp/json" <<'PY'
+import json, sys
+name, W, whole_s, rss_kb, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+r = json.load(open(path))
+ring_s = r["wall_ns"] / 1e9
+model = r["bytes"]  # one worker's gradients
+rss = rss_kb * 1024
+print(f"{name}: W={W}, status {r['status']}")
+print(f"  whole command   {whole_s:8.2f} s wall, peak RSS {rss / 2**30:.2f} GiB")
+print(f"  all-reduce      {ring_s:8.3f} s wall;  check {r['check_ns'] / 1e9:.3f} s on {r['check_threads']} threads")
+print(f"  whole / all-reduce wall        {whole_s / ring_s:6.2f}")
+print(f"  peak RSS / ((W+1) x {model / 2**20:.1f} MiB) {rss / ((W + 1) * model):6.3f}")
+PY
+}
+
+case_ gpt2-small 4 --params "$root/examples/gpt2_small.json"
+if [ "${SKIP_W256:-0}" != 1 ]; then
+  case_ resnet18 256 --params "$root/examples/resnet18.json" --init exact
+fi

@@ -1,0 +1,131 @@
+/* progress.c - the progress line of a run, on stderr.
+ *
+ * A thread looks at the run (rs_run_progress: atomics only) every tenth
+ * of a second; once one stage (generating, the reference, the all-reduce,
+ * the check, writing the trace) has taken more than a second, it draws one
+ * line, redrawn in place, and clears it when the stage or the run ends.
+ * Only on a terminal: a pipe or a file gets nothing, and neither does
+ * --json (cli_progress_start is not called), so no output is ever mixed
+ * with it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define PROGRESS_AFTER_S 1.0
+#define PROGRESS_TICK_NS 100000000L
+
+struct cli_progress {
+  rs_run_t *run;
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  pthread_t thread;
+  int stop; /* under mu */
+};
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *stage_name(rs_stage_t stage) {
+  switch (stage) {
+  case RS_STAGE_GENERATE:
+    return "generating the gradients";
+  case RS_STAGE_REFERENCE:
+    return "the reference";
+  case RS_STAGE_ALLREDUCE:
+    return "the all-reduce";
+  case RS_STAGE_CHECK:
+    return "checking the result";
+  case RS_STAGE_TRACE:
+    return "writing the trace";
+  default:
+    return NULL;
+  }
+}
+
+static void *progress_main(void *arg) {
+  cli_progress_t *p = arg;
+  rs_stage_t shown = RS_STAGE_IDLE;
+  double since = mono_s();
+  int drawn = 0;
+  if (pthread_mutex_lock(&p->mu))
+    abort();
+  while (!p->stop) {
+    double fraction, now = mono_s();
+    rs_stage_t stage = rs_run_progress(p->run, &fraction);
+    if (stage != shown) {
+      shown = stage;
+      since = now;
+    }
+    const char *name = stage_name(stage);
+    if (name && now - since >= PROGRESS_AFTER_S) {
+      if (fraction >= 0)
+        fprintf(stderr, "\rringsim: %s: %.0f%%, %.0f s\033[K", name,
+                100 * fraction, now - since);
+      else
+        fprintf(stderr, "\rringsim: %s: %.0f s\033[K", name, now - since);
+      drawn = 1;
+    } else if (drawn) {
+      fputs("\r\033[K", stderr);
+      drawn = 0;
+    }
+    fflush(stderr);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += PROGRESS_TICK_NS;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&p->cond, &p->mu, &until);
+  }
+  if (drawn) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  if (pthread_mutex_unlock(&p->mu))
+    abort();
+  return NULL;
+}
+
+cli_progress_t *cli_progress_start(rs_run_t *run) {
+  if (!isatty(STDERR_FILENO))
+    return NULL;
+  cli_progress_t *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL; /* no progress line; the run goes on */
+  p->run = run;
+  pthread_condattr_t attr;
+  if (pthread_mutex_init(&p->mu, NULL) || pthread_condattr_init(&attr) ||
+      pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
+      pthread_cond_init(&p->cond, &attr) || pthread_condattr_destroy(&attr))
+    abort();
+  if (pthread_create(&p->thread, NULL, progress_main, p) != 0) {
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void cli_progress_stop(cli_progress_t *p) {
+  if (!p)
+    return;
+  if (pthread_mutex_lock(&p->mu))
+    abort();
+  p->stop = 1;
+  pthread_cond_signal(&p->cond);
+  if (pthread_mutex_unlock(&p->mu) || pthread_join(p->thread, NULL))
+    abort();
+  pthread_cond_destroy(&p->cond);
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
