@@ -104,6 +104,8 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         r["sim_ns"] = if_checked(res["sim_ns"])
         r["predicted_ns"] = if_checked(res["predicted_ns"])
     r["ref_ns"] = res["ref_ns"]
+    r["check_ns"] = res["check_ns"]
+    r["check_threads"] = res["check_threads"]
     r["algbw_gbs"] = if_checked(algbw)
     r["busbw_gbs"] = if_checked(busbw)
     r["trace"] = trace
