@@ -1,0 +1,93 @@
+/* evcount.c - the event count (evcount.h) over Linux futex(2). */
+#include "evcount.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
+
+void rs__ev_sleep(rs_ev_t *ev, uint32_t seen, uint64_t deadline_ns) {
+  /* Say that someone sleeps (the low bit), unless a signal came since
+   * seen was read: then there is something new to look at. */
+  if (!(seen & RS_EV_SLEEPERS)) {
+    if (!atomic_compare_exchange_strong_explicit(
+            &ev->word, &seen, seen | RS_EV_SLEEPERS, memory_order_acquire,
+            memory_order_acquire))
+      return;
+    seen |= RS_EV_SLEEPERS;
+  }
+#ifdef __linux__
+  struct timespec ts, *at = NULL;
+  if (deadline_ns != RS_EV_FOREVER) {
+    ts = rs__deadline(deadline_ns);
+    at = &ts;
+  }
+  /* WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, as our deadlines
+   * are. EAGAIN: the word changed already; ETIMEDOUT; EINTR: a signal. */
+  if (syscall(SYS_futex, &ev->word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+              seen, at, NULL, FUTEX_BITSET_MATCH_ANY) != 0 &&
+      errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR) {
+    fprintf(stderr, "ringsim: futex wait failed (%d)\n", errno);
+    abort();
+  }
+#else
+  if (atomic_load_explicit(&ev->word, memory_order_acquire) == seen) {
+    uint64_t now = rs__now_ns(), ns = 50000;
+    if (deadline_ns != RS_EV_FOREVER && deadline_ns - now < ns)
+      ns = deadline_ns > now ? deadline_ns - now : 0;
+    struct timespec pause = {0, (long)ns};
+    nanosleep(&pause, NULL);
+  }
+#endif
+}
+
+void rs__ev_signal(rs_ev_t *ev) {
+  /* One step: count the signal and clear the sleepers' bit, (old | 1) + 1
+   * (the count lives above the bit). Only a signal that finds the bit set
+   * enters the kernel, so a hand-off to a thread already awake, or woken
+   * by an earlier signal, costs no system call. */
+  uint32_t old = atomic_load_explicit(&ev->word, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      &ev->word, &old, (old | RS_EV_SLEEPERS) + 1, memory_order_acq_rel,
+      memory_order_relaxed))
+    ;
+#ifdef __linux__
+  if ((old & RS_EV_SLEEPERS) &&
+      syscall(SYS_futex, &ev->word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
+              NULL, NULL, 0) < 0) {
+    fprintf(stderr, "ringsim: futex wake failed (%d)\n", errno);
+    abort();
+  }
+#endif
+}
+
+int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
+                 uint64_t deadline_ns, int spin) {
+  for (int round = 0;; round++) {
+    uint32_t seen = rs__ev_seen(ev);
+    if (ready(arg))
+      return 1;
+    if (round < spin) {
+      sched_yield();
+      continue;
+    }
+    if (deadline_ns != RS_EV_FOREVER && rs__now_ns() >= deadline_ns)
+      return 0;
+    rs__ev_sleep(ev, seen, deadline_ns);
+  }
+}
+
+int rs__ev_spin_for(int threads) {
+  (void)threads;
+  return 0;
+}
