@@ -16,6 +16,7 @@ int rs__chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
   atomic_init(&ch->fins, 0);
   ch->slots = slots;
   ch->elem_bytes = sizeof(float);
+  ch->spin_ns = RS_EV_SPIN_NS;
   ch->slot_stride = (sizeof(rs_msg_t) + payload_bytes + 63) & ~(size_t)63;
   ch->abort_flag = abort_flag;
   ch->mem = rs__aligned_alloc(ch->slot_stride * (size_t)slots);
@@ -77,7 +78,7 @@ static int wait_until(rs_chan_t *ch, int (*ready)(void *), uint64_t timeout_ns,
   if (ready(ch))
     return aborted(ch) ? RS_EABORTED : RS_OK;
   uint64_t begin = rs__now_ns();
-  int ok = rs__ev_await(&ch->ev, ready, ch, begin + timeout_ns, ch->spin);
+  int ok = rs__ev_await(&ch->ev, ready, ch, begin + timeout_ns, ch->spin_ns);
   *wait_ns += rs__now_ns() - begin;
   if (aborted(ch))
     return RS_EABORTED;

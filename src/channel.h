@@ -19,9 +19,8 @@
  *   then signals the channel's event count (evcount.h), which wakes the
  *   other side if it sleeps: the data and the wake-up go in one step, and
  *   a hand-off costs a system call only when someone is asleep.
- * - Waiting yields the core a few times (ch->spin, set by the run from
- *   its thread count: none when workers far outnumber cores), then sleeps
- *   on the event count until a deadline; past it the call returns
+ * - Waiting yields the core for up to ch->spin_ns (RS_EV_SPIN_NS), then
+ *   sleeps on the event count until a deadline; past it the call returns
  *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake()
  *   on every channel makes every waiter return RS_EABORTED.
  * - A channel may pack what it carries (f16 and bf16 values, held as float
@@ -102,7 +101,7 @@ typedef struct rs_chan {
   _Atomic uint64_t fin_seq; /* messages sent when it last finished */
   _Atomic uint64_t fins;    /* times it finished (one per iteration) */
   _Alignas(64) int slots;
-  int spin; /* times a waiter yields before it sleeps (evcount.h) */
+  uint64_t spin_ns; /* how long a waiter yields before it sleeps */
   size_t slot_stride;
   unsigned char *mem;
   const atomic_int *abort_flag;

@@ -72,22 +72,21 @@ void rs__ev_signal(rs_ev_t *ev) {
 }
 
 int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
-                 uint64_t deadline_ns, int spin) {
-  for (int round = 0;; round++) {
+                 uint64_t deadline_ns, uint64_t spin_ns) {
+  uint64_t spin_until = 0;
+  for (;;) {
     uint32_t seen = rs__ev_seen(ev);
     if (ready(arg))
       return 1;
-    if (round < spin) {
+    uint64_t now = rs__now_ns();
+    if (deadline_ns != RS_EV_FOREVER && now >= deadline_ns)
+      return 0;
+    if (!spin_until)
+      spin_until = now + spin_ns;
+    if (now < spin_until) {
       sched_yield();
       continue;
     }
-    if (deadline_ns != RS_EV_FOREVER && rs__now_ns() >= deadline_ns)
-      return 0;
     rs__ev_sleep(ev, seen, deadline_ns);
   }
-}
-
-int rs__ev_spin_for(int threads) {
-  (void)threads;
-  return 0;
 }

@@ -17,10 +17,13 @@
  * - A signal is one atomic step on the word when nobody sleeps: it enters
  *   the kernel only when the word says someone does, and clears that, so
  *   the next signal does not (until someone sleeps again).
- * - Before sleeping, rs__ev_await may yield the core a bounded number of
- *   times (spin > 0): the thread that must run next gets the core at once,
- *   and a hand-off that comes soon costs no sleep and no wake-up. pause
- *   instructions do not help here: they keep the core from that thread.
+ * - Before sleeping, rs__ev_await may yield the core for a while
+ *   (sched_yield, up to spin_ns): the thread that must run next gets the
+ *   core at once, and a hand-off that comes soon costs no sleep and no
+ *   wake-up (a sleeping hand-off costs about 10 us here, a yielding one
+ *   2-3 us). The bound is in time, not in yields: with many threads on
+ *   few cores a yield can take long, and a count of them would spin on.
+ *   pause instructions do not help: they keep the core from that thread.
  * - Linux only, as ringsim is: elsewhere a sleep is a short poll (up to
  *   50 us at a time) and a signal wakes nobody, correct but slower.
  */
@@ -58,14 +61,15 @@ void rs__ev_signal(rs_ev_t *ev);
 
 /* Wait until ready(arg) is true: returns 1, or 0 at deadline_ns (ready
  * was false when the deadline passed). ready must read only atomics; it is
- * called after each read of the word. Yields the core up to spin times
- * before the first sleep. */
+ * called after each read of the word. For the first spin_ns it yields the
+ * core between looks (sched_yield) instead of sleeping. */
 int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
-                 uint64_t deadline_ns, int spin);
+                 uint64_t deadline_ns, uint64_t spin_ns);
 
-/* How many times a waiter among threads runnable threads should yield
- * before it sleeps: what pays on this machine's cores (see
- * docs/performance.md). */
-int rs__ev_spin_for(int threads);
+/* How long a waiter yields before it sleeps: long enough for a hand-off
+ * between threads that share the cores (a few microseconds each), short
+ * enough that 256 workers on 2 cores waste little (docs/performance.md,
+ * "Hand-offs"). */
+#define RS_EV_SPIN_NS 20000u
 
 #endif /* RINGSIM_EVCOUNT_H */

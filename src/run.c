@@ -327,7 +327,6 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag))
       goto nomem;
     e->chan.elem_bytes = wire_bytes;
-    e->chan.spin = rs__ev_spin_for(W);
     if (packed)
       e->chan.pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
@@ -457,17 +456,18 @@ typedef struct gate {
 /* Between iterations each worker reports to the main thread and waits for
  * it to start the next, so an iteration can be timed and checked on the
  * same threads: one hand-off each way (an event count, evcount.h), where
- * two barriers woke every thread twice. */
+ * two barriers woke every thread twice. The workers yield a while before
+ * they sleep (the main thread's turn is short); the main thread sleeps at
+ * once (a whole iteration is long, and it would take a core from them). */
 typedef struct pool {
   gate_t gate;
   int workers;
-  int spin;               /* yields before a wait sleeps (evcount.h) */
-  atomic_int arrived;     /* workers done with the running iteration */
-  atomic_int released;    /* iterations the main thread has started */
-  rs_ev_t arrived_ev;     /* the last worker to arrive signals it */
-  rs_ev_t released_ev;    /* the main thread signals each start */
-  int iterations;         /* warm-up and timed: the main thread's, read by
-                             workers only after a start */
+  atomic_int arrived;  /* workers done with the running iteration */
+  atomic_int released; /* iterations the main thread has started */
+  rs_ev_t arrived_ev;  /* the last worker to arrive signals it */
+  rs_ev_t released_ev; /* the main thread signals each start */
+  int iterations;      /* warm-up and timed: the main thread's, read by
+                          workers only after a start */
 } pool_t;
 
 /* A worker's iteration it is done: the last one to finish wakes the main
@@ -479,18 +479,16 @@ typedef struct pool_wait {
 
 static int pool_started(void *arg) {
   pool_wait_t *w = arg;
-  return atomic_load_explicit(&w->pool->released, memory_order_acquire) >
-         w->it;
+  return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
 }
 
 static void pool_next(pool_t *pool, int it) {
-  if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) +
-          1 ==
+  if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
       pool->workers)
     rs__ev_signal(&pool->arrived_ev);
   pool_wait_t w = {pool, it};
   rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
-               pool->spin);
+               RS_EV_SPIN_NS);
 }
 
 static int pool_all_arrived(void *arg) {
@@ -502,8 +500,7 @@ static int pool_all_arrived(void *arg) {
 /* The main thread: wait for every worker to finish the running iteration;
  * then (pool_start) let the next one begin. */
 static void pool_wait_all(pool_t *pool) {
-  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER,
-               pool->spin);
+  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0);
 }
 
 static void pool_start(pool_t *pool, int it) {
@@ -625,8 +622,7 @@ static int run_threads(rs_run_t *run) {
   pthread_t *threads = calloc((size_t)W, sizeof *threads);
   thread_arg_t *args = calloc((size_t)W, sizeof *args);
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
-                 .workers = W,
-                 .spin = rs__ev_spin_for(W + 1)};
+                 .workers = W};
   if (!threads || !args) {
     free(threads);
     free(args);
