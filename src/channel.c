@@ -267,4 +267,8 @@ const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index) {
                                               ch->slot_stride);
 }
 
+uint64_t rs__chan_spin_for(size_t message_bytes) {
+  return message_bytes <= RS_CHAN_SPIN_MAX_BYTES ? RS_EV_SPIN_NS : 0;
+}
+
 void rs__chan_wake(rs_chan_t *ch) { rs__ev_signal(&ch->ev); }

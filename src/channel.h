@@ -19,8 +19,9 @@
  *   then signals the channel's event count (evcount.h), which wakes the
  *   other side if it sleeps: the data and the wake-up go in one step, and
  *   a hand-off costs a system call only when someone is asleep.
- * - Waiting yields the core for up to ch->spin_ns (RS_EV_SPIN_NS), then
- *   sleeps on the event count until a deadline; past it the call returns
+ * - Waiting yields the core for up to ch->spin_ns (RS_EV_SPIN_NS, on
+ *   channels whose messages are small: rs__chan_spin_for), then sleeps on
+ *   the event count until a deadline; past it the call returns
  *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake()
  *   on every channel makes every waiter return RS_EABORTED.
  * - A channel may pack what it carries (f16 and bf16 values, held as float
@@ -166,6 +167,14 @@ const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index);
 
 /* A checksum of n bytes that any change of one 8-byte word alters. */
 uint64_t rs__checksum(const void *data, size_t n);
+
+/* How long a waiter on a channel whose largest message is message_bytes
+ * should yield before it sleeps: RS_EV_SPIN_NS up to RS_CHAN_SPIN_MAX_BYTES,
+ * else 0. A big message keeps its sender (and a thread the waiter yields
+ * to) busy for longer than the spin lasts: yielding then only delays the
+ * waiter, and a sleeper woken by a signal gets the core sooner. */
+#define RS_CHAN_SPIN_MAX_BYTES (64u << 10)
+uint64_t rs__chan_spin_for(size_t message_bytes);
 
 /* Wake every waiter so it sees the abort flag. */
 void rs__chan_wake(rs_chan_t *ch);

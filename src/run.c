@@ -327,6 +327,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag))
       goto nomem;
     e->chan.elem_bytes = wire_bytes;
+    e->chan.spin_ns = rs__chan_spin_for(edge_elems[i] * elem_bytes);
     if (packed)
       e->chan.pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
@@ -457,11 +458,13 @@ typedef struct gate {
  * it to start the next, so an iteration can be timed and checked on the
  * same threads: one hand-off each way (an event count, evcount.h), where
  * two barriers woke every thread twice. The workers yield a while before
- * they sleep (the main thread's turn is short); the main thread sleeps at
- * once (a whole iteration is long, and it would take a core from them). */
+ * they sleep (the main thread's turn is short), where their channels do
+ * (small messages); the main thread sleeps at once (a whole iteration is
+ * long, and it would take a core from them). */
 typedef struct pool {
   gate_t gate;
   int workers;
+  uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
   atomic_int arrived;  /* workers done with the running iteration */
   atomic_int released; /* iterations the main thread has started */
   rs_ev_t arrived_ev;  /* the last worker to arrive signals it */
@@ -488,7 +491,7 @@ static void pool_next(pool_t *pool, int it) {
     rs__ev_signal(&pool->arrived_ev);
   pool_wait_t w = {pool, it};
   rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
-               RS_EV_SPIN_NS);
+               pool->spin_ns);
 }
 
 static int pool_all_arrived(void *arg) {
@@ -622,7 +625,9 @@ static int run_threads(rs_run_t *run) {
   pthread_t *threads = calloc((size_t)W, sizeof *threads);
   thread_arg_t *args = calloc((size_t)W, sizeof *args);
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
-                 .workers = W};
+                 .workers = W,
+                 .spin_ns = rs__chan_spin_for(run->result.seg_elems *
+                                              run->buf_elem_bytes)};
   if (!threads || !args) {
     free(threads);
     free(args);
