@@ -73,12 +73,13 @@ static int can_end(void *arg) {
 /* Wait until ready() (or an abort), for at most timeout_ns: RS_OK,
  * RS_EABORTED or RS_ETIMEDOUT. The time spent blocked is added to
  * *wait_ns; a call that need not wait reads no clock. */
-static int wait_until(rs_chan_t *ch, int (*ready)(void *), uint64_t timeout_ns,
-                      uint64_t *wait_ns) {
+static int wait_until(rs_chan_t *ch, int (*ready)(void *), rs_ev_spin_t *spin,
+                      uint64_t timeout_ns, uint64_t *wait_ns) {
   if (ready(ch))
     return aborted(ch) ? RS_EABORTED : RS_OK;
   uint64_t begin = rs__now_ns();
-  int ok = rs__ev_await(&ch->ev, ready, ch, begin + timeout_ns, ch->spin_ns);
+  int ok =
+      rs__ev_await(&ch->ev, ready, ch, begin + timeout_ns, ch->spin_ns, spin);
   *wait_ns += rs__now_ns() - begin;
   if (aborted(ch))
     return RS_EABORTED;
@@ -106,7 +107,7 @@ uint64_t rs__checksum(const void *data, size_t n) {
 static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                    int by_ref, uint64_t seq, int corrupt, uint64_t begin,
                    uint64_t timeout_ns, uint64_t *wait_ns) {
-  int rc = wait_until(ch, can_send, timeout_ns, wait_ns);
+  int rc = wait_until(ch, can_send, &ch->send_spin, timeout_ns, wait_ns);
   if (rc)
     return rc;
   uint64_t index = atomic_load_explicit(&ch->tail, memory_order_relaxed);
@@ -183,7 +184,7 @@ int rs__chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
 
 int rs__chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                   uint64_t *wait_ns) {
-  int rc = wait_until(ch, can_recv, timeout_ns, wait_ns);
+  int rc = wait_until(ch, can_recv, &ch->recv_spin, timeout_ns, wait_ns);
   if (rc)
     return rc;
   /* fin_seq first: a tail read after it holds every message sent before
@@ -225,7 +226,7 @@ void rs__chan_finish(rs_chan_t *ch) {
 int rs__chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
   /* A message left over shows as soon as it is there; otherwise wait for
    * the sender's end of stream. */
-  int rc = wait_until(ch, can_end, timeout_ns, wait_ns);
+  int rc = wait_until(ch, can_end, &ch->recv_spin, timeout_ns, wait_ns);
   if (rc)
     return rc;
   uint64_t fin_seq = atomic_load_explicit(&ch->fin_seq, memory_order_acquire);
@@ -257,7 +258,7 @@ static int pause_over(void *arg) {
 
 int rs__chan_pause(rs_chan_t *ch, uint64_t ns) {
   pause_t p = {ch, rs__now_ns() + ns};
-  rs__ev_await(&ch->ev, pause_over, &p, p.until_ns, 0);
+  rs__ev_await(&ch->ev, pause_over, &p, p.until_ns, 0, NULL);
   return aborted(ch) ? RS_EABORTED : RS_OK;
 }
 

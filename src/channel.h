@@ -20,7 +20,8 @@
  *   other side if it sleeps: the data and the wake-up go in one step, and
  *   a hand-off costs a system call only when someone is asleep.
  * - Waiting yields the core for up to ch->spin_ns (RS_EV_SPIN_NS, on
- *   channels whose messages are small: rs__chan_spin_for), then sleeps on
+ *   channels whose messages are small: rs__chan_spin_for; backing off
+ *   while other processes take the cores, evcount.h), then sleeps on
  *   the event count until a deadline; past it the call returns
  *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake()
  *   on every channel makes every waiter return RS_EABORTED.
@@ -115,8 +116,10 @@ typedef struct rs_chan {
   void (*pack)(void *dst, const void *src, size_t elems);
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
+  rs_ev_spin_t send_spin; /* the producer's waits' back-off */
   _Alignas(64) uint64_t recv_seq;
-  uint64_t bad_seq;   /* the sequence number recv() refused, for reports */
+  rs_ev_spin_t recv_spin; /* the consumer's waits' back-off */
+  uint64_t bad_seq;       /* the sequence number recv() refused, for reports */
   int bad_end;        /* 1: bad_seq is the sender's end of stream (fin_seq) or
                          a message found left over at the end (rs__chan_end) */
   uint64_t ends_seen; /* rs__chan_end() calls that returned RS_OK */

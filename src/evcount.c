@@ -71,9 +71,36 @@ void rs__ev_signal(rs_ev_t *ev) {
 #endif
 }
 
+int rs__ev_cores_idle(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  int running = 0, total = 0;
+  if (!f)
+    return 0;
+  int n = fscanf(f, "%*f %*f %*f %d/%d", &running, &total);
+  fclose(f);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* running counts the thread that reads it */
+  return n == 2 && cores > 0 && running - 1 < cores;
+}
+
+/* A yield that kept this thread off the core for longer than the whole
+ * spin was meant to last: a thread outside this hand-off (another
+ * process) had the core, and a thread that yields to it waits out its
+ * time slice, while a sleeper woken by a signal preempts it. Sleep at once
+ * for a while, twice as long each time it happens again (never shorter:
+ * a process that took the cores once will take them again). */
+static void back_off(rs_ev_spin_t *spin, uint64_t now) {
+  spin->backoff_ns =
+      spin->backoff_ns ? 2 * spin->backoff_ns : RS_EV_BACKOFF_MIN_NS;
+  if (spin->backoff_ns > RS_EV_BACKOFF_MAX_NS)
+    spin->backoff_ns = RS_EV_BACKOFF_MAX_NS;
+  spin->calm_ns = now + spin->backoff_ns;
+}
+
 int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
-                 uint64_t deadline_ns, uint64_t spin_ns) {
+                 uint64_t deadline_ns, uint64_t spin_ns, rs_ev_spin_t *spin) {
   uint64_t spin_until = 0;
+  int decided = 0;
   for (;;) {
     uint32_t seen = rs__ev_seen(ev);
     if (ready(arg))
@@ -81,10 +108,19 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
     uint64_t now = rs__now_ns();
     if (deadline_ns != RS_EV_FOREVER && now >= deadline_ns)
       return 0;
-    if (!spin_until)
-      spin_until = now + spin_ns;
+    if (!decided) {
+      decided = 1;
+      if (!spin || now >= spin->calm_ns)
+        spin_until = now + spin_ns;
+    }
     if (now < spin_until) {
       sched_yield();
+      uint64_t after = rs__now_ns();
+      if (after - now > RS_EV_SPIN_NS) {
+        if (spin)
+          back_off(spin, after);
+        spin_until = 0; /* sleep from now on */
+      }
       continue;
     }
     rs__ev_sleep(ev, seen, deadline_ns);

@@ -23,6 +23,10 @@
  *   wake-up (a sleeping hand-off costs about 10 us here, a yielding one
  *   2-3 us). The bound is in time, not in yields: with many threads on
  *   few cores a yield can take long, and a count of them would spin on.
+ *   When a yield alone outlasts the bound, another process had the core:
+ *   yielding to it waits out its time slice, while a sleeper woken by a
+ *   signal preempts it, so the waiter backs off (sleeps at once) for a
+ *   while, longer each time (rs_ev_spin_t).
  *   pause instructions do not help: they keep the core from that thread.
  * - Linux only, as ringsim is: elsewhere a sleep is a short poll (up to
  *   50 us at a time) and a signal wakes nobody, correct but slower.
@@ -59,17 +63,36 @@ void rs__ev_sleep(rs_ev_t *ev, uint32_t seen, uint64_t deadline_ns);
 /* After changing the state: bump the word and wake every sleeper. */
 void rs__ev_signal(rs_ev_t *ev);
 
+/* One waiter's memory of its spinning, owned by the thread that waits:
+ * after a yield went wrong it sleeps at once until calm_ns. */
+typedef struct rs_ev_spin {
+  uint64_t calm_ns;    /* no spinning before this time */
+  uint64_t backoff_ns; /* the last back-off: 0, 1 ms, 2 ms, ... 1 s */
+} rs_ev_spin_t;
+
 /* Wait until ready(arg) is true: returns 1, or 0 at deadline_ns (ready
  * was false when the deadline passed). ready must read only atomics; it is
  * called after each read of the word. For the first spin_ns it yields the
- * core between looks (sched_yield) instead of sleeping. */
+ * core between looks (sched_yield) instead of sleeping. A yield that
+ * alone takes longer than RS_EV_SPIN_NS ends the spin, and, with spin
+ * (the waiter's memory; NULL: none), backs the waiter off: no spinning
+ * for 1 ms, then 2, 4, ... up to 1 s while it keeps happening. */
 int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
-                 uint64_t deadline_ns, uint64_t spin_ns);
+                 uint64_t deadline_ns, uint64_t spin_ns, rs_ev_spin_t *spin);
 
 /* How long a waiter yields before it sleeps: long enough for a hand-off
  * between threads that share the cores (a few microseconds each), short
  * enough that 256 workers on 2 cores waste little (docs/performance.md,
  * "Hand-offs"). */
 #define RS_EV_SPIN_NS 20000u
+
+/* Are the cores free for us: fewer threads runnable right now, in the
+ * whole machine (/proc/loadavg), than cores? Only then does a run spin:
+ * where other processes keep the cores busy, a thread that yields waits
+ * out their time slices (milliseconds), and sleeping is faster. 0 where
+ * it cannot tell. */
+int rs__ev_cores_idle(void);
+#define RS_EV_BACKOFF_MIN_NS 1000000u
+#define RS_EV_BACKOFF_MAX_NS 1000000000u
 
 #endif /* RINGSIM_EVCOUNT_H */

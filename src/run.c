@@ -485,13 +485,13 @@ static int pool_started(void *arg) {
   return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
 }
 
-static void pool_next(pool_t *pool, int it) {
+static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
   if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
       pool->workers)
     rs__ev_signal(&pool->arrived_ev);
   pool_wait_t w = {pool, it};
   rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
-               pool->spin_ns);
+               pool->spin_ns, spin);
 }
 
 static int pool_all_arrived(void *arg) {
@@ -503,7 +503,8 @@ static int pool_all_arrived(void *arg) {
 /* The main thread: wait for every worker to finish the running iteration;
  * then (pool_start) let the next one begin. */
 static void pool_wait_all(pool_t *pool) {
-  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0);
+  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0,
+               NULL);
 }
 
 static void pool_start(pool_t *pool, int it) {
@@ -555,6 +556,7 @@ static void *worker_main(void *varg) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
   if (gate == GATE_LEAVE)
     return NULL; /* not every thread started: no iterations to meet */
+  rs_ev_spin_t spin = {0, 0}; /* its waits for the next iteration */
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * reporting between iterations so the others are not left waiting. */
@@ -570,7 +572,7 @@ static void *worker_main(void *varg) {
     /* Before the next start the main thread may cut pool->iterations (a
      * time budget): it is read only after that start. */
     if (pool->iterations > 1)
-      pool_next(pool, it);
+      pool_next(pool, it, &spin);
   }
   return NULL;
 }
@@ -632,6 +634,12 @@ static int run_threads(rs_run_t *run) {
     free(threads);
     free(args);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
+  }
+  /* Spin only while the cores are ours (evcount.h). */
+  if (!rs__ev_cores_idle()) {
+    pool.spin_ns = 0;
+    for (int i = 0; i < run->edge_count; i++)
+      run->edges[i].chan.spin_ns = 0;
   }
   RS_PTHREAD_CHECK(pthread_mutex_init(&pool.gate.mu, NULL));
   RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));

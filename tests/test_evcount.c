@@ -18,6 +18,7 @@ typedef struct relay {
   atomic_int turn;
   int rounds;
   uint64_t spin_ns;
+  rs_ev_spin_t spins[2];
   int missed[2]; /* waits that reached their deadline */
 } relay_t;
 
@@ -36,7 +37,7 @@ static void *relay_main(void *arg) {
   relay_t *r = s->relay;
   for (int i = 0; i < r->rounds; i++) {
     if (!rs__ev_await(&r->ev[s->me], my_turn, s, rs__now_ns() + 10u * SECOND,
-                      r->spin_ns)) {
+                      r->spin_ns, &r->spins[s->me])) {
       r->missed[s->me]++;
       return NULL; /* a lost wake-up: the other side waits too */
     }
@@ -93,7 +94,7 @@ static void test_deadline(void **state) {
   for (int spin = 0; spin < 2; spin++) {
     uint64_t t0 = rs__now_ns();
     assert_int_equal(rs__ev_await(&ev, never, NULL, t0 + 30000000u,
-                                  spin ? RS_EV_SPIN_NS : 0),
+                                  spin ? RS_EV_SPIN_NS : 0, NULL),
                      0);
     uint64_t waited = rs__now_ns() - t0;
     assert_true(waited >= 30000000u);
@@ -114,7 +115,7 @@ static int go_set(void *arg) {
 
 static void *crowd_main(void *arg) {
   crowd_t *c = arg;
-  if (rs__ev_await(&c->ev, go_set, c, rs__now_ns() + 60u * SECOND, 0))
+  if (rs__ev_await(&c->ev, go_set, c, rs__now_ns() + 60u * SECOND, 0, NULL))
     atomic_fetch_add(&c->woken, 1);
   return NULL;
 }
