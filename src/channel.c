@@ -2,7 +2,6 @@
  * for its guarantees). */
 #include "channel.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "util.h"
@@ -10,29 +9,23 @@
 int rs__chan_init(rs_chan_t *ch, int slots, size_t payload_bytes,
                   const atomic_int *abort_flag) {
   memset(ch, 0, sizeof *ch);
+  rs__ev_init(&ch->ev);
+  atomic_init(&ch->head, 0);
+  atomic_init(&ch->tail, 0);
+  atomic_init(&ch->fin_seq, 0);
+  atomic_init(&ch->fins, 0);
   ch->slots = slots;
   ch->elem_bytes = sizeof(float);
+  ch->spin_ns = RS_EV_SPIN_NS;
   ch->slot_stride = (sizeof(rs_msg_t) + payload_bytes + 63) & ~(size_t)63;
   ch->abort_flag = abort_flag;
   ch->mem = rs__aligned_alloc(ch->slot_stride * (size_t)slots);
   if (!ch->mem)
     return RS_ENOMEM;
-  pthread_condattr_t attr;
-  RS_PTHREAD_CHECK(pthread_condattr_init(&attr));
-  RS_PTHREAD_CHECK(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC));
-  RS_PTHREAD_CHECK(pthread_mutex_init(&ch->mu, NULL));
-  RS_PTHREAD_CHECK(pthread_cond_init(&ch->not_full, &attr));
-  RS_PTHREAD_CHECK(pthread_cond_init(&ch->not_empty, &attr));
-  RS_PTHREAD_CHECK(pthread_condattr_destroy(&attr));
   return RS_OK;
 }
 
 void rs__chan_destroy(rs_chan_t *ch) {
-  if (!ch->mem)
-    return;
-  RS_PTHREAD_CHECK(pthread_cond_destroy(&ch->not_empty));
-  RS_PTHREAD_CHECK(pthread_cond_destroy(&ch->not_full));
-  RS_PTHREAD_CHECK(pthread_mutex_destroy(&ch->mu));
   free(ch->mem);
   ch->mem = NULL;
 }
@@ -41,38 +34,56 @@ static rs_msg_t *slot_at(rs_chan_t *ch, uint64_t index) {
   return (rs_msg_t *)rs__chan_peek(ch, index);
 }
 
-/* With ch->mu held: may the producer fill a slot, or has the consumer a
- * message waiting (or learned that none will come: the sender finished
- * before sending the next one)? */
-static int ready(const rs_chan_t *ch, int is_send) {
-  return is_send ? ch->tail - ch->head < (uint64_t)ch->slots
-                 : ch->tail != ch->head || ch->fin_seq > ch->recv_seq;
+static int aborted(const rs_chan_t *ch) {
+  return atomic_load_explicit(ch->abort_flag, memory_order_acquire);
 }
 
-/* Wait on cond (with ch->mu held) until ready(), the run aborts, or the
- * deadline passes. */
-static int wait_until(rs_chan_t *ch, pthread_cond_t *cond, int is_send,
+/* What a waiter waits for; each also ends the wait when the run aborts.
+ * Only the side that waits calls its own: the producer may fill a slot;
+ * the consumer has a message waiting, or has learned that none will come
+ * (the sender finished before sending the next one: fin_seq is read first,
+ * so a tail read after it holds every message sent before that finish);
+ * the consumer's end-of-stream check has something to look at. */
+static int can_send(void *arg) {
+  rs_chan_t *ch = arg;
+  return aborted(ch) ||
+         atomic_load_explicit(&ch->tail, memory_order_relaxed) -
+                 atomic_load_explicit(&ch->head, memory_order_acquire) <
+             (uint64_t)ch->slots;
+}
+
+static int can_recv(void *arg) {
+  rs_chan_t *ch = arg;
+  uint64_t fin_seq = atomic_load_explicit(&ch->fin_seq, memory_order_acquire);
+  return aborted(ch) ||
+         atomic_load_explicit(&ch->tail, memory_order_acquire) !=
+             atomic_load_explicit(&ch->head, memory_order_relaxed) ||
+         fin_seq > ch->recv_seq;
+}
+
+static int can_end(void *arg) {
+  rs_chan_t *ch = arg;
+  return aborted(ch) ||
+         atomic_load_explicit(&ch->fins, memory_order_acquire) >
+             ch->ends_seen ||
+         atomic_load_explicit(&ch->tail, memory_order_acquire) !=
+             atomic_load_explicit(&ch->head, memory_order_relaxed);
+}
+
+/* Wait until ready() (or an abort), for at most timeout_ns: RS_OK,
+ * RS_EABORTED or RS_ETIMEDOUT. The time spent blocked is added to
+ * *wait_ns; a call that need not wait reads no clock. */
+static int wait_until(rs_chan_t *ch, int (*ready)(void *), rs_ev_spin_t *spin,
                       uint64_t timeout_ns, uint64_t *wait_ns) {
+  if (ready(ch))
+    return aborted(ch) ? RS_EABORTED : RS_OK;
   uint64_t begin = rs__now_ns();
-  struct timespec ts = rs__deadline(begin + timeout_ns);
-  int rc = RS_OK;
-  for (;;) {
-    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
-      rc = RS_EABORTED;
-      break;
-    }
-    if (ready(ch, is_send))
-      break;
-    int err = pthread_cond_timedwait(cond, &ch->mu, &ts);
-    if (err == ETIMEDOUT) {
-      rc = ready(ch, is_send) ? RS_OK : RS_ETIMEDOUT;
-      break;
-    }
-    if (err != 0 && err != EINTR)
-      RS_PTHREAD_CHECK(err);
-  }
+  int ok =
+      rs__ev_await(&ch->ev, ready, ch, begin + timeout_ns, ch->spin_ns, spin);
   *wait_ns += rs__now_ns() - begin;
-  return rc;
+  if (aborted(ch))
+    return RS_EABORTED;
+  return ok ? RS_OK : RS_ETIMEDOUT;
 }
 
 uint64_t rs__checksum(const void *data, size_t n) {
@@ -96,17 +107,12 @@ uint64_t rs__checksum(const void *data, size_t n) {
 static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                    int by_ref, uint64_t seq, int corrupt, uint64_t begin,
                    uint64_t timeout_ns, uint64_t *wait_ns) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  int rc = RS_OK;
-  if (!ready(ch, 1) ||
-      atomic_load_explicit(ch->abort_flag, memory_order_relaxed))
-    rc = wait_until(ch, &ch->not_full, 1, timeout_ns, wait_ns);
-  uint64_t index = ch->tail;
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  int rc = wait_until(ch, can_send, &ch->send_spin, timeout_ns, wait_ns);
   if (rc)
     return rc;
+  uint64_t index = atomic_load_explicit(&ch->tail, memory_order_relaxed);
 
-  /* The slot is ours until we publish it: copy without the lock. */
+  /* The slot is ours until we publish it. */
   rs_msg_t *msg = slot_at(ch, index);
   size_t bytes = hdr->elems * ch->elem_bytes;
   *msg = *hdr;
@@ -132,10 +138,9 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
   }
   msg->send_end_ns = rs__now_ns();
 
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  ch->tail++;
-  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_empty));
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  /* Publish: the release makes the slot's contents visible with it. */
+  atomic_store_explicit(&ch->tail, index + 1, memory_order_release);
+  rs__ev_signal(&ch->ev);
   return RS_OK;
 }
 
@@ -179,15 +184,14 @@ int rs__chan_send_ref(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
 
 int rs__chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
                   uint64_t *wait_ns) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  int rc = RS_OK;
-  if (!ready(ch, 0) ||
-      atomic_load_explicit(ch->abort_flag, memory_order_relaxed))
-    rc = wait_until(ch, &ch->not_empty, 0, timeout_ns, wait_ns);
-  uint64_t index = ch->head, tail = ch->tail, fin_seq = ch->fin_seq;
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  int rc = wait_until(ch, can_recv, &ch->recv_spin, timeout_ns, wait_ns);
   if (rc)
     return rc;
+  /* fin_seq first: a tail read after it holds every message sent before
+   * the finish it counts. */
+  uint64_t fin_seq = atomic_load_explicit(&ch->fin_seq, memory_order_acquire);
+  uint64_t index = atomic_load_explicit(&ch->head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
   if (index == tail) { /* the sender finished: the message was lost */
     *msg = NULL;
     ch->bad_seq = fin_seq;
@@ -208,74 +212,54 @@ int rs__chan_recv(rs_chan_t *ch, rs_msg_t **msg, uint64_t timeout_ns,
 }
 
 void rs__chan_release(rs_chan_t *ch) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  ch->head++;
-  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_full));
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  /* The release: the consumer is done reading the slot. */
+  atomic_fetch_add_explicit(&ch->head, 1, memory_order_release);
+  rs__ev_signal(&ch->ev);
 }
 
 void rs__chan_finish(rs_chan_t *ch) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  ch->fin_seq = ch->send_seq;
-  ch->fins++;
-  RS_PTHREAD_CHECK(pthread_cond_signal(&ch->not_empty));
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+  atomic_store_explicit(&ch->fin_seq, ch->send_seq, memory_order_release);
+  atomic_fetch_add_explicit(&ch->fins, 1, memory_order_release);
+  rs__ev_signal(&ch->ev);
 }
 
 int rs__chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  uint64_t begin = rs__now_ns();
-  struct timespec ts = rs__deadline(begin + timeout_ns);
-  int rc = RS_OK;
   /* A message left over shows as soon as it is there; otherwise wait for
    * the sender's end of stream. */
-  while (ch->fins <= ch->ends_seen && ch->tail == ch->head) {
-    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
-      rc = RS_EABORTED;
-      break;
-    }
-    int err = pthread_cond_timedwait(&ch->not_empty, &ch->mu, &ts);
-    if (err == ETIMEDOUT && ch->fins <= ch->ends_seen && ch->tail == ch->head) {
-      rc = RS_ETIMEDOUT;
-      break;
-    }
-    if (err != 0 && err != EINTR && err != ETIMEDOUT)
-      RS_PTHREAD_CHECK(err);
-  }
-  *wait_ns += rs__now_ns() - begin;
-  if (rc == RS_OK && ch->tail != ch->head) {
-    ch->bad_seq = rs__chan_peek(ch, ch->head)->seq; /* one too many */
+  int rc = wait_until(ch, can_end, &ch->recv_spin, timeout_ns, wait_ns);
+  if (rc)
+    return rc;
+  uint64_t fin_seq = atomic_load_explicit(&ch->fin_seq, memory_order_acquire);
+  uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+  if (atomic_load_explicit(&ch->tail, memory_order_acquire) != head) {
+    ch->bad_seq = rs__chan_peek(ch, head)->seq; /* one too many */
     ch->bad_end = 1;
-    rc = RS_EPROTO;
-  } else if (rc == RS_OK && ch->fin_seq != ch->recv_seq) {
-    ch->bad_seq = ch->fin_seq; /* cannot happen: recv() saw it first */
-    ch->bad_end = 1;
-    rc = RS_EPROTO;
+    return RS_EPROTO;
   }
-  if (rc == RS_OK)
-    ch->ends_seen++;
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
-  return rc;
+  if (fin_seq != ch->recv_seq) {
+    ch->bad_seq = fin_seq; /* cannot happen: recv() saw it first */
+    ch->bad_end = 1;
+    return RS_EPROTO;
+  }
+  ch->ends_seen++;
+  return RS_OK;
+}
+
+/* rs__chan_pause's wait: the run aborted or the pause is over. */
+typedef struct pause {
+  rs_chan_t *ch;
+  uint64_t until_ns;
+} pause_t;
+
+static int pause_over(void *arg) {
+  pause_t *p = arg;
+  return aborted(p->ch) || rs__now_ns() >= p->until_ns;
 }
 
 int rs__chan_pause(rs_chan_t *ch, uint64_t ns) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  struct timespec ts = rs__deadline(rs__now_ns() + ns);
-  int rc = RS_OK;
-  for (;;) {
-    if (atomic_load_explicit(ch->abort_flag, memory_order_acquire)) {
-      rc = RS_EABORTED;
-      break;
-    }
-    /* not_full: only this channel's sender waits on it. */
-    int err = pthread_cond_timedwait(&ch->not_full, &ch->mu, &ts);
-    if (err == ETIMEDOUT)
-      break;
-    if (err != 0 && err != EINTR)
-      RS_PTHREAD_CHECK(err);
-  }
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
-  return rc;
+  pause_t p = {ch, rs__now_ns() + ns};
+  rs__ev_await(&ch->ev, pause_over, &p, p.until_ns, 0, NULL);
+  return aborted(ch) ? RS_EABORTED : RS_OK;
 }
 
 const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index) {
@@ -284,9 +268,8 @@ const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index) {
                                               ch->slot_stride);
 }
 
-void rs__chan_wake(rs_chan_t *ch) {
-  RS_PTHREAD_CHECK(pthread_mutex_lock(&ch->mu));
-  RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_full));
-  RS_PTHREAD_CHECK(pthread_cond_broadcast(&ch->not_empty));
-  RS_PTHREAD_CHECK(pthread_mutex_unlock(&ch->mu));
+uint64_t rs__chan_spin_for(size_t message_bytes) {
+  return message_bytes <= RS_CHAN_SPIN_MAX_BYTES ? RS_EV_SPIN_NS : 0;
 }
+
+void rs__chan_wake(rs_chan_t *ch) { rs__ev_signal(&ch->ev); }

@@ -12,12 +12,19 @@
  *   error (RS_ECORRUPT).
  * - The channel is the simulated wire, so injected wire faults happen here:
  *   send() can drop a message, deliver it twice, or flip one of its bits.
- * - Waiting sleeps on a condition variable (no spinning: there may be far
- *   more workers than cores) until a deadline; past it the call returns
- *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake() on
- *   every channel makes every waiter return RS_EABORTED.
- * - The payload copy happens outside the lock: between taking a free slot
- *   and publishing it, the slot belongs to the producer alone.
+ * - No lock: head (the consumer's), tail and the end of stream (the
+ *   producer's) are atomics, each written by one side only. Taking a free
+ *   slot, filling it and publishing it (tail + 1, a release) belong to the
+ *   producer alone; releasing it (head + 1) to the consumer. Every change
+ *   then signals the channel's event count (evcount.h), which wakes the
+ *   other side if it sleeps: the data and the wake-up go in one step, and
+ *   a hand-off costs a system call only when someone is asleep.
+ * - Waiting yields the core for up to ch->spin_ns (RS_EV_SPIN_NS, on
+ *   channels whose messages are small: rs__chan_spin_for; backing off
+ *   while other processes take the cores, evcount.h), then sleeps on
+ *   the event count until a deadline; past it the call returns
+ *   RS_ETIMEDOUT. Setting the run's abort flag and calling rs__chan_wake()
+ *   on every channel makes every waiter return RS_EABORTED.
  * - A channel may pack what it carries (f16 and bf16 values, held as float
  *   in the buffers, travel as 2 bytes): the sender converts into the slot,
  *   the receiver converts back (both exact). The checksum covers what
@@ -29,8 +36,8 @@
  *   rs__chan_end() checks, after the receiver's last step, that nothing is
  *   left over (one delivered twice at the last step). So a lost or repeated
  *   message is caught at every step, without waiting for a timeout.
- * - rs__chan_pause() sleeps for a while on the channel's condition variable,
- *   so the abort that wakes channel waiters wakes a sleeping sender too (an
+ * - rs__chan_pause() sleeps for a while on the channel's event count, so
+ *   the abort that wakes channel waiters wakes a sleeping sender too (an
  *   injected stall ends when the run does).
  * - By reference (rs__chan_send_ref, as NCCL's direct/P2P read): no copy;
  *   the message points at the sender's buffer and the receiver reduces
@@ -40,10 +47,11 @@
 #ifndef RINGSIM_CHANNEL_H
 #define RINGSIM_CHANNEL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "evcount.h"
 
 /* The header of one message; the payload (elems elements of the channel's
  * elem_bytes) follows it. */
@@ -86,12 +94,16 @@ static inline void *rs__msg_slot_payload(rs_msg_t *msg) {
 }
 
 typedef struct rs_chan {
-  pthread_mutex_t mu;
-  pthread_cond_t not_full;
-  pthread_cond_t not_empty;
-  uint64_t head; /* next message to receive; guarded by mu */
-  uint64_t tail; /* next slot to fill; guarded by mu */
-  int slots;
+  /* Bumped after every change below, and by rs__chan_wake(). */
+  _Alignas(64) rs_ev_t ev;
+  _Alignas(64) _Atomic uint64_t head; /* next message to receive; the
+                                         consumer's */
+  _Alignas(64) _Atomic uint64_t tail; /* next slot to fill; the producer's */
+  /* What the sender published with rs__chan_finish(); the producer's. */
+  _Atomic uint64_t fin_seq; /* messages sent when it last finished */
+  _Atomic uint64_t fins;    /* times it finished (one per iteration) */
+  _Alignas(64) int slots;
+  uint64_t spin_ns; /* how long a waiter yields before it sleeps */
   size_t slot_stride;
   unsigned char *mem;
   const atomic_int *abort_flag;
@@ -104,14 +116,13 @@ typedef struct rs_chan {
   void (*pack)(void *dst, const void *src, size_t elems);
   /* Owned by one side each; never read by the other while threads run. */
   _Alignas(64) uint64_t send_seq;
+  rs_ev_spin_t send_spin; /* the producer's waits' back-off */
   _Alignas(64) uint64_t recv_seq;
-  uint64_t bad_seq;   /* the sequence number recv() refused, for reports */
+  rs_ev_spin_t recv_spin; /* the consumer's waits' back-off */
+  uint64_t bad_seq;       /* the sequence number recv() refused, for reports */
   int bad_end;        /* 1: bad_seq is the sender's end of stream (fin_seq) or
                          a message found left over at the end (rs__chan_end) */
   uint64_t ends_seen; /* rs__chan_end() calls that returned RS_OK */
-  /* What the sender published with rs__chan_finish(); guarded by mu. */
-  uint64_t fin_seq; /* messages sent when it last finished */
-  uint64_t fins;    /* times it finished (one per iteration) */
 } rs_chan_t;
 
 /* Set up ch with slots slots of up to payload_bytes each. abort_flag is the
@@ -159,6 +170,14 @@ const rs_msg_t *rs__chan_peek(const rs_chan_t *ch, uint64_t index);
 
 /* A checksum of n bytes that any change of one 8-byte word alters. */
 uint64_t rs__checksum(const void *data, size_t n);
+
+/* How long a waiter on a channel whose largest message is message_bytes
+ * should yield before it sleeps: RS_EV_SPIN_NS up to RS_CHAN_SPIN_MAX_BYTES,
+ * else 0. A big message keeps its sender (and a thread the waiter yields
+ * to) busy for longer than the spin lasts: yielding then only delays the
+ * waiter, and a sleeper woken by a signal gets the core sooner. */
+#define RS_CHAN_SPIN_MAX_BYTES (64u << 10)
+uint64_t rs__chan_spin_for(size_t message_bytes);
 
 /* Wake every waiter so it sees the abort flag. */
 void rs__chan_wake(rs_chan_t *ch);

@@ -14,6 +14,7 @@
 
 #include "algo/list.h"
 #include "check.h"
+#include "evcount.h"
 #include "reduce.h"
 #include "runstate.h"
 #include "trace.h"
@@ -466,6 +467,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag))
       goto nomem;
     e->chan.elem_bytes = wire_bytes;
+    e->chan.spin_ns = rs__chan_spin_for(edge_elems[i] * elem_bytes);
     if (packed)
       e->chan.pack = dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
@@ -616,7 +618,7 @@ const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
 /* The gate holds every worker until all exist, so they start together;
  * if some could not be started, it sends the others away. (An abort, a
  * fault's or an interrupt's, does not: the workers still meet the
- * barriers, skipping their ring.) */
+ * main thread between iterations, skipping their ring.) */
 enum { GATE_CLOSED, GATE_GO, GATE_LEAVE };
 typedef struct gate {
   pthread_mutex_t mu;
@@ -624,13 +626,64 @@ typedef struct gate {
   int open; /* GATE_* */
 } gate_t;
 
-/* Between iterations every worker and the main thread meet at two
- * barriers, so an iteration can be timed and checked on the same threads. */
+/* Between iterations each worker reports to the main thread and waits for
+ * it to start the next, so an iteration can be timed and checked on the
+ * same threads: one hand-off each way (an event count, evcount.h), where
+ * two barriers woke every thread twice. The workers yield a while before
+ * they sleep (the main thread's turn is short), where their channels do
+ * (small messages); the main thread sleeps at once (a whole iteration is
+ * long, and it would take a core from them). */
 typedef struct pool {
   gate_t gate;
-  pthread_barrier_t start, end;
-  int iterations; /* warm-up and timed */
+  int workers;
+  uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
+  atomic_int arrived;  /* workers done with the running iteration */
+  atomic_int released; /* iterations the main thread has started */
+  rs_ev_t arrived_ev;  /* the last worker to arrive signals it */
+  rs_ev_t released_ev; /* the main thread signals each start */
+  int iterations;      /* warm-up and timed: the main thread's, read by
+                          workers only after a start */
 } pool_t;
+
+/* A worker's iteration it is done: the last one to finish wakes the main
+ * thread. Then wait for the main thread to start iteration it + 1. */
+typedef struct pool_wait {
+  pool_t *pool;
+  int it;
+} pool_wait_t;
+
+static int pool_started(void *arg) {
+  pool_wait_t *w = arg;
+  return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
+}
+
+static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
+  if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
+      pool->workers)
+    rs__ev_signal(&pool->arrived_ev);
+  pool_wait_t w = {pool, it};
+  rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
+               pool->spin_ns, spin);
+}
+
+static int pool_all_arrived(void *arg) {
+  pool_t *pool = arg;
+  return atomic_load_explicit(&pool->arrived, memory_order_acquire) ==
+         pool->workers;
+}
+
+/* The main thread: wait for every worker to finish the running iteration;
+ * then (pool_start) let the next one begin. */
+static void pool_wait_all(pool_t *pool) {
+  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0,
+               NULL);
+}
+
+static void pool_start(pool_t *pool, int it) {
+  atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->released, it + 1, memory_order_release);
+  rs__ev_signal(&pool->released_ev);
+}
 
 typedef struct thread_arg {
   rs_run_t *run;
@@ -675,10 +728,11 @@ static void *worker_main(void *varg) {
   int gate = pool->gate.open;
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
   if (gate == GATE_LEAVE)
-    return NULL; /* not every thread started: the barriers are unusable */
+    return NULL; /* not every thread started: no iterations to meet */
+  rs_ev_spin_t spin = {0, 0}; /* its waits for the next iteration */
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
-     * meeting the barriers so the others are not left waiting there. */
+     * reporting between iterations so the others are not left waiting. */
     if (!atomic_load(&run->abort_flag) && w->rc != RS_WORKER_CRASHED) {
       w->iter = it;
       int rc = run_worker(run, w);
@@ -688,12 +742,10 @@ static void *worker_main(void *varg) {
       if (rc != RS_OK && rc != RS_WORKER_CRASHED && rc != RS_EABORTED)
         rs__run_report_fault(run, w, rc);
     }
-    /* Between end and start the main thread may cut pool->iterations (a
-     * time budget): it is read only after the start barrier. */
-    if (pool->iterations > 1) {
-      pthread_barrier_wait(&pool->end);
-      pthread_barrier_wait(&pool->start);
-    }
+    /* Before the next start the main thread may cut pool->iterations (a
+     * time budget): it is read only after that start. */
+    if (pool->iterations > 1)
+      pool_next(pool, it, &spin);
   }
   return NULL;
 }
@@ -747,16 +799,27 @@ static int run_threads(rs_run_t *run) {
   const int W = run->config.workers;
   pthread_t *threads = calloc((size_t)W, sizeof *threads);
   thread_arg_t *args = calloc((size_t)W, sizeof *args);
-  pool_t pool = {.iterations = run->config.warmup + run->config.iterations};
+  pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
+                 .workers = W,
+                 .spin_ns = rs__chan_spin_for(run->result.seg_elems *
+                                              run->buf_elem_bytes)};
   if (!threads || !args) {
     free(threads);
     free(args);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
   }
+  /* Spin only while the cores are ours (evcount.h). */
+  if (!rs__ev_cores_idle()) {
+    pool.spin_ns = 0;
+    for (int i = 0; i < run->edge_count; i++)
+      run->edges[i].chan.spin_ns = 0;
+  }
   RS_PTHREAD_CHECK(pthread_mutex_init(&pool.gate.mu, NULL));
   RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));
-  RS_PTHREAD_CHECK(pthread_barrier_init(&pool.start, NULL, (unsigned)W + 1));
-  RS_PTHREAD_CHECK(pthread_barrier_init(&pool.end, NULL, (unsigned)W + 1));
+  atomic_init(&pool.arrived, 0);
+  atomic_init(&pool.released, 0);
+  rs__ev_init(&pool.arrived_ev);
+  rs__ev_init(&pool.released_ev);
   pthread_attr_t attr;
   RS_PTHREAD_CHECK(pthread_attr_init(&attr));
   RS_PTHREAD_CHECK(pthread_attr_setstacksize(&attr, 1u << 20));
@@ -781,7 +844,7 @@ static int run_threads(rs_run_t *run) {
   if (started == W && pool.iterations > 1) {
     uint64_t begin = run->t0_ns, warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
-      pthread_barrier_wait(&pool.end);
+      pool_wait_all(&pool);
       uint64_t ns = rs__now_ns() - begin;
       record_iteration(run, &timing, it, ns);
       /* The workers wait at the next start while the first result is
@@ -794,7 +857,7 @@ static int run_threads(rs_run_t *run) {
         run->config.on_iteration(run->config.on_iteration_arg, it + 1,
                                  run->config.warmup, run->config.iterations);
       begin = rs__now_ns();
-      pthread_barrier_wait(&pool.start); /* the last one lets them leave */
+      pool_start(&pool, it); /* the last one lets them leave */
     }
   }
   for (int r = 0; r < started; r++)
@@ -822,8 +885,6 @@ static int run_threads(rs_run_t *run) {
   }
 
   RS_PTHREAD_CHECK(pthread_attr_destroy(&attr));
-  RS_PTHREAD_CHECK(pthread_barrier_destroy(&pool.end));
-  RS_PTHREAD_CHECK(pthread_barrier_destroy(&pool.start));
   RS_PTHREAD_CHECK(pthread_cond_destroy(&pool.gate.cond));
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&pool.gate.mu));
   free(threads);
