@@ -246,7 +246,7 @@ int rs__chan_end(rs_chan_t *ch, uint64_t timeout_ns, uint64_t *wait_ns) {
 }
 
 /* rs__chan_pause's wait: the run aborted or the pause is over. */
-typedef struct pause {
+typedef struct pause_wait {
   rs_chan_t *ch;
   uint64_t until_ns;
 } pause_t;

@@ -305,24 +305,6 @@ static int finish_sums_f32(size_t len, const double *restrict acc,
   return 1;
 }
 
-/* The constants of the error bound, one set per run (see bound_constants).
- */
-typedef struct bound_k {
-  long double sum_rel, ref_rel, sum_tiny, prod_rel, prod_tiny, div;
-  int f64, pre, post;
-} bound_k_t;
-
-/* How a run is checked, fixed by rs__check_prepare. */
-typedef struct check_plan {
-  int exact;  /* exact inputs: the direct mean, compared bit for bit */
-  int stream; /* the reference made block by block after the run, from the
-                 inputs made again (generated inputs); else kept whole from
-                 before the run */
-  int fixed;  /* order_report */
-  int threads;
-  bound_k_t k;
-} check_plan_t;
-
 static void bound_constants(const rs_run_t *run, bound_k_t *k) {
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;

@@ -35,7 +35,7 @@
 #define MAX_MSGS 16    /* messages in one step */
 #define VALUES_UP_TO 8 /* a bucket this small has its values narrated */
 
-typedef struct msg {
+typedef struct narr_msg {
   int src, dst;   /* src == dst: the worker folds in the data it set aside */
   int first, end; /* the region: columns first .. end-1 */
   rs_recv_action_t action;

@@ -309,11 +309,9 @@ static int choose_algos(rs_run_t *run, char *errmsg) {
       run->auto_model = c->machine;
       run->auto_measured = 1;
     } else {
-      int rc = rs_machine_measure(c->workers, c->segment_bytes, c->slots,
-                                  c->direct, &run->auto_model, errmsg);
-      if (rc)
-        return rc;
-      run->auto_measured = 1;
+      return rs__err(errmsg, RS_EINVAL,
+                     "algo auto: no network model to choose by: give net, "
+                     "or measure this machine (rs_config_measure_machine)");
     }
   }
   const unsigned mask = eligible(c);

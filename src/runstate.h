@@ -19,6 +19,25 @@
 #include "transport.h"
 #include "xfer.h"
 
+/* The constants of the error bound, one set per run (check.c's
+ * bound_constants).
+ */
+typedef struct bound_k {
+  long double sum_rel, ref_rel, sum_tiny, prod_rel, prod_tiny, div;
+  int f64, pre, post;
+} bound_k_t;
+
+/* How a run is checked, fixed by rs__check_prepare. */
+typedef struct check_plan {
+  int exact;  /* exact inputs: the direct mean, compared bit for bit */
+  int stream; /* the reference made block by block after the run, from the
+                 inputs made again (generated inputs); else kept whole from
+                 before the run */
+  int fixed;  /* order_report */
+  int threads;
+  bound_k_t k;
+} check_plan_t;
+
 struct rs_run {
   rs_config_t config;
   const rs_model_t *model;
@@ -34,7 +53,7 @@ struct rs_run {
   void *ref_exact; /* exact inputs: the direct mean, exact (buffer type) */
   void *fixed;     /* order_report: the result summed worker 0 first
                       (buffer type) */
-  struct check_plan *check_plan; /* how check.c checks this run */
+  check_plan_t *check_plan; /* how check.c checks this run */
   rs_init_t init;
   /* Filled by rs_run_fill: the inputs can be made again from these, block
    * by block (rs__grads_generate), so the check keeps no copy. */

@@ -193,6 +193,11 @@ static void test_measured(void **state) {
   rs_config_init(&cfg);
   cfg.algo = RS_ALGO_AUTO;
   rs_run_t *run;
+  /* the run never measures: without a model it refuses */
+  assert_int_equal(rs_run_create(&cfg, model, &run, err), RS_EINVAL);
+  assert_non_null(strstr(err, "no network model"));
+  assert_int_equal(rs_config_measure_machine(&cfg, err), RS_OK);
+  assert_true(cfg.machine.enabled && cfg.machine.link.latency_ns > 0);
   assert_int_equal(rs_run_create(&cfg, model, &run, err), RS_OK);
   int measured = 0;
   const rs_netmodel_t *used = rs_run_auto_model(run, &measured);

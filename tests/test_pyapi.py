@@ -209,12 +209,26 @@ class PyApi(unittest.TestCase):
             ({"net": "latency=5us,bandwidth=25GB/s", "algo": "ring",
               "order_report": True},
              ("--net", "latency=5us,bandwidth=25GB/s", "--order-report")),
+            ({"net": "latency=50us,bandwidth=1GB/s", "algo": "auto",
+              "bucket_mb": 0.0002},
+             ("--net", "latency=50us,bandwidth=1GB/s", "--algo", "auto",
+              "--bucket-mb", "0.0002")),
         ]
         for options, argv in cases:
             for dtype in (torch.float32, torch.float16):
                 with self.subTest(options=options, dtype=str(dtype)), \
                         tempfile.TemporaryDirectory() as d:
                     self.check_against_cli(d, dtype, 5, options, argv)
+        # auto without net: this machine is measured before the run, and
+        # every bucket runs one of the algorithms its predictions rank first
+        grads = make_grads(4, torch.float32, seed=11)
+        _, report = ringsim.allreduce(grads, algo="auto", bucket_mb=0.0002)
+        self.assertEqual(report["auto"]["model"], "measured")
+        self.assertGreater(report["auto"]["latency_ns"], 0)
+        for b in report["auto"]["buckets"]:
+            ns = {a: t for a, t in b["predicted_ns"].items() if t is not None}
+            self.assertEqual(ns[b["algo"]], min(ns.values()), b)
+        self.assertTrue(report["identical"])
 
     def check_against_cli(self, d, dtype, workers, options, argv):
         grads = make_grads(workers, dtype, seed=workers * 7 + len(argv))

@@ -430,8 +430,8 @@ typedef struct rs_config {
   rs_netmodel_t net; /* simulated time; off unless net.enabled */
   /* --algo auto: the model it chooses by. With net.enabled, net (the
    * simulated network); else this one if machine.enabled (measured before,
-   * rs_machine_measure: bench measures once for its sizes); else
-   * rs_run_create measures this machine itself. */
+   * rs_machine_measure or rs_config_measure_machine: bench measures once
+   * for its sizes); else rs_run_create refuses the run. */
   rs_netmodel_t machine;
 } rs_config_t;
 
@@ -445,6 +445,12 @@ typedef struct rs_config {
 #define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0
 void rs_config_init(rs_config_t *config);
+/* What a caller does before rs_run_create for --algo auto: with neither
+ * net nor machine set, measure this machine (rs_machine_measure, with the
+ * config's workers, segment_bytes, slots and direct) into config->machine;
+ * otherwise nothing. rs_run_create refuses an auto run with no model (the
+ * run never measures: measuring runs rings itself). */
+int rs_config_measure_machine(rs_config_t *config, char *errmsg);
 
 typedef struct rs_run rs_run_t;
 

@@ -353,6 +353,10 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         for option, value in settings:
             if lib.rs_config_set(config, option.encode(), value.encode(), err):
                 raise fail(ValueError)
+        # algo auto without net: this machine, measured (tens of ms)
+        rc = lib.rs_config_measure_machine(config, err)
+        if rc:
+            raise fail(RuntimeError, rc)
         handle = ctypes.c_void_p()
         rc = lib.rs_run_create(config, model_ptr, ctypes.byref(handle), err)
         if rc:

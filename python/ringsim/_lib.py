@@ -75,6 +75,7 @@ def _prototypes(lib):
         "rs_config_new": (P, []),
         "rs_config_free": (None, [P]),
         "rs_config_set": (I, [P, Z, Z, Z]),
+        "rs_config_measure_machine": (I, [P, Z]),
         "rs_run_create": (I, [P, P, c.POINTER(P), Z]),
         "rs_run_free": (None, [P]),
         "rs_run_errmsg": (Z, [P]),

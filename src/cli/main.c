@@ -636,6 +636,12 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   if ((rc = check_out(opt, opt->config.workers)) >= 0)
     return rc;
   opt->config.traced = opt->trace != NULL;
+  /* --algo auto without --net: this machine, measured (tens of ms) */
+  if (rs_config_measure_machine(&opt->config, err)) {
+    fprintf(stderr, "ringsim: measuring this machine for --algo auto: %s\n",
+            err);
+    return EXIT_RUN;
+  }
   if (rs_run_create(&opt->config, model, &run, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
