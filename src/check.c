@@ -32,25 +32,13 @@
 
 #include "check.h"
 #include "grads.h"
+#include "model.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "runstate.h"
 #include "util.h"
 
 #define BLOCK 2048
-
-/* The param holding flat element i (params are sorted by offset). */
-static size_t param_of(const rs_model_t *model, size_t i) {
-  size_t lo = 0, hi = rs_model_param_count(model) - 1;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo + 1) / 2;
-    if (rs_model_param(model, mid)->elem_offset <= i)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
 
 /* Element i of an array of the buffers' type (a buffer, bound, ref_exact,
  * fixed). */
@@ -71,7 +59,7 @@ static int refuse_non_finite(const rs_run_t *run, size_t start, size_t len,
     for (size_t i = start; i < start + len; i++)
       if (!isfinite(value_at(run, w, i))) {
         const rs_param_t *p =
-            rs_model_param(run->model, param_of(run->model, i));
+            rs_model_param(run->model, rs__model_param_at(run->model, i));
         return rs__err(errmsg, RS_EINVAL,
                        "worker %d's gradient of \"%.100s\" holds %g at "
                        "element %zu: inputs must be finite",
@@ -491,7 +479,7 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       /* finite inputs, but a product beyond even the reference's range:
        * no bound can be stated, so no check; refuse */
       const rs_param_t *p =
-          rs_model_param(run->model, param_of(run->model, start + i));
+          rs_model_param(run->model, rs__model_param_at(run->model, start + i));
       return rs__err(errmsg, RS_EINVAL,
                      "element %zu of \"%.100s\": the %s of the workers' "
                      "values overflows the check's reference",
@@ -542,7 +530,7 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
                           const void *exact_of, const void *fixed_of,
                           rs_param_check_t *checks) {
   const rs_model_t *model = run->model;
-  size_t p = param_of(model, start);
+  size_t p = rs__model_param_at(model, start);
   for (size_t j = 0; j < len; j++) {
     size_t i = start + j;
     while (i >= rs_model_param(model, p)->elem_offset +

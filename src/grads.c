@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "grads.h"
+#include "model.h"
 #include "parallel.h"
-
 #include "runstate.h"
 #include "util.h"
 
@@ -221,24 +221,11 @@ static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
 
 #define FILL_BLOCK 4096
 
-/* The param holding flat element i (params are sorted by offset). */
-static size_t param_at(const rs_model_t *model, size_t i) {
-  size_t lo = 0, hi = rs_model_param_count(model) - 1;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo + 1) / 2;
-    if (rs_model_param(model, mid)->elem_offset <= i)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
                         size_t len, void *out) {
   const rs_model_t *model = run->model;
   double values[FILL_BLOCK];
-  size_t p = len ? param_at(model, first) : 0;
+  size_t p = len ? rs__model_param_at(model, first) : 0;
   for (size_t done = 0; done < len;) {
     const rs_param_t *param = rs_model_param(model, p);
     size_t at = first + done - param->elem_offset; /* within the param */

@@ -484,3 +484,15 @@ int rs_model_buckets(const rs_model_t *m, size_t first_bytes, size_t cap_bytes,
   }
   return RS_OK;
 }
+
+size_t rs__model_param_at(const rs_model_t *model, size_t elem) {
+  size_t lo = 0, hi = rs_model_param_count(model) - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (rs_model_param(model, mid)->elem_offset <= elem)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}

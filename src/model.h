@@ -7,4 +7,8 @@
 /* Index of the param called name, or -1 (a hash lookup: O(1)). */
 long rs__model_find(const rs_model_t *model, const char *name);
 
+/* Index of the param holding flat element elem (params are sorted by
+ * offset; a binary search). */
+size_t rs__model_param_at(const rs_model_t *model, size_t elem);
+
 #endif /* RINGSIM_MODEL_H */
