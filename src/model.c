@@ -34,6 +34,7 @@ struct rs_model {
   double **inline_grads; /* inline_workers flat buffers, rounded to dtype */
   size_t *name_slots;    /* param index + 1 per slot, 0 if empty */
   size_t name_mask;      /* slot count - 1 (a power of two) */
+  size_t load_compares;  /* name comparisons made while loading */
 };
 
 /* FNV-1a over the name's bytes. */
@@ -44,12 +45,16 @@ static size_t name_hash(const char *name) {
   return (size_t)(h ^ (h >> 32));
 }
 
-/* The slot holding name, or the empty slot where it would go. */
-static size_t *name_slot(const rs_model_t *m, const char *name) {
-  size_t i = name_hash(name) & m->name_mask;
+/* The slot holding name, or the empty slot where it would go; adds the
+ * names compared on the way to *compares when it is not NULL. */
+static size_t *name_slot(const rs_model_t *m, const char *name,
+                         size_t *compares) {
+  size_t i = name_hash(name) & m->name_mask, n = 0;
   while (m->name_slots[i] &&
-         strcmp(m->params[m->name_slots[i] - 1].name, name) != 0)
+         (n++, strcmp(m->params[m->name_slots[i] - 1].name, name) != 0))
     i = (i + 1) & m->name_mask;
+  if (compares)
+    *compares += n;
   return &m->name_slots[i];
 }
 
@@ -96,8 +101,10 @@ const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
 long rs__model_find(const rs_model_t *m, const char *name) {
   if (!m->name_slots)
     return -1;
-  return (long)*name_slot(m, name) - 1;
+  return (long)*name_slot(m, name, NULL) - 1;
 }
+
+size_t rs__model_load_compares(const rs_model_t *m) { return m->load_compares; }
 
 /* Refuse keys other than the allowed ones, naming the first stranger. */
 static int check_keys(json_t *obj, const char *const *allowed,
@@ -318,7 +325,7 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
     const char *key;
     json_t *value;
     json_object_foreach(jw, key, value) {
-      if (rs__model_find(m, key) < 0)
+      if (!m->name_slots || !*name_slot(m, key, &m->load_compares))
         return rs__err(errmsg, RS_EPARSE,
                        "%s: grads[%zu]: \"%.100s\" is not a param of the model",
                        source, w, key);
@@ -387,7 +394,7 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                      source, i, rs_dtype_name(dtype), rs_dtype_name(m->dtype));
     }
     m->param_count = i + 1;
-    size_t *slot = name_slot(m, p->name);
+    size_t *slot = name_slot(m, p->name, &m->load_compares);
     if (*slot)
       return rs__err(errmsg, RS_EPARSE,
                      "%s: params[%zu].name: \"%.100s\" is a duplicate", source,

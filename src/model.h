@@ -11,4 +11,8 @@ long rs__model_find(const rs_model_t *model, const char *name);
  * offset; a binary search). */
 size_t rs__model_param_at(const rs_model_t *model, size_t elem);
 
+/* Names compared while loading (the duplicate check and the inline grads'
+ * lookups): about one per lookup, so loading is linear in the params. */
+size_t rs__model_load_compares(const rs_model_t *model);
+
 #endif /* RINGSIM_MODEL_H */
