@@ -19,4 +19,17 @@
 #define RS_TEST_LARGE(sanitized) 1000003
 #endif
 
+/* Under TSan (5-20x slower, more per thread), the tests whose subject is
+ * not a race run a smaller case; RS_TEST_TSAN says so. */
+#if defined(__SANITIZE_THREAD__)
+#define RS_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RS_TEST_TSAN 1
+#endif
+#endif
+#ifndef RS_TEST_TSAN
+#define RS_TEST_TSAN 0
+#endif
+
 #endif /* RINGSIM_TEST_H */

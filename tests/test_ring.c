@@ -324,9 +324,15 @@ static void run_simple(int W, size_t n, size_t segment_bytes, int slots) {
 }
 
 /* ring-3: 256 workers on this 2-core machine finish (blocking does not
- * burn the cores), and so do 1024. */
+ * burn the cores), and so do 1024. A property of scheduling, not a race:
+ * under TSan, where 1024 threads' 2046 steps cost minutes, 256 workers on
+ * a smaller buffer. */
 static void test_many_workers_finish(void **state) {
   (void)state;
+  if (RS_TEST_TSAN) {
+    run_simple(256, 1 << 14, 64 * 1024, 8);
+    return;
+  }
   run_simple(256, 1 << 20, 64 * 1024, 8);
   run_simple(1024, 5000, 64 * 1024, 8);
 }
