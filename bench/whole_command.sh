@@ -10,6 +10,10 @@
 #   gpt2-small, W=4:    whole / all-reduce wall, and
 #                       peak RSS / ((W+1) x model bytes)
 #   resnet18, W=256 (--init exact):  whole / all-reduce wall
+# and, right after each run, the kernel's own cost of the same W buffers
+# (bench/first_touch.c: fresh pages written once on every core, then once
+# more): first touch / all-reduce is the floor of whole / all-reduce that
+# no change in ringsim can go under on this machine.
 # SKIP_W256=1 leaves out the second case (it needs about 12 GiB).
 # Not a test: timings on a shared machine vary; see docs/performance.md.
 set -euo pipefail
@@ -20,6 +24,7 @@ ringsim=${1:-$root/build/ringsim}
 py=python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cc -O2 -pthread -o "$tmp/first_touch" "$root/bench/first_touch.c"
 
 # case NAME W ARGS...: run once, print the ratios of that one run
 case_() {
@@ -28,9 +33,14 @@ case_() {
   /usr/bin/time -f '%e %M' -o "$tmp/time" \
     "$ringsim" --workers "$W" --no-trace --json "$@" >"$tmp/json"
   read -r whole_s rss_kb <"$tmp/time"
-  "$py" - "$name" "$W" "$whole_s" "$rss_kb" "$tmp/json" <<'PY'
+  local mib
+  mib=$("$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(-(-int(sys.argv[2]) * r["bytes"] // 2**20))' \
+          "$tmp/json" "$W")
+  read -r touch1_s touch2_s < <("$tmp/first_touch" "$mib")
+  "$py" - "$name" "$W" "$whole_s" "$rss_kb" "$tmp/json" "$mib" "$touch1_s" "$touch2_s" <<'PY'
 import json, sys
 name, W, whole_s, rss_kb, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+mib, touch1, touch2 = int(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8])
 r = json.load(open(path))
 ring_s = r["wall_ns"] / 1e9
 model = r["bytes"]  # one worker's gradients
@@ -40,6 +50,8 @@ print(f"  whole command   {whole_s:8.2f} s wall, peak RSS {rss / 2**30:.2f} GiB"
 print(f"  all-reduce      {ring_s:8.3f} s wall;  check {r['check_ns'] / 1e9:.3f} s on {r['check_threads']} threads")
 print(f"  whole / all-reduce wall        {whole_s / ring_s:6.2f}")
 print(f"  peak RSS / ((W+1) x {model / 2**20:.1f} MiB) {rss / ((W + 1) * model):6.3f}")
+print(f"  first touch of {mib} MiB (the W buffers) {touch1:6.2f} s wall; written again {touch2:.2f} s")
+print(f"  floor: first touch / all-reduce   {touch1 / ring_s:6.2f}")
 PY
 }
 
