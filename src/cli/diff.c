@@ -314,6 +314,26 @@ static void number(double v, rs_dtype_t dtype, char *buf, size_t size) {
   }
 }
 
+/* How many contributions node k holds. */
+static int leaf_count(const rs_order_t *o, int k) {
+  const rs_order_node_t *node = &o->nodes[k];
+  return node->worker >= 0
+             ? 1
+             : leaf_count(o, node->left) + leaf_count(o, node->right);
+}
+
+/* A fold's operands in written order: a sum or product writes the larger
+ * partial first, and of two as large the one received, so ((g3+g0)+g1)+g2
+ * reads as the ring's chain; that changes no bit, as a + b and b + a are
+ * the same float. min and max keep the receiver's own value first. */
+static void operands(const rs_order_t *o, const rs_order_node_t *node,
+                     int *first, int *second) {
+  int swap = o->op != RS_OP_MIN && o->op != RS_OP_MAX &&
+             leaf_count(o, node->right) >= leaf_count(o, node->left);
+  *first = swap ? node->right : node->left;
+  *second = swap ? node->left : node->right;
+}
+
 /* Node k of an order as an expression over g0..g{W-1}. */
 static void expr_text(const rs_order_t *o, int k, int top, char *buf,
                       size_t size) {
@@ -333,8 +353,10 @@ static void expr_text(const rs_order_t *o, int k, int top, char *buf,
     free(r);
     return;
   }
-  expr_text(o, node->left, 0, l, len);
-  expr_text(o, node->right, 0, r, len);
+  int first, second;
+  operands(o, node, &first, &second);
+  expr_text(o, first, 0, l, len);
+  expr_text(o, second, 0, r, len);
   if (o->op == RS_OP_MIN || o->op == RS_OP_MAX)
     snprintf(buf, size, "%s(%s,%s)", o->op == RS_OP_MIN ? "min" : "max", l, r);
   else if (node->mean)
@@ -352,8 +374,10 @@ static void partials(const rs_order_t *o, int k, json_t *arr, FILE *out) {
   const rs_order_node_t *node = &o->nodes[k];
   if (node->worker >= 0)
     return;
-  partials(o, node->left, arr, out);
-  partials(o, node->right, arr, out);
+  int first, second;
+  operands(o, node, &first, &second);
+  partials(o, first, arr, out);
+  partials(o, second, arr, out);
   char text[4096], num[40];
   expr_text(o, k, 1, text, sizeof text);
   if (arr)
