@@ -610,8 +610,14 @@ int cli_diff(int argc, char **argv) {
   /* The orders of the element that differs most. */
   rs_order_t *order[2] = {NULL, NULL};
   char order_err[2][RS_ERRMSG_MAX] = {"", ""};
-  for (int k = 0; k < 2 && worst != SIZE_MAX; k++)
-    rs_run_element_order(fresh[k], worst, &order[k], order_err[k]);
+  for (int k = 0; k < 2 && worst != SIZE_MAX; k++) {
+    if (s[k].config.workers > 8) /* --explain's replay: 1..8 workers */
+      snprintf(order_err[k], sizeof order_err[k],
+               "the orders are written out for 1 to 8 workers, not %d",
+               s[k].config.workers);
+    else
+      rs_run_element_order(fresh[k], worst, &order[k], order_err[k]);
+  }
 
   /* The report. */
   size_t worst_param = 0;
