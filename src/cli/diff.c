@@ -143,11 +143,29 @@ static int load_model(const char *path, const char *dtype, rs_model_t **out) {
   return EXIT_USAGE;
 }
 
-/* Split argv into the two sides' command lines. Returns -1 to go on, or
- * the exit status. */
-static int split_args(int argc, char **argv, char **a, char **b, side_t *s,
-                      int *fail_on_diff, int *two_given, char *two_names,
-                      size_t names_size) {
+/* Room for the strings split_args makes from argv: every byte at most
+ * three times, plus "--" and a NUL each. */
+static size_t arena_size(int argc, char **argv) {
+  size_t size = 1;
+  for (int i = 0; i < argc; i++)
+    size += 3 * strlen(argv[i]) + 8;
+  return size;
+}
+
+/* A copy of len bytes of text, NUL-ended, taken from the arena at *pos. */
+static char *arena_copy(char **pos, const char *text, size_t len) {
+  char *copy = *pos;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  *pos += len + 1;
+  return copy;
+}
+
+/* Split argv into the two sides' command lines, their strings in arena
+ * (arena_size bytes). Returns -1 to go on, or the exit status. */
+static int split_args(int argc, char **argv, char *arena, char **a, char **b,
+                      side_t *s, int *fail_on_diff, int *two_given,
+                      char *two_names, size_t names_size) {
   int n = 1;
   a[0] = b[0] = "ringsim";
   *two_given = 0;
@@ -207,14 +225,12 @@ static int split_args(int argc, char **argv, char **a, char **b, side_t *s,
                  "diff: --%s '%.100s': expected two values A,B", name, value);
         return cli_usage_error("%s", msg);
       }
-      va = strndup(value, (size_t)(comma - value));
-      vb = strdup(comma + 1);
+      va = arena_copy(&arena, value, (size_t)(comma - value));
+      vb = arena_copy(&arena, comma + 1, strlen(comma + 1));
       const char *why = why_not_two(name);
       if (why && strcmp(va, vb) != 0) {
         char msg[RS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "diff: --%s %.60s: %s", name, value, why);
-        free(va);
-        free(vb);
         return cli_usage_error("%s", msg);
       }
       if (!why) {
@@ -224,8 +240,7 @@ static int split_args(int argc, char **argv, char **a, char **b, side_t *s,
                  name, value);
       }
     } else {
-      va = strdup(value);
-      vb = strdup(value);
+      va = vb = arena_copy(&arena, value, strlen(value));
     }
     if (strcmp(name, "dtype") == 0) {
       s[0].dtype_name = va;
@@ -234,7 +249,7 @@ static int split_args(int argc, char **argv, char **a, char **b, side_t *s,
     }
     char opt[80];
     snprintf(opt, sizeof opt, "--%s", name);
-    a[n] = b[n] = strdup(opt);
+    a[n] = b[n] = arena_copy(&arena, opt, strlen(opt));
     n++;
     a[n] = va;
     b[n] = vb;
@@ -283,8 +298,10 @@ static double ulps_between(double a, rs_dtype_t da, double b, rs_dtype_t db) {
   if (a == b)
     return 0;
   if (da == db) {
-    int64_t d = ordered(da, a) - ordered(da, b);
-    return (double)(d < 0 ? -d : d);
+    /* unsigned: two f64 encodings can be more than INT64_MAX apart */
+    int64_t oa = ordered(da, a), ob = ordered(da, b);
+    return (double)(oa > ob ? (uint64_t)oa - (uint64_t)ob
+                            : (uint64_t)ob - (uint64_t)oa);
   }
   rs_dtype_t dc =
       rs_dtype_mantissa_bits(db) < rs_dtype_mantissa_bits(da) ? db : da;
@@ -456,25 +473,14 @@ static void side_label(side_t *s, int k, const char *two_names, char **argv) {
              s->dtype_name);
 }
 
-int cli_diff(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      fputs(cli_diff_usage_text, stdout);
-      return 0;
-    }
+/* The comparison, once its command lines are made. */
+static int diff_main(int argc, char **argv, char *arena, char ***av) {
   side_t s[2];
   memset(s, 0, sizeof s);
-  char **av[2];
-  av[0] = calloc((size_t)argc * 2 + 2, sizeof(char *));
-  av[1] = calloc((size_t)argc * 2 + 2, sizeof(char *));
   int fail_on_diff = 0, two = 0, rc;
   char two_names[512];
-  if (!av[0] || !av[1]) {
-    fprintf(stderr, "ringsim: out of memory\n");
-    return EXIT_RUN;
-  }
-  rc = split_args(argc, argv, av[0], av[1], s, &fail_on_diff, &two, two_names,
-                  sizeof two_names);
+  rc = split_args(argc, argv, arena, av[0], av[1], s, &fail_on_diff, &two,
+                  two_names, sizeof two_names);
   if (rc >= 0)
     return rc;
   int n = -1 - rc;
@@ -796,7 +802,25 @@ done:
     rs_model_free(s[k].model);
     free(s[k].result);
   }
-  /* av's strings leak until exit: a command line's worth */
+  return rc;
+}
+
+int cli_diff(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(cli_diff_usage_text, stdout);
+      return 0;
+    }
+  char **av[2];
+  av[0] = calloc((size_t)argc * 2 + 2, sizeof(char *));
+  av[1] = calloc((size_t)argc * 2 + 2, sizeof(char *));
+  char *arena = malloc(arena_size(argc, argv));
+  int rc = EXIT_RUN;
+  if (av[0] && av[1] && arena)
+    rc = diff_main(argc, argv, arena, av);
+  else
+    fprintf(stderr, "ringsim: out of memory\n");
+  free(arena);
   free(av[0]);
   free(av[1]);
   return rc;
