@@ -848,9 +848,17 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
                          char *errmsg) {
   const int W = run->config.workers;
   *out = NULL;
-  int rc = rs_explain_check(run, errmsg);
-  if (rc)
-    return rc;
+  /* as rs_explain_check, but --algo auto is fine: the bucket's choice is
+   * one algorithm */
+  if (W < 1 || W > EXPLAIN_MAX_WORKERS)
+    return rs__err(errmsg, RS_EINVAL,
+                   "the order of an element is followed for 1 to %d "
+                   "workers, not %d",
+                   EXPLAIN_MAX_WORKERS, W);
+  if (run->config.collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "the order of an element is followed in an all-reduce, "
+                   "not a reduce-scatter");
   if (!run->filled)
     return rs__err(errmsg, RS_EINVAL,
                    "the order of an element needs the workers' inputs: the "

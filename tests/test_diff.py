@@ -257,15 +257,18 @@ class Diff(unittest.TestCase):
             (5, ["--algo", "rd"], ["--algo", "tree"], "--algo", "rd,tree"),
             # (at W = 4 dividing first is exact, so post and pre agree)
             (5, ["--average", "post"], ["--average", "pre"], "--average", "post,pre"),
+            # auto's choice per bucket (rd, on this slow-latency network)
+            (4, ["--algo", "ring"], ["--algo", "auto"], "--algo", "ring,auto",
+             "--net", "latency=1ms,bandwidth=100GB/s"),
         ]
-        for w, side_a, side_b, option, values in cases:
+        for w, side_a, side_b, option, values, *common in cases:
             with self.subTest(w=w, option=option, values=values):
                 rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads",
-                                   self.grads(w), option, values, "--json")
+                                   self.grads(w), option, values, *common, "--json")
                 self.assertEqual(rc, 0, err)
                 report = json.loads(out)
-                a = self.out(w, side_a, "a.safetensors")
-                b = self.out(w, side_b, "b.safetensors")
+                a = self.out(w, side_a + common, "a.safetensors")
+                b = self.out(w, side_b + common, "b.safetensors")
                 differ, u = self.check_against_numpy(report, a, b)
                 self.assertTrue(differ.any(), "these pairs sum in other orders")
                 i = self.check_orders(report, (a, b), (self.inputs[w], self.inputs[w]),

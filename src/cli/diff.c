@@ -455,22 +455,20 @@ done:
   return rc;
 }
 
-/* The two sides' settings in words: "--algo ring". */
-static void side_label(side_t *s, int k, const char *two_names, char **argv) {
-  /* the values of the options given twice, this side's */
+/* Side k's settings in words, "A: --algo ring": the options given with two
+ * values (split_args gave each side its own copy; one value is shared). */
+static void side_label(side_t *s, int k, char ***av) {
   size_t len =
-      (size_t)snprintf(s->label, sizeof s->label, "%c:", k == 0 ? 'A' : 'B');
-  (void)two_names;
-  for (int i = 1; argv[i]; i++) {
-    const char *name = argv[i];
-    if (strncmp(name, "--", 2) == 0 && argv[i + 1] &&
-        why_not_two(name + 2) == NULL)
-      len += (size_t)snprintf(s->label + len, sizeof s->label - len, " %s %s",
-                              name, argv[i + 1]);
-  }
-  if (s->dtype_name)
-    snprintf(s->label + len, sizeof s->label - len, " --dtype %s",
-             s->dtype_name);
+      (size_t)snprintf(s[k].label, sizeof s[k].label, "%c:", k ? 'B' : 'A');
+  for (int i = 1; av[k][i] && av[k][i + 1]; i++)
+    if (strncmp(av[k][i], "--", 2) == 0 && av[0][i + 1] != av[1][i + 1] &&
+        why_not_two(av[k][i] + 2) == NULL && len < sizeof s[k].label)
+      len += (size_t)snprintf(s[k].label + len, sizeof s[k].label - len,
+                              " %s %s", av[k][i], av[k][i + 1]);
+  if (s[k].dtype_name && s[0].dtype_name != s[1].dtype_name &&
+      len < sizeof s[k].label)
+    snprintf(s[k].label + len, sizeof s[k].label - len, " --dtype %s",
+             s[k].dtype_name);
 }
 
 /* The comparison, once its command lines are made. */
@@ -508,7 +506,7 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
   const int json = s[0].opt.json;
   /* The models, then each side's run. */
   for (int k = 0; k < 2; k++) {
-    side_label(&s[k], k, two_names, av[k]);
+    side_label(s, k, av);
     if ((rc = load_model(s[k].opt.params, s[k].dtype_name, &s[k].model)) >= 0)
       goto done;
     options_t *o = &s[k].opt;
