@@ -577,12 +577,15 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
       }
     }
   }
-  /* Per region (chunk, part, half) of each side's algorithm: a fresh run of
-   * each side knows its buckets and regions; it is filled for the order. */
+  /* Per region (chunk, part, half) of each side's algorithm, and the order
+   * of the element that differs most: a fresh run of each side, filled, not
+   * executed, one at a time. */
   rs_run_t *fresh[2] = {NULL, NULL};
   uint64_t *region_counts[2] = {NULL, NULL};
   int region_n[2] = {0, 0};
   const char *region_word[2] = {NULL, NULL};
+  rs_order_t *order[2] = {NULL, NULL};
+  char order_err[2][RS_ERRMSG_MAX] = {"", ""};
   for (int k = 0; k < 2 && differing; k++) {
     if ((rc = run_side(&s[k], &fresh[k])) >= 0)
       goto free_fresh;
@@ -610,17 +613,14 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
               value_at(s[0].result, da, i) != value_at(s[1].result, db, i);
     }
     free(off);
-  }
-  /* The orders of the element that differs most. */
-  rs_order_t *order[2] = {NULL, NULL};
-  char order_err[2][RS_ERRMSG_MAX] = {"", ""};
-  for (int k = 0; k < 2 && worst != SIZE_MAX; k++) {
     if (s[k].config.workers > 8) /* --explain's replay: 1..8 workers */
       snprintf(order_err[k], sizeof order_err[k],
                "the orders are written out for 1 to 8 workers, not %d",
                s[k].config.workers);
     else
       rs_run_element_order(fresh[k], worst, &order[k], order_err[k]);
+    rs_run_free(fresh[k]);
+    fresh[k] = NULL;
   }
 
   /* The report. */
@@ -787,10 +787,9 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
   rc = s[0].status == RS_ECHECK || s[1].status == RS_ECHECK ? EXIT_CHECK
        : fail_on_diff && differing                          ? EXIT_CHECK
                                                             : 0;
-  for (int k = 0; k < 2; k++)
-    rs_free(order[k]);
 free_fresh:
   for (int k = 0; k < 2; k++) {
+    rs_free(order[k]);
     rs_run_free(fresh[k]);
     free(region_counts[k]);
   }
