@@ -271,6 +271,16 @@ class Diff(unittest.TestCase):
                 b = self.out(w, side_b + common, "b.safetensors")
                 differ, u = self.check_against_numpy(report, a, b)
                 self.assertTrue(differ.any(), "these pairs sum in other orders")
+                if side_a == ["--algo", "ring"]:
+                    # one bucket (208 elements): the ring's W chunks, the
+                    # first n mod W of them one element longer
+                    sizes = [a.size // w + (c < a.size % w) for c in range(w)]
+                    bounds = np.concatenate([[0], np.cumsum(sizes)])
+                    want = [int(differ[bounds[c]:bounds[c + 1]].sum()) for c in range(w)]
+                    ring = [r for r in report["regions"] if r["side"] == 0]
+                    self.assertEqual(len(ring), 1, report["regions"])
+                    self.assertEqual(ring[0]["region"], "chunk")
+                    self.assertEqual(ring[0]["differing"], want)
                 i = self.check_orders(report, (a, b), (self.inputs[w], self.inputs[w]),
                                       (np.float32, np.float32))
                 self.assertEqual(u[i], u.max())
