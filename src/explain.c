@@ -61,6 +61,13 @@ typedef struct narr {
   msg_t msgs[MAX_MSGS];
   int msg_count;
   int steps; /* steps narrated */
+  /* rs_run_element_order follows one element, in column ecol (-1: none):
+   * the node (in order->nodes) each worker's copy of it holds, and its
+   * copy set aside. */
+  int ecol;
+  int expr[EXPLAIN_MAX_WORKERS];
+  int stash_expr[EXPLAIN_MAX_WORKERS];
+  rs_order_t *order;
 } narr_t;
 
 /* {0,1,3}, or "all" when every worker's contribution is in. */
@@ -149,6 +156,8 @@ static void col_name(const narr_t *x, int c, char *buf, size_t size) {
  * wide as its widest cell and at least 10 wide, the last not padded. */
 static void print_table(const narr_t *x) {
   enum { CELL = 512 }; /* 8 values of up to 25 characters */
+  if (!x->out)         /* an order followed silently */
+    return;
   char cell[CELL];
   int width[MAX_COLS];
   for (int c = 0; c < x->cols; c++) {
@@ -207,6 +216,8 @@ static void say(narr_t *x, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void say(narr_t *x, const char *fmt, ...) {
   va_list ap;
+  if (!x->out) /* an order followed silently */
+    return;
   va_start(ap, fmt);
   vfprintf(x->out, fmt, ap);
   va_end(ap);
@@ -225,14 +236,52 @@ static void send(narr_t *x, int src, int dst, int first, int end,
 /* Worker r sets its own data aside (linear's root). */
 static void stash(narr_t *x, int r) {
   x->stash_held[r] = x->held[r][0];
+  x->stash_expr[r] = x->expr[r];
   if (x->vals[r])
     memcpy(x->stash[r], x->vals[r], x->n * x->eb);
+}
+
+/* One element's value in the buffer's type: a fold of src into dst as the
+ * run's kernels do it (divisor > 0: the sum divided by it), or, for a
+ * leaf of --average pre, dst divided by -divisor. */
+static double fold_one(rs_dtype_t dtype, rs_op_t op, double dst, double src,
+                       int divisor) {
+  if (dtype == RS_DTYPE_F64) {
+    if (divisor < 0)
+      rs__scale_div(dtype, &dst, 1, -divisor);
+    else
+      rs__fold(dtype, &dst, &src, 1, op, divisor);
+    return dst;
+  }
+  float d = (float)dst, s = (float)src;
+  if (divisor < 0)
+    rs__scale_div(dtype, &d, 1, -divisor);
+  else
+    rs__fold(dtype, &d, &s, 1, op, divisor);
+  return d;
+}
+
+/* The followed element's new node: the receiver's own (left) folded with
+ * what it received (right). */
+static int order_fold(narr_t *x, int left, int right, int mean) {
+  rs_order_t *o = x->order;
+  assert(o->count < o->capacity);
+  rs_order_node_t *node = &o->nodes[o->count];
+  *node = (rs_order_node_t){
+      .worker = -1,
+      .left = left,
+      .right = right,
+      .mean = mean,
+      .value = fold_one(x->dtype, x->op, o->nodes[left].value,
+                        o->nodes[right].value, mean ? x->W : 0)};
+  return o->count++;
 }
 
 /* Replay the step's messages, narrate each, then print the table. */
 static void step_end(narr_t *x, const char *title) {
   char a[32], b[32], what[64];
   unsigned sent_held[MAX_MSGS];
+  int sent_expr[MAX_MSGS];
   say(x, "\n%s\n", title);
   x->steps++;
   /* What each sender holds as the step begins. */
@@ -240,6 +289,7 @@ static void step_end(narr_t *x, const char *title) {
     const msg_t *m = &x->msgs[i];
     sent_held[i] =
         m->src == m->dst ? x->stash_held[m->src] : x->held[m->src][m->first];
+    sent_expr[i] = m->src == m->dst ? x->stash_expr[m->src] : x->expr[m->src];
     if (x->vals[0])
       memcpy(x->sent + (size_t)i * x->n * x->eb,
              m->src == m->dst ? x->stash[m->src] : x->vals[m->src],
@@ -254,6 +304,11 @@ static void step_end(narr_t *x, const char *title) {
                          : x->held[m->dst][first] | sent_held[i];
     for (int c = first; c < end; c++)
       x->held[m->dst][c] = after;
+    if (x->order && first <= x->ecol && x->ecol < end)
+      x->expr[m->dst] = m->action == RS_RECV_COPY
+                            ? sent_expr[i]
+                            : order_fold(x, x->expr[m->dst], sent_expr[i],
+                                         m->action == RS_RECV_REDUCE_MEAN);
     if (x->vals[0] && len) {
       unsigned char *dst = x->vals[m->dst] + off * x->eb;
       const unsigned char *src = x->sent + ((size_t)i * x->n + off) * x->eb;
@@ -572,6 +627,78 @@ static void explain_tree(narr_t *x, int mean) {
       words_of(x->op)->result, W, most[0], most[1]);
 }
 
+/* The regions algo moves in a bucket of n elements at W workers (the
+ * narration's columns): their offsets, col_off[0..cols], and their name
+ * (NULL: the whole bucket moves at once). Returns cols; col_off has room
+ * for W + 1. */
+static int layout(rs_algorithm_t algo, int W, size_t n, size_t *col_off,
+                  const char **word, const char **words) {
+  int cols;
+  *word = *words = NULL;
+  switch (algo) {
+  case RS_ALGO_RING:
+    cols = W;
+    *word = "chunk";
+    *words = "chunks";
+    for (int c = 0; c <= W; c++)
+      col_off[c] = c < W ? rs__chunk_offset(n, W, c) : n;
+    break;
+  case RS_ALGO_RHD: {
+    /* The halvings' cuts: window [s, s+len) splits at s + len/2; the
+     * leaves in order are the parts. */
+    const int P = rs__pof2(W);
+    cols = P;
+    *word = "part";
+    *words = "parts";
+    col_off[0] = 0;
+    col_off[P] = n;
+    for (int span = P; span > 1; span /= 2)
+      for (int c = 0; c < P; c += span) {
+        size_t lo = col_off[c], hi = col_off[c + span];
+        col_off[c + span / 2] = lo + (hi - lo) / 2;
+      }
+    break;
+  }
+  case RS_ALGO_TREE:
+    cols = 2;
+    *word = "half";
+    *words = "halves";
+    for (int c = 0; c <= 2; c++)
+      col_off[c] = c < 2 ? rs__chunk_offset(n, 2, c) : n;
+    break;
+  default: /* rd, linear: the whole buffer moves at once */
+    cols = 1;
+    col_off[0] = 0;
+    col_off[1] = n;
+    break;
+  }
+  return cols;
+}
+
+/* Play algo's schedule on x: narrated, or an element followed. */
+static void replay(narr_t *x, rs_algorithm_t algo, int mean) {
+  switch (algo) {
+  case RS_ALGO_RING:
+    explain_ring(x, mean);
+    break;
+  case RS_ALGO_RD:
+    explain_rd(x, mean);
+    break;
+  case RS_ALGO_RHD:
+    explain_rhd(x, mean);
+    break;
+  case RS_ALGO_LINEAR:
+    explain_linear(x, mean);
+    break;
+  case RS_ALGO_TREE:
+    explain_tree(x, mean);
+    break;
+  case RS_ALGO_AUTO: /* not an algorithm: refused before */
+    assert(0);
+    break;
+  }
+}
+
 int rs_explain_check(const rs_run_t *run, char *errmsg) {
   const int W = run->config.workers;
   if (W < 1 || W > EXPLAIN_MAX_WORKERS)
@@ -598,6 +725,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     return rc;
   const rs_bucket_t *bucket = &run->buckets[0];
   narr_t x = {.out = out,
+              .ecol = -1,
               .W = W,
               .op = op,
               .dtype = run->dtype,
@@ -634,43 +762,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     return RS_OK;
   }
   /* The columns: the regions the algorithm moves. */
-  const int P = rs__pof2(W);
   const char *what = run->result.buckets > 1 ? "bucket" : "flat buffer";
-  switch (algo) {
-  case RS_ALGO_RING:
-    x.cols = W;
-    x.col_word = "chunk";
-    x.col_words = "chunks";
-    for (int c = 0; c <= W; c++)
-      x.col_off[c] = c < W ? rs__chunk_offset(n, W, c) : n;
-    break;
-  case RS_ALGO_RHD:
-    /* The halvings' cuts: window [s, s+len) splits at s + len/2; the
-     * leaves in order are the parts. */
-    x.cols = P;
-    x.col_word = "part";
-    x.col_words = "parts";
-    x.col_off[0] = 0;
-    x.col_off[P] = n;
-    for (int span = P; span > 1; span /= 2)
-      for (int c = 0; c < P; c += span) {
-        size_t lo = x.col_off[c], hi = x.col_off[c + span];
-        x.col_off[c + span / 2] = lo + (hi - lo) / 2;
-      }
-    break;
-  case RS_ALGO_TREE:
-    x.cols = 2;
-    x.col_word = "half";
-    x.col_words = "halves";
-    for (int c = 0; c <= 2; c++)
-      x.col_off[c] = c < 2 ? rs__chunk_offset(n, 2, c) : n;
-    break;
-  default: /* rd, linear: the whole buffer moves at once */
-    x.cols = 1;
-    x.col_off[0] = 0;
-    x.col_off[1] = n;
-    break;
-  }
+  x.cols = layout(algo, W, n, x.col_off, &x.col_word, &x.col_words);
   if (x.cols > 1) {
     fprintf(out, "\nEach worker's %s is cut into %d %s:", what, x.cols,
             x.col_words);
@@ -726,26 +819,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                 : "");
   fprintf(out, "\nstart\n");
   print_table(&x);
-  switch (algo) {
-  case RS_ALGO_RING:
-    explain_ring(&x, mean);
-    break;
-  case RS_ALGO_RD:
-    explain_rd(&x, mean);
-    break;
-  case RS_ALGO_RHD:
-    explain_rhd(&x, mean);
-    break;
-  case RS_ALGO_LINEAR:
-    explain_linear(&x, mean);
-    break;
-  case RS_ALGO_TREE:
-    explain_tree(&x, mean);
-    break;
-  case RS_ALGO_AUTO: /* refused by rs_explain_check */
-    assert(0);
-    break;
-  }
+  replay(&x, algo, mean);
   fprintf(out, "\n");
   for (int r = 0; r < W; r++)
     for (int c = 0; c < x.cols; c++)
@@ -755,5 +829,98 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     free(x.stash[r]);
   }
   free(x.sent);
+  return RS_OK;
+}
+
+int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
+                          const char **word) {
+  const char *words;
+  rs_algorithm_t algo = rs_run_bucket_algo(run, bucket);
+  if (bucket >= run->result.buckets || algo == RS_ALGO_AUTO) {
+    *word = NULL;
+    return 0;
+  }
+  return layout(algo, run->config.workers, run->buckets[bucket].elems, offsets,
+                word, &words);
+}
+
+int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
+                         char *errmsg) {
+  const int W = run->config.workers;
+  *out = NULL;
+  /* as rs_explain_check, but --algo auto is fine: the bucket's choice is
+   * one algorithm */
+  if (W < 1 || W > EXPLAIN_MAX_WORKERS)
+    return rs__err(errmsg, RS_EINVAL,
+                   "the order of an element is followed for 1 to %d "
+                   "workers, not %d",
+                   EXPLAIN_MAX_WORKERS, W);
+  if (run->config.collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "the order of an element is followed in an all-reduce, "
+                   "not a reduce-scatter");
+  if (!run->filled)
+    return rs__err(errmsg, RS_EINVAL,
+                   "the order of an element needs the workers' inputs: the "
+                   "run is not filled");
+  if (elem >= rs_model_elems(run->model))
+    return rs__err(errmsg, RS_EINVAL, "element %zu: the model has %zu", elem,
+                   rs_model_elems(run->model));
+  size_t b = 0;
+  while (elem >= run->buckets[b].elem_offset + run->buckets[b].elems)
+    b++;
+  const rs_algorithm_t algo = rs_run_bucket_algo(run, b);
+  narr_t x = {.out = NULL,
+              .W = W,
+              .op = run->config.op,
+              .dtype = run->dtype,
+              .n = run->buckets[b].elems,
+              .base = run->buckets[b].elem_offset,
+              .eb = run->buf_elem_bytes};
+  x.cols = layout(algo, W, x.n, x.col_off, &x.col_word, &x.col_words);
+  const size_t i = elem - x.base;
+  for (x.ecol = 0; !(i < x.col_off[x.ecol + 1]); x.ecol++)
+    ;
+  /* A leaf per worker, and at most a fold per message per step: the
+   * schedules take at most 2W + 2 steps. */
+  const int capacity = W + MAX_MSGS * (2 * W + 4);
+  rs_order_t *o = calloc(1, sizeof *o + (size_t)capacity * sizeof *o->nodes);
+  if (!o)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  o->capacity = capacity;
+  o->workers = W;
+  o->algo = algo;
+  o->op = run->config.op;
+  o->dtype = run->dtype;
+  o->pre_divided = run->config.op == RS_OP_AVG && run->config.average_pre;
+  o->bucket = b;
+  o->region_word = x.col_word;
+  o->region = x.col_word ? x.ecol : 0;
+  x.order = o;
+  for (int r = 0; r < W; r++) {
+    double v;
+    if (x.eb == sizeof(double))
+      memcpy(&v, run->bufs[r] + elem * x.eb, sizeof v);
+    else {
+      float f;
+      memcpy(&f, run->bufs[r] + elem * x.eb, sizeof f);
+      v = f;
+    }
+    o->nodes[r] = (rs_order_node_t){
+        .worker = r,
+        .left = -1,
+        .right = -1,
+        .input = v,
+        .value = o->pre_divided ? fold_one(x.dtype, x.op, v, 0, -W) : v};
+    x.expr[r] = r;
+    for (int c = 0; c < x.cols; c++)
+      x.held[r][c] = 1u << r;
+  }
+  o->count = W;
+  const int mean = x.op == RS_OP_AVG && !run->config.average_pre;
+  if (W > 1)
+    replay(&x, algo, mean);
+  o->root = x.expr[0];
+  *out = o;
   return RS_OK;
 }

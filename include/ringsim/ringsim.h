@@ -657,6 +657,55 @@ int rs_explain_check(const rs_run_t *run, char *errmsg);
  * through the same steps). Fails only as rs_explain_check does. */
 int rs_explain(FILE *out, const rs_run_t *run, char *errmsg);
 
+/* One step of the order in which an all-reduce combines the workers'
+ * contributions to one element (rs_run_element_order): a leaf, worker's
+ * own contribution, or a fold of two earlier nodes, the receiver's own
+ * value (left) and the value it received (right), as the run folds them:
+ * in float32 for f32, f16 and bf16 (rounded to the dtype after each fold),
+ * in double for f64. */
+typedef struct rs_order_node {
+  int worker;      /* a leaf: the worker; a fold: -1 */
+  int left, right; /* a fold: the nodes folded, left op right */
+  int mean;        /* a fold that then divides by W (--average post's last
+                      addition) */
+  double input;    /* a leaf: the worker's input */
+  double value;    /* the value the run computes there (a leaf under
+                      --average pre: the input divided by W) */
+} rs_order_node_t;
+
+typedef struct rs_order {
+  int workers;
+  rs_algorithm_t algo; /* the element's bucket's */
+  rs_op_t op;
+  rs_dtype_t dtype;
+  int pre_divided;         /* --average pre: the leaves are inputs / W */
+  size_t bucket;           /* the bucket holding the element */
+  const char *region_word; /* "chunk", "part", "half"; NULL: the algorithm
+                              moves the whole bucket at once */
+  int region;              /* which chunk (part, half) holds the element */
+  int root;                /* the node worker 0's result is */
+  int count, capacity;     /* nodes */
+  rs_order_node_t nodes[]; /* leaves 0..W-1 are workers 0..W-1 */
+} rs_order_t;
+
+/* The order in which run's algorithm (the bucket's, under --algo auto)
+ * combines the workers' contributions to element elem (of the flat buffer)
+ * of worker 0's result, with every partial value: the algorithm's own
+ * schedule replayed as rs_explain does (1..8 workers, an all-reduce), on
+ * the inputs in the run's buffers, so call it after filling them and
+ * before rs_run_execute (which overwrites them). On success *out is
+ * allocated (free it with rs_free); on error it is NULL and errmsg says
+ * why. */
+int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
+                         char *errmsg);
+/* The regions the bucket's algorithm moves (the ring's W chunks, rhd's
+ * parts, the tree's two halves), as offsets from the bucket's start:
+ * offsets[0..count] (room for W + 1); *word names them ("chunk", "part",
+ * "half"). Returns count; 1 with *word NULL for an algorithm that moves
+ * the whole bucket at once (rd, linear); 0 for a bucket out of range. */
+int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
+                          const char **word);
+
 /* The run's buckets, in the order they are all-reduced. */
 const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index);
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);

@@ -9,11 +9,12 @@
 
 int cli_usage_error(const char *fmt, const char *arg) {
   /* A subcommand's message starts with its name: point at its own help. */
-  const char *help = strncmp(fmt, "bench: ", 7) == 0   ? "bench "
-                     : strncmp(fmt, "model: ", 7) == 0 ? "model "
-                                                       : "";
   char message[RS_ERRMSG_MAX];
   snprintf(message, sizeof message, fmt, arg);
+  const char *help = strncmp(message, "bench: ", 7) == 0   ? "bench "
+                     : strncmp(message, "model: ", 7) == 0 ? "model "
+                     : strncmp(message, "diff: ", 6) == 0  ? "diff "
+                                                           : "";
   rs_one_line(message); /* the argument may hold ESC, CR, LF */
   fprintf(stderr, "ringsim: %s (see ringsim %s--help)\n", message, help);
   return EXIT_USAGE;

@@ -60,8 +60,8 @@ enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
 /* args.c */
 /* Print "ringsim: <fmt with arg> (see ringsim --help)"; returns EXIT_USAGE.
- * A message starting "bench: " or "model: " points at that subcommand's
- * --help instead. */
+ * A message starting "bench: ", "model: " or "diff: " points at that
+ * subcommand's --help instead. */
 int cli_usage_error(const char *fmt, const char *arg);
 /* Strict decimal in [min, max]; 0 on success. */
 int cli_parse_long(const char *text, long min, long max, long *out);
@@ -74,6 +74,15 @@ int cli_parse_bytes(const char *text, size_t *out);
 
 /* `ringsim bench ...`: argv[0] is "bench". Returns the exit status. */
 int cli_bench(int argc, char **argv);
+
+/* main.c: a run's command line (argv[0] the program) into o; a second
+ * call needs getopt started over (optind = 0) first. Returns -1 to go on,
+ * or the exit status, having said why (--help: 0). */
+int cli_parse_args(int argc, char **argv, options_t *o);
+
+/* diff.c: `ringsim diff ...`: argv[0] is "diff". Returns the exit status. */
+extern const char cli_diff_usage_text[];
+int cli_diff(int argc, char **argv);
 
 /* progress.c */
 /* A progress line on stderr for run, drawn by a thread of its own while a

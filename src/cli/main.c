@@ -33,6 +33,11 @@ static const char usage_text[] =
     "                                 (simulated time of the schedule alone,\n"
     "                                 up to " CLI_MODEL_MAX_WORKERS_TEXT
     " workers; model --help)\n"
+    "       ringsim diff --params MODEL.json [options] OPTION A,B\n"
+    "                                 (two configurations on the same "
+    "gradients,\n"
+    "                                 compared element by element; diff "
+    "--help)\n"
     "\n"
     "Run a data-parallel gradient all-reduce as a real ring (reduce-scatter,\n"
     "then all-gather) on one thread per simulated worker, check every\n"
@@ -352,7 +357,7 @@ static const char *option_name(int opt) {
 }
 
 /* Returns -1 to go on, or an exit status. */
-static int parse_args(int argc, char **argv, options_t *o) {
+int cli_parse_args(int argc, char **argv, options_t *o) {
   unsigned char seen[OPT_MAX] = {0};
   long v;
   int opt;
@@ -739,10 +744,12 @@ done:
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "bench") == 0)
     return cli_bench(argc - 1, argv + 1);
+  if (argc > 1 && strcmp(argv[1], "diff") == 0)
+    return cli_diff(argc - 1, argv + 1);
   options_t opt = {0};
   int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
   opt.model_only = model_only;
-  int rc = parse_args(argc - model_only, argv + model_only, &opt);
+  int rc = cli_parse_args(argc - model_only, argv + model_only, &opt);
   if (rc >= 0)
     return rc;
 

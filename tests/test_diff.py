@@ -1,0 +1,396 @@
+#!/usr/bin/python3
+"""`ringsim diff`, end to end, against numpy: its counts, ULPs and relative
+differences match a comparison of the two sides' --out files made by two
+plain runs, and the summation orders it writes out, evaluated here in the
+written order from the inputs this test wrote, give each side's bits.
+
+    test_diff.py RINGSIM [Diff.test_name ...]
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+RINGSIM = None
+
+# Two params, 208 elements: enough for thousands of differing sums across
+# chunks that do not divide evenly, small enough for many runs.
+PARAMS = [{"name": "layer.weight", "shape": [37, 5]}, {"name": "layer.bias", "shape": [23]}]
+
+
+def run(*args):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
+                       timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_safetensors(path, tensors):
+    """f32 tensors, written here apart from ringsim's writer."""
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = np.ascontiguousarray(t, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_flat(path):
+    """A safetensors file's params, flat in model order, as float32 (or
+    float64): F32, F64 and BF16 (widened exactly)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    parts = []
+    for p in PARAMS:
+        t = header[p["name"]]
+        b, e = t["data_offsets"]
+        blob = raw[8 + n + b:8 + n + e]
+        if t["dtype"] == "F32":
+            parts.append(np.frombuffer(blob, "<f4"))
+        elif t["dtype"] == "BF16":
+            bits = np.frombuffer(blob, "<u2").astype(np.uint32) << 16
+            parts.append(bits.view(np.float32))
+        else:
+            raise AssertionError("unexpected dtype %s" % t["dtype"])
+    return np.concatenate(parts)
+
+
+def bf16(x):
+    """float32 values rounded to bfloat16, to nearest, ties to even (no NaN
+    here), still as float32."""
+    x = np.asarray(x, np.float32)
+    bits = x.reshape(-1).view(np.uint32).astype(np.int64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32).reshape(x.shape)[()]
+
+
+def ordered(x):
+    """float32 encodings as integers in value order: neighbours differ by 1."""
+    i = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(2 ** 31) - i, i)
+
+
+def ulps(a, b, dtype_a, dtype_b):
+    """The documented measure: same dtype, the count of its values between
+    a and b; two dtypes, |a - b| over the coarser one's spacing at
+    max(|a|, |b|) (bf16: 8 significand bits, smallest normal exponent -126)."""
+    if dtype_a == dtype_b:
+        d = np.abs(ordered(a) - ordered(b)).astype(np.float64)
+        return d / (2 ** 16 if dtype_a == "bf16" else 1)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    big = np.maximum(np.abs(a64), np.abs(b64))
+    _, exp = np.frexp(big)
+    e = np.maximum(exp - 1, -126)
+    return np.where(a64 == b64, 0.0, np.abs(a64 - b64) / np.ldexp(1.0, e - 7))
+
+
+def relative(a, b):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    big = np.maximum(np.abs(a64), np.abs(b64))
+    return np.where(big == 0, 0.0, np.abs(a64 - b64) / np.where(big == 0, 1, big))
+
+
+def parse(expr):
+    """The written order as a tree: ("g", r), ("div", node, W) for a leaf
+    divided before the sum, ("+", left, right), ("mean", left, right, W) for
+    the last addition divided by W."""
+    tokens = re.findall(r"g\d+|/\d+|[()+]", expr)
+    assert "".join(tokens) == expr, "unexpected text in %r" % expr
+    pos = [0]
+
+    def peek():
+        return tokens[pos[0]] if pos[0] < len(tokens) else None
+
+    def take():
+        pos[0] += 1
+        return tokens[pos[0] - 1]
+
+    def atom():
+        t = take()
+        if t == "(":
+            left = atom()
+            assert take() == "+", expr
+            right = atom()
+            assert take() == ")", expr
+            if peek() and peek().startswith("/"):
+                return ("mean", left, right, int(take()[1:]))
+            return ("+", left, right)
+        assert t.startswith("g"), expr
+        leaf = ("g", int(t[1:]))
+        if peek() and peek().startswith("/"):
+            return ("div", leaf, int(take()[1:]))
+        return leaf
+
+    node = atom()
+    if peek() == "+":  # the outermost addition is written without brackets
+        take()
+        node = ("+", node, atom())
+    assert peek() is None, "trailing text in %r" % expr
+    return node
+
+
+def leaves(node):
+    if node[0] == "g":
+        return [node[1]]
+    return [w for child in node[1:] if isinstance(child, tuple) for w in leaves(child)]
+
+
+def evaluate(node, g, rnd):
+    """In float32, rounded by rnd (to the dtype) after each fold, as the
+    written order says; a mean's sum and division are one fold."""
+    f = np.float32
+    if node[0] == "g":
+        return g[node[1]]
+    if node[0] == "div":
+        return rnd(f(evaluate(node[1], g, rnd)) / f(node[2]))
+    s = f(evaluate(node[1], g, rnd)) + f(evaluate(node[2], g, rnd))
+    if node[0] == "mean":
+        return rnd(f(s) / f(node[3]))
+    return rnd(s)
+
+
+class Diff(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+        cls.model = os.path.join(cls.dir, "model.json")
+        with open(cls.model, "w") as f:
+            json.dump({"name": "diffed", "params": PARAMS}, f)
+        rng = np.random.default_rng(18)
+        cls.inputs = {}
+        sizes = [int(np.prod(p["shape"])) for p in PARAMS]
+        for w in (3, 4, 5):
+            flat = rng.standard_normal((w, sum(sizes))).astype(np.float32)
+            cls.inputs[w] = flat
+            for r in range(w):
+                parts, off = {}, 0
+                for p, n in zip(PARAMS, sizes):
+                    parts[p["name"]] = flat[r, off:off + n].reshape(p["shape"])
+                    off += n
+                write_safetensors(os.path.join(cls.dir, "w%d_%d.safetensors" % (w, r)),
+                                  parts)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def grads(self, w):
+        return os.path.join(self.dir, "w%d_{r}.safetensors" % w)
+
+    def out(self, w, side_args, name, model=None, source=None):
+        path = os.path.join(self.dir, name)
+        if source is None:
+            source = ["--grads", self.grads(w)]
+        rc, _, err = run("-p", model or self.model, "-w", w, *source, *side_args,
+                         "--no-trace", "--out", path)
+        self.assertEqual(rc, 0, err)
+        return read_flat(path)
+
+    def check_against_numpy(self, report, a, b, dtype_a="f32", dtype_b="f32"):
+        """diff's counts, largest ULPs and relative difference, and per-param
+        counts and ULPs, against numpy's comparison of the two --out files."""
+        differ = a.astype(np.float64) != b.astype(np.float64)
+        u = ulps(a, b, dtype_a, dtype_b)
+        rel = relative(a, b)
+        self.assertEqual(report["compared"], a.size)
+        self.assertEqual(report["differing"], int(differ.sum()))
+        self.assertEqual(report["identical"], not differ.any())
+        self.assertAlmostEqual(report["max_ulps"], float(u.max()), places=9)
+        self.assertAlmostEqual(report["max_rel"], float(rel.max()), places=12)
+        off = 0
+        for p, got in zip(PARAMS, report["params"]):
+            n = int(np.prod(p["shape"]))
+            self.assertEqual(got["name"], p["name"])
+            self.assertEqual(got["differing"], int(differ[off:off + n].sum()), p["name"])
+            self.assertAlmostEqual(got["max_ulps"], float(u[off:off + n].max()), places=9,
+                                   msg=p["name"])
+            off += n
+        return differ, u
+
+    def check_orders(self, report, outs, inputs, rounders):
+        """Each side's written order, evaluated here from this test's inputs,
+        gives that side's result at the element exactly; every worker's
+        contribution appears once; the element is one with the most ULPs."""
+        el = report["element"]
+        self.assertIsNotNone(el)
+        i = el["index"]
+        for k, order in enumerate(el["orders"]):
+            self.assertEqual(order["side"], k)
+            tree = parse(order["expr"])
+            W = len(inputs[k])
+            self.assertEqual(sorted(leaves(tree)), list(range(W)), order["expr"])
+            g = [rounders[k](np.float32(inputs[k][r][i])) for r in range(W)]
+            self.assertEqual(order["inputs"], [float(x) for x in g])
+            got = np.float32(evaluate(tree, g, rounders[k]))
+            self.assertEqual(got.view(np.uint32), np.float32(outs[k][i]).view(np.uint32),
+                             "side %d: %s = %r, its --out holds %r"
+                             % (k, order["expr"], float(got), float(outs[k][i])))
+            self.assertEqual(order["value"], float(outs[k][i]))
+            # the partial values listed are the written order's own
+            last = order["partials"][-1]
+            self.assertEqual(last["expr"], order["expr"])
+            self.assertEqual(last["value"], float(outs[k][i]))
+        return i
+
+    # diff-1: pairs of algorithms and of averaging at W = 3, 4, 5: counts,
+    # ULPs, relative differences and per-param counts equal numpy's
+    # comparison of two plain runs' --out files; the written orders give
+    # each side's bits; the element shown is one that differs most.
+    def test_counts_and_orders_match_numpy(self):
+        cases = [
+            (4, ["--algo", "ring"], ["--algo", "rd"], "--algo", "ring,rd"),
+            (5, ["--algo", "ring"], ["--algo", "rhd"], "--algo", "ring,rhd"),
+            (3, ["--algo", "tree"], ["--algo", "linear"], "--algo", "tree,linear"),
+            (5, ["--algo", "rd"], ["--algo", "tree"], "--algo", "rd,tree"),
+            # (at W = 4 dividing first is exact, so post and pre agree)
+            (5, ["--average", "post"], ["--average", "pre"], "--average", "post,pre"),
+            # auto's choice per bucket (rd, on this slow-latency network)
+            (4, ["--algo", "ring"], ["--algo", "auto"], "--algo", "ring,auto",
+             "--net", "latency=1ms,bandwidth=100GB/s"),
+        ]
+        for w, side_a, side_b, option, values, *common in cases:
+            with self.subTest(w=w, option=option, values=values):
+                rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads",
+                                   self.grads(w), option, values, *common, "--json")
+                self.assertEqual(rc, 0, err)
+                report = json.loads(out)
+                a = self.out(w, side_a + common, "a.safetensors")
+                b = self.out(w, side_b + common, "b.safetensors")
+                differ, u = self.check_against_numpy(report, a, b)
+                self.assertTrue(differ.any(), "these pairs sum in other orders")
+                if side_a == ["--algo", "ring"]:
+                    # one bucket (208 elements): the ring's W chunks, the
+                    # first n mod W of them one element longer
+                    sizes = [a.size // w + (c < a.size % w) for c in range(w)]
+                    bounds = np.concatenate([[0], np.cumsum(sizes)])
+                    want = [int(differ[bounds[c]:bounds[c + 1]].sum()) for c in range(w)]
+                    ring = [r for r in report["regions"] if r["side"] == 0]
+                    self.assertEqual(len(ring), 1, report["regions"])
+                    self.assertEqual(ring[0]["region"], "chunk")
+                    self.assertEqual(ring[0]["differing"], want)
+                i = self.check_orders(report, (a, b), (self.inputs[w], self.inputs[w]),
+                                      (np.float32, np.float32))
+                self.assertEqual(u[i], u.max())
+                self.assertEqual(report["element"]["a"], float(a[i]))
+                self.assertEqual(report["element"]["b"], float(b[i]))
+
+    # diff-2: f32 against bf16 on the same inline gradients (each side rounds
+    # them to its dtype): ULPs of bf16 as documented, and the bf16 order
+    # rounds after every fold, as the run does.
+    def test_f32_against_bf16(self):
+        w = 4
+        flat = self.inputs[w]
+        sizes = [int(np.prod(p["shape"])) for p in PARAMS]
+        grads = []
+        for r in range(w):
+            off, entry = 0, {}
+            for p, n in zip(PARAMS, sizes):
+                entry[p["name"]] = [float(x) for x in flat[r, off:off + n]]
+                off += n
+            grads.append(entry)
+        models = {}
+        for dtype in ("f32", "bf16"):
+            models[dtype] = os.path.join(self.dir, "inline_%s.json" % dtype)
+            with open(models[dtype], "w") as f:
+                json.dump({"name": "diffed",
+                           "params": [dict(p, dtype=dtype) for p in PARAMS],
+                           "grads": grads}, f)
+        rc, out, err = run("diff", "-p", models["f32"], "--algo", "ring", "--dtype",
+                           "f32,bf16", "--json")
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        self.assertEqual(report["ulps_of"], "bf16")
+        a = self.out(w, [], "a16.safetensors", models["f32"], [])
+        b = self.out(w, [], "b16.safetensors", models["bf16"], [])
+        differ, u = self.check_against_numpy(report, a, b, "f32", "bf16")
+        self.assertTrue(differ.any())
+        i = self.check_orders(report, (a, b), (flat, flat), (np.float32, bf16))
+        self.assertEqual(u[i], u.max())
+
+    # diff-3: identical configurations (and options that never change a
+    # sum) report 0 differing and no element; --fail-on-diff exits 1 only
+    # when some element differs.
+    def test_identical_reports_zero(self):
+        w = 4
+        for option, values in (("--algo", "ring,ring"), ("--segment-bytes", "8,1K"),
+                               ("--loop", "steps,slices"), ("--bucket-mb", "0,25")):
+            with self.subTest(option=option):
+                rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads",
+                                   self.grads(w), option, values, "--json",
+                                   "--fail-on-diff")
+                self.assertEqual(rc, 0, err)
+                report = json.loads(out)
+                self.assertEqual(report["differing"], 0)
+                self.assertTrue(report["identical"])
+                self.assertIsNone(report["element"])
+        rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads", self.grads(w),
+                           "--algo", "ring,ring")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("differing  0 (0.00%): identical, bit for bit\n", out)
+        rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads", self.grads(w),
+                           "--algo", "ring,rd", "--fail-on-diff")
+        self.assertEqual(rc, 1, err)
+        self.assertRegex(out, r"differing  [1-9]\d* \(")
+
+    # diff-4: bad usage exits 2 with one line naming the input and what is
+    # wrong, before anything runs (nothing on stdout).
+    def test_bad_usage(self):
+        m = self.model
+        cases = [
+            (["-p", m, "-w", "4"], "diff: no option has two values"),
+            (["-p", m, "--algo", "ring,rd", "--seed", "1,2"],
+             "diff: --seed 1,2: the two sides would not get the same gradients"),
+            (["-p", m, "--algo", "ring,rd", "--init", "normal,exact"],
+             "diff: --init normal,exact: the two sides would not get the same gradients"),
+            (["-p", m, "-w", "4,8"], "diff: --workers 4,8: the two sides would sum "
+                                     "different sets of contributions"),
+            (["-p", m, "--op", "sum,avg"], "diff: --op sum,avg: the two sides would "
+                                           "compute two different reductions"),
+            (["-p", m, "--algo", "ring,rd,tree"],
+             "diff: --algo 'ring,rd,tree': expected two values A,B"),
+            (["-p", m, "--algo", "ring,"], "diff: --algo 'ring,': expected two values A,B"),
+            (["-p", m, "--algo", "ring,bogus"], "--algo 'bogus': expected ring"),
+            (["-p", m, "--dtype", "f32,f8"], "diff: --dtype 'f8': expected f32, f16, bf16"),
+            (["-p", m, "--dtype", "f32,bf16", "--grads", self.grads(4), "-w", "4"],
+             "diff: --dtype A,B with --grads: a safetensors file holds one dtype"),
+            (["-p", m, "--algo", "ring,rd", "--out", "x.safetensors"],
+             "diff: --out does not apply to a comparison"),
+            (["-p", m, "--algo", "ring,rd", "--explain"],
+             "diff: --explain does not apply to a comparison"),
+            (["-p", os.path.join(self.dir, "missing.json"), "--algo", "ring,rd"],
+             "missing.json"),
+            (["--algo", "ring,rd"], "--params MODEL.json is required"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                rc, out, err = run("diff", *args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertTrue(err.startswith("ringsim: "), err)
+                self.assertIn(message, err)
+
+
+def main():
+    global RINGSIM
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_diff.py RINGSIM [Diff.test_name ...]")
+    RINGSIM = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+
+
+if __name__ == "__main__":
+    main()
