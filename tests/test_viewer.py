@@ -277,21 +277,16 @@ class Viewer(unittest.TestCase):
 
     # ---- the cases ----------------------------------------------------------
 
-    # viewer-1: every cell's contributors at every step equal the trace's, for
+    # viewer-1: every cell's contributors at every step equal the trace's:
     # rings of 2, 3, 4 (3 segments per chunk) and 8 workers, stepped with the
-    # buttons and (W=8) the keyboard.
-    def test_ring_contributors_every_step(self):
+    # buttons and (W=8) the keyboard; each bucket of a run of three, chosen
+    # with the bucket selector; and recursive doubling (W=8).
+    def test_contributors_every_step(self):
         self.open(self.page)
         for name in ("W2", "W3", "W4", "W8"):
             with self.subTest(run=name):
                 self.step_through_ring(self.runs[name], keys=name == "W8")
         self.shot("ring")
-        self.assert_no_console_errors()
-
-    # viewer-2: a run of three buckets: the bucket selector shows each one,
-    # and each one's cells follow its own transfers.
-    def test_buckets(self):
-        self.open(self.page)
         rid = self.runs["buckets"]
         buckets = [r[0] for r in self.con.execute(
             "SELECT DISTINCT bucket FROM transfer WHERE run_id = ? ORDER BY bucket", (rid,))]
@@ -301,13 +296,15 @@ class Viewer(unittest.TestCase):
                 self.step_through_ring(rid, b, i)
                 self.assertIn(f"bucket {b},", self.stage()[3])
         self.shot("buckets")
+        self.check_rd()
+        self.shot("rd")
         self.assert_no_console_errors()
 
-    # viewer-3: recursive doubling (W=8): one region, the whole buffer; after
-    # exchange step s a worker holds itself and every payload it received up
-    # to s (SQL over the transfer table); the End key reaches the last step.
-    def test_other_algorithm(self):
-        self.open(self.page)
+    def check_rd(self):
+        """Recursive doubling (W=8): one region, the whole buffer; after
+        exchange step s a worker holds itself and every payload it received
+        up to s (SQL over the transfer table); the End key reaches the last
+        step."""
         rid = self.runs["rd"]
         W = 8
         self.select_run(rid)
@@ -315,14 +312,13 @@ class Viewer(unittest.TestCase):
         for i in range(4):
             if i:
                 self.click(".next")
-            n, phase, step, label = self.stage()
+            (n, phase, step, label), got = self.read()
             self.assertEqual((n, phase, step), (i, "exchange" if i else None, i - 1 if i else None))
             want = {w: {w} for w in range(W)}
             for dst, first, count in self.con.execute(
                     "SELECT dst, contrib_first, contrib_count FROM transfer WHERE run_id = ? "
                     "AND phase = 'exchange' AND step < ? AND recv_end_ns IS NOT NULL", (rid, i)):
                 want[dst] |= contributors(first, count, W)
-            got = self.cells()
             self.assertEqual(sorted(got), [(w, 0) for w in range(W)])
             for w in range(W):
                 self.assertEqual(parse_held(got[(w, 0)], W), want[w], f"stage {i} worker {w}")
@@ -331,10 +327,8 @@ class Viewer(unittest.TestCase):
         self.assertEqual(self.stage()[0], 0)
         self.press(Keys.END)
         self.assertEqual(self.stage()[0], 3)
-        self.shot("rd")
-        self.assert_no_console_errors()
 
-    # viewer-4: a cell's history lists the transfers into it (SQL's, with
+    # viewer-2: a cell's history lists the transfers into it (SQL's, with
     # their bytes); clicking one shows its trace row; an arrow does too.
     def test_cell_history_and_trace_row(self):
         self.open(self.page)
@@ -383,7 +377,7 @@ class Viewer(unittest.TestCase):
         self.shot("history")
         self.assert_no_console_errors()
 
-    # viewer-5: a failed run shows where it stopped: the error, the fault
+    # viewer-3: a failed run shows where it stopped: the error, the fault
     # injected, every transfer never received, the watchdog's worker table,
     # and the lost transfers dashed in the chunk view.
     def test_failed_run_shows_its_fault(self):
@@ -429,7 +423,7 @@ class Viewer(unittest.TestCase):
         self.shot("failed")
         self.assert_no_console_errors()
 
-    # viewer-6: the page loads nothing: no request but the page itself (the
+    # viewer-4: the page loads nothing: no request but the page itself (the
     # performance log and the page's own resource list), and no console error
     # while a user plays, zooms, toggles the clock, hovers the timeline and
     # opens two runs side by side.
@@ -458,17 +452,20 @@ class Viewer(unittest.TestCase):
         self.shot("side_by_side")
         self.assertEqual(self.driver.execute_script(
             "return performance.getEntriesByType('resource').map(e => e.name)"), [])
-        urls = []
+        # the DevTools network events of the page's document (the browser's
+        # own pages, chrome://..., log theirs too)
+        url, urls = "file://" + self.page, []
         for entry in self.driver.get_log("performance"):
             message = json.loads(entry["message"])["message"]
-            if message["method"] == "Network.requestWillBeSent":
+            if message["method"] == "Network.requestWillBeSent" and \
+                    message["params"].get("documentURL", "").split("#")[0] == url:
                 urls.append(message["params"]["request"]["url"])
-        self.assertEqual([u for u in urls if u != "file://" + self.page and not u.startswith("data:")],
-                         [], "requests the page made")
-        self.assertIn("file://" + self.page, urls, "the performance log saw the page itself")
+        self.assertIn(url, urls, "the performance log saw the page itself")
+        self.assertEqual([u for u in urls if u != url and not u.startswith("data:")], [],
+                         "requests the page made")
         self.assert_no_console_errors()
 
-    # viewer-7: a run of 100,000 transfers (64 workers, one bucket) opens
+    # viewer-5: a run of 100,000 transfers (64 workers, one bucket) opens
     # within LARGE_OPEN_MS, its timeline aggregated per worker and step, and
     # says so; the chunk view steps.
     def test_large_run(self):

@@ -287,6 +287,13 @@ def bucket_clause(bucket):
             "LIMIT 1) ")
 
 
+def snapshot(holds):
+    """A stage's holdings: the rows copied, the sets shared (a replay never
+    changes a set in place, it puts a new one in the cell), so W=64's 126
+    stages cost 126 x 64 lists, not half a million sets."""
+    return [list(row) for row in holds]
+
+
 def replay_holdings(con, run, bucket=None):
     """Replay the ring from the trace: after each step, whose contributions
     each worker's copy of each chunk holds. Returns a list of
@@ -298,7 +305,7 @@ def replay_holdings(con, run, bucket=None):
     first)."""
     W = run["workers"]
     holds = [[{w} for _ in range(W)] for w in range(W)]
-    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
                [], {"phase": None, "step": None})]
     rows = con.execute(
         "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count, "
@@ -323,7 +330,7 @@ def replay_holdings(con, run, bucket=None):
                 else:
                     holds[dst][chunk] = set(payload)
             title = f"{'reduce-scatter' if phase == 'reduce_scatter' else 'all-gather'} step {step}"
-            stages.append((title, [[set(h) for h in row] for row in holds],
+            stages.append((title, snapshot(holds),
                            [(r[2], r[3], r[4], bool(r[7])) for r in arrivals],
                            {"phase": phase, "step": step}))
     return stages
@@ -437,7 +444,7 @@ def replay_regions(con, run, bucket=None):
         groups.setdefault(tuple(key), []).append(m)
     K = len(regions)
     holds = [[{w} for _ in range(K)] for w in range(W)]
-    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
                [], {"phase": None, "step": None})]
     keys = sorted(groups)
     for i, key in enumerate(keys):
@@ -460,7 +467,7 @@ def replay_regions(con, run, bucket=None):
             level = -key[4] if phase == "reduce" else key[4]
             title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
                      else f"tree {key[3]} {phase}, level {level - 1} down to {level}")
-        stages.append((title, [[set(h) for h in row] for row in holds],
+        stages.append((title, snapshot(holds),
                        [(m["src"], m["dst"], *span(m), m["received"]) for m in ms],
                        {"phase": phase, "step": step}))
         last_reduce = phase == "reduce" and (i + 1 == len(keys) or keys[i + 1][1] != "reduce")
@@ -469,7 +476,7 @@ def replay_regions(con, run, bucket=None):
             for k in range(K):
                 holds[root][k] = holds[root][k] | {root}
             stages.append((f"worker {root} adds its own data, set aside",
-                           [[set(h) for h in row] for row in holds], [],
+                           snapshot(holds), [],
                            {"phase": phase, "step": step}))
     return stages, regions
 
@@ -1530,29 +1537,33 @@ def message_details(con, run, bucket, ring):
     tree = run_algo(run) == "tree"
     cols = ", ".join(TRANSFER_COLUMNS)
     out = {}
+    col = {name: i for i, name in enumerate(TRANSFER_COLUMNS)}
+    PH, ST, SRC, DST, CH, BY = (col[c] for c in ("phase", "step", "src", "dst", "chunk", "bytes"))
+    CF, CC, S0, R1 = (col[c] for c in ("contrib_first", "contrib_count", "send_begin_ns",
+                                       "recv_end_ns"))
+    SS, SR = col["sim_send_ns"], col["sim_recv_ns"]
     for row in con.execute(
             f"SELECT {cols} FROM transfer WHERE run_id = ? AND bucket = ? AND iter = "
             "(SELECT min(iter) FROM transfer WHERE run_id = ?) ORDER BY seq",
             (run["run_id"], bucket, run["run_id"])):
-        r = dict(zip(TRANSFER_COLUMNS, row))
         if ring:
-            key = (r["phase"], r["step"], r["src"], r["dst"], r["chunk"])
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CH])
         else:
-            half = r["chunk"] // H if tree else 0
-            key = (r["phase"], r["step"], r["src"], r["dst"], r["contrib_first"],
-                   r["contrib_count"], half)
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CF], row[CC],
+                   row[CH] // H if tree else 0)
         d = out.get(key)
         if d is None:
-            out[key] = d = {"row": list(row), "bytes": 0, "segs": 0, "t0": r["send_begin_ns"],
-                            "t1": r["recv_end_ns"], "s0": r["sim_send_ns"], "s1": r["sim_recv_ns"],
-                            "first": r["contrib_first"], "count": r["contrib_count"]}
-        d["bytes"] += r["bytes"]
+            out[key] = {"row": list(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
+                        "t1": row[R1], "s0": row[SS], "s1": row[SR], "first": row[CF],
+                        "count": row[CC]}
+            continue
+        d["bytes"] += row[BY]
         d["segs"] += 1
-        d["t0"] = min(d["t0"], r["send_begin_ns"])
-        d["t1"] = None if d["t1"] is None or r["recv_end_ns"] is None else max(d["t1"], r["recv_end_ns"])
-        if r["sim_send_ns"] is not None:
-            d["s0"] = min(d["s0"], r["sim_send_ns"])
-        d["s1"] = None if d["s1"] is None or r["sim_recv_ns"] is None else max(d["s1"], r["sim_recv_ns"])
+        d["t0"] = min(d["t0"], row[S0])
+        d["t1"] = None if d["t1"] is None or row[R1] is None else max(d["t1"], row[R1])
+        if row[SS] is not None:
+            d["s0"] = min(d["s0"], row[SS])
+        d["s1"] = None if d["s1"] is None or row[SR] is None else max(d["s1"], row[SR])
     return out
 
 
@@ -1585,7 +1596,7 @@ def chunk_view_bucket(con, run, bucket, algo):
         cells = []
         for w in range(W):
             for k in range(len(rows)):
-                if prev is None or holds[w][k] != prev[w][k]:
+                if prev is None or (holds[w][k] is not prev[w][k] and holds[w][k] != prev[w][k]):
                     cells.append([w, k, ring_ranges(holds[w][k], W)])
         prev = holds
         ids = []
