@@ -251,6 +251,8 @@ class Viewer(unittest.TestCase):
         self.select_run(rid)
         if bucket_index is not None:
             self.select_bucket(bucket_index)
+        if keys:  # the keys go to the page, not the selector
+            self.click(".steplabel")
         from selenium.webdriver.common.keys import Keys
         seen = []
         for i in range(2 * (W - 1) + 1):
@@ -279,13 +281,13 @@ class Viewer(unittest.TestCase):
 
     # viewer-1: every cell's contributors at every step equal the trace's:
     # rings of 2, 3, 4 (3 segments per chunk) and 8 workers, stepped with the
-    # buttons and (W=8) the keyboard; each bucket of a run of three, chosen
+    # button (W=3) and the keyboard; each bucket of a run of three, chosen
     # with the bucket selector; and recursive doubling (W=8).
     def test_contributors_every_step(self):
         self.open(self.page)
         for name in ("W2", "W3", "W4", "W8"):
             with self.subTest(run=name):
-                self.step_through_ring(self.runs[name], keys=name == "W8")
+                self.step_through_ring(self.runs[name], keys=name != "W3")
         self.shot("ring")
         rid = self.runs["buckets"]
         buckets = [r[0] for r in self.con.execute(
@@ -293,7 +295,7 @@ class Viewer(unittest.TestCase):
         self.assertEqual(len(buckets), 3)
         for i, b in enumerate(buckets):
             with self.subTest(bucket=b):
-                self.step_through_ring(rid, b, i)
+                self.step_through_ring(rid, b, i, keys=True)
                 self.assertIn(f"bucket {b},", self.stage()[3])
         self.shot("buckets")
         self.check_rd()
