@@ -403,6 +403,20 @@ class Viewer(unittest.TestCase):
             "r => [+r.cells[3].textContent, +r.cells[4].textContent, r.cells[1].textContent, "
             "+r.cells[2].textContent])", self.pane())
         self.assertEqual([tuple(r) for r in shown], lost)
+        # the first one's trace row, its 64-bit checksum to the last digit
+        self.driver.execute_script(
+            "arguments[0].querySelector('.lost tr.clickable').click()", self.pane())
+        row = self.driver.execute_script(
+            "const t = arguments[0].querySelector('.traceRow table'); "
+            "return [[...t.rows[0].cells].map(c => c.textContent), "
+            "[...t.rows[1].cells].map(c => c.textContent)]", self.pane())
+        trace = dict(zip(*row))
+        first = self.con.execute(
+            "SELECT src, dst, seq, checksum FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL "
+            "ORDER BY send_begin_ns LIMIT 1", (rid,)).fetchone()
+        self.assertIsNotNone(first[3], "--inject turns checksums on")
+        self.assertEqual([trace[k] for k in ("src", "dst", "seq", "checksum")],
+                         [str(v) for v in first])
         states = self.driver.execute_script(
             "return [...arguments[0].querySelectorAll('.watchdog tr')].slice(1).map("
             "r => [+r.cells[0].textContent, r.cells[1].textContent])", self.pane())

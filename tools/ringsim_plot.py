@@ -1505,6 +1505,16 @@ TRANSFER_COLUMNS = ("iter", "bucket", "phase", "step", "src", "dst", "chunk", "s
                     "contrib_count", "sim_send_ns", "sim_recv_ns")
 
 
+def json_row(row):
+    """A transfer row (TRANSFER_COLUMNS) for the page: the 64-bit checksum as
+    text, which a JavaScript number (53 bits) would round."""
+    row = list(row)
+    k = TRANSFER_COLUMNS.index("checksum")
+    if row[k] is not None:
+        row[k] = str(row[k])
+    return row
+
+
 def viewer_template():
     here = os.path.dirname(os.path.realpath(__file__))
     for path in (os.path.join(here, VIEWER_TEMPLATE),
@@ -1553,7 +1563,7 @@ def message_details(con, run, bucket, ring):
                    row[CH] // H if tree else 0)
         d = out.get(key)
         if d is None:
-            out[key] = {"row": list(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
+            out[key] = {"row": json_row(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
                         "t1": row[R1], "s0": row[SS], "s1": row[SR], "first": row[CF],
                         "count": row[CC]}
             continue
@@ -1676,7 +1686,7 @@ def failure_view(con, run):
     and the watchdog's worker table."""
     rid = run["run_id"]
     cols = ", ".join(TRANSFER_COLUMNS)
-    lost = [list(r) for r in con.execute(
+    lost = [json_row(r) for r in con.execute(
         f"SELECT {cols} FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL "
         "ORDER BY send_begin_ns LIMIT ?", (rid, HTML_LOST_ROWS))]
     n_lost = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
