@@ -464,7 +464,11 @@ class Viewer(unittest.TestCase):
         self.driver.find_element("id", "sidebyside").click()
         self.assertEqual(len(self.driver.find_elements("css selector", ".pane")), 2)
         self.select_run(self.runs["rd"], pane=1)
+        before = self.stage(0)[0]
+        self.click(".steplabel", pane=1)  # the keys go to the pane clicked last
         self.press(Keys.ARROW_RIGHT)
+        self.assertEqual((self.stage(0)[0], self.stage(1)[0]), (before, 1))
+        self.assertIn("recursive-doubling", self.pane(1).text)
         self.shot("side_by_side")
         self.assertEqual(self.driver.execute_script(
             "return performance.getEntriesByType('resource').map(e => e.name)"), [])
