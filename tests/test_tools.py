@@ -734,8 +734,75 @@ class Tools(unittest.TestCase):
                 self.assertIn(message, err)
         rc, out, _ = self.tool("--help")
         self.assertEqual(rc, 0)
-        for cmd in ("timeline", "chunks", "links", "compare", "animate", "export"):
+        for cmd in ("timeline", "chunks", "links", "compare", "animate", "export", "html"):
             self.assertIn(cmd, out)
+
+    def page_data(self, path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        start = text.index('<script type="application/json" id="ringsim-data">')
+        body = text[text.index(">", start) + 1:text.index("</script>", start)]
+        return text, json.loads(body)
+
+    # tools-html: `html` writes one page holding its data (the runs asked
+    # for, the chunk view's messages and bytes as the transfer table has
+    # them, each bucket of an auto run in the algorithm it ran) and loading
+    # nothing; its bad inputs are one line, exit 2. (The page in a browser:
+    # tests/test_viewer.py.)
+    def test_html_page(self):
+        rc, _, err = self.tool("html", self.db, "-o", self.out("all.html"))
+        self.assertEqual(rc, 0, err)
+        text, data = self.page_data(self.out("all.html"))
+        con = sqlite3.connect(self.db)
+        ids = [r[0] for r in con.execute("SELECT run_id FROM run ORDER BY run_id")]
+        self.assertEqual([r["id"] for r in data["runs"]], ids)
+        self.assertEqual(data["open"], [len(ids) - 1])
+        self.assertNotRegex(text, r"(?i)(src|href)\s*=\s*[\"']?\s*(https?:|//)")
+        self.assertNotRegex(text, r"(?i)@import|fetch\(|XMLHttpRequest|<link[^>]*stylesheet")
+        for run in data["runs"]:
+            rid = run["id"]
+            with self.subTest(run=rid):
+                view = run["chunks"][0]
+                segment0, nbytes = con.execute(
+                    "SELECT count(*) FILTER (WHERE segment = 0), sum(bytes) FROM transfer "
+                    "WHERE run_id = ? AND bucket = ?", (rid, view["bucket"])).fetchone()
+                self.assertEqual(len(view["messages"]), segment0)
+                self.assertEqual(sum(m["bytes"] for m in view["messages"]), nbytes)
+                self.assertEqual(len(view["stages"]), 2 * (run["workers"] - 1) + 1)
+        self.assertIn("sim", data["runs"][4]["clocks"])
+        self.assertNotIn("sim", data["runs"][0]["clocks"])
+        rc, _, err = self.tool("html", self.db, "--run", 2, "--run", 1, "-o", self.out("two.html"))
+        self.assertEqual(rc, 0, err)
+        _, data = self.page_data(self.out("two.html"))
+        self.assertEqual([r["id"] for r in data["runs"]], [2, 1])
+        self.assertEqual(data["open"], [0, 1])
+        con.close()
+        # an auto run: each bucket in the algorithm it ran
+        auto = self.out("auto-html.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "4",
+                            "--algo", "auto", "--trace", auto], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, _, err = self.tool("html", auto, "-o", self.out("auto.html"))
+        self.assertEqual(rc, 0, err)
+        _, data = self.page_data(self.out("auto.html"))
+        con = sqlite3.connect(auto)
+        ran = dict(con.execute("SELECT bucket, algo FROM bucket_algo"))
+        con.close()
+        self.assertEqual({v["bucket"]: v["algo"] for v in data["runs"][0]["chunks"]}, ran)
+        # one worker: a page that says there is nothing to step through
+        rc, _, err = self.tool("html", os.path.join(self.dir, "one.db"), "-o", self.out("one.html"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.page_data(self.out("one.html"))[1]["runs"][0]["chunk_note"],
+                         "run 1 has no transfers (W = 1)")
+        for args, message in [
+                (["html", self.db, "-o", self.out("x.png")], "unknown page type '.png'"),
+                (["html", self.db, "--run", 1, 99], "no run 99"),
+                (["html", self.db, "-o", "/nonexistent/x.html"], "cannot write")]:
+            with self.subTest(args=args):
+                rc, _, err = self.tool(*args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.strip().count("\n"), 0, err)
+                self.assertIn(message, err)
 
 
 def ringsim_plot_size(size):

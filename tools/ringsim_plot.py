@@ -8,6 +8,7 @@
     ringsim-plot compare  --bench bench.jsonl --model model.json -o algos.png
     ringsim-plot animate  ringsim-trace.db -o ring.gif
     ringsim-plot export   ringsim-trace.db -o trace.json   # ui.perfetto.dev
+    ringsim-plot html     ringsim-trace.db -o run.html     # a page to step through
 
 Each subcommand reads the trace with the standard sqlite3 module (the schema
 is docs/trace-schema.md), takes --run ID (default: the latest run) and -o FILE
@@ -277,25 +278,41 @@ def worker_states(con, run):
         (run["run_id"],))}
 
 
-def replay_holdings(con, run):
+def bucket_clause(bucket):
+    """SQL for the bucket a replay reads: the given one, else the first
+    all-reduced (the one whose first transfer was sent first)."""
+    if bucket is not None:
+        return f"AND bucket = {int(bucket)} "
+    return ("AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns "
+            "LIMIT 1) ")
+
+
+def snapshot(holds):
+    """A stage's holdings: the rows copied, the sets shared (a replay never
+    changes a set in place, it puts a new one in the cell), so W=64's 126
+    stages cost 126 x 64 lists, not half a million sets."""
+    return [list(row) for row in holds]
+
+
+def replay_holdings(con, run, bucket=None):
     """Replay the ring from the trace: after each step, whose contributions
     each worker's copy of each chunk holds. Returns a list of
     (title, holds, arrows, info) per stage, starting with the inputs;
     holds[w][c] is a set of workers, arrows a list of (src, dst, chunk,
     received), info a dict with the stage's phase and step (None at the start).
     A transfer sent but never received (a failed run) is an arrow with
-    received False and changes nothing."""
+    received False and changes nothing. bucket: which bucket (default the
+    first)."""
     W = run["workers"]
     holds = [[{w} for _ in range(W)] for w in range(W)]
-    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
                [], {"phase": None, "step": None})]
     rows = con.execute(
         "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count, "
         "recv_end_ns IS NOT NULL FROM transfer "
         "WHERE run_id = ? AND segment = 0 AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
-        "AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns LIMIT 1) "
-        "ORDER BY phase = 'all_gather', step, src",
-        (run["run_id"],) * 3).fetchall()
+        + bucket_clause(bucket) + "ORDER BY phase = 'all_gather', step, src",
+        (run["run_id"],) * (2 if bucket is not None else 3)).fetchall()
     by_step = {}
     for row in rows:
         by_step.setdefault((row[0], row[1]), []).append(row)
@@ -313,7 +330,7 @@ def replay_holdings(con, run):
                 else:
                     holds[dst][chunk] = set(payload)
             title = f"{'reduce-scatter' if phase == 'reduce_scatter' else 'all-gather'} step {step}"
-            stages.append((title, [[set(h) for h in row] for row in holds],
+            stages.append((title, snapshot(holds),
                            [(r[2], r[3], r[4], bool(r[7])) for r in arrivals],
                            {"phase": phase, "step": step}))
     return stages
@@ -335,20 +352,21 @@ def receives_by_copy(algo, phase, step):
         (algo == "rhd" and phase == "reduce" and step == 1)
 
 
-def schedule_messages(con, run):
+def schedule_messages(con, run, bucket=None):
     """The messages of the first bucket of the first iteration, read from
     the trace: the segments of one message (same phase, step, sender,
     receiver and contributors; for the tree, the same half) merged into one
     region. A list of dicts (phase, step, src, dst, first, count, off, end,
     received, t, half), in the order they were sent; off and end count
-    elements from the bucket's start."""
+    elements from the bucket's start. bucket: which bucket (default the
+    first)."""
     rid = run["run_id"]
     rows = con.execute(
         "SELECT phase, step, src, dst, chunk, elem_offset, elems, contrib_first, contrib_count, "
         "recv_end_ns IS NOT NULL, send_begin_ns FROM transfer "
         "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
-        "AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns LIMIT 1) "
-        "ORDER BY send_begin_ns, src, seq", (rid,) * 3).fetchall()
+        + bucket_clause(bucket) + "ORDER BY send_begin_ns, src, seq",
+        (rid,) * (2 if bucket is not None else 3)).fetchall()
     H = tree_chunks(run["workers"])
     tree = run_algo(run) == "tree"
     messages = {}
@@ -383,7 +401,7 @@ def tree_depths(messages, phase, half):
     return depth
 
 
-def replay_regions(con, run):
+def replay_regions(con, run, bucket=None):
     """Replay any algorithm from its trace (the ring's as replay_holdings
     does, by chunk): whose contributions each worker's copy of each region
     holds after each step. The regions are the pieces the messages cut the
@@ -398,9 +416,10 @@ def replay_regions(con, run):
     levels, tree 0 then tree 1, as --explain narrates them. A receiver
     folds the payload's contributors (the trace's contrib_first,
     contrib_count) into its region's, or copies them (receives_by_copy);
-    linear's root adds its own data, set aside, after the last reduce."""
+    linear's root adds its own data, set aside, after the last reduce.
+    bucket: which bucket (default the first)."""
     W, algo = run["workers"], run_algo(run)
-    messages = schedule_messages(con, run)
+    messages = schedule_messages(con, run, bucket)
     cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
     if not cuts:
         raise ToolError(f"run {run['run_id']} has no transfers to draw")
@@ -425,7 +444,7 @@ def replay_regions(con, run):
         groups.setdefault(tuple(key), []).append(m)
     K = len(regions)
     holds = [[{w} for _ in range(K)] for w in range(W)]
-    stages = [("start: each worker holds its own gradient", [[set(h) for h in row] for row in holds],
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
                [], {"phase": None, "step": None})]
     keys = sorted(groups)
     for i, key in enumerate(keys):
@@ -448,7 +467,7 @@ def replay_regions(con, run):
             level = -key[4] if phase == "reduce" else key[4]
             title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
                      else f"tree {key[3]} {phase}, level {level - 1} down to {level}")
-        stages.append((title, [[set(h) for h in row] for row in holds],
+        stages.append((title, snapshot(holds),
                        [(m["src"], m["dst"], *span(m), m["received"]) for m in ms],
                        {"phase": phase, "step": step}))
         last_reduce = phase == "reduce" and (i + 1 == len(keys) or keys[i + 1][1] != "reduce")
@@ -457,7 +476,7 @@ def replay_regions(con, run):
             for k in range(K):
                 holds[root][k] = holds[root][k] | {root}
             stages.append((f"worker {root} adds its own data, set aside",
-                           [[set(h) for h in row] for row in holds], [],
+                           snapshot(holds), [],
                            {"phase": phase, "step": step}))
     return stages, regions
 
@@ -1466,6 +1485,296 @@ def cmd_export(con, run, args):
     progress(f"wrote {args.out}: open it in ui.perfetto.dev or chrome://tracing")
 
 
+# ---- the interactive viewer (html) ------------------------------------------
+
+# The page's template: HTML, styles and script in one file, next to this
+# script (the source tree) or in PREFIX/share/ringsim (cmake --install).
+VIEWER_TEMPLATE = "ringsim_viewer.html"
+VIEWER_DATA_MARK = "/*RINGSIM_DATA*/null"
+# Without --run, the page holds the trace's latest runs, at most this many.
+HTML_DEFAULT_RUNS = 12
+# The chunk view holds the buckets of the first iteration, in order, while
+# they add up to at most this many messages (and at most this many buckets).
+HTML_CHUNK_MESSAGES = 60000
+HTML_CHUNK_BUCKETS = 16
+# Never-received transfers listed for a failed run (all are counted).
+HTML_LOST_ROWS = 500
+TRANSFER_COLUMNS = ("iter", "bucket", "phase", "step", "src", "dst", "chunk", "segment",
+                    "elem_offset", "elems", "bytes", "seq", "checksum", "send_begin_ns",
+                    "send_end_ns", "recv_begin_ns", "recv_end_ns", "wait_ns", "contrib_first",
+                    "contrib_count", "sim_send_ns", "sim_recv_ns")
+
+
+def json_row(row):
+    """A transfer row (TRANSFER_COLUMNS) for the page: the 64-bit checksum as
+    text, which a JavaScript number (53 bits) would round."""
+    row = list(row)
+    k = TRANSFER_COLUMNS.index("checksum")
+    if row[k] is not None:
+        row[k] = str(row[k])
+    return row
+
+
+def viewer_template():
+    here = os.path.dirname(os.path.realpath(__file__))
+    for path in (os.path.join(here, VIEWER_TEMPLATE),
+                 os.path.join(os.path.dirname(here), "share", "ringsim", VIEWER_TEMPLATE)):
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if VIEWER_DATA_MARK not in text:
+                raise ToolError(f"{path}: not the viewer's template (no data mark)")
+            return text
+    raise ToolError(f"{VIEWER_TEMPLATE}: not found next to {__file__} or in ../share/ringsim "
+                    "(the page's template is installed with the tool)")
+
+
+def bucket_algos(con, run):
+    """{bucket: algorithm} from table bucket_algo (empty for an older trace)."""
+    try:
+        return dict(con.execute("SELECT bucket, algo FROM bucket_algo WHERE run_id = ?",
+                                (run["run_id"],)))
+    except sqlite3.OperationalError:
+        return {}
+
+
+def message_details(con, run, bucket, ring):
+    """The transfers of one bucket (first iteration) merged into messages as
+    the replays merge them: {key: detail}; the key is (phase, step, src,
+    dst, chunk) for the ring, (phase, step, src, dst, contrib_first,
+    contrib_count, half) otherwise (schedule_messages's)."""
+    H = tree_chunks(run["workers"])
+    tree = run_algo(run) == "tree"
+    cols = ", ".join(TRANSFER_COLUMNS)
+    out = {}
+    col = {name: i for i, name in enumerate(TRANSFER_COLUMNS)}
+    PH, ST, SRC, DST, CH, BY = (col[c] for c in ("phase", "step", "src", "dst", "chunk", "bytes"))
+    CF, CC, S0, R1 = (col[c] for c in ("contrib_first", "contrib_count", "send_begin_ns",
+                                       "recv_end_ns"))
+    SS, SR = col["sim_send_ns"], col["sim_recv_ns"]
+    for row in con.execute(
+            f"SELECT {cols} FROM transfer WHERE run_id = ? AND bucket = ? AND iter = "
+            "(SELECT min(iter) FROM transfer WHERE run_id = ?) ORDER BY seq",
+            (run["run_id"], bucket, run["run_id"])):
+        if ring:
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CH])
+        else:
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CF], row[CC],
+                   row[CH] // H if tree else 0)
+        d = out.get(key)
+        if d is None:
+            out[key] = {"row": json_row(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
+                        "t1": row[R1], "s0": row[SS], "s1": row[SR], "first": row[CF],
+                        "count": row[CC]}
+            continue
+        d["bytes"] += row[BY]
+        d["segs"] += 1
+        d["t0"] = min(d["t0"], row[S0])
+        d["t1"] = None if d["t1"] is None or row[R1] is None else max(d["t1"], row[R1])
+        if row[SS] is not None:
+            d["s0"] = min(d["s0"], row[SS])
+        d["s1"] = None if d["s1"] is None or row[SR] is None else max(d["s1"], row[SR])
+    return out
+
+
+def chunk_view_bucket(con, run, bucket, algo):
+    """One bucket's chunk view: its rows (chunks or regions), and per stage
+    the cells that changed (worker, row, contributors as ranges round the
+    ring) and the messages it carried, each with its bytes, times,
+    contributors and first trace row. The replay is the chunks command's
+    (replay_holdings, replay_regions), so the page and the picture agree."""
+    W = run["workers"]
+    brun = dict(run, algo=algo)
+    ring = algo == "ring"
+    if ring:
+        stages, regions = replay_holdings(con, brun, bucket), None
+        rows = [{"label": f"c{c}", "off": None, "elems": None} for c in range(W)]
+    else:
+        stages, regions = replay_regions(con, brun, bucket)
+        rows = [{"label": name, "off": off, "elems": n} for name, off, n in regions]
+    details = message_details(con, brun, bucket, ring)
+    by_arrow = {}
+    if not ring:
+        for m in schedule_messages(con, brun, bucket):
+            ks = [k for k, (_, a, n) in enumerate(regions) if m["off"] <= a and a + n <= m["end"]]
+            span = (ks[0], ks[-1] + 1) if ks else (0, 0)
+            by_arrow.setdefault((m["phase"], m["step"], m["src"], m["dst"], *span), []).append(
+                (m["phase"], m["step"], m["src"], m["dst"], m["first"], m["count"], m["half"]))
+    messages, index, out_stages = [], {}, []
+    prev = None
+    for title, holds, arrows, info in stages:
+        cells = []
+        for w in range(W):
+            for k in range(len(rows)):
+                if prev is None or (holds[w][k] is not prev[w][k] and holds[w][k] != prev[w][k]):
+                    cells.append([w, k, ring_ranges(holds[w][k], W)])
+        prev = holds
+        ids = []
+        for arrow in arrows:
+            if ring:
+                src, dst, chunk, received = arrow
+                a, b = chunk, chunk + 1
+                key = (info["phase"], info["step"], src, dst, chunk)
+            else:
+                src, dst, a, b, received = arrow
+                keys = by_arrow.get((info["phase"], info["step"], src, dst, a, b)) or [None]
+                key = keys.pop(0) if len(keys) > 1 else keys[0]
+            if key in index:
+                ids.append(index[key])
+                continue
+            d = details.get(key) or {}
+            first, count = d.get("first"), d.get("count")
+            index[key] = len(messages)
+            ids.append(len(messages))
+            messages.append({"src": src, "dst": dst, "a": a, "b": b, "received": bool(received),
+                             "phase": info["phase"], "step": info["step"],
+                             "bytes": d.get("bytes"), "segs": d.get("segs"), "t0": d.get("t0"),
+                             "t1": d.get("t1"), "s0": d.get("s0"), "s1": d.get("s1"),
+                             "contrib": ring_ranges(contributors(first, count, W), W)
+                             if count is not None else None,
+                             "row": d.get("row")})
+        out_stages.append({"title": title, "phase": info["phase"], "step": info["step"],
+                           "cells": cells, "arrows": ids})
+    return {"bucket": bucket, "algo": algo, "algo_name": ALGO_NAMES.get(algo, algo),
+            "ring": ring, "rows": rows, "stages": out_stages, "messages": messages}
+
+
+def timeline_view(con, run, clock):
+    """The timeline's bars in one clock, as a flat list of 8 numbers a bar
+    (worker, kind, phase index, bucket, step, start, end, wait; kind 0 a
+    receive, 1 a send, 2 a send never received, 3 a worker and step
+    aggregated), and the span of each step (bucket, phase, step, start,
+    end) of the first iteration."""
+    rid = run["run_id"]
+    sb, se, rb, re_, _ = time_columns(clock)
+    n = transfer_count(con, rid)
+    phases = phases_present(con, rid)
+    pidx = {p: i for i, p in enumerate(phases)}
+    bars = []
+    aggregated = n > TIMELINE_DETAIL_LIMIT
+    if not aggregated:
+        for phase, bucket, step, src, dst, s0, s1, r0, r1, wait in con.execute(
+                f"SELECT phase, bucket, step, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns "
+                "FROM transfer WHERE run_id = ?", (rid,)):
+            p = pidx[phase]
+            if clock == "wall":
+                bars += [src, 1, p, bucket, step, s0, s1, 0]
+            if r1 is not None:
+                bars += [dst, 0, p, bucket, step, r0, r1, 0 if clock == "sim" else (wait or 0)]
+            else:
+                bars += [dst, 2, p, bucket, step, s0, s0, 0]
+    else:
+        for phase, bucket, step, dst, r0, r1, wait in con.execute(
+                f"SELECT phase, bucket, step, dst, min({rb}), max({re_}), sum(wait_ns) FROM transfer "
+                "WHERE run_id = ? AND recv_end_ns IS NOT NULL GROUP BY iter, bucket, phase, dst, step",
+                (rid,)):
+            bars += [dst, 3, pidx[phase], bucket, step, r0, r1, 0 if clock == "sim" else (wait or 0)]
+        for phase, bucket, step, dst, s0 in con.execute(
+                f"SELECT phase, bucket, step, dst, {sb} FROM transfer WHERE run_id = ? "
+                "AND recv_end_ns IS NULL", (rid,)):
+            bars += [dst, 2, pidx[phase], bucket, step, s0, s0, 0]
+    steps = [list(r) for r in con.execute(
+        f"SELECT bucket, phase, step, min({sb}), max(coalesce({re_}, {se})) FROM transfer "
+        "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        "GROUP BY bucket, phase, step ORDER BY 4", (rid, rid))]
+    return {"bars": bars, "aggregated": aggregated, "steps": steps}
+
+
+def failure_view(con, run):
+    """What the page shows of a failed run: the faults injected, the
+    transfers never received (the first HTML_LOST_ROWS rows, all counted)
+    and the watchdog's worker table."""
+    rid = run["run_id"]
+    cols = ", ".join(TRANSFER_COLUMNS)
+    lost = [json_row(r) for r in con.execute(
+        f"SELECT {cols} FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL "
+        "ORDER BY send_begin_ns LIMIT ?", (rid, HTML_LOST_ROWS))]
+    n_lost = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
+                         (rid,)).fetchone()[0]
+    workers = [list(r) for r in con.execute(
+        "SELECT worker, state, phase, step, chunk, waiting, peer, transfers_sent, bytes_sent, "
+        "bytes_received, wait_ns FROM worker WHERE run_id = ? ORDER BY worker", (rid,))]
+    return {"faults": injected_faults(run), "lost": lost, "lost_count": n_lost,
+            "workers": workers}
+
+
+def html_run(con, run):
+    """Everything the page shows of one run, computed by the functions the
+    pictures use."""
+    rid, W = run["run_id"], run["workers"]
+    n = transfer_count(con, rid)
+    progress(f"run {rid}: {n} transfers")
+    out = {"id": rid, "algo": run_algo(run), "algo_name": algo_name(run), "workers": W,
+           "model": run["model"], "bytes": run["bytes"], "elems": run["elems"],
+           "dtype": run["dtype"], "op": run["op"], "buckets": run["buckets"],
+           "status": run["status"], "error": run["error"], "failed": run_failed(run),
+           "status_line": status_line(run), "transfers": n, "wall_ns": run["wall_ns"],
+           "sim_ns": run["sim_ns"], "started_at": run["started_at"],
+           "phases": phases_present(con, rid), "columns": list(TRANSFER_COLUMNS),
+           "detail_limit": TIMELINE_DETAIL_LIMIT, "chunk_note": "", "chunks": []}
+    if n == 0:
+        out["chunk_note"] = f"run {rid} has no transfers (W = {W})"
+    else:
+        algos = bucket_algos(con, run)
+        buckets = [r[0] for r in con.execute(
+            "SELECT bucket, count(*) FROM transfer WHERE run_id = ? AND iter = "
+            "(SELECT min(iter) FROM transfer WHERE run_id = ?) GROUP BY bucket ORDER BY bucket",
+            (rid, rid))]
+        total = 0
+        for bucket in buckets:
+            if len(out["chunks"]) >= HTML_CHUNK_BUCKETS or total >= HTML_CHUNK_MESSAGES:
+                out["chunk_note"] = (f"the chunk view holds buckets {buckets[0]}-{bucket - 1} of "
+                                     f"{len(buckets)} (the first {HTML_CHUNK_MESSAGES:,} messages "
+                                     f"or {HTML_CHUNK_BUCKETS} buckets); the timeline has them all")
+                break
+            algo = algos.get(bucket, run_algo(run))
+            if algo == "auto":
+                algo = "ring"
+            view = chunk_view_bucket(con, run, bucket, algo)
+            total += len(view["messages"])
+            out["chunks"].append(view)
+    out["clocks"] = {"wall": timeline_view(con, run, "wall")} if n else {}
+    if n and has_sim_times(con, run):
+        out["clocks"]["sim"] = timeline_view(con, run, "sim")
+    out["failure"] = failure_view(con, run)
+    return out
+
+
+def html_page(data):
+    """The template with the data inside, as JSON a script element can hold
+    (no '</' to end it early)."""
+    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return viewer_template().replace(VIEWER_DATA_MARK, text)
+
+
+def cmd_html(con, run_ignored, args):
+    if args.run:
+        ids = list(dict.fromkeys(args.run))
+        runs = [pick_run(con, args.trace, rid) for rid in ids]
+        note = ""
+    else:
+        ids = [r[0] for r in con.execute(
+            "SELECT run_id FROM run ORDER BY run_id DESC LIMIT ?", (HTML_DEFAULT_RUNS,))][::-1]
+        if not ids:
+            raise ToolError(f"{args.trace}: the trace holds no runs")
+        total = con.execute("SELECT count(*) FROM run").fetchone()[0]
+        runs = [pick_run(con, args.trace, rid) for rid in ids]
+        note = (f"the latest {len(ids)} of the trace's {total} runs (--run ID ... picks others)"
+                if total > len(ids) else "")
+    data = {"source": os.path.basename(args.trace), "note": note,
+            "runs": [html_run(con, run) for run in runs],
+            # two runs named: side by side from the start; else the latest
+            "open": [0, 1] if args.run and len(runs) >= 2 else [len(runs) - 1]}
+    page = html_page(data)
+    try:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:
+        raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
+    progress(f"wrote {args.out} ({len(page) / 1e6:.1f} MB, {len(runs)} run"
+             f"{'' if len(runs) == 1 else 's'}): open it in a browser")
+
+
 COMMANDS = {
     "timeline": (cmd_timeline, "Gantt chart: one row per worker, one bar per transfer, by phase"),
     "chunks": (cmd_chunks, "whose contributions each worker's chunks (regions) hold, step by step, "
@@ -1476,12 +1785,15 @@ COMMANDS = {
                              "crossovers"),
     "animate": (cmd_animate, "the chunks diagram as an animated GIF (or MP4 with ffmpeg)"),
     "export": (cmd_export, "Chrome trace event JSON for ui.perfetto.dev and chrome://tracing"),
+    "html": (cmd_html, "an interactive page, one self-contained file: step through the chunk "
+                       "view, click cells and transfers, the timeline, runs side by side"),
 }
 DEFAULT_OUT = {"timeline": "timeline.png", "chunks": "chunks.png", "links": "links.png",
-               "compare": "compare.png", "animate": "ring.gif", "export": "trace.json"}
+               "compare": "compare.png", "animate": "ring.gif", "export": "trace.json",
+               "html": "ringsim.html"}
 
 
-OUT_TYPES = {"animate": (".gif", ".mp4"), "export": (".json",)}
+OUT_TYPES = {"animate": (".gif", ".mp4"), "export": (".json",), "html": (".html", ".htm")}
 
 
 def check_output(command, out):
@@ -1489,7 +1801,7 @@ def check_output(command, out):
     allowed = OUT_TYPES.get(command, (".png", ".svg", ".pdf"))
     ext = os.path.splitext(out)[1].lower()
     if ext not in allowed:
-        kind = {"animate": "animation", "export": "export"}.get(command, "image")
+        kind = {"animate": "animation", "export": "export", "html": "page"}.get(command, "image")
         raise ToolError(f"{out}: unknown {kind} type '{ext}' (use {', '.join(allowed)})")
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
@@ -1514,6 +1826,11 @@ def build_parser():
             p.add_argument("--model", metavar="FILE",
                            help="with --bench: `ringsim model --algo all --json` outputs, one per "
                                 "size, drawn as the predicted times, their crossovers too")
+        elif name == "html":
+            p.add_argument("trace", help="the trace database (ringsim-trace.db)")
+            p.add_argument("--run", type=int, nargs="+", action="extend", metavar="ID",
+                           help="the runs the page holds (default: the latest "
+                                f"{HTML_DEFAULT_RUNS}); two or more open the first two side by side")
         else:
             p.add_argument("trace", help="the trace database (ringsim-trace.db)")
             p.add_argument("--run", type=int, help="run id (default: the latest run)")
@@ -1544,7 +1861,8 @@ def main(argv=None):
             raise ToolError("compare: give a trace, or --bench FILE")
         con = open_trace(args.trace)
         with con:
-            run = None if args.command == "compare" else pick_run(con, args.trace, args.run)
+            run = None if args.command in ("compare", "html") else \
+                pick_run(con, args.trace, args.run)
             COMMANDS[args.command][0](con, run, args)
         con.close()
     except ToolError as e:
