@@ -20,8 +20,12 @@ import time
 import unittest
 
 RINGSIM = EXAMPLES = TOOL = None
-# docs/tools.md: a 100,000-transfer run opens in a few seconds
-LARGE_OPEN_MS = 5000
+# docs/tools.md: a 100,000-transfer run opens in a few seconds (1.5-5.6 s
+# measured here, the slow end under a load average of 20). The limit is a
+# guard against a page that does not scale (17 s before its replays shared
+# their sets), not a benchmark: 8 s, and CTest runs this case alone
+# (RUN_SERIAL) so the suite's other tests do not share its cores.
+LARGE_OPEN_MS = 8000
 
 
 def browser_parts():
