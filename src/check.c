@@ -33,6 +33,7 @@
 #include "check.h"
 #include "grads.h"
 #include "model.h"
+#include "mpi_run.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "runstate.h"
@@ -522,7 +523,8 @@ static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
     a->order_max_ulps = b->order_max_ulps;
 }
 
-/* Compare worker 0's result at start .. start+len-1 with the block's
+/* Compare this process's first worker's result (worker 0's, but over MPI)
+ * at start .. start+len-1 with the block's
  * reference (ref and bound, or exact; fixed for the order report, each
  * indexed from start), into checks (one per param). */
 static void compare_block(const rs_run_t *run, size_t start, size_t len,
@@ -537,7 +539,7 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
                     rs_model_param(model, p)->elems)
       p++;
     rs_param_check_t *c = &checks[p];
-    double got = value_at(run, 0, i);
+    double got = value_at(run, run->first_local, i);
     double ref = ref_of ? ref_of[j] : array_at(run, exact_of, j);
     double want = run->dtype == RS_DTYPE_F64
                       ? ref
@@ -595,7 +597,6 @@ static void *check_pieces(void *arg) {
   const check_plan_t *plan = job->plan;
   const size_t n = run->elems, size = run->buf_elem_bytes;
   const size_t params = rs_model_param_count(run->model);
-  const int W = run->config.workers;
   scratch_t s = {0};
   rs_param_check_t *checks = calloc(params, sizeof *checks);
   char errmsg[RS_ERRMSG_MAX];
@@ -629,9 +630,12 @@ static void *check_pieces(void *arg) {
         rc = block_reference(run, plan, &s, start, len, ref, bound, exact,
                              errmsg);
       if (rc == RS_OK && job->after) {
-        for (int w = 1; w < W && identical; w++)
+        /* this process's workers (mpi.c compares the processes) */
+        const int first = run->first_local;
+        for (int w = first + 1; w < run->local_end && identical; w++)
           identical = memcmp(run->bufs[w] + start * size,
-                             run->bufs[0] + start * size, len * size) == 0;
+                             run->bufs[first] + start * size,
+                             len * size) == 0;
         const void *fixed =
             !plan->fixed   ? NULL
             : plan->stream ? (const void *)s.fixed
@@ -719,6 +723,14 @@ int rs__check_prepare(rs_run_t *run) {
                  run->config.check_threads != 1 && run->config.ref_reps == 1;
   if (plan->stream)
     return RS_OK;
+  /* Over MPI each process holds only its own workers' inputs: the
+   * reference is made again from generated ones, in every process. */
+  if (run->mpi)
+    return rs__run_fail(run, RS_EINVAL,
+                        "transport mpi: the check needs generated grads "
+                        "(not --grads or inline ones) and an op other than "
+                        "prod; the distributed reference for other inputs "
+                        "is not built yet");
   int rc = plan->fixed ? prepare_fixed_order(run) : RS_OK;
   if (rc)
     return rc;
@@ -769,8 +781,14 @@ void rs__check_result(rs_run_t *run) {
   res->exact = plan->exact; /* bitwise check, not a bound */
   res->check_threads = plan->threads;
   uint64_t t0 = rs__now_ns();
-  if (run_check_job(run, 1) != RS_OK)
+  int rc = run_check_job(run, 1);
+  if (run->mpi) { /* every process checked its own workers: merge */
+    if (!rs__mpi_all(run, rc == RS_OK))
+      return; /* interrupted somewhere: not checked */
+    rs__mpi_check_merge(run, &res->identical);
+  } else if (rc != RS_OK) {
     return; /* interrupted: not checked */
+  }
   res->check_ns = rs__now_ns() - t0;
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
     const rs_param_check_t *c = &run->checks[p];

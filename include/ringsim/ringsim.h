@@ -433,7 +433,25 @@ typedef struct rs_config {
    * rs_machine_measure or rs_config_measure_machine: bench measures once
    * for its sizes); else rs_run_create refuses the run. */
   rs_netmodel_t machine;
+  /* Run over MPI (rs_mpi_init first, in every process of the job): the W
+   * workers are spread over the processes in contiguous blocks, each
+   * process runs its own block's threads, and edges between processes go
+   * over MPI point-to-point (docs/mpi.md). Every process creates and
+   * executes the same run; rank 0 writes the trace. 0: one process. */
+  int mpi;
 } rs_config_t;
+
+/* MPI (docs/mpi.md), for a program started by mpirun. rs_mpi_init
+ * initialises MPI (MPI_THREAD_MULTIPLE) and says this process's rank and
+ * the number of processes; RS_EINVAL with errmsg saying so when ringsim
+ * was built without MPI or MPI cannot give threads. Call it once, before
+ * any run with config.mpi, and rs_mpi_finalize once at the end. */
+int rs_mpi_init(int *rank, int *procs, char *errmsg);
+void rs_mpi_finalize(void);
+/* Collective over every process: the largest of their codes. A process
+ * whose code is not that largest gets, in msg (size bytes), the message
+ * of the lowest-ranked process that has it; the others keep their own. */
+int rs_mpi_agree(int code, char *msg, size_t size);
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
