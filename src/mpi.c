@@ -196,6 +196,10 @@ int64_t rs__mpi_offset(const rs_run_t *run, int proc) {
   return run->mpi ? run->mpi->offsets[proc] : 0;
 }
 
+uint64_t rs__mpi_rtt(const rs_run_t *run, int proc) {
+  return run->mpi ? run->mpi->rtt_ns[proc] : 0;
+}
+
 /* ---- the transport --------------------------------------------------- */
 
 static void sleep_ns(uint64_t ns) {

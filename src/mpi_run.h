@@ -78,5 +78,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical);
  * 0's in ns (its clock minus rank 0's). */
 const char *rs__mpi_host(const rs_run_t *run, int proc);
 int64_t rs__mpi_offset(const rs_run_t *run, int proc);
+/* ... and the round trip of the ping that measured it: the offset is
+ * right to within half of it. */
+uint64_t rs__mpi_rtt(const rs_run_t *run, int proc);
 
 #endif /* RINGSIM_MPI_RUN_H */
