@@ -48,7 +48,7 @@ typedef struct options {
    * its own first failure, and how many of run_main's gates it passed
    * (main.c: every process reaches every gate) */
   int mpi_rank;
-  int mpi_own_rc;
+  int mpi_own_rc; /* -1: stopped at a gate for another's failure */
   int mpi_gates;
 } options_t;
 

@@ -634,7 +634,10 @@ static int mpi_gate(options_t *o, int rc) {
   if (rc && !o->mpi_own_rc)
     o->mpi_own_rc = rc;
   o->mpi_gates++;
-  return rs_mpi_agree(rc, NULL, 0);
+  int agreed = rs_mpi_agree(rc, NULL, 0);
+  if (agreed && !o->mpi_own_rc)
+    o->mpi_own_rc = -1; /* stopped for another process's failure */
+  return agreed;
 }
 
 /* The run's part of main: from the loaded model to the report. */
@@ -846,7 +849,7 @@ static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
         memcpy(msg, line, sizeof msg);
     msg[strcspn(msg, "\n")] = '\0';
   }
-  int own = opt->mpi_own_rc ? opt->mpi_own_rc : rc;
+  int own = opt->mpi_own_rc < 0 ? 0 : opt->mpi_own_rc ? opt->mpi_own_rc : rc;
   int agreed = rs_mpi_agree(own, msg, sizeof msg);
   if (m->rank == 0 && own != agreed && msg[0])
     fprintf(stderr, "%s\n", msg);
