@@ -208,9 +208,12 @@ static void sleep_ns(uint64_t ns) {
 }
 
 /* Wait for req to complete, up to timeout_ns, or until the run aborts.
- * MPI_Test drives MPI's progress; between tests the thread yields for a
- * while, then sleeps, doubling up to a millisecond: a wait must not burn
- * a core that another worker needs. */
+ * MPI_Test drives MPI's progress; between tests the thread yields for
+ * YIELD_NS (a message between processes takes microseconds), then
+ * sleeps, from 10 us doubling up to NAP_MAX_NS: a wait must not burn a
+ * core that another worker needs, nor oversleep a message by much. */
+#define YIELD_NS 100000
+#define NAP_MAX_NS 200000
 static int wait_req(mpi_edge_t *m, MPI_Request *req, uint64_t timeout_ns,
                     uint64_t *wait_ns) {
   int done = 0;
@@ -219,7 +222,7 @@ static int wait_req(mpi_edge_t *m, MPI_Request *req, uint64_t timeout_ns,
   MPI_Test(req, &done, MPI_STATUS_IGNORE);
   if (done)
     return RS_OK;
-  uint64_t begin = rs__now_ns(), nap = 1000;
+  uint64_t begin = rs__now_ns(), nap = 10000;
   int rc = RS_OK;
   for (;;) {
     if (atomic_load_explicit(m->abort_flag, memory_order_acquire)) {
@@ -231,11 +234,11 @@ static int wait_req(mpi_edge_t *m, MPI_Request *req, uint64_t timeout_ns,
       rc = RS_ETIMEDOUT;
       break;
     }
-    if (waited < 20000) {
+    if (waited < YIELD_NS) {
       sched_yield();
     } else {
       sleep_ns(nap);
-      nap = nap < 1000000 ? 2 * nap : 1000000;
+      nap = nap < NAP_MAX_NS ? 2 * nap : NAP_MAX_NS;
     }
     MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (done)
@@ -720,4 +723,45 @@ done:
   free(lo);
   free(worst);
   free(counts);
+}
+
+/* ---- MPI_Allreduce beside ringsim (ringsim bench) --------------------- */
+
+int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
+                              uint64_t *ns, char *errmsg) {
+  struct rs_mpi *m = run->mpi;
+  if (!m)
+    return rs__err(errmsg, RS_EINVAL, "the run is not over MPI");
+  if (run->dtype != RS_DTYPE_F32 && run->dtype != RS_DTYPE_F64)
+    return rs__err(errmsg, RS_EINVAL,
+                   "MPI_Allreduce is timed on f32 and f64 only");
+  MPI_Datatype type = run->dtype == RS_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT;
+  MPI_Op op = run->config.op == RS_OP_MIN    ? MPI_MIN
+              : run->config.op == RS_OP_MAX  ? MPI_MAX
+              : run->config.op == RS_OP_PROD ? MPI_PROD
+                                             : MPI_SUM;
+  const size_t n = run->elems, bytes = n * run->buf_elem_bytes;
+  void *in = malloc(bytes ? bytes : 1), *out = malloc(bytes ? bytes : 1);
+  int ok = in && out && n <= (size_t)INT32_MAX;
+  if (ok)
+    memcpy(in, run->bufs[run->first_local], bytes);
+  if (!rs__mpi_all(run, ok)) {
+    free(in);
+    free(out);
+    return rs__err(errmsg, RS_ENOMEM, "out of memory for MPI_Allreduce");
+  }
+  for (int i = 0; i < warmup; i++)
+    MPI_Allreduce(in, out, (int)n, type, op, m->coll);
+  MPI_Barrier(m->coll);
+  uint64_t t0 = rs__now_ns();
+  for (int i = 0; i < iterations; i++)
+    MPI_Allreduce(in, out, (int)n, type, op, m->coll);
+  uint64_t mine = (rs__now_ns() - t0) / (uint64_t)(iterations > 0 ? iterations
+                                                                   : 1),
+           slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_UINT64_T, MPI_MAX, m->coll);
+  *ns = slowest;
+  free(in);
+  free(out);
+  return RS_OK;
 }

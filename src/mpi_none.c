@@ -69,6 +69,12 @@ uint64_t rs__mpi_rtt(const rs_run_t *run, int proc) {
   return 0;
 }
 
+int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
+                              uint64_t *ns, char *errmsg) {
+  (void)run, (void)warmup, (void)iterations, (void)ns;
+  return rs__err(errmsg, RS_EINVAL, "%s", no_mpi);
+}
+
 /* Never called: a run without MPI has no MPI edges. */
 static int none_send(rs_edge_t *e, const rs_msg_t *hdr, const void *src,
                      rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {

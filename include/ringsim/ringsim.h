@@ -552,6 +552,15 @@ int rs_run_execute(rs_run_t *run);
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
 
+/* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
+ * own time over the run's processes, on this process's first worker's
+ * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
+ * the run's communicator: warmup untimed calls, then *ns = the slowest
+ * process's mean over iterations. RS_EINVAL for another dtype or a run
+ * not over MPI. */
+int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
+                              uint64_t *ns, char *errmsg);
+
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;
   uint64_t bytes_sent;

@@ -574,6 +574,11 @@ static int parse_args(int argc, char **argv, options_t *o) {
                                lo->name);
     }
   }
+  if (o->config.mpi && o->config.algo == RS_ALGO_AUTO && !o->config.net.enabled)
+    return cli_usage_error("%s", "--algo auto without --net measures this "
+                                 "process's threads, which differ between "
+                                 "processes; over MPI give --algo NAME or "
+                                 "--net");
   if (o->explain && o->config.mpi)
     return cli_usage_error("%s", "--explain narrates a run in one process; "
                                  "it does not apply to --transport mpi");
@@ -858,8 +863,6 @@ static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "bench") == 0)
-    return cli_bench(argc - 1, argv + 1);
   options_t opt = {0};
   int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
   opt.model_only = model_only;
@@ -867,6 +870,8 @@ int main(int argc, char **argv) {
   int rc = model_only ? -1 : mpi_begin(&mpi, argc, argv);
   if (rc >= 0)
     return rc;
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return mpi_finish(&mpi, &opt, cli_bench(argc - 1, argv + 1));
   opt.mpi_rank = mpi.rank;
   rc = parse_args(argc - model_only, argv + model_only, &opt);
   if (rc >= 0)
