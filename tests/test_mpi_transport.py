@@ -58,8 +58,10 @@ class MpiTransport(unittest.TestCase):
         return path
 
     def mpirun(self, procs, args, timeout=60):
+        sub = args[:1] if args[:1] == ["bench"] else []
         cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
-               str(procs), RINGSIM, "--transport", "mpi"] + args
+               str(procs), RINGSIM] + sub + ["--transport", "mpi"] + \
+            args[len(sub):]
         return subprocess.run(cmd, capture_output=True, text=True,
                               timeout=timeout)
 
@@ -185,6 +187,51 @@ class MpiTransport(unittest.TestCase):
                         if line.startswith("ringsim:")]
                 self.assertEqual(len(said), 1, run.stderr)
                 self.assertIn(says, said[0])
+
+    def test_bench_beside_mpi_allreduce(self):
+        """bench over MPI: one row per size, from rank 0 alone, with
+        MPI_Allreduce's time on the same buffers beside ringsim's."""
+        run = self.mpirun(2, ["bench", "-w", "4", "-b", "8", "-e", "2K",
+                              "-f", "16", "-n", "2", "--warmup", "1",
+                              "--json"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rows = [json.loads(line) for line in run.stdout.splitlines()]
+        self.assertEqual([r["size"] for r in rows], [8, 128, 2048])
+        for r in rows:
+            self.assertEqual((r["procs"], r["workers"], r["wrong"]),
+                             (2, 4, 0), r)
+            self.assertGreater(r["mpi_allreduce_us"], 0, r)
+            self.assertGreater(r["time_us"], 0, r)
+
+    def test_old_trace_gets_mpi_columns(self):
+        """A trace written before the MPI columns gets them on open (NULL
+        in the old runs), as an older one gets bucket_algo."""
+        trace = self.path("old.db")
+        model = self.model("f32")
+        first = self.ringsim(["--params", model, "--trace", trace])
+        self.assertEqual(first.returncode, 0, first.stderr)
+        db = sqlite3.connect(trace)
+        for table, column in (("run", "procs"), ("run", "clock_offsets_json"),
+                              ("transfer", "src_rank"),
+                              ("transfer", "dst_rank"),
+                              ("transfer", "src_host"),
+                              ("transfer", "dst_host")):
+            db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        db.commit()
+        db.close()
+        run = self.mpirun(2, ["--params", model, "--workers", "4",
+                              "--trace", trace])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        db = sqlite3.connect(trace)
+        self.assertEqual(db.execute("SELECT run_id, procs FROM run ORDER BY "
+                                    "run_id").fetchall(), [(1, None), (2, 2)])
+        self.assertEqual(db.execute(
+            "SELECT count(*) FROM transfer WHERE run_id = 1 AND "
+            "src_rank IS NOT NULL").fetchone()[0], 0)
+        self.assertEqual(db.execute(
+            "SELECT count(DISTINCT src_rank) FROM transfer WHERE "
+            "run_id = 2").fetchone()[0], 2)
+        db.close()
 
 
 if __name__ == "__main__":
