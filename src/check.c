@@ -634,8 +634,7 @@ static void *check_pieces(void *arg) {
         const int first = run->first_local;
         for (int w = first + 1; w < run->local_end && identical; w++)
           identical = memcmp(run->bufs[w] + start * size,
-                             run->bufs[first] + start * size,
-                             len * size) == 0;
+                             run->bufs[first] + start * size, len * size) == 0;
         const void *fixed =
             !plan->fixed   ? NULL
             : plan->stream ? (const void *)s.fixed

@@ -294,8 +294,8 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   atomic_init(&job.next, 0);
   rs__progress_begin(run, RS_STAGE_GENERATE,
                      job.pieces_per_worker
-                         ? run->elems * (size_t)(run->local_end -
-                                                 run->first_local)
+                         ? run->elems *
+                               (size_t)(run->local_end - run->first_local)
                          : 0);
   rs__parallel(rs__cores(), fill_pieces, &job);
   rs__progress_begin(run, RS_STAGE_IDLE, 0);

@@ -74,9 +74,8 @@ typedef struct mpi_edge {
 int rs_mpi_init(int *rank, int *procs, char *errmsg) {
   int inited = 0, provided = 0;
   MPI_Initialized(&inited);
-  if (!inited &&
-      MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) !=
-          MPI_SUCCESS)
+  if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) !=
+                     MPI_SUCCESS)
     return rs__err(errmsg, RS_EINVAL, "transport mpi: MPI_Init failed");
   if (inited)
     MPI_Query_thread(&provided);
@@ -135,8 +134,8 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
   if (flag && (int64_t)W * W > *tag_ub)
     return rs__err(errmsg, RS_EINVAL,
-                   "workers: %d workers need %lld MPI tags; this MPI has %d",
-                   W, (long long)W * W, *tag_ub);
+                   "workers: %d workers need %lld MPI tags; this MPI has %d", W,
+                   (long long)W * W, *tag_ub);
   struct rs_mpi *m = calloc(1, sizeof *m);
   if (!m || !(m->hosts = calloc((size_t)procs, sizeof *m->hosts)) ||
       !(m->offsets = calloc((size_t)procs, sizeof *m->offsets)) ||
@@ -250,8 +249,8 @@ static int wait_req(mpi_edge_t *m, MPI_Request *req, uint64_t timeout_ns,
 }
 
 static rs_msg_t *slot(mpi_edge_t *m, uint64_t index) {
-  return (rs_msg_t *)(void *)(m->mem + (index % (uint64_t)m->slots) *
-                                           m->slot_bytes);
+  return (rs_msg_t *)(void *)(m->mem +
+                              (index % (uint64_t)m->slots) * m->slot_bytes);
 }
 
 static void post_recv(mpi_edge_t *m, uint64_t index) {
@@ -351,8 +350,8 @@ static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
   else if (corrupt)
     msg->checksum ^= 1;
   msg->send_end_ns = rs__now_ns();
-  MPI_Isend(msg, (int)(sizeof *msg + bytes), MPI_BYTE, m->peer, m->tag,
-            m->comm, req);
+  MPI_Isend(msg, (int)(sizeof *msg + bytes), MPI_BYTE, m->peer, m->tag, m->comm,
+            req);
   return RS_OK;
 }
 
@@ -374,8 +373,8 @@ static int mpi_send(rs_edge_t *e, const rs_msg_t *hdr, const void *src,
 static int next_message(rs_edge_t *e, rs_msg_t **out, uint64_t timeout_ns,
                         uint64_t *wait_ns) {
   mpi_edge_t *m = e->mpi;
-  int rc = wait_req(m, &m->req[m->used % (uint64_t)m->slots], timeout_ns,
-                    wait_ns);
+  int rc =
+      wait_req(m, &m->req[m->used % (uint64_t)m->slots], timeout_ns, wait_ns);
   if (rc)
     return rc;
   rs_msg_t *msg = slot(m, m->used);
@@ -459,9 +458,9 @@ static int mpi_pause(rs_edge_t *e, uint64_t ns) {
 /* Waiters poll the abort flag: nothing to wake. */
 static void mpi_wake(rs_edge_t *e) { (void)e; }
 
-const rs_transport_t rs__transport_mpi = {
-    "mpi",      mpi_send, mpi_recv,  mpi_release,
-    mpi_finish, mpi_end,  mpi_pause, mpi_wake};
+const rs_transport_t rs__transport_mpi = {"mpi",       mpi_send,   mpi_recv,
+                                          mpi_release, mpi_finish, mpi_end,
+                                          mpi_pause,   mpi_wake};
 
 /* ---- faults from other processes ------------------------------------- */
 
@@ -580,18 +579,17 @@ static void send_worker(rs_run_t *run, const rs_worker_t *w) {
                       .stats = w->stats};
   MPI_Send(&s, sizeof s, MPI_BYTE, 0, TAG_STATE, m->coll);
   for (size_t at = 0; at < w->events.count; at += EVENT_BATCH) {
-    size_t n = w->events.count - at < EVENT_BATCH ? w->events.count - at
-                                                  : EVENT_BATCH;
-    MPI_Send(w->events.events + at, (int)(n * sizeof(rs_event_t)), MPI_BYTE,
-             0, TAG_EVENTS, m->coll);
+    size_t n =
+        w->events.count - at < EVENT_BATCH ? w->events.count - at : EVENT_BATCH;
+    MPI_Send(w->events.events + at, (int)(n * sizeof(rs_event_t)), MPI_BYTE, 0,
+             TAG_EVENTS, m->coll);
   }
 }
 
 static void recv_worker(rs_run_t *run, rs_worker_t *w, int from) {
   struct rs_mpi *m = run->mpi;
   worker_state_t s;
-  MPI_Recv(&s, sizeof s, MPI_BYTE, from, TAG_STATE, m->coll,
-           MPI_STATUS_IGNORE);
+  MPI_Recv(&s, sizeof s, MPI_BYTE, from, TAG_STATE, m->coll, MPI_STATUS_IGNORE);
   /* its times, into rank 0's clock */
   const int64_t shift = -m->offsets[from];
   rs_progress_t *p = &w->progress;
@@ -614,9 +612,8 @@ static void recv_worker(rs_run_t *run, rs_worker_t *w, int from) {
   rs_event_buf_t *buf = &w->events;
   for (size_t at = 0; at < s.events; at += EVENT_BATCH) {
     size_t n = s.events - at < EVENT_BATCH ? s.events - at : EVENT_BATCH;
-    rs_event_t *into = buf->events && at + n <= buf->capacity
-                           ? buf->events + at
-                           : NULL;
+    rs_event_t *into =
+        buf->events && at + n <= buf->capacity ? buf->events + at : NULL;
     rs_event_t *scratch = into ? NULL : malloc(n * sizeof *scratch);
     MPI_Recv(into ? into : scratch, (int)(n * sizeof(rs_event_t)), MPI_BYTE,
              from, TAG_EVENTS, m->coll, MPI_STATUS_IGNORE);
@@ -706,8 +703,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   }
   MPI_Allreduce(MPI_IN_PLACE, worst, (int)(4 * params), MPI_DOUBLE, MPI_MAX,
                 m->coll);
-  MPI_Allreduce(MPI_IN_PLACE, counts, (int)(4 * params), MPI_UINT64_T,
-                MPI_MAX, m->coll);
+  MPI_Allreduce(MPI_IN_PLACE, counts, (int)(4 * params), MPI_UINT64_T, MPI_MAX,
+                m->coll);
   for (size_t p = 0; p < params; p++) {
     rs_param_check_t *c = &run->checks[p];
     c->max_abs_err = worst[4 * p];
@@ -756,8 +753,8 @@ int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
   uint64_t t0 = rs__now_ns();
   for (int i = 0; i < iterations; i++)
     MPI_Allreduce(in, out, (int)n, type, op, m->coll);
-  uint64_t mine = (rs__now_ns() - t0) / (uint64_t)(iterations > 0 ? iterations
-                                                                   : 1),
+  uint64_t mine = (rs__now_ns() - t0) /
+                  (uint64_t)(iterations > 0 ? iterations : 1),
            slowest = 0;
   MPI_Allreduce(&mine, &slowest, 1, MPI_UINT64_T, MPI_MAX, m->coll);
   *ns = slowest;

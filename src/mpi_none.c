@@ -95,6 +95,6 @@ static int none_pause(rs_edge_t *e, uint64_t ns) {
   (void)e, (void)ns;
   return RS_EINVAL;
 }
-const rs_transport_t rs__transport_mpi = {
-    "mpi",     none_send, none_recv,  none_edge,
-    none_edge, none_end,  none_pause, none_edge};
+const rs_transport_t rs__transport_mpi = {"mpi",      none_send, none_recv,
+                                          none_edge,  none_edge, none_end,
+                                          none_pause, none_edge};

@@ -491,9 +491,9 @@ static int create_schema(rs_trace_t *t, char *errmsg) {
  * stays, and a reader finds every column in every trace. */
 static int add_mpi_columns(rs_trace_t *t, char *errmsg) {
   static const char *const columns[][2] = {
-      {"run", "procs INTEGER"},          {"run", "clock_offsets_json TEXT"},
-      {"transfer", "src_rank INTEGER"},  {"transfer", "dst_rank INTEGER"},
-      {"transfer", "src_host TEXT"},     {"transfer", "dst_host TEXT"}};
+      {"run", "procs INTEGER"},         {"run", "clock_offsets_json TEXT"},
+      {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
+      {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);
@@ -793,10 +793,8 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
     int dst_rank = rs__mpi_owner(W, run->procs, dst);
     sqlite3_bind_int64(st, i++, src_rank);
     sqlite3_bind_int64(st, i++, dst_rank);
-    sqlite3_bind_text(st, i++, rs__mpi_host(run, src_rank), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, rs__mpi_host(run, dst_rank), -1,
-                      SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, rs__mpi_host(run, src_rank), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, rs__mpi_host(run, dst_rank), -1, SQLITE_STATIC);
   } else {
     for (int k = 0; k < 4; k++)
       sqlite3_bind_null(st, i++);

@@ -595,9 +595,9 @@ static void print_header(const bench_opts_t *o, int W) {
   if (o->algo == RS_ALGO_AUTO)
     printf("# auto: per size the algorithm the alpha-beta model predicts "
            "fastest (algo: the one it ran)\n");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s%s\n", "size",
-         "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "ref",
-         "time/ref", o->mpi ? "        mpi" : "",
+  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s%s\n", "size", "count",
+         "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
+         o->mpi ? "        mpi" : "",
          o->all || o->algo == RS_ALGO_AUTO ? "  algo" : "");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "(B)",
          "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",

@@ -511,8 +511,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_TRANSPORT:
       if (strcmp(optarg, "shm") && strcmp(optarg, "mpi"))
-        return cli_usage_error("--transport '%s': expected shm or mpi",
-                               optarg);
+        return cli_usage_error("--transport '%s': expected shm or mpi", optarg);
       o->config.mpi = strcmp(optarg, "mpi") == 0;
       break;
     case OPT_BUCKET_MB: {
