@@ -56,7 +56,7 @@ static double value_at(const rs_run_t *run, int w, size_t i) {
 
 static int refuse_non_finite(const rs_run_t *run, size_t start, size_t len,
                              char *errmsg) {
-  for (int w = 0; w < run->config.workers; w++)
+  for (int w = run->first_local; w < run->local_end; w++)
     for (size_t i = start; i < start + len; i++)
       if (!isfinite(value_at(run, w, i))) {
         const rs_param_t *p =
@@ -432,7 +432,11 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       memset(s->amp, 0, len * sizeof *s->amp);
     }
   }
-  for (int w = 0; w < W; w++) {
+  /* this process's workers: every worker, or over MPI (inputs not
+   * generated) its block, whose sums mpi.c then sums over the processes */
+  const int from = plan->stream ? 0 : run->first_local;
+  const int to = plan->stream ? W : run->local_end;
+  for (int w = from; w < to; w++) {
     const void *g = inputs_of(run, plan, s, w, start, len);
     if (plan->exact) {
       /* the direct mean, as direct_reduce computes it */
@@ -443,13 +447,16 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       else
         rs__reduce_f32(exact, g, len, op);
     } else if (f64) {
-      accumulate_f64(op, w, g, s->acc_l, s->amp_l, len);
+      accumulate_f64(op, w - from, g, s->acc_l, s->amp_l, len);
     } else {
-      accumulate_f32(op, w, g, s->acc, s->amp, len);
+      accumulate_f32(op, w - from, g, s->acc, s->amp, len);
     }
     if (plan->fixed && plan->stream)
       fold_fixed(run, plan, s, w, g, len);
   }
+  if (run->mpi && !plan->stream) /* (exact inputs are generated: streamed) */
+    rs__mpi_reduce_sums(run, f64 ? (void *)s->acc_l : (void *)s->acc,
+                        f64 ? (void *)s->amp_l : (void *)s->amp, len, f64);
   if (plan->exact) {
     if (op == RS_OP_AVG && f64)
       rs__scale_div_f64(exact, len, (double)W);
@@ -722,14 +729,20 @@ int rs__check_prepare(rs_run_t *run) {
                  run->config.check_threads != 1 && run->config.ref_reps == 1;
   if (plan->stream)
     return RS_OK;
-  /* Over MPI each process holds only its own workers' inputs: the
-   * reference is made again from generated ones, in every process. */
-  if (run->mpi)
+  /* Over MPI each process holds only its own workers' inputs: each sums
+   * its block's, block by block on one thread, and an MPI reduction sums
+   * the processes' (mpi.c). The order report's fixed order needs every
+   * input in one place. */
+  if (run->mpi && plan->fixed)
     return rs__run_fail(run, RS_EINVAL,
-                        "transport mpi: the check needs generated grads "
-                        "(not --grads or inline ones) and an op other than "
-                        "prod; the distributed reference for other inputs "
-                        "is not built yet");
+                        "transport mpi: --order-report needs generated "
+                        "grads over MPI (its fixed order needs every "
+                        "worker's inputs in one process)");
+  if (run->mpi && plan->exact) /* (the CLI's exact inputs stream) */
+    return rs__run_fail(run, RS_EINVAL,
+                        "transport mpi: a reference timed before the run "
+                        "(check_threads 1, ref_reps > 1) is not made over "
+                        "MPI");
   int rc = plan->fixed ? prepare_fixed_order(run) : RS_OK;
   if (rc)
     return rc;
@@ -760,7 +773,11 @@ int rs__check_prepare(rs_run_t *run) {
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the reference (%zu elements)", n);
   uint64_t t0 = rs__now_ns();
+  int threads = plan->threads;
+  if (run->mpi) /* one thread: the reductions in the same order everywhere */
+    plan->threads = 1;
   rc = run_check_job(run, 0);
+  plan->threads = threads;
   run->result.ref_ns = rs__now_ns() - t0;
   return rc;
 }

@@ -762,3 +762,16 @@ int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
   free(out);
   return RS_OK;
 }
+
+void rs__mpi_reduce_sums(const rs_run_t *run, void *acc, void *amp, size_t len,
+                         int f64) {
+  MPI_Datatype type = f64 ? MPI_LONG_DOUBLE : MPI_DOUBLE;
+  const rs_op_t op = run->config.op;
+  MPI_Op acc_op = op == RS_OP_MIN    ? MPI_MIN
+                  : op == RS_OP_MAX  ? MPI_MAX
+                  : op == RS_OP_PROD ? MPI_PROD
+                                     : MPI_SUM;
+  MPI_Op amp_op = op == RS_OP_PROD ? MPI_PROD : MPI_SUM;
+  MPI_Allreduce(MPI_IN_PLACE, acc, (int)len, type, acc_op, run->mpi->coll);
+  MPI_Allreduce(MPI_IN_PLACE, amp, (int)len, type, amp_op, run->mpi->coll);
+}

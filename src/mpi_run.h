@@ -74,6 +74,14 @@ int rs__mpi_all(rs_run_t *run, int ok);
  * worker everywhere holds the same bits. */
 void rs__mpi_check_merge(rs_run_t *run, int *identical);
 
+/* The reference of inputs that are not generated (collective, one
+ * block, in block order): acc and amp hold this process's workers' sums
+ * (check.c's accumulate: double, or long double for f64) of len
+ * elements; make them every process's, by the run's op (sum, min, max or
+ * prod for acc; sum, or prod, for amp). */
+void rs__mpi_reduce_sums(const rs_run_t *run, void *acc, void *amp, size_t len,
+                         int f64);
+
 /* For the trace: process p's host, and its clock's offset against rank
  * 0's in ns (its clock minus rank 0's). */
 const char *rs__mpi_host(const rs_run_t *run, int proc);

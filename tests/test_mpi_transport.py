@@ -188,6 +188,42 @@ class MpiTransport(unittest.TestCase):
                 self.assertEqual(len(said), 1, run.stderr)
                 self.assertIn(says, said[0])
 
+    def test_grads_files_and_inline(self):
+        """Inputs that are not generated: each process reads its own
+        workers' --grads files (or inline grads), the reference is the
+        processes' sums reduced over MPI; the same bits and the same check
+        as one process."""
+        model = self.model("f32")
+        for r in range(5):
+            made = self.ringsim(["--params", model, "--seed", str(r),
+                                 "--no-trace", "--out",
+                                 self.path(f"g{r}.safetensors")])
+            self.assertEqual(made.returncode, 0, made.stderr)
+        inline = self.path("inline.json")
+        with open(inline, "w") as f:
+            json.dump({"name": "inline", "params": [
+                {"name": "w", "shape": [23], "dtype": "f64"}],
+                "grads": [{"w": [(i * k % 7) / 3 - 1 for i in range(23)]}
+                          for k in range(1, 7)]}, f)
+        grads = ["--params", model, "--workers", "5", "--grads",
+                 self.path("g{r}.safetensors")]
+        for args, procs in ((grads + ["--op", "avg"], 3),
+                            (grads + ["--op", "prod"], 2),
+                            (["--params", inline, "--op", "sum"], 4)):
+            with self.subTest(args=args, procs=procs):
+                args = args + ["--no-trace", "--json"]
+                one = self.ringsim(args + ["--out", self.path("one.st")])
+                self.assertEqual(one.returncode, 0, one.stderr)
+                run = self.mpirun(procs, args + ["--out", self.path("mpi.st")])
+                self.assertEqual(run.returncode, 0, run.stderr)
+                with open(self.path("one.st"), "rb") as f:
+                    expected = f.read()
+                with open(self.path("mpi.st"), "rb") as f:
+                    self.assertEqual(f.read(), expected)
+                a, b = json.loads(one.stdout), json.loads(run.stdout)
+                for key in ("checked", "identical", "max_abs_err", "bound"):
+                    self.assertEqual(a[key], b[key], key)
+
     def test_bench_beside_mpi_allreduce(self):
         """bench over MPI: one row per size, from rank 0 alone, with
         MPI_Allreduce's time on the same buffers beside ringsim's."""
