@@ -637,6 +637,25 @@ void rs__mpi_finish(rs_run_t *run) {
     RS_PTHREAD_CHECK(pthread_join(m->listener, NULL));
     m->listening = 0;
   }
+  /* Every process learns the run's first failure: a fault told while a
+   * process's workers were finishing may have come after its listener
+   * stopped. The lowest-ranked failed process's fault stands for all. */
+  int failed = run->result.status != RS_OK ? run->proc : INT32_MAX, first;
+  MPI_Allreduce(&failed, &first, 1, MPI_INT, MPI_MIN, m->coll);
+  if (first != INT32_MAX) {
+    fault_msg_t f = {0};
+    if (run->proc == first) {
+      f.code = run->result.status;
+      f.worker = run->fault_worker;
+      f.fault_ns = run->fault_ns;
+      snprintf(f.message, sizeof f.message, "%s", run->errmsg);
+    }
+    MPI_Bcast(&f, sizeof f, MPI_BYTE, first, m->coll);
+    f.message[sizeof f.message - 1] = '\0';
+    int64_t shift = m->offsets[run->proc] - m->offsets[first];
+    rs__run_fail_from(run, f.worker, f.code,
+                      (uint64_t)((int64_t)f.fault_ns + shift), f.message);
+  }
   /* Rank 0 takes the workers of every other process, in worker order. */
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {

@@ -166,6 +166,27 @@ class MpiTransport(unittest.TestCase):
                 self.assertEqual(states, 7)
                 db.close()
 
+    def test_wire_faults_across_processes(self):
+        """A message from worker 1 (process 0) to worker 2 (process 1)
+        damaged, lost or repeated, at the last step too: caught by the
+        receiver in the other process, every process exits 3, and rank 0
+        says what happened, once."""
+        model = self.model("f32")
+        for fault, says in (
+                ("corrupt:worker=1,step=1", "checksum mismatch"),
+                ("drop:worker=1,step=5", "a message was lost"),
+                ("dup:worker=1,step=5", "delivered twice")):
+            with self.subTest(fault=fault):
+                run = self.mpirun(2, ["--params", model, "--workers", "4",
+                                      "--no-trace", "--timeout", "5",
+                                      "--inject", fault])
+                self.assertEqual(run.returncode, 3, run.stderr)
+                said = [line for line in run.stderr.splitlines()
+                        if line.startswith("ringsim: worker 2 ")]
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+                self.assertIn(says, run.stdout)
+
     def test_bad_input_said_once(self):
         model = self.model("f32")
         # worker 0's grads exist (rank 0 reads them), worker 1's do not:
