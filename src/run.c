@@ -448,13 +448,20 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       snprintf(records, sizeof records,
                "; %.1f GiB of it trace records, %zu B per transfer",
                events / (1 << 30), sizeof(rs_event_t));
+    const int procs = run->procs;
     free(edge_elems);
     free(peers);
     rs_run_free(run);
+    if (procs > 1)
+      return rs__err(errmsg, RS_ENOMEM,
+                     "the run needs about %.1f GiB in this process (%d of "
+                     "W=%d workers x %zu elements%s), more than this "
+                     "machine's %.1f GiB",
+                     need / (1 << 30), local, W, n, records, have / (1 << 30));
     return rs__err(errmsg, RS_ENOMEM,
-                   "the run needs about %.1f GiB (%d workers x %zu "
-                   "elements%s), more than this machine's %.1f GiB",
-                   need / (1 << 30), local, n, records, have / (1 << 30));
+                   "the run needs about %.1f GiB (W=%d x %zu elements%s), "
+                   "more than this machine's %.1f GiB",
+                   need / (1 << 30), W, n, records, have / (1 << 30));
   }
   run->result.segs_per_chunk = segs;
   run->result.seg_elems = seg_elems;
