@@ -33,6 +33,7 @@
 #include "check.h"
 #include "grads.h"
 #include "model.h"
+#include "mpi_run.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "runstate.h"
@@ -55,7 +56,7 @@ static double value_at(const rs_run_t *run, int w, size_t i) {
 
 static int refuse_non_finite(const rs_run_t *run, size_t start, size_t len,
                              char *errmsg) {
-  for (int w = 0; w < run->config.workers; w++)
+  for (int w = run->first_local; w < run->local_end; w++)
     for (size_t i = start; i < start + len; i++)
       if (!isfinite(value_at(run, w, i))) {
         const rs_param_t *p =
@@ -431,7 +432,11 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       memset(s->amp, 0, len * sizeof *s->amp);
     }
   }
-  for (int w = 0; w < W; w++) {
+  /* this process's workers: every worker, or over MPI (inputs not
+   * generated) its block, whose sums mpi.c then sums over the processes */
+  const int from = plan->stream ? 0 : run->first_local;
+  const int to = plan->stream ? W : run->local_end;
+  for (int w = from; w < to; w++) {
     const void *g = inputs_of(run, plan, s, w, start, len);
     if (plan->exact) {
       /* the direct mean, as direct_reduce computes it */
@@ -442,13 +447,16 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       else
         rs__reduce_f32(exact, g, len, op);
     } else if (f64) {
-      accumulate_f64(op, w, g, s->acc_l, s->amp_l, len);
+      accumulate_f64(op, w - from, g, s->acc_l, s->amp_l, len);
     } else {
-      accumulate_f32(op, w, g, s->acc, s->amp, len);
+      accumulate_f32(op, w - from, g, s->acc, s->amp, len);
     }
     if (plan->fixed && plan->stream)
       fold_fixed(run, plan, s, w, g, len);
   }
+  if (run->mpi && !plan->stream) /* (exact inputs are generated: streamed) */
+    rs__mpi_reduce_sums(run, f64 ? (void *)s->acc_l : (void *)s->acc,
+                        f64 ? (void *)s->amp_l : (void *)s->amp, len, f64);
   if (plan->exact) {
     if (op == RS_OP_AVG && f64)
       rs__scale_div_f64(exact, len, (double)W);
@@ -522,7 +530,8 @@ static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
     a->order_max_ulps = b->order_max_ulps;
 }
 
-/* Compare worker 0's result at start .. start+len-1 with the block's
+/* Compare this process's first worker's result (worker 0's, but over MPI)
+ * at start .. start+len-1 with the block's
  * reference (ref and bound, or exact; fixed for the order report, each
  * indexed from start), into checks (one per param). */
 static void compare_block(const rs_run_t *run, size_t start, size_t len,
@@ -537,7 +546,7 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
                     rs_model_param(model, p)->elems)
       p++;
     rs_param_check_t *c = &checks[p];
-    double got = value_at(run, 0, i);
+    double got = value_at(run, run->first_local, i);
     double ref = ref_of ? ref_of[j] : array_at(run, exact_of, j);
     double want = run->dtype == RS_DTYPE_F64
                       ? ref
@@ -595,7 +604,6 @@ static void *check_pieces(void *arg) {
   const check_plan_t *plan = job->plan;
   const size_t n = run->elems, size = run->buf_elem_bytes;
   const size_t params = rs_model_param_count(run->model);
-  const int W = run->config.workers;
   scratch_t s = {0};
   rs_param_check_t *checks = calloc(params, sizeof *checks);
   char errmsg[RS_ERRMSG_MAX];
@@ -629,9 +637,11 @@ static void *check_pieces(void *arg) {
         rc = block_reference(run, plan, &s, start, len, ref, bound, exact,
                              errmsg);
       if (rc == RS_OK && job->after) {
-        for (int w = 1; w < W && identical; w++)
+        /* this process's workers (mpi.c compares the processes) */
+        const int first = run->first_local;
+        for (int w = first + 1; w < run->local_end && identical; w++)
           identical = memcmp(run->bufs[w] + start * size,
-                             run->bufs[0] + start * size, len * size) == 0;
+                             run->bufs[first] + start * size, len * size) == 0;
         const void *fixed =
             !plan->fixed   ? NULL
             : plan->stream ? (const void *)s.fixed
@@ -719,6 +729,20 @@ int rs__check_prepare(rs_run_t *run) {
                  run->config.check_threads != 1 && run->config.ref_reps == 1;
   if (plan->stream)
     return RS_OK;
+  /* Over MPI each process holds only its own workers' inputs: each sums
+   * its block's, block by block on one thread, and an MPI reduction sums
+   * the processes' (mpi.c). The order report's fixed order needs every
+   * input in one place. */
+  if (run->mpi && plan->fixed)
+    return rs__run_fail(run, RS_EINVAL,
+                        "transport mpi: --order-report needs generated "
+                        "grads over MPI (its fixed order needs every "
+                        "worker's inputs in one process)");
+  if (run->mpi && plan->exact) /* (the CLI's exact inputs stream) */
+    return rs__run_fail(run, RS_EINVAL,
+                        "transport mpi: a reference timed before the run "
+                        "(check_threads 1, ref_reps > 1) is not made over "
+                        "MPI");
   int rc = plan->fixed ? prepare_fixed_order(run) : RS_OK;
   if (rc)
     return rc;
@@ -749,7 +773,11 @@ int rs__check_prepare(rs_run_t *run) {
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the reference (%zu elements)", n);
   uint64_t t0 = rs__now_ns();
+  int threads = plan->threads;
+  if (run->mpi) /* one thread: the reductions in the same order everywhere */
+    plan->threads = 1;
   rc = run_check_job(run, 0);
+  plan->threads = threads;
   run->result.ref_ns = rs__now_ns() - t0;
   return rc;
 }
@@ -769,8 +797,14 @@ void rs__check_result(rs_run_t *run) {
   res->exact = plan->exact; /* bitwise check, not a bound */
   res->check_threads = plan->threads;
   uint64_t t0 = rs__now_ns();
-  if (run_check_job(run, 1) != RS_OK)
+  int rc = run_check_job(run, 1);
+  if (run->mpi) { /* every process checked its own workers: merge */
+    if (!rs__mpi_all(run, rc == RS_OK))
+      return; /* interrupted somewhere: not checked */
+    rs__mpi_check_merge(run, &res->identical);
+  } else if (rc != RS_OK) {
     return; /* interrupted: not checked */
+  }
   res->check_ns = rs__now_ns() - t0;
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
     const rs_param_check_t *c = &run->checks[p];

@@ -258,12 +258,15 @@ typedef struct fill_job {
 static void *fill_pieces(void *arg) {
   fill_job_t *job = arg;
   rs_run_t *run = job->run;
-  const size_t total = job->pieces_per_worker * (size_t)run->config.workers;
+  /* (this process's workers: all, or its block over MPI) */
+  const int first_worker = run->first_local;
+  const size_t total =
+      job->pieces_per_worker * (size_t)(run->local_end - first_worker);
   for (;;) {
     size_t piece = atomic_fetch_add(&job->next, 1);
     if (piece >= total || rs__run_stopped(run))
       break;
-    int w = (int)(piece / job->pieces_per_worker);
+    int w = first_worker + (int)(piece / job->pieces_per_worker);
     size_t first = piece % job->pieces_per_worker * FILL_PIECE;
     size_t len =
         run->elems - first < FILL_PIECE ? run->elems - first : FILL_PIECE;
@@ -290,8 +293,10 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
                         (run->elems + FILL_PIECE - 1) / FILL_PIECE};
   atomic_init(&job.next, 0);
   rs__progress_begin(run, RS_STAGE_GENERATE,
-                     job.pieces_per_worker ? run->elems * run->config.workers
-                                           : 0);
+                     job.pieces_per_worker
+                         ? run->elems *
+                               (size_t)(run->local_end - run->first_local)
+                         : 0);
   rs__parallel(rs__cores(), fill_pieces, &job);
   rs__progress_begin(run, RS_STAGE_IDLE, 0);
   if (rs__run_stopped(run))
@@ -310,7 +315,7 @@ int rs_run_fill_inline(rs_run_t *run) {
                         "the model's grads are for %d workers, but the run "
                         "has %d",
                         have, run->config.workers);
-  for (int w = 0; w < have; w++) /* already rounded to the dtype */
+  for (int w = run->first_local; w < run->local_end; w++) /* rounded */
     store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
           run->elems);
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
@@ -346,7 +351,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
                         "--grads %s: the pattern must contain {r}, replaced "
                         "by each worker's rank",
                         pattern);
-  for (int w = 0; w < run->config.workers; w++) {
+  for (int w = run->first_local; w < run->local_end; w++) {
     char path[4096];
     char err[RS_ERRMSG_MAX];
     if (rs_grads_path(pattern, w, path, sizeof path))

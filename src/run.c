@@ -15,6 +15,7 @@
 #include "algo/list.h"
 #include "check.h"
 #include "evcount.h"
+#include "mpi_run.h"
 #include "reduce.h"
 #include "runstate.h"
 #include "trace.h"
@@ -367,6 +368,15 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   atomic_init(&run->phase_total, 0);
   run->fault_worker = -1;
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
+  /* One process hosts every worker; over MPI, its block of them. */
+  run->procs = 1;
+  run->local_end = W;
+  if (config->mpi && (rc = rs__mpi_open(run, errmsg))) {
+    free(peers);
+    rs_run_free(run);
+    return rc;
+  }
+  const int local = run->local_end - run->first_local;
 
   /* Buckets, then segments: each chunk of a bucket (at most ceil(elems/W)
    * elements) moves as the same number of near-equal segments of at most
@@ -429,7 +439,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                (stashes(run, r) ? (double)largest_bucket(run) * elem_bytes : 0);
   /* (The check keeps no reference for generated inputs; for others it
    * asks for its own, rs__check_prepare.) */
-  double need = (double)W * (double)n * elem_bytes + edges + scratch + events;
+  double need =
+      (double)local * (double)n * elem_bytes + edges + scratch + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have) {
     char records[96] = "";
@@ -437,9 +448,16 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       snprintf(records, sizeof records,
                "; %.1f GiB of it trace records, %zu B per transfer",
                events / (1 << 30), sizeof(rs_event_t));
+    const int procs = run->procs;
     free(edge_elems);
     free(peers);
     rs_run_free(run);
+    if (procs > 1)
+      return rs__err(errmsg, RS_ENOMEM,
+                     "the run needs about %.1f GiB in this process (%d of "
+                     "W=%d workers x %zu elements%s), more than this "
+                     "machine's %.1f GiB",
+                     need / (1 << 30), local, W, n, records, have / (1 << 30));
     return rs__err(errmsg, RS_ENOMEM,
                    "the run needs about %.1f GiB (W=%d x %zu elements%s), "
                    "more than this machine's %.1f GiB",
@@ -455,15 +473,23 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   if (!run->bufs || !run->workers || !run->checks)
     goto nomem;
   memset(run->workers, 0, (size_t)W * sizeof *run->workers);
-  for (int r = 0; r < W; r++)
+  for (int r = run->first_local; r < run->local_end; r++)
     if (!(run->bufs[r] = rs__aligned_alloc(n * elem_bytes)))
       goto nomem;
   for (int i = 0; i < run->edge_count; i++) {
     rs_edge_t *e = &run->edges[i];
     size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
     e->tp = config->direct ? &rs__transport_direct : &rs__transport_copy;
-    if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag))
+    int from_here = rs__run_local(run, e->from);
+    int to_here = rs__run_local(run, e->to);
+    if (from_here != to_here) { /* between processes: MPI copies */
+      if (rs__mpi_edge_open(run, e, edge_elems[i] * wire_bytes, slots))
+        goto nomem;
+    } else if (!from_here) { /* between two other processes' workers */
+      e->tp = &rs__transport_mpi;
+    } else if (rs__chan_init(&e->chan, slots, payload, &run->abort_flag)) {
       goto nomem;
+    }
     e->chan.elem_bytes = wire_bytes;
     e->chan.spin_ns = rs__chan_spin_for(edge_elems[i] * elem_bytes);
     if (packed)
@@ -535,8 +561,11 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].stash);
     }
   }
-  for (int i = 0; i < run->edge_count; i++)
+  for (int i = 0; i < run->edge_count; i++) {
+    rs__mpi_edge_close(&run->edges[i]);
     rs__chan_destroy(&run->edges[i].chan);
+  }
+  rs__mpi_close(run);
   free(run->trace_config_json);
   free(run->buckets);
   free(run->bucket_segs);
@@ -786,8 +815,11 @@ static void cut_to_budget(rs_run_t *run, pool_t *pool, int it, uint64_t warm_ns,
 
 /* Check the result of the first iteration (an all-reduce that completed). */
 static void check_first(rs_run_t *run) {
-  if (rs__run_take_interrupt(run) == RS_OK &&
-      run->config.collective == RS_COLL_ALLREDUCE)
+  int ok = rs__run_take_interrupt(run) == RS_OK &&
+           run->config.collective == RS_COLL_ALLREDUCE;
+  if (run->mpi) /* the check is collective: every process, or none */
+    ok = rs__mpi_all(run, ok);
+  if (ok)
     rs__check_result(run);
 }
 
@@ -795,10 +827,12 @@ static void check_first(rs_run_t *run) {
  * first; returns the run's status. */
 static int run_threads(rs_run_t *run) {
   const int W = run->config.workers;
-  pthread_t *threads = calloc((size_t)W, sizeof *threads);
-  thread_arg_t *args = calloc((size_t)W, sizeof *args);
+  /* this process's workers: all W, or its block over MPI */
+  const int first = run->first_local, L = run->local_end - first;
+  pthread_t *threads = calloc((size_t)L, sizeof *threads);
+  thread_arg_t *args = calloc((size_t)L, sizeof *args);
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
-                 .workers = W,
+                 .workers = L,
                  .spin_ns = rs__chan_spin_for(run->result.seg_elems *
                                               run->buf_elem_bytes)};
   if (!threads || !args) {
@@ -823,23 +857,23 @@ static int run_threads(rs_run_t *run) {
   RS_PTHREAD_CHECK(pthread_attr_setstacksize(&attr, 1u << 20));
 
   int started = 0;
-  for (; started < W; started++) {
-    args[started] = (thread_arg_t){run, &run->workers[started], &pool};
+  for (; started < L; started++) {
+    args[started] = (thread_arg_t){run, &run->workers[first + started], &pool};
     int err =
         pthread_create(&threads[started], &attr, worker_main, &args[started]);
     if (err) {
       rs__run_fail(run, RS_ESYS, "cannot start worker thread %d of %d: %s",
-                   started, W, strerror(err));
+                   first + started, W, strerror(err));
       rs__run_abort(run);
       break;
     }
   }
   timing_t timing = {.min_ns = UINT64_MAX};
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
-                     run->elems * (size_t)W * (size_t)pool.iterations);
+                     run->elems * (size_t)L * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
-  open_gate(&pool.gate, started == W ? GATE_GO : GATE_LEAVE);
-  if (started == W && pool.iterations > 1) {
+  open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
+  if (started == L && pool.iterations > 1) {
     uint64_t begin = run->t0_ns, warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
       pool_wait_all(&pool);
@@ -860,12 +894,14 @@ static int run_threads(rs_run_t *run) {
   }
   for (int r = 0; r < started; r++)
     RS_PTHREAD_CHECK(pthread_join(threads[r], NULL));
+  uint64_t end_ns = rs__now_ns();
+  if (run->mpi) /* every worker's state and records, to rank 0 */
+    rs__mpi_finish(run);
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
-  if (pool.iterations == 1 || started < W) {
-    record_iteration(run, &timing, run->config.warmup,
-                     rs__now_ns() - run->t0_ns);
-    if (started == W)
+  if (pool.iterations == 1 || started < L) {
+    record_iteration(run, &timing, run->config.warmup, end_ns - run->t0_ns);
+    if (started == L || run->mpi)
       check_first(run);
   }
   run->result.warmup = run->config.warmup;
@@ -920,7 +956,8 @@ static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
     size_t per_worker = events_of(run, r);
-    if (!per_worker)
+    /* (over MPI, rank 0 takes in every other process's records) */
+    if (!per_worker || (!rs__run_local(run, r) && run->proc != 0))
       continue;
     rs_event_buf_t *buf = &run->workers[r].events;
     buf->events = malloc(per_worker * sizeof *buf->events);
@@ -970,6 +1007,14 @@ int rs_run_execute(rs_run_t *run) {
     }
     run->result.trace_ns += rs__now_ns() - t0;
   }
+  if (rc == RS_OK && !run->trace && run->mpi && run->config.traced)
+    rc = alloc_events(run); /* for rank 0's trace */
+  /* Over MPI every process starts the workers, or none does. */
+  if (run->mpi && !rs__mpi_all(run, rc == RS_OK) && rc == RS_OK)
+    rc = rs__run_fail(run, RS_EABORTED,
+                      "another MPI process could not start the run");
+  if (rc == RS_OK && run->mpi)
+    rc = rs__mpi_start(run);
   if (rc)
     return rc;
   rc = run_threads(run);

@@ -6,18 +6,39 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mpi_run.h"
 #include "util.h"
 
 /* Set the run's status and error, unless a fault set them first; note
  * which worker found it (-1: none). */
 static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
                    va_list ap) {
+  char told[RS_ERRMSG_MAX];
+  int first = 0;
   RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
   if (run->result.status == RS_OK) {
+    first = 1;
     run->result.status = code;
     run->fault_worker = worker;
     run->fault_ns = rs__now_ns();
     vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
+    rs_one_line(run->errmsg);
+    memcpy(told, run->errmsg, sizeof told);
+  }
+  RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
+  /* Over MPI, a worker's fault stops the other processes' workers too. */
+  if (first && worker >= 0 && run->mpi)
+    rs__mpi_tell_fault(run, worker, code, told);
+}
+
+void rs__run_fail_from(rs_run_t *run, int worker, int code, uint64_t fault_ns,
+                       const char *message) {
+  RS_PTHREAD_CHECK(pthread_mutex_lock(&run->err_mu));
+  if (run->result.status == RS_OK) {
+    run->result.status = code;
+    run->fault_worker = worker;
+    run->fault_ns = fault_ns;
+    snprintf(run->errmsg, sizeof run->errmsg, "%s", message);
     rs_one_line(run->errmsg);
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));

@@ -101,7 +101,17 @@ struct rs_run {
   int64_t trace_run_id;
   int trace_failed;
   char trace_errmsg[RS_ERRMSG_MAX];
+  /* Over MPI (mpi_run.h): this process's rank of procs, and its workers
+   * first_local .. local_end-1; one process: 0 of 1, all W. */
+  struct rs_mpi *mpi; /* NULL for one process */
+  int proc, procs;
+  int first_local, local_end;
 };
+
+/* Does this process host worker r? */
+static inline int rs__run_local(const rs_run_t *run, int r) {
+  return r >= run->first_local && r < run->local_end;
+}
 
 /* Exact inputs (RS_INIT_EXACT) are k/16 with |k| <= rs__exact_k: the
  * largest k, at most 128, for which every partial sum of W of them (a
@@ -127,6 +137,11 @@ static inline void rs__progress_begin(rs_run_t *run, rs_stage_t phase,
 static inline void rs__progress_add(rs_run_t *run, size_t units) {
   atomic_fetch_add_explicit(&run->phase_done, units, memory_order_relaxed);
 }
+
+/* A fault another process found (mpi.c): set it as the run's error, as
+ * the first fault (worker found it at fault_ns), unless one is set. */
+void rs__run_fail_from(rs_run_t *run, int worker, int code, uint64_t fault_ns,
+                       const char *message);
 
 /* Set the run's error once (the first fault wins) and return code. */
 int rs__run_fail(rs_run_t *run, int code, const char *fmt, ...)

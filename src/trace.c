@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mpi_run.h"
 #include "runstate.h"
 #include "util.h"
 
@@ -69,7 +70,9 @@ static const char schema_sql[] =
     "  identical INTEGER,\n"
     "  max_abs_err REAL,\n"
     "  bound REAL,\n"
-    "  config_json TEXT\n"
+    "  config_json TEXT,\n"
+    "  procs INTEGER,\n"
+    "  clock_offsets_json TEXT\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS param (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -104,7 +107,11 @@ static const char schema_sql[] =
     "  contrib_first INTEGER NOT NULL,\n"
     "  contrib_count INTEGER NOT NULL,\n"
     "  sim_send_ns INTEGER,\n"
-    "  sim_recv_ns INTEGER\n"
+    "  sim_recv_ns INTEGER,\n"
+    "  src_rank INTEGER,\n"
+    "  dst_rank INTEGER,\n"
+    "  src_host TEXT,\n"
+    "  dst_host TEXT\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS worker (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -479,6 +486,32 @@ static int create_schema(rs_trace_t *t, char *errmsg) {
   return rc;
 }
 
+/* A trace from before --transport mpi gets its columns (empty in the old
+ * runs), as an older one gets the bucket_algo table: the schema version
+ * stays, and a reader finds every column in every trace. */
+static int add_mpi_columns(rs_trace_t *t, char *errmsg) {
+  static const char *const columns[][2] = {
+      {"run", "procs INTEGER"},         {"run", "clock_offsets_json TEXT"},
+      {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
+      {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"}};
+  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
+    char name[64], sql[256];
+    snprintf(name, sizeof name, "%s", columns[i][1]);
+    name[strcspn(name, " ")] = '\0';
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'",
+             columns[i][0], name);
+    if (pragma_int(t->db, sql) != 0)
+      continue;
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s;", columns[i][0],
+             columns[i][1]);
+    int rc = exec(t, sql, errmsg);
+    if (rc)
+      return rc;
+  }
+  return RS_OK;
+}
+
 int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
   *out = NULL;
   int rc = check_name(path, errmsg);
@@ -520,6 +553,8 @@ int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
     rc = exec(t, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", errmsg);
   if (rc == RS_OK)
     rc = exec(t, bucket_algo_sql, errmsg);
+  if (rc == RS_OK)
+    rc = add_mpi_columns(t, errmsg);
   if (rc)
     goto fail;
   *out = t;
@@ -752,6 +787,18 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
     sqlite3_bind_null(st, i++);
     sqlite3_bind_null(st, i++);
   }
+  if (run->mpi) { /* which process, on which host, each side was */
+    const int W = run->config.workers;
+    int src_rank = rs__mpi_owner(W, run->procs, e->src);
+    int dst_rank = rs__mpi_owner(W, run->procs, dst);
+    sqlite3_bind_int64(st, i++, src_rank);
+    sqlite3_bind_int64(st, i++, dst_rank);
+    sqlite3_bind_text(st, i++, rs__mpi_host(run, src_rank), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, rs__mpi_host(run, dst_rank), -1, SQLITE_STATIC);
+  } else {
+    for (int k = 0; k < 4; k++)
+      sqlite3_bind_null(st, i++);
+  }
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -764,8 +811,9 @@ static int write_transfers(rs_run_t *run) {
           "INSERT INTO transfer (run_id, iter, bucket, phase, step, src, dst, "
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
-          "contrib_first, contrib_count, sim_send_ns, sim_recv_ns) VALUES (?, "
-          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          "contrib_first, contrib_count, sim_send_ns, sim_recv_ns, src_rank, "
+          "dst_rank, src_host, dst_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, &st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
   int rc = SQLITE_OK;
@@ -862,6 +910,35 @@ static int write_totals(rs_run_t *run) {
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
       run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,
       run->trace_run_id);
+  if (rc == SQLITE_OK && run->mpi) {
+    /* every process's host, first worker, and clock against rank 0's */
+    size_t cap = (size_t)run->procs * 400 + 8, len = 0;
+    char *json = malloc(cap);
+    if (!json)
+      return fail_sql(run, "update the run");
+    len += (size_t)snprintf(json + len, cap - len, "[");
+    for (int p = 0; p < run->procs; p++) {
+      char host[200];
+      snprintf(host, sizeof host, "%s", rs__mpi_host(run, p));
+      for (char *h = host; *h; h++)
+        if (*h == '"' || *h == '\\' || (unsigned char)*h < 0x20)
+          *h = '?';
+      len += (size_t)snprintf(
+          json + len, cap - len,
+          "%s{\"rank\": %d, \"host\": \"%s\", \"first_worker\": %d, "
+          "\"workers\": %d, \"offset_ns\": %lld, \"rtt_ns\": %llu}",
+          p ? ", " : "", p, host, rs__mpi_first(W, run->procs, p),
+          rs__mpi_first(W, run->procs, p + 1) - rs__mpi_first(W, run->procs, p),
+          (long long)rs__mpi_offset(run, p),
+          (unsigned long long)rs__mpi_rtt(run, p));
+    }
+    snprintf(json + len, cap - len, "]");
+    rc = exec_bound(db,
+                    "UPDATE run SET procs = ?, clock_offsets_json = ? WHERE "
+                    "run_id = ?",
+                    "iti", (int64_t)run->procs, json, run->trace_run_id);
+    free(json);
+  }
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "update the run");
 }
 

@@ -12,6 +12,9 @@
  *   must not write a region it has sent until the receiver has released
  *   it: the algorithm's direct_slots (algo.h) caps the slots so it cannot.
  *
+ * A third, the MPI transport (mpi_run.h), joins workers of different
+ * processes.
+ *
  * The calls mean what channel.h's rs__chan_* calls mean; the return codes
  * are the same.
  */
@@ -48,7 +51,9 @@ extern const rs_transport_t rs__transport_direct;
 struct rs_edge {
   const rs_transport_t *tp;
   int from, to;
-  rs_chan_t chan; /* the shared-memory transports' FIFO */
+  rs_chan_t chan; /* the shared-memory transports' FIFO; over MPI, its
+                     sequence numbers, checksum and packing settings */
+  void *mpi;      /* the MPI transport's side of the edge (mpi.c) */
 };
 
 #endif /* RINGSIM_TRANSPORT_H */

@@ -433,7 +433,25 @@ typedef struct rs_config {
    * rs_machine_measure or rs_config_measure_machine: bench measures once
    * for its sizes); else rs_run_create refuses the run. */
   rs_netmodel_t machine;
+  /* Run over MPI (rs_mpi_init first, in every process of the job): the W
+   * workers are spread over the processes in contiguous blocks, each
+   * process runs its own block's threads, and edges between processes go
+   * over MPI point-to-point (docs/mpi.md). Every process creates and
+   * executes the same run; rank 0 writes the trace. 0: one process. */
+  int mpi;
 } rs_config_t;
+
+/* MPI (docs/mpi.md), for a program started by mpirun. rs_mpi_init
+ * initialises MPI (MPI_THREAD_MULTIPLE) and says this process's rank and
+ * the number of processes; RS_EINVAL with errmsg saying so when ringsim
+ * was built without MPI or MPI cannot give threads. Call it once, before
+ * any run with config.mpi, and rs_mpi_finalize once at the end. */
+int rs_mpi_init(int *rank, int *procs, char *errmsg);
+void rs_mpi_finalize(void);
+/* Collective over every process: the largest of their codes. A process
+ * whose code is not that largest gets, in msg (size bytes), the message
+ * of the lowest-ranked process that has it; the others keep their own. */
+int rs_mpi_agree(int code, char *msg, size_t size);
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
@@ -533,6 +551,15 @@ int rs_run_execute(rs_run_t *run);
  * trace agree. A run that had failed already keeps its status. Returns the
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
+
+/* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
+ * own time over the run's processes, on this process's first worker's
+ * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
+ * the run's communicator: warmup untimed calls, then *ns = the slowest
+ * process's mean over iterations. RS_EINVAL for another dtype or a run
+ * not over MPI. */
+int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
+                              uint64_t *ns, char *errmsg);
 
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;

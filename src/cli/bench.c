@@ -62,6 +62,10 @@ static const char bench_usage[] =
     "                          by default: each step moves whole chunks)\n"
     "      --trace FILE        trace every run into FILE (off by default)\n"
     "      --json              one JSON object per size (JSON Lines)\n"
+    "      --transport KIND    shm (default) or mpi: under mpirun, the\n"
+    "                          workers spread over the processes, and per\n"
+    "                          size MPI_Allreduce's time over the processes\n"
+    "                          on the same buffers (column mpi; docs/mpi.md)\n"
     "  -h, --help              this help\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). algbw = S/t, busbw =\n"
@@ -90,6 +94,8 @@ typedef struct bench_opts {
   int loop_given;
   rs_algorithm_t algo;
   int all; /* --algo all: every algorithm at every size */
+  int mpi; /* --transport mpi */
+  int procs;
 } bench_opts_t;
 
 /* nccl-tests' names for the element types (its -d option). */
@@ -155,7 +161,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
     O_JSON,
     O_DIRECT,
     O_LOOP,
-    O_ALGO
+    O_ALGO,
+    O_TRANSPORT
   };
   static const struct option opts[] = {
       {"workers", required_argument, NULL, 'w'},
@@ -175,6 +182,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       {"direct", no_argument, NULL, O_DIRECT},
       {"loop", required_argument, NULL, O_LOOP},
       {"algo", required_argument, NULL, O_ALGO},
+      {"transport", required_argument, NULL, O_TRANSPORT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   *o = (bench_opts_t){.workers = {4},
@@ -292,8 +300,17 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       o->algo = o->all ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
     }
+    case O_TRANSPORT:
+      if (strcmp(optarg, "shm") && strcmp(optarg, "mpi"))
+        return bad_value(argv, opt, "expected shm or mpi");
+      o->mpi = strcmp(optarg, "mpi") == 0;
+      break;
     }
   }
+  if (o->mpi && o->algo == RS_ALGO_AUTO)
+    return cli_usage_error("%s", "bench: --algo auto measures this "
+                                 "process's threads, which differ between "
+                                 "processes; over MPI give --algo NAME");
   /* NCCL's slice loop is the ring's: the others run their own order. */
   if (o->algo != RS_ALGO_RING && !o->loop_given)
     o->slices = 0;
@@ -447,6 +464,7 @@ typedef struct row {
   double time_us, min_us, algbw, busbw, ref_us;
   uint64_t wrong;
   int warmup, iters; /* that ran */
+  double mpi_us;     /* --transport mpi: MPI_Allreduce's time; -1: none */
 } row_t;
 
 /* One size on W workers: returns 0, or the failed run's exit status. */
@@ -474,7 +492,8 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   cfg.timeout_s = o->timeout_s;
   cfg.warmup = o->warmup;
   cfg.iterations = o->iters;
-  if (!o->iters_given && o->warmup > 0) {
+  /* (over MPI every process runs the same iterations: no time budget) */
+  if (!o->iters_given && o->warmup > 0 && !o->mpi) {
     cfg.timed_budget_s = BUDGET_TIMED_S;
     cfg.warmup_budget_s = o->warmup_given ? 0 : BUDGET_WARMUP_S;
   }
@@ -491,6 +510,11 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
    * gets, at most 20. */
   cfg.ref_reps = o->iters < 20 ? o->iters : 20;
   cfg.check_threads = 1; /* ... on one thread, before the run */
+  if (o->mpi) { /* each process checks its own workers, after the run */
+    cfg.mpi = 1;
+    cfg.ref_reps = 1;
+    cfg.check_threads = 0;
+  }
   if (rs_run_create(&cfg, m, &run, err)) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu elements: %s\n", W, count, err);
     status = EXIT_USAGE;
@@ -524,6 +548,11 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->wrong = rs_run_param_check(run, 0)->wrong;
   if (!res->identical)
     row->wrong = row->wrong ? row->wrong : 1;
+  row->mpi_us = -1;
+  uint64_t mpi_ns;
+  if (o->mpi && rs_run_time_mpi_allreduce(run, o->warmup, res->iterations,
+                                          &mpi_ns, err) == RS_OK)
+    row->mpi_us = (double)mpi_ns / 1e3;
   if (rs_run_trace_error(run)) {
     fprintf(stderr, "ringsim: bench: %s\n", rs_run_trace_error(run));
     status = EXIT_RUN;
@@ -555,17 +584,24 @@ static void print_header(const bench_opts_t *o, int W) {
          : o->slices ? "NCCL's slice"
                      : "step",
          W);
+  if (o->mpi)
+    printf("# over MPI: %d workers in blocks on %d processes; mpi = "
+           "MPI_Allreduce over the %d processes, on the same buffers and "
+           "communicator, in the same run (ref not timed)\n",
+           W, o->procs, o->procs);
   printf("#\n");
   if (o->all)
     printf("# every algorithm at every size; * marks the fastest\n");
   if (o->algo == RS_ALGO_AUTO)
     printf("# auto: per size the algorithm the alpha-beta model predicts "
            "fastest (algo: the one it ran)\n");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "size", "count",
+  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s%s\n", "size", "count",
          "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
+         o->mpi ? "        mpi" : "",
          o->all || o->algo == RS_ALGO_AUTO ? "  algo" : "");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s\n", "(B)", "(elements)",
-         "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "");
+  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "(B)",
+         "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",
+         o->mpi ? "       (us)" : "");
 }
 
 static void print_row(const bench_opts_t *o, const row_t *r) {
@@ -582,6 +618,11 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
         "iters", r->iters, "fastest", r->fastest, "chosen",
         rs_algorithm_name(r->chosen));
+    if (o->mpi) {
+      json_object_set_new(j, "procs", json_integer(o->procs));
+      json_object_set_new(j, "mpi_allreduce_us",
+                          r->mpi_us >= 0 ? json_real(r->mpi_us) : json_null());
+    }
     char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     puts(line);
     free(line);
@@ -594,6 +635,10 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
            r->bytes, r->count, datatype_name(o->dtype), op, r->time_us,
            r->algbw, r->busbw, (unsigned long long)r->wrong, r->ref_us,
            r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
+    if (o->mpi && r->mpi_us >= 0)
+      printf(" %10.2f", r->mpi_us);
+    else if (o->mpi)
+      printf(" %10s", "-");
     if (o->all)
       printf("  %s%s", rs_algorithm_name(r->algo), r->fastest ? " *" : "");
     else if (o->algo == RS_ALGO_AUTO)
@@ -610,7 +655,13 @@ int cli_bench(int argc, char **argv) {
     return rc;
   rs_trace_t *trace = NULL;
   char err[RS_ERRMSG_MAX];
-  if (o.trace && rs_trace_open(o.trace, &trace, err)) {
+  int rank = 0;
+  if (o.mpi && rs_mpi_init(&rank, &o.procs, err)) {
+    fprintf(stderr, "ringsim: bench: %s\n", err);
+    return EXIT_USAGE;
+  }
+  /* over MPI rank 0 writes the trace, every process's transfers */
+  if (o.trace && rank == 0 && rs_trace_open(o.trace, &trace, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
   }

@@ -44,6 +44,12 @@ typedef struct options {
   const char *trace; /* NULL: --no-trace */
   int trace_given;
   int no_trace;
+  /* --transport mpi (config.mpi): this process's rank, the exit status of
+   * its own first failure, and how many of run_main's gates it passed
+   * (main.c: every process reaches every gate) */
+  int mpi_rank;
+  int mpi_own_rc; /* -1: stopped at a gate for another's failure */
+  int mpi_gates;
 } options_t;
 
 /* Everything a report needs to say about a finished run. */

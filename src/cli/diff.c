@@ -196,8 +196,9 @@ static int split_args(int argc, char **argv, char *arena, char **a, char **b,
       takes_value = 1;
       value = arg[2] ? arg + 2 : i + 1 < argc ? argv[++i] : NULL;
     }
-    static const char *const refused[] = {"out",   "print",        "explain",
-                                          "trace", "order-report", "inject"};
+    static const char *const refused[] = {"out",      "print",        "explain",
+                                          "trace",    "order-report", "inject",
+                                          "transport"};
     for (size_t k = 0; k < sizeof refused / sizeof *refused; k++)
       if (strcmp(name, refused[k]) == 0)
         return cli_usage_error("diff: --%s does not apply to a comparison",

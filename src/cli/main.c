@@ -6,6 +6,7 @@
  * or SIGTERM stopped it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -102,6 +103,9 @@ static const char usage_text[] =
     "                          the buffer at a time (same sums, cache-warm)\n"
     "      --print             print the averaged values of every param\n"
     "      --json              print the report as one JSON object\n"
+    "      --transport KIND    shm (default): one process; mpi: under mpirun,\n"
+    "                          the workers spread over the MPI processes in\n"
+    "                          blocks, one trace by rank 0 (docs/mpi.md)\n"
     "  -h, --help              this help\n"
     "  -V, --version           the version\n"
     "\n"
@@ -314,6 +318,7 @@ enum {
   OPT_LINK,
   OPT_STRAGGLER,
   OPT_EXPLAIN,
+  OPT_TRANSPORT,
   OPT_MAX
 };
 
@@ -345,6 +350,7 @@ static const struct option long_options[] = {
     {"link", required_argument, NULL, OPT_LINK},
     {"straggler", required_argument, NULL, OPT_STRAGGLER},
     {"explain", no_argument, NULL, OPT_EXPLAIN},
+    {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -508,6 +514,11 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
     case OPT_EXPLAIN:
       o->explain = 1;
       break;
+    case OPT_TRANSPORT:
+      if (strcmp(optarg, "shm") && strcmp(optarg, "mpi"))
+        return cli_usage_error("--transport '%s': expected shm or mpi", optarg);
+      o->config.mpi = strcmp(optarg, "mpi") == 0;
+      break;
     case OPT_BUCKET_MB: {
       char *end;
       errno = 0;
@@ -567,6 +578,14 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
                                lo->name);
     }
   }
+  if (o->config.mpi && o->config.algo == RS_ALGO_AUTO && !o->config.net.enabled)
+    return cli_usage_error("%s", "--algo auto without --net measures this "
+                                 "process's threads, which differ between "
+                                 "processes; over MPI give --algo NAME or "
+                                 "--net");
+  if (o->explain && o->config.mpi)
+    return cli_usage_error("%s", "--explain narrates a run in one process; "
+                                 "it does not apply to --transport mpi");
   if (o->explain && o->config.algo == RS_ALGO_AUTO)
     return cli_usage_error("%s", "--explain narrates one algorithm; --algo "
                                  "auto chooses one per bucket (give --algo "
@@ -614,6 +633,22 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   return text;
 }
 
+/* Over MPI the steps after each gate are collective: every process
+ * reaches every gate (main pads the gates of one that stopped early), and
+ * all go on only if every one can. Returns the largest status of all. */
+#define MPI_GATES 3
+static int mpi_gate(options_t *o, int rc) {
+  if (!o->config.mpi)
+    return rc;
+  if (rc && !o->mpi_own_rc)
+    o->mpi_own_rc = rc;
+  o->mpi_gates++;
+  int agreed = rs_mpi_agree(rc, NULL, 0);
+  if (agreed && !o->mpi_own_rc)
+    o->mpi_own_rc = -1; /* stopped for another process's failure */
+  return agreed;
+}
+
 /* The run's part of main: from the loaded model to the report. */
 static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
                     int argc, char **argv) {
@@ -647,6 +682,8 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
             err);
     return EXIT_RUN;
   }
+  if ((rc = mpi_gate(opt, 0)))
+    return rc;
   if (rs_run_create(&opt->config, model, &run, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
@@ -658,7 +695,8 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     goto done;
   }
 
-  if (opt->trace) {
+  /* over MPI, rank 0 writes the trace: every transfer of every process */
+  if (opt->trace && opt->mpi_rank == 0) {
     if (rs_trace_open(opt->trace, &trace, err)) {
       fprintf(stderr, "ringsim: %s\n", err);
       rc = EXIT_USAGE;
@@ -674,6 +712,8 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     }
   }
 
+  if ((rc = mpi_gate(opt, 0)))
+    goto done;
   /* a line on stderr while a stage takes long (a terminal, not --json) */
   if (!opt->json)
     progress = cli_progress_start(run);
@@ -689,6 +729,13 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     status = rs_run_fill(run, opt->init, opt->seed);
     snprintf(source, sizeof source, "generated: %s, seed %llu",
              cli_init_name(opt->init), (unsigned long long)opt->seed);
+  }
+  if (opt->config.mpi) {
+    int agreed = mpi_gate(opt, status == RS_OK ? 0 : cli_exit_code(status));
+    if (agreed && status == RS_OK) { /* another process could not fill */
+      rc = agreed;
+      goto done;
+    }
   }
   if (status == RS_OK && opt->explain)
     rs_explain(stdout, run, err); /* checked above: it cannot fail */
@@ -709,13 +756,17 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   if (signo && (status == RS_OK || status == RS_ECHECK)) {
     snprintf(err, sizeof err, "interrupted by %s", signal_name(signo));
     status = rs_run_fail_after(run, RS_EINTERRUPTED, err);
-  } else if (status == RS_OK && opt->out) {
+  } else if (status == RS_OK && opt->out && opt->mpi_rank == 0) {
+    /* (over MPI rank 0 hosts worker 0 and writes it, once) */
     int wrc = rs_safetensors_write_cancellable(
         opt->out, model, rs_run_buffer(run, 0), &watch->signo, err);
     if (wrc)
       status = rs_run_fail_after(
           run, wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS, err);
   }
+  rc = cli_exit_code(status);
+  if (opt->mpi_rank != 0) /* over MPI rank 0 reports, for every process */
+    goto done;
   report_t report = {opt, model, run, source, status, opt->trace};
   if (opt->json)
     cli_print_json(&report);
@@ -724,7 +775,6 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   fflush(stdout);
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
-  rc = cli_exit_code(status);
   if (rc == EXIT_RUN && !rs_run_result(run)->checked &&
       status != RS_ETRACE) /* the ring failed */
     cli_print_watchdog(run);
@@ -741,17 +791,97 @@ done:
   return rc;
 }
 
+/* --transport mpi on the command line (before it is parsed: MPI starts
+ * first, so that a usage error is said once). */
+static int wants_mpi(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0)
+      break;
+    if (strcmp(argv[i], "--transport=mpi") == 0 ||
+        (strcmp(argv[i], "--transport") == 0 && i + 1 < argc &&
+         strcmp(argv[i + 1], "mpi") == 0))
+      return 1;
+  }
+  return 0;
+}
+
+/* Over MPI, rank 0 alone speaks: the others' stdout is dropped and their
+ * stderr kept in a temporary file, whose last line is their message if
+ * the job fails for a reason of theirs (mpi_finish says it once). */
+typedef struct mpi_cli {
+  int on;
+  int rank;
+  FILE *err; /* the kept stderr of a rank other than 0 */
+} mpi_cli_t;
+
+static int mpi_begin(mpi_cli_t *m, int argc, char **argv) {
+  char err[RS_ERRMSG_MAX];
+  int procs;
+  if (!wants_mpi(argc, argv))
+    return -1;
+  if (rs_mpi_init(&m->rank, &procs, err)) {
+    /* Without MPI there is no rank to ask: mpirun's says who speaks. */
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank)
+      rank = getenv("PMIX_RANK");
+    if (!rank || strcmp(rank, "0") == 0)
+      fprintf(stderr, "ringsim: %s\n", err);
+    return EXIT_USAGE;
+  }
+  m->on = 1;
+  if (m->rank != 0) {
+    fflush(NULL);
+    int null = open("/dev/null", O_WRONLY);
+    m->err = tmpfile();
+    if (null >= 0)
+      dup2(null, STDOUT_FILENO);
+    if (null >= 0)
+      close(null);
+    if (m->err)
+      dup2(fileno(m->err), STDERR_FILENO);
+  }
+  return -1;
+}
+
+/* Agree on the exit status (the largest of every process's); rank 0 says
+ * the failure of another process, once, when it did not fail so itself. */
+static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
+  if (!m->on)
+    return rc;
+  char msg[RS_ERRMSG_MAX] = "";
+  if (m->err) { /* this rank's last line on stderr */
+    fflush(stderr);
+    char line[RS_ERRMSG_MAX];
+    rewind(m->err);
+    while (fgets(line, sizeof line, m->err))
+      if (line[0] && line[0] != '\n')
+        memcpy(msg, line, sizeof msg);
+    msg[strcspn(msg, "\n")] = '\0';
+  }
+  int own = opt->mpi_own_rc < 0 ? 0 : opt->mpi_own_rc ? opt->mpi_own_rc : rc;
+  int agreed = rs_mpi_agree(own, msg, sizeof msg);
+  if (m->rank == 0 && own != agreed && msg[0])
+    fprintf(stderr, "%s\n", msg);
+  rs_mpi_finalize();
+  return agreed > rc ? agreed : rc;
+}
+
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "bench") == 0)
-    return cli_bench(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "diff") == 0)
     return cli_diff(argc - 1, argv + 1);
   options_t opt = {0};
   int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
   opt.model_only = model_only;
-  int rc = cli_parse_args(argc - model_only, argv + model_only, &opt);
+  mpi_cli_t mpi = {0};
+  int rc = model_only ? -1 : mpi_begin(&mpi, argc, argv);
   if (rc >= 0)
     return rc;
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return mpi_finish(&mpi, &opt, cli_bench(argc - 1, argv + 1));
+  opt.mpi_rank = mpi.rank;
+  rc = cli_parse_args(argc - model_only, argv + model_only, &opt);
+  if (rc >= 0)
+    return mpi_finish(&mpi, &opt, rc);
 
   /* A file size limit (ulimit -f) makes a write fail with EFBIG, which is
    * reported, instead of killing the process halfway through a file. */
@@ -768,6 +898,8 @@ int main(int argc, char **argv) {
   } else {
     rc = run_main(&opt, model, &watch, argc, argv);
   }
+  while (opt.config.mpi && opt.mpi_gates < MPI_GATES)
+    mpi_gate(&opt, rc ? rc : EXIT_RUN); /* (stopped before a gate) */
   rs_model_free(model);
   int signo = atomic_load(&watch.signo);
   watch_stop(&watch);
@@ -777,5 +909,5 @@ int main(int argc, char **argv) {
       fprintf(stderr, "ringsim: interrupted by %s\n", signal_name(signo));
     rc = 128 + signo;
   }
-  return rc;
+  return mpi_finish(&mpi, &opt, rc);
 }

@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""--transport mpi (docs/mpi.md): the workers spread over MPI processes.
+
+    test_mpi_transport.py RINGSIM MPIRUN [MpiTransport.test_name ...]
+
+Each case runs ringsim under mpirun (a second or so each) and the same
+options in one process, and compares: the averaged output bit for bit,
+the trace (every transfer of every process, written once by rank 0, with
+each side's rank), the exit status and what is said. The cases cover
+every algorithm, P = 2, 3, 4 and uneven blocks, sum and avg, f32 and f64,
+without the full cross product.
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+RINGSIM = None
+MPIRUN = None
+
+# (algo, processes, workers, op, dtype): every algorithm, every P, W in
+# {2, 5, 8, 16}, blocks even (W=8, P=2/4) and uneven (W=5, 16 over 3).
+CASES = {
+    2: [("ring", 2, 2, "sum", "f32"), ("linear", 2, 5, "avg", "f64"),
+        ("rd", 2, 8, "avg", "f64")],
+    3: [("ring", 3, 16, "avg", "f64"), ("rhd", 3, 8, "avg", "f32"),
+        ("tree", 3, 5, "avg", "f64"), ("linear", 3, 8, "sum", "f32")],
+    4: [("rd", 4, 5, "sum", "f32"), ("tree", 4, 16, "sum", "f32"),
+        ("rhd", 4, 16, "sum", "f64"), ("ring", 4, 5, "avg", "f32")],
+}
+
+
+def owner(workers, procs, r):
+    """The process hosting worker r: contiguous blocks (docs/mpi.md)."""
+    return ((r + 1) * procs - 1) // workers
+
+
+class MpiTransport(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def model(self, dtype):
+        path = self.path(f"model-{dtype}.json")
+        with open(path, "w") as f:
+            json.dump({"name": f"tiny-{dtype}", "params": [
+                {"name": "w", "shape": [37, 5], "dtype": dtype},
+                {"name": "b", "shape": [11], "dtype": dtype}]}, f)
+        return path
+
+    def mpirun(self, procs, args, timeout=60):
+        sub = args[:1] if args[:1] == ["bench"] else []
+        cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
+               str(procs), RINGSIM] + sub + ["--transport", "mpi"] + \
+            args[len(sub):]
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def ringsim(self, args):
+        return subprocess.run([RINGSIM] + args, capture_output=True,
+                              text=True, timeout=60)
+
+    def check_cases(self, procs):
+        for algo, p, w, op, dtype in CASES[procs]:
+            with self.subTest(algo=algo, procs=p, workers=w, op=op,
+                              dtype=dtype):
+                tag = f"{algo}-{p}-{w}-{op}-{dtype}"
+                common = ["--params", self.model(dtype), "--workers", str(w),
+                          "--algo", algo, "--op", op, "--seed", "7",
+                          "--segment-bytes", "64", "--json"]
+                one = self.ringsim(common + ["--no-trace", "--out",
+                                             self.path(f"{tag}.one")])
+                self.assertEqual(one.returncode, 0, one.stderr)
+                trace = self.path(f"{tag}.db")
+                run = self.mpirun(p, common + ["--trace", trace, "--out",
+                                               self.path(f"{tag}.mpi")])
+                self.assertEqual(run.returncode, 0, run.stderr)
+                with open(self.path(f"{tag}.one"), "rb") as f:
+                    expected = f.read()
+                with open(self.path(f"{tag}.mpi"), "rb") as f:
+                    got = f.read()
+                self.assertEqual(expected, got,
+                                 f"{tag}: --out differs from one process")
+                # one report (rank 0's), the same numbers as one process's
+                report = json.loads(run.stdout)
+                alone = json.loads(one.stdout)
+                self.assertEqual(report["transfers"], alone["transfers"])
+                self.assertTrue(report["checked"] and report["identical"],
+                                report)
+                db = sqlite3.connect(trace)
+                runs = db.execute("SELECT run_id, procs, status, transfers "
+                                  "FROM run").fetchall()
+                self.assertEqual(len(runs), 1, runs)
+                run_id, procs_row, status, transfers = runs[0]
+                self.assertEqual((procs_row, status, transfers),
+                                 (p, "ok", report["transfers"]))
+                rows = db.execute(
+                    "SELECT src, dst, src_rank, dst_rank, src_host, "
+                    "dst_host FROM transfer WHERE run_id = ?",
+                    (run_id,)).fetchall()
+                self.assertEqual(len(rows), report["transfers"])
+                wrong = [r for r in rows
+                         if (r[2], r[3]) != (owner(w, p, r[0]),
+                                             owner(w, p, r[1]))
+                         or not r[4] or not r[5]]
+                self.assertEqual(wrong, [], "ranks or hosts wrong")
+                crossing = sum(1 for r in rows if r[2] != r[3])
+                self.assertGreater(crossing, 0, "no transfer crossed "
+                                   "processes")
+                offsets = json.loads(db.execute(
+                    "SELECT clock_offsets_json FROM run").fetchone()[0])
+                self.assertEqual([o["rank"] for o in offsets],
+                                 list(range(p)))
+                self.assertEqual(sum(o["workers"] for o in offsets), w)
+                db.close()
+
+    def test_bits_two_processes(self):
+        self.check_cases(2)
+
+    def test_bits_three_processes(self):
+        self.check_cases(3)
+
+    def test_bits_four_processes(self):
+        self.check_cases(4)
+
+    def test_crash_and_stall_end_every_process(self):
+        """A worker of process 1 crashes, or stalls past the timeout: every
+        process exits 3 within the timeout and a few seconds, rank 0 says
+        where each worker stopped once, and the trace holds the run."""
+        timeout = 2
+        for fault in ("crash:worker=3,step=1",
+                      "stall:worker=3,step=1,ms=30000"):
+            with self.subTest(fault=fault):
+                trace = self.path("fail.db")
+                begin = time.monotonic()
+                run = self.mpirun(3, ["--params", self.model("f32"),
+                                      "--workers", "7", "--timeout",
+                                      str(timeout), "--inject", fault,
+                                      "--trace", trace])
+                elapsed = time.monotonic() - begin
+                self.assertEqual(run.returncode, 3, run.stderr)
+                self.assertLess(elapsed, timeout + 6, run.stderr)
+                self.assertEqual(run.stderr.count("watchdog"), 1,
+                                 run.stderr)
+                self.assertIn("worker 3", run.stderr)
+                self.assertEqual(run.stdout.count("status     FAILED"), 1,
+                                 run.stdout)
+                db = sqlite3.connect(trace)
+                status, error = db.execute(
+                    "SELECT status, error FROM run ORDER BY run_id DESC "
+                    "LIMIT 1").fetchone()
+                self.assertEqual(status, "failed")
+                self.assertIn("worker 3", error)
+                states = db.execute(
+                    "SELECT count(*) FROM worker WHERE run_id = (SELECT "
+                    "max(run_id) FROM run)").fetchone()[0]
+                self.assertEqual(states, 7)
+                db.close()
+
+    def test_wire_faults_across_processes(self):
+        """A message from worker 1 (process 0) to worker 2 (process 1)
+        damaged, lost or repeated, at the last step too: caught by the
+        receiver in the other process, every process exits 3, and rank 0
+        says what happened, once."""
+        model = self.model("f32")
+        for fault, says in (
+                ("corrupt:worker=1,step=1", "checksum mismatch"),
+                ("drop:worker=1,step=5", "a message was lost"),
+                ("dup:worker=1,step=5", "delivered twice")):
+            with self.subTest(fault=fault):
+                run = self.mpirun(2, ["--params", model, "--workers", "4",
+                                      "--no-trace", "--timeout", "5",
+                                      "--inject", fault])
+                self.assertEqual(run.returncode, 3, run.stderr)
+                said = [line for line in run.stderr.splitlines()
+                        if line.startswith("ringsim: worker 2 ")]
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+                self.assertIn(says, run.stdout)
+
+    def test_bad_input_said_once(self):
+        model = self.model("f32")
+        # worker 0's grads exist (rank 0 reads them), worker 1's do not:
+        # rank 1's message is the one said, by rank 0
+        made = self.ringsim(["--params", model, "--no-trace", "--out",
+                             self.path("g0.safetensors")])
+        self.assertEqual(made.returncode, 0, made.stderr)
+        for args, says in (
+                (["--params", model, "--workers", "2"],
+                 "cannot be spread over 3 MPI processes"),
+                (["--params", model, "--bogus"], "unknown option '--bogus'"),
+                (["--params", self.path("missing.json")], "missing.json"),
+                (["--params", model, "--workers", "3", "--grads",
+                  self.path("g{r}.safetensors")], "g1.safetensors")):
+            with self.subTest(args=args):
+                run = self.mpirun(3, args + ["--no-trace"])
+                self.assertEqual(run.returncode, 2, run.stderr)
+                said = [line for line in run.stderr.splitlines()
+                        if line.startswith("ringsim:")]
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+
+    def test_grads_files_and_inline(self):
+        """Inputs that are not generated: each process reads its own
+        workers' --grads files (or inline grads), the reference is the
+        processes' sums reduced over MPI; the same bits and the same check
+        as one process."""
+        model = self.model("f32")
+        for r in range(5):
+            made = self.ringsim(["--params", model, "--seed", str(r),
+                                 "--no-trace", "--out",
+                                 self.path(f"g{r}.safetensors")])
+            self.assertEqual(made.returncode, 0, made.stderr)
+        inline = self.path("inline.json")
+        with open(inline, "w") as f:
+            json.dump({"name": "inline", "params": [
+                {"name": "w", "shape": [23], "dtype": "f64"}],
+                "grads": [{"w": [(i * k % 7) / 3 - 1 for i in range(23)]}
+                          for k in range(1, 7)]}, f)
+        grads = ["--params", model, "--workers", "5", "--grads",
+                 self.path("g{r}.safetensors")]
+        for args, procs in ((grads + ["--op", "avg"], 3),
+                            (grads + ["--op", "prod"], 2),
+                            (["--params", inline, "--op", "sum"], 4)):
+            with self.subTest(args=args, procs=procs):
+                args = args + ["--no-trace", "--json"]
+                one = self.ringsim(args + ["--out", self.path("one.st")])
+                self.assertEqual(one.returncode, 0, one.stderr)
+                run = self.mpirun(procs, args + ["--out", self.path("mpi.st")])
+                self.assertEqual(run.returncode, 0, run.stderr)
+                with open(self.path("one.st"), "rb") as f:
+                    expected = f.read()
+                with open(self.path("mpi.st"), "rb") as f:
+                    self.assertEqual(f.read(), expected)
+                a, b = json.loads(one.stdout), json.loads(run.stdout)
+                for key in ("checked", "identical", "max_abs_err", "bound"):
+                    self.assertEqual(a[key], b[key], key)
+
+    def test_bench_beside_mpi_allreduce(self):
+        """bench over MPI: one row per size, from rank 0 alone, with
+        MPI_Allreduce's time on the same buffers beside ringsim's."""
+        run = self.mpirun(2, ["bench", "-w", "4", "-b", "8", "-e", "2K",
+                              "-f", "16", "-n", "2", "--warmup", "1",
+                              "--json"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rows = [json.loads(line) for line in run.stdout.splitlines()]
+        self.assertEqual([r["size"] for r in rows], [8, 128, 2048])
+        for r in rows:
+            self.assertEqual((r["procs"], r["workers"], r["wrong"]),
+                             (2, 4, 0), r)
+            self.assertGreater(r["mpi_allreduce_us"], 0, r)
+            self.assertGreater(r["time_us"], 0, r)
+
+    def test_old_trace_gets_mpi_columns(self):
+        """A trace written before the MPI columns gets them on open (NULL
+        in the old runs), as an older one gets bucket_algo."""
+        trace = self.path("old.db")
+        model = self.model("f32")
+        first = self.ringsim(["--params", model, "--trace", trace])
+        self.assertEqual(first.returncode, 0, first.stderr)
+        db = sqlite3.connect(trace)
+        for table, column in (("run", "procs"), ("run", "clock_offsets_json"),
+                              ("transfer", "src_rank"),
+                              ("transfer", "dst_rank"),
+                              ("transfer", "src_host"),
+                              ("transfer", "dst_host")):
+            db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        db.commit()
+        db.close()
+        run = self.mpirun(2, ["--params", model, "--workers", "4",
+                              "--trace", trace])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        db = sqlite3.connect(trace)
+        self.assertEqual(db.execute("SELECT run_id, procs FROM run ORDER BY "
+                                    "run_id").fetchall(), [(1, None), (2, 2)])
+        self.assertEqual(db.execute(
+            "SELECT count(*) FROM transfer WHERE run_id = 1 AND "
+            "src_rank IS NOT NULL").fetchone()[0], 0)
+        self.assertEqual(db.execute(
+            "SELECT count(DISTINCT src_rank) FROM transfer WHERE "
+            "run_id = 2").fetchone()[0], 2)
+        db.close()
+
+
+if __name__ == "__main__":
+    RINGSIM, MPIRUN = sys.argv[1:3]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:])
