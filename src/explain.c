@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/gloo_ring.h"
 #include "algo/linear.h"
 #include "algo/rd.h"
 #include "algo/rhd.h"
@@ -336,6 +337,42 @@ static void explain_ring(narr_t *x, int mean) {
       words_of(x->op)->result, W, 2 * (W - 1), 2 * (W - 1));
 }
 
+/* gloo's ring (algo/gloo_ring.h): the ring the other way round, each chunk
+ * starting at the worker below its owner. */
+static void explain_gloo_ring(narr_t *x, int mean) {
+  const int W = x->W;
+  char title[64];
+  for (int phase = 0; phase < 2; phase++) {
+    rs_phase_t ph = (rs_phase_t)phase;
+    const int rs = ph == RS_PHASE_REDUCE_SCATTER;
+    say(x,
+        "\n%s: %d step%s; in each, every worker r sends one chunk to "
+        "worker r-1 (gloo's direction) and %s the chunk it receives from "
+        "r+1.\n",
+        rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
+        rs ? words_of(x->op)->fold_phrase : "copies over its own copy");
+    for (int step = 0; step < W - 1; step++) {
+      step_begin(x);
+      for (int r = 0; r < W; r++) {
+        int c = rs__gloo_send_chunk(W, r, ph, step);
+        rs_recv_action_t action = !rs                     ? RS_RECV_COPY
+                                  : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
+                                                          : RS_RECV_REDUCE;
+        send(x, r, rs__gloo_next(W, r), c, c + 1, action);
+      }
+      snprintf(title, sizeof title, "%s step %d",
+               rs ? "reduce-scatter" : "all-gather", step);
+      step_end(x, title);
+    }
+    if (rs)
+      say_owners(x, "reduce-scatter");
+  }
+  say(x,
+      "\nEvery worker now holds every chunk %s all %d workers, in gloo's "
+      "order: chunk c summed from worker c-1 down to worker c.\n",
+      words_of(x->op)->result, W);
+}
+
 /* The fold-in's and fold-out's explanation, shared by rd and rhd. */
 static void say_fold(narr_t *x, int P, const char *how) {
   const int E = x->W - P;
@@ -616,7 +653,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                       "doubling)",
       [RS_ALGO_LINEAR] = "linear all-reduce (reduce to worker 0, then "
                          "broadcast)",
-      [RS_ALGO_TREE] = "double binary tree all-reduce"};
+      [RS_ALGO_TREE] = "double binary tree all-reduce",
+      [RS_ALGO_GLOO_RING] = "gloo's ring all-reduce (PyTorch's gloo backend)"};
   fprintf(out,
           "explain: %s (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
@@ -644,6 +682,21 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     for (int c = 0; c <= W; c++)
       x.col_off[c] = c < W ? rs__chunk_offset(n, W, c) : n;
     break;
+  case RS_ALGO_GLOO_RING: {
+    /* gloo's chunks: P equal segments each, the last ones short or empty */
+    size_t cap = run->config.segment_bytes / run->elem_size;
+    rs_gloo_layout_t l = rs__gloo_layout(n, W, cap ? cap : 1);
+    x.cols = W;
+    x.col_word = "chunk";
+    x.col_words = "chunks";
+    for (int c = 0; c <= W; c++) {
+      size_t off = n, len;
+      if (c < W)
+        rs__gloo_chunk(&l, n, c, &off, &len);
+      x.col_off[c] = off;
+    }
+    break;
+  }
   case RS_ALGO_RHD:
     /* The halvings' cuts: window [s, s+len) splits at s + len/2; the
      * leaves in order are the parts. */
@@ -715,7 +768,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     if (values) {
       memcpy(x.vals[r], run->bufs[r] + base * x.eb, n * x.eb);
       if (op == RS_OP_AVG && run->config.average_pre)
-        rs__scale_div(x.dtype, x.vals[r], n, W);
+        rs__pre_average(x.dtype, x.vals[r], n, W, run->config.average_pre);
     }
   }
   if (values)
@@ -741,6 +794,9 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     break;
   case RS_ALGO_TREE:
     explain_tree(&x, mean);
+    break;
+  case RS_ALGO_GLOO_RING:
+    explain_gloo_ring(&x, mean);
     break;
   case RS_ALGO_AUTO: /* refused by rs_explain_check */
     assert(0);

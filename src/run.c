@@ -86,6 +86,10 @@ static int check_config(const rs_config_t *c, char *errmsg) {
                    c->timeout_s);
   if (c->op < RS_OP_SUM || c->op > RS_OP_PROD)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
+  if (c->average_pre < RS_AVERAGE_POST || c->average_pre > RS_AVERAGE_PRE_MUL)
+    return rs__err(errmsg, RS_EINVAL,
+                   "average: %d is not post (0), pre (1) or pre-mul (2)",
+                   c->average_pre);
   if (c->iterations < 1 || c->iterations > 1000000 || c->warmup < 0 ||
       c->warmup > 1000000)
     return rs__err(errmsg, RS_EINVAL,
@@ -705,8 +709,8 @@ static int run_worker(rs_run_t *run, rs_worker_t *w) {
     /* Average, DDP's way: each worker divides its own gradient first, and
      * the algorithm sums the quotients. */
     if (w->op == RS_OP_AVG && w->average_pre)
-      rs__scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
-                    w->workers);
+      rs__pre_average(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
+                      w->workers, w->average_pre);
     int rc = run->bucket_algo[b]->run_bucket(w);
     if (rc)
       return rc;
