@@ -622,6 +622,11 @@ int rs_explain_check(const rs_run_t *run, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "--explain narrates one algorithm, not auto's choice per "
                    "bucket");
+  if (run->config.ddp_layout)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates the model's layout, not DDP's "
+                   "reversed buckets (--like ddp-gloo): give --algo "
+                   "gloo-ring --op avg --average pre-mul instead");
   return RS_OK;
 }
 

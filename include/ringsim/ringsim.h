@@ -215,11 +215,11 @@ typedef enum rs_collective {
 
 /* The all-reduce algorithm (--algo; docs/algorithms.md). */
 typedef enum rs_algorithm {
-  RS_ALGO_RING,   /* reduce-scatter then all-gather round a ring */
-  RS_ALGO_RD,     /* recursive doubling: log2 W whole-buffer exchanges */
-  RS_ALGO_RHD,    /* Rabenseifner: recursive halving, then doubling */
-  RS_ALGO_LINEAR, /* everything reduced at worker 0, then broadcast */
-  RS_ALGO_TREE,   /* NCCL's double binary tree */
+  RS_ALGO_RING,      /* reduce-scatter then all-gather round a ring */
+  RS_ALGO_RD,        /* recursive doubling: log2 W whole-buffer exchanges */
+  RS_ALGO_RHD,       /* Rabenseifner: recursive halving, then doubling */
+  RS_ALGO_LINEAR,    /* everything reduced at worker 0, then broadcast */
+  RS_ALGO_TREE,      /* NCCL's double binary tree */
   RS_ALGO_GLOO_RING, /* gloo's ring (PyTorch's gloo backend), bit for bit */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model
    * predicts fastest (rs_auto_choose; docs/algorithms.md). */
@@ -227,8 +227,8 @@ typedef enum rs_algorithm {
 } rs_algorithm_t;
 /* The algorithms themselves (RS_ALGO_AUTO is not counted). */
 #define RS_ALGO_COUNT 6
-/* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "auto"; and back (-1: no such
- * name). */
+/* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "auto"; and back (-1: no
+ * such name). */
 const char *rs_algorithm_name(rs_algorithm_t algo);
 int rs_algorithm_parse(const char *name);
 
@@ -395,6 +395,13 @@ typedef struct rs_config {
    * buffer (NCCL's direct mode). Faster; the copying channel, which models a
    * network, is the default. */
   int direct;
+  /* Lay each bucket out as PyTorch's DDP reducer does once it has rebuilt
+   * its buckets (every iteration after the first): its params in reverse
+   * order, each param's elements in their own order. The algorithm moves
+   * regions of that layout (the trace's elem_offset counts in it); the
+   * result comes back in the model's. For gloo-ring's bits (--like
+   * ddp-gloo; docs/ddp.md). Not with direct. */
+  int ddp_layout;
   /* The loop order. 0 (the default): step by step, each step moving a whole
    * chunk segment by segment, as the algorithm is taught. 1: NCCL's loop:
    * the bucket is cut into slices of one segment per chunk, and the whole

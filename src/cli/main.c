@@ -590,6 +590,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
     o->config.algo = RS_ALGO_GLOO_RING;
     o->config.op = RS_OP_AVG;
     o->config.average_pre = RS_AVERAGE_PRE_MUL;
+    o->config.ddp_layout = 1;
   }
   /* gloo's ring cuts segments of at most gloo's own maximum, unless told */
   if (o->config.algo == RS_ALGO_GLOO_RING && !seen[OPT_SEGMENT_BYTES])
