@@ -280,7 +280,7 @@ class Cli(unittest.TestCase):
             (["-p", model, "--init", "zeros"], "--init 'zeros'"),
             (["-p", model, "--op", "median"], "--op 'median': expected sum, avg, min, max or prod"),
             (["-p", model, "--op", "max", "--average", "pre"], "--average applies to --op avg only"),
-            (["-p", model, "--average", "mid"], "--average 'mid': expected pre or post"),
+            (["-p", model, "--average", "mid"], "--average 'mid': expected pre, post or pre-mul"),
             (["-p", model, "--segment-bytes", "2"], "--segment-bytes '2'"),
             (["-p", model, "--slots", "0"], "--slots '0'"),
             (["-p", model, "--timeout", "-1"], "--timeout '-1'"),

@@ -226,7 +226,7 @@ class Teaching(unittest.TestCase):
                     self.assertEqual(a["predicted_ns"], a["sim_ns"], (workers, a))
         rc, out, err = run("-p", model, "--algo", "all", "--no-trace")
         self.assertEqual(rc, 2)
-        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree or auto", err)
+        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree, gloo-ring or auto", err)
 
     def test_model_command(self):
         model = os.path.join(EXAMPLES, "model.json")

@@ -446,7 +446,7 @@ class Tools(unittest.TestCase):
         self.assertIn("run 5 has a simulated network", err)
         self.assertEqual(err.strip().count("\n"), 0, err)
 
-    # tools-14: every other algorithm (rd, rhd, linear, tree at W=5, so rd
+    # tools-14: every other algorithm (rd, rhd, linear, tree, gloo-ring at W=5, so rd
     # and rhd fold in and out): timeline, links, compare and export draw
     # each phase in its own colour and name it; chunks and animate draw
     # each one's regions, named in the title.
@@ -457,7 +457,7 @@ class Tools(unittest.TestCase):
         abbrev = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "reduce": "RED",
                   "broadcast": "BC"}
         db_all = self.out("algos-all.db")
-        for algo in ("rd", "rhd", "linear", "tree"):
+        for algo in ("rd", "rhd", "linear", "tree", "gloo-ring"):
             db = self.out(f"algo-{algo}.db")
             for trace in (db, db_all):
                 p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "5",
@@ -586,7 +586,7 @@ class Tools(unittest.TestCase):
             json.dump({"name": "eight", "params": [{"name": "g", "shape": [8]}]}, f)
         db = self.out("every-algo.db")
         compared = 0
-        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+        for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
             for W in range(2, 9):
                 p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo,
                                     "--segment-bytes", "8", "--explain", "--trace", db],
@@ -606,7 +606,7 @@ class Tools(unittest.TestCase):
                     if regions is not None:
                         self.assertEqual(sum(n for _, _, n in regions), 8)
                 compared += 1
-        self.assertEqual(compared, 35)
+        self.assertEqual(compared, 42)
         for algo, W, most in (("rd", 9, 8), ("tree", 9, 8), ("ring", 17, 16)):
             trace = self.out(f"big-{algo}.db")
             p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo, "--trace", trace],
@@ -748,7 +748,8 @@ def ringsim_plot_size(size):
 
 def ringsim_plot_name(algo):
     return {"rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
-            "linear": "linear", "tree": "double-binary-tree"}[algo]
+            "linear": "linear", "tree": "double-binary-tree",
+            "gloo-ring": "gloo's ring (gloo-ring)"}[algo]
 
 
 def main():
