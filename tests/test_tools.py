@@ -4,6 +4,7 @@
     test_tools.py RINGSIM EXAMPLES_DIR TOOLS_DIR [Tools.test_name ...]
 """
 import json
+import re
 import os
 import sqlite3
 import struct
@@ -593,6 +594,11 @@ class Tools(unittest.TestCase):
                                    capture_output=True, text=True)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 want = self.explain_tables(p.stdout[:p.stdout.index("\nringsim ")], W)
+                # gloo-ring's last chunks may be empty (--explain lists them:
+                # "chunk 4 empty"); no message cuts a region for them
+                empty = {int(c) for c in re.findall(r"chunk (\d+) empty", p.stdout)}
+                want = [[[h for k, h in enumerate(row) if k not in empty] for row in stage]
+                        for stage in want]
                 con = ringsim_plot.open_trace(db)
                 run = ringsim_plot.pick_run(con, db, None)
                 stages, regions = ringsim_plot.chunk_stages(con, run)
