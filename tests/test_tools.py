@@ -673,7 +673,7 @@ class Tools(unittest.TestCase):
         for kind, table in (("measured", measured), ("predicted", predicted)):
             for W in (2, 4):
                 fastest = [(s, min(table[W, s])[1]) for s in sizes]
-                self.assertEqual(len(table[W, sizes[0]]), 5)
+                self.assertEqual(len(table[W, sizes[0]]), 6)  # every algorithm
                 changes = [(a, b) for a, b in zip(fastest, fastest[1:]) if a[1] != b[1]]
                 lines = [l for l in out.splitlines() if l.startswith(f"W={W} {kind}: crossover ")]
                 self.assertEqual(lines, [
@@ -684,7 +684,7 @@ class Tools(unittest.TestCase):
                     self.assertIn(f"W={W} {kind}: no crossover, {fastest[0][1]} fastest", out)
                 want_changes += len(changes)
         # one marker (a label on its line) per crossover, measured and predicted
-        labels = [t for t, _, _ in self.svg_texts(svg) if re.fullmatch(r"[a-z]+\u2192[a-z]+", t)]
+        labels = [t for t, _, _ in self.svg_texts(svg) if re.fullmatch(r"[a-z-]+\u2192[a-z-]+", t)]
         self.assertEqual(len(labels), want_changes, labels)
         for t in ("ring measured", "rd predicted", "tree measured"):
             self.assertIn(t, [t for t, _, _ in self.svg_texts(svg)])
