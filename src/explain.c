@@ -778,10 +778,12 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   }
   if (values)
     fprintf(out, "Under it, each worker's values%s.\n",
-            op == RS_OP_AVG && run->config.average_pre
-                ? ", each already divided by the number of workers "
-                  "(--average pre)"
-                : "");
+            op != RS_OP_AVG || !run->config.average_pre ? ""
+            : run->config.average_pre == RS_AVERAGE_PRE_MUL
+                ? ", each already multiplied by 1/W rounded, as DDP's "
+                  "reducer does (--average pre-mul)"
+                : ", each already divided by the number of workers "
+                  "(--average pre)");
   fprintf(out, "\nstart\n");
   print_table(&x);
   switch (algo) {
