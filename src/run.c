@@ -113,8 +113,8 @@ static int check_config(const rs_config_t *c, char *errmsg) {
   if (c->ddp_layout && c->direct)
     return rs__err(errmsg, RS_EINVAL,
                    "direct: peers read a bucket in place, so it cannot be "
-                   "laid out as DDP's (ddp_layout) and back while they do; "
-                   "use the copying transport");
+                   "laid out as DDP's (--like ddp-gloo) and back while they "
+                   "do; use the copying transport");
   if (c->slices && c->net.enabled)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "

@@ -298,6 +298,13 @@ class Cli(unittest.TestCase):
             (["-p", model, "--loop", "ring"], "--loop 'ring': expected steps or slices"),
             (["-p", model, "--loop", "slices", "--net", "latency=5us,bandwidth=1GB/s"],
              "loop: the network model simulates the step order"),
+            (["-p", model, "--like", "ddp"], "--like 'ddp': expected ddp-gloo"),
+            (["-p", model, "--like", "ddp-gloo", "--op", "sum"],
+             "--like ddp-gloo sets --algo gloo-ring, --op avg and --average pre-mul"),
+            (["-p", model, "--like", "ddp-gloo", "--direct"],
+             "direct: peers read a bucket in place"),
+            (["-p", model, "--like", "ddp-gloo", "--explain"],
+             "--explain narrates the model's layout, not DDP's reversed buckets"),
         ]
         for args, message in cases:
             with self.subTest(args=args):
