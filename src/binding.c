@@ -141,13 +141,18 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
       FAIL("%.64s '%.100s': expected sum, avg, min, max or prod", o, value);
     config->op = (rs_op_t)op;
   } else if (is_option(o, "average")) {
-    if (strcmp(value, "pre") && strcmp(value, "post"))
-      FAIL("%.64s '%.100s': expected pre or post", o, value);
-    config->average_pre = strcmp(value, "pre") == 0;
+    if (strcmp(value, "pre") && strcmp(value, "post") &&
+        strcmp(value, "pre-mul"))
+      FAIL("%.64s '%.100s': expected pre, post or pre-mul", o, value);
+    config->average_pre = strcmp(value, "pre") == 0       ? RS_AVERAGE_PRE
+                          : strcmp(value, "pre-mul") == 0 ? RS_AVERAGE_PRE_MUL
+                                                          : RS_AVERAGE_POST;
   } else if (is_option(o, "algo")) {
     int algo = rs_algorithm_parse(value);
     if (algo < 0)
-      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear, tree or auto", o, value);
+      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear, tree, gloo-ring or "
+           "auto",
+           o, value);
     config->algo = (rs_algorithm_t)algo;
   } else if (is_option(o, "bucket-mb")) {
     if (parse_double(value, &d) || !(d >= 0 && d <= 1048576))

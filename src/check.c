@@ -225,7 +225,7 @@ static int prepare_fixed_order(rs_run_t *run) {
       const void *g = run->bufs[w] + start * size;
       if (pre) {
         memcpy(quotient, g, len * size);
-        rs__scale_div(run->dtype, quotient, len, W);
+        rs__pre_average(run->dtype, quotient, len, W, run->config.average_pre);
         g = quotient;
       }
       if (w == 0)
@@ -336,6 +336,9 @@ static void bound_constants(const rs_run_t *run, bound_k_t *k) {
   k->sum_tiny = 0;
   if (k->pre) {
     k->sum_rel += u / k->div * (1 + u);
+    /* pre-mul: x times 1/W rounded, one more rounding (of 1/W) */
+    if (run->config.average_pre == RS_AVERAGE_PRE_MUL)
+      k->sum_rel += u / k->div * (1 + u);
     k->sum_tiny = W * tiny;
   } else if (op == RS_OP_AVG) {
     k->ref_rel += u;
@@ -397,7 +400,7 @@ static void fold_fixed(const rs_run_t *run, const check_plan_t *plan,
   const size_t size = run->buf_elem_bytes;
   if (plan->k.pre) {
     memcpy(s->quotient, g, len * size);
-    rs__scale_div(run->dtype, s->quotient, len, W);
+    rs__pre_average(run->dtype, s->quotient, len, W, run->config.average_pre);
     g = s->quotient;
   }
   if (w == 0)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/gloo_ring.h"
 #include "algo/linear.h"
 #include "algo/rd.h"
 #include "algo/rhd.h"
@@ -391,6 +392,42 @@ static void explain_ring(narr_t *x, int mean) {
       words_of(x->op)->result, W, 2 * (W - 1), 2 * (W - 1));
 }
 
+/* gloo's ring (algo/gloo_ring.h): the ring the other way round, each chunk
+ * starting at the worker below its owner. */
+static void explain_gloo_ring(narr_t *x, int mean) {
+  const int W = x->W;
+  char title[64];
+  for (int phase = 0; phase < 2; phase++) {
+    rs_phase_t ph = (rs_phase_t)phase;
+    const int rs = ph == RS_PHASE_REDUCE_SCATTER;
+    say(x,
+        "\n%s: %d step%s; in each, every worker r sends one chunk to "
+        "worker r-1 (gloo's direction) and %s the chunk it receives from "
+        "r+1.\n",
+        rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
+        rs ? words_of(x->op)->fold_phrase : "copies over its own copy");
+    for (int step = 0; step < W - 1; step++) {
+      step_begin(x);
+      for (int r = 0; r < W; r++) {
+        int c = rs__gloo_send_chunk(W, r, ph, step);
+        rs_recv_action_t action = !rs                     ? RS_RECV_COPY
+                                  : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
+                                                          : RS_RECV_REDUCE;
+        send(x, r, rs__gloo_next(W, r), c, c + 1, action);
+      }
+      snprintf(title, sizeof title, "%s step %d",
+               rs ? "reduce-scatter" : "all-gather", step);
+      step_end(x, title);
+    }
+    if (rs)
+      say_owners(x, "reduce-scatter");
+  }
+  say(x,
+      "\nEvery worker now holds every chunk %s all %d workers, in gloo's "
+      "order: chunk c summed from worker c-1 down to worker c.\n",
+      words_of(x->op)->result, W);
+}
+
 /* The fold-in's and fold-out's explanation, shared by rd and rhd. */
 static void say_fold(narr_t *x, int P, const char *how) {
   const int E = x->W - P;
@@ -631,8 +668,8 @@ static void explain_tree(narr_t *x, int mean) {
  * narration's columns): their offsets, col_off[0..cols], and their name
  * (NULL: the whole bucket moves at once). Returns cols; col_off has room
  * for W + 1. */
-static int layout(rs_algorithm_t algo, int W, size_t n, size_t *col_off,
-                  const char **word, const char **words) {
+static int layout(rs_algorithm_t algo, int W, size_t n, size_t cap,
+                  size_t *col_off, const char **word, const char **words) {
   int cols;
   *word = *words = NULL;
   switch (algo) {
@@ -643,6 +680,20 @@ static int layout(rs_algorithm_t algo, int W, size_t n, size_t *col_off,
     for (int c = 0; c <= W; c++)
       col_off[c] = c < W ? rs__chunk_offset(n, W, c) : n;
     break;
+  case RS_ALGO_GLOO_RING: {
+    /* gloo's chunks: P equal segments each, the last ones short or empty */
+    rs_gloo_layout_t l = rs__gloo_layout(n, W, cap ? cap : 1);
+    cols = W;
+    *word = "chunk";
+    *words = "chunks";
+    for (int c = 0; c <= W; c++) {
+      size_t off = n, len;
+      if (c < W)
+        rs__gloo_chunk(&l, n, c, &off, &len);
+      col_off[c] = off;
+    }
+    break;
+  }
   case RS_ALGO_RHD: {
     /* The halvings' cuts: window [s, s+len) splits at s + len/2; the
      * leaves in order are the parts. */
@@ -693,6 +744,9 @@ static void replay(narr_t *x, rs_algorithm_t algo, int mean) {
   case RS_ALGO_TREE:
     explain_tree(x, mean);
     break;
+  case RS_ALGO_GLOO_RING:
+    explain_gloo_ring(x, mean);
+    break;
   case RS_ALGO_AUTO: /* not an algorithm: refused before */
     assert(0);
     break;
@@ -712,6 +766,11 @@ int rs_explain_check(const rs_run_t *run, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "--explain narrates one algorithm, not auto's choice per "
                    "bucket");
+  if (run->config.ddp_layout)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--explain narrates the model's layout, not DDP's "
+                   "reversed buckets (--like ddp-gloo): give --algo "
+                   "gloo-ring --op avg --average pre-mul instead");
   return RS_OK;
 }
 
@@ -744,7 +803,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                       "doubling)",
       [RS_ALGO_LINEAR] = "linear all-reduce (reduce to worker 0, then "
                          "broadcast)",
-      [RS_ALGO_TREE] = "double binary tree all-reduce"};
+      [RS_ALGO_TREE] = "double binary tree all-reduce",
+      [RS_ALGO_GLOO_RING] = "gloo's ring all-reduce (PyTorch's gloo backend)"};
   fprintf(out,
           "explain: %s (%s) of \"%s\" on %d worker%s, %zu "
           "element%s per worker\n",
@@ -763,7 +823,8 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   }
   /* The columns: the regions the algorithm moves. */
   const char *what = run->result.buckets > 1 ? "bucket" : "flat buffer";
-  x.cols = layout(algo, W, n, x.col_off, &x.col_word, &x.col_words);
+  x.cols = layout(algo, W, n, run->config.segment_bytes / run->elem_size,
+                  x.col_off, &x.col_word, &x.col_words);
   if (x.cols > 1) {
     fprintf(out, "\nEach worker's %s is cut into %d %s:", what, x.cols,
             x.col_words);
@@ -808,15 +869,17 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     if (values) {
       memcpy(x.vals[r], run->bufs[r] + base * x.eb, n * x.eb);
       if (op == RS_OP_AVG && run->config.average_pre)
-        rs__scale_div(x.dtype, x.vals[r], n, W);
+        rs__pre_average(x.dtype, x.vals[r], n, W, run->config.average_pre);
     }
   }
   if (values)
     fprintf(out, "Under it, each worker's values%s.\n",
-            op == RS_OP_AVG && run->config.average_pre
-                ? ", each already divided by the number of workers "
-                  "(--average pre)"
-                : "");
+            op != RS_OP_AVG || !run->config.average_pre ? ""
+            : run->config.average_pre == RS_AVERAGE_PRE_MUL
+                ? ", each already multiplied by 1/W rounded, as DDP's "
+                  "reducer does (--average pre-mul)"
+                : ", each already divided by the number of workers "
+                  "(--average pre)");
   fprintf(out, "\nstart\n");
   print_table(&x);
   replay(&x, algo, mean);
@@ -840,8 +903,9 @@ int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
     *word = NULL;
     return 0;
   }
-  return layout(algo, run->config.workers, run->buckets[bucket].elems, offsets,
-                word, &words);
+  return layout(algo, run->config.workers, run->buckets[bucket].elems,
+                run->config.segment_bytes / run->elem_size, offsets, word,
+                &words);
 }
 
 int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
@@ -877,7 +941,8 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
               .n = run->buckets[b].elems,
               .base = run->buckets[b].elem_offset,
               .eb = run->buf_elem_bytes};
-  x.cols = layout(algo, W, x.n, x.col_off, &x.col_word, &x.col_words);
+  x.cols = layout(algo, W, x.n, run->config.segment_bytes / run->elem_size,
+                  x.col_off, &x.col_word, &x.col_words);
   const size_t i = elem - x.base;
   for (x.ecol = 0; !(i < x.col_off[x.ecol + 1]); x.ecol++)
     ;

@@ -26,6 +26,8 @@
  *                        minps/maxps (inputs are finite: no NaN)
  *   rs__reduce_prod_S     dst[i] *= src[i]
  *   rs__scale_div_S       dst[i] /= divisor: the pre-division of an average
+ *   rs__scale_mul_S       dst[i] *= factor: PyTorch DDP's pre-scaling, by
+ *                        1/W rounded to T (RS_AVERAGE_PRE_MUL)
  *   rs__reduce_S          fold src into dst with op (avg folds as sum) */
 #define RS_DEFINE_KERNELS(S, T)                                                \
   static inline void rs__reduce_sum_##S(T *restrict dst,                       \
@@ -56,6 +58,10 @@
   static inline void rs__scale_div_##S(T *restrict dst, size_t n, T divisor) { \
     for (size_t i = 0; i < n; i++)                                             \
       dst[i] /= divisor;                                                       \
+  }                                                                            \
+  static inline void rs__scale_mul_##S(T *restrict dst, size_t n, T factor) {  \
+    for (size_t i = 0; i < n; i++)                                             \
+      dst[i] *= factor;                                                        \
   }                                                                            \
   static inline void rs__reduce_##S(T *restrict dst, const T *restrict src,    \
                                     size_t n, rs_op_t op) {                    \
@@ -109,6 +115,26 @@ static inline void rs__scale_div(rs_dtype_t dtype, void *dst, size_t n,
     return;
   }
   rs__scale_div_f32(dst, n, (float)divisor);
+  rs_dtype_round_all(dtype, dst, n);
+}
+
+/* The pre-averaging of each worker's own gradient, as mode
+ * (rs_config_t.average_pre) asks: RS_AVERAGE_PRE divides by W;
+ * RS_AVERAGE_PRE_MUL multiplies by 1/W rounded to the buffer type first,
+ * as PyTorch 1.13's DDP reducer does (at::mul_out by the wrapped scalar
+ * 1./div_factor, which the kernel casts to the tensor's type), then rounds
+ * to dtype. */
+static inline void rs__pre_average(rs_dtype_t dtype, void *dst, size_t n,
+                                   int workers, int mode) {
+  if (mode != RS_AVERAGE_PRE_MUL) {
+    rs__scale_div(dtype, dst, n, workers);
+    return;
+  }
+  if (dtype == RS_DTYPE_F64) {
+    rs__scale_mul_f64(dst, n, 1.0 / workers);
+    return;
+  }
+  rs__scale_mul_f32(dst, n, (float)(1.0 / workers));
   rs_dtype_round_all(dtype, dst, n);
 }
 

@@ -87,6 +87,10 @@ static int check_config(const rs_config_t *c, char *errmsg) {
                    c->timeout_s);
   if (c->op < RS_OP_SUM || c->op > RS_OP_PROD)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
+  if (c->average_pre < RS_AVERAGE_POST || c->average_pre > RS_AVERAGE_PRE_MUL)
+    return rs__err(errmsg, RS_EINVAL,
+                   "average: %d is not post (0), pre (1) or pre-mul (2)",
+                   c->average_pre);
   if (c->iterations < 1 || c->iterations > 1000000 || c->warmup < 0 ||
       c->warmup > 1000000)
     return rs__err(errmsg, RS_EINVAL,
@@ -107,6 +111,11 @@ static int check_config(const rs_config_t *c, char *errmsg) {
     return rc;
   const rs_algo_t *algo =
       rs__algo_get(c->algo == RS_ALGO_AUTO ? RS_ALGO_RING : c->algo);
+  if (c->ddp_layout && c->direct)
+    return rs__err(errmsg, RS_EINVAL,
+                   "direct: peers read a bucket in place, so it cannot be "
+                   "laid out as DDP's (--like ddp-gloo) and back while they "
+                   "do; use the copying transport");
   if (c->slices && c->net.enabled)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: the network model simulates the step order; it "
@@ -435,8 +444,10 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
    * transport), and a root's stash of its own bucket (linear) */
   double scratch = 0;
   for (int r = 0; r < W && W > 1; r++)
-    scratch += (packed ? (double)seg_elems * sizeof(float) : 0) +
-               (stashes(run, r) ? (double)largest_bucket(run) * elem_bytes : 0);
+    scratch +=
+        (packed ? (double)seg_elems * sizeof(float) : 0) +
+        (stashes(run, r) ? (double)largest_bucket(run) * elem_bytes : 0) +
+        (config->ddp_layout ? (double)largest_bucket(run) * elem_bytes : 0);
   /* (The check keeps no reference for generated inputs; for others it
    * asks for its own, rs__check_prepare.) */
   double need =
@@ -529,6 +540,10 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
         !(w->stash = rs__aligned_alloc(
               (largest_bucket(run) ? largest_bucket(run) : 1) * elem_bytes)))
       goto nomem;
+    if (W > 1 && config->ddp_layout &&
+        !(w->relayout = rs__aligned_alloc(
+              (largest_bucket(run) ? largest_bucket(run) : 1) * elem_bytes)))
+      goto nomem;
   }
   free(edge_elems);
   free(peers);
@@ -559,6 +574,7 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].events.events);
       free(run->workers[r].unpacked);
       free(run->workers[r].stash);
+      free(run->workers[r].relayout);
     }
   }
   for (int i = 0; i < run->edge_count; i++) {
@@ -718,6 +734,26 @@ typedef struct thread_arg {
   pool_t *pool;
 } thread_arg_t;
 
+/* Worker w's bucket b laid out as DDP's reducer lays out its rebuilt
+ * buckets, params last to first (to_ddp), or back in the model's order. */
+static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
+                       const rs_bucket_t *b, int to_ddp) {
+  const size_t eb = w->buf_elem_bytes;
+  unsigned char *bucket = w->buf + b->elem_offset * eb, *tmp = w->relayout;
+  size_t pos = 0;
+  for (size_t k = b->first_param + b->params; k-- > b->first_param;) {
+    const rs_param_t *p = rs_model_param(run->model, k);
+    const size_t at = (p->elem_offset - b->elem_offset) * eb,
+                 bytes = p->elems * eb;
+    if (to_ddp)
+      memcpy(tmp + pos, bucket + at, bytes);
+    else
+      memcpy(tmp + at, bucket + pos, bytes);
+    pos += bytes;
+  }
+  memcpy(bucket, tmp, b->elems * eb);
+}
+
 /* One worker's part of one iteration: the algorithm, bucket by bucket in
  * the order DDP all-reduces them (the order backward fills them), then the
  * end-of-stream check on every edge. */
@@ -734,9 +770,13 @@ static int run_worker(rs_run_t *run, rs_worker_t *w) {
     /* Average, DDP's way: each worker divides its own gradient first, and
      * the algorithm sums the quotients. */
     if (w->op == RS_OP_AVG && w->average_pre)
-      rs__scale_div(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
-                    w->workers);
+      rs__pre_average(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
+                      w->workers, w->average_pre);
+    if (w->relayout)
+      ddp_layout(run, w, &run->buckets[b], 1);
     int rc = run->bucket_algo[b]->run_bucket(w);
+    if (w->relayout)
+      ddp_layout(run, w, &run->buckets[b], 0);
     if (rc)
       return rc;
     rs__progress_add(run, w->elems);

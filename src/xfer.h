@@ -81,7 +81,7 @@ typedef struct rs_progress {
   int chunk;
   rs_activity_t activity;
   int peer;              /* whom it sends to or receives from, or -1 */
-  int mismatch; /* it received a message other than the one expected */
+  int mismatch;          /* it received a message other than the one expected */
   const rs_edge_t *edge; /* and the edge it uses */
   /* Its injected stall, if it had one: length, where, and when it ended
    * (0 while it lasts). */
@@ -130,6 +130,9 @@ typedef struct rs_worker {
   /* A bucket-sized place for the worker's own data while it accumulates
    * others' (linear's root); NULL when its algorithm needs none. */
   unsigned char *stash;
+  /* A bucket-sized place to lay a bucket out as DDP does (ddp_layout), or
+   * NULL. */
+  unsigned char *relayout;
   rs_op_t op;
   rs_dtype_t dtype; /* f64: double buffers; f16/bf16: round to it after
                        every float32 addition */

@@ -1,4 +1,5 @@
-/* test_algos.c - every algorithm besides the ring against its inputs.
+/* test_algos.c - every algorithm besides the ring (and gloo's ring) against
+ * its inputs.
  *
  *   test_algos ALGO W     the matrix for one algorithm and worker count
  *                         (algos-0.ALGO.W)
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/gloo_ring.h"
 #include "algo/rd.h"
 #include "algo/tree.h"
 #include "ringsim/ringsim.h"
@@ -53,7 +55,7 @@ static int depth(rs_algorithm_t algo, int W) {
 /* What worker w sends, in elements of an n-element bucket: the shape of
  * the algorithm (rhd's halves round, so it is checked within slack). */
 static void expected_sent(rs_algorithm_t algo, int W, int w, size_t n,
-                          double *lo, double *hi) {
+                          size_t cap, double *lo, double *hi) {
   const int P = rs__pof2(W), E = W - P, k = rs__log2(P);
   double want = 0, slack = 0;
   switch (algo) {
@@ -79,6 +81,15 @@ static void expected_sent(rs_algorithm_t algo, int W, int w, size_t n,
               half * rs__tree_children(W, t, w, children);
     }
     break;
+  case RS_ALGO_GLOO_RING: { /* every chunk but its own, then every chunk
+                               but its successor's (gloo's chunks) */
+    const rs_gloo_layout_t l = rs__gloo_layout(n, W, cap);
+    size_t off, own, next;
+    rs__gloo_chunk(&l, n, w, &off, &own);
+    rs__gloo_chunk(&l, n, (w + W - 1) % W, &off, &next);
+    want = (double)(n - own) + (double)(n - next);
+    break;
+  }
   default: /* linear */
     want = w == 0 ? (double)(W - 1) * n : (double)n;
     break;
@@ -154,7 +165,7 @@ static void run_case(int W, size_t n, int exact, rs_op_t op, rs_dtype_t dtype) {
   for (int w = 0; w < W && W > 1; w++) {
     const rs_worker_stats_t *s = rs_run_worker_stats(run, w);
     double lo, hi, got = (double)s->bytes_sent / (double)es;
-    expected_sent(algo, W, w, n, &lo, &hi);
+    expected_sent(algo, W, w, n, cfg.segment_bytes / es, &lo, &hi);
     if (got < lo || got > hi)
       fail_msg("%s W=%d n=%zu: worker %d sent %.0f elements, want %.1f..%.1f",
                rs_algorithm_name(algo), W, n, w, got, lo, hi);

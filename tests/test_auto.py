@@ -17,7 +17,8 @@ import unittest
 
 RINGSIM = None
 EXAMPLES = None
-ALGOS = ["ring", "rd", "rhd", "linear", "tree"]  # rs_algorithm_t's order: ties go left
+# rs_algorithm_t's order: ties go left; auto never chooses gloo-ring
+ALGOS = ["ring", "rd", "rhd", "linear", "tree", "gloo-ring"]
 NET = ["--net", "latency=50us,bandwidth=1GB/s", "--reduce-rate", "2GB/s"]
 # Buckets, DDP's way (last params first; the first bucket closes at 1 MiB,
 # then every param is a bucket of its own under --bucket-mb 0.000001):
@@ -117,10 +118,10 @@ class Auto(unittest.TestCase):
                       "reduce 2.000 GB/s", out)
         lines = out.splitlines()
         head = next(i for i, l in enumerate(lines) if "predicted us, chosen" in l)
-        self.assertEqual(lines[head].split()[2:7], ALGOS)
+        self.assertEqual(lines[head].split()[2:8], ALGOS)
         rows = []
         for l in lines[head + 1:]:
-            m = re.match(r"\s+(\S+ \S+)\s+((?:\S+\s+){5})(\w+) \((\d+) buckets?\)$", l)
+            m = re.match(r"\s+(\S+ \S+)\s+((?:\S+\s+){6})(\w+) \((\d+) buckets?\)$", l)
             if not m:
                 break
             values = [None if v == "-" else float(v) for v in m.group(2).split()]
@@ -128,6 +129,7 @@ class Auto(unittest.TestCase):
         self.assertEqual(len(rows), 3, out)
         for size, values, chosen, count in rows:
             self.assertEqual(count, 1)
+            self.assertIsNone(values[ALGOS.index("gloo-ring")], (size, values))  # never eligible
             least = min(v for v in values if v is not None)
             self.assertEqual(values[ALGOS.index(chosen)], least, (size, values, chosen))
         self.assertGreater(len({r[2] for r in rows}), 1)

@@ -81,7 +81,7 @@ class Bench(unittest.TestCase):
                              "--warmup", 0, "--json", "--algo", "all")
         self.assertEqual(rc, 0, err)
         rows = [json.loads(l) for l in out.splitlines()]
-        algos = ["ring", "rd", "rhd", "linear", "tree"]
+        algos = ["ring", "rd", "rhd", "linear", "tree", "gloo-ring"]
         self.assertEqual([(r["size"], r["algo"]) for r in rows],
                          [(size, a) for size in (64, 4096) for a in algos])
         for size in (64, 4096):
@@ -89,14 +89,14 @@ class Bench(unittest.TestCase):
             self.assertEqual(sum(r["fastest"] for r in these), 1)
             best = min(these, key=lambda r: r["time_us"])
             self.assertTrue(best["fastest"])
-            self.assertEqual([r["wrong"] for r in these], [0] * 5)
+            self.assertEqual([r["wrong"] for r in these], [0] * 6)
         rc, out, err = bench("--workers", 3, "-b", 64, "-e", 64, "-n", 2, "--warmup", 0,
                              "--algo", "rhd")
         self.assertEqual(rc, 0, err)
         self.assertIn("# ringsim bench: rhd all-reduce on 3 worker threads", out)
         rc, out, err = bench("--algo", "ringg")
         self.assertEqual(rc, 2)
-        self.assertIn("expected ring, rd, rhd, linear, tree, auto or all", err)
+        self.assertIn("expected ring, rd, rhd, linear, tree, gloo-ring, auto or all", err)
         rc, out, err = bench("--algo", "all", "--loop", "slices")
         self.assertEqual(rc, 2)
         self.assertIn("--loop slices is the ring's", err)

@@ -280,7 +280,7 @@ class Cli(unittest.TestCase):
             (["-p", model, "--init", "zeros"], "--init 'zeros'"),
             (["-p", model, "--op", "median"], "--op 'median': expected sum, avg, min, max or prod"),
             (["-p", model, "--op", "max", "--average", "pre"], "--average applies to --op avg only"),
-            (["-p", model, "--average", "mid"], "--average 'mid': expected pre or post"),
+            (["-p", model, "--average", "mid"], "--average 'mid': expected pre, post or pre-mul"),
             (["-p", model, "--segment-bytes", "2"], "--segment-bytes '2'"),
             (["-p", model, "--slots", "0"], "--slots '0'"),
             (["-p", model, "--timeout", "-1"], "--timeout '-1'"),
@@ -298,6 +298,13 @@ class Cli(unittest.TestCase):
             (["-p", model, "--loop", "ring"], "--loop 'ring': expected steps or slices"),
             (["-p", model, "--loop", "slices", "--net", "latency=5us,bandwidth=1GB/s"],
              "loop: the network model simulates the step order"),
+            (["-p", model, "--like", "ddp"], "--like 'ddp': expected ddp-gloo"),
+            (["-p", model, "--like", "ddp-gloo", "--op", "sum"],
+             "--like ddp-gloo sets --algo gloo-ring, --op avg and --average pre-mul"),
+            (["-p", model, "--like", "ddp-gloo", "--direct"],
+             "direct: peers read a bucket in place"),
+            (["-p", model, "--like", "ddp-gloo", "--explain"],
+             "--explain narrates the model's layout, not DDP's reversed buckets"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

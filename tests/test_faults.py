@@ -126,7 +126,7 @@ class Faults(unittest.TestCase):
 
     # fault-13: faults in the other algorithms are caught as in the ring:
     # a crash in recursive doubling's exchange is named by the watchdog; a
-    # bit flip in Rabenseifner's halving by the checksum; a message lost on
+    # bit flip in Rabenseifner's halving, or in gloo's ring, by the checksum; a message lost on
     # the way to linear's root, with no later message on that link to show
     # it, is named as lost, not called a deadlock; and a step the algorithm
     # does not have is refused, naming its steps.
@@ -143,6 +143,12 @@ class Faults(unittest.TestCase):
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertRegex(p.stderr, r"^ringsim: worker \d received a damaged segment of chunk 0 "
                                    r"from worker 2 in reduce_scatter step 1 \(checksum mismatch\)")
+        # gloo's ring runs the other way: worker 2 sends chunk 2+1+1 to worker 1
+        p = run("-w", "5", "--algo", "gloo-ring", "--inject", "corrupt:worker=2,step=1")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertTrue(p.stderr.startswith(
+            "ringsim: worker 1 received a damaged segment of chunk 4 from worker 2 in "
+            "reduce_scatter step 1 (checksum mismatch)"), p.stderr)
         # (a small model: each worker's data is one message)
         p = run("-w", "5", "--algo", "linear", "--inject", "drop:worker=3,step=1",
                 model=os.path.join(EXAMPLES, "mlp.json"))

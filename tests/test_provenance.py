@@ -121,11 +121,11 @@ class Provenance(unittest.TestCase):
                 self.check(workers, rows, len(rows))
 
     # provenance-2: the same for every other algorithm (recursive doubling,
-    # Rabenseifner, linear, NCCL's tree), at powers of two and between them,
+    # Rabenseifner, linear, NCCL's tree, gloo's ring), at powers of two and between them,
     # in several segments: each message holds exactly the contributions its
     # schedule says, and its sender's among them.
     def test_every_algorithm(self):
-        for algo in ("rd", "rhd", "linear", "tree"):
+        for algo in ("rd", "rhd", "linear", "tree", "gloo-ring"):
             for workers, shapes, options in [(2, [7], []), (3, [10, 5], ["--segment-bytes", 16]),
                                              (5, [40, 3], ["--segment-bytes", 64]),
                                              (6, [300], ["--bucket-mb", 0.001]),

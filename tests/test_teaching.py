@@ -86,7 +86,7 @@ class Teaching(unittest.TestCase):
     # with every region complete, and the run's answer follows.
     def test_explain_two_workers_every_algorithm(self):
         two = os.path.join(EXAMPLES, "two_workers.json")
-        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+        for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
             with self.subTest(algo=algo):
                 text = self.narration("-p", two, "--algo", algo)
                 start = text[text.index("\nstart\n"):]
@@ -106,7 +106,8 @@ class Teaching(unittest.TestCase):
     # teach-11: the values --explain narrates at the end are the run's
     # result, bit for bit, for every algorithm, W = 2..8 (W not a power of
     # two folds workers in), every op, f32, f64 and f16, avg divided last
-    # or first: the narration replays the run's own arithmetic.
+    # or first (gloo-ring: or multiplied by 1/W first, pre-mul): the
+    # narration replays the run's own arithmetic.
     def test_explain_values_are_the_result(self):
         import struct
         cases = 0
@@ -117,10 +118,13 @@ class Teaching(unittest.TestCase):
                                       {"name": "b", "shape": [4], "dtype": dtype}]}, f)
             as_dtype = (lambda v: v) if dtype == "f64" else \
                 (lambda v: struct.unpack("f", struct.pack("f", v))[0])
-            for algo in ("ring", "rd", "rhd", "linear", "tree"):
+            for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
                 for workers in range(2, 9):
+                    # gloo-ring: also avg as DDP's reducer does it (pre-mul)
                     for op in (["--op", "avg"], ["--op", "avg", "--average", "pre"],
-                               ["--op", "prod"], ["--op", "max"]):
+                               ["--op", "prod"], ["--op", "max"]) + \
+                            ((["--op", "avg", "--average", "pre-mul"],) if algo == "gloo-ring"
+                             else ()):
                         rc, out, err = run("-p", model, "-w", workers, "--algo", algo, *op,
                                            "--seed", workers, "--explain", "--json", "--no-trace")
                         self.assertEqual(rc, 0, err)
@@ -132,7 +136,7 @@ class Teaching(unittest.TestCase):
                             self.assertEqual([as_dtype(v) for v in got[w]], want,
                                              (dtype, algo, workers, op, w))
                         cases += 1
-        self.assertEqual(cases, 3 * 5 * 7 * 4)
+        self.assertEqual(cases, 3 * 5 * 7 * 4 + 3 * 7 * 5)
 
     # teach-2: with --net the report shows simulated, predicted and measured
     # time side by side; --json has sim_ns and predicted_ns, equal for a
@@ -194,7 +198,7 @@ class Teaching(unittest.TestCase):
         extra = ["--net", NET, "--link", "2-3:bandwidth=2GB/s", "--straggler", "worker=1,us=30",
                  "--reduce-rate", "40GB/s", "--segment-bytes", "1K", "--bucket-mb", 0.01]
         sims = {}
-        for algo in ("ring", "rd", "rhd", "linear", "tree"):
+        for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
             for workers in (4, 5, 6, 8):
                 with self.subTest(algo=algo, workers=workers):
                     rc, out, err = run("-p", model, "-w", workers, "--algo", algo, *extra,
@@ -211,7 +215,8 @@ class Teaching(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         table = json.loads(out)
         self.assertEqual([(a["algo"], a["sim_ns"]) for a in table["algos"]],
-                         [(a, sims[a, 8]) for a in ("ring", "rd", "rhd", "linear", "tree")])
+                         [(a, sims[a, 8])
+                          for a in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring")])
         self.assertEqual(table["fastest"], min(table["algos"], key=lambda a: a["sim_ns"])["algo"])
         # on a uniform network with W a power of two, the ring's, recursive
         # doubling's and Rabenseifner's cost formulas are their simulated
@@ -226,7 +231,7 @@ class Teaching(unittest.TestCase):
                     self.assertEqual(a["predicted_ns"], a["sim_ns"], (workers, a))
         rc, out, err = run("-p", model, "--algo", "all", "--no-trace")
         self.assertEqual(rc, 2)
-        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree or auto", err)
+        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree, gloo-ring or auto", err)
 
     def test_model_command(self):
         model = os.path.join(EXAMPLES, "model.json")

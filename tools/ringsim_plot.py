@@ -40,6 +40,7 @@ PHASE_WORK = {"reduce_scatter": "reduce", "all_gather": "copy", "exchange": "red
               "reduce": "reduce", "broadcast": "copy"}
 ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
               "linear": "linear", "tree": "double-binary-tree",
+              "gloo-ring": "gloo's ring (gloo-ring)",
               "auto": "auto (an algorithm per bucket: table bucket_algo)"}
 # Above this many transfers, the timeline draws one bar per worker and step
 # (aggregated in SQL) instead of one bar per transfer.
@@ -423,7 +424,7 @@ def replay_regions(con, run, bucket=None):
     cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
     if not cuts:
         raise ToolError(f"run {run['run_id']} has no transfers to draw")
-    labels = {"rhd": "part", "tree": "half"}
+    labels = {"rhd": "part", "tree": "half", "gloo-ring": "chunk"}
     if len(cuts) == 2:
         regions = [("buffer", cuts[0], cuts[1] - cuts[0])]
     else:

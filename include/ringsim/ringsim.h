@@ -215,19 +215,20 @@ typedef enum rs_collective {
 
 /* The all-reduce algorithm (--algo; docs/algorithms.md). */
 typedef enum rs_algorithm {
-  RS_ALGO_RING,   /* reduce-scatter then all-gather round a ring */
-  RS_ALGO_RD,     /* recursive doubling: log2 W whole-buffer exchanges */
-  RS_ALGO_RHD,    /* Rabenseifner: recursive halving, then doubling */
-  RS_ALGO_LINEAR, /* everything reduced at worker 0, then broadcast */
-  RS_ALGO_TREE,   /* NCCL's double binary tree */
+  RS_ALGO_RING,      /* reduce-scatter then all-gather round a ring */
+  RS_ALGO_RD,        /* recursive doubling: log2 W whole-buffer exchanges */
+  RS_ALGO_RHD,       /* Rabenseifner: recursive halving, then doubling */
+  RS_ALGO_LINEAR,    /* everything reduced at worker 0, then broadcast */
+  RS_ALGO_TREE,      /* NCCL's double binary tree */
+  RS_ALGO_GLOO_RING, /* gloo's ring (PyTorch's gloo backend), bit for bit */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model
    * predicts fastest (rs_auto_choose; docs/algorithms.md). */
   RS_ALGO_AUTO
 } rs_algorithm_t;
 /* The algorithms themselves (RS_ALGO_AUTO is not counted). */
-#define RS_ALGO_COUNT 5
-/* "ring", "rd", "rhd", "linear", "tree", "auto"; and back (-1: no such
- * name). */
+#define RS_ALGO_COUNT 6
+/* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "auto"; and back (-1: no
+ * such name). */
 const char *rs_algorithm_name(rs_algorithm_t algo);
 int rs_algorithm_parse(const char *name);
 
@@ -337,7 +338,8 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
  * elems elements of elem_size bytes on W workers, segments of at most
  * segment_bytes; a tie goes to the lower rs_algorithm_t (the ring first).
  * predicted (room for RS_ALGO_COUNT, or NULL) gets every algorithm's
- * prediction, UINT64_MAX for one not eligible. Returns RS_ALGO_RING if
+ * prediction, UINT64_MAX for one not eligible (gloo-ring never is: it is
+ * the ring in gloo's order, for PyTorch's bits). Returns RS_ALGO_RING if
  * eligible is 0. */
 rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
                               size_t segment_bytes, size_t elem_size,
@@ -360,15 +362,26 @@ int rs_machine_measure(int workers, size_t segment_bytes, int slots, int direct,
 size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
                          size_t elem_size);
 
+/* rs_config_t.average_pre's values (--average post, pre, pre-mul). */
+#define RS_AVERAGE_POST 0
+#define RS_AVERAGE_PRE 1
+#define RS_AVERAGE_PRE_MUL 2
+/* gloo's largest ring segment (kMaxSegmentSize, which ProcessGroupGloo
+ * leaves as it is): --algo gloo-ring's segment bytes unless given. */
+#define RS_GLOO_SEGMENT_BYTES ((size_t)1 << 20)
+
 typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */
   size_t segment_bytes; /* largest message through a channel */
   int slots;            /* K, slots per channel */
   double timeout_s;     /* longest a worker waits for a neighbour */
   rs_op_t op;
-  /* For RS_OP_AVG: divide each worker's gradient by W before the sum, as
-   * DDP's default communication hook does (guards against overflow in low
-   * precision); otherwise the sum is divided after. */
+  /* For RS_OP_AVG: RS_AVERAGE_POST (0) divides the sum by W;
+   * RS_AVERAGE_PRE (1) divides each worker's gradient by W before the sum,
+   * as DDP's communication hooks do (guards against overflow in low
+   * precision); RS_AVERAGE_PRE_MUL (2) multiplies each by 1/W rounded to
+   * the dtype before the sum, as PyTorch 1.13's DDP reducer does without a
+   * hook (docs/ddp.md; --like ddp-gloo). */
   int average_pre;
   /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
    * float) and count how the ring's order changes it (rs_param_check_t's
@@ -382,6 +395,13 @@ typedef struct rs_config {
    * buffer (NCCL's direct mode). Faster; the copying channel, which models a
    * network, is the default. */
   int direct;
+  /* Lay each bucket out as PyTorch's DDP reducer does once it has rebuilt
+   * its buckets (every iteration after the first): its params in reverse
+   * order, each param's elements in their own order. The algorithm moves
+   * regions of that layout (the trace's elem_offset counts in it); the
+   * result comes back in the model's. For gloo-ring's bits (--like
+   * ddp-gloo; docs/ddp.md). Not with direct. */
+  int ddp_layout;
   /* The loop order. 0 (the default): step by step, each step moving a whole
    * chunk segment by segment, as the algorithm is taught. 1: NCCL's loop:
    * the bucket is cut into slices of one segment per chunk, and the whole

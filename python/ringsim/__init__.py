@@ -291,8 +291,8 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     trace, ...; docs/cli.md).
 
     The options are the command's (docs/cli.md): op (sum, avg, min, max,
-    prod), algo (ring, rd, rhd, linear, tree, auto), average (pre, post; op avg
-    only), bucket_mb (DDP's bucket cap, default 25; 0: one bucket),
+    prod), algo (ring, rd, rhd, linear, tree, gloo-ring, auto), average (pre,
+    post, pre-mul; op avg only), bucket_mb (DDP's bucket cap, default 25; 0: one bucket),
     segment_bytes, slots, timeout (seconds), loop (steps, slices), direct,
     checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), link and
     straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
@@ -316,6 +316,8 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     if average not in (None, "post") and op != "avg":
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
+    if algo == "gloo-ring" and segment_bytes is None:
+        segment_bytes = 1 << 20  # gloo's largest segment, as the command's
     options = {"op": op, "algo": algo,
                "average": average if op == "avg" else None,
                "bucket_mb": bucket_mb, "segment_bytes": segment_bytes,

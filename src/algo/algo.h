@@ -108,5 +108,6 @@ extern const rs_algo_t rs__algo_rd;
 extern const rs_algo_t rs__algo_rhd;
 extern const rs_algo_t rs__algo_linear;
 extern const rs_algo_t rs__algo_tree;
+extern const rs_algo_t rs__algo_gloo_ring;
 
 #endif /* RINGSIM_ALGO_H */

@@ -9,6 +9,10 @@
  *   for the bucket: no other rule, so `ringsim model --algo all`, the
  *   report and the tests can recompute it from the printed predictions.
  * - The machine's model is measured, not assumed: src/machine.c.
+ * - Never gloo-ring: it is the ring with gloo's direction, layout and order
+ *   of additions, there to reproduce PyTorch's bits, not to be faster; its
+ *   cost is the ring's within a segment's rounding, so choosing it would
+ *   only change which bits a user gets. It is never eligible.
  */
 #include "algo/list.h"
 
@@ -21,7 +25,7 @@ rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
   uint64_t best_ns = UINT64_MAX;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     uint64_t ns = UINT64_MAX;
-    if (eligible & (1u << a)) {
+    if ((eligible & (1u << a)) && a != RS_ALGO_GLOO_RING) {
       ns = rs_netmodel_predict_algo((rs_algorithm_t)a, m, workers, elems, segs,
                                     segment_bytes, elem_size);
       if (ns < best_ns || best_ns == UINT64_MAX) {

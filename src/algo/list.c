@@ -7,13 +7,16 @@
 
 /* Indexed by rs_algorithm_t; NULL where not yet written. */
 static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
-    [RS_ALGO_RING] = &rs__algo_ring,
-    [RS_ALGO_RD] = &rs__algo_rd,
-    [RS_ALGO_RHD] = &rs__algo_rhd,
-    [RS_ALGO_LINEAR] = &rs__algo_linear,
-    [RS_ALGO_TREE] = &rs__algo_tree};
-static const char *const names[RS_ALGO_COUNT + 1] = {
-    "ring", "rd", "rhd", "linear", "tree", [RS_ALGO_AUTO] = "auto"};
+    [RS_ALGO_RING] = &rs__algo_ring, [RS_ALGO_RD] = &rs__algo_rd,
+    [RS_ALGO_RHD] = &rs__algo_rhd,   [RS_ALGO_LINEAR] = &rs__algo_linear,
+    [RS_ALGO_TREE] = &rs__algo_tree, [RS_ALGO_GLOO_RING] = &rs__algo_gloo_ring};
+static const char *const names[RS_ALGO_COUNT + 1] = {"ring",
+                                                     "rd",
+                                                     "rhd",
+                                                     "linear",
+                                                     "tree",
+                                                     "gloo-ring",
+                                                     [RS_ALGO_AUTO] = "auto"};
 
 const char *rs_algorithm_name(rs_algorithm_t algo) {
   return (unsigned)algo <= RS_ALGO_AUTO ? names[algo] : "?";

@@ -295,8 +295,9 @@ static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
       int algo = rs_algorithm_parse(optarg);
       o->all = strcmp(optarg, "all") == 0;
       if (algo < 0 && !o->all)
-        return bad_value(argv, opt,
-                         "expected ring, rd, rhd, linear, tree, auto or all");
+        return bad_value(
+            argv, opt,
+            "expected ring, rd, rhd, linear, tree, gloo-ring, auto or all");
       o->algo = o->all ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
     }

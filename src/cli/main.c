@@ -60,7 +60,11 @@ static const char usage_text[] =
     "prod\n"
     "      --order-report      count how the ring's summation order changes\n"
     "                          the result against worker 0, 1, ... order\n"
-    "      --average pre|post  avg: divide by W before the sum (DDP's hook)\n"
+    "      --average pre|post|pre-mul  avg: divide by W before the sum (DDP's\n"
+    "                          hooks), after it, or multiply by 1/W rounded\n"
+    "                          before it (PyTorch 1.13's DDP reducer)\n"
+    "      --like ddp-gloo     PyTorch 1.13 DDP on gloo, bit for bit: --algo\n"
+    "                          gloo-ring --op avg --average pre-mul\n"
     "                          or after it (default post)\n"
     "      --segment-bytes N   largest message through a channel (default\n"
     "                          256K; suffixes K, M, G are powers of 1024)\n"
@@ -94,7 +98,8 @@ static const char usage_text[] =
     "      --algo NAME         the all-reduce algorithm: ring (default), rd\n"
     "                          (recursive doubling), rhd (Rabenseifner),\n"
     "                          linear (reduce at worker 0, then broadcast),\n"
-    "                          tree (NCCL's double binary tree), or auto:\n"
+    "                          tree (NCCL's double binary tree), gloo-ring\n"
+    "                          (gloo's ring, PyTorch's bits), or auto:\n"
     "                          per bucket the one the alpha-beta model\n"
     "                          predicts fastest on this machine (measured),\n"
     "                          or on --net's network\n"
@@ -319,6 +324,7 @@ enum {
   OPT_STRAGGLER,
   OPT_EXPLAIN,
   OPT_TRANSPORT,
+  OPT_LIKE,
   OPT_MAX
 };
 
@@ -331,6 +337,7 @@ static const struct option long_options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"op", required_argument, NULL, OPT_OP},
     {"segment-bytes", required_argument, NULL, OPT_SEGMENT_BYTES},
+    {"like", required_argument, NULL, OPT_LIKE},
     {"slots", required_argument, NULL, OPT_SLOTS},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"print", no_argument, NULL, OPT_PRINT},
@@ -439,10 +446,20 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
     case OPT_ORDER_REPORT:
       o->config.order_report = 1;
       break;
+    case OPT_LIKE:
+      if (strcmp(optarg, "ddp-gloo"))
+        return cli_usage_error("--like '%s': expected ddp-gloo", optarg);
+      break;
     case OPT_AVERAGE:
-      if (strcmp(optarg, "pre") && strcmp(optarg, "post"))
-        return cli_usage_error("--average '%s': expected pre or post", optarg);
-      o->config.average_pre = strcmp(optarg, "pre") == 0;
+      if (strcmp(optarg, "pre") && strcmp(optarg, "post") &&
+          strcmp(optarg, "pre-mul"))
+        return cli_usage_error("--average '%s': expected pre, post or "
+                               "pre-mul",
+                               optarg);
+      o->config.average_pre = strcmp(optarg, "pre") == 0 ? RS_AVERAGE_PRE
+                              : strcmp(optarg, "pre-mul") == 0
+                                  ? RS_AVERAGE_PRE_MUL
+                                  : RS_AVERAGE_POST;
       o->average_given = 1;
       break;
     case OPT_SEGMENT_BYTES:
@@ -550,9 +567,9 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
       if (algo < 0 && !(o->algo_all && o->model_only))
         return cli_usage_error(o->model_only
                                    ? "--algo '%s': expected ring, rd, rhd, "
-                                     "linear, tree or all"
+                                     "linear, tree, gloo-ring or all"
                                    : "--algo '%s': expected ring, rd, rhd, "
-                                     "linear, tree or auto",
+                                     "linear, tree, gloo-ring or auto",
                                optarg);
       o->config.algo = algo < 0 ? RS_ALGO_RING : (rs_algorithm_t)algo;
       break;
@@ -578,6 +595,22 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
                                lo->name);
     }
   }
+  /* --like ddp-gloo: PyTorch 1.13's DDP on the gloo backend, bit for bit
+   * (docs/ddp.md): gloo's ring, the reducer's averaging, DDP's buckets
+   * (the defaults: 25 MiB, the first 1 MiB). */
+  if (seen[OPT_LIKE]) {
+    if (seen[OPT_ALGO] || seen[OPT_OP] || seen[OPT_AVERAGE])
+      return cli_usage_error("%s", "--like ddp-gloo sets --algo gloo-ring, "
+                                   "--op avg and --average pre-mul; give "
+                                   "none of them with it");
+    o->config.algo = RS_ALGO_GLOO_RING;
+    o->config.op = RS_OP_AVG;
+    o->config.average_pre = RS_AVERAGE_PRE_MUL;
+    o->config.ddp_layout = 1;
+  }
+  /* gloo's ring cuts segments of at most gloo's own maximum, unless told */
+  if (o->config.algo == RS_ALGO_GLOO_RING && !seen[OPT_SEGMENT_BYTES])
+    o->config.segment_bytes = RS_GLOO_SEGMENT_BYTES;
   if (o->config.mpi && o->config.algo == RS_ALGO_AUTO && !o->config.net.enabled)
     return cli_usage_error("%s", "--algo auto without --net measures this "
                                  "process's threads, which differ between "
@@ -615,8 +648,10 @@ static char *config_json(const options_t *o, int argc, char **argv) {
     json_array_append_new(args, json_string(argv[i]));
   /* avg divides before or after the sum; the other ops have no average */
   const char *average = o->config.op != RS_OP_AVG ? NULL
-                        : o->config.average_pre   ? "pre"
-                                                  : "post";
+                        : o->config.average_pre == RS_AVERAGE_PRE_MUL
+                            ? "pre-mul"
+                        : o->config.average_pre ? "pre"
+                                                : "post";
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
       "s:b, s:s, s:o}",

@@ -6,6 +6,12 @@
 #include "cli.h"
 #include "ringsim/ringsim.h"
 
+/* A prediction for the JSON: null for an algorithm auto may not choose
+ * (UINT64_MAX: gloo-ring, never eligible). */
+static json_t *ns_json(uint64_t ns) {
+  return ns == UINT64_MAX ? json_null() : json_integer((json_int_t)ns);
+}
+
 const char cli_model_usage_text[] =
     "usage: ringsim model --params MODEL.json --workers N --net SPEC "
     "[options]\n"
@@ -166,9 +172,8 @@ static int print_all(const options_t *opt, const rs_model_t *model,
       json_t *below = json_object(), *at = json_object();
       for (int a = 0; a < RS_ALGO_COUNT; a++) {
         const char *name = rs_algorithm_name((rs_algorithm_t)a);
-        json_object_set_new(below, name,
-                            json_integer((json_int_t)cross[i].below[a]));
-        json_object_set_new(at, name, json_integer((json_int_t)cross[i].at[a]));
+        json_object_set_new(below, name, ns_json(cross[i].below[a]));
+        json_object_set_new(at, name, ns_json(cross[i].at[a]));
       }
       json_array_append_new(cl,
                             json_pack("{s:I, s:s, s:s, s:o, s:o}", "bytes",

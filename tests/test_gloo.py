@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+"""ringsim's gloo-ring against PyTorch's gloo backend, bit for bit.
+
+Gloo: float32 gradients (standard normal times 10^k, k uniform in -3..3, so
+float32 rounding makes every association of a sum visible) are all-reduced
+by torch.distributed's gloo backend (Debian's python3-torch 1.13; eight
+processes on this machine, one FileStore, a subgroup of ranks 0..W-1 for
+each W = 2..8) and by ringsim --algo gloo-ring --op sum over --grads files.
+Sizes: 1 element, W-1 (fewer than W), 2W-1 (fewer than gloo's 2W
+segments), 1000, 65537 (W divides neither) and, for W <= 4, 2500001
+(10 MB: more than 2W of gloo's 1 MiB segments).
+
+Ddp: real DistributedDataParallel (gloo, no hook) on a small CNN (one
+bucket) and a 3.2M-parameter MLP (two buckets at DDP's defaults; four at
+bucket_cap_mb=4) for W = 3 and 4: its gradients after the second backward
+(buckets rebuilt) equal ringsim --like ddp-gloo's --out, and after the
+first (one bucket of every param in model order) those of --algo gloo-ring
+--op avg --average pre-mul --bucket-mb 0. Each rank's local gradients
+come from a copy of the model run without DDP on the rank's own batch.
+
+    test_gloo.py RINGSIM [Gloo.test_name | Ddp.test_name ...]
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+RINGSIM = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import ringsim_st  # noqa: E402
+
+MAX_WORKERS = 8
+
+
+def sizes(workers):
+    """1 element, W-1, 2W-1, two W does not divide, and for W <= 4 one past
+    gloo's 1 MiB segments (more than 2W of them)."""
+    return (1, workers - 1, 2 * workers - 1, 1000, 65537) + \
+        ((2500001,) if workers <= 4 else ())
+
+
+def gradients(workers, count, seed):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(count) * 10.0 ** rng.integers(-3, 4, count))
+            .astype(np.float32) for _ in range(workers)]
+
+
+def differences(expected, got):
+    """'' when the float32 arrays are equal bit for bit, else how many
+    elements differ and the first few."""
+    e, g = expected.view(np.uint32), got.view(np.uint32)
+    if e.shape != g.shape:
+        return f"shapes differ: {e.shape} vs {g.shape}"
+    diff = np.flatnonzero(e != g)
+    if diff.size == 0:
+        return ""
+    lines = [f"{diff.size} of {e.size} elements differ; first ones:"]
+    for i in diff[:5]:
+        lines.append(f"  [{i}] {expected[i]!r} (0x{e[i]:08x}) vs "
+                     f"{got[i]!r} (0x{g[i]:08x})")
+    return "\n".join(lines)
+
+
+def spawn(fn, nprocs, args):
+    """fn(rank, *args) on nprocs torch processes; an error in one is raised
+    here."""
+    import torch.multiprocessing as mp
+    mp.start_processes(fn, args=args, nprocs=nprocs, start_method="spawn")
+
+
+def init(rank, workers, d):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(d, "store"),
+                            rank=rank, world_size=workers)
+    return dist
+
+
+# ---- gloo's all_reduce ---------------------------------------------------
+
+def allreduce_peer(rank, d):
+    """Rank `rank` of 8: in the subgroup of ranks 0..W-1 for each W, it
+    all-reduces (SUM) each of its inputs d/W{W}n{n}_in{rank}.raw and
+    writes the result to ..._gloo{rank}.raw."""
+    import torch
+    dist = init(rank, MAX_WORKERS, d)
+    for workers in range(2, MAX_WORKERS + 1):
+        group = dist.new_group(list(range(workers)))  # every rank calls it
+        if rank >= workers:
+            continue
+        for n in sizes(workers):
+            prefix = os.path.join(d, f"W{workers}n{n}")
+            x = torch.from_numpy(np.fromfile(f"{prefix}_in{rank}.raw", dtype="<f4"))
+            dist.all_reduce(x, group=group)
+            x.numpy().astype("<f4").tofile(f"{prefix}_gloo{rank}.raw")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+class Gloo(unittest.TestCase):
+    # gloo-1: for W = 2..8 and each of sizes(W), every rank of torch's gloo
+    # all_reduce holds the same bits, and ringsim --algo gloo-ring --op sum
+    # gives them too.
+    def test_allreduce(self):
+        with tempfile.TemporaryDirectory() as d:
+            for workers in range(2, MAX_WORKERS + 1):
+                for n in sizes(workers):
+                    prefix = os.path.join(d, f"W{workers}n{n}")
+                    for r, g in enumerate(gradients(workers, n, [18, workers, n])):
+                        g.astype("<f4").tofile(f"{prefix}_in{r}.raw")
+                        ringsim_st.write(f"{prefix}_g{r}.safetensors", {"g": g})
+                    with open(f"{prefix}_model.json", "w") as f:
+                        f.write('{"params": [{"name": "g", "shape": [%d]}]}' % n)
+            spawn(allreduce_peer, MAX_WORKERS, (d,))
+            for workers in range(2, MAX_WORKERS + 1):
+                for n in sizes(workers):
+                    with self.subTest(workers=workers, n=n):
+                        prefix = os.path.join(d, f"W{workers}n{n}")
+                        gloo = [np.fromfile(f"{prefix}_gloo{r}.raw", dtype="<f4")
+                                for r in range(workers)]
+                        for r in range(1, workers):
+                            self.assertEqual(differences(gloo[0], gloo[r]), "",
+                                             f"gloo rank 0 vs rank {r}")
+                        out = f"{prefix}_ringsim.safetensors"
+                        p = subprocess.run(
+                            [RINGSIM, "-w", str(workers), "-p", f"{prefix}_model.json",
+                             "--grads", f"{prefix}_g{{r}}.safetensors", "--op", "sum",
+                             "--algo", "gloo-ring", "--bucket-mb", "0", "--no-trace",
+                             "--out", out],
+                            capture_output=True, text=True, timeout=300)
+                        self.assertEqual(p.returncode, 0, p.stderr)
+                        self.assertEqual(differences(gloo[0], ringsim_st.read(out)["g"]),
+                                         "", f"W={workers} n={n}: gloo vs ringsim "
+                                         "gloo-ring")
+
+
+# ---- DDP -----------------------------------------------------------------
+
+MODELS = ("cnn", "mlp")
+
+
+def build(kind):
+    import torch
+    import torch.nn as nn
+    torch.manual_seed(0)
+    if kind == "cnn":  # 2970 parameters: one bucket
+        return (nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(),
+                              nn.Linear(8 * 6 * 6, 10)), (1, 8, 8))
+    # 3154442 parameters (12.6 MB): buckets of 2.1 MB and 10.5 MB at DDP's
+    # defaults, four at bucket_cap_mb=4
+    return (nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 1024),
+                          nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(),
+                          nn.Linear(512, 10)), (256,))
+
+
+def ddp_peer(rank, workers, cap_mb, d):
+    """For each model: this rank's local gradients (a copy, no DDP) and
+    DDP's averaged ones after backward 1 and 2, as safetensors."""
+    import torch.nn as nn
+    import torch
+    dist = init(rank, workers, d)
+    for kind in MODELS:
+        model, shape = build(kind)
+        local = copy.deepcopy(model)
+        g = torch.Generator().manual_seed(100 + rank)
+        x = torch.randn((8,) + shape, generator=g)
+        y = torch.randint(0, 10, (8,), generator=g)
+        nn.functional.cross_entropy(local(x), y).backward()
+        ringsim_st.write(os.path.join(d, f"{kind}_local{rank}.safetensors"),
+                         {n: p.grad.numpy() for n, p in local.named_parameters()})
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_mb)
+        for it in (1, 2):
+            for p in model.parameters():
+                p.grad = None
+            nn.functional.cross_entropy(ddp(x), y).backward()
+            ringsim_st.write(os.path.join(d, f"{kind}_ddp{it}_{rank}.safetensors"),
+                             {n: p.grad.numpy() for n, p in model.named_parameters()})
+    dist.destroy_process_group()
+
+
+class Ddp(unittest.TestCase):
+    def check(self, workers, cap_mb):
+        with tempfile.TemporaryDirectory() as d:
+            spawn(ddp_peer, workers, (workers, cap_mb, d))
+            for kind in MODELS:
+                model, _ = build(kind)
+                path = os.path.join(d, f"{kind}_model.json")
+                with open(path, "w") as f:
+                    json.dump({"params": [{"name": n, "shape": list(p.shape)}
+                                          for n, p in model.named_parameters()]}, f)
+                # iteration 2 (rebuilt buckets): --like ddp-gloo; iteration
+                # 1 (one bucket, model order): gloo-ring, pre-mul, one bucket
+                for it, args in ((2, ["--like", "ddp-gloo", "--bucket-mb", str(cap_mb)]),
+                                 (1, ["--algo", "gloo-ring", "--op", "avg", "--average",
+                                      "pre-mul", "--bucket-mb", "0"])):
+                    with self.subTest(model=kind, iteration=it):
+                        ddp = [ringsim_st.read(os.path.join(d, f"{kind}_ddp{it}_{r}.safetensors"))
+                               for r in range(workers)]
+                        out = os.path.join(d, f"{kind}_ringsim{it}.safetensors")
+                        p = subprocess.run(
+                            [RINGSIM, "-w", str(workers), "-p", path, "--grads",
+                             os.path.join(d, f"{kind}_local{{r}}.safetensors"),
+                             "--no-trace", "--json", "--out", out, *args],
+                            capture_output=True, text=True, timeout=300)
+                        self.assertEqual(p.returncode, 0, p.stderr)
+                        report = json.loads(p.stdout)
+                        if kind == "mlp" and it == 2:  # several buckets
+                            self.assertGreater(len(report["buckets"]), 1, report["buckets"])
+                        ours = ringsim_st.read(out)
+                        self.assertEqual(sorted(ours), sorted(ddp[0]))
+                        for name in ddp[0]:
+                            for r in range(workers):
+                                self.assertEqual(
+                                    differences(ddp[r][name].ravel(), ours[name].ravel()),
+                                    "", f"{kind} W={workers} iteration {it} {name}: "
+                                    f"DDP rank {r} vs ringsim {' '.join(args)}")
+
+    # ddp-1: W=3, DDP's default buckets (25 MiB, the first 1 MiB).
+    def test_w3(self):
+        self.check(3, 25)
+
+    # ddp-2: W=4, buckets of 4 MiB (DDP's bucket_cap_mb, ringsim's
+    # --bucket-mb): four for the MLP.
+    def test_w4(self):
+        self.check(4, 4)
+
+
+def main():
+    global RINGSIM
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_gloo.py RINGSIM [Gloo.test_name ...]")
+    RINGSIM = os.path.abspath(sys.argv[1])
+    try:
+        import torch.distributed  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"test_gloo.py: needs torch with torch.distributed (Debian's "
+                 f"python3-torch; scripts/deps.sh test installs it): {e}")
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+
+
+if __name__ == "__main__":
+    main()
