@@ -53,6 +53,9 @@ struct rs_mpi {
   MPI_Request *tell;
 };
 
+/* The run's MPI state (the run keeps it opaque). */
+static struct rs_mpi *ctx(const rs_run_t *run) { return run->mpi; }
+
 typedef struct mpi_edge {
   MPI_Comm comm;
   int peer; /* the other end's process */
@@ -188,15 +191,15 @@ void rs__mpi_close(rs_run_t *run) {
 }
 
 const char *rs__mpi_host(const rs_run_t *run, int proc) {
-  return run->mpi ? run->mpi->hosts[proc] : "";
+  return run->mpi ? ctx(run)->hosts[proc] : "";
 }
 
 int64_t rs__mpi_offset(const rs_run_t *run, int proc) {
-  return run->mpi ? run->mpi->offsets[proc] : 0;
+  return run->mpi ? ctx(run)->offsets[proc] : 0;
 }
 
 uint64_t rs__mpi_rtt(const rs_run_t *run, int proc) {
-  return run->mpi ? run->mpi->rtt_ns[proc] : 0;
+  return run->mpi ? ctx(run)->rtt_ns[proc] : 0;
 }
 
 /* ---- the transport --------------------------------------------------- */
@@ -614,10 +617,10 @@ static void recv_worker(rs_run_t *run, rs_worker_t *w, int from) {
     size_t n = s.events - at < EVENT_BATCH ? s.events - at : EVENT_BATCH;
     rs_event_t *into =
         buf->events && at + n <= buf->capacity ? buf->events + at : NULL;
-    rs_event_t *scratch = into ? NULL : malloc(n * sizeof *scratch);
-    MPI_Recv(into ? into : scratch, (int)(n * sizeof(rs_event_t)), MPI_BYTE,
+    rs_event_t *discard = into ? NULL : malloc(n * sizeof *discard);
+    MPI_Recv(into ? into : discard, (int)(n * sizeof(rs_event_t)), MPI_BYTE,
              from, TAG_EVENTS, m->coll, MPI_STATUS_IGNORE);
-    free(scratch); /* (no room: rank 0 does not trace) */
+    free(discard); /* (no room: rank 0 does not trace) */
     for (size_t i = 0; into && i < n; i++) {
       rs_event_t *ev = &into[i];
       ev->send_begin_ns = (uint64_t)((int64_t)ev->send_begin_ns + shift);
@@ -671,7 +674,7 @@ void rs__mpi_finish(rs_run_t *run) {
 
 int rs__mpi_all(rs_run_t *run, int ok) {
   int all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, run->mpi->coll);
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx(run)->coll);
   return all;
 }
 
@@ -791,6 +794,6 @@ void rs__mpi_reduce_sums(const rs_run_t *run, void *acc, void *amp, size_t len,
                   : op == RS_OP_PROD ? MPI_PROD
                                      : MPI_SUM;
   MPI_Op amp_op = op == RS_OP_PROD ? MPI_PROD : MPI_SUM;
-  MPI_Allreduce(MPI_IN_PLACE, acc, (int)len, type, acc_op, run->mpi->coll);
-  MPI_Allreduce(MPI_IN_PLACE, amp, (int)len, type, amp_op, run->mpi->coll);
+  MPI_Allreduce(MPI_IN_PLACE, acc, (int)len, type, acc_op, ctx(run)->coll);
+  MPI_Allreduce(MPI_IN_PLACE, amp, (int)len, type, amp_op, ctx(run)->coll);
 }

@@ -103,7 +103,7 @@ struct rs_run {
   char trace_errmsg[RS_ERRMSG_MAX];
   /* Over MPI (mpi_run.h): this process's rank of procs, and its workers
    * first_local .. local_end-1; one process: 0 of 1, all W. */
-  struct rs_mpi *mpi; /* NULL for one process */
+  void *mpi; /* mpi.c's own state (opaque here); NULL for one process */
   int proc, procs;
   int first_local, local_end;
 };

@@ -92,7 +92,7 @@ static const char *why_not_two(const char *name) {
 }
 
 /* One side: its options, model and, after its run, its result. */
-typedef struct side {
+typedef struct diff_side {
   options_t opt;
   const char *dtype_name; /* --dtype's value, or NULL: the model's */
   rs_model_t *model;
