@@ -4,9 +4,11 @@
  * own schedule (rs_run_element_order): why NCCL, gloo and MPI disagree.
  *
  * The options that differ are given once with two comma-separated values
- * (--algo ring,rd); every other option applies to both sides. Each side is
- * a real threaded run; worker 0's result of one is compared with worker
- * 0's result of the other (every worker holds the same bits).
+ * (--algo ring,rd); every other option applies to both sides. Two world
+ * sizes (--workers 4,8) share one global batch: L contributions, each
+ * worker of the smaller world folding its L/S of them locally first. Each side
+ * is a real threaded run; worker 0's result of one is compared with worker 0's
+ * result of the other (every worker holds the same bits).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ringsim/ringsim.h"
@@ -37,12 +40,18 @@ const char cli_diff_usage_text[] =
     "                      dtype, the same gradients rounded to it\n"
     "                      (generated or inline grads)\n"
     "  --bucket-mb A,B     DDP bucket caps in MiB\n"
+    "  -w, --workers A,B   two world sizes, one dividing the other, on one\n"
+    "                      global batch: L = max(A,B) contributions c0..\n"
+    "                      c{L-1} (the grads of L workers); each worker of\n"
+    "                      the smaller world S first folds its L/S\n"
+    "                      contiguous ones locally (op avg: their mean),\n"
+    "                      then the S workers all-reduce\n"
     "  --segment-bytes A,B, --slots A,B, --loop A,B\n"
     "                      (these never change a sum: the sides agree)\n"
     "Every other run option (ringsim --help) applies to both sides: -p, -w,\n"
     "--init, --seed, --grads, --op, --net, --direct, --timeout, ... Both\n"
-    "sides get the same gradients: --seed, --init, --grads, --params, --op\n"
-    "and --workers take one value. --out, --print, --explain, --trace,\n"
+    "sides get the same gradients: --seed, --init, --grads, --params and\n"
+    "--op take one value. --out, --print, --explain, --trace,\n"
     "--order-report and --inject do not apply (diff writes no trace).\n"
     "\n"
     "      --fail-on-diff  exit 1 when some element differs (as cmp does)\n"
@@ -73,23 +82,22 @@ static const char *why_not_two(const char *name) {
       {"grads", "the two sides would not get the same gradients"},
       {"op", "the two sides would compute two different reductions, not "
              "one in two orders"},
-      {"workers",
-       "the two sides would sum different sets of contributions (W "
-       "gradients against W' others), so no element of one is the same sum "
-       "as an element of the other in another order; compare at one world "
-       "size"},
   };
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     if (strcmp(name, fixed[i].name) == 0)
       return fixed[i].why;
-  static const char *const two[] = {
-      "algo",          "average", "dtype", "bucket-mb",
-      "segment-bytes", "slots",   "loop",  NULL};
+  static const char *const two[] = {"algo",      "average",       "dtype",
+                                    "bucket-mb", "segment-bytes", "slots",
+                                    "loop",      "workers",       NULL};
   for (int i = 0; two[i]; i++)
     if (strcmp(name, two[i]) == 0)
       return NULL;
   return "";
 }
+
+/* The most contributions whose orders are written out in a comparison of
+ * two world sizes (each worker's local fold expands into its own). */
+enum { MAX_CONTRIBS_WRITTEN = 64 };
 
 /* One side: its options, model and, after its run, its result. */
 typedef struct diff_side {
@@ -98,6 +106,13 @@ typedef struct diff_side {
   rs_model_t *model;
   rs_config_t config; /* measured once (--algo auto), then reused */
   int use_inline;
+  /* Two world sizes (--workers A,B): the larger one, L, is the number of
+   * contributions c_0..c_{L-1} (the gradients ringsim gives L workers);
+   * each of this side's workers first folds local of them, contiguous,
+   * locally (1: its own contribution, as in every other comparison). */
+  int contribs, local;
+  size_t at;           /* the element whose contributions to keep, */
+  double *at_contribs; /* there (NULL: none kept) */
   int status;
   void *result; /* worker 0's buffer, copied */
   char label[160];
@@ -352,15 +367,89 @@ static void operands(const rs_order_t *o, const rs_order_node_t *node,
   *second = swap ? node->left : node->right;
 }
 
-/* Node k of an order as an expression over g0..g{W-1}. */
-static void expr_text(const rs_order_t *o, int k, int top, char *buf,
-                      size_t size) {
+/* One worker's local fold of its k contributions c[0..k-1], left to right
+ * in the dtype, as gradient accumulation adds into .grad: each fold in
+ * float32 (f64: double), rounded to the dtype; for --op avg the last
+ * addition is divided by k in the same fold (written (a+b)/k, as the
+ * all-reduce's own mean). steps[j - 1] gets the value after folding c[j]
+ * (steps may be NULL). min, max and prod fold with their op. */
+static double local_fold(const double *c, int k, rs_op_t op, rs_dtype_t dtype,
+                         double *steps) {
+  if (dtype == RS_DTYPE_F64) {
+    double acc = c[0];
+    for (int j = 1; j < k; j++) {
+      double v = c[j];
+      acc = op == RS_OP_MIN                 ? (v < acc ? v : acc)
+            : op == RS_OP_MAX               ? (v > acc ? v : acc)
+            : op == RS_OP_PROD              ? acc * v
+            : op == RS_OP_AVG && j == k - 1 ? (acc + v) / (double)k
+                                            : acc + v;
+      if (steps)
+        steps[j - 1] = acc;
+    }
+    return acc;
+  }
+  float acc = (float)c[0];
+  for (int j = 1; j < k; j++) {
+    float v = (float)c[j];
+    acc = op == RS_OP_MIN                 ? (v < acc ? v : acc)
+          : op == RS_OP_MAX               ? (v > acc ? v : acc)
+          : op == RS_OP_PROD              ? acc * v
+          : op == RS_OP_AVG && j == k - 1 ? (acc + v) / (float)k
+                                          : acc + v;
+    acc = rs_dtype_round(dtype, acc);
+    if (steps)
+      steps[j - 1] = acc;
+  }
+  return acc;
+}
+
+/* How an order's leaves are written: worker R's gR; or, comparing two
+ * world sizes, worker R's local fold of the contributions c_{Rk} ..
+ * c_{Rk+k-1} (k = local; 1: the contribution cR itself), whose values are
+ * contribs[]. */
+typedef struct leaves {
+  int local; /* 0: gR */
+  const double *contribs;
+} leaves_t;
+
+/* Worker r's local fold up to its contribution upto (0..k-1) as text:
+ * c0, then (c0+c1), ((c0+c1)+c2), ...; the last fold of --op avg is
+ * (a+b)/k; top: without the outermost brackets of a sum. */
+static void local_text(const rs_order_t *o, const leaves_t *lv, int r, int upto,
+                       int top, char *buf, size_t size) {
+  const int k = lv->local, first = r * k;
+  char prev[2048];
+  snprintf(buf, size, "c%d", first);
+  for (int j = 1; j <= upto; j++) {
+    snprintf(prev, sizeof prev, "%s", buf);
+    if (o->op == RS_OP_MIN || o->op == RS_OP_MAX)
+      snprintf(buf, size, "%s(%s,c%d)", o->op == RS_OP_MIN ? "min" : "max",
+               prev, first + j);
+    else if (o->op == RS_OP_AVG && j == k - 1)
+      snprintf(buf, size, "(%s+c%d)/%d", prev, first + j, k);
+    else
+      snprintf(buf, size, top && j == upto ? "%s%s%s%d" : "(%s%s%s%d)", prev,
+               o->op == RS_OP_PROD ? "*" : "+", "c", first + j);
+  }
+}
+
+/* Node k of an order as an expression over g0..g{W-1}, or with lv over
+ * the contributions (lv may be NULL). */
+static void expr_text(const rs_order_t *o, const leaves_t *lv, int k, int top,
+                      char *buf, size_t size) {
   const rs_order_node_t *node = &o->nodes[k];
   if (node->worker >= 0) {
-    if (o->pre_divided)
-      snprintf(buf, size, "g%d/%d", node->worker, o->workers);
+    char leaf[2048];
+    if (lv && lv->local)
+      local_text(o, lv, node->worker, lv->local - 1, 0, leaf, sizeof leaf);
     else
-      snprintf(buf, size, "g%d", node->worker);
+      snprintf(leaf, sizeof leaf, "g%d", node->worker);
+    if (o->pre_divided)
+      snprintf(buf, size, lv && lv->local > 1 ? "(%s)/%d" : "%s/%d", leaf,
+               o->workers);
+    else
+      snprintf(buf, size, "%s", leaf);
     return;
   }
   size_t len = 2048;
@@ -373,8 +462,8 @@ static void expr_text(const rs_order_t *o, int k, int top, char *buf,
   }
   int first, second;
   operands(o, node, &first, &second);
-  expr_text(o, first, 0, l, len);
-  expr_text(o, second, 0, r, len);
+  expr_text(o, lv, first, 0, l, len);
+  expr_text(o, lv, second, 0, r, len);
   if (o->op == RS_OP_MIN || o->op == RS_OP_MAX)
     snprintf(buf, size, "%s(%s,%s)", o->op == RS_OP_MIN ? "min" : "max", l, r);
   else if (node->mean)
@@ -386,31 +475,110 @@ static void expr_text(const rs_order_t *o, int k, int top, char *buf,
   free(r);
 }
 
-/* The folds under node k, in the order they are computed (children first),
- * onto arr (JSON) or printed. */
-static void partials(const rs_order_t *o, int k, json_t *arr, FILE *out) {
-  const rs_order_node_t *node = &o->nodes[k];
-  if (node->worker >= 0)
-    return;
-  int first, second;
-  operands(o, node, &first, &second);
-  partials(o, first, arr, out);
-  partials(o, second, arr, out);
-  char text[4096], num[40];
-  expr_text(o, k, 1, text, sizeof text);
+/* One fold's text and value, onto arr (JSON) or printed. */
+static void partial(const char *text, double value, rs_dtype_t dtype,
+                    json_t *arr, FILE *out) {
+  char num[40];
   if (arr)
     json_array_append_new(
-        arr, json_pack("{s:s, s:f}", "expr", text, "value", node->value));
+        arr, json_pack("{s:s, s:f}", "expr", text, "value", value));
   if (out) {
-    number(node->value, o->dtype, num, sizeof num);
+    number(value, dtype, num, sizeof num);
     fprintf(out, "      %s = %s\n", text, num);
   }
+}
+
+/* The folds under node k, in the order they are computed (children first;
+ * with lv, a leaf's local folds too), onto arr (JSON) or printed. */
+static void partials(const rs_order_t *o, const leaves_t *lv, int k,
+                     json_t *arr, FILE *out) {
+  const rs_order_node_t *node = &o->nodes[k];
+  char text[4096];
+  if (node->worker >= 0) {
+    if (!lv || lv->local < 2)
+      return;
+    double steps[MAX_CONTRIBS_WRITTEN];
+    local_fold(lv->contribs + (size_t)node->worker * (size_t)lv->local,
+               lv->local, o->op, o->dtype, steps);
+    for (int j = 1; j < lv->local; j++) {
+      local_text(o, lv, node->worker, j, 1, text, sizeof text);
+      partial(text, steps[j - 1], o->dtype, arr, out);
+    }
+    return;
+  }
+  int first, second;
+  operands(o, node, &first, &second);
+  partials(o, lv, first, arr, out);
+  partials(o, lv, second, arr, out);
+  expr_text(o, lv, k, 1, text, sizeof text);
+  partial(text, node->value, o->dtype, arr, out);
 }
 
 typedef struct param_diff {
   uint64_t differing;
   double max_ulps, max_rel;
 } param_diff_t;
+
+/* Fill run's buffers as its config says (--grads, inline, generated). */
+static int fill_plain(const side_t *s, rs_run_t *run) {
+  if (s->opt.grads)
+    return rs_run_load_grads(run, s->opt.grads);
+  if (s->use_inline)
+    return rs_run_fill_inline(run);
+  return rs_run_fill(run, s->opt.init, s->opt.seed);
+}
+
+/* Fill side s's run: its own gradients; or, on the smaller of two world
+ * sizes, the L contributions made in a run of L workers (never executed),
+ * worker r given the local fold of c_{rk}..c_{rk+k-1}. The contributions
+ * to element s->at are kept in s->at_contribs if it is set. On error,
+ * errmsg says why. */
+static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
+  const rs_dtype_t dtype = rs_model_dtype(s->model);
+  const size_t elems = rs_model_elems(s->model);
+  rs_run_t *from = run;
+  double *c = NULL;
+  int status = RS_OK;
+  if (s->local > 1) {
+    rs_config_t config = s->config;
+    config.workers = s->contribs;
+    config.algo = RS_ALGO_RING; /* only its buffers are used */
+    if ((status = rs_run_create(&config, s->model, &from, errmsg)) != RS_OK)
+      return status;
+  }
+  if ((status = fill_plain(s, from)) != RS_OK) {
+    snprintf(errmsg, RS_ERRMSG_MAX, "%s", rs_run_errmsg(from));
+    goto done;
+  }
+  if (s->at_contribs)
+    for (int i = 0; i < s->contribs; i++)
+      s->at_contribs[i] = value_at(rs_run_buffer(from, i), dtype, s->at);
+  if (s->local == 1)
+    goto done;
+  if (!(c = malloc((size_t)s->local * sizeof *c))) {
+    snprintf(errmsg, RS_ERRMSG_MAX, "out of memory");
+    status = RS_ENOMEM;
+    goto done;
+  }
+  for (int r = 0; r < s->config.workers; r++) {
+    void *dst = rs_run_buffer(run, r);
+    for (size_t i = 0; i < elems; i++) {
+      for (int j = 0; j < s->local; j++)
+        c[j] = value_at(rs_run_buffer(from, r * s->local + j), dtype, i);
+      double v = local_fold(c, s->local, s->config.op, dtype, NULL);
+      if (dtype == RS_DTYPE_F64)
+        ((double *)dst)[i] = v;
+      else
+        ((float *)dst)[i] = (float)v;
+    }
+  }
+  rs_run_mark_filled(run);
+done:
+  free(c);
+  if (from != run)
+    rs_run_free(from);
+  return status;
+}
 
 /* One side's run: model, fill, execute; its worker 0's result copied.
  * Returns -1 to go on, or the exit status. keep: do not execute, leave the
@@ -423,19 +591,17 @@ static int run_side(side_t *s, rs_run_t **keep) {
     fprintf(stderr, "ringsim: %s: %s\n", s->label, err);
     return EXIT_USAGE;
   }
-  int status;
-  if (s->opt.grads)
-    status = rs_run_load_grads(run, s->opt.grads);
-  else if (s->use_inline)
-    status = rs_run_fill_inline(run);
-  else
-    status = rs_run_fill(run, s->opt.init, s->opt.seed);
+  int status = fill_side(s, run, err);
   if (status == RS_OK && keep) {
     *keep = run;
     return -1;
   }
-  if (status == RS_OK)
-    status = rs_run_execute(run);
+  if (status != RS_OK) {
+    fprintf(stderr, "ringsim: %s: %s\n", s->label, err);
+    rc = cli_exit_code(status);
+    goto done;
+  }
+  status = rs_run_execute(run);
   s->status = status;
   if (status != RS_OK && status != RS_ECHECK) {
     fprintf(stderr, "ringsim: %s: %s\n", s->label, rs_run_errmsg(run));
@@ -504,6 +670,35 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
     return cli_usage_error("%s", "diff: --dtype A,B with --grads: a "
                                  "safetensors file holds one dtype; use "
                                  "generated or inline grads");
+  /* Two world sizes: L contributions, grouped k = L/S to a worker on the
+   * smaller side. */
+  const int wa = s[0].opt.config.workers, wb = s[1].opt.config.workers;
+  const int sizes = wa != wb, big = wa > wb ? wa : wb;
+  char msg[RS_ERRMSG_MAX];
+  if (sizes && big % (wa < wb ? wa : wb)) {
+    snprintf(msg, sizeof msg,
+             "diff: --workers %d,%d: neither world size divides the other, so "
+             "the smaller world's workers cannot each take an equal share of "
+             "the %d contributions",
+             wa, wb, big);
+    return cli_usage_error("%s", msg);
+  }
+  for (int k = 0; k < 2; k++) {
+    s[k].contribs = big;
+    s[k].local = big / s[k].opt.config.workers;
+  }
+  if (sizes && s[0].opt.grads)
+    for (int r = 0; r < big; r++) {
+      char path[4096];
+      if (rs_grads_path(s[0].opt.grads, r, path, sizeof path) == RS_OK &&
+          access(path, R_OK) == 0)
+        continue;
+      snprintf(msg, sizeof msg,
+               "diff: --grads %.120s: no file for contribution %d (%.120s): "
+               "--workers %d,%d needs %d, one per worker of the larger world",
+               s[0].opt.grads, r, path, wa, wb, big);
+      return cli_usage_error("%s", msg);
+    }
   const int json = s[0].opt.json;
   /* The models, then each side's run. */
   for (int k = 0; k < 2; k++) {
@@ -523,7 +718,15 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
       rc = EXIT_USAGE;
       goto done;
     }
-    if (s[k].use_inline && inline_workers != o->config.workers) {
+    if (s[k].use_inline && sizes && inline_workers != big) {
+      fprintf(stderr,
+              "ringsim: %s: grads has %d entries but --workers %d,%d needs %d "
+              "(one per worker of the larger world)\n",
+              o->params, inline_workers, wa, wb, big);
+      rc = EXIT_USAGE;
+      goto done;
+    }
+    if (s[k].use_inline && !sizes && inline_workers != o->config.workers) {
       fprintf(stderr, "ringsim: %s: grads has %d entries but --workers is %d\n",
               o->params, inline_workers, o->config.workers);
       rc = EXIT_USAGE;
@@ -587,7 +790,19 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
   const char *region_word[2] = {NULL, NULL};
   rs_order_t *order[2] = {NULL, NULL};
   char order_err[2][RS_ERRMSG_MAX] = {"", ""};
+  leaves_t lv[2] = {{0, NULL}, {0, NULL}};
   for (int k = 0; k < 2 && differing; k++) {
+    if (sizes && big <= MAX_CONTRIBS_WRITTEN) {
+      s[k].at = worst;
+      s[k].at_contribs = calloc((size_t)big, sizeof(double));
+      if (!s[k].at_contribs) {
+        fprintf(stderr, "ringsim: out of memory\n");
+        rc = EXIT_RUN;
+        goto free_fresh;
+      }
+      lv[k].local = s[k].local;
+      lv[k].contribs = s[k].at_contribs;
+    }
     if ((rc = run_side(&s[k], &fresh[k])) >= 0)
       goto free_fresh;
     const int W = s[k].config.workers;
@@ -618,6 +833,10 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
       snprintf(order_err[k], sizeof order_err[k],
                "the orders are written out for 1 to 8 workers, not %d",
                s[k].config.workers);
+    else if (sizes && big > MAX_CONTRIBS_WRITTEN)
+      snprintf(order_err[k], sizeof order_err[k],
+               "the orders are written out for up to %d contributions, not %d",
+               MAX_CONTRIBS_WRITTEN, big);
     else
       rs_run_element_order(fresh[k], worst, &order[k], order_err[k]);
     rs_run_free(fresh[k]);
@@ -656,6 +875,7 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
                         "max_rel", pd[p].max_rel));
     }
     json_object_set_new(j, "sides", sides);
+    json_object_set_new(j, "contributions", json_integer(big));
     json_object_set_new(j, "compared", json_integer((json_int_t)elems));
     json_object_set_new(j, "differing", json_integer((json_int_t)differing));
     json_object_set_new(j, "differing_pct", json_real(pct));
@@ -691,18 +911,22 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
           continue;
         }
         char text[4096];
-        expr_text(o, o->root, 1, text, sizeof text);
+        expr_text(o, &lv[k], o->root, 1, text, sizeof text);
         json_t *inputs = json_array(), *parts = json_array();
-        for (int r = 0; r < o->workers; r++)
-          json_array_append_new(inputs, json_real(o->nodes[r].input));
-        partials(o, o->root, parts, NULL);
-        json_array_append_new(
-            orders,
+        for (int r = 0; r < (lv[k].local ? big : o->workers); r++)
+          json_array_append_new(
+              inputs,
+              json_real(lv[k].local ? lv[k].contribs[r] : o->nodes[r].input));
+        partials(o, &lv[k], o->root, parts, NULL);
+        json_t *jo =
             json_pack("{s:i, s:s, s:s, s:f, s:o, s:o, s:I, s:s?, s:i}", "side",
                       k, "algo", rs_algorithm_name(o->algo), "expr", text,
                       "value", o->nodes[o->root].value, "inputs", inputs,
                       "partials", parts, "bucket", (json_int_t)o->bucket,
-                      "region_word", o->region_word, "region", o->region));
+                      "region_word", o->region_word, "region", o->region);
+        if (lv[k].local)
+          json_object_set_new(jo, "local", json_integer(lv[k].local));
+        json_array_append_new(orders, jo);
       }
       el = json_pack("{s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:o}", "index",
                      (json_int_t)worst, "param", param->name, "param_index",
@@ -719,8 +943,13 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
   } else {
     char name[CLI_SAFE_MAX], num[40];
     printf("diff: %s", cli_safe(rs_model_name(m), name, sizeof name));
-    printf(", %d workers, %s\n", s[0].config.workers,
-           rs_op_name(s[0].config.op));
+    if (sizes)
+      printf(", %d contributions on %d and %d workers, %s\n", big,
+             s[0].config.workers, s[1].config.workers,
+             rs_op_name(s[0].config.op));
+    else
+      printf(", %d workers, %s\n", s[0].config.workers,
+             rs_op_name(s[0].config.op));
     for (int k = 0; k < 2; k++)
       printf("  %s  (%s, %s)\n", cli_safe(s[k].label, name, sizeof name),
              rs_algorithm_name(s[k].config.algo),
@@ -765,7 +994,7 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
           continue;
         }
         char text[4096];
-        expr_text(o, o->root, 1, text, sizeof text);
+        expr_text(o, &lv[k], o->root, 1, text, sizeof text);
         number(o->nodes[o->root].value, o->dtype, num, sizeof num);
         printf("  side %c (%s", k == 0 ? 'A' : 'B', rs_algorithm_name(o->algo));
         if (o->region_word)
@@ -774,11 +1003,14 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
           printf(", bucket %zu", o->bucket);
         printf("): %s = %s\n", text, num);
         printf("    with");
-        for (int r = 0; r < o->workers; r++) {
-          number(o->nodes[r].input, o->dtype, num, sizeof num);
-          printf(" g%d = %s%s", r, num, r + 1 < o->workers ? "," : "\n");
+        const int n_in = lv[k].local ? big : o->workers;
+        for (int r = 0; r < n_in; r++) {
+          number(lv[k].local ? lv[k].contribs[r] : o->nodes[r].input, o->dtype,
+                 num, sizeof num);
+          printf(" %c%d = %s%s", lv[k].local ? 'c' : 'g', r, num,
+                 r + 1 < n_in ? "," : "\n");
         }
-        partials(o, o->root, NULL, stdout);
+        partials(o, &lv[k], o->root, NULL, stdout);
       }
     }
   }
@@ -799,6 +1031,7 @@ done:
   for (int k = 0; k < 2; k++) {
     rs_model_free(s[k].model);
     free(s[k].result);
+    free(s[k].at_contribs);
   }
   return rc;
 }
