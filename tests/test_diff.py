@@ -105,8 +105,9 @@ def relative(a, b):
 def parse(expr):
     """The written order as a tree: ("g", r), ("div", node, W) for a leaf
     divided before the sum, ("+", left, right), ("mean", left, right, W) for
-    the last addition divided by W."""
-    tokens = re.findall(r"g\d+|/\d+|[()+]", expr)
+    the last addition divided by W. A leaf is gR (worker R's gradient) or,
+    comparing two world sizes, cR (contribution R)."""
+    tokens = re.findall(r"[gc]\d+|/\d+|[()+]", expr)
     assert "".join(tokens) == expr, "unexpected text in %r" % expr
     pos = [0]
 
@@ -127,7 +128,7 @@ def parse(expr):
             if peek() and peek().startswith("/"):
                 return ("mean", left, right, int(take()[1:]))
             return ("+", left, right)
-        assert t.startswith("g"), expr
+        assert t[0] in "gc", expr
         leaf = ("g", int(t[1:]))
         if peek() and peek().startswith("/"):
             return ("div", leaf, int(take()[1:]))
@@ -172,7 +173,7 @@ class Diff(unittest.TestCase):
         rng = np.random.default_rng(18)
         cls.inputs = {}
         sizes = [int(np.prod(p["shape"])) for p in PARAMS]
-        for w in (3, 4, 5):
+        for w in (3, 4, 5, 6, 8):
             flat = rng.standard_normal((w, sum(sizes))).astype(np.float32)
             cls.inputs[w] = flat
             for r in range(w):
@@ -355,8 +356,6 @@ class Diff(unittest.TestCase):
              "diff: --seed 1,2: the two sides would not get the same gradients"),
             (["-p", m, "--algo", "ring,rd", "--init", "normal,exact"],
              "diff: --init normal,exact: the two sides would not get the same gradients"),
-            (["-p", m, "-w", "4,8"], "diff: --workers 4,8: the two sides would sum "
-                                     "different sets of contributions"),
             (["-p", m, "--op", "sum,avg"], "diff: --op sum,avg: the two sides would "
                                            "compute two different reductions"),
             (["-p", m, "--algo", "ring,rd,tree"],
@@ -373,6 +372,137 @@ class Diff(unittest.TestCase):
             (["-p", os.path.join(self.dir, "missing.json"), "--algo", "ring,rd"],
              "missing.json"),
             (["--algo", "ring,rd"], "--params MODEL.json is required"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                rc, out, err = run("diff", *args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertTrue(err.startswith("ringsim: "), err)
+                self.assertIn(message, err)
+
+    def local_folds(self, contribs, workers, op):
+        """Each of the smaller world's workers' local fold of its L/S
+        contiguous contributions, in float32, left to right; for avg the
+        last addition divided by L/S (their mean)."""
+        f = np.float32
+        k = len(contribs) // workers
+        folds = []
+        for r in range(workers):
+            acc = contribs[r * k]
+            for j in range(1, k):
+                acc = (acc + contribs[r * k + j]).astype(f)
+                if op == "avg" and j == k - 1:
+                    acc = (acc / f(k)).astype(f)
+            folds.append(acc)
+        return folds
+
+    def grads_files(self, folds, name):
+        """folds[r] (flat, model order) written as worker r's safetensors."""
+        sizes = [int(np.prod(p["shape"])) for p in PARAMS]
+        for r, flat in enumerate(folds):
+            parts, off = {}, 0
+            for p, n in zip(PARAMS, sizes):
+                parts[p["name"]] = flat[off:off + n].reshape(p["shape"])
+                off += n
+            write_safetensors(os.path.join(self.dir, "%s_%d.safetensors" % (name, r)),
+                              parts)
+        return os.path.join(self.dir, name + "_{r}.safetensors")
+
+    # diff-5: two world sizes on one global batch (--workers A,B, one
+    # dividing the other), sum and avg: diff's counts, ULPs and per-chunk
+    # counts equal numpy's comparison of a plain L-worker run's --out with
+    # a plain S-worker run's on the local folds numpy made of the L
+    # contributions; each written order, over c0..c{L-1}, gives its side's
+    # bits.
+    def test_world_sizes_match_numpy(self):
+        cases = [(2, 4, "ring"), (4, 8, "ring"), (8, 4, "ring"), (3, 6, "linear"), (3, 6, "tree")]
+        for wa, wb, algo in cases:
+            for op in ("sum", "avg"):
+                with self.subTest(workers=(wa, wb), algo=algo, op=op):
+                    big, small = max(wa, wb), min(wa, wb)
+                    contribs = self.inputs[big]
+                    rc, out, err = run("diff", "-p", self.model, "-w", "%d,%d" % (wa, wb),
+                                       "--grads", self.grads(big), "--algo", algo,
+                                       "--op", op, "--json")
+                    self.assertEqual(rc, 0, err)
+                    report = json.loads(out)
+                    self.assertEqual(report["contributions"], big)
+                    self.assertEqual([sd["workers"] for sd in report["sides"]], [wa, wb])
+                    common = ["--algo", algo, "--op", op]
+                    large = self.out(big, common, "large.safetensors")
+                    folds = self.local_folds(list(contribs), small, op)
+                    local = self.grads_files(folds, "local%d" % small)
+                    smaller = self.out(small, common, "small.safetensors",
+                                       source=["--grads", local])
+                    outs = (smaller, large) if wa < wb else (large, smaller)
+                    differ, u = self.check_against_numpy(report, *outs)
+                    self.assertTrue(differ.any(), "two groupings of one sum")
+                    for k, w in enumerate((wa, wb)):
+                        if algo != "ring":
+                            continue
+                        sizes = [differ.size // w + (c < differ.size % w) for c in range(w)]
+                        bounds = np.concatenate([[0], np.cumsum(sizes)])
+                        want = [int(differ[bounds[c]:bounds[c + 1]].sum()) for c in range(w)]
+                        got = [r["differing"] for r in report["regions"] if r["side"] == k]
+                        self.assertEqual(got, [want])
+                    el = report["element"]
+                    i = el["index"]
+                    self.assertEqual(u[i], u.max())
+                    for k, order in enumerate(el["orders"]):
+                        w = (wa, wb)[k]
+                        self.assertEqual(order.get("local"), big // w)
+                        tree = parse(order["expr"])
+                        self.assertEqual(sorted(leaves(tree)), list(range(big)),
+                                         order["expr"])
+                        c = [np.float32(contribs[r][i]) for r in range(big)]
+                        self.assertEqual(order["inputs"], [float(x) for x in c])
+                        got = np.float32(evaluate(tree, c, np.float32))
+                        self.assertEqual(got.view(np.uint32),
+                                         np.float32(outs[k][i]).view(np.uint32),
+                                         "side %d: %s = %r, its --out holds %r"
+                                         % (k, order["expr"], float(got),
+                                            float(outs[k][i])))
+                        self.assertEqual(order["partials"][-1]["expr"], order["expr"])
+                        self.assertEqual(order["partials"][-1]["value"], float(outs[k][i]))
+                        if w == small and big // w > 1:
+                            # the local folds are listed with their values
+                            values = {p["expr"]: p["value"] for p in order["partials"]}
+                            for r in range(small):
+                                text = "c%d" % (r * (big // small))
+                                for j in range(1, big // small):
+                                    nxt = r * (big // small) + j
+                                    if op == "avg" and j == big // small - 1:
+                                        text = "(%s+c%d)/%d" % (text, nxt, big // small)
+                                    else:
+                                        text = "(%s+c%d)" % (text, nxt)
+                                top = text[1:-1] if text.endswith(")") else text
+                                self.assertIn(top if top in values else text, values)
+                                self.assertEqual(values.get(top, values.get(text)),
+                                                 float(folds[r][i]), text)
+
+    # diff-6: two world sizes refused (exit 2, one line, before anything
+    # runs) when neither divides the other, or when the grads given are not
+    # the larger world's L contributions.
+    def test_world_sizes_bad_usage(self):
+        m = self.model
+        inline = os.path.join(self.dir, "inline4.json")
+        with open(inline, "w") as f:
+            json.dump({"name": "x", "params": [{"name": "w", "shape": [2]}],
+                       "grads": [{"w": [1, 2]}, {"w": [3, 4]}, {"w": [5, 6]},
+                                 {"w": [7, 8]}]}, f)
+        cases = [
+            (["-p", m, "-w", "5,3"], "diff: --workers 5,3: neither world size divides "
+                                     "the other"),
+            (["-p", m, "-w", "4,6", "--algo", "ring,rd"],
+             "diff: --workers 4,6: neither world size divides the other"),
+            (["-p", m, "-w", "4,8", "--grads", self.grads(4)],
+             "diff: --grads %s: no file for contribution 4" % self.grads(4)),
+            (["-p", inline, "-w", "2,8"],
+             "grads has 4 entries but --workers 2,8 needs 8"),
+            (["-p", inline, "-w", "1,2"],
+             "grads has 4 entries but --workers 1,2 needs 2"),
         ]
         for args, message in cases:
             with self.subTest(args=args):
