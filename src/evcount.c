@@ -83,10 +83,10 @@ int rs__ev_cores_idle(void) {
   return n == 2 && cores > 0 && running - 1 < cores;
 }
 
-/* A yield that kept this thread off the core for longer than the whole
- * spin was meant to last: a thread outside this hand-off (another
- * process) had the core, and a thread that yields to it waits out its
- * time slice, while a sleeper woken by a signal preempts it. Sleep at once
+/* A yield that kept this thread off the core for longer than
+ * RS_EV_BACKOFF_AFTER_NS (ten times the whole spin): a thread outside this
+ * run (another process) had the core, and a thread that yields to it waits out
+ * its time slice, while a sleeper woken by a signal preempts it. Sleep at once
  * for a while, twice as long each time it happens again (never shorter:
  * a process that took the cores once will take them again). */
 static void back_off(rs_ev_spin_t *spin, uint64_t now) {
@@ -116,7 +116,7 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
     if (now < spin_until) {
       sched_yield();
       uint64_t after = rs__now_ns();
-      if (after - now > RS_EV_SPIN_NS) {
+      if (after - now > RS_EV_BACKOFF_AFTER_NS) {
         if (spin)
           back_off(spin, after);
         spin_until = 0; /* sleep from now on */

@@ -74,9 +74,9 @@ typedef struct rs_ev_spin {
  * was false when the deadline passed). ready must read only atomics; it is
  * called after each read of the word. For the first spin_ns it yields the
  * core between looks (sched_yield) instead of sleeping. A yield that
- * alone takes longer than RS_EV_SPIN_NS ends the spin, and, with spin
- * (the waiter's memory; NULL: none), backs the waiter off: no spinning
- * for 1 ms, then 2, 4, ... up to 1 s while it keeps happening. */
+ * alone takes longer than RS_EV_BACKOFF_AFTER_NS ends the spin, and, with
+ * spin (the waiter's memory; NULL: none), backs the waiter off: no
+ * spinning for 1 ms, then 2, 4, ... up to 1 s while it keeps happening. */
 int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
                  uint64_t deadline_ns, uint64_t spin_ns, rs_ev_spin_t *spin);
 
@@ -85,6 +85,13 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
  * enough that 256 workers on 2 cores waste little (docs/performance.md,
  * "Hand-offs"). */
 #define RS_EV_SPIN_NS 20000u
+
+/* A yield longer than this means another process held the core (its time
+ * slice: milliseconds), not a worker of this run doing its step (tens of
+ * microseconds when workers outnumber the cores): back off. At 20 us, the
+ * spin's own length, sibling workers tripped it and W=4 at 8 B took twice
+ * as long (docs/performance.md, "Hand-offs"). */
+#define RS_EV_BACKOFF_AFTER_NS 200000u
 
 /* Are the cores free for us: fewer threads runnable right now, in the
  * whole machine (/proc/loadavg), than cores? Only then does a run spin:
