@@ -356,27 +356,38 @@ static void say_owners(narr_t *x, const char *phase) {
   say(x, ".\n");
 }
 
-/* The ring (algo/ring.h): W-1 steps of reduce-scatter, W-1 of all-gather,
- * every worker sending one chunk to the next in each. */
-static void explain_ring(narr_t *x, int mean) {
+/* A ring's direction: which chunk worker r sends at a step, to whom, and
+ * how the narration says it. */
+typedef struct ring_way {
+  int (*send_chunk)(int workers, int rank, rs_phase_t phase, int step);
+  int (*next)(int workers, int rank);
+  const char *sends; /* "every worker <sends> and folds ..." */
+  const char *from;  /* after "the chunk it receives" */
+} ring_way_t;
+
+/* A ring's two phases: W-1 steps of reduce-scatter, W-1 of all-gather,
+ * every worker sending one chunk along way in each. */
+static void ring_phases(narr_t *x, int mean, const ring_way_t *way) {
   const int W = x->W;
   char title[64];
   for (int phase = 0; phase < 2; phase++) {
     rs_phase_t ph = (rs_phase_t)phase;
     const int rs = ph == RS_PHASE_REDUCE_SCATTER;
     say(x,
-        "\n%s: %d step%s; in each, every worker sends one chunk to "
-        "the next worker and %s the chunk it receives.\n",
+        "\n%s: %d step%s; in each, every worker %s and %s the chunk it "
+        "receives%s.\n",
         rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
-        rs ? words_of(x->op)->fold_phrase : "copies over its own copy");
+        way->sends,
+        rs ? words_of(x->op)->fold_phrase : "copies over its own copy",
+        way->from);
     for (int step = 0; step < W - 1; step++) {
       step_begin(x);
       for (int r = 0; r < W; r++) {
-        int c = rs__ring_send_chunk(W, r, ph, step);
+        int c = way->send_chunk(W, r, ph, step);
         rs_recv_action_t action = !rs                     ? RS_RECV_COPY
                                   : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
                                                           : RS_RECV_REDUCE;
-        send(x, r, rs__ring_next(W, r), c, c + 1, action);
+        send(x, r, way->next(W, r), c, c + 1, action);
       }
       snprintf(title, sizeof title, "%s step %d",
                rs ? "reduce-scatter" : "all-gather", step);
@@ -385,47 +396,31 @@ static void explain_ring(narr_t *x, int mean) {
     if (rs)
       say_owners(x, "reduce-scatter");
   }
+}
+
+/* The ring (algo/ring.h): every worker sends to the next. */
+static void explain_ring(narr_t *x, int mean) {
+  static const ring_way_t way = {rs__ring_send_chunk, rs__ring_next,
+                                 "sends one chunk to the next worker", ""};
+  ring_phases(x, mean, &way);
   say(x,
       "\nEvery worker now holds every chunk %s all %d "
       "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
       "its buffer.\n",
-      words_of(x->op)->result, W, 2 * (W - 1), 2 * (W - 1));
+      words_of(x->op)->result, x->W, 2 * (x->W - 1), 2 * (x->W - 1));
 }
 
 /* gloo's ring (algo/gloo_ring.h): the ring the other way round, each chunk
  * starting at the worker below its owner. */
 static void explain_gloo_ring(narr_t *x, int mean) {
-  const int W = x->W;
-  char title[64];
-  for (int phase = 0; phase < 2; phase++) {
-    rs_phase_t ph = (rs_phase_t)phase;
-    const int rs = ph == RS_PHASE_REDUCE_SCATTER;
-    say(x,
-        "\n%s: %d step%s; in each, every worker r sends one chunk to "
-        "worker r-1 (gloo's direction) and %s the chunk it receives from "
-        "r+1.\n",
-        rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
-        rs ? words_of(x->op)->fold_phrase : "copies over its own copy");
-    for (int step = 0; step < W - 1; step++) {
-      step_begin(x);
-      for (int r = 0; r < W; r++) {
-        int c = rs__gloo_send_chunk(W, r, ph, step);
-        rs_recv_action_t action = !rs                     ? RS_RECV_COPY
-                                  : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
-                                                          : RS_RECV_REDUCE;
-        send(x, r, rs__gloo_next(W, r), c, c + 1, action);
-      }
-      snprintf(title, sizeof title, "%s step %d",
-               rs ? "reduce-scatter" : "all-gather", step);
-      step_end(x, title);
-    }
-    if (rs)
-      say_owners(x, "reduce-scatter");
-  }
+  static const ring_way_t way = {
+      rs__gloo_send_chunk, rs__gloo_next,
+      "r sends one chunk to worker r-1 (gloo's direction)", " from r+1"};
+  ring_phases(x, mean, &way);
   say(x,
       "\nEvery worker now holds every chunk %s all %d workers, in gloo's "
       "order: chunk c summed from worker c-1 down to worker c.\n",
-      words_of(x->op)->result, W);
+      words_of(x->op)->result, x->W);
 }
 
 /* The fold-in's and fold-out's explanation, shared by rd and rhd. */
