@@ -154,6 +154,14 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
            "auto",
            o, value);
     config->algo = (rs_algorithm_t)algo;
+  } else if (is_option(o, "like")) {
+    /* The command's --like ddp-gloo (docs/ddp.md). */
+    if (strcmp(value, "ddp-gloo"))
+      FAIL("%.64s '%.100s': expected ddp-gloo", o, value);
+    config->algo = RS_ALGO_GLOO_RING;
+    config->op = RS_OP_AVG;
+    config->average_pre = RS_AVERAGE_PRE_MUL;
+    config->ddp_layout = 1;
   } else if (is_option(o, "bucket-mb")) {
     if (parse_double(value, &d) || !(d >= 0 && d <= 1048576))
       FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,

@@ -213,6 +213,8 @@ class PyApi(unittest.TestCase):
               "bucket_mb": 0.0002},
              ("--net", "latency=50us,bandwidth=1GB/s", "--algo", "auto",
               "--bucket-mb", "0.0002")),
+            ({"like": "ddp-gloo", "bucket_mb": 0.0002},
+             ("--like", "ddp-gloo", "--bucket-mb", "0.0002")),
         ]
         for options, argv in cases:
             for dtype in (torch.float32, torch.float16):
@@ -369,6 +371,10 @@ class PyApi(unittest.TestCase):
             ({"inject": "explode"}, "inject 'explode': expected "
                                     "KIND:worker=N,step=S"),
             ({"net": "latency=fast"}, "latency"),
+            ({"like": "ddp"}, "like 'ddp': expected ddp-gloo"),
+            ({"like": "ddp-gloo", "algo": "rd"}, "like='ddp-gloo' sets algo "
+             "gloo-ring, op avg and average pre-mul; give none of them"),
+            ({"like": "ddp-gloo", "direct": True}, "direct"),
         ]
         for kwargs, message in options:
             with self.subTest(kwargs=kwargs):

@@ -770,8 +770,9 @@ const rs_config_t *rs_run_config(const rs_run_t *run);
 rs_config_t *rs_config_new(void);
 void rs_config_free(rs_config_t *config);
 /* Set one option of config from text, by the command's long option name
- * ("bucket-mb", or "bucket_mb"): workers, op, average (pre, post), algo,
- * bucket-mb, segment-bytes (a plain number of bytes), slots, timeout
+ * ("bucket-mb", or "bucket_mb"): workers, op, average (pre, post,
+ * pre-mul), algo, like (ddp-gloo: sets algo, op, average and DDP's bucket
+ * layout, as --like does), bucket-mb, segment-bytes (a plain number of bytes), slots, timeout
  * (seconds), loop (steps, slices), checksum, direct, order-report (true,
  * false, 1, 0), inject (adds a fault, as --inject), net, link, straggler
  * (as --net, --link, --straggler), reduce-rate, and traced (the config's

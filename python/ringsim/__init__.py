@@ -275,7 +275,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
               bucket_mb=None, segment_bytes=None, slots=None, timeout=None,
               loop=None, direct=False, checksum=False, order_report=False,
               net=None, link=None, straggler=None, reduce_rate=None,
-              inject=None, trace=None, model_name="python"):
+              inject=None, trace=None, model_name="python", like=None):
     """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
     worker; same names, shapes and dtype in every dict; torch tensors or
     numpy arrays of float32, float64, float16 or bfloat16) on W threads as
@@ -298,7 +298,9 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
     a SQLite trace to append the run to); model_name names the model in the
-    report and the trace.
+    report and the trace; like="ddp-gloo" is PyTorch 1.13's DDP on gloo, bit
+    for bit (algo gloo-ring, average pre-mul and DDP's bucket layout, as
+    --like ddp-gloo; give no op, algo or average with it).
 
     Raises TypeError when worker_grads is not a list of dicts of tensors;
     ValueError (with ringsim's one-line message) for empty input, names,
@@ -311,28 +313,33 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     lib = _lib.load()
     workers, names = _read_inputs(worker_grads)
     W = len(workers)
-    like = workers[0]
-    dtype_name, _, buf_size, rs_dtype = _DTYPES[like[0].dtype]
+    first = workers[0]
+    dtype_name, _, buf_size, rs_dtype = _DTYPES[first[0].dtype]
     if average not in (None, "post") and op != "avg":
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
+    if like is not None:
+        if (op, algo, average) != ("avg", "ring", "post"):
+            raise ValueError(f"like={like!r} sets algo gloo-ring, op avg and "
+                             "average pre-mul; give none of them with it")
+        algo = "gloo-ring"  # for its segments below; the run sets the rest
     if algo == "gloo-ring" and segment_bytes is None:
         segment_bytes = 1 << 20  # gloo's largest segment, as the command's
-    options = {"op": op, "algo": algo,
-               "average": average if op == "avg" else None,
-               "bucket_mb": bucket_mb, "segment_bytes": segment_bytes,
-               "slots": slots, "timeout": timeout, "loop": loop,
-               "direct": direct, "checksum": checksum,
-               "order_report": order_report, "net": net, "link": link,
-               "straggler": straggler, "reduce_rate": reduce_rate,
-               "inject": inject}
+    options = {"like": like} if like is not None else {
+        "op": op, "algo": algo, "average": average if op == "avg" else None}
+    options.update({
+        "bucket_mb": bucket_mb, "segment_bytes": segment_bytes, "slots": slots,
+        "timeout": timeout, "loop": loop, "direct": direct,
+        "checksum": checksum, "order_report": order_report, "net": net,
+        "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
+        "inject": inject})
     settings, argv = _settings(W, options)
     if trace is not None:
         trace = os.fspath(trace)
         settings.append(("traced", "true"))
     model = {"name": str(model_name),
              "params": [{"name": n, "shape": list(t.shape), "dtype": dtype_name}
-                        for n, t in zip(names, like)]}
+                        for n, t in zip(names, first)]}
     err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
 
     def fail(exc, code=None):
@@ -410,7 +417,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         held = {}
         base = lib.rs_run_buffer(run, 0)
         offset = 0
-        for name, t in zip(names, like):
+        for name, t in zip(names, first):
             out, ptr = _new_output(t)
             if t.elems:
                 lib.rs_dtype_pack(rs_dtype, ptr, base + offset * buf_size,
@@ -425,7 +432,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
                              for v in out.reshape(-1).tolist()]
                       for name, out in held.items()}
         report = _report.build(
-            facts, str(model_name), dtype_name, _DTYPES[like[0].dtype][1],
+            facts, str(model_name), dtype_name, _DTYPES[first[0].dtype][1],
             "given by Python (ringsim.allreduce)", trace, values)
         if status != _RS_OK:
             raise RunError(message, report)
