@@ -17,6 +17,9 @@ import unittest
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import ringsim_st  # noqa: E402
+
 RINGSIM = None
 
 # Two params, 208 elements: enough for thousands of differing sums across
@@ -30,19 +33,18 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-def write_safetensors(path, tensors):
-    """f32 tensors, written here apart from ringsim's writer."""
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        data = np.ascontiguousarray(t, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+def write_grads(pattern, rows):
+    """rows[r] (flat f32, model order) as worker r's safetensors file,
+    pattern with {r} replaced by r; returns pattern (tools/ringsim_st.py
+    writes the format apart from ringsim's C writer)."""
+    sizes = [int(np.prod(p["shape"])) for p in PARAMS]
+    for r, flat in enumerate(rows):
+        parts, off = {}, 0
+        for p, n in zip(PARAMS, sizes):
+            parts[p["name"]] = flat[off:off + n].reshape(p["shape"])
+            off += n
+        ringsim_st.write(pattern.replace("{r}", str(r)), parts)
+    return pattern
 
 
 def read_flat(path):
@@ -176,13 +178,7 @@ class Diff(unittest.TestCase):
         for w in (3, 4, 5, 6, 8):
             flat = rng.standard_normal((w, sum(sizes))).astype(np.float32)
             cls.inputs[w] = flat
-            for r in range(w):
-                parts, off = {}, 0
-                for p, n in zip(PARAMS, sizes):
-                    parts[p["name"]] = flat[r, off:off + n].reshape(p["shape"])
-                    off += n
-                write_safetensors(os.path.join(cls.dir, "w%d_%d.safetensors" % (w, r)),
-                                  parts)
+            write_grads(os.path.join(cls.dir, "w%d_{r}.safetensors" % w), flat)
 
     @classmethod
     def tearDownClass(cls):
@@ -400,15 +396,7 @@ class Diff(unittest.TestCase):
 
     def grads_files(self, folds, name):
         """folds[r] (flat, model order) written as worker r's safetensors."""
-        sizes = [int(np.prod(p["shape"])) for p in PARAMS]
-        for r, flat in enumerate(folds):
-            parts, off = {}, 0
-            for p, n in zip(PARAMS, sizes):
-                parts[p["name"]] = flat[off:off + n].reshape(p["shape"])
-                off += n
-            write_safetensors(os.path.join(self.dir, "%s_%d.safetensors" % (name, r)),
-                              parts)
-        return os.path.join(self.dir, name + "_{r}.safetensors")
+        return write_grads(os.path.join(self.dir, name + "_{r}.safetensors"), folds)
 
     # diff-5: two world sizes on one global batch (--workers A,B, one
     # dividing the other), sum and avg: diff's counts, ULPs and per-chunk
