@@ -1,4 +1,5 @@
-/* test.h - cmocka needs these headers first, in this order. */
+/* test.h - cmocka needs these headers first, in this order; then what
+ * several tests share. */
 #ifndef RINGSIM_TEST_H
 #define RINGSIM_TEST_H
 
@@ -9,6 +10,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 // clang-format on
+#include <string.h>
+
+#include "ringsim/ringsim.h"
 
 /* The matrices' large element count: a million and three, or, under a
  * sanitizer (ten to twenty times slower; the threads and memory it checks
@@ -31,5 +35,18 @@
 #ifndef RS_TEST_TSAN
 #define RS_TEST_TSAN 0
 #endif
+
+/* A network model from --net's and --reduce-rate's text (reduce may be
+ * NULL); the test fails on text the parser refuses. */
+static inline rs_netmodel_t net_of(const char *spec, const char *reduce) {
+  rs_netmodel_t net;
+  memset(&net, 0, sizeof net);
+  char err[RS_ERRMSG_MAX];
+  if (rs_netmodel_parse(spec, &net, err))
+    fail_msg("%s", err);
+  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
+    fail_msg("%s", err);
+  return net;
+}
 
 #endif /* RINGSIM_TEST_H */

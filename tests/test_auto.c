@@ -7,17 +7,6 @@
 
 #include "ringsim/ringsim.h"
 
-static rs_netmodel_t net_of(const char *spec, const char *reduce) {
-  rs_netmodel_t net;
-  memset(&net, 0, sizeof net);
-  char err[RS_ERRMSG_MAX];
-  if (rs_netmodel_parse(spec, &net, err))
-    fail_msg("%s", err);
-  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
-    fail_msg("%s", err);
-  return net;
-}
-
 /* auto-1: for many networks, W, sizes and sets of eligible algorithms, the
  * choice is the eligible algorithm with the smallest prediction, the lower
  * one on a tie, and the predictions it reports are predict's. */

@@ -47,17 +47,6 @@ static uint64_t threaded_sim(const rs_netmodel_t *net, int W, size_t elems,
   return sim;
 }
 
-static rs_netmodel_t net_of(const char *spec, const char *reduce) {
-  rs_netmodel_t net;
-  memset(&net, 0, sizeof net);
-  char err[RS_ERRMSG_MAX];
-  if (rs_netmodel_parse(spec, &net, err))
-    fail_msg("%s", err);
-  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
-    fail_msg("%s", err);
-  return net;
-}
-
 /* net-1: units: ns/us/ms/s; B/s, KB/s ... GB/s (10^3), GiB/s (2^30), Gbps. */
 static void test_parsing(void **state) {
   (void)state;
