@@ -779,7 +779,8 @@ void rs_config_free(rs_config_t *config);
  * field: the run will have a trace). On error (RS_EINVAL) the config is
  * unchanged, but for a half-parsed net, link or straggler, and errmsg holds
  * one line naming the option, the value and what was expected. Checks
- * across options (average applies to op avg only) are the caller's. */
+ * across options (average applies to op avg only) are the caller's. The
+ * command parses these options through it too, so both say the same. */
 int rs_config_set(rs_config_t *config, const char *option, const char *value,
                   char *errmsg);
 /* A fault as --inject writes it, KIND:key=value,... (crash, stall, corrupt,

@@ -5,7 +5,6 @@
  */
 #include "cli.h"
 #include "ringsim/ringsim.h"
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -255,13 +254,23 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
     case OPT_OUT:
       o->out = optarg;
       break;
-    case OPT_OP: {
-      int op = rs_op_parse(optarg);
-      if (op < 0)
-        return cli_usage_error("--op '%s': expected sum, avg, min, max or "
-                               "prod",
-                               optarg);
-      o->config.op = (rs_op_t)op;
+    case OPT_OP:
+    case OPT_AVERAGE:
+    case OPT_SLOTS:
+    case OPT_TIMEOUT:
+    case OPT_LOOP:
+    case OPT_BUCKET_MB:
+    case OPT_INJECT:
+    case OPT_NET:
+    case OPT_LINK:
+    case OPT_STRAGGLER:
+    case OPT_REDUCE_RATE: {
+      /* The library parses these, as it does the Python package's
+       * options: one parser and one message for both. */
+      char err[RS_ERRMSG_MAX];
+      if (rs_config_set(&o->config, option_name(opt), optarg, err))
+        return cli_usage_error(strncmp(err, "--", 2) ? "--%s" : "%s", err);
+      o->average_given |= opt == OPT_AVERAGE;
       break;
     }
     case OPT_ORDER_REPORT:
@@ -271,18 +280,6 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
       if (strcmp(optarg, "ddp-gloo"))
         return cli_usage_error("--like '%s': expected ddp-gloo", optarg);
       break;
-    case OPT_AVERAGE:
-      if (strcmp(optarg, "pre") && strcmp(optarg, "post") &&
-          strcmp(optarg, "pre-mul"))
-        return cli_usage_error("--average '%s': expected pre, post or "
-                               "pre-mul",
-                               optarg);
-      o->config.average_pre = strcmp(optarg, "pre") == 0 ? RS_AVERAGE_PRE
-                              : strcmp(optarg, "pre-mul") == 0
-                                  ? RS_AVERAGE_PRE_MUL
-                                  : RS_AVERAGE_POST;
-      o->average_given = 1;
-      break;
     case OPT_SEGMENT_BYTES:
       if (cli_parse_bytes(optarg, &o->config.segment_bytes) ||
           o->config.segment_bytes < RS_MIN_SEGMENT_BYTES ||
@@ -291,18 +288,6 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
             "--segment-bytes '%s': expected a size from " CLI_MIN_SEGMENT_TEXT
             " to 1G",
             optarg);
-      break;
-    case OPT_SLOTS:
-      if (cli_parse_long(optarg, 1, RS_MAX_SLOTS, &v))
-        return cli_usage_error(
-            "--slots '%s': expected an integer in 1.." CLI_MAX_SLOTS_TEXT,
-            optarg);
-      o->config.slots = (int)v;
-      break;
-    case OPT_TIMEOUT:
-      if (cli_parse_seconds(optarg, &o->config.timeout_s))
-        return cli_usage_error("--timeout '%s': expected seconds in (0, 1e6]",
-                               optarg);
       break;
     case OPT_PRINT:
       o->print_values = 1;
@@ -316,39 +301,6 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
     case OPT_NO_TRACE:
       o->no_trace = 1;
       break;
-    case OPT_INJECT:
-      if (o->config.fault_count == RS_MAX_FAULTS)
-        return cli_usage_error("--inject: at most %s faults", "16");
-      if (rs_fault_parse(optarg, &o->config.faults[o->config.fault_count]))
-        return cli_usage_error(
-            "--inject '%s': expected KIND:worker=N,step=S[,ms=M] "
-            "with KIND crash, stall (needs ms), corrupt, drop "
-            "or dup",
-            optarg);
-      o->config.fault_count++;
-      break;
-    case OPT_CHECKSUM:
-      o->config.checksum = 1;
-      break;
-    case OPT_NET:
-    case OPT_LINK:
-    case OPT_STRAGGLER: {
-      char err[RS_ERRMSG_MAX];
-      rs_netmodel_t *net = &o->config.net;
-      int rc = opt == OPT_NET ? rs_netmodel_parse(optarg, net, err)
-               : opt == OPT_LINK
-                   ? rs_netmodel_parse_link(optarg, net, err)
-                   : rs_netmodel_parse_straggler(optarg, net, err);
-      if (rc)
-        return cli_usage_error("%s", err);
-      break;
-    }
-    case OPT_REDUCE_RATE: {
-      char err[RS_ERRMSG_MAX];
-      if (rs_netmodel_parse_rate(optarg, &o->config.net.reduce_rate, err))
-        return cli_usage_error("--reduce-rate %s", err);
-      break;
-    }
     case OPT_EXPLAIN:
       o->explain = 1;
       break;
@@ -357,25 +309,11 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
         return cli_usage_error("--transport '%s': expected shm or mpi", optarg);
       o->config.mpi = strcmp(optarg, "mpi") == 0;
       break;
-    case OPT_BUCKET_MB: {
-      char *end;
-      errno = 0;
-      double mb = strtod(optarg, &end);
-      if (errno || end == optarg || *end || !(mb >= 0 && mb <= 1048576))
-        return cli_usage_error("--bucket-mb '%s': expected MiB from 0 (one "
-                               "bucket) to 1048576",
-                               optarg);
-      o->config.bucket_bytes = (size_t)(mb * 1048576.0);
-      if (mb > 0 && o->config.bucket_bytes < sizeof(float))
-        o->config.bucket_bytes = sizeof(float);
-      break;
-    }
     case OPT_DIRECT:
       o->config.direct = 1;
       break;
-    case OPT_LOOP:
-      if (cli_parse_loop(optarg, &o->config.slices))
-        return cli_usage_error("--loop '%s': expected steps or slices", optarg);
+    case OPT_CHECKSUM:
+      o->config.checksum = 1;
       break;
     case OPT_ALGO: {
       int algo = rs_algorithm_parse(optarg);
