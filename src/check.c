@@ -687,6 +687,8 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
       ratio = differs ? INFINITY : 0.0;
     else
       ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
+    if (isnan(ratio)) /* a NaN result: never within a bound */
+      ratio = INFINITY;
     c->differing += (uint64_t)differs;
     c->wrong += (uint64_t)(ratio > 1.0);
     if (fixed_of) {

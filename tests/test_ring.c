@@ -1,7 +1,7 @@
 /* test_ring.c - the whole all-reduce through the library: results against
  * an independent reference, the ring's invariants, failures.
  *
- *   test_ring            the named cases (ring-1 ... ring-19)
+ *   test_ring            the named cases (ring-1 ... ring-20)
  *   test_ring matrix W   the input matrix for W workers (ring-0.W)
  */
 #include "test.h"
@@ -1099,6 +1099,69 @@ static void test_fast_check_is_the_general_one(void **state) {
   rs_model_free(m);
 }
 
+/* Check a run's result again, as its first check did (on a fresh
+ * result). */
+static void check_again(rs_run_t *run) {
+  run->result.status = RS_OK;
+  run->result.max_abs_err = run->result.bound = run->result.worst_ratio = 0;
+  rs__check_result(run);
+}
+
+/* Set element at of the result to value in the workers from first_worker
+ * on, check again and expect the check to fail saying want; then put the
+ * result back, and expect it to pass. */
+static void expect_caught(rs_run_t *run, int first_worker, size_t at,
+                          float value, const char *want) {
+  const int W = rs_run_config(run)->workers;
+  float saved = f32_buffer(run, 0)[at];
+  for (int w = first_worker; w < W; w++)
+    f32_buffer(run, w)[at] = value;
+  check_again(run);
+  const rs_result_t *res = rs_run_result(run);
+  if (res->status != RS_ECHECK || !strstr(rs_run_errmsg(run), want))
+    fail_msg("element %zu set to %g in workers %d..%d: status %d (\"%s\"), "
+             "expected %d saying \"%s\"",
+             at, (double)value, first_worker, W - 1, res->status,
+             rs_run_errmsg(run), RS_ECHECK, want);
+  for (int w = first_worker; w < W; w++)
+    f32_buffer(run, w)[at] = saved;
+  check_again(run);
+  assert_int_equal(rs_run_result(run)->status, RS_OK);
+}
+
+/* ring-20: a wrong result is caught by the check of generated inputs made
+ * again after the run, in the fast loops and the general one: a result a
+ * little beyond its bound, a NaN (in the middle of a param: nothing later
+ * may hide it), one worker differing by one ulp; exact inputs off by one
+ * step. */
+static void test_wrong_result_is_caught(void **state) {
+  (void)state;
+  rs_model_t *m = odd_model(RS_DTYPE_F32);
+  const size_t at = 3 + 5000; /* "b", element 5000, in the third block */
+  for (int init = 0; init < 2; init++)
+    for (int general = 0; general < 2; general++) {
+      char err[RS_ERRMSG_MAX];
+      rs_config_t cfg;
+      rs_config_init(&cfg);
+      cfg.workers = 4;
+      rs_run_t *run;
+      assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+      run->check_general = general;
+      assert_int_equal(
+          rs_run_fill(run, init ? RS_INIT_EXACT : RS_INIT_NORMAL, 3), RS_OK);
+      assert_int_equal(rs_run_execute(run), RS_OK);
+      float v = f32_buffer(run, 0)[at];
+      const char *outside = "outside the error bound";
+      expect_caught(run, 0, at, init ? v + 0.0625f : v * (1 + 0x1p-10f),
+                    outside);
+      expect_caught(run, 0, at, NAN, outside);
+      expect_caught(run, 3, at, nextafterf(v, INFINITY),
+                    "do not hold identical results");
+      rs_run_free(run);
+    }
+  rs_model_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -1128,6 +1191,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_low_precision),
       cmocka_unit_test(test_streamed_check_is_the_kept_one),
       cmocka_unit_test(test_fast_check_is_the_general_one),
+      cmocka_unit_test(test_wrong_result_is_caught),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }
