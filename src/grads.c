@@ -292,12 +292,14 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
                     .pieces_per_worker =
                         (run->elems + FILL_PIECE - 1) / FILL_PIECE};
   atomic_init(&job.next, 0);
+  uint64_t t0 = rs__now_ns();
   rs__progress_begin(run, RS_STAGE_GENERATE,
                      job.pieces_per_worker
                          ? run->elems *
                                (size_t)(run->local_end - run->first_local)
                          : 0);
   rs__parallel(rs__cores(), fill_pieces, &job);
+  run->result.fill_ns = rs__now_ns() - t0;
   rs__progress_begin(run, RS_STAGE_IDLE, 0);
   if (rs__run_stopped(run))
     return rs__run_take_interrupt(run);
@@ -315,9 +317,11 @@ int rs_run_fill_inline(rs_run_t *run) {
                         "the model's grads are for %d workers, but the run "
                         "has %d",
                         have, run->config.workers);
+  uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) /* rounded */
     store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
           run->elems);
+  run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
   run->generated = 0;
   run->filled = 1;
@@ -351,6 +355,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
                         "--grads %s: the pattern must contain {r}, replaced "
                         "by each worker's rank",
                         pattern);
+  uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) {
     char path[4096];
     char err[RS_ERRMSG_MAX];
@@ -361,6 +366,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
     if (rc)
       return rs__run_fail(run, rc, "%s", err);
   }
+  run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL;
   run->generated = 0;
   run->filled = 1;
