@@ -39,7 +39,7 @@
 #include "runstate.h"
 #include "util.h"
 
-#define BLOCK 2048
+#define BLOCK RS_CHECK_BLOCK
 
 /* The check's loops, compiled as well for AVX2 and AVX-512 and picked at
  * load time (as grads.c's generator): the same IEEE operations in every
@@ -827,6 +827,47 @@ static int run_check_job(rs_run_t *run, int after) {
   return RS_OK;
 }
 
+/* Exact inputs' reference: their direct mean, exact, rounded once to the
+ * dtype; what the ring must produce bit for bit. */
+static int exact_inputs(const rs_run_t *run) {
+  const rs_op_t op = run->config.op;
+  /* Exact inputs make sums, means (divided after), minima and maxima exact
+   * in any order; a product or a pre-divided mean is not. ... and every
+   * partial sum of W multiples of 1/16 must be representable (rs__exact_k:
+   * the inputs' range shrinks for f16 and bf16 so that it is, up to 2048
+   * and 256 workers). */
+  return run->init == RS_INIT_EXACT &&
+         rs__exact_k(run->dtype, run->config.workers) > 0 && op != RS_OP_PROD &&
+         !(op == RS_OP_AVG && run->config.average_pre);
+}
+
+int rs__check_fills_reference(const rs_run_t *run) {
+  return exact_inputs(run) && !run->mpi && !run->config.order_report &&
+         run->config.check_threads != 1 && run->config.ref_reps == 1;
+}
+
+void rs__check_fill_reference(const rs_run_t *run, size_t start, size_t len) {
+  const int W = run->config.workers;
+  const rs_op_t op = run->config.op;
+  const size_t size = run->buf_elem_bytes;
+  unsigned char *exact = (unsigned char *)run->ref_exact + start * size;
+  /* as block_reference makes it after the run */
+  memcpy(exact, run->bufs[0] + start * size, len * size);
+  for (int w = 1; w < W; w++) {
+    const void *g = run->bufs[w] + start * size;
+    if (run->dtype == RS_DTYPE_F64)
+      rs__reduce_f64((double *)(void *)exact, g, len, op);
+    else
+      rs__reduce_f32((float *)(void *)exact, g, len, op);
+  }
+  if (op == RS_OP_AVG && run->dtype == RS_DTYPE_F64)
+    rs__scale_div_f64((double *)(void *)exact, len, (double)W);
+  else if (op == RS_OP_AVG)
+    rs__scale_div_f32((float *)(void *)exact, len, (float)W);
+  if (run->dtype != RS_DTYPE_F64)
+    rs_dtype_round_all(run->dtype, (float *)(void *)exact, len);
+}
+
 int rs__check_prepare(rs_run_t *run) {
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;
@@ -839,14 +880,16 @@ int rs__check_prepare(rs_run_t *run) {
   plan->fixed = run->config.order_report;
   plan->threads =
       run->config.check_threads > 0 ? run->config.check_threads : rs__cores();
-  /* Exact inputs make sums, means (divided after), minima and maxima exact
-   * in any order; a product or a pre-divided mean is not. ... and every
-   * partial sum of W multiples of 1/16 must be representable (rs__exact_k:
-   * the inputs' range shrinks for f16 and bf16 so that it is, up to 2048
-   * and 256 workers). */
-  plan->exact = run->init == RS_INIT_EXACT && rs__exact_k(run->dtype, W) > 0 &&
-                op != RS_OP_PROD &&
-                !(op == RS_OP_AVG && run->config.average_pre);
+  plan->exact = exact_inputs(run);
+  /* Exact inputs generated in one process: rs_run_fill made the reference
+   * as it filled the buffers, and the check keeps it (one buffer). Unless
+   * the caller took a buffer since, and may have changed the inputs. */
+  if (run->ref_exact && !run->generated) {
+    free(run->ref_exact);
+    run->ref_exact = NULL;
+  }
+  if (run->ref_exact)
+    return RS_OK;
   /* Generated inputs can be made again after the run, block by block, so
    * the check keeps no copy of the reference: the W buffers are all the
    * memory a run needs. A product is the exception: its reference may
