@@ -547,17 +547,6 @@ static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
     a->order_max_ulps = b->order_max_ulps;
 }
 
-/* compare_block's loop for one param's elements of an f32 run without the
- * order report, the common case: got[j] against the reference (ref_d[j] in
- * double, or exact inputs' ref_f[j]) within bound[j] (NULL: exact, bitwise).
- * The same fields as the general loop, bit for bit, but branch-free over
- * floats so that it vectorizes: the general loop's error is
- * |got - ref| in long double, rounded to double; here it is got - ref in
- * double, which is the same value wherever that subtraction is exact (by
- * TwoSum's error term: almost always, as a result near its reference is
- * within a factor of two of it, where Sterbenz's lemma makes the
- * subtraction exact). Where one is not, or any value is not finite,
- * returns 0 having changed nothing: the general loop takes the elements. */
 /* A double's bits. */
 static inline uint64_t bits_of(double x) {
   uint64_t bits;
@@ -568,8 +557,18 @@ static inline uint64_t bits_of(double x) {
 #define INF_BITS 0x7ff0000000000000u /* +inf */
 #define ONE_BITS 0x3ff0000000000000u /* 1.0 */
 
-/* One loop for a reference of type REF (double, within a bound; float,
- * exact inputs: bitwise). Every value compared or maximised is >= 0, and
+/* compare_block's loop for one param's elements of an f32 run without the
+ * order report, the common case: got[j] against the reference ref_of[j]
+ * of type REF (double, within bound_of[j]; or exact inputs' float,
+ * bitwise). The same fields as the general loop, bit for bit, but
+ * branch-free so that it vectorizes. The general loop's error is
+ * |got - ref| in long double, rounded to double; here it is got - ref in
+ * double, the same value wherever that subtraction is exact, which
+ * TwoSum's error term tells (almost always: a result near its reference is
+ * within a factor of two of it, where Sterbenz's lemma makes the
+ * subtraction exact). Where one is not, or any value is not finite,
+ * returns 0 having changed nothing, and the general loop takes the
+ * elements. Every value compared or maximised is >= 0, and
  * not NaN (such an element makes the whole call fall back), so its bits
  * order as the values do: the selections, counts and maxima are integer
  * operations on bits, which vectorize where a double's, for NaN's sake,
