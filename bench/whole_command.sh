@@ -5,8 +5,8 @@
 #   bench/whole_command.sh [RINGSIM]       default: build/ringsim
 #
 # Prints, for each case, the command's wall time and peak RSS (GNU time)
-# beside the all-reduce's wall time and the model's bytes from the same
-# run's --json report:
+# beside the all-reduce's wall time, the model's bytes and the phases
+# (fill_ns, wall_ns, check_ns) from the same run's --json report:
 #   gpt2-small, W=4:    whole / all-reduce wall, and
 #                       peak RSS / ((W+1) x model bytes)
 #   resnet18, W=256 (--init exact):  whole / all-reduce wall
@@ -47,7 +47,10 @@ model = r["bytes"]  # one worker's gradients
 rss = rss_kb * 1024
 print(f"{name}: W={W}, status {r['status']}")
 print(f"  whole command   {whole_s:8.2f} s wall, peak RSS {rss / 2**30:.2f} GiB")
-print(f"  all-reduce      {ring_s:8.3f} s wall;  check {r['check_ns'] / 1e9:.3f} s on {r['check_threads']} threads")
+fill_s, check_s = r["fill_ns"] / 1e9, r["check_ns"] / 1e9
+print(f"  all-reduce      {ring_s:8.3f} s wall;  check {check_s:.3f} s on {r['check_threads']} threads")
+print(f"  phases: grads {fill_s:.2f} s, all-reduce {ring_s:.2f} s, check {check_s:.2f} s, "
+      f"the rest {whole_s - fill_s - ring_s - check_s - r['ref_ns'] / 1e9:.2f} s")
 print(f"  whole / all-reduce wall        {whole_s / ring_s:6.2f}")
 print(f"  peak RSS / ((W+1) x {model / 2**20:.1f} MiB) {rss / ((W + 1) * model):6.3f}")
 print(f"  first touch of {mib} MiB (the W buffers) {touch1:6.2f} s wall; written again {touch2:.2f} s")

@@ -275,6 +275,7 @@ static json_t *result_facts(const rs_result_t *r) {
   json_object_set_new(o, "wall_min_ns", count(r->wall_min_ns));
   json_object_set_new(o, "warmup", json_integer(r->warmup));
   json_object_set_new(o, "iterations", json_integer(r->iterations));
+  json_object_set_new(o, "fill_ns", count(r->fill_ns));
   json_object_set_new(o, "ref_ns", count(r->ref_ns));
   json_object_set_new(o, "check_ns", count(r->check_ns));
   json_object_set_new(o, "check_threads", json_integer(r->check_threads));

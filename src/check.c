@@ -39,7 +39,19 @@
 #include "runstate.h"
 #include "util.h"
 
-#define BLOCK 2048
+#define BLOCK RS_CHECK_BLOCK
+
+/* The check's loops, compiled as well for AVX2 and AVX-512 and picked at
+ * load time (as grads.c's generator): the same IEEE operations in every
+ * lane, without fused multiply-adds (this file is compiled with
+ * -ffp-contract=off), so every path gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define RS_CHECK_CLONES                                                        \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RS_CHECK_CLONES
+#endif
 
 /* Element i of an array of the buffers' type (a buffer, bound, ref_exact,
  * fixed). */
@@ -167,8 +179,9 @@ static int prepare_exact(rs_run_t *run) {
  * than what it checks. The switch sits outside the loops so each loop
  * vectorizes. */
 #define DEFINE_ACCUMULATE(NAME, IN, ACC, FABS)                                 \
-  static void NAME(rs_op_t op, int w, const IN *restrict g, ACC *restrict acc, \
-                   ACC *restrict amp, size_t len) {                            \
+  RS_CHECK_CLONES static void NAME(rs_op_t op, int w, const IN *restrict g,    \
+                                   ACC *restrict acc, ACC *restrict amp,       \
+                                   size_t len) {                               \
     switch (op) {                                                              \
     case RS_OP_SUM:                                                            \
     case RS_OP_AVG:                                                            \
@@ -271,6 +284,7 @@ static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
  * rounded up to float by adding one to its bits where the conversion
  * rounded down. Returns 0, having written nothing, if any input was not
  * finite. */
+RS_CHECK_CLONES
 static int finish_sums_f32(size_t len, const double *restrict acc,
                            const double *restrict amp, double div,
                            double sum_rel, double ref_rel, double sum_tiny,
@@ -533,6 +547,96 @@ static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
     a->order_max_ulps = b->order_max_ulps;
 }
 
+/* A double's bits. */
+static inline uint64_t bits_of(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+#define INF_BITS 0x7ff0000000000000u /* +inf */
+#define ONE_BITS 0x3ff0000000000000u /* 1.0 */
+
+/* compare_block's loop for one param's elements of an f32 run without the
+ * order report, the common case: got[j] against the reference ref_of[j]
+ * of type REF (double, within bound_of[j]; or exact inputs' float,
+ * bitwise). The same fields as the general loop, bit for bit, but
+ * branch-free so that it vectorizes. The general loop's error is
+ * |got - ref| in long double, rounded to double; here it is got - ref in
+ * double, the same value wherever that subtraction is exact, which
+ * TwoSum's error term tells (almost always: a result near its reference is
+ * within a factor of two of it, where Sterbenz's lemma makes the
+ * subtraction exact). Where one is not, or any value is not finite,
+ * returns 0 having changed nothing, and the general loop takes the
+ * elements. Every value compared or maximised is >= 0, and
+ * not NaN (such an element makes the whole call fall back), so its bits
+ * order as the values do: the selections, counts and maxima are integer
+ * operations on bits, which vectorize where a double's, for NaN's sake,
+ * do not. Both quotients are computed for every element and the right
+ * one kept, so the loop has no branch. */
+#define DEFINE_COMPARE_F32(NAME, REF, BOUNDED)                                 \
+  RS_CHECK_CLONES static int NAME(                                             \
+      const float *restrict got, const REF *restrict ref_of,                   \
+      const float *restrict bound_of, size_t len, rs_param_check_t *c) {       \
+    uint64_t differing = 0, wrong = 0, inexact = 0;                            \
+    uint64_t max_abs = 0, max_rel = 0, max_bound = 0, worst = 0;               \
+    for (size_t j = 0; j < len; j++) {                                         \
+      double g = got[j], ref = ref_of[j];                                      \
+      double want = (float)ref;                                                \
+      uint64_t differs = bits_of(g) != bits_of(want);                          \
+      /* TwoSum of g and -ref: d is exact iff its error e is 0 (e is NaN       \
+       * where a value is not finite) */                                       \
+      double d = g - ref, back = d - g;                                        \
+      double e = (g - (d - back)) + (-ref - back);                             \
+      inexact |= e != 0;                                                       \
+      double err = fabs(d);                                                    \
+      double bound = BOUNDED ? (double)bound_of[j] : 0.0;                      \
+      uint64_t ratio;                                                          \
+      if (BOUNDED) { /* err == 0 ? 0 : bound > 0 ? err / bound : inf */        \
+        uint64_t nonzero = 0 - (uint64_t)(err != 0);                           \
+        uint64_t positive = 0 - (uint64_t)(bound > 0);                         \
+        ratio = nonzero &                                                      \
+                ((bits_of(err / bound) & positive) | (INF_BITS & ~positive));  \
+      } else { /* only the rounded reference passes */                         \
+        ratio = (0 - differs) & INF_BITS;                                      \
+      }                                                                        \
+      uint64_t rel = bits_of(err / fabs(ref)) & (0 - (uint64_t)(ref != 0));    \
+      uint64_t abs_bits = bits_of(err), bound_bits = bits_of(bound);           \
+      differing += differs;                                                    \
+      wrong += ratio > ONE_BITS;                                               \
+      max_abs = abs_bits > max_abs ? abs_bits : max_abs;                       \
+      max_rel = rel > max_rel ? rel : max_rel;                                 \
+      max_bound = bound_bits > max_bound ? bound_bits : max_bound;             \
+      worst = ratio > worst ? ratio : worst;                                   \
+    }                                                                          \
+    if (inexact || !len)                                                       \
+      return !inexact;                                                         \
+    uint64_t maxima[4] = {max_abs, max_rel, max_bound, worst};                 \
+    merge_maxima(c, differing, wrong, maxima);                                 \
+    return 1;                                                                  \
+  }
+
+/* Merge one fast loop's counts and maxima (as bits: abs, rel, bound, ratio)
+ * into c, as the general loop would have met them one by one. */
+static void merge_maxima(rs_param_check_t *c, uint64_t differing,
+                         uint64_t wrong, const uint64_t maxima[4]) {
+  double v[4];
+  memcpy(v, maxima, sizeof v);
+  c->differing += differing;
+  c->wrong += wrong;
+  if (!(v[0] <= c->max_abs_err))
+    c->max_abs_err = v[0];
+  if (v[1] > c->max_rel_err)
+    c->max_rel_err = v[1];
+  if (v[2] > c->bound)
+    c->bound = v[2];
+  if (!(v[3] <= c->worst_ratio))
+    c->worst_ratio = v[3];
+}
+
+DEFINE_COMPARE_F32(compare_f32_bound, double, 1)
+DEFINE_COMPARE_F32(compare_f32_exact, float, 0)
+
 /* Compare this process's first worker's result (worker 0's, but over MPI)
  * at start .. start+len-1 with the block's
  * reference (ref and bound, or exact; fixed for the order report, each
@@ -543,7 +647,25 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
                           rs_param_check_t *checks) {
   const rs_model_t *model = run->model;
   size_t p = rs__model_param_at(model, start);
-  for (size_t j = 0; j < len; j++) {
+  size_t j = 0;
+  if (run->dtype == RS_DTYPE_F32 && !fixed_of && !run->check_general) {
+    const float *got = (const float *)(const void *)run->bufs[run->first_local];
+    for (; j < len; p++) {
+      const rs_param_t *param = rs_model_param(model, p);
+      size_t end = param->elem_offset + param->elems - start;
+      end = end < len ? end : len;
+      int fast = bound_of ? compare_f32_bound(got + start + j, ref_of + j,
+                                              (const float *)bound_of + j,
+                                              end - j, &checks[p])
+                          : compare_f32_exact(got + start + j,
+                                              (const float *)exact_of + j, NULL,
+                                              end - j, &checks[p]);
+      if (!fast)
+        break; /* this param's elements go through the loop below */
+      j = end;
+    }
+  }
+  for (; j < len; j++) {
     size_t i = start + j;
     while (i >= rs_model_param(model, p)->elem_offset +
                     rs_model_param(model, p)->elems)
@@ -564,6 +686,8 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
       ratio = differs ? INFINITY : 0.0;
     else
       ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
+    if (isnan(ratio)) /* a NaN result: never within a bound */
+      ratio = INFINITY;
     c->differing += (uint64_t)differs;
     c->wrong += (uint64_t)(ratio > 1.0);
     if (fixed_of) {
@@ -702,6 +826,47 @@ static int run_check_job(rs_run_t *run, int after) {
   return RS_OK;
 }
 
+/* Exact inputs' reference: their direct mean, exact, rounded once to the
+ * dtype; what the ring must produce bit for bit. */
+static int exact_inputs(const rs_run_t *run) {
+  const rs_op_t op = run->config.op;
+  /* Exact inputs make sums, means (divided after), minima and maxima exact
+   * in any order; a product or a pre-divided mean is not. ... and every
+   * partial sum of W multiples of 1/16 must be representable (rs__exact_k:
+   * the inputs' range shrinks for f16 and bf16 so that it is, up to 2048
+   * and 256 workers). */
+  return run->init == RS_INIT_EXACT &&
+         rs__exact_k(run->dtype, run->config.workers) > 0 && op != RS_OP_PROD &&
+         !(op == RS_OP_AVG && run->config.average_pre);
+}
+
+int rs__check_fills_reference(const rs_run_t *run) {
+  return exact_inputs(run) && !run->mpi && !run->config.order_report &&
+         run->config.check_threads != 1 && run->config.ref_reps == 1;
+}
+
+void rs__check_fill_reference(const rs_run_t *run, size_t start, size_t len) {
+  const int W = run->config.workers;
+  const rs_op_t op = run->config.op;
+  const size_t size = run->buf_elem_bytes;
+  unsigned char *exact = (unsigned char *)run->ref_exact + start * size;
+  /* as block_reference makes it after the run */
+  memcpy(exact, run->bufs[0] + start * size, len * size);
+  for (int w = 1; w < W; w++) {
+    const void *g = run->bufs[w] + start * size;
+    if (run->dtype == RS_DTYPE_F64)
+      rs__reduce_f64((double *)(void *)exact, g, len, op);
+    else
+      rs__reduce_f32((float *)(void *)exact, g, len, op);
+  }
+  if (op == RS_OP_AVG && run->dtype == RS_DTYPE_F64)
+    rs__scale_div_f64((double *)(void *)exact, len, (double)W);
+  else if (op == RS_OP_AVG)
+    rs__scale_div_f32((float *)(void *)exact, len, (float)W);
+  if (run->dtype != RS_DTYPE_F64)
+    rs_dtype_round_all(run->dtype, (float *)(void *)exact, len);
+}
+
 int rs__check_prepare(rs_run_t *run) {
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;
@@ -714,14 +879,16 @@ int rs__check_prepare(rs_run_t *run) {
   plan->fixed = run->config.order_report;
   plan->threads =
       run->config.check_threads > 0 ? run->config.check_threads : rs__cores();
-  /* Exact inputs make sums, means (divided after), minima and maxima exact
-   * in any order; a product or a pre-divided mean is not. ... and every
-   * partial sum of W multiples of 1/16 must be representable (rs__exact_k:
-   * the inputs' range shrinks for f16 and bf16 so that it is, up to 2048
-   * and 256 workers). */
-  plan->exact = run->init == RS_INIT_EXACT && rs__exact_k(run->dtype, W) > 0 &&
-                op != RS_OP_PROD &&
-                !(op == RS_OP_AVG && run->config.average_pre);
+  plan->exact = exact_inputs(run);
+  /* Exact inputs generated in one process: rs_run_fill made the reference
+   * as it filled the buffers, and the check keeps it (one buffer). Unless
+   * the caller took a buffer since, and may have changed the inputs. */
+  if (run->ref_exact && !run->generated) {
+    free(run->ref_exact);
+    run->ref_exact = NULL;
+  }
+  if (run->ref_exact)
+    return RS_OK;
   /* Generated inputs can be made again after the run, block by block, so
    * the check keeps no copy of the reference: the W buffers are all the
    * memory a run needs. A product is the exception: its reference may

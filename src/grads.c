@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "grads.h"
 #include "model.h"
 #include "parallel.h"
@@ -253,11 +254,40 @@ typedef struct fill_job {
   rs_run_t *run;
   atomic_size_t next; /* the next piece: worker-major */
   size_t pieces_per_worker;
+  int reference; /* and the check's reference: pieces of every worker */
 } fill_job_t;
+
+/* A piece of the elements for every worker, block by block: each block's
+ * W inputs generated, then their reference made while they are in cache
+ * (check.c: exact inputs' direct mean), so the check need not make them
+ * again after the run. */
+static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
+  for (size_t start = first; start < first + len; start += RS_CHECK_BLOCK) {
+    size_t block = first + len - start < RS_CHECK_BLOCK ? first + len - start
+                                                        : RS_CHECK_BLOCK;
+    for (int w = 0; w < run->config.workers; w++)
+      rs__grads_generate(run, w, start, block,
+                         run->bufs[w] + start * run->buf_elem_bytes);
+    rs__check_fill_reference(run, start, block);
+  }
+}
 
 static void *fill_pieces(void *arg) {
   fill_job_t *job = arg;
   rs_run_t *run = job->run;
+  if (job->reference) {
+    for (;;) {
+      size_t piece = atomic_fetch_add(&job->next, 1);
+      if (piece >= job->pieces_per_worker || rs__run_stopped(run))
+        break;
+      size_t first = piece * FILL_PIECE;
+      size_t len =
+          run->elems - first < FILL_PIECE ? run->elems - first : FILL_PIECE;
+      fill_with_reference(run, first, len);
+      rs__progress_add(run, len * (size_t)run->config.workers);
+    }
+    return NULL;
+  }
   /* (this process's workers: all, or its block over MPI) */
   const int first_worker = run->first_local;
   const size_t total =
@@ -290,14 +320,24 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
     run->exact_k = 128;
   fill_job_t job = {.run = run,
                     .pieces_per_worker =
-                        (run->elems + FILL_PIECE - 1) / FILL_PIECE};
+                        (run->elems + FILL_PIECE - 1) / FILL_PIECE,
+                    .reference = rs__check_fills_reference(run)};
+  free(run->ref_exact); /* (a run filled twice) */
+  run->ref_exact = NULL;
+  if (job.reference && !(run->ref_exact = malloc((run->elems ? run->elems : 1) *
+                                                 run->buf_elem_bytes)))
+    return rs__run_fail(run, RS_ENOMEM,
+                        "out of memory for the reference (%zu elements)",
+                        run->elems);
   atomic_init(&job.next, 0);
+  uint64_t t0 = rs__now_ns();
   rs__progress_begin(run, RS_STAGE_GENERATE,
                      job.pieces_per_worker
                          ? run->elems *
                                (size_t)(run->local_end - run->first_local)
                          : 0);
   rs__parallel(rs__cores(), fill_pieces, &job);
+  run->result.fill_ns = rs__now_ns() - t0;
   rs__progress_begin(run, RS_STAGE_IDLE, 0);
   if (rs__run_stopped(run))
     return rs__run_take_interrupt(run);
@@ -315,9 +355,11 @@ int rs_run_fill_inline(rs_run_t *run) {
                         "the model's grads are for %d workers, but the run "
                         "has %d",
                         have, run->config.workers);
+  uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) /* rounded */
     store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
           run->elems);
+  run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
   run->generated = 0;
   run->filled = 1;
@@ -351,6 +393,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
                         "--grads %s: the pattern must contain {r}, replaced "
                         "by each worker's rank",
                         pattern);
+  uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) {
     char path[4096];
     char err[RS_ERRMSG_MAX];
@@ -361,6 +404,7 @@ int rs_run_load_grads(rs_run_t *run, const char *pattern) {
     if (rc)
       return rs__run_fail(run, rc, "%s", err);
   }
+  run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL;
   run->generated = 0;
   run->filled = 1;

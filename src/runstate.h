@@ -54,6 +54,8 @@ struct rs_run {
   void *fixed;     /* order_report: the result summed worker 0 first
                       (buffer type) */
   check_plan_t *check_plan; /* how check.c checks this run */
+  int check_general; /* tests: compare every element in check.c's general
+                        loop, never its fast f32 ones */
   rs_init_t init;
   /* Filled by rs_run_fill: the inputs can be made again from these, block
    * by block (rs__grads_generate), so the check keeps no copy. */

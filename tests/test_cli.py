@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -401,16 +402,24 @@ class Cli(unittest.TestCase):
         """Generated grads are checked block by block, from the inputs made
         again, so a run needs the W gradient buffers and little more: peak
         RSS at most 1.1 x (W+1) x the model's bytes (ResNet-18, W=4; a
-        float64 reference and bounds kept whole would add 3 x the model)."""
+        float64 reference and bounds kept whole would add 3 x the model).
+        The report times the phases: making the grads, the all-reduce, the
+        check."""
         import resource
         with open(RINGSIM, "rb") as f:
             if re.search(rb"__(a|t|m)san_init", f.read()):
                 self.skipTest("a sanitizer's shadow memory is not the run's")
+        began = time.monotonic()
         rc, out, err = run("--workers", 4, "--params",
                            os.path.join(EXAMPLES, "resnet18.json"), "--no-trace", "--json")
+        whole_ns = (time.monotonic() - began) * 1e9
         self.assertEqual(rc, 0, err)
         r = json.loads(out)
         self.assertEqual((r["status"], r["checked"], r["identical"]), ("ok", True, True))
+        # the phases, each timed, within the command's own wall time
+        phases = [r["fill_ns"], r["wall_ns"], r["check_ns"]]
+        self.assertTrue(all(t > 0 for t in phases), phases)
+        self.assertLess(sum(phases), whole_ns, phases)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         limit = 1.1 * 5 * r["bytes"]
         self.assertLessEqual(peak, limit, f"peak RSS {peak} B, model {r['bytes']} B")

@@ -119,7 +119,7 @@ def run_cli(d, grads, dtype, extra=(), name="cli_model"):
 
 
 # report keys that are measured (times) or name where the grads came from
-VOLATILE = {"wall_ns", "ref_ns", "check_ns", "algbw_gbs", "busbw_gbs", "grads"}
+VOLATILE = {"wall_ns", "fill_ns", "ref_ns", "check_ns", "algbw_gbs", "busbw_gbs", "grads"}
 
 
 def same_report(test, py, cli, f64, path="report"):

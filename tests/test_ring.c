@@ -1,7 +1,7 @@
 /* test_ring.c - the whole all-reduce through the library: results against
  * an independent reference, the ring's invariants, failures.
  *
- *   test_ring            the named cases (ring-1 ... ring-18)
+ *   test_ring            the named cases (ring-1 ... ring-20)
  *   test_ring matrix W   the input matrix for W workers (ring-0.W)
  */
 #include "test.h"
@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "ringsim/ringsim.h"
+#include "runstate.h"
 #include "schedule.h"
 
 typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
@@ -1023,6 +1025,143 @@ static void test_streamed_check_is_the_kept_one(void **state) {
   }
 }
 
+/* The ring-18 model: params at odd offsets, across the check's blocks. */
+static rs_model_t *odd_model(rs_dtype_t dtype) {
+  char text[512], err[RS_ERRMSG_MAX];
+  const char *dt = rs_dtype_name(dtype);
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"a\", \"shape\": [3], \"dtype\": "
+           "\"%s\"}, {\"name\": \"b\", \"shape\": [70001], \"dtype\": "
+           "\"%s\"}, {\"name\": \"c\", \"shape\": [7, 587], \"dtype\": "
+           "\"%s\"}]}",
+           dt, dt, dt);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
+  return m;
+}
+
+/* ring-19: an f32 run's check compares in vectorised loops (check.c's
+ * compare_f32_*); they must give every field of every param exactly as
+ * the general loop does, element by element (run->check_general), over
+ * ops, both kinds of reference (within a bound; exact inputs, bitwise),
+ * kept and streamed. */
+static void test_fast_check_is_the_general_one(void **state) {
+  (void)state;
+  static const struct {
+    rs_op_t op;
+    rs_init_t init;
+    int workers, kept;
+  } cases[] = {
+      {RS_OP_AVG, RS_INIT_NORMAL, 5, 0},   {RS_OP_SUM, RS_INIT_UNIFORM, 3, 0},
+      {RS_OP_AVG, RS_INIT_EXACT, 4, 0},    {RS_OP_SUM, RS_INIT_EXACT, 7, 1},
+      {RS_OP_MAX, RS_INIT_NORMAL, 3, 0},   {RS_OP_AVG, RS_INIT_NORMAL, 2, 1},
+      {RS_OP_PROD, RS_INIT_UNIFORM, 3, 0},
+  };
+  rs_model_t *m = odd_model(RS_DTYPE_F32);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char err[RS_ERRMSG_MAX];
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = cases[k].workers;
+    cfg.op = cases[k].op;
+    cfg.segment_bytes = 8192;
+    rs_run_t *run[2];
+    for (int general = 0; general < 2; general++) {
+      assert_int_equal(rs_run_create(&cfg, m, &run[general], err), RS_OK);
+      run[general]->check_general = general;
+      assert_int_equal(rs_run_fill(run[general], cases[k].init, 7), RS_OK);
+      if (cases[k].kept)
+        assert_non_null(rs_run_buffer(run[general], 0));
+      assert_int_equal(rs_run_execute(run[general]), RS_OK);
+    }
+    const rs_result_t *a = rs_run_result(run[0]), *b = rs_run_result(run[1]);
+    assert_true(a->checked && b->checked);
+    assert_int_equal(a->exact, b->exact);
+    assert_double_same(a->max_abs_err, b->max_abs_err);
+    assert_double_same(a->bound, b->bound);
+    assert_double_same(a->worst_ratio, b->worst_ratio);
+    for (size_t p = 0; p < 3; p++) {
+      const rs_param_check_t *ca = rs_run_param_check(run[0], p);
+      const rs_param_check_t *cb = rs_run_param_check(run[1], p);
+      if (memcmp(ca, cb, sizeof *ca) != 0)
+        fail_msg(
+            "case %zu, param %zu: fast max_abs_err %.17g max_rel_err "
+            "%.17g bound %.17g worst %.17g differing %llu wrong %llu; "
+            "general %.17g %.17g %.17g %.17g %llu %llu",
+            k, p, ca->max_abs_err, ca->max_rel_err, ca->bound, ca->worst_ratio,
+            (unsigned long long)ca->differing, (unsigned long long)ca->wrong,
+            cb->max_abs_err, cb->max_rel_err, cb->bound, cb->worst_ratio,
+            (unsigned long long)cb->differing, (unsigned long long)cb->wrong);
+    }
+    rs_run_free(run[0]);
+    rs_run_free(run[1]);
+  }
+  rs_model_free(m);
+}
+
+/* Check a run's result again, as its first check did (on a fresh
+ * result). */
+static void check_again(rs_run_t *run) {
+  run->result.status = RS_OK;
+  run->result.max_abs_err = run->result.bound = run->result.worst_ratio = 0;
+  rs__check_result(run);
+}
+
+/* Set element at of the result to value in the workers from first_worker
+ * on, check again and expect the check to fail saying want; then put the
+ * result back, and expect it to pass. */
+static void expect_caught(rs_run_t *run, int first_worker, size_t at,
+                          float value, const char *want) {
+  const int W = rs_run_config(run)->workers;
+  float saved = f32_buffer(run, 0)[at];
+  for (int w = first_worker; w < W; w++)
+    f32_buffer(run, w)[at] = value;
+  check_again(run);
+  const rs_result_t *res = rs_run_result(run);
+  if (res->status != RS_ECHECK || !strstr(rs_run_errmsg(run), want))
+    fail_msg("element %zu set to %g in workers %d..%d: status %d (\"%s\"), "
+             "expected %d saying \"%s\"",
+             at, (double)value, first_worker, W - 1, res->status,
+             rs_run_errmsg(run), RS_ECHECK, want);
+  for (int w = first_worker; w < W; w++)
+    f32_buffer(run, w)[at] = saved;
+  check_again(run);
+  assert_int_equal(rs_run_result(run)->status, RS_OK);
+}
+
+/* ring-20: a wrong result is caught by the check of generated inputs made
+ * again after the run, in the fast loops and the general one: a result a
+ * little beyond its bound, a NaN (in the middle of a param: nothing later
+ * may hide it), one worker differing by one ulp; exact inputs off by one
+ * step. */
+static void test_wrong_result_is_caught(void **state) {
+  (void)state;
+  rs_model_t *m = odd_model(RS_DTYPE_F32);
+  const size_t at = 3 + 5000; /* "b", element 5000, in the third block */
+  for (int init = 0; init < 2; init++)
+    for (int general = 0; general < 2; general++) {
+      char err[RS_ERRMSG_MAX];
+      rs_config_t cfg;
+      rs_config_init(&cfg);
+      cfg.workers = 4;
+      rs_run_t *run;
+      assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+      run->check_general = general;
+      assert_int_equal(
+          rs_run_fill(run, init ? RS_INIT_EXACT : RS_INIT_NORMAL, 3), RS_OK);
+      assert_int_equal(rs_run_execute(run), RS_OK);
+      float v = f32_buffer(run, 0)[at];
+      const char *outside = "outside the error bound";
+      expect_caught(run, 0, at, init ? v + 0.0625f : v * (1 + 0x1p-10f),
+                    outside);
+      expect_caught(run, 0, at, NAN, outside);
+      expect_caught(run, 3, at, nextafterf(v, INFINITY),
+                    "do not hold identical results");
+      rs_run_free(run);
+    }
+  rs_model_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -1051,6 +1190,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_summation_order),
       cmocka_unit_test(test_low_precision),
       cmocka_unit_test(test_streamed_check_is_the_kept_one),
+      cmocka_unit_test(test_fast_check_is_the_general_one),
+      cmocka_unit_test(test_wrong_result_is_caught),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }

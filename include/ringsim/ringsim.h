@@ -636,6 +636,10 @@ typedef struct rs_result {
   int steps;             /* the algorithm's steps per bucket */
   size_t seg_elems;      /* largest segment in elements */
   int slots; /* slots per channel in use: config's, or fewer in direct mode */
+  /* Making the workers' inputs: rs_run_fill (generating them, on every
+   * core, and the kernel's first touch of the buffers), or reading them
+   * (rs_run_load_grads, rs_run_fill_inline); 0 if the caller filled them. */
+  uint64_t fill_ns;
 } rs_result_t;
 
 /* How a worker ended. rs_wstate_name gives the name in quotes, which the

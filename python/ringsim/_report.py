@@ -103,6 +103,7 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
     if cfg["net_enabled"]:
         r["sim_ns"] = if_checked(res["sim_ns"])
         r["predicted_ns"] = if_checked(res["predicted_ns"])
+    r["fill_ns"] = res["fill_ns"]
     r["ref_ns"] = res["ref_ns"]
     r["check_ns"] = res["check_ns"]
     r["check_threads"] = res["check_threads"]

@@ -663,6 +663,7 @@ void cli_print_json(const report_t *r) {
                         checked ? json_integer((json_int_t)res->predicted_ns)
                                 : json_null());
   }
+  json_object_set_new(o, "fill_ns", json_integer((json_int_t)res->fill_ns));
   json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
   json_object_set_new(o, "check_ns", json_integer((json_int_t)res->check_ns));
   json_object_set_new(o, "check_threads", json_integer(res->check_threads));
