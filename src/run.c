@@ -686,6 +686,9 @@ typedef struct pool {
   rs_ev_t released_ev; /* the main thread signals each start */
   int iterations;      /* warm-up and timed: the main thread's, read by
                           workers only after a start */
+  uint64_t *own_ns;    /* each worker's time for its part of the iteration
+                          that just ended, from its own start (written
+                          before it arrives, read after all have) */
 } pool_t;
 
 /* A worker's iteration it is done: the last one to finish wakes the main
@@ -732,7 +735,20 @@ typedef struct thread_arg {
   rs_run_t *run;
   rs_worker_t *worker;
   pool_t *pool;
+  int local; /* its index among this process's workers */
 } thread_arg_t;
+
+/* An iteration's time, as nccl-tests and an MPI loop (MPI_Barrier, then
+ * each rank times its own MPI_Allreduce; the slowest rank's time) take
+ * it: each worker times its own part from when it starts, and the
+ * iteration's time is the slowest worker's. The hand-offs that start the
+ * workers and report their end are not in it. */
+static uint64_t slowest(const pool_t *pool) {
+  uint64_t ns = 0;
+  for (int i = 0; i < pool->workers; i++)
+    ns = pool->own_ns[i] > ns ? pool->own_ns[i] : ns;
+  return ns;
+}
 
 /* Worker w's bucket b laid out as DDP's reducer lays out its rebuilt
  * buckets, params last to first (to_ddp), or back in the model's order. */
@@ -800,6 +816,7 @@ static void *worker_main(void *varg) {
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * reporting between iterations so the others are not left waiting. */
+    uint64_t begin = rs__now_ns();
     if (!atomic_load(&run->abort_flag) && w->rc != RS_WORKER_CRASHED) {
       w->iter = it;
       int rc = run_worker(run, w);
@@ -809,6 +826,7 @@ static void *worker_main(void *varg) {
       if (rc != RS_OK && rc != RS_WORKER_CRASHED && rc != RS_EABORTED)
         rs__run_report_fault(run, w, rc);
     }
+    pool->own_ns[arg->local] = rs__now_ns() - begin;
     /* Before the next start the main thread may cut pool->iterations (a
      * time budget): it is read only after that start. */
     if (pool->iterations > 1)
@@ -873,11 +891,13 @@ static int run_threads(rs_run_t *run) {
   thread_arg_t *args = calloc((size_t)L, sizeof *args);
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
                  .workers = L,
+                 .own_ns = calloc((size_t)L, sizeof(uint64_t)),
                  .spin_ns = rs__chan_spin_for(run->result.seg_elems *
                                               run->buf_elem_bytes)};
-  if (!threads || !args) {
+  if (!threads || !args || !pool.own_ns) {
     free(threads);
     free(args);
+    free(pool.own_ns);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
   }
   /* Spin only while the cores are ours (evcount.h). */
@@ -898,7 +918,8 @@ static int run_threads(rs_run_t *run) {
 
   int started = 0;
   for (; started < L; started++) {
-    args[started] = (thread_arg_t){run, &run->workers[first + started], &pool};
+    args[started] =
+        (thread_arg_t){run, &run->workers[first + started], &pool, started};
     int err =
         pthread_create(&threads[started], &attr, worker_main, &args[started]);
     if (err) {
@@ -914,10 +935,10 @@ static int run_threads(rs_run_t *run) {
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
   if (started == L && pool.iterations > 1) {
-    uint64_t begin = run->t0_ns, warm_ns = 0;
+    uint64_t warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
       pool_wait_all(&pool);
-      uint64_t ns = rs__now_ns() - begin;
+      uint64_t ns = slowest(&pool);
       record_iteration(run, &timing, it, ns);
       /* The workers wait at the next start while the first result is
        * checked and the budget (if any) cuts the count. */
@@ -928,7 +949,6 @@ static int run_threads(rs_run_t *run) {
       if (run->config.on_iteration)
         run->config.on_iteration(run->config.on_iteration_arg, it + 1,
                                  run->config.warmup, run->config.iterations);
-      begin = rs__now_ns();
       pool_start(&pool, it); /* the last one lets them leave */
     }
   }
@@ -940,7 +960,8 @@ static int run_threads(rs_run_t *run) {
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
   if (pool.iterations == 1 || started < L) {
-    record_iteration(run, &timing, run->config.warmup, end_ns - run->t0_ns);
+    record_iteration(run, &timing, run->config.warmup,
+                     started == L ? slowest(&pool) : end_ns - run->t0_ns);
     if (started == L || run->mpi)
       check_first(run);
   }
@@ -963,6 +984,7 @@ static int run_threads(rs_run_t *run) {
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&pool.gate.mu));
   free(threads);
   free(args);
+  free(pool.own_ns);
   return run->result.status;
 }
 
