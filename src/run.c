@@ -669,74 +669,51 @@ typedef struct gate {
   int open; /* GATE_* */
 } gate_t;
 
-/* Between iterations each worker reports to the main thread and waits for
- * it to start the next, so an iteration can be timed and checked on the
- * same threads: one hand-off each way (an event count, evcount.h), where
- * two barriers woke every thread twice. The workers yield a while before
- * they sleep (the main thread's turn is short), where their channels do
- * (small messages); the main thread sleeps at once (a whole iteration is
- * long, and it would take a core from them). */
+/* Between iterations the workers meet, so an iteration can be timed and
+ * checked on the same threads. Where the main thread has work between two
+ * iterations (the check after the first; the time budget's cut during the
+ * warm-up) each worker reports to it and waits for it to start the next:
+ * one hand-off each way (an event count, evcount.h). Elsewhere the
+ * workers run back to back, as MPI ranks do: the last to finish an
+ * iteration records its time and starts the next itself, a barrier among
+ * the workers with no hand-off to the main thread and back, which sleeps
+ * meanwhile and only looks in on the count now and then (progress). The
+ * workers yield a while before they sleep, where their channels do (small
+ * messages); the main thread sleeps at once (it would take a core from
+ * them). */
 typedef struct pool {
   gate_t gate;
   int workers;
   uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
   atomic_int arrived;  /* workers done with the running iteration */
-  atomic_int released; /* iterations the main thread has started */
-  rs_ev_t arrived_ev;  /* the last worker to arrive signals it */
-  rs_ev_t released_ev; /* the main thread signals each start */
+  atomic_int released; /* iterations started */
+  rs_ev_t arrived_ev;  /* the last worker signals the main thread's turn
+                          and the last iteration's end */
+  rs_ev_t released_ev; /* each start */
   int iterations;      /* warm-up and timed: the main thread's, read by
                           workers only after a start */
+  int main_until;      /* the main thread starts iterations 1..main_until
+                          (it has work before them); the workers start the
+                          rest. Written by the main thread before a start,
+                          read by workers after it */
   uint64_t *own_ns;    /* each worker's time for its part of the iteration
                           that just ended, from its own start (written
                           before it arrives, read after all have) */
+  rs_run_t *run;
+  struct timing *timing; /* the workers' iterations, recorded by the last
+                            to arrive (the main thread's: by it) */
 } pool_t;
 
-/* A worker's iteration it is done: the last one to finish wakes the main
- * thread. Then wait for the main thread to start iteration it + 1. */
-typedef struct pool_wait {
-  pool_t *pool;
-  int it;
-} pool_wait_t;
+typedef struct timing {
+  uint64_t total_ns, min_ns;
+} timing_t;
 
-static int pool_started(void *arg) {
-  pool_wait_t *w = arg;
-  return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
+static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
+  if (it < run->config.warmup)
+    return;
+  t->total_ns += ns;
+  t->min_ns = ns < t->min_ns ? ns : t->min_ns;
 }
-
-static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
-  if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
-      pool->workers)
-    rs__ev_signal(&pool->arrived_ev);
-  pool_wait_t w = {pool, it};
-  rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
-               pool->spin_ns, spin);
-}
-
-static int pool_all_arrived(void *arg) {
-  pool_t *pool = arg;
-  return atomic_load_explicit(&pool->arrived, memory_order_acquire) ==
-         pool->workers;
-}
-
-/* The main thread: wait for every worker to finish the running iteration;
- * then (pool_start) let the next one begin. */
-static void pool_wait_all(pool_t *pool) {
-  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0,
-               NULL);
-}
-
-static void pool_start(pool_t *pool, int it) {
-  atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
-  atomic_store_explicit(&pool->released, it + 1, memory_order_release);
-  rs__ev_signal(&pool->released_ev);
-}
-
-typedef struct thread_arg {
-  rs_run_t *run;
-  rs_worker_t *worker;
-  pool_t *pool;
-  int local; /* its index among this process's workers */
-} thread_arg_t;
 
 /* An iteration's time, as nccl-tests and an MPI loop (MPI_Barrier, then
  * each rank times its own MPI_Allreduce; the slowest rank's time) take
@@ -749,6 +726,75 @@ static uint64_t slowest(const pool_t *pool) {
     ns = pool->own_ns[i] > ns ? pool->own_ns[i] : ns;
   return ns;
 }
+
+/* A worker's wait for the start of iteration it + 1. */
+typedef struct pool_wait {
+  pool_t *pool;
+  int it;
+} pool_wait_t;
+
+static int pool_started(void *arg) {
+  pool_wait_t *w = arg;
+  return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
+}
+
+static void pool_release(pool_t *pool, int it) {
+  atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->released, it + 1, memory_order_release);
+  rs__ev_signal(&pool->released_ev);
+}
+
+/* A worker's iteration it is done. The last one to finish wakes the main
+ * thread if it starts the next (or if this was the last: it is waiting for
+ * the end), or else records the time and starts the next itself. Then wait
+ * for the start of iteration it + 1. */
+static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
+  if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
+      pool->workers) {
+    if (it < pool->main_until) {
+      rs__ev_signal(&pool->arrived_ev);
+    } else {
+      record_iteration(pool->run, pool->timing, it, slowest(pool));
+      pool_release(pool, it);
+      if (it + 1 == pool->iterations)
+        rs__ev_signal(&pool->arrived_ev);
+      return;
+    }
+  }
+  pool_wait_t w = {pool, it};
+  rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
+               pool->spin_ns, spin);
+}
+
+static int pool_all_arrived(void *arg) {
+  pool_t *pool = arg;
+  return atomic_load_explicit(&pool->arrived, memory_order_acquire) ==
+         pool->workers;
+}
+
+static int pool_all_done(void *arg) {
+  pool_t *pool = arg;
+  return atomic_load_explicit(&pool->released, memory_order_acquire) ==
+         pool->iterations;
+}
+
+/* The main thread: wait for every worker to finish the running iteration;
+ * then (pool_release) let the next one begin. */
+static void pool_wait_all(pool_t *pool) {
+  rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0,
+               NULL);
+}
+
+/* How often the main thread looks in on iterations the workers start
+ * themselves, for on_iteration. */
+#define POOL_LOOK_NS 100000000u
+
+typedef struct thread_arg {
+  rs_run_t *run;
+  rs_worker_t *worker;
+  pool_t *pool;
+  int local; /* its index among this process's workers */
+} thread_arg_t;
 
 /* Worker w's bucket b laid out as DDP's reducer lays out its rebuilt
  * buckets, params last to first (to_ddp), or back in the model's order. */
@@ -842,17 +888,6 @@ static void open_gate(gate_t *gate, int how) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
 }
 
-typedef struct timing {
-  uint64_t total_ns, min_ns;
-} timing_t;
-
-static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
-  if (it < run->config.warmup)
-    return;
-  t->total_ns += ns;
-  t->min_ns = ns < t->min_ns ? ns : t->min_ns;
-}
-
 /* A time budget: end the warm-up once it has taken warmup_budget_s, and
  * after it keep as many timed iterations as fit in timed_budget_s at the
  * pace of the last warm-up iteration (it, which took last_ns). */
@@ -869,6 +904,20 @@ static void cut_to_budget(rs_run_t *run, pool_t *pool, int it, uint64_t warm_ns,
       c->iterations = fit < 1 ? 1 : (int)fit;
   }
   pool->iterations = c->warmup + c->iterations;
+}
+
+/* The iterations after which the main thread has work (the check after
+ * the first; the time budget's cut after each warm-up iteration): it
+ * starts the next of these itself. */
+static int main_until(const rs_config_t *c) {
+  int budget = c->warmup_budget_s > 0 || c->timed_budget_s > 0;
+  return budget && c->warmup > 1 ? c->warmup : 1;
+}
+
+static void report_iterations(rs_run_t *run, int done) {
+  if (run->config.on_iteration)
+    run->config.on_iteration(run->config.on_iteration_arg, done,
+                             run->config.warmup, run->config.iterations);
 }
 
 /* Check the result of the first iteration (an all-reduce that completed). */
@@ -889,8 +938,12 @@ static int run_threads(rs_run_t *run) {
   const int first = run->first_local, L = run->local_end - first;
   pthread_t *threads = calloc((size_t)L, sizeof *threads);
   thread_arg_t *args = calloc((size_t)L, sizeof *args);
+  timing_t timing = {.min_ns = UINT64_MAX};
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
                  .workers = L,
+                 .main_until = main_until(&run->config),
+                 .run = run,
+                 .timing = &timing,
                  .own_ns = calloc((size_t)L, sizeof(uint64_t)),
                  .spin_ns = rs__chan_spin_for(run->result.seg_elems *
                                               run->buf_elem_bytes)};
@@ -929,14 +982,14 @@ static int run_threads(rs_run_t *run) {
       break;
     }
   }
-  timing_t timing = {.min_ns = UINT64_MAX};
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
                      run->elems * (size_t)L * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
   if (started == L && pool.iterations > 1) {
     uint64_t warm_ns = 0;
-    for (int it = 0; it < pool.iterations; it++) {
+    int it = 0;
+    for (; it < pool.main_until && it < pool.iterations; it++) {
       pool_wait_all(&pool);
       uint64_t ns = slowest(&pool);
       record_iteration(run, &timing, it, ns);
@@ -946,10 +999,18 @@ static int run_threads(rs_run_t *run) {
         check_first(run);
       warm_ns += ns;
       cut_to_budget(run, &pool, it, warm_ns, ns);
-      if (run->config.on_iteration)
-        run->config.on_iteration(run->config.on_iteration_arg, it + 1,
-                                 run->config.warmup, run->config.iterations);
-      pool_start(&pool, it); /* the last one lets them leave */
+      pool.main_until = main_until(&run->config);
+      report_iterations(run, it + 1);
+      pool_release(&pool, it); /* the last one lets them leave */
+    }
+    /* The workers start the rest themselves; look in now and then. */
+    while (it < pool.iterations) {
+      int done = rs__ev_await(&pool.arrived_ev, pool_all_done, &pool,
+                              rs__now_ns() + POOL_LOOK_NS, 0, NULL);
+      report_iterations(run, atomic_load_explicit(&pool.released,
+                                                  memory_order_acquire));
+      if (done)
+        break;
     }
   }
   for (int r = 0; r < started; r++)
