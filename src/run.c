@@ -1007,8 +1007,8 @@ static int run_threads(rs_run_t *run) {
     while (it < pool.iterations) {
       int done = rs__ev_await(&pool.arrived_ev, pool_all_done, &pool,
                               rs__now_ns() + POOL_LOOK_NS, 0, NULL);
-      report_iterations(run, atomic_load_explicit(&pool.released,
-                                                  memory_order_acquire));
+      report_iterations(
+          run, atomic_load_explicit(&pool.released, memory_order_acquire));
       if (done)
         break;
     }
