@@ -818,8 +818,10 @@ static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
 
 /* One worker's part of one iteration: the algorithm, bucket by bucket in
  * the order DDP all-reduces them (the order backward fills them), then the
- * end-of-stream check on every edge. */
-static int run_worker(rs_run_t *run, rs_worker_t *w) {
+ * end-of-stream check on every edge. *done_ns: when the all-reduce itself
+ * ended, before that check (which waits for the neighbours to end theirs:
+ * MPI_Allreduce has no such wait), if it got that far. */
+static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0; /* each iteration's time from 0 */
   if (w->workers == 1)
@@ -843,6 +845,7 @@ static int run_worker(rs_run_t *run, rs_worker_t *w) {
       return rc;
     rs__progress_add(run, w->elems);
   }
+  *done_ns = rs__now_ns();
   return rs__xfer_finish(w);
 }
 
@@ -862,17 +865,17 @@ static void *worker_main(void *varg) {
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * reporting between iterations so the others are not left waiting. */
-    uint64_t begin = rs__now_ns();
+    uint64_t begin = rs__now_ns(), done_ns = 0;
     if (!atomic_load(&run->abort_flag) && w->rc != RS_WORKER_CRASHED) {
       w->iter = it;
-      int rc = run_worker(run, w);
+      int rc = run_worker(run, w, &done_ns);
       w->rc = rc;
       /* An injected crash stops this worker as a dead process stops: it
        * tells nobody, and its neighbours find out by timing out. */
       if (rc != RS_OK && rc != RS_WORKER_CRASHED && rc != RS_EABORTED)
         rs__run_report_fault(run, w, rc);
     }
-    pool->own_ns[arg->local] = rs__now_ns() - begin;
+    pool->own_ns[arg->local] = (done_ns ? done_ns : rs__now_ns()) - begin;
     /* Before the next start the main thread may cut pool->iterations (a
      * time budget): it is read only after that start. */
     if (pool->iterations > 1)
