@@ -685,6 +685,7 @@ typedef struct pool {
   gate_t gate;
   int workers;
   uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
+  int busy;            /* ... or spins without yielding (rs_ev_spin_t) */
   atomic_int arrived;  /* workers done with the running iteration */
   atomic_int released; /* iterations started */
   rs_ev_t arrived_ev;  /* the last worker signals the main thread's turn
@@ -861,7 +862,7 @@ static void *worker_main(void *varg) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
   if (gate == GATE_LEAVE)
     return NULL; /* not every thread started: no iterations to meet */
-  rs_ev_spin_t spin = {0, 0}; /* its waits for the next iteration */
+  rs_ev_spin_t spin = {0, 0, pool->busy}; /* its waits for the next one */
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * reporting between iterations so the others are not left waiting. */
@@ -956,11 +957,16 @@ static int run_threads(rs_run_t *run) {
     free(pool.own_ns);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
   }
-  /* Spin only while the cores are ours (evcount.h). */
+  /* Spin only while the cores are ours (evcount.h); and where each worker
+   * has a core of its own, without yielding it (the main thread sleeps). */
   if (!rs__ev_cores_idle()) {
     pool.spin_ns = 0;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].chan.spin_ns = 0;
+  } else if (L <= rs__ev_cores() && !run->mpi) {
+    pool.busy = 1;
+    for (int i = 0; i < run->edge_count; i++)
+      run->edges[i].chan.send_spin.busy = run->edges[i].chan.recv_spin.busy = 1;
   }
   RS_PTHREAD_CHECK(pthread_mutex_init(&pool.gate.mu, NULL));
   RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));
