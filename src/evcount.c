@@ -71,6 +71,11 @@ void rs__ev_signal(rs_ev_t *ev) {
 #endif
 }
 
+int rs__ev_cores(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (int)cores : 1;
+}
+
 int rs__ev_cores_idle(void) {
   FILE *f = fopen("/proc/loadavg", "r");
   int running = 0, total = 0;
@@ -81,6 +86,16 @@ int rs__ev_cores_idle(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   /* running counts the thread that reads it */
   return n == 2 && cores > 0 && running - 1 < cores;
+}
+
+/* Let the core's sibling hyperthread (or the memory system) breathe while
+ * a busy waiter looks again. */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
 }
 
 /* A yield that kept this thread off the core for longer than
@@ -112,6 +127,11 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
       decided = 1;
       if (!spin || now >= spin->calm_ns)
         spin_until = now + spin_ns;
+    }
+    if (now < spin_until && spin && spin->busy) {
+      for (int i = 0; i < 32; i++)
+        cpu_relax();
+      continue;
     }
     if (now < spin_until) {
       sched_yield();

@@ -68,12 +68,16 @@ void rs__ev_signal(rs_ev_t *ev);
 typedef struct rs_ev_spin {
   uint64_t calm_ns;    /* no spinning before this time */
   uint64_t backoff_ns; /* the last back-off: 0, 1 ms, 2 ms, ... 1 s */
+  int busy; /* spin without yielding: the waiter has a core of its own
+               (no more threads than free cores), so nobody needs its
+               core and a yield only adds a system call per look */
 } rs_ev_spin_t;
 
 /* Wait until ready(arg) is true: returns 1, or 0 at deadline_ns (ready
  * was false when the deadline passed). ready must read only atomics; it is
  * called after each read of the word. For the first spin_ns it yields the
- * core between looks (sched_yield) instead of sleeping. A yield that
+ * core between looks (sched_yield) instead of sleeping, or, with
+ * spin->busy, keeps it (a pause instruction between looks). A yield that
  * alone takes longer than RS_EV_BACKOFF_AFTER_NS ends the spin, and, with
  * spin (the waiter's memory; NULL: none), backs the waiter off: no
  * spinning for 1 ms, then 2, 4, ... up to 1 s while it keeps happening. */
@@ -99,6 +103,9 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
  * out their time slices (milliseconds), and sleeping is faster. 0 where
  * it cannot tell. */
 int rs__ev_cores_idle(void);
+
+/* The cores this process may run on (at least 1). */
+int rs__ev_cores(void);
 #define RS_EV_BACKOFF_MIN_NS 1000000u
 #define RS_EV_BACKOFF_MAX_NS 1000000000u
 

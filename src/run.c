@@ -669,27 +669,66 @@ typedef struct gate {
   int open; /* GATE_* */
 } gate_t;
 
-/* Between iterations each worker reports to the main thread and waits for
- * it to start the next, so an iteration can be timed and checked on the
- * same threads: one hand-off each way (an event count, evcount.h), where
- * two barriers woke every thread twice. The workers yield a while before
- * they sleep (the main thread's turn is short), where their channels do
- * (small messages); the main thread sleeps at once (a whole iteration is
- * long, and it would take a core from them). */
+/* Between iterations the workers meet, so an iteration can be timed and
+ * checked on the same threads. Where the main thread has work between two
+ * iterations (the check after the first; the time budget's cut during the
+ * warm-up) each worker reports to it and waits for it to start the next:
+ * one hand-off each way (an event count, evcount.h). Elsewhere the
+ * workers run back to back, as MPI ranks do: the last to finish an
+ * iteration records its time and starts the next itself, a barrier among
+ * the workers with no hand-off to the main thread and back, which sleeps
+ * meanwhile and only looks in on the count now and then (progress). The
+ * workers yield a while before they sleep, where their channels do (small
+ * messages); the main thread sleeps at once (it would take a core from
+ * them). */
 typedef struct pool {
   gate_t gate;
   int workers;
   uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
+  int busy;            /* ... or spins without yielding (rs_ev_spin_t) */
   atomic_int arrived;  /* workers done with the running iteration */
-  atomic_int released; /* iterations the main thread has started */
-  rs_ev_t arrived_ev;  /* the last worker to arrive signals it */
-  rs_ev_t released_ev; /* the main thread signals each start */
+  atomic_int released; /* iterations started */
+  rs_ev_t arrived_ev;  /* the last worker signals the main thread's turn
+                          and the last iteration's end */
+  rs_ev_t released_ev; /* each start */
   int iterations;      /* warm-up and timed: the main thread's, read by
                           workers only after a start */
+  int main_until;      /* the main thread starts iterations 1..main_until
+                          (it has work before them); the workers start the
+                          rest. Written by the main thread before a start,
+                          read by workers after it */
+  uint64_t *own_ns;    /* each worker's time for its part of the iteration
+                          that just ended, from its own start (written
+                          before it arrives, read after all have) */
+  rs_run_t *run;
+  struct timing *timing; /* the workers' iterations, recorded by the last
+                            to arrive (the main thread's: by it) */
 } pool_t;
 
-/* A worker's iteration it is done: the last one to finish wakes the main
- * thread. Then wait for the main thread to start iteration it + 1. */
+typedef struct timing {
+  uint64_t total_ns, min_ns;
+} timing_t;
+
+static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
+  if (it < run->config.warmup)
+    return;
+  t->total_ns += ns;
+  t->min_ns = ns < t->min_ns ? ns : t->min_ns;
+}
+
+/* An iteration's time, as nccl-tests and an MPI loop (MPI_Barrier, then
+ * each rank times its own MPI_Allreduce; the slowest rank's time) take
+ * it: each worker times its own part from when it starts, and the
+ * iteration's time is the slowest worker's. The hand-offs that start the
+ * workers and report their end are not in it. */
+static uint64_t slowest(const pool_t *pool) {
+  uint64_t ns = 0;
+  for (int i = 0; i < pool->workers; i++)
+    ns = pool->own_ns[i] > ns ? pool->own_ns[i] : ns;
+  return ns;
+}
+
+/* A worker's wait for the start of iteration it + 1. */
 typedef struct pool_wait {
   pool_t *pool;
   int it;
@@ -700,10 +739,29 @@ static int pool_started(void *arg) {
   return atomic_load_explicit(&w->pool->released, memory_order_acquire) > w->it;
 }
 
+static void pool_release(pool_t *pool, int it) {
+  atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->released, it + 1, memory_order_release);
+  rs__ev_signal(&pool->released_ev);
+}
+
+/* A worker's iteration it is done. The last one to finish wakes the main
+ * thread if it starts the next (or if this was the last: it is waiting for
+ * the end), or else records the time and starts the next itself. Then wait
+ * for the start of iteration it + 1. */
 static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
   if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
-      pool->workers)
-    rs__ev_signal(&pool->arrived_ev);
+      pool->workers) {
+    if (it < pool->main_until) {
+      rs__ev_signal(&pool->arrived_ev);
+    } else {
+      record_iteration(pool->run, pool->timing, it, slowest(pool));
+      pool_release(pool, it);
+      if (it + 1 == pool->iterations)
+        rs__ev_signal(&pool->arrived_ev);
+      return;
+    }
+  }
   pool_wait_t w = {pool, it};
   rs__ev_await(&pool->released_ev, pool_started, &w, RS_EV_FOREVER,
                pool->spin_ns, spin);
@@ -715,23 +773,28 @@ static int pool_all_arrived(void *arg) {
          pool->workers;
 }
 
+static int pool_all_done(void *arg) {
+  pool_t *pool = arg;
+  return atomic_load_explicit(&pool->released, memory_order_acquire) ==
+         pool->iterations;
+}
+
 /* The main thread: wait for every worker to finish the running iteration;
- * then (pool_start) let the next one begin. */
+ * then (pool_release) let the next one begin. */
 static void pool_wait_all(pool_t *pool) {
   rs__ev_await(&pool->arrived_ev, pool_all_arrived, pool, RS_EV_FOREVER, 0,
                NULL);
 }
 
-static void pool_start(pool_t *pool, int it) {
-  atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
-  atomic_store_explicit(&pool->released, it + 1, memory_order_release);
-  rs__ev_signal(&pool->released_ev);
-}
+/* How often the main thread looks in on iterations the workers start
+ * themselves, for on_iteration. */
+#define POOL_LOOK_NS 100000000u
 
 typedef struct thread_arg {
   rs_run_t *run;
   rs_worker_t *worker;
   pool_t *pool;
+  int local; /* its index among this process's workers */
 } thread_arg_t;
 
 /* Worker w's bucket b laid out as DDP's reducer lays out its rebuilt
@@ -756,8 +819,10 @@ static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
 
 /* One worker's part of one iteration: the algorithm, bucket by bucket in
  * the order DDP all-reduces them (the order backward fills them), then the
- * end-of-stream check on every edge. */
-static int run_worker(rs_run_t *run, rs_worker_t *w) {
+ * end-of-stream check on every edge. *done_ns: when the all-reduce itself
+ * ended, before that check (which waits for the neighbours to end theirs:
+ * MPI_Allreduce has no such wait), if it got that far. */
+static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0; /* each iteration's time from 0 */
   if (w->workers == 1)
@@ -781,6 +846,7 @@ static int run_worker(rs_run_t *run, rs_worker_t *w) {
       return rc;
     rs__progress_add(run, w->elems);
   }
+  *done_ns = rs__now_ns();
   return rs__xfer_finish(w);
 }
 
@@ -796,19 +862,21 @@ static void *worker_main(void *varg) {
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&pool->gate.mu));
   if (gate == GATE_LEAVE)
     return NULL; /* not every thread started: no iterations to meet */
-  rs_ev_spin_t spin = {0, 0}; /* its waits for the next iteration */
+  rs_ev_spin_t spin = {0, 0, pool->busy}; /* its waits for the next one */
   for (int it = 0; it < pool->iterations; it++) {
     /* A crashed worker stays dead for the rest of the run, but keeps
      * reporting between iterations so the others are not left waiting. */
+    uint64_t begin = rs__now_ns(), done_ns = 0;
     if (!atomic_load(&run->abort_flag) && w->rc != RS_WORKER_CRASHED) {
       w->iter = it;
-      int rc = run_worker(run, w);
+      int rc = run_worker(run, w, &done_ns);
       w->rc = rc;
       /* An injected crash stops this worker as a dead process stops: it
        * tells nobody, and its neighbours find out by timing out. */
       if (rc != RS_OK && rc != RS_WORKER_CRASHED && rc != RS_EABORTED)
         rs__run_report_fault(run, w, rc);
     }
+    pool->own_ns[arg->local] = (done_ns ? done_ns : rs__now_ns()) - begin;
     /* Before the next start the main thread may cut pool->iterations (a
      * time budget): it is read only after that start. */
     if (pool->iterations > 1)
@@ -822,17 +890,6 @@ static void open_gate(gate_t *gate, int how) {
   gate->open = how;
   RS_PTHREAD_CHECK(pthread_cond_broadcast(&gate->cond));
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&gate->mu));
-}
-
-typedef struct timing {
-  uint64_t total_ns, min_ns;
-} timing_t;
-
-static void record_iteration(rs_run_t *run, timing_t *t, int it, uint64_t ns) {
-  if (it < run->config.warmup)
-    return;
-  t->total_ns += ns;
-  t->min_ns = ns < t->min_ns ? ns : t->min_ns;
 }
 
 /* A time budget: end the warm-up once it has taken warmup_budget_s, and
@@ -853,6 +910,20 @@ static void cut_to_budget(rs_run_t *run, pool_t *pool, int it, uint64_t warm_ns,
   pool->iterations = c->warmup + c->iterations;
 }
 
+/* The iterations after which the main thread has work (the check after
+ * the first; the time budget's cut after each warm-up iteration): it
+ * starts the next of these itself. */
+static int main_until(const rs_config_t *c) {
+  int budget = c->warmup_budget_s > 0 || c->timed_budget_s > 0;
+  return budget && c->warmup > 1 ? c->warmup : 1;
+}
+
+static void report_iterations(rs_run_t *run, int done) {
+  if (run->config.on_iteration)
+    run->config.on_iteration(run->config.on_iteration_arg, done,
+                             run->config.warmup, run->config.iterations);
+}
+
 /* Check the result of the first iteration (an all-reduce that completed). */
 static void check_first(rs_run_t *run) {
   int ok = rs__run_take_interrupt(run) == RS_OK &&
@@ -871,20 +942,31 @@ static int run_threads(rs_run_t *run) {
   const int first = run->first_local, L = run->local_end - first;
   pthread_t *threads = calloc((size_t)L, sizeof *threads);
   thread_arg_t *args = calloc((size_t)L, sizeof *args);
+  timing_t timing = {.min_ns = UINT64_MAX};
   pool_t pool = {.iterations = run->config.warmup + run->config.iterations,
                  .workers = L,
+                 .main_until = main_until(&run->config),
+                 .run = run,
+                 .timing = &timing,
+                 .own_ns = calloc((size_t)L, sizeof(uint64_t)),
                  .spin_ns = rs__chan_spin_for(run->result.seg_elems *
                                               run->buf_elem_bytes)};
-  if (!threads || !args) {
+  if (!threads || !args || !pool.own_ns) {
     free(threads);
     free(args);
+    free(pool.own_ns);
     return rs__run_fail(run, RS_ENOMEM, "out of memory for %d threads", W);
   }
-  /* Spin only while the cores are ours (evcount.h). */
+  /* Spin only while the cores are ours (evcount.h); and where each worker
+   * has a core of its own, without yielding it (the main thread sleeps). */
   if (!rs__ev_cores_idle()) {
     pool.spin_ns = 0;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].chan.spin_ns = 0;
+  } else if (L <= rs__ev_cores() && !run->mpi) {
+    pool.busy = 1;
+    for (int i = 0; i < run->edge_count; i++)
+      run->edges[i].chan.send_spin.busy = run->edges[i].chan.recv_spin.busy = 1;
   }
   RS_PTHREAD_CHECK(pthread_mutex_init(&pool.gate.mu, NULL));
   RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));
@@ -898,7 +980,8 @@ static int run_threads(rs_run_t *run) {
 
   int started = 0;
   for (; started < L; started++) {
-    args[started] = (thread_arg_t){run, &run->workers[first + started], &pool};
+    args[started] =
+        (thread_arg_t){run, &run->workers[first + started], &pool, started};
     int err =
         pthread_create(&threads[started], &attr, worker_main, &args[started]);
     if (err) {
@@ -908,16 +991,16 @@ static int run_threads(rs_run_t *run) {
       break;
     }
   }
-  timing_t timing = {.min_ns = UINT64_MAX};
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
                      run->elems * (size_t)L * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
   open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
   if (started == L && pool.iterations > 1) {
-    uint64_t begin = run->t0_ns, warm_ns = 0;
-    for (int it = 0; it < pool.iterations; it++) {
+    uint64_t warm_ns = 0;
+    int it = 0;
+    for (; it < pool.main_until && it < pool.iterations; it++) {
       pool_wait_all(&pool);
-      uint64_t ns = rs__now_ns() - begin;
+      uint64_t ns = slowest(&pool);
       record_iteration(run, &timing, it, ns);
       /* The workers wait at the next start while the first result is
        * checked and the budget (if any) cuts the count. */
@@ -925,11 +1008,18 @@ static int run_threads(rs_run_t *run) {
         check_first(run);
       warm_ns += ns;
       cut_to_budget(run, &pool, it, warm_ns, ns);
-      if (run->config.on_iteration)
-        run->config.on_iteration(run->config.on_iteration_arg, it + 1,
-                                 run->config.warmup, run->config.iterations);
-      begin = rs__now_ns();
-      pool_start(&pool, it); /* the last one lets them leave */
+      pool.main_until = main_until(&run->config);
+      report_iterations(run, it + 1);
+      pool_release(&pool, it); /* the last one lets them leave */
+    }
+    /* The workers start the rest themselves; look in now and then. */
+    while (it < pool.iterations) {
+      int done = rs__ev_await(&pool.arrived_ev, pool_all_done, &pool,
+                              rs__now_ns() + POOL_LOOK_NS, 0, NULL);
+      report_iterations(
+          run, atomic_load_explicit(&pool.released, memory_order_acquire));
+      if (done)
+        break;
     }
   }
   for (int r = 0; r < started; r++)
@@ -940,7 +1030,8 @@ static int run_threads(rs_run_t *run) {
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
   if (pool.iterations == 1 || started < L) {
-    record_iteration(run, &timing, run->config.warmup, end_ns - run->t0_ns);
+    record_iteration(run, &timing, run->config.warmup,
+                     started == L ? slowest(&pool) : end_ns - run->t0_ns);
     if (started == L || run->mpi)
       check_first(run);
   }
@@ -963,6 +1054,7 @@ static int run_threads(rs_run_t *run) {
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&pool.gate.mu));
   free(threads);
   free(args);
+  free(pool.own_ns);
   return run->result.status;
 }
 

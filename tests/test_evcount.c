@@ -47,8 +47,9 @@ static void *relay_main(void *arg) {
   return NULL;
 }
 
-static void relay(int rounds, uint64_t spin_ns) {
+static void relay(int rounds, uint64_t spin_ns, int busy) {
   relay_t r = {.rounds = rounds, .spin_ns = spin_ns};
+  r.spins[0].busy = r.spins[1].busy = busy;
   rs__ev_init(&r.ev[0]);
   rs__ev_init(&r.ev[1]);
   atomic_init(&r.turn, 0);
@@ -60,8 +61,8 @@ static void relay(int rounds, uint64_t spin_ns) {
   for (int i = 0; i < 2; i++)
     assert_int_equal(pthread_join(t[i], NULL), 0);
   double us = (double)(rs__now_ns() - t0) / 1e3 / (2.0 * rounds);
-  printf("# %d round trips, spin %llu ns: %.2f us per hand-off\n", rounds,
-         (unsigned long long)spin_ns, us);
+  printf("# %d round trips, spin %llu ns%s: %.2f us per hand-off\n", rounds,
+         (unsigned long long)spin_ns, busy ? " (busy)" : "", us);
   assert_int_equal(r.missed[0], 0);
   assert_int_equal(r.missed[1], 0);
   assert_int_equal(atomic_load(&r.turn), 0); /* every round completed */
@@ -76,8 +77,8 @@ static void test_no_lost_wakeup(void **state) {
 #else
   const int rounds = 20000;
 #endif
-  relay(rounds, 0);
-  relay(rounds, RS_EV_SPIN_NS);
+  relay(rounds, 0, 0);
+  relay(rounds, RS_EV_SPIN_NS, 0);
 }
 
 static int never(void *arg) {
@@ -100,6 +101,30 @@ static void test_deadline(void **state) {
     assert_true(waited >= 30000000u);
     assert_true(waited < 5u * SECOND);
   }
+}
+
+/* evcount-5: a busy spin (spin->busy: no yield) loses no wake-up either,
+ * whether the other side's turn comes within the spin or after it (a
+ * spin of 1 us ends in a sleep at almost every hand-off), and still ends
+ * a wait that nothing signals at its deadline. */
+static void test_busy_spin(void **state) {
+  (void)state;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const int rounds = 2000;
+#else
+  const int rounds = 20000;
+#endif
+  relay(rounds, RS_EV_SPIN_NS, 1);
+  relay(rounds, 1000, 1);
+  rs_ev_t ev;
+  rs__ev_init(&ev);
+  rs_ev_spin_t spin = {0, 0, 1};
+  uint64_t t0 = rs__now_ns();
+  assert_int_equal(
+      rs__ev_await(&ev, never, NULL, t0 + 30000000u, 50000000u, &spin), 0);
+  uint64_t waited = rs__now_ns() - t0;
+  assert_true(waited >= 30000000u);
+  assert_true(waited < 5u * SECOND);
 }
 
 typedef struct crowd {
@@ -169,6 +194,7 @@ int main(void) {
       cmocka_unit_test(test_deadline),
       cmocka_unit_test(test_one_signal_wakes_all),
       cmocka_unit_test(test_signal_without_sleepers),
+      cmocka_unit_test(test_busy_spin),
   };
   return cmocka_run_group_tests_name("evcount", tests, NULL, NULL);
 }

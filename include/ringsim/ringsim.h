@@ -429,8 +429,11 @@ typedef struct rs_config {
    * Needs warmup >= 1. rs_result_t's warmup and iterations say what ran. */
   double warmup_budget_s;
   double timed_budget_s;
-  /* Called on the main thread after each iteration with the iterations
-   * done and the warm-up and timed counts planned then; NULL for none. */
+  /* Called on the main thread with the iterations done and the warm-up
+   * and timed counts planned then: after each iteration the main thread
+   * starts (the first; with a time budget, the warm-up's), and while the
+   * workers run the others back to back, every 100 ms and after the last;
+   * NULL for none. */
   void (*on_iteration)(void *arg, int done, int warmup, int iterations);
   void *on_iteration_arg;
   /* The run will be traced (rs_run_set_trace): rs_run_create counts its
@@ -611,8 +614,10 @@ typedef struct rs_result {
   double max_abs_err; /* over all params */
   double bound;       /* largest per-element bound over all params */
   double worst_ratio;
-  uint64_t wall_ns;     /* ring start to last worker done, averaged over the
-                           timed iterations */
+  uint64_t wall_ns;     /* an iteration's time, averaged over the timed
+                           iterations: the slowest worker's own time, from
+                           its start to the end of its all-reduce (as an
+                           MPI loop times MPI_Allreduce) */
   uint64_t wall_min_ns; /* the fastest timed iteration */
   /* The warm-up and timed iterations that ran: config's, or fewer (a time
    * budget). */
