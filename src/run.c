@@ -435,6 +435,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
   double events = config->traced ? events_total(run) * sizeof(rs_event_t) : 0;
+  if (config->traced && run->mpi) /* a ring per worker, and a batch */
+    events = (double)(local + 1) * (double)rs__mpi_trace_batch(run) *
+             sizeof(rs_event_t);
   double edges = 0;
   for (int i = 0; i < run->edge_count; i++) {
     size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
@@ -912,8 +915,14 @@ static int run_threads(rs_run_t *run) {
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
                      run->elems * (size_t)L * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
-  open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
-  if (started == L && pool.iterations > 1) {
+  /* (over MPI, with its tracer: when tracing, the workers' rings need it) */
+  int go = started == L;
+  if (run->mpi && go && rs__mpi_trace_start(run) != RS_OK) {
+    rs__run_abort(run);
+    go = 0;
+  }
+  open_gate(&pool.gate, go ? GATE_GO : GATE_LEAVE);
+  if (go && pool.iterations > 1) {
     uint64_t begin = run->t0_ns, warm_ns = 0;
     for (int it = 0; it < pool.iterations; it++) {
       pool_wait_all(&pool);
@@ -939,9 +948,9 @@ static int run_threads(rs_run_t *run) {
     rs__mpi_finish(run);
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
-  if (pool.iterations == 1 || started < L) {
+  if (pool.iterations == 1 || !go) {
     record_iteration(run, &timing, run->config.warmup, end_ns - run->t0_ns);
-    if (started == L || run->mpi)
+    if (go || run->mpi)
       check_first(run);
   }
   run->result.warmup = run->config.warmup;
@@ -991,15 +1000,22 @@ const char *rs_run_trace_error(const rs_run_t *run) {
 }
 
 /* Size every worker's event buffer for all the transfers it will receive,
- * so recording never allocates. */
+ * so recording never allocates; over MPI, each of this process's workers
+ * a ring of at most a trace batch, which the tracer drains (mpi.c). */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
     size_t per_worker = events_of(run, r);
-    /* (over MPI, rank 0 takes in every other process's records) */
-    if (!per_worker || (!rs__run_local(run, r) && run->proc != 0))
+    if (!per_worker || !rs__run_local(run, r))
       continue;
     rs_event_buf_t *buf = &run->workers[r].events;
+    if (run->mpi) {
+      size_t batch = rs__mpi_trace_batch(run);
+      buf->ring = 1;
+      atomic_init(&buf->written, 0);
+      atomic_init(&buf->taken, 0);
+      per_worker = per_worker < batch ? per_worker : batch;
+    }
     buf->events = malloc(per_worker * sizeof *buf->events);
     if (!buf->events)
       return rs__run_fail(run, RS_ENOMEM,
@@ -1038,7 +1054,8 @@ int rs_run_execute(rs_run_t *run) {
   if (rc == RS_OK && run->trace) {
     uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);
-    if (rc == RS_OK && rs__trace_begin(run) != RS_OK) {
+    if (rc == RS_OK && (rs__trace_begin(run) != RS_OK ||
+                        (run->mpi && rs__trace_stream_open(run) != RS_OK))) {
       run->trace_failed = 1;
       if (atomic_load(&run->interrupted_by)) /* it stopped the wait */
         rc = rs__run_take_interrupt(run);
@@ -1055,8 +1072,11 @@ int rs_run_execute(rs_run_t *run) {
                       "another MPI process could not start the run");
   if (rc == RS_OK && run->mpi)
     rc = rs__mpi_start(run);
-  if (rc)
+  if (rc) {
+    if (run->trace && run->mpi)
+      rs__trace_stream_abandon(run); /* (if it was opened) */
     return rc;
+  }
   rc = run_threads(run);
   for (int r = 0; r < run->config.workers; r++)
     run->result.transfers += run->workers[r].stats.transfers_sent;
