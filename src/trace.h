@@ -13,6 +13,10 @@
  *   per-worker totals, per-param check results and the run's outcome. A run
  *   that failed still writes every transfer that happened, including
  *   messages sent but never received (left in a channel).
+ * - Over MPI the records reach rank 0 during the run (mpi.c's tracer, from
+ *   per-worker rings of one batch): its tracer thread inserts them through
+ *   the same statement into the transaction rs__trace_stream_open began,
+ *   and rs__trace_finish adds the rest and commits it.
  */
 #ifndef RINGSIM_TRACE_H
 #define RINGSIM_TRACE_H
