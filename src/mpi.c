@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "runstate.h"
 #include "trace.h"
 #include "util.h"
@@ -976,6 +977,66 @@ int rs__mpi_all(rs_run_t *run, int ok) {
   return all;
 }
 
+/* Workers not identical: list them as one process does (check.h). Every
+ * block whose hash differs between processes, or whose elements differ
+ * between a process's workers, is sent from rank 0 (worker 0's) to every
+ * process, one at a time, and each compares its own workers with it; the
+ * counts are summed, and rank 0 merges the first RS_MISMATCH_LIST of
+ * every process's list. Only those blocks cross, and a process holds one
+ * at a time. (Collective; out of memory anywhere: no listing.) */
+static void list_mismatches(rs_run_t *run, const uint64_t *lo,
+                            const uint64_t *hi, size_t blocks) {
+  struct rs_mpi *m = run->mpi;
+  const size_t n = run->elems, size = run->buf_elem_bytes;
+  const int W = run->config.workers;
+  unsigned char *differ = calloc(blocks, 1);
+  unsigned char *block = malloc(HASH_ELEMS * size);
+  rs_mismatch_t *all =
+      malloc((size_t)run->procs * RS_MISMATCH_LIST * sizeof *all);
+  uint64_t *listed = calloc((size_t)run->procs, sizeof *listed);
+  rs_mismatch_t mine[RS_MISMATCH_LIST];
+  size_t mine_listed = 0;
+  if (!rs__mpi_all(run, differ && block && all && listed && run->mismatches))
+    goto done;
+  for (size_t b = 0; b < blocks; b++) {
+    size_t start = b * HASH_ELEMS;
+    size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
+    differ[b] = lo[b] != hi[b];
+    for (int w = run->first_local + 1; w < run->local_end && !differ[b]; w++)
+      differ[b] =
+          memcmp(run->bufs[w] + start * size,
+                 run->bufs[run->first_local] + start * size, len * size) != 0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, differ, (int)blocks, MPI_UNSIGNED_CHAR, MPI_MAX,
+                m->coll);
+  for (size_t b = 0; b < blocks; b++) {
+    if (!differ[b])
+      continue;
+    size_t start = b * HASH_ELEMS;
+    size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
+    if (run->proc == 0)
+      memcpy(block, run->bufs[0] + start * size, len * size);
+    MPI_Bcast(block, (int)(len * size), MPI_BYTE, 0, m->coll);
+    rs__check_list_block(run, start, len, block, run->mismatches, mine,
+                         &mine_listed);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, run->mismatches, W, MPI_UINT64_T, MPI_SUM,
+                m->coll);
+  uint64_t count = mine_listed;
+  MPI_Gather(&count, 1, MPI_UINT64_T, listed, 1, MPI_UINT64_T, 0, m->coll);
+  MPI_Gather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+             0, m->coll);
+  run->mismatches_listed = 0;
+  for (int p = 0; run->proc == 0 && p < run->procs; p++)
+    rs__check_list_merge(run->first_mismatches, &run->mismatches_listed,
+                         all + (size_t)p * RS_MISMATCH_LIST, (size_t)listed[p]);
+done:
+  free(differ);
+  free(block);
+  free(all);
+  free(listed);
+}
+
 void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   struct rs_mpi *m = run->mpi;
   const size_t n = run->elems, size = run->buf_elem_bytes;
@@ -1009,6 +1070,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   for (size_t b = 0; b < blocks; b++)
     same &= lo[b] == hi[b];
   *identical = same;
+  if (!same) /* which elements, of which workers (same everywhere) */
+    list_mismatches(run, lo, hi, blocks);
   /* The worst of every process's check, param by param. */
   for (size_t p = 0; p < params; p++) {
     const rs_param_check_t *c = &run->checks[p];

@@ -8,7 +8,9 @@
  * worker is left waiting.
  */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -346,6 +348,55 @@ static int choose_algos(rs_run_t *run, char *errmsg) {
   return RS_OK;
 }
 
+/* The test knob RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...] (docs/reliability.md):
+ * flip the lowest bit of those elements of those workers' results after
+ * the all-reduce, before the check, as silent memory corruption would,
+ * to test the check's listing of workers that differ. */
+static int parse_flips(rs_run_t *run, char *errmsg) {
+  const char *text = getenv("RINGSIM_TEST_FLIP");
+  if (!text)
+    return RS_OK;
+  const int max = (int)(sizeof run->flips / sizeof *run->flips);
+  const char *at = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long worker = strtol(at, &end, 10);
+    int ok = end != at && *end == ':' && worker >= 0 &&
+             worker < run->config.workers && run->flip_count < max;
+    unsigned long long elem = 0;
+    if (ok) {
+      at = end + 1;
+      elem = strtoull(at, &end, 10);
+      ok = end != at && isdigit((unsigned char)*at) && !errno &&
+           elem < run->elems && (*end == ',' || *end == '\0');
+    }
+    if (!ok)
+      return rs__err(errmsg, RS_EINVAL,
+                     "RINGSIM_TEST_FLIP '%s': expected up to %d "
+                     "WORKER:ELEMENT pairs, comma-separated, with WORKER "
+                     "below %d and ELEMENT below %zu",
+                     text, max, run->config.workers, run->elems);
+    run->flips[run->flip_count].worker = (int)worker;
+    run->flips[run->flip_count++].elem = (size_t)elem;
+    if (*end == '\0')
+      return RS_OK;
+    at = end + 1;
+  }
+}
+
+/* Flip the test knob's bits in this process's workers' results. */
+static void apply_flips(rs_run_t *run) {
+  for (int k = 0; k < run->flip_count; k++) {
+    if (!rs__run_local(run, run->flips[k].worker))
+      continue;
+    /* the lowest byte of the element (little-endian: its lowest bit) */
+    unsigned char *elem = run->bufs[run->flips[k].worker] +
+                          run->flips[k].elem * run->buf_elem_bytes;
+    elem[0] ^= 1;
+  }
+}
+
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   *out = NULL;
@@ -370,6 +421,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->dtype = dtype;
   run->elem_size = rs_dtype_size(dtype);
   run->buf_elem_bytes = rs_dtype_buffer_size(dtype);
+  if ((rc = parse_flips(run, errmsg))) {
+    free(peers);
+    rs_run_free(run);
+    return rc;
+  }
   atomic_init(&run->abort_flag, 0);
   atomic_init(&run->interrupted_by, NULL);
   atomic_init(&run->phase, RS_STAGE_IDLE);
@@ -597,6 +653,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->links);
   free(run->workers);
   free(run->checks);
+  free(run->mismatches);
   free(run->ref);
   free(run->bound);
   free(run->ref_exact);
@@ -659,6 +716,18 @@ const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
   if (param >= rs_model_param_count(run->model))
     return NULL;
   return &run->checks[param];
+}
+
+uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker) {
+  if (!run->checked || !run->mismatches || worker < 0 ||
+      worker >= run->config.workers)
+    return 0;
+  return run->mismatches[worker];
+}
+
+size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first) {
+  *first = run->first_mismatches;
+  return run->checked ? run->mismatches_listed : 0;
 }
 
 /* The gate holds every worker until all exist, so they start together;
@@ -862,8 +931,10 @@ static void check_first(rs_run_t *run) {
            run->config.collective == RS_COLL_ALLREDUCE;
   if (run->mpi) /* the check is collective: every process, or none */
     ok = rs__mpi_all(run, ok);
-  if (ok)
+  if (ok) {
+    apply_flips(run);
     rs__check_result(run);
+  }
 }
 
 /* Run the ring on W threads, warmup + iterations times; check after the

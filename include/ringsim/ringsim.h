@@ -759,6 +759,25 @@ const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
 const rs_config_t *rs_run_config(const rs_run_t *run);
 
+/* When the check finds workers that do not hold identical results: an
+ * element where a worker's result differs, bit for bit, from worker 0's. */
+#define RS_MISMATCH_LIST 10
+typedef struct rs_mismatch {
+  int worker;
+  size_t param; /* the param the element belongs to */
+  size_t elem;  /* its index in the flat buffer (the param's elem_offset
+                   plus its index in the param) */
+  double value; /* the worker's, and worker 0's */
+  double worker0_value;
+} rs_mismatch_t;
+/* After a checked run: how many elements of worker's result differ from
+ * worker 0's (0 for worker 0, and when every worker is identical). Over
+ * MPI, rank 0 has every worker's count. */
+uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker);
+/* ... and the first of them (at most RS_MISMATCH_LIST, in element order,
+ * then worker order) in *first; returns how many. */
+size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first);
+
 /* ---- for language bindings (python/ringsim; src/binding.c) --------------
  *
  * Calls that take and return only numbers, strings and opaque pointers, so
