@@ -362,6 +362,44 @@ class MpiTransport(unittest.TestCase):
         self.assertEqual(len(rows), sent["records"])
         self.assertEqual(len(set(rows)), len(rows), "a row twice")
 
+    def test_mismatches_listed_across_processes(self):
+        """Workers on different processes that end with other bits
+        (RINGSIM_TEST_FLIP: worker 1 of process 0 in the second hash block,
+        worker 4, process 1's first, whose block hash then differs, and
+        eleven elements of worker 6): exit 1, and rank 0 lists the same
+        counts and the same first elements, with the same values, as one
+        process does."""
+        path = self.path("two-blocks.json")
+        with open(path, "w") as f:  # 70100 elements: two hash blocks
+            json.dump({"name": "two-blocks", "params": [
+                {"name": "w", "shape": [70000], "dtype": "f32"},
+                {"name": "b", "shape": [100], "dtype": "f32"}]}, f)
+        flips = [(1, 66000), (4, 100), (6, 70050)] + \
+            [(6, e) for e in range(5, 15)]
+        env = {"RINGSIM_TEST_FLIP": ",".join(f"{w}:{e}" for w, e in flips)}
+        args = ["--params", path, "--workers", "8", "--no-trace", "--json"]
+        one = subprocess.run([RINGSIM] + args, capture_output=True,
+                             text=True, timeout=60,
+                             env=dict(os.environ, **env))
+        self.assertEqual(one.returncode, 1, one.stderr)
+        run = self.mpirun(2, args, env=env)
+        self.assertEqual(run.returncode, 1, run.stderr)
+        alone, report = json.loads(one.stdout), json.loads(run.stdout)
+        self.assertFalse(report["identical"])
+        self.assertEqual(report["mismatches"], alone["mismatches"])
+        listed = report["mismatches"]
+        self.assertEqual(listed["workers"], [
+            {"worker": 1, "elements": 1}, {"worker": 4, "elements": 1},
+            {"worker": 6, "elements": 11}])
+        self.assertEqual([(m["worker"], m["elem"]) for m in listed["first"]],
+                         sorted(flips, key=lambda f: (f[1], f[0]))[:10])
+        text = self.mpirun(2, args[:-1], env=env)
+        self.assertEqual(text.returncode, 1, text.stderr)
+        self.assertEqual(text.stdout.count("  differ     from worker 0's "
+                                           "bits: worker 1 (1 element), "
+                                           "worker 4 (1 element), worker 6 "
+                                           "(11 elements)\n"), 1, text.stdout)
+
     def test_old_trace_gets_mpi_columns(self):
         """A trace written before the MPI columns gets them on open (NULL
         in the old runs), as an older one gets bucket_algo."""
