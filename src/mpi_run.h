@@ -92,7 +92,9 @@ int rs__mpi_all(rs_run_t *run, int ok);
 /* After each process checked its own workers (collective): merge the
  * checks (the worst of every process's), and compare the processes'
  * results by per-block hashes; *identical is set to whether every
- * worker everywhere holds the same bits. */
+ * worker everywhere holds the same bits. If not, the blocks where workers
+ * differ go from rank 0 (worker 0's) to every process, one at a time, and
+ * rank 0 gets the listing (rs_run_mismatches) of every worker. */
 void rs__mpi_check_merge(rs_run_t *run, int *identical);
 
 /* The reference of inputs that are not generated (collective, one
