@@ -818,7 +818,9 @@ void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
  * status_name, error, run_id, trace_error; config (the settings used);
  * result (rs_result_t's fields); workers (rs_worker_stats_t's and
  * rs_worker_state_t's fields, per worker); params (name, offset, elems and
- * rs_param_check_t's fields); buckets (rs_bucket_t's). Values that are not
+ * rs_param_check_t's fields); mismatches (workers: rs_run_worker_mismatches
+ * per worker; first: rs_run_mismatches' list, param as its index);
+ * buckets (rs_bucket_t's). Values that are not
  * finite are null. Returns a string the caller frees with rs_free, or NULL
  * when out of memory. */
 char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
