@@ -886,8 +886,8 @@ int rs__trace_stream_open(rs_run_t *run) {
 int rs__trace_stream_write(rs_run_t *run, int dst, const rs_event_t *events,
                            size_t n) {
   rs_trace_t *t = run->trace;
-  if (!t->stream || t->stream_rc)
-    return RS_EIO; /* (a write failed: the rest is dropped) */
+  if (!t || !t->stream || t->stream_rc)
+    return RS_EIO; /* (no stream, or a write failed: the rest is dropped) */
   int rc = SQLITE_OK;
   for (size_t k = 0; k < n && rc == SQLITE_OK; k++) {
     rc = insert_transfer(run, t->stream, &events[k], dst, 1);
