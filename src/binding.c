@@ -379,6 +379,22 @@ char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model) {
     json_array_append_new(params, param_facts(rs_model_param(model, p),
                                               rs_run_param_check(run, p)));
   json_object_set_new(o, "params", params);
+  /* workers that differ from worker 0 (rs_run_mismatches) */
+  json_t *counts = json_array(), *first_list = json_array();
+  for (int w = 0; w < cfg->workers; w++)
+    json_array_append_new(counts, count(rs_run_worker_mismatches(run, w)));
+  const rs_mismatch_t *first;
+  size_t listed = rs_run_mismatches(run, &first);
+  for (size_t k = 0; k < listed; k++)
+    json_array_append_new(
+        first_list,
+        json_pack("{s:i, s:I, s:I, s:o, s:o}", "worker", first[k].worker,
+                  "param", (json_int_t)first[k].param, "elem",
+                  (json_int_t)first[k].elem, "value", real(first[k].value),
+                  "worker0_value", real(first[k].worker0_value)));
+  json_object_set_new(
+      o, "mismatches",
+      json_pack("{s:o, s:o}", "workers", counts, "first", first_list));
   json_t *buckets = json_array();
   for (size_t b = 0; b < res->buckets; b++) {
     const rs_bucket_t *k = rs_run_bucket(run, b);

@@ -706,6 +706,62 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
   }
 }
 
+/* ---- workers that differ from worker 0 ------------------------------- */
+
+static int mismatch_before(const rs_mismatch_t *a, const rs_mismatch_t *b) {
+  return a->elem < b->elem || (a->elem == b->elem && a->worker < b->worker);
+}
+
+/* Keep m if it is among the first RS_MISMATCH_LIST (list stays sorted). */
+static void list_insert(rs_mismatch_t *list, size_t *listed,
+                        const rs_mismatch_t *m) {
+  size_t at = *listed;
+  while (at > 0 && mismatch_before(m, &list[at - 1]))
+    at--;
+  if (at == RS_MISMATCH_LIST)
+    return;
+  size_t end = *listed < RS_MISMATCH_LIST ? *listed : RS_MISMATCH_LIST - 1;
+  memmove(&list[at + 1], &list[at], (end - at) * sizeof *list);
+  list[at] = *m;
+  if (*listed < RS_MISMATCH_LIST)
+    (*listed)++;
+}
+
+void rs__check_list_merge(rs_mismatch_t *list, size_t *listed,
+                          const rs_mismatch_t *from, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    list_insert(list, listed, &from[k]);
+}
+
+void rs__check_list_block(const rs_run_t *run, size_t start, size_t len,
+                          const void *ref0, uint64_t *counts,
+                          rs_mismatch_t *list, size_t *listed) {
+  const size_t size = run->buf_elem_bytes;
+  const unsigned char *want = ref0;
+  for (int w = run->first_local > 0 ? run->first_local : 1; w < run->local_end;
+       w++) {
+    const unsigned char *got = run->bufs[w] + start * size;
+    if (memcmp(got, want, len * size) == 0)
+      continue;
+    size_t p = rs__model_param_at(run->model, start);
+    for (size_t j = 0; j < len; j++) {
+      if (memcmp(got + j * size, want + j * size, size) == 0)
+        continue;
+      counts[w]++;
+      const size_t i = start + j;
+      while (i >= rs_model_param(run->model, p)->elem_offset +
+                      rs_model_param(run->model, p)->elems)
+        p++;
+      rs_mismatch_t m = {.worker = w,
+                         .param = p,
+                         .elem = i,
+                         .value = array_at(run, got, j),
+                         .worker0_value = array_at(run, want, j)};
+      list_insert(list, listed, &m);
+    }
+  }
+}
+
 /* Elements a thread takes at a time (whole blocks). */
 #define PIECE (32 * BLOCK)
 
@@ -733,10 +789,16 @@ static void *check_pieces(void *arg) {
   const size_t params = rs_model_param_count(run->model);
   scratch_t s = {0};
   rs_param_check_t *checks = calloc(params, sizeof *checks);
+  /* workers that differ from worker 0 (one process; mpi.c's merge lists
+   * them over MPI) */
+  uint64_t *counts =
+      job->after ? calloc((size_t)run->config.workers, sizeof *counts) : NULL;
+  rs_mismatch_t list[RS_MISMATCH_LIST];
+  size_t listed = 0;
   char errmsg[RS_ERRMSG_MAX];
   int rc = RS_OK, identical = 1;
   size_t piece = 0;
-  if (!checks || scratch_alloc(&s)) {
+  if (!checks || (job->after && !counts) || scratch_alloc(&s)) {
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory for the check");
     free(checks);
     checks = NULL;
@@ -766,9 +828,14 @@ static void *check_pieces(void *arg) {
       if (rc == RS_OK && job->after) {
         /* this process's workers (mpi.c compares the processes) */
         const int first = run->first_local;
-        for (int w = first + 1; w < run->local_end && identical; w++)
-          identical = memcmp(run->bufs[w] + start * size,
-                             run->bufs[first] + start * size, len * size) == 0;
+        int same = 1;
+        for (int w = first + 1; w < run->local_end && same; w++)
+          same = memcmp(run->bufs[w] + start * size,
+                        run->bufs[first] + start * size, len * size) == 0;
+        identical &= same;
+        if (!same && !run->mpi) /* (first is worker 0) */
+          rs__check_list_block(run, start, len, run->bufs[0] + start * size,
+                               counts, list, &listed);
         const void *fixed =
             !plan->fixed   ? NULL
             : plan->stream ? (const void *)s.fixed
@@ -790,7 +857,13 @@ static void *check_pieces(void *arg) {
   job->identical &= identical;
   for (size_t p = 0; checks && p < params; p++)
     merge_check(&job->checks[p], &checks[p]);
+  for (int w = 0; counts && run->mismatches && w < run->config.workers; w++)
+    run->mismatches[w] += counts[w];
+  if (run->mismatches)
+    rs__check_list_merge(run->first_mismatches, &run->mismatches_listed, list,
+                         listed);
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&job->mu));
+  free(counts);
   free(checks);
   free(s.memory);
   return NULL;
@@ -966,6 +1039,12 @@ void rs__check_result(rs_run_t *run) {
          rs_model_param_count(run->model) * sizeof *run->checks);
   res->exact = plan->exact; /* bitwise check, not a bound */
   res->check_threads = plan->threads;
+  const size_t W = (size_t)run->config.workers;
+  if (!run->mismatches)
+    run->mismatches = calloc(W, sizeof *run->mismatches);
+  else
+    memset(run->mismatches, 0, W * sizeof *run->mismatches);
+  run->mismatches_listed = 0; /* (out of memory: no listing) */
   uint64_t t0 = rs__now_ns();
   int rc = run_check_job(run, 1);
   if (run->mpi) { /* every process checked its own workers: merge */

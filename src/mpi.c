@@ -1,12 +1,14 @@
 /* mpi.c - a run over the processes of an MPI job (mpi_run.h): the MPI
  * transport, the fault listener, clock offsets, and gathering to rank 0.
  *
- * Three communicators per run, duplicated from MPI_COMM_WORLD, keep the
- * traffic apart: data (the edges: tag from * W + to), ctrl (faults) and
- * coll (clocks, the gather, the check's merge).
+ * Four communicators per run, duplicated from MPI_COMM_WORLD, keep the
+ * traffic apart: data (the edges: tag from * W + to), ctrl (faults),
+ * trace (the tracers' batches of records, during the run) and coll
+ * (clocks, the gather, the check's merge).
  */
 #include "mpi_run.h"
 
+#include <errno.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,15 +18,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "runstate.h"
+#include "trace.h"
 #include "util.h"
 
-enum { TAG_FAULT = 1, TAG_PING = 2, TAG_STATE = 3, TAG_EVENTS = 4 };
+enum { TAG_FAULT = 1, TAG_PING = 2, TAG_STATE = 3, TAG_TRACE = 4 };
 
 /* How many times rank 0 pings each process to find its clock offset. */
 #define PINGS 32
-/* Trace records per message of the gather. */
-#define EVENT_BATCH 65536
+/* Trace records per batch, and per worker's ring (the test knob
+ * RINGSIM_MPI_TRACE_BATCH sets it, up to BATCH_MAX). */
+#define BATCH_DEFAULT 8192
+#define BATCH_MAX (1 << 20)
+/* A tracer sends a ring's records once it holds half a batch, or once
+ * they waited this long, or when the workers stopped. */
+#define BATCH_AGE_NS 10000000u
 /* Elements per hash of the cross-process comparison. */
 #define HASH_ELEMS ((size_t)1 << 16)
 /* The end of an iteration's stream on an edge: a message of this phase,
@@ -39,8 +48,27 @@ typedef struct fault_msg {
 
 typedef char host_t[MPI_MAX_PROCESSOR_NAME];
 
+/* What a tracer did (sent with its end of stream; rank 0's own too). */
+typedef struct trace_count {
+  uint64_t records, batches;
+  uint64_t batches_during;  /* sent (rank 0: written) before this
+                               process's workers all stopped */
+  uint64_t received_during; /* rank 0: others' batches written before
+                               its own workers all stopped */
+  uint64_t held_max;        /* the most records held at once, at most */
+  uint64_t bound;           /* ... and its bound: (workers + 1) x batch */
+} trace_count_t;
+
+/* A tracer's message: count records received by worker dst, or (dst -1)
+ * the end of its stream, with its counts. */
+typedef struct trace_msg {
+  int32_t dst, count;
+  trace_count_t counts;
+  rs_event_t events[];
+} trace_msg_t;
+
 struct rs_mpi {
-  MPI_Comm data, ctrl, coll;
+  MPI_Comm data, ctrl, coll, trace;
   host_t *hosts;    /* per process */
   int64_t *offsets; /* per process: its clock minus rank 0's */
   uint64_t *rtt_ns; /* per process: the least round trip measured */
@@ -51,6 +79,15 @@ struct rs_mpi {
   fault_msg_t out; /* what this process tells the others */
   atomic_int told;
   MPI_Request *tell;
+  /* The trace stream (mpi_run.h): records per batch; the tracer; set
+   * when this process's workers all stopped; rank 0: every process's
+   * counts. */
+  size_t batch;
+  int streamed, tracing;
+  pthread_t tracer;
+  trace_msg_t *msg;
+  atomic_int workers_done;
+  trace_count_t *counts;
 };
 
 /* The run's MPI state (the run keeps it opaque). */
@@ -139,26 +176,68 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "workers: %d workers need %lld MPI tags; this MPI has %d", W,
                    (long long)W * W, *tag_ub);
+  /* Records per trace batch: every process must agree (rank 0 receives
+   * whole batches), so each says what it was given. */
+  long batch = BATCH_DEFAULT;
+  const char *text = getenv("RINGSIM_MPI_TRACE_BATCH");
+  if (text) {
+    char *end;
+    errno = 0;
+    batch = strtol(text, &end, 10);
+    if (errno || end == text || *end || batch < 1 || batch > BATCH_MAX)
+      batch = -1;
+  }
+  long lo = batch, hi = batch;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  if (batch < 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "RINGSIM_MPI_TRACE_BATCH '%s': expected records per trace "
+                   "batch, 1 to %d",
+                   text, BATCH_MAX);
+  if (lo != hi)
+    return rs__err(errmsg, RS_EINVAL,
+                   lo < 0 ? "RINGSIM_MPI_TRACE_BATCH: another MPI process "
+                            "was given a bad value"
+                          : "RINGSIM_MPI_TRACE_BATCH differs between the MPI "
+                            "processes (%ld here, %ld to %ld in all)",
+                   batch, lo, hi);
   struct rs_mpi *m = calloc(1, sizeof *m);
   if (!m || !(m->hosts = calloc((size_t)procs, sizeof *m->hosts)) ||
       !(m->offsets = calloc((size_t)procs, sizeof *m->offsets)) ||
       !(m->rtt_ns = calloc((size_t)procs, sizeof *m->rtt_ns)) ||
-      !(m->tell = calloc((size_t)procs, sizeof *m->tell))) {
+      !(m->tell = calloc((size_t)procs, sizeof *m->tell)) ||
+      !(m->counts = calloc((size_t)procs, sizeof *m->counts))) {
     if (m) {
       free(m->hosts);
       free(m->offsets);
       free(m->rtt_ns);
+      free(m->tell);
     }
     free(m);
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  }
+  m->batch = (size_t)batch;
+  /* the tracer's one message: a batch to send, or (rank 0) to receive */
+  if (run->config.traced &&
+      !(m->msg = malloc(sizeof *m->msg + m->batch * sizeof(rs_event_t)))) {
+    free(m->hosts);
+    free(m->offsets);
+    free(m->rtt_ns);
+    free(m->tell);
+    free(m->counts);
+    free(m);
+    return rs__err(errmsg, RS_ENOMEM, "out of memory for a trace batch");
   }
   for (int p = 0; p < procs; p++)
     m->tell[p] = MPI_REQUEST_NULL;
   atomic_init(&m->stop, 0);
   atomic_init(&m->told, 0);
+  atomic_init(&m->workers_done, 0);
   MPI_Comm_dup(MPI_COMM_WORLD, &m->data);
   MPI_Comm_dup(MPI_COMM_WORLD, &m->ctrl);
   MPI_Comm_dup(MPI_COMM_WORLD, &m->coll);
+  MPI_Comm_dup(MPI_COMM_WORLD, &m->trace);
   host_t me = "";
   int len = 0;
   MPI_Get_processor_name(me, &len);
@@ -182,6 +261,9 @@ void rs__mpi_close(rs_run_t *run) {
   MPI_Comm_free(&m->data);
   MPI_Comm_free(&m->ctrl);
   MPI_Comm_free(&m->coll);
+  MPI_Comm_free(&m->trace);
+  free(m->msg);
+  free(m->counts);
   free(m->hosts);
   free(m->offsets);
   free(m->rtt_ns);
@@ -510,6 +592,247 @@ void rs__mpi_tell_fault(rs_run_t *run, int worker, int code,
                 &m->tell[p]);
 }
 
+/* ---- the trace stream: records to rank 0 during the run --------------
+ *
+ * Each worker records into its ring (xfer.h); the process's tracer takes
+ * a ring's records in order, at most a batch at a time, once it holds half
+ * a batch, or its oldest waited BATCH_AGE_NS, or the workers stopped. Rank
+ * 0's tracer writes its own workers' records straight from their rings,
+ * and every batch that comes from another process, into the trace's open
+ * transaction (trace.h), in the order they come: each receiver's records
+ * in the order it received them. Another process's tracer sends its
+ * batches with MPI_Send on the trace communicator: a tracer that rank 0
+ * has not yet drained waits, its workers' rings fill, and they wait too
+ * (back-pressure, not memory). */
+
+static size_t ring_held(rs_event_buf_t *buf) {
+  return atomic_load_explicit(&buf->written, memory_order_acquire) -
+         atomic_load_explicit(&buf->taken, memory_order_relaxed);
+}
+
+/* Should the tracer take ring's records now? */
+static int due(const struct rs_mpi *m, size_t held, int finishing,
+               uint64_t last_ns, uint64_t now) {
+  return held && (finishing || held >= (m->batch + 1) / 2 ||
+                  now - last_ns >= BATCH_AGE_NS);
+}
+
+/* Times recorded in process from, into rank 0's clock. */
+static void shift_times(const struct rs_mpi *m, int from, rs_event_t *ev,
+                        size_t n) {
+  const int64_t shift = -m->offsets[from];
+  for (size_t i = 0; i < n; i++) {
+    ev[i].send_begin_ns = (uint64_t)((int64_t)ev[i].send_begin_ns + shift);
+    ev[i].send_end_ns = (uint64_t)((int64_t)ev[i].send_end_ns + shift);
+    ev[i].recv_begin_ns = (uint64_t)((int64_t)ev[i].recv_begin_ns + shift);
+    ev[i].recv_end_ns = (uint64_t)((int64_t)ev[i].recv_end_ns + shift);
+  }
+}
+
+/* This process's held records at most: its rings' fullest, plus a batch
+ * in hand (sent, or for rank 0 received) if there was one. */
+static void count_held(rs_run_t *run, trace_count_t *c, int in_hand) {
+  struct rs_mpi *m = run->mpi;
+  c->held_max = in_hand ? m->batch : 0;
+  for (int r = run->first_local; r < run->local_end; r++)
+    c->held_max += run->workers[r].events.held_max;
+  c->bound = (uint64_t)(run->local_end - run->first_local + 1) * m->batch;
+}
+
+static void nap_ns(uint64_t *nap, int moved) {
+  if (moved) {
+    *nap = 20000;
+    return;
+  }
+  sleep_ns(*nap);
+  *nap = *nap < 1000000 ? 2 * *nap : 1000000;
+}
+
+/* Another process's tracer: its rings to rank 0, then its end. */
+static void trace_send(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
+  trace_msg_t *msg = m->msg;
+  trace_count_t c = {0};
+  const int L = run->local_end - run->first_local;
+  uint64_t *last = calloc((size_t)L, sizeof *last), nap = 20000;
+  for (int done = 0; !done;) {
+    const int finishing =
+        atomic_load_explicit(&m->workers_done, memory_order_acquire);
+    int moved = 0;
+    uint64_t now = rs__now_ns();
+    for (int i = 0; i < L; i++) {
+      rs_event_buf_t *buf = &run->workers[run->first_local + i].events;
+      if (!buf->ring ||
+          !due(m, ring_held(buf), finishing, last ? last[i] : 0, now))
+        continue;
+      size_t h = atomic_load_explicit(&buf->taken, memory_order_relaxed);
+      size_t n = ring_held(buf) < m->batch ? ring_held(buf) : m->batch;
+      for (size_t k = 0; k < n; k++)
+        msg->events[k] = buf->events[(h + k) % buf->capacity];
+      atomic_store_explicit(&buf->taken, h + n, memory_order_release);
+      msg->dst = run->first_local + i;
+      msg->count = (int32_t)n;
+      MPI_Send(msg, (int)(sizeof *msg + n * sizeof(rs_event_t)), MPI_BYTE, 0,
+               TAG_TRACE, m->trace);
+      c.records += n;
+      c.batches++;
+      c.batches_during += !finishing;
+      if (last)
+        last[i] = now;
+      moved = 1;
+    }
+    done = finishing && !moved; /* (finishing: every ring is due) */
+    if (!done)
+      nap_ns(&nap, moved);
+  }
+  free(last);
+  count_held(run, &c, c.batches > 0);
+  msg->dst = -1;
+  msg->count = 0;
+  msg->counts = c;
+  MPI_Send(msg, (int)sizeof *msg, MPI_BYTE, 0, TAG_TRACE, m->trace);
+}
+
+/* Rank 0's tracer: its own rings and every other process's batches into
+ * the trace, until every process has ended its stream. */
+static void trace_write(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
+  trace_msg_t *in = m->msg;
+  trace_count_t *c = &m->counts[0];
+  const int L = run->local_end - run->first_local;
+  uint64_t *last = calloc((size_t)L, sizeof *last), nap = 20000;
+  int ends = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  const int bytes = (int)(sizeof *in + m->batch * sizeof(rs_event_t));
+  if (run->procs > 1)
+    MPI_Irecv(in, bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_TRACE, m->trace, &req);
+  for (int done = 0; !done;) {
+    const int finishing =
+        atomic_load_explicit(&m->workers_done, memory_order_acquire);
+    int moved = 0;
+    while (ends < run->procs - 1) {
+      int got = 0;
+      MPI_Status st;
+      MPI_Test(&req, &got, &st);
+      if (!got)
+        break;
+      moved = 1;
+      if (in->dst < 0) {
+        m->counts[st.MPI_SOURCE] = in->counts;
+        ends++;
+      } else {
+        shift_times(m, st.MPI_SOURCE, in->events, (size_t)in->count);
+        rs__trace_stream_write(run, in->dst, in->events, (size_t)in->count);
+        c->received_during += !finishing;
+      }
+      if (ends < run->procs - 1)
+        MPI_Irecv(in, bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_TRACE, m->trace,
+                  &req);
+    }
+    uint64_t now = rs__now_ns();
+    for (int i = 0; i < L; i++) {
+      rs_event_buf_t *buf = &run->workers[run->first_local + i].events;
+      if (!buf->ring ||
+          !due(m, ring_held(buf), finishing, last ? last[i] : 0, now))
+        continue;
+      size_t h = atomic_load_explicit(&buf->taken, memory_order_relaxed);
+      size_t n = ring_held(buf) < m->batch ? ring_held(buf) : m->batch;
+      /* in place, in at most two pieces: the worker writes none of these
+       * slots until taken passes them */
+      size_t at = h % buf->capacity;
+      size_t first = n < buf->capacity - at ? n : buf->capacity - at;
+      rs__trace_stream_write(run, run->first_local + i, buf->events + at,
+                             first);
+      rs__trace_stream_write(run, run->first_local + i, buf->events, n - first);
+      atomic_store_explicit(&buf->taken, h + n, memory_order_release);
+      c->records += n;
+      c->batches++;
+      c->batches_during += !finishing;
+      if (last)
+        last[i] = now;
+      moved = 1;
+    }
+    done = finishing && !moved && ends == run->procs - 1;
+    if (!done)
+      nap_ns(&nap, moved);
+  }
+  free(last);
+  count_held(run, c, run->procs > 1);
+}
+
+static void *tracer_main(void *arg) {
+  rs_run_t *run = arg;
+  if (run->proc == 0)
+    trace_write(run);
+  else
+    trace_send(run);
+  return NULL;
+}
+
+size_t rs__mpi_trace_batch(const rs_run_t *run) { return ctx(run)->batch; }
+
+int rs__mpi_trace_start(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
+  if (!run->config.traced)
+    return RS_OK;
+  m->streamed = 1;
+  if (pthread_create(&m->tracer, NULL, tracer_main, run) == 0) {
+    m->tracing = 1;
+    return RS_OK;
+  }
+  /* No tracer: the workers record nothing (rs__mpi_finish ends the
+   * stream), and the run fails before they start. */
+  for (int r = run->first_local; r < run->local_end; r++) {
+    rs_event_buf_t *buf = &run->workers[r].events;
+    free(buf->events);
+    buf->events = NULL;
+    buf->ring = 0;
+  }
+  return rs__run_fail(run, RS_ESYS, "cannot start the MPI trace's thread");
+}
+
+/* The workers stopped: the tracer drains what is left, ends its stream
+ * (rank 0: takes every process's end), and stops. */
+static void trace_finish(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
+  if (!m->streamed)
+    return;
+  atomic_store_explicit(&m->workers_done, 1, memory_order_release);
+  if (m->tracing) {
+    RS_PTHREAD_CHECK(pthread_join(m->tracer, NULL));
+    m->tracing = 0;
+  } else {
+    tracer_main(run);
+  }
+}
+
+int rs__mpi_trace_json(const rs_run_t *run, char *buf, size_t cap) {
+  const struct rs_mpi *m = run->mpi;
+  if (!m || !m->streamed || run->proc != 0)
+    return 0;
+  size_t len = (size_t)snprintf(
+      buf, cap,
+      "{\"batch_records\": %zu, "
+      "\"received_during_run\": %llu, "
+      "\"procs\": [",
+      m->batch, (unsigned long long)m->counts[0].received_during);
+  for (int p = 0; p < run->procs && len < cap; p++) {
+    const trace_count_t *c = &m->counts[p];
+    len += (size_t)snprintf(
+        buf + len, cap - len,
+        "%s{\"rank\": %d, \"records\": %llu, \"batches\": %llu, "
+        "\"batches_during_run\": %llu, \"records_held_max\": %llu, "
+        "\"records_bound\": %llu}",
+        p ? ", " : "", p, (unsigned long long)c->records,
+        (unsigned long long)c->batches, (unsigned long long)c->batches_during,
+        (unsigned long long)c->held_max, (unsigned long long)c->bound);
+  }
+  if (len + 3 > cap)
+    return 0; /* (cap too small: a bug) */
+  snprintf(buf + len, cap - len, "]}");
+  return 1;
+}
+
 /* ---- start and finish ------------------------------------------------ */
 
 /* Rank 0 pings each process PINGS times; the exchange with the least
@@ -557,7 +880,7 @@ int rs__mpi_start(rs_run_t *run) {
 typedef struct worker_state {
   int32_t rc, iter, phase, step, chunk, activity, peer, mismatch, edge;
   int32_t stall_ms, stall_phase, stall_step;
-  uint64_t stall_end_ns, sim_clock, events;
+  uint64_t stall_end_ns, sim_clock;
   rs_worker_stats_t stats;
 } worker_state_t;
 
@@ -578,15 +901,8 @@ static void send_worker(rs_run_t *run, const rs_worker_t *w) {
                       .stall_step = p->stall_step,
                       .stall_end_ns = p->stall_end_ns,
                       .sim_clock = w->sim.clock,
-                      .events = w->events.count,
                       .stats = w->stats};
   MPI_Send(&s, sizeof s, MPI_BYTE, 0, TAG_STATE, m->coll);
-  for (size_t at = 0; at < w->events.count; at += EVENT_BATCH) {
-    size_t n =
-        w->events.count - at < EVENT_BATCH ? w->events.count - at : EVENT_BATCH;
-    MPI_Send(w->events.events + at, (int)(n * sizeof(rs_event_t)), MPI_BYTE, 0,
-             TAG_EVENTS, m->coll);
-  }
 }
 
 static void recv_worker(rs_run_t *run, rs_worker_t *w, int from) {
@@ -612,25 +928,6 @@ static void recv_worker(rs_run_t *run, rs_worker_t *w, int from) {
       s.stall_end_ns ? (uint64_t)((int64_t)s.stall_end_ns + shift) : 0;
   w->sim.clock = s.sim_clock;
   w->stats = s.stats;
-  rs_event_buf_t *buf = &w->events;
-  for (size_t at = 0; at < s.events; at += EVENT_BATCH) {
-    size_t n = s.events - at < EVENT_BATCH ? s.events - at : EVENT_BATCH;
-    rs_event_t *into =
-        buf->events && at + n <= buf->capacity ? buf->events + at : NULL;
-    rs_event_t *discard = into ? NULL : malloc(n * sizeof *discard);
-    MPI_Recv(into ? into : discard, (int)(n * sizeof(rs_event_t)), MPI_BYTE,
-             from, TAG_EVENTS, m->coll, MPI_STATUS_IGNORE);
-    free(discard); /* (no room: rank 0 does not trace) */
-    for (size_t i = 0; into && i < n; i++) {
-      rs_event_t *ev = &into[i];
-      ev->send_begin_ns = (uint64_t)((int64_t)ev->send_begin_ns + shift);
-      ev->send_end_ns = (uint64_t)((int64_t)ev->send_end_ns + shift);
-      ev->recv_begin_ns = (uint64_t)((int64_t)ev->recv_begin_ns + shift);
-      ev->recv_end_ns = (uint64_t)((int64_t)ev->recv_end_ns + shift);
-    }
-    if (into)
-      buf->count = at + n;
-  }
 }
 
 void rs__mpi_finish(rs_run_t *run) {
@@ -640,6 +937,7 @@ void rs__mpi_finish(rs_run_t *run) {
     RS_PTHREAD_CHECK(pthread_join(m->listener, NULL));
     m->listening = 0;
   }
+  trace_finish(run); /* every record is in rank 0's trace (if traced) */
   /* Every process learns the run's first failure: a fault told while a
    * process's workers were finishing may have come after its listener
    * stopped. The lowest-ranked failed process's fault stands for all. */
@@ -659,7 +957,8 @@ void rs__mpi_finish(rs_run_t *run) {
     rs__run_fail_from(run, f.worker, f.code,
                       (uint64_t)((int64_t)f.fault_ns + shift), f.message);
   }
-  /* Rank 0 takes the workers of every other process, in worker order. */
+  /* Rank 0 takes the state of every other process's workers, in worker
+   * order. */
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
     int owner = rs__mpi_owner(W, run->procs, r);
@@ -676,6 +975,66 @@ int rs__mpi_all(rs_run_t *run, int ok) {
   int all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx(run)->coll);
   return all;
+}
+
+/* Workers not identical: list them as one process does (check.h). Every
+ * block whose hash differs between processes, or whose elements differ
+ * between a process's workers, is sent from rank 0 (worker 0's) to every
+ * process, one at a time, and each compares its own workers with it; the
+ * counts are summed, and rank 0 merges the first RS_MISMATCH_LIST of
+ * every process's list. Only those blocks cross, and a process holds one
+ * at a time. (Collective; out of memory anywhere: no listing.) */
+static void list_mismatches(rs_run_t *run, const uint64_t *lo,
+                            const uint64_t *hi, size_t blocks) {
+  struct rs_mpi *m = run->mpi;
+  const size_t n = run->elems, size = run->buf_elem_bytes;
+  const int W = run->config.workers;
+  unsigned char *differ = calloc(blocks, 1);
+  unsigned char *block = malloc(HASH_ELEMS * size);
+  rs_mismatch_t *all =
+      malloc((size_t)run->procs * RS_MISMATCH_LIST * sizeof *all);
+  uint64_t *listed = calloc((size_t)run->procs, sizeof *listed);
+  rs_mismatch_t mine[RS_MISMATCH_LIST];
+  size_t mine_listed = 0;
+  if (!rs__mpi_all(run, differ && block && all && listed && run->mismatches))
+    goto done;
+  for (size_t b = 0; b < blocks; b++) {
+    size_t start = b * HASH_ELEMS;
+    size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
+    differ[b] = lo[b] != hi[b];
+    for (int w = run->first_local + 1; w < run->local_end && !differ[b]; w++)
+      differ[b] =
+          memcmp(run->bufs[w] + start * size,
+                 run->bufs[run->first_local] + start * size, len * size) != 0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, differ, (int)blocks, MPI_UNSIGNED_CHAR, MPI_MAX,
+                m->coll);
+  for (size_t b = 0; b < blocks; b++) {
+    if (!differ[b])
+      continue;
+    size_t start = b * HASH_ELEMS;
+    size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
+    if (run->proc == 0)
+      memcpy(block, run->bufs[0] + start * size, len * size);
+    MPI_Bcast(block, (int)(len * size), MPI_BYTE, 0, m->coll);
+    rs__check_list_block(run, start, len, block, run->mismatches, mine,
+                         &mine_listed);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, run->mismatches, W, MPI_UINT64_T, MPI_SUM,
+                m->coll);
+  uint64_t count = mine_listed;
+  MPI_Gather(&count, 1, MPI_UINT64_T, listed, 1, MPI_UINT64_T, 0, m->coll);
+  MPI_Gather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+             0, m->coll);
+  run->mismatches_listed = 0;
+  for (int p = 0; run->proc == 0 && p < run->procs; p++)
+    rs__check_list_merge(run->first_mismatches, &run->mismatches_listed,
+                         all + (size_t)p * RS_MISMATCH_LIST, (size_t)listed[p]);
+done:
+  free(differ);
+  free(block);
+  free(all);
+  free(listed);
 }
 
 void rs__mpi_check_merge(rs_run_t *run, int *identical) {
@@ -711,6 +1070,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   for (size_t b = 0; b < blocks; b++)
     same &= lo[b] == hi[b];
   *identical = same;
+  if (!same) /* which elements, of which workers (same everywhere) */
+    list_mismatches(run, lo, hi, blocks);
   /* The worst of every process's check, param by param. */
   for (size_t p = 0; p < params; p++) {
     const rs_param_check_t *c = &run->checks[p];

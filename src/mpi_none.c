@@ -43,7 +43,19 @@ int rs__mpi_start(rs_run_t *run) {
   (void)run;
   return RS_OK;
 }
+size_t rs__mpi_trace_batch(const rs_run_t *run) {
+  (void)run;
+  return 0;
+}
+int rs__mpi_trace_start(rs_run_t *run) {
+  (void)run;
+  return RS_OK;
+}
 void rs__mpi_finish(rs_run_t *run) { (void)run; }
+int rs__mpi_trace_json(const rs_run_t *run, char *buf, size_t cap) {
+  (void)run, (void)buf, (void)cap;
+  return 0;
+}
 void rs__mpi_tell_fault(rs_run_t *run, int worker, int code,
                         const char *message) {
   (void)run, (void)worker, (void)code, (void)message;

@@ -17,9 +17,18 @@
  * - Clocks: rank 0 measures every process's CLOCK_MONOTONIC offset at the
  *   start (the ping-pong of least round trip); every time a process sends
  *   or records is turned into rank 0's clock with it.
- * - After the workers stop, every process sends its workers' state,
- *   statistics and trace records to rank 0 (in batches), which then holds
- *   what a one-process run would: it writes the trace and reports.
+ * - Trace records flow to rank 0 while the run goes on: each worker
+ *   records into a ring of `batch` records (xfer.h) that a tracer thread
+ *   per process drains; the tracers of the other processes send them to
+ *   rank 0 in batches of at most `batch` records (one receiver's each) on
+ *   a communicator of their own, and rank 0's tracer writes them, and its
+ *   own workers', into the trace's open transaction as they come. A
+ *   worker whose ring is full waits for the tracer, so no process holds
+ *   more than (its workers + 1) x batch records. Each tracer ends its
+ *   stream with a message of its counts, once its workers stopped.
+ * - After the workers stop, every process sends its workers' state and
+ *   statistics to rank 0, which then holds what a one-process run would
+ *   (the records aside): it writes the rest of the trace and reports.
  * Without MPI (mpi_none.c) every call here fails or does nothing.
  */
 #ifndef RINGSIM_MPI_RUN_H
@@ -60,9 +69,21 @@ void rs__mpi_edge_close(rs_edge_t *e);
 /* Before the workers start (collective): measure the clock offsets, start
  * the listener for other processes' faults. */
 int rs__mpi_start(rs_run_t *run);
+/* Records per trace batch, and per worker's ring (RINGSIM_MPI_TRACE_BATCH,
+ * or 8192). */
+size_t rs__mpi_trace_batch(const rs_run_t *run);
+/* After t0_ns is set, before the workers are released: start this
+ * process's tracer (when tracing). If it cannot start, the run fails and
+ * its workers record nothing; rs__mpi_finish then drains in its stead. */
+int rs__mpi_trace_start(rs_run_t *run);
 /* After this process's workers stopped (collective): stop the listener,
- * then every worker's state, statistics and trace records to rank 0. */
+ * end the trace stream (rank 0: every process's), then every worker's
+ * state and statistics to rank 0. */
 void rs__mpi_finish(rs_run_t *run);
+/* Rank 0, after rs__mpi_finish: how the records came (JSON for the run's
+ * trace_stream_json, docs/trace-schema.md) into buf; 0 if they were not
+ * traced during the run. */
+int rs__mpi_trace_json(const rs_run_t *run, char *buf, size_t cap);
 /* This process found the run's first fault: tell every other process. */
 void rs__mpi_tell_fault(rs_run_t *run, int worker, int code,
                         const char *message);
@@ -71,7 +92,9 @@ int rs__mpi_all(rs_run_t *run, int ok);
 /* After each process checked its own workers (collective): merge the
  * checks (the worst of every process's), and compare the processes'
  * results by per-block hashes; *identical is set to whether every
- * worker everywhere holds the same bits. */
+ * worker everywhere holds the same bits. If not, the blocks where workers
+ * differ go from rank 0 (worker 0's) to every process, one at a time, and
+ * rank 0 gets the listing (rs_run_mismatches) of every worker. */
 void rs__mpi_check_merge(rs_run_t *run, int *identical);
 
 /* The reference of inputs that are not generated (collective, one

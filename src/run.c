@@ -8,7 +8,9 @@
  * worker is left waiting.
  */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -346,6 +348,55 @@ static int choose_algos(rs_run_t *run, char *errmsg) {
   return RS_OK;
 }
 
+/* The test knob RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...] (docs/reliability.md):
+ * flip the lowest bit of those elements of those workers' results after
+ * the all-reduce, before the check, as silent memory corruption would,
+ * to test the check's listing of workers that differ. */
+static int parse_flips(rs_run_t *run, char *errmsg) {
+  const char *text = getenv("RINGSIM_TEST_FLIP");
+  if (!text)
+    return RS_OK;
+  const int max = (int)(sizeof run->flips / sizeof *run->flips);
+  const char *at = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long worker = strtol(at, &end, 10);
+    int ok = end != at && *end == ':' && worker >= 0 &&
+             worker < run->config.workers && run->flip_count < max;
+    unsigned long long elem = 0;
+    if (ok) {
+      at = end + 1;
+      elem = strtoull(at, &end, 10);
+      ok = end != at && isdigit((unsigned char)*at) && !errno &&
+           elem < run->elems && (*end == ',' || *end == '\0');
+    }
+    if (!ok)
+      return rs__err(errmsg, RS_EINVAL,
+                     "RINGSIM_TEST_FLIP '%s': expected up to %d "
+                     "WORKER:ELEMENT pairs, comma-separated, with WORKER "
+                     "below %d and ELEMENT below %zu",
+                     text, max, run->config.workers, run->elems);
+    run->flips[run->flip_count].worker = (int)worker;
+    run->flips[run->flip_count++].elem = (size_t)elem;
+    if (*end == '\0')
+      return RS_OK;
+    at = end + 1;
+  }
+}
+
+/* Flip the test knob's bits in this process's workers' results. */
+static void apply_flips(rs_run_t *run) {
+  for (int k = 0; k < run->flip_count; k++) {
+    if (!rs__run_local(run, run->flips[k].worker))
+      continue;
+    /* the lowest byte of the element (little-endian: its lowest bit) */
+    unsigned char *elem = run->bufs[run->flips[k].worker] +
+                          run->flips[k].elem * run->buf_elem_bytes;
+    elem[0] ^= 1;
+  }
+}
+
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   *out = NULL;
@@ -370,6 +421,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   run->dtype = dtype;
   run->elem_size = rs_dtype_size(dtype);
   run->buf_elem_bytes = rs_dtype_buffer_size(dtype);
+  if ((rc = parse_flips(run, errmsg))) {
+    free(peers);
+    rs_run_free(run);
+    return rc;
+  }
   atomic_init(&run->abort_flag, 0);
   atomic_init(&run->interrupted_by, NULL);
   atomic_init(&run->phase, RS_STAGE_IDLE);
@@ -435,6 +491,9 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
 
   /* Refuse a run that cannot fit in memory before allocating any of it. */
   double events = config->traced ? events_total(run) * sizeof(rs_event_t) : 0;
+  if (config->traced && run->mpi) /* a ring per worker, and a batch */
+    events = (double)(local + 1) * (double)rs__mpi_trace_batch(run) *
+             sizeof(rs_event_t);
   double edges = 0;
   for (int i = 0; i < run->edge_count; i++) {
     size_t payload = config->direct ? 0 : edge_elems[i] * wire_bytes;
@@ -594,6 +653,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->links);
   free(run->workers);
   free(run->checks);
+  free(run->mismatches);
   free(run->ref);
   free(run->bound);
   free(run->ref_exact);
@@ -656,6 +716,18 @@ const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param) {
   if (param >= rs_model_param_count(run->model))
     return NULL;
   return &run->checks[param];
+}
+
+uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker) {
+  if (!run->checked || !run->mismatches || worker < 0 ||
+      worker >= run->config.workers)
+    return 0;
+  return run->mismatches[worker];
+}
+
+size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first) {
+  *first = run->first_mismatches;
+  return run->checked ? run->mismatches_listed : 0;
 }
 
 /* The gate holds every worker until all exist, so they start together;
@@ -930,8 +1002,10 @@ static void check_first(rs_run_t *run) {
            run->config.collective == RS_COLL_ALLREDUCE;
   if (run->mpi) /* the check is collective: every process, or none */
     ok = rs__mpi_all(run, ok);
-  if (ok)
+  if (ok) {
+    apply_flips(run);
     rs__check_result(run);
+  }
 }
 
 /* Run the ring on W threads, warmup + iterations times; check after the
@@ -994,8 +1068,14 @@ static int run_threads(rs_run_t *run) {
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
                      run->elems * (size_t)L * (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
-  open_gate(&pool.gate, started == L ? GATE_GO : GATE_LEAVE);
-  if (started == L && pool.iterations > 1) {
+  /* (over MPI, with its tracer: when tracing, the workers' rings need it) */
+  int go = started == L;
+  if (run->mpi && go && rs__mpi_trace_start(run) != RS_OK) {
+    rs__run_abort(run);
+    go = 0;
+  }
+  open_gate(&pool.gate, go ? GATE_GO : GATE_LEAVE);
+  if (go && pool.iterations > 1) {
     uint64_t warm_ns = 0;
     int it = 0;
     for (; it < pool.main_until && it < pool.iterations; it++) {
@@ -1029,10 +1109,10 @@ static int run_threads(rs_run_t *run) {
     rs__mpi_finish(run);
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
-  if (pool.iterations == 1 || started < L) {
+  if (pool.iterations == 1 || !go) {
     record_iteration(run, &timing, run->config.warmup,
-                     started == L ? slowest(&pool) : end_ns - run->t0_ns);
-    if (started == L || run->mpi)
+                     go ? slowest(&pool) : end_ns - run->t0_ns);
+    if (go || run->mpi)
       check_first(run);
   }
   run->result.warmup = run->config.warmup;
@@ -1083,15 +1163,22 @@ const char *rs_run_trace_error(const rs_run_t *run) {
 }
 
 /* Size every worker's event buffer for all the transfers it will receive,
- * so recording never allocates. */
+ * so recording never allocates; over MPI, each of this process's workers
+ * a ring of at most a trace batch, which the tracer drains (mpi.c). */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
     size_t per_worker = events_of(run, r);
-    /* (over MPI, rank 0 takes in every other process's records) */
-    if (!per_worker || (!rs__run_local(run, r) && run->proc != 0))
+    if (!per_worker || !rs__run_local(run, r))
       continue;
     rs_event_buf_t *buf = &run->workers[r].events;
+    if (run->mpi) {
+      size_t batch = rs__mpi_trace_batch(run);
+      buf->ring = 1;
+      atomic_init(&buf->written, 0);
+      atomic_init(&buf->taken, 0);
+      per_worker = per_worker < batch ? per_worker : batch;
+    }
     buf->events = malloc(per_worker * sizeof *buf->events);
     if (!buf->events)
       return rs__run_fail(run, RS_ENOMEM,
@@ -1130,7 +1217,8 @@ int rs_run_execute(rs_run_t *run) {
   if (rc == RS_OK && run->trace) {
     uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);
-    if (rc == RS_OK && rs__trace_begin(run) != RS_OK) {
+    if (rc == RS_OK && (rs__trace_begin(run) != RS_OK ||
+                        (run->mpi && rs__trace_stream_open(run) != RS_OK))) {
       run->trace_failed = 1;
       if (atomic_load(&run->interrupted_by)) /* it stopped the wait */
         rc = rs__run_take_interrupt(run);
@@ -1147,8 +1235,11 @@ int rs_run_execute(rs_run_t *run) {
                       "another MPI process could not start the run");
   if (rc == RS_OK && run->mpi)
     rc = rs__mpi_start(run);
-  if (rc)
+  if (rc) {
+    if (run->trace && run->mpi)
+      rs__trace_stream_abandon(run); /* (if it was opened) */
     return rc;
+  }
   rc = run_threads(run);
   for (int r = 0; r < run->config.workers; r++)
     run->result.transfers += run->workers[r].stats.transfers_sent;

@@ -93,6 +93,18 @@ struct rs_run {
   rs_result_t result;
   rs_param_check_t *checks; /* one per param */
   int checked;              /* rs__check_result ran */
+  /* The check's listing of workers that differ from worker 0: per worker
+   * (W), elements that differ; the first RS_MISMATCH_LIST of them. */
+  uint64_t *mismatches;
+  rs_mismatch_t first_mismatches[RS_MISMATCH_LIST];
+  size_t mismatches_listed;
+  /* RINGSIM_TEST_FLIP (run.c): bits to flip in worker results before the
+   * check, for tests of the check. */
+  int flip_count;
+  struct {
+    int worker;
+    size_t elem;
+  } flips[64];
   char errmsg[RS_ERRMSG_MAX];
   int fault_worker;  /* the worker that found the first fault, or -1 */
   uint64_t fault_ns; /* when the first fault was found */

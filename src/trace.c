@@ -34,6 +34,11 @@ struct rs_trace {
   uint64_t busy_since_ns;   /* when the busy handler began this wait */
   int busy;                 /* the last failed write found the lock taken */
   const atomic_int *cancel; /* while writing a run: its abort flag */
+  /* Over MPI, while the run goes on (rs__trace_stream_open): the
+   * transaction is open, this the transfer insert, stream_rc any failure
+   * of a write. */
+  sqlite3_stmt *stream;
+  int stream_rc;
 };
 
 /* The transfer table has no index: with one, SQLite inserts about 40%
@@ -72,7 +77,8 @@ static const char schema_sql[] =
     "  bound REAL,\n"
     "  config_json TEXT,\n"
     "  procs INTEGER,\n"
-    "  clock_offsets_json TEXT\n"
+    "  clock_offsets_json TEXT,\n"
+    "  trace_stream_json TEXT\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS param (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -493,7 +499,8 @@ static int add_mpi_columns(rs_trace_t *t, char *errmsg) {
   static const char *const columns[][2] = {
       {"run", "procs INTEGER"},         {"run", "clock_offsets_json TEXT"},
       {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
-      {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"}};
+      {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"},
+      {"run", "trace_stream_json TEXT"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);
@@ -804,8 +811,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int write_transfers(rs_run_t *run) {
-  sqlite3_stmt *st;
+static int prepare_insert(rs_run_t *run, sqlite3_stmt **st) {
   if (sqlite3_prepare_v2(
           run->trace->db,
           "INSERT INTO transfer (run_id, iter, bucket, phase, step, src, dst, "
@@ -814,19 +820,29 @@ static int write_transfers(rs_run_t *run) {
           "contrib_first, contrib_count, sim_send_ns, sim_recv_ns, src_rank, "
           "dst_rank, src_host, dst_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
           "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          -1, &st, NULL) != SQLITE_OK)
+          -1, st, NULL) != SQLITE_OK)
     return fail_sql(run, "prepare the transfer insert");
+  return RS_OK;
+}
+
+static int write_transfers(rs_run_t *run) {
+  sqlite3_stmt *st = run->trace->stream;
+  /* (streamed: the received records are in already, mpi.c) */
+  const int streamed = st != NULL;
+  if (!streamed && prepare_insert(run, &st) != RS_OK)
+    return RS_EIO;
   int rc = SQLITE_OK;
   /* Receiver by receiver, in the order the algorithm's edges first reach
    * them (for the ring, sender 0's transfers first, as (src, seq) keys
    * run), each receiver's record once, in the order it received. */
   unsigned char *done = calloc((size_t)run->config.workers, 1);
   if (!done) {
-    sqlite3_finalize(st);
+    if (!streamed)
+      sqlite3_finalize(st);
     return rs__err(run->trace_errmsg, RS_ENOMEM, "trace %s: out of memory",
                    run->trace->path);
   }
-  for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
+  for (int i = 0; i < run->edge_count && rc == SQLITE_OK && !streamed; i++) {
     const int dst = run->edges[i].to;
     if (done[dst])
       continue;
@@ -850,8 +866,50 @@ static int write_transfers(rs_run_t *run) {
       run->result.trace_rows++;
     }
   }
-  sqlite3_finalize(st);
+  if (!streamed)
+    sqlite3_finalize(st);
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "insert transfers");
+}
+
+int rs__trace_stream_open(rs_run_t *run) {
+  rs_trace_t *t = run->trace;
+  t->stream_rc = RS_OK;
+  if (exec_retry(t, "BEGIN IMMEDIATE") != SQLITE_OK)
+    return fail_sql(run, "begin a transaction");
+  if (prepare_insert(run, &t->stream) != RS_OK) {
+    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+    return RS_EIO;
+  }
+  return RS_OK;
+}
+
+int rs__trace_stream_write(rs_run_t *run, int dst, const rs_event_t *events,
+                           size_t n) {
+  rs_trace_t *t = run->trace;
+  if (!t || !t->stream || t->stream_rc)
+    return RS_EIO; /* (no stream, or a write failed: the rest is dropped) */
+  int rc = SQLITE_OK;
+  for (size_t k = 0; k < n && rc == SQLITE_OK; k++) {
+    rc = insert_transfer(run, t->stream, &events[k], dst, 1);
+    run->result.trace_rows++;
+  }
+  if (rc != SQLITE_OK)
+    t->stream_rc = fail_sql(run, "insert transfers");
+  return t->stream_rc;
+}
+
+/* Finalize the stream's statement (its transaction goes on). */
+static void stream_close(rs_trace_t *t) {
+  sqlite3_finalize(t->stream);
+  t->stream = NULL;
+}
+
+void rs__trace_stream_abandon(rs_run_t *run) {
+  rs_trace_t *t = run->trace;
+  if (!t || !t->stream)
+    return;
+  stream_close(t);
+  sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int write_totals(rs_run_t *run) {
@@ -933,11 +991,20 @@ static int write_totals(rs_run_t *run) {
           (unsigned long long)rs__mpi_rtt(run, p));
     }
     snprintf(json + len, cap - len, "]");
+    /* how the records came to rank 0 during the run (mpi.c's tracer) */
+    size_t stream_cap = (size_t)run->procs * 320 + 160;
+    char *stream = malloc(stream_cap);
+    if (stream && !rs__mpi_trace_json(run, stream, stream_cap)) {
+      free(stream); /* (not traced during the run) */
+      stream = NULL;
+    }
     rc = exec_bound(db,
-                    "UPDATE run SET procs = ?, clock_offsets_json = ? WHERE "
-                    "run_id = ?",
-                    "iti", (int64_t)run->procs, json, run->trace_run_id);
+                    "UPDATE run SET procs = ?, clock_offsets_json = ?, "
+                    "trace_stream_json = ? WHERE run_id = ?",
+                    "itti", (int64_t)run->procs, json, stream,
+                    run->trace_run_id);
     free(json);
+    free(stream);
   }
   return rc == SQLITE_OK ? RS_OK : fail_sql(run, "update the run");
 }
@@ -974,12 +1041,22 @@ void rs__trace_detach(rs_run_t *run) {
 int rs__trace_finish(rs_run_t *run) {
   rs_trace_t *t = run->trace;
   int rc = RS_OK;
-  if (exec_retry(t, "BEGIN IMMEDIATE") != SQLITE_OK) {
-    rc = fail_sql(run, "begin a transaction");
+  /* Streamed (over MPI): the transaction is open, the transfers received
+   * in, unless a write failed. */
+  const int streamed = t->stream != NULL;
+  if (streamed ? t->stream_rc != RS_OK
+               : exec_retry(t, "BEGIN IMMEDIATE") != SQLITE_OK) {
+    rc = streamed ? RS_EIO : fail_sql(run, "begin a transaction");
+    if (streamed) {
+      stream_close(t);
+      sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+    }
   } else {
     rc = write_transfers(run);
     if (rc == RS_OK)
       rc = write_totals(run);
+    if (streamed)
+      stream_close(t);
     if (rc == RS_OK && exec_retry(t, "COMMIT") != SQLITE_OK)
       rc = fail_sql(run, "commit");
     if (rc != RS_OK)

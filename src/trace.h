@@ -13,10 +13,15 @@
  *   per-worker totals, per-param check results and the run's outcome. A run
  *   that failed still writes every transfer that happened, including
  *   messages sent but never received (left in a channel).
+ * - Over MPI the records reach rank 0 during the run (mpi.c's tracer, from
+ *   per-worker rings of one batch): its tracer thread inserts them through
+ *   the same statement into the transaction rs__trace_stream_open began,
+ *   and rs__trace_finish adds the rest and commits it.
  */
 #ifndef RINGSIM_TRACE_H
 #define RINGSIM_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ringsim/ringsim.h"
@@ -31,6 +36,7 @@
 #define RS_TRACE_WAIT_S 300.0
 
 struct rs_run;
+struct rs_event;
 struct sqlite3;
 /* The trace's connection (for tests that set limits on it). */
 struct sqlite3 *rs__trace_db(rs_trace_t *trace);
@@ -40,6 +46,18 @@ int rs__trace_begin(struct rs_run *run);
  * If that fails, it is rolled back and the run's row is marked failed in a
  * transaction of its own (if that can be written); trace_errmsg says which. */
 int rs__trace_finish(struct rs_run *run);
+/* Over MPI, rank 0 writes transfers while the run goes on (mpi.c's
+ * tracer): stream_open begins the transaction rs__trace_finish will commit
+ * (after rs__trace_begin, before the workers start) and prepares the
+ * transfer insert; stream_write inserts n records received by worker dst,
+ * in order, times absolute in this process's clock (from any one thread
+ * at a time, the tracer's); after a failed write the rest are dropped and
+ * rs__trace_finish rolls the run's rows back, as for any failed write.
+ * stream_abandon rolls back a stream whose run never started. */
+int rs__trace_stream_open(struct rs_run *run);
+int rs__trace_stream_write(struct rs_run *run, int dst,
+                           const struct rs_event *events, size_t n);
+void rs__trace_stream_abandon(struct rs_run *run);
 /* Forget the run (its abort flag ends the trace's waits while it runs):
  * the trace may outlive it. */
 void rs__trace_detach(struct rs_run *run);

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <string.h>
+#include <time.h>
 
 #include "reduce.h"
 #include "util.h"
@@ -124,17 +125,33 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
                    uint64_t wait_ns, uint64_t sim_recv_ns) {
   rs_event_buf_t *buf = &w->events;
   if (!buf->events)
-    return;                          /* not tracing */
-  if (buf->count == buf->capacity) { /* only a bug sizes it too small */
+    return; /* not tracing */
+  size_t taken = 0;
+  if (buf->ring) { /* wait for room: the tracer drains it, always */
+    taken = atomic_load_explicit(&buf->taken, memory_order_acquire);
+    for (uint64_t nap = 10000; buf->count - taken == buf->capacity;) {
+      struct timespec ts = {0, (long)nap};
+      nanosleep(&ts, NULL);
+      nap = nap < 500000 ? 2 * nap : 500000;
+      taken = atomic_load_explicit(&buf->taken, memory_order_acquire);
+    }
+  } else if (buf->count == buf->capacity) { /* only a bug sizes it small */
     assert(!"a trace buffer was sized too small");
     return;
   }
-  rs_event_t *e = &buf->events[buf->count++];
+  rs_event_t *e =
+      &buf->events[buf->ring ? buf->count % buf->capacity : buf->count];
+  buf->count++;
   *e = rs__event_of(msg, w->iter);
   e->recv_begin_ns = recv_begin_ns;
   e->recv_end_ns = rs__now_ns();
   e->wait_ns = wait_ns;
   e->sim_recv_ns = sim_recv_ns;
+  if (buf->ring) {
+    if (buf->count - taken > buf->held_max)
+      buf->held_max = buf->count - taken;
+    atomic_store_explicit(&buf->written, buf->count, memory_order_release);
+  }
 }
 
 int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,

@@ -20,6 +20,7 @@
 #ifndef RINGSIM_XFER_H
 #define RINGSIM_XFER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,15 @@ typedef struct rs_event_buf {
   rs_event_t *events;
   size_t count;
   size_t capacity;
+  /* Over MPI (mpi.c's tracer) the buffer is a ring of capacity records,
+   * one producer (the worker) and one consumer (the tracer thread): the
+   * worker writes record count % capacity once count - taken < capacity
+   * (else it waits for the tracer) and publishes count in `written`; the
+   * tracer hands records on in order and publishes `taken`. held_max is
+   * the most records the ring held at once, as the worker saw it. */
+  int ring;
+  atomic_size_t written, taken;
+  size_t held_max;
 } rs_event_buf_t;
 
 /* What a message says of itself: a record without its receipt. */

@@ -8,6 +8,7 @@ shorter than the timeout completes, and the trace shows the delay spreading.
 import json
 import os
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -326,6 +327,59 @@ class Faults(unittest.TestCase):
             self.assertEqual(err.count("\n"), 1, err)
         if os.path.exists(self.db):  # opened before the config was refused
             self.assertEqual(self.query("SELECT count(*) FROM run"), [(0,)], "no run recorded")
+
+    def test_flipped_bits_listed(self):
+        """Workers that end with other bits than worker 0 (RINGSIM_TEST_FLIP
+        flips a bit of a result before the check, as silent memory
+        corruption would): the check fails (exit 1) and lists, per worker,
+        how many elements differ, and the first 10 by element then worker,
+        each with its param, both values, one bit apart; a bad spec is
+        refused with exit 2."""
+        # fc1.weight has 200704 elements; 200705 is fc1.bias[1]
+        flips = [(3, 200705), (1, 7)] + [(2, e) for e in range(100, 112)]
+        spec = ",".join(f"{w}:{e}" for w, e in flips)
+        env = dict(os.environ, RINGSIM_TEST_FLIP=spec)
+        p = subprocess.run([RINGSIM, "-p", self.model, "-w", "4", "--no-trace",
+                            "--json"], capture_output=True, text=True,
+                           timeout=120, env=env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        report = json.loads(p.stdout)
+        self.assertFalse(report["identical"])
+        got = report["mismatches"]
+        counts = {}
+        for w, _ in flips:
+            counts[w] = counts.get(w, 0) + 1
+        self.assertEqual(got["workers"],
+                         [{"worker": w, "elements": counts[w]}
+                          for w in sorted(counts)])
+        first = sorted(flips, key=lambda f: (f[1], f[0]))[:10]
+        self.assertEqual([(m["worker"], m["elem"]) for m in got["first"]],
+                         first)
+        for m in got["first"]:
+            name, index = (("fc1.bias", m["elem"] - 200704)
+                           if m["elem"] >= 200704
+                           else ("fc1.weight", m["elem"]))
+            self.assertEqual((m["param"], m["index"]), (name, index), m)
+            a = struct.unpack("<I", struct.pack("<f", m["value"]))[0]
+            b = struct.unpack("<I", struct.pack("<f", m["worker0_value"]))[0]
+            self.assertEqual(a ^ b, 1, m)
+        text = subprocess.run([RINGSIM, "-p", self.model, "-w", "4",
+                               "--no-trace"], capture_output=True, text=True,
+                              timeout=120, env=env)
+        self.assertEqual(text.returncode, 1, text.stderr)
+        self.assertIn("  differ     from worker 0's bits: worker 1 (1 element), "
+                      "worker 2 (12 elements), worker 3 (1 element)\n",
+                      text.stdout)
+        self.assertIn("fc1.weight[7] (element 7): worker 1 holds ", text.stdout)
+        for bad in ("4:1", "1:999999999", "1-2", "1:2,"):
+            with self.subTest(bad=bad):
+                p = subprocess.run([RINGSIM, "-p", self.model, "-w", "4",
+                                    "--no-trace"], capture_output=True,
+                                   text=True, timeout=120,
+                                   env=dict(os.environ, RINGSIM_TEST_FLIP=bad))
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                self.assertIn(f"RINGSIM_TEST_FLIP '{bad}': expected", p.stderr)
 
 
 def main():

@@ -57,13 +57,14 @@ class MpiTransport(unittest.TestCase):
                 {"name": "b", "shape": [11], "dtype": dtype}]}, f)
         return path
 
-    def mpirun(self, procs, args, timeout=60):
+    def mpirun(self, procs, args, timeout=60, env=None):
         sub = args[:1] if args[:1] == ["bench"] else []
         cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
                str(procs), RINGSIM] + sub + ["--transport", "mpi"] + \
             args[len(sub):]
         return subprocess.run(cmd, capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout,
+                              env=dict(os.environ, **(env or {})))
 
     def ringsim(self, args):
         return subprocess.run([RINGSIM] + args, capture_output=True,
@@ -208,6 +209,18 @@ class MpiTransport(unittest.TestCase):
                         if line.startswith("ringsim:")]
                 self.assertEqual(len(said), 1, run.stderr)
                 self.assertIn(says, said[0])
+        # the trace stream's test knob (docs/mpi.md), refused before the
+        # run
+        for value in ("0", "12x"):
+            with self.subTest(batch=value):
+                run = self.mpirun(2, ["--params", model, "--no-trace"],
+                                  env={"RINGSIM_MPI_TRACE_BATCH": value})
+                says = f"RINGSIM_MPI_TRACE_BATCH '{value}': expected"
+                self.assertEqual(run.returncode, 2, run.stderr)
+                said = [line for line in run.stderr.splitlines()
+                        if line.startswith("ringsim:")]
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
 
     def test_grads_files_and_inline(self):
         """Inputs that are not generated: each process reads its own
@@ -259,6 +272,133 @@ class MpiTransport(unittest.TestCase):
                              (2, 4, 0), r)
             self.assertGreater(r["mpi_allreduce_us"], 0, r)
             self.assertGreater(r["time_us"], 0, r)
+
+    # (iter .. contrib_count: every column of a transfer but its times and
+    # ranks, which a one-process run has otherwise)
+    KEY = ("iter, bucket, phase, step, src, dst, chunk, segment, "
+           "elem_offset, elems, bytes, seq, checksum, contrib_first, "
+           "contrib_count")
+
+    def stream_model(self):
+        """4 workers, segments of 16 floats: 1584 transfers, 792
+        received in each of 2 processes, 49.5 batches of 16 each."""
+        path = self.path("stream.json")
+        with open(path, "w") as f:
+            json.dump({"name": "stream", "params": [
+                {"name": "w", "shape": [4096], "dtype": "f32"},
+                {"name": "b", "shape": [100], "dtype": "f32"}]}, f)
+        return path
+
+    def test_trace_streamed_during_run(self):
+        """Records reach rank 0 in batches of RINGSIM_MPI_TRACE_BATCH while
+        the workers run: the trace holds every transfer exactly once, the
+        same rows (and each receiver's in the same order) as one process
+        writes, and each process held at most (its workers + 1) batches
+        of records, far fewer than it recorded."""
+        batch = 16
+        common = ["--params", self.stream_model(), "--workers", "4",
+                  "--segment-bytes", "64", "--checksum", "--json"]
+        one_db, mpi_db = self.path("one.db"), self.path("mpi.db")
+        one = self.ringsim(common + ["--trace", one_db])
+        self.assertEqual(one.returncode, 0, one.stderr)
+        run = self.mpirun(2, common + ["--trace", mpi_db],
+                          env={"RINGSIM_MPI_TRACE_BATCH": str(batch)})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        transfers = json.loads(run.stdout)["transfers"]
+        self.assertEqual(transfers, json.loads(one.stdout)["transfers"])
+        rows = {}
+        for name, path in (("one", one_db), ("mpi", mpi_db)):
+            db = sqlite3.connect(path)
+            rows[name] = db.execute(
+                f"SELECT {self.KEY} FROM transfer ORDER BY rowid").fetchall()
+            if name == "mpi":
+                stream = json.loads(db.execute(
+                    "SELECT trace_stream_json FROM run").fetchone()[0])
+            db.close()
+        self.assertEqual(len(rows["mpi"]), transfers)
+        self.assertEqual(len(set(rows["mpi"])), transfers, "a row twice")
+        self.assertEqual(sorted(rows["mpi"]), sorted(rows["one"]))
+        for dst in range(4):  # each receiver's records in receive order
+            self.assertEqual([r for r in rows["mpi"] if r[5] == dst],
+                             [r for r in rows["one"] if r[5] == dst], dst)
+        self.assertEqual(stream["batch_records"], batch)
+        procs = stream["procs"]
+        self.assertEqual(sum(p["records"] for p in procs), transfers)
+        for p in procs:
+            self.assertEqual(p["records_bound"], (2 + 1) * batch, p)
+            self.assertLessEqual(p["records_held_max"], p["records_bound"],
+                                 p)
+            self.assertGreater(p["records"], 10 * p["records_bound"], p)
+            self.assertGreaterEqual(p["batches"], p["records"] / batch, p)
+        # rank 1's batches went while its workers ran, and rank 0 wrote
+        # some of them before its own workers stopped
+        self.assertGreater(procs[1]["batches_during_run"], 0, procs)
+        self.assertGreater(stream["received_during_run"], 0, stream)
+
+    def test_trace_stream_keeps_failed_runs_records(self):
+        """A worker of process 1 crashes: every process exits 3 within the
+        timeout and a few seconds, and every record process 1 sent (many
+        batches) is in rank 0's trace, once."""
+        batch, timeout = 8, 2
+        trace = self.path("crash.db")
+        begin = time.monotonic()
+        run = self.mpirun(2, ["--params", self.stream_model(), "--workers",
+                              "4", "--segment-bytes", "64", "--timeout",
+                              str(timeout), "--inject",
+                              "crash:worker=3,step=4", "--trace", trace],
+                          env={"RINGSIM_MPI_TRACE_BATCH": str(batch)})
+        elapsed = time.monotonic() - begin
+        self.assertEqual(run.returncode, 3, run.stderr)
+        self.assertLess(elapsed, timeout + 6, run.stderr)
+        db = sqlite3.connect(trace)
+        status, stream = db.execute(
+            "SELECT status, trace_stream_json FROM run").fetchone()
+        self.assertEqual(status, "failed")
+        sent = json.loads(stream)["procs"][1]
+        rows = db.execute(f"SELECT {self.KEY} FROM transfer WHERE "
+                          "dst_rank = 1").fetchall()
+        db.close()
+        self.assertGreater(sent["records"], 10 * batch, sent)
+        self.assertEqual(len(rows), sent["records"])
+        self.assertEqual(len(set(rows)), len(rows), "a row twice")
+
+    def test_mismatches_listed_across_processes(self):
+        """Workers on different processes that end with other bits
+        (RINGSIM_TEST_FLIP: worker 1 of process 0 in the second hash block,
+        worker 4, process 1's first, whose block hash then differs, and
+        eleven elements of worker 6): exit 1, and rank 0 lists the same
+        counts and the same first elements, with the same values, as one
+        process does."""
+        path = self.path("two-blocks.json")
+        with open(path, "w") as f:  # 70100 elements: two hash blocks
+            json.dump({"name": "two-blocks", "params": [
+                {"name": "w", "shape": [70000], "dtype": "f32"},
+                {"name": "b", "shape": [100], "dtype": "f32"}]}, f)
+        flips = [(1, 66000), (4, 100), (6, 70050)] + \
+            [(6, e) for e in range(5, 15)]
+        env = {"RINGSIM_TEST_FLIP": ",".join(f"{w}:{e}" for w, e in flips)}
+        args = ["--params", path, "--workers", "8", "--no-trace", "--json"]
+        one = subprocess.run([RINGSIM] + args, capture_output=True,
+                             text=True, timeout=60,
+                             env=dict(os.environ, **env))
+        self.assertEqual(one.returncode, 1, one.stderr)
+        run = self.mpirun(2, args, env=env)
+        self.assertEqual(run.returncode, 1, run.stderr)
+        alone, report = json.loads(one.stdout), json.loads(run.stdout)
+        self.assertFalse(report["identical"])
+        self.assertEqual(report["mismatches"], alone["mismatches"])
+        listed = report["mismatches"]
+        self.assertEqual(listed["workers"], [
+            {"worker": 1, "elements": 1}, {"worker": 4, "elements": 1},
+            {"worker": 6, "elements": 11}])
+        self.assertEqual([(m["worker"], m["elem"]) for m in listed["first"]],
+                         sorted(flips, key=lambda f: (f[1], f[0]))[:10])
+        text = self.mpirun(2, args[:-1], env=env)
+        self.assertEqual(text.returncode, 1, text.stderr)
+        self.assertEqual(text.stdout.count("  differ     from worker 0's "
+                                           "bits: worker 1 (1 element), "
+                                           "worker 4 (1 element), worker 6 "
+                                           "(11 elements)\n"), 1, text.stdout)
 
     def test_old_trace_gets_mpi_columns(self):
         """A trace written before the MPI columns gets them on open (NULL

@@ -98,7 +98,7 @@ def same_bits(a, b):
                             b.contiguous().view(BITS[b.dtype])))
 
 
-def run_cli(d, grads, dtype, extra=(), name="cli_model"):
+def run_cli(d, grads, dtype, extra=(), name="cli_model", exit_code=0):
     """`ringsim --grads --out --json` on grads: (result dict, report)."""
     model = {"name": name, "params": [
         {"name": n, "shape": list(t.shape), "dtype": RS_DTYPE[dtype]}
@@ -113,9 +113,11 @@ def run_cli(d, grads, dtype, extra=(), name="cli_model"):
                         os.path.join(d, "w{r}.safetensors"), "--out", out,
                         "--no-trace", "--json", *extra],
                        capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
+    if p.returncode != exit_code:
         raise AssertionError(f"ringsim exited {p.returncode}: {p.stderr}")
-    return read_safetensors(out), json.loads(p.stdout)
+    # (a run whose check failed writes no --out)
+    return (read_safetensors(out) if exit_code == 0 else None,
+            json.loads(p.stdout))
 
 
 # report keys that are measured (times) or name where the grads came from
@@ -390,6 +392,29 @@ class PyApi(unittest.TestCase):
 
     # pyapi-6: a run that fails once started raises RunError, a
     # RuntimeError, carrying the command's report and its watchdog
+    # pyapi-9: workers whose results differ (the RINGSIM_TEST_FLIP knob,
+    # docs/reliability.md) fail the check, and the report lists them as
+    # the command's does.
+    def test_mismatches_match_cli(self):
+        grads = make_grads(4, torch.float32, seed=3)
+        # fc.weight[3] of worker 1; embed[0] (element 35 + 7 + 54 + 1) of
+        # worker 3
+        os.environ["RINGSIM_TEST_FLIP"] = "1:3,3:97"
+        try:
+            with self.assertRaises(ringsim.RunError) as caught:
+                ringsim.allreduce(grads, model_name="cli_model")
+            with tempfile.TemporaryDirectory() as d:
+                _, cli_report = run_cli(d, grads, torch.float32, exit_code=1)
+        finally:
+            del os.environ["RINGSIM_TEST_FLIP"]
+        report = caught.exception.report
+        self.assertEqual(report["status"], "check_failed")
+        same_report(self, report, cli_report, False)
+        self.assertEqual(
+            [(m["worker"], m["param"], m["index"])
+             for m in report["mismatches"]["first"]],
+            [(1, "fc.weight", 3), (3, "embed", 0)])
+
     def test_failed_run(self):
         grads = [{"w": torch.arange(12.0)} for _ in range(4)]
         with self.assertRaises(RuntimeError) as cm:

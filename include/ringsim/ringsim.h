@@ -768,6 +768,25 @@ const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
 const rs_config_t *rs_run_config(const rs_run_t *run);
 
+/* When the check finds workers that do not hold identical results: an
+ * element where a worker's result differs, bit for bit, from worker 0's. */
+#define RS_MISMATCH_LIST 10
+typedef struct rs_mismatch {
+  int worker;
+  size_t param; /* the param the element belongs to */
+  size_t elem;  /* its index in the flat buffer (the param's elem_offset
+                   plus its index in the param) */
+  double value; /* the worker's, and worker 0's */
+  double worker0_value;
+} rs_mismatch_t;
+/* After a checked run: how many elements of worker's result differ from
+ * worker 0's (0 for worker 0, and when every worker is identical). Over
+ * MPI, rank 0 has every worker's count. */
+uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker);
+/* ... and the first of them (at most RS_MISMATCH_LIST, in element order,
+ * then worker order) in *first; returns how many. */
+size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first);
+
 /* ---- for language bindings (python/ringsim; src/binding.c) --------------
  *
  * Calls that take and return only numbers, strings and opaque pointers, so
@@ -810,7 +829,9 @@ void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
  * status_name, error, run_id, trace_error; config (the settings used);
  * result (rs_result_t's fields); workers (rs_worker_stats_t's and
  * rs_worker_state_t's fields, per worker); params (name, offset, elems and
- * rs_param_check_t's fields); buckets (rs_bucket_t's). Values that are not
+ * rs_param_check_t's fields); mismatches (workers: rs_run_worker_mismatches
+ * per worker; first: rs_run_mismatches' list, param as its index);
+ * buckets (rs_bucket_t's). Values that are not
  * finite are null. Returns a string the caller frees with rs_free, or NULL
  * when out of memory. */
 char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);

@@ -56,6 +56,19 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
             entry["order_max_ulps"] = if_checked(p["order_max_ulps"])
         param_checks.append(entry)
 
+    mismatches = None  # the workers that differ from worker 0's bits
+    if checked and not res["identical"]:
+        m = facts["mismatches"]
+        mismatches = {
+            "workers": [{"worker": w, "elements": n}
+                        for w, n in enumerate(m["workers"]) if w and n],
+            "first": [{"worker": e["worker"],
+                       "param": params[e["param"]]["name"],
+                       "index": e["elem"] - params[e["param"]]["elem_offset"],
+                       "elem": e["elem"], "value": e["value"],
+                       "worker0_value": e["worker0_value"]}
+                      for e in m["first"]]}
+
     buckets = []
     for b in facts["buckets"]:
         first, count = b["first_param"], b["params"]
@@ -93,6 +106,7 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         "bytes_sent_theory": 2.0 * (workers - 1) / workers * nbytes,
         "checked": checked,
         "identical": if_checked(res["identical"]),
+        "mismatches": mismatches,
         "exact": res["exact"],
         "max_abs_err": if_checked(res["max_abs_err"]),
         "bound": if_checked(res["bound"]),

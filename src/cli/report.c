@@ -408,6 +408,58 @@ static void print_auto(const report_t *r) {
 
 /* How the ring's summation order changed the result, per param, against a
  * fixed worker-0-first order. */
+/* Workers that are not identical: how many elements of each differ from
+ * worker 0's, and the first of them (rs_run_mismatches). */
+static void print_mismatches(const report_t *r, int W) {
+  const rs_mismatch_t *first;
+  size_t listed = rs_run_mismatches(r->run, &first);
+  const char *fmt = rs_model_dtype(r->model) == RS_DTYPE_F64 ? "%.17g" : "%.9g";
+  printf("  differ     from worker 0's bits:");
+  int shown = 0;
+  for (int w = 1; w < W; w++) {
+    uint64_t n = rs_run_worker_mismatches(r->run, w);
+    if (n)
+      printf("%s worker %d (%llu element%s)", shown++ ? "," : "", w,
+             (unsigned long long)n, n == 1 ? "" : "s");
+  }
+  printf("%s\n", shown ? "" : " (not listed)");
+  for (size_t k = 0; k < listed; k++) {
+    const rs_mismatch_t *m = &first[k];
+    const rs_param_t *p = rs_model_param(r->model, m->param);
+    char name[128], value[32], value0[32];
+    snprintf(value, sizeof value, fmt, m->value);
+    snprintf(value0, sizeof value0, fmt, m->worker0_value);
+    printf("             %s[%zu] (element %zu): worker %d holds %s, worker 0 "
+           "%s\n",
+           cli_safe(p->name, name, sizeof name), m->elem - p->elem_offset,
+           m->elem, m->worker, value, value0);
+  }
+}
+
+/* The same, for --json: null when every worker is identical. */
+static json_t *mismatches_json(const report_t *r, int W) {
+  const rs_mismatch_t *first;
+  size_t listed = rs_run_mismatches(r->run, &first);
+  json_t *workers = json_array(), *list = json_array();
+  for (int w = 1; w < W; w++) {
+    uint64_t n = rs_run_worker_mismatches(r->run, w);
+    if (n)
+      json_array_append_new(workers, json_pack("{s:i, s:I}", "worker", w,
+                                               "elements", (json_int_t)n));
+  }
+  for (size_t k = 0; k < listed; k++) {
+    const rs_mismatch_t *m = &first[k];
+    const rs_param_t *p = rs_model_param(r->model, m->param);
+    json_array_append_new(
+        list, json_pack("{s:i, s:s, s:I, s:I, s:o, s:o}", "worker", m->worker,
+                        "param", p->name, "index",
+                        (json_int_t)(m->elem - p->elem_offset), "elem",
+                        (json_int_t)m->elem, "value", real_or_null(m->value),
+                        "worker0_value", real_or_null(m->worker0_value)));
+  }
+  return json_pack("{s:o, s:o}", "workers", workers, "first", list);
+}
+
 static void print_order_report(const report_t *r) {
   printf("  order      against a fixed order (worker 0, 1, ... in %s): "
          "elements that differ, largest difference\n",
@@ -549,6 +601,8 @@ void cli_print_text(const report_t *r) {
          res->identical ? (W == 1 ? "1 worker: the identity"
                                   : "all workers hold identical gradients")
                         : "workers DIFFER: not bitwise identical");
+  if (!res->identical)
+    print_mismatches(r, W);
   if (res->exact)
     printf("             exact inputs: %s\n",
            res->worst_ratio == 0 ? "every element equals the reference bit "
@@ -646,6 +700,9 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "checked", json_boolean(checked));
   json_object_set_new(o, "identical",
                       checked ? json_boolean(res->identical) : json_null());
+  json_object_set_new(o, "mismatches",
+                      checked && !res->identical ? mismatches_json(r, f.workers)
+                                                 : json_null());
   json_object_set_new(o, "exact", json_boolean(res->exact));
   json_object_set_new(o, "max_abs_err",
                       checked ? real_or_null(res->max_abs_err) : json_null());
