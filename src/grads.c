@@ -1,4 +1,5 @@
-/* grads.c - each worker's local gradients: generated, inline, or from files.
+/* grads.c - each worker's local gradients: generated (the values; fill.c
+ * runs the generation on every core), inline, or from files.
  *
  * Generated values depend only on (seed, worker, param, element), through a
  * counter-based hash (splitmix64), never on the order threads run in or on
@@ -10,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "grads.h"
 #include "model.h"
 #include "parallel.h"
@@ -244,106 +244,6 @@ void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
     if (at + n == param->elems)
       p++;
   }
-}
-
-/* Generating is pure: threads take (worker, block) pieces in turn; the
- * values do not depend on which thread makes them. */
-#define FILL_PIECE ((size_t)1 << 18) /* elements */
-
-typedef struct fill_job {
-  rs_run_t *run;
-  atomic_size_t next; /* the next piece: worker-major */
-  size_t pieces_per_worker;
-  int reference; /* and the check's reference: pieces of every worker */
-} fill_job_t;
-
-/* A piece of the elements for every worker, block by block: each block's
- * W inputs generated, then their reference made while they are in cache
- * (check.c: exact inputs' direct mean), so the check need not make them
- * again after the run. */
-static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
-  for (size_t start = first; start < first + len; start += RS_CHECK_BLOCK) {
-    size_t block = first + len - start < RS_CHECK_BLOCK ? first + len - start
-                                                        : RS_CHECK_BLOCK;
-    for (int w = 0; w < run->config.workers; w++)
-      rs__grads_generate(run, w, start, block,
-                         run->bufs[w] + start * run->buf_elem_bytes);
-    rs__check_fill_reference(run, start, block);
-  }
-}
-
-static void *fill_pieces(void *arg) {
-  fill_job_t *job = arg;
-  rs_run_t *run = job->run;
-  if (job->reference) {
-    for (;;) {
-      size_t piece = atomic_fetch_add(&job->next, 1);
-      if (piece >= job->pieces_per_worker || rs__run_stopped(run))
-        break;
-      size_t first = piece * FILL_PIECE;
-      size_t len =
-          run->elems - first < FILL_PIECE ? run->elems - first : FILL_PIECE;
-      fill_with_reference(run, first, len);
-      rs__progress_add(run, len * (size_t)run->config.workers);
-    }
-    return NULL;
-  }
-  /* (this process's workers: all, or its block over MPI) */
-  const int first_worker = run->first_local;
-  const size_t total =
-      job->pieces_per_worker * (size_t)(run->local_end - first_worker);
-  for (;;) {
-    size_t piece = atomic_fetch_add(&job->next, 1);
-    if (piece >= total || rs__run_stopped(run))
-      break;
-    int w = first_worker + (int)(piece / job->pieces_per_worker);
-    size_t first = piece % job->pieces_per_worker * FILL_PIECE;
-    size_t len =
-        run->elems - first < FILL_PIECE ? run->elems - first : FILL_PIECE;
-    rs__grads_generate(run, w, first, len,
-                       run->bufs[w] + first * run->buf_elem_bytes);
-    rs__progress_add(run, len);
-  }
-  return NULL;
-}
-
-int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
-  if (init != RS_INIT_NORMAL && init != RS_INIT_UNIFORM &&
-      init != RS_INIT_EXACT)
-    return rs__run_fail(run, RS_EINVAL, "init: unknown kind %d", (int)init);
-  run->init = init;
-  run->seed = seed;
-  /* Beyond what the dtype can keep exact, exact inputs keep the f32
-   * range (the check then bounds them as any other). */
-  run->exact_k = rs__exact_k(run->dtype, run->config.workers);
-  if (run->exact_k == 0)
-    run->exact_k = 128;
-  fill_job_t job = {.run = run,
-                    .pieces_per_worker =
-                        (run->elems + FILL_PIECE - 1) / FILL_PIECE,
-                    .reference = rs__check_fills_reference(run)};
-  free(run->ref_exact); /* (a run filled twice) */
-  run->ref_exact = NULL;
-  if (job.reference && !(run->ref_exact = malloc((run->elems ? run->elems : 1) *
-                                                 run->buf_elem_bytes)))
-    return rs__run_fail(run, RS_ENOMEM,
-                        "out of memory for the reference (%zu elements)",
-                        run->elems);
-  atomic_init(&job.next, 0);
-  uint64_t t0 = rs__now_ns();
-  rs__progress_begin(run, RS_STAGE_GENERATE,
-                     job.pieces_per_worker
-                         ? run->elems *
-                               (size_t)(run->local_end - run->first_local)
-                         : 0);
-  rs__parallel(rs__cores(), fill_pieces, &job);
-  run->result.fill_ns = rs__now_ns() - t0;
-  rs__progress_begin(run, RS_STAGE_IDLE, 0);
-  if (rs__run_stopped(run))
-    return rs__run_take_interrupt(run);
-  run->generated = 1;
-  run->filled = 1;
-  return RS_OK;
 }
 
 int rs_run_fill_inline(rs_run_t *run) {
