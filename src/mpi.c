@@ -648,6 +648,61 @@ static void nap_ns(uint64_t *nap, int moved) {
   *nap = *nap < 1000000 ? 2 * *nap : 1000000;
 }
 
+/* The due rings of this process's workers, each emptied of at most one
+ * batch through take (the records in at most two pieces, in place: a
+ * worker writes none of those slots until taken passes them), counted in
+ * c; returns whether any moved. */
+typedef void take_fn(rs_run_t *run, int worker, const rs_event_t *a, size_t na,
+                     const rs_event_t *b, size_t nb);
+
+static int drain_due(rs_run_t *run, uint64_t *last, int finishing,
+                     trace_count_t *c, take_fn *take) {
+  struct rs_mpi *m = run->mpi;
+  const int L = run->local_end - run->first_local;
+  const uint64_t now = rs__now_ns();
+  int moved = 0;
+  for (int i = 0; i < L; i++) {
+    rs_event_buf_t *buf = &run->workers[run->first_local + i].events;
+    if (!buf->ring ||
+        !due(m, ring_held(buf), finishing, last ? last[i] : 0, now))
+      continue;
+    size_t h = atomic_load_explicit(&buf->taken, memory_order_relaxed);
+    size_t n = ring_held(buf) < m->batch ? ring_held(buf) : m->batch;
+    size_t at = h % buf->capacity;
+    size_t first = n < buf->capacity - at ? n : buf->capacity - at;
+    take(run, run->first_local + i, buf->events + at, first, buf->events,
+         n - first);
+    atomic_store_explicit(&buf->taken, h + n, memory_order_release);
+    c->records += n;
+    c->batches++;
+    c->batches_during += !finishing;
+    if (last)
+      last[i] = now;
+    moved = 1;
+  }
+  return moved;
+}
+
+/* A batch to rank 0, in one message. */
+static void take_send(rs_run_t *run, int worker, const rs_event_t *a, size_t na,
+                      const rs_event_t *b, size_t nb) {
+  struct rs_mpi *m = run->mpi;
+  trace_msg_t *msg = m->msg;
+  memcpy(msg->events, a, na * sizeof *a);
+  memcpy(msg->events + na, b, nb * sizeof *b);
+  msg->dst = worker;
+  msg->count = (int32_t)(na + nb);
+  MPI_Send(msg, (int)(sizeof *msg + (na + nb) * sizeof(rs_event_t)), MPI_BYTE,
+           0, TAG_TRACE, m->trace);
+}
+
+/* A batch of rank 0's own into the trace. */
+static void take_write(rs_run_t *run, int worker, const rs_event_t *a,
+                       size_t na, const rs_event_t *b, size_t nb) {
+  rs__trace_stream_write(run, worker, a, na);
+  rs__trace_stream_write(run, worker, b, nb);
+}
+
 /* Another process's tracer: its rings to rank 0, then its end. */
 static void trace_send(rs_run_t *run) {
   struct rs_mpi *m = run->mpi;
@@ -658,29 +713,7 @@ static void trace_send(rs_run_t *run) {
   for (int done = 0; !done;) {
     const int finishing =
         atomic_load_explicit(&m->workers_done, memory_order_acquire);
-    int moved = 0;
-    uint64_t now = rs__now_ns();
-    for (int i = 0; i < L; i++) {
-      rs_event_buf_t *buf = &run->workers[run->first_local + i].events;
-      if (!buf->ring ||
-          !due(m, ring_held(buf), finishing, last ? last[i] : 0, now))
-        continue;
-      size_t h = atomic_load_explicit(&buf->taken, memory_order_relaxed);
-      size_t n = ring_held(buf) < m->batch ? ring_held(buf) : m->batch;
-      for (size_t k = 0; k < n; k++)
-        msg->events[k] = buf->events[(h + k) % buf->capacity];
-      atomic_store_explicit(&buf->taken, h + n, memory_order_release);
-      msg->dst = run->first_local + i;
-      msg->count = (int32_t)n;
-      MPI_Send(msg, (int)(sizeof *msg + n * sizeof(rs_event_t)), MPI_BYTE, 0,
-               TAG_TRACE, m->trace);
-      c.records += n;
-      c.batches++;
-      c.batches_during += !finishing;
-      if (last)
-        last[i] = now;
-      moved = 1;
-    }
+    int moved = drain_due(run, last, finishing, &c, take_send);
     done = finishing && !moved; /* (finishing: every ring is due) */
     if (!done)
       nap_ns(&nap, moved);
@@ -729,29 +762,7 @@ static void trace_write(rs_run_t *run) {
         MPI_Irecv(in, bytes, MPI_BYTE, MPI_ANY_SOURCE, TAG_TRACE, m->trace,
                   &req);
     }
-    uint64_t now = rs__now_ns();
-    for (int i = 0; i < L; i++) {
-      rs_event_buf_t *buf = &run->workers[run->first_local + i].events;
-      if (!buf->ring ||
-          !due(m, ring_held(buf), finishing, last ? last[i] : 0, now))
-        continue;
-      size_t h = atomic_load_explicit(&buf->taken, memory_order_relaxed);
-      size_t n = ring_held(buf) < m->batch ? ring_held(buf) : m->batch;
-      /* in place, in at most two pieces: the worker writes none of these
-       * slots until taken passes them */
-      size_t at = h % buf->capacity;
-      size_t first = n < buf->capacity - at ? n : buf->capacity - at;
-      rs__trace_stream_write(run, run->first_local + i, buf->events + at,
-                             first);
-      rs__trace_stream_write(run, run->first_local + i, buf->events, n - first);
-      atomic_store_explicit(&buf->taken, h + n, memory_order_release);
-      c->records += n;
-      c->batches++;
-      c->batches_during += !finishing;
-      if (last)
-        last[i] = now;
-      moved = 1;
-    }
+    moved |= drain_due(run, last, finishing, c, take_write);
     done = finishing && !moved && ends == run->procs - 1;
     if (!done)
       nap_ns(&nap, moved);
