@@ -432,6 +432,31 @@ static void fold_fixed(const rs_run_t *run, const check_plan_t *plan,
  * fixed order's result into s->fixed. On bad inputs (not finite, or a
  * product beyond the reference's range) returns RS_EINVAL with the
  * message in errmsg. */
+/* Exact inputs' reference, the direct mean as direct_reduce computes it:
+ * worker w's inputs g folded into exact (the first worker's copied), ... */
+static void exact_fold(const rs_run_t *run, void *exact, int w, const void *g,
+                       size_t len) {
+  if (w == 0)
+    memcpy(exact, g, len * run->buf_elem_bytes);
+  else if (run->dtype == RS_DTYPE_F64)
+    rs__reduce_f64(exact, g, len, run->config.op);
+  else
+    rs__reduce_f32(exact, g, len, run->config.op);
+}
+
+/* ... then divided for a mean. The exact float32 result, rounded once to
+ * the dtype, is what the ring must produce (double rounding through
+ * float32 is innocuous here). */
+static void exact_finish(const rs_run_t *run, void *exact, size_t len) {
+  const int f64 = run->dtype == RS_DTYPE_F64;
+  if (run->config.op == RS_OP_AVG && f64)
+    rs__scale_div_f64(exact, len, (double)run->config.workers);
+  else if (run->config.op == RS_OP_AVG)
+    rs__scale_div_f32(exact, len, (float)run->config.workers);
+  if (!f64)
+    rs_dtype_round_all(run->dtype, exact, len);
+}
+
 static int block_reference(const rs_run_t *run, const check_plan_t *plan,
                            scratch_t *s, size_t start, size_t len, double *ref,
                            void *bound, void *exact, char *errmsg) {
@@ -439,7 +464,6 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
   const rs_op_t op = run->config.op;
   const bound_k_t *k = &plan->k;
   const int f64 = k->f64;
-  const size_t size = run->buf_elem_bytes;
   if (!plan->exact) {
     if (f64) {
       memset(s->acc_l, 0, len * sizeof *s->acc_l);
@@ -456,13 +480,7 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
   for (int w = from; w < to; w++) {
     const void *g = inputs_of(run, plan, s, w, start, len);
     if (plan->exact) {
-      /* the direct mean, as direct_reduce computes it */
-      if (w == 0)
-        memcpy(exact, g, len * size);
-      else if (f64)
-        rs__reduce_f64(exact, g, len, op);
-      else
-        rs__reduce_f32(exact, g, len, op);
+      exact_fold(run, exact, w, g, len);
     } else if (f64) {
       accumulate_f64(op, w - from, g, s->acc_l, s->amp_l, len);
     } else {
@@ -475,15 +493,7 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
     rs__mpi_reduce_sums(run, f64 ? (void *)s->acc_l : (void *)s->acc,
                         f64 ? (void *)s->amp_l : (void *)s->amp, len, f64);
   if (plan->exact) {
-    if (op == RS_OP_AVG && f64)
-      rs__scale_div_f64(exact, len, (double)W);
-    else if (op == RS_OP_AVG)
-      rs__scale_div_f32(exact, len, (float)W);
-    /* The exact float32 result, rounded once to the dtype, is what the
-     * ring must produce (double rounding through float32 is innocuous
-     * here). */
-    if (!f64)
-      rs_dtype_round_all(run->dtype, exact, len);
+    exact_finish(run, exact, len);
     return RS_OK;
   }
   /* The common case, float inputs summed or averaged, takes the fast
@@ -919,25 +929,11 @@ int rs__check_fills_reference(const rs_run_t *run) {
 }
 
 void rs__check_fill_reference(const rs_run_t *run, size_t start, size_t len) {
-  const int W = run->config.workers;
-  const rs_op_t op = run->config.op;
   const size_t size = run->buf_elem_bytes;
   unsigned char *exact = (unsigned char *)run->ref_exact + start * size;
-  /* as block_reference makes it after the run */
-  memcpy(exact, run->bufs[0] + start * size, len * size);
-  for (int w = 1; w < W; w++) {
-    const void *g = run->bufs[w] + start * size;
-    if (run->dtype == RS_DTYPE_F64)
-      rs__reduce_f64((double *)(void *)exact, g, len, op);
-    else
-      rs__reduce_f32((float *)(void *)exact, g, len, op);
-  }
-  if (op == RS_OP_AVG && run->dtype == RS_DTYPE_F64)
-    rs__scale_div_f64((double *)(void *)exact, len, (double)W);
-  else if (op == RS_OP_AVG)
-    rs__scale_div_f32((float *)(void *)exact, len, (float)W);
-  if (run->dtype != RS_DTYPE_F64)
-    rs_dtype_round_all(run->dtype, (float *)(void *)exact, len);
+  for (int w = 0; w < run->config.workers; w++) /* as block_reference */
+    exact_fold(run, exact, w, run->bufs[w] + start * size, len);
+  exact_finish(run, exact, len);
 }
 
 int rs__check_prepare(rs_run_t *run) {
