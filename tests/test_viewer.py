@@ -362,11 +362,7 @@ class Viewer(unittest.TestCase):
         self.driver.execute_script(
             "[...arguments[0].querySelectorAll('.history tr.clickable')].find("
             "r => r.cells[1].textContent).click()", self.pane())
-        row = self.driver.execute_script(
-            "const t = arguments[0].querySelector('.traceRow table'); "
-            "return [[...t.rows[0].cells].map(c => c.textContent), "
-            "[...t.rows[1].cells].map(c => c.textContent)]", self.pane())
-        trace = dict(zip(*row))
+        trace = self.shown_trace_row()
         first = self.con.execute(
             "SELECT seq, src, dst, chunk, segment, bytes, send_begin_ns FROM transfer WHERE "
             "run_id = ? AND dst = ? AND chunk = ? ORDER BY phase = 'all_gather', step, seq LIMIT 1",
@@ -386,6 +382,14 @@ class Viewer(unittest.TestCase):
     # viewer-3: a failed run shows where it stopped: the error, the fault
     # injected, every transfer never received, the watchdog's worker table,
     # and the lost transfers dashed in the chunk view.
+    def shown_trace_row(self):
+        """The pane's trace row table as {column: text}."""
+        row = self.driver.execute_script(
+            "const t = arguments[0].querySelector('.traceRow table'); "
+            "return [[...t.rows[0].cells].map(c => c.textContent), "
+            "[...t.rows[1].cells].map(c => c.textContent)]", self.pane())
+        return dict(zip(*row))
+
     def test_failed_run_shows_its_fault(self):
         self.open(self.page)
         rid = self.runs["failed"]
@@ -410,11 +414,7 @@ class Viewer(unittest.TestCase):
         # the first one's trace row, its 64-bit checksum to the last digit
         self.driver.execute_script(
             "arguments[0].querySelector('.lost tr.clickable').click()", self.pane())
-        row = self.driver.execute_script(
-            "const t = arguments[0].querySelector('.traceRow table'); "
-            "return [[...t.rows[0].cells].map(c => c.textContent), "
-            "[...t.rows[1].cells].map(c => c.textContent)]", self.pane())
-        trace = dict(zip(*row))
+        trace = self.shown_trace_row()
         first = self.con.execute(
             "SELECT src, dst, seq, checksum FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL "
             "ORDER BY send_begin_ns LIMIT 1", (rid,)).fetchone()
