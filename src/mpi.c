@@ -1054,8 +1054,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   const size_t blocks = n ? (n + HASH_ELEMS - 1) / HASH_ELEMS : 1;
   const size_t params = rs_model_param_count(run->model);
   uint64_t *lo = malloc(2 * blocks * sizeof *lo);
-  double *worst = malloc(8 * (params ? params : 1) * sizeof *worst);
-  uint64_t *counts = malloc(8 * (params ? params : 1) * sizeof *counts);
+  double *worst = malloc(4 * (params ? params : 1) * sizeof *worst);
+  uint64_t *counts = malloc(4 * (params ? params : 1) * sizeof *counts);
   int ok = lo && worst && counts;
   /* (out of memory anywhere: every process calls the same collectives
    * with what it has, and the result counts as not identical) */
@@ -1071,12 +1071,8 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
     size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
     lo[b] = n ? rs__checksum(mine + start * size, len * size) : 0;
   }
+  memcpy(hi, lo, blocks * sizeof *hi); /* every hash's least and most */
   MPI_Allreduce(MPI_IN_PLACE, lo, (int)blocks, MPI_UINT64_T, MPI_MIN, m->coll);
-  for (size_t b = 0; b < blocks; b++) {
-    size_t start = b * HASH_ELEMS;
-    size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
-    hi[b] = n ? rs__checksum(mine + start * size, len * size) : 0;
-  }
   MPI_Allreduce(MPI_IN_PLACE, hi, (int)blocks, MPI_UINT64_T, MPI_MAX, m->coll);
   for (size_t b = 0; b < blocks; b++)
     same &= lo[b] == hi[b];
