@@ -358,8 +358,13 @@ static void bound_constants(const rs_run_t *run, bound_k_t *k) {
     k->ref_rel += u;
     k->sum_tiny = tiny;
   }
-  k->prod_rel = (gamma + slack) * (1 + u) + store;
-  k->prod_tiny = depth * tiny;
+  /* A product's roundings do not stay with one contribution: each of the
+   * W-1 multiplications rounds the whole product that passes through it,
+   * so every algorithm's result carries all W-1 of them, whatever its
+   * depth (a tree's or recursive doubling's is only log2 W). */
+  const int products = W > 1 ? W - 1 : 0;
+  k->prod_rel = (expm1l(products * log1pl(u)) + slack) * (1 + u) + store;
+  k->prod_tiny = products * tiny;
   /* float inputs sum in double; f64 inputs in long double */
   k->f64 = run->dtype == RS_DTYPE_F64;
 }
