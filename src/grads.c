@@ -5,7 +5,9 @@
  * counter-based hash (splitmix64), never on the order threads run in or on
  * the other params, so a run is reproducible from its seed, and the check
  * can make any block of any worker's inputs again after the run
- * (rs__grads_generate) instead of keeping a copy.
+ * (rs__grads_generate) instead of keeping a copy. An f64 run's values
+ * are made in double; every other run's in float32 (twice the lanes, and
+ * shorter series: the check makes them twice), each rounded to its dtype.
  */
 #include <math.h>
 #include <string.h>
@@ -155,8 +157,8 @@ RS_INLINE static void normal_pairs(double *restrict out, size_t count,
 }
 
 /* Generated values first .. first+len-1 of a param whose hash key is key
- * (all of them in one 2^32 run of indices), in double (the precision of
- * an f64 run; other runs round it to their dtype). Every value is a
+ * (all of them in one 2^32 run of indices), in double: an f64 run's
+ * (fill_block_f32 below makes the others'). Every value is a
  * function of (key, index) alone, and each loop is branch-free so that it
  * vectorizes. */
 RS_GEN_CLONES
@@ -206,18 +208,120 @@ static void fill_block(double *restrict out, uint32_t first, size_t len,
   }
 }
 
-/* Store n values into a buffer of dtype at element offset: as they are
- * (f64), or rounded to float32 and then to the dtype. */
-static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
-                  const double *values, size_t n) {
-  if (dtype == RS_DTYPE_F64) {
-    memcpy(buf + offset * sizeof(double), values, n * sizeof(double));
-    return;
+/* ---- float32 lanes: the generator of every run but f64's ------------ */
+
+/* Bits as a float, and back. */
+RS_INLINE static float as_float(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+RS_INLINE static uint32_t as_bits_f(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+/* log(u) for 0 < u < 1 in float, to about 1e-7 relative: log_unit's
+ * method (u = m 2^e, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s)) with
+ * the series to s^9, enough for float's 24 bits (|s| < 0.172). */
+RS_INLINE static float log_unit_f(float u) {
+  uint32_t bits = as_bits_f(u) + (0x3f800000u - 0x3f3504f3u);
+  float e = (float)((int32_t)(bits >> 23) - 127);
+  float m = as_float((bits & 0x007fffffu) + 0x3f3504f3u);
+  float s = (m - 1.0f) / (m + 1.0f), z = s * s;
+  float p = 1.0f / 9;
+  p = p * z + 1.0f / 7;
+  p = p * z + 1.0f / 5;
+  p = p * z + 1.0f / 3;
+  p = p * z + 1.0f;
+  return e * 0.693147181f + 2.0f * s * p;
+}
+
+/* cos and sin of an angle of 2 pi k / 2^24 for a 24-bit k, in float: the
+ * top two bits pick the quadrant q, the rest an angle x in [-pi/4, pi/4)
+ * (its steps' middles), and the angle is q pi/2 + x: uniform on the
+ * circle as k is, and no turn by pi/4 (cos_sin_turn's) is needed. Taylor
+ * polynomials to x^9 and x^10; branch-free, as log_unit. */
+RS_INLINE static void cos_sin_turn_f(uint32_t k, float *c_out, float *s_out) {
+  uint32_t quadrant = k >> 22;
+  float x = ((float)(int32_t)(k & 0x3fffffu) - 2097151.5f) *
+            (1.57079633f * 0x1.0p-22f);
+  float z = x * x;
+  float sp = 1.0f / 362880;
+  sp = sp * z - 1.0f / 5040;
+  sp = sp * z + 1.0f / 120;
+  sp = sp * z - 1.0f / 6;
+  float s = x + x * z * sp;
+  float cp = -1.0f / 3628800;
+  cp = cp * z + 1.0f / 40320;
+  cp = cp * z - 1.0f / 720;
+  cp = cp * z + 1.0f / 24;
+  cp = cp * z - 0.5f;
+  float c = 1.0f + z * cp;
+  /* odd quadrants swap them (cos, sin) -> (-sin, cos), the upper half
+   * negates both */
+  uint32_t swap = 0 - (quadrant & 1), flip = (quadrant >> 1) << 31;
+  uint32_t cb = as_bits_f(c), sb = as_bits_f(s);
+  uint32_t c1 = (cb & ~swap) | ((sb ^ 0x80000000u) & swap);
+  uint32_t s1 = (sb & ~swap) | (cb & swap);
+  *c_out = as_float(c1 ^ flip);
+  *s_out = as_float(s1 ^ flip);
+}
+
+/* normal_pairs in float: u the top 24 bits of element 2j's hash (the
+ * middle of its 2^-24 step, so |x| < 5.9), the angle element 2j+1's. */
+RS_INLINE static void normal_pairs_f(float *restrict out, size_t count,
+                                     uint64_t key, uint32_t first_pair) {
+  for (size_t j = 0; j < count; j++) {
+    uint32_t at = 2 * (first_pair + (uint32_t)j);
+    float u = ((float)(int32_t)(hash32(key, at) >> 8) + 0.5f) * 0x1.0p-24f;
+    float radius = sqrtf(-2.0f * log_unit_f(u)), c, s;
+    cos_sin_turn_f(hash32(key, at + 1) >> 8, &c, &s);
+    out[2 * j] = radius * c;
+    out[2 * j + 1] = radius * s;
   }
-  float *out = (float *)(void *)(buf + offset * sizeof(float));
-  for (size_t i = 0; i < n; i++)
-    out[i] = (float)values[i];
-  rs_dtype_round_all(dtype, out, n);
+}
+
+/* fill_block for a float buffer (f32, f16 and bf16 runs): uniform and
+ * exact values are fill_block's, rounded to float; normal ones come from
+ * float arithmetic, twice the lanes of double's and fewer terms. */
+RS_GEN_CLONES
+static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
+                           rs_init_t init, uint64_t key, int exact_k) {
+  switch (init) {
+  case RS_INIT_UNIFORM:
+    for (size_t i = 0; i < len; i++)
+      out[i] = (float)(2.0 * unit_open(hash32(key, first + (uint32_t)i)) - 1.0);
+    break;
+  case RS_INIT_EXACT: {
+    const uint64_t range = 2u * (uint64_t)exact_k + 1u;
+    const float offset = (float)exact_k;
+    for (size_t i = 0; i < len; i++) {
+      uint32_t k =
+          (uint32_t)((uint64_t)hash32(key, first + (uint32_t)i) * range >> 32);
+      out[i] = ((float)(int32_t)k - offset) * 0.0625f; /* exact */
+    }
+    break;
+  }
+  case RS_INIT_NORMAL: {
+    size_t i = 0;
+    if (first % 2 == 1) {
+      float pair[2];
+      normal_pairs_f(pair, 1, key, first / 2);
+      out[i++] = pair[1];
+    }
+    size_t pairs = (len - i) / 2;
+    normal_pairs_f(out + i, pairs, key, (uint32_t)((first + i) / 2));
+    i += 2 * pairs;
+    if (i < len) {
+      float pair[2];
+      normal_pairs_f(pair, 1, key, (uint32_t)((first + i) / 2));
+      out[i] = pair[0];
+    }
+    break;
+  }
+  }
 }
 
 #define FILL_BLOCK 4096
@@ -225,7 +329,7 @@ static void store(unsigned char *buf, rs_dtype_t dtype, size_t offset,
 void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
                         size_t len, void *out) {
   const rs_model_t *model = run->model;
-  double values[FILL_BLOCK];
+  const int f64 = run->dtype == RS_DTYPE_F64;
   size_t p = len ? rs__model_param_at(model, first) : 0;
   for (size_t done = 0; done < len;) {
     const rs_param_t *param = rs_model_param(model, p);
@@ -238,12 +342,32 @@ void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
     n = n < run_left ? n : run_left;
     uint64_t key = mix64(run->seed ^ mix64(((uint64_t)worker << 32) | p) ^
                          mix64(at >> 32));
-    fill_block(values, (uint32_t)at, n, run->init, key, run->exact_k);
-    store(out, run->dtype, done, values, n);
+    if (f64) {
+      fill_block((double *)out + done, (uint32_t)at, n, run->init, key,
+                 run->exact_k);
+    } else {
+      float *values = (float *)out + done;
+      fill_block_f32(values, (uint32_t)at, n, run->init, key, run->exact_k);
+      rs_dtype_round_all(run->dtype, values, n);
+    }
     done += n;
     if (at + n == param->elems)
       p++;
   }
+}
+
+/* Store n values into a buffer of dtype: as they are (f64), or rounded to
+ * float32 and then to the dtype. */
+static void store(unsigned char *buf, rs_dtype_t dtype, const double *values,
+                  size_t n) {
+  if (dtype == RS_DTYPE_F64) {
+    memcpy(buf, values, n * sizeof(double));
+    return;
+  }
+  float *out = (float *)(void *)buf;
+  for (size_t i = 0; i < n; i++)
+    out[i] = (float)values[i];
+  rs_dtype_round_all(dtype, out, n);
 }
 
 int rs_run_fill_inline(rs_run_t *run) {
@@ -257,7 +381,7 @@ int rs_run_fill_inline(rs_run_t *run) {
                         have, run->config.workers);
   uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) /* rounded */
-    store(run->bufs[w], run->dtype, 0, rs_model_inline_grads(run->model, w),
+    store(run->bufs[w], run->dtype, rs_model_inline_grads(run->model, w),
           run->elems);
   run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */
