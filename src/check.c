@@ -933,12 +933,15 @@ int rs__check_fills_reference(const rs_run_t *run) {
          run->config.check_threads != 1 && run->config.ref_reps == 1;
 }
 
-void rs__check_fill_reference(const rs_run_t *run, size_t start, size_t len) {
-  const size_t size = run->buf_elem_bytes;
-  unsigned char *exact = (unsigned char *)run->ref_exact + start * size;
-  for (int w = 0; w < run->config.workers; w++) /* as block_reference */
-    exact_fold(run, exact, w, run->bufs[w] + start * size, len);
-  exact_finish(run, exact, len);
+void rs__check_fill_fold(const rs_run_t *run, int w, size_t start, size_t len) {
+  const size_t size = run->buf_elem_bytes; /* as block_reference */
+  exact_fold(run, (unsigned char *)run->ref_exact + start * size, w,
+             run->bufs[w] + start * size, len);
+}
+
+void rs__check_fill_finish(const rs_run_t *run, size_t start, size_t len) {
+  exact_finish(
+      run, (unsigned char *)run->ref_exact + start * run->buf_elem_bytes, len);
 }
 
 int rs__check_prepare(rs_run_t *run) {

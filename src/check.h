@@ -5,15 +5,18 @@
 #include "ringsim/ringsim.h"
 
 /* Whether rs_run_fill, generating exact inputs, also makes their
- * reference (rs__check_fill_reference) as it goes, so that the check need
- * not make the W inputs again after the run: exact inputs (the reference
- * is the direct mean, one buffer), in one process, without the order
- * report or a timed reference. */
+ * reference (rs__check_fill_fold, rs__check_fill_finish) as it goes, so
+ * that the check need not make the W inputs again after the run: exact
+ * inputs (the reference is the direct mean, one buffer), in one process,
+ * without the order report or a timed reference. */
 int rs__check_fills_reference(const rs_run_t *run);
 /* The direct mean of elements start .. start+len-1 (at most one check
- * block, 2048) into run->ref_exact, from the W buffers just filled there;
- * pure over the range, so fill threads call it on their own ranges. */
-void rs__check_fill_reference(const rs_run_t *run, size_t start, size_t len);
+ * block, 2048) into run->ref_exact: worker w's inputs just filled there
+ * folded in (workers 0, 1, ..., W-1 in turn, each while its block is in
+ * cache), then finished (divided for a mean, rounded to the dtype). Pure
+ * over the range, so fill threads call them on their own ranges. */
+void rs__check_fill_fold(const rs_run_t *run, int w, size_t start, size_t len);
+void rs__check_fill_finish(const rs_run_t *run, size_t start, size_t len);
 #define RS_CHECK_BLOCK 2048
 
 /* Compute the reference and its error bound from the buffers (before the

@@ -295,11 +295,15 @@ static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
       out[i] = (float)(2.0 * unit_open(hash32(key, first + (uint32_t)i)) - 1.0);
     break;
   case RS_INIT_EXACT: {
-    const uint64_t range = 2u * (uint64_t)exact_k + 1u;
+    /* fill_block's k = h range >> 32 in 32-bit lanes: with h = hi 2^16 +
+     * lo and range < 2^16, it is (hi range + (lo range >> 16)) >> 16,
+     * exactly (floor((a + x) / n) = floor((a + floor x) / n)), and no
+     * product reaches 2^32 */
+    const uint32_t range = 2u * (uint32_t)exact_k + 1u;
     const float offset = (float)exact_k;
     for (size_t i = 0; i < len; i++) {
-      uint32_t k =
-          (uint32_t)((uint64_t)hash32(key, first + (uint32_t)i) * range >> 32);
+      uint32_t h = hash32(key, first + (uint32_t)i);
+      uint32_t k = ((h >> 16) * range + ((h & 0xffffu) * range >> 16)) >> 16;
       out[i] = ((float)(int32_t)k - offset) * 0.0625f; /* exact */
     }
     break;
