@@ -16,9 +16,13 @@
  * values do not depend on which thread makes them. */
 #define FILL_PIECE ((size_t)1 << 18) /* elements */
 
+/* Populating: pieces of the buffers' bytes, on every core. */
+#define POPULATE_PIECE ((size_t)16 << 20) /* bytes */
+
 typedef struct fill_job {
   rs_run_t *run;
-  atomic_size_t next; /* the next piece: worker-major */
+  atomic_size_t populate; /* the next piece to populate: worker-major */
+  atomic_size_t next;     /* the next piece: worker-major */
   size_t pieces_per_worker;
   int reference; /* and the check's reference: pieces of every worker */
 } fill_job_t;
@@ -41,9 +45,36 @@ static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
   }
 }
 
+/* The buffers' pages made at once, before any value is: a big fill
+ * otherwise meets its pages one fault at a time over seconds, while a
+ * virtual machine's host takes back the free memory it has not yet met
+ * (virtio-balloon free page reporting: then each page costs the host a
+ * fault too). Only buffers on huge pages (4 MiB and up: rs__populate);
+ * where the kernel cannot (before 5.14), the fill faults them in as ever. */
+static void populate_pieces(fill_job_t *job) {
+  rs_run_t *run = job->run;
+  const size_t bytes = run->elems * run->buf_elem_bytes;
+  if (bytes < ((size_t)4 << 20))
+    return;
+  const size_t per_buffer = (bytes + POPULATE_PIECE - 1) / POPULATE_PIECE;
+  const size_t total = per_buffer * (size_t)(run->local_end - run->first_local);
+  for (;;) {
+    size_t piece = atomic_fetch_add(&job->populate, 1);
+    if (piece >= total || rs__run_stopped(run))
+      return;
+    int w = run->first_local + (int)(piece / per_buffer);
+    size_t at = piece % per_buffer * POPULATE_PIECE;
+    if (!rs__populate(run->bufs[w] + at, bytes - at < POPULATE_PIECE
+                                             ? bytes - at
+                                             : POPULATE_PIECE))
+      atomic_store(&job->populate, total); /* cannot: leave it to the fill */
+  }
+}
+
 static void *fill_pieces(void *arg) {
   fill_job_t *job = arg;
   rs_run_t *run = job->run;
+  populate_pieces(job);
   if (job->reference) {
     for (;;) {
       size_t piece = atomic_fetch_add(&job->next, 1);
@@ -98,6 +129,7 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the reference (%zu elements)",
                         run->elems);
+  atomic_init(&job.populate, 0);
   atomic_init(&job.next, 0);
   uint64_t t0 = rs__now_ns();
   rs__progress_begin(run, RS_STAGE_GENERATE,

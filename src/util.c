@@ -1,6 +1,7 @@
 /* util.c - error formatting and aligned allocation. */
 #include "util.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -42,4 +43,16 @@ void *rs__aligned_alloc(size_t n) {
     return p;
   }
   return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+int rs__populate(void *p, size_t n) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t start = (uintptr_t)p & ~(uintptr_t)4095;
+  uintptr_t end = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+  return n && madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0;
+#else
+  (void)p;
+  (void)n;
+  return 0;
+#endif
 }

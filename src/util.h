@@ -44,5 +44,11 @@ static inline struct timespec rs__deadline(uint64_t at_ns) {
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
  * failure. Free with free(). */
 void *rs__aligned_alloc(size_t n);
+/* Ask the kernel to back p[0 .. n) with zeroed pages now (Linux 5.14's
+ * MADV_POPULATE_WRITE, on whole pages around it: only within one
+ * rs__aligned_alloc buffer of 4 MiB or more, which ends on a 2 MiB
+ * boundary). Returns 1 if it did; 0 if it could not, and then the first
+ * writes fault the pages in as ever. */
+int rs__populate(void *p, size_t n);
 
 #endif /* RINGSIM_UTIL_H */
