@@ -320,6 +320,34 @@ class Cli(unittest.TestCase):
         self.assert_usage_error(["-w", 2, "-p", model, "--grads", self.path("w{r}.safetensors")],
                                 "worker 1's gradient of \"g\" holds inf at element 1")
 
+    # cli-19: a product's bound holds for every algorithm: each of the W-1
+    # multiplications rounds the whole product, so rd's result carries all
+    # W-1 roundings though its depth is log2 W + 1. These 7 workers' values
+    # (once generated) put one element of rd's product at 1.05 times a
+    # theta(depth) bound; within theta(W-1), every algorithm passes.
+    def test_product_bound_every_algorithm(self):
+        values = [
+            [0.5668731, -0.5980161, 0.4031101, 2.0149803, -0.057025954, -0.017350523, 0.0076813935],
+            [0.18905036, -0.7222954, 1.838942, -1.4715669, -0.6614867, -1.527795, 0.64843947],
+            [0.19249928, -1.1535294, 0.18557419, 0.12383002, 0.6027562, -0.22346403, 1.2882631],
+            [-0.00024241128, -0.2873611, -0.12363371, 0.08752565, -1.1197892, -2.7921677, 0.282008],
+            [0.11766127, 0.19444825, -1.5397438, -0.20411082, -0.30053142, -3.221347, 1.3054485],
+            [1.341576, -1.2657342, -1.536612, -0.50121474, 0.16091384, 0.69589615, -2.1146662],
+            [-0.67690176, 1.0286356, 0.094752334, 1.4851847, 0.12494819, -0.34835026, -2.0515745]]
+        model = self.write("prod7.json", json.dumps({
+            "params": [{"name": "a", "shape": [3]}, {"name": "b", "shape": [4]}],
+            "grads": [{"a": v[:3], "b": v[3:]} for v in values]}))
+        for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
+            with self.subTest(algo=algo):
+                rc, out, err = run("-w", 7, "-p", model, "--algo", algo, "--op", "prod",
+                                   "--json", "--no-trace")
+                self.assertEqual(rc, 0, err)
+                report = json.loads(out)
+                self.assertEqual(report["status"], "ok")
+                self.assertLessEqual(report["worst_ratio"], 1.0)
+                if algo == "rd":  # the element that needs all W-1 roundings
+                    self.assertGreater(report["worst_ratio"], 0.3)
+
     # cli-10: float16 gradients (numpy's, through F16 safetensors) are
     # all-reduced as NCCL does and come out as F16 within the f16 bound; the
     # classic overflow: 4 x 40000 overflows f16 when the sum comes first
