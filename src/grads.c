@@ -156,6 +156,29 @@ RS_INLINE static void normal_pairs(double *restrict out, size_t count,
   }
 }
 
+/* len normals from element first of a param on, by PAIRS (normal_pairs
+ * or normal_pairs_f): a range that starts or ends inside a pair takes its
+ * half. */
+#define DEFINE_NORMAL_RANGE(NAME, T, PAIRS)                                    \
+  RS_INLINE static void NAME(T *restrict out, uint32_t first, size_t len,      \
+                             uint64_t key) {                                   \
+    T pair[2];                                                                 \
+    size_t i = 0;                                                              \
+    if (first % 2 == 1) {                                                      \
+      PAIRS(pair, 1, key, first / 2);                                          \
+      out[i++] = pair[1];                                                      \
+    }                                                                          \
+    size_t pairs = (len - i) / 2;                                              \
+    PAIRS(out + i, pairs, key, (uint32_t)((first + i) / 2));                   \
+    i += 2 * pairs;                                                            \
+    if (i < len) {                                                             \
+      PAIRS(pair, 1, key, (uint32_t)((first + i) / 2));                        \
+      out[i] = pair[0];                                                        \
+    }                                                                          \
+  }
+
+DEFINE_NORMAL_RANGE(normal_range, double, normal_pairs)
+
 /* Generated values first .. first+len-1 of a param whose hash key is key
  * (all of them in one 2^32 run of indices), in double: an f64 run's
  * (fill_block_f32 below makes the others'). Every value is a
@@ -184,27 +207,12 @@ static void fill_block(double *restrict out, uint32_t first, size_t len,
     }
     break;
   }
-  case RS_INIT_NORMAL: {
+  case RS_INIT_NORMAL:
     /* Box-Muller: elements 2j and 2j+1 of the param are the pair
      * sqrt(-2 log u) (cos, sin)(2 pi k / 2^32), two independent normals,
-     * u and k the two elements' hashes (|x| < 6.8: u is at least 2^-33).
-     * A range that starts or ends inside a pair takes its half. */
-    size_t i = 0;
-    if (first % 2 == 1) {
-      double pair[2];
-      normal_pairs(pair, 1, key, first / 2);
-      out[i++] = pair[1];
-    }
-    size_t pairs = (len - i) / 2;
-    normal_pairs(out + i, pairs, key, (uint32_t)((first + i) / 2));
-    i += 2 * pairs;
-    if (i < len) {
-      double pair[2];
-      normal_pairs(pair, 1, key, (uint32_t)((first + i) / 2));
-      out[i] = pair[0];
-    }
+     * u and k the two elements' hashes (|x| < 6.8: u is at least 2^-33). */
+    normal_range(out, first, len, key);
     break;
-  }
   }
 }
 
@@ -283,6 +291,8 @@ RS_INLINE static void normal_pairs_f(float *restrict out, size_t count,
   }
 }
 
+DEFINE_NORMAL_RANGE(normal_range_f, float, normal_pairs_f)
+
 /* fill_block for a float buffer (f32, f16 and bf16 runs): uniform and
  * exact values are fill_block's, rounded to float; normal ones come from
  * float arithmetic, twice the lanes of double's and fewer terms. */
@@ -308,23 +318,9 @@ static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
     }
     break;
   }
-  case RS_INIT_NORMAL: {
-    size_t i = 0;
-    if (first % 2 == 1) {
-      float pair[2];
-      normal_pairs_f(pair, 1, key, first / 2);
-      out[i++] = pair[1];
-    }
-    size_t pairs = (len - i) / 2;
-    normal_pairs_f(out + i, pairs, key, (uint32_t)((first + i) / 2));
-    i += 2 * pairs;
-    if (i < len) {
-      float pair[2];
-      normal_pairs_f(pair, 1, key, (uint32_t)((first + i) / 2));
-      out[i] = pair[0];
-    }
+  case RS_INIT_NORMAL:
+    normal_range_f(out, first, len, key);
     break;
-  }
   }
 }
 
