@@ -1,7 +1,8 @@
 /* fill.c - rs_run_fill: the workers' generated inputs made on every core
- * (grads.c makes each block), and for exact inputs the check's reference
- * made block by block as they are (check.c), while the blocks are in
- * cache. Above both, so that neither needs the other's filling.
+ * (their pages first, then grads.c makes each block), and for exact
+ * inputs the check's reference made block by block as they are
+ * (check.c), while the blocks are in cache. Above both, so that neither
+ * needs the other's filling.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -246,12 +246,12 @@ RS_INLINE static float log_unit_f(float u) {
   return e * 0.693147181f + 2.0f * s * p;
 }
 
-/* cos and sin of an angle of 2 pi k / 2^24 for a 24-bit k, in float: the
- * top two bits pick the quadrant q, the rest an angle x in [-pi/4, pi/4)
- * (its steps' middles), and the angle is q pi/2 + x: uniform on the
- * circle as k is, and no turn by pi/4 (cos_sin_turn's) is needed. Taylor
+/* cos and sin of an angle made of a 24-bit k, in float: the top two bits
+ * pick the quadrant q, the rest an angle x in [-pi/4, pi/4) (its steps'
+ * middles), and the angle is q pi/2 + x: uniform on the circle as k is,
+ * and no turn by pi/4 (cos_sin_turn's) is needed. Taylor
  * polynomials to x^9 and x^10; branch-free, as log_unit. */
-RS_INLINE static void cos_sin_turn_f(uint32_t k, float *c_out, float *s_out) {
+RS_INLINE static void cos_sin_f(uint32_t k, float *c_out, float *s_out) {
   uint32_t quadrant = k >> 22;
   float x = ((float)(int32_t)(k & 0x3fffffu) - 2097151.5f) *
             (1.57079633f * 0x1.0p-22f);
@@ -285,7 +285,7 @@ RS_INLINE static void normal_pairs_f(float *restrict out, size_t count,
     uint32_t at = 2 * (first_pair + (uint32_t)j);
     float u = ((float)(int32_t)(hash32(key, at) >> 8) + 0.5f) * 0x1.0p-24f;
     float radius = sqrtf(-2.0f * log_unit_f(u)), c, s;
-    cos_sin_turn_f(hash32(key, at + 1) >> 8, &c, &s);
+    cos_sin_f(hash32(key, at + 1) >> 8, &c, &s);
     out[2 * j] = radius * c;
     out[2 * j + 1] = radius * s;
   }
@@ -324,8 +324,6 @@ static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
   }
 }
 
-#define FILL_BLOCK 4096
-
 void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
                         size_t len, void *out) {
   const rs_model_t *model = run->model;
@@ -336,7 +334,6 @@ void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
     size_t at = first + done - param->elem_offset; /* within the param */
     size_t n = param->elems - at;
     n = n < len - done ? n : len - done;
-    n = n < FILL_BLOCK ? n : FILL_BLOCK;
     /* within one 2^32 run of indices, whose number joins the key */
     size_t run_left = ((size_t)1 << 32) - (at & 0xffffffffu);
     n = n < run_left ? n : run_left;
