@@ -46,21 +46,19 @@ static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
   }
 }
 
-/* Buffers this large are on huge pages (rs__aligned_alloc), which the
- * fill populates first. */
-#define POPULATE_MIN ((size_t)4 << 20) /* bytes */
-
 /* The buffers' pages made at once, before any value is: a big fill
  * otherwise meets its pages one fault at a time over seconds, while a
  * virtual machine's host takes back the free memory it has not yet met
  * (virtio-balloon free page reporting: then each page costs the host a
- * fault too). Where the kernel cannot (before 5.14), each call fails at
- * once and the fill faults the pages in as ever. The progress line counts
- * a piece's elements as it goes, whether the kernel could or not. */
+ * fault too). Only buffers on huge pages (rs__aligned_alloc's, of
+ * RS_HUGE_ALLOC bytes and up). Where the kernel cannot (before 5.14),
+ * each call fails at once and the fill faults the pages in as ever. The
+ * progress line counts a piece's elements as it goes, whether the kernel
+ * could or not. */
 static void populate_pieces(fill_job_t *job) {
   rs_run_t *run = job->run;
   const size_t bytes = run->elems * run->buf_elem_bytes;
-  if (bytes < POPULATE_MIN)
+  if (bytes < RS_HUGE_ALLOC)
     return;
   const size_t per_buffer = (bytes + POPULATE_PIECE - 1) / POPULATE_PIECE;
   const size_t total = per_buffer * (size_t)(run->local_end - run->first_local);
@@ -142,7 +140,7 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   const size_t local = run->elems * (size_t)(run->local_end - run->first_local);
   rs__progress_begin(
       run, RS_STAGE_GENERATE,
-      run->elems * run->buf_elem_bytes >= POPULATE_MIN ? 2 * local : local);
+      run->elems * run->buf_elem_bytes >= RS_HUGE_ALLOC ? 2 * local : local);
   rs__parallel(rs__cores(), fill_pieces, &job);
   run->result.fill_ns = rs__now_ns() - t0;
   rs__progress_begin(run, RS_STAGE_IDLE, 0);

@@ -33,7 +33,7 @@ void *rs__aligned_alloc(size_t n) {
   size_t rounded = (n + 63) & ~(size_t)63;
   if (rounded < n)
     return NULL;
-  if (rounded >= 2 * HUGE_PAGE) {
+  if (rounded >= RS_HUGE_ALLOC) {
     size_t huge = (rounded + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     void *p = huge < rounded ? NULL : aligned_alloc(HUGE_PAGE, huge);
 #ifdef MADV_HUGEPAGE

@@ -42,12 +42,14 @@ static inline struct timespec rs__deadline(uint64_t at_ns) {
   } while (0)
 
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
- * failure. Free with free(). */
+ * failure. Free with free(). From RS_HUGE_ALLOC bytes on, on 2 MiB
+ * boundaries, in whole 2 MiB pages, marked for transparent huge pages. */
 void *rs__aligned_alloc(size_t n);
+#define RS_HUGE_ALLOC ((size_t)4 << 20)
 /* Ask the kernel to back p[0 .. n) with zeroed pages now (Linux 5.14's
  * MADV_POPULATE_WRITE, on whole pages around it: only within one
- * rs__aligned_alloc buffer of 4 MiB or more, which ends on a 2 MiB
- * boundary). Returns 1 if it did; 0 if it could not, and then the first
+ * rs__aligned_alloc buffer of RS_HUGE_ALLOC bytes or more, which ends on
+ * a 2 MiB boundary). Returns 1 if it did; 0 if it could not, and then the first
  * writes fault the pages in as ever. */
 int rs__populate(void *p, size_t n);
 
