@@ -46,7 +46,8 @@
  * lane, without fused multiply-adds (this file is compiled with
  * -ffp-contract=off), so every path gives the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
+    !defined(RS_NO_CLONES)
 #define RS_CHECK_CLONES                                                        \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -115,10 +115,11 @@ RS_INLINE static void cos_sin_turn(uint64_t k, double *c_out, double *s_out) {
  * lanes at once where SSE2 has 2 to 4. The values are the same bits on
  * every path: each lane does the IEEE operations of the scalar code (this
  * file is compiled with -ffp-contract=off, so no path fuses a multiply and
- * an add). */
+ * an add); generator_paths compares them with a build for the baseline
+ * alone (RS_NO_CLONES). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
-    !defined(RS_GEN_NO_CLONES)
+    !defined(RS_NO_CLONES)
 #define RS_GEN_CLONES                                                          \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
