@@ -41,18 +41,10 @@
 
 #define BLOCK RS_CHECK_BLOCK
 
-/* The check's loops, compiled as well for AVX2 and AVX-512 and picked at
- * load time (as grads.c's generator): the same IEEE operations in every
- * lane, without fused multiply-adds (this file is compiled with
+/* The check's loops are compiled as well for AVX2 and AVX-512 (RS_CLONES,
+ * util.h), as grads.c's generator: the same IEEE operations in every lane,
+ * without fused multiply-adds (this file is compiled with
  * -ffp-contract=off), so every path gives the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
-    !defined(RS_NO_CLONES)
-#define RS_CHECK_CLONES                                                        \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define RS_CHECK_CLONES
-#endif
 
 /* Element i of an array of the buffers' type (a buffer, bound, ref_exact,
  * fixed). */
@@ -180,9 +172,9 @@ static int prepare_exact(rs_run_t *run) {
  * than what it checks. The switch sits outside the loops so each loop
  * vectorizes. */
 #define DEFINE_ACCUMULATE(NAME, IN, ACC, FABS)                                 \
-  RS_CHECK_CLONES static void NAME(rs_op_t op, int w, const IN *restrict g,    \
-                                   ACC *restrict acc, ACC *restrict amp,       \
-                                   size_t len) {                               \
+  RS_CLONES static void NAME(rs_op_t op, int w, const IN *restrict g,          \
+                             ACC *restrict acc, ACC *restrict amp,             \
+                             size_t len) {                                     \
     switch (op) {                                                              \
     case RS_OP_SUM:                                                            \
     case RS_OP_AVG:                                                            \
@@ -285,7 +277,7 @@ static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
  * rounded up to float by adding one to its bits where the conversion
  * rounded down. Returns 0, having written nothing, if any input was not
  * finite. */
-RS_CHECK_CLONES
+RS_CLONES
 static int finish_sums_f32(size_t len, const double *restrict acc,
                            const double *restrict amp, double div,
                            double sum_rel, double ref_rel, double sum_tiny,
@@ -591,7 +583,7 @@ static inline uint64_t bits_of(double x) {
  * do not. Both quotients are computed for every element and the right
  * one kept, so the loop has no branch. */
 #define DEFINE_COMPARE_F32(NAME, REF, BOUNDED)                                 \
-  RS_CHECK_CLONES static int NAME(                                             \
+  RS_CLONES static int NAME(                                                   \
       const float *restrict got, const REF *restrict ref_of,                   \
       const float *restrict bound_of, size_t len, rs_param_check_t *c) {       \
     uint64_t differing = 0, wrong = 0, inexact = 0;                            \

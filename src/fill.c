@@ -25,6 +25,7 @@ typedef struct fill_job {
   atomic_size_t populate; /* the next piece to populate: worker-major */
   atomic_size_t next;     /* the next piece: worker-major */
   size_t pieces_per_worker;
+  int populates; /* the buffers are big enough to populate first */
   int reference; /* and the check's reference: pieces of every worker */
 } fill_job_t;
 
@@ -56,10 +57,10 @@ static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
  * progress line counts a piece's elements as it goes, whether the kernel
  * could or not. */
 static void populate_pieces(fill_job_t *job) {
+  if (!job->populates)
+    return;
   rs_run_t *run = job->run;
   const size_t bytes = run->elems * run->buf_elem_bytes;
-  if (bytes < RS_HUGE_ALLOC)
-    return;
   const size_t per_buffer = (bytes + POPULATE_PIECE - 1) / POPULATE_PIECE;
   const size_t total = per_buffer * (size_t)(run->local_end - run->first_local);
   for (;;) {
@@ -121,10 +122,11 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   run->exact_k = rs__exact_k(run->dtype, run->config.workers);
   if (run->exact_k == 0)
     run->exact_k = 128;
-  fill_job_t job = {.run = run,
-                    .pieces_per_worker =
-                        (run->elems + FILL_PIECE - 1) / FILL_PIECE,
-                    .reference = rs__check_fills_reference(run)};
+  fill_job_t job = {
+      .run = run,
+      .pieces_per_worker = (run->elems + FILL_PIECE - 1) / FILL_PIECE,
+      .populates = run->elems * run->buf_elem_bytes >= RS_HUGE_ALLOC,
+      .reference = rs__check_fills_reference(run)};
   free(run->ref_exact); /* (a run filled twice) */
   run->ref_exact = NULL;
   if (job.reference && !(run->ref_exact = malloc((run->elems ? run->elems : 1) *
@@ -138,9 +140,7 @@ int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed) {
   /* the progress line's units: every local element populated (a big
    * run), then made */
   const size_t local = run->elems * (size_t)(run->local_end - run->first_local);
-  rs__progress_begin(
-      run, RS_STAGE_GENERATE,
-      run->elems * run->buf_elem_bytes >= RS_HUGE_ALLOC ? 2 * local : local);
+  rs__progress_begin(run, RS_STAGE_GENERATE, job.populates ? 2 * local : local);
   rs__parallel(rs__cores(), fill_pieces, &job);
   run->result.fill_ns = rs__now_ns() - t0;
   rs__progress_begin(run, RS_STAGE_IDLE, 0);

@@ -26,7 +26,7 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* The generator's helpers go inside each of its clones (RS_GEN_CLONES). */
+/* The generator's helpers go inside each of its clones (RS_CLONES). */
 #define RS_INLINE __attribute__((always_inline)) inline
 
 /* Bits as a double, and back: the conversions below go through the bits
@@ -110,21 +110,11 @@ RS_INLINE static void cos_sin_turn(uint64_t k, double *c_out, double *s_out) {
   *s_out = as_double(s1 ^ flip);
 }
 
-/* The generator's loops, compiled as well for AVX2 and AVX-512 and picked
- * at load time for the machine (GCC's function multiversioning): 4 to 16
- * lanes at once where SSE2 has 2 to 4. The values are the same bits on
- * every path: each lane does the IEEE operations of the scalar code (this
- * file is compiled with -ffp-contract=off, so no path fuses a multiply and
- * an add); generator_paths compares them with a build for the baseline
- * alone (RS_NO_CLONES). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
-    !defined(RS_NO_CLONES)
-#define RS_GEN_CLONES                                                          \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define RS_GEN_CLONES
-#endif
+/* The generator's loops are compiled as well for AVX2 and AVX-512
+ * (RS_CLONES, util.h): 4 to 16 lanes at once where SSE2 has 2 to 4. The
+ * values are the same bits on every path: each lane does the IEEE
+ * operations of the scalar code (this file is compiled with
+ * -ffp-contract=off, so no path fuses a multiply and an add). */
 
 /* The hash of element i of a param keyed by key (the low 32 bits of the
  * element's index; rs__grads_generate folds the rest into the key):
@@ -185,7 +175,7 @@ DEFINE_NORMAL_RANGE(normal_range, double, normal_pairs)
  * (fill_block_f32 below makes the others'). Every value is a
  * function of (key, index) alone, and each loop is branch-free so that it
  * vectorizes. */
-RS_GEN_CLONES
+RS_CLONES
 static void fill_block(double *restrict out, uint32_t first, size_t len,
                        rs_init_t init, uint64_t key, int exact_k) {
   switch (init) {
@@ -297,7 +287,7 @@ DEFINE_NORMAL_RANGE(normal_range_f, float, normal_pairs_f)
 /* fill_block for a float buffer (f32, f16 and bf16 runs): uniform and
  * exact values are fill_block's, rounded to float; normal ones come from
  * float arithmetic, twice the lanes of double's and fewer terms. */
-RS_GEN_CLONES
+RS_CLONES
 static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
                            rs_init_t init, uint64_t key, int exact_k) {
   switch (init) {

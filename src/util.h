@@ -41,6 +41,19 @@ static inline struct timespec rs__deadline(uint64_t at_ns) {
     }                                                                          \
   } while (0)
 
+/* A loop's function compiled as well for AVX-512 and AVX2 machines and
+ * picked at load time for the machine (GCC's function multiversioning:
+ * the generator's and the check's loops). Not under a sanitizer, nor with
+ * RS_NO_CLONES (the baseline build generator_paths compares with). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) &&         \
+    !defined(RS_NO_CLONES)
+#define RS_CLONES                                                              \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RS_CLONES
+#endif
+
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
  * failure. Free with free(). From RS_HUGE_ALLOC bytes on, on 2 MiB
  * boundaries, in whole 2 MiB pages, marked for transparent huge pages. */

@@ -68,17 +68,19 @@ static void relay(int rounds, uint64_t spin_ns, int busy) {
   assert_int_equal(atomic_load(&r.turn), 0); /* every round completed */
 }
 
+/* Hand-offs per relay: fewer under a sanitizer, which slows each. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RELAY_ROUNDS 2000
+#else
+#define RELAY_ROUNDS 20000
+#endif
+
 /* evcount-1: hand-offs that always sleep (no spin), and hand-offs that
  * yield first, never lose a wake-up: no wait reaches its 10 s deadline. */
 static void test_no_lost_wakeup(void **state) {
   (void)state;
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  const int rounds = 2000;
-#else
-  const int rounds = 20000;
-#endif
-  relay(rounds, 0, 0);
-  relay(rounds, RS_EV_SPIN_NS, 0);
+  relay(RELAY_ROUNDS, 0, 0);
+  relay(RELAY_ROUNDS, RS_EV_SPIN_NS, 0);
 }
 
 static int never(void *arg) {
@@ -109,13 +111,8 @@ static void test_deadline(void **state) {
  * a wait that nothing signals at its deadline. */
 static void test_busy_spin(void **state) {
   (void)state;
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  const int rounds = 2000;
-#else
-  const int rounds = 20000;
-#endif
-  relay(rounds, RS_EV_SPIN_NS, 1);
-  relay(rounds, 1000, 1);
+  relay(RELAY_ROUNDS, RS_EV_SPIN_NS, 1);
+  relay(RELAY_ROUNDS, 1000, 1);
   rs_ev_t ev;
   rs__ev_init(&ev);
   rs_ev_spin_t spin = {0, 0, 1};

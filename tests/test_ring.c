@@ -933,6 +933,21 @@ static void test_half_precision_wire_is_exact(void **state) {
   free(want);
 }
 
+/* The ring-18 model: params at odd offsets, across the check's blocks. */
+static rs_model_t *odd_model(rs_dtype_t dtype) {
+  char text[512], err[RS_ERRMSG_MAX];
+  const char *dt = rs_dtype_name(dtype);
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"a\", \"shape\": [3], \"dtype\": "
+           "\"%s\"}, {\"name\": \"b\", \"shape\": [70001], \"dtype\": "
+           "\"%s\"}, {\"name\": \"c\", \"shape\": [7, 587], \"dtype\": "
+           "\"%s\"}]}",
+           dt, dt, dt);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
+  return m;
+}
+
 /* ring-18: the check of generated inputs makes its reference after the
  * run, block by block from the inputs generated again, and keeps none
  * (ref_ns 0); it must say exactly what the reference kept from before the
@@ -959,85 +974,57 @@ static void test_streamed_check_is_the_kept_one(void **state) {
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const int W = k % 2 ? 3 : 5;
-    {
-      char text[512];
-      const char *dt = rs_dtype_name(cases[k].dtype);
-      snprintf(text, sizeof text,
-               "{\"params\": [{\"name\": \"a\", \"shape\": [3], \"dtype\": "
-               "\"%s\"}, {\"name\": \"b\", \"shape\": [70001], \"dtype\": "
-               "\"%s\"}, {\"name\": \"c\", \"shape\": [7, 587], \"dtype\": "
-               "\"%s\"}]}",
-               dt, dt, dt);
-      char err[RS_ERRMSG_MAX];
-      rs_model_t *m;
-      assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
-      rs_config_t cfg;
-      rs_config_init(&cfg);
-      cfg.workers = W;
-      cfg.op = cases[k].op;
-      cfg.average_pre = cases[k].pre;
-      cfg.order_report = 1;
-      cfg.segment_bytes = 8192;
-      rs_run_t *run[2];
-      for (int kept = 0; kept < 2; kept++) {
-        assert_int_equal(rs_run_create(&cfg, m, &run[kept], err), RS_OK);
-        assert_int_equal(rs_run_fill(run[kept], cases[k].init, 42), RS_OK);
-        if (kept)
-          assert_non_null(rs_run_buffer(run[kept], 0));
-        assert_int_equal(rs_run_execute(run[kept]), RS_OK);
-      }
-      const rs_result_t *a = rs_run_result(run[0]), *b = rs_run_result(run[1]);
-      if (a->ref_ns != 0 || a->check_ns == 0 || b->ref_ns == 0)
-        fail_msg("case %zu, W=%d: streamed ref_ns %llu check_ns %llu, kept "
-                 "ref_ns %llu",
-                 k, W, (unsigned long long)a->ref_ns,
-                 (unsigned long long)a->check_ns,
-                 (unsigned long long)b->ref_ns);
-      assert_true(a->checked && b->checked && a->identical && b->identical);
-      assert_int_equal(a->exact, b->exact);
-      assert_double_same(a->max_abs_err, b->max_abs_err);
-      assert_double_same(a->bound, b->bound);
-      assert_double_same(a->worst_ratio, b->worst_ratio);
-      size_t n = rs_model_elems(m);
-      size_t bytes = cases[k].dtype == RS_DTYPE_F64 ? 8 : 4;
-      assert_memory_equal(rs_run_buffer(run[0], 0), rs_run_buffer(run[1], 0),
-                          n * bytes);
-      for (size_t p = 0; p < 3; p++) {
-        const rs_param_check_t *ca = rs_run_param_check(run[0], p);
-        const rs_param_check_t *cb = rs_run_param_check(run[1], p);
-        if (memcmp(ca, cb, sizeof *ca) != 0)
-          fail_msg("case %zu, W=%d, param %zu: streamed max_abs_err %g "
-                   "bound %g worst %g differing %llu order_differing %llu "
-                   "ulps %llu; kept %g %g %g %llu %llu %llu",
-                   k, W, p, ca->max_abs_err, ca->bound, ca->worst_ratio,
-                   (unsigned long long)ca->differing,
-                   (unsigned long long)ca->order_differing,
-                   (unsigned long long)ca->order_max_ulps, cb->max_abs_err,
-                   cb->bound, cb->worst_ratio,
-                   (unsigned long long)cb->differing,
-                   (unsigned long long)cb->order_differing,
-                   (unsigned long long)cb->order_max_ulps);
-      }
-      rs_run_free(run[0]);
-      rs_run_free(run[1]);
-      rs_model_free(m);
+    char err[RS_ERRMSG_MAX];
+    rs_model_t *m = odd_model(cases[k].dtype);
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = W;
+    cfg.op = cases[k].op;
+    cfg.average_pre = cases[k].pre;
+    cfg.order_report = 1;
+    cfg.segment_bytes = 8192;
+    rs_run_t *run[2];
+    for (int kept = 0; kept < 2; kept++) {
+      assert_int_equal(rs_run_create(&cfg, m, &run[kept], err), RS_OK);
+      assert_int_equal(rs_run_fill(run[kept], cases[k].init, 42), RS_OK);
+      if (kept)
+        assert_non_null(rs_run_buffer(run[kept], 0));
+      assert_int_equal(rs_run_execute(run[kept]), RS_OK);
     }
+    const rs_result_t *a = rs_run_result(run[0]), *b = rs_run_result(run[1]);
+    if (a->ref_ns != 0 || a->check_ns == 0 || b->ref_ns == 0)
+      fail_msg("case %zu, W=%d: streamed ref_ns %llu check_ns %llu, kept "
+               "ref_ns %llu",
+               k, W, (unsigned long long)a->ref_ns,
+               (unsigned long long)a->check_ns, (unsigned long long)b->ref_ns);
+    assert_true(a->checked && b->checked && a->identical && b->identical);
+    assert_int_equal(a->exact, b->exact);
+    assert_double_same(a->max_abs_err, b->max_abs_err);
+    assert_double_same(a->bound, b->bound);
+    assert_double_same(a->worst_ratio, b->worst_ratio);
+    size_t n = rs_model_elems(m);
+    size_t bytes = cases[k].dtype == RS_DTYPE_F64 ? 8 : 4;
+    assert_memory_equal(rs_run_buffer(run[0], 0), rs_run_buffer(run[1], 0),
+                        n * bytes);
+    for (size_t p = 0; p < 3; p++) {
+      const rs_param_check_t *ca = rs_run_param_check(run[0], p);
+      const rs_param_check_t *cb = rs_run_param_check(run[1], p);
+      if (memcmp(ca, cb, sizeof *ca) != 0)
+        fail_msg("case %zu, W=%d, param %zu: streamed max_abs_err %g "
+                 "bound %g worst %g differing %llu order_differing %llu "
+                 "ulps %llu; kept %g %g %g %llu %llu %llu",
+                 k, W, p, ca->max_abs_err, ca->bound, ca->worst_ratio,
+                 (unsigned long long)ca->differing,
+                 (unsigned long long)ca->order_differing,
+                 (unsigned long long)ca->order_max_ulps, cb->max_abs_err,
+                 cb->bound, cb->worst_ratio, (unsigned long long)cb->differing,
+                 (unsigned long long)cb->order_differing,
+                 (unsigned long long)cb->order_max_ulps);
+    }
+    rs_run_free(run[0]);
+    rs_run_free(run[1]);
+    rs_model_free(m);
   }
-}
-
-/* The ring-18 model: params at odd offsets, across the check's blocks. */
-static rs_model_t *odd_model(rs_dtype_t dtype) {
-  char text[512], err[RS_ERRMSG_MAX];
-  const char *dt = rs_dtype_name(dtype);
-  snprintf(text, sizeof text,
-           "{\"params\": [{\"name\": \"a\", \"shape\": [3], \"dtype\": "
-           "\"%s\"}, {\"name\": \"b\", \"shape\": [70001], \"dtype\": "
-           "\"%s\"}, {\"name\": \"c\", \"shape\": [7, 587], \"dtype\": "
-           "\"%s\"}]}",
-           dt, dt, dt);
-  rs_model_t *m;
-  assert_int_equal(rs_model_parse(text, strlen(text), "t", &m, err), RS_OK);
-  return m;
 }
 
 /* ring-19: an f32 run's check compares in vectorised loops (check.c's
