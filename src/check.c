@@ -947,8 +947,10 @@ int rs__check_prepare(rs_run_t *run) {
   run->check_plan = plan;
   bound_constants(run, &plan->k);
   plan->fixed = run->config.order_report;
-  plan->threads =
-      run->config.check_threads > 0 ? run->config.check_threads : rs__cores();
+  const int cores = rs__cores();
+  plan->threads = run->config.check_threads > 0 ? run->config.check_threads
+                  : cores < RS_PARALLEL_MAX     ? cores
+                                                : RS_PARALLEL_MAX;
   plan->exact = exact_inputs(run);
   /* Exact inputs generated in one process: rs_run_fill made the reference
    * as it filled the buffers, and the check keeps it (one buffer). Unless

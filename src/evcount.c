@@ -1,5 +1,4 @@
 /* evcount.c - the event count (evcount.h) over Linux futex(2). */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "evcount.h"
 
 #include <errno.h>
@@ -70,14 +69,6 @@ void rs__ev_signal(rs_ev_t *ev) {
     abort();
   }
 #endif
-}
-
-int rs__ev_cores(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return CPU_COUNT(&set); /* taskset, cpusets: the cores we may use */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (int)cores : 1;
 }
 
 int rs__ev_cores_idle(void) {

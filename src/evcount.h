@@ -104,8 +104,6 @@ int rs__ev_await(rs_ev_t *ev, int (*ready)(void *), void *arg,
  * it cannot tell. */
 int rs__ev_cores_idle(void);
 
-/* The cores this process may run on (at least 1). */
-int rs__ev_cores(void);
 #define RS_EV_BACKOFF_MIN_NS 1000000u
 #define RS_EV_BACKOFF_MAX_NS 1000000000u
 

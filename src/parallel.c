@@ -1,17 +1,20 @@
 /* parallel.c - the helper threads that generate inputs and check results
  * (see parallel.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "util.h"
 
 int rs__cores(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set); /* taskset, cpusets: the cores we may use */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores < 1)
-    return 1;
-  return cores > RS_PARALLEL_MAX ? RS_PARALLEL_MAX : (int)cores;
+  return cores > 0 ? (int)cores : 1;
 }
 
 void rs__parallel(int threads, void *(*fn)(void *), void *arg) {

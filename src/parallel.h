@@ -15,7 +15,8 @@
  * most RS_PARALLEL_MAX), and return when every one has returned. */
 void rs__parallel(int threads, void *(*fn)(void *), void *arg);
 
-/* One thread per online core, at most RS_PARALLEL_MAX. */
+/* The cores this process may run on (its affinity mask: taskset and
+ * cpusets count; at least 1). */
 int rs__cores(void);
 
 #endif /* RINGSIM_PARALLEL_H */

@@ -18,6 +18,7 @@
 #include "check.h"
 #include "evcount.h"
 #include "mpi_run.h"
+#include "parallel.h"
 #include "reduce.h"
 #include "runstate.h"
 #include "trace.h"
@@ -1037,7 +1038,7 @@ static int run_threads(rs_run_t *run) {
     pool.spin_ns = 0;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].chan.spin_ns = 0;
-  } else if (L <= rs__ev_cores() && !run->mpi) {
+  } else if (L <= rs__cores() && !run->mpi) {
     pool.busy = 1;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].chan.send_spin.busy = run->edges[i].chan.recv_spin.busy = 1;

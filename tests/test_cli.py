@@ -452,6 +452,20 @@ class Cli(unittest.TestCase):
         limit = 1.1 * 5 * r["bytes"]
         self.assertLessEqual(peak, limit, f"peak RSS {peak} B, model {r['bytes']} B")
 
+    def test_helpers_follow_affinity(self):
+        """The threads that make and check the grads are one per core the
+        process may run on (its affinity mask, as taskset or a cpuset sets
+        it), not one per core the machine has."""
+        cores = sorted(os.sched_getaffinity(0))
+        model = os.path.join(EXAMPLES, "two_workers.json")
+        for allowed in ({cores[0]}, set(cores)):
+            p = subprocess.run([RINGSIM, "-w", "2", "-p", model, "--json", "--no-trace"],
+                               capture_output=True, text=True, timeout=600,
+                               preexec_fn=lambda: os.sched_setaffinity(0, allowed))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout)["check_threads"], min(len(allowed), 64),
+                             allowed)
+
     def test_progress_only_on_a_terminal(self):
         """A stage that takes more than a second (here the all-reduce, held
         up 1.5 s by a stalled worker) draws one progress line on stderr when
