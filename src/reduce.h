@@ -27,7 +27,7 @@
  *   rs__reduce_prod_S     dst[i] *= src[i]
  *   rs__scale_div_S       dst[i] /= divisor: the pre-division of an average
  *   rs__scale_mul_S       dst[i] *= factor: PyTorch DDP's pre-scaling, by
- *                        1/W rounded to T (RS_AVERAGE_PRE_MUL)
+ *                        1/W rounded to the dtype (RS_AVERAGE_PRE_MUL)
  *   rs__reduce_S          fold src into dst with op (avg folds as sum) */
 #define RS_DEFINE_KERNELS(S, T)                                                \
   static inline void rs__reduce_sum_##S(T *restrict dst,                       \
@@ -120,10 +120,11 @@ static inline void rs__scale_div(rs_dtype_t dtype, void *dst, size_t n,
 
 /* The pre-averaging of each worker's own gradient, as mode
  * (rs_config_t.average_pre) asks: RS_AVERAGE_PRE divides by W;
- * RS_AVERAGE_PRE_MUL multiplies by 1/W rounded to the buffer type first,
- * as PyTorch 1.13's DDP reducer does (at::mul_out by the wrapped scalar
- * 1./div_factor, which the kernel casts to the tensor's type), then rounds
- * to dtype. */
+ * RS_AVERAGE_PRE_MUL multiplies by 1/W rounded to the dtype first, as
+ * PyTorch 1.13's DDP reducer does (at::mul_out by the wrapped scalar
+ * 1./div_factor, which the CPU kernel casts to the tensor's type: float16's
+ * 1/3 is 0.33325, not float32's 0.33333334), in float32, then rounds to
+ * dtype. */
 static inline void rs__pre_average(rs_dtype_t dtype, void *dst, size_t n,
                                    int workers, int mode) {
   if (mode != RS_AVERAGE_PRE_MUL) {
@@ -134,7 +135,7 @@ static inline void rs__pre_average(rs_dtype_t dtype, void *dst, size_t n,
     rs__scale_mul_f64(dst, n, 1.0 / workers);
     return;
   }
-  rs__scale_mul_f32(dst, n, (float)(1.0 / workers));
+  rs__scale_mul_f32(dst, n, rs_dtype_round(dtype, (float)(1.0 / workers)));
   rs_dtype_round_all(dtype, dst, n);
 }
 

@@ -231,6 +231,63 @@ class Ddp(unittest.TestCase):
     def test_w4(self):
         self.check(4, 4)
 
+    # ddp-3: float16 parameters at W = 3 and 5, where 1/W is not a power
+    # of two: DDP multiplies each gradient by 1/W rounded to float16 (not
+    # to float32), and so must --like ddp-gloo.
+    def test_half(self):
+        for workers in (3, 5):
+            with self.subTest(workers=workers), tempfile.TemporaryDirectory() as d:
+                spawn(ddp_half_peer, workers, (workers, d))
+                path = os.path.join(d, "model.json")
+                with open(path, "w") as f:
+                    json.dump({"params": [{"name": "w", "shape": [HALF_ELEMS],
+                                           "dtype": "f16"}]}, f)
+                out = os.path.join(d, "ringsim.safetensors")
+                p = subprocess.run(
+                    [RINGSIM, "-w", str(workers), "-p", path, "--grads",
+                     os.path.join(d, "local{r}.safetensors"), "--like", "ddp-gloo",
+                     "--no-trace", "--out", out],
+                    capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                ours = ringsim_st.read(out)["w"]
+                for r in range(workers):
+                    ddp = ringsim_st.read(os.path.join(d, f"ddp{r}.safetensors"))["w"]
+                    self.assertEqual(ddp.dtype, np.float16)
+                    self.assertEqual(np.flatnonzero(ddp.view(np.uint16) != ours.view(np.uint16))
+                                     .size, 0, f"W={workers}: DDP rank {r} vs ringsim")
+
+
+HALF_ELEMS = 1000
+
+
+def ddp_half_peer(rank, workers, d):
+    """DDP (gloo, no hook) on one float16 parameter w whose gradient is the
+    rank's own input x (loss (w * x).sum()): x as the local gradient, and
+    w's gradient after the second backward (buckets rebuilt)."""
+    import torch
+    dist = init(rank, workers, d)
+
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(HALF_ELEMS, dtype=torch.float16))
+
+        def forward(self, x):
+            return (self.w * x).sum()
+
+    rng = np.random.default_rng(300 + rank)
+    x = (rng.standard_normal(HALF_ELEMS) * 10.0 ** rng.integers(-2, 3, HALF_ELEMS)) \
+        .astype(np.float16)
+    ringsim_st.write(os.path.join(d, f"local{rank}.safetensors"), {"w": x}, "F16")
+    model = Linear()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    for _ in range(2):
+        model.w.grad = None
+        ddp(torch.from_numpy(x)).backward()
+    ringsim_st.write(os.path.join(d, f"ddp{rank}.safetensors"), {"w": model.w.grad.numpy()},
+                     "F16")
+    dist.destroy_process_group()
+
 
 def main():
     global RINGSIM
