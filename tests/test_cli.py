@@ -264,6 +264,26 @@ class Cli(unittest.TestCase):
         self.assertIn("  chunks     4 of 10 elements, 10 segments each (<= 1 element), 8 slots per channel\n",
                       out)
 
+    def test_transfers_per_worker(self):
+        """The report's transfers line gives how many each worker sent: one
+        number where all sent as many (the ring), else the fewest and the
+        most, as --json's transfers_sent has them."""
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [101]}]}')
+        for algo, uneven in (("ring", False), ("linear", True), ("tree", True),
+                             ("gloo-ring", True)):
+            with self.subTest(algo=algo):
+                args = ("-w", 16, "-p", model, "--algo", algo, "--no-trace")
+                rc, out, err = run(*args)
+                self.assertEqual(rc, 0, err)
+                rc, js, err = run(*args, "--json")
+                self.assertEqual(rc, 0, err)
+                r = json.loads(js)
+                lo, hi = min(r["transfers_sent"]), max(r["transfers_sent"])
+                self.assertEqual(sum(r["transfers_sent"]), r["transfers"])
+                self.assertEqual(lo != hi, uneven, r["transfers_sent"])
+                per = f"{lo}-{hi}" if uneven else str(lo)
+                self.assertIn(f"  transfers  {r['transfers']} ({per} per worker)\n", out)
+
     # cli-6.N: bad usage and bad input: exit 2 and one clear line.
     def test_bad_usage(self):
         two = os.path.join(EXAMPLES, "two_workers.json")

@@ -487,9 +487,21 @@ static void print_transfers(const report_t *r, const figures_t *f) {
   const rs_result_t *res = rs_run_result(r->run);
   const int W = f->workers;
   if (res->checked) { /* the all-reduce completed */
-    printf("  transfers  %llu (%llu per worker)\n",
-           (unsigned long long)res->transfers,
-           (unsigned long long)(res->transfers / (uint64_t)W));
+    /* the fewest and the most one worker sent (linear's root, tree's
+     * inner nodes, gloo's uneven segments send more than the others) */
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int w = 0; w < W; w++) {
+      uint64_t sent = rs_run_worker_stats(r->run, w)->transfers_sent;
+      lo = sent < lo ? sent : lo;
+      hi = sent > hi ? sent : hi;
+    }
+    if (lo == hi)
+      printf("  transfers  %llu (%llu per worker)\n",
+             (unsigned long long)res->transfers, (unsigned long long)lo);
+    else
+      printf("  transfers  %llu (%llu-%llu per worker)\n",
+             (unsigned long long)res->transfers, (unsigned long long)lo,
+             (unsigned long long)hi);
     return;
   }
   if (f->planned)
