@@ -367,6 +367,7 @@ typedef struct scratch {
   unsigned char *inputs;   /* one worker's inputs, made again */
   unsigned char *quotient; /* a pre-divided average's x / W */
   double *ref;             /* the reference ... */
+  double *ref_lo;          /* (f64: its low part, RUN's ref_lo) */
   unsigned char *bound;    /* ... its bound (buffer type) */
   unsigned char *exact;    /* exact inputs: the direct mean (buffer type) */
   unsigned char *fixed;    /* order_report: the fixed order's result */
@@ -377,7 +378,7 @@ typedef struct scratch {
 
 static int scratch_alloc(scratch_t *s) {
   const size_t d = BLOCK * sizeof(double), l = BLOCK * sizeof(long double);
-  unsigned char *m = malloc(8 * d + 2 * l);
+  unsigned char *m = malloc(9 * d + 2 * l);
   s->memory = m;
   if (!m)
     return RS_ENOMEM;
@@ -389,8 +390,9 @@ static int scratch_alloc(scratch_t *s) {
   s->fixed = m + 5 * d;
   s->acc = (double *)(void *)(m + 6 * d);
   s->amp = (double *)(void *)(m + 7 * d);
-  s->acc_l = (long double *)(void *)(m + 8 * d);
-  s->amp_l = (long double *)(void *)(m + 8 * d + l);
+  s->ref_lo = (double *)(void *)(m + 8 * d);
+  s->acc_l = (long double *)(void *)(m + 9 * d);
+  s->amp_l = (long double *)(void *)(m + 9 * d + l);
   return RS_OK;
 }
 
@@ -457,7 +459,8 @@ static void exact_finish(const rs_run_t *run, void *exact, size_t len) {
 
 static int block_reference(const rs_run_t *run, const check_plan_t *plan,
                            scratch_t *s, size_t start, size_t len, double *ref,
-                           void *bound, void *exact, char *errmsg) {
+                           double *ref_lo, void *bound, void *exact,
+                           char *errmsg) {
   const int W = run->config.workers;
   const rs_op_t op = run->config.op;
   const bound_k_t *k = &plan->k;
@@ -533,6 +536,8 @@ static int block_reference(const rs_run_t *run, const check_plan_t *plan,
       b = k->sum_rel * mag + k->ref_rel * fabsl(r) + k->sum_tiny;
     }
     ref[i] = (double)r;
+    if (ref_lo) /* (an inf ref, of a sum beyond double's range: none) */
+      ref_lo[i] = isfinite(ref[i]) ? (double)(r - ref[i]) : 0.0;
     store_bound(run, bound, i, b);
   }
   return RS_OK;
@@ -647,12 +652,14 @@ DEFINE_COMPARE_F32(compare_f32_exact, float, 0)
 
 /* Compare this process's first worker's result (worker 0's, but over MPI)
  * at start .. start+len-1 with the block's
- * reference (ref and bound, or exact; fixed for the order report, each
- * indexed from start), into checks (one per param). */
+ * reference (ref and bound, with ref_lo for f64, or exact; fixed for the
+ * order report, each indexed from start), into checks (one per param).
+ * The error is measured against the reference itself: an f64 run's long
+ * double ref + ref_lo, not its rounding to double. */
 static void compare_block(const rs_run_t *run, size_t start, size_t len,
-                          const double *ref_of, const void *bound_of,
-                          const void *exact_of, const void *fixed_of,
-                          rs_param_check_t *checks) {
+                          const double *ref_of, const double *ref_lo_of,
+                          const void *bound_of, const void *exact_of,
+                          const void *fixed_of, rs_param_check_t *checks) {
   const rs_model_t *model = run->model;
   size_t p = rs__model_param_at(model, start);
   size_t j = 0;
@@ -686,7 +693,8 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
                       : rs_dtype_round(run->dtype, (float)ref);
     /* (a reference beyond the dtype's range is inf, as IEEE rounding
      * makes it; a result of that same inf is exact) */
-    double err = got == ref ? 0.0 : (double)fabsl((long double)got - ref);
+    long double full = (long double)ref + (ref_lo_of ? ref_lo_of[j] : 0.0);
+    double err = got == full ? 0.0 : (double)fabsl((long double)got - full);
     int differs = memcmp(&got, &want, sizeof want) != 0;
     double bound = bound_of ? array_at(run, bound_of, j) : 0.0;
     double ratio;
@@ -824,6 +832,9 @@ static void *check_pieces(void *arg) {
        * made now */
       int kept = !plan->stream;
       double *ref = kept && run->ref ? run->ref + start : s.ref;
+      double *ref_lo = !plan->k.f64          ? NULL
+                       : kept && run->ref_lo ? run->ref_lo + start
+                                             : s.ref_lo;
       void *bound = kept && run->bound
                         ? (unsigned char *)run->bound + start * size
                         : s.bound;
@@ -831,8 +842,8 @@ static void *check_pieces(void *arg) {
                         ? (unsigned char *)run->ref_exact + start * size
                         : s.exact;
       if (!job->after || plan->stream)
-        rc = block_reference(run, plan, &s, start, len, ref, bound, exact,
-                             errmsg);
+        rc = block_reference(run, plan, &s, start, len, ref, ref_lo, bound,
+                             exact, errmsg);
       if (rc == RS_OK && job->after) {
         /* this process's workers (mpi.c compares the processes) */
         const int first = run->first_local;
@@ -849,7 +860,8 @@ static void *check_pieces(void *arg) {
             : plan->stream ? (const void *)s.fixed
                            : (const unsigned char *)run->fixed + start * size;
         compare_block(run, start, len, plan->exact ? NULL : ref,
-                      plan->exact ? NULL : bound, exact, fixed, checks);
+                      plan->exact ? NULL : ref_lo, plan->exact ? NULL : bound,
+                      exact, fixed, checks);
       }
       rs__progress_add(run, len);
     }
@@ -989,11 +1001,13 @@ int rs__check_prepare(rs_run_t *run) {
   if (rc)
     return rc;
   /* Inputs not generated: the reference is kept whole from before the
-   * run, 12 bytes an element (4 for exact inputs) beyond the buffers. */
-  double need =
-      (double)n * (plan->exact ? (double)run->buf_elem_bytes
-                               : sizeof(double) + run->buf_elem_bytes) +
-      (double)W * (double)n * (double)run->buf_elem_bytes;
+   * run, 12 bytes an element (4 for exact inputs; 24 for f64: ref_lo)
+   * beyond the buffers. */
+  const int lo = !plan->exact && plan->k.f64;
+  double need = (double)n * (plan->exact ? (double)run->buf_elem_bytes
+                                         : (1 + lo) * sizeof(double) +
+                                               run->buf_elem_bytes) +
+                (double)W * (double)n * (double)run->buf_elem_bytes;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (have > 0 && need > 0.9 * have)
     return rs__run_fail(run, RS_ENOMEM,
@@ -1009,9 +1023,11 @@ int rs__check_prepare(rs_run_t *run) {
     run->ref_exact = malloc((n ? n : 1) * run->buf_elem_bytes);
   else {
     run->ref = malloc((n ? n : 1) * sizeof *run->ref);
+    run->ref_lo = lo ? malloc((n ? n : 1) * sizeof *run->ref_lo) : NULL;
     run->bound = malloc((n ? n : 1) * run->buf_elem_bytes);
   }
-  if (plan->exact ? !run->ref_exact : !run->ref || !run->bound)
+  if (plan->exact ? !run->ref_exact
+                  : !run->ref || !run->bound || (lo && !run->ref_lo))
     return rs__run_fail(run, RS_ENOMEM,
                         "out of memory for the reference (%zu elements)", n);
   uint64_t t0 = rs__now_ns();

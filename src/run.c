@@ -656,6 +656,7 @@ void rs_run_free(rs_run_t *run) {
   free(run->checks);
   free(run->mismatches);
   free(run->ref);
+  free(run->ref_lo);
   free(run->bound);
   free(run->ref_exact);
   free(run->fixed);

@@ -49,13 +49,15 @@ struct rs_run {
   /* Reference, made from the inputs before the ring runs. Arrays marked
    * "buffer type" hold double for f64 and float otherwise. */
   double *ref;     /* the sum or mean per element (any inputs) */
+  double *ref_lo;  /* f64 runs: what the long double reference has beyond
+                      ref (exactly, where long double is x86's) */
   void *bound;     /* and its error bound per element (buffer type) */
   void *ref_exact; /* exact inputs: the direct mean, exact (buffer type) */
   void *fixed;     /* order_report: the result summed worker 0 first
                       (buffer type) */
   check_plan_t *check_plan; /* how check.c checks this run */
-  int check_general; /* tests: compare every element in check.c's general
-                        loop, never its fast f32 ones */
+  int check_general;        /* tests: compare every element in check.c's general
+                               loop, never its fast f32 ones */
   rs_init_t init;
   /* Filled by rs_run_fill: the inputs can be made again from these, block
    * by block (rs__grads_generate), so the check keeps no copy. */

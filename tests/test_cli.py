@@ -445,6 +445,39 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("in double", out)
 
+    def test_double_error_against_the_long_double_sum(self):
+        """An f64 run's max abs err is measured against the long double
+        reference, as the report says, not against that reference rounded
+        to double (which made a correctly rounded 0.1 + 0.2 show 0, and
+        1 + 2^-53 + 2^-54 rounded to 1 show 2^-52): exact here, with
+        Fractions. Inline grads keep the reference whole; generated ones
+        make it again after the run (recovered here from a min and a max
+        run: the two workers' values of each element)."""
+        from fractions import Fraction
+        for grads, exact in (([0.1, 0.2], Fraction(0.1) + Fraction(0.2)),
+                             ([1.0, 2.0 ** -53, 2.0 ** -54], 1 + Fraction(3, 2 ** 54))):
+            model = self.write("m.json", json.dumps(
+                {"params": [{"name": "w", "shape": [1], "dtype": "f64"}],
+                 "grads": [{"w": [g]} for g in grads]}))
+            rc, out, err = run("-p", model, "--op", "sum", "--no-trace", "--json")
+            self.assertEqual(rc, 0, err)
+            r = json.loads(out)
+            want = float(abs(Fraction(r["result"]["w"][0]) - exact))
+            self.assertGreater(want, 0)
+            self.assertEqual(r["max_abs_err"], want, grads)
+        model = self.write("g.json", '{"params": [{"name": "w", "shape": [3000], "dtype": "f64"}]}')
+        runs = {}
+        for op in ("min", "max", "sum"):
+            rc, out, err = run("-w", 2, "-p", model, "--op", op, "--no-trace", "--json",
+                               "--out", self.path(f"{op}.safetensors"))
+            self.assertEqual(rc, 0, err)
+            runs[op] = (json.loads(out), read_safetensors(self.path(f"{op}.safetensors"))["w"])
+        lo, hi, got = runs["min"][1], runs["max"][1], runs["sum"][1]
+        errors = [abs(Fraction(float(got[i])) - Fraction(float(lo[i])) - Fraction(float(hi[i])))
+                  for i in range(got.size)]
+        self.assertGreater(max(errors), 0)
+        self.assertEqual(runs["sum"][0]["max_abs_err"], float(max(errors)))
+
     # cli-8: --help documents every option and the exit codes; --version.
     def test_memory_is_the_buffers(self):
         """Generated grads are checked block by block, from the inputs made
