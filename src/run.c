@@ -452,12 +452,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
       !(run->bucket_segs =
             calloc(run->result.buckets, sizeof *run->bucket_segs)))
     goto nomem_small;
-  size_t segs = 0, min_segs = SIZE_MAX;
+  size_t min_segs = SIZE_MAX;
   for (size_t b = 0; b < run->result.buckets; b++) {
     run->bucket_segs[b] = rs_segs_per_chunk(
         run->buckets[b].elems, W, config->segment_bytes, run->elem_size);
     min_segs = run->bucket_segs[b] < min_segs ? run->bucket_segs[b] : min_segs;
-    segs += run->bucket_segs[b];
   }
   if ((rc = choose_algos(run, errmsg))) {
     free(peers);
@@ -534,7 +533,15 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                    "more than this machine's %.1f GiB",
                    need / (1 << 30), W, n, records, have / (1 << 30));
   }
-  run->result.segs_per_chunk = segs;
+  /* reported: as each bucket's algorithm cuts its chunks */
+  run->result.segs_per_chunk = 0;
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    const rs_algo_t *a = run->bucket_algo[b];
+    run->result.segs_per_chunk +=
+        a->chunk_segs ? a->chunk_segs(W, run->buckets[b].elems,
+                                      run->bucket_segs[b], seg_cap(run))
+                      : run->bucket_segs[b];
+  }
   run->result.seg_elems = seg_elems;
   run->result.slots = slots;
 

@@ -284,6 +284,23 @@ class Cli(unittest.TestCase):
                 per = f"{lo}-{hi}" if uneven else str(lo)
                 self.assertIn(f"  transfers  {r['transfers']} ({per} per worker)\n", out)
 
+    def test_gloo_segments_per_chunk(self):
+        """gloo-ring reports gloo's own segments per chunk: N segments (as
+        many of at most --segment-bytes as the bucket needs, at least 2W,
+        rounded up to a multiple of W) of ceil(n/N) elements, N/W a chunk
+        (docs/algorithms.md), not the ring's."""
+        for n, W, seg_bytes in ((101, 16, None), (1000, 4, 64), (1000, 3, 100)):
+            with self.subTest(n=n, W=W, seg_bytes=seg_bytes):
+                model = self.write("m.json", json.dumps({"params": [{"name": "g", "shape": [n]}]}))
+                extra = ("--segment-bytes", seg_bytes) if seg_bytes else ()
+                rc, out, err = run("-w", W, "-p", model, "--algo", "gloo-ring", "--no-trace",
+                                   "--json", *extra)
+                self.assertEqual(rc, 0, err)
+                r = json.loads(out)
+                N = max(-(-4 * n // (seg_bytes or 2 ** 20)), 2 * W)
+                N = -(-N // W) * W
+                self.assertEqual((r["segs_per_chunk"], r["segment_elems"]), (N // W, -(-n // N)))
+
     # cli-6.N: bad usage and bad input: exit 2 and one clear line.
     def test_bad_usage(self):
         two = os.path.join(EXAMPLES, "two_workers.json")

@@ -35,6 +35,9 @@ typedef struct rs_algo {
    * no message carries more than cap): the edge's slots are sized for it. */
   size_t (*message_elems)(int workers, int from, int to, size_t elems,
                           size_t segs, size_t cap);
+  /* Segments per chunk as the algorithm cuts a bucket of elems elements,
+   * for the report (gloo-ring: gloo's layout); NULL: the ring's segs. */
+  size_t (*chunk_segs)(int workers, size_t elems, size_t segs, size_t cap);
   /* With the direct transport a sender must not write a region it has
    * sent until its receiver has released it: the most slots per edge that
    * guarantee it (min_segs: the fewest segments per chunk of any bucket;

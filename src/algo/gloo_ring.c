@@ -165,6 +165,12 @@ static size_t message_elems(int workers, int from, int to, size_t elems,
   return rs__gloo_layout(elems, workers, cap).seg_elems;
 }
 
+/* gloo's P = N / W segments per chunk. */
+static size_t chunk_segs(int workers, size_t elems, size_t segs, size_t cap) {
+  (void)segs;
+  return rs__gloo_layout(elems, workers, cap).per_chunk;
+}
+
 /* As the ring's (ring.c): a worker overwrites a chunk it sent (W-1) steps
  * later, each of P >= min_segs messages (P is at least the ring's
  * segments per chunk, ceil(n / (W cap))). The loop order is always gloo's
@@ -193,6 +199,7 @@ const rs_algo_t rs__algo_gloo_ring = {.name = "gloo-ring",
                                       .send_peers = send_peers,
                                       .recv_peers = recv_peers,
                                       .message_elems = message_elems,
+                                      .chunk_segs = chunk_segs,
                                       .direct_slots = direct_slots,
                                       .messages = messages,
                                       .steps = steps,
