@@ -306,6 +306,26 @@ static int64_t pragma_int(sqlite3 *db, const char *sql) {
 #define FULL_CHECK_BYTES (16 << 20)
 
 static int check_integrity(rs_trace_t *t, char *errmsg) {
+  /* Every table of the schema but bucket_algo (which traces older than it
+   * lack, and get): a file that claims to be a trace without one is not
+   * one to add tables and columns to. */
+  static const char *const tables[] = {"run", "param", "transfer", "worker",
+                                       "result"};
+  for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+             "name = '%s'",
+             tables[i]);
+    int64_t found = pragma_int(t->db, sql);
+    if (found < 0)
+      return rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
+                     sqlite3_errmsg(t->db));
+    if (found == 0)
+      return rs__err(errmsg, RS_EINVAL,
+                     "trace %s: damaged (no %s table); refusing to touch it",
+                     t->path, tables[i]);
+  }
   struct stat st_file, st_wal;
   char wal[PATH_MAX];
   int full =

@@ -557,6 +557,29 @@ class Writers(TraceCase):
                     self.assertEqual(digest(self.db), before)
                     self.assertFalse(os.path.exists(self.db + "-wal"))
                     self.assertFalse(os.path.exists(self.db + "-shm"))
+        # a file that says it is a trace (application_id, user_version) but
+        # lacks one of its tables: refused before the columns and tables
+        # a trace from an older ringsim gets are added
+        with sqlite3.connect(small) as con:
+            app_id, version = (con.execute(f"PRAGMA {p}").fetchone()[0]
+                               for p in ("application_id", "user_version"))
+        for missing in ("param", "transfer", "result"):
+            with self.subTest(missing=missing):
+                os.remove(self.db)
+                con = sqlite3.connect(self.db)
+                con.execute(f"PRAGMA application_id = {app_id}")
+                con.execute(f"PRAGMA user_version = {version}")
+                for table in ("run", "param", "transfer", "worker", "result"):
+                    if table != missing:
+                        con.execute(f"CREATE TABLE {table} (x)")
+                con.commit()
+                con.close()
+                before = digest(self.db)
+                rc, out, err = run("-p", two, "--trace", self.db)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err, f"ringsim: trace {self.db}: damaged (no {missing} "
+                                      "table); refusing to touch it\n")
+                self.assertEqual(digest(self.db), before)
 
     # writers-7: a read-only trace in a writable directory, and a trace in a
     # read-only directory, are refused with no file left behind; once the
