@@ -441,17 +441,30 @@ int rs_model_parse(const char *text, size_t len, const char *source,
   return from_json(root, len, source, out, errmsg);
 }
 
+/* A file read for jansson, counting its bytes (ftell cannot, on a pipe). */
+typedef struct counted {
+  FILE *f;
+  size_t bytes;
+} counted_t;
+
+static size_t read_counted(void *buffer, size_t len, void *data) {
+  counted_t *c = data;
+  size_t n = fread(buffer, 1, len, c->f);
+  c->bytes += n;
+  return n == 0 && ferror(c->f) ? (size_t)-1 : n;
+}
+
 int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  counted_t text = {.f = rs__fopen_read(path)};
+  if (!text.f)
     return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
                    strerror(errno));
   json_error_t jerr;
-  json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-  int read_error = ferror(f);
-  long text_len = ftell(f); /* how much JSON was read */
-  fclose(f);
+  json_t *root =
+      json_load_callback(read_counted, &text, JSON_REJECT_DUPLICATES, &jerr);
+  int read_error = ferror(text.f);
+  fclose(text.f);
   if (!root) {
     if (read_error)
       return rs__err(errmsg, RS_EIO, "%s: cannot read (is it a directory?)",
@@ -459,8 +472,7 @@ int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
     return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", path, jerr.line,
                    jerr.column, jerr.text);
   }
-  return from_json(root, text_len > 0 ? (size_t)text_len : 0, path, out,
-                   errmsg);
+  return from_json(root, text.bytes, path, out, errmsg);
 }
 
 int rs_model_buckets(const rs_model_t *m, size_t first_bytes, size_t cap_bytes,

@@ -206,7 +206,7 @@ done:
 
 int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
                         char *errmsg) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = rs__fopen_read(path);
   struct stat st;
   if (!f)
     return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,

@@ -1,9 +1,12 @@
-/* util.c - error formatting and aligned allocation. */
+/* util.c - error formatting, aligned allocation, opening files to read. */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int rs__err(char *errmsg, int code, const char *fmt, ...) {
   if (errmsg) {
@@ -55,4 +58,20 @@ int rs__populate(void *p, size_t n) {
   (void)n;
   return 0;
 #endif
+}
+
+FILE *rs__fopen_read(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  int flags = fcntl(fd, F_GETFL);
+  FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0
+                ? NULL
+                : fdopen(fd, "rb");
+  if (!f) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
+  return f;
 }

@@ -54,6 +54,12 @@ static inline struct timespec rs__deadline(uint64_t at_ns) {
 #define RS_CLONES
 #endif
 
+/* fopen(path, "rb") that does not wait for a writer: a FIFO nobody
+ * writes to opens at once and reads as empty (open(2) would block, and no
+ * signal would stop it); a pipe with a writer (-p <(...)) reads as
+ * usual. NULL with errno on failure. */
+FILE *rs__fopen_read(const char *path);
+
 /* 64-byte aligned allocation of n bytes (at least one cache line); NULL on
  * failure. Free with free(). From RS_HUGE_ALLOC bytes on, on 2 MiB
  * boundaries, in whole 2 MiB pages, marked for transparent huge pages. */

@@ -301,6 +301,32 @@ class Cli(unittest.TestCase):
                 N = -(-N // W) * W
                 self.assertEqual((r["segs_per_chunk"], r["segment_elems"]), (N // W, -(-n // N)))
 
+    def test_params_from_pipes_and_fifos(self):
+        """--params may be a pipe (-p /dev/stdin, -p <(...)), inline grads
+        included; a FIFO that nobody writes to is an empty model, at once
+        (opening it used to wait for a writer, and no signal stopped that),
+        and one given as --grads is not a regular file, at once."""
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        with open(two) as f:
+            p = subprocess.run([RINGSIM, "-p", "/dev/stdin", "--no-trace"], stdin=f,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("  w: [2, 3]\n", p.stdout)
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        model = self.write("m.json", '{"params": [{"name": "g", "shape": [4]}]}')
+        for args, message in (
+                (["-p", fifo], f"ringsim: {fifo}:1:0: '[' or '{{' expected near end of file\n"),
+                (["model", "-p", fifo, "--net", "latency=1us,bandwidth=1GB/s"],
+                 f"ringsim: {fifo}:1:0: '[' or '{{' expected near end of file\n"),
+                (["-p", model, "-w", 1, "--grads", self.path("fif{r}")],
+                 f"ringsim: {self.path('fif0')}: not a regular file\n")):
+            if "--grads" in args and not os.path.exists(self.path("fif0")):
+                os.mkfifo(self.path("fif0"))
+            with self.subTest(args=args):
+                rc, out, err = run(*args, "--no-trace") if args[0] != "model" else run(*args)
+                self.assertEqual((rc, err), (2, message))
+
     # cli-6.N: bad usage and bad input: exit 2 and one clear line.
     def test_bad_usage(self):
         two = os.path.join(EXAMPLES, "two_workers.json")
