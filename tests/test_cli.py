@@ -369,6 +369,8 @@ class Cli(unittest.TestCase):
              "direct: peers read a bucket in place"),
             (["-p", model, "--like", "ddp-gloo", "--explain"],
              "--explain narrates the model's layout, not DDP's reversed buckets"),
+            (["-p", model, "--explain", "--json"],
+             "--explain narrates in text; --json prints one JSON object (give one of them)"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

@@ -125,13 +125,15 @@ class Teaching(unittest.TestCase):
                                ["--op", "prod"], ["--op", "max"]) + \
                             ((["--op", "avg", "--average", "pre-mul"],) if algo == "gloo-ring"
                              else ()):
-                        rc, out, err = run("-p", model, "-w", workers, "--algo", algo, *op,
-                                           "--seed", workers, "--explain", "--json", "--no-trace")
+                        args = ("-p", model, "-w", workers, "--algo", algo, *op,
+                                "--seed", workers, "--no-trace")
+                        rc, out, err = run(*args, "--explain")
                         self.assertEqual(rc, 0, err)
-                        at = out.index("\n{")
-                        result = json.loads(out[at + 1:])["result"]
+                        rc, report, err = run(*args, "--json")  # the same inputs
+                        self.assertEqual(rc, 0, err)
+                        result = json.loads(report)["result"]
                         want = [as_dtype(v) for v in result["a"] + result["b"]]
-                        got = self.narrated_values(out[:at], workers)
+                        got = self.narrated_values(out[:out.index("\nringsim ")], workers)
                         for w in range(workers):
                             self.assertEqual([as_dtype(v) for v in got[w]], want,
                                              (dtype, algo, workers, op, w))

@@ -378,6 +378,9 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
   if (o->explain && o->config.mpi)
     return cli_usage_error("%s", "--explain narrates a run in one process; "
                                  "it does not apply to --transport mpi");
+  if (o->explain && o->json)
+    return cli_usage_error("%s", "--explain narrates in text; --json prints "
+                                 "one JSON object (give one of them)");
   if (o->explain && o->config.algo == RS_ALGO_AUTO)
     return cli_usage_error("%s", "--explain narrates one algorithm; --algo "
                                  "auto chooses one per bucket (give --algo "
