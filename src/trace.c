@@ -597,7 +597,10 @@ static int fail_sql(rs_run_t *run, const char *what) {
   rs_trace_t *t = run->trace;
   t->busy = (sqlite3_errcode(t->db) & 0xff) == SQLITE_BUSY;
   char waited[64] = "";
-  if (t->busy)
+  if (t->busy && t->cancel && atomic_load(t->cancel))
+    snprintf(waited, sizeof waited,
+             " (a signal stopped the wait for other writers)");
+  else if (t->busy)
     snprintf(waited, sizeof waited, " (waited %g s for other writers)",
              t->wait_s);
   rs__err(run->trace_errmsg, RS_EIO, "trace %s: cannot %s: %s%s", t->path, what,

@@ -454,6 +454,31 @@ class Writers(TraceCase):
         self.assertEqual(report["trace_error"], report["error"])
         self.assertIsNone(report["run_id"])
         self.assertEqual(transfer_counts(self.db), before)
+        # a signal while it waits: exit 130, and the message does not claim
+        # the whole wait went by
+        con = sqlite3.connect(self.db, isolation_level=None, timeout=60)
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            p = subprocess.Popen([RINGSIM, "-w", "2", "-p", self.model(10), "--trace", self.db],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, RINGSIM_TRACE_WAIT="60"))
+            # once it has the trace open it is waiting for the lock
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and p.poll() is None and not any(
+                    os.path.realpath(os.path.join(f"/proc/{p.pid}/fd", fd)) == os.path.realpath(self.db)
+                    for fd in os.listdir(f"/proc/{p.pid}/fd")):
+                time.sleep(0.05)
+            time.sleep(1)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+        finally:
+            con.execute("COMMIT")
+            con.close()
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn(f"ringsim: trace {self.db}: cannot begin a transaction: database is "
+                      "locked (a signal stopped the wait for other writers)\n", err)
+        self.assertNotIn("waited", err)
+        self.assertEqual(transfer_counts(self.db), before)
 
     # writers-4: a trace write that fails (here: a file size limit, as a full
     # disk) fails the run: exit 3, the report and the JSON say failed, and
