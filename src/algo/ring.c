@@ -128,11 +128,19 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t W = (uint64_t)workers;
-  size_t seg_bytes = elems / (W * segs) * elem_size;
-  uint64_t per_segment =
-      m->link.latency_ns + rs__net_ns(seg_bytes, m->link.bandwidth);
-  return 2 * (W - 1) * segs * per_segment +
-         (W - 1) * segs * rs__net_ns(seg_bytes, m->reduce_rate);
+  /* Segment j of every step goes at the pace of the largest segment j of
+   * any chunk: the largest chunk's (ceil(n/W) elements; with fewer
+   * elements than workers, one), cut as every chunk into segs near-equal
+   * segments, `big` of them one element longer. */
+  const size_t chunk = elems / W + (elems % W != 0);
+  const uint64_t big = chunk % segs;
+  const size_t lo = chunk / segs * elem_size, hi = lo + elem_size;
+  uint64_t step = segs * m->link.latency_ns +
+                  (segs - big) * rs__net_ns(lo, m->link.bandwidth) +
+                  big * rs__net_ns(hi, m->link.bandwidth);
+  uint64_t folds = (segs - big) * rs__net_ns(lo, m->reduce_rate) +
+                   big * rs__net_ns(hi, m->reduce_rate);
+  return 2 * (W - 1) * step + (W - 1) * folds;
 }
 
 /* The ring's schedule on simulated clocks alone, no data (netmodel.h). */

@@ -195,7 +195,8 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
       uint64_t k = (uint64_t)rs__tree_children(workers, t, r, children);
       c = k > c ? k : c;
     }
-  const size_t seg_bytes = elems / (2 * S) * elem_size;
+  /* the largest segment, as the ring's */
+  const size_t seg_bytes = (elems + 2 * S - 1) / (2 * S) * elem_size;
   const uint64_t wire = rs__net_ns(seg_bytes, m->link.bandwidth);
   const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
   const uint64_t up = d * (m->link.latency_ns + wire) +
