@@ -76,6 +76,8 @@ rs_wstate_t rs__worker_wstate(int rc) {
 /* The worker it blocks on: the peer it sends to, receives from, or checks
  * the end of stream of; -1 if it was not blocked on an edge. */
 static int blocked_on(const rs_worker_t *w) {
+  if (w->rc == RS_OK || w->rc == RS_WORKER_NOT_STARTED)
+    return -1; /* done, or never began: it waits on nobody */
   switch (w->progress.activity) {
   case RS_ACT_SENDING:
   case RS_ACT_RECEIVING:
@@ -267,6 +269,11 @@ void rs__run_name_culprit(rs_run_t *run) {
              phase, c->progress.step);
   else if (c->rc == RS_OK)
     snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
+  else if (c->rc == RS_WORKER_NOT_STARTED)
+    snprintf(what, sizeof what,
+             "worker %d had not begun its steps (its thread had not run "
+             "within --timeout %g s)",
+             culprit, run->config.timeout_s);
   else
     snprintf(what, sizeof what,
              "worker %d stopped making progress in %s step %d (it was not "

@@ -1149,6 +1149,51 @@ static void test_wrong_result_is_caught(void **state) {
   rs_model_free(m);
 }
 
+/* The culprit of a timeout, from the workers' last states: a worker that
+ * never began its steps, or one that had finished them, waits on nobody,
+ * whatever its progress last said (a stale wait is not a deadlock). */
+static void test_culprit_from_states(void **state) {
+  (void)state;
+  rs_model_t *m = simple_model(30);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = 3;
+  cfg.timeout_s = 0.005;
+  char err[RS_ERRMSG_MAX];
+  static const char noticed[] =
+      "timed out after 0.005 s in reduce_scatter step 0, waiting to receive "
+      "chunk 0 from worker %d";
+  struct {
+    int begun; /* worker 0: finished its steps, or never began them */
+    const char *want;
+  } cases[] = {
+      {0, "worker 0 had not begun its steps (its thread had not run within "
+          "--timeout 0.005 s); worker 1 noticed: it timed out after 0.005 s"},
+      {1, "worker 0 had finished its steps; worker 1 noticed: it timed out "
+          "after 0.005 s"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    rs_run_t *run;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_OK);
+    run->result.status = RS_ETIMEDOUT;
+    run->fault_worker = 1;
+    snprintf(run->errmsg, sizeof run->errmsg, "worker 1 ");
+    snprintf(run->errmsg + 9, sizeof run->errmsg - 9, noticed, 0);
+    for (int w = 0; w < 3; w++) { /* each waits to receive from w - 1 */
+      run->workers[w].progress.activity = RS_ACT_RECEIVING;
+      run->workers[w].progress.peer = (w + 2) % 3;
+      run->workers[w].rc = RS_EABORTED;
+    }
+    run->workers[1].rc = RS_ETIMEDOUT;
+    run->workers[0].rc = cases[i].begun ? RS_OK : RS_WORKER_NOT_STARTED;
+    rs__run_name_culprit(run);
+    if (strncmp(run->errmsg, cases[i].want, strlen(cases[i].want)) != 0)
+      fail_msg("case %zu: %s", i, run->errmsg);
+    rs_run_free(run);
+  }
+  rs_model_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "matrix") == 0) {
     matrix_workers = atoi(argv[2]);
@@ -1179,6 +1224,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_streamed_check_is_the_kept_one),
       cmocka_unit_test(test_fast_check_is_the_general_one),
       cmocka_unit_test(test_wrong_result_is_caught),
+      cmocka_unit_test(test_culprit_from_states),
   };
   return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }
