@@ -8,6 +8,7 @@
  * DESIGN: nothing here keeps state; every function works on what its
  * caller passes, so two runs in one process stay apart as everywhere else.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -32,7 +33,8 @@ static int parse_long(const char *text, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || end == text || *end || v < min || v > max)
+  if (errno || end == text || *end || isspace((unsigned char)*text) ||
+      v < min || v > max)
     return -1;
   *out = v;
   return 0;

@@ -63,9 +63,11 @@ int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
   return RS_OK;
 }
 
-/* key=value,key=value into a link (latency, bandwidth). */
+/* key=value,key=value into a link (latency, bandwidth); messages quote
+ * the whole option, what 'shown'. */
 static int parse_link_fields(const char *spec, rs_link_model_t *link,
-                             int need_both, const char *what, char *errmsg) {
+                             int need_both, const char *what, const char *shown,
+                             char *errmsg) {
   int have_latency = 0, have_bandwidth = 0;
   const char *p = spec;
   while (*p) {
@@ -86,21 +88,21 @@ static int parse_link_fields(const char *spec, rs_link_model_t *link,
       return rs__err(errmsg, RS_EINVAL,
                      "%s '%s': expected latency=TIME and bandwidth=RATE, "
                      "e.g. latency=5us,bandwidth=25GB/s",
-                     what, spec);
+                     what, shown);
     }
     p += len + (comma != NULL);
   }
   if (need_both && !(have_latency && have_bandwidth))
     return rs__err(errmsg, RS_EINVAL,
-                   "%s '%s': give both latency= and bandwidth=", what, spec);
+                   "%s '%s': give both latency= and bandwidth=", what, shown);
   if (!have_latency && !have_bandwidth)
-    return rs__err(errmsg, RS_EINVAL, "%s '%s': nothing to set", what, spec);
+    return rs__err(errmsg, RS_EINVAL, "%s '%s': nothing to set", what, shown);
   return RS_OK;
 }
 
 int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg) {
   rs_link_model_t link = {0};
-  int rc = parse_link_fields(spec, &link, 1, "--net", errmsg);
+  int rc = parse_link_fields(spec, &link, 1, "--net", spec, errmsg);
   if (rc)
     return rc;
   m->link = link;
@@ -122,7 +124,7 @@ int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg) {
   /* Start from the default link: the override replaces what it names. The
    * default may come later on the command line, so names are kept apart. */
   rs_link_model_t link = {RS_NET_UNSET, RS_NET_UNSET};
-  int rc = parse_link_fields(spec + used, &link, 0, "--link", errmsg);
+  int rc = parse_link_fields(spec + used, &link, 0, "--link", spec, errmsg);
   if (rc)
     return rc;
   m->links[m->link_count].src = src;

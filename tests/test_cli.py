@@ -371,6 +371,11 @@ class Cli(unittest.TestCase):
              "--explain narrates the model's layout, not DDP's reversed buckets"),
             (["-p", model, "--explain", "--json"],
              "--explain narrates in text; --json prints one JSON object (give one of them)"),
+            (["-p", model, "-w", " 2"], "--workers ' 2': expected an integer in 1..4096"),
+            (["-p", model, "--seed", "9223372036854775808"],
+             "--seed '9223372036854775808': expected an integer in 0..9223372036854775807"),
+            (["-p", model, "--net", "latency=1us,bandwidth=1GB/s", "--link", "1-0:"],
+             "--link '1-0:': nothing to set"),
         ]
         for args, message in cases:
             with self.subTest(args=args):

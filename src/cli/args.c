@@ -1,5 +1,6 @@
 /* args.c - what the ringsim command's modes (run, bench, model) share to
  * read their command lines: the usage error and the value parsers. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@ int cli_parse_long(const char *text, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || end == text || *end || v < min || v > max)
+  /* (strtol skips leading blanks; a number given is the number alone) */
+  if (errno || end == text || *end || isspace((unsigned char)*text) ||
+      v < min || v > max)
     return -1;
   *out = v;
   return 0;

@@ -243,7 +243,8 @@ int cli_parse_args(int argc, char **argv, options_t *o) {
       break;
     case OPT_SEED:
       if (cli_parse_long(optarg, 0, LONG_MAX, &v))
-        return cli_usage_error("--seed '%s': expected a non-negative integer",
+        return cli_usage_error("--seed '%s': expected an integer in "
+                               "0..9223372036854775807",
                                optarg);
       o->seed = (uint64_t)v;
       o->seed_given = 1;
