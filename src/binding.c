@@ -89,6 +89,7 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
       snprintf(keys, sizeof keys, "%s", colon + 1) >= (int)sizeof keys)
     return colon ? -1 : (f->kind == RS_FAULT_STALL ? -1 : 0);
   char *save = NULL;
+  unsigned given = 0; /* each key once: worker 1, step 2, ms 4 */
   for (char *kv = strtok_r(keys, ",", &save); kv;
        kv = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(kv, '=');
@@ -96,14 +97,19 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
     if (!eq || parse_long(eq + 1, 0, INT_MAX, &v))
       return -1;
     *eq = '\0';
-    if (strcmp(kv, "worker") == 0)
-      f->worker = (int)v;
-    else if (strcmp(kv, "step") == 0)
-      f->step = (int)v;
-    else if (strcmp(kv, "ms") == 0 && f->kind == RS_FAULT_STALL)
-      f->ms = (int)v;
-    else
+    unsigned key = strcmp(kv, "worker") == 0                            ? 1u
+                   : strcmp(kv, "step") == 0                            ? 2u
+                   : strcmp(kv, "ms") == 0 && f->kind == RS_FAULT_STALL ? 4u
+                                                                        : 0u;
+    if (!key || (given & key))
       return -1;
+    given |= key;
+    if (key == 1)
+      f->worker = (int)v;
+    else if (key == 2)
+      f->step = (int)v;
+    else
+      f->ms = (int)v;
   }
   if (f->kind == RS_FAULT_STALL && f->ms < 0)
     return -1;

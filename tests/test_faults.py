@@ -320,7 +320,11 @@ class Faults(unittest.TestCase):
                               ("stall:worker=1", "needs ms"),
                               ("crash:worker=x", "--inject 'crash:worker=x'"),
                               ("crash:worker=9", "inject: worker 9 does not exist (workers 0..3)"),
-                              ("drop:step=6", "inject: step 6 does not exist")):
+                              ("drop:step=6", "inject: step 6 does not exist"),
+                              # each key once, a number alone
+                              ("crash:worker=1,worker=2", "--inject 'crash:worker=1,worker=2'"),
+                              ("stall:worker=1,ms=5,ms=6", "--inject 'stall:worker=1,ms=5,ms=6'"),
+                              ("crash:worker= 1", "--inject 'crash:worker= 1'")):
             rc, out, err = self.run_ringsim("--inject", spec)
             self.assertEqual(rc, 2, spec)
             self.assertIn(message, err)
