@@ -220,9 +220,12 @@ int cli_exit_code(int status) {
 typedef struct figures {
   int workers;
   size_t elems;
-  double bytes;       /* S: bytes per worker */
-  double sent_theory; /* 2(W-1)/W x S */
-  uint64_t sent_min, sent_max;
+  double bytes;                /* S: bytes per worker */
+  double sent_theory;          /* 2(W-1)/W x S */
+  uint64_t sent_min, sent_max; /* bytes one worker sent */
+  /* messages one worker sent (linear's root, the tree's inner nodes,
+   * gloo's uneven segments send more than the others) */
+  uint64_t transfers_min, transfers_max;
   uint64_t planned; /* transfers of a complete run */
   double seconds, algbw, busbw;
 } figures_t;
@@ -234,11 +237,14 @@ static figures_t compute_figures(const report_t *r) {
   f.elems = rs_model_elems(r->model);
   f.bytes = (double)f.elems * (double)rs_dtype_size(rs_model_dtype(r->model));
   f.sent_theory = rs_busbw_factor(f.workers) * f.bytes;
-  f.sent_min = UINT64_MAX;
+  f.sent_min = f.transfers_min = UINT64_MAX;
   for (int w = 0; w < f.workers; w++) {
-    uint64_t b = rs_run_worker_stats(r->run, w)->bytes_sent;
-    f.sent_min = b < f.sent_min ? b : f.sent_min;
-    f.sent_max = b > f.sent_max ? b : f.sent_max;
+    const rs_worker_stats_t *s = rs_run_worker_stats(r->run, w);
+    f.sent_min = s->bytes_sent < f.sent_min ? s->bytes_sent : f.sent_min;
+    f.sent_max = s->bytes_sent > f.sent_max ? s->bytes_sent : f.sent_max;
+    uint64_t t = s->transfers_sent;
+    f.transfers_min = t < f.transfers_min ? t : f.transfers_min;
+    f.transfers_max = t > f.transfers_max ? t : f.transfers_max;
   }
   /* the ring's plan; other algorithms' counts vary by worker and step */
   f.planned = rs_run_config(r->run)->algo == RS_ALGO_RING
@@ -487,21 +493,15 @@ static void print_transfers(const report_t *r, const figures_t *f) {
   const rs_result_t *res = rs_run_result(r->run);
   const int W = f->workers;
   if (res->checked) { /* the all-reduce completed */
-    /* the fewest and the most one worker sent (linear's root, tree's
-     * inner nodes, gloo's uneven segments send more than the others) */
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int w = 0; w < W; w++) {
-      uint64_t sent = rs_run_worker_stats(r->run, w)->transfers_sent;
-      lo = sent < lo ? sent : lo;
-      hi = sent > hi ? sent : hi;
-    }
-    if (lo == hi)
+    if (f->transfers_min == f->transfers_max)
       printf("  transfers  %llu (%llu per worker)\n",
-             (unsigned long long)res->transfers, (unsigned long long)lo);
+             (unsigned long long)res->transfers,
+             (unsigned long long)f->transfers_min);
     else
       printf("  transfers  %llu (%llu-%llu per worker)\n",
-             (unsigned long long)res->transfers, (unsigned long long)lo,
-             (unsigned long long)hi);
+             (unsigned long long)res->transfers,
+             (unsigned long long)f->transfers_min,
+             (unsigned long long)f->transfers_max);
     return;
   }
   if (f->planned)
