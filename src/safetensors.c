@@ -5,13 +5,15 @@
  * The format (huggingface/safetensors): an 8-byte little-endian header
  * length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
  * [begin, end]}, "__metadata__": {...}}, then the raw little-endian data,
- * offsets counted from the end of the header. This is what
+ * offsets counted from the end of the header; the tensors' byte ranges
+ * cover the data exactly (check_layout). This is what
  * safetensors.torch.save_file writes, so gradients dumped from PyTorch come
  * in directly, and what --out produces for numpy or torch to read.
  */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,12 +140,118 @@ static int check_tensor(json_t *t, const rs_param_t *p, rs_dtype_t want,
   return RS_OK;
 }
 
+/* One tensor's byte range in the data buffer, for the layout check. */
+typedef struct st_range {
+  uint64_t begin, end;
+  const char *name;
+} st_range_t;
+
+static int range_order(const void *a, const void *b) {
+  const st_range_t *x = a, *y = b;
+  if (x->begin != y->begin)
+    return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end)
+    return x->end < y->end ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* The format's layout rule, as the reference implementation (the Rust
+ * safetensors crate's Metadata::validate) applies it: the byte ranges of
+ * ALL the header's tensors, the model's and any others, sorted by offset,
+ * cover the data buffer exactly: the first begins at 0, each begins where
+ * the one before it ends (no hole, no overlap), the last ends at the end
+ * of the file (no trailing bytes). */
+static int check_layout(json_t *root, uint64_t data_bytes, const char *path,
+                        char *errmsg) {
+  size_t n = 0;
+  const char *key;
+  json_t *t;
+  st_range_t *r = malloc((json_object_size(root) + 1) * sizeof *r);
+  if (!r)
+    return rs__err(errmsg, RS_ENOMEM, "%s: out of memory for the header",
+                   path);
+  json_object_foreach(root, key, t) {
+    if (strcmp(key, "__metadata__") == 0)
+      continue;
+    if (!json_is_object(t)) {
+      free(r);
+      return rs__err(errmsg, RS_EPARSE, "%s: tensor \"%.100s\": not an object",
+                     path, key);
+    }
+    json_t *offs = json_object_get(t, "data_offsets");
+    json_t *jb = json_array_get(offs, 0), *je = json_array_get(offs, 1);
+    if (!json_is_array(offs) ||
+        json_array_size(offs) != 2 || !json_is_integer(jb) ||
+        !json_is_integer(je) || json_integer_value(jb) < 0 ||
+        json_integer_value(je) < json_integer_value(jb)) {
+      free(r);
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: tensor \"%.100s\": bad data_offsets", path, key);
+    }
+    r[n].begin = (uint64_t)json_integer_value(jb);
+    r[n].end = (uint64_t)json_integer_value(je);
+    r[n].name = key;
+    n++;
+  }
+  qsort(r, n, sizeof *r, range_order);
+  int rc = RS_OK;
+  uint64_t end = 0; /* where the tensors so far end */
+  for (size_t i = 0; i < n && rc == RS_OK; i++) {
+    if (r[i].begin < end)
+      rc = rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": data_offsets [%llu, %llu] overlap "
+                   "tensor \"%.100s\"'s [%llu, %llu] (the format lets no two "
+                   "tensors share bytes)",
+                   path, r[i].name, (unsigned long long)r[i].begin,
+                   (unsigned long long)r[i].end, r[i - 1].name,
+                   (unsigned long long)r[i - 1].begin,
+                   (unsigned long long)r[i - 1].end);
+    else if (r[i].begin > end && i == 0)
+      rc = rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": data_offsets begin at %llu, not "
+                   "at 0: the first %llu data bytes belong to no tensor (the "
+                   "format allows no holes)",
+                   path, r[i].name, (unsigned long long)r[i].begin,
+                   (unsigned long long)r[i].begin);
+    else if (r[i].begin > end)
+      rc = rs__err(errmsg, RS_EPARSE,
+                   "%s: tensor \"%.100s\": data_offsets begin at %llu, where "
+                   "tensor \"%.100s\" ends at %llu: the %llu bytes between "
+                   "belong to no tensor (the format allows no holes)",
+                   path, r[i].name, (unsigned long long)r[i].begin,
+                   r[i - 1].name, (unsigned long long)end,
+                   (unsigned long long)(r[i].begin - end));
+    end = r[i].end;
+  }
+  if (rc == RS_OK && end > data_bytes)
+    rc = rs__err(errmsg, RS_EPARSE,
+                 "%s: tensor \"%.100s\": data_offsets end %llu is past the "
+                 "file's %llu data bytes (truncated?)",
+                 path, r[n - 1].name, (unsigned long long)end,
+                 (unsigned long long)data_bytes);
+  else if (rc == RS_OK && end < data_bytes && n == 0)
+    rc = rs__err(errmsg, RS_EPARSE,
+                 "%s: %llu data bytes after a header of no tensor (the "
+                 "format allows no trailing bytes)",
+                 path, (unsigned long long)data_bytes);
+  else if (rc == RS_OK && end < data_bytes)
+    rc = rs__err(errmsg, RS_EPARSE,
+                 "%s: %llu trailing bytes after tensor \"%.100s\", the last "
+                 "(its data ends at %llu of the file's %llu data bytes; the "
+                 "format allows no trailing bytes)",
+                 path, (unsigned long long)(data_bytes - end), r[n - 1].name,
+                 (unsigned long long)end, (unsigned long long)data_bytes);
+  free(r);
+  return rc;
+}
+
 int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
                                 const rs_model_t *model, void *data,
                                 char *errmsg) {
   int rc = RS_OK;
   char *header = NULL;
   json_t *root = NULL;
+  uint64_t *begins = NULL;
   unsigned char len_bytes[8];
   if (file_size < 8 || fread(len_bytes, 1, 8, f) != 8)
     return rs__err(errmsg, RS_EPARSE, "%s: truncated: no 8-byte header length",
@@ -172,22 +280,35 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
     goto done;
   }
   uint64_t data_start = 8 + header_len;
-  for (size_t i = 0; i < rs_model_param_count(model); i++) {
+  size_t count = rs_model_param_count(model);
+  begins = malloc((count + 1) * sizeof *begins);
+  if (!begins) {
+    rc = rs__err(errmsg, RS_ENOMEM, "%s: out of memory for the header", path);
+    goto done;
+  }
+  /* The model's tensors first (a missing or misshapen one is what a user
+   * most needs to hear of), then the layout of all, then the data. */
+  for (size_t i = 0; i < count; i++) {
     const rs_param_t *p = rs_model_param(model, i);
     json_t *t = json_object_get(root, p->name);
-    uint64_t begin = 0;
     if (!t) {
       rc =
           rs__err(errmsg, RS_EPARSE, "%s: no tensor \"%.100s\"", path, p->name);
       goto done;
     }
     rc = check_tensor(t, p, rs_model_dtype(model), file_size - data_start, path,
-                      &begin, errmsg);
+                      &begins[i], errmsg);
     if (rc)
       goto done;
+  }
+  rc = check_layout(root, file_size - data_start, path, errmsg);
+  if (rc)
+    goto done;
+  for (size_t i = 0; i < count; i++) {
+    const rs_param_t *p = rs_model_param(model, i);
     if (p->elems == 0)
       continue;
-    if (fseeko(f, (off_t)(data_start + begin), SEEK_SET) != 0 ||
+    if (fseeko(f, (off_t)(data_start + begins[i]), SEEK_SET) != 0 ||
         read_elems(f, rs_model_dtype(model),
                    (unsigned char *)data +
                        p->elem_offset *
@@ -199,6 +320,7 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
     }
   }
 done:
+  free(begins);
   json_decref(root);
   free(header);
   return rc;

@@ -1,18 +1,22 @@
 #!/usr/bin/python3
 """Inputs at the edges, end to end: the memory a traced run needs, names
-holding control characters, and the largest values of a dtype.
+holding control characters, the largest values of a dtype, and safetensors
+files whose tensors do not cover their data exactly.
 
     test_inputs.py RINGSIM [Inputs.test_name ...]
 """
 import json
 import os
 import resource
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
 
 RINGSIM = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import ringsim_st  # noqa: E402
 
 
 def run(*args, cwd=None, limit_bytes=None):
@@ -132,6 +136,81 @@ class Inputs(unittest.TestCase):
         self.assertEqual(err, "ringsim: %s: grads[0].w: element 0 (3.4028235677973366e+38) "
                               "does not fit in f32: it rounds to infinity (the largest f32 "
                               "is 3.40282347e+38)\n" % self.path("c.json"))
+
+    # inputs-4: a safetensors file the format forbids, its tensors' byte
+    # ranges overlapping, leaving a hole, or followed by trailing bytes
+    # (tensors the model does not read count too), is refused with exit 2
+    # and one line naming the file, the tensor and what is wrong, before
+    # anything is written; what ringsim's --out, tools/ringsim_st.py and
+    # tools/torch_grads.py write is read (an empty param among them).
+    def test_safetensors_layout_refused(self):
+        model = write_json(self.path("m.json"), {"params": [
+            {"name": "a", "shape": [2]}, {"name": "b", "shape": [3]},
+            {"name": "e", "shape": [0]}]})
+        vals = struct.pack("<5f", 1, 2, 3, 4, 5)
+
+        def write(name, tensors, data):
+            """tensors: {name: (shape, begin, end, dtype)}; data: the bytes"""
+            header = {n: {"dtype": d, "shape": shape, "data_offsets": [b, e]}
+                      for n, (shape, b, e, d) in tensors.items()}
+            text = json.dumps(header).encode()
+            with open(self.path(name), "wb") as f:
+                f.write(struct.pack("<Q", len(text)) + text + data)
+
+        good = {"a": ([2], 0, 8, "F32"), "b": ([3], 8, 20, "F32"), "e": ([0], 20, 20, "F32")}
+        write("w0.st", good, vals)
+        cases = {
+            "overlap": ({**good, "b": ([3], 4, 16, "F32"), "e": ([0], 16, 16, "F32")},
+                        vals[:16],
+                        'tensor "b": data_offsets [4, 16] overlap tensor "a"\'s [0, 8] (the '
+                        'format lets no two tensors share bytes)'),
+            "trailing": (good, vals + b"\0\0\0\0",
+                         '4 trailing bytes after tensor "e", the last (its data ends at 20 of '
+                         'the file\'s 24 data bytes; the format allows no trailing bytes)'),
+            "hole": ({**good, "b": ([3], 12, 24, "F32"), "e": ([0], 24, 24, "F32")},
+                     vals + b"\0\0\0\0",
+                     'tensor "b": data_offsets begin at 12, where tensor "a" ends at 8: the 4 '
+                     'bytes between belong to no tensor (the format allows no holes)'),
+            "other": ({**good, "x": ([1], 16, 24, "I64")}, vals + b"\0\0\0\0",
+                      'tensor "x": data_offsets [16, 24] overlap tensor "b"\'s [8, 20] (the '
+                      'format lets no two tensors share bytes)'),
+        }
+        out = self.path("out.st")
+        for case, (tensors, data, message) in cases.items():
+            with self.subTest(case=case):
+                write("w1.st", tensors, data)
+                rc, stdout, err = run("-w", 2, "-p", model, "--grads", self.path("w{r}.st"),
+                                      "--out", out, "--no-trace")
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(stdout, "")
+                self.assertEqual(err, "ringsim: %s: %s\n" % (self.path("w1.st"), message))
+                self.assertFalse(os.path.exists(out))
+        # what the project's writers write is read: ringsim_st (the tests'
+        # and torch_grads.py's writer), then ringsim's own --out
+        import numpy as np
+        for r in range(2):
+            ringsim_st.write(self.path("p%d.st" % r), {
+                "a": np.array([1, 2], np.float32) * (r + 1),
+                "b": np.array([3, 4, 5], np.float32), "e": np.zeros(0, np.float32)})
+        rc, stdout, err = run("-w", 2, "-p", model, "--grads", self.path("p{r}.st"),
+                              "--out", out, "--no-trace")
+        self.assertEqual(rc, 0, err)
+        os.link(out, self.path("q0.st"))
+        os.link(out, self.path("q1.st"))
+        rc, stdout, err = run("-w", 2, "-p", model, "--grads", self.path("q{r}.st"),
+                              "--out", self.path("again.st"), "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ringsim_st.read(self.path("again.st"))["a"].tolist(), [1.5, 3.0])
+        tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
+        d = self.path("tg")
+        p = subprocess.run([sys.executable, os.path.join(tools, "torch_grads.py"),
+                            "--workers", "2", "--out", d], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for args in (["-w", 2, "--grads", os.path.join(d, "worker{r}.safetensors")],
+                     ["-w", 1, "--grads", os.path.join(d, "reference.safetensors")]):
+            rc, stdout, err = run("-p", os.path.join(d, "model.json"), *args, "--no-trace")
+            self.assertEqual(rc, 0, err)
 
 
 def main():

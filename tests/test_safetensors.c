@@ -200,6 +200,51 @@ static const bad_file_t bad_files[] = {
      "," GOOD_S "}",
      36, "bad data_offsets"},
     {"safetensors-3.10", 0, "[1,2]", 0, "not a JSON object"},
+    /* the byte ranges of all the tensors must cover the data exactly */
+    {"safetensors-3.13", 0,
+     "{" GOOD_W ",\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+     "\"data_offsets\":[4,28]},\"s\":{\"dtype\":\"F32\",\"shape\":[],"
+     "\"data_offsets\":[28,32]}}",
+     32,
+     "tensor \"fc.weight\": data_offsets [4, 28] overlap tensor \"w\"'s "
+     "[0, 8] (the format lets no two tensors share bytes)"},
+    {"safetensors-3.14", 0, "{" GOOD_W "," GOOD_FC "," GOOD_S "}", 40,
+     ": 4 trailing bytes after tensor \"s\", the last (its data ends at 36 "
+     "of the file's 40 data bytes; the format allows no trailing bytes)"},
+    {"safetensors-3.15", 0,
+     "{" GOOD_W "," GOOD_FC ",\"s\":{\"dtype\":\"F32\",\"shape\":[],"
+     "\"data_offsets\":[36,40]}}",
+     40,
+     "tensor \"s\": data_offsets begin at 36, where tensor \"fc.weight\" "
+     "ends at 32: the 4 bytes between belong to no tensor (the format allows "
+     "no holes)"},
+    {"safetensors-3.16", 0,
+     "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]},"
+     "\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+     "\"data_offsets\":[12,36]},\"s\":{\"dtype\":\"F32\",\"shape\":[],"
+     "\"data_offsets\":[36,40]}}",
+     40,
+     "tensor \"w\": data_offsets begin at 4, not at 0: the first 4 data "
+     "bytes belong to no tensor"},
+    /* tensors the model does not read count in the layout too */
+    {"safetensors-3.17", 0,
+     "{" GOOD_W "," GOOD_FC "," GOOD_S
+     ",\"extra\":{\"dtype\":\"I64\",\"shape\":[1],"
+     "\"data_offsets\":[0,8]}}",
+     36, "tensor \"w\": data_offsets [0, 8] overlap tensor \"extra\"'s "
+         "[0, 8]"},
+    {"safetensors-3.18", 0,
+     "{" GOOD_W "," GOOD_FC "," GOOD_S
+     ",\"empty\":{\"dtype\":\"F32\",\"shape\":[0],"
+     "\"data_offsets\":[4,4]}}",
+     36, "tensor \"empty\": data_offsets [4, 4] overlap tensor \"w\"'s "
+         "[0, 8]"},
+    {"safetensors-3.19", 0,
+     "{" GOOD_W "," GOOD_FC "," GOOD_S
+     ",\"extra\":{\"dtype\":\"F32\",\"shape\":[1]}}",
+     36, "tensor \"extra\": bad data_offsets"},
+    {"safetensors-3.20", 0, "{" GOOD_W "," GOOD_FC "," GOOD_S ",\"extra\":7}",
+     36, "tensor \"extra\": not an object"},
 };
 
 /* safetensors-3.N: each damaged file is refused with a one-line message
@@ -238,6 +283,44 @@ static void test_bad_files_are_refused(void **state) {
   rs_model_free(m);
 }
 
+/* safetensors-4: what the format allows is read: tensors in any order in
+ * the header and in the data, other tensors than the model's (of any
+ * dtype) among them, empty ones at the end of another's range; every
+ * model tensor's values come from its own range. */
+static void test_other_layouts_are_read(void **state) {
+  (void)state;
+  rs_model_t *m = model();
+  char path[128], err[RS_ERRMSG_MAX];
+  temp_path(path, sizeof path, "layout.safetensors");
+  static const char header[] =
+      "{\"__metadata__\":{\"format\":\"pt\"},"
+      "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
+      "\"extra\":{\"dtype\":\"I64\",\"shape\":[1],"
+      "\"data_offsets\":[4,12]},"
+      "\"none\":{\"dtype\":\"F32\",\"shape\":[0],"
+      "\"data_offsets\":[12,12]},"
+      "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[36,44]},"
+      "\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+      "\"data_offsets\":[12,36]}}";
+  /* s = 9; extra = two floats' bytes (7, 7); fc.weight = 3..8; w = 1, 2 */
+  const float bytes[11] = {9, 7, 7, 3, 4, 5, 6, 7, 8, 1, 2};
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  unsigned char len[8] = {0};
+  len[0] = (unsigned char)(strlen(header) & 0xff);
+  len[1] = (unsigned char)(strlen(header) >> 8);
+  fwrite(len, 1, 8, f);
+  fwrite(header, 1, strlen(header), f);
+  fwrite(bytes, sizeof *bytes, 11, f);
+  fclose(f);
+  float back[9];
+  assert_int_equal(rs_safetensors_read(path, m, back, err), RS_OK);
+  const float want[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  assert_memory_equal(back, want, sizeof want);
+  unlink(path);
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -245,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_failed_write_leaves_nothing),
       cmocka_unit_test(test_cancelled_write_leaves_nothing),
       cmocka_unit_test(test_bad_files_are_refused),
+      cmocka_unit_test(test_other_layouts_are_read),
   };
   return cmocka_run_group_tests_name("safetensors", tests, NULL, NULL);
 }
