@@ -497,6 +497,108 @@ class PyApi(unittest.TestCase):
             self.assertEqual(status, "ok")
             self.assertEqual(json.loads(config)["api"], "python")
 
+    # pyapi-12: every string and path argument of the API goes through one
+    # conversion: a value holding a NUL is refused (ValueError naming the
+    # argument), where C would have read it cut short at the NUL (the part
+    # before the NUL, given alone, runs); a trace path is what open() takes:
+    # str, pathlib.Path, bytes, an os.PathLike of bytes, a name that is not
+    # UTF-8.
+    def test_strings_and_paths(self):
+        import inspect
+        import pathlib
+        import sqlite3
+        grads = [{"w": torch.arange(6.0)}, {"w": torch.ones(6)}]
+        net = "latency=5us,bandwidth=25GB/s"
+        with tempfile.TemporaryDirectory() as d:
+            # the argument, its value before the NUL, what it needs beside
+            clean = {
+                "op": ("sum", {}), "algo": ("rd", {}), "average": ("pre", {}),
+                "bucket_mb": ("1", {}), "segment_bytes": ("64", {}),
+                "slots": ("2", {}), "timeout": ("30", {}),
+                "loop": ("slices", {}), "direct": ("true", {}),
+                "checksum": ("true", {}), "order_report": ("true", {}),
+                "net": (net, {}), "link": ("0-1:bandwidth=1GB/s", {"net": net}),
+                "straggler": ("worker=1,us=1", {"net": net}),
+                "reduce_rate": ("10GB/s", {"net": net}),
+                "inject": ("stall:worker=1,step=0,ms=1", {}),
+                "trace": (os.path.join(d, "runs"), {}),
+                "model_name": ("m", {}), "like": ("ddp-gloo", {})}
+            # every argument of every public function is here
+            for fn in (ringsim.allreduce, ringsim.ddp_allreduce_average_grads):
+                params = set(inspect.signature(fn).parameters)
+                self.assertLessEqual(params - {"worker_grads", "options"},
+                                     set(clean), fn.__name__)
+            self.assertEqual(set(inspect.signature(ringsim.allreduce).parameters),
+                             set(clean) | {"worker_grads"})
+            self.assertEqual(list(inspect.signature(ringsim.library_path)
+                                  .parameters), [])
+            for name, (value, beside) in clean.items():
+                with self.subTest(argument=name):
+                    ringsim.allreduce(grads, **beside, **{name: value})
+                    if name == "trace":
+                        os.unlink(value)
+                    cut = value + "\0.junk"
+                    calls = [(ringsim.allreduce, {name: cut}, name),
+                             (ringsim.allreduce, {name: [value, cut]},
+                              name + "[1]")]
+                    if name != "op":
+                        calls.append((ringsim.ddp_allreduce_average_grads,
+                                      {name: cut}, name))
+                    for fn, kwargs, label in calls:
+                        if isinstance(kwargs[name], list) and name not in (
+                                "inject", "link", "straggler"):
+                            continue  # a list only where a spec repeats
+                        with self.assertRaises(ValueError) as cm:
+                            fn(grads, **beside, **kwargs)
+                        self.assertEqual(
+                            str(cm.exception),
+                            f"{label} {cut!r}: holds a NUL character (at byte "
+                            f"{len(value)}), where a C string ends: ringsim "
+                            f"would read it cut short")
+            self.assertEqual(os.listdir(d), [])  # no "runs" was made
+            for names in ({"a\0b": torch.ones(1)}, {"w": torch.ones(1),
+                                                    "\0": torch.ones(1)}):
+                with self.assertRaises(ValueError) as cm:
+                    ringsim.ddp_allreduce_average_grads([names, names])
+                self.assertIn("worker_grads[0]: param name ", str(cm.exception))
+                self.assertIn("holds a NUL character", str(cm.exception))
+
+            class BytesPath:
+                def __fspath__(self):
+                    return os.fsencode(os.path.join(d, "t.db"))
+            path = os.path.join(d, "t.db")
+            for i, given in enumerate((path, pathlib.Path(path),
+                                       os.fsencode(path), BytesPath())):
+                fn = (ringsim.allreduce, ringsim.ddp_allreduce_average_grads)[i % 2]
+                if fn is ringsim.allreduce:
+                    _, report = fn(grads, trace=given)
+                    self.assertEqual((report["trace"], report["run_id"]),
+                                     (path, i + 1))
+                else:
+                    fn(grads, trace=given)
+            con = sqlite3.connect(path)
+            self.assertEqual(con.execute("SELECT count(*) FROM run").fetchone(),
+                             (4,))
+            con.close()
+            raw = os.path.join(os.fsencode(d), b"t\xff.db")  # not UTF-8
+            _, report = ringsim.allreduce(grads, trace=raw)
+            self.assertEqual(report["trace"], os.fsdecode(raw))
+            self.assertTrue(os.path.isfile(raw))
+            before = sorted(os.listdir(d))
+            for bad in (os.path.join(d, "runs\0.db"),
+                        pathlib.Path(d, "runs\0.db"),
+                        os.fsencode(os.path.join(d, "runs\0.db"))):
+                with self.assertRaises(ValueError) as cm:
+                    ringsim.allreduce(grads, trace=bad)
+                self.assertTrue(str(cm.exception).startswith(
+                    f"trace {os.fspath(bad)!r}: holds a NUL character"),
+                    cm.exception)
+            self.assertEqual(sorted(os.listdir(d)), before)
+            with self.assertRaises(TypeError) as cm:
+                ringsim.allreduce(grads, trace=3)
+            self.assertEqual(str(cm.exception), "trace must be a path (str, "
+                             "bytes or os.PathLike), not int")
+
     # pyapi-9: 1,000 calls in one process keep memory and the thread count
     # flat (a run's buffers are 256 KiB: one leaked run per call would be
     # a quarter of a gigabyte); so do 1,000 calls refused after the model was made

@@ -64,6 +64,45 @@ def library_path():
     return _lib.path()
 
 
+# ---- strings and paths --------------------------------------------------
+
+
+def _c_string(value, argument, path=False):
+    """The bytes libringsim's C functions take for a string or path
+    argument: the one conversion every string and path argument of the API
+    goes through (argument names it in messages).
+
+    A path (path=True) is what open() takes: a str, bytes or os.PathLike,
+    a str encoded as the file system encodes names (os.fsencode). Any other
+    string is a str, encoded as UTF-8. A C string ends at its first NUL, so
+    a value holding one would reach ringsim cut short there (a trace
+    "runs\\0.db" would be the file "runs"): ValueError, as open() refuses
+    one."""
+    if path:
+        try:
+            value = os.fspath(value)
+        except TypeError:
+            raise TypeError(f"{argument} must be a path (str, bytes or "
+                            f"os.PathLike), not {type(value).__name__}") \
+                from None
+        data = os.fsencode(value)
+    elif isinstance(value, str):
+        try:
+            data = value.encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{argument} {value!r}: character {e.start} "
+                             f"cannot be encoded as UTF-8 ({e.reason})") \
+                from None
+    else:
+        raise TypeError(f"{argument} must be a str, not "
+                        f"{type(value).__name__}")
+    if b"\0" in data:
+        raise ValueError(f"{argument} {value!r}: holds a NUL character (at "
+                         f"byte {data.index(0)}), where a C string ends: "
+                         f"ringsim would read it cut short")
+    return data
+
+
 # ---- the caller's tensors -----------------------------------------------
 
 
@@ -137,6 +176,7 @@ def _read_inputs(worker_grads):
         if not isinstance(name, str) or not name:
             raise ValueError(f"worker_grads[0]: param name {name!r} must be "
                              f"a non-empty string")
+        _c_string(name, "worker_grads[0]: param name")
     workers = []
     first = None
     for w, grads in enumerate(worker_grads):
@@ -201,17 +241,21 @@ def _text(value):
 
 
 def _settings(workers, options):
-    """[(rs_config_set option, text)] and the command line they match."""
-    settings, argv = [("workers", str(workers))], ["--workers", str(workers)]
+    """[(rs_config_set option, its value as bytes)] and the command line
+    they match."""
+    settings, argv = [("workers", str(workers).encode())], \
+        ["--workers", str(workers)]
     for name, value in options.items():
         if value is None:
             continue
-        values = value if name in ("inject", "link", "straggler") and \
-            isinstance(value, (list, tuple)) else [value]
-        for v in values:
+        listed = name in ("inject", "link", "straggler") and \
+            isinstance(value, (list, tuple))
+        values = value if listed else [value]
+        for i, v in enumerate(values):
             if v is False and name in ("direct", "checksum", "order_report"):
                 continue
-            settings.append((name, _text(v)))
+            settings.append((name, _c_string(
+                _text(v), f"{name}[{i}]" if listed else name)))
             argv.append("--" + name.replace("_", "-"))
             if not isinstance(v, bool):
                 argv.append(_text(v))
@@ -297,7 +341,8 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), link and
     straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
-    a SQLite trace to append the run to); model_name names the model in the
+    a SQLite trace to append the run to: a str, bytes or os.PathLike, as
+    open() takes); model_name names the model in the
     report and the trace; like="ddp-gloo" is PyTorch 1.13's DDP on gloo, bit
     for bit (algo gloo-ring, average pre-mul and DDP's bucket layout, as
     --like ddp-gloo; give no op, algo or average with it).
@@ -305,13 +350,24 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     Raises TypeError when worker_grads is not a list of dicts of tensors;
     ValueError (with ringsim's one-line message) for empty input, names,
     shapes or dtypes that differ across workers, an unsupported dtype,
-    non-finite values, a bad option or a trace file that cannot be used;
+    non-finite values, a bad option, a string or path holding a NUL
+    character (refused, never cut short) or a trace file that cannot be
+    used;
     RunError (a RuntimeError carrying the report and the watchdog) when the
     run fails once started or its check fails; MemoryError when the run
     does not fit in memory.
     """
     lib = _lib.load()
     workers, names = _read_inputs(worker_grads)
+    # Every string and path argument is refused here if it holds a NUL,
+    # before anything looks at it; the options' values are converted again
+    # as _settings passes them on.
+    for argument, value in (("op", op), ("algo", algo), ("average", average),
+                            ("like", like)):
+        if value is not None:
+            _c_string(_text(value), argument)
+    _c_string(str(model_name), "model_name")
+    c_trace = None if trace is None else _c_string(trace, "trace", path=True)
     W = len(workers)
     first = workers[0]
     dtype_name, _, buf_size, rs_dtype = _DTYPES[first[0].dtype]
@@ -334,9 +390,9 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
         "inject": inject})
     settings, argv = _settings(W, options)
-    if trace is not None:
-        trace = os.fspath(trace)
-        settings.append(("traced", "true"))
+    if c_trace is not None:
+        trace = os.fsdecode(c_trace)  # as the report names it
+        settings.append(("traced", b"true"))
     model = {"name": str(model_name),
              "params": [{"name": n, "shape": list(t.shape), "dtype": dtype_name}
                         for n, t in zip(names, first)]}
@@ -360,7 +416,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
             raise MemoryError("ringsim: out of memory")
         owned.own(config, lib.rs_config_free)
         for option, value in settings:
-            if lib.rs_config_set(config, option.encode(), value.encode(), err):
+            if lib.rs_config_set(config, option.encode(), value, err):
                 raise fail(ValueError)
         # algo auto without net: this machine, measured (tens of ms)
         rc = lib.rs_config_measure_machine(config, err)
@@ -373,7 +429,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         run = owned.own(handle.value, lib.rs_run_free)
         if trace is not None:
             handle = ctypes.c_void_p()
-            if lib.rs_trace_open(trace.encode(), ctypes.byref(handle), err):
+            if lib.rs_trace_open(c_trace, ctypes.byref(handle), err):
                 raise fail(ValueError)
             # closed after the run is freed (owned frees in reverse)
             owned.frees.insert(0, (handle.value, lib.rs_trace_close))
