@@ -590,6 +590,57 @@ class Cli(unittest.TestCase):
         self.assertEqual((rc, shown), (0, ""))
         self.assertEqual(json.loads(out)["status"], "ok")
 
+    def test_lost_report_is_a_failed_run(self):
+        """A report that cannot reach stdout (a full disk: /dev/full) is a
+        failed run: exit 3, one line on stderr saying so, and the run's row
+        in the trace says its report was not delivered, while the trace's
+        earlier runs stay whole. The same for every command that prints:
+        model, bench, diff, --help. (It used to exit 0 with the report
+        lost.)"""
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        trace = self.path("t.db")
+        rc, _, err = run("-p", two, "--trace", trace)
+        self.assertEqual(rc, 0, err)
+        lost = "the report was not delivered: stdout: No space left on device"
+        base = {k: v for k, v in os.environ.items() if k != "RINGSIM_TEST_FLIP"}
+        # the last: worker 1's element 0 flipped (docs/reliability.md's
+        # test knob), a failed check, exit 1, with its report lost
+        for extra, check_rc in (([], 0), (["--json"], 0), (["--explain"], 0), ([], 1)):
+            env = base | ({"RINGSIM_TEST_FLIP": "1:0"} if check_rc else {})
+            with self.subTest(extra=extra, check_rc=check_rc):
+                ok = subprocess.run([RINGSIM, "-p", two, "--trace", trace, *extra],
+                                    capture_output=True, text=True, env=env, timeout=60)
+                self.assertEqual(ok.returncode, check_rc, ok.stderr)
+                with open("/dev/full", "w") as full:
+                    p = subprocess.run([RINGSIM, "-p", two, "--trace", trace, *extra],
+                                       stdout=full, stderr=subprocess.PIPE,
+                                       text=True, env=env, timeout=60)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertEqual(p.stderr.splitlines()[-1], f"ringsim: {lost}")
+        rows = subprocess.run(["sqlite3", trace, "SELECT run_id, status, "
+                               "coalesce(error, '') FROM run ORDER BY run_id"],
+                              capture_output=True, text=True, check=True).stdout
+        rows = [r.split("|") for r in rows.splitlines()]
+        self.assertEqual([r[0] for r in rows], [str(i) for i in range(1, 10)])
+        self.assertEqual(rows[0][1:], ["ok", ""])
+        for good, bad in zip(rows[1::2], rows[2::2]):
+            self.assertIn(good[1], ("ok", "check_failed"))
+            self.assertEqual(bad[1:], ["failed", lost])
+        net = "latency=1us,bandwidth=10GB/s"
+        for args in (["model", "-p", two, "--net", net],
+                     ["bench", "-w", 2, "-b", 8, "-e", 8, "-n", 1],
+                     ["diff", "-p", two, "--algo", "ring,rd"],
+                     ["--help"], ["model", "--help"]):
+            with self.subTest(args=args):
+                rc, _, err = run(*args)
+                self.assertEqual(rc, 0, err)
+                with open("/dev/full", "w") as full:
+                    p = subprocess.run([RINGSIM, *map(str, args)], stdout=full,
+                                       stderr=subprocess.PIPE, text=True, timeout=60)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertRegex(p.stderr, r"ringsim: the output was not delivered: "
+                                 r"stdout: (No space left on device|a write failed)\n$")
+
     def test_help_and_version(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)

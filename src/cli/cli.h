@@ -114,6 +114,12 @@ void cli_print_network(const rs_netmodel_t *net);
  * so a name holding ESC, CR or LF cannot drive the terminal. Returns buf. */
 #define CLI_SAFE_MAX 1024
 const char *cli_safe(const char *text, char *buf, size_t size);
+/* Has everything written to stdout reached it? Flushes stdout; returns 0
+ * if so, else -1 with "<what> was not delivered: stdout: <reason>" in err
+ * (a full disk, /dev/full, a closed descriptor), and the stream's error
+ * flag cleared, so a loss is said once. A report that is lost must not
+ * leave an exit status that says all went well. */
+int cli_stdout_lost(const char *what, char *err, size_t size);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 

@@ -1,5 +1,6 @@
 /* report.c - what the ringsim command prints: the text summary, the JSON
  * report, the watchdog report of a failed run, and the exit status. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -121,6 +122,19 @@ static json_t *values_json(const rs_model_t *model, const void *values) {
     json_object_set_new(obj, param->name, list);
   }
   return obj;
+}
+
+int cli_stdout_lost(const char *what, char *err, size_t size) {
+  errno = 0;
+  int flushed = fflush(stdout) == 0;
+  if (flushed && !ferror(stdout))
+    return 0;
+  /* fflush says why; a write that failed earlier, mid-report, left its
+   * mark only in the stream's error flag. */
+  snprintf(err, size, "%s was not delivered: stdout: %s", what,
+           !flushed && errno ? strerror(errno) : "a write failed");
+  clearerr(stdout); /* said once: a later check looks at later writes */
+  return -1;
 }
 
 void cli_human_bytes(double bytes, char *buf, size_t size) {
