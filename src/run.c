@@ -1118,6 +1118,7 @@ static int run_threads(rs_run_t *run) {
     rs__mpi_finish(run);
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
+  rs__run_name_crashes(run);
   if (pool.iterations == 1 || !go) {
     record_iteration(run, &timing, run->config.warmup,
                      go ? slowest(&pool) : end_ns - run->t0_ns);

@@ -289,6 +289,43 @@ void rs__run_name_culprit(rs_run_t *run) {
   rs_one_line(run->errmsg);
 }
 
+void rs__run_name_crashes(rs_run_t *run) {
+  const int W = run->config.workers;
+  if (run->result.status != RS_OK || (run->mpi && run->first_local != 0))
+    return;
+  enum { NAMED = 4 }; /* crashes named one by one; the rest counted */
+  char where[RS_ERRMSG_MAX] = "";
+  size_t len = 0;
+  int crashed = 0;
+  for (int r = 0; r < W; r++) {
+    const rs_worker_t *w = &run->workers[r];
+    if (w->rc != RS_WORKER_CRASHED)
+      continue;
+    if (crashed++ < NAMED && len < sizeof where)
+      len += (size_t)snprintf(where + len, sizeof where - len,
+                              "%sworker %d at the start of %s step %d",
+                              crashed > 1 ? ", " : "", r,
+                              rs__phase_name(w->progress.phase),
+                              w->progress.step);
+  }
+  if (!crashed)
+    return;
+  if (crashed > NAMED && len < sizeof where)
+    snprintf(where + len, sizeof where - len, ", and %d more",
+             crashed - NAMED);
+  if (crashed == W)
+    rs__run_fail(run, RS_EABORTED,
+                 "every worker crashed (injected): %s; none was left to "
+                 "time out waiting on another",
+                 where);
+  else
+    rs__run_fail(run, RS_EABORTED,
+                 "%s crashed (injected): %s; no worker waited on %s "
+                 "afterwards, so none timed out",
+                 crashed > 1 ? "workers" : "a worker", where,
+                 crashed > 1 ? "them" : "it");
+}
+
 int rs__run_take_interrupt(rs_run_t *run) {
   const char *signal_name = atomic_load(&run->interrupted_by);
   if (signal_name)

@@ -189,4 +189,12 @@ void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc);
  * worker that timed out. */
 void rs__run_name_culprit(rs_run_t *run);
 
+/* After every worker has stopped, if the run has not failed: a worker that
+ * crashed fails it all the same (RS_EABORTED), named with where it
+ * crashed. Nobody notices a crash by timing out when every worker crashed,
+ * or when no worker waited on the crashed one afterwards; without this
+ * such a run ended as a failed check. Over MPI, rank 0 (which holds every
+ * worker's state by then) says it. */
+void rs__run_name_crashes(rs_run_t *run);
+
 #endif /* RINGSIM_RUNSTATE_H */

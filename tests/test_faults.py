@@ -203,6 +203,42 @@ class Faults(unittest.TestCase):
     # fault-12: a failed run is not reported as if it were checked: the
     # text counts what each worker really sent and prints no bandwidth; the
     # JSON's check fields are null, as the trace's are.
+    def test_every_worker_crashed_is_a_failed_run(self):
+        """When every worker crashes, nobody is left to time out: the run
+        still failed (exit 3, status failed), named for the crashes, with
+        the watchdog's table; it is not a completed run whose check failed
+        (it was: exit 1, status check_failed, no culprit). Every algorithm,
+        a crash in the first step and in a later one."""
+        phases = {"ring": "reduce_scatter", "gloo-ring": "reduce_scatter",
+                  "rd": "exchange", "rhd": "reduce_scatter",
+                  "linear": "reduce", "tree": "reduce"}
+        for algo, phase in phases.items():
+            for step in (0, 1):
+                if os.path.exists(self.db):
+                    os.unlink(self.db)
+                crashes = [a for w in range(4)
+                           for a in ("--inject", f"crash:worker={w},step={step}")]
+                with self.subTest(algo=algo, step=step):
+                    rc, out, err = self.run_ringsim("--algo", algo, *crashes)
+                    self.assertEqual(rc, 3, err)
+                    lines = err.splitlines()
+                    where = ", ".join(f"worker {w} at the start of {phase} step {step}"
+                                      for w in range(4))
+                    if algo == "tree" and step == 1:  # the tree's reduce is 1 step at W=4
+                        where = where.replace(f"reduce step {step}", "broadcast step 0")
+                    self.assertEqual(lines[0], f"ringsim: every worker crashed (injected): "
+                                     f"{where}; none was left to time out waiting on another")
+                    self.assertEqual(lines[1], "ringsim: watchdog: where each worker stopped:")
+                    self.assertEqual(sum("(injected crash)" in l for l in lines[2:]), 4, err)
+                    self.assertIn("  check      not checked: the run failed\n", out)
+                    (status, error), = self.query("SELECT status, error FROM run")
+                    self.assertEqual((status, error), ("failed", lines[0][len("ringsim: "):]))
+        rc, out, err = self.run_ringsim("--json", *crashes)
+        self.assertEqual(rc, 3, err)
+        report = json.loads(out)
+        self.assertEqual((report["status"], report["checked"]), ("failed", False))
+        self.assertTrue(report["error"].startswith("every worker crashed (injected): "))
+
     def test_failed_run_not_reported_as_checked(self):
         rc, out, err = self.run_ringsim("--inject", "crash:worker=2,step=3")
         self.assertEqual(rc, 3, err)

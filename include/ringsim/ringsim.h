@@ -473,8 +473,20 @@ int rs_mpi_init(int *rank, int *procs, char *errmsg);
 void rs_mpi_finalize(void);
 /* Collective over every process: the largest of their codes. A process
  * whose code is not that largest gets, in msg (size bytes), the message
- * of the lowest-ranked process that has it; the others keep their own. */
+ * of the lowest-ranked process that has it; the others keep their own.
+ * msg NULL: a gate (the caller's k-th); msg given: the job's last
+ * agreement (its exit status). Processes at different gates, or one at
+ * its last while another is at a gate, all get 2 or more and a message
+ * saying so (once any is at its last, every later call returns at once).
+ * Each waits at most a minute or the run's --timeout if longer; a process
+ * that does not answer is named, and rs_mpi_finalize then ends the job
+ * (MPI_Abort) rather than wait for it. */
 int rs_mpi_agree(int code, char *msg, size_t size);
+/* For a process not given --transport mpi: when mpirun started it with
+ * other processes, learn whether all of them were given --transport mpi
+ * or none was (MPI starts and ends inside). RS_EINVAL when some were:
+ * rank 0 gets the message (naming a rank) in errmsg, the others "". */
+int rs_mpi_check_alone(char *errmsg);
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)

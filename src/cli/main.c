@@ -413,8 +413,13 @@ typedef struct mpi_cli {
 static int mpi_begin(mpi_cli_t *m, int argc, char **argv) {
   char err[RS_ERRMSG_MAX];
   int procs;
-  if (!wants_mpi(argc, argv))
-    return -1;
+  if (!wants_mpi(argc, argv)) { /* (under mpirun: so were the others?) */
+    if (rs_mpi_check_alone(err) == RS_OK)
+      return -1;
+    if (err[0])
+      fprintf(stderr, "ringsim: %s\n", err);
+    return EXIT_USAGE;
+  }
   if (rs_mpi_init(&m->rank, &procs, err)) {
     /* Without MPI there is no rank to ask: mpirun's says who speaks. */
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
