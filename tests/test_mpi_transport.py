@@ -12,6 +12,7 @@ without the full cross product.
 """
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -65,6 +66,24 @@ class MpiTransport(unittest.TestCase):
         return subprocess.run(cmd, capture_output=True, text=True,
                               timeout=timeout,
                               env=dict(os.environ, **(env or {})))
+
+    def mpmd(self, per_rank, timeout=30):
+        """One process per entry of per_rank, each with its own command
+        line (an MPMD launch: a wrapper that adds options per host, or a
+        stale copy on one host); "--transport mpi" is the caller's to
+        give. Returns the result and the seconds it took."""
+        cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe"]
+        for i, args in enumerate(per_rank):
+            cmd += ([":"] if i else []) + ["-np", "1", RINGSIM] + args
+        begin = time.monotonic()
+        run = subprocess.run(cmd, capture_output=True, text=True,
+                             timeout=timeout)
+        return run, time.monotonic() - begin
+
+    def said(self, run):
+        """ringsim's lines on stderr (mpirun adds its own)."""
+        return [line for line in run.stderr.splitlines()
+                if line.startswith("ringsim:")]
 
     def ringsim(self, args):
         return subprocess.run([RINGSIM] + args, capture_output=True,
@@ -429,6 +448,139 @@ class MpiTransport(unittest.TestCase):
             "SELECT count(DISTINCT src_rank) FROM transfer WHERE "
             "run_id = 2").fetchone()[0], 2)
         db.close()
+
+    def test_ranks_that_disagree_are_refused(self):
+        """Processes given other options, or another model (a stale copy on
+        one host), or another trace batch: before anything runs every
+        process exits 2, and rank 0 says once what differs, naming the
+        rank. (Before: a deadlock blamed on a worker, a damaged segment,
+        a heap overflow in rank 0.)"""
+        model = self.model("f32")
+        stale = self.path("stale.json")
+        with open(stale, "w") as f:
+            json.dump({"name": "tiny-f32", "params": [
+                {"name": "w", "shape": [37, 6], "dtype": "f32"},
+                {"name": "b", "shape": [11], "dtype": "f32"}]}, f)
+        common = ["--transport", "mpi", "--no-trace", "--timeout", "2"]
+        for per_rank, says in (
+                ([["-p", model, "--workers", "4"],
+                  ["-p", model, "--workers", "6"]],
+                 "rank 1's --workers (6) differs from rank 0's (4)"),
+                ([["-p", model], ["-p", model, "--inject",
+                                  "corrupt:worker=1,step=1"]],
+                 "rank 1's --inject (corrupt:worker=1,step=1) differs from "
+                 "rank 0's (none)"),
+                ([["-p", model], ["-p", model], ["-p", stale]],
+                 "rank 2's model (tiny-f32, 2 params, 233 elements, f32, "
+                 "digest ")):
+            with self.subTest(says=says):
+                run, _ = self.mpmd([common + a for a in per_rank])
+                self.assertEqual(run.returncode, 2, run.stderr)
+                said = self.said(run)
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+                self.assertEqual(run.stdout, "")
+
+    def test_usage_error_on_one_rank_ends_every_rank(self):
+        """A usage error, --help or -V, or no --transport mpi, on one
+        process only: every process ends at once with exit 2, and one
+        line says why (before: rank 0 waited for ever for the others)."""
+        model = self.model("f32")
+        mpi = ["--transport", "mpi", "-p", model, "--no-trace"]
+        for per_rank, says in (
+                ([mpi, mpi + ["--bogus"]], "unknown option '--bogus'"),
+                ([mpi + ["--bogus"], mpi], "unknown option '--bogus'"),
+                ([mpi, ["--transport", "mpi", "--help"]],
+                 "rank 1 ended before the run (exit 0: was it given --help "
+                 "or -V?)"),
+                ([["--transport", "mpi", "-V"], mpi],
+                 "rank 0 ended before the run (exit 0"),
+                ([mpi, mpi[2:]],
+                 "rank 1's --transport (shm) differs from rank 0's (mpi)"),
+                ([mpi[2:], mpi],
+                 "rank 1's --transport (mpi) differs from rank 0's (shm)")):
+            with self.subTest(per_rank=per_rank):
+                run, took = self.mpmd(per_rank)
+                self.assertEqual(run.returncode, 2, run.stderr)
+                said = self.said(run)
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+                self.assertLess(took, 15, run.stderr)
+
+    def test_stopped_rank_ends_the_job(self):
+        """A process that stops answering (SIGSTOP) in the run: the job
+        ends within the timeout and a few seconds, exit 3, rank 0 names
+        the rank, and the trace holds the failed run saying so (before:
+        the job never ended)."""
+        timeout = 2
+        trace = self.path("stopped.db")
+        # worker 3 (rank 1) sleeps in a stall, so that rank 1 is stopped
+        # inside the run
+        cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+               RINGSIM, "--transport", "mpi", "-p", self.model("f32"),
+               "--workers", "4", "--timeout", str(timeout), "--inject",
+               "stall:worker=3,step=1,ms=1500", "--trace", trace]
+        begin = time.monotonic()
+        job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        stopped = None
+        try:
+            while stopped is None and time.monotonic() - begin < 20:
+                time.sleep(0.05)
+                if not os.path.exists(trace):
+                    continue
+                try:
+                    db = sqlite3.connect(trace)
+                    runs = db.execute("SELECT count(*) FROM run").fetchone()
+                    db.close()
+                except sqlite3.Error:
+                    continue
+                if runs[0]:  # rank 0 set up the run: rank 1 is in it
+                    time.sleep(0.3)
+                    stopped = self.rank_pid(1)
+                    os.kill(stopped, signal.SIGSTOP)
+            self.assertIsNotNone(stopped, "the run never began")
+            out, err = job.communicate(timeout=30)
+        finally:
+            if stopped:
+                for sig in (signal.SIGKILL, signal.SIGCONT):
+                    try:
+                        os.kill(stopped, sig)
+                    except ProcessLookupError:
+                        pass
+            job.kill()
+            job.wait()
+        took = time.monotonic() - begin
+        self.assertEqual(job.returncode, 3, err)
+        said = [line for line in err.splitlines()
+                if line.startswith("ringsim: rank 1 ")]
+        self.assertEqual(len(said), 1, err)
+        self.assertIn("rank 1 (workers 2 to 3, on ", said[0])
+        self.assertIn("did not answer within", said[0])
+        self.assertLess(took, 15, err)
+        db = sqlite3.connect(trace)
+        status, error = db.execute("SELECT status, error FROM run").fetchone()
+        db.close()
+        self.assertEqual(status, "failed")
+        self.assertIn("rank 1 (workers 2 to 3", error)
+
+    def rank_pid(self, rank):
+        """The pid of this test's ringsim process of the given rank."""
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().split(b"\0")
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    environ = f.read().split(b"\0")
+            except OSError:
+                continue
+            if cmdline[0] == RINGSIM.encode() and self.tmp.name.encode() in \
+                    b" ".join(cmdline) and \
+                    f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+                return int(pid)
+        self.fail(f"no ringsim process of rank {rank}")
 
 
 if __name__ == "__main__":
