@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,9 +389,19 @@ int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
   size_t len = strlen(text);
   size_t padded = (len + 7) & ~(size_t)7;
 
-  char tmp[4096];
+  /* The temporary file: the name and ".tmp.XXXXXX" beside it, the name cut
+   * so that the whole fits in a directory entry (a legal 250-byte name
+   * must not fail for its temporary's 261). */
+  enum { TMP_SUFFIX = sizeof ".tmp.XXXXXX" - 1 };
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t name_len = strlen(path + dir_len);
+  if (name_len > NAME_MAX - TMP_SUFFIX)
+    name_len = NAME_MAX - TMP_SUFFIX;
+  char tmp[PATH_MAX];
   int rc = RS_OK;
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+  if (snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)(dir_len + name_len),
+               path) >= (int)sizeof tmp) {
     free(text);
     return rs__err(errmsg, RS_EINVAL, "%.200s: path too long", path);
   }

@@ -641,6 +641,34 @@ class Cli(unittest.TestCase):
                 self.assertRegex(p.stderr, r"ringsim: the output was not delivered: "
                                  r"stdout: (No space left on device|a write failed)\n$")
 
+    def test_out_long_names(self):
+        """--out with a legal file name of 245 to 255 bytes is written, read
+        back as the result, with no temporary file left (the temporary's
+        name, 11 bytes longer, made the write fail after the run: exit 3);
+        a name longer than the directory allows is refused before the run
+        (exit 2), and the trace gets no row."""
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        trace = self.path("t.db")
+        d = self.path("long")
+        os.mkdir(d)
+        for n in (245, 250, 254, 255):
+            with self.subTest(n=n):
+                out = os.path.join(d, "o" * (n - 3) + ".st")
+                rc, _, err = run("-p", two, "--trace", trace, "--out", out)
+                self.assertEqual((rc, err), (0, ""))
+                self.assertEqual(read_safetensors(out)["w"].tolist(), [2.0, 3.0])
+                self.assertEqual(os.listdir(d), [os.path.basename(out)])
+                os.unlink(out)
+        out = os.path.join(d, "o" * 256)
+        rc, stdout, err = run("-p", two, "--trace", trace, "--out", out)
+        self.assertEqual((rc, stdout), (2, ""))
+        self.assertEqual(err, f"ringsim: --out '{out}': its file name is 256 bytes, more "
+                              "than the 255 its directory allows (see ringsim --help)\n")
+        self.assertEqual(os.listdir(d), [])
+        rows = subprocess.run(["sqlite3", trace, "SELECT count(*) FROM run"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertEqual(rows, "4\n")
+
     def test_help_and_version(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)

@@ -34,6 +34,19 @@ static int dir_writable(const char *path) {
   return access(dirname(copy), W_OK) == 0;
 }
 
+/* The most bytes path's last name may have in its directory, if it has
+ * more (else the write after the run fails, "File name too long"); else
+ * 0. */
+static long name_too_long(const char *path, size_t *name_len) {
+  char copy[PATH_MAX], dir[PATH_MAX];
+  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy)
+    return 0; /* (too long a path: said when it is created) */
+  memcpy(dir, copy, sizeof dir);
+  long name_max = pathconf(dirname(dir), _PC_NAME_MAX);
+  *name_len = strlen(basename(copy));
+  return name_max > 0 && *name_len > (size_t)name_max ? name_max : 0;
+}
+
 /* Do paths a and b name one file? By device and inode when both exist (a
  * link, "./x" and "x" alike); else by the directory's device and inode and
  * the last name, as the file about to be created would be. */
@@ -74,6 +87,16 @@ static int check_out(const options_t *o, int workers) {
     return cli_usage_error("--out '%s': not a regular file", o->out);
   if (!dir_writable(o->out))
     return cli_usage_error("--out '%s': cannot create a file there", o->out);
+  size_t name_len;
+  long name_max = name_too_long(o->out, &name_len);
+  if (name_max) {
+    char msg[PATH_MAX + 128];
+    snprintf(msg, sizeof msg,
+             "--out '%s': its file name is %zu bytes, more than the %ld its "
+             "directory allows",
+             o->out, name_len, name_max);
+    return cli_usage_error("%s", msg);
+  }
   char msg[3 * PATH_MAX];
   if (same_file(o->out, o->params)) {
     snprintf(msg, sizeof msg, "--out '%s' is the model file (--params '%s')",
