@@ -3,6 +3,9 @@
 
     test_tools.py RINGSIM EXAMPLES_DIR TOOLS_DIR [Tools.test_name ...]
 """
+import contextlib
+import hashlib
+import io
 import json
 import re
 import os
@@ -62,6 +65,41 @@ class Tools(unittest.TestCase):
         p = subprocess.run([sys.executable, TOOL, *map(str, args)], capture_output=True,
                            text=True, timeout=600)
         return p.returncode, p.stdout, p.stderr
+
+    @staticmethod
+    def plot_module():
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import ringsim_plot
+        return ringsim_plot
+
+    def tool_in(self, *args):
+        """The tool in this process (its main, as the command runs it):
+        (exit status, stdout, stderr) as tool() returns them, without a
+        Python and matplotlib started for each call."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = self.plot_module().main([str(a) for a in args])
+        return rc, out.getvalue(), err.getvalue()
+
+    def figure_of(self, *args):
+        """(figure, title) a picture command drew, as it was handed to save
+        (the figure drawn once, as the file would be)."""
+        plot = self.plot_module()
+        got = []
+        real = plot.save
+
+        def keep(fig, out, title, tight=True):
+            got.append((fig, title))
+            real(fig, out, title, tight)
+        plot.save = keep
+        try:
+            rc, _, err = self.tool_in(*args)
+        finally:
+            plot.save = real
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(got), 1)
+        got[0][0].canvas.draw()
+        return got[0]
 
     def out(self, name):
         return os.path.join(self.dir, name)
@@ -186,7 +224,7 @@ class Tools(unittest.TestCase):
 
     def export(self, db, *args):
         out = self.out(f"export-{os.path.basename(db)}-{len(args)}.json")
-        rc, _, err = self.tool("export", db, *args, "-o", out)
+        rc, _, err = self.tool_in("export", db, *args, "-o", out)
         self.assertEqual(rc, 0, err)
         with open(out) as f:
             return json.load(f)
@@ -317,8 +355,11 @@ class Tools(unittest.TestCase):
         self.assertEqual(starts, ends)
         self.assert_nested(events)
 
-    # tools-10: the chunk diagram at W=16: a bounded image, labels as ring
-    # ranges (never cut-off lists), owners and the mean marked.
+    # tools-10: the chunk diagram at W=16 fits one 1920 x 1080 screen: the
+    # panels of the steps that matter (start, reduce-scatter 0, 1 and 14,
+    # all-gather 0 and 14), the title naming those left out, labels 10
+    # pixels or more high, as ring ranges (never cut-off lists), owners and
+    # the mean marked. (Drawn in this process, PNG and SVG from one trace.)
     def test_chunks_at_sixteen_workers(self):
         db = self.out("w16.db")
         model = self.out("w16.json")
@@ -326,23 +367,36 @@ class Tools(unittest.TestCase):
             json.dump({"name": "w16", "params": [{"name": "g", "shape": [160]}]}, f)
         p = subprocess.run([RINGSIM, "-w", "16", "-p", model, "--trace", db], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        rc, _, err = self.tool("chunks", db, "-o", self.out("chunks16.png"))
-        self.assertEqual(rc, 0, err)
+        fig, title = self.figure_of("chunks", db, "-o", self.out("chunks16.png"))
         w, h = png_size(self.out("chunks16.png"))
-        self.assertLessEqual(max(w, h), 3200, (w, h))
-        self.assertGreaterEqual(min(w, h), 1500, (w, h))
-        rc, _, err = self.tool("chunks", db, "-o", self.out("chunks16.svg"))
+        self.assertLessEqual(w, 1920, (w, h))
+        self.assertLessEqual(h, 1080, (w, h))
+        self.assertGreaterEqual(w, 1500, (w, h))
+        panels = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        self.assertEqual([t.split("\n")[0] for t in panels],
+                         ["start: each worker holds its own gradient", "reduce-scatter step 0",
+                          "reduce-scatter step 1", "reduce-scatter step 14", "all-gather step 0",
+                          "all-gather step 14"])
+        self.assertIn("6 of 31 panels (W > 8): left out reduce-scatter steps 2-13; all-gather "
+                      "steps 1-13", " ".join(title.split()))
+        # every cell label at least 10 pixels high in the 120 dpi picture
+        sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts if t.get_text()]
+        self.assertEqual(len(sizes), 6 * 256)
+        self.assertGreaterEqual(min(sizes) * 120 / 72, 10, min(sizes))
+        rc, _, err = self.tool_in("chunks", db, "-o", self.out("chunks16.svg"))
         self.assertEqual(rc, 0, err)
         texts = [t for t, _, _ in self.svg_texts(self.out("chunks16.svg"))]
-        cells = [t for t in texts if t and (t[0].isdigit() or t in ("mean", "all"))]
-        self.assertGreaterEqual(len(cells), 31 * 256, len(cells))
+        cells = [t for t in texts if t and " " not in t and (t[0].isdigit() or t in ("mean", "all"))]
+        self.assertEqual(len(cells), 6 * 256, len(cells))
         self.assertFalse([t for t in cells if "," in t], "a label lists workers instead of a range")
-        # reduce-scatter step 2: worker 1's chunk 14 holds 14, 15, 0, 1
-        self.assertIn("14-1", cells)
+        # reduce-scatter step 1: worker 0's chunk 14 holds 14, 15, 0;
+        # step 14: worker 14's chunk 15 holds 0-14
+        self.assertIn("14-0", cells)
         self.assertIn("0-14", cells)
         # op avg: the 16 owners hold the mean after the last reduce-scatter
-        # step, 16 x (s + 2) copies after all-gather step s; never a bare "all"
-        self.assertEqual(cells.count("mean"), 16 + sum(16 * (s + 2) for s in range(15)))
+        # step, 32 copies after all-gather step 0, all 256 after step 14;
+        # never a bare "all"
+        self.assertEqual(cells.count("mean"), 16 + 32 + 256)
         self.assertNotIn("all", cells)
         self.assertTrue(any("divide by 16" in t for t in texts), "where the division happens")
 
@@ -377,7 +431,7 @@ class Tools(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         buckets = self.rows(db, "SELECT count(DISTINCT bucket) FROM transfer")[0][0]
         self.assertGreater(buckets, 1)
-        rc, _, err = self.tool("timeline", db, "-o", self.out("buckets.svg"))
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("buckets.svg"))
         self.assertEqual(rc, 0, err)
         texts = [t for t, _, _ in self.svg_texts(self.out("buckets.svg"))]
         for b in range(buckets):
@@ -395,7 +449,7 @@ class Tools(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         iters = self.rows(db, "SELECT count(DISTINCT iter) FROM transfer WHERE run_id = 1")[0][0]
         self.assertGreater(iters, 1)
-        rc, _, err = self.tool("timeline", db, "-o", self.out("bench.svg"))
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("bench.svg"))
         self.assertEqual(rc, 0, err)
         texts = [t for t, _, _ in self.svg_texts(self.out("bench.svg"))]
         self.assertIn("it1 RS0", texts)
@@ -408,25 +462,36 @@ class Tools(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(self.rows(db, "SELECT count(*) FROM transfer")[0][0], 24000)
-        rc, _, err = self.tool("timeline", db, "-o", self.out("big.svg"))
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("big.svg"))
         self.assertEqual(rc, 0, err)
         import re
-        labels = []
-        for text, x, style in self.svg_texts(self.out("big.svg")):
-            if re.fullmatch(r"(RS|AG)\d+", text):
-                labels.append((x, text))
-        labels.sort()
-        self.assertGreaterEqual(len(labels), 4, labels)
-        for (x0, t0), (x1, t1) in zip(labels, labels[1:]):
-            # 7-point text: a character is about 4.5 points wide
-            self.assertGreater(x1 - x0, 4.5 * len(t0), f"{t0} at {x0} runs into {t1} at {x1}")
+        import xml.etree.ElementTree as ET
+        rows, texts = {}, []
+        for el in ET.parse(self.out("big.svg")).iter():
+            if el.tag.endswith("}text"):
+                text = "".join(el.itertext())
+                texts.append(text)
+                if re.fullmatch(r"(RS|AG)\d+", text):
+                    rows.setdefault(float(el.get("y")), []).append((float(el.get("x")), text))
+        self.assertGreaterEqual(sum(map(len, rows.values())), 4, rows)
+        for labels in rows.values():  # labels of one row never run into each other
+            labels.sort()
+            for (x0, t0), (x1, t1) in zip(labels, labels[1:]):
+                # 7-point text: a character is about 4.5 points wide
+                self.assertGreater(x1 - x0, 4.5 * len(t0), f"{t0} at {x0} runs into {t1} at {x1}")
+        # every step labelled, or named among those left out
+        drawn = {t for labels in rows.values() for _, t in labels}
+        note = " ".join(t for t in texts if "step labels left out" in t)
+        for p, s in self.rows(db, "SELECT DISTINCT phase, step FROM transfer"):
+            label = f"{'RS' if p == 'reduce_scatter' else 'AG'}{s}"
+            self.assertTrue(label in drawn or re.search(rf"\b{label}\b", note), (label, drawn, note))
         # a simulated uniform ring: bars of neighbouring steps differ in shade
         db = self.out("uniform.db")
         p = subprocess.run([RINGSIM, "-w", "4", "-p", os.path.join(EXAMPLES, "model.json"),
                             "--net", "latency=5us,bandwidth=25GB/s", "--trace", db],
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        rc, _, err = self.tool("timeline", db, "-o", self.out("uniform.svg"))
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("uniform.svg"))
         self.assertEqual(rc, 0, err)
         with open(self.out("uniform.svg")) as f:
             fills = set(re.findall(r"fill: ?(#[0-9a-f]{6})", f.read()))
@@ -467,7 +532,7 @@ class Tools(unittest.TestCase):
             phases = [r[0] for r in self.rows(db, "SELECT phase FROM transfer GROUP BY phase "
                                               "ORDER BY min(send_begin_ns)")]
             with self.subTest(algo=algo, cmd="timeline"):
-                rc, _, err = self.tool("timeline", db, "-o", self.out(f"algo-{algo}-timeline.png"))
+                rc, _, err = self.tool_in("timeline", db, "-o", self.out(f"algo-{algo}-timeline.png"))
                 self.assertEqual(rc, 0, err)
                 self.assert_image(self.out(f"algo-{algo}-timeline.png"))
                 self.assertIn(f"{algo}) all-reduce" if algo in ("rd", "rhd") else f"{algo}",
@@ -476,7 +541,7 @@ class Tools(unittest.TestCase):
                 self.assertNotIn("ring" if algo != "gloo-ring" else "ring all-reduce",
                                  self.png_title(self.out(f"algo-{algo}-timeline.png")))
                 svg = self.out(f"algo-{algo}-timeline.svg")
-                rc, _, err = self.tool("timeline", db, "-o", svg)
+                rc, _, err = self.tool_in("timeline", db, "-o", svg)
                 self.assertEqual(rc, 0, err)
                 texts = [t for t, _, _ in self.svg_texts(svg)]
                 with open(svg) as f:
@@ -497,7 +562,7 @@ class Tools(unittest.TestCase):
                 for phase in set(colours) - set(phases):
                     self.assertNotIn(f"{phase.replace('_', '-')} (receive)", texts)
             with self.subTest(algo=algo, cmd="links"):
-                rc, out, err = self.tool("links", db, "-o", self.out(f"algo-{algo}-links.png"))
+                rc, out, err = self.tool_in("links", db, "-o", self.out(f"algo-{algo}-links.png"))
                 self.assertEqual(rc, 0, err)
                 self.assert_image(self.out(f"algo-{algo}-links.png"))
                 table = {line.split()[0]: [int(x) for x in line.split()[1:4]] for line in out.splitlines()[1:]}
@@ -524,7 +589,7 @@ class Tools(unittest.TestCase):
             for cmd, ext in (("chunks", "png"), ("animate", "gif")):
                 with self.subTest(algo=algo, cmd=cmd):
                     out = self.out(f"algo-{algo}-{cmd}.{ext}")
-                    rc, _, err = self.tool(cmd, db, "-o", out)
+                    rc, _, err = self.tool_in(cmd, db, "-o", out)
                     self.assertEqual(rc, 0, err)
                     if ext == "png":
                         self.assert_image(out)
@@ -541,7 +606,7 @@ class Tools(unittest.TestCase):
                             "--net", "latency=5us,bandwidth=10GB/s", "--trace", db],
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        rc, _, err = self.tool("timeline", db, "-o", self.out("algo-rd-net.png"))
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("algo-rd-net.png"))
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("algo-rd-net.png"))
         events = self.export(db)["traceEvents"]
@@ -554,7 +619,7 @@ class Tools(unittest.TestCase):
                          {f"link {s}->{d}" for s, d in self.rows(db, "SELECT DISTINCT src, dst FROM transfer")})
         self.assert_nested(events)
         # compare: a series per algorithm, named in the title
-        rc, _, err = self.tool("compare", db_all, "-o", self.out("algos-compare.png"))
+        rc, _, err = self.tool_in("compare", db_all, "-o", self.out("algos-compare.png"))
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("algos-compare.png"))
         self.assertIn("algorithms: gloo-ring, linear, rd, rhd, tree",
@@ -745,6 +810,269 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 0)
         for cmd in ("timeline", "chunks", "links", "compare", "animate", "export", "html"):
             self.assertIn(cmd, out)
+
+    @staticmethod
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    # tools-output-1: an output that is the input (the trace named t.png,
+    # t.svg, t.gif, t.html or t.json; a symlink or a hard link to it) is
+    # refused, exit 2, and the trace is left byte for byte; a symlink to
+    # another file is written through, its target replaced whole.
+    def test_output_never_the_input(self):
+        before = self.digest(self.db)
+        cases = []
+        for cmd, ext in (("timeline", "png"), ("chunks", "svg"), ("animate", "gif"),
+                         ("html", "html"), ("export", "json"), ("links", "pdf")):
+            named = self.out(f"trace-as.{ext}")
+            with open(self.db, "rb") as f, open(named, "wb") as g:
+                g.write(f.read())
+            cases.append((cmd, named, named))
+            link = self.out(f"trace-link.{ext}")
+            if not os.path.lexists(link):
+                os.symlink(self.db, link)
+            cases.append((cmd, self.db, link))
+            hard = self.out(f"trace-hard.{ext}")
+            if not os.path.exists(hard):
+                os.link(self.db, hard)
+            cases.append((cmd, self.db, hard))
+        for cmd, trace, out in cases:
+            with self.subTest(cmd=cmd, out=os.path.basename(out)):
+                kept = self.digest(trace)
+                rc, _, err = self.tool_in(cmd, trace, *(["--run", 2] if cmd != "html" else []),
+                                          "-o", out)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.strip().count("\n"), 0, err)
+                self.assertIn("(the same file): refusing to write over it", err)
+                self.assertEqual(self.digest(trace), kept)
+        self.assertEqual(self.digest(self.db), before)
+        # compare --bench FILE -o FILE: the same refusal
+        bench = self.out("bench-as.png")
+        with open(bench, "w") as f:
+            f.write('{"workers": 2, "size": 8, "algo": "ring", "time_us": 1}\n')
+        rc, _, err = self.tool_in("compare", "--bench", bench, "-o", bench)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("is the input", err)
+        # a symlink to another picture: the picture it names is replaced,
+        # the link kept, with the old file's permissions
+        target = self.out("pic-target.png")
+        with open(target, "w") as f:
+            f.write("old")
+        os.chmod(target, 0o640)
+        link = self.out("pic-link.png")
+        if not os.path.lexists(link):
+            os.symlink(target, link)
+        rc, _, err = self.tool_in("timeline", self.db, "--run", 2, "-o", link)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(os.path.islink(link))
+        self.assert_image(target)
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o640)
+
+    # tools-output-2: on a full disk (a 2 MiB tmpfs, filled) every command
+    # fails in one line, exit 2, and leaves the earlier picture, page or
+    # export at its path whole, a new output absent, no temporary file
+    # behind; the same through a symlink to /dev/full.
+    def test_full_disk_keeps_earlier_files(self):
+        disk = tempfile.mkdtemp(dir=self.dir)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", disk],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs (tests run as root): {p.stderr.strip()}")
+        self.addCleanup(subprocess.run, ["umount", "-l", disk], capture_output=True)
+        earlier = {}
+        for cmd, name in (("timeline", "t.png"), ("chunks", "c.svg"), ("export", "e.json"),
+                          ("html", "p.html"), ("animate", "a.gif")):
+            path = os.path.join(disk, name)
+            rc, _, err = self.tool_in(cmd, self.db, *(["--run", 2] if cmd != "html" else []),
+                                      "-o", path)
+            self.assertEqual(rc, 0, err)
+            earlier[path] = (cmd, self.digest(path))
+        with open(os.path.join(disk, "fill"), "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        news = [("timeline", "new.png"), ("chunks", "new.pdf"), ("export", "new.json"),
+                ("html", "new.html"), ("animate", "new.gif")]
+        for path, (cmd, digest) in list(earlier.items()) + [
+                (os.path.join(disk, n), (c, None)) for c, n in news]:
+            with self.subTest(cmd=cmd, out=os.path.basename(path)):
+                rc, _, err = self.tool_in(cmd, self.db, *(["--run", 2] if cmd != "html" else []),
+                                          "-o", path)
+                self.assertEqual(rc, 2, err)
+                errors = [l for l in err.splitlines() if "cannot write" in l]
+                self.assertEqual(errors, [f"ringsim-plot: {path}: cannot write: No space left on device"],
+                                 err)
+                self.assertNotIn("Traceback", err)
+                if digest:
+                    self.assertEqual(self.digest(path), digest, "the earlier file was damaged")
+                else:
+                    self.assertFalse(os.path.exists(path), "a new output left behind")
+        self.assertEqual(sorted(os.listdir(disk)), sorted(["fill"] + [os.path.basename(p) for p in earlier]))
+        full = self.out("full.json")
+        if not os.path.lexists(full):
+            os.symlink("/dev/full", full)
+        rc, _, err = self.tool_in("export", self.db, "--run", 2, "-o", full)
+        self.assertEqual(rc, 2, err)
+        self.assertIn(f"{full}: cannot write: No space left on device", err)
+
+    # tools-names: control characters in a trace's texts (the model's name,
+    # the error) and in a file name print as '?', as ringsim prints them:
+    # nothing raw reaches the terminal (nor matplotlib's missing-glyph
+    # warning), the SVG parses as XML and holds the hostile name as text,
+    # the export's JSON loads and holds it '?'-replaced, as the page's data.
+    def test_control_characters_print_as_question_marks(self):
+        db = self.out("names.db")
+        with open(self.failed, "rb") as f, open(db, "wb") as g:
+            g.write(f.read())
+        name = "m\x1b[31m<!--<script>alert(1)</script>\"&'\x07\x9b"
+        shown = "m?[31m<!--<script>alert(1)</script>\"&'??"
+        con = sqlite3.connect(db)
+        con.execute("UPDATE run SET model = ?, error = 'bad \x1b]0;x\x07 end'", (name,))
+        con.commit()
+        con.close()
+        raw = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+        for cmd, out in (("timeline", "names.svg"), ("timeline", "names.png"), ("chunks", "names-c.svg"),
+                         ("export", "names.json")):
+            with self.subTest(cmd=cmd, out=out):
+                rc, stdout, err = self.tool(cmd, db, "-o", self.out(out))
+                self.assertEqual(rc, 0, err)
+                self.assertIsNone(raw.search(err + stdout), repr(err))
+                self.assertNotIn("Glyph", err)
+        import xml.etree.ElementTree as ET
+        ET.parse(self.out("names-c.svg"))
+        texts = " ".join(t for t, _, _ in self.svg_texts(self.out("names.svg")))
+        self.assertIn(shown, texts)
+        self.assertIn("bad ?]0;x? end", texts)
+        with open(self.out("names.svg"), encoding="utf-8") as f:
+            self.assertIsNone(raw.search(f.read()))
+        self.assertIn(shown, self.png_title(self.out("names.png")))
+        with open(self.out("names.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["otherData"]["model"], shown)
+        self.assertEqual(doc["otherData"]["error"], "bad ?]0;x? end")
+        self.assertIn(shown, [e for e in doc["traceEvents"] if e["name"] == "process_name"][0]["args"]["name"])
+        rc, _, err = self.tool_in("html", db, "-o", self.out("names.html"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.page_data(self.out("names.html"))[1]["runs"][0]["model"], shown)
+        # a file name: the error line names it with '?'
+        rc, _, err = self.tool("timeline", self.out("no\x1b[2Jsuch.db"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("no?[2Jsuch.db: no such file", err)
+        self.assertIsNone(raw.search(err), repr(err))
+
+    # tools-consistent: a trace whose run row disagrees with its own rows
+    # (workers against the worker table, counts against the transfers, a
+    # transfer's worker, chunk or contributors out of range, a value of the
+    # wrong type) is refused by every command in one line, exit 2, before
+    # any drawing: workers=1000000000 once had export write 900 MB.
+    def test_inconsistent_trace_refused(self):
+        edits = [
+            ("UPDATE run SET workers = 1000000000", "workers is 1000000000, not 1..4096"),
+            ("UPDATE run SET workers = 'x'", "workers is 'x', not a count"),
+            ("UPDATE run SET workers = 5", "workers is 5 but the worker table has 4 rows"),
+            ("UPDATE run SET workers = 3", "workers is 3 but the worker table has 4 rows"),
+            ("UPDATE run SET transfers = 7", "transfers is 7 but its workers sent"),
+            ("UPDATE worker SET transfers_sent = transfers_sent + (worker = 1) * 3 - (worker = 0) * 3",
+             "worker 0 sent"),
+            ("UPDATE transfer SET src = 9 WHERE rowid = 3", "a transfer's src is 9"),
+            ("UPDATE transfer SET contrib_count = 1000000000 WHERE rowid = 3",
+             "a transfer's contrib_count is 1000000000"),
+            ("UPDATE transfer SET chunk = 'x' WHERE rowid = 3",
+             "1 of its transfer rows hold values of the wrong type"),
+            ("UPDATE transfer SET recv_end_ns = 1.5 WHERE rowid = 3", "1 of its transfer rows hold values"),
+            ("UPDATE run SET buckets = -1", "buckets is -1, not a count"),
+        ]
+        for k, (sql, message) in enumerate(edits):
+            db = self.out(f"edited-{k}.db")
+            with open(self.failed, "rb") as f, open(db, "wb") as g:
+                g.write(f.read())
+            con = sqlite3.connect(db)
+            con.execute(sql)
+            con.commit()
+            con.close()
+            for cmd, ext in (("timeline", "png"), ("chunks", "png"), ("links", "png"),
+                             ("animate", "gif"), ("export", "json"), ("html", "html"),
+                             ("compare", "png")):
+                with self.subTest(sql=sql, cmd=cmd):
+                    out = self.out(f"edited-{k}-{cmd}.{ext}")
+                    args = [cmd, db, "-o", out] + (["--runs", "1"] if cmd == "compare" else [])
+                    rc, _, err = self.tool_in(*args)
+                    self.assertEqual(rc, 2, err)
+                    self.assertEqual(err.strip().count("\n"), 0, err)
+                    self.assertIn(f"{db}: run 1 is inconsistent: {message}", err)
+                    self.assertFalse(os.path.exists(out))
+
+    # tools-titles: a figure's title stays on its canvas: the failed run's
+    # chunk diagram (its FAILED line wrapped, not cut at "orker 2
+    # crashed"), the timeline's, and W=2's narrow chunk diagram.
+    def test_titles_fit_their_figures(self):
+        for args in (["chunks", self.failed], ["timeline", self.failed],
+                     ["chunks", self.db, "--run", 3]):
+            with self.subTest(args=args):
+                fig, title = self.figure_of(*args, "-o", self.out("title-fit.png"))
+                renderer = fig.canvas.get_renderer()
+                text = fig._suptitle if fig._suptitle is not None else fig.axes[0].title
+                box = text.get_window_extent(renderer)
+                self.assertTrue(title, "a title")
+                if args[0] == "timeline":  # the tight bounding box fits the figure round it
+                    box = fig.get_tightbbox(renderer)  # inches
+                    self.assertLessEqual(box.width, fig.get_figwidth() * 1.15, (box, title))
+                    continue
+                self.assertGreaterEqual(box.x0, 0, (box, title))
+                self.assertLessEqual(box.x1, fig.bbox.x1, (box, title))
+                self.assertLessEqual(box.y1, fig.bbox.y1, (box, title))
+                self.assertIn("FAILED" if args[1] == self.failed else "run 3", text.get_text())
+
+    def timeline_bars(self, ax):
+        """Each bar of a timeline's axes: (x0, x1) in display pixels."""
+        from matplotlib.collections import PolyCollection
+        bars = []
+        for coll in ax.collections:
+            if isinstance(coll, PolyCollection):
+                for path in coll.get_paths():
+                    xs = ax.transData.transform(path.vertices)[:, 0]
+                    bars.append((xs.min(), xs.max()))
+        return bars
+
+    # tools-timeline-truth: every bar of a wall-clock timeline is at least
+    # 1.5 pixels wide (21 us receives on a 100 ms axis were invisible);
+    # every step is labelled, or named as left out; and a worker that timed
+    # out is drawn where it did, its --timeout after its last transfer, not
+    # after its last transfer.
+    def test_timeline_bars_labels_and_timeouts(self):
+        fig, _ = self.figure_of("timeline", self.failed, "-o", self.out("truth.png"))
+        ax = fig.axes[0]
+        bars = self.timeline_bars(ax)
+        self.assertGreater(len(bars), 10)
+        narrow = min(x1 - x0 for x0, x1 in bars)
+        self.assertGreaterEqual(narrow, 1.5, "a bar too narrow to see")
+        # worker 3 timed out 0.3 s into its wait for worker 2
+        state = self.rows(self.failed, "SELECT state FROM worker WHERE worker = 3")[0][0]
+        self.assertEqual(state, "timed_out")
+        last = self.rows(self.failed, "SELECT max(max(CASE WHEN src = 3 THEN send_end_ns END), "
+                         "max(CASE WHEN dst = 3 THEN recv_end_ns END)) FROM transfer")[0][0]
+        wall = self.rows(self.failed, "SELECT wall_ns FROM run")[0][0]
+        where = [t for t in ax.texts if "timed out" in t.get_text()]
+        self.assertEqual(len(where), 1, [t.get_text() for t in ax.texts])
+        x_ms = where[0].get_position()[0]  # the axis is in ms
+        self.assertGreaterEqual(x_ms * 1e6, min(last + 0.3e9, wall) - 1e6, (x_ms, last, wall))
+        self.assertLessEqual(x_ms * 1e6, wall + 1e6)
+        self.assertIn("timed out at", where[0].get_text())
+        # every step label drawn (W=4, 6 steps)
+        steps = {f"{'RS' if p == 'reduce_scatter' else 'AG'}{s}" for p, s in self.rows(
+            self.failed, "SELECT DISTINCT phase, step FROM transfer")}
+        drawn = {t.get_text() for t in ax.texts}
+        self.assertLessEqual(steps, drawn)
+        for rid in (1, 4):
+            fig, _ = self.figure_of("timeline", self.db, "--run", rid, "-o", self.out("truth.png"))
+            ax = fig.axes[0]
+            self.assertGreaterEqual(min(x1 - x0 for x0, x1 in self.timeline_bars(ax)), 1.5)
+            self.assertLessEqual({f"{p}{s}" for p in ("RS", "AG") for s in range(3)},
+                                 {t.get_text() for t in ax.texts})
 
     def page_data(self, path):
         with open(path, encoding="utf-8") as f:

@@ -17,12 +17,15 @@ transfers fit in memory. Errors are one line on stderr and exit status 2.
 Runs under the Python that has matplotlib (Debian: /usr/bin/python3).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
 import shutil
 import sqlite3
+import stat
 import sys
+import tempfile
 
 APPLICATION_ID = 0x5253696D  # "RSim", as src/trace.h
 SCHEMA_VERSION = 1
@@ -53,8 +56,25 @@ class ToolError(Exception):
     """A problem with the user's input: reported as one line, exit 2."""
 
 
+# C0 controls, DEL and C1 controls (ESC starts a terminal's escape
+# sequences; none is legal in XML 1.0 but tab, newline and return), and
+# lone surrogates (the bytes of a file name that are not UTF-8)
+_CONTROLS = {c: "?" for c in [*range(0x20), *range(0x7f, 0xa0)]}
+
+
+def clean(text):
+    """text as ringsim prints a name: every control character a '?' (as its
+    rs_one_line), and so a surrogate; None stays None."""
+    if text is None:
+        return None
+    text = str(text).translate(_CONTROLS)
+    if any("\ud800" <= ch <= "\udfff" for ch in text):
+        text = "".join("?" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text
+
+
 def progress(message):
-    print(f"ringsim-plot: {message}", file=sys.stderr, flush=True)
+    print(f"ringsim-plot: {clean(message)}", file=sys.stderr, flush=True)
 
 
 # ---- reading the trace ---------------------------------------------------
@@ -93,7 +113,97 @@ def pick_run(con, path, run_id):
         if row is None:
             raise ToolError(f"{path}: no run {run_id}")
     con.row_factory = None
-    return dict(row)
+    run = dict(row)
+    check_run(con, path, run)
+    # the texts a picture, a title, a page or an error shows, as ringsim
+    # prints them: control characters as '?' (the JSON columns are parsed)
+    for key, value in run.items():
+        if isinstance(value, str) and not key.endswith("_json") and key != "net_model":
+            run[key] = clean(value)
+    return run
+
+
+# ringsim's largest -w (RS_MAX_WORKERS in include/ringsim/ringsim.h)
+MAX_WORKERS = 4096
+# A transfer's integer columns, and those NULL where it was never received
+# or the run had no simulated network
+TRANSFER_INTS = ("iter", "bucket", "step", "src", "dst", "chunk", "segment", "elem_offset", "elems",
+                 "bytes", "seq", "send_begin_ns", "send_end_ns", "contrib_first", "contrib_count")
+TRANSFER_NULLABLE = ("recv_begin_ns", "recv_end_ns", "wait_ns", "sim_send_ns", "sim_recv_ns")
+
+
+def check_run(con, path, run):
+    """Refuse a run whose row disagrees with its own rows (a trace edited or
+    damaged by hand: workers=1000000000 would have the tools draw, or
+    export, a billion workers): W against the worker table, the counts
+    against the transfers, every transfer's workers, chunk and contributors
+    within W, and the types the tools compute with. Every command's
+    loading goes through here (pick_run)."""
+    rid = run["run_id"]
+
+    def bad(what):
+        return ToolError(f"{path}: run {rid} is inconsistent: {what} (a damaged or edited trace)")
+    for key in ("workers", "buckets", "elems", "bytes"):
+        if not isinstance(run.get(key), int) or isinstance(run.get(key), bool) or run[key] < 0:
+            raise bad(f"{key} is {run.get(key)!r}, not a count")
+    for key in ("wall_ns", "sim_ns", "transfers"):
+        if run.get(key) is not None and not isinstance(run[key], int):
+            raise bad(f"{key} is {run[key]!r}, not a number of {'ns' if key != 'transfers' else 'transfers'}")
+    for key in ("model", "status", "dtype", "op"):
+        if not isinstance(run.get(key), str):
+            raise bad(f"{key} is {run.get(key)!r}, not text")
+    for key in ("error", "algo"):
+        if run.get(key) is not None and not isinstance(run[key], str):
+            raise bad(f"{key} is {run[key]!r}, not text")
+    W = run["workers"]
+    if not 1 <= W <= MAX_WORKERS:
+        raise bad(f"workers is {W}, not 1..{MAX_WORKERS}")
+    workers = con.execute(
+        "SELECT count(*), min(worker), max(worker), sum(transfers_sent), "
+        "count(*) FILTER (WHERE typeof(worker) || typeof(transfers_sent) || typeof(state) "
+        "!= 'integerintegertext') FROM worker WHERE run_id = ?", (rid,)).fetchone()
+    rows, first, last, sent_total, mistyped = workers
+    if mistyped:
+        raise bad(f"{mistyped} of its worker rows hold values of the wrong type")
+    if rows and (rows != W or first != 0 or last != W - 1):
+        raise bad(f"workers is {W} but the worker table has {rows} rows (workers {first}..{last})")
+    ints = " || ".join(f"typeof({c})" for c in TRANSFER_INTS)
+    nullable = " OR ".join(f"typeof({c}) NOT IN ('integer', 'null')" for c in TRANSFER_NULLABLE)
+    agg = con.execute(
+        "SELECT count(*), min(src), max(src), min(dst), max(dst), min(chunk), max(chunk), "
+        "min(step), max(step), min(contrib_first), max(contrib_first), min(contrib_count), "
+        "max(contrib_count), min(bucket), max(bucket), min(min(segment), min(elems), min(bytes), "
+        "min(iter), min(elem_offset)), "
+        f"count(*) FILTER (WHERE {ints} != '{'integer' * len(TRANSFER_INTS)}' OR "
+        f"typeof(phase) != 'text' OR {nullable}) "
+        "FROM transfer WHERE run_id = ?", (rid,)).fetchone()
+    (n, src0, src1, dst0, dst1, chunk0, chunk1, step0, step1, cf0, cf1, cc0, cc1, b0, b1, low,
+     mistyped) = agg
+    if mistyped:
+        raise bad(f"{mistyped} of its transfer rows hold values of the wrong type")
+    if not n:
+        return
+    for name, lo, hi, most in (("src", src0, src1, W - 1), ("dst", dst0, dst1, W - 1),
+                               ("chunk", chunk0, chunk1, 2 * W - 1), ("step", step0, step1, W - 1),
+                               ("contrib_first", cf0, cf1, W - 1), ("contrib_count", cc0, cc1, W),
+                               ("bucket", b0, b1, max(run["buckets"], 1) - 1)):
+        if lo < (1 if name == "contrib_count" else 0) or hi > most:
+            raise bad(f"a transfer's {name} is {lo if lo < 0 else hi}, out of range for "
+                      f"{W} workers and {run['buckets']} buckets")
+    if low < 0:
+        raise bad("a transfer's iter, segment, elem_offset, elems or bytes is negative")
+    if rows:
+        # a worker's messages as its table counts them; an injected drop or
+        # dup fault sends one the transfer table lacks or repeats
+        slack = len(injected_faults(run))
+        if run.get("transfers") is not None and run["transfers"] != sent_total:
+            raise bad(f"transfers is {run['transfers']} but its workers sent {sent_total}")
+        for w, sent, traced in con.execute(
+                "SELECT w.worker, w.transfers_sent, count(t.src) FROM worker w LEFT JOIN transfer t "
+                "ON t.run_id = w.run_id AND t.src = w.worker WHERE w.run_id = ? GROUP BY w.worker",
+                (rid,)):
+            if abs(sent - traced) > slack:
+                raise bad(f"worker {w} sent {sent} transfers but the transfer table has {traced}")
 
 
 def transfer_count(con, run_id):
@@ -124,10 +234,16 @@ def ring_ranges(held, workers):
 
 
 def run_config(run):
+    """The run's config_json as a dict ({} if it is not one)."""
     try:
-        return json.loads(run.get("config_json") or "{}")
-    except ValueError:
+        config = json.loads(run.get("config_json") or "{}")
+    except (TypeError, ValueError):
         return {}
+    if not isinstance(config, dict):
+        return {}
+    if not isinstance(config.get("argv"), list):
+        config["argv"] = []
+    return config
 
 
 def run_failed(run):
@@ -172,11 +288,11 @@ def phase_colour(phase):
 
 def phase_label(phase):
     """The trace's phase name as prose: 'reduce_scatter' -> 'reduce-scatter'."""
-    return phase.replace("_", "-")
+    return clean(phase).replace("_", "-")
 
 
 def phase_abbrev(phase):
-    return PHASE_ABBREV.get(phase, phase)
+    return PHASE_ABBREV.get(phase) or clean(phase)
 
 
 def phases_present(con, run_id):
@@ -224,10 +340,10 @@ def injected_faults(run):
     argv = run_config(run).get("argv") or []
     specs = []
     for i, arg in enumerate(argv):
-        if arg == "--inject" and i + 1 < len(argv):
-            specs.append(argv[i + 1])
+        if arg == "--inject" and i + 1 < len(argv) and isinstance(argv[i + 1], str):
+            specs.append(clean(argv[i + 1]))
         elif isinstance(arg, str) and arg.startswith("--inject="):
-            specs.append(arg[len("--inject="):])
+            specs.append(clean(arg[len("--inject="):]))
     faults = []
     for spec in specs:
         kind, _, rest = spec.partition(":")
@@ -273,8 +389,9 @@ def pick_clock(con, run, wanted):
 
 
 def worker_states(con, run):
-    """{worker: (state, phase, step, chunk, waiting, peer)}"""
-    return {r[0]: r[1:] for r in con.execute(
+    """{worker: (state, phase, step, chunk, waiting, peer)}, texts as
+    clean() prints them"""
+    return {r[0]: tuple(clean(v) if isinstance(v, str) else v for v in r[1:]) for r in con.execute(
         "SELECT worker, state, phase, step, chunk, waiting, peer FROM worker WHERE run_id = ?",
         (run["run_id"],))}
 
@@ -493,15 +610,74 @@ def pyplot():
     return plt
 
 
-def save(fig, out, title, tight=True):
-    """Write fig; its type (checked by check_output) follows the extension.
-    The title also goes into the file's metadata (PNG tEXt, SVG and PDF
-    title). tight=False for a figure whose layout engine already fits it:
-    a tight bounding box draws the figure twice."""
+@contextlib.contextmanager
+def replacing(out):
+    """Write out whole or not at all: yields the name of a new file beside
+    out's target (through a symlink, the file it names) with out's
+    extension, to write; once the body returns it is flushed to disk and
+    renamed over the target, taking the target's permissions (a new file:
+    0666 less the umask). On any error (a full disk) the new file is
+    removed and whatever was at out is left as it was: an OSError becomes
+    a one-line ToolError. A target that is not a regular file (a FIFO,
+    /dev/null) is written in place."""
+    target = os.path.realpath(out)
     try:
-        fig.savefig(out, dpi=120, bbox_inches="tight" if tight else None, metadata={"Title": title})
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
     except OSError as e:
         raise ToolError(f"{out}: cannot write: {e.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            yield target
+        except OSError as e:
+            raise ToolError(f"{out}: cannot write: {e.strerror}") from None
+        return
+    folder, name = os.path.split(target)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=os.path.splitext(name)[1], dir=folder)
+        os.close(fd)
+    except OSError as e:
+        raise ToolError(f"{out}: cannot write: {e.strerror}") from None
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # a writer that fails may raise something else while it cleans up
+        # (matplotlib's PDF writer, on a full disk: AttributeError during
+        # the OSError): the OSError behind it is the reason
+        cause = e
+        while cause is not None and not isinstance(cause, OSError) and \
+                not isinstance(e, (ToolError, KeyboardInterrupt)):
+            cause = cause.__cause__ or cause.__context__
+        if isinstance(cause, OSError):
+            raise ToolError(f"{out}: cannot write: {cause.strerror or cause}") from None
+        raise
+
+
+def save(fig, out, title, tight=True):
+    """Write fig (whole or not at all: replacing); its type (checked by
+    check_output) follows the extension. The title also goes into the
+    file's metadata (PNG tEXt, SVG and PDF title). tight=False for a
+    figure whose layout engine already fits it: a tight bounding box draws
+    the figure twice."""
+    with replacing(out) as tmp:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight" if tight else None,
+                    metadata={"Title": title})
     progress(f"wrote {out}")
 
 
@@ -533,6 +709,71 @@ def step_markers(con, run, sb, scale):
     return [(t / scale, it, b, ph, st) for t, it, b, ph, st in rows if t is not None]
 
 
+def fit_title(text, width_inches, fontsize):
+    """text wrapped, line by line, to what width_inches holds at fontsize
+    (a DejaVu Sans character is at most about 0.6 em wide on average), so
+    a figure's title stays on its canvas."""
+    import textwrap
+    chars = max(30, int(width_inches * 72 / (fontsize * 0.6)))
+    return "\n".join(part for line in text.split("\n")
+                     for part in (textwrap.wrap(line, chars) or [""]))
+
+
+def stop_times(con, run, clock, se, re_):
+    """Where each worker that did not finish stopped, in ns on the clock
+    drawn: {worker: (state, last activity, stop)}. A crashed or stalled
+    worker stopped after its last transfer; in wall time a timed-out one
+    when its wait ran out (its last transfer plus the run's --timeout, at
+    most the run's end), and one that aborted when the run stopped (its
+    wall_ns: the watchdog's moment). Simulated time has no timeout: every
+    one stops after its last transfer."""
+    rid = run["run_id"]
+    out = {}
+    timeout = run.get("timeout_s")
+    timeout = timeout * 1e9 if isinstance(timeout, (int, float)) and timeout > 0 else None
+    end = run["wall_ns"] if clock == "wall" and run.get("wall_ns") else None
+    for w, (state, *_rest) in worker_states(con, run).items():
+        if state in (None, "done"):
+            continue
+        last = con.execute(
+            f"SELECT max(max(CASE WHEN src = ? THEN {se} END), "
+            f"max(coalesce(CASE WHEN dst = ? THEN {re_} END, 0))) FROM transfer WHERE run_id = ? "
+            "AND (src = ? OR dst = ?)", (w, w, rid, w, w)).fetchone()[0] or 0
+        stop = last
+        if clock == "wall" and state == "timed_out" and timeout:
+            stop = last + timeout if end is None else min(max(last + timeout, last), max(end, last))
+        elif clock == "wall" and state == "aborted" and end is not None:
+            stop = max(end, last)
+        out[w] = (state, last, stop)
+    return out
+
+
+def place_labels(labels, char, lanes):
+    """Step labels [(priority, x, text)] into at most `lanes` rows, each at
+    the lowest row where it runs into no other: [(x, text, row)] and the
+    texts left out (no row had room). char: a character's width in x."""
+    placed = [[] for _ in range(lanes)]  # per row: (x, width)
+    drawn, left = [], []
+    for _, x, label in sorted(labels):
+        width = char * (len(label) + 1)
+        for row, spans in enumerate(placed):
+            if all(x + width <= px or x >= px + pw for px, pw in spans):
+                spans.append((x, width))
+                drawn.append((x, label, row))
+                break
+        else:
+            left.append((x, label))
+    return drawn, [label for _, label in sorted(left)]
+
+
+# The timeline's rows of step labels (under the workers), and the least
+# width a bar is drawn at, as a fraction of the time drawn (1/500: about
+# 2 pixels of the 12-inch figure's 1,100-pixel axis at 120 dpi): a 21 us
+# receive on a 100 ms axis would be a fifth of a pixel.
+TIMELINE_LABEL_ROWS = 4
+TIMELINE_MIN_BAR = 1 / 500
+
+
 def cmd_timeline(con, run, args):
     plt = pyplot()
     from matplotlib.patches import Patch
@@ -545,7 +786,14 @@ def cmd_timeline(con, run, args):
     simulated = clock == "simulated"
     span = con.execute(f"SELECT max(max({se}), max(coalesce({re_}, 0))) FROM transfer "
                        "WHERE run_id = ?", (rid,)).fetchone()[0] or 0
+    stops = stop_times(con, run, clock_key, se, re_)
+    span = max([span] + [stop for _, _, stop in stops.values()])
     unit, scale = ("ms", 1e6) if span > 5e6 else ("us", 1e3)
+    x_end = span / scale if span else 1
+    least = x_end * TIMELINE_MIN_BAR  # every bar at least this wide
+
+    def bar(t0, t1):
+        return (t0 / scale, max((t1 - t0) / scale, least))
     fig, ax = plt.subplots(figsize=(12, 1.4 + 0.45 * min(W, 64)))
     detail = n <= TIMELINE_DETAIL_LIMIT
     never = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
@@ -568,13 +816,11 @@ def cmd_timeline(con, run, args):
             tone = 0.35 if simulated and step % 2 else 0.0
             lane = seg % 2 if simulated else 0
             if not simulated:
-                sends.setdefault((phase, tone), {}).setdefault(src, []).append(
-                    (s0 / scale, max(s1 - s0, 1) / scale))
+                sends.setdefault((phase, tone), {}).setdefault(src, []).append(bar(s0, s1))
             if r1 is not None:
-                recvs.setdefault((phase, tone, lane), {}).setdefault(dst, []).append(
-                    (r0 / scale, max(r1 - r0, 1) / scale))
+                recvs.setdefault((phase, tone, lane), {}).setdefault(dst, []).append(bar(r0, r1))
                 if wait and not simulated:
-                    waits.setdefault(dst, []).append((r0 / scale, wait / scale))
+                    waits.setdefault(dst, []).append(bar(r0, r0 + wait))
             else:
                 lost.append((s0 / scale, dst))
         for (phase, tone, lane), by_worker in recvs.items():
@@ -600,25 +846,25 @@ def cmd_timeline(con, run, args):
         for phase, dst, step, r0, r1, wait in rows:
             if r0 is None or r1 is None:
                 continue
-            bars.setdefault((phase, step % 2, dst), []).append((r0 / scale, max(r1 - r0, 1) / scale))
+            bars.setdefault((phase, step % 2, dst), []).append(bar(r0, r1))
         for (phase, odd, dst), spans in bars.items():  # one collection per row, phase, parity
             ax.broken_barh(spans, (dst - 0.4, 0.8), facecolors=shade(phase_colour(phase), 0.3 * odd),
                            edgecolors="white", linewidth=0.3)
-    # where a worker that did not finish stopped: after its last transfer
-    for w, (state, phase, step, chunk, waiting, peer) in worker_states(con, run).items():
-        if state in (None, "done"):
-            continue
-        last = con.execute(
-            f"SELECT max(max(CASE WHEN src = ? THEN {se} END), "
-            f"max(coalesce(CASE WHEN dst = ? THEN {re_} END, 0))) FROM transfer WHERE run_id = ? "
-            "AND (src = ? OR dst = ?)", (w, w, rid, w, w)).fetchone()[0]
-        ax.text((last or 0) / scale, w + 0.05, f" {state.replace('_', ' ')}", color="#c0392b",
-                fontsize=8, fontweight="bold", va="center")
-    # step boundaries: when each step of each bucket and iteration began.
-    # Labels only where they do not run into the previous one.
+    # where a worker that did not finish stopped (stop_times): a dotted
+    # line from its last transfer to there, where its state is written
+    for w, (state, last, stop) in sorted(stops.items()):
+        words = state.replace("_", " ")
+        if stop > last:
+            ax.plot([last / scale, stop / scale], [w - 0.15, w - 0.15], color="#c0392b", lw=1,
+                    linestyle=":")
+            words += f" at {stop / scale:,.1f} {unit}"
+        far = stop / scale > 0.8 * x_end  # near the right edge: written to its left
+        ax.text(stop / scale, w + 0.05, f" {words} " if far else f" {words}", color="#c0392b",
+                fontsize=8, fontweight="bold", va="center", ha="right" if far else "left")
+    # step boundaries: when each step of each bucket and iteration began,
+    # labelled in rows under the workers; a label that finds no room in any
+    # row is named in the axis label instead
     markers = step_markers(con, run, sb, scale)
-    x_end = span / scale if span else 1
-    placed = []  # (x, half width) of the labels drawn, in data units
     labels = []
     begun = set()  # the (iteration, bucket) pairs whose first step is marked
     for x, it, b, phase, step in markers:
@@ -631,23 +877,33 @@ def cmd_timeline(con, run, args):
             where = ([f"it{it}"] if it else []) + ([f"b{b}"] if run["buckets"] > 1 else [])
             label = f"{' '.join(where)} {label}"
         labels.append((not first_of_bucket, x, label))
-    # bucket starts first, then steps, each only where it runs into no other
+    # bucket starts first, then steps, each in the first row where it runs
+    # into no other
     char = x_end / 150  # about one character of 7-point text on a 12-inch axis
-    for _, x, label in sorted(labels):
-        width = char * (len(label) + 1)
-        if all(x + width <= px or x >= px + pw for px, pw in placed):
-            ax.text(x, W - 0.35, label, fontsize=7, color="0.35")
-            placed.append((x, width))
-    ax.set_ylim(W - 0.4 + 0.5, -0.6)
+    drawn, left_out = place_labels(labels, char, TIMELINE_LABEL_ROWS)
+    rows_used = 1 + max((row for _, _, row in drawn), default=0)
+    # a row of labels: 9 points, in y units (a worker's row is about 0.45 inch)
+    row_y = 9 / (72 * 0.45)
+    for x, label, row in drawn:
+        ax.text(x, W - 0.35 + row * row_y, label, fontsize=7, color="0.35")
+    ax.set_ylim(W + 0.1 + (rows_used - 1) * row_y, -0.6)
+    ax.set_xlim(-0.01 * x_end, 1.01 * x_end)
     ticks = range(W) if W <= 64 else range(0, W, max(1, W // 32))
     ax.set_yticks(ticks)
     ax.set_yticklabels([f"worker {w}" for w in ticks], fontsize=8)
     phases = phases_present(con, rid)
     # the ring's RS and AG need no key; other phases' abbreviations do
     key = ", ".join(f"{phase_abbrev(p)} {phase_label(p)}" for p in phases if p not in PHASES)
-    ax.set_xlabel(f"{clock} time since the run's start ({unit})" + (
+    xlabel = f"{clock} time since the run's start ({unit})" + (
         "; shades alternate by step, even and odd segments in the upper and lower half of a row"
-        if simulated and detail else "") + (f"; steps: {key}" if key else ""))
+        if simulated and detail else "") + (f"; steps: {key}" if key else "")
+    xlabel += f"; every bar at least {least:.3g} {unit} wide"
+    if left_out:
+        shown = ", ".join(left_out[:24]) + (f" and {len(left_out) - 24} more" if len(left_out) > 24
+                                            else "")
+        xlabel += (f"\nstep labels left out ({len(left_out)} of {len(labels)}, no room: "
+                   f"their dotted lines are drawn): {shown}")
+    ax.set_xlabel(fit_title(xlabel, 11, 10))
     what = "in flight to this worker" if simulated else "receive"
     handles = [Patch(color=phase_colour(p), label=f"{phase_label(p)} ({what})") for p in phases]
     if detail and not simulated:
@@ -663,8 +919,9 @@ def cmd_timeline(con, run, args):
     legend_rows = (len(handles) + 5) // 6
     title = titled(f"run {rid}: {algo_name(run)} all-reduce of {run['model']} on {W} workers, "
                    f"{run['bytes']:,} bytes per worker, {n} transfers, {clock} time", run)
-    ax.set_title(title, pad=24 + 14 * (legend_rows - 1), color="#c0392b" if run_failed(run) else "black")
-    save(fig, args.out, title)
+    ax.set_title(fit_title(title, 12, 12), pad=24 + 14 * (legend_rows - 1),
+                 color="#c0392b" if run_failed(run) else "black")
+    save(fig, args.out, title)  # the metadata's title unwrapped
     plt.close(fig)
 
 
@@ -687,7 +944,7 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     ax.set_xlim(-0.75, W - 0.25)
     ax.set_ylim(R - 0.5, -0.5)
     cell_pt = 72 * ax.get_position().width * ax.figure.get_figwidth() / (W + 0.5)
-    font = max(3.5, min(8.0, cell_pt / 3.4))
+    font = ctx.get("font") or max(3.5, min(8.0, cell_pt / 3.0))
     rs_done = ring and (info["phase"] == "all_gather" or
                         (info["phase"] == "reduce_scatter" and info["step"] == W - 2))
     steps = ctx.get("steps") or [("reduce_scatter", s) for s in range(W - 1)] + \
@@ -803,29 +1060,74 @@ def chunk_context(con, run):
             "steps": algo_steps(run)}
 
 
+# Past this many workers the ring's chunk diagram draws the steps that
+# matter (chunk_panels), not every one: W=16's 31 panels were 2592 x 2688
+# pixels, their labels 7 pixels high on a 1080-line screen.
+CHUNKS_ALL_STEPS_UP_TO = 8
+
+
+def chunk_panels(stages, W, ring):
+    """The stages a chunk diagram draws, and a sentence naming those left
+    out ('' when it draws them all). Up to CHUNKS_ALL_STEPS_UP_TO workers
+    (and every algorithm but the ring, drawn up to 8) every stage; past it
+    the ring's start, its first two reduce-scatter steps and its last (each
+    chunk complete at its owner), its first and last all-gather steps, the
+    first step with a transfer never received, and a failed run's last."""
+    if not ring or W <= CHUNKS_ALL_STEPS_UP_TO:
+        return stages, ""
+    keep = {(None, None), ("reduce_scatter", 0), ("reduce_scatter", 1),
+            ("reduce_scatter", W - 2), ("all_gather", 0), ("all_gather", W - 2)}
+    chosen = [i for i, st in enumerate(stages) if (st[3]["phase"], st[3]["step"]) in keep]
+    lost = [i for i, st in enumerate(stages) if any(not m[3] for m in st[2])]
+    chosen = sorted(set(chosen) | set(lost[:1]) | {len(stages) - 1})
+    left = {}
+    for i, st in enumerate(stages):
+        if i not in chosen:
+            left.setdefault(st[3]["phase"], []).append(st[3]["step"])
+
+    def runs(steps):  # [2, 3, 4, 7] -> '2-4, 7'
+        parts, start = [], None
+        for k, s in enumerate(steps):
+            if start is None:
+                start = s
+            if k + 1 == len(steps) or steps[k + 1] != s + 1:
+                parts.append(f"{start}" if start == s else f"{start}-{s}")
+                start = None
+        return ", ".join(parts)
+    gone = "; ".join(f"{phase_label(ph)} steps {runs(st)}" for ph, st in left.items())
+    note = (f"{len(chosen)} of {len(stages)} panels (W > {CHUNKS_ALL_STEPS_UP_TO}): left out "
+            f"{gone} (ringsim-plot animate or html shows every step)") if gone else ""
+    return [stages[i] for i in chosen], note
+
+
 def chunks_layout(stages, W):
-    """(columns, rows, panel inches): panels wrap into a near-square grid and
-    shrink so W=16's 31 panels stay under about 2,700 x 3,000 pixels."""
+    """(columns, rows, panel width, panel height, inches): panels wrap into
+    a near-square grid. Past CHUNKS_ALL_STEPS_UP_TO workers (chunk_panels:
+    at most 9 panels) three columns in 16 x 9 inches, 1920 x 1080 pixels
+    at 120 dpi: a screen's worth, its labels 10 or more pixels high."""
     n = len(stages)
+    if W > CHUNKS_ALL_STEPS_UP_TO:
+        cols = min(n, 3)
+        rows = (n + cols - 1) // cols
+        return cols, rows, 16 / cols, (9 - 1.0) / rows
     cols = min(n, 4 if W <= 4 else max(3, math.ceil(math.sqrt(n))))
     rows = (n + cols - 1) // cols
     panel = min(0.42 * W + 1.0, 3.6)
-    return cols, rows, panel
+    return cols, rows, panel, panel
 
 
-def cmd_chunks(con, run, args):
+def chunks_figure(con, run):
+    """The chunk diagram's figure and title (cmd_chunks saves it)."""
     plt = pyplot()
     stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
-    cols, rows, panel = chunks_layout(stages, W)
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * panel, rows * panel + 0.8), squeeze=False,
-                             layout="constrained")
-    for i, ax in enumerate(axes.flat):
-        if i < len(stages):
-            draw_chunks_stage(ax, stages[i], W, ctx, regions)
-        else:
-            ax.axis("off")
+    stages, left_out = chunk_panels(stages, W, regions is None)
+    cols, rows, panel_w, panel_h = chunks_layout(stages, W)
+    if W > CHUNKS_ALL_STEPS_UP_TO:  # a cell's width (of W + 0.5 in the panel's 88%) over 3
+        ctx["font"] = 72 * panel_w * 0.88 / (W + 0.5) / 3.0
+    # the title's lines: 10-point text, about 0.2 inch a line
+    width = cols * panel_w
     buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
     if regions is None:
         title = (f"run {run['run_id']}: whose contributions each worker (column) holds for each "
@@ -834,17 +1136,30 @@ def cmd_chunks(con, run, args):
                  f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
                  f"reduce-scatter")
     else:
-        import textwrap
         rows_text = ", ".join(f"{name} = elements {off}..{off + n - 1}" for name, off, n in regions)
-        title = "\n".join(textwrap.wrap(
-            f"run {run['run_id']}: {algo_name(run)} all-reduce, {W} workers: whose "
-            f"contributions each worker (column) holds of each region (row){buckets}; "
-            f"{rows_text}; arrows: that step's transfers (dashed with \u00d7: never received)",
-            max(60, int(cols * panel * 13))))
+        title = (f"run {run['run_id']}: {algo_name(run)} all-reduce, {W} workers: whose "
+                 f"contributions each worker (column) holds of each region (row){buckets}; "
+                 f"{rows_text}; arrows: that step's transfers (dashed with \u00d7: never received)")
+    if left_out:
+        title += "\n" + left_out
     title = titled(title, run)
-    fig.suptitle(title, fontsize=10, color="#c0392b" if run_failed(run) else "black")
+    shown = fit_title(title, width, 10)
+    lines = shown.count("\n") + 1
+    fig, axes = plt.subplots(rows, cols, figsize=(width, rows * panel_h + 0.2 * lines + 0.2),
+                             squeeze=False, layout="constrained")
+    for i, ax in enumerate(axes.flat):
+        if i < len(stages):
+            draw_chunks_stage(ax, stages[i], W, ctx, regions)
+        else:
+            ax.axis("off")
+    fig.suptitle(shown, fontsize=10, color="#c0392b" if run_failed(run) else "black")
+    return fig, title  # the metadata's title unwrapped
+
+
+def cmd_chunks(con, run, args):
+    fig, title = chunks_figure(con, run)
     save(fig, args.out, title, tight=False)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def links_data(con, run, clock):
@@ -923,7 +1238,7 @@ def cmd_links(con, run, args):
     lost = f"; bytes sent include {never} transfers never received" if never else ""
     what = "per link r -> r+1" if ring else f"per link src -> dst, {algo_name(run)} all-reduce"
     title = titled(f"run {rid}: traffic {what} ({W} workers), {unit} time{lost}", run)
-    a1.set_title(title, color="#c0392b" if run_failed(run) else "black")
+    a1.set_title(fit_title(title, 11, 12), color="#c0392b" if run_failed(run) else "black")
     save(fig, args.out, title)
     plt.close(fig)
 
@@ -947,25 +1262,25 @@ def compare_runs(con, args):
     clock): --runs, or by default every completed run of the same kind as the
     latest one. Runs with a simulated network (--net) use simulated time and
     are never mixed with wall-clock runs."""
-    cols = "run_id, workers, bytes, wall_ns, busbw_gbs, status, net_model, sim_ns, coalesce(algo, 'ring')"
     if args.runs:
         ids = parse_runs(args.runs)
-        rows = []
-        for rid in ids:
-            row = con.execute(f"SELECT {cols} FROM run WHERE run_id = ?", (rid,)).fetchone()
-            if row is None:
-                raise ToolError(f"{args.trace}: no run {rid}")
-            rows.append(row)
     else:
-        rows = con.execute(f"SELECT {cols} FROM run WHERE status = 'ok' ORDER BY run_id").fetchall()
+        ids = [r[0] for r in con.execute("SELECT run_id FROM run WHERE status = 'ok' ORDER BY run_id")]
     runs = []
-    for rid, W, size, wall, busbw, status, net, sim, algo in rows:
+    for rid in ids:
+        run = pick_run(con, args.trace, rid)  # checked as every command's runs are
+        rid, W, size, wall, busbw, status, net, sim, algo = (
+            run[k] for k in ("run_id", "workers", "bytes", "wall_ns", "busbw_gbs", "status",
+                             "net_model", "sim_ns", "algo"))
+        algo = algo or "ring"
+        if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
+            busbw = None
         if status != "ok" or W < 2:
             continue
         if net is not None and sim:
             runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": sim, "clock": "sim",
                          "busbw": size / sim * 2 * (W - 1) / W, "algo": algo})
-        elif net is None and wall:
+        elif net is None and wall and busbw is not None:
             runs.append({"run_id": rid, "workers": W, "bytes": size, "ns": wall, "clock": "wall",
                          "busbw": busbw, "algo": algo})
     clocks = {r["clock"] for r in runs}
@@ -1227,10 +1542,8 @@ def cmd_animate(con, run, args):
                      fontsize=9, color="#c0392b" if run_failed(run) else "black")
 
     anim = animation.FuncAnimation(fig, frame, frames=len(stages), repeat=False)
-    try:
-        anim.save(args.out, writer=writer)
-    except OSError as e:
-        raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
+    with replacing(args.out) as tmp:
+        anim.save(tmp, writer=writer)
     plt.close(fig)
     progress(f"wrote {args.out} ({len(stages)} frames)")
 
@@ -1465,11 +1778,7 @@ def cmd_export(con, run, args):
     clock = pick_clock(con, run, args.clock)
     n = transfer_count(con, rid)
     progress(f"exporting {n} transfers, {'simulated' if clock == 'sim' else 'wall'} time")
-    try:
-        out = open(args.out, "w")
-    except OSError as e:
-        raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
-    with out:
+    with replacing(args.out) as tmp, open(tmp, "w") as out:
         out.write('{"displayTimeUnit": "ns", "otherData": ')
         json.dump({"ringsim_run": rid, "model": run["model"], "algo": run_algo(run),
                    "workers": run["workers"],
@@ -1533,8 +1842,8 @@ def viewer_template():
 def bucket_algos(con, run):
     """{bucket: algorithm} from table bucket_algo (empty for an older trace)."""
     try:
-        return dict(con.execute("SELECT bucket, algo FROM bucket_algo WHERE run_id = ?",
-                                (run["run_id"],)))
+        return {b: clean(a) for b, a in con.execute(
+            "SELECT bucket, algo FROM bucket_algo WHERE run_id = ?", (run["run_id"],))}
     except sqlite3.OperationalError:
         return {}
 
@@ -1767,11 +2076,8 @@ def cmd_html(con, run_ignored, args):
             # two runs named: side by side from the start; else the latest
             "open": [0, 1] if args.run and len(runs) >= 2 else [len(runs) - 1]}
     page = html_page(data)
-    try:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(page)
-    except OSError as e:
-        raise ToolError(f"{args.out}: cannot write: {e.strerror}") from None
+    with replacing(args.out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(page)
     progress(f"wrote {args.out} ({len(page) / 1e6:.1f} MB, {len(runs)} run"
              f"{'' if len(runs) == 1 else 's'}): open it in a browser")
 
@@ -1797,14 +2103,26 @@ DEFAULT_OUT = {"timeline": "timeline.png", "chunks": "chunks.png", "links": "lin
 OUT_TYPES = {"animate": (".gif", ".mp4"), "export": (".json",), "html": (".html", ".htm")}
 
 
-def check_output(command, out):
-    """Refuse a bad -o before any work: its type, and whether it can be made."""
+def check_output(command, out, inputs=()):
+    """Refuse a bad -o before any work: its type, whether it can be made,
+    and whether it is one of the inputs (the same file: a hard link, a
+    symlink, or the trace itself named t.png), which writing would destroy."""
     allowed = OUT_TYPES.get(command, (".png", ".svg", ".pdf"))
     ext = os.path.splitext(out)[1].lower()
     if ext not in allowed:
         kind = {"animate": "animation", "export": "export", "html": "page"}.get(command, "image")
         raise ToolError(f"{out}: unknown {kind} type '{ext}' (use {', '.join(allowed)})")
-    folder = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise ToolError(f"{out}: cannot write: is a directory")
+    for name in inputs:
+        try:
+            same = name is not None and os.path.samefile(out, name)
+        except OSError:  # either does not exist (yet)
+            same = False
+        if same:
+            raise ToolError(f"{out}: is the input {name} (the same file): refusing to write "
+                            "over it; give another -o")
+    folder = os.path.dirname(os.path.realpath(out))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise ToolError(f"{out}: cannot write: no writable directory {folder}")
 
@@ -1850,7 +2168,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        check_output(args.command, args.out)
+        check_output(args.command, args.out, [getattr(args, k, None) for k in ("trace", "bench", "model")])
         if args.command == "compare" and (args.bench or args.model):
             if not args.bench:
                 raise ToolError("compare --model needs --bench FILE (the measured times)")
@@ -1867,7 +2185,7 @@ def main(argv=None):
             COMMANDS[args.command][0](con, run, args)
         con.close()
     except ToolError as e:
-        print(f"ringsim-plot: {e}", file=sys.stderr)
+        print(f"ringsim-plot: {clean(e)}", file=sys.stderr)
         return 2
     return 0
 
