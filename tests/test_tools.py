@@ -868,6 +868,12 @@ class Tools(unittest.TestCase):
         self.assertTrue(os.path.islink(link))
         self.assert_image(target)
         self.assertEqual(os.stat(target).st_mode & 0o777, 0o640)
+        # a name as long as a directory entry allows: its new file's name,
+        # beside it, is cut to fit
+        longest = self.out("l" * 251 + ".png")
+        rc, _, err = self.tool_in("timeline", self.db, "--run", 2, "-o", longest)
+        self.assertEqual(rc, 0, err)
+        self.assert_image(longest)
 
     # tools-output-2: on a full disk (a 2 MiB tmpfs, filled) every command
     # fails in one line, exit 2, and leaves the earlier picture, page or

@@ -634,8 +634,16 @@ def replacing(out):
             raise ToolError(f"{out}: cannot write: {e.strerror}") from None
         return
     folder, name = os.path.split(target)
+    ext = os.path.splitext(name)[1]
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=os.path.splitext(name)[1], dir=folder)
+        most = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        most = 255
+    # '.', the name cut to fit a directory entry, '.', 8 random characters, ext
+    keep = max(0, most - 10 - len(ext.encode()))
+    stem = os.fsencode(name)[:keep].decode(errors="ignore") if len(os.fsencode(name)) > keep else name
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=ext, dir=folder)
         os.close(fd)
     except OSError as e:
         raise ToolError(f"{out}: cannot write: {e.strerror}") from None
