@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -84,10 +85,34 @@ def assert_not_blank(test, path, min_w=800, min_h=500):
     test.assertLess(max(n for n, _ in colours), 0.9 * 200 * 150, f"{path}: one colour all over")
 
 
-class Viewer(unittest.TestCase):
+# One browser for every case the process runs (CTest runs one a process),
+# with its profile in a directory of its own. It starts, and opens a first
+# page (the renderer's start), in a thread while the class makes its traces;
+# not at all when the cases asked for (SELECTED, the command line's; none:
+# all) open no page (NO_PAGE). tearDownModule quits it.
+BROWSER = {"driver": None, "profile": None, "thread": None, "error": None}
+SELECTED = []
+
+
+def tearDownModule():
+    if BROWSER["thread"] is not None:
+        BROWSER["thread"].join()
+    if BROWSER["driver"] is not None:
+        BROWSER["driver"].quit()
+    if BROWSER["profile"] is not None:
+        BROWSER["profile"].cleanup()
+
+
+class BrowserCase(unittest.TestCase):
+    """The browser (BROWSER) and the helpers that read the page; each class
+    makes its traces once (make_traces)."""
+    WINDOW = (1400, 1000)
+    NO_PAGE = ()  # the cases that open no page
+
     @classmethod
     def setUpClass(cls):
         cls.parts = None
+        cls.driver = BROWSER["driver"]
         try:
             cls.parts = browser_parts()
         except RuntimeError as e:
@@ -95,6 +120,127 @@ class Viewer(unittest.TestCase):
             return
         cls.tmp = tempfile.TemporaryDirectory()
         cls.dir = cls.tmp.name
+        cls.con = None
+        asked = [n.split(".")[-1] for n in SELECTED if n.split(".")[0] == cls.__name__]
+        if BROWSER["driver"] is None and BROWSER["thread"] is None and \
+                (not SELECTED or set(asked) - set(cls.NO_PAGE)):
+            BROWSER["thread"] = threading.Thread(target=cls.start_browser_early)
+            BROWSER["thread"].start()
+        cls.make_traces()
+
+    @classmethod
+    def start_browser_early(cls):
+        try:
+            driver = cls.start_browser()
+            blank = os.path.join(BROWSER["profile"].name, "blank.html")
+            with open(blank, "w") as f:
+                f.write("<!DOCTYPE html><title>blank</title>")
+            driver.get("file://" + blank)
+            BROWSER["driver"] = driver
+        except Exception as e:  # raised again by the first case that opens a page
+            BROWSER["error"] = e
+
+    @classmethod
+    def make_traces(cls):
+        pass
+
+    @classmethod
+    def start_browser(cls):
+        selenium, chromium, driver = cls.parts
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = chromium
+        BROWSER["profile"] = tempfile.TemporaryDirectory()
+        cls.profile = BROWSER["profile"].name
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--window-size=%d,%d" % cls.WINDOW, "--user-data-dir=" + cls.profile,
+                  "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-default-apps",
+                  "--no-default-browser-check", "--mute-audio",
+                  "--disable-features=Translate,OptimizationHints,MediaRouter"):
+            opts.add_argument(a)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+        return webdriver.Chrome(service=Service(driver), options=opts)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.parts is None:
+            return
+        if cls.con is not None:
+            cls.con.close()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        if self.parts is None:
+            self.fail(self.missing)
+        self.logs = []
+
+    # ---- helpers ------------------------------------------------------------
+
+    def browser(self):
+        if BROWSER["thread"] is not None:
+            BROWSER["thread"].join()
+            BROWSER["thread"] = None
+        if BROWSER["error"] is not None:
+            raise BROWSER["error"]
+        if BROWSER["driver"] is None:
+            BROWSER["driver"] = self.start_browser()
+        type(self).driver = BROWSER["driver"]
+        return self.driver
+
+    def open(self, page):
+        d = self.browser()
+        d.get("file://" + page)
+        for _ in range(200):
+            if d.execute_script("return document.body.dataset.ready") == "1":
+                break
+            time.sleep(0.05)
+        self.assertEqual(d.execute_script("return document.body.dataset.ready"), "1",
+                         f"{page}: the page's script did not finish")
+
+    def console_errors(self):
+        """The browser's log since the last call: errors and warnings."""
+        entries = self.driver.get_log("browser")
+        return [e for e in entries if e["level"] in ("SEVERE", "WARNING")]
+
+    def assert_no_console_errors(self):
+        self.assertEqual(self.console_errors(), [])
+
+    def pane(self, i=0):
+        return self.driver.find_element("css selector", f"#panes > .pane:nth-child({i + 1})")
+
+    def find(self, css, pane=0):
+        """An element in pane i: one round trip to the browser."""
+        return self.driver.find_element("css selector",
+                                        f"#panes > .pane:nth-child({pane + 1}) {css}")
+
+    def select_run(self, rid, pane=0):
+        """Pick run rid in the pane's run selector as Selenium's Select does
+        (a click on its option, unless selected already), its option found
+        by one script, not a round trip per option."""
+        index = self.driver.execute_script(
+            "return [...document.querySelectorAll('.pane')[arguments[0]].querySelectorAll("
+            "'select.run option')].flatMap((o, i) => o.textContent.startsWith(arguments[1]) "
+            "? [[i, o.selected]] : [])", pane, f"run {rid}:")
+        self.assertEqual(len(index), 1, f"run {rid} once in the run selector")
+        if not index[0][1]:
+            self.find(f"select.run option:nth-child({index[0][0] + 1})", pane).click()
+        self.assertEqual(self.pane(pane).get_attribute("data-run"), str(rid))
+
+
+def run_ringsim(*args):
+    return subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True)
+
+
+def run_tool(*args):
+    return subprocess.run([sys.executable, TOOL, *map(str, args)], capture_output=True,
+                          text=True)
+
+
+class Viewer(BrowserCase):
+    @classmethod
+    def make_traces(cls):
         cls.shots = os.environ.get("RINGSIM_VIEWER_SHOTS", cls.dir)
         cls.db = os.path.join(cls.dir, "t.db")
         small = os.path.join(cls.dir, "small.json")
@@ -112,7 +258,11 @@ class Viewer(unittest.TestCase):
                 ("W8", ["-p", small, "-w", 8]),
                 ("buckets", ["-p", three, "-w", 4, "--bucket-mb", 1, "--segment-bytes", 65536]),
                 ("rd", ["-p", small, "-w", 8, "--algo", "rd"]),
-                ("net", ["-p", small, "-w", 3, "--net", "latency=5us,bandwidth=10GB/s"])):
+                ("net", ["-p", small, "-w", 3, "--net", "latency=5us,bandwidth=10GB/s"]),
+                # W=16 side by side: a simulated 54 ms (60 ticks a ms apart before
+                # the axis chose its step by its labels' width), and recursive doubling
+                ("W16sim", ["-p", small, "-w", 16, "--net", "latency=1800us,bandwidth=10GB/s"]),
+                ("W16rd", ["-p", small, "-w", 16, "--algo", "rd"])):
             p = subprocess.run([RINGSIM, "--trace", cls.db, *map(str, args)],
                                capture_output=True, text=True)
             assert p.returncode == 0, p.stderr
@@ -128,75 +278,11 @@ class Viewer(unittest.TestCase):
                            capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
         cls.con = sqlite3.connect(cls.db)
-        cls.driver = cls.start_browser()
-
-    @classmethod
-    def start_browser(cls):
-        selenium, chromium, driver = cls.parts
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = chromium
-        cls.profile = tempfile.mkdtemp(dir=cls.dir)
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1400,1000", "--user-data-dir=" + cls.profile,
-                  "--no-first-run", "--disable-extensions", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-default-apps",
-                  "--no-default-browser-check", "--mute-audio",
-                  "--disable-features=Translate,OptimizationHints,MediaRouter"):
-            opts.add_argument(a)
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-        return webdriver.Chrome(service=Service(driver), options=opts)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.parts is None:
-            return
-        cls.driver.quit()
-        cls.con.close()
-        cls.tmp.cleanup()
-
-    def setUp(self):
-        if self.parts is None:
-            self.fail(self.missing)
-        self.logs = []
-
-    # ---- helpers ------------------------------------------------------------
-
-    def open(self, page):
-        d = self.driver
-        d.get("file://" + page)
-        for _ in range(200):
-            if d.execute_script("return document.body.dataset.ready") == "1":
-                break
-            time.sleep(0.05)
-        self.assertEqual(d.execute_script("return document.body.dataset.ready"), "1",
-                         f"{page}: the page's script did not finish")
-
-    def console_errors(self):
-        """The browser's log since the last call: errors and warnings."""
-        entries = self.driver.get_log("browser")
-        return [e for e in entries if e["level"] in ("SEVERE", "WARNING")]
-
-    def assert_no_console_errors(self):
-        self.assertEqual(self.console_errors(), [])
 
     def shot(self, name):
         path = os.path.join(self.shots, f"viewer_{name}.png")
         self.driver.save_screenshot(path)
         assert_not_blank(self, path)
-
-    def pane(self, i=0):
-        return self.driver.find_elements("css selector", ".pane")[i]
-
-    def select_run(self, rid, pane=0):
-        from selenium.webdriver.support.ui import Select
-        sel = Select(self.pane(pane).find_element("css selector", "select.run"))
-        texts = [o.text for o in sel.options]
-        index = [i for i, t in enumerate(texts) if t.startswith(f"run {rid}:")]
-        self.assertEqual(len(index), 1, f"run {rid} in the run selector {texts}")
-        sel.select_by_index(index[0])
-        self.assertEqual(self.pane(pane).get_attribute("data-run"), str(rid))
 
     def select_bucket(self, i, pane=0):
         from selenium.webdriver.support.ui import Select
@@ -226,7 +312,7 @@ class Viewer(unittest.TestCase):
         ActionChains(self.driver).send_keys(key).perform()
 
     def click(self, css, pane=0):
-        self.pane(pane).find_element("css selector", css).click()
+        self.find(css, pane).click()
 
     # ---- what the trace says ------------------------------------------------
 
@@ -448,7 +534,7 @@ class Viewer(unittest.TestCase):
     # while a user plays, zooms, toggles the clock, hovers the timeline and
     # opens two runs side by side.
     def test_no_network_no_console_errors(self):
-        self.driver.get_log("performance")
+        self.browser().get_log("performance")
         self.open(self.page)
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.keys import Keys
@@ -535,11 +621,226 @@ class Viewer(unittest.TestCase):
         finally:
             self.con = saved
 
+    def timeline_text(self, pane=0):
+        """The pane's timeline caption, and its legend as [class, text]."""
+        return self.driver.execute_script(
+            "const p = document.querySelectorAll('.pane')[arguments[0]]; "
+            "return [p.querySelector('canvas.timeline').previousElementSibling.textContent, "
+            "[...p.querySelectorAll('.legend > span')].map(s => [s.className, s.textContent])]",
+            pane)
+
+    # viewer-6 (issue 33, 16 and 17): the timeline's caption counts what it
+    # draws as SQL counts the trace's transfers: received (a bar each; thick
+    # beside the thin send bars of wall time), never received (a red x each),
+    # sent (wall time only); not the bars of every kind summed (192 "bars"
+    # for 96 transfers). The legend names only what the clock shown draws:
+    # no hatching (no waits) and no send bars in simulated time.
+    def test_caption_and_legend_say_what_is_drawn(self):
+        self.open(self.page)
+        for name, clock in (("W4", "wall"), ("failed", "wall"), ("net", "sim"), ("net", "wall")):
+            with self.subTest(run=name, clock=clock):
+                rid = self.runs[name]
+                self.select_run(rid)
+                if name == "net":
+                    self.click(f".clock-{clock}")
+                caption, legend = self.timeline_text()
+                n, received, waited = self.con.execute(
+                    "SELECT count(*), count(recv_end_ns), count(CASE WHEN wait_ns > 0 AND "
+                    "recv_end_ns IS NOT NULL THEN 1 END) FROM transfer WHERE run_id = ?",
+                    (rid,)).fetchone()
+                lost, wall = n - received, clock == "wall"
+                want = (f"{n:,} transfers: {received:,} received, a "
+                        f"{'thick ' if wall else ''}bar each")
+                if lost:
+                    want += f"; {lost:,} never received, a red \u00d7 each"
+                if wall:
+                    want += f"; {n:,} sent, a thin pale bar each"
+                self.assertEqual(caption, f"{'Wall' if wall else 'Simulated'} time, one row per "
+                                          f"worker. {want}.")
+                phases = {p.replace("_", "-") for (p,) in self.con.execute(
+                    "SELECT DISTINCT phase FROM transfer WHERE run_id = ?", (rid,))}
+                self.assertEqual({t for c, t in legend if c == "lg-phase"}, phases)
+                want = {"lg-phase", "lg-step"} | ({"lg-send"} if wall else set()) | \
+                    ({"lg-hatch"} if wall and waited else set()) | ({"lg-lost"} if lost else set())
+                self.assertEqual({c for c, _ in legend}, want, legend)
+                text = " ".join(t for _, t in legend)
+                if not wall:
+                    self.assertNotIn("hatched", text)
+                    self.assertNotIn("send", text)
+                if not lost:
+                    self.assertNotIn("never received", text)
+        self.assertTrue(self.con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND "
+                                         "wait_ns > 0", (self.runs["W4"],)).fetchone()[0],
+                        "a wall-time run with waits, whose legend names the hatching")
+        self.assert_no_console_errors()
+
+    PANE_BOXES = (
+        "return [...document.querySelectorAll('.pane')].map(p => { "
+        "const w = p.querySelector('.chunkwrap'), "
+        "r = w.querySelector('svg').getBoundingClientRect(); "
+        "return {wrap: [w.scrollWidth, w.clientWidth, w.scrollHeight, w.clientHeight], "
+        "pane: [p.scrollWidth, p.clientWidth], svg: [r.width, r.height], "
+        "maxh: parseFloat(getComputedStyle(w).maxHeight), "
+        "page: [document.documentElement.scrollWidth, document.documentElement.clientWidth]}; })")
+
+    def assert_fitted(self, why):
+        boxes = self.driver.execute_script(self.PANE_BOXES)
+        self.assertEqual(len(boxes), 2)
+        for i, b in enumerate(boxes):
+            sw, cw, sh, ch = b["wrap"]
+            self.assertLessEqual(sw, cw, f"{why}: pane {i}'s chunk view scrolls across: {b}")
+            self.assertLessEqual(sh, ch, f"{why}: pane {i}'s chunk view scrolls down: {b}")
+            self.assertLessEqual(b["pane"][0], b["pane"][1], f"{why}: pane {i} scrolls: {b}")
+            self.assertLessEqual(b["page"][0], b["page"][1], f"{why}: the page scrolls across")
+            # fitted, not merely small: the grid fills the width or the height
+            self.assertGreater(max(b["svg"][0] / cw, b["svg"][1] / b["maxh"]), 0.9, f"{why}: {b}")
+        return boxes
+
+    # viewer-7 (issue 33, 17): two W=16 runs side by side in a 1920x1080
+    # window (whose grids at their default size overflow their panes):
+    # "fit" puts each whole grid inside its pane, no scrollbar, and keeps
+    # it there when the window narrows; each timeline's axis labels, in
+    # either clock, stand apart inside the canvas (not "10 ms11 ms12 ms").
+    def test_fit_and_axis_side_by_side(self):
+        page = os.path.join(self.dir, "w16.html")
+        p = run_tool("html", self.db, "-o", page, "--run", self.runs["W16sim"], self.runs["W16rd"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.browser().set_window_size(1920, 1080)
+        self.addCleanup(self.driver.set_window_size, *self.WINDOW)
+        self.open(page)
+        boxes = self.driver.execute_script(self.PANE_BOXES)
+        self.assertEqual(len(boxes), 2, "--run A B opens two panes")
+        self.assertTrue(all(b["wrap"][0] > b["wrap"][1] for b in boxes),
+                        f"at their default size both grids are wider than their panes: {boxes}")
+        self.click(".zoomfit", pane=0)
+        self.driver.execute_script("document.querySelectorAll('.pane')[1]"
+                                   ".querySelector('.zoomfit').click()")
+        before = self.assert_fitted("after fit")
+        for i, clocks in enumerate((("sim", "wall"), ("wall",))):
+            for clock in clocks:
+                with self.subTest(pane=i, clock=clock):
+                    ticks, width = self.driver.execute_script(
+                        "const p = document.querySelectorAll('.pane')[arguments[0]], "
+                        "r = p.querySelector('.clock-' + arguments[1]), "
+                        "c = p.querySelector('canvas.timeline'); "
+                        "if (r) r.click(); "
+                        "return [JSON.parse(c.dataset.ticks), c.getBoundingClientRect().width]",
+                        i, clock)
+                    self.assertGreaterEqual(len(ticks), 3, ticks)
+                    texts = [t for _, _, t in ticks]
+                    self.assertEqual(len(set(texts)), len(texts), f"labels repeat: {texts}")
+                    for (a0, a1, at), (b0, b1, bt) in zip(ticks, ticks[1:]):
+                        self.assertLessEqual(a1 + 4, b0, f"{at!r} runs into {bt!r}: {ticks}")
+                    self.assertGreaterEqual(ticks[0][0], 0)
+                    self.assertLessEqual(ticks[-1][1], width)
+        self.driver.set_window_size(1500, 900)
+        for _ in range(60):  # the page redraws 150 ms after the last resize
+            time.sleep(0.05)
+            now = self.driver.execute_script(self.PANE_BOXES)
+            if all(a["svg"] != b["svg"] for a, b in zip(before, now)):
+                break
+        self.assert_fitted("after the window narrowed")
+        self.assert_no_console_errors()
+
+
+# Names a page could be disabled by, or run: the parser's escapes inside a
+# script element ('<!--' then '<script' swallow the page's code), a script,
+# an image whose error runs one, an entity, JavaScript's line separators,
+# quotes and a backslash.
+HOSTILE = ("<!--<script>document.title='PWNED'</script>"
+           "<img src=x onerror=\"document.title='PWNED'\">&amp;\u2028\u2029'\"\\")
+
+
+class HostileNames(BrowserCase):
+    """A model, its params, a trace file and an error holding HOSTILE: the
+    page shows each as text; ringsim prints them and the trace holds them."""
+    NO_PAGE = ("test_hostile_names_reach_the_trace_intact",)
+    MODEL = "m" + HOSTILE + "\t"  # a tab: a control character, printed as '?'
+    PARAMS = ("p" + HOSTILE, "q" + HOSTILE + "\x1b[31m")
+    # a file name cannot hold '/': its '<!--<script' and an image
+    TRACE = "t<!--<script><img src=x onerror=\"document.title='PWNED'\">&amp;\u2028.db"
+
+    @classmethod
+    def make_traces(cls):
+        model = os.path.join(cls.dir, "hostile.json")
+        with open(model, "w") as f:
+            json.dump({"name": cls.MODEL, "params": [{"name": cls.PARAMS[0], "shape": [7]},
+                                                     {"name": cls.PARAMS[1], "shape": [5]}]}, f)
+        cls.db = os.path.join(cls.dir, cls.TRACE)
+        cls.ok = run_ringsim("-w", 3, "-p", model, "--trace", cls.db)
+        assert cls.ok.returncode == 0, cls.ok.stderr
+        cls.failed = run_ringsim("-w", 4, "-p", model, "--inject", "crash:worker=2,step=3",
+                                 "--timeout", "0.3", "--trace", cls.db)
+        assert cls.failed.returncode == 3, cls.failed.stderr
+        cls.con = sqlite3.connect(cls.db)
+        # an error naming a param, as the check's errors quote one
+        cls.con.execute("UPDATE run SET error = error || ' (param \"' || ? || '\")' "
+                        "WHERE run_id = 2", (cls.PARAMS[0],))
+        cls.con.commit()
+        cls.page = os.path.join(cls.dir, "hostile.html")
+        p = run_tool("html", cls.db, "-o", cls.page)
+        assert p.returncode == 0, p.stderr
+
+    @staticmethod
+    def printed(name):
+        """name as ringsim prints it: a control character as '?'."""
+        return "".join("?" if ord(ch) < 0x20 or ord(ch) == 0x7f else ch for ch in name)
+
+    # viewer-8 (issue 33, 2): ringsim prints the hostile model and param
+    # names (control characters as '?') and the trace's file name, and the
+    # trace holds the names byte for byte.
+    def test_hostile_names_reach_the_trace_intact(self):
+        out = self.ok.stdout
+        self.assertIn(f'model "{self.printed(self.MODEL)}" on 3 workers', out)
+        for name in self.PARAMS:
+            self.assertIn(f"\n  {self.printed(name)}: [", out)
+        self.assertIn(f"trace      {self.db}, run 1", out)
+        self.assertIn(f'model "{self.printed(self.MODEL)}" on 4 workers', self.failed.stdout)
+        self.assertEqual(self.con.execute("SELECT model FROM run ORDER BY run_id").fetchall(),
+                         [(self.MODEL,), (self.MODEL,)])
+        for rid in (1, 2):
+            self.assertEqual(self.con.execute(
+                "SELECT name FROM param WHERE run_id = ? ORDER BY idx", (rid,)).fetchall(),
+                [(n,) for n in self.PARAMS])
+
+    # viewer-9 (issue 33, 2): the page of that trace runs its script and
+    # shows every name where it shows it (the trace file's name, each run's
+    # label in the selectors, the summary, the failed run's error) as text;
+    # no payload ran: the title is the page's, no image, no handler, only
+    # the page's two script elements.
+    def test_hostile_names_shown_as_text(self):
+        self.open(self.page)
+        d = self.driver
+        model = self.printed(self.MODEL)
+        self.assertEqual(d.find_element("id", "source").get_attribute("textContent"), self.TRACE)
+        error = self.con.execute("SELECT error FROM run WHERE run_id = 2").fetchone()[0]
+        self.assertIn(self.PARAMS[0], error)
+        for rid in (2, 1):  # the latest opens first
+            with self.subTest(run=rid):
+                if rid == 1:
+                    self.select_run(rid)
+                labels, summary, status = d.execute_script(
+                    "const p = document.querySelector('.pane'), s = p.querySelector('.status'); "
+                    "return [[...p.querySelectorAll('select.run option')].map(o => o.textContent), "
+                    "p.querySelector('.summary').textContent, s && s.textContent]")
+                self.assertEqual(len(labels), 2)
+                self.assertTrue(all(f", {model}, " in l for l in labels), labels)
+                self.assertIn(f" all-reduce of {model} on ", summary)
+                self.assertEqual(status, f"FAILED: {self.printed(error)}" if rid == 2 else None)
+        time.sleep(0.2)  # an image's error handler would have run by now
+        self.assertEqual(d.execute_script(
+            "return [document.title, document.images.length, "
+            "document.querySelectorAll('[onerror]').length, document.scripts.length, "
+            "document.querySelectorAll('.pane svg .cell').length > 0]"),
+            ["ringsim trace viewer", 0, 0, 2, True])
+        self.assert_no_console_errors()
+
 
 def main():
     global RINGSIM, EXAMPLES, TOOL
     RINGSIM, EXAMPLES, tools = sys.argv[1:4]
     TOOL = os.path.join(tools, "ringsim_plot.py")
+    SELECTED[:] = sys.argv[4:]
     unittest.main(argv=[sys.argv[0], *sys.argv[4:]], verbosity=2)
 
 

@@ -2058,11 +2058,24 @@ def html_run(con, run):
     return out
 
 
+# What the HTML parser acts on inside a script element ('</script' ends it,
+# '<!--' then '<script' swallow the page's code after it), '&', and the two
+# line separators older JavaScript refused in a string: as the JSON escapes
+# JSON.parse reads back as the same characters. JSON has none outside its
+# strings, so every name (model, params, file, error) reaches the page as
+# text, whatever it holds.
+_SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
 def html_page(data):
-    """The template with the data inside, as JSON a script element can hold
-    (no '</' to end it early)."""
-    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return viewer_template().replace(VIEWER_DATA_MARK, text)
+    """The template with the data inside, as JSON a script element holds
+    as text (_SCRIPT_SAFE; str.replace, 4 times faster than str.translate
+    over the 3 MB of a large run's page)."""
+    text = json.dumps(data, separators=(",", ":"))
+    for char, escape in _SCRIPT_SAFE:
+        text = text.replace(char, escape)
+    return viewer_template().replace(VIEWER_DATA_MARK, text, 1)
 
 
 def cmd_html(con, run_ignored, args):
