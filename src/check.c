@@ -1040,6 +1040,37 @@ int rs__check_prepare(rs_run_t *run) {
   return rc;
 }
 
+/* For a result outside its bound: the inputs are finite (refused
+ * otherwise), so a result that is not finite is an arithmetic overflow,
+ * of a partial sum (or product) or of the exact one itself. Names the
+ * first such element in text (": the sum overflowed to inf in f16, ..."),
+ * or leaves text empty if every element is finite. */
+static void name_overflow(const rs_run_t *run, char *text, size_t size) {
+  text[0] = '\0';
+  const size_t n = rs_model_elems(run->model);
+  size_t i = 0, count = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!isfinite(value_at(run, run->first_local, k)) && !count++)
+      i = k;
+  if (!count)
+    return;
+  const rs_param_t *param =
+      rs_model_param(run->model, rs__model_param_at(run->model, i));
+  double got = value_at(run, run->first_local, i);
+  const rs_config_t *c = &run->config;
+  int post_avg = c->op == RS_OP_AVG && c->average_pre == RS_AVERAGE_POST;
+  snprintf(text, size,
+           ": the %s overflowed to %s in %s, at %zu element(s), the first "
+           "\"%.100s\"[%zu] (element %zu)%s",
+           c->op == RS_OP_PROD ? "product" : "sum",
+           isnan(got) ? "nan (inf - inf)" : got < 0 ? "-inf" : "inf",
+           rs_dtype_name(run->dtype), count, param->name,
+           i - param->elem_offset, i,
+           post_avg ? "; --average pre divides each gradient by the worker "
+                      "count before the sum"
+                    : "");
+}
+
 static uint64_t wrong_total(const rs_run_t *run) {
   uint64_t total = 0;
   for (size_t p = 0; p < rs_model_param_count(run->model); p++)
@@ -1087,9 +1118,13 @@ void rs__check_result(rs_run_t *run) {
                  "workers do not hold identical results (worst error/bound "
                  "%g)",
                  res->worst_ratio);
-  else if (!(res->worst_ratio <= 1.0))
+  else if (!(res->worst_ratio <= 1.0)) {
+    char overflow[RS_ERRMSG_MAX];
+    name_overflow(run, overflow, sizeof overflow);
     rs__run_fail(run, RS_ECHECK,
                  "%llu element(s) outside the error bound (worst "
-                 "error/bound %g)",
-                 (unsigned long long)wrong_total(run), res->worst_ratio);
+                 "error/bound %g)%s",
+                 (unsigned long long)wrong_total(run), res->worst_ratio,
+                 overflow);
+  }
 }

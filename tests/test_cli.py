@@ -669,6 +669,52 @@ class Cli(unittest.TestCase):
                               capture_output=True, text=True, check=True).stdout
         self.assertEqual(rows, "4\n")
 
+    def test_overflow_named(self):
+        """A sum that overflows the dtype's range (finite inputs whose mean
+        is in range) fails the check, and the message says so: overflowed
+        to inf, in which param and at which element, how many, and, for a
+        post-divided average, that --average pre divides first (which then
+        passes). It said only 'outside the error bound (worst error/bound
+        inf)'."""
+        for dtype, big in (("f16", 40000), ("f32", 2e38)):
+            grads = [{"a": [1, 2], "b": [big, 1, -big]} for _ in range(3)]
+            model = self.write(f"{dtype}.json", json.dumps({
+                "name": "of", "grads": grads,
+                "params": [{"name": "a", "shape": [2], "dtype": dtype},
+                           {"name": "b", "shape": [3], "dtype": dtype}]}))
+            with self.subTest(dtype=dtype):
+                rc, out, err = run("-p", model, "--no-trace")
+                self.assertEqual(rc, 1, err)
+                self.assertEqual(err, f"ringsim: 2 element(s) outside the error bound (worst "
+                                 f"error/bound inf): the sum overflowed to inf in {dtype}, at "
+                                 f"2 element(s), the first \"b\"[0] (element 2); --average "
+                                 f"pre divides each gradient by the worker count before the "
+                                 f"sum\n")
+                rc, out, err = run("-p", model, "--no-trace", "--average", "pre")
+                self.assertEqual((rc, err), (0, ""))
+                rc, out, err = run("-p", model, "--no-trace", "--op", "max")
+                self.assertEqual((rc, err), (0, ""))
+                # the exact sum is out of range too: an overflow all the same
+                rc, out, err = run("-p", model, "--no-trace", "--op", "sum")
+                self.assertEqual(rc, 1, err)
+                self.assertIn("  b: [inf, 3, -inf]\n", out)
+                self.assertTrue(err.endswith(f": the sum overflowed to inf in {dtype}, at 2 "
+                                             f"element(s), the first \"b\"[0] (element 2)\n"),
+                                err)
+        # a sum whose exact value is out of range is inf, and correct; one
+        # whose partial sums overflow first is not
+        grads = [{"b": [40000]}, {"b": [40000]}, {"b": [-40000]}]
+        model = self.write("partial.json", json.dumps({
+            "name": "of", "grads": grads,
+            "params": [{"name": "b", "shape": [1], "dtype": "f16"}]}))
+        rc, out, err = run("-p", model, "--no-trace", "--op", "sum", "--algo", "ring")
+        self.assertEqual(rc, 1, err)  # 40000 + 40000 first: inf in f16
+        self.assertEqual(err, "ringsim: 1 element(s) outside the error bound (worst error/"
+                         "bound inf): the sum overflowed to inf in f16, at 1 element(s), "
+                         "the first \"b\"[0] (element 0)\n")
+        rc, out, err = run("-p", model, "--no-trace", "--op", "sum", "--algo", "linear")
+        self.assertEqual((rc, err), (0, ""))  # 40000 - 40000 first: in range
+
     def test_help_and_version(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)
