@@ -250,6 +250,39 @@ class Teaching(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree, gloo-ring or auto", err)
 
+    def test_model_all_marks_ties(self):
+        """`ringsim model --algo all` marks every algorithm whose simulated
+        time equals the best's as "tie: fastest", and only the best as
+        "fastest" when it is alone; --json lists the tied ones in
+        fastest_tied. (At W=4 on a flat network rhd ties the ring to the
+        nanosecond; the ring alone was marked fastest.)"""
+        model = os.path.join(EXAMPLES, "model.json")
+        for workers in (4, 3, 5):
+            with self.subTest(workers=workers):
+                rc, out, err = run("model", "-p", model, "-w", workers, "--algo", "all",
+                                   "--net", "latency=5us,bandwidth=25GB/s", "--json")
+                self.assertEqual(rc, 0, err)
+                table = json.loads(out)
+                best = min(a["sim_ns"] for a in table["algos"])
+                tied = [a["algo"] for a in table["algos"] if a["sim_ns"] == best]
+                self.assertEqual(table["fastest_tied"], tied)
+                self.assertEqual(table["fastest"], tied[0])
+                rc, out, err = run("model", "-p", model, "-w", workers, "--algo", "all",
+                                   "--net", "latency=5us,bandwidth=25GB/s")
+                self.assertEqual(rc, 0, err)
+                marks = {}
+                for line in out.splitlines():
+                    words = line.split()
+                    if words and words[0] in [a["algo"] for a in table["algos"]]:
+                        marks[words[0]] = line.split("  ")[-1].strip() if len(words) > 4 else ""
+                want = {a["algo"]: ("" if a["sim_ns"] != best else
+                                    "tie: fastest" if len(tied) > 1 else "fastest")
+                        for a in table["algos"]}
+                self.assertEqual(marks, want)
+                # (at W=3 gloo's ring ties the ring; at 5 the ring is alone)
+                self.assertEqual(tied, {4: ["ring", "rhd"], 3: ["ring", "gloo-ring"],
+                                        5: ["ring"]}[workers])
+
     def test_model_command(self):
         model = os.path.join(EXAMPLES, "model.json")
         extra = ["--net", NET, "--link", "2-3:bandwidth=2GB/s", "--straggler", "worker=1,us=30",

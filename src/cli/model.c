@@ -156,8 +156,17 @@ static int print_all(const options_t *opt, const rs_model_t *model,
       return EXIT_RUN;
     best = t[a].sim < t[best].sim ? a : best;
   }
+  /* Algorithms whose simulated time equals the best's, to the nanosecond,
+   * tie: none of them is "the fastest" (rhd ties the ring at W = 4). */
+  int tied = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    tied += t[a].sim == t[best].sim;
   if (opt->json) {
-    json_t *list = json_array();
+    json_t *list = json_array(), *fastest = json_array();
+    for (int a = 0; a < RS_ALGO_COUNT; a++)
+      if (t[a].sim == t[best].sim)
+        json_array_append_new(fastest,
+                              json_string(rs_algorithm_name(t[a].algo)));
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
       json_array_append_new(list,
@@ -184,9 +193,10 @@ static int print_all(const options_t *opt, const rs_model_t *model,
                                       "predicted_ns_at", at));
     }
     json_t *o = json_pack(
-        "{s:s, s:i, s:I, s:o, s:s, s:{s:I, s:I, s:s, s:o}}", "model",
+        "{s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}}", "model",
         rs_model_name(model), "workers", W, "bytes", (json_int_t)bytes, "algos",
-        list, "fastest", rs_algorithm_name(t[best].algo), "crossovers",
+        list, "fastest", rs_algorithm_name(t[best].algo), "fastest_tied",
+        fastest, "crossovers",
         "min_bytes", (json_int_t)(min_elems * elem_size), "max_bytes",
         (json_int_t)(rs_model_elems(model) * elem_size), "best_at_min",
         rs_algorithm_name(first), "changes", cl);
@@ -204,7 +214,10 @@ static int print_all(const options_t *opt, const rs_model_t *model,
     double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
     printf("  %-8s %14.3f %14.3f %12.3f%s\n", rs_algorithm_name(t[a].algo),
            (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
-           rs_busbw(algbw, W), a == best ? "  fastest" : "");
+           rs_busbw(algbw, W),
+           t[a].sim != t[best].sim ? ""
+           : tied > 1              ? "  tie: fastest"
+                                   : "  fastest");
   }
   printf(
       "\n  crossovers: the best algorithm by the predictions (as --algo "
