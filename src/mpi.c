@@ -839,6 +839,8 @@ void rs__mpi_close(rs_run_t *run) {
   free(m);
 }
 
+int rs_run_procs(const rs_run_t *run) { return run->procs; }
+
 const char *rs__mpi_host(const rs_run_t *run, int proc) {
   return run->mpi ? ctx(run)->hosts[proc] : "";
 }
@@ -1131,6 +1133,19 @@ const rs_transport_t rs__transport_mpi = {"mpi",       mpi_send,   mpi_recv,
 
 /* ---- faults from other processes ------------------------------------- */
 
+/* A signal stopped this process's run: the others stop too, and rank 0
+ * marks the run interrupted (docs/mpi.md). */
+static void tell_interrupt(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
+  const char *signal_name = atomic_load(&run->interrupted_by);
+  if (signal_name && !atomic_load(&m->told)) {
+    char said[RS_ERRMSG_MAX];
+    snprintf(said, sizeof said, "interrupted by %s (rank %d)", signal_name,
+             run->proc);
+    rs__mpi_tell_fault(run, -1, RS_EINTERRUPTED, said);
+  }
+}
+
 static void *listen_main(void *arg) {
   rs_run_t *run = arg;
   struct rs_mpi *m = run->mpi;
@@ -1139,15 +1154,7 @@ static void *listen_main(void *arg) {
   MPI_Irecv(&m->in, sizeof m->in, MPI_BYTE, MPI_ANY_SOURCE, TAG_FAULT, m->ctrl,
             &req);
   while (!atomic_load(&m->stop)) {
-    /* A signal stopped this process's run: the others stop too, and
-     * rank 0 marks the run interrupted (docs/mpi.md). */
-    const char *signal_name = atomic_load(&run->interrupted_by);
-    if (signal_name && !atomic_load(&m->told)) {
-      char said[RS_ERRMSG_MAX];
-      snprintf(said, sizeof said, "interrupted by %s (rank %d)", signal_name,
-               run->proc);
-      rs__mpi_tell_fault(run, -1, RS_EINTERRUPTED, said);
-    }
+    tell_interrupt(run);
     int done = 0;
     MPI_Test(&req, &done, &st);
     if (!done) {
@@ -1705,6 +1712,9 @@ void rs__mpi_finish(rs_run_t *run) {
     RS_PTHREAD_CHECK(pthread_join(m->listener, NULL));
     m->listening = 0;
   }
+  /* (a signal here stopped the run: the others wait for no timeout) */
+  tell_interrupt(run);
+  rs__run_take_interrupt(run);
   trace_finish(run); /* every record is in rank 0's trace (if traced) */
   /* Every process learns the run's first failure: a fault told while a
    * process's workers were finishing may have come after its listener

@@ -19,6 +19,8 @@ int rs_mpi_init(int *rank, int *procs, char *errmsg) {
 
 void rs_mpi_finalize(void) {}
 
+int rs_run_procs(const rs_run_t *run) { return run->procs; }
+
 int rs_mpi_check_alone(char *errmsg) {
   if (errmsg)
     errmsg[0] = '\0';

@@ -114,6 +114,10 @@ class MpiTransport(unittest.TestCase):
                 report = json.loads(run.stdout)
                 alone = json.loads(one.stdout)
                 self.assertEqual(report["transfers"], alone["transfers"])
+                self.assertEqual((report["transport"], report["processes"]),
+                                 ("mpi", p))
+                self.assertEqual((alone["transport"], alone["processes"]),
+                                 ("shm", 1))
                 self.assertTrue(report["checked"] and report["identical"],
                                 report)
                 db = sqlite3.connect(trace)
@@ -291,6 +295,16 @@ class MpiTransport(unittest.TestCase):
                              (2, 4, 0), r)
             self.assertGreater(r["mpi_allreduce_us"], 0, r)
             self.assertGreater(r["time_us"], 0, r)
+            # nothing was timed for ref over MPI: null, not 0
+            self.assertEqual((r["ref_us"], r["time_over_ref"]), (None, None))
+        text = self.mpirun(2, ["bench", "-w", "4", "-b", "8", "-e", "8",
+                               "-n", "2", "--warmup", "1"])
+        self.assertEqual(text.returncode, 0, text.stderr)
+        row = [line.split() for line in text.stdout.splitlines()
+               if line.strip() and not line.startswith("#")]
+        self.assertEqual(len(row), 1, text.stdout)
+        # size count type redop time algbw busbw #wrong ref time/ref mpi
+        self.assertEqual(row[0][8:10], ["-", "-"], text.stdout)
 
     # (iter .. contrib_count: every column of a transfer but its times and
     # ranks, which a one-process run has otherwise)
@@ -414,6 +428,8 @@ class MpiTransport(unittest.TestCase):
                          sorted(flips, key=lambda f: (f[1], f[0]))[:10])
         text = self.mpirun(2, args[:-1], env=env)
         self.assertEqual(text.returncode, 1, text.stderr)
+        self.assertEqual(text.stdout.splitlines()[1],
+                         "  transport  mpi, 2 processes")
         self.assertEqual(text.stdout.count("  differ     from worker 0's "
                                            "bits: worker 1 (1 element), "
                                            "worker 4 (1 element), worker 6 "
@@ -525,21 +541,9 @@ class MpiTransport(unittest.TestCase):
                                stderr=subprocess.PIPE, text=True)
         stopped = None
         try:
-            while stopped is None and time.monotonic() - begin < 20:
-                time.sleep(0.05)
-                if not os.path.exists(trace):
-                    continue
-                try:
-                    db = sqlite3.connect(trace)
-                    runs = db.execute("SELECT count(*) FROM run").fetchone()
-                    db.close()
-                except sqlite3.Error:
-                    continue
-                if runs[0]:  # rank 0 set up the run: rank 1 is in it
-                    time.sleep(0.3)
-                    stopped = self.rank_pid(1)
-                    os.kill(stopped, signal.SIGSTOP)
-            self.assertIsNotNone(stopped, "the run never began")
+            self.wait_for_run(trace)
+            stopped = self.rank_pid(1)
+            os.kill(stopped, signal.SIGSTOP)
             out, err = job.communicate(timeout=30)
         finally:
             if stopped:
@@ -563,6 +567,84 @@ class MpiTransport(unittest.TestCase):
         db.close()
         self.assertEqual(status, "failed")
         self.assertIn("rank 1 (workers 2 to 3", error)
+
+    def test_culprit_is_the_crashed_worker_across_processes(self):
+        """Worker 1 is process 0's last worker; its successor, worker 2, is
+        process 1's first. Its crash or stall at a step >= 1 names worker
+        1 (before: 'a message from worker 1 to worker 2 was lost on the
+        wire', from rank 0's count of the edge's sends against its own
+        copy's receipts, which were process 1's)."""
+        model = self.model("f32")
+        for fault, says in (
+                ("crash:worker=1,step=1", "worker 1 crashed (injected) at "
+                 "the start of reduce_scatter step 1"),
+                ("stall:worker=1,step=2,ms=3000", "worker 1 stalled "
+                 "(injected, 3000 ms) at the start of reduce_scatter step "
+                 "2")):
+            with self.subTest(fault=fault):
+                run = self.mpirun(2, ["--params", model, "--workers", "4",
+                                      "--algo", "ring", "--no-trace",
+                                      "--timeout", "0.5", "--inject", fault])
+                self.assertEqual(run.returncode, 3, run.stderr)
+                said = self.said(run)
+                self.assertTrue(said[0].startswith("ringsim: " + says),
+                                run.stderr)
+                self.assertNotIn("lost on the wire", run.stderr)
+
+    def test_signal_to_any_rank_marks_the_run_interrupted(self):
+        """SIGTERM to rank 1 or rank 0 in the run, or SIGINT to mpirun
+        (Ctrl-C: it sends every rank SIGTERM): the run's row is marked
+        interrupted, one line says so, and the ranks exit 143 (before: the
+        row stayed 'running' and nothing was said)."""
+        for target, says in ((1, "ringsim: interrupted by SIGTERM (rank 1)"),
+                             (0, "ringsim: interrupted by SIGTERM"),
+                             ("mpirun", "ringsim: interrupted by SIGTERM")):
+            with self.subTest(target=target):
+                trace = self.path(f"signal-{target}.db")
+                cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
+                       "2", RINGSIM, "--transport", "mpi", "-p",
+                       self.model("f32"), "--workers", "4", "--timeout", "5",
+                       "--inject", "stall:worker=3,step=1,ms=2000",
+                       "--trace", trace]
+                job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+                try:
+                    self.wait_for_run(trace)
+                    os.kill(job.pid if target == "mpirun" else
+                            self.rank_pid(target),
+                            signal.SIGINT if target == "mpirun" else
+                            signal.SIGTERM)
+                    out, err = job.communicate(timeout=20)
+                finally:
+                    job.kill()
+                    job.wait()
+                if target != "mpirun":  # (mpirun's own status is its own)
+                    self.assertEqual(job.returncode, 143, err)
+                said = [line for line in err.splitlines()
+                        if line.startswith("ringsim: interrupted")]
+                self.assertEqual(said, [says], err)
+                db = sqlite3.connect(trace)
+                status, error = db.execute(
+                    "SELECT status, error FROM run").fetchone()
+                db.close()
+                self.assertEqual((status, error), ("interrupted", says[9:]))
+
+    def wait_for_run(self, trace):
+        """Until rank 0 has set up the run in the trace, and a little more:
+        every rank is then in the run (a stall there keeps it going)."""
+        begin = time.monotonic()
+        while time.monotonic() - begin < 20:
+            time.sleep(0.05)
+            try:
+                db = sqlite3.connect(trace)
+                runs = db.execute("SELECT count(*) FROM run").fetchone()[0]
+                db.close()
+            except sqlite3.Error:
+                continue
+            if runs:
+                time.sleep(0.3)
+                return
+        self.fail("the run never began")
 
     def rank_pid(self, rank):
         """The pid of this test's ringsim process of the given rank."""

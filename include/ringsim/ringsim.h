@@ -779,6 +779,9 @@ const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index);
 const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
 const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
 const rs_config_t *rs_run_config(const rs_run_t *run);
+/* The processes a run is spread over: 1 unless config.mpi (then the MPI
+ * job's, after rs_run_create). */
+int rs_run_procs(const rs_run_t *run);
 
 /* When the check finds workers that do not hold identical results: an
  * element where a worker's result differs, bit for bit, from worker 0's. */

@@ -621,6 +621,8 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
         rs_algorithm_name(r->chosen));
     if (o->mpi) {
       json_object_set_new(j, "procs", json_integer(o->procs));
+      json_object_set_new(j, "ref_us", json_null()); /* (not timed) */
+      json_object_set_new(j, "time_over_ref", json_null());
       json_object_set_new(j, "mpi_allreduce_us",
                           r->mpi_us >= 0 ? json_real(r->mpi_us) : json_null());
     }
@@ -632,10 +634,14 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
     if (r->warmup != o->warmup || r->iters != o->iters)
       printf("# %zu B: %d warm-up + %d timed iterations (the time budget)\n",
              r->bytes, r->warmup, r->iters);
-    printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu %10.2f %8.2f",
-           r->bytes, r->count, datatype_name(o->dtype), op, r->time_us,
-           r->algbw, r->busbw, (unsigned long long)r->wrong, r->ref_us,
-           r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
+    printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu", r->bytes, r->count,
+           datatype_name(o->dtype), op, r->time_us, r->algbw, r->busbw,
+           (unsigned long long)r->wrong);
+    if (o->mpi) /* (no ref over MPI: nothing was timed, docs/mpi.md) */
+      printf(" %10s %8s", "-", "-");
+    else
+      printf(" %10.2f %8.2f", r->ref_us,
+             r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
     if (o->mpi && r->mpi_us >= 0)
       printf(" %10.2f", r->mpi_us);
     else if (o->mpi)

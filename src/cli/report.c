@@ -543,6 +543,9 @@ void cli_print_text(const report_t *r) {
          RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),
          cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
+  if (cfg->mpi) /* (docs/mpi.md) */
+    printf("  transport  mpi, %d process%s\n", rs_run_procs(r->run),
+           rs_run_procs(r->run) == 1 ? "" : "es");
   printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
          rs_model_param_count(r->model),
          rs_model_param_count(r->model) == 1 ? "" : "s", f.elems,
@@ -691,6 +694,8 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "version", json_string(RS_VERSION));
   json_object_set_new(o, "model", json_string(rs_model_name(r->model)));
   json_object_set_new(o, "workers", json_integer(f.workers));
+  json_object_set_new(o, "transport", json_string(cfg->mpi ? "mpi" : "shm"));
+  json_object_set_new(o, "processes", json_integer(rs_run_procs(r->run)));
   json_object_set_new(o, "op", json_string(rs_op_name(cfg->op)));
   json_object_set_new(o, "grads", json_string(r->source));
   json_object_set_new(o, "params",
