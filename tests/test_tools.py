@@ -988,8 +988,11 @@ class Tools(unittest.TestCase):
             ("UPDATE transfer SET contrib_count = 1000000000 WHERE rowid = 3",
              "a transfer's contrib_count is 1000000000"),
             ("UPDATE transfer SET chunk = 'x' WHERE rowid = 3",
-             "1 of its transfer rows hold values of the wrong type"),
-            ("UPDATE transfer SET recv_end_ns = 1.5 WHERE rowid = 3", "1 of its transfer rows hold values"),
+             "its transfer rows hold values of the wrong type in chunk"),
+            ("UPDATE transfer SET recv_end_ns = 1.5 WHERE rowid = 3",
+             "its transfer rows hold values of the wrong type in recv_end_ns"),
+            ("UPDATE transfer SET phase = X'41' WHERE rowid = 3",
+             "its transfer rows hold values of the wrong type in phase"),
             ("UPDATE run SET buckets = -1", "buckets is -1, not a count"),
         ]
         for k, (sql, message) in enumerate(edits):
@@ -1011,6 +1014,19 @@ class Tools(unittest.TestCase):
                     self.assertEqual(err.strip().count("\n"), 0, err)
                     self.assertIn(f"{db}: run 1 is inconsistent: {message}", err)
                     self.assertFalse(os.path.exists(out))
+        # text that is not UTF-8 (sqlite3 cannot decode it): one line too
+        db = self.out("edited-utf8.db")
+        with open(self.failed, "rb") as f, open(db, "wb") as g:
+            g.write(f.read())
+        con = sqlite3.connect(db)
+        con.execute("UPDATE run SET model = CAST(X'6DFF1B41' AS TEXT)")
+        con.commit()
+        con.close()
+        rc, _, err = self.tool_in("timeline", db, "-o", self.out("edited-utf8.png"))
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err.strip().count("\n"), 0, err)
+        self.assertIn(f"{db}: cannot read the trace: Could not decode to UTF-8 column 'model'", err)
+        self.assertNotIn("\x1b", err)
 
     # tools-titles: a figure's title stays on its canvas: the failed run's
     # chunk diagram (its FAILED line wrapped, not cut at "orker 2
