@@ -1564,20 +1564,22 @@ static int fail_agreed(rs_run_t *run, const agree_out_t *out) {
                       msg[0] ? msg : "another MPI process could not go on");
 }
 
-int rs__mpi_start(rs_run_t *run) {
-  struct rs_mpi *m = run->mpi;
+int rs__mpi_inputs(rs_run_t *run) {
   /* The inputs, as the options were (rs__mpi_open): the check's
    * collectives depend on how they were made. */
   char desc[256];
   if (run->generated)
-    snprintf(desc, sizeof desc, "inputs=generated (init %d, seed %llu)\n",
+    snprintf(desc, sizeof desc, "grads=generated: init %d, seed %llu\n",
              (int)run->init, (unsigned long long)run->seed);
   else
-    snprintf(desc, sizeof desc, "inputs=given (--grads files or inline)\n");
+    snprintf(desc, sizeof desc, "grads=given: --grads files or inline\n");
   agree_out_t out;
   agree(STAGE_INPUTS, 0, NULL, NULL, desc, job.wait_ns, &out);
-  if (out.code)
-    return fail_agreed(run, &out);
+  return out.code ? fail_agreed(run, &out) : RS_OK;
+}
+
+int rs__mpi_start(rs_run_t *run) {
+  struct rs_mpi *m = run->mpi;
   measure_offsets(run);
   if (pthread_create(&m->listener, NULL, listen_main, run) != 0)
     return rs__run_fail(run, RS_ESYS, "cannot start the MPI fault listener");

@@ -66,6 +66,11 @@ int rs__mpi_edge_open(rs_run_t *run, rs_edge_t *e, size_t payload_bytes,
                       int slots);
 void rs__mpi_edge_close(rs_edge_t *e);
 
+/* After the fill, before anything else of rs_run_execute (collective):
+ * every process's inputs were made alike (generated with the same init
+ * and seed, or given); RS_EINVAL, the run failed saying what differs,
+ * if not. */
+int rs__mpi_inputs(rs_run_t *run);
 /* Before the workers start (collective): measure the clock offsets, start
  * the listener for other processes' faults. */
 int rs__mpi_start(rs_run_t *run);

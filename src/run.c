@@ -1223,7 +1223,11 @@ int rs_run_execute(rs_run_t *run) {
   run->executed = 1;
   if (!run->filled)
     return rs__run_fail(run, RS_EINVAL, "the workers' buffers were not filled");
-  int rc = rs__check_prepare(run);
+  /* (over MPI, every process's inputs made alike first: the check's
+   * reference is collective for some and not for others) */
+  int rc = run->mpi ? rs__mpi_inputs(run) : RS_OK;
+  if (rc == RS_OK)
+    rc = rs__check_prepare(run);
   if (rc == RS_OK && run->trace) {
     uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);

@@ -12,6 +12,7 @@ without the full cross product.
 """
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -33,6 +34,31 @@ CASES = {
     4: [("rd", 4, 5, "sum", "f32"), ("tree", 4, 16, "sum", "f32"),
         ("rhd", 4, 16, "sum", "f64"), ("ring", 4, 5, "avg", "f32")],
 }
+
+
+def run_job(cmd, timeout, env=None):
+    """subprocess.run for mpirun: past the timeout, its whole process
+    group is killed (killing mpirun alone would leave its ranks behind),
+    and the test fails saying so."""
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=env, start_new_session=True)
+    try:
+        out, err = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        out, err = job.communicate()
+        raise AssertionError(f"still running after {timeout} s: {cmd}\n"
+                             f"{err}")
+    return subprocess.CompletedProcess(cmd, job.returncode, out, err)
+
+
+def kill_group(job):
+    """A Popen'd mpirun (start_new_session) and whatever it left."""
+    try:
+        os.killpg(job.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    job.wait()
 
 
 def owner(workers, procs, r):
@@ -63,9 +89,7 @@ class MpiTransport(unittest.TestCase):
         cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
                str(procs), RINGSIM] + sub + ["--transport", "mpi"] + \
             args[len(sub):]
-        return subprocess.run(cmd, capture_output=True, text=True,
-                              timeout=timeout,
-                              env=dict(os.environ, **(env or {})))
+        return run_job(cmd, timeout, env=dict(os.environ, **(env or {})))
 
     def mpmd(self, per_rank, timeout=30):
         """One process per entry of per_rank, each with its own command
@@ -76,8 +100,7 @@ class MpiTransport(unittest.TestCase):
         for i, args in enumerate(per_rank):
             cmd += ([":"] if i else []) + ["-np", "1", RINGSIM] + args
         begin = time.monotonic()
-        run = subprocess.run(cmd, capture_output=True, text=True,
-                             timeout=timeout)
+        run = run_job(cmd, timeout)
         return run, time.monotonic() - begin
 
     def said(self, run):
@@ -477,6 +500,12 @@ class MpiTransport(unittest.TestCase):
             json.dump({"name": "tiny-f32", "params": [
                 {"name": "w", "shape": [37, 6], "dtype": "f32"},
                 {"name": "b", "shape": [11], "dtype": "f32"}]}, f)
+        made = self.ringsim(["-p", model, "-w", "1", "--no-trace", "--out",
+                             self.path("g0.st")])
+        self.assertEqual(made.returncode, 0, made.stderr)
+        for r in range(1, 4):
+            shutil.copy(self.path("g0.st"), self.path(f"g{r}.st"))
+        grads = ["--grads", self.path("g{r}.st")]
         common = ["--transport", "mpi", "--no-trace", "--timeout", "2"]
         for per_rank, says in (
                 ([["-p", model, "--workers", "4"],
@@ -488,7 +517,10 @@ class MpiTransport(unittest.TestCase):
                  "rank 0's (none)"),
                 ([["-p", model], ["-p", model], ["-p", stale]],
                  "rank 2's model (tiny-f32, 2 params, 233 elements, f32, "
-                 "digest ")):
+                 "digest "),
+                ([["-p", model] + grads, ["-p", model]],
+                 "rank 1's grads (generated: init 0, seed 0) differs from "
+                 "rank 0's (given: --grads files or inline)")):
             with self.subTest(says=says):
                 run, _ = self.mpmd([common + a for a in per_rank])
                 self.assertEqual(run.returncode, 2, run.stderr)
@@ -538,7 +570,8 @@ class MpiTransport(unittest.TestCase):
                "stall:worker=3,step=1,ms=1500", "--trace", trace]
         begin = time.monotonic()
         job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
         stopped = None
         try:
             self.wait_for_run(trace)
@@ -552,8 +585,7 @@ class MpiTransport(unittest.TestCase):
                         os.kill(stopped, sig)
                     except ProcessLookupError:
                         pass
-            job.kill()
-            job.wait()
+            kill_group(job)
         took = time.monotonic() - begin
         self.assertEqual(job.returncode, 3, err)
         said = [line for line in err.splitlines()
@@ -607,7 +639,8 @@ class MpiTransport(unittest.TestCase):
                        "--inject", "stall:worker=3,step=1,ms=2000",
                        "--trace", trace]
                 job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)
+                                       stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True)
                 try:
                     self.wait_for_run(trace)
                     os.kill(job.pid if target == "mpirun" else
@@ -616,8 +649,7 @@ class MpiTransport(unittest.TestCase):
                             signal.SIGTERM)
                     out, err = job.communicate(timeout=20)
                 finally:
-                    job.kill()
-                    job.wait()
+                    kill_group(job)
                 if target != "mpirun":  # (mpirun's own status is its own)
                     self.assertEqual(job.returncode, 143, err)
                 said = [line for line in err.splitlines()

@@ -278,6 +278,12 @@ typedef struct rs_netmodel {
     int worker;
     uint64_t delay_ns;
   } stragglers[RS_MAX_NET_OVERRIDES];
+  /* Not part of the model: a schedule simulation under it
+   * (rs_netmodel_simulate, _simulate_algo) looks at *stop between its
+   * segments and, once it is nonzero, returns at once, its result
+   * meaningless (a signal stopped it: the caller set the flag and knows).
+   * NULL: it runs to its end. */
+  const atomic_int *stop;
 } rs_netmodel_t;
 
 /* Parse "latency=5us,bandwidth=25GB/s" into m (enabling it). Units: ns, us,
