@@ -75,6 +75,12 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
   return received;
 }
 
+/* Has the simulation under m been asked to stop (rs_netmodel_t's stop)?
+ * One relaxed load: every schedule simulation asks it per segment. */
+static inline int rs__sim_stopped(const rs_netmodel_t *m) {
+  return m->stop && atomic_load_explicit(m->stop, memory_order_relaxed);
+}
+
 /* Set c up for worker rank of W under net (NULL or disabled: no clock). */
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank);

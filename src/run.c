@@ -769,6 +769,8 @@ typedef struct pool {
   int busy;            /* ... or spins without yielding (rs_ev_spin_t) */
   atomic_int arrived;  /* workers done with the running iteration */
   atomic_int released; /* iterations started */
+  atomic_int stopped;  /* the run was aborted (a fault, a signal): set
+                          before a start, after which every worker leaves */
   rs_ev_t arrived_ev;  /* the last worker signals the main thread's turn
                           and the last iteration's end */
   rs_ev_t released_ev; /* each start */
@@ -821,6 +823,11 @@ static int pool_started(void *arg) {
 }
 
 static void pool_release(pool_t *pool, int it) {
+  /* An aborted run's workers skip their parts but would still meet at each
+   * of the remaining starts (a bench size's million): the start after the
+   * abort is their last, for all of them alike. */
+  if (atomic_load(&pool->run->abort_flag))
+    atomic_store_explicit(&pool->stopped, 1, memory_order_relaxed);
   atomic_store_explicit(&pool->arrived, 0, memory_order_relaxed);
   atomic_store_explicit(&pool->released, it + 1, memory_order_release);
   rs__ev_signal(&pool->released_ev);
@@ -838,7 +845,8 @@ static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
     } else {
       record_iteration(pool->run, pool->timing, it, slowest(pool));
       pool_release(pool, it);
-      if (it + 1 == pool->iterations)
+      if (it + 1 == pool->iterations ||
+          atomic_load_explicit(&pool->stopped, memory_order_relaxed))
         rs__ev_signal(&pool->arrived_ev);
       return;
     }
@@ -857,7 +865,8 @@ static int pool_all_arrived(void *arg) {
 static int pool_all_done(void *arg) {
   pool_t *pool = arg;
   return atomic_load_explicit(&pool->released, memory_order_acquire) ==
-         pool->iterations;
+             pool->iterations ||
+         atomic_load_explicit(&pool->stopped, memory_order_acquire);
 }
 
 /* The main thread: wait for every worker to finish the running iteration;
@@ -962,6 +971,8 @@ static void *worker_main(void *varg) {
      * time budget): it is read only after that start. */
     if (pool->iterations > 1)
       pool_next(pool, it, &spin);
+    if (atomic_load_explicit(&pool->stopped, memory_order_acquire))
+      break; /* (pool_release) */
   }
   return NULL;
 }
@@ -1055,6 +1066,7 @@ static int run_threads(rs_run_t *run) {
   RS_PTHREAD_CHECK(pthread_cond_init(&pool.gate.cond, NULL));
   atomic_init(&pool.arrived, 0);
   atomic_init(&pool.released, 0);
+  atomic_init(&pool.stopped, 0);
   rs__ev_init(&pool.arrived_ev);
   rs__ev_init(&pool.released_ev);
   pthread_attr_t attr;
@@ -1100,6 +1112,8 @@ static int run_threads(rs_run_t *run) {
       pool.main_until = main_until(&run->config);
       report_iterations(run, it + 1);
       pool_release(&pool, it); /* the last one lets them leave */
+      if (atomic_load(&pool.stopped))
+        break;
     }
     /* The workers start the rest themselves; look in now and then. */
     while (it < pool.iterations) {

@@ -16,8 +16,11 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -39,6 +42,10 @@ struct rs_trace {
    * of a write. */
   sqlite3_stmt *stream;
   int stream_rc;
+  /* Who writes: a run's row names its process (host, pid, and when the
+   * process started), so a later run can tell a row whose process is gone. */
+  char host[256];
+  int64_t pid, pid_start;
 };
 
 /* The transfer table has no index: with one, SQLite inserts about 40%
@@ -78,7 +85,10 @@ static const char schema_sql[] =
     "  config_json TEXT,\n"
     "  procs INTEGER,\n"
     "  clock_offsets_json TEXT,\n"
-    "  trace_stream_json TEXT\n"
+    "  trace_stream_json TEXT,\n"
+    "  host TEXT,\n"
+    "  pid INTEGER,\n"
+    "  pid_start INTEGER\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS param (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -513,14 +523,16 @@ static int create_schema(rs_trace_t *t, char *errmsg) {
 }
 
 /* A trace from before --transport mpi gets its columns (empty in the old
- * runs), as an older one gets the bucket_algo table: the schema version
- * stays, and a reader finds every column in every trace. */
-static int add_mpi_columns(rs_trace_t *t, char *errmsg) {
+ * runs), as an older one gets the bucket_algo table, and one from before
+ * runs named their process gets host, pid and pid_start: the schema
+ * version stays, and a reader finds every column in every trace. */
+static int add_columns(rs_trace_t *t, char *errmsg) {
   static const char *const columns[][2] = {
       {"run", "procs INTEGER"},         {"run", "clock_offsets_json TEXT"},
       {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
       {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"},
-      {"run", "trace_stream_json TEXT"}};
+      {"run", "trace_stream_json TEXT"}, {"run", "host TEXT"},
+      {"run", "pid INTEGER"},           {"run", "pid_start INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);
@@ -537,6 +549,67 @@ static int add_mpi_columns(rs_trace_t *t, char *errmsg) {
       return rc;
   }
   return RS_OK;
+}
+
+/* ---- abandoned runs -----------------------------------------------------
+ *
+ * A run's row says `running` until its process writes the outcome. A
+ * process killed outright (SIGKILL, a crash, the machine's power) never
+ * does: the next run to begin on that trace, on the same host, finds such
+ * a row whose process is gone (no process has its pid, or the one that has
+ * it started at another time: the pid was used again) and marks it
+ * `abandoned`. A row from another host, or from before rows named their
+ * process (host NULL), is left as it is: its process cannot be asked. */
+
+/* When process pid started, in clock ticks after boot (the 22nd field of
+ * /proc/PID/stat), or -1 if it cannot be read. */
+static int64_t process_start(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* The command's name (field 2, in parentheses) may hold blanks and
+   * parentheses: the fields are counted from its last ')'. */
+  const char *p = strrchr(buf, ')');
+  if (!p)
+    return -1;
+  p++;
+  for (int field = 3; field < 22; field++) {
+    while (*p == ' ')
+      p++;
+    while (*p && *p != ' ')
+      p++;
+  }
+  char *end;
+  long long start = strtoll(p, &end, 10);
+  return end != p && start >= 0 ? (int64_t)start : -1;
+}
+
+/* SQL rs_process_gone(pid, pid_start): 1 if no process has that pid, or
+ * the one that has it started at another time than pid_start (when known);
+ * 0 if it may still be the run's, or pid is NULL. */
+static void sql_process_gone(sqlite3_context *ctx, int argc,
+                             sqlite3_value **argv) {
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
+    sqlite3_result_int(ctx, 0);
+    return;
+  }
+  int64_t pid = sqlite3_value_int64(argv[0]);
+  int gone = 0;
+  if (pid > 0 && pid <= INT_MAX) {
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+      gone = 1;
+    } else if (sqlite3_value_type(argv[1]) == SQLITE_INTEGER) {
+      int64_t now = process_start((pid_t)pid);
+      gone = now >= 0 && now != sqlite3_value_int64(argv[1]);
+    }
+  }
+  sqlite3_result_int(ctx, gone);
 }
 
 int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
@@ -581,9 +654,20 @@ int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
   if (rc == RS_OK)
     rc = exec(t, bucket_algo_sql, errmsg);
   if (rc == RS_OK)
-    rc = add_mpi_columns(t, errmsg);
+    rc = add_columns(t, errmsg);
+  if (rc == RS_OK &&
+      sqlite3_create_function(t->db, "rs_process_gone", 2,
+                              SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                              sql_process_gone, NULL, NULL) != SQLITE_OK)
+    rc = rs__err(errmsg, RS_ENOMEM, "trace %s: %s", path,
+                 sqlite3_errmsg(t->db));
   if (rc)
     goto fail;
+  if (gethostname(t->host, sizeof t->host) != 0)
+    t->host[0] = '\0';
+  t->host[sizeof t->host - 1] = '\0';
+  t->pid = (int64_t)getpid();
+  t->pid_start = process_start(getpid());
   *out = t;
   return RS_OK;
 fail:
@@ -685,6 +769,20 @@ static const char *net_json(const rs_netmodel_t *m, char *buf, size_t size) {
   return buf;
 }
 
+/* In the transaction that begins a run: mark abandoned this host's rows
+ * left running by a process that is gone. */
+static int mark_abandoned(rs_trace_t *t) {
+  if (!t->host[0])
+    return SQLITE_OK;
+  return exec_bound(
+      t->db,
+      "UPDATE run SET status = 'abandoned', error = printf('abandoned: "
+      "its process (pid %d on %s) ended before the run did; a later run "
+      "found it gone', pid, host) WHERE status = 'running' AND host = ? "
+      "AND rs_process_gone(pid, pid_start)",
+      "t", t->host);
+}
+
 int rs__trace_begin(rs_run_t *run) {
   sqlite3 *db = run->trace->db;
   run->trace->cancel = &run->abort_flag; /* an interrupt ends any wait */
@@ -699,21 +797,27 @@ int rs__trace_begin(rs_run_t *run) {
       c->net.enabled ? net_json(&c->net, net_buf, sizeof net_buf) : NULL;
   if (exec_retry(run->trace, "BEGIN IMMEDIATE") != SQLITE_OK)
     return fail_sql(run, "begin a transaction");
-  int rc = exec_bound(
+  int rc = mark_abandoned(run->trace);
+  if (rc != SQLITE_OK) {
+    fail_sql(run, "mark abandoned runs");
+    goto rollback;
+  }
+  rc = exec_bound(
       db,
       "INSERT INTO run (started_at, version, model, workers, algo, "
       "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
       "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
-      "status, config_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?, 'running', ?)",
-      "tttittttiiiiiiidtt", started, RS_VERSION, rs_model_name(run->model),
+      "status, config_json, host, pid, pid_start) VALUES (?, ?, ?, ?, ?, ?, "
+      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+      "tttittttiiiiiiidtttiI", started, RS_VERSION, rs_model_name(run->model),
       (int64_t)c->workers, rs_algorithm_name(c->algo),
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
       rs_dtype_name(run->dtype), rs_op_name(c->op), (int64_t)run->elems,
       (int64_t)(run->elems * run->elem_size), (int64_t)run->result.buckets,
       (int64_t)c->segment_bytes, (int64_t)run->result.segs_per_chunk,
       (int64_t)run->result.seg_elems, (int64_t)c->slots, c->timeout_s, net_text,
-      run->trace_config_json);
+      run->trace_config_json, run->trace->host[0] ? run->trace->host : NULL,
+      run->trace->pid, run->trace->pid_start);
   if (rc != SQLITE_OK) {
     fail_sql(run, "insert the run");
     goto rollback;

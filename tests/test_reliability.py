@@ -2,7 +2,10 @@
 """Reliability end to end: outputs that would overwrite an input or the
 trace are refused before anything runs; a failure after the run started is
 exit 3; SIGINT and SIGTERM stop a run cleanly (no temporary file left, the
-trace says "interrupted", exit 130 and 143).
+trace says "interrupted", exit 130 and 143); every mode (model, bench,
+diff, a run) stops within a second or two of SIGINT, SIGTERM or SIGHUP
+(exit 130, 143, 129); a row a killed process left running is marked
+abandoned by the next run.
 
     test_reliability.py RINGSIM EXAMPLES_DIR [Reliability.test_name ...]
 """
@@ -11,6 +14,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -235,6 +239,217 @@ class Reliability(unittest.TestCase):
         self.assertIn("interrupted by SIGINT", err)
         self.assertFalse(os.path.exists(self.path("out.st")))
         self.assertEqual([s for _, s, _ in self.runs(db)], ["ok"])
+
+
+def cpu_seconds(pid):
+    """The CPU time process pid has used (user and system), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the command's name
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Signals(Reliability):
+    """Every mode stops within a second or two of one signal, exit 128 +
+    the signal, and says so; SIGHUP is handled as SIGTERM; a row a killed
+    process left running is marked abandoned by the next run."""
+
+    def signal_run(self, signo, args, ready, limit=10):
+        """Start ringsim with args, send signo once ready(process) is true,
+        return (rc, seconds from the signal to the end, stdout, stderr).
+        Fails if it ends before the signal or lives on limit s after it."""
+        with open(self.path("out.txt"), "w") as out, open(self.path("err.txt"), "w") as err:
+            p = subprocess.Popen([RINGSIM, *map(str, args)], cwd=self.dir, stdout=out,
+                                 stderr=err)
+            try:
+                deadline = time.monotonic() + 60
+                while p.poll() is None and not ready(p) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                self.assertIsNone(p.poll(), "ringsim ended before the signal")
+                p.send_signal(signo)
+                sent = time.monotonic()
+                try:
+                    rc = p.wait(timeout=limit)
+                except subprocess.TimeoutExpired:
+                    self.fail(f"still running {limit} s after {signal.Signals(signo).name}")
+                took = time.monotonic() - sent
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        with open(self.path("out.txt")) as o, open(self.path("err.txt")) as e:
+            return rc, took, o.read(), e.read()
+
+    def rows(self, db):
+        """The run rows (run_id, status, error, host, pid), or [] if the
+        trace is not there yet."""
+        try:
+            con = sqlite3.connect(db, timeout=5)
+            try:
+                return con.execute("SELECT run_id, status, error, host, pid FROM run "
+                                   "ORDER BY run_id").fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return []
+
+    def running(self, db, count):
+        """ready(): the trace holds count rows, the last one running."""
+        def ready(p):
+            rows = self.rows(db)
+            return len(rows) == count and rows[-1][1] == "running"
+        return ready
+
+    # reliability-6: `ringsim model`'s schedule simulation (GPT-2 small on
+    # 4096 workers in 4-byte segments: over ten minutes) stops within a
+    # second of SIGINT (130), and --algo all's of SIGTERM (143): nothing on
+    # stdout, the signal named on stderr.
+    def test_model_loop_stops_at_a_signal(self):
+        gpt2 = os.path.join(EXAMPLES, "gpt2_small.json")
+        for signo, code, name, extra in ((signal.SIGINT, 130, "SIGINT", []),
+                                         (signal.SIGTERM, 143, "SIGTERM", ["--algo", "all"]),
+                                         (signal.SIGHUP, 129, "SIGHUP", ["--algo", "rhd"])):
+            with self.subTest(signal=name):
+                rc, took, out, err = self.signal_run(
+                    signo, ["model", "-p", gpt2, "-w", 4096, "--segment-bytes", 4,
+                            "--net", "latency=5us,bandwidth=25GB/s", *extra],
+                    lambda p: cpu_seconds(p.pid) >= 0.3)
+                self.assertEqual(rc, code, err)
+                self.assertLess(took, 1.5)
+                self.assertEqual(out, "")
+                self.assertEqual(err, f"ringsim: interrupted by {name}\n")
+
+    # reliability-7: one SIGINT to `ringsim bench` (a size of a million
+    # timed iterations) stops it within a second or two: exit 130, the
+    # signal named, and its trace row interrupted, not left running.
+    def test_bench_stops_at_a_signal_and_marks_its_row(self):
+        db = self.path("b.db")
+        rc, took, out, err = self.signal_run(
+            signal.SIGINT, ["bench", "-w", 4, "-b", "1M", "-e", "1M", "--warmup", 0,
+                            "-n", 1000000, "--trace", db], self.running(db, 1))
+        self.assertEqual(rc, 130, err)
+        self.assertLess(took, 2)
+        self.assertIn("ringsim: bench: W=4, 1048576 bytes: interrupted by SIGINT\n", err)
+        self.assertNotIn("Avg bus bandwidth", out)  # the sweep did not go on
+        self.assertEqual([r[1:3] for r in self.rows(db)], [("interrupted", "interrupted by SIGINT")])
+
+    # reliability-8: `ringsim diff` stops within a second or two of SIGTERM,
+    # wherever it is (a side's fill, run or copy, or the comparison): exit
+    # 143, no report, the signal named.
+    def test_diff_stops_at_a_signal(self):
+        model = self.path("big.json")
+        with open(model, "w") as f:
+            json.dump({"name": "big", "params": [{"name": "w", "shape": [16 << 20]}]}, f)
+        for cpu in (0.1, 0.5, 0.9):  # of the 1.5 s of CPU it takes
+            with self.subTest(after_cpu_seconds=cpu):
+                rc, took, out, err = self.signal_run(
+                    signal.SIGTERM, ["diff", "-p", model, "-w", 4, "--algo", "ring,rd"],
+                    lambda p: cpu_seconds(p.pid) >= cpu)
+                self.assertEqual(rc, 143, err)
+                self.assertLess(took, 2)
+                self.assertEqual(out, "")
+                self.assertRegex(err, r"^ringsim: (A: --algo ring: |B: --algo rd: )?"
+                                      r"interrupted by SIGTERM\n$")
+
+    # reliability-9: SIGHUP (the terminal closed) stops a plain run as
+    # SIGTERM does: a worker in a ten-minute stall, exit 129 within a second
+    # or two, the watchdog, and the trace row interrupted by SIGHUP.
+    def test_sighup_stops_a_run_as_sigterm_does(self):
+        db = self.path("t.db")
+        rc, took, out, err = self.signal_run(
+            signal.SIGHUP, ["-w", 4, "-p", self.model, "--trace", db, "--out", "out.st",
+                            "--timeout", 1000, "--inject", "stall:worker=1,step=2,ms=600000"],
+            self.running(db, 1))
+        self.assertEqual(rc, 129, err)
+        self.assertLess(took, 2)
+        self.assertIn("ringsim: interrupted by SIGHUP\n", err)
+        self.assertIn("ringsim: watchdog: where each worker stopped:", err)
+        self.assertEqual([r[1:3] for r in self.rows(db)], [("interrupted", "interrupted by SIGHUP")])
+        self.assertFalse(os.path.exists(self.path("out.st")))
+
+    # reliability-10: a row left running by a process that was killed
+    # outright (SIGKILL: nothing could write its outcome) is marked
+    # abandoned by the next run on that trace; a row whose process still
+    # runs is not, nor one from another host, nor one whose host is not
+    # known (an older trace's); a recycled pid (another process's start
+    # time) counts as gone. A trace from before the host and pid columns
+    # opens, and gets them.
+    def test_killed_runs_row_becomes_abandoned(self):
+        db = self.path("t.db")
+        stall = ["-w", 4, "-p", self.model, "--trace", db, "--timeout", 1000,
+                 "--inject", "stall:worker=1,step=2,ms=600000"]
+        rc, _, err = self.ringsim("-w", 4, "-p", self.model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        victim = subprocess.Popen([RINGSIM, *map(str, stall)], cwd=self.dir,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not self.running(db, 2)(victim) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            row = self.rows(db)[-1]
+            self.assertEqual((row[1], row[4]), ("running", victim.pid))
+            # while it lives, another run leaves its row alone
+            rc, _, err = self.ringsim("-w", 4, "-p", self.model, "--trace", db)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.rows(db)[1][1], "running")
+        finally:
+            victim.kill()
+            victim.wait()
+        con = sqlite3.connect(db)
+        host = con.execute("SELECT host FROM run WHERE run_id = 1").fetchone()[0]
+        me = os.getpid()
+        with open(f"/proc/{me}/stat") as f:
+            my_start = int(f.read().rsplit(")", 1)[1].split()[19])
+        # rows another run might have left: this process's pid with its own
+        # start time (alive), with another start time (the pid used again:
+        # gone), another host's, and an older ringsim's (no host)
+        for pid, start, where in ((me, my_start, host), (me, my_start + 1, host),
+                                  (victim.pid, None, "elsewhere"), (victim.pid, None, None)):
+            con.execute("INSERT INTO run (started_at, version, model, workers, algo, collective, "
+                        "dtype, op, elems, bytes, buckets, segment_bytes, segs_per_chunk, "
+                        "segment_elems, channel_slots, timeout_s, status, host, pid, pid_start) "
+                        "SELECT started_at, version, model, workers, algo, collective, dtype, op, "
+                        "elems, bytes, buckets, segment_bytes, segs_per_chunk, segment_elems, "
+                        "channel_slots, timeout_s, 'running', ?, ?, ? FROM run WHERE run_id = 1",
+                        (where, pid, start))
+        con.commit()
+        con.close()
+        rc, _, err = self.ringsim("-w", 4, "-p", self.model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        rows = self.rows(db)
+        self.assertEqual([r[1] for r in rows],
+                         ["ok", "abandoned", "ok", "running", "abandoned", "running", "running",
+                          "ok"])
+        self.assertEqual(rows[1][2], f"abandoned: its process (pid {victim.pid} on {host}) ended "
+                                     "before the run did; a later run found it gone")
+        self.assertEqual(host, socket.gethostname())  # each row names its process
+        self.assertEqual(rows[-1][3], host)
+        self.assertIsInstance(rows[-1][4], int)
+        # an older trace, without the columns: it opens, gets them, and its
+        # running row (no host to ask) stays running
+        old = self.path("old.db")
+        con = sqlite3.connect(old)
+        con.execute("ATTACH ? AS t", (db,))
+        schema = con.execute("SELECT sql FROM t.sqlite_schema WHERE type = 'table'").fetchall()
+        for (sql,) in schema:
+            con.execute(sql)
+        con.execute("ALTER TABLE run DROP COLUMN host")
+        con.execute("ALTER TABLE run DROP COLUMN pid")
+        con.execute("ALTER TABLE run DROP COLUMN pid_start")
+        con.execute("INSERT INTO run SELECT run_id, started_at, version, model, workers, algo, "
+                    "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
+                    "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
+                    "'running', error, transfers, wall_ns, ref_ns, sim_ns, algbw_gbs, busbw_gbs, "
+                    "identical, max_abs_err, bound, config_json, procs, clock_offsets_json, "
+                    "trace_stream_json FROM t.run WHERE run_id = 1")
+        con.commit()
+        con.execute("DETACH t")
+        con.execute("PRAGMA application_id = %d" % 0x5253696d)
+        con.execute("PRAGMA user_version = 1")
+        con.close()
+        rc, _, err = self.ringsim("-w", 4, "-p", self.model, "--trace", old)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([(r[1], r[3]) for r in self.rows(old)],
+                         [("running", None), ("ok", host)])
 
 
 class Damage(Reliability):

@@ -78,7 +78,10 @@ class Tools(unittest.TestCase):
         Python and matplotlib started for each call."""
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = self.plot_module().main([str(a) for a in args])
+            try:
+                rc = self.plot_module().main([str(a) for a in args])
+            except SystemExit as e:  # argparse: --help, a usage error
+                rc = e.code
         return rc, out.getvalue(), err.getvalue()
 
     def figure_of(self, *args):
@@ -115,21 +118,24 @@ class Tools(unittest.TestCase):
     def test_pictures(self):
         for cmd in ("timeline", "chunks", "links"):
             with self.subTest(cmd=cmd):
-                rc, _, err = self.tool(cmd, self.db, "--run", 1, "-o", self.out(f"{cmd}.png"))
+                # the timeline through the command line (the script's own
+                # entry); the rest in this process
+                run = self.tool if cmd == "timeline" else self.tool_in
+                rc, _, err = run(cmd, self.db, "--run", 1, "-o", self.out(f"{cmd}.png"))
                 self.assertEqual(rc, 0, err)
                 self.assert_image(self.out(f"{cmd}.png"))
         # run 5 has simulated times: the timeline draws those
-        rc, _, err = self.tool("timeline", self.db, "--run", 5, "-o", self.out("sim.png"))
+        rc, _, err = self.tool_in("timeline", self.db, "--run", 5, "-o", self.out("sim.png"))
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("sim.png"))
-        rc, _, err = self.tool("compare", self.db, "-o", self.out("compare.png"))
+        rc, _, err = self.tool_in("compare", self.db, "-o", self.out("compare.png"))
         self.assertEqual(rc, 0, err)
         self.assert_image(self.out("compare.png"))
-        rc, _, err = self.tool("timeline", self.db, "-o", self.out("t.svg"))
+        rc, _, err = self.tool_in("timeline", self.db, "-o", self.out("t.svg"))
         self.assertEqual(rc, 0, err)
         with open(self.out("t.svg")) as f:
             self.assertIn("<svg", f.read(2000))
-        rc, _, err = self.tool("chunks", self.db, "-o", self.out("c.pdf"))
+        rc, _, err = self.tool_in("chunks", self.db, "-o", self.out("c.pdf"))
         self.assertEqual(rc, 0, err)
         with open(self.out("c.pdf"), "rb") as f:
             self.assertEqual(f.read(5), b"%PDF-")
@@ -166,7 +172,7 @@ class Tools(unittest.TestCase):
     # a receive slice per received row, and flows pairing each send with its
     # receive, on one track per worker.
     def test_export(self):
-        rc, _, err = self.tool("export", self.db, "--run", 1, "-o", self.out("trace.json"))
+        rc, _, err = self.tool_in("export", self.db, "--run", 1, "-o", self.out("trace.json"))
         self.assertEqual(rc, 0, err)
         with open(self.out("trace.json")) as f:
             doc = json.load(f)
@@ -194,7 +200,7 @@ class Tools(unittest.TestCase):
 
     # tools-4: animate writes a GIF with one frame per stage.
     def test_animate(self):
-        rc, _, err = self.tool("animate", self.db, "--run", 2, "-o", self.out("ring.gif"))
+        rc, _, err = self.tool_in("animate", self.db, "--run", 2, "-o", self.out("ring.gif"))
         self.assertEqual(rc, 0, err)
         from PIL import Image
         with Image.open(self.out("ring.gif")) as im:
@@ -250,7 +256,7 @@ class Tools(unittest.TestCase):
     # run's bytes per link are SUM(bytes) from SQL), and for a --net run rates
     # the links in simulated time: the 1 GB/s link is the slowest.
     def test_links_counts_every_transfer_and_uses_simulated_time(self):
-        rc, out, err = self.tool("links", self.failed, "-o", self.out("links-failed.png"))
+        rc, out, err = self.tool_in("links", self.failed, "-o", self.out("links-failed.png"))
         self.assertEqual(rc, 0, err)
         table = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
         expected = self.rows(self.failed, "SELECT src, dst, count(*), count(recv_end_ns), sum(bytes) "
@@ -261,7 +267,7 @@ class Tools(unittest.TestCase):
             row = table[f"{src}->{dst}"]
             self.assertEqual([int(x) for x in row[1:4]], [n, received, nbytes], f"link {src}->{dst}")
         self.assertIn("FAILED", self.png_title(self.out("links-failed.png")))
-        rc, out, err = self.tool("links", self.slow, "-o", self.out("links-slow.svg"))
+        rc, out, err = self.tool_in("links", self.slow, "-o", self.out("links-slow.svg"))
         self.assertEqual(rc, 0, err)
         self.assertIn("simulated", out.splitlines()[0])
         rates = {line.split()[0]: float(line.split()[-1]) for line in out.splitlines()[1:]}
@@ -271,7 +277,7 @@ class Tools(unittest.TestCase):
                                "FROM transfer WHERE src = 2")[0]
         self.assertAlmostEqual(rates["2->3"], nbytes / ns, places=3)
         self.assertTrue(any("simulated time" in t for t, _, _ in self.svg_texts(self.out("links-slow.svg"))))
-        rc, out, err = self.tool("links", self.slow, "--clock", "wall", "-o", self.out("links-wall.png"))
+        rc, out, err = self.tool_in("links", self.slow, "--clock", "wall", "-o", self.out("links-wall.png"))
         self.assertEqual(rc, 0, err)
         self.assertIn("wall", out.splitlines()[0])
 
@@ -407,15 +413,15 @@ class Tools(unittest.TestCase):
         error = self.rows(self.failed, "SELECT error FROM run")[0][0]
         for cmd in ("chunks", "timeline"):
             with self.subTest(cmd=cmd):
-                rc, _, err = self.tool(cmd, self.failed, "-o", self.out(f"failed-{cmd}.png"))
+                rc, _, err = self.tool_in(cmd, self.failed, "-o", self.out(f"failed-{cmd}.png"))
                 self.assertEqual(rc, 0, err)
                 self.assertIn(f"FAILED: {error}", self.png_title(self.out(f"failed-{cmd}.png")))
-                rc, _, err = self.tool(cmd, self.failed, "-o", self.out(f"failed-{cmd}.svg"))
+                rc, _, err = self.tool_in(cmd, self.failed, "-o", self.out(f"failed-{cmd}.svg"))
                 self.assertEqual(rc, 0, err)
                 texts = " ".join(t for t, _, _ in self.svg_texts(self.out(f"failed-{cmd}.svg")))
                 self.assertIn("crashed", texts)
                 self.assertIn("never received", texts)
-        rc, _, err = self.tool("timeline", self.db, "--run", 1, "-o", self.out("ok-timeline.png"))
+        rc, _, err = self.tool_in("timeline", self.db, "--run", 1, "-o", self.out("ok-timeline.png"))
         self.assertNotIn("FAILED", self.png_title(self.out("ok-timeline.png")))
 
     # tools-12: the timeline: send swatches in the phase colours, a step
@@ -502,12 +508,12 @@ class Tools(unittest.TestCase):
     # the kind of the latest run with two or more (here the plain runs), and
     # a --runs list that mixes them is refused.
     def test_compare_keeps_simulated_and_wall_runs_apart(self):
-        rc, _, err = self.tool("compare", self.db, "-o", self.out("cmp.png"))
+        rc, _, err = self.tool_in("compare", self.db, "-o", self.out("cmp.png"))
         self.assertEqual(rc, 0, err)
         title = self.png_title(self.out("cmp.png"))
         self.assertIn("4 runs (1,2,3,4), wall time", title)
         self.assertIn("left out 1 simulated", err)
-        rc, _, err = self.tool("compare", self.db, "--runs", "1,5", "-o", self.out("cmp2.png"))
+        rc, _, err = self.tool_in("compare", self.db, "--runs", "1,5", "-o", self.out("cmp2.png"))
         self.assertEqual(rc, 2, err)
         self.assertIn("run 5 has a simulated network", err)
         self.assertEqual(err.strip().count("\n"), 0, err)
@@ -686,7 +692,7 @@ class Tools(unittest.TestCase):
             p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo, "--trace", trace],
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
-            rc, _, err = self.tool("chunks", trace, "-o", self.out(f"big-{algo}.png"))
+            rc, _, err = self.tool_in("chunks", trace, "-o", self.out(f"big-{algo}.png"))
             self.assertEqual(rc, 2, err)
             self.assertEqual(err, f"ringsim-plot: run 1 has {W} workers; the chunk diagram draws "
                                   f"{'rings' if algo == 'ring' else algo + ' runs'} of at most {most}\n")
@@ -717,7 +723,7 @@ class Tools(unittest.TestCase):
                                        stdout=out, stderr=subprocess.PIPE, text=True)
                     self.assertEqual(p.returncode, 0, p.stderr)
         svg = self.out("algos.svg")
-        rc, out, err = self.tool("compare", "--bench", bench, "--model", model, "-o", svg)
+        rc, out, err = self.tool_in("compare", "--bench", bench, "--model", model, "-o", svg)
         self.assertEqual(rc, 0, err)
         # the same answer, computed here from the JSON
         with open(bench) as f:
@@ -765,7 +771,7 @@ class Tools(unittest.TestCase):
                 (["--bench", self.out("nope.jsonl")], "cannot read"),
                 ([], "compare: give a trace, or --bench FILE")):
             with self.subTest(args=args):
-                rc, _, err = self.tool("compare", *args, "-o", self.out("x.png"))
+                rc, _, err = self.tool_in("compare", *args, "-o", self.out("x.png"))
                 self.assertEqual(rc, 2, err)
                 self.assertEqual(err.strip().count("\n"), 0, err)
                 self.assertIn(message, err)
@@ -802,11 +808,11 @@ class Tools(unittest.TestCase):
         ]
         for args, message in cases:
             with self.subTest(args=args):
-                rc, out, err = self.tool(*args)
+                rc, out, err = self.tool_in(*args)
                 self.assertEqual(rc, 2, err)
                 self.assertEqual(err.strip().count("\n"), 0, err)
                 self.assertIn(message, err)
-        rc, out, _ = self.tool("--help")
+        rc, out, _ = self.tool_in("--help")
         self.assertEqual(rc, 0)
         for cmd in ("timeline", "chunks", "links", "compare", "animate", "export", "html"):
             self.assertIn(cmd, out)
@@ -1109,7 +1115,7 @@ class Tools(unittest.TestCase):
     # nothing; its bad inputs are one line, exit 2. (The page in a browser:
     # tests/test_viewer.py.)
     def test_html_page(self):
-        rc, _, err = self.tool("html", self.db, "-o", self.out("all.html"))
+        rc, _, err = self.tool_in("html", self.db, "-o", self.out("all.html"))
         self.assertEqual(rc, 0, err)
         text, data = self.page_data(self.out("all.html"))
         con = sqlite3.connect(self.db)
@@ -1130,7 +1136,7 @@ class Tools(unittest.TestCase):
                 self.assertEqual(len(view["stages"]), 2 * (run["workers"] - 1) + 1)
         self.assertIn("sim", data["runs"][4]["clocks"])
         self.assertNotIn("sim", data["runs"][0]["clocks"])
-        rc, _, err = self.tool("html", self.db, "--run", 2, "--run", 1, "-o", self.out("two.html"))
+        rc, _, err = self.tool_in("html", self.db, "--run", 2, "--run", 1, "-o", self.out("two.html"))
         self.assertEqual(rc, 0, err)
         _, data = self.page_data(self.out("two.html"))
         self.assertEqual([r["id"] for r in data["runs"]], [2, 1])
@@ -1141,7 +1147,7 @@ class Tools(unittest.TestCase):
         p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "4",
                             "--algo", "auto", "--trace", auto], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        rc, _, err = self.tool("html", auto, "-o", self.out("auto.html"))
+        rc, _, err = self.tool_in("html", auto, "-o", self.out("auto.html"))
         self.assertEqual(rc, 0, err)
         _, data = self.page_data(self.out("auto.html"))
         con = sqlite3.connect(auto)
@@ -1149,7 +1155,7 @@ class Tools(unittest.TestCase):
         con.close()
         self.assertEqual({v["bucket"]: v["algo"] for v in data["runs"][0]["chunks"]}, ran)
         # one worker: a page that says there is nothing to step through
-        rc, _, err = self.tool("html", os.path.join(self.dir, "one.db"), "-o", self.out("one.html"))
+        rc, _, err = self.tool_in("html", os.path.join(self.dir, "one.db"), "-o", self.out("one.html"))
         self.assertEqual(rc, 0, err)
         self.assertEqual(self.page_data(self.out("one.html"))[1]["runs"][0]["chunk_note"],
                          "run 1 has no transfers (W = 1)")
@@ -1158,7 +1164,7 @@ class Tools(unittest.TestCase):
                 (["html", self.db, "--run", 1, 99], "no run 99"),
                 (["html", self.db, "-o", "/nonexistent/x.html"], "cannot write")]:
             with self.subTest(args=args):
-                rc, _, err = self.tool(*args)
+                rc, _, err = self.tool_in(*args)
                 self.assertEqual(rc, 2, err)
                 self.assertEqual(err.strip().count("\n"), 0, err)
                 self.assertIn(message, err)

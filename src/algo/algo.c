@@ -29,6 +29,7 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
 
 int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
                     size_t segment_bytes, size_t elem_size) {
+  s->net = m;
   s->workers = workers;
   s->elem_size = elem_size;
   s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
@@ -47,6 +48,8 @@ int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
 }
 
 void rs__simrun_step(rs_simrun_t *s) {
+  if (rs__simrun_stopped(s)) /* (its loops run out, doing nothing) */
+    return;
   for (int r = 0; r < s->workers; r++)
     rs__sim_step(&s->clocks[r]);
 }

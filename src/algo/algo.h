@@ -91,6 +91,7 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
  * step. Within a round every sender sends (at most one message each) and
  * then every receiver receives, each worker's own program order. */
 typedef struct rs_simrun {
+  const rs_netmodel_t *net;
   int workers;
   size_t cap, elem_size; /* elements per message at most; bytes each */
   rs_simclock_t *clocks;
@@ -100,6 +101,11 @@ typedef struct rs_simrun {
 int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
                     size_t segment_bytes, size_t elem_size);
 void rs__simrun_step(rs_simrun_t *s);
+/* Has the simulation been asked to stop (rs_netmodel_t's stop)? Each
+ * simulate asks it per segment, and then runs out its loops at once. */
+static inline int rs__simrun_stopped(const rs_simrun_t *s) {
+  return rs__sim_stopped(s->net);
+}
 void rs__simrun_send(rs_simrun_t *s, int from, size_t elems);
 void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems);
 /* The latest clock, and the clocks freed. */

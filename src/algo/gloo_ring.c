@@ -126,7 +126,8 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
       for (int step = 0; step < W - 1; step++) {
         const rs_phase_t ph = (rs_phase_t)phase;
         rs__simrun_step(&s);
-        for (size_t seg = 0; seg < l.per_chunk; seg++) {
+        for (size_t seg = 0; seg < l.per_chunk && !rs__simrun_stopped(&s);
+             seg++) {
           size_t off, len;
           for (int r = 0; r < W; r++) {
             rs__gloo_segment(&l, elems, rs__gloo_send_chunk(W, r, ph, step),

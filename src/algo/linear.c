@@ -142,7 +142,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     for (int j = 0; j < W - 1; j++) {
       const int sender = rs__linear_sender(W, j);
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         size_t len = rs__chunk_elems(n, (int)segs, (int)k);
         rs__simrun_send(&s, sender, len);
         rs__simrun_recv(&s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
@@ -150,7 +150,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     }
     for (int j = 0; j < W - 1; j++) {
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         rs__simrun_send(&s, root, rs__chunk_elems(n, (int)segs, (int)k));
         rs__simrun_recv(&s, rs__linear_receiver(j), root, 0);
       }

@@ -129,7 +129,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     const size_t n = buckets[b].elems, segs = rs__segs(n, s.cap);
     if (E) { /* fold-in */
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int r = 0; r < 2 * E; r += 2)
           rs__simrun_send(&s, r, seg_len(n, segs, k));
         for (int r = 1; r < 2 * E; r += 2)
@@ -138,7 +138,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     }
     for (int d = 1; d < P; d *= 2) { /* the exchanges */
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int v = 0; v < P; v++)
           rs__simrun_send(&s, rs__rd_rank(W, v), seg_len(n, segs, k));
         for (int v = 0; v < P; v++)
@@ -148,7 +148,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     }
     if (E) { /* fold-out */
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int r = 1; r < 2 * E; r += 2)
           rs__simrun_send(&s, r, seg_len(n, segs, k));
         for (int r = 0; r < 2 * E; r += 2)

@@ -185,7 +185,7 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
   size_t most = 0;
   for (int v = 0; v < P; v++)
     most = part[v].segs > most ? part[v].segs : most;
-  for (size_t j = 0; j < most; j++) {
+  for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
         rs__simrun_send(s, rs__rhd_rank(W, v),
@@ -223,7 +223,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
       const size_t left = n / 2, right = n - left;
       const size_t segs = rs__segs(right, s.cap);
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int r = 0; r < 2 * E; r++)
           rs__simrun_send(&s, r, seg_len(r % 2 ? left : right, segs, k));
         for (int r = 0; r < 2 * E; r++)
@@ -231,7 +231,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
                           seg_len(r % 2 ? right : left, segs, k));
       }
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int r = 1; r < 2 * E; r += 2)
           rs__simrun_send(&s, r, seg_len(right, segs, k));
         for (int r = 0; r < 2 * E; r += 2)
@@ -265,7 +265,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
     if (E) { /* fold-out */
       const size_t segs = rs__segs(n, s.cap);
       rs__simrun_step(&s);
-      for (size_t k = 0; k < segs; k++) {
+      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
         for (int r = 0; r < 2 * E; r += 2)
           rs__simrun_send(&s, r, seg_len(n, segs, k));
         for (int r = 1; r < 2 * E; r += 2)

@@ -251,7 +251,7 @@ static uint64_t simulate(const rs_netmodel_t *m, int workers,
       for (int r = 0; r < W; r++)
         rs__sim_step(&clocks[r]);
       for (int t = 0; t < 2; t++)
-        for (size_t i = 0; i < S; i++) {
+        for (size_t i = 0; i < S && !rs__sim_stopped(m); i++) {
           size_t off, len;
           int chunk, segment, children[2];
           rs__tree_segment(elems, W, segs, t, i, &off, &len, &chunk, &segment);

@@ -73,7 +73,8 @@ static const char bench_usage[] =
     "so #wrong counts every element that differs from the reference (for\n"
     "half and bfloat16 their range narrows so they stay exact, up to 2048\n"
     "and 256 workers; beyond, #wrong counts elements outside the bound).\n"
-    "exit status: 0 all good; 1 some #wrong; 2 bad usage; 3 a run failed\n";
+    "exit status: 0 all good; 1 some #wrong; 2 bad usage; 3 a run failed;\n"
+    "130, 143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n";
 
 typedef struct bench_opts {
   int workers[64];
@@ -521,6 +522,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
     status = EXIT_USAGE;
     goto done;
   }
+  cli_signals_watch(run); /* a signal stops it (signals.c) */
   rs_run_fill(run, RS_INIT_EXACT, 0);
   if (trace)
     rs_run_set_trace(run, trace, NULL);
@@ -531,6 +533,8 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   if (rc != RS_OK && rc != RS_ECHECK) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu bytes: %s\n", W,
             count * rs_dtype_size(o->dtype), rs_run_errmsg(run));
+    if (rc == RS_EINTERRUPTED)
+      cli_signal_said();
     status = EXIT_RUN;
     goto done;
   }
@@ -559,6 +563,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
     status = EXIT_RUN;
   }
 done:
+  cli_signals_watch(NULL);
   rs_run_free(run);
   rs_model_free(m);
   return status;
@@ -678,7 +683,8 @@ int cli_bench(int argc, char **argv) {
   uint64_t wrong = 0;
   double busbw_sum = 0; /* for nccl-tests' closing average */
   int rows = 0;
-  for (int k = 0; k < o.worker_count && status == 0; k++) {
+  /* A signal stops the sweep between runs too (main exits 128 + it). */
+  for (int k = 0; k < o.worker_count && status == 0 && !cli_signal(); k++) {
     int W = o.workers[k];
     if (!o.json)
       print_header(&o, W);
@@ -697,12 +703,13 @@ int cli_bench(int argc, char **argv) {
              W, (double)machine.link.latency_ns / 1e3,
              (double)machine.link.bandwidth / 1e9,
              (double)machine.reduce_rate / 1e9);
-    for (size_t bytes = o.min_bytes; bytes <= o.max_bytes && status == 0;) {
+    for (size_t bytes = o.min_bytes;
+         bytes <= o.max_bytes && status == 0 && !cli_signal();) {
       size_t count = bytes / rs_dtype_size(o.dtype);
       /* One algorithm, or (--algo all) each in turn, the fastest marked. */
       row_t size_rows[RS_ALGO_COUNT] = {{0}};
       int n = 0, best = 0;
-      for (int a = 0; a <= RS_ALGO_AUTO && status == 0; a++) {
+      for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
         if (!o.all && a != (int)o.algo)
           continue;
         if (o.all && a == RS_ALGO_AUTO)
@@ -734,7 +741,7 @@ int cli_bench(int argc, char **argv) {
     if (!o.json && k + 1 < o.worker_count)
       printf("\n");
   }
-  if (!o.json && status == 0) {
+  if (!o.json && status == 0 && !cli_signal()) {
     printf("# Out of bounds values : %llu %s\n", (unsigned long long)wrong,
            wrong ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n", rows ? busbw_sum / rows : 0.0);

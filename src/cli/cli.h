@@ -2,6 +2,7 @@
 #ifndef RINGSIM_CLI_H
 #define RINGSIM_CLI_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +90,27 @@ int cli_parse_args(int argc, char **argv, options_t *o);
 /* diff.c: `ringsim diff ...`: argv[0] is "diff". Returns the exit status. */
 extern const char cli_diff_usage_text[];
 int cli_diff(int argc, char **argv);
+
+/* signals.c: the one taker of SIGINT, SIGTERM and SIGHUP (SIGHUP handled
+ * as SIGTERM), for every mode. Start it first in main, before any thread:
+ * the signals are blocked in every thread and taken by one of its own. */
+void cli_signals_start(void);
+/* The run a signal stops (rs_run_interrupt), or NULL: register a run
+ * before it fills or executes, and NULL before freeing it. A signal that
+ * came earlier stops it at once. */
+void cli_signals_watch(rs_run_t *run);
+/* The first signal taken, or 0: one atomic load, for long loops to poll. */
+int cli_signal(void);
+/* The same as an atomic flag, for the library's cancellable loops (a
+ * network model's stop, rs_safetensors_write_cancellable). */
+const atomic_int *cli_signal_flag(void);
+const char *cli_signal_name(int signo); /* "SIGINT", "SIGTERM", "SIGHUP" */
+/* A message naming the signal has been printed (a run's "interrupted by
+ * SIGINT"): cli_signals_finish does not say it again. */
+void cli_signal_said(void);
+/* The command is done: stop the taker. If a signal came, say so (unless
+ * said) and return 128 + its number (130, 143, 129); else rc. */
+int cli_signals_finish(int rc);
 
 /* progress.c */
 /* A progress line on stderr for run, drawn by a thread of its own while a

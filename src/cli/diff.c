@@ -62,7 +62,8 @@ const char cli_diff_usage_text[] =
     "\n"
     "exit status: 0 compared (whether or not the sides differ); 1 with\n"
     "--fail-on-diff, some element differs, or a side's check failed; 2 bad\n"
-    "usage or bad input (refused before anything runs); 3 a run failed\n";
+    "usage or bad input (refused before anything runs); 3 a run failed;\n"
+    "130, 143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n";
 
 /* The run options that take a value (the rest are flags). */
 static const char *const value_options[] = {
@@ -545,6 +546,7 @@ static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
     config.algo = RS_ALGO_RING; /* only its buffers are used */
     if ((status = rs_run_create(&config, s->model, &from, errmsg)) != RS_OK)
       return status;
+    cli_signals_watch(from); /* a signal stops its fill */
   }
   if ((status = fill_plain(s, from)) != RS_OK) {
     snprintf(errmsg, RS_ERRMSG_MAX, "%s", rs_run_errmsg(from));
@@ -563,6 +565,12 @@ static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
   for (int r = 0; r < s->config.workers; r++) {
     void *dst = rs_run_buffer(run, r);
     for (size_t i = 0; i < elems; i++) {
+      if (i % 65536 == 0 && cli_signal()) { /* (signals.c) */
+        snprintf(errmsg, RS_ERRMSG_MAX, "interrupted by %s",
+                 cli_signal_name(cli_signal()));
+        status = RS_EINTERRUPTED;
+        goto done;
+      }
       for (int j = 0; j < s->local; j++)
         c[j] = value_at(rs_run_buffer(from, r * s->local + j), dtype, i);
       double v = local_fold(c, s->local, s->config.op, dtype, NULL);
@@ -575,8 +583,10 @@ static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
   rs_run_mark_filled(run);
 done:
   free(c);
-  if (from != run)
+  if (from != run) {
+    cli_signals_watch(run);
     rs_run_free(from);
+  }
   return status;
 }
 
@@ -591,8 +601,10 @@ static int run_side(side_t *s, rs_run_t **keep) {
     fprintf(stderr, "ringsim: %s: %s\n", s->label, err);
     return EXIT_USAGE;
   }
+  cli_signals_watch(run); /* a signal stops it (signals.c) */
   int status = fill_side(s, run, err);
   if (status == RS_OK && keep) {
+    cli_signals_watch(NULL); /* (it is not executed) */
     *keep = run;
     return -1;
   }
@@ -616,8 +628,20 @@ static int run_side(side_t *s, rs_run_t **keep) {
     rc = EXIT_RUN;
     goto done;
   }
-  memcpy(s->result, rs_run_buffer(run, 0), bytes);
+  /* (in parts: a signal stops a copy of gigabytes too) */
+  const size_t part = (size_t)64 << 20;
+  for (size_t at = 0; at < bytes; at += part) {
+    if (cli_signal()) {
+      rc = EXIT_RUN; /* main says which signal, and exits 128 + it */
+      goto done;
+    }
+    memcpy((char *)s->result + at, (const char *)rs_run_buffer(run, 0) + at,
+           bytes - at < part ? bytes - at : part);
+  }
 done:
+  if (status == RS_EINTERRUPTED)
+    cli_signal_said(); /* its message named the signal */
+  cli_signals_watch(NULL);
   rs_run_free(run);
   return rc;
 }
@@ -766,6 +790,8 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
     const rs_param_t *param = rs_model_param(m, p);
     for (size_t i = param->elem_offset; i < param->elem_offset + param->elems;
          i++) {
+      if (i % 65536 == 0 && cli_signal())
+        break; /* (said below) */
       double a = value_at(s[0].result, da, i), b = value_at(s[1].result, db, i);
       if (a == b)
         continue;
@@ -791,7 +817,7 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
   rs_order_t *order[2] = {NULL, NULL};
   char order_err[2][RS_ERRMSG_MAX] = {"", ""};
   leaves_t lv[2] = {{0, NULL}, {0, NULL}};
-  for (int k = 0; k < 2 && differing; k++) {
+  for (int k = 0; k < 2 && differing && !cli_signal(); k++) {
     if (sizes && big <= MAX_CONTRIBS_WRITTEN) {
       s[k].at = worst;
       s[k].at_contribs = calloc((size_t)big, sizeof(double));
@@ -824,7 +850,8 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
       region_n[k] = count > region_n[k] ? count : region_n[k];
       for (int c = 0; c < count; c++)
         for (size_t i = bk->elem_offset + off[c];
-             i < bk->elem_offset + off[c + 1]; i++)
+             i < bk->elem_offset + off[c + 1] && !(i % 65536 == 0 && cli_signal());
+             i++)
           region_counts[k][c] +=
               value_at(s[0].result, da, i) != value_at(s[1].result, db, i);
     }
@@ -843,6 +870,11 @@ static int diff_main(int argc, char **argv, char *arena, char ***av) {
     fresh[k] = NULL;
   }
 
+  /* A signal since the runs: no report (main exits 128 + it). */
+  if (cli_signal()) {
+    rc = EXIT_RUN;
+    goto free_fresh;
+  }
   /* The report. */
   size_t worst_param = 0;
   for (size_t p = 0; worst != SIZE_MAX && p < params; p++) {

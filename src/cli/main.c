@@ -3,8 +3,8 @@
  *
  * Exit codes: 0 all good; 1 the check failed; 2 bad usage or bad input
  * (refused before anything runs); 3 the run failed (timeout, abort, or
- * anything else once it started); 128 + the signal (130, 143) when SIGINT
- * or SIGTERM stopped it.
+ * anything else once it started); 128 + the signal (130, 143, 129) when
+ * SIGINT, SIGTERM or SIGHUP stopped it (signals.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,91 +138,6 @@ static int check_out(const options_t *o, int workers) {
   return -1;
 }
 
-/* ---- signals -------------------------------------------------------------
- * SIGINT and SIGTERM are blocked in every thread and taken by one thread
- * with sigwait, which can then do what a signal handler may not: stop the
- * run (rs_run_interrupt locks mutexes). The main thread looks at signo
- * between its stages and hands it to the --out writer, which gives up and
- * removes its temporary file. A second signal ends the process at once. */
-/* A pthread call that cannot fail unless the program is broken. */
-#define PTHREAD_CHECK(call)                                                    \
-  do {                                                                         \
-    int pthread_rc = (call);                                                   \
-    if (pthread_rc != 0) {                                                     \
-      fprintf(stderr, "ringsim: %s failed (%d)\n", #call, pthread_rc);         \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
-
-typedef struct sig_watch {
-  pthread_t thread;
-  int started;
-  sigset_t set;
-  atomic_int signo;    /* the first signal taken, or 0 */
-  atomic_int stopping; /* main is done: the next signal stops the watcher */
-  pthread_mutex_t mu;
-  rs_run_t *run; /* the run to stop, while there is one; guarded by mu */
-} sig_watch_t;
-
-static const char *signal_name(int signo) {
-  return signo == SIGINT ? "SIGINT" : "SIGTERM";
-}
-
-static void *watch_signals(void *arg) {
-  sig_watch_t *s = arg;
-  int signo;
-  if (sigwait(&s->set, &signo) != 0 || atomic_load(&s->stopping))
-    return NULL;
-  atomic_store(&s->signo, signo);
-  PTHREAD_CHECK(pthread_mutex_lock(&s->mu));
-  if (s->run)
-    rs_run_interrupt(s->run, signal_name(signo));
-  PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
-  if (sigwait(&s->set, &signo) == 0 && !atomic_load(&s->stopping)) {
-    /* The first signal is being acted on (an output being abandoned, its
-     * temporary file removed): give that a second, then stop at once. */
-    for (int i = 0; i < 100 && !atomic_load(&s->stopping); i++)
-      nanosleep(&(struct timespec){0, 10000000}, NULL);
-    if (atomic_load(&s->stopping))
-      return NULL;
-    static const char msg[] = "ringsim: a second signal: stopping at once\n";
-    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
-    }
-    _exit(128 + signo);
-  }
-  return NULL;
-}
-
-static void watch_start(sig_watch_t *s) {
-  sigemptyset(&s->set);
-  sigaddset(&s->set, SIGINT);
-  sigaddset(&s->set, SIGTERM);
-  atomic_init(&s->signo, 0);
-  atomic_init(&s->stopping, 0);
-  PTHREAD_CHECK(pthread_mutex_init(&s->mu, NULL));
-  PTHREAD_CHECK(pthread_sigmask(SIG_BLOCK, &s->set, NULL));
-  s->started = pthread_create(&s->thread, NULL, watch_signals, s) == 0;
-}
-
-static void watch_run(sig_watch_t *s, rs_run_t *run) {
-  PTHREAD_CHECK(pthread_mutex_lock(&s->mu));
-  s->run = run;
-  if (run && atomic_load(&s->signo)) /* it came before the run existed */
-    rs_run_interrupt(run, signal_name(atomic_load(&s->signo)));
-  PTHREAD_CHECK(pthread_mutex_unlock(&s->mu));
-}
-
-static void watch_stop(sig_watch_t *s) {
-  if (s->started) {
-    /* Wake the watcher with a signal it takes (no pthread_cancel: the
-     * sanitizers' runtimes do not survive cancelling a thread in sigwait). */
-    atomic_store(&s->stopping, 1);
-    PTHREAD_CHECK(pthread_kill(s->thread, SIGTERM));
-    PTHREAD_CHECK(pthread_join(s->thread, NULL));
-  }
-  PTHREAD_CHECK(pthread_mutex_destroy(&s->mu));
-}
-
 /* The run's configuration as the trace stores it: the options as given. */
 static char *config_json(const options_t *o, int argc, char **argv) {
   json_t *args = json_array();
@@ -269,8 +182,8 @@ static int mpi_gate(options_t *o, int rc) {
 }
 
 /* The run's part of main: from the loaded model to the report. */
-static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
-                    int argc, char **argv) {
+static int run_main(options_t *opt, rs_model_t *model, int argc,
+                    char **argv) {
   char err[RS_ERRMSG_MAX];
   rs_run_t *run = NULL;
   rs_trace_t *trace = NULL;
@@ -307,7 +220,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
   }
-  watch_run(watch, run);
+  cli_signals_watch(run);
   if (opt->explain && rs_explain_check(run, err) != RS_OK) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
@@ -371,14 +284,14 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   /* The ring has run. A signal since, or an output that cannot be written,
    * fails the run after all: said before the report, so that the report,
    * --json and the trace's row say the same. */
-  int signo = atomic_load(&watch->signo);
+  int signo = cli_signal();
   if (signo && (status == RS_OK || status == RS_ECHECK)) {
-    snprintf(err, sizeof err, "interrupted by %s", signal_name(signo));
+    snprintf(err, sizeof err, "interrupted by %s", cli_signal_name(signo));
     status = rs_run_fail_after(run, RS_EINTERRUPTED, err);
   } else if (status == RS_OK && opt->out && opt->mpi_rank == 0) {
     /* (over MPI rank 0 hosts worker 0 and writes it, once) */
     int wrc = rs_safetensors_write_cancellable(
-        opt->out, model, rs_run_buffer(run, 0), &watch->signo, err);
+        opt->out, model, rs_run_buffer(run, 0), cli_signal_flag(), err);
     if (wrc)
       status = rs_run_fail_after(
           run, wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS, err);
@@ -391,9 +304,19 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
     cli_print_json(&report);
   else
     cli_print_text(&report);
-  fflush(stdout);
+  char lost[RS_ERRMSG_MAX];
+  int report_lost = cli_stdout_lost("the report", lost, sizeof lost);
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
+  if (status == RS_EINTERRUPTED)
+    cli_signal_said();
+  if (report_lost) {
+    /* A run whose report nobody read has not done its job: exit 3, and
+     * its trace row says so (one that had failed keeps its own error). */
+    fprintf(stderr, "ringsim: %s\n", lost);
+    rs_run_fail_after(run, RS_ESYS, lost);
+    rc = EXIT_RUN;
+  }
   if (rc == EXIT_RUN && !rs_run_result(run)->checked &&
       status != RS_ETRACE) /* the ring failed */
     cli_print_watchdog(run);
@@ -404,7 +327,7 @@ static int run_main(options_t *opt, rs_model_t *model, sig_watch_t *watch,
   }
 done:
   cli_progress_stop(progress);
-  watch_run(watch, NULL);
+  cli_signals_watch(NULL);
   rs_run_free(run);
   rs_trace_close(trace);
   return rc;
@@ -490,28 +413,30 @@ static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
   return agreed > rc ? agreed : rc;
 }
 
-int main(int argc, char **argv) {
+static int command(int argc, char **argv) {
+  /* A file size limit (ulimit -f) makes a write fail with EFBIG, which is
+   * reported, instead of killing the process halfway through a file. */
+  signal(SIGXFSZ, SIG_IGN);
+  /* SIGINT, SIGTERM and SIGHUP stop every mode the same way (signals.c):
+   * taken before any thread exists, MPI's included. */
+  cli_signals_start();
   if (argc > 1 && strcmp(argv[1], "diff") == 0)
-    return cli_diff(argc - 1, argv + 1);
+    return cli_signals_finish(cli_diff(argc - 1, argv + 1));
   options_t opt = {0};
   int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
   opt.model_only = model_only;
   mpi_cli_t mpi = {0};
   int rc = model_only ? -1 : mpi_begin(&mpi, argc, argv);
   if (rc >= 0)
-    return rc;
+    return cli_signals_finish(rc);
   if (argc > 1 && strcmp(argv[1], "bench") == 0)
-    return mpi_finish(&mpi, &opt, cli_bench(argc - 1, argv + 1));
+    return mpi_finish(&mpi, &opt,
+                      cli_signals_finish(cli_bench(argc - 1, argv + 1)));
   opt.mpi_rank = mpi.rank;
   rc = cli_parse_args(argc - model_only, argv + model_only, &opt);
   if (rc >= 0)
-    return mpi_finish(&mpi, &opt, rc);
+    return mpi_finish(&mpi, &opt, cli_signals_finish(rc));
 
-  /* A file size limit (ulimit -f) makes a write fail with EFBIG, which is
-   * reported, instead of killing the process halfway through a file. */
-  signal(SIGXFSZ, SIG_IGN);
-  sig_watch_t watch;
-  watch_start(&watch);
   char err[RS_ERRMSG_MAX];
   rs_model_t *model = NULL;
   if (rs_model_load(opt.params, &model, err)) {
@@ -520,18 +445,24 @@ int main(int argc, char **argv) {
   } else if (opt.model_only) {
     rc = cli_run_model(&opt, model);
   } else {
-    rc = run_main(&opt, model, &watch, argc, argv);
+    rc = run_main(&opt, model, argc, argv);
   }
   while (opt.config.mpi && opt.mpi_gates < MPI_GATES)
     mpi_gate(&opt, rc ? rc : EXIT_RUN); /* (stopped before a gate) */
   rs_model_free(model);
-  int signo = atomic_load(&watch.signo);
-  watch_stop(&watch);
-  if (signo) {
-    /* Said already if it stopped the run (the run's error). */
-    if (rc != EXIT_RUN)
-      fprintf(stderr, "ringsim: interrupted by %s\n", signal_name(signo));
-    rc = 128 + signo;
+  return mpi_finish(&mpi, &opt, cli_signals_finish(rc));
+}
+
+int main(int argc, char **argv) {
+  int rc = command(argc, argv);
+  /* Whatever the command printed (a report, model's, bench's or diff's
+   * table, --help) must have reached stdout: else exit 3, said on stderr.
+   * A failure that is already worse (usage, a signal) keeps its status. */
+  char lost[RS_ERRMSG_MAX];
+  if (cli_stdout_lost("the output", lost, sizeof lost)) {
+    fprintf(stderr, "ringsim: %s\n", lost);
+    if (rc < EXIT_RUN)
+      rc = EXIT_RUN;
   }
-  return mpi_finish(&mpi, &opt, rc);
+  return rc;
 }

@@ -47,7 +47,8 @@ const char cli_model_usage_text[] =
     "      --json              print the result as one JSON object\n"
     "  -h, --help              this help\n"
     "\n"
-    "exit status: 0 ok; 2 bad usage or bad input; 3 out of memory\n";
+    "exit status: 0 ok; 2 bad usage or bad input; 3 out of memory; 130,\n"
+    "143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n";
 
 /* `ringsim model`: the schedule's simulated time alone, no threads or
  * data, for rings far larger than the machine. */
@@ -73,7 +74,7 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
   model_time_t t = {.algo = algo};
   t.sim = rs_netmodel_simulate_algo(algo, net, W, buckets, bucket_count,
                                     seg_bytes, elem_size);
-  for (size_t b = 0; b < bucket_count; b++) {
+  for (size_t b = 0; b < bucket_count && !cli_signal(); b++) {
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
     t.predicted += rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
                                             seg_bytes, elem_size);
@@ -245,7 +246,11 @@ static int print_all(const options_t *opt, const rs_model_t *model,
 
 int cli_run_model(const options_t *opt, const rs_model_t *model) {
   char err[RS_ERRMSG_MAX];
-  const rs_netmodel_t *net = &opt->config.net;
+  /* The simulations stop at a signal (signals.c): nothing is printed, and
+   * main exits 128 + the signal. */
+  rs_netmodel_t stoppable = opt->config.net;
+  stoppable.stop = cli_signal_flag();
+  const rs_netmodel_t *net = &stoppable;
   const int W = opt->config.workers;
   if (!net->enabled)
     return cli_usage_error("model: %s",
@@ -270,6 +275,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
       t[a] = model_time((rs_algorithm_t)a, net, W, buckets, bucket_count,
                         seg_bytes, elem_size);
     free(buckets);
+    if (cli_signal())
+      return EXIT_RUN;
     int rc = print_all(opt, model, t, bytes);
     if (rc)
       fprintf(stderr, "ringsim: out of memory\n");
@@ -278,6 +285,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   model_time_t t =
       model_time(algo, net, W, buckets, bucket_count, seg_bytes, elem_size);
   free(buckets);
+  if (cli_signal())
+    return EXIT_RUN;
   if (t.sim == UINT64_MAX) {
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;

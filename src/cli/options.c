@@ -114,8 +114,8 @@ static const char usage_text[] =
     "exit status: 0 all good; 1 the check failed; 2 bad usage or bad input\n"
     "(refused before anything runs); 3 the run failed (a worker timed out, "
     "the\n"
-    "run was aborted, or its output could not be written); 130 or 143 when\n"
-    "SIGINT or SIGTERM stopped it\n";
+    "run was aborted, or its output could not be written); 130, 143 or 129\n"
+    "when SIGINT, SIGTERM or SIGHUP stopped it\n";
 
 enum {
   OPT_INIT = 256,
