@@ -715,6 +715,47 @@ class Cli(unittest.TestCase):
         rc, out, err = run("-p", model, "--no-trace", "--op", "sum", "--algo", "linear")
         self.assertEqual((rc, err), (0, ""))  # 40000 - 40000 first: in range
 
+    def test_header_says_what_runs(self):
+        """The report's head says how an average divides ("avg, pre",
+        "avg, pre-mul"), and --like ddp-gloo says it is DDP, pre-mul and
+        DDP's bucket layout, with the buckets' count and caps (it said only
+        "gloo-ring all-reduce (avg)")."""
+        model = os.path.join(EXAMPLES, "model.json")
+        for args, head in (([], "ring all-reduce (avg)"),
+                           (["--average", "pre"], "ring all-reduce (avg, pre)"),
+                           (["--average", "pre-mul", "--algo", "gloo-ring"],
+                            "gloo-ring all-reduce (avg, pre-mul)"),
+                           (["--op", "sum"], "ring all-reduce (sum)")):
+            with self.subTest(args=args):
+                rc, out, err = run("-p", model, "-w", 3, "--no-trace", *args)
+                self.assertEqual(rc, 0, err)
+                first, second = out.splitlines()[:2]
+                self.assertEqual(first, f'ringsim 0.1.0: {head} of model "mlp-784-256-10" '
+                                        f'on 3 workers')
+                self.assertFalse(second.startswith("  like"))
+        big = os.path.join(EXAMPLES, "resnet18.json")
+        for model, extra, buckets in (
+                (model, [], "1 bucket (cap 25.00 MiB, first 1.00 MiB)"),
+                (big, ["--bucket-mb", 16, "--json"], None)):
+            if buckets is None:  # the count as the JSON report gives it
+                rc, out, err = run("-p", model, "-w", 3, "--no-trace", "--like", "ddp-gloo",
+                                   *extra)
+                self.assertEqual(rc, 0, err)
+                n = len(json.loads(out)["buckets"])
+                self.assertGreater(n, 1)
+                buckets = f"{n} buckets (cap 16.00 MiB, first 1.00 MiB)"
+                extra = extra[:-1]
+            with self.subTest(extra=extra):
+                rc, out, err = run("-p", model, "-w", 3, "--no-trace", "--like", "ddp-gloo", *extra)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.splitlines()[:3], [
+                    'ringsim 0.1.0: gloo-ring all-reduce (avg, pre-mul) of model '
+                    f'"{"mlp-784-256-10" if model != big else "resnet18"}" on 3 workers',
+                    "  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's ring, "
+                    "pre-mul (each gradient times 1/W in its dtype, then the sum)",
+                    f"             {buckets}, each laid out as DDP's rebuilt buckets "
+                    "(params last to first)"])
+
     def test_help_and_version(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)

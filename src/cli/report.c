@@ -539,10 +539,26 @@ void cli_print_text(const report_t *r) {
   char size[32], a[32], name[CLI_SAFE_MAX];
   cli_human_bytes(f.bytes, size, sizeof size);
 
-  printf("ringsim %s: %s all-reduce (%s) of model \"%s\" on %d worker%s\n",
+  /* an average says when it divides: "avg" after the sum, else how */
+  const char *average = cfg->op != RS_OP_AVG ? ""
+                        : cfg->average_pre == RS_AVERAGE_PRE_MUL ? ", pre-mul"
+                        : cfg->average_pre == RS_AVERAGE_PRE     ? ", pre"
+                                                                 : "";
+  printf("ringsim %s: %s all-reduce (%s%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),
-         cli_safe(rs_model_name(r->model), name, sizeof name), W,
+         average, cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
+  if (cfg->ddp_layout) { /* --like ddp-gloo (docs/ddp.md) */
+    char cap[32], first[32];
+    cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
+    cli_human_bytes((double)cfg->first_bucket_bytes, first, sizeof first);
+    printf("  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's "
+           "ring, pre-mul (each gradient times 1/W in its dtype, then the "
+           "sum)\n"
+           "             %zu bucket%s (cap %s, first %s), each laid out as "
+           "DDP's rebuilt buckets (params last to first)\n",
+           res->buckets, res->buckets == 1 ? "" : "s", cap, first);
+  }
   if (cfg->mpi) /* (docs/mpi.md) */
     printf("  transport  mpi, %d process%s\n", rs_run_procs(r->run),
            rs_run_procs(r->run) == 1 ? "" : "es");
