@@ -30,11 +30,17 @@ rs_config_t *rs_config_new(void) {
 void rs_config_free(rs_config_t *config) { free(config); }
 
 static int parse_long(const char *text, long min, long max, long *out) {
+  /* A number given is the number alone, as written in decimal: an
+   * optional '-', then digits, no leading zero ("01"), sign ("+2") or
+   * blank (strtol would take all three). */
+  const char *digits = text + (text[0] == '-');
+  if (!isdigit((unsigned char)digits[0]) ||
+      (digits[0] == '0' && digits[1] != '\0'))
+    return -1;
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || end == text || *end || isspace((unsigned char)*text) ||
-      v < min || v > max)
+  if (errno || *end || v < min || v > max)
     return -1;
   *out = v;
   return 0;
@@ -88,6 +94,12 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
   if (!colon ||
       snprintf(keys, sizeof keys, "%s", colon + 1) >= (int)sizeof keys)
     return colon ? -1 : (f->kind == RS_FAULT_STALL ? -1 : 0);
+  /* key=value pairs joined by single commas: strtok_r below would skip
+   * an empty one ("crash:", "step=2,", "worker=1,,step=2") */
+  size_t keys_len = strlen(keys);
+  if (!keys_len || keys[0] == ',' || keys[keys_len - 1] == ',' ||
+      strstr(keys, ",,"))
+    return -1;
   char *save = NULL;
   unsigned given = 0; /* each key once: worker 1, step 2, ms 4 */
   for (char *kv = strtok_r(keys, ",", &save); kv;

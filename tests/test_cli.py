@@ -338,6 +338,8 @@ class Cli(unittest.TestCase):
             (["-p", model, "-w", 0], "--workers '0': expected an integer in 1..4096"),
             (["-p", model, "-w", -3], "--workers '-3'"),
             (["-p", model, "-w", "four"], "--workers 'four'"),
+            (["-p", model, "-w", "+4"], "--workers '+4': expected an integer in 1..4096"),
+            (["-p", model, "-w", "04"], "--workers '04': expected an integer in 1..4096"),
             (["-p", model, "-w", 5000], "--workers '5000'"),
             (["-p", model, "-w", 2, "-w", 3], "--workers is given more than once"),
             (["-p", model, "extra"], "unexpected argument 'extra'"),

@@ -360,7 +360,14 @@ class Faults(unittest.TestCase):
                               # each key once, a number alone
                               ("crash:worker=1,worker=2", "--inject 'crash:worker=1,worker=2'"),
                               ("stall:worker=1,ms=5,ms=6", "--inject 'stall:worker=1,ms=5,ms=6'"),
-                              ("crash:worker= 1", "--inject 'crash:worker= 1'")):
+                              ("crash:worker= 1", "--inject 'crash:worker= 1'"),
+                              # numbers in plain decimal, pairs joined by
+                              # single commas (all four were accepted)
+                              ("crash:worker=1,step=2,", "--inject 'crash:worker=1,step=2,'"),
+                              ("crash:worker=1,,step=2", "--inject 'crash:worker=1,,step=2'"),
+                              ("crash:worker=1,step=+2", "--inject 'crash:worker=1,step=+2'"),
+                              ("crash:worker=01", "--inject 'crash:worker=01'"),
+                              ("crash:", "--inject 'crash:'")):
             rc, out, err = self.run_ringsim("--inject", spec)
             self.assertEqual(rc, 2, spec)
             self.assertIn(message, err)

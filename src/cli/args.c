@@ -22,12 +22,17 @@ int cli_usage_error(const char *fmt, const char *arg) {
 }
 
 int cli_parse_long(const char *text, long min, long max, long *out) {
+  /* A number given is the number alone, as written in decimal: an
+   * optional '-', then digits, no leading zero ("01"), sign ("+2") or
+   * blank (strtol would take all three). */
+  const char *digits = text + (text[0] == '-');
+  if (!isdigit((unsigned char)digits[0]) ||
+      (digits[0] == '0' && digits[1] != '\0'))
+    return -1;
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  /* (strtol skips leading blanks; a number given is the number alone) */
-  if (errno || end == text || *end || isspace((unsigned char)*text) ||
-      v < min || v > max)
+  if (errno || *end || v < min || v > max)
     return -1;
   *out = v;
   return 0;
