@@ -107,6 +107,11 @@ class Faults(unittest.TestCase):
         dups = self.query("SELECT src, seq, count(*) FROM transfer GROUP BY src, seq HAVING count(*) > 1")
         self.assertEqual(len(dups), 1)
         self.assertEqual(dups[0][0], 3)
+        # docs/trace-schema.md: the copy is a row of its own with the same
+        # (src, dst, seq), never received, so that key is not UNIQUE here
+        rows = self.query("SELECT recv_end_ns IS NULL FROM transfer WHERE src = ? AND seq = ? "
+                          "ORDER BY rowid", dups[0][0], dups[0][1])
+        self.assertEqual(rows, [(0,), (1,)])
 
     # fault-5: a stall longer than the timeout fails the run, naming the
     # stalled worker as the culprit and what it was doing (sleeping, not
