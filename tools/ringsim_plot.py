@@ -1767,19 +1767,23 @@ def fault_events(con, run, clock):
                "args": {"inject": fault["spec"], "worker": w, "phase": fault["phase"],
                         "step": fault["phase_step"], "global_step": fault["step"],
                         "worker_state": state}}
+    # where each stopped: as the timeline draws it (a timed-out worker its
+    # --timeout after its last transfer, an aborted one at the run's end)
+    stops = stop_times(con, run, clock, t_send_end, t_recv)
     for w, (state, phase, step, chunk, waiting, peer) in sorted(states.items()):
         if state in (None, "done"):
             continue
         doing = f", waiting to {waiting} {'from' if waiting == 'receive' else 'to'} worker {peer}" \
             if waiting else ""
         yield {"ph": "i", "s": "t", "name": f"stopped: {state}", "cat": "fault", "pid": rid, "tid": w,
-               "ts": last_activity(w) * us,
+               "ts": stops[w][2] * us,
                "args": {"state": state, "phase": phase, "step": step, "chunk": chunk,
                         "waiting": waiting, "peer": peer,
                         "where": f"{phase} step {step}, chunk {chunk}{doing}"}}
     if run_failed(run):
         end = con.execute(f"SELECT max(max({t_send_end}), max(coalesce({t_recv}, 0))) FROM transfer "
                           "WHERE run_id = ?", (rid,)).fetchone()[0] or 0
+        end = max([end] + [stop for _, _, stop in stops.values()])  # when it stopped
         yield {"ph": "i", "s": "g", "name": f"run {run['status']}", "cat": "fault", "pid": rid, "tid": 0,
                "ts": end * us, "args": {"status": run["status"], "error": run["error"]}}
 
