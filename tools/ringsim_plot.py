@@ -1137,7 +1137,7 @@ def chunks_figure(con, run):
     stages, left_out = chunk_panels(stages, W, regions is None)
     cols, rows, panel_w, panel_h = chunks_layout(stages, W)
     if W > CHUNKS_ALL_STEPS_UP_TO:  # a cell's width (of W + 0.5 in the panel's 88%) over 3
-        ctx["font"] = 72 * panel_w * 0.88 / (W + 0.5) / 3.0
+        ctx["font"] = min(10.0, 72 * panel_w * 0.88 / (W + 0.5) / 3.0)
     # the title's lines: 10-point text, about 0.2 inch a line
     width = cols * panel_w
     buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
@@ -2159,7 +2159,8 @@ def check_output(command, out, inputs=()):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="ringsim-plot", description="Pictures and a Perfetto export from a ringsim trace.",
-        epilog="exit status: 0 done; 2 bad input (no such file, not a ringsim trace, no such run)")
+        epilog="exit status: 0 done; 2 bad input (no such file, not a ringsim trace, no such run, "
+               "an inconsistent trace, an output that is an input or cannot be written)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
