@@ -84,6 +84,8 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         "version": facts["version"],
         "model": model_name,
         "workers": workers,
+        "transport": "shm",  # the Python API runs every worker in-process
+        "processes": 1,
         "op": cfg["op"],
         "grads": source,
         "params": len(params),
