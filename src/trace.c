@@ -235,6 +235,25 @@ static int exec_retry(rs_trace_t *t, const char *sql) {
   }
 }
 
+/* A read or statement of rs_trace_open that failed: a lock another
+ * process held past the wait is RS_ETRACE (the run is not run, exit 3, as
+ * a run whose trace lock is not had), said with the wait; any other
+ * failure RS_EIO. */
+static int open_failed(rs_trace_t *t, const char *what, char *errmsg) {
+  int code = sqlite3_errcode(t->db) & 0xff;
+  if (code != SQLITE_BUSY && code != SQLITE_LOCKED)
+    return rs__err(errmsg, RS_EIO, "trace %s: %s%s", t->path, what,
+                   sqlite3_errmsg(t->db));
+  if (t->cancel && atomic_load(t->cancel))
+    return rs__err(errmsg, RS_ETRACE,
+                   "trace %s: %s%s (a signal stopped the wait for other "
+                   "writers)",
+                   t->path, what, sqlite3_errmsg(t->db));
+  return rs__err(errmsg, RS_ETRACE,
+                 "trace %s: %s%s (waited %g s for other writers)", t->path,
+                 what, sqlite3_errmsg(t->db), t->wait_s);
+}
+
 /* The file's application_id, user_version and number of schema objects,
  * read in one statement: one snapshot, so a trace another process creates
  * meanwhile is seen whole or not at all. */
@@ -274,8 +293,7 @@ static int classify(rs_trace_t *t, int *fresh, char *errmsg) {
                    "trace %s: damaged (%s); refusing to touch it", t->path,
                    sqlite3_errmsg(t->db));
   if (rc != SQLITE_OK)
-    return rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
-                   sqlite3_errmsg(t->db));
+    return open_failed(t, "cannot read: ", errmsg);
   *fresh = app_id == 0 && objects == 0;
   if (*fresh)
     return RS_OK;
@@ -329,8 +347,7 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
              tables[i]);
     int64_t found = pragma_int(t->db, sql);
     if (found < 0)
-      return rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
-                     sqlite3_errmsg(t->db));
+      return open_failed(t, "cannot read: ", errmsg);
     if (found == 0)
       return rs__err(errmsg, RS_EINVAL,
                      "trace %s: damaged (no %s table); refusing to touch it",
@@ -390,11 +407,10 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
         rs__err(errmsg, RS_EINVAL,
                 "trace %s: damaged (%s); refusing to touch it", t->path,
                 problem ? problem : sqlite3_errmsg(t->db));
-      else
-        rs__err(errmsg, RS_EIO, "trace %s: cannot read: %s", t->path,
-                sqlite3_errmsg(t->db));
+      int failed = corrupt ? RS_EINVAL
+                           : open_failed(t, "cannot read: ", errmsg);
       sqlite3_finalize(st);
-      return corrupt ? RS_EINVAL : RS_EIO;
+      return failed;
     }
     sqlite3_finalize(st);
   }
@@ -404,8 +420,7 @@ static int check_integrity(rs_trace_t *t, char *errmsg) {
 static int exec(rs_trace_t *t, const char *sql, char *errmsg) {
   int rc = exec_retry(t, sql);
   if (rc != SQLITE_OK)
-    return rs__err(errmsg, RS_EIO, "trace %s: %s", t->path,
-                   sqlite3_errmsg(t->db));
+    return open_failed(t, "", errmsg);
   return RS_OK;
 }
 

@@ -434,6 +434,32 @@ class Writers(TraceCase):
     # writers-3: a trace whose lock is not had within RINGSIM_TRACE_WAIT is
     # a failed run (exit 3, not 2: the input was good), the JSON says so, and
     # the trace keeps its earlier runs.
+    def test_lock_held_at_open_is_a_failed_run(self):
+        """A trace another process holds in exclusive locking mode cannot
+        even be read: past the wait that is a run not had, exit 3, with
+        the wait in the message, as a lock not had at the run's start is
+        (it was exit 2, 'cannot read: database is locked', as if the trace
+        were bad input); run and bench alike, and the trace's runs are
+        whole once the lock is let go."""
+        self.traced_run(2, 10)
+        before = transfer_counts(self.db)
+        con = sqlite3.connect(self.db, isolation_level=None, timeout=60)
+        con.execute("PRAGMA locking_mode=EXCLUSIVE")
+        con.execute("BEGIN EXCLUSIVE")
+        try:
+            for args in (["-w", 2, "-p", self.model(10)],
+                         ["bench", "-w", 2, "-b", 8, "-e", 8, "-n", 1]):
+                with self.subTest(args=args):
+                    rc, out, err = run_env({"RINGSIM_TRACE_WAIT": "0.5"}, *args,
+                                           "--trace", self.db)
+                    self.assertEqual((rc, out), (3, ""), err)
+                    self.assertEqual(err, f"ringsim: trace {self.db}: cannot read: database "
+                                          "is locked (waited 0.5 s for other writers)\n")
+        finally:
+            con.execute("COMMIT")
+            con.close()
+        self.assertEqual(transfer_counts(self.db), before)
+
     def test_lock_timeout_is_a_failed_run(self):
         self.traced_run(2, 10)
         before = transfer_counts(self.db)

@@ -26,7 +26,7 @@ __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
 
 # ringsim's codes (RS_ERRNO_MAP) that mean bad input, not a failed run
 _RS_OK, _RS_EINVAL, _RS_ENOMEM, _RS_EIO, _RS_EPARSE = 0, -1, -2, -3, -4
-_RS_ECHECK = -8
+_RS_ECHECK, _RS_ETRACE = -8, -11
 
 # element type: ringsim's name, bytes per element as tensors store it,
 # bytes per element in a run's buffer, rs_dtype_t
@@ -429,7 +429,10 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         run = owned.own(handle.value, lib.rs_run_free)
         if trace is not None:
             handle = ctypes.c_void_p()
-            if lib.rs_trace_open(c_trace, ctypes.byref(handle), err):
+            rc = lib.rs_trace_open(c_trace, ctypes.byref(handle), err)
+            if rc == _RS_ETRACE:  # its lock not had in time: nothing ran
+                raise RunError(err.value.decode(errors="replace"), {})
+            if rc:
                 raise fail(ValueError)
             # closed after the run is freed (owned frees in reverse)
             owned.frees.insert(0, (handle.value, lib.rs_trace_close))

@@ -229,9 +229,10 @@ static int run_main(options_t *opt, rs_model_t *model, int argc,
 
   /* over MPI, rank 0 writes the trace: every transfer of every process */
   if (opt->trace && opt->mpi_rank == 0) {
-    if (rs_trace_open(opt->trace, &trace, err)) {
+    int opened = rs_trace_open(opt->trace, &trace, err);
+    if (opened) { /* bad input (2), or its lock not had in time (3) */
       fprintf(stderr, "ringsim: %s\n", err);
-      rc = EXIT_USAGE;
+      rc = cli_exit_code(opened);
       goto done;
     }
     char *config = config_json(opt, argc, argv);
