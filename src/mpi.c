@@ -677,6 +677,20 @@ static int agree_err(const agree_out_t *out, char *errmsg) {
                  msg[0] ? msg : "another MPI process could not set up the run");
 }
 
+/* Free a run's MPI state (NULL: nothing) once MPI holds none of it. */
+static void free_state(struct rs_mpi *m) {
+  if (!m)
+    return;
+  free(m->msg);
+  free(m->counts);
+  free(m->ended);
+  free(m->hosts);
+  free(m->offsets);
+  free(m->rtt_ns);
+  free(m->tell);
+  free(m);
+}
+
 int rs__mpi_open(rs_run_t *run, char *errmsg) {
   int inited = 0;
   MPI_Initialized(&inited);
@@ -748,15 +762,8 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
       (run->config.traced &&
        !(m->msg =
              malloc(sizeof *m->msg + (size_t)batch * sizeof(rs_event_t))))) {
-    if (m) {
-      free(m->hosts);
-      free(m->offsets);
-      free(m->rtt_ns);
-      free(m->tell);
-      free(m->counts);
-      free(m->ended);
-    }
-    free(m);
+    free_state(m);
+    m = NULL;
     code = RS_ENOMEM;
   }
   /* (out of memory here: every process learns it, and none goes on) */
@@ -764,18 +771,9 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
         code ? "ringsim: out of memory for the run's MPI state" : NULL, NULL,
         NULL, job.wait_ns, &out);
   if (code || out.code) {
-    if (!code) {
-      free(m->msg);
-      free(m->counts);
-      free(m->ended);
-      free(m->hosts);
-      free(m->offsets);
-      free(m->rtt_ns);
-      free(m->tell);
-      free(m);
-      return agree_err(&out, errmsg);
-    }
-    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+    free_state(m);
+    return code ? rs__err(errmsg, RS_ENOMEM, "out of memory")
+                : agree_err(&out, errmsg);
   }
   m->batch = (size_t)batch;
   m->lost = -1;
@@ -829,14 +827,7 @@ void rs__mpi_close(rs_run_t *run) {
   run->mpi = NULL;
   if (kept) /* the job is ending (rs_mpi_finalize aborts it) */
     return;
-  free(m->msg);
-  free(m->counts);
-  free(m->ended);
-  free(m->hosts);
-  free(m->offsets);
-  free(m->rtt_ns);
-  free(m->tell);
-  free(m);
+  free_state(m);
 }
 
 int rs_run_procs(const rs_run_t *run) { return run->procs; }
