@@ -193,11 +193,11 @@ class BrowserCase(unittest.TestCase):
         d = self.browser()
         d.get("file://" + page)
         for _ in range(200):
-            if d.execute_script("return document.body.dataset.ready") == "1":
+            ready = d.execute_script("return document.body.dataset.ready")
+            if ready == "1":
                 break
             time.sleep(0.05)
-        self.assertEqual(d.execute_script("return document.body.dataset.ready"), "1",
-                         f"{page}: the page's script did not finish")
+        self.assertEqual(ready, "1", f"{page}: the page's script did not finish")
 
     def console_errors(self):
         """The browser's log since the last call: errors and warnings."""
