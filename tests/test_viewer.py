@@ -827,7 +827,8 @@ class HostileNames(BrowserCase):
                 self.assertTrue(all(f", {model}, " in l for l in labels), labels)
                 self.assertIn(f" all-reduce of {model} on ", summary)
                 self.assertEqual(status, f"FAILED: {self.printed(error)}" if rid == 2 else None)
-        time.sleep(0.2)  # an image's error handler would have run by now
+        # a payload's script would have run as the page was parsed, before
+        # the page's own; an image's handler needs an image, and there is none
         self.assertEqual(d.execute_script(
             "return [document.title, document.images.length, "
             "document.querySelectorAll('[onerror]').length, document.scripts.length, "
