@@ -702,7 +702,11 @@ static void compare_block(const rs_run_t *run, size_t start, size_t len,
       ratio = differs ? INFINITY : 0.0;
     else
       ratio = err == 0 ? 0.0 : bound > 0 ? err / bound : INFINITY;
-    if (isnan(ratio)) /* a NaN result: never within a bound */
+    /* The inputs are finite (refused otherwise): a result that is not
+     * overflowed, even where the exact value is beyond the dtype's range
+     * too (an f64 reference, then inf, that it would equal). Never
+     * within a bound; name_overflow says where. */
+    if (isnan(ratio) || !isfinite(got))
       ratio = INFINITY;
     c->differing += (uint64_t)differs;
     c->wrong += (uint64_t)(ratio > 1.0);

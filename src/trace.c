@@ -1086,7 +1086,7 @@ static int write_totals(rs_run_t *run) {
         "max_rel_err, bound, worst_ratio, differing, wrong, order_differing, "
         "order_max_ulps, identical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
         "?)",
-        "iitddDDiiIIi", run->trace_run_id, (int64_t)p,
+        "iitdddDiiIIi", run->trace_run_id, (int64_t)p,
         rs_model_param(run->model, p)->name, c->max_abs_err, c->max_rel_err,
         c->bound, c->worst_ratio, (int64_t)c->differing, (int64_t)c->wrong,
         run->fixed ? (int64_t)c->order_differing : -1,

@@ -716,6 +716,21 @@ class Cli(unittest.TestCase):
                          "the first \"b\"[0] (element 0)\n")
         rc, out, err = run("-p", model, "--no-trace", "--op", "sum", "--algo", "linear")
         self.assertEqual((rc, err), (0, ""))  # 40000 - 40000 first: in range
+        # an f64 product beyond double's range: the reference is inf too,
+        # and the result inf (it passed as exact); its bound is Inf in the
+        # trace, where the run failed to insert it (NOT NULL constraint)
+        model = self.write("prod.json", json.dumps({
+            "name": "p", "grads": [{"x": [1e300, 2]} for _ in range(3)],
+            "params": [{"name": "x", "shape": [2], "dtype": "f64"}]}))
+        trace = self.path("prod.db")
+        rc, out, err = run("-p", model, "--op", "prod", "--trace", trace)
+        self.assertEqual((rc, err), (1, "ringsim: 1 element(s) outside the error bound (worst "
+                                        "error/bound inf): the product overflowed to inf in f64, "
+                                        "at 1 element(s), the first \"x\"[0] (element 0)\n"))
+        rows = subprocess.run(["sqlite3", trace, "SELECT r.status, x.bound, x.wrong FROM run r "
+                               "JOIN result x USING (run_id)"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertEqual(rows, "check_failed|Inf|1\n")
 
     def test_header_says_what_runs(self):
         """The report's head says how an average divides ("avg, pre",
