@@ -17,6 +17,9 @@ bucket_cap_mb=4) for W = 3 and 4: its gradients after the second backward
 first (one bucket of every param in model order) those of --algo gloo-ring
 --op avg --average pre-mul --bucket-mb 0. Each rank's local gradients
 come from a copy of the model run without DDP on the rank's own batch.
+A float16 parameter at W = 3 and 5 checks --like ddp-gloo's 1/W rounded to
+float16. All the DDP runs share one spawn of five processes (W < 5 on the
+subgroup of ranks 0..W-1): each torch process's start costs seconds.
 
     test_gloo.py RINGSIM [Gloo.test_name | Ddp.test_name ...]
 """
@@ -160,12 +163,42 @@ def build(kind):
                           nn.Linear(512, 10)), (256,))
 
 
-def ddp_peer(rank, workers, cap_mb, d):
+# The DDP runs, all on one spawn of DDP_WORLD torch processes (a process's
+# start and torch's import are most of the cost): the W = 3 and 4 runs on a
+# subgroup of ranks 0..W-1, which DDP averages over (1/W, its
+# process_group's size) exactly as over a world of W.
+DDP_WORLD = 5
+DDP_MODELS = ((3, 25), (4, 4))  # (W, bucket_cap_mb): ddp-1, ddp-2
+DDP_HALF = (3, 5)               # W: ddp-3
+
+
+def ddp_dir(d, what, workers):
+    return os.path.join(d, f"{what}{workers}")
+
+
+def ddp_peer(rank, d):
+    """Rank `rank` of DDP_WORLD: every DDP run this rank is in, each on
+    the group of ranks 0..W-1, written under ddp_dir(d, ..., W)."""
+    dist = init(rank, DDP_WORLD, d)
+    # every rank creates every group, in the same order
+    groups = {w: dist.new_group(list(range(w))) for w in sorted(
+        {w for w, _ in DDP_MODELS} | set(DDP_HALF)) if w < DDP_WORLD}
+    groups[DDP_WORLD] = None  # the default group: all ranks
+    for workers, cap_mb in DDP_MODELS:
+        if rank < workers:
+            ddp_models(rank, cap_mb, groups[workers], ddp_dir(d, "w", workers))
+    for workers in DDP_HALF:
+        if rank < workers:
+            ddp_half(rank, groups[workers], ddp_dir(d, "half", workers))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def ddp_models(rank, cap_mb, group, d):
     """For each model: this rank's local gradients (a copy, no DDP) and
     DDP's averaged ones after backward 1 and 2, as safetensors."""
     import torch.nn as nn
     import torch
-    dist = init(rank, workers, d)
     for kind in MODELS:
         model, shape = build(kind)
         local = copy.deepcopy(model)
@@ -175,52 +208,65 @@ def ddp_peer(rank, workers, cap_mb, d):
         nn.functional.cross_entropy(local(x), y).backward()
         ringsim_st.write(os.path.join(d, f"{kind}_local{rank}.safetensors"),
                          {n: p.grad.numpy() for n, p in local.named_parameters()})
-        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_mb)
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_mb,
+                                                  process_group=group)
         for it in (1, 2):
             for p in model.parameters():
                 p.grad = None
             nn.functional.cross_entropy(ddp(x), y).backward()
             ringsim_st.write(os.path.join(d, f"{kind}_ddp{it}_{rank}.safetensors"),
                              {n: p.grad.numpy() for n, p in model.named_parameters()})
-    dist.destroy_process_group()
 
 
 class Ddp(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        for workers, _ in DDP_MODELS:
+            os.mkdir(ddp_dir(cls.tmp.name, "w", workers))
+        for workers in DDP_HALF:
+            os.mkdir(ddp_dir(cls.tmp.name, "half", workers))
+        spawn(ddp_peer, DDP_WORLD, (cls.tmp.name,))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
     def check(self, workers, cap_mb):
-        with tempfile.TemporaryDirectory() as d:
-            spawn(ddp_peer, workers, (workers, cap_mb, d))
-            for kind in MODELS:
-                model, _ = build(kind)
-                path = os.path.join(d, f"{kind}_model.json")
-                with open(path, "w") as f:
-                    json.dump({"params": [{"name": n, "shape": list(p.shape)}
-                                          for n, p in model.named_parameters()]}, f)
-                # iteration 2 (rebuilt buckets): --like ddp-gloo; iteration
-                # 1 (one bucket, model order): gloo-ring, pre-mul, one bucket
-                for it, args in ((2, ["--like", "ddp-gloo", "--bucket-mb", str(cap_mb)]),
-                                 (1, ["--algo", "gloo-ring", "--op", "avg", "--average",
-                                      "pre-mul", "--bucket-mb", "0"])):
-                    with self.subTest(model=kind, iteration=it):
-                        ddp = [ringsim_st.read(os.path.join(d, f"{kind}_ddp{it}_{r}.safetensors"))
-                               for r in range(workers)]
-                        out = os.path.join(d, f"{kind}_ringsim{it}.safetensors")
-                        p = subprocess.run(
-                            [RINGSIM, "-w", str(workers), "-p", path, "--grads",
-                             os.path.join(d, f"{kind}_local{{r}}.safetensors"),
-                             "--no-trace", "--json", "--out", out, *args],
-                            capture_output=True, text=True, timeout=300)
-                        self.assertEqual(p.returncode, 0, p.stderr)
-                        report = json.loads(p.stdout)
-                        if kind == "mlp" and it == 2:  # several buckets
-                            self.assertGreater(len(report["buckets"]), 1, report["buckets"])
-                        ours = ringsim_st.read(out)
-                        self.assertEqual(sorted(ours), sorted(ddp[0]))
-                        for name in ddp[0]:
-                            for r in range(workers):
-                                self.assertEqual(
-                                    differences(ddp[r][name].ravel(), ours[name].ravel()),
-                                    "", f"{kind} W={workers} iteration {it} {name}: "
-                                    f"DDP rank {r} vs ringsim {' '.join(args)}")
+        self.assertIn((workers, cap_mb), DDP_MODELS)
+        d = ddp_dir(self.tmp.name, "w", workers)
+        for kind in MODELS:
+            model, _ = build(kind)
+            path = os.path.join(d, f"{kind}_model.json")
+            with open(path, "w") as f:
+                json.dump({"params": [{"name": n, "shape": list(p.shape)}
+                                      for n, p in model.named_parameters()]}, f)
+            # iteration 2 (rebuilt buckets): --like ddp-gloo; iteration
+            # 1 (one bucket, model order): gloo-ring, pre-mul, one bucket
+            for it, args in ((2, ["--like", "ddp-gloo", "--bucket-mb", str(cap_mb)]),
+                             (1, ["--algo", "gloo-ring", "--op", "avg", "--average",
+                                  "pre-mul", "--bucket-mb", "0"])):
+                with self.subTest(model=kind, iteration=it):
+                    ddp = [ringsim_st.read(os.path.join(d, f"{kind}_ddp{it}_{r}.safetensors"))
+                           for r in range(workers)]
+                    out = os.path.join(d, f"{kind}_ringsim{it}.safetensors")
+                    p = subprocess.run(
+                        [RINGSIM, "-w", str(workers), "-p", path, "--grads",
+                         os.path.join(d, f"{kind}_local{{r}}.safetensors"),
+                         "--no-trace", "--json", "--out", out, *args],
+                        capture_output=True, text=True, timeout=300)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    report = json.loads(p.stdout)
+                    if kind == "mlp" and it == 2:  # several buckets
+                        self.assertGreater(len(report["buckets"]), 1, report["buckets"])
+                    ours = ringsim_st.read(out)
+                    self.assertEqual(sorted(ours), sorted(ddp[0]))
+                    for name in ddp[0]:
+                        for r in range(workers):
+                            self.assertEqual(
+                                differences(ddp[r][name].ravel(), ours[name].ravel()),
+                                "", f"{kind} W={workers} iteration {it} {name}: "
+                                f"DDP rank {r} vs ringsim {' '.join(args)}")
 
     # ddp-1: W=3, DDP's default buckets (25 MiB, the first 1 MiB).
     def test_w3(self):
@@ -235,9 +281,9 @@ class Ddp(unittest.TestCase):
     # of two: DDP multiplies each gradient by 1/W rounded to float16 (not
     # to float32), and so must --like ddp-gloo.
     def test_half(self):
-        for workers in (3, 5):
-            with self.subTest(workers=workers), tempfile.TemporaryDirectory() as d:
-                spawn(ddp_half_peer, workers, (workers, d))
+        for workers in DDP_HALF:
+            with self.subTest(workers=workers):
+                d = ddp_dir(self.tmp.name, "half", workers)
                 path = os.path.join(d, "model.json")
                 with open(path, "w") as f:
                     json.dump({"params": [{"name": "w", "shape": [HALF_ELEMS],
@@ -260,12 +306,11 @@ class Ddp(unittest.TestCase):
 HALF_ELEMS = 1000
 
 
-def ddp_half_peer(rank, workers, d):
+def ddp_half(rank, group, d):
     """DDP (gloo, no hook) on one float16 parameter w whose gradient is the
     rank's own input x (loss (w * x).sum()): x as the local gradient, and
     w's gradient after the second backward (buckets rebuilt)."""
     import torch
-    dist = init(rank, workers, d)
 
     class Linear(torch.nn.Module):
         def __init__(self):
@@ -280,13 +325,12 @@ def ddp_half_peer(rank, workers, d):
         .astype(np.float16)
     ringsim_st.write(os.path.join(d, f"local{rank}.safetensors"), {"w": x}, "F16")
     model = Linear()
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
     for _ in range(2):
         model.w.grad = None
         ddp(torch.from_numpy(x)).backward()
     ringsim_st.write(os.path.join(d, f"ddp{rank}.safetensors"), {"w": model.w.grad.numpy()},
                      "F16")
-    dist.destroy_process_group()
 
 
 def main():
