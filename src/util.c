@@ -20,9 +20,18 @@ int rs__err(char *errmsg, int code, const char *fmt, ...) {
 }
 
 void rs_one_line(char *text) {
-  for (unsigned char *c = (unsigned char *)text; *c; c++)
-    if (*c < 0x20 || *c == 0x7f)
-      *c = '?';
+  /* C0 and DEL, and C1 as UTF-8 writes it (0xC2 0x80-0x9F, U+0080 to
+   * U+009F: U+009B is CSI to a terminal) become one '?' each */
+  unsigned char *to = (unsigned char *)text;
+  for (const unsigned char *c = to; *c; c++) {
+    if (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
+      *to++ = '?';
+      c++;
+    } else {
+      *to++ = *c < 0x20 || *c == 0x7f ? '?' : *c;
+    }
+  }
+  *to = '\0';
 }
 
 /* Transparent huge pages: a large buffer on 2 MiB boundaries, marked for

@@ -109,6 +109,17 @@ class Inputs(unittest.TestCase):
         r = json.loads(out)
         self.assertEqual(r["model"], "m\x1b[2J\r")
         self.assertIn("p\x1b[31m\r\n", [p["name"] for p in r["param_checks"]])
+        # C1 as UTF-8 (U+009B is CSI to a terminal) is a control character
+        # too, and one '?' (it was printed raw); other non-ASCII text stays
+        c1 = write_json(self.path("c1.json"), {
+            "name": "a\u009b31mb\u00e9\u0085c",
+            "params": [{"name": "w\u009b2J", "shape": [2]}]})
+        rc, out, err = run("-p", c1, "-w", 2, "--print", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn('of model "a?31mb\u00e9?c" on 2 workers\n', out)
+        self.assertIn("\n  w?2J: [", out)
+        for c in ("\u009b", "\u0085"):
+            self.assertNotIn(c, out)
 
     # inputs-3: the f32 maximum round-trips through the CLI: --op sum prints
     # FLT_MAX as 3.4028235e+38, and that text fed back as an inline value

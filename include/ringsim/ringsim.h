@@ -63,9 +63,10 @@ const char *rs_errname(int code);
  * (RS_EINTERRUPTED) or "failed" (any other code). Never NULL. */
 const char *rs_status_name(int status);
 
-/* Replace control characters (ESC, CR, a newline in a param name) with '?',
- * in place: every error message, and every name a text report prints,
- * stays one line and cannot drive the terminal. */
+/* Replace control characters (ESC, CR, a newline in a param name; C1's
+ * U+0080 to U+009F as UTF-8) with '?', in place (the text may shorten):
+ * every error message, and every name a text report prints, stays one
+ * line and cannot drive the terminal. */
 void rs_one_line(char *text);
 
 /* ---- element types --------------------------------------------------------
