@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 import os
 import sqlite3
 import struct
@@ -409,6 +410,29 @@ class Tools(unittest.TestCase):
     # tools-11: a failed run's chunk diagram and timeline say so: the title
     # (and the PNG's Title) carries the error, the crashed worker is marked,
     # transfers never received are drawn as such.
+    def test_abandoned_run_says_it_once(self):
+        """A row a later run marked abandoned (its process gone) is titled
+        "ABANDONED: its process ...", the status once (it read "ABANDONED:
+        abandoned: its process ...")."""
+        db = self.out("abandoned.db")
+        shutil.copy(self.failed, db)
+        con = sqlite3.connect(db)
+        con.execute("UPDATE run SET status = 'running', host = ?, pid = 999999999, "
+                    "pid_start = 1", (os.uname().nodename,))
+        con.commit()
+        con.close()
+        p = subprocess.run([RINGSIM, "-w", "2", "-p", os.path.join(EXAMPLES, "two_workers.json"),
+                            "--trace", db], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (error,), = self.rows(db, "SELECT error FROM run WHERE run_id = 1 AND "
+                                  "status = 'abandoned'")
+        self.assertTrue(error.startswith("abandoned: "), error)
+        rc, _, err = self.tool_in("chunks", db, "--run", 1, "-o", self.out("abandoned.png"))
+        self.assertEqual(rc, 0, err)
+        title = self.png_title(self.out("abandoned.png"))
+        self.assertIn("ABANDONED: " + error[len("abandoned: "):], title)
+        self.assertNotIn("ABANDONED: abandoned", title)
+
     def test_failed_run_pictures(self):
         error = self.rows(self.failed, "SELECT error FROM run")[0][0]
         for cmd in ("chunks", "timeline"):

@@ -262,7 +262,13 @@ def status_line(run):
         return "INCOMPLETE: the run is still running or was killed"
     if run["status"] == "failed":
         return f"FAILED: {run['error'] or 'no error recorded'}"
-    return f"{run['status'].upper().replace('_', ' ')}: {run['error'] or ''}".rstrip(": ")
+    # an error that opens with its status ("abandoned: its process ...")
+    # says it once: "ABANDONED: its process ..."
+    status = run["status"].replace("_", " ")
+    error = run["error"] or ""
+    if error.startswith(status + ": "):
+        error = error[len(status) + 2:]
+    return f"{status.upper()}: {error}".rstrip(": ")
 
 
 def titled(text, run, width=None):
