@@ -778,8 +778,9 @@ static void test_non_finite_input_is_refused(void **state) {
  * range (ten workers of 1e38 in float at flat element 2, which is "b"[1]:
  * 1e380 is past double's 1.8e308) are refused with a message naming it, not
  * checked against a garbage reference. In f64 the reference (long double) holds
- * 1e380, which rounds to inf in double, as the ring's product does: the check
- * passes. */
+ * 1e380, beyond double's range: the ring's product overflows to inf, and the
+ * check fails naming the overflow (a result that is not finite never
+ * passes, as an f32 sum beyond float's range does not). */
 static void test_product_beyond_the_reference_is_refused(void **state) {
   (void)state;
   for (int f64 = 0; f64 <= 1; f64++) {
@@ -801,7 +802,10 @@ static void test_product_beyond_the_reference_is_refused(void **state) {
     rs_run_mark_filled(run);
     int rc = rs_run_execute(run);
     if (f64) {
-      assert_int_equal(rc, RS_OK);
+      assert_int_equal(rc, RS_ECHECK);
+      assert_non_null(strstr(rs_run_errmsg(run),
+                             ": the product overflowed to inf in f64, at 1 "
+                             "element(s), the first \"b\"[1] (element 2)"));
       assert_true(isinf(((double *)rs_run_buffer(run, 3))[2]));
       assert_true(((double *)rs_run_buffer(run, 3))[1] == pow(1.5, 10));
     } else {
