@@ -144,11 +144,7 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
   /* avg divides before or after the sum; the other ops have no average */
-  const char *average = o->config.op != RS_OP_AVG ? NULL
-                        : o->config.average_pre == RS_AVERAGE_PRE_MUL
-                            ? "pre-mul"
-                        : o->config.average_pre ? "pre"
-                                                : "post";
+  const char *average = cli_average_name(&o->config);
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
       "s:b, s:s, s:o}",

@@ -124,6 +124,14 @@ static json_t *values_json(const rs_model_t *model, const void *values) {
   return obj;
 }
 
+const char *cli_average_name(const rs_config_t *config) {
+  if (config->op != RS_OP_AVG)
+    return NULL;
+  return config->average_pre == RS_AVERAGE_PRE_MUL ? "pre-mul"
+         : config->average_pre == RS_AVERAGE_PRE   ? "pre"
+                                                   : "post";
+}
+
 int cli_stdout_lost(const char *what, char *err, size_t size) {
   errno = 0;
   int flushed = fflush(stdout) == 0;
@@ -540,13 +548,12 @@ void cli_print_text(const report_t *r) {
   cli_human_bytes(f.bytes, size, sizeof size);
 
   /* an average says when it divides: "avg" after the sum, else how */
-  const char *average = cfg->op != RS_OP_AVG ? ""
-                        : cfg->average_pre == RS_AVERAGE_PRE_MUL ? ", pre-mul"
-                        : cfg->average_pre == RS_AVERAGE_PRE     ? ", pre"
-                                                                 : "";
-  printf("ringsim %s: %s all-reduce (%s%s) of model \"%s\" on %d worker%s\n",
+  const char *average = cli_average_name(cfg);
+  int divides_first = average && strcmp(average, "post") != 0;
+  printf("ringsim %s: %s all-reduce (%s%s%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),
-         average, cli_safe(rs_model_name(r->model), name, sizeof name), W,
+         divides_first ? ", " : "", divides_first ? average : "",
+         cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
   if (cfg->ddp_layout) { /* --like ddp-gloo (docs/ddp.md) */
     char cap[32], first[32];
