@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ringsim/ringsim.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

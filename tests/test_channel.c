@@ -5,9 +5,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "channel.h"
-#include "reduce.h"
-#include "util.h"
+#include "net/channel.h"
+#include "base/reduce.h"
+#include "base/util.h"
 
 #define SEG 5
 

@@ -6,8 +6,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "evcount.h"
-#include "util.h"
+#include "net/evcount.h"
+#include "base/util.h"
 
 #define SECOND 1000000000u
 

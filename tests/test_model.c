@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "io/model.h"
 #include "ringsim/ringsim.h"
 
 static rs_model_t *parse_ok(const char *text) {

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "reduce.h"
+#include "base/dtype.h"
+#include "base/reduce.h"
 #include "ringsim/ringsim.h"
 
 #define N 67

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "check/check.h"
 #include "ringsim/ringsim.h"
-#include "runstate.h"
-#include "schedule.h"
+#include "core/runstate.h"
+#include "base/schedule.h"
 
 typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
 /* Worker w's buffer of an f32 (or f16/bf16) run, as floats. */

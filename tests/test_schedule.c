@@ -5,7 +5,7 @@
 
 #include "algo/algo.h"
 #include "algo/ring.h"
-#include "schedule.h"
+#include "base/schedule.h"
 
 static const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 1000, 1000003};
 static const int worker_counts[] = {1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 1024};

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "ringsim/ringsim.h"
-#include "trace.h"
+#include "io/trace.h"
 
 static int64_t query_int(sqlite3 *db, const char *sql) {
   sqlite3_stmt *st;

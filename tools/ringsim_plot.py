@@ -27,7 +27,7 @@ import stat
 import sys
 import tempfile
 
-APPLICATION_ID = 0x5253696D  # "RSim", as src/trace.h
+APPLICATION_ID = 0x5253696D  # "RSim", as src/io/trace.h
 SCHEMA_VERSION = 1
 PHASES = ("reduce_scatter", "all_gather")  # the ring's, in order
 # A colour per phase of every algorithm (docs/trace-schema.md): the ring's

@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "xfer.h"
+#include "net/xfer.h"
 
 typedef struct rs_algo {
   const char *name;

@@ -31,8 +31,8 @@
 #include "algo/gloo_ring.h"
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 /* The layout of the worker's current bucket. */
 static rs_gloo_layout_t layout_of(const rs_worker_t *w) {

@@ -21,7 +21,7 @@
 #ifndef RINGSIM_ALGO_GLOO_RING_H
 #define RINGSIM_ALGO_GLOO_RING_H
 
-#include "schedule.h"
+#include "base/schedule.h"
 
 typedef struct rs_gloo_layout {
   size_t segs;      /* N: segments in the bucket, a multiple of W, >= 2W */

@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 int rs__linear_bucket(rs_worker_t *w);
 

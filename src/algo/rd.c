@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 int rs__rd_bucket(rs_worker_t *w);
 

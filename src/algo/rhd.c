@@ -19,8 +19,8 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 /* The most steps of a halving (log2 of RS_MAX_WORKERS, rounded up). */
 #define MAX_STEPS 16

@@ -48,8 +48,8 @@
 #include "algo/ring.h"
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 /* One step on segments seg_first..seg_end-1 of its chunks (all of them,
  * or one slice): send our chunk to the next worker, receive the previous

@@ -9,7 +9,7 @@
 #ifndef RINGSIM_ALGO_RING_H
 #define RINGSIM_ALGO_RING_H
 
-#include "schedule.h"
+#include "base/schedule.h"
 
 static inline int rs__ring_next(int workers, int rank) {
   return (rank + 1) % workers;

@@ -76,8 +76,8 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
-#include "netmodel.h"
-#include "xfer.h"
+#include "net/netmodel.h"
+#include "net/xfer.h"
 
 /* Reduce sweep (segment index, tree t): fold the children's segment into
  * ours, own data first, then down[0], down[1]; send the sum to the

@@ -49,7 +49,7 @@
 
 #include <stddef.h>
 
-#include "schedule.h"
+#include "base/schedule.h"
 
 /* x's lowest set bit (x > 0). */
 static inline int rs__tree_lowbit(int x) { return x & -x; }

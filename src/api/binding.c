@@ -1,0 +1,438 @@
+/* binding.c - what a language binding needs beyond the C API, in calls
+ * that take and return only numbers, strings and opaque pointers: a
+ * configuration set option by option by the command's option names, packed
+ * half-precision values in and out of a run's buffers, and a run's facts as
+ * JSON text. python/ringsim (over ctypes, with no compiler) is the user: it
+ * never needs the layout of rs_config_t or rs_result_t, which may grow.
+ *
+ * DESIGN: nothing here keeps state; every function works on what its
+ * caller passes, so two runs in one process stay apart as everywhere else.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dtype.h"
+#include "ringsim/ringsim.h"
+
+rs_config_t *rs_config_new(void) {
+  rs_config_t *config = malloc(sizeof *config);
+  if (config)
+    rs_config_init(config);
+  return config;
+}
+
+void rs_config_free(rs_config_t *config) { free(config); }
+
+static int parse_long(const char *text, long min, long max, long *out) {
+  /* A number given is the number alone, as written in decimal: an
+   * optional '-', then digits, no leading zero ("01"), sign ("+2") or
+   * blank (strtol would take all three). */
+  const char *digits = text + (text[0] == '-');
+  if (!isdigit((unsigned char)digits[0]) ||
+      (digits[0] == '0' && digits[1] != '\0'))
+    return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno || *end || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_double(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || isnan(v))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* "1", "true" or "0", "false". */
+static int parse_flag(const char *text, int *out) {
+  if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0)
+    *out = 1;
+  else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0)
+    *out = 0;
+  else
+    return -1;
+  return 0;
+}
+
+int rs_fault_parse(const char *spec, rs_fault_t *f) {
+  static const struct {
+    const char *name;
+    rs_fault_kind_t kind;
+  } kinds[] = {{"crash", RS_FAULT_CRASH},
+               {"stall", RS_FAULT_STALL},
+               {"corrupt", RS_FAULT_CORRUPT},
+               {"drop", RS_FAULT_DROP},
+               {"dup", RS_FAULT_DUP}};
+  const char *colon = strchr(spec, ':');
+  size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
+  int found = 0;
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (strlen(kinds[i].name) == name_len &&
+        strncmp(spec, kinds[i].name, name_len) == 0) {
+      f->kind = kinds[i].kind;
+      found = 1;
+    }
+  if (!found)
+    return -1;
+  f->worker = 0;
+  f->step = 0;
+  f->ms = -1;
+  char keys[256];
+  if (!colon ||
+      snprintf(keys, sizeof keys, "%s", colon + 1) >= (int)sizeof keys)
+    return colon ? -1 : (f->kind == RS_FAULT_STALL ? -1 : 0);
+  /* key=value pairs joined by single commas: strtok_r below would skip
+   * an empty one ("crash:", "step=2,", "worker=1,,step=2") */
+  size_t keys_len = strlen(keys);
+  if (!keys_len || keys[0] == ',' || keys[keys_len - 1] == ',' ||
+      strstr(keys, ",,"))
+    return -1;
+  char *save = NULL;
+  unsigned given = 0; /* each key once: worker 1, step 2, ms 4 */
+  for (char *kv = strtok_r(keys, ",", &save); kv;
+       kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    long v;
+    if (!eq || parse_long(eq + 1, 0, INT_MAX, &v))
+      return -1;
+    *eq = '\0';
+    unsigned key = strcmp(kv, "worker") == 0                            ? 1u
+                   : strcmp(kv, "step") == 0                            ? 2u
+                   : strcmp(kv, "ms") == 0 && f->kind == RS_FAULT_STALL ? 4u
+                                                                        : 0u;
+    if (!key || (given & key))
+      return -1;
+    given |= key;
+    if (key == 1)
+      f->worker = (int)v;
+    else if (key == 2)
+      f->step = (int)v;
+    else
+      f->ms = (int)v;
+  }
+  if (f->kind == RS_FAULT_STALL && f->ms < 0)
+    return -1;
+  return 0;
+}
+
+/* The option's name with '_' for '-', so "bucket-mb" and "bucket_mb" are
+ * one option. */
+static int is_option(const char *option, const char *name) {
+  for (; *option && *name; option++, name++)
+    if (*option != *name && !(*option == '_' && *name == '-'))
+      return 0;
+  return *option == *name;
+}
+
+#define FAIL(...)                                                              \
+  do {                                                                         \
+    snprintf(errmsg, RS_ERRMSG_MAX, __VA_ARGS__);                              \
+    rs_one_line(errmsg);                                                       \
+    return RS_EINVAL;                                                          \
+  } while (0)
+
+int rs_config_set(rs_config_t *config, const char *option, const char *value,
+                  char *errmsg) {
+  long v;
+  double d;
+  char err[RS_ERRMSG_MAX];
+  const char *o = option;
+  if (is_option(o, "workers")) {
+    if (parse_long(value, 1, RS_MAX_WORKERS, &v))
+      FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
+           RS_MAX_WORKERS);
+    config->workers = (int)v;
+  } else if (is_option(o, "op")) {
+    int op = rs_op_parse(value);
+    if (op < 0)
+      FAIL("%.64s '%.100s': expected sum, avg, min, max or prod", o, value);
+    config->op = (rs_op_t)op;
+  } else if (is_option(o, "average")) {
+    if (strcmp(value, "pre") && strcmp(value, "post") &&
+        strcmp(value, "pre-mul"))
+      FAIL("%.64s '%.100s': expected pre, post or pre-mul", o, value);
+    config->average_pre = strcmp(value, "pre") == 0       ? RS_AVERAGE_PRE
+                          : strcmp(value, "pre-mul") == 0 ? RS_AVERAGE_PRE_MUL
+                                                          : RS_AVERAGE_POST;
+  } else if (is_option(o, "algo")) {
+    int algo = rs_algorithm_parse(value);
+    if (algo < 0)
+      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear, tree, gloo-ring or "
+           "auto",
+           o, value);
+    config->algo = (rs_algorithm_t)algo;
+  } else if (is_option(o, "like")) {
+    /* The command's --like ddp-gloo (docs/ddp.md). */
+    if (strcmp(value, "ddp-gloo"))
+      FAIL("%.64s '%.100s': expected ddp-gloo", o, value);
+    config->algo = RS_ALGO_GLOO_RING;
+    config->op = RS_OP_AVG;
+    config->average_pre = RS_AVERAGE_PRE_MUL;
+    config->ddp_layout = 1;
+  } else if (is_option(o, "bucket-mb")) {
+    if (parse_double(value, &d) || !(d >= 0 && d <= 1048576))
+      FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
+           value);
+    config->bucket_bytes = (size_t)(d * 1048576.0);
+    if (d > 0 && config->bucket_bytes < sizeof(float))
+      config->bucket_bytes = sizeof(float);
+  } else if (is_option(o, "segment-bytes")) {
+    if (parse_long(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES, &v))
+      FAIL("%.64s '%.100s': expected a number of bytes from %d to %ld", o,
+           value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES);
+    config->segment_bytes = (size_t)v;
+  } else if (is_option(o, "slots")) {
+    if (parse_long(value, 1, RS_MAX_SLOTS, &v))
+      FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
+           RS_MAX_SLOTS);
+    config->slots = (int)v;
+  } else if (is_option(o, "timeout")) {
+    if (parse_double(value, &d) || !(d > 0 && d <= 1e6))
+      FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);
+    config->timeout_s = d;
+  } else if (is_option(o, "loop")) {
+    if (strcmp(value, "steps") && strcmp(value, "slices"))
+      FAIL("%.64s '%.100s': expected steps or slices", o, value);
+    config->slices = strcmp(value, "slices") == 0;
+  } else if (is_option(o, "checksum") || is_option(o, "direct") ||
+             is_option(o, "order-report") || is_option(o, "traced")) {
+    int flag;
+    if (parse_flag(value, &flag))
+      FAIL("%.64s '%.100s': expected true or false", o, value);
+    *(is_option(o, "checksum")       ? &config->checksum
+      : is_option(o, "direct")       ? &config->direct
+      : is_option(o, "order-report") ? &config->order_report
+                                     : &config->traced) = flag;
+  } else if (is_option(o, "inject")) {
+    if (config->fault_count == RS_MAX_FAULTS)
+      FAIL("%.64s: at most %d faults", o, RS_MAX_FAULTS);
+    rs_fault_t fault;
+    if (rs_fault_parse(value, &fault))
+      FAIL("%.64s '%.100s': expected KIND:worker=N,step=S[,ms=M] with KIND "
+           "crash, stall (needs ms), corrupt, drop or dup",
+           o, value);
+    config->faults[config->fault_count++] = fault;
+  } else if (is_option(o, "net") || is_option(o, "link") ||
+             is_option(o, "straggler")) {
+    rs_netmodel_t *net = &config->net;
+    int rc = is_option(o, "net") ? rs_netmodel_parse(value, net, err)
+             : is_option(o, "link")
+                 ? rs_netmodel_parse_link(value, net, err)
+                 : rs_netmodel_parse_straggler(value, net, err);
+    if (rc)
+      FAIL("%s", err);
+  } else if (is_option(o, "reduce-rate")) {
+    if (rs_netmodel_parse_rate(value, &config->net.reduce_rate, err))
+      FAIL("%.64s %.400s", o, err);
+  } else {
+    FAIL("unknown option '%.100s'", o);
+  }
+  return RS_OK;
+}
+
+void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src, size_t n) {
+  if (dtype == RS_DTYPE_F16)
+    rs__unpack_f16(dst, src, n);
+  else if (dtype == RS_DTYPE_BF16)
+    rs__unpack_bf16(dst, src, n);
+  else if (n)
+    memcpy(dst, src, n * rs_dtype_size(dtype));
+}
+
+void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n) {
+  if (dtype == RS_DTYPE_F16)
+    rs__pack_f16(dst, src, n);
+  else if (dtype == RS_DTYPE_BF16)
+    rs__pack_bf16(dst, src, n);
+  else if (n)
+    memcpy(dst, src, n * rs_dtype_size(dtype));
+}
+
+/* JSON has no inf or NaN: such a value is null, as in the --json report. */
+static json_t *real(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *count(uint64_t x) { return json_integer((json_int_t)x); }
+
+static json_t *config_facts(const rs_config_t *c) {
+  return json_pack(
+      "{s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:I, s:i, s:f, s:I, s:I, s:i, "
+      "s:b}",
+      "workers", c->workers, "op", rs_op_name(c->op), "algo",
+      rs_algorithm_name(c->algo), "average_pre", c->average_pre, "slices",
+      c->slices, "direct", c->direct, "checksum", c->checksum, "order_report",
+      c->order_report, "segment_bytes", (json_int_t)c->segment_bytes, "slots",
+      c->slots, "timeout_s", c->timeout_s, "bucket_bytes",
+      (json_int_t)c->bucket_bytes, "first_bucket_bytes",
+      (json_int_t)c->first_bucket_bytes, "fault_count", c->fault_count,
+      "net_enabled", c->net.enabled);
+}
+
+static json_t *result_facts(const rs_result_t *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "status", json_integer(r->status));
+  json_object_set_new(o, "checked", json_boolean(r->checked));
+  json_object_set_new(o, "identical", json_boolean(r->identical));
+  json_object_set_new(o, "exact", json_boolean(r->exact));
+  json_object_set_new(o, "max_abs_err", real(r->max_abs_err));
+  json_object_set_new(o, "bound", real(r->bound));
+  json_object_set_new(o, "worst_ratio", real(r->worst_ratio));
+  json_object_set_new(o, "wall_ns", count(r->wall_ns));
+  json_object_set_new(o, "wall_min_ns", count(r->wall_min_ns));
+  json_object_set_new(o, "warmup", json_integer(r->warmup));
+  json_object_set_new(o, "iterations", json_integer(r->iterations));
+  json_object_set_new(o, "fill_ns", count(r->fill_ns));
+  json_object_set_new(o, "ref_ns", count(r->ref_ns));
+  json_object_set_new(o, "check_ns", count(r->check_ns));
+  json_object_set_new(o, "check_threads", json_integer(r->check_threads));
+  json_object_set_new(o, "transfers", count(r->transfers));
+  json_object_set_new(o, "buckets", count(r->buckets));
+  json_object_set_new(o, "sim_ns", count(r->sim_ns));
+  json_object_set_new(o, "predicted_ns", count(r->predicted_ns));
+  json_object_set_new(o, "trace_ns", count(r->trace_ns));
+  json_object_set_new(o, "trace_rows", count(r->trace_rows));
+  json_object_set_new(o, "segs_per_chunk", count(r->segs_per_chunk));
+  json_object_set_new(o, "steps", json_integer(r->steps));
+  json_object_set_new(o, "seg_elems", count(r->seg_elems));
+  json_object_set_new(o, "slots", json_integer(r->slots));
+  return o;
+}
+
+static json_t *worker_facts(const rs_run_t *run, int w) {
+  const rs_worker_stats_t *s = rs_run_worker_stats(run, w);
+  rs_worker_state_t st;
+  rs_run_worker_state(run, w, &st);
+  return json_pack("{s:o, s:o, s:o, s:o, s:s, s:s?, s:i, s:i, s:s?, s:i, "
+                   "s:i}",
+                   "transfers_sent", count(s->transfers_sent), "bytes_sent",
+                   count(s->bytes_sent), "bytes_received",
+                   count(s->bytes_received), "wait_ns", count(s->wait_ns),
+                   "state", st.state, "phase", st.phase, "step", st.step,
+                   "chunk", st.chunk, "waiting", st.waiting, "peer", st.peer,
+                   "stall_ms", st.stall_ms);
+}
+
+static json_t *param_facts(const rs_param_t *p, const rs_param_check_t *c) {
+  return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                   "name", p->name, "elem_offset", (json_int_t)p->elem_offset,
+                   "elems", (json_int_t)p->elems, "max_abs_err",
+                   real(c->max_abs_err), "max_rel_err", real(c->max_rel_err),
+                   "bound", real(c->bound), "worst_ratio", real(c->worst_ratio),
+                   "differing", count(c->differing), "wrong", count(c->wrong),
+                   "order_differing", count(c->order_differing),
+                   "order_max_ulps", count(c->order_max_ulps));
+}
+
+/* --algo auto: the model it chose by, and per bucket the algorithm it ran
+ * and every algorithm's predicted time (null: not eligible). */
+static json_t *auto_json(const rs_run_t *run) {
+  int measured = 0;
+  const rs_netmodel_t *m = rs_run_auto_model(run, &measured);
+  if (!m)
+    return NULL;
+  json_t *list = json_array();
+  for (size_t b = 0; b < rs_run_result(run)->buckets; b++) {
+    json_t *pred = json_object();
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      uint64_t ns = rs_run_bucket_predicted(run, b, (rs_algorithm_t)a);
+      json_object_set_new(pred, rs_algorithm_name((rs_algorithm_t)a),
+                          ns == UINT64_MAX ? json_null()
+                                           : json_integer((json_int_t)ns));
+    }
+    json_array_append_new(
+        list, json_pack("{s:I, s:I, s:s, s:o}", "bucket", (json_int_t)b,
+                        "elems", (json_int_t)rs_run_bucket(run, b)->elems,
+                        "algo", rs_algorithm_name(rs_run_bucket_algo(run, b)),
+                        "predicted_ns", pred));
+  }
+  return json_pack("{s:s, s:I, s:I, s:I, s:o}", "model",
+                   measured ? "measured" : "net", "latency_ns",
+                   (json_int_t)m->link.latency_ns, "bandwidth_Bps",
+                   (json_int_t)m->link.bandwidth, "reduce_Bps",
+                   (json_int_t)m->reduce_rate, "buckets", list);
+}
+
+char *rs_run_auto_json(const rs_run_t *run) {
+  json_t *o = auto_json(run);
+  char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  return text;
+}
+
+char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model) {
+  const rs_result_t *res = rs_run_result(run);
+  const rs_config_t *cfg = rs_run_config(run);
+  json_t *o = json_object();
+  if (!o)
+    return NULL;
+  json_object_set_new(o, "version", json_string(RS_VERSION));
+  json_object_set_new(o, "status_name",
+                      json_string(rs_status_name(res->status)));
+  json_object_set_new(
+      o, "error", res->status ? json_string(rs_run_errmsg(run)) : json_null());
+  json_object_set_new(o, "run_id", json_integer(rs_run_trace_id(run)));
+  const char *trace_error = rs_run_trace_error(run);
+  json_object_set_new(o, "trace_error",
+                      trace_error ? json_string(trace_error) : json_null());
+  json_object_set_new(o, "config", config_facts(cfg));
+  json_object_set_new(o, "result", result_facts(res));
+  json_t *workers = json_array();
+  for (int w = 0; w < cfg->workers; w++)
+    json_array_append_new(workers, worker_facts(run, w));
+  json_object_set_new(o, "workers", workers);
+  json_t *params = json_array();
+  for (size_t p = 0; p < rs_model_param_count(model); p++)
+    json_array_append_new(params, param_facts(rs_model_param(model, p),
+                                              rs_run_param_check(run, p)));
+  json_object_set_new(o, "params", params);
+  /* workers that differ from worker 0 (rs_run_mismatches) */
+  json_t *counts = json_array(), *first_list = json_array();
+  for (int w = 0; w < cfg->workers; w++)
+    json_array_append_new(counts, count(rs_run_worker_mismatches(run, w)));
+  const rs_mismatch_t *first;
+  size_t listed = rs_run_mismatches(run, &first);
+  for (size_t k = 0; k < listed; k++)
+    json_array_append_new(
+        first_list,
+        json_pack("{s:i, s:I, s:I, s:o, s:o}", "worker", first[k].worker,
+                  "param", (json_int_t)first[k].param, "elem",
+                  (json_int_t)first[k].elem, "value", real(first[k].value),
+                  "worker0_value", real(first[k].worker0_value)));
+  json_object_set_new(
+      o, "mismatches",
+      json_pack("{s:o, s:o}", "workers", counts, "first", first_list));
+  json_t *buckets = json_array();
+  for (size_t b = 0; b < res->buckets; b++) {
+    const rs_bucket_t *k = rs_run_bucket(run, b);
+    json_array_append_new(
+        buckets,
+        json_pack("{s:I, s:I, s:I, s:I, s:s}", "elem_offset",
+                  (json_int_t)k->elem_offset, "elems", (json_int_t)k->elems,
+                  "first_param", (json_int_t)k->first_param, "params",
+                  (json_int_t)k->params, "algo",
+                  rs_algorithm_name(rs_run_bucket_algo(run, b))));
+  }
+  json_object_set_new(o, "buckets", buckets);
+  json_t *choice = auto_json(run);
+  json_object_set_new(o, "auto", choice ? choice : json_null());
+  /* 17 significant digits: every double reads back as itself */
+  char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
+  json_decref(o);
+  return text;
+}
+
+void rs_free(void *p) { free(p); }

@@ -1,0 +1,229 @@
+/* netmodel.c - the alpha-beta network model: parsing its specs, the cost
+ * formula, and the schedule-only simulation behind `ringsim model`. */
+#include "net/netmodel.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+/* ---- parsing ------------------------------------------------------------ */
+
+typedef struct unit {
+  const char *suffix;
+  double scale;
+} unit_t;
+
+static const unit_t time_units[] = {
+    {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {NULL, 0}};
+static const unit_t rate_units[] = {{"B/s", 1},
+                                    {"KB/s", 1e3},
+                                    {"MB/s", 1e6},
+                                    {"GB/s", 1e9},
+                                    {"TB/s", 1e12},
+                                    {"KiB/s", 1024.0},
+                                    {"MiB/s", 1048576.0},
+                                    {"GiB/s", 1073741824.0},
+                                    {"Kbps", 125.0},
+                                    {"Mbps", 125e3},
+                                    {"Gbps", 125e6},
+                                    {"Tbps", 125e9},
+                                    {NULL, 0}};
+
+/* A non-negative number followed by one of units. */
+static int parse_quantity(const char *text, size_t len, const unit_t *units,
+                          double *out) {
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return -1;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  char *end;
+  double v = strtod(buf, &end);
+  if (end == buf || !(v >= 0) || !isfinite(v))
+    return -1;
+  for (const unit_t *u = units; u->suffix; u++)
+    if (strcmp(end, u->suffix) == 0) {
+      *out = v * u->scale;
+      return *out < 1.8e19 ? 0 : -1;
+    }
+  return -1;
+}
+
+int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
+                           char *errmsg) {
+  double v;
+  if (parse_quantity(text, strlen(text), rate_units, &v) || v < 1)
+    return rs__err(errmsg, RS_EINVAL,
+                   "'%s': expected a rate such as 25GB/s, 100Gbps or "
+                   "800MiB/s",
+                   text);
+  *bytes_per_s = (uint64_t)llround(v);
+  return RS_OK;
+}
+
+/* key=value,key=value into a link (latency, bandwidth); messages quote
+ * the whole option, what 'shown'. */
+static int parse_link_fields(const char *spec, rs_link_model_t *link,
+                             int need_both, const char *what, const char *shown,
+                             char *errmsg) {
+  int have_latency = 0, have_bandwidth = 0;
+  const char *p = spec;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    const char *eq = memchr(p, '=', len);
+    double v;
+    if (eq && (size_t)(eq - p) == 7 && strncmp(p, "latency", 7) == 0 &&
+        parse_quantity(eq + 1, len - 8, time_units, &v) == 0) {
+      link->latency_ns = (uint64_t)llround(v);
+      have_latency = 1;
+    } else if (eq && (size_t)(eq - p) == 9 && strncmp(p, "bandwidth", 9) == 0 &&
+               parse_quantity(eq + 1, len - 10, rate_units, &v) == 0 &&
+               v >= 1) {
+      link->bandwidth = (uint64_t)llround(v);
+      have_bandwidth = 1;
+    } else {
+      return rs__err(errmsg, RS_EINVAL,
+                     "%s '%s': expected latency=TIME and bandwidth=RATE, "
+                     "e.g. latency=5us,bandwidth=25GB/s",
+                     what, shown);
+    }
+    p += len + (comma != NULL);
+  }
+  if (need_both && !(have_latency && have_bandwidth))
+    return rs__err(errmsg, RS_EINVAL,
+                   "%s '%s': give both latency= and bandwidth=", what, shown);
+  if (!have_latency && !have_bandwidth)
+    return rs__err(errmsg, RS_EINVAL, "%s '%s': nothing to set", what, shown);
+  return RS_OK;
+}
+
+int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg) {
+  rs_link_model_t link = {0};
+  int rc = parse_link_fields(spec, &link, 1, "--net", spec, errmsg);
+  if (rc)
+    return rc;
+  m->link = link;
+  m->enabled = 1;
+  return RS_OK;
+}
+
+int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg) {
+  int src, dst, used = 0;
+  if (sscanf(spec, "%d-%d:%n", &src, &dst, &used) != 2 || used == 0 ||
+      src < 0 || dst < 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--link '%s': expected SRC-DST:bandwidth=RATE[,latency="
+                   "TIME], e.g. 2-3:bandwidth=1GB/s",
+                   spec);
+  if (m->link_count == RS_MAX_NET_OVERRIDES)
+    return rs__err(errmsg, RS_EINVAL, "--link: at most %d overrides",
+                   RS_MAX_NET_OVERRIDES);
+  /* Start from the default link: the override replaces what it names. The
+   * default may come later on the command line, so names are kept apart. */
+  rs_link_model_t link = {RS_NET_UNSET, RS_NET_UNSET};
+  int rc = parse_link_fields(spec + used, &link, 0, "--link", spec, errmsg);
+  if (rc)
+    return rc;
+  m->links[m->link_count].src = src;
+  m->links[m->link_count].dst = dst;
+  m->links[m->link_count].link = link;
+  m->link_count++;
+  return RS_OK;
+}
+
+int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
+                                char *errmsg) {
+  int worker, used = 0;
+  char unit[3] = "";
+  double v;
+  if (sscanf(spec, "worker=%d,%2[a-z]=%lf%n", &worker, unit, &v, &used) != 3 ||
+      spec[used] != '\0' || worker < 0 || !(v >= 0) || v > 3.6e12)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--straggler '%s': expected worker=N,us=MICROSECONDS (or "
+                   "ns=, ms=)",
+                   spec);
+  double scale = strcmp(unit, "ns") == 0   ? 1
+                 : strcmp(unit, "us") == 0 ? 1e3
+                 : strcmp(unit, "ms") == 0 ? 1e6
+                                           : 0;
+  if (scale == 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--straggler '%s': the delay's unit is ns, us or ms", spec);
+  if (m->straggler_count == RS_MAX_NET_OVERRIDES)
+    return rs__err(errmsg, RS_EINVAL, "--straggler: at most %d",
+                   RS_MAX_NET_OVERRIDES);
+  m->stragglers[m->straggler_count].worker = worker;
+  m->stragglers[m->straggler_count].delay_ns = (uint64_t)llround(v * scale);
+  m->straggler_count++;
+  return RS_OK;
+}
+
+int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg) {
+  if (!m->enabled) {
+    if (m->link_count || m->straggler_count || m->reduce_rate)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--link, --straggler and --reduce-rate need --net");
+    return RS_OK;
+  }
+  for (int i = 0; i < m->link_count; i++) {
+    int src = m->links[i].src, dst = m->links[i].dst;
+    if (src >= workers || dst >= workers)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--link %d-%d: worker %d does not exist (workers 0..%d)",
+                     src, dst, src >= workers ? src : dst, workers - 1);
+    if (dst != (src + 1) % workers)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--link %d-%d: not a ring link; links go from r to "
+                     "r+1, and from %d to 0",
+                     src, dst, workers - 1);
+  }
+  for (int i = 0; i < m->straggler_count; i++)
+    if (m->stragglers[i].worker >= workers)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--straggler: worker %d does not exist (workers 0..%d)",
+                     m->stragglers[i].worker, workers - 1);
+  return RS_OK;
+}
+
+/* ---- clocks ------------------------------------------------------------- */
+
+void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
+                  int rank) {
+  memset(c, 0, sizeof *c);
+  if (!net || !net->enabled)
+    return;
+  c->net = net;
+  c->out = net->link;
+  for (int i = 0; i < net->link_count; i++)
+    if (net->links[i].src == rank) {
+      /* an override sets what it names; the rest stays the default */
+      if (net->links[i].link.latency_ns != RS_NET_UNSET)
+        c->out.latency_ns = net->links[i].link.latency_ns;
+      if (net->links[i].link.bandwidth != RS_NET_UNSET)
+        c->out.bandwidth = net->links[i].link.bandwidth;
+    }
+  for (int i = 0; i < net->straggler_count; i++)
+    if (net->stragglers[i].worker == rank)
+      c->straggler_ns += net->stragglers[i].delay_ns;
+  (void)workers;
+}
+
+size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
+                         size_t elem_size) {
+  size_t max_chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
+  size_t cap = segment_bytes / elem_size;
+  if (cap == 0)
+    cap = 1;
+  return max_chunk ? (max_chunk + cap - 1) / cap : 1;
+}
+
+/* ---- bus bandwidth ------------------------------------------------------ */
+
+double rs_busbw_factor(int workers) { return 2.0 * (workers - 1) / workers; }
+
+double rs_busbw(double algbw, int workers) {
+  return algbw * 2.0 * (workers - 1) / workers;
+}
