@@ -59,7 +59,7 @@ static void test_segments_tile_each_chunk(void **state) {
     }
 }
 
-/* schedule-3: the example from docs/algorithm.md: 10 elements on 4
+/* schedule-3: the example from docs/ring-walkthrough.md: 10 elements on 4
  * workers are chunks of 3, 3, 2, 2 starting at 0, 3, 6, 8. */
 static void test_documented_example(void **state) {
   (void)state;

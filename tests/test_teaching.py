@@ -335,7 +335,7 @@ class Teaching(unittest.TestCase):
             self.assertTrue(err.endswith("(see ringsim model --help)\n"), err)
 
     # teach-6: one notation for the cost formula everywhere: beta and gamma
-    # are rates (b/beta), as docs/algorithm.md defines them, in the threaded
+    # are rates (b/beta), as docs/ring-walkthrough.md defines them, in the threaded
     # run's report, in `ringsim model` and in the docs.
     def test_cost_formula_notation(self):
         formula = "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
@@ -347,7 +347,7 @@ class Teaching(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn(f"   {formula}\n", out)
         docs = os.path.join(os.path.dirname(EXAMPLES), "docs")
-        with open(os.path.join(docs, "algorithm.md")) as f:
+        with open(os.path.join(docs, "ring-walkthrough.md")) as f:
             text = f.read()
         self.assertIn(f"T = {formula}", text)
         self.assertIn("beta the bandwidth", text)

@@ -304,7 +304,7 @@ int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
 /* The cost formula as reports print it: alpha the latency, beta the
- * bandwidth, gamma the reduce rate (docs/algorithm.md uses the same). */
+ * bandwidth, gamma the reduce rate (docs/ring-walkthrough.md uses the same). */
 #define RS_NETMODEL_FORMULA "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
 
 /* nccl-tests' bus bandwidth factor 2(W-1)/W: the share of its buffer each
