@@ -88,18 +88,18 @@ class Tools(unittest.TestCase):
     def figure_of(self, *args):
         """(figure, title) a picture command drew, as it was handed to save
         (the figure drawn once, as the file would be)."""
-        plot = self.plot_module()
+        output = self.plot_module().output  # where the pictures find save
         got = []
-        real = plot.save
+        real = output.save
 
         def keep(fig, out, title, tight=True):
             got.append((fig, title))
             real(fig, out, title, tight)
-        plot.save = keep
+        output.save = keep
         try:
             rc, _, err = self.tool_in(*args)
         finally:
-            plot.save = real
+            output.save = real
         self.assertEqual(rc, 0, err)
         self.assertEqual(len(got), 1)
         got[0][0].canvas.draw()

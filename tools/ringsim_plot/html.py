@@ -1,0 +1,314 @@
+"""ringsim-plot html: one self-contained interactive page: the viewer's
+template (ringsim_viewer.html, beside this package) with the runs' data
+inside as JSON, computed by the replays the pictures use, so the page and
+the pictures agree.
+"""
+import json
+import os
+import sqlite3
+
+from .output import ToolError, clean, progress, replacing
+from .replay import (ALGO_NAMES, algo_name, contributors, has_sim_times, injected_faults,
+    phases_present, pick_run, replay_holdings, replay_regions, ring_ranges, run_algo, run_failed,
+    schedule_messages, status_line, time_columns, transfer_count, tree_chunks)
+from .timeline import TIMELINE_DETAIL_LIMIT
+
+
+# The page's template: HTML, styles and script in one file, beside this
+# package (tools/ in the source tree, PREFIX/share/ringsim installed).
+VIEWER_TEMPLATE = "ringsim_viewer.html"
+VIEWER_DATA_MARK = "/*RINGSIM_DATA*/null"
+# Without --run, the page holds the trace's latest runs, at most this many.
+HTML_DEFAULT_RUNS = 12
+# The chunk view holds the buckets of the first iteration, in order, while
+# they add up to at most this many messages (and at most this many buckets).
+HTML_CHUNK_MESSAGES = 60000
+HTML_CHUNK_BUCKETS = 16
+# Never-received transfers listed for a failed run (all are counted).
+HTML_LOST_ROWS = 500
+TRANSFER_COLUMNS = ("iter", "bucket", "phase", "step", "src", "dst", "chunk", "segment",
+                    "elem_offset", "elems", "bytes", "seq", "checksum", "send_begin_ns",
+                    "send_end_ns", "recv_begin_ns", "recv_end_ns", "wait_ns", "contrib_first",
+                    "contrib_count", "sim_send_ns", "sim_recv_ns")
+
+
+def json_row(row):
+    """A transfer row (TRANSFER_COLUMNS) for the page: the 64-bit checksum as
+    text, which a JavaScript number (53 bits) would round."""
+    row = list(row)
+    k = TRANSFER_COLUMNS.index("checksum")
+    if row[k] is not None:
+        row[k] = str(row[k])
+    return row
+
+
+def viewer_template():
+    """The template's text, from beside this package: tools/ in the source
+    tree, PREFIX/share/ringsim installed (both hold ringsim_plot/ and
+    ringsim_viewer.html)."""
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    path = os.path.join(here, VIEWER_TEMPLATE)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if VIEWER_DATA_MARK not in text:
+            raise ToolError(f"{path}: not the viewer's template (no data mark)")
+        return text
+    raise ToolError(f"{VIEWER_TEMPLATE}: not found in {here}, beside the package ringsim_plot "
+                    "(the page's template is installed with the tool)")
+
+
+def bucket_algos(con, run):
+    """{bucket: algorithm} from table bucket_algo (empty for an older trace)."""
+    try:
+        return {b: clean(a) for b, a in con.execute(
+            "SELECT bucket, algo FROM bucket_algo WHERE run_id = ?", (run["run_id"],))}
+    except sqlite3.OperationalError:
+        return {}
+
+
+def message_details(con, run, bucket, ring):
+    """The transfers of one bucket (first iteration) merged into messages as
+    the replays merge them: {key: detail}; the key is (phase, step, src,
+    dst, chunk) for the ring, (phase, step, src, dst, contrib_first,
+    contrib_count, half) otherwise (schedule_messages's)."""
+    H = tree_chunks(run["workers"])
+    tree = run_algo(run) == "tree"
+    cols = ", ".join(TRANSFER_COLUMNS)
+    out = {}
+    col = {name: i for i, name in enumerate(TRANSFER_COLUMNS)}
+    PH, ST, SRC, DST, CH, BY = (col[c] for c in ("phase", "step", "src", "dst", "chunk", "bytes"))
+    CF, CC, S0, R1 = (col[c] for c in ("contrib_first", "contrib_count", "send_begin_ns",
+                                       "recv_end_ns"))
+    SS, SR = col["sim_send_ns"], col["sim_recv_ns"]
+    for row in con.execute(
+            f"SELECT {cols} FROM transfer WHERE run_id = ? AND bucket = ? AND iter = "
+            "(SELECT min(iter) FROM transfer WHERE run_id = ?) ORDER BY seq",
+            (run["run_id"], bucket, run["run_id"])):
+        if ring:
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CH])
+        else:
+            key = (row[PH], row[ST], row[SRC], row[DST], row[CF], row[CC],
+                   row[CH] // H if tree else 0)
+        d = out.get(key)
+        if d is None:
+            out[key] = {"row": json_row(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
+                        "t1": row[R1], "s0": row[SS], "s1": row[SR], "first": row[CF],
+                        "count": row[CC]}
+            continue
+        d["bytes"] += row[BY]
+        d["segs"] += 1
+        d["t0"] = min(d["t0"], row[S0])
+        d["t1"] = None if d["t1"] is None or row[R1] is None else max(d["t1"], row[R1])
+        if row[SS] is not None:
+            d["s0"] = min(d["s0"], row[SS])
+        d["s1"] = None if d["s1"] is None or row[SR] is None else max(d["s1"], row[SR])
+    return out
+
+
+def chunk_view_bucket(con, run, bucket, algo):
+    """One bucket's chunk view: its rows (chunks or regions), and per stage
+    the cells that changed (worker, row, contributors as ranges round the
+    ring) and the messages it carried, each with its bytes, times,
+    contributors and first trace row. The replay is the chunks command's
+    (replay_holdings, replay_regions), so the page and the picture agree."""
+    W = run["workers"]
+    brun = dict(run, algo=algo)
+    ring = algo == "ring"
+    if ring:
+        stages, regions = replay_holdings(con, brun, bucket), None
+        rows = [{"label": f"c{c}", "off": None, "elems": None} for c in range(W)]
+    else:
+        stages, regions = replay_regions(con, brun, bucket)
+        rows = [{"label": name, "off": off, "elems": n} for name, off, n in regions]
+    details = message_details(con, brun, bucket, ring)
+    by_arrow = {}
+    if not ring:
+        for m in schedule_messages(con, brun, bucket):
+            ks = [k for k, (_, a, n) in enumerate(regions) if m["off"] <= a and a + n <= m["end"]]
+            span = (ks[0], ks[-1] + 1) if ks else (0, 0)
+            by_arrow.setdefault((m["phase"], m["step"], m["src"], m["dst"], *span), []).append(
+                (m["phase"], m["step"], m["src"], m["dst"], m["first"], m["count"], m["half"]))
+    messages, index, out_stages = [], {}, []
+    prev = None
+    for title, holds, arrows, info in stages:
+        cells = []
+        for w in range(W):
+            for k in range(len(rows)):
+                if prev is None or (holds[w][k] is not prev[w][k] and holds[w][k] != prev[w][k]):
+                    cells.append([w, k, ring_ranges(holds[w][k], W)])
+        prev = holds
+        ids = []
+        for arrow in arrows:
+            if ring:
+                src, dst, chunk, received = arrow
+                a, b = chunk, chunk + 1
+                key = (info["phase"], info["step"], src, dst, chunk)
+            else:
+                src, dst, a, b, received = arrow
+                keys = by_arrow.get((info["phase"], info["step"], src, dst, a, b)) or [None]
+                key = keys.pop(0) if len(keys) > 1 else keys[0]
+            if key in index:
+                ids.append(index[key])
+                continue
+            d = details.get(key) or {}
+            first, count = d.get("first"), d.get("count")
+            index[key] = len(messages)
+            ids.append(len(messages))
+            messages.append({"src": src, "dst": dst, "a": a, "b": b, "received": bool(received),
+                             "phase": info["phase"], "step": info["step"],
+                             "bytes": d.get("bytes"), "segs": d.get("segs"), "t0": d.get("t0"),
+                             "t1": d.get("t1"), "s0": d.get("s0"), "s1": d.get("s1"),
+                             "contrib": ring_ranges(contributors(first, count, W), W)
+                             if count is not None else None,
+                             "row": d.get("row")})
+        out_stages.append({"title": title, "phase": info["phase"], "step": info["step"],
+                           "cells": cells, "arrows": ids})
+    return {"bucket": bucket, "algo": algo, "algo_name": ALGO_NAMES.get(algo, algo),
+            "ring": ring, "rows": rows, "stages": out_stages, "messages": messages}
+
+
+def timeline_view(con, run, clock):
+    """The timeline's bars in one clock, as a flat list of 8 numbers a bar
+    (worker, kind, phase index, bucket, step, start, end, wait; kind 0 a
+    receive, 1 a send, 2 a send never received, 3 a worker and step
+    aggregated), and the span of each step (bucket, phase, step, start,
+    end) of the first iteration."""
+    rid = run["run_id"]
+    sb, se, rb, re_, _ = time_columns(clock)
+    n = transfer_count(con, rid)
+    phases = phases_present(con, rid)
+    pidx = {p: i for i, p in enumerate(phases)}
+    bars = []
+    aggregated = n > TIMELINE_DETAIL_LIMIT
+    if not aggregated:
+        for phase, bucket, step, src, dst, s0, s1, r0, r1, wait in con.execute(
+                f"SELECT phase, bucket, step, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns "
+                "FROM transfer WHERE run_id = ?", (rid,)):
+            p = pidx[phase]
+            if clock == "wall":
+                bars += [src, 1, p, bucket, step, s0, s1, 0]
+            if r1 is not None:
+                bars += [dst, 0, p, bucket, step, r0, r1, 0 if clock == "sim" else (wait or 0)]
+            else:
+                bars += [dst, 2, p, bucket, step, s0, s0, 0]
+    else:
+        for phase, bucket, step, dst, r0, r1, wait in con.execute(
+                f"SELECT phase, bucket, step, dst, min({rb}), max({re_}), sum(wait_ns) FROM transfer "
+                "WHERE run_id = ? AND recv_end_ns IS NOT NULL GROUP BY iter, bucket, phase, dst, step",
+                (rid,)):
+            bars += [dst, 3, pidx[phase], bucket, step, r0, r1, 0 if clock == "sim" else (wait or 0)]
+        for phase, bucket, step, dst, s0 in con.execute(
+                f"SELECT phase, bucket, step, dst, {sb} FROM transfer WHERE run_id = ? "
+                "AND recv_end_ns IS NULL", (rid,)):
+            bars += [dst, 2, pidx[phase], bucket, step, s0, s0, 0]
+    steps = [list(r) for r in con.execute(
+        f"SELECT bucket, phase, step, min({sb}), max(coalesce({re_}, {se})) FROM transfer "
+        "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        "GROUP BY bucket, phase, step ORDER BY 4", (rid, rid))]
+    return {"bars": bars, "aggregated": aggregated, "steps": steps}
+
+
+def failure_view(con, run):
+    """What the page shows of a failed run: the faults injected, the
+    transfers never received (the first HTML_LOST_ROWS rows, all counted)
+    and the watchdog's worker table."""
+    rid = run["run_id"]
+    cols = ", ".join(TRANSFER_COLUMNS)
+    lost = [json_row(r) for r in con.execute(
+        f"SELECT {cols} FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL "
+        "ORDER BY send_begin_ns LIMIT ?", (rid, HTML_LOST_ROWS))]
+    n_lost = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
+                         (rid,)).fetchone()[0]
+    workers = [list(r) for r in con.execute(
+        "SELECT worker, state, phase, step, chunk, waiting, peer, transfers_sent, bytes_sent, "
+        "bytes_received, wait_ns FROM worker WHERE run_id = ? ORDER BY worker", (rid,))]
+    return {"faults": injected_faults(run), "lost": lost, "lost_count": n_lost,
+            "workers": workers}
+
+
+def html_run(con, run):
+    """Everything the page shows of one run, computed by the functions the
+    pictures use."""
+    rid, W = run["run_id"], run["workers"]
+    n = transfer_count(con, rid)
+    progress(f"run {rid}: {n} transfers")
+    out = {"id": rid, "algo": run_algo(run), "algo_name": algo_name(run), "workers": W,
+           "model": run["model"], "bytes": run["bytes"], "elems": run["elems"],
+           "dtype": run["dtype"], "op": run["op"], "buckets": run["buckets"],
+           "status": run["status"], "error": run["error"], "failed": run_failed(run),
+           "status_line": status_line(run), "transfers": n, "wall_ns": run["wall_ns"],
+           "sim_ns": run["sim_ns"], "started_at": run["started_at"],
+           "phases": phases_present(con, rid), "columns": list(TRANSFER_COLUMNS),
+           "detail_limit": TIMELINE_DETAIL_LIMIT, "chunk_note": "", "chunks": []}
+    if n == 0:
+        out["chunk_note"] = f"run {rid} has no transfers (W = {W})"
+    else:
+        algos = bucket_algos(con, run)
+        buckets = [r[0] for r in con.execute(
+            "SELECT bucket, count(*) FROM transfer WHERE run_id = ? AND iter = "
+            "(SELECT min(iter) FROM transfer WHERE run_id = ?) GROUP BY bucket ORDER BY bucket",
+            (rid, rid))]
+        total = 0
+        for bucket in buckets:
+            if len(out["chunks"]) >= HTML_CHUNK_BUCKETS or total >= HTML_CHUNK_MESSAGES:
+                out["chunk_note"] = (f"the chunk view holds buckets {buckets[0]}-{bucket - 1} of "
+                                     f"{len(buckets)} (the first {HTML_CHUNK_MESSAGES:,} messages "
+                                     f"or {HTML_CHUNK_BUCKETS} buckets); the timeline has them all")
+                break
+            algo = algos.get(bucket, run_algo(run))
+            if algo == "auto":
+                algo = "ring"
+            view = chunk_view_bucket(con, run, bucket, algo)
+            total += len(view["messages"])
+            out["chunks"].append(view)
+    out["clocks"] = {"wall": timeline_view(con, run, "wall")} if n else {}
+    if n and has_sim_times(con, run):
+        out["clocks"]["sim"] = timeline_view(con, run, "sim")
+    out["failure"] = failure_view(con, run)
+    return out
+
+
+# What the HTML parser acts on inside a script element ('</script' ends it,
+# '<!--' then '<script' swallow the page's code after it), '&', and the two
+# line separators older JavaScript refused in a string: as the JSON escapes
+# JSON.parse reads back as the same characters. JSON has none outside its
+# strings, so every name (model, params, file, error) reaches the page as
+# text, whatever it holds.
+_SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def html_page(data):
+    """The template with the data inside, as JSON a script element holds
+    as text (_SCRIPT_SAFE; str.replace, 4 times faster than str.translate
+    over the 3 MB of a large run's page)."""
+    text = json.dumps(data, separators=(",", ":"))
+    for char, escape in _SCRIPT_SAFE:
+        text = text.replace(char, escape)
+    return viewer_template().replace(VIEWER_DATA_MARK, text, 1)
+
+
+def cmd_html(con, run_ignored, args):
+    if args.run:
+        ids = list(dict.fromkeys(args.run))
+        runs = [pick_run(con, args.trace, rid) for rid in ids]
+        note = ""
+    else:
+        ids = [r[0] for r in con.execute(
+            "SELECT run_id FROM run ORDER BY run_id DESC LIMIT ?", (HTML_DEFAULT_RUNS,))][::-1]
+        if not ids:
+            raise ToolError(f"{args.trace}: the trace holds no runs")
+        total = con.execute("SELECT count(*) FROM run").fetchone()[0]
+        runs = [pick_run(con, args.trace, rid) for rid in ids]
+        note = (f"the latest {len(ids)} of the trace's {total} runs (--run ID ... picks others)"
+                if total > len(ids) else "")
+    data = {"source": clean(os.path.basename(args.trace)), "note": note,
+            "runs": [html_run(con, run) for run in runs],
+            # two runs named: side by side from the start; else the latest
+            "open": [0, 1] if args.run and len(runs) >= 2 else [len(runs) - 1]}
+    page = html_page(data)
+    with replacing(args.out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(page)
+    progress(f"wrote {args.out} ({len(page) / 1e6:.1f} MB, {len(runs)} run"
+             f"{'' if len(runs) == 1 else 's'}): open it in a browser")

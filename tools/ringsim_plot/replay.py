@@ -1,0 +1,583 @@
+"""Reading a ringsim trace (docs/trace-schema.md) and replaying its runs:
+open_trace refuses anything that is not a trace of this schema; pick_run
+loads a run's row, checked against its own rows (check_run: every
+command's runs are loaded through here); the helpers that read a run's row
+(its algorithm, status, faults, clock) and its transfers; and the replays
+(replay_holdings: the ring by chunk; replay_regions: any algorithm by
+region) that say whose contributions each worker's copy holds after each
+step, which the chunk diagram, the animation and the page draw.
+"""
+import json
+import os
+import sqlite3
+
+from .output import ToolError, clean
+
+
+APPLICATION_ID = 0x5253696D  # "RSim", as src/io/trace.h
+SCHEMA_VERSION = 1
+PHASES = ("reduce_scatter", "all_gather")  # the ring's, in order
+
+
+# Short names for step labels (RS0, AG2, EX1, RED0, BC3)
+PHASE_ABBREV = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "reduce": "RED",
+                "broadcast": "BC"}
+
+
+ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
+              "linear": "linear", "tree": "double-binary-tree",
+              "gloo-ring": "gloo's ring (gloo-ring)",
+              "auto": "auto (an algorithm per bucket: table bucket_algo)"}
+
+
+def open_trace(path):
+    """Open path read-only, refusing anything that is not a ringsim trace."""
+    if not os.path.exists(path):
+        raise ToolError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ToolError(f"{path}: is a directory, not a trace")
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        app_id = con.execute("PRAGMA application_id").fetchone()[0]
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        raise ToolError(f"{path}: not a ringsim trace ({e})") from None
+    if app_id != APPLICATION_ID:
+        con.close()
+        raise ToolError(f"{path}: not a ringsim trace")
+    if version != SCHEMA_VERSION:
+        con.close()
+        raise ToolError(f"{path}: trace schema version {version}, this tool reads {SCHEMA_VERSION}")
+    return con
+
+
+def pick_run(con, path, run_id):
+    """The run's row as a dict: the given run, or the latest."""
+    con.row_factory = sqlite3.Row
+    if run_id is None:
+        row = con.execute("SELECT * FROM run ORDER BY run_id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise ToolError(f"{path}: the trace holds no runs")
+    else:
+        row = con.execute("SELECT * FROM run WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise ToolError(f"{path}: no run {run_id}")
+    con.row_factory = None
+    run = dict(row)
+    check_run(con, path, run)
+    # the texts a picture, a title, a page or an error shows, as ringsim
+    # prints them: control characters as '?' (the JSON columns are parsed)
+    for key, value in run.items():
+        if isinstance(value, str) and not key.endswith("_json") and key != "net_model":
+            run[key] = clean(value)
+    return run
+
+
+# ringsim's largest -w (RS_MAX_WORKERS in include/ringsim/ringsim.h)
+MAX_WORKERS = 4096
+# A transfer's integer columns, and those NULL where it was never received
+# or the run had no simulated network
+TRANSFER_INTS = ("iter", "bucket", "step", "src", "dst", "chunk", "segment", "elem_offset", "elems",
+                 "bytes", "seq", "send_begin_ns", "send_end_ns", "contrib_first", "contrib_count")
+TRANSFER_NULLABLE = ("recv_begin_ns", "recv_end_ns", "wait_ns", "sim_send_ns", "sim_recv_ns")
+
+
+def check_run(con, path, run):
+    """Refuse a run whose row disagrees with its own rows (a trace edited or
+    damaged by hand: workers=1000000000 would have the tools draw, or
+    export, a billion workers): W against the worker table, the counts
+    against the transfers, every transfer's workers, chunk and contributors
+    within W, and the types the tools compute with. Every command's
+    loading goes through here (pick_run)."""
+    rid = run["run_id"]
+
+    def bad(what):
+        return ToolError(f"{path}: run {rid} is inconsistent: {what} (a damaged or edited trace)")
+    for key in ("workers", "buckets", "elems", "bytes"):
+        if not isinstance(run.get(key), int) or isinstance(run.get(key), bool) or run[key] < 0:
+            raise bad(f"{key} is {run.get(key)!r}, not a count")
+    for key in ("wall_ns", "sim_ns", "transfers"):
+        if run.get(key) is not None and not isinstance(run[key], int):
+            raise bad(f"{key} is {run[key]!r}, not a number of {'ns' if key != 'transfers' else 'transfers'}")
+    for key in ("model", "status", "dtype", "op"):
+        if not isinstance(run.get(key), str):
+            raise bad(f"{key} is {run.get(key)!r}, not text")
+    for key in ("error", "algo"):
+        if run.get(key) is not None and not isinstance(run[key], str):
+            raise bad(f"{key} is {run[key]!r}, not text")
+    W = run["workers"]
+    if not 1 <= W <= MAX_WORKERS:
+        raise bad(f"workers is {W}, not 1..{MAX_WORKERS}")
+    workers = con.execute(
+        "SELECT count(*), min(worker), max(worker), sum(transfers_sent), "
+        "count(*) FILTER (WHERE typeof(worker) || typeof(transfers_sent) || typeof(state) "
+        "!= 'integerintegertext') FROM worker WHERE run_id = ?", (rid,)).fetchone()
+    rows, first, last, sent_total, mistyped = workers
+    if mistyped:
+        raise bad(f"{mistyped} of its worker rows hold values of the wrong type")
+    if rows and (rows != W or first != 0 or last != W - 1):
+        raise bad(f"workers is {W} but the worker table has {rows} rows (workers {first}..{last})")
+    # sum() is an integer only if every value it adds is one (a real or a
+    # text makes it a real): a column's type in one pass, at the cost of
+    # min and max (about 1.5 s for a million transfers, with the ranges)
+    sums = ", ".join(f"typeof(sum({c}))" for c in TRANSFER_INTS + TRANSFER_NULLABLE)
+    agg = con.execute(
+        "SELECT count(*), min(src), max(src), min(dst), max(dst), min(chunk), max(chunk), "
+        "min(step), max(step), min(contrib_first), max(contrib_first), min(contrib_count), "
+        "max(contrib_count), min(bucket), max(bucket), min(min(segment), min(elems), min(bytes), "
+        f"min(iter), min(elem_offset)), count(*) FILTER (WHERE typeof(phase) != 'text'), {sums} "
+        "FROM transfer WHERE run_id = ?", (rid,)).fetchone()
+    (n, src0, src1, dst0, dst1, chunk0, chunk1, step0, step1, cf0, cf1, cc0, cc1, b0, b1, low,
+     bad_phase) = agg[:17]
+    mistyped = [c for c, t in zip(TRANSFER_INTS + TRANSFER_NULLABLE, agg[17:])
+                if t not in ("integer", "null")] + (["phase"] if bad_phase else [])
+    if mistyped:
+        raise bad(f"its transfer rows hold values of the wrong type in {', '.join(mistyped)}")
+    if not n:
+        return
+    for name, lo, hi, most in (("src", src0, src1, W - 1), ("dst", dst0, dst1, W - 1),
+                               ("chunk", chunk0, chunk1, 2 * W - 1), ("step", step0, step1, W - 1),
+                               ("contrib_first", cf0, cf1, W - 1), ("contrib_count", cc0, cc1, W),
+                               ("bucket", b0, b1, max(run["buckets"], 1) - 1)):
+        if lo < (1 if name == "contrib_count" else 0) or hi > most:
+            raise bad(f"a transfer's {name} is {lo if lo < 0 else hi}, out of range for "
+                      f"{W} workers and {run['buckets']} buckets")
+    if low < 0:
+        raise bad("a transfer's iter, segment, elem_offset, elems or bytes is negative")
+    if rows:
+        # a worker's messages as its table counts them; an injected drop or
+        # dup fault sends one the transfer table lacks or repeats
+        slack = len(injected_faults(run))
+        if run.get("transfers") is not None and run["transfers"] != sent_total:
+            raise bad(f"transfers is {run['transfers']} but its workers sent {sent_total}")
+        # one pass over the transfers (a join would scan them once a worker)
+        traced_by = dict(con.execute("SELECT src, count(*) FROM transfer WHERE run_id = ? "
+                                     "GROUP BY src", (rid,)))
+        for w, sent in con.execute("SELECT worker, transfers_sent FROM worker WHERE run_id = ? "
+                                   "ORDER BY worker", (rid,)):
+            traced = traced_by.get(w, 0)
+            if abs(sent - traced) > slack:
+                raise bad(f"worker {w} sent {sent} transfers but the transfer table has {traced}")
+
+
+def transfer_count(con, run_id):
+    return con.execute("SELECT count(*) FROM transfer WHERE run_id = ?", (run_id,)).fetchone()[0]
+
+
+def contributors(first, count, workers):
+    return {(first + k) % workers for k in range(count)}
+
+
+def ring_ranges(held, workers):
+    """A set of workers as ranges round the ring: {0..6} -> '0-6',
+    {14, 15, 0, 1} -> '14-1' (14, 15, 0, 1), {2} -> '2', {1, 3} -> '1,3'."""
+    if not held:
+        return "-"
+    if len(held) == workers:
+        return "all"
+    # start each run at a member whose predecessor is missing
+    parts = []
+    for w in sorted(held):
+        if (w - 1) % workers in held:
+            continue
+        last = w
+        while (last + 1) % workers in held:
+            last = (last + 1) % workers
+        parts.append(str(w) if last == w else f"{w}-{last}")
+    return ",".join(parts)
+
+
+def run_config(run):
+    """The run's config_json as a dict ({} if it is not one)."""
+    try:
+        config = json.loads(run.get("config_json") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    if not isinstance(config.get("argv"), list):
+        config["argv"] = []
+    return config
+
+
+def run_failed(run):
+    return run["status"] not in ("ok", "running")
+
+
+def status_line(run):
+    """'' for a run that completed; otherwise the line a title adds."""
+    if run["status"] == "ok":
+        return ""
+    if run["status"] == "running":
+        return "INCOMPLETE: the run is still running or was killed"
+    if run["status"] == "failed":
+        return f"FAILED: {run['error'] or 'no error recorded'}"
+    # an error that opens with its status ("abandoned: its process ...")
+    # says it once: "ABANDONED: its process ..."
+    status = run["status"].replace("_", " ")
+    error = run["error"] or ""
+    if error.startswith(status + ": "):
+        error = error[len(status) + 2:]
+    return f"{status.upper()}: {error}".rstrip(": ")
+
+
+def run_algo(run):
+    """The run's --algo ('ring' for a trace written before the column)."""
+    return run.get("algo") or "ring"
+
+
+def algo_name(run):
+    algo = run_algo(run)
+    return ALGO_NAMES.get(algo, algo)
+
+
+def phase_label(phase):
+    """The trace's phase name as prose: 'reduce_scatter' -> 'reduce-scatter'."""
+    return clean(phase).replace("_", "-")
+
+
+def phase_abbrev(phase):
+    return PHASE_ABBREV.get(phase) or clean(phase)
+
+
+def phases_present(con, run_id):
+    """The phases of the run's transfers, in the order they first began."""
+    return [r[0] for r in con.execute(
+        "SELECT phase FROM transfer WHERE run_id = ? GROUP BY phase ORDER BY min(send_begin_ns)",
+        (run_id,))]
+
+
+def algo_steps(run):
+    """The algorithm's steps in the order --inject numbers them (its global
+    steps, docs/reliability.md): a list of (phase, step in the phase)."""
+    W, algo = run["workers"], run_algo(run)
+    P = 1 << (max(W, 1).bit_length() - 1)  # the largest power of two <= W
+    L = P.bit_length() - 1
+    fold = W > P
+
+    def phase(name, n):
+        return [(name, s) for s in range(n)]
+    if algo == "rd":
+        return phase("reduce", fold) + phase("exchange", L) + phase("broadcast", fold)
+    if algo == "rhd":
+        return (phase("reduce", 2 * fold) + phase("reduce_scatter", L) + phase("all_gather", L)
+                + phase("broadcast", fold))
+    if algo == "linear":
+        return phase("reduce", W - 1) + phase("broadcast", W - 1)
+    if algo == "tree":
+        return phase("reduce", 1) + phase("broadcast", 1)
+    return phase("reduce_scatter", W - 1) + phase("all_gather", W - 1)
+
+
+def phase_step(global_step, run):
+    """--inject counts steps globally, in the order the algorithm runs them
+    (the ring: 0 .. W-2 reduce-scatter, then all-gather): (phase, step), or
+    (None, None) for a step the algorithm does not have."""
+    steps = algo_steps(run)
+    if 0 <= global_step < len(steps):
+        return steps[global_step]
+    return None, None
+
+
+def injected_faults(run):
+    """The --inject specs of the run's command line, as dicts (kind, worker,
+    step, ms, phase, phase_step, spec)."""
+    argv = run_config(run).get("argv") or []
+    specs = []
+    for i, arg in enumerate(argv):
+        if arg == "--inject" and i + 1 < len(argv) and isinstance(argv[i + 1], str):
+            specs.append(clean(argv[i + 1]))
+        elif isinstance(arg, str) and arg.startswith("--inject="):
+            specs.append(clean(arg[len("--inject="):]))
+    faults = []
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        fields = dict(kv.partition("=")[::2] for kv in rest.split(",") if kv)
+        try:
+            fault = {"spec": spec, "kind": kind, "worker": int(fields.get("worker", 0)),
+                     "step": int(fields.get("step", 0))}
+        except ValueError:
+            continue
+        if "ms" in fields:
+            fault["ms"] = fields["ms"]
+        fault["phase"], fault["phase_step"] = phase_step(fault["step"], run)
+        faults.append(fault)
+    return faults
+
+
+def average_pre(run):
+    """Whether op avg divided before the sum (--average pre) instead of where
+    the sum completes (the last reduce-scatter step)."""
+    config = run_config(run)
+    if "average" in config:
+        return config["average"] == "pre"
+    argv = config.get("argv") or []
+    return any(a == "--average" and i + 1 < len(argv) and argv[i + 1] == "pre"
+               for i, a in enumerate(argv)) or "--average=pre" in argv
+
+
+def has_sim_times(con, run):
+    return con.execute(
+        "SELECT count(*) FROM transfer WHERE run_id = ? AND sim_send_ns IS NOT NULL",
+        (run["run_id"],)).fetchone()[0] > 0
+
+
+def pick_clock(con, run, wanted):
+    """'sim' or 'wall': the one asked for, else simulated when the run has it."""
+    sim = has_sim_times(con, run)
+    if wanted == "sim" and not sim:
+        raise ToolError(f"--clock sim: run {run['run_id']} has no simulated times "
+                        "(it ran without --net)")
+    if wanted:
+        return wanted
+    return "sim" if sim else "wall"
+
+
+def worker_states(con, run):
+    """{worker: (state, phase, step, chunk, waiting, peer)}, texts as
+    clean() prints them"""
+    return {r[0]: tuple(clean(v) if isinstance(v, str) else v for v in r[1:]) for r in con.execute(
+        "SELECT worker, state, phase, step, chunk, waiting, peer FROM worker WHERE run_id = ?",
+        (run["run_id"],))}
+
+
+def time_columns(clock):
+    """The columns a timeline draws. With simulated times (a run with --net),
+    a receive bar spans the segment's simulated departure to its receipt
+    (on the wire, then queued), and there are no wall-clock sends or waits to
+    show; otherwise the wall-clock send and receive spans."""
+    if clock == "sim":
+        return "sim_send_ns", "sim_send_ns", "sim_send_ns", "sim_recv_ns", "simulated"
+    return "send_begin_ns", "send_end_ns", "recv_begin_ns", "recv_end_ns", "wall"
+
+
+def stop_times(con, run, clock, se, re_):
+    """Where each worker that did not finish stopped, in ns on the clock
+    drawn: {worker: (state, last activity, stop)}. A crashed or stalled
+    worker stopped after its last transfer; in wall time a timed-out one
+    when its wait ran out (its last transfer plus the run's --timeout, at
+    most the run's end), and one that aborted when the run stopped (its
+    wall_ns: the watchdog's moment). Simulated time has no timeout: every
+    one stops after its last transfer."""
+    rid = run["run_id"]
+    out = {}
+    timeout = run.get("timeout_s")
+    timeout = timeout * 1e9 if isinstance(timeout, (int, float)) and timeout > 0 else None
+    end = run["wall_ns"] if clock == "wall" and run.get("wall_ns") else None
+    for w, (state, *_rest) in worker_states(con, run).items():
+        if state in (None, "done"):
+            continue
+        last = con.execute(
+            f"SELECT max(max(CASE WHEN src = ? THEN {se} END), "
+            f"max(coalesce(CASE WHEN dst = ? THEN {re_} END, 0))) FROM transfer WHERE run_id = ? "
+            "AND (src = ? OR dst = ?)", (w, w, rid, w, w)).fetchone()[0] or 0
+        stop = last
+        if clock == "wall" and state == "timed_out" and timeout:
+            stop = last + timeout if end is None else min(max(last + timeout, last), max(end, last))
+        elif clock == "wall" and state == "aborted" and end is not None:
+            stop = max(end, last)
+        out[w] = (state, last, stop)
+    return out
+
+
+def bucket_clause(bucket):
+    """SQL for the bucket a replay reads: the given one, else the first
+    all-reduced (the one whose first transfer was sent first)."""
+    if bucket is not None:
+        return f"AND bucket = {int(bucket)} "
+    return ("AND bucket = (SELECT bucket FROM transfer WHERE run_id = ? ORDER BY send_begin_ns "
+            "LIMIT 1) ")
+
+
+def snapshot(holds):
+    """A stage's holdings: the rows copied, the sets shared (a replay never
+    changes a set in place, it puts a new one in the cell), so W=64's 126
+    stages cost 126 x 64 lists, not half a million sets."""
+    return [list(row) for row in holds]
+
+
+def replay_holdings(con, run, bucket=None):
+    """Replay the ring from the trace: after each step, whose contributions
+    each worker's copy of each chunk holds. Returns a list of
+    (title, holds, arrows, info) per stage, starting with the inputs;
+    holds[w][c] is a set of workers, arrows a list of (src, dst, chunk,
+    received), info a dict with the stage's phase and step (None at the start).
+    A transfer sent but never received (a failed run) is an arrow with
+    received False and changes nothing. bucket: which bucket (default the
+    first)."""
+    W = run["workers"]
+    holds = [[{w} for _ in range(W)] for w in range(W)]
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
+               [], {"phase": None, "step": None})]
+    rows = con.execute(
+        "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count, "
+        "recv_end_ns IS NOT NULL FROM transfer "
+        "WHERE run_id = ? AND segment = 0 AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        + bucket_clause(bucket) + "ORDER BY phase = 'all_gather', step, src",
+        (run["run_id"],) * (2 if bucket is not None else 3)).fetchall()
+    by_step = {}
+    for row in rows:
+        by_step.setdefault((row[0], row[1]), []).append(row)
+    for phase in PHASES:
+        for step in range(W - 1):
+            arrivals = by_step.get((phase, step), [])
+            if not arrivals:
+                continue
+            for ph, st, src, dst, chunk, first, count, received in arrivals:
+                if not received:
+                    continue
+                payload = contributors(first, count, W)
+                if ph == "reduce_scatter":
+                    holds[dst][chunk] = holds[dst][chunk] | payload
+                else:
+                    holds[dst][chunk] = set(payload)
+            title = f"{'reduce-scatter' if phase == 'reduce_scatter' else 'all-gather'} step {step}"
+            stages.append((title, snapshot(holds),
+                           [(r[2], r[3], r[4], bool(r[7])) for r in arrivals],
+                           {"phase": phase, "step": step}))
+    return stages
+
+
+def tree_chunks(W):
+    """Chunks per half of the double binary tree: ceil(W/2) (algo/tree.h)."""
+    return (W + 1) // 2
+
+
+def receives_by_copy(algo, phase, step):
+    """Does the receiver copy the payload over its own (True) or fold it in?
+    The ring's all-gather and every broadcast copy; so does linear's root
+    with the first buffer it takes (its own data set aside, added last) and
+    rhd's even worker with its partner's summed half (fold-in step 1)."""
+    if phase in ("all_gather", "broadcast"):
+        return True
+    return (algo == "linear" and phase == "reduce" and step == 0) or \
+        (algo == "rhd" and phase == "reduce" and step == 1)
+
+
+def schedule_messages(con, run, bucket=None):
+    """The messages of the first bucket of the first iteration, read from
+    the trace: the segments of one message (same phase, step, sender,
+    receiver and contributors; for the tree, the same half) merged into one
+    region. A list of dicts (phase, step, src, dst, first, count, off, end,
+    received, t, half), in the order they were sent; off and end count
+    elements from the bucket's start. bucket: which bucket (default the
+    first)."""
+    rid = run["run_id"]
+    rows = con.execute(
+        "SELECT phase, step, src, dst, chunk, elem_offset, elems, contrib_first, contrib_count, "
+        "recv_end_ns IS NOT NULL, send_begin_ns FROM transfer "
+        "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+        + bucket_clause(bucket) + "ORDER BY send_begin_ns, src, seq",
+        (rid,) * (2 if bucket is not None else 3)).fetchall()
+    H = tree_chunks(run["workers"])
+    tree = run_algo(run) == "tree"
+    messages = {}
+    for phase, step, src, dst, chunk, off, elems, first, count, received, t in rows:
+        half = chunk // H if tree else 0
+        key = (phase, step, src, dst, first, count, half)
+        m = messages.get(key)
+        if m is None:
+            messages[key] = {"phase": phase, "step": step, "src": src, "dst": dst, "first": first,
+                             "count": count, "off": off, "end": off + elems,
+                             "received": bool(received), "t": t, "half": half}
+        else:
+            m["off"], m["end"] = min(m["off"], off), max(m["end"], off + elems)
+            m["received"] = m["received"] and bool(received)
+    base = min((m["off"] for m in messages.values()), default=0)
+    for m in messages.values():
+        m["off"] -= base
+        m["end"] -= base
+    return list(messages.values())
+
+
+def tree_depths(messages, phase, half):
+    """Each worker's depth in the tree that carries half `half`, from its
+    reduce messages (child -> parent): {worker: edges below the root}."""
+    parent = {m["src"]: m["dst"] for m in messages if m["phase"] == phase and m["half"] == half}
+    depth = {}
+    for w in set(parent) | set(parent.values()):
+        d, x = 0, w
+        while x in parent and d <= len(parent):
+            x, d = parent[x], d + 1
+        depth[w] = d
+    return depth
+
+
+def replay_regions(con, run, bucket=None):
+    """Replay any algorithm from its trace (the ring's as replay_holdings
+    does, by chunk): whose contributions each worker's copy of each region
+    holds after each step. The regions are the pieces the messages cut the
+    bucket into (rd and linear: the whole bucket; rhd: the P parts its
+    halvings make; the tree: its two halves). Returns (stages, regions):
+    stages as replay_holdings's, holds[w][k] for region k and arrows
+    (src, dst, first region, end region, received); regions a list of
+    (label, first element, elements).
+
+    A step is a (phase, step) of the trace, in the order --inject counts
+    them; the tree's reduce and broadcast (one step each) are cut into
+    levels, tree 0 then tree 1, as --explain narrates them. A receiver
+    folds the payload's contributors (the trace's contrib_first,
+    contrib_count) into its region's, or copies them (receives_by_copy);
+    linear's root adds its own data, set aside, after the last reduce.
+    bucket: which bucket (default the first)."""
+    W, algo = run["workers"], run_algo(run)
+    messages = schedule_messages(con, run, bucket)
+    cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
+    if not cuts:
+        raise ToolError(f"run {run['run_id']} has no transfers to draw")
+    labels = {"rhd": "part", "tree": "half", "gloo-ring": "chunk"}
+    if len(cuts) == 2:
+        regions = [("buffer", cuts[0], cuts[1] - cuts[0])]
+    else:
+        word = labels.get(algo, "region")
+        regions = [(f"{word} {k}", a, b - a) for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+
+    def span(m):
+        ks = [k for k, (_, a, n) in enumerate(regions) if m["off"] <= a and a + n <= m["end"]]
+        return (ks[0], ks[-1] + 1) if ks else (0, 0)
+    order = {ps: i for i, ps in enumerate(algo_steps(run))}
+    groups = {}
+    for m in messages:
+        key = [order.get((m["phase"], m["step"]), len(order)), m["phase"], m["step"]]
+        if algo == "tree":  # by tree (half), then level: up deepest first, down root first
+            depth = tree_depths(messages, "reduce", m["half"])
+            level = depth.get(m["src"] if m["phase"] == "reduce" else m["dst"], 0)
+            key += [m["half"], -level if m["phase"] == "reduce" else level]
+        groups.setdefault(tuple(key), []).append(m)
+    K = len(regions)
+    holds = [[{w} for _ in range(K)] for w in range(W)]
+    stages = [("start: each worker holds its own gradient", snapshot(holds),
+               [], {"phase": None, "step": None})]
+    keys = sorted(groups)
+    for i, key in enumerate(keys):
+        ms = groups[key]
+        phase, step = key[1], key[2]
+        for m in ms:
+            if not m["received"]:
+                continue
+            payload = contributors(m["first"], m["count"], W)
+            a, b = span(m)
+            for k in range(a, b):
+                if receives_by_copy(algo, phase, step):
+                    holds[m["dst"]][k] = set(payload)
+                else:
+                    holds[m["dst"]][k] = holds[m["dst"]][k] | payload
+        title = f"{phase_label(phase)} step {step}"
+        if algo in ("rd", "rhd") and phase in ("reduce", "broadcast"):
+            title = f"{'fold-in' if phase == 'reduce' else 'fold-out'} ({title})"
+        if algo == "tree":
+            level = -key[4] if phase == "reduce" else key[4]
+            title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
+                     else f"tree {key[3]} {phase}, level {level - 1} down to {level}")
+        stages.append((title, snapshot(holds),
+                       [(m["src"], m["dst"], *span(m), m["received"]) for m in ms],
+                       {"phase": phase, "step": step}))
+        last_reduce = phase == "reduce" and (i + 1 == len(keys) or keys[i + 1][1] != "reduce")
+        if algo == "linear" and last_reduce and all(m["received"] for m in ms):
+            root = ms[0]["dst"]
+            for k in range(K):
+                holds[root][k] = holds[root][k] | {root}
+            stages.append((f"worker {root} adds its own data, set aside",
+                           snapshot(holds), [],
+                           {"phase": phase, "step": step}))
+    return stages, regions
