@@ -999,6 +999,31 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         self.assertIn("no?[2Jsuch.db: no such file", err)
         self.assertIsNone(raw.search(err), repr(err))
+        # tools/torch_check.py names tensors the same way: a result whose
+        # names differ from the reference's, and a tensor of a dtype it
+        # cannot read, each refused in one '?'-replaced line, exit 2
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import ringsim_st
+        st = self.out("st")
+        os.makedirs(st, exist_ok=True)
+        for f in ("worker0", "worker1", "reference"):
+            ringsim_st.write(os.path.join(st, f"{f}.safetensors"), {"w": [1.0, 2.0]})
+        ringsim_st.write(os.path.join(st, "result.safetensors"), {"w\x1b[2J\x9b": [1.0, 2.0]})
+        header = json.dumps({"i\x1b]0;x\x07": {"dtype": "I64", "shape": [1],
+                                                "data_offsets": [0, 8]}}).encode()
+        with open(os.path.join(st, "i64.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header + bytes(8))
+        for result, shown_name in (("result", "['w?[2J?'] differ from the reference's ['w']"),
+                                   ("i64", "tensor i?]0;x? is I64")):
+            with self.subTest(torch_check=result):
+                p = subprocess.run([sys.executable, os.path.join(os.path.dirname(TOOL), "torch_check.py"),
+                                    "--dir", st, "--workers", "2", "--result",
+                                    os.path.join(st, f"{result}.safetensors")],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(shown_name, p.stderr)
+                self.assertIsNone(raw.search(p.stderr + p.stdout), repr(p.stderr))
+                self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
 
     # tools-consistent: a trace whose run row disagrees with its own rows
     # (workers against the worker table, counts against the transfers, a

@@ -20,6 +20,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ringsim_st  # noqa: E402
+from ringsim_plot.output import clean  # noqa: E402  (names as ringsim prints them)
 
 
 def gloo_rank(rank, workers, directory, store, out):
@@ -98,11 +99,11 @@ def main(argv=None):
         reference = ringsim_st.read(os.path.join(a.dir, "reference.safetensors"))
         result = ringsim_st.read(a.result)
     except (OSError, ValueError) as e:
-        print(f"torch_check: {e}", file=sys.stderr)
+        print(f"torch_check: {clean(e)}", file=sys.stderr)
         return 2
     if set(result) != set(reference):
-        print(f"torch_check: {a.result}: tensors {sorted(result)} differ from the reference's "
-              f"{sorted(reference)}", file=sys.stderr)
+        print(f"torch_check: {clean(a.result)}: tensors {[clean(n) for n in sorted(result)]} differ "
+              f"from the reference's {[clean(n) for n in sorted(reference)]}", file=sys.stderr)
         return 2
     gloo = run_gloo(a.workers, a.dir)
     report = {"workers": a.workers, "params": len(reference),
