@@ -134,33 +134,37 @@ class Bench(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertEqual(os.listdir(quiet), [], "bench writes no trace unless asked")
 
-    # bench-4: usage errors are one line and exit 2, and name the option
-    # as it was given (short, long, abbreviated, with =).
+    # bench-4: usage errors are one line and exit 2, and name the option by
+    # its long name however it was given (short, long, abbreviated, with =),
+    # as every mode does (test_cli's cli-28): one mistake, one message.
     def test_usage_errors(self):
-        for args, message in ((["--workers", 0], "--workers '0'"),
-                              (["-w", "4,x"], "-w '4,x'"),
-                              (["-b", "1M", "-e", "1K"], "-e is smaller than -b"),
-                              (["-b", 2], "-b '2'"),
-                              (["--minbytes", "x"], "--minbytes 'x'"),
-                              (["-e", "1Q"], "-e '1Q'"),
-                              (["--maxbytes=3"], "--maxbytes '3'"),
-                              (["-i", "x"], "-i 'x'"),
-                              (["--stepbytes", "-1"], "--stepbytes '-1'"),
-                              (["-f", 1], "-f '1'"),
-                              (["--stepfactor", 1], "--stepfactor '1'"),
-                              (["-n", 0], "-n '0': expected a count in 1..1000000"),
-                              (["-n0"], "-n '0'"),
-                              (["--iters=0"], "--iters '0'"),
-                              (["--warmup", -1], "--warmup '-1': expected a count in 0..1000000"),
-                              (["--warm", -1], "--warm '-1'"),
-                              (["--bogus"], "unknown option '--bogus'"),
-                              (["--op", "median"], "--op 'median'"),
-                              (["-d", "int8"], "-d 'int8'"),
-                              (["--datatype", "int8"], "--datatype 'int8'"),
-                              (["--segment-bytes", 2], "--segment-bytes '2'"),
-                              (["--slots", 0], "--slots '0'"),
-                              (["--timeout", 0], "--timeout '0'"),
-                              (["--loop", "ring"], "--loop 'ring'")):
+        sizes = "(K, M, G suffixes)"  # as every mode says it: one message
+        for args, message in ((["--workers", 0], "bench: --workers '0': expected W or a list"),
+                              (["-w", "4,x"], "bench: --workers '4,x': expected W or a list"),
+                              (["-b", "1M", "-e", "1K"], "bench: --maxbytes is smaller than --minbytes"),
+                              (["-b", 2], f"bench: --minbytes '2': expected a size from 4 to 1024G {sizes}"),
+                              (["--minbytes", "x"], "bench: --minbytes 'x': expected a size"),
+                              (["-e", "1Q"], "bench: --maxbytes '1Q': expected a size"),
+                              (["--maxbytes=3"], "bench: --maxbytes '3': expected a size"),
+                              (["-i", "x"], f"bench: --stepbytes 'x': expected a size from 0 to 1024G {sizes}"),
+                              (["--stepbytes", "-1"], "bench: --stepbytes '-1': expected a size"),
+                              (["-f", 1], "bench: --stepfactor '1': expected an integer in 2..1024"),
+                              (["--stepfactor", 1], "bench: --stepfactor '1': expected an integer in 2..1024"),
+                              (["-n", 0], "bench: --iters '0': expected an integer in 1..1000000"),
+                              (["-n0"], "bench: --iters '0': expected an integer in 1..1000000"),
+                              (["--iters=0"], "bench: --iters '0': expected an integer in 1..1000000"),
+                              (["--warmup", -1], "bench: --warmup '-1': expected an integer in 0..1000000"),
+                              (["--warm", -1], "bench: --warmup '-1': expected an integer in 0..1000000"),
+                              (["--bogus"], "bench: unknown option '--bogus'"),
+                              (["--params", "m.json"], "bench: --params does not apply to a sweep"),
+                              (["--op", "median"], "bench: --op 'median': expected sum, avg, min"),
+                              (["-d", "int8"], "bench: --datatype 'int8': expected float, double"),
+                              (["--datatype", "int8"], "bench: --datatype 'int8': expected float, double"),
+                              (["--segment-bytes", 2], f"bench: --segment-bytes '2': expected a size from 4 to 1G {sizes}"),
+                              (["--slots", 0], "bench: --slots '0': expected an integer in 1..1024"),
+                              (["--timeout", 0], "bench: --timeout '0': expected seconds in (0, 1e6]"),
+                              (["--loop", "ring"], "bench: --loop 'ring': expected steps or slices"),
+                              (["--iters", 3, "-n", 4], "bench: --iters is given more than once")):
             rc, out, err = bench(*args)
             self.assertEqual(rc, 2, args)
             self.assertIn(message, err)

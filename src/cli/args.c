@@ -1,17 +1,23 @@
-/* args.c - what the ringsim command's modes (run, bench, model) share to
- * read their command lines: the usage error and the value parsers. */
+/* args.c - what every mode of the ringsim command says and reads the same
+ * way: the usage error, the one number reader (integers, sizes), the
+ * messages of a bad value, and the algorithm names the library's table
+ * gives --algo. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "optable.h"
 
-int cli_usage_error(const char *fmt, const char *arg) {
-  /* A subcommand's message starts with its name: point at its own help. */
+int cli_usage_error(const char *fmt, ...) {
   char message[RS_ERRMSG_MAX];
-  snprintf(message, sizeof message, fmt, arg);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  /* A mode's message starts with its name: point at its own help. */
   const char *help = strncmp(message, "bench: ", 7) == 0   ? "bench "
                      : strncmp(message, "model: ", 7) == 0 ? "model "
                      : strncmp(message, "diff: ", 6) == 0  ? "diff "
@@ -21,57 +27,143 @@ int cli_usage_error(const char *fmt, const char *arg) {
   return EXIT_USAGE;
 }
 
-int cli_parse_long(const char *text, long min, long max, long *out) {
-  /* A number given is the number alone, as written in decimal: an
-   * optional '-', then digits, no leading zero ("01"), sign ("+2") or
-   * blank (strtol would take all three). */
-  const char *digits = text + (text[0] == '-');
-  if (!isdigit((unsigned char)digits[0]) ||
-      (digits[0] == '0' && digits[1] != '\0'))
+int cli_refuse(cli_mode_t mode, const char *fmt, ...) {
+  char message[RS_ERRMSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  return cli_usage_error("%s%s", cli_mode_prefix(mode), message);
+}
+
+const char *cli_mode_prefix(cli_mode_t mode) {
+  static const char *const prefix[CLI_MODES] = {[CLI_RUN] = "",
+                                                [CLI_BENCH] = "bench: ",
+                                                [CLI_MODEL] = "model: ",
+                                                [CLI_DIFF] = "diff: "};
+  return (unsigned)mode < CLI_MODES ? prefix[mode] : "";
+}
+
+/* Decimal digits alone after an optional '-' (if negative_ok): no '+',
+ * no blank, no leading zero (strtol and strtoull would take all three);
+ * *end the first byte after the digits. */
+static int read_digits(const char *text, int negative_ok, long long *value,
+                       const char **end) {
+  const char *digits = text + (negative_ok && text[0] == '-');
+  size_t n = 0;
+  while (isdigit((unsigned char)digits[n]))
+    n++;
+  if (n == 0 || (digits[0] == '0' && n > 1))
     return -1;
-  char *end;
+  char *stop;
   errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno || *end || v < min || v > max)
+  long long v = strtoll(text, &stop, 10);
+  if (errno || stop != digits + n)
     return -1;
-  *out = v;
+  *value = v;
+  *end = stop;
   return 0;
 }
 
-int cli_parse_seconds(const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double t = strtod(text, &end);
-  if (errno || end == text || *end || !(t > 0 && t <= 1e6))
+int cli_read_int(const char *text, long min, long max, long *out) {
+  long long v;
+  const char *end;
+  if (read_digits(text, 1, &v, &end) || *end || v < min || v > max)
     return -1;
-  *out = t;
+  *out = (long)v;
   return 0;
 }
 
-int cli_parse_loop(const char *text, int *slices) {
-  if (strcmp(text, "steps") && strcmp(text, "slices"))
-    return -1;
-  *slices = strcmp(text, "slices") == 0;
-  return 0;
-}
-
-int cli_parse_bytes(const char *text, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || end == text || text[0] == '-')
+int cli_read_size(const char *text, size_t min, size_t max, size_t *out) {
+  long long v;
+  const char *end;
+  if (read_digits(text, 0, &v, &end))
     return -1;
   unsigned shift = 0;
-  if (*end == 'K' || *end == 'k')
+  switch (*end) {
+  case 'K':
+  case 'k':
     shift = 10;
-  else if (*end == 'M' || *end == 'm')
+    break;
+  case 'M':
+  case 'm':
     shift = 20;
-  else if (*end == 'G' || *end == 'g')
+    break;
+  case 'G':
+  case 'g':
     shift = 30;
-  if (shift)
-    end++;
-  if (*end || v > (1ull << 40) >> shift)
+    break;
+  }
+  end += shift != 0;
+  if (*end || (unsigned long long)v > (unsigned long long)max >> shift)
     return -1;
-  *out = (size_t)(v << shift);
+  size_t bytes = (size_t)v << shift;
+  if (bytes < min)
+    return -1;
+  *out = bytes;
   return 0;
+}
+
+int cli_bad_value(char *msg, const cli_option_t *opt, const char *value,
+                  const char *fmt, ...) {
+  int n = snprintf(msg, RS_ERRMSG_MAX, "--%s '%.100s': expected ", opt->name,
+                   value);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && n < RS_ERRMSG_MAX)
+    vsnprintf(msg + n, RS_ERRMSG_MAX - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+void cli_expect_int(long min, long max, char *buf, size_t size) {
+  snprintf(buf, size, "an integer in %ld..%ld", min, max);
+}
+
+/* A size as a help text writes it: 1G, 64M, 256K, or bytes. */
+static void size_text(size_t bytes, char *buf, size_t size) {
+  static const char units[] = "GMK";
+  for (int i = 0; i < 3; i++) {
+    size_t unit = (size_t)1 << (10 * (3 - i));
+    if (bytes >= unit && bytes % unit == 0) {
+      snprintf(buf, size, "%zu%c", bytes / unit, units[i]);
+      return;
+    }
+  }
+  snprintf(buf, size, "%zu", bytes);
+}
+
+void cli_expect_size(size_t min, size_t max, char *buf, size_t size) {
+  char lo[32], hi[32];
+  size_text(min, lo, sizeof lo);
+  size_text(max, hi, sizeof hi);
+  snprintf(buf, size, "a size from %s to %s (K, M, G suffixes)", lo, hi);
+}
+
+int cli_algo_takes_auto(cli_mode_t mode) { return mode != CLI_MODEL; }
+
+int cli_algo_takes_all(cli_mode_t mode) {
+  return mode == CLI_MODEL || mode == CLI_BENCH;
+}
+
+void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size) {
+  rs_config_t defaults;
+  rs_config_init(&defaults);
+  const char *last[2];
+  int extra = 0;
+  if (cli_algo_takes_auto(mode))
+    last[extra++] = rs_algorithm_name(RS_ALGO_AUTO);
+  if (cli_algo_takes_all(mode))
+    last[extra++] = "all";
+  size_t len = 0;
+  buf[0] = '\0';
+  int names = RS_ALGO_COUNT + (help ? 0 : extra);
+  for (int i = 0; i < names && len < size; i++) {
+    const char *name = i < RS_ALGO_COUNT ? rs_algorithm_name((rs_algorithm_t)i)
+                                         : last[i - RS_ALGO_COUNT];
+    const char *sep = i == 0 ? "" : i == names - 1 && !help ? " or " : ", ";
+    len +=
+        (size_t)snprintf(buf + len, size - len, "%s%s%s", sep, name,
+                         help && i == (int)defaults.algo ? " (default)" : "");
+  }
 }

@@ -13,320 +13,34 @@
  * BUDGET_TIMED_S at the warm-up's pace. A size that runs longer than a
  * second shows its progress on stderr.
  */
-#include <getopt.h>
 #include <jansson.h>
-#include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "ringsim/ringsim.h"
+#include "optable.h"
 
-static const char bench_usage[] =
-    "usage: ringsim bench [options]\n"
-    "\n"
-    "Sweep all-reduce sizes as nccl-tests' all_reduce_perf does, on W\n"
-    "worker threads created once per size, and print per size: size, count,\n"
-    "type, redop, time, algbw, busbw, #wrong, and ref: the direct mean of\n"
-    "the same W buffers on one thread, with the ratio time/ref.\n"
-    "\n"
-    "  -w, --workers LIST      W, or a list to sweep: 4 or 4,8,16 (default 4)\n"
-    "  -b, --minbytes N        smallest size per worker (default 8)\n"
-    "  -e, --maxbytes N        largest size per worker (default 64M)\n"
-    "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
-    "  -i, --stepbytes N       or add N bytes each step instead\n"
-    "  -n, --iters N           timed iterations per size (default 20, fewer\n"
-    "                          where they would take more than 2 s)\n"
-    "      --warmup N          warm-up iterations per size (default 5, fewer\n"
-    "                          where they would take more than 1 s)\n"
-    "  -d, --datatype TYPE     float (default), double, half or bfloat16\n"
-    "                          (nccl-tests' names for f32, f64, f16, bf16)\n"
-    "      --op OP             sum (default, as nccl-tests), avg, min, max,\n"
-    "                          prod\n"
-    "      --segment-bytes N   largest message (default 256K)\n"
-    "      --slots K           slots per channel (default 8)\n"
-    "      --timeout SEC       per wait (default 60)\n"
-    "      --direct            copy-free channels (NCCL's direct mode)\n"
-    "      --algo NAME         ring (default), rd, rhd, linear or tree; all:\n"
-    "                          each in turn, the fastest marked; auto: per\n"
-    "                          size the one the alpha-beta model predicts\n"
-    "                          fastest on this machine (measured once per\n"
-    "                          W), named in the row\n"
-    "      --loop ORDER        slices (default: NCCL's loop, all steps on one\n"
-    "                          slice at a time) or steps (as ringsim runs\n"
-    "                          by default: each step moves whole chunks)\n"
-    "      --trace FILE        trace every run into FILE (off by default)\n"
-    "      --json              one JSON object per size (JSON Lines)\n"
-    "      --transport KIND    shm (default) or mpi: under mpirun, the\n"
-    "                          workers spread over the processes, and per\n"
-    "                          size MPI_Allreduce's time over the processes\n"
-    "                          on the same buffers (column mpi; docs/mpi.md)\n"
-    "  -h, --help              this help\n"
-    "\n"
-    "Sizes take K, M, G suffixes (powers of 1024). algbw = S/t, busbw =\n"
-    "algbw x 2(W-1)/W, in GB/s (10^9). Inputs are exact (multiples of 1/16),\n"
-    "so #wrong counts every element that differs from the reference (for\n"
-    "half and bfloat16 their range narrows so they stay exact, up to 2048\n"
-    "and 256 workers; beyond, #wrong counts elements outside the bound).\n"
-    "exit status: 0 all good; 1 some #wrong; 2 bad usage; 3 a run failed;\n"
-    "130, 143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n";
-
-typedef struct bench_opts {
-  int workers[64];
-  int worker_count;
-  size_t min_bytes, max_bytes, step_bytes;
-  long factor;
-  int iters, warmup;
-  int iters_given, warmup_given; /* no time budget for what is given */
-  rs_op_t op;
-  rs_dtype_t dtype;
-  size_t segment_bytes;
-  int slots;
-  double timeout_s;
-  const char *trace;
-  int json;
-  int direct;
-  int slices;
-  int loop_given;
-  rs_algorithm_t algo;
-  int all; /* --algo all: every algorithm at every size */
-  int mpi; /* --transport mpi */
-  int procs;
-} bench_opts_t;
-
-/* nccl-tests' names for the element types (its -d option). */
-static const struct {
-  const char *name;
-  rs_dtype_t dtype;
-} datatypes[] = {{"float", RS_DTYPE_F32},
-                 {"double", RS_DTYPE_F64},
-                 {"half", RS_DTYPE_F16},
-                 {"bfloat16", RS_DTYPE_BF16}};
-
-static const char *datatype_name(rs_dtype_t dtype) {
-  for (size_t i = 0; i < sizeof datatypes / sizeof *datatypes; i++)
-    if (datatypes[i].dtype == dtype)
-      return datatypes[i].name;
-  return "?";
-}
-
-/* The option getopt_long just returned, as the user wrote it: "-n",
- * "--iters" or an abbreviation such as "--warm", without any "=value". */
-static const char *given_option(char **argv, int opt, char *buf, size_t size) {
-  const char *word =
-      optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
-  if (strncmp(word, "--", 2) == 0)
-    snprintf(buf, size, "%.*s", (int)strcspn(word, "="), word);
-  else
-    snprintf(buf, size, "-%c", opt);
-  return buf;
-}
-
-/* "ringsim: bench: <option as given> '<value>': <expected> (see ...)". */
-static int bad_value(char **argv, int opt, const char *expected) {
-  char name[64], message[RS_ERRMSG_MAX];
-  snprintf(message, sizeof message, "bench: %s '%s': %s",
-           given_option(argv, opt, name, sizeof name), optarg, expected);
-  return cli_usage_error("%s", message);
-}
-
-static int parse_workers(const char *text, bench_opts_t *o) {
-  char copy[512];
-  if (snprintf(copy, sizeof copy, "%s", text) >= (int)sizeof copy)
-    return -1;
-  char *save = NULL;
-  o->worker_count = 0;
-  for (char *t = strtok_r(copy, ",", &save); t;
-       t = strtok_r(NULL, ",", &save)) {
-    long v;
-    if (o->worker_count == 64 || cli_parse_long(t, 1, RS_MAX_WORKERS, &v))
-      return -1;
-    o->workers[o->worker_count++] = (int)v;
-  }
-  return o->worker_count ? 0 : -1;
-}
-
-static int parse_bench_args(int argc, char **argv, bench_opts_t *o) {
-  enum {
-    O_WARMUP = 256,
-    O_OP,
-    O_SEG,
-    O_SLOTS,
-    O_TIMEOUT,
-    O_TRACE,
-    O_JSON,
-    O_DIRECT,
-    O_LOOP,
-    O_ALGO,
-    O_TRANSPORT
-  };
-  static const struct option opts[] = {
-      {"workers", required_argument, NULL, 'w'},
-      {"minbytes", required_argument, NULL, 'b'},
-      {"maxbytes", required_argument, NULL, 'e'},
-      {"stepfactor", required_argument, NULL, 'f'},
-      {"stepbytes", required_argument, NULL, 'i'},
-      {"iters", required_argument, NULL, 'n'},
-      {"warmup", required_argument, NULL, O_WARMUP},
-      {"op", required_argument, NULL, O_OP},
-      {"datatype", required_argument, NULL, 'd'},
-      {"segment-bytes", required_argument, NULL, O_SEG},
-      {"slots", required_argument, NULL, O_SLOTS},
-      {"timeout", required_argument, NULL, O_TIMEOUT},
-      {"trace", required_argument, NULL, O_TRACE},
-      {"json", no_argument, NULL, O_JSON},
-      {"direct", no_argument, NULL, O_DIRECT},
-      {"loop", required_argument, NULL, O_LOOP},
-      {"algo", required_argument, NULL, O_ALGO},
-      {"transport", required_argument, NULL, O_TRANSPORT},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
-  *o = (bench_opts_t){.workers = {4},
-                      .worker_count = 1,
-                      .min_bytes = 8,
-                      .max_bytes = 64u << 20,
-                      .factor = 2,
-                      .iters = 20,
-                      .warmup = 5,
-                      .op = RS_OP_SUM,
-                      .dtype = RS_DTYPE_F32,
-                      .segment_bytes = RS_DEFAULT_SEGMENT_BYTES,
-                      .slots = RS_DEFAULT_SLOTS,
-                      .timeout_s = 60,
-                      .slices = 1};
-  long v;
-  int opt;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":w:b:e:f:i:n:d:h", opts, NULL)) !=
-         -1) {
-    switch (opt) {
-    case '?':
-      return cli_usage_error("bench: unknown option '%s'", argv[optind - 1]);
-    case ':':
-      return cli_usage_error("bench: option '%s' needs a value",
-                             argv[optind - 1]);
-    case 'h':
-      fputs(bench_usage, stdout);
-      return 0;
-    case 'w':
-      if (parse_workers(optarg, o))
-        return bad_value(argv, opt,
-                         "expected W or a list like 4,8,16, each in "
-                         "1.." CLI_MAX_WORKERS_TEXT);
-      break;
-    case 'b':
-    case 'e':
-    case 'i': {
-      size_t bytes;
-      if (cli_parse_bytes(optarg, &bytes) || (opt != 'i' && bytes < 4))
-        return bad_value(argv, opt,
-                         opt == 'i' ? "expected bytes (K, M, G suffixes)"
-                                    : "expected bytes, 4 or more (K, M, G "
-                                      "suffixes)");
-      *(opt == 'b'   ? &o->min_bytes
-        : opt == 'e' ? &o->max_bytes
-                     : &o->step_bytes) = bytes;
-      break;
-    }
-    case 'f':
-      if (cli_parse_long(optarg, 2, 1024, &o->factor))
-        return bad_value(argv, opt, "expected 2..1024");
-      break;
-    case 'n':
-    case O_WARMUP:
-      if (cli_parse_long(optarg, opt == 'n' ? 1 : 0, 1000000, &v))
-        return bad_value(argv, opt,
-                         opt == 'n' ? "expected a count in 1..1000000"
-                                    : "expected a count in 0..1000000");
-      *(opt == 'n' ? &o->iters : &o->warmup) = (int)v;
-      *(opt == 'n' ? &o->iters_given : &o->warmup_given) = 1;
-      break;
-    case O_OP: {
-      int op = rs_op_parse(optarg);
-      if (op < 0)
-        return bad_value(argv, opt, "expected sum, avg, min, max or prod");
-      o->op = (rs_op_t)op;
-      break;
-    }
-    case 'd': {
-      size_t i = 0, n = sizeof datatypes / sizeof *datatypes;
-      while (i < n && strcmp(optarg, datatypes[i].name) != 0)
-        i++;
-      if (i == n)
-        return bad_value(argv, opt, "expected float, double, half or bfloat16");
-      o->dtype = datatypes[i].dtype;
-      break;
-    }
-    case O_SEG:
-      if (cli_parse_bytes(optarg, &o->segment_bytes) ||
-          o->segment_bytes < RS_MIN_SEGMENT_BYTES ||
-          o->segment_bytes > RS_MAX_SEGMENT_BYTES)
-        return bad_value(argv, opt, "expected " CLI_MIN_SEGMENT_TEXT "..1G");
-      break;
-    case O_SLOTS:
-      if (cli_parse_long(optarg, 1, RS_MAX_SLOTS, &v))
-        return bad_value(argv, opt, "expected 1.." CLI_MAX_SLOTS_TEXT);
-      o->slots = (int)v;
-      break;
-    case O_TIMEOUT:
-      if (cli_parse_seconds(optarg, &o->timeout_s))
-        return bad_value(argv, opt, "expected seconds in (0, 1e6]");
-      break;
-    case O_TRACE:
-      o->trace = optarg;
-      break;
-    case O_JSON:
-      o->json = 1;
-      break;
-    case O_DIRECT:
-      o->direct = 1;
-      break;
-    case O_LOOP:
-      if (cli_parse_loop(optarg, &o->slices))
-        return bad_value(argv, opt, "expected steps or slices");
-      o->loop_given = 1;
-      break;
-    case O_ALGO: {
-      int algo = rs_algorithm_parse(optarg);
-      o->all = strcmp(optarg, "all") == 0;
-      if (algo < 0 && !o->all)
-        return bad_value(
-            argv, opt,
-            "expected ring, rd, rhd, linear, tree, gloo-ring, auto or all");
-      o->algo = o->all ? RS_ALGO_RING : (rs_algorithm_t)algo;
-      break;
-    }
-    case O_TRANSPORT:
-      if (strcmp(optarg, "shm") && strcmp(optarg, "mpi"))
-        return bad_value(argv, opt, "expected shm or mpi");
-      o->mpi = strcmp(optarg, "mpi") == 0;
-      break;
-    }
-  }
-  if (o->mpi && o->algo == RS_ALGO_AUTO)
-    return cli_usage_error("%s", "bench: --algo auto measures this "
-                                 "process's threads, which differ between "
-                                 "processes; over MPI give --algo NAME");
+/* bench's checks across its options, once they are read. Returns -1 to
+ * go on, or EXIT_USAGE having said why. */
+static int check_bench(options_t *o) {
+  int rc = cli_check_auto_mpi(o);
+  if (rc >= 0)
+    return rc;
   /* NCCL's slice loop is the ring's: the others run their own order. */
-  if (o->algo != RS_ALGO_RING && !o->loop_given)
-    o->slices = 0;
-  if (o->all && o->direct)
-    return cli_usage_error("%s", "bench: --direct is refused by rd and rhd "
-                                 "(they reduce into regions their peers may "
-                                 "still read); --algo all runs them");
-  if (o->all && o->loop_given && o->slices)
-    return cli_usage_error("%s", "bench: --loop slices is the ring's; "
-                                 "--algo all runs the others too");
-  if (optind < argc)
-    return cli_usage_error("bench: unexpected argument '%s'", argv[optind]);
-  if (o->max_bytes < o->min_bytes)
-    return cli_usage_error("bench: %s", "-e is smaller than -b");
+  if (o->config.algo != RS_ALGO_RING && !o->given[OPT_LOOP])
+    o->config.slices = 0;
+  if (o->algo_all && o->config.direct)
+    return cli_refuse(CLI_BENCH, "--direct is refused by rd and rhd (they "
+                                 "reduce into regions their peers may still "
+                                 "read); --algo all runs them");
+  if (o->algo_all && o->given[OPT_LOOP] && o->config.slices)
+    return cli_refuse(CLI_BENCH, "--loop slices is the ring's; --algo all "
+                                 "runs the others too");
+  if (o->bench.max_bytes < o->bench.min_bytes)
+    return cli_refuse(CLI_BENCH, "--maxbytes is smaller than --minbytes");
   return -1;
 }
 
@@ -470,14 +184,14 @@ typedef struct row {
 } row_t;
 
 /* One size on W workers: returns 0, or the failed run's exit status. */
-static int bench_one(const bench_opts_t *o, int W, size_t count,
+static int bench_one(const options_t *o, int W, size_t count,
                      const rs_netmodel_t *machine, rs_trace_t *trace,
                      ticker_t *ticker, row_t *row) {
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
            "[%zu], \"dtype\": \"%s\"}]}",
-           count, rs_dtype_name(o->dtype));
+           count, rs_dtype_name(o->bench.dtype));
   rs_model_t *m;
   rs_run_t *run = NULL;
   int status = 0;
@@ -488,31 +202,31 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
-  cfg.op = o->op;
-  cfg.segment_bytes = o->segment_bytes;
-  cfg.slots = o->slots;
-  cfg.timeout_s = o->timeout_s;
-  cfg.warmup = o->warmup;
-  cfg.iterations = o->iters;
+  cfg.op = o->config.op;
+  cfg.segment_bytes = o->config.segment_bytes;
+  cfg.slots = o->config.slots;
+  cfg.timeout_s = o->config.timeout_s;
+  cfg.warmup = o->bench.warmup;
+  cfg.iterations = o->bench.iters;
   /* (over MPI every process runs the same iterations: no time budget) */
-  if (!o->iters_given && o->warmup > 0 && !o->mpi) {
+  if (!o->given[OPT_ITERS] && o->bench.warmup > 0 && !o->config.mpi) {
     cfg.timed_budget_s = BUDGET_TIMED_S;
-    cfg.warmup_budget_s = o->warmup_given ? 0 : BUDGET_WARMUP_S;
+    cfg.warmup_budget_s = o->given[OPT_WARMUP] ? 0 : BUDGET_WARMUP_S;
   }
   cfg.traced = trace != NULL;
   cfg.on_iteration = ticker_iteration;
   cfg.on_iteration_arg = ticker;
-  cfg.direct = o->direct;
-  cfg.slices = o->slices;
-  cfg.algo = o->algo;
+  cfg.direct = o->config.direct;
+  cfg.slices = o->config.slices;
+  cfg.algo = o->config.algo;
   if (machine)
     cfg.machine = *machine;
   /* ref: the run's own reference, the direct mean of the same buffers on
    * one thread (exact inputs), timed over as many repetitions as the ring
    * gets, at most 20. */
-  cfg.ref_reps = o->iters < 20 ? o->iters : 20;
+  cfg.ref_reps = o->bench.iters < 20 ? o->bench.iters : 20;
   cfg.check_threads = 1; /* ... on one thread, before the run */
-  if (o->mpi) { /* each process checks its own workers, after the run */
+  if (o->config.mpi) { /* each process checks its own workers, after the run */
     cfg.mpi = 1;
     cfg.ref_reps = 1;
     cfg.check_threads = 0;
@@ -527,12 +241,13 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   if (trace)
     rs_run_set_trace(run, trace, NULL);
 
-  ticker_size(ticker, W, count * rs_dtype_size(o->dtype), o->warmup, o->iters);
+  ticker_size(ticker, W, count * rs_dtype_size(o->bench.dtype), o->bench.warmup,
+              o->bench.iters);
   int rc = rs_run_execute(run);
   ticker_size(ticker, 0, 0, 0, 0);
   if (rc != RS_OK && rc != RS_ECHECK) {
     fprintf(stderr, "ringsim: bench: W=%d, %zu bytes: %s\n", W,
-            count * rs_dtype_size(o->dtype), rs_run_errmsg(run));
+            count * rs_dtype_size(o->bench.dtype), rs_run_errmsg(run));
     if (rc == RS_EINTERRUPTED)
       cli_signal_said();
     status = EXIT_RUN;
@@ -542,7 +257,7 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
   row->workers = W;
   row->chosen = rs_run_bucket_algo(run, 0);
   row->count = count;
-  row->bytes = count * rs_dtype_size(o->dtype);
+  row->bytes = count * rs_dtype_size(o->bench.dtype);
   row->time_us = (double)res->wall_ns / 1e3;
   row->min_us = (double)res->wall_min_ns / 1e3;
   row->algbw = (double)row->bytes / (double)res->wall_ns; /* B/ns = GB/s */
@@ -555,8 +270,9 @@ static int bench_one(const bench_opts_t *o, int W, size_t count,
     row->wrong = row->wrong ? row->wrong : 1;
   row->mpi_us = -1;
   uint64_t mpi_ns;
-  if (o->mpi && rs_run_time_mpi_allreduce(run, o->warmup, res->iterations,
-                                          &mpi_ns, err) == RS_OK)
+  if (o->config.mpi &&
+      rs_run_time_mpi_allreduce(run, o->bench.warmup, res->iterations, &mpi_ns,
+                                err) == RS_OK)
     row->mpi_us = (double)mpi_ns / 1e3;
   if (rs_run_trace_error(run)) {
     fprintf(stderr, "ringsim: bench: %s\n", rs_run_trace_error(run));
@@ -569,63 +285,63 @@ done:
   return status;
 }
 
-static void print_header(const bench_opts_t *o, int W) {
+static void print_header(const options_t *o, int W) {
   printf("# ringsim bench: %s all-reduce on %d worker threads, %d warm-up + "
          "%d timed iterations per size\n",
-         o->all ? "every algorithm's" : rs_algorithm_name(o->algo), W,
-         o->warmup, o->iters);
-  if (!o->iters_given && o->warmup > 0)
+         o->algo_all ? "every algorithm's" : rs_algorithm_name(o->config.algo),
+         W, o->bench.warmup, o->bench.iters);
+  if (!o->given[OPT_ITERS] && o->bench.warmup > 0)
     printf("# time budget per size: %s%g s of timed iterations at the "
            "warm-up's pace; fewer iterations where they would take longer, "
            "as noted (-n fixes the count)\n",
-           o->warmup_given ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
+           o->given[OPT_WARMUP] ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
   printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
          "ref = the direct mean of the same %d buffers on one thread\n",
-         o->segment_bytes, o->slots,
-         o->direct ? " (fewer where a sent region would be overwritten "
-                     "before its release)"
-                   : "",
-         o->direct ? "direct (copy-free)" : "copying",
-         o->all      ? "the ring in NCCL's slice, the others in their own"
-         : o->slices ? "NCCL's slice"
-                     : "step",
+         o->config.segment_bytes, o->config.slots,
+         o->config.direct ? " (fewer where a sent region would be overwritten "
+                            "before its release)"
+                          : "",
+         o->config.direct ? "direct (copy-free)" : "copying",
+         o->algo_all ? "the ring in NCCL's slice, the others in their own"
+         : o->config.slices ? "NCCL's slice"
+                            : "step",
          W);
-  if (o->mpi)
+  if (o->config.mpi)
     printf("# over MPI: %d workers in blocks on %d processes; mpi = "
            "MPI_Allreduce over the %d processes, on the same buffers and "
            "communicator, in the same run (ref not timed)\n",
-           W, o->procs, o->procs);
+           W, o->bench.procs, o->bench.procs);
   printf("#\n");
-  if (o->all)
+  if (o->algo_all)
     printf("# every algorithm at every size; * marks the fastest\n");
-  if (o->algo == RS_ALGO_AUTO)
+  if (o->config.algo == RS_ALGO_AUTO)
     printf("# auto: per size the algorithm the alpha-beta model predicts "
            "fastest (algo: the one it ran)\n");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s%s\n", "size", "count",
          "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
-         o->mpi ? "        mpi" : "",
-         o->all || o->algo == RS_ALGO_AUTO ? "  algo" : "");
+         o->config.mpi ? "        mpi" : "",
+         o->algo_all || o->config.algo == RS_ALGO_AUTO ? "  algo" : "");
   printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "(B)",
          "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",
-         o->mpi ? "       (us)" : "");
+         o->config.mpi ? "       (us)" : "");
 }
 
-static void print_row(const bench_opts_t *o, const row_t *r) {
-  const char *op = rs_op_name(o->op);
+static void print_row(const options_t *o, const row_t *r) {
+  const char *op = rs_op_name(o->config.op);
   if (o->json) {
     json_t *j = json_pack(
         "{s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, "
         "s:i, s:i, s:b, s:s}",
         "algo", rs_algorithm_name(r->algo), "workers", r->workers, "size",
         (json_int_t)r->bytes, "count", (json_int_t)r->count, "type",
-        datatype_name(o->dtype), "redop", op, "time_us", r->time_us,
+        cli_datatype_name(o->bench.dtype), "redop", op, "time_us", r->time_us,
         "min_time_us", r->min_us, "algbw_gbs", r->algbw, "busbw_gbs", r->busbw,
         "wrong", (json_int_t)r->wrong, "ref_us", r->ref_us, "time_over_ref",
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
         "iters", r->iters, "fastest", r->fastest, "chosen",
         rs_algorithm_name(r->chosen));
-    if (o->mpi) {
-      json_object_set_new(j, "procs", json_integer(o->procs));
+    if (o->config.mpi) {
+      json_object_set_new(j, "procs", json_integer(o->bench.procs));
       json_object_set_new(j, "ref_us", json_null()); /* (not timed) */
       json_object_set_new(j, "time_over_ref", json_null());
       json_object_set_new(j, "mpi_allreduce_us",
@@ -636,24 +352,24 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
     free(line);
     json_decref(j);
   } else {
-    if (r->warmup != o->warmup || r->iters != o->iters)
+    if (r->warmup != o->bench.warmup || r->iters != o->bench.iters)
       printf("# %zu B: %d warm-up + %d timed iterations (the time budget)\n",
              r->bytes, r->warmup, r->iters);
     printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu", r->bytes, r->count,
-           datatype_name(o->dtype), op, r->time_us, r->algbw, r->busbw,
-           (unsigned long long)r->wrong);
-    if (o->mpi) /* (no ref over MPI: nothing was timed, docs/mpi.md) */
+           cli_datatype_name(o->bench.dtype), op, r->time_us, r->algbw,
+           r->busbw, (unsigned long long)r->wrong);
+    if (o->config.mpi) /* (no ref over MPI: nothing was timed, docs/mpi.md) */
       printf(" %10s %8s", "-", "-");
     else
       printf(" %10.2f %8.2f", r->ref_us,
              r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
-    if (o->mpi && r->mpi_us >= 0)
+    if (o->config.mpi && r->mpi_us >= 0)
       printf(" %10.2f", r->mpi_us);
-    else if (o->mpi)
+    else if (o->config.mpi)
       printf(" %10s", "-");
-    if (o->all)
+    if (o->algo_all)
       printf("  %s%s", rs_algorithm_name(r->algo), r->fastest ? " *" : "");
-    else if (o->algo == RS_ALGO_AUTO)
+    else if (o->config.algo == RS_ALGO_AUTO)
       printf("  auto: %s", rs_algorithm_name(r->chosen));
     printf("\n");
   }
@@ -661,14 +377,17 @@ static void print_row(const bench_opts_t *o, const row_t *r) {
 }
 
 int cli_bench(int argc, char **argv) {
-  bench_opts_t o;
-  int rc = parse_bench_args(argc, argv, &o);
+  options_t o = {0};
+  cli_options_init(CLI_BENCH, &o);
+  int rc = cli_walk(CLI_BENCH, argc, argv, &o, NULL);
+  if (rc < 0)
+    rc = check_bench(&o);
   if (rc >= 0)
     return rc;
   rs_trace_t *trace = NULL;
   char err[RS_ERRMSG_MAX];
   int rank = 0;
-  if (o.mpi && rs_mpi_init(&rank, &o.procs, err)) {
+  if (o.config.mpi && rs_mpi_init(&rank, &o.bench.procs, err)) {
     fprintf(stderr, "ringsim: bench: %s\n", err);
     return EXIT_USAGE;
   }
@@ -685,61 +404,63 @@ int cli_bench(int argc, char **argv) {
   double busbw_sum = 0; /* for nccl-tests' closing average */
   int rows = 0;
   /* A signal stops the sweep between runs too (main exits 128 + it). */
-  for (int k = 0; k < o.worker_count && status == 0 && !cli_signal(); k++) {
-    int W = o.workers[k];
+  for (int k = 0; k < o.bench.worker_count && status == 0 && !cli_signal();
+       k++) {
+    int W = o.bench.workers[k];
     if (!o.json)
       print_header(&o, W);
     /* auto: this machine measured once for W, used at every size */
     rs_netmodel_t machine;
-    if (o.algo == RS_ALGO_AUTO &&
-        rs_machine_measure(W, o.segment_bytes, o.slots, o.direct, &machine,
-                           err)) {
+    if (o.config.algo == RS_ALGO_AUTO &&
+        rs_machine_measure(W, o.config.segment_bytes, o.config.slots,
+                           o.config.direct, &machine, err)) {
       fprintf(stderr, "ringsim: bench: W=%d: %s\n", W, err);
       status = EXIT_RUN;
       break;
     }
-    if (o.algo == RS_ALGO_AUTO && !o.json)
+    if (o.config.algo == RS_ALGO_AUTO && !o.json)
       printf("# auto, W=%d: this machine measured: latency %.3f us, "
              "bandwidth %.3f GB/s, reduce %.3f GB/s\n",
              W, (double)machine.link.latency_ns / 1e3,
              (double)machine.link.bandwidth / 1e9,
              (double)machine.reduce_rate / 1e9);
-    for (size_t bytes = o.min_bytes;
-         bytes <= o.max_bytes && status == 0 && !cli_signal();) {
-      size_t count = bytes / rs_dtype_size(o.dtype);
+    for (size_t bytes = o.bench.min_bytes;
+         bytes <= o.bench.max_bytes && status == 0 && !cli_signal();) {
+      size_t count = bytes / rs_dtype_size(o.bench.dtype);
       /* One algorithm, or (--algo all) each in turn, the fastest marked. */
       row_t size_rows[RS_ALGO_COUNT] = {{0}};
       int n = 0, best = 0;
       for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
-        if (!o.all && a != (int)o.algo)
+        if (!o.algo_all && a != (int)o.config.algo)
           continue;
-        if (o.all && a == RS_ALGO_AUTO)
+        if (o.algo_all && a == RS_ALGO_AUTO)
           continue;
-        bench_opts_t one = o;
-        one.algo = (rs_algorithm_t)a;
-        one.slices = a == RS_ALGO_RING || !o.all ? o.slices : 0;
-        size_rows[n].algo = one.algo;
+        options_t one = o;
+        one.config.algo = (rs_algorithm_t)a;
+        one.config.slices =
+            a == RS_ALGO_RING || !o.algo_all ? o.config.slices : 0;
+        size_rows[n].algo = one.config.algo;
         status = bench_one(&one, W, count ? count : 1,
-                           o.algo == RS_ALGO_AUTO ? &machine : NULL, trace,
-                           &ticker, &size_rows[n]);
+                           o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
+                           trace, &ticker, &size_rows[n]);
         if (status == 0 && size_rows[n].time_us < size_rows[best].time_us)
           best = n;
         n += status == 0;
       }
-      size_rows[best].fastest = o.all && n > 0;
+      size_rows[best].fastest = o.algo_all && n > 0;
       for (int i = 0; i < n; i++) {
         print_row(&o, &size_rows[i]);
         wrong += size_rows[i].wrong;
         busbw_sum += size_rows[i].busbw;
         rows++;
       }
-      size_t next =
-          o.step_bytes ? bytes + o.step_bytes : bytes * (size_t)o.factor;
+      size_t next = o.bench.step_bytes ? bytes + o.bench.step_bytes
+                                       : bytes * (size_t)o.bench.factor;
       if (next <= bytes)
         break;
       bytes = next;
     }
-    if (!o.json && k + 1 < o.worker_count)
+    if (!o.json && k + 1 < o.bench.worker_count)
       printf("\n");
   }
   if (!o.json && status == 0 && !cli_signal()) {

@@ -1,4 +1,6 @@
-/* cli.h - what the ringsim command's two modes (run, bench) share. */
+/* cli.h - what the ringsim command's four modes share: a run (`ringsim`),
+ * `ringsim bench`, `ringsim model` and `ringsim diff`. Each reads its
+ * command line through the one option table (optable.c, parse.c). */
 #ifndef RINGSIM_CLI_H
 #define RINGSIM_CLI_H
 
@@ -13,22 +15,81 @@
  * W=16384: minutes), so it stops there. */
 #define MODEL_MAX_WORKERS 16384
 
-/* The limits' digits for messages and help texts ("4096"): each limit is
- * #defined as a plain number, so the preprocessor can spell it. */
+/* The limits' digits for help texts ("4096"): each limit is #defined as a
+ * plain number, so the preprocessor can spell it. */
 #define CLI_STR_(x) #x
 #define CLI_STR(x) CLI_STR_(x)
 #define CLI_MAX_WORKERS_TEXT CLI_STR(RS_MAX_WORKERS)
 #define CLI_MODEL_MAX_WORKERS_TEXT CLI_STR(MODEL_MAX_WORKERS)
-#define CLI_MAX_SLOTS_TEXT CLI_STR(RS_MAX_SLOTS)
-#define CLI_MIN_SEGMENT_TEXT CLI_STR(RS_MIN_SEGMENT_BYTES)
-/* The messages call RS_MAX_SEGMENT_BYTES "1G". */
-_Static_assert(RS_MAX_SEGMENT_BYTES == (size_t)1 << 30,
-               "--segment-bytes messages say 1G");
 
-/* The command line of a run (or of `ringsim model`). */
+/* The command's modes. The option table says which of them take each
+ * option (CLI_IN(mode) bits); a usage error in a mode other than the run
+ * starts with its name ("bench: ") and points at its own --help. */
+typedef enum cli_mode {
+  CLI_RUN,
+  CLI_BENCH,
+  CLI_MODEL,
+  CLI_DIFF,
+  CLI_MODES
+} cli_mode_t;
+#define CLI_IN(mode) (1u << (mode))
+
+/* Every option of the command, in the order the usage texts list them
+ * (optable.c has each one's row: names, value, modes, help). */
+typedef enum cli_opt {
+  OPT_PARAMS,
+  OPT_WORKERS,
+  OPT_MINBYTES,
+  OPT_MAXBYTES,
+  OPT_STEPFACTOR,
+  OPT_STEPBYTES,
+  OPT_ITERS,
+  OPT_WARMUP,
+  OPT_DATATYPE,
+  OPT_DTYPE,
+  OPT_INIT,
+  OPT_SEED,
+  OPT_GRADS,
+  OPT_OUT,
+  OPT_OP,
+  OPT_ORDER_REPORT,
+  OPT_AVERAGE,
+  OPT_LIKE,
+  OPT_SEGMENT_BYTES,
+  OPT_SLOTS,
+  OPT_TIMEOUT,
+  OPT_TRACE,
+  OPT_NO_TRACE,
+  OPT_INJECT,
+  OPT_CHECKSUM,
+  OPT_NET,
+  OPT_REDUCE_RATE,
+  OPT_LINK,
+  OPT_STRAGGLER,
+  OPT_EXPLAIN,
+  OPT_BUCKET_MB,
+  OPT_DIRECT,
+  OPT_ALGO,
+  OPT_LOOP,
+  OPT_PRINT,
+  OPT_FAIL_ON_DIFF,
+  OPT_JSON,
+  OPT_TRANSPORT,
+  OPT_HELP,
+  OPT_VERSION,
+  OPT_COUNT
+} cli_opt_t;
+
+/* `ringsim bench --workers 4,8,16`: at most this many world sizes. */
+#define CLI_BENCH_MAX_SIZES 64
+
+/* A command line, read (parse.c): a run's, `ringsim model`'s, bench's,
+ * or one side of `ringsim diff`. */
 typedef struct options {
   rs_config_t config;
   int workers_given;
+  cli_mode_t mode;
+  unsigned char given[OPT_COUNT]; /* how often each option was given */
   const char *params;
   const char *grads;
   const char *out;
@@ -38,7 +99,7 @@ typedef struct options {
   int init_given;
   int print_values;
   int json;
-  int algo_all; /* --algo all (ringsim model only) */
+  int algo_all; /* --algo all (model, bench) */
   int explain;
   int average_given;
   int model_only;    /* `ringsim model`: the schedule's simulated time alone */
@@ -53,6 +114,19 @@ typedef struct options {
   int mpi_gates;
 } options_t;
 
+  /* ringsim bench: the sweep */
+  struct {
+    int workers[CLI_BENCH_MAX_SIZES]; /* --workers 4,8,16 */
+    int worker_count;
+    size_t min_bytes, max_bytes, step_bytes;
+    int factor;
+    int iters, warmup;
+    rs_dtype_t dtype; /* -d */
+    int procs;        /* --transport mpi: the processes */
+  } bench;
+  /* ringsim diff: --dtype's value for this side (NULL: the model's) */
+  const char *dtype_name;
+  int fail_on_diff;
 /* Everything a report needs to say about a finished run. */
 typedef struct report {
   const options_t *opt;
@@ -66,29 +140,31 @@ typedef struct report {
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_RUN = 3 };
 
 /* args.c */
-/* Print "ringsim: <fmt with arg> (see ringsim --help)"; returns EXIT_USAGE.
- * A message starting "bench: ", "model: " or "diff: " points at that
- * subcommand's --help instead. */
-int cli_usage_error(const char *fmt, const char *arg);
-/* Strict decimal in [min, max]; 0 on success. */
-int cli_parse_long(const char *text, long min, long max, long *out);
-/* Seconds, a decimal in (0, 1e6]; 0 on success. */
-int cli_parse_seconds(const char *text, double *out);
-/* --loop: "steps" (0) or "slices" (1, NCCL's loop); 0 on success. */
-int cli_parse_loop(const char *text, int *slices);
-/* A byte count with optional K, M, G (powers of 1024) up to 1 TiB. */
-int cli_parse_bytes(const char *text, size_t *out);
+/* Print "ringsim: <message> (see ringsim --help)" on stderr, the message
+ * made as printf makes it, on one line; returns EXIT_USAGE. A message
+ * starting "bench: ", "model: " or "diff: " points at that mode's --help
+ * instead. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "bench: ", "model: ", "diff: ", or "" for a run: how a mode's usage
+ * errors start. */
+const char *cli_mode_prefix(cli_mode_t mode);
+
+/* The same, for a mode: "bench: " (cli_mode_prefix) before the message. */
+int cli_refuse(cli_mode_t mode, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* options.c: a run's command line (argv[0] the program), or `ringsim
+ * model`'s (argv[0] "model") with o->model_only set, into o. Returns -1 to
+ * go on, or the exit status, having said why (--help, --version: 0). */
+int cli_parse_args(int argc, char **argv, options_t *o);
+
+/* help.c: the mode's --help, on stdout. */
+void cli_print_help(cli_mode_t mode);
 
 /* `ringsim bench ...`: argv[0] is "bench". Returns the exit status. */
 int cli_bench(int argc, char **argv);
 
-/* main.c: a run's command line (argv[0] the program) into o; a second
- * call needs getopt started over (optind = 0) first. Returns -1 to go on,
- * or the exit status, having said why (--help: 0). */
-int cli_parse_args(int argc, char **argv, options_t *o);
-
 /* diff.c: `ringsim diff ...`: argv[0] is "diff". Returns the exit status. */
-extern const char cli_diff_usage_text[];
 int cli_diff(int argc, char **argv);
 
 /* signals.c: the one taker of SIGINT, SIGTERM and SIGHUP (SIGHUP handled
@@ -148,8 +224,6 @@ const char *cli_average_name(const rs_config_t *config);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 
-/* model.c: `ringsim model --help`. */
-extern const char cli_model_usage_text[];
 /* model.c: `ringsim model`; returns the exit status. */
 int cli_run_model(const options_t *opt, const rs_model_t *model);
 

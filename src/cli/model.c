@@ -1,5 +1,7 @@
-/* model.c - `ringsim model`: the simulated time of the ring's schedule
- * alone, without threads or data, for rings far larger than the machine. */
+/* model.c - `ringsim model`: the simulated time of an algorithm's schedule
+ * alone (--algo: any of them, or all side by side with the sizes where the
+ * best one changes), without threads or data, for rings far larger than
+ * the machine. */
 #include <jansson.h>
 #include <stdio.h>
 
@@ -12,46 +14,6 @@ static json_t *ns_json(uint64_t ns) {
   return ns == UINT64_MAX ? json_null() : json_integer((json_int_t)ns);
 }
 
-const char cli_model_usage_text[] =
-    "usage: ringsim model --params MODEL.json --workers N --net SPEC "
-    "[options]\n"
-    "\n"
-    "The simulated time of the ring all-reduce's schedule for the model's\n"
-    "size under the alpha-beta network model, with no threads and no data,\n"
-    "so W can reach " CLI_MODEL_MAX_WORKERS_TEXT
-    ". It runs the same clock code as `ringsim --net`\n"
-    "and agrees with it to the nanosecond. Prints the simulated time, algbw\n"
-    "and busbw, and the cost formula's prediction\n"
-    "  " RS_NETMODEL_FORMULA "\n"
-    "(k segments per chunk of b bytes; alpha the latency, beta the bandwidth,\n"
-    "gamma the reduce rate).\n"
-    "\n"
-    "  -p, --params FILE       model.json: the params' names, shapes, dtype\n"
-    "  -w, --workers N         number of workers W, "
-    "1.." CLI_MODEL_MAX_WORKERS_TEXT " (default 4)\n"
-    "      --net SPEC          the network (required): "
-    "latency=5us,bandwidth=25GB/s\n"
-    "                          (ns/us/ms/s; B/s, KB/s, MB/s, GB/s, GiB/s, "
-    "Gbps)\n"
-    "      --reduce-rate RATE  charge reductions, e.g. 20GB/s\n"
-    "      --link SPEC         one slower link (repeatable): "
-    "2-3:bandwidth=1GB/s\n"
-    "      --straggler SPEC    a slow worker (repeatable): worker=1,us=200\n"
-    "      --segment-bytes N   largest message (default 256K)\n"
-    "      --bucket-mb MB      DDP gradient buckets of MB MiB (default 25; 0:\n"
-    "                          one bucket)\n"
-    "      --algo NAME         ring (default), rd, rhd, linear, tree, or all:\n"
-    "                          every algorithm, the fastest marked, and the\n"
-    "                          crossovers: the sizes where the best one by\n"
-    "                          the predictions (--algo auto's pick) changes\n"
-    "      --json              print the result as one JSON object\n"
-    "  -h, --help              this help\n"
-    "\n"
-    "exit status: 0 ok; 2 bad usage or bad input; 3 out of memory; 130,\n"
-    "143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n";
-
-/* `ringsim model`: the schedule's simulated time alone, no threads or
- * data, for rings far larger than the machine. */
 /* Print o as --json does, and let it go. */
 static int print_json(json_t *o) {
   json_dumpf(o, stdout, JSON_INDENT(2));
@@ -197,10 +159,9 @@ static int print_all(const options_t *opt, const rs_model_t *model,
         "{s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}}", "model",
         rs_model_name(model), "workers", W, "bytes", (json_int_t)bytes, "algos",
         list, "fastest", rs_algorithm_name(t[best].algo), "fastest_tied",
-        fastest, "crossovers",
-        "min_bytes", (json_int_t)(min_elems * elem_size), "max_bytes",
-        (json_int_t)(rs_model_elems(model) * elem_size), "best_at_min",
-        rs_algorithm_name(first), "changes", cl);
+        fastest, "crossovers", "min_bytes", (json_int_t)(min_elems * elem_size),
+        "max_bytes", (json_int_t)(rs_model_elems(model) * elem_size),
+        "best_at_min", rs_algorithm_name(first), "changes", cl);
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];

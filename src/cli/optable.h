@@ -1,0 +1,120 @@
+/* optable.h - the command's one option table, and what reads values
+ * through it: each option once, with its names, its value, the modes that
+ * take it, how its value is read and stored, and its help line in each
+ * mode's usage text. parse.c walks a command line through it, help.c
+ * prints the usage texts from it, and the modes (options.c, bench.c,
+ * model.c, diff.c) read only what it stored in options_t.
+ */
+#ifndef RINGSIM_CLI_OPTABLE_H
+#define RINGSIM_CLI_OPTABLE_H
+
+#include <stddef.h>
+
+#include "cli.h"
+
+/* An option's help line in one mode's usage text: its value's name there
+ * (NULL: the option's metavar) and its text, lines cut with '\n' (NULL:
+ * not listed in that mode's text). "{algos}" in a text is the mode's
+ * algorithm names (cli_algo_names), and a line longer than the usage
+ * text's width is wrapped there. */
+typedef struct cli_help {
+  const char *metavar;
+  const char *text;
+} cli_help_t;
+
+/* What else an option is (cli_option_t.flags). */
+enum {
+  CLI_REPEAT = 1,    /* may be given more than once (--inject) */
+  CLI_DIFF_TWO = 2,  /* diff: A,B gives each side its own value */
+  CLI_DIFF_SAME = 4, /* diff: A,B is refused unless A is B (diff_why) */
+};
+
+typedef struct cli_option cli_option_t;
+struct cli_option {
+  const char *name; /* the long name, without "--" */
+  char letter;      /* the short name (-w), or 0 */
+  unsigned modes;   /* CLI_IN(mode) for every mode that takes it */
+  unsigned flags;
+  const char *metavar; /* its value's name (FILE), or NULL: a flag */
+  /* How the value is read and where it is stored: set(opt, o, value,
+   * msg) with value NULL for a flag. Returns 0, or -1 with the message
+   * in msg (RS_ERRMSG_MAX bytes), starting with the option's name:
+   * "--slots '0': expected an integer in 1..1024". */
+  int (*set)(const cli_option_t *opt, options_t *o, const char *value,
+             char *msg);
+  size_t field;         /* set_flag, set_text, set_int, set_size: where, in o */
+  long min, max;        /* set_int, set_size: the range */
+  const char *diff_why; /* CLI_DIFF_SAME: why both sides take one value */
+  cli_help_t help[CLI_MODES];
+};
+
+/* optable.c: the rows, indexed by cli_opt_t. */
+extern const cli_option_t cli_options[OPT_COUNT];
+
+/* optable.c: where a mode starts, before its command line: the library's
+ * defaults, and the mode's own (bench: --op sum, --timeout 60, the slice
+ * loop, its sweep). */
+void cli_options_init(cli_mode_t mode, options_t *o);
+
+/* diff's command line beyond what each side's options hold (cli_walk):
+ * the room its A,B values are split into, and what was given so. */
+typedef struct cli_two {
+  options_t *other;   /* (in) side B's options (side A's: cli_walk's o) */
+  char *arena;        /* (in) room for the split values: cli_two_room */
+  int count;          /* options given as A,B (CLI_DIFF_TWO) */
+  char label[2][160]; /* each side's: "A: --algo ring --dtype f32" */
+} cli_two_t;
+/* The room cli_two_t.arena needs for argv. */
+size_t cli_two_room(int argc, char **argv);
+
+/* parse.c: walk argv (argv[0] the program or the mode) through the table
+ * into o, as mode takes its options: --name value, --name=value, an
+ * unambiguous abbreviation of a name, -x value, -xvalue, flags together
+ * ("-hV"), "--" ending the options. With two (diff), every option is
+ * stored in both o (side A) and two->other (side B), and an A,B value of
+ * a CLI_DIFF_TWO option gives A to side A and B to side B. Each side
+ * starts as cli_options_init made it.
+ * Checks across options are the mode's, after. Returns -1 to go on, or
+ * the exit status, having said why (--help, --version: 0). */
+int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
+             cli_two_t *two);
+
+/* options.c: a run's checks across its options (also each side of diff's,
+ * and model's): --like's, --explain's, --trace and --no-trace, --params
+ * required, ... Returns -1 to go on, or EXIT_USAGE having said why. */
+int cli_check_run(options_t *o);
+/* options.c: --algo auto over MPI without --net, refused (run, bench). */
+int cli_check_auto_mpi(const options_t *o);
+
+/* optable.c: nccl-tests' name of an element type (bench -d): "float",
+ * "double", "half", "bfloat16". */
+const char *cli_datatype_name(rs_dtype_t dtype);
+
+/* args.c: the one number reader of the command. An integer is written as
+ * decimal digits alone (an optional '-' first, no '+', no blank, no
+ * leading zero: "01"); a size the same, unsigned, with an optional K, M
+ * or G (powers of 1024) after it. Each returns 0 with the value in *out,
+ * or -1 when the text is not one or is outside [min, max]. */
+int cli_read_int(const char *text, long min, long max, long *out);
+int cli_read_size(const char *text, size_t min, size_t max, size_t *out);
+/* The message for a value that is not one of them, into msg
+ * (RS_ERRMSG_MAX bytes): "--NAME 'VALUE': expected " and what is.
+ * Returns -1, for a setter to return. */
+int cli_bad_value(char *msg, const cli_option_t *opt, const char *value,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* What a range expects: "an integer in 1..4096", "a size from 4 to 1G
+ * (K, M, G suffixes)". */
+void cli_expect_int(long min, long max, char *buf, size_t size);
+void cli_expect_size(size_t min, size_t max, char *buf, size_t size);
+
+/* args.c: the algorithms a mode's --algo takes, from the library's table
+ * (rs_algorithm_name over RS_ALGO_COUNT, then RS_ALGO_AUTO where the mode
+ * takes auto, then "all" where it takes all):
+ * "ring, rd, rhd, linear, tree, gloo-ring or auto". With help set, the
+ * usage text's form: the default marked, and no last "or" part, which
+ * the help line writes itself ("ring (default), rd, ..., gloo-ring"). */
+void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size);
+int cli_algo_takes_auto(cli_mode_t mode);
+int cli_algo_takes_all(cli_mode_t mode);
+
+#endif /* RINGSIM_CLI_OPTABLE_H */

@@ -1,0 +1,245 @@
+/* parse.c - a command line read through the option table, the same way in
+ * every mode: the same spellings (as getopt_long takes them), and one
+ * message for each mistake, whatever the mode (with its name first, and
+ * its own --help named last):
+ *
+ *   unknown option '--bogus'
+ *   option '--s' is ambiguous: --seed, --segment-bytes, --slots, ...
+ *   --iters does not apply to a run       (another mode's option)
+ *   option '--workers' needs a value
+ *   option '--json' takes no value
+ *   --workers is given more than once     (but the repeatable ones)
+ *   --slots '0': expected an integer in 1..1024
+ *   unexpected argument 'extra'
+ *
+ * An option is named by its long name, however it was written (-n 0,
+ * --iters=0 and --it 0 are one mistake, one message). `ringsim diff`'s
+ * A,B values are split here too, so each side's value is read as a run
+ * reads it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "optable.h"
+
+typedef struct walk {
+  cli_mode_t mode;
+  options_t *side[2];
+  int sides;      /* 2: diff's */
+  cli_two_t *two; /* diff's, else NULL */
+  char *arena;    /* the rest of two->arena */
+  int dtype_two;  /* diff: --dtype was given as A,B */
+} walk_t;
+
+/* What each mode's options are about, for another mode's option. */
+static const char *const what_mode_is[CLI_MODES] = {
+    [CLI_RUN] = "a run",
+    [CLI_BENCH] = "a sweep",
+    [CLI_MODEL] = "the schedule alone",
+    [CLI_DIFF] = "a comparison"};
+
+static int refuse_elsewhere(const walk_t *w, const cli_option_t *opt) {
+  return cli_refuse(w->mode, "--%s does not apply to %s", opt->name,
+                    what_mode_is[w->mode]);
+}
+
+/* The option named name[0..len), as getopt_long finds it: the exact
+ * name, or else the one option of the mode that it abbreviates. NULL if
+ * none (said). */
+static const cli_option_t *find_long(const walk_t *w, const char *name,
+                                     size_t len) {
+  for (int i = 0; i < OPT_COUNT; i++)
+    if (strlen(cli_options[i].name) == len &&
+        strncmp(cli_options[i].name, name, len) == 0) {
+      if (cli_options[i].modes & CLI_IN(w->mode))
+        return &cli_options[i];
+      refuse_elsewhere(w, &cli_options[i]);
+      return NULL;
+    }
+  const cli_option_t *found = NULL;
+  char names[RS_ERRMSG_MAX] = "";
+  size_t n = 0, count = 0;
+  for (int i = 0; i < OPT_COUNT && len > 0; i++) {
+    if (!(cli_options[i].modes & CLI_IN(w->mode)) ||
+        strncmp(cli_options[i].name, name, len) != 0)
+      continue;
+    found = &cli_options[i];
+    count++;
+    if (n < sizeof names)
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s--%s",
+                            count > 1 ? ", " : "", found->name);
+  }
+  if (count == 1)
+    return found;
+  if (count > 1)
+    cli_refuse(w->mode, "option '--%.*s' is ambiguous: %s", (int)len, name,
+               names);
+  else
+    cli_refuse(w->mode, "unknown option '--%.*s'", (int)len, name);
+  return NULL;
+}
+
+/* The option of letter c, or NULL (said). */
+static const cli_option_t *find_short(const walk_t *w, char c) {
+  for (int i = 0; i < OPT_COUNT; i++)
+    if (cli_options[i].letter == c) {
+      if (cli_options[i].modes & CLI_IN(w->mode))
+        return &cli_options[i];
+      refuse_elsewhere(w, &cli_options[i]);
+      return NULL;
+    }
+  cli_refuse(w->mode, "unknown option '-%c'", c);
+  return NULL;
+}
+
+/* A copy of text[0..len) in the walk's arena. */
+static char *keep(walk_t *w, const char *text, size_t len) {
+  char *copy = w->arena;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  w->arena += len + 1;
+  return copy;
+}
+
+size_t cli_two_room(int argc, char **argv) {
+  size_t size = 1;
+  for (int i = 0; i < argc; i++)
+    size += strlen(argv[i]) + 2;
+  return size;
+}
+
+/* Side k's label gets " --NAME value" (an option given as A,B). */
+static void label_add(walk_t *w, int k, const char *name, const char *value) {
+  char *label = w->two->label[k];
+  size_t len = strlen(label);
+  snprintf(label + len, sizeof w->two->label[k] - len, " --%s %s", name, value);
+}
+
+/* diff: value "A,B" of opt: A to side 0, B to side 1. */
+static int set_two(walk_t *w, const cli_option_t *opt, const char *value) {
+  const char *comma = strchr(value, ',');
+  if (strchr(comma + 1, ',') || comma == value || !comma[1])
+    return cli_refuse(w->mode, "--%s '%.100s': expected two values A,B",
+                      opt->name, value);
+  const char *v[2] = {keep(w, value, (size_t)(comma - value)),
+                      keep(w, comma + 1, strlen(comma + 1))};
+  if ((opt->flags & CLI_DIFF_SAME) && strcmp(v[0], v[1]) != 0)
+    return cli_refuse(w->mode, "--%s %.60s: %s", opt->name, value,
+                      opt->diff_why);
+  if (opt->flags & CLI_DIFF_TWO) {
+    w->two->count++;
+    if (opt == &cli_options[OPT_DTYPE])
+      w->dtype_two = 1; /* (labelled last) */
+    else
+      for (int k = 0; k < 2; k++)
+        label_add(w, k, opt->name, v[k]);
+  }
+  char msg[RS_ERRMSG_MAX];
+  for (int k = 0; k < 2; k++)
+    if (opt->set(opt, w->side[k], v[k], msg))
+      return cli_refuse(w->mode, "%s", msg);
+  return -1;
+}
+
+/* opt given, with value (NULL for a flag): stored on every side. Returns
+ * -1 to go on, or the exit status. */
+static int take(walk_t *w, const cli_option_t *opt, const char *value) {
+  const int id = (int)(opt - cli_options);
+  if (!(opt->flags & CLI_REPEAT) && w->side[0]->given[id])
+    return cli_refuse(w->mode, "--%s is given more than once", opt->name);
+  for (int k = 0; k < w->sides; k++)
+    w->side[k]->given[id] = 1;
+  if (id == OPT_HELP) {
+    cli_print_help(w->mode);
+    return 0;
+  }
+  if (id == OPT_VERSION) {
+    printf("ringsim %s\n", RS_VERSION);
+    return 0;
+  }
+  if (w->two && value && (opt->flags & (CLI_DIFF_TWO | CLI_DIFF_SAME)) &&
+      strchr(value, ','))
+    return set_two(w, opt, value);
+  char msg[RS_ERRMSG_MAX];
+  for (int k = 0; k < w->sides; k++)
+    if (opt->set(opt, w->side[k], value, msg))
+      return cli_refuse(w->mode, "%s", msg);
+  return -1;
+}
+
+/* argv[*i], "--name[=value]": its option taken (with argv[*i + 1] as its
+ * value, if it needs one and has no "="). */
+static int take_long(walk_t *w, int argc, char **argv, int *i) {
+  const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  const cli_option_t *opt = find_long(w, name, len);
+  if (!opt)
+    return EXIT_USAGE;
+  if (!opt->metavar && eq)
+    return cli_refuse(w->mode, "option '--%s' takes no value", opt->name);
+  const char *value = eq ? eq + 1 : NULL;
+  if (opt->metavar && !value) {
+    if (*i + 1 >= argc)
+      return cli_refuse(w->mode, "option '--%s' needs a value", opt->name);
+    value = argv[++*i];
+  }
+  return take(w, opt, value);
+}
+
+/* argv[*i], "-x", "-xVALUE" or flags together ("-hV"). */
+static int take_short(walk_t *w, int argc, char **argv, int *i) {
+  for (const char *c = argv[*i] + 1; *c; c++) {
+    const cli_option_t *opt = find_short(w, *c);
+    if (!opt)
+      return EXIT_USAGE;
+    const char *value = NULL;
+    if (opt->metavar) {
+      if (c[1])
+        value = c + 1;
+      else if (*i + 1 < argc)
+        value = argv[++*i];
+      else
+        return cli_refuse(w->mode, "option '--%s' needs a value", opt->name);
+    }
+    int rc = take(w, opt, value);
+    if (rc >= 0 || value)
+      return rc;
+  }
+  return -1;
+}
+
+int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
+             cli_two_t *two) {
+  walk_t w = {.mode = mode,
+              .side = {o, two ? two->other : NULL},
+              .sides = two ? 2 : 1,
+              .two = two,
+              .arena = two ? two->arena : NULL};
+  if (two) {
+    two->count = 0;
+    snprintf(two->label[0], sizeof two->label[0], "A:");
+    snprintf(two->label[1], sizeof two->label[1], "B:");
+  }
+  const char *extra = NULL; /* the first argument that is no option */
+  int options_end = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int rc = -1;
+    if (options_end || arg[0] != '-' || arg[1] == '\0')
+      extra = extra ? extra : arg;
+    else if (strcmp(arg, "--") == 0)
+      options_end = 1;
+    else if (arg[1] == '-')
+      rc = take_long(&w, argc, argv, &i);
+    else
+      rc = take_short(&w, argc, argv, &i);
+    if (rc >= 0)
+      return rc;
+  }
+  if (extra)
+    return cli_refuse(mode, "unexpected argument '%s'", extra);
+  if (two && w.dtype_two)
+    for (int k = 0; k < 2; k++)
+      label_add(&w, k, "dtype", w.side[k]->dtype_name);
+  return -1;
+}
