@@ -86,12 +86,12 @@ typedef enum cli_opt {
 /* A command line, read (parse.c): a run's, `ringsim model`'s, bench's,
  * or one side of `ringsim diff`. */
 typedef struct options {
-  rs_config_t config;
-  int workers_given;
   cli_mode_t mode;
   unsigned char given[OPT_COUNT]; /* how often each option was given */
   const char *params;
   const char *grads;
+  rs_config_t config;
+  int workers_given;
   const char *out;
   uint64_t seed;
   int seed_given;
