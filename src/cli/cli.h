@@ -112,8 +112,6 @@ typedef struct options {
   int mpi_rank;
   int mpi_own_rc; /* -1: stopped at a gate for another's failure */
   int mpi_gates;
-} options_t;
-
   /* ringsim bench: the sweep */
   struct {
     int workers[CLI_BENCH_MAX_SIZES]; /* --workers 4,8,16 */
@@ -129,6 +127,8 @@ typedef struct options {
   int fail_on_diff;
 /* Everything a report needs to say about a finished run. */
 typedef struct report {
+} options_t;
+
   const options_t *opt;
   const rs_model_t *model;
   rs_run_t *run;
