@@ -88,10 +88,10 @@ typedef enum cli_opt {
 typedef struct options {
   cli_mode_t mode;
   unsigned char given[OPT_COUNT]; /* how often each option was given */
-  const char *params;
-  const char *grads;
   rs_config_t config;
   int workers_given;
+  const char *params;
+  const char *grads;
   const char *out;
   uint64_t seed;
   int seed_given;
@@ -125,10 +125,10 @@ typedef struct options {
   /* ringsim diff: --dtype's value for this side (NULL: the model's) */
   const char *dtype_name;
   int fail_on_diff;
-/* Everything a report needs to say about a finished run. */
-typedef struct report {
 } options_t;
 
+/* Everything a report needs to say about a finished run. */
+typedef struct report {
   const options_t *opt;
   const rs_model_t *model;
   rs_run_t *run;
