@@ -807,6 +807,103 @@ class Cli(unittest.TestCase):
         self.assertEqual(total, 124439808)
 
 
+    # cli-28 (one option path): one mistake gives one message in every mode
+    # that takes the option: run, model, bench and diff (on one side's
+    # value, A,B split, too) print the same line after the mode's name,
+    # and point at the mode's own --help; and however the option was
+    # written, the message names it by its long name.
+    def mode_error(self, mode, args):
+        """The usage error `ringsim MODE ... ARGS` prints, without its
+        "ringsim: MODE: " start and "(see ...)" end."""
+        model = self.write("one.json", '{"params": [{"name": "g", "shape": [4]}]}')
+        before = {"run": ["-p", model], "model": ["model", "-p", model],
+                  "bench": ["bench"], "diff": ["diff", "-p", model, "--average", "post,pre"]}
+        rc, out, err = run(*before[mode], *args, cwd=self.dir)
+        self.assertEqual((rc, out, err.count("\n")), (2, "", 1), f"{mode} {args}: {err!r}")
+        start = "ringsim: " if mode == "run" else f"ringsim: {mode}: "
+        help_hint = " (see ringsim --help)\n" if mode == "run" else f" (see ringsim {mode} --help)\n"
+        self.assertTrue(err.startswith(start) and err.endswith(help_hint), err)
+        return err[len(start):-len(help_hint)]
+
+    def test_one_message_per_mistake(self):
+        every = ("run", "model", "bench", "diff")
+        cases = [  # (the modes that take the option, args, the message)
+            (every, ["--segment-bytes", "2"],
+             "--segment-bytes '2': expected a size from 4 to 1G (K, M, G suffixes)"),
+            (every, ["--segment-bytes", " 4K"],
+             "--segment-bytes ' 4K': expected a size from 4 to 1G (K, M, G suffixes)"),
+            (every, ["--bogus"], "unknown option '--bogus'"),
+            (every, ["-q"], "unknown option '-q'"),
+            (every, ["--json=1"], "option '--json' takes no value"),
+            (every, ["--json", "--json"], "--json is given more than once"),
+            (every, ["--segment-bytes"], "option '--segment-bytes' needs a value"),
+            (every, ["extra"], "unexpected argument 'extra'"),
+            (("run", "bench", "diff"), ["--slots", "0"], "--slots '0': expected an integer in 1..1024"),
+            (("run", "bench", "diff"), ["--timeout", "0"], "--timeout '0': expected seconds in (0, 1e6]"),
+            (("run", "bench", "diff"), ["--op", "median"],
+             "--op 'median': expected sum, avg, min, max or prod"),
+            (("run", "bench", "diff"), ["--loop", "ring"], "--loop 'ring': expected steps or slices"),
+            (("run", "bench"), ["--transport", "tcp"], "--transport 'tcp': expected shm or mpi"),
+            (("run", "model", "diff"), ["--net", "latency=1us"],
+             self.mode_error("run", ["--net", "latency=1us"])),
+            (("run", "model", "diff"), ["--bucket-mb", "-1"],
+             "--bucket-mb '-1': expected MiB from 0 (one bucket) to 1048576"),
+            (("run", "diff"), ["--seed", "x"],
+             "--seed 'x': expected an integer in 0..9223372036854775807"),
+            (("run", "diff"), ["--workers", "0"], "--workers '0': expected an integer in 1..4096"),
+        ]
+        for modes, args, message in cases:
+            for mode in modes:
+                with self.subTest(mode=mode, args=args):
+                    self.assertEqual(self.mode_error(mode, args), message)
+        # diff's A,B: each side's value is read as a run reads it
+        self.assertEqual(self.mode_error("diff", ["--slots", "8,0"]),
+                         "--slots '0': expected an integer in 1..1024")
+        # another mode's option is named as one, in words of the mode
+        for mode, what in (("run", "a run"), ("model", "the schedule alone"),
+                           ("diff", "a comparison")):
+            self.assertEqual(self.mode_error(mode, ["--iters", "3"]),
+                             f"--iters does not apply to {what}")
+        self.assertEqual(self.mode_error("bench", ["--params", "m.json"]),
+                         "--params does not apply to a sweep")
+        # one mistake, however written: short, long, =, abbreviated
+        for args in (["-w", "0"], ["-w0"], ["--workers", "0"], ["--workers=0"], ["--work", "0"]):
+            self.assertEqual(self.mode_error("run", args),
+                             "--workers '0': expected an integer in 1..4096")
+        for args in (["-n", "0"], ["-n0"], ["--iters=0"], ["--it", "0"]):
+            self.assertEqual(self.mode_error("bench", args),
+                             "--iters '0': expected an integer in 1..1000000")
+        self.assertEqual(self.mode_error("run", ["--s", "1"]),
+                         "option '--s' is ambiguous: --seed, --segment-bytes, --slots, --straggler")
+        # -V and --version in every mode
+        for mode in ([], ["model"], ["bench"], ["diff"]):
+            rc, out, err = run(*mode, "-V")
+            self.assertEqual((rc, err), (0, ""), mode)
+            self.assertRegex(out, r"^ringsim \d+\.\d+\.\d+\n$")
+
+    # cli-29 (one option path): --algo's names, in every mode's messages
+    # and --help, are the library's algorithms, with auto and all where the
+    # mode takes them; model refuses auto by name.
+    def test_algorithm_names_from_the_library(self):
+        def names(mode):
+            message = self.mode_error(mode, ["--algo", "bogus"])
+            head = "--algo 'bogus': expected "
+            self.assertTrue(message.startswith(head), message)
+            return re.split(r", | or ", message[len(head):])
+        algos = [n for n in names("run") if n != "auto"]
+        self.assertEqual(names("run"), algos + ["auto"])
+        self.assertEqual(names("diff"), algos + ["auto"])
+        self.assertEqual(names("bench"), algos + ["auto", "all"])
+        self.assertEqual(names("model"), algos + ["all"])
+        self.assertIn("gloo-ring", algos)
+        self.assertIn("--algo auto chooses per bucket", self.mode_error("model", ["--algo", "auto"]))
+        for mode in ([], ["model"], ["bench"]):
+            rc, out, _ = run(*mode, "--help")
+            self.assertEqual(rc, 0, mode)
+            text = re.sub(r"\s+", " ", out.split("--algo NAME", 1)[1])
+            self.assertIn(", ".join([algos[0] + " (default)"] + algos[1:]), text, mode)
+
+
 def main():
     global RINGSIM, EXAMPLES
     if len(sys.argv) < 3:
