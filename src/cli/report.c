@@ -1,5 +1,6 @@
-/* report.c - what the ringsim command prints: the text summary, the JSON
- * report, the watchdog report of a failed run, and the exit status. */
+/* report.c - what the ringsim command prints of a run: the text summary
+ * (the JSON report is report_json.c's), the watchdog report of a failed
+ * run, the exit status, and the helpers every mode's output uses. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -7,20 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "ringsim/ringsim.h"
+#include "report.h"
 
-/* Small models print their averaged values without --print. */
-#define PRINT_VALUES_UP_TO 64
-
-/* JSON has no inf or NaN: such a value (an overflowed f16 sum, say) is
- * null. */
-static json_t *real_or_null(double x) {
-  return isfinite(x) ? json_real(x) : json_null();
-}
-
-/* Element i of the values, whatever the model's buffer type. */
-static double value_at(const rs_model_t *model, const void *values, size_t i) {
+double cli_report_value_at(const rs_model_t *model, const void *values,
+                           size_t i) {
   if (rs_model_dtype(model) == RS_DTYPE_F64)
     return ((const double *)values)[i];
   return ((const float *)values)[i];
@@ -103,25 +94,12 @@ static void print_values(const rs_model_t *model, const void *values) {
     const rs_param_t *param = rs_model_param(model, p);
     printf("  %s: [", cli_safe(param->name, name, sizeof name));
     for (size_t i = 0; i < param->elems; i++) {
-      format_value(value_at(model, values, param->elem_offset + i), dtype, num,
-                   sizeof num);
+      format_value(cli_report_value_at(model, values, param->elem_offset + i),
+                   dtype, num, sizeof num);
       printf("%s%s", i ? ", " : "", num);
     }
     printf("]\n");
   }
-}
-
-static json_t *values_json(const rs_model_t *model, const void *values) {
-  json_t *obj = json_object();
-  for (size_t p = 0; p < rs_model_param_count(model); p++) {
-    const rs_param_t *param = rs_model_param(model, p);
-    json_t *list = json_array();
-    for (size_t i = 0; i < param->elems; i++)
-      json_array_append_new(
-          list, real_or_null(value_at(model, values, param->elem_offset + i)));
-    json_object_set_new(obj, param->name, list);
-  }
-  return obj;
 }
 
 const char *cli_average_name(const rs_config_t *config) {
@@ -209,20 +187,6 @@ void cli_print_watchdog(rs_run_t *run) {
             W - WATCHDOG_LINES);
 }
 
-static json_t *watchdog_json(rs_run_t *run) {
-  json_t *list = json_array();
-  for (int w = 0; w < rs_run_config(run)->workers; w++) {
-    rs_worker_state_t s;
-    rs_run_worker_state(run, w, &s);
-    json_array_append_new(
-        list, json_pack("{s:i, s:s, s:s?, s:i, s:i, s:s?, s:o}", "worker", w,
-                        "state", s.state, "phase", s.phase, "step", s.step,
-                        "chunk", s.chunk, "waiting", s.waiting, "peer",
-                        s.waiting ? json_integer(s.peer) : json_null()));
-  }
-  return list;
-}
-
 int cli_exit_code(int status) {
   switch (status) {
   case RS_OK:
@@ -238,21 +202,7 @@ int cli_exit_code(int status) {
   }
 }
 
-/* The figures every report shows, derived once. */
-typedef struct figures {
-  int workers;
-  size_t elems;
-  double bytes;                /* S: bytes per worker */
-  double sent_theory;          /* 2(W-1)/W x S */
-  uint64_t sent_min, sent_max; /* bytes one worker sent */
-  /* messages one worker sent (linear's root, the tree's inner nodes,
-   * gloo's uneven segments send more than the others) */
-  uint64_t transfers_min, transfers_max;
-  uint64_t planned; /* transfers of a complete run */
-  double seconds, algbw, busbw;
-} figures_t;
-
-static figures_t compute_figures(const report_t *r) {
+figures_t cli_report_figures(const report_t *r) {
   figures_t f = {0};
   const rs_result_t *res = rs_run_result(r->run);
   f.workers = rs_run_config(r->run)->workers;
@@ -339,35 +289,6 @@ static void print_buckets(const report_t *r) {
   }
   if (res->buckets > BUCKET_LINES)
     printf("             ... and %zu more\n", res->buckets - BUCKET_LINES);
-}
-
-static json_t *buckets_json(const report_t *r) {
-  json_t *list = json_array();
-  const rs_result_t *res = rs_run_result(r->run);
-  for (size_t b = 0; b < res->buckets; b++) {
-    const rs_bucket_t *k = rs_run_bucket(r->run, b);
-    json_t *names = json_array();
-    for (size_t i = k->first_param + k->params; i-- > k->first_param;)
-      json_array_append_new(names,
-                            json_string(rs_model_param(r->model, i)->name));
-    json_array_append_new(
-        list,
-        json_pack(
-            "{s:I, s:I, s:I, s:s, s:o}", "elem_offset",
-            (json_int_t)k->elem_offset, "elems", (json_int_t)k->elems, "bytes",
-            (json_int_t)(k->elems * rs_dtype_size(rs_model_dtype(r->model))),
-            "algo", rs_algorithm_name(rs_run_bucket_algo(r->run, b)), "params",
-            names));
-  }
-  return list;
-}
-
-/* --algo auto's choices (the library's rs_run_auto_json), or null. */
-static json_t *auto_json(const report_t *r) {
-  char *text = rs_run_auto_json(r->run);
-  json_t *o = text ? json_loads(text, 0, NULL) : NULL;
-  rs_free(text);
-  return o ? o : json_null();
 }
 
 /* At most this many lines of auto's choices, one per distinct bucket size. */
@@ -464,30 +385,6 @@ static void print_mismatches(const report_t *r, int W) {
   }
 }
 
-/* The same, for --json: null when every worker is identical. */
-static json_t *mismatches_json(const report_t *r, int W) {
-  const rs_mismatch_t *first;
-  size_t listed = rs_run_mismatches(r->run, &first);
-  json_t *workers = json_array(), *list = json_array();
-  for (int w = 1; w < W; w++) {
-    uint64_t n = rs_run_worker_mismatches(r->run, w);
-    if (n)
-      json_array_append_new(workers, json_pack("{s:i, s:I}", "worker", w,
-                                               "elements", (json_int_t)n));
-  }
-  for (size_t k = 0; k < listed; k++) {
-    const rs_mismatch_t *m = &first[k];
-    const rs_param_t *p = rs_model_param(r->model, m->param);
-    json_array_append_new(
-        list, json_pack("{s:i, s:s, s:I, s:I, s:o, s:o}", "worker", m->worker,
-                        "param", p->name, "index",
-                        (json_int_t)(m->elem - p->elem_offset), "elem",
-                        (json_int_t)m->elem, "value", real_or_null(m->value),
-                        "worker0_value", real_or_null(m->worker0_value)));
-  }
-  return json_pack("{s:o, s:o}", "workers", workers, "first", list);
-}
-
 static void print_order_report(const report_t *r) {
   printf("  order      against a fixed order (worker 0, 1, ... in %s): "
          "elements that differ, largest difference\n",
@@ -538,15 +435,15 @@ static void print_transfers(const report_t *r, const figures_t *f) {
   printf("%s)\n", W > TRANSFER_LIST_WORKERS ? ", ..." : "");
 }
 
-void cli_print_text(const report_t *r) {
-  const rs_result_t *res = rs_run_result(r->run);
-  const rs_config_t *cfg = rs_run_config(r->run);
-  figures_t f = compute_figures(r);
-  const int finished = res->checked; /* the all-reduce completed */
-  int W = f.workers;
-  char size[32], a[32], name[CLI_SAFE_MAX];
-  cli_human_bytes(f.bytes, size, sizeof size);
-
+/* The text report's parts, in order: what ran (its header, the model,
+ * the grads), how the algorithm cut it (chunks or messages, steps, the
+ * loop), what it moved and how long it took, and the check. Each gets the
+ * report, its run's config and result, and the figures. */
+static void print_head(const report_t *r, const rs_config_t *cfg,
+                       const rs_result_t *res, const figures_t *f) {
+  const int W = f->workers;
+  char size[32], name[CLI_SAFE_MAX];
+  cli_human_bytes(f->bytes, size, sizeof size);
   /* an average says when it divides: "avg" after the sum, else how */
   const char *average = cli_average_name(cfg);
   int divides_first = average && strcmp(average, "post") != 0;
@@ -571,11 +468,16 @@ void cli_print_text(const report_t *r) {
            rs_run_procs(r->run) == 1 ? "" : "es");
   printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
          rs_model_param_count(r->model),
-         rs_model_param_count(r->model) == 1 ? "" : "s", f.elems,
-         f.elems == 1 ? "" : "s", size,
+         rs_model_param_count(r->model) == 1 ? "" : "s", f->elems,
+         f->elems == 1 ? "" : "s", size,
          rs_dtype_name(rs_model_dtype(r->model)));
   printf("  grads      %s\n", cli_safe(r->source, name, sizeof name));
-  char chunk[64], sent[64];
+}
+
+static void print_schedule(const report_t *r, const rs_config_t *cfg,
+                           const rs_result_t *res, const figures_t *f) {
+  const int W = f->workers;
+  char chunk[64];
   if (cfg->algo != RS_ALGO_RING) {
     if (res->buckets > 1)
       print_buckets(r);
@@ -591,8 +493,8 @@ void cli_print_text(const report_t *r) {
     print_auto(r);
   } else if (res->buckets == 1) {
     /* the smallest chunk and the largest (sizes differ by at most one) */
-    range_text(f.elems / (size_t)W,
-               f.elems / (size_t)W + (f.elems % (size_t)W != 0), "element",
+    range_text(f->elems / (size_t)W,
+               f->elems / (size_t)W + (f->elems % (size_t)W != 0), "element",
                chunk, sizeof chunk);
     printf("  chunks     %d of %s, %zu segment%s each (<= %zu element%s), %d "
            "slot%s per channel\n",
@@ -614,13 +516,19 @@ void cli_print_text(const report_t *r) {
     printf("  loop       NCCL's: all %d steps on one slice (a segment of each "
            "chunk), then the next; %zu slices\n",
            2 * (W - 1), res->segs_per_chunk);
-  print_transfers(r, &f);
-  range_text(f.sent_min, f.sent_max, "byte", sent, sizeof sent);
-  cli_human_bytes((double)f.sent_max, a, sizeof a);
+}
+
+static void print_traffic(const report_t *r, const rs_config_t *cfg,
+                          const rs_result_t *res, const figures_t *f) {
+  const int finished = res->checked; /* the all-reduce completed */
+  char sent[64], a[32], name[CLI_SAFE_MAX];
+  print_transfers(r, f);
+  range_text(f->sent_min, f->sent_max, "byte", sent, sizeof sent);
+  cli_human_bytes((double)f->sent_max, a, sizeof a);
   if (cfg->algo == RS_ALGO_RING)
     printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f "
            "bytes\n",
-           sent, a, f.sent_theory);
+           sent, a, f->sent_theory);
   else
     printf("  sent       %s per worker (%s)\n", sent, a);
   /* With exact inputs the reference is the direct mean itself; otherwise
@@ -628,21 +536,26 @@ void cli_print_text(const report_t *r) {
   if (finished)
     printf("  time       %.6f s wall   algbw %.3f GB/s   busbw %.3f GB/s   "
            "(%s on %d thread%s: %.6f s)\n",
-           f.seconds, f.algbw, f.busbw,
+           f->seconds, f->algbw, f->busbw,
            res->exact ? "direct mean and check" : "reference, bounds and check",
            res->check_threads, res->check_threads == 1 ? "" : "s",
            (double)(res->ref_ns + res->check_ns) / 1e9);
   else
     printf("  time       %.6f s wall until the run stopped (no algbw or "
            "busbw: it did not finish)\n",
-           f.seconds);
+           f->seconds);
   if (cfg->net.enabled && r->status == RS_OK)
-    print_sim_line(cfg, res, f.seconds);
+    print_sim_line(cfg, res, f->seconds);
   if (r->trace && rs_run_trace_id(r->run))
     printf("  trace      %s, run %lld%s\n",
            cli_safe(r->trace, name, sizeof name),
            (long long)rs_run_trace_id(r->run),
            rs_run_trace_error(r->run) ? ": its rows were NOT written" : "");
+}
+
+static void print_check(const report_t *r, const rs_config_t *cfg,
+                        const rs_result_t *res, const figures_t *f) {
+  const int W = f->workers;
   if (!res->checked || (r->status != RS_OK && r->status != RS_ECHECK)) {
     if (!res->checked)
       printf("  check      not checked: the run failed\n");
@@ -669,144 +582,18 @@ void cli_print_text(const report_t *r) {
   if (cfg->order_report)
     print_order_report(r);
   printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
-  if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO) {
+  if (r->opt->print_values || f->elems <= PRINT_VALUES_UP_TO) {
     printf("result (every worker holds):\n");
     print_values(r->model, rs_run_buffer(r->run, 0));
   }
 }
 
-void cli_print_json(const report_t *r) {
+void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
-  figures_t f = compute_figures(r);
-  json_t *sent = json_array();
-  for (int w = 0; w < f.workers; w++)
-    json_array_append_new(
-        sent,
-        json_integer((json_int_t)rs_run_worker_stats(r->run, w)->bytes_sent));
-  const int checked = res->checked;
-  json_t *params = json_array();
-  for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
-    const rs_param_t *param = rs_model_param(r->model, p);
-    const rs_param_check_t *c = rs_run_param_check(r->run, p);
-    /* A run that did not complete was not checked: its check fields are
-     * null (as the trace stores NULL), not zeros that read as a pass. */
-    json_array_append_new(
-        params,
-        json_pack(
-            "{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "name", param->name,
-            "elem_offset", (json_int_t)param->elem_offset, "elems",
-            (json_int_t)param->elems, "max_abs_err",
-            checked ? real_or_null(c->max_abs_err) : json_null(), "max_rel_err",
-            checked ? real_or_null(c->max_rel_err) : json_null(), "bound",
-            checked ? real_or_null(c->bound) : json_null(), "differing",
-            checked ? json_integer((json_int_t)c->differing) : json_null(),
-            "wrong",
-            checked ? json_integer((json_int_t)c->wrong) : json_null()));
-    if (cfg->order_report) {
-      json_t *last = json_array_get(params, json_array_size(params) - 1);
-      json_object_set_new(last, "order_differing",
-                          checked ? json_integer((json_int_t)c->order_differing)
-                                  : json_null());
-      json_object_set_new(last, "order_max_ulps",
-                          checked ? json_integer((json_int_t)c->order_max_ulps)
-                                  : json_null());
-    }
-  }
-  json_t *o = json_object();
-  json_object_set_new(o, "version", json_string(RS_VERSION));
-  json_object_set_new(o, "model", json_string(rs_model_name(r->model)));
-  json_object_set_new(o, "workers", json_integer(f.workers));
-  json_object_set_new(o, "transport", json_string(cfg->mpi ? "mpi" : "shm"));
-  json_object_set_new(o, "processes", json_integer(rs_run_procs(r->run)));
-  json_object_set_new(o, "op", json_string(rs_op_name(cfg->op)));
-  json_object_set_new(o, "grads", json_string(r->source));
-  json_object_set_new(o, "params",
-                      json_integer((json_int_t)rs_model_param_count(r->model)));
-  json_object_set_new(o, "dtype",
-                      json_string(rs_dtype_name(rs_model_dtype(r->model))));
-  json_object_set_new(o, "elems", json_integer((json_int_t)f.elems));
-  json_object_set_new(o, "bytes", json_integer((json_int_t)f.bytes));
-  json_object_set_new(o, "buckets", buckets_json(r));
-  json_object_set_new(o, "segs_per_chunk",
-                      json_integer((json_int_t)res->segs_per_chunk));
-  json_object_set_new(o, "segment_elems",
-                      json_integer((json_int_t)res->seg_elems));
-  json_object_set_new(o, "slots", json_integer(res->slots));
-  json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
-  json_object_set_new(o, "direct", json_boolean(cfg->direct));
-  json_object_set_new(o, "algo", json_string(rs_algorithm_name(cfg->algo)));
-  json_object_set_new(o, "steps", json_integer(res->steps));
-  json_object_set_new(o, "auto", auto_json(r));
-  json_object_set_new(o, "transfers", json_integer((json_int_t)res->transfers));
-  json_object_set_new(o, "transfers_planned",
-                      f.planned ? json_integer((json_int_t)f.planned)
-                                : json_null());
-  json_t *per_worker = json_array();
-  for (int w = 0; w < f.workers; w++)
-    json_array_append_new(
-        per_worker,
-        json_integer(
-            (json_int_t)rs_run_worker_stats(r->run, w)->transfers_sent));
-  json_object_set_new(o, "transfers_sent", per_worker);
-  json_object_set_new(o, "bytes_sent", sent);
-  json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
-  json_object_set_new(o, "checked", json_boolean(checked));
-  json_object_set_new(o, "identical",
-                      checked ? json_boolean(res->identical) : json_null());
-  json_object_set_new(o, "mismatches",
-                      checked && !res->identical ? mismatches_json(r, f.workers)
-                                                 : json_null());
-  json_object_set_new(o, "exact", json_boolean(res->exact));
-  json_object_set_new(o, "max_abs_err",
-                      checked ? real_or_null(res->max_abs_err) : json_null());
-  json_object_set_new(o, "bound",
-                      checked ? real_or_null(res->bound) : json_null());
-  json_object_set_new(o, "worst_ratio",
-                      checked ? real_or_null(res->worst_ratio) : json_null());
-  json_object_set_new(o, "param_checks", params);
-  json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
-  if (cfg->net.enabled) { /* null for a run that did not complete */
-    json_object_set_new(o, "sim_ns",
-                        checked ? json_integer((json_int_t)res->sim_ns)
-                                : json_null());
-    json_object_set_new(o, "predicted_ns",
-                        checked ? json_integer((json_int_t)res->predicted_ns)
-                                : json_null());
-  }
-  json_object_set_new(o, "fill_ns", json_integer((json_int_t)res->fill_ns));
-  json_object_set_new(o, "ref_ns", json_integer((json_int_t)res->ref_ns));
-  json_object_set_new(o, "check_ns", json_integer((json_int_t)res->check_ns));
-  json_object_set_new(o, "check_threads", json_integer(res->check_threads));
-  json_object_set_new(o, "algbw_gbs",
-                      checked ? json_real(f.algbw) : json_null());
-  json_object_set_new(o, "busbw_gbs",
-                      checked ? json_real(f.busbw) : json_null());
-  /* run_id: the run's row, if one was written; trace_error: why the
-   * run's rows are not in the trace (the row says "failed", or, if even
-   * that could not be written, "running"). */
-  const char *trace_error = rs_run_trace_error(r->run);
-  json_object_set_new(o, "trace",
-                      r->trace ? json_string(r->trace) : json_null());
-  json_object_set_new(o, "run_id",
-                      r->trace && rs_run_trace_id(r->run)
-                          ? json_integer(rs_run_trace_id(r->run))
-                          : json_null());
-  json_object_set_new(o, "trace_error",
-                      trace_error ? json_string(trace_error) : json_null());
-  json_object_set_new(o, "status", json_string(rs_status_name(r->status)));
-  if (cli_exit_code(r->status) == EXIT_RUN && r->status != RS_ETRACE)
-    json_object_set_new(o, "watchdog", watchdog_json(r->run));
-  json_object_set_new(
-      o, "error", r->status ? json_string(rs_run_errmsg(r->run)) : json_null());
-  if (r->opt->print_values || f.elems <= PRINT_VALUES_UP_TO)
-    json_object_set_new(o, "result",
-                        values_json(r->model, rs_run_buffer(r->run, 0)));
-  /* 9 significant digits read back as the same float; a double needs 17 */
-  json_dumpf(o, stdout,
-             JSON_INDENT(2) |
-                 JSON_REAL_PRECISION(
-                     rs_model_dtype(r->model) == RS_DTYPE_F64 ? 17 : 9));
-  putchar('\n');
-  json_decref(o);
+  figures_t f = cli_report_figures(r);
+  print_head(r, cfg, res, &f);
+  print_schedule(r, cfg, res, &f);
+  print_traffic(r, cfg, res, &f);
+  print_check(r, cfg, res, &f);
 }

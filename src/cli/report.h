@@ -1,0 +1,33 @@
+/* report.h - what the two forms of a run's report share (report.c prints
+ * the text, report_json.c the JSON): the figures both show. */
+#ifndef RINGSIM_CLI_REPORT_H
+#define RINGSIM_CLI_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+/* Small models print their averaged values without --print. */
+#define PRINT_VALUES_UP_TO 64
+
+/* The figures every report shows, derived once. */
+typedef struct figures {
+  int workers;
+  size_t elems;
+  double bytes;                /* S: bytes per worker */
+  double sent_theory;          /* 2(W-1)/W x S */
+  uint64_t sent_min, sent_max; /* bytes one worker sent */
+  /* messages one worker sent (linear's root, the tree's inner nodes,
+   * gloo's uneven segments send more than the others) */
+  uint64_t transfers_min, transfers_max;
+  uint64_t planned; /* transfers of a complete run */
+  double seconds, algbw, busbw;
+} figures_t;
+figures_t cli_report_figures(const report_t *r);
+
+/* Element i of the values, whatever the model's buffer type. */
+double cli_report_value_at(const rs_model_t *model, const void *values,
+                           size_t i);
+
+#endif /* RINGSIM_CLI_REPORT_H */
