@@ -48,10 +48,22 @@ struct cli_option {
   cli_help_t help[CLI_MODES];
 };
 
+/* optset.c: the setters a row names (cli_option_t.set). A flag: 1 in the
+ * int at field; text kept as given at field (a const char *); an integer
+ * in [min, max] into the int at field; a size in [min, max] into the
+ * size_t at field; one the library reads (rs_config_set) into config; and
+ * those with their own value (--workers: N, or bench's list; --algo: the
+ * mode's names). */
+typedef int cli_setter_t(const cli_option_t *opt, options_t *o,
+                         const char *value, char *msg);
+cli_setter_t cli_set_flag, cli_set_text, cli_set_int, cli_set_size,
+    cli_set_config, cli_set_workers, cli_set_seed, cli_set_init,
+    cli_set_datatype, cli_set_dtype, cli_set_algo, cli_set_transport;
+
 /* optable.c: the rows, indexed by cli_opt_t. */
 extern const cli_option_t cli_options[OPT_COUNT];
 
-/* optable.c: where a mode starts, before its command line: the library's
+/* optset.c: where a mode starts, before its command line: the library's
  * defaults, and the mode's own (bench: --op sum, --timeout 60, the slice
  * loop, its sweep). */
 void cli_options_init(cli_mode_t mode, options_t *o);
@@ -86,7 +98,7 @@ int cli_check_run(options_t *o);
 /* options.c: --algo auto over MPI without --net, refused (run, bench). */
 int cli_check_auto_mpi(const options_t *o);
 
-/* optable.c: nccl-tests' name of an element type (bench -d): "float",
+/* optset.c: nccl-tests' name of an element type (bench -d): "float",
  * "double", "half", "bfloat16". */
 const char *cli_datatype_name(rs_dtype_t dtype);
 

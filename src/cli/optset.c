@@ -1,0 +1,218 @@
+/* optset.c - how each option's value is read and where it is stored: the
+ * setters the option table's rows name.
+ *
+ * The options the library reads too (--op, --slots, --timeout, --net, ...)
+ * go through rs_config_set, as the Python package's do: one parser and one
+ * message for both. The rest are read here, numbers by args.c's one
+ * reader, so a bad value gives the same line in every mode.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "optable.h"
+
+/* A flag: 1 at opt->field (an int). */
+int cli_set_flag(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  (void)value;
+  (void)msg;
+  *(int *)((char *)o + opt->field) = 1;
+  return 0;
+}
+
+/* Text kept as given (a file name, a pattern): at opt->field. */
+int cli_set_text(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  (void)msg;
+  *(const char **)((char *)o + opt->field) = value;
+  return 0;
+}
+
+/* An integer in [opt->min, opt->max], into the int at opt->field. */
+int cli_set_int(const cli_option_t *opt, options_t *o, const char *value,
+                char *msg) {
+  long v;
+  char expected[64];
+  if (cli_read_int(value, opt->min, opt->max, &v)) {
+    cli_expect_int(opt->min, opt->max, expected, sizeof expected);
+    return cli_bad_value(msg, opt, value, "%s", expected);
+  }
+  *(int *)((char *)o + opt->field) = (int)v;
+  return 0;
+}
+
+/* A size in [opt->min, opt->max] bytes, into the size_t at opt->field. */
+int cli_set_size(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  size_t v;
+  char expected[96];
+  if (cli_read_size(value, (size_t)opt->min, (size_t)opt->max, &v)) {
+    cli_expect_size((size_t)opt->min, (size_t)opt->max, expected,
+                    sizeof expected);
+    return cli_bad_value(msg, opt, value, "%s", expected);
+  }
+  *(size_t *)((char *)o + opt->field) = v;
+  return 0;
+}
+
+/* An option the library reads (rs_config_set), into o->config; its
+ * message names the option, and gets the "--" the library leaves out. */
+int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
+                   char *msg) {
+  char err[RS_ERRMSG_MAX];
+  if (rs_config_set(&o->config, opt->name, value, err) == RS_OK)
+    return 0;
+  snprintf(msg, RS_ERRMSG_MAX, "%s%.*s", strncmp(err, "--", 2) ? "--" : "",
+           RS_ERRMSG_MAX - 8, err);
+  return -1;
+}
+
+/* --workers: N (run, diff: 1..RS_MAX_WORKERS; model: 1..MODEL_MAX_WORKERS)
+ * or, for bench, a list of them to sweep. */
+int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
+                    char *msg) {
+  long v;
+  if (o->mode != CLI_BENCH) {
+    long max = o->mode == CLI_MODEL ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
+    if (cli_read_int(value, 1, max, &v))
+      return cli_bad_value(msg, opt, value, "an integer in 1..%ld", max);
+    o->config.workers = (int)v;
+    o->workers_given = 1;
+    return 0;
+  }
+  char copy[512];
+  int n = 0, ok = snprintf(copy, sizeof copy, "%s", value) < (int)sizeof copy;
+  char *save = NULL;
+  for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
+       t = strtok_r(NULL, ",", &save)) {
+    ok = n < CLI_BENCH_MAX_SIZES && !cli_read_int(t, 1, RS_MAX_WORKERS, &v);
+    if (ok)
+      o->bench.workers[n++] = (int)v;
+  }
+  if (!ok || n == 0)
+    return cli_bad_value(msg, opt, value,
+                         "W or a list like 4,8,16, each in 1..%d",
+                         RS_MAX_WORKERS);
+  o->bench.worker_count = n;
+  return 0;
+}
+
+int cli_set_seed(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  long v;
+  if (cli_read_int(value, 0, opt->max, &v))
+    return cli_bad_value(msg, opt, value, "an integer in 0..%ld", opt->max);
+  o->seed = (uint64_t)v;
+  o->seed_given = 1;
+  return 0;
+}
+
+int cli_set_init(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  static const char *const names[] = {[RS_INIT_NORMAL] = "normal",
+                                      [RS_INIT_UNIFORM] = "uniform",
+                                      [RS_INIT_EXACT] = "exact"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(value, names[i]) == 0) {
+      o->init = (rs_init_t)i;
+      o->init_given = 1;
+      return 0;
+    }
+  return cli_bad_value(msg, opt, value, "normal, uniform or exact");
+}
+
+/* bench -d: nccl-tests' names for the element types. */
+static const struct {
+  const char *name;
+  rs_dtype_t dtype;
+} datatypes[] = {{"float", RS_DTYPE_F32},
+                 {"double", RS_DTYPE_F64},
+                 {"half", RS_DTYPE_F16},
+                 {"bfloat16", RS_DTYPE_BF16}};
+
+const char *cli_datatype_name(rs_dtype_t dtype) {
+  for (size_t i = 0; i < sizeof datatypes / sizeof *datatypes; i++)
+    if (datatypes[i].dtype == dtype)
+      return datatypes[i].name;
+  return "?";
+}
+
+int cli_set_datatype(const cli_option_t *opt, options_t *o, const char *value,
+                     char *msg) {
+  for (size_t i = 0; i < sizeof datatypes / sizeof *datatypes; i++)
+    if (strcmp(value, datatypes[i].name) == 0) {
+      o->bench.dtype = datatypes[i].dtype;
+      return 0;
+    }
+  return cli_bad_value(msg, opt, value, "float, double, half or bfloat16");
+}
+
+/* diff --dtype: one of the library's dtype names, kept as given. */
+int cli_set_dtype(const cli_option_t *opt, options_t *o, const char *value,
+                  char *msg) {
+  char names[64] = "";
+  size_t len = 0;
+  for (int d = RS_DTYPE_F32; d <= RS_DTYPE_F64; d++) {
+    const char *name = rs_dtype_name((rs_dtype_t)d);
+    if (strcmp(value, name) == 0) {
+      o->dtype_name = value;
+      return 0;
+    }
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                            d == RS_DTYPE_F32   ? ""
+                            : d == RS_DTYPE_F64 ? " or "
+                                                : ", ",
+                            name);
+  }
+  return cli_bad_value(msg, opt, value, "%s", names);
+}
+
+int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  int algo = rs_algorithm_parse(value);
+  int all = strcmp(value, "all") == 0 && cli_algo_takes_all(o->mode);
+  if (algo == RS_ALGO_AUTO && !cli_algo_takes_auto(o->mode)) {
+    snprintf(msg, RS_ERRMSG_MAX,
+             "--algo %s chooses per bucket, on this machine; --algo all "
+             "prints every algorithm and the crossovers",
+             value);
+    return -1;
+  }
+  if (algo < 0 && !all) {
+    char names[256];
+    cli_algo_names(o->mode, 0, names, sizeof names);
+    return cli_bad_value(msg, opt, value, "%s", names);
+  }
+  o->algo_all = all;
+  o->config.algo = all ? RS_ALGO_RING : (rs_algorithm_t)algo;
+  return 0;
+}
+
+int cli_set_transport(const cli_option_t *opt, options_t *o, const char *value,
+                      char *msg) {
+  if (strcmp(value, "shm") && strcmp(value, "mpi"))
+    return cli_bad_value(msg, opt, value, "shm or mpi");
+  o->config.mpi = strcmp(value, "mpi") == 0;
+  return 0;
+}
+
+void cli_options_init(cli_mode_t mode, options_t *o) {
+  o->mode = mode;
+  memset(o->given, 0, sizeof o->given);
+  rs_config_init(&o->config);
+  if (mode != CLI_BENCH)
+    return;
+  /* nccl-tests' defaults: sum, its sizes, and NCCL's slice loop */
+  o->config.op = RS_OP_SUM;
+  o->config.timeout_s = 60;
+  o->config.slices = 1;
+  o->bench.workers[0] = 4;
+  o->bench.worker_count = 1;
+  o->bench.min_bytes = 8;
+  o->bench.max_bytes = (size_t)64 << 20;
+  o->bench.factor = 2;
+  o->bench.iters = 20;
+  o->bench.warmup = 5;
+  o->bench.dtype = RS_DTYPE_F32;
+}
