@@ -177,26 +177,26 @@ static int mpi_gate(options_t *o, int rc) {
   return agreed;
 }
 
-/* The run's part of main: from the loaded model to the report. */
-static int run_main(options_t *opt, rs_model_t *model, int argc,
-                    char **argv) {
+/* What the run will read and write, checked before it is created: the
+ * model's inline grads (their count is W unless --workers says), --out,
+ * and this machine measured for --algo auto without --net. Returns -1 to
+ * go on, or the exit status, having said why. */
+static int check_inputs(options_t *opt, const rs_model_t *model,
+                        int *use_inline) {
   char err[RS_ERRMSG_MAX];
-  rs_run_t *run = NULL;
-  rs_trace_t *trace = NULL;
-  cli_progress_t *progress = NULL;
   int rc;
   int inline_workers = rs_model_inline_workers(model);
-  int use_inline = inline_workers > 0 && !opt->grads;
-  if (!opt->workers_given && use_inline)
+  *use_inline = inline_workers > 0 && !opt->grads;
+  if (!opt->workers_given && *use_inline)
     opt->config.workers = inline_workers;
-  if (use_inline && (opt->init_given || opt->seed_given)) {
+  if (*use_inline && (opt->init_given || opt->seed_given)) {
     fprintf(stderr,
             "ringsim: %s: the model gives inline grads; --init and "
             "--seed only apply to generated grads\n",
             opt->params);
     return EXIT_USAGE;
   }
-  if (use_inline && inline_workers != opt->config.workers) {
+  if (*use_inline && inline_workers != opt->config.workers) {
     fprintf(stderr, "ringsim: %s: grads has %d entries but --workers is %d\n",
             opt->params, inline_workers, opt->config.workers);
     return EXIT_USAGE;
@@ -210,77 +210,56 @@ static int run_main(options_t *opt, rs_model_t *model, int argc,
             err);
     return EXIT_RUN;
   }
-  if ((rc = mpi_gate(opt, 0)))
-    return rc;
-  if (rs_run_create(&opt->config, model, &run, err)) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    return EXIT_USAGE;
-  }
-  cli_signals_watch(run);
-  if (opt->explain && rs_explain_check(run, err) != RS_OK) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_USAGE;
-    goto done;
-  }
+  return -1;
+}
 
-  /* over MPI, rank 0 writes the trace: every transfer of every process */
-  if (opt->trace && opt->mpi_rank == 0) {
-    int opened = rs_trace_open(opt->trace, &trace, err);
-    if (opened) { /* bad input (2), or its lock not had in time (3) */
-      fprintf(stderr, "ringsim: %s\n", err);
-      rc = cli_exit_code(opened);
-      goto done;
-    }
-    char *config = config_json(opt, argc, argv);
-    int set = rs_run_set_trace(run, trace, config);
-    free(config);
-    if (set) {
-      fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
-      rc = EXIT_RUN;
-      goto done;
-    }
+/* The trace opened and the run's rows started in it, with its options as
+ * given (over MPI, rank 0 writes the trace: every transfer of every
+ * process). Returns -1 to go on, or the exit status, having said why. */
+static int open_trace(const options_t *opt, rs_run_t *run, rs_trace_t **trace,
+                      int argc, char **argv) {
+  char err[RS_ERRMSG_MAX];
+  if (!opt->trace || opt->mpi_rank != 0)
+    return -1;
+  int opened = rs_trace_open(opt->trace, trace, err);
+  if (opened) { /* bad input (2), or its lock not had in time (3) */
+    fprintf(stderr, "ringsim: %s\n", err);
+    return cli_exit_code(opened);
   }
-
-  if ((rc = mpi_gate(opt, 0)))
-    goto done;
-  /* a line on stderr while a stage takes long (a terminal, not --json) */
-  if (!opt->json)
-    progress = cli_progress_start(run);
-  char source[RS_ERRMSG_MAX];
-  int status;
-  if (opt->grads) {
-    status = rs_run_load_grads(run, opt->grads);
-    snprintf(source, sizeof source, "read from %s", opt->grads);
-  } else if (use_inline) {
-    status = rs_run_fill_inline(run);
-    snprintf(source, sizeof source, "inline in %s", opt->params);
-  } else {
-    status = rs_run_fill(run, opt->init, opt->seed);
-    snprintf(source, sizeof source, "generated: %s, seed %llu",
-             cli_init_name(opt->init), (unsigned long long)opt->seed);
-  }
-  if (opt->config.mpi) {
-    int agreed = mpi_gate(opt, status == RS_OK ? 0 : cli_exit_code(status));
-    if (agreed && status == RS_OK) { /* another process could not fill */
-      rc = agreed;
-      goto done;
-    }
-  }
-  if (status == RS_OK && opt->explain)
-    rs_explain(stdout, run, err); /* checked above: it cannot fail */
-  if (status == RS_OK)
-    status = rs_run_execute(run);
-  cli_progress_stop(progress);
-  progress = NULL;
-  if (cli_exit_code(status) == EXIT_USAGE) {
-    /* Only input errors map here, and they stop a run before its ring. */
+  char *config = config_json(opt, argc, argv);
+  int set = rs_run_set_trace(run, *trace, config);
+  free(config);
+  if (set) {
     fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
-    rc = EXIT_USAGE;
-    goto done;
+    return EXIT_RUN;
   }
-  /* The ring has run. A signal since, or an output that cannot be written,
-   * fails the run after all: said before the report, so that the report,
-   * --json and the trace's row say the same. */
+  return -1;
+}
+
+/* The workers' grads, from where the options say: read (--grads), the
+ * model's inline ones, or generated; source says which, for the report.
+ * Returns the fill's status. */
+static int fill(const options_t *opt, rs_run_t *run, int use_inline,
+                char *source, size_t size) {
+  if (opt->grads) {
+    snprintf(source, size, "read from %s", opt->grads);
+    return rs_run_load_grads(run, opt->grads);
+  }
+  if (use_inline) {
+    snprintf(source, size, "inline in %s", opt->params);
+    return rs_run_fill_inline(run);
+  }
+  snprintf(source, size, "generated: %s, seed %llu", cli_init_name(opt->init),
+           (unsigned long long)opt->seed);
+  return rs_run_fill(run, opt->init, opt->seed);
+}
+
+/* The ring has run. A signal since, or an output that cannot be written,
+ * fails the run after all: said before the report, so that the report,
+ * --json and the trace's row say the same. Returns the run's status. */
+static int after_ring(const options_t *opt, const rs_model_t *model,
+                      rs_run_t *run, int status) {
+  char err[RS_ERRMSG_MAX];
   int signo = cli_signal();
   if (signo && (status == RS_OK || status == RS_ECHECK)) {
     snprintf(err, sizeof err, "interrupted by %s", cli_signal_name(signo));
@@ -293,9 +272,15 @@ static int run_main(options_t *opt, rs_model_t *model, int argc,
       status = rs_run_fail_after(
           run, wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS, err);
   }
-  rc = cli_exit_code(status);
-  if (opt->mpi_rank != 0) /* over MPI rank 0 reports, for every process */
-    goto done;
+  return status;
+}
+
+/* The report (rank 0's, over MPI, for every process), and what went wrong
+ * on stderr: the run's error, a report nobody could read, where the
+ * workers stopped, a trace not written. Returns the exit status. */
+static int report_run(options_t *opt, rs_model_t *model, rs_run_t *run,
+                      const char *source, int status) {
+  int rc = cli_exit_code(status);
   report_t report = {opt, model, run, source, status, opt->trace};
   if (opt->json)
     cli_print_json(&report);
@@ -322,6 +307,60 @@ static int run_main(options_t *opt, rs_model_t *model, int argc,
     if (rc == 0)
       rc = EXIT_RUN;
   }
+  return rc;
+}
+
+/* The run's part of main: from the loaded model to the report. */
+static int run_main(options_t *opt, rs_model_t *model, int argc, char **argv) {
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run = NULL;
+  rs_trace_t *trace = NULL;
+  cli_progress_t *progress = NULL;
+  int use_inline, rc;
+  if ((rc = check_inputs(opt, model, &use_inline)) >= 0 ||
+      (rc = mpi_gate(opt, 0)))
+    return rc;
+  if (rs_run_create(&opt->config, model, &run, err)) {
+    fprintf(stderr, "ringsim: %s\n", err);
+    return EXIT_USAGE;
+  }
+  cli_signals_watch(run);
+  if (opt->explain && rs_explain_check(run, err) != RS_OK) {
+    fprintf(stderr, "ringsim: %s\n", err);
+    rc = EXIT_USAGE;
+    goto done;
+  }
+  if ((rc = open_trace(opt, run, &trace, argc, argv)) >= 0)
+    goto done;
+  if ((rc = mpi_gate(opt, 0)))
+    goto done;
+  /* a line on stderr while a stage takes long (a terminal, not --json) */
+  if (!opt->json)
+    progress = cli_progress_start(run);
+  char source[RS_ERRMSG_MAX];
+  int status = fill(opt, run, use_inline, source, sizeof source);
+  if (opt->config.mpi) {
+    int agreed = mpi_gate(opt, status == RS_OK ? 0 : cli_exit_code(status));
+    if (agreed && status == RS_OK) { /* another process could not fill */
+      rc = agreed;
+      goto done;
+    }
+  }
+  if (status == RS_OK && opt->explain)
+    rs_explain(stdout, run, err); /* checked above: it cannot fail */
+  if (status == RS_OK)
+    status = rs_run_execute(run);
+  cli_progress_stop(progress);
+  progress = NULL;
+  if (cli_exit_code(status) == EXIT_USAGE) {
+    /* Only input errors map here, and they stop a run before its ring. */
+    fprintf(stderr, "ringsim: %s\n", rs_run_errmsg(run));
+    rc = EXIT_USAGE;
+    goto done;
+  }
+  status = after_ring(opt, model, run, status);
+  rc = opt->mpi_rank != 0 ? cli_exit_code(status)
+                          : report_run(opt, model, run, source, status);
 done:
   cli_progress_stop(progress);
   cli_signals_watch(NULL);
