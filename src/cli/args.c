@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "optable.h"
+#include "option.h"
 
 int cli_usage_error(const char *fmt, ...) {
   char message[RS_ERRMSG_MAX];

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "optable.h"
+#include "option.h"
 
 /* bench's checks across its options, once they are read. Returns -1 to
  * go on, or EXIT_USAGE having said why. */

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diff.h"
-#include "optable.h"
+#include "diff_parts.h"
+#include "option.h"
 
 /* Two world sizes: L contributions, grouped k = L/S to a worker on the
  * smaller side; the grads, if read, must give all L. Returns -1 to go on,

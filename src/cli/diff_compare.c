@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
+#include "diff_parts.h"
 
 int diff_load_model(const char *path, const char *dtype, rs_model_t **out) {
   char err[RS_ERRMSG_MAX];

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
+#include "diff_parts.h"
 
 /* A count of ULPs: whole, or with two decimals. */
 static void ulps_text(double u, char *buf, size_t size) {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optable.h"
+#include "option.h"
 
 enum { TEXT_COLUMN = 26, WIDTH = 78 };
 

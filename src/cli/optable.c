@@ -1,11 +1,11 @@
 /* optable.c - the ringsim command's options, each once: its names, the
  * modes that take it, how its value is read and where it is stored (a
  * setter of optset.c, and a field), and its line in each mode's usage
- * text (optable.h says what a row holds).
+ * text (option.h says what a row holds).
  */
 #include <stddef.h>
 
-#include "optable.h"
+#include "option.h"
 
 #define FIELD(name) offsetof(options_t, name)
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optable.h"
+#include "option.h"
 
 #define DEFAULT_TRACE "ringsim-trace.db"
 

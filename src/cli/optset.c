@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optable.h"
+#include "option.h"
 
 /* A flag: 1 at opt->field (an int). */
 int cli_set_flag(const cli_option_t *opt, options_t *o, const char *value,

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optable.h"
+#include "option.h"
 
 typedef struct walk {
   cli_mode_t mode;

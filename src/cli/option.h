@@ -1,12 +1,17 @@
-/* optable.h - the command's one option table, and what reads values
+/* option.h - the command's one option table, and what reads values
  * through it: each option once, with its names, its value, the modes that
  * take it, how its value is read and stored, and its help line in each
  * mode's usage text. parse.c walks a command line through it, help.c
  * prints the usage texts from it, and the modes (options.c, bench.c,
  * model.c, diff.c) read only what it stored in options_t.
+ *
+ * An interface header, with no option.c: it declares what optable.c (the
+ * rows), optset.c (the setters), args.c (numbers, messages, algorithm
+ * names), parse.c (the walk) and options.c (a run's checks) give each
+ * other, so the calls between them run one way (cycles.py: none).
  */
-#ifndef RINGSIM_CLI_OPTABLE_H
-#define RINGSIM_CLI_OPTABLE_H
+#ifndef RINGSIM_CLI_OPTION_H
+#define RINGSIM_CLI_OPTION_H
 
 #include <stddef.h>
 
@@ -129,4 +134,4 @@ void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size);
 int cli_algo_takes_auto(cli_mode_t mode);
 int cli_algo_takes_all(cli_mode_t mode);
 
-#endif /* RINGSIM_CLI_OPTABLE_H */
+#endif /* RINGSIM_CLI_OPTION_H */

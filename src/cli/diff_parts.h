@@ -1,8 +1,9 @@
-/* diff.h - the pieces of `ringsim diff`: its command line and sides
+/* diff_parts.h - the pieces of `ringsim diff`: its command line and sides
  * (diff.c), the two runs and their comparison (diff_compare.c), and the
- * report of it, text or JSON (diff_report.c). */
-#ifndef RINGSIM_CLI_DIFF_H
-#define RINGSIM_CLI_DIFF_H
+ * report of it, text or JSON (diff_report.c). An interface header, with
+ * no .c of its own, so that the calls between the three run one way. */
+#ifndef RINGSIM_CLI_DIFF_PARTS_H
+#define RINGSIM_CLI_DIFF_PARTS_H
 
 #include <stdint.h>
 
@@ -97,4 +98,4 @@ int diff_explain(diff_t *d);
 void diff_report_text(const diff_t *d);
 void diff_report_json(const diff_t *d);
 
-#endif /* RINGSIM_CLI_DIFF_H */
+#endif /* RINGSIM_CLI_DIFF_PARTS_H */
