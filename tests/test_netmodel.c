@@ -3,6 +3,7 @@
  * slow link or a straggler slows the ring. */
 #include "test.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ringsim/ringsim.h"

@@ -1,27 +1,43 @@
-/* ringsim.h - public API of libringsim, a ring all-reduce simulator.
+/* ringsim.h - public API of libringsim, an all-reduce simulator.
  *
  * A program loads a model (rs_model_load), creates a run for W workers
  * (rs_run_create), fills each worker's flat gradient buffer (rs_run_fill,
  * rs_run_load_grads, or by hand through rs_run_buffer, then
- * rs_run_mark_filled), executes the ring all-reduce on one thread per
- * worker (rs_run_execute) and reads the result, the statistics and the
- * check.
+ * rs_run_mark_filled), executes the all-reduce with the config's algorithm
+ * (rs_algorithm_t: the ring, recursive doubling, Rabenseifner, linear,
+ * NCCL's tree, gloo's ring, or a choice among them per bucket) on one
+ * thread per worker (rs_run_execute), and reads the result, the
+ * statistics and the check.
  *
  * Every fallible function returns an int: RS_OK (0) on success, or one of
  * the negative codes below. Functions that fail before a run exists write a
  * one-line message into a caller buffer of RS_ERRMSG_MAX bytes; a run keeps
  * the text of its last error (rs_run_errmsg).
+ *
+ * The header is C11 and C++ alike (a test compiles every public header as
+ * both). libringsim.so exports the functions marked RS_API here and in
+ * ringsim/explain.h (the teaching calls), and nothing else; a test compares
+ * its dynamic symbols with these declarations.
  */
 #ifndef RINGSIM_RINGSIM_H
 #define RINGSIM_RINGSIM_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* Marks the functions libringsim.so exports: the library is built with
+ * -fvisibility=hidden, so a function without it (an internal rs__ one) is
+ * not in the shared library's symbol table. */
+#ifndef RS_API
+#if defined(__GNUC__) || defined(__clang__)
+#define RS_API __attribute__((visibility("default")))
+#else
+#define RS_API
+#endif
 #endif
 
 #define RS_VERSION "0.1.0"
@@ -56,18 +72,27 @@ enum {
 };
 
 /* The message and the symbolic name ("RS_ETIMEDOUT") of a code. Never NULL. */
-const char *rs_strerror(int code);
-const char *rs_errname(int code);
+RS_API const char *rs_strerror(int code);
+RS_API const char *rs_errname(int code);
 /* A run's status code as its trace row and the --json report name it:
  * "ok" (RS_OK), "check_failed" (RS_ECHECK), "interrupted"
  * (RS_EINTERRUPTED) or "failed" (any other code). Never NULL. */
-const char *rs_status_name(int status);
+RS_API const char *rs_status_name(int status);
 
-/* Replace control characters (ESC, CR, a newline in a param name; C1's
- * U+0080 to U+009F as UTF-8) with '?', in place (the text may shorten):
- * every error message, and every name a text report prints, stays one
- * line and cannot drive the terminal. */
-void rs_one_line(char *text);
+/* A stop flag: an int the caller owns, set non-zero by another thread (or
+ * a signal handler) to ask a long call to give up: a cancellable write
+ * (rs_safetensors_write_cancellable) or a schedule simulation (rs_netmodel_t's
+ * stop). The library only reads it, with an atomic load (GCC's and clang's
+ * __atomic_load_n); the caller writes it atomically too, so the two never
+ * race (a TSan build stays clean):
+ *
+ *     C or C++, GCC or clang:  __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+ *     C++20:                   std::atomic_ref<int>(flag).store(1);
+ *
+ * (lock-free, so a signal handler may store it), and reads it back, if it
+ * does, with __atomic_load_n. A plain int, not C11's atomic_int, which C++
+ * has not got: C and C++ callers see one type. */
+typedef int rs_stop_flag_t;
 
 /* ---- element types --------------------------------------------------------
  */
@@ -75,8 +100,8 @@ void rs_one_line(char *text);
 /* f32, f64, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
  * rounded to the dtype when stored and sent (their buffers hold float32
  * values the dtype can represent; copying channels carry them packed in
- * the dtype's 2 bytes). An f64
- * model's buffers hold double and its ring adds in double. */
+ * the dtype's 2 bytes). An f64 model's buffers hold double, and every
+ * algorithm adds in double. */
 typedef enum rs_dtype {
   RS_DTYPE_F32,
   RS_DTYPE_F16,
@@ -84,16 +109,18 @@ typedef enum rs_dtype {
   RS_DTYPE_F64
 } rs_dtype_t;
 
-const char *rs_dtype_name(rs_dtype_t dtype);  /* "f32", "f16", "bf16", "f64" */
-size_t rs_dtype_size(rs_dtype_t dtype);       /* bytes on the wire: 4, 2, 8 */
-int rs_dtype_mantissa_bits(rs_dtype_t dtype); /* 24, 11, 8, 53 */
+/* The name ("f32", "f16", "bf16", "f64"), the bytes on the wire (4, 2, 2,
+ * 8) and the mantissa bits (24, 11, 8, 53). */
+RS_API const char *rs_dtype_name(rs_dtype_t dtype);
+RS_API size_t rs_dtype_size(rs_dtype_t dtype);
+RS_API int rs_dtype_mantissa_bits(rs_dtype_t dtype);
 /* Bytes per element in a worker's buffer: 8 (double) for f64, else 4
  * (float). */
-size_t rs_dtype_buffer_size(rs_dtype_t dtype);
+RS_API size_t rs_dtype_buffer_size(rs_dtype_t dtype);
 /* x rounded to the nearest value of dtype (ties to even; overflow: inf);
  * f32 and f64 leave x as it is. For float buffers only. */
-float rs_dtype_round(rs_dtype_t dtype, float x);
-void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
+RS_API float rs_dtype_round(rs_dtype_t dtype, float x);
+RS_API void rs_dtype_round_all(rs_dtype_t dtype, float *x, size_t n);
 
 /* ---- model ------------------------------------------------------------- */
 
@@ -110,23 +137,23 @@ typedef struct rs_model rs_model_t;
 /* Parse a model.json file (see docs/model-json.md). On success *out owns a
  * new model, freed with rs_model_free. On error *out is NULL and errmsg holds
  * one line naming the file and, for syntax errors, line and column. */
-int rs_model_load(const char *path, rs_model_t **out, char *errmsg);
+RS_API int rs_model_load(const char *path, rs_model_t **out, char *errmsg);
 /* The same from text in memory; source names the text in messages. */
-int rs_model_parse(const char *text, size_t len, const char *source,
-                   rs_model_t **out, char *errmsg);
-void rs_model_free(rs_model_t *model);
+RS_API int rs_model_parse(const char *text, size_t len, const char *source,
+                          rs_model_t **out, char *errmsg);
+RS_API void rs_model_free(rs_model_t *model);
 
-const char *rs_model_name(const rs_model_t *model);
-size_t rs_model_param_count(const rs_model_t *model);
-const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
-size_t rs_model_elems(const rs_model_t *model);
+RS_API const char *rs_model_name(const rs_model_t *model);
+RS_API size_t rs_model_param_count(const rs_model_t *model);
+RS_API const rs_param_t *rs_model_param(const rs_model_t *model, size_t index);
+RS_API size_t rs_model_elems(const rs_model_t *model);
 /* The model's element type (all its params share one). */
-rs_dtype_t rs_model_dtype(const rs_model_t *model);
+RS_API rs_dtype_t rs_model_dtype(const rs_model_t *model);
 /* Number of workers whose gradients the file gives inline (0: none), and
  * worker's flat gradients (rs_model_elems values, already rounded to the
  * model's dtype) or NULL. */
-int rs_model_inline_workers(const rs_model_t *model);
-const double *rs_model_inline_grads(const rs_model_t *model, int worker);
+RS_API int rs_model_inline_workers(const rs_model_t *model);
+RS_API const double *rs_model_inline_grads(const rs_model_t *model, int worker);
 
 /* A gradient bucket, as PyTorch DDP forms them: params grouped in reverse
  * registration order (the order backward produces gradients) until the
@@ -147,8 +174,8 @@ typedef struct rs_bucket {
  * least first_bytes), in DDP's order: bucket 0 holds the last params. A
  * cap of 0 makes one bucket of the whole model. *out is allocated (free()
  * it); *count >= 1. */
-int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
-                     size_t cap_bytes, rs_bucket_t **out, size_t *count);
+RS_API int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
+                            size_t cap_bytes, rs_bucket_t **out, size_t *count);
 
 /* ---- safetensors --------------------------------------------------------- */
 
@@ -157,19 +184,21 @@ int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
  * float otherwise, as rs_dtype_buffer_size says). Tensors must have the
  * model's dtype (F32, F64, F16 or BF16) and the param's shape; extra tensors
  * are ignored. */
-int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
-                        char *errmsg);
+RS_API int rs_safetensors_read(const char *path, const rs_model_t *model,
+                               void *data, char *errmsg);
 /* Write data (flat, model order) as tensors of the model's dtype, named and
  * shaped as the params. Writes to a temporary file and renames it: on error
  * nothing is left at path. */
-int rs_safetensors_write(const char *path, const rs_model_t *model,
-                         const void *data, char *errmsg);
+RS_API int rs_safetensors_write(const char *path, const rs_model_t *model,
+                                const void *data, char *errmsg);
 /* The same, giving up as soon as *cancel (if not NULL) is non-zero, as a
  * signal-handling thread sets it: then nothing is left at path or beside
  * it (the temporary file is removed), and RS_EINTERRUPTED is returned. */
-int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
-                                     const void *data, const atomic_int *cancel,
-                                     char *errmsg);
+RS_API int rs_safetensors_write_cancellable(const char *path,
+                                            const rs_model_t *model,
+                                            const void *data,
+                                            const rs_stop_flag_t *cancel,
+                                            char *errmsg);
 
 /* ---- trace ----------------------------------------------------------------
  */
@@ -186,9 +215,9 @@ typedef struct rs_trace rs_trace_t;
  * Several processes may append to one trace: each waits for the lock up to
  * five minutes (the environment's RINGSIM_TRACE_WAIT, in seconds, if set).
  * On error *out is NULL and errmsg names the file and the problem. */
-int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
-void rs_trace_close(rs_trace_t *trace);
-const char *rs_trace_path(const rs_trace_t *trace);
+RS_API int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
+RS_API void rs_trace_close(rs_trace_t *trace);
+RS_API const char *rs_trace_path(const rs_trace_t *trace);
 
 /* ---- run ----------------------------------------------------------------- */
 
@@ -201,8 +230,8 @@ typedef enum rs_op {
 } rs_op_t;
 
 /* "sum", "avg", "min", "max", "prod"; the op for a name, or -1. */
-const char *rs_op_name(rs_op_t op);
-int rs_op_parse(const char *name);
+RS_API const char *rs_op_name(rs_op_t op);
+RS_API int rs_op_parse(const char *name);
 typedef enum rs_init {
   RS_INIT_NORMAL,  /* N(0, 1) */
   RS_INIT_UNIFORM, /* U(-1, 1) */
@@ -210,8 +239,10 @@ typedef enum rs_init {
                       bf16 at many workers): every sum is exact */
 } rs_init_t;
 typedef enum rs_collective {
-  RS_COLL_ALLREDUCE,     /* reduce-scatter then all-gather */
-  RS_COLL_REDUCE_SCATTER /* stop after reduce-scatter (NCCL's ReduceScatter) */
+  RS_COLL_ALLREDUCE,     /* the all-reduce (the ring's: reduce-scatter then
+                            all-gather) */
+  RS_COLL_REDUCE_SCATTER /* the ring alone: stop after its reduce-scatter
+                            (NCCL's ReduceScatter) */
 } rs_collective_t;
 
 /* The all-reduce algorithm (--algo; docs/algorithms.md). */
@@ -230,8 +261,8 @@ typedef enum rs_algorithm {
 #define RS_ALGO_COUNT 6
 /* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "auto"; and back (-1: no
  * such name). */
-const char *rs_algorithm_name(rs_algorithm_t algo);
-int rs_algorithm_parse(const char *name);
+RS_API const char *rs_algorithm_name(rs_algorithm_t algo);
+RS_API int rs_algorithm_parse(const char *name);
 
 /* Faults a run can inject, to show how a collective fails (--inject). */
 typedef enum rs_fault_kind {
@@ -245,7 +276,9 @@ typedef enum rs_fault_kind {
 typedef struct rs_fault {
   rs_fault_kind_t kind;
   int worker; /* the worker that crashes, stalls, or sends the bad segment */
-  int step;   /* global step: 0..W-2 reduce-scatter, W-1..2W-3 all-gather */
+  int step;   /* the algorithm's step, counted over its phases from 0 (its
+                 steps: docs/algorithms.md; the ring's 0..W-2 reduce-scatter,
+                 W-1..2W-3 all-gather) */
   int ms;     /* stall length */
 } rs_fault_t;
 
@@ -253,9 +286,11 @@ typedef struct rs_fault {
 
 /* ---- simulated network (alpha-beta model) ------------------------------ */
 
-/* One link r -> r+1: a segment of b bytes that leaves at simulated time t
- * arrives at t + latency + b / bandwidth; the link serializes (a segment
- * leaves only when the previous one has been put on the wire). */
+/* A worker's outgoing link, named r -> r+1 after the ring's: everything
+ * worker r sends, to whichever peer its algorithm names, leaves on it. A
+ * segment of b bytes that leaves at simulated time t arrives at t + latency
+ * + b / bandwidth; the link serializes (a segment leaves only when the
+ * previous one has been put on the wire). */
 typedef struct rs_link_model {
   uint64_t latency_ns;
   uint64_t bandwidth; /* bytes per second */
@@ -269,7 +304,8 @@ typedef struct rs_netmodel {
   int enabled;
   rs_link_model_t link; /* every link, unless overridden */
   uint64_t reduce_rate; /* bytes reduced per second; 0: reducing is free */
-  int link_count;       /* per-link overrides: link src -> dst = src+1 */
+  int link_count;       /* per-link overrides: worker src's outgoing link
+                           (named src -> dst, dst = src+1 mod W) */
   struct {
     int src, dst;
     rs_link_model_t link;
@@ -284,61 +320,70 @@ typedef struct rs_netmodel {
    * segments and, once it is nonzero, returns at once, its result
    * meaningless (a signal stopped it: the caller set the flag and knows).
    * NULL: it runs to its end. */
-  const atomic_int *stop;
+  const rs_stop_flag_t *stop;
 } rs_netmodel_t;
 
 /* Parse "latency=5us,bandwidth=25GB/s" into m (enabling it). Units: ns, us,
  * ms, s; B/s, KB/s, MB/s, GB/s (powers of 1000), KiB/s, MiB/s, GiB/s, and
  * Gbps/Mbps (bits). */
-int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg);
+RS_API int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg);
 /* "20GB/s": a rate in bytes per second. */
-int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
-                           char *errmsg);
-/* "2-3:bandwidth=1GB/s[,latency=20us]": override link 2 -> 3. */
-int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg);
+RS_API int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
+                                  char *errmsg);
+/* "2-3:bandwidth=1GB/s[,latency=20us]": override worker 2's outgoing link
+ * (the ring's link 2 -> 3). */
+RS_API int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m,
+                                  char *errmsg);
 /* "worker=1,us=200" (or ns=, ms=): that worker computes for so long at the
  * start of every step. */
-int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
-                                char *errmsg);
+RS_API int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
+                                       char *errmsg);
 /* Check m against W workers: overrides name existing links and workers. */
-int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
+RS_API int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
-/* The cost formula as reports print it: alpha the latency, beta the
- * bandwidth, gamma the reduce rate (docs/ring-walkthrough.md uses the same). */
+/* The ring's cost formula as reports print it: alpha the latency, beta the
+ * bandwidth, gamma the reduce rate (docs/ring-walkthrough.md uses the same;
+ * every algorithm's formula: docs/algorithms.md). */
 #define RS_NETMODEL_FORMULA "2(W-1) k (alpha + b/beta) + (W-1) k b/gamma"
 
 /* nccl-tests' bus bandwidth factor 2(W-1)/W: the share of its buffer each
- * worker of a ring all-reduce sends (0 for one worker). */
-double rs_busbw_factor(int workers);
+ * worker of a ring all-reduce sends (0 for one worker). nccl-tests applies
+ * the ring's factor whatever the algorithm, and so do ringsim's reports. */
+RS_API double rs_busbw_factor(int workers);
 /* The bus bandwidth of algbw at W workers: algbw x 2(W-1)/W, computed as
  * algbw x 2 x (W-1) / W, the order reports and traces have always used, so
  * their digits stay the same (a NaN algbw gives NaN). */
-double rs_busbw(double algbw, int workers);
+RS_API double rs_busbw(double algbw, int workers);
 
 /* The ring's simulated time from the cost formula, for a uniform ring (no
  * overrides or stragglers): RS_NETMODEL_FORMULA, with k segments of
  * b = S/(W k) bytes per chunk (elements of elem_size), alpha the latency,
  * beta the bandwidth and gamma the reduce rate; b/beta and b/gamma are each
  * rounded up to a nanosecond. Exact when W x k divides the element count. */
-uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs_per_chunk, size_t elem_size);
+RS_API uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers,
+                                    size_t elems, size_t segs_per_chunk,
+                                    size_t elem_size);
 /* The simulated time of the schedule alone, without threads or data (what
  * `ringsim model` prints): the same clocks the threaded run keeps, over the
  * buckets in order, each cut into segments of at most segment_bytes. */
-uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
-                              const rs_bucket_t *buckets, size_t bucket_count,
-                              size_t segment_bytes, size_t elem_size);
+RS_API uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
+                                     const rs_bucket_t *buckets,
+                                     size_t bucket_count, size_t segment_bytes,
+                                     size_t elem_size);
 /* The same for any algorithm: its cost formula for one bucket (an upper
  * bound for rd and rhd when W is not a power of two; see algorithms.md),
  * and its schedule on simulated clocks. */
-uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
-                                  int workers, size_t elems,
-                                  size_t segs_per_chunk, size_t segment_bytes,
-                                  size_t elem_size);
-uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
-                                   int workers, const rs_bucket_t *buckets,
-                                   size_t bucket_count, size_t segment_bytes,
-                                   size_t elem_size);
+RS_API uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo,
+                                         const rs_netmodel_t *m, int workers,
+                                         size_t elems, size_t segs_per_chunk,
+                                         size_t segment_bytes,
+                                         size_t elem_size);
+RS_API uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo,
+                                          const rs_netmodel_t *m, int workers,
+                                          const rs_bucket_t *buckets,
+                                          size_t bucket_count,
+                                          size_t segment_bytes,
+                                          size_t elem_size);
 /* --algo auto (docs/algorithms.md): of the algorithms in the bit mask
  * eligible (bit a for rs_algorithm_t a < RS_ALGO_COUNT), the one whose cost
  * formula (rs_netmodel_predict_algo) under m is smallest for a bucket of
@@ -348,9 +393,10 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
  * prediction, UINT64_MAX for one not eligible (gloo-ring never is: it is
  * the ring in gloo's order, for PyTorch's bits). Returns RS_ALGO_RING if
  * eligible is 0. */
-rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
-                              size_t segment_bytes, size_t elem_size,
-                              unsigned eligible, uint64_t *predicted);
+RS_API rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers,
+                                     size_t elems, size_t segment_bytes,
+                                     size_t elem_size, unsigned eligible,
+                                     uint64_t *predicted);
 /* Measure this machine as a network model for --algo auto (tens of
  * milliseconds). latency_ns: one message's hand-off between worker
  * threads (the thread wake-up and the transfer primitive's work), from two
@@ -361,18 +407,29 @@ rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
  * per second it folds one; both divided among W workers that outnumber
  * the cores. On error (out of memory, threads) returns its code and errmsg
  * says why; *out is then unchanged. */
-int rs_machine_measure(int workers, size_t segment_bytes, int slots, int direct,
-                       rs_netmodel_t *out, char *errmsg);
+RS_API int rs_machine_measure(int workers, size_t segment_bytes, int slots,
+                              int direct, rs_netmodel_t *out, char *errmsg);
 
 /* Segments per chunk for a run of elems elements of elem_size bytes, W
  * workers and segments of at most segment_bytes (what rs_run_create uses). */
-size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
-                         size_t elem_size);
+RS_API size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
+                                size_t elem_size);
 
-/* rs_config_t.average_pre's values (--average post, pre, pre-mul). */
-#define RS_AVERAGE_POST 0
-#define RS_AVERAGE_PRE 1
-#define RS_AVERAGE_PRE_MUL 2
+/* When an average (RS_OP_AVG) divides by W: rs_config_t.average_pre,
+ * --average post, pre or pre-mul. */
+typedef enum rs_average {
+  RS_AVERAGE_POST,   /* "post": the sum, divided by W at its last addition */
+  RS_AVERAGE_PRE,    /* "pre": each worker's gradient divided by W before
+                        the sum, as DDP's communication hooks do (guards
+                        against overflow in low precision) */
+  RS_AVERAGE_PRE_MUL /* "pre-mul": each multiplied by 1/W rounded to the
+                        dtype before the sum, as PyTorch 1.13's DDP reducer
+                        does without a hook (docs/ddp.md; --like ddp-gloo) */
+} rs_average_t;
+/* "post", "pre", "pre-mul" ("?" for a value not in the enum; never NULL);
+ * and the value for a name, or -1. */
+RS_API const char *rs_average_name(rs_average_t average);
+RS_API int rs_average_parse(const char *name);
 /* gloo's largest ring segment (kMaxSegmentSize, which ProcessGroupGloo
  * leaves as it is): --algo gloo-ring's segment bytes unless given. */
 #define RS_GLOO_SEGMENT_BYTES ((size_t)1 << 20)
@@ -381,17 +438,13 @@ typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */
   size_t segment_bytes; /* largest message through a channel */
   int slots;            /* K, slots per channel */
-  double timeout_s;     /* longest a worker waits for a neighbour */
+  double timeout_s;     /* longest a worker waits for a peer */
   rs_op_t op;
-  /* For RS_OP_AVG: RS_AVERAGE_POST (0) divides the sum by W;
-   * RS_AVERAGE_PRE (1) divides each worker's gradient by W before the sum,
-   * as DDP's communication hooks do (guards against overflow in low
-   * precision); RS_AVERAGE_PRE_MUL (2) multiplies each by 1/W rounded to
-   * the dtype before the sum, as PyTorch 1.13's DDP reducer does without a
-   * hook (docs/ddp.md; --like ddp-gloo). */
-  int average_pre;
+  /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
+   * so a test `if (average_pre)` asks "does it divide first?"). */
+  rs_average_t average_pre;
   /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
-   * float) and count how the ring's order changes it (rs_param_check_t's
+   * float) and count how the algorithm's order changes it (rs_param_check_t's
    * order_ fields). Costs one more buffer. */
   int order_report;
   rs_collective_t collective;
@@ -410,9 +463,10 @@ typedef struct rs_config {
    * ddp-gloo; docs/ddp.md). Not with direct. */
   int ddp_layout;
   /* The loop order. 0 (the default): step by step, each step moving a whole
-   * chunk segment by segment, as the algorithm is taught. 1: NCCL's loop:
-   * the bucket is cut into slices of one segment per chunk, and the whole
-   * ring (all 2(W-1) steps) runs on one slice before the next, so what a
+   * region segment by segment, as the algorithm is taught. 1 (the ring
+   * only): NCCL's loop: the bucket is cut into slices of one segment per
+   * chunk, and the whole ring (all 2(W-1) steps) runs on one slice before
+   * the next, so what a
    * step writes is still in cache when the next step reads it. Same
    * messages, same sums, bit for bit; a different order in time. Not with
    * the network model, which simulates the step order. */
@@ -476,8 +530,8 @@ typedef struct rs_config {
  * the number of processes; RS_EINVAL with errmsg saying so when ringsim
  * was built without MPI or MPI cannot give threads. Call it once, before
  * any run with config.mpi, and rs_mpi_finalize once at the end. */
-int rs_mpi_init(int *rank, int *procs, char *errmsg);
-void rs_mpi_finalize(void);
+RS_API int rs_mpi_init(int *rank, int *procs, char *errmsg);
+RS_API void rs_mpi_finalize(void);
 /* Collective over every process: the largest of their codes. A process
  * whose code is not that largest gets, in msg (size bytes), the message
  * of the lowest-ranked process that has it; the others keep their own.
@@ -488,12 +542,7 @@ void rs_mpi_finalize(void);
  * Each waits at most a minute or the run's --timeout if longer; a process
  * that does not answer is named, and rs_mpi_finalize then ends the job
  * (MPI_Abort) rather than wait for it. */
-int rs_mpi_agree(int code, char *msg, size_t size);
-/* For a process not given --transport mpi: when mpirun started it with
- * other processes, learn whether all of them were given --transport mpi
- * or none was (MPI starts and ends inside). RS_EINVAL when some were:
- * rank 0 gets the message (naming a rank) in errmsg, the others "". */
-int rs_mpi_check_alone(char *errmsg);
+RS_API int rs_mpi_agree(int code, char *msg, size_t size);
 
 /* Defaults: 4 workers, RS_DEFAULT_SEGMENT_BYTES, 8 slots, 10 s, avg. */
 #define RS_DEFAULT_SEGMENT_BYTES (256u * 1024u)
@@ -504,23 +553,23 @@ int rs_mpi_check_alone(char *errmsg);
 #define RS_MIN_SEGMENT_BYTES 4
 #define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0
-void rs_config_init(rs_config_t *config);
+RS_API void rs_config_init(rs_config_t *config);
 /* What a caller does before rs_run_create for --algo auto: with neither
  * net nor machine set, measure this machine (rs_machine_measure, with the
  * config's workers, segment_bytes, slots and direct) into config->machine;
  * otherwise nothing. rs_run_create refuses an auto run with no model (the
  * run never measures: measuring runs rings itself). */
-int rs_config_measure_machine(rs_config_t *config, char *errmsg);
+RS_API int rs_config_measure_machine(rs_config_t *config, char *errmsg);
 
 typedef struct rs_run rs_run_t;
 
 /* Validate config and allocate the W flat buffers. The run keeps a pointer
  * to model, which must outlive it. On error *out is NULL and errmsg says
  * which setting is wrong. */
-int rs_run_create(const rs_config_t *config, const rs_model_t *model,
-                  rs_run_t **out, char *errmsg);
-void rs_run_free(rs_run_t *run);
-const char *rs_run_errmsg(const rs_run_t *run);
+RS_API int rs_run_create(const rs_config_t *config, const rs_model_t *model,
+                         rs_run_t **out, char *errmsg);
+RS_API void rs_run_free(rs_run_t *run);
+RS_API const char *rs_run_errmsg(const rs_run_t *run);
 
 /* Worker's flat gradient buffer: rs_model_elems values, 64-byte aligned:
  * double for an f64 model, float otherwise (for f16/bf16 models, values the
@@ -530,38 +579,40 @@ const char *rs_run_errmsg(const rs_run_t *run);
  * inputs may change: the check then keeps its reference from before the
  * run (12 bytes an element) instead of generating the inputs again after
  * it. */
-void *rs_run_buffer(rs_run_t *run, int worker);
+RS_API void *rs_run_buffer(rs_run_t *run, int worker);
 /* The caller has written every worker's buffer itself (through
  * rs_run_buffer): rs_run_execute may run. Without it, or one of the fills
  * below, rs_run_execute refuses the run (RS_EINVAL, "not filled"). */
-void rs_run_mark_filled(rs_run_t *run);
+RS_API void rs_run_mark_filled(rs_run_t *run);
 /* Fill every worker's buffer: generated from seed, deterministically per
  * (seed, worker, param, element); or copied from the model's inline grads;
  * or read from safetensors files, pattern holding "{r}" for the worker. */
-int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed);
-int rs_run_fill_inline(rs_run_t *run);
-int rs_run_load_grads(rs_run_t *run, const char *pattern);
+RS_API int rs_run_fill(rs_run_t *run, rs_init_t init, uint64_t seed);
+RS_API int rs_run_fill_inline(rs_run_t *run);
+RS_API int rs_run_load_grads(rs_run_t *run, const char *pattern);
 /* Worker's file under a --grads pattern: each "{r}" replaced by worker.
  * RS_EINVAL if it does not fit in out_size bytes. */
-int rs_grads_path(const char *pattern, int worker, char *out, size_t out_size);
+RS_API int rs_grads_path(const char *pattern, int worker, char *out,
+                         size_t out_size);
 
 /* Record this run into trace (which must outlive the run): every transfer,
  * the totals and the outcome. config_json (may be NULL) is stored as the
  * run's configuration. Call before rs_run_execute. */
-int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace, const char *config_json);
+RS_API int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
+                            const char *config_json);
 /* The run's id in its trace (after rs_run_execute), or 0. */
-int64_t rs_run_trace_id(const rs_run_t *run);
+RS_API int64_t rs_run_trace_id(const rs_run_t *run);
 /* NULL, or the message of a failure to write the run's trace rows (they
  * were rolled back), saying whether the run's row could be marked failed.
  * A run that had completed then fails with RS_ETRACE and this message. */
-const char *rs_run_trace_error(const rs_run_t *run);
+RS_API const char *rs_run_trace_error(const rs_run_t *run);
 
 /* Stop the run from another thread (a signal's: SIGINT or SIGTERM, named in
  * the error as signal_name): its workers stop at once, wherever they wait
  * or stall, and rs_run_execute returns RS_EINTERRUPTED; the trace records
  * the run as "interrupted". Safe to call at any time between rs_run_create
  * and rs_run_free, from any thread, more than once. */
-void rs_run_interrupt(rs_run_t *run, const char *signal_name);
+RS_API void rs_run_interrupt(rs_run_t *run, const char *signal_name);
 
 /* What a run is doing, for a progress line drawn by another thread. */
 typedef enum rs_stage {
@@ -577,31 +628,14 @@ typedef enum rs_stage {
 /* From any thread, at any time between rs_run_create and rs_run_free: the
  * run's stage and, in *fraction, how much of it is done, in [0, 1], or -1
  * when the phase does not count its work. */
-rs_stage_t rs_run_progress(const rs_run_t *run, double *fraction);
+RS_API rs_stage_t rs_run_progress(const rs_run_t *run, double *fraction);
 
 /* Compute the reference from the buffers, run the collective on W threads,
  * then (for an all-reduce) check the result. Returns RS_OK when the run
  * completed and the check passed, RS_ECHECK when it completed but the check
  * failed, or the run's error (RS_ETIMEDOUT, RS_EPROTO, ...; RS_ETRACE when
  * its trace could not be written). Once only. */
-int rs_run_execute(rs_run_t *run);
-
-/* After rs_run_execute: the run failed after all, once its result was in
- * (its output could not be written, a signal came): set its status to code
- * (RS_EINTERRUPTED, or another error) and its error to error, and record
- * both in its trace row ("interrupted" or "failed"), so the report and the
- * trace agree. A run that had failed already keeps its status. Returns the
- * run's status; rs_run_trace_error says if the row could not be updated. */
-int rs_run_fail_after(rs_run_t *run, int code, const char *error);
-
-/* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
- * own time over the run's processes, on this process's first worker's
- * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
- * the run's communicator: warmup untimed calls, then *ns = the slowest
- * process's mean over iterations. RS_EINVAL for another dtype or a run
- * not over MPI. */
-int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
-                              uint64_t *ns, char *errmsg);
+RS_API int rs_run_execute(rs_run_t *run);
 
 typedef struct rs_worker_stats {
   uint64_t transfers_sent;
@@ -618,8 +652,9 @@ typedef struct rs_param_check {
   uint64_t differing; /* elements not bitwise equal to the rounded reference */
   uint64_t wrong;     /* elements that fail the check: outside their bound
                          (or, for exact inputs, differing) */
-  /* With order_report: elements whose ring result differs from the fixed
-   * order's, and the largest difference in units in the last place. */
+  /* With order_report: elements whose result (in the algorithm's order)
+   * differs from the fixed order's, and the largest difference in units in
+   * the last place. */
   uint64_t order_differing;
   uint64_t order_max_ulps;
 } rs_param_check_t;
@@ -654,7 +689,7 @@ typedef struct rs_result {
   size_t buckets;
   uint64_t sim_ns;       /* simulated time of the first iteration (net on) */
   uint64_t predicted_ns; /* the cost formula's time (net on) */
-  uint64_t trace_ns;     /* writing the trace, before and after the ring */
+  uint64_t trace_ns;     /* writing the trace, before and after the run */
   uint64_t trace_rows;   /* transfer rows written */
   size_t segs_per_chunk; /* segments per chunk, summed over the buckets */
   int steps;             /* the algorithm's steps per bucket */
@@ -677,118 +712,65 @@ typedef enum rs_wstate {
   RS_WSTATE_BAD_MESSAGE,     /* "bad_message": out of sequence */
   RS_WSTATE_DAMAGED_MESSAGE, /* "damaged_message": checksum mismatch */
   RS_WSTATE_NOT_STARTED,     /* "not_started": the run stopped before its
-                                ring began */
+                                all-reduce began */
   RS_WSTATE_FAILED           /* "failed": any other error */
 } rs_wstate_t;
 
 /* The state's name ("done", "timed_out", ...); "failed" for a value not in
  * the enum. Never NULL. */
-const char *rs_wstate_name(rs_wstate_t state);
+RS_API const char *rs_wstate_name(rs_wstate_t state);
 
 /* Where a worker ended, for the watchdog report (PyTorch's Flight Recorder
  * in spirit): after rs_run_execute. */
 typedef struct rs_worker_state {
   rs_wstate_t wstate;  /* how it ended */
   const char *state;   /* rs_wstate_name(wstate) */
-  const char *phase;   /* reduce_scatter, all_gather; NULL if it never ran */
+  const char *phase;   /* the algorithm's phase: reduce_scatter,
+                          all_gather, exchange, reduce or broadcast (which
+                          are whose: docs/algorithms.md); NULL if it never
+                          ran */
   int step;            /* within the phase */
-  int chunk;           /* the chunk it was sending or receiving */
+  int chunk;           /* the region it was sending or receiving (the
+                          ring's chunk, rhd's part, the tree's half) */
   const char *waiting; /* "send", "receive" or "finish" (its steps done,
-                          waiting for its predecessor's end of stream):
+                          waiting for its peers' end of stream):
                           what it was doing when it stopped (blocked, or
                           handling a bad message); NULL if it finished,
                           crashed or stalled */
-  int peer;            /* the neighbour it was waiting on, or -1 */
+  int peer;            /* the peer it was waiting on, or -1 */
   int stall_ms;        /* state stalled: the injected stall's length */
 } rs_worker_state_t;
 
-void rs_run_worker_state(const rs_run_t *run, int worker,
-                         rs_worker_state_t *out);
+RS_API void rs_run_worker_state(const rs_run_t *run, int worker,
+                                rs_worker_state_t *out);
 
-const rs_result_t *rs_run_result(const rs_run_t *run);
+RS_API const rs_result_t *rs_run_result(const rs_run_t *run);
 /* The algorithm bucket index runs: config's, or --algo auto's choice
  * (RS_ALGO_COUNT past the last bucket). */
-rs_algorithm_t rs_run_bucket_algo(const rs_run_t *run, size_t index);
+RS_API rs_algorithm_t rs_run_bucket_algo(const rs_run_t *run, size_t index);
 /* --algo auto: algorithm algo's predicted time for bucket index under the
  * model auto chose by (UINT64_MAX: not eligible for this run); 0 when the
  * run is not auto's or the index is out of range. */
-uint64_t rs_run_bucket_predicted(const rs_run_t *run, size_t index,
-                                 rs_algorithm_t algo);
+RS_API uint64_t rs_run_bucket_predicted(const rs_run_t *run, size_t index,
+                                        rs_algorithm_t algo);
 /* --algo auto: the model it chose by, and whether it was this machine's,
  * measured (1), or --net's (0); NULL when the run is not auto's. */
-const rs_netmodel_t *rs_run_auto_model(const rs_run_t *run, int *measured);
-/* Can run's all-reduce be narrated (1..8 workers, an all-reduce)? RS_OK,
- * or RS_EINVAL with the reason in errmsg. Call it before the run starts,
- * to refuse --explain before anything runs. */
-int rs_explain_check(const rs_run_t *run, char *errmsg);
+RS_API const rs_netmodel_t *rs_run_auto_model(const rs_run_t *run,
+                                              int *measured);
 
-/* Narrate run's all-reduce, whatever its algorithm (1..8 workers), step by
- * step to out, before executing it: who sends which region to whom, what
- * the receiver does, and whose contributions each worker's regions hold;
- * from the algorithm's own schedule. If the buffers are filled and the
- * bucket holds at most 8 elements, the workers' values after every step
- * too, computed as the run computes them (the last ones are the run's
- * result). With several buckets, bucket 0 is narrated (the others go
- * through the same steps). Fails only as rs_explain_check does. */
-int rs_explain(FILE *out, const rs_run_t *run, char *errmsg);
-
-/* One step of the order in which an all-reduce combines the workers'
- * contributions to one element (rs_run_element_order): a leaf, worker's
- * own contribution, or a fold of two earlier nodes, the receiver's own
- * value (left) and the value it received (right), as the run folds them:
- * in float32 for f32, f16 and bf16 (rounded to the dtype after each fold),
- * in double for f64. */
-typedef struct rs_order_node {
-  int worker;      /* a leaf: the worker; a fold: -1 */
-  int left, right; /* a fold: the nodes folded, left op right */
-  int mean;        /* a fold that then divides by W (--average post's last
-                      addition) */
-  double input;    /* a leaf: the worker's input */
-  double value;    /* the value the run computes there (a leaf under
-                      --average pre: the input divided by W) */
-} rs_order_node_t;
-
-typedef struct rs_order {
-  int workers;
-  rs_algorithm_t algo; /* the element's bucket's */
-  rs_op_t op;
-  rs_dtype_t dtype;
-  int pre_divided;         /* --average pre: the leaves are inputs / W */
-  size_t bucket;           /* the bucket holding the element */
-  const char *region_word; /* "chunk", "part", "half"; NULL: the algorithm
-                              moves the whole bucket at once */
-  int region;              /* which chunk (part, half) holds the element */
-  int root;                /* the node worker 0's result is */
-  int count, capacity;     /* nodes */
-  rs_order_node_t nodes[]; /* leaves 0..W-1 are workers 0..W-1 */
-} rs_order_t;
-
-/* The order in which run's algorithm (the bucket's, under --algo auto)
- * combines the workers' contributions to element elem (of the flat buffer)
- * of worker 0's result, with every partial value: the algorithm's own
- * schedule replayed as rs_explain does (1..8 workers, an all-reduce), on
- * the inputs in the run's buffers, so call it after filling them and
- * before rs_run_execute (which overwrites them). On success *out is
- * allocated (free it with rs_free); on error it is NULL and errmsg says
- * why. */
-int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
-                         char *errmsg);
-/* The regions the bucket's algorithm moves (the ring's W chunks, rhd's
- * parts, the tree's two halves), as offsets from the bucket's start:
- * offsets[0..count] (room for W + 1); *word names them ("chunk", "part",
- * "half"). Returns count; 1 with *word NULL for an algorithm that moves
- * the whole bucket at once (rd, linear); 0 for a bucket out of range. */
-int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
-                          const char **word);
+/* Narrating a run's all-reduce, and the order in which it combines one
+ * element (--explain, `ringsim diff`): ringsim/explain.h. */
 
 /* The run's buckets, in the order they are all-reduced. */
-const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index);
-const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run, int worker);
-const rs_param_check_t *rs_run_param_check(const rs_run_t *run, size_t param);
-const rs_config_t *rs_run_config(const rs_run_t *run);
+RS_API const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index);
+RS_API const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run,
+                                                    int worker);
+RS_API const rs_param_check_t *rs_run_param_check(const rs_run_t *run,
+                                                  size_t param);
+RS_API const rs_config_t *rs_run_config(const rs_run_t *run);
 /* The processes a run is spread over: 1 unless config.mpi (then the MPI
  * job's, after rs_run_create). */
-int rs_run_procs(const rs_run_t *run);
+RS_API int rs_run_procs(const rs_run_t *run);
 
 /* When the check finds workers that do not hold identical results: an
  * element where a worker's result differs, bit for bit, from worker 0's. */
@@ -804,12 +786,13 @@ typedef struct rs_mismatch {
 /* After a checked run: how many elements of worker's result differ from
  * worker 0's (0 for worker 0, and when every worker is identical). Over
  * MPI, rank 0 has every worker's count. */
-uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker);
+RS_API uint64_t rs_run_worker_mismatches(const rs_run_t *run, int worker);
 /* ... and the first of them (at most RS_MISMATCH_LIST, in element order,
  * then worker order) in *first; returns how many. */
-size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first);
+RS_API size_t rs_run_mismatches(const rs_run_t *run,
+                                const rs_mismatch_t **first);
 
-/* ---- for language bindings (python/ringsim; src/binding.c) --------------
+/* ---- for language bindings (python/ringsim; src/api/binding.c) ----------
  *
  * Calls that take and return only numbers, strings and opaque pointers, so
  * a binding without a C compiler (ctypes) never depends on the layout of
@@ -817,34 +800,36 @@ size_t rs_run_mismatches(const rs_run_t *run, const rs_mismatch_t **first);
 
 /* A configuration on the heap, with rs_config_init's defaults; NULL when out
  * of memory. Free it with rs_config_free. */
-rs_config_t *rs_config_new(void);
-void rs_config_free(rs_config_t *config);
+RS_API rs_config_t *rs_config_new(void);
+RS_API void rs_config_free(rs_config_t *config);
 /* Set one option of config from text, by the command's long option name
  * ("bucket-mb", or "bucket_mb"): workers, op, average (pre, post,
  * pre-mul), algo, like (ddp-gloo: sets algo, op, average and DDP's bucket
- * layout, as --like does), bucket-mb, segment-bytes (a plain number of bytes), slots, timeout
- * (seconds), loop (steps, slices), checksum, direct, order-report (true,
- * false, 1, 0), inject (adds a fault, as --inject), net, link, straggler
- * (as --net, --link, --straggler), reduce-rate, and traced (the config's
- * field: the run will have a trace). On error (RS_EINVAL) the config is
- * unchanged, but for a half-parsed net, link or straggler, and errmsg holds
+ * layout, as --like does), bucket-mb, segment-bytes (a plain number of bytes),
+ * slots, timeout (seconds), loop (steps, slices), checksum, direct,
+ * order-report (true, false, 1, 0), inject (adds a fault, as --inject), net,
+ * link, straggler (as --net, --link, --straggler), reduce-rate, and traced (the
+ * config's field: the run will have a trace). On error (RS_EINVAL) the config
+ * is unchanged, but for a half-parsed net, link or straggler, and errmsg holds
  * one line naming the option, the value and what was expected. Checks
  * across options (average applies to op avg only) are the caller's. The
  * command parses these options through it too, so both say the same. */
-int rs_config_set(rs_config_t *config, const char *option, const char *value,
-                  char *errmsg);
+RS_API int rs_config_set(rs_config_t *config, const char *option,
+                         const char *value, char *errmsg);
 /* A fault as --inject writes it, KIND:key=value,... (crash, stall, corrupt,
  * drop, dup; keys worker and step, default 0, and ms, a stall's length,
  * required for stall) into f. Returns 0, or -1 if spec is not one. */
-int rs_fault_parse(const char *spec, rs_fault_t *f);
+RS_API int rs_fault_parse(const char *spec, rs_fault_t *f);
 
 /* Move n values of dtype between its packed form (2 bytes for f16 and bf16,
  * as a tensor stores them) and a run's buffer form (rs_run_buffer: float for
  * f32, f16, bf16; double for f64). Unpacking is exact; packing assumes the
  * values are the dtype's (a run's buffers hold only such values) and does
  * not round. For f32 and f64 both are a copy. */
-void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
-void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
+RS_API void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src,
+                            size_t n);
+RS_API void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src,
+                          size_t n);
 
 /* The facts of run (after rs_run_execute; model is the run's) as one JSON
  * object, for a binding to build its report from: version (RS_VERSION),
@@ -856,14 +841,14 @@ void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src, size_t n);
  * buckets (rs_bucket_t's). Values that are not
  * finite are null. Returns a string the caller frees with rs_free, or NULL
  * when out of memory. */
-char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
+RS_API char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
 /* --algo auto's choices as one JSON object (the --json report's "auto"):
  * model ("measured" or "net"), latency_ns, bandwidth_Bps, reduce_Bps and
  * per bucket its elems, algo and every algorithm's predicted_ns (null: not
  * eligible); NULL when run is not auto's (or out of memory). Freed with
  * rs_free. */
-char *rs_run_auto_json(const rs_run_t *run);
-void rs_free(void *p);
+RS_API char *rs_run_auto_json(const rs_run_t *run);
+RS_API void rs_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "ringsim/internal/command.h" /* rs_one_line */
 #include "ringsim/ringsim.h"
 
 rs_config_t *rs_config_new(void) {

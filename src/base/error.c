@@ -27,6 +27,23 @@ int rs_op_parse(const char *name) {
   return -1;
 }
 
+const char *rs_average_name(rs_average_t average) {
+  static const char *const names[] = {
+      [RS_AVERAGE_POST] = "post",
+      [RS_AVERAGE_PRE] = "pre",
+      [RS_AVERAGE_PRE_MUL] = "pre-mul",
+  };
+  return (unsigned)average < sizeof names / sizeof *names ? names[average]
+                                                          : "?";
+}
+
+int rs_average_parse(const char *name) {
+  for (int a = RS_AVERAGE_POST; a <= RS_AVERAGE_PRE_MUL; a++)
+    if (strcmp(name, rs_average_name((rs_average_t)a)) == 0)
+      return a;
+  return -1;
+}
+
 const char *rs_errname(int code) {
   switch (code) {
 #define RS_ERR_NAME(name, value, msg)                                          \

@@ -9,6 +9,9 @@
 #include <time.h>
 
 #include "ringsim/ringsim.h"
+/* rs_one_line (util.c), which every message goes through, and the other
+ * calls for the command alone, which libringsim.so does not export */
+#include "ringsim/internal/command.h"
 
 /* Format a one-line message into errmsg (RS_ERRMSG_MAX bytes, may be NULL)
  * and return code, so callers can write `return rs__err(e, RS_EINVAL, ...)`. */

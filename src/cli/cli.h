@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ringsim/explain.h"          /* --explain, diff's orders */
+#include "ringsim/internal/command.h" /* the command's own calls */
 #include "ringsim/ringsim.h"
 
 /* `ringsim model` runs no threads, so it takes far bigger rings; its lock-

@@ -42,7 +42,10 @@ static struct {
   pthread_t thread;
   int started;
   sigset_t set;
-  atomic_int signo;    /* the first signal taken, or 0 */
+  /* the first signal taken, or 0; also the library's stop flag
+   * (cli_signal_flag): a plain int (rs_stop_flag_t), so signo is loaded
+   * and stored with the __atomic_ builtins */
+  rs_stop_flag_t signo;
   atomic_int said;     /* a message naming it has been printed */
   atomic_int stopping; /* the command is done: the next signal stops us */
   pthread_mutex_t mu;
@@ -61,7 +64,7 @@ static void *take_signals(void *arg) {
   int signo;
   if (sigwait(&sig.set, &signo) != 0 || atomic_load(&sig.stopping))
     return NULL;
-  atomic_store(&sig.signo, signo);
+  __atomic_store_n(&sig.signo, signo, __ATOMIC_SEQ_CST);
   PTHREAD_CHECK(pthread_mutex_lock(&sig.mu));
   if (sig.run)
     rs_run_interrupt(sig.run, cli_signal_name(signo));
@@ -95,17 +98,17 @@ void cli_signals_start(void) {
 void cli_signals_watch(rs_run_t *run) {
   PTHREAD_CHECK(pthread_mutex_lock(&sig.mu));
   sig.run = run;
-  int signo = atomic_load(&sig.signo);
+  int signo = __atomic_load_n(&sig.signo, __ATOMIC_SEQ_CST);
   if (run && signo) /* it came before the run existed */
     rs_run_interrupt(run, cli_signal_name(signo));
   PTHREAD_CHECK(pthread_mutex_unlock(&sig.mu));
 }
 
 int cli_signal(void) {
-  return atomic_load_explicit(&sig.signo, memory_order_relaxed);
+  return __atomic_load_n(&sig.signo, __ATOMIC_RELAXED);
 }
 
-const atomic_int *cli_signal_flag(void) { return &sig.signo; }
+const rs_stop_flag_t *cli_signal_flag(void) { return &sig.signo; }
 
 void cli_signal_said(void) { atomic_store(&sig.said, 1); }
 
@@ -118,7 +121,7 @@ int cli_signals_finish(int rc) {
     PTHREAD_CHECK(pthread_join(sig.thread, NULL));
     sig.started = 0;
   }
-  int signo = atomic_load(&sig.signo);
+  int signo = __atomic_load_n(&sig.signo, __ATOMIC_SEQ_CST);
   if (!signo)
     return rc;
   if (!atomic_load(&sig.said))

@@ -59,15 +59,21 @@ static int read_elems(FILE *f, rs_dtype_t dtype, void *data, size_t n) {
 
 /* Write n values (double for f64, float32 otherwise) as dtype (they are
  * representable in it). */
+/* Has the caller set *cancel (NULL: it cannot)? An atomic load: another
+ * thread stores the flag (rs_stop_flag_t). */
+static int cancel_asked(const rs_stop_flag_t *cancel) {
+  return cancel && __atomic_load_n(cancel, __ATOMIC_SEQ_CST);
+}
+
 /* Write n elements of data in blocks, stopping (1) when *cancel is set;
  * -1 on a write error. */
 static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n,
-                       const atomic_int *cancel) {
+                       const rs_stop_flag_t *cancel) {
   const size_t block = 1 << 20; /* elements between looks at *cancel */
   if (dtype == RS_DTYPE_F32 || dtype == RS_DTYPE_F64) {
     const size_t size = rs_dtype_size(dtype);
     for (size_t done = 0; done < n;) {
-      if (cancel && atomic_load(cancel))
+      if (cancel_asked(cancel))
         return 1;
       size_t k = n - done < block ? n - done : block;
       if (fwrite((const char *)data + done * size, size, k, f) != k)
@@ -79,7 +85,7 @@ static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n,
   const float *in = data;
   uint16_t buf[1024];
   for (size_t done = 0; done < n;) {
-    if (done % block == 0 && cancel && atomic_load(cancel))
+    if (done % block == 0 && cancel_asked(cancel))
       return 1;
     size_t k = n - done < 1024 ? n - done : 1024;
     for (size_t i = 0; i < k; i++)
@@ -377,7 +383,8 @@ int rs_safetensors_write(const char *path, const rs_model_t *model,
 }
 
 int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
-                                     const void *data, const atomic_int *cancel,
+                                     const void *data,
+                                     const rs_stop_flag_t *cancel,
                                      char *errmsg) {
   json_t *header = make_header(model);
   char *text = header ? json_dumps(header, JSON_COMPACT) : NULL;
@@ -427,7 +434,7 @@ int rs_safetensors_write_cancellable(const char *path, const rs_model_t *model,
   ok = written == 0;
   if (f ? fclose(f) != 0 : close(fd) != 0)
     ok = 0;
-  int cancelled = written == 1 || (cancel && atomic_load(cancel));
+  int cancelled = written == 1 || cancel_asked(cancel);
   if (ok && !cancelled && rename(tmp, path) != 0) {
     saved_errno = errno;
     ok = 0;

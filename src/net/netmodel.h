@@ -76,9 +76,10 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
 }
 
 /* Has the simulation under m been asked to stop (rs_netmodel_t's stop)?
- * One relaxed load: every schedule simulation asks it per segment. */
+ * One relaxed load: every schedule simulation asks it per segment. The flag
+ * is a plain int the caller stores atomically (rs_stop_flag_t). */
 static inline int rs__sim_stopped(const rs_netmodel_t *m) {
-  return m->stop && atomic_load_explicit(m->stop, memory_order_relaxed);
+  return m->stop && __atomic_load_n(m->stop, __ATOMIC_RELAXED);
 }
 
 /* Set c up for worker rank of W under net (NULL or disabled: no clock). */

@@ -26,6 +26,7 @@
 #include "algo/ring.h"
 #include "algo/tree.h"
 #include "base/reduce.h"
+#include "ringsim/explain.h" /* what this file implements */
 #include "ringsim/ringsim.h"
 #include "core/runstate.h"
 #include "base/schedule.h"
@@ -947,6 +948,7 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
   rs_order_t *o = calloc(1, sizeof *o + (size_t)capacity * sizeof *o->nodes);
   if (!o)
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  o->nodes = (rs_order_node_t *)(o + 1); /* after it (explain.h) */
   o->capacity = capacity;
   o->workers = W;
   o->algo = algo;

@@ -1,0 +1,61 @@
+/* command.h - calls libringsim makes for its own command (src/cli) only:
+ * NOT part of the public API. Not installed (CMakeLists.txt excludes
+ * include/ringsim/internal/), not exported (no RS_API: hidden in
+ * libringsim.so, which the Python package loads); the command links
+ * libringsim.a, where hidden symbols link as any other.
+ *
+ * Why here and not in src/: these calls are implemented in several of the
+ * library's layers (rs_one_line in base, rs_run_fail_after in run, the MPI
+ * calls in mpi) and called by the command above them all. A header inside
+ * one layer of src/ would make the lower layers include a higher one's
+ * header (an arrow pointing up, ../shared/tools/cycles.py), and would give
+ * the command src/ on its include path, where it sees only include/. Beside
+ * ringsim.h, under internal/, it is one more contract between the library
+ * and the command, and its path says it is nobody else's.
+ */
+#ifndef RINGSIM_INTERNAL_COMMAND_H
+#define RINGSIM_INTERNAL_COMMAND_H
+
+#include <stdint.h>
+
+#include "ringsim/ringsim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Replace control characters (ESC, CR, a newline in a param name; C1's
+ * U+0080 to U+009F as UTF-8) with '?', in place (the text may shorten):
+ * every error message, and every name a text report prints, stays one
+ * line and cannot drive the terminal. The library's own messages go
+ * through it too. */
+void rs_one_line(char *text);
+
+/* After rs_run_execute: the run failed after all, once its result was in
+ * (its output could not be written, a signal came): set its status to code
+ * (RS_EINTERRUPTED, or another error) and its error to error, and record
+ * both in its trace row ("interrupted" or "failed"), so the report and the
+ * trace agree. A run that had failed already keeps its status. Returns the
+ * run's status; rs_run_trace_error says if the row could not be updated. */
+int rs_run_fail_after(rs_run_t *run, int code, const char *error);
+
+/* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
+ * own time over the run's processes, on this process's first worker's
+ * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
+ * the run's communicator: warmup untimed calls, then *ns = the slowest
+ * process's mean over iterations (what `ringsim bench` over MPI prints
+ * beside its own time). RS_EINVAL for another dtype or a run not over
+ * MPI. */
+int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
+                              uint64_t *ns, char *errmsg);
+
+/* For a process not given --transport mpi: when mpirun started it with
+ * other processes, learn whether all of them were given --transport mpi
+ * or none was (MPI starts and ends inside). RS_EINVAL when some were:
+ * rank 0 gets the message (naming a rank) in errmsg, the others "". */
+int rs_mpi_check_alone(char *errmsg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGSIM_INTERNAL_COMMAND_H */
