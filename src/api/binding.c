@@ -162,12 +162,10 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
       FAIL("%.64s '%.100s': expected sum, avg, min, max or prod", o, value);
     config->op = (rs_op_t)op;
   } else if (is_option(o, "average")) {
-    if (strcmp(value, "pre") && strcmp(value, "post") &&
-        strcmp(value, "pre-mul"))
+    int average = rs_average_parse(value); /* rs_average_name's names */
+    if (average < 0)
       FAIL("%.64s '%.100s': expected pre, post or pre-mul", o, value);
-    config->average_pre = strcmp(value, "pre") == 0       ? RS_AVERAGE_PRE
-                          : strcmp(value, "pre-mul") == 0 ? RS_AVERAGE_PRE_MUL
-                                                          : RS_AVERAGE_POST;
+    config->average_pre = (rs_average_t)average;
   } else if (is_option(o, "algo")) {
     int algo = rs_algorithm_parse(value);
     if (algo < 0)
