@@ -179,9 +179,9 @@ void cli_signals_start(void);
 void cli_signals_watch(rs_run_t *run);
 /* The first signal taken, or 0: one atomic load, for long loops to poll. */
 int cli_signal(void);
-/* The same as an atomic flag, for the library's cancellable loops (a
- * network model's stop, rs_safetensors_write_cancellable). */
-const atomic_int *cli_signal_flag(void);
+/* The same as the library's stop flag, for its cancellable loops (a
+ * network model's stop, rs_safetensors_write_cancellable): signo's. */
+const rs_stop_flag_t *cli_signal_flag(void);
 const char *cli_signal_name(int signo); /* "SIGINT", "SIGTERM", "SIGHUP" */
 /* A message naming the signal has been printed (a run's "interrupted by
  * SIGINT"): cli_signals_finish does not say it again. */
