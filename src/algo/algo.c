@@ -27,8 +27,11 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
   return t;
 }
 
-int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
-                    size_t segment_bytes, size_t elem_size) {
+/* The runner's state for W workers: every worker's clock, its mailbox,
+ * and the algorithm's scratch. */
+static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
+                       const rs_netmodel_t *m, int workers,
+                       size_t segment_bytes, size_t elem_size) {
   s->net = m;
   s->workers = workers;
   s->elem_size = elem_size;
@@ -36,15 +39,42 @@ int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
-  if (!s->clocks || !s->arrive || !s->wire) {
-    free(s->clocks);
-    free(s->arrive);
-    free(s->wire);
+  s->scratch = a->sim_scratch ? calloc(1, a->sim_scratch(workers)) : NULL;
+  if (!s->clocks || !s->arrive || !s->wire ||
+      (a->sim_scratch && !s->scratch))
     return RS_ENOMEM;
-  }
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
   return RS_OK;
+}
+
+static void simrun_free(rs_simrun_t *s) {
+  free(s->clocks);
+  free(s->arrive);
+  free(s->wire);
+  free(s->scratch);
+}
+
+uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
+                           int workers, const rs_bucket_t *buckets,
+                           size_t bucket_count, size_t segment_bytes,
+                           size_t elem_size) {
+  rs_simrun_t s = {0};
+  if (!m->enabled || workers < 2)
+    return 0;
+  if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
+    simrun_free(&s);
+    return UINT64_MAX;
+  }
+  for (size_t b = 0; b < bucket_count; b++)
+    a->sim_bucket(&s, buckets[b].elems,
+                  rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes,
+                                    elem_size));
+  uint64_t end = 0;
+  for (int r = 0; r < workers; r++)
+    end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
+  simrun_free(&s);
+  return end;
 }
 
 void rs__simrun_step(rs_simrun_t *s) {
@@ -55,22 +85,16 @@ void rs__simrun_step(rs_simrun_t *s) {
 }
 
 void rs__simrun_send(rs_simrun_t *s, int from, size_t elems) {
+  rs__simrun_post(s, from, from, elems);
+}
+
+void rs__simrun_post(rs_simrun_t *s, int from, int box, size_t elems) {
   uint64_t depart;
   rs__sim_send(&s->clocks[from], elems * s->elem_size, &depart,
-               &s->arrive[from], &s->wire[from]);
+               &s->arrive[box], &s->wire[box]);
 }
 
-void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems) {
-  rs__sim_recv(&s->clocks[to], s->arrive[from], s->wire[from],
+void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems) {
+  rs__sim_recv(&s->clocks[to], s->arrive[box], s->wire[box],
                reduced_elems * s->elem_size);
-}
-
-uint64_t rs__simrun_end(rs_simrun_t *s) {
-  uint64_t end = 0;
-  for (int r = 0; r < s->workers; r++)
-    end = s->clocks[r].clock > end ? s->clocks[r].clock : end;
-  free(s->clocks);
-  free(s->arrive);
-  free(s->wire);
-  return end;
 }

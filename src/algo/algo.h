@@ -23,6 +23,19 @@
 
 #include "net/xfer.h"
 
+/* A schedule played on simulated clocks alone (an algorithm's simulate):
+ * the same clock calls a threaded run's transfer primitive makes, in lock
+ * step. Within a round every sender sends (at most one message each) and
+ * then every receiver receives, each worker's own program order. */
+typedef struct rs_simrun {
+  const rs_netmodel_t *net;
+  int workers;
+  size_t cap, elem_size; /* elements per message at most; bytes each */
+  rs_simclock_t *clocks;
+  uint64_t *arrive; /* when each worker's last message arrives */
+  uint64_t *wire;   /* and how long it took on the wire */
+  void *scratch;    /* the algorithm's (rs_algo_t's sim_scratch) */
+} rs_simrun_t;
 typedef struct rs_algo {
   const char *name;
   /* The peers worker rank sends to, and receives from, written to peers
@@ -59,13 +72,17 @@ typedef struct rs_algo {
    * nobody does. */
   int (*stashes)(int workers, int rank);
   /* The network model's cost formula for one bucket of elems elements in
-   * segs segments per chunk, and the schedule played on simulated clocks
-   * alone (netmodel.h; for `ringsim model`). */
+   * segs segments per chunk (netmodel.h; for `ringsim model` and --algo
+   * auto). */
   uint64_t (*predict)(const rs_netmodel_t *m, int workers, size_t elems,
                       size_t segs, size_t cap, size_t elem_size);
-  uint64_t (*simulate)(const rs_netmodel_t *m, int workers,
-                       const rs_bucket_t *buckets, size_t bucket_count,
-                       size_t segment_bytes, size_t elem_size);
+  /* The schedule of one bucket of elems elements (segs segments per chunk,
+   * as the run cuts it) played on simulated clocks alone, through the
+   * shared runner below (rs__algo_simulate calls it bucket by bucket). */
+  void (*sim_bucket)(rs_simrun_t *s, size_t elems, size_t segs);
+  /* Bytes of scratch the runner hands sim_bucket (s->scratch, zeroed
+   * once), for W workers; NULL: none. */
+  size_t (*sim_scratch)(int workers);
   /* One worker's part of the collective over its current bucket (w->base,
    * w->elems, w->segs_per_chunk). Returns RS_OK or the first error of the
    * transfer primitive. */
@@ -86,30 +103,32 @@ size_t rs__algo_never_direct(int workers, size_t min_segs, int slices);
 uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
                             size_t elem_size, int reduced);
 
-/* A schedule played on simulated clocks alone (an algorithm's simulate):
- * the same clock calls a threaded run's transfer primitive makes, in lock
- * step. Within a round every sender sends (at most one message each) and
- * then every receiver receives, each worker's own program order. */
-typedef struct rs_simrun {
-  const rs_netmodel_t *net;
-  int workers;
-  size_t cap, elem_size; /* elements per message at most; bytes each */
-  rs_simclock_t *clocks;
-  uint64_t *arrive; /* when each worker's last message arrives */
-  uint64_t *wire;   /* and how long it took on the wire */
-} rs_simrun_t;
-int rs__simrun_init(rs_simrun_t *s, const rs_netmodel_t *m, int workers,
-                    size_t segment_bytes, size_t elem_size);
+/* Algorithm a's schedule on simulated clocks alone, over the buckets in
+ * order, each cut into segments of at most segment_bytes: the one runner
+ * every algorithm's simulation goes through (rs_netmodel_simulate_algo).
+ * 0 when the model is off or W < 2; UINT64_MAX when out of memory. */
+uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
+                           int workers, const rs_bucket_t *buckets,
+                           size_t bucket_count, size_t segment_bytes,
+                           size_t elem_size);
+
+/* The runner's calls, for an algorithm's sim_bucket. A step begins on
+ * every worker's clock (a straggler computes). */
 void rs__simrun_step(rs_simrun_t *s);
 /* Has the simulation been asked to stop (rs_netmodel_t's stop)? Each
- * simulate asks it per segment, and then runs out its loops at once. */
+ * sim_bucket asks it per segment, and then runs out its loops at once. */
 static inline int rs__simrun_stopped(const rs_simrun_t *s) {
   return rs__sim_stopped(s->net);
 }
+/* Worker from sends a message of elems elements: its arrival is kept in
+ * the sender's mailbox (send), or in mailbox box (post: a sender of
+ * several messages in a round, as the tree's broadcast to its children,
+ * keeps each in its receiver's). */
 void rs__simrun_send(rs_simrun_t *s, int from, size_t elems);
-void rs__simrun_recv(rs_simrun_t *s, int to, int from, size_t reduced_elems);
-/* The latest clock, and the clocks freed. */
-uint64_t rs__simrun_end(rs_simrun_t *s);
+void rs__simrun_post(rs_simrun_t *s, int from, int box, size_t elems);
+/* Worker to receives the message in mailbox box (the sender's, after
+ * send), reducing reduced_elems of it. */
+void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems);
 
 /* The algorithms (algo/list.h has them by name). */
 extern const rs_algo_t rs__algo_ring;

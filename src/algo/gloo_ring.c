@@ -108,44 +108,32 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
          (W - 1) * P * rs__net_ns(seg_bytes, m->reduce_rate);
 }
 
-/* The schedule on simulated clocks alone, no data (netmodel.h). */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  const int W = workers;
-  rs_simrun_t s;
-  if (!m->enabled || W < 2)
-    return 0;
-  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
-    return UINT64_MAX;
-  const size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t elems = buckets[b].elems;
-    const rs_gloo_layout_t l = rs__gloo_layout(elems, W, cap);
-    for (int phase = 0; phase < 2; phase++)
-      for (int step = 0; step < W - 1; step++) {
-        const rs_phase_t ph = (rs_phase_t)phase;
-        rs__simrun_step(&s);
-        for (size_t seg = 0; seg < l.per_chunk && !rs__simrun_stopped(&s);
-             seg++) {
-          size_t off, len;
-          for (int r = 0; r < W; r++) {
-            rs__gloo_segment(&l, elems, rs__gloo_send_chunk(W, r, ph, step),
-                             seg, &off, &len);
-            if (len)
-              rs__simrun_send(&s, r, len);
-          }
-          for (int r = 0; r < W; r++) {
-            rs__gloo_segment(&l, elems, rs__gloo_recv_chunk(W, r, ph, step),
-                             seg, &off, &len);
-            if (len)
-              rs__simrun_recv(&s, r, rs__gloo_prev(W, r),
-                              ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
-          }
+/* One bucket on simulated clocks alone, no data (algo.h). */
+static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
+  const int W = s->workers;
+  const rs_gloo_layout_t l = rs__gloo_layout(elems, W, s->cap);
+  (void)segs;
+  for (int phase = 0; phase < 2; phase++)
+    for (int step = 0; step < W - 1; step++) {
+      const rs_phase_t ph = (rs_phase_t)phase;
+      rs__simrun_step(s);
+      for (size_t seg = 0; seg < l.per_chunk && !rs__simrun_stopped(s); seg++) {
+        size_t off, len;
+        for (int r = 0; r < W; r++) {
+          rs__gloo_segment(&l, elems, rs__gloo_send_chunk(W, r, ph, step), seg,
+                           &off, &len);
+          if (len)
+            rs__simrun_send(s, r, len);
+        }
+        for (int r = 0; r < W; r++) {
+          rs__gloo_segment(&l, elems, rs__gloo_recv_chunk(W, r, ph, step), seg,
+                           &off, &len);
+          if (len)
+            rs__simrun_recv(s, r, rs__gloo_prev(W, r),
+                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
         }
       }
-  }
-  return rs__simrun_end(&s);
+    }
 }
 
 /* The edges: r -> r-1. */
@@ -206,5 +194,5 @@ const rs_algo_t rs__algo_gloo_ring = {.name = "gloo-ring",
                                       .steps = steps,
                                       .depth = depth,
                                       .predict = predict,
-                                      .simulate = simulate,
+                                      .sim_bucket = sim_bucket,
                                       .run_bucket = gloo_bucket};

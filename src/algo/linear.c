@@ -127,36 +127,27 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
          (uint64_t)(workers - 1) * wire;
 }
 
-/* The schedule above on simulated clocks alone. */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  const int W = workers, root = RS_LINEAR_ROOT;
-  rs_simrun_t s;
-  if (!m->enabled || W < 2)
-    return 0;
-  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
-    return UINT64_MAX;
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t n = buckets[b].elems, segs = rs__segs(n, s.cap);
-    for (int j = 0; j < W - 1; j++) {
-      const int sender = rs__linear_sender(W, j);
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        size_t len = rs__chunk_elems(n, (int)segs, (int)k);
-        rs__simrun_send(&s, sender, len);
-        rs__simrun_recv(&s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
-      }
-    }
-    for (int j = 0; j < W - 1; j++) {
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        rs__simrun_send(&s, root, rs__chunk_elems(n, (int)segs, (int)k));
-        rs__simrun_recv(&s, rs__linear_receiver(j), root, 0);
-      }
+/* One bucket of the schedule above on simulated clocks alone (algo.h). */
+static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
+  const int W = s->workers, root = RS_LINEAR_ROOT;
+  const size_t segs = rs__segs(n, s->cap);
+  (void)chunk_segs;
+  for (int j = 0; j < W - 1; j++) {
+    const int sender = rs__linear_sender(W, j);
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      size_t len = rs__chunk_elems(n, (int)segs, (int)k);
+      rs__simrun_send(s, sender, len);
+      rs__simrun_recv(s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
     }
   }
-  return rs__simrun_end(&s);
+  for (int j = 0; j < W - 1; j++) {
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrun_send(s, root, rs__chunk_elems(n, (int)segs, (int)k));
+      rs__simrun_recv(s, rs__linear_receiver(j), root, 0);
+    }
+  }
 }
 
 const rs_algo_t rs__algo_linear = {.name = "linear",
@@ -169,5 +160,5 @@ const rs_algo_t rs__algo_linear = {.name = "linear",
                                    .depth = depth,
                                    .stashes = stashes,
                                    .predict = predict,
-                                   .simulate = simulate,
+                                   .sim_bucket = sim_bucket,
                                    .run_bucket = rs__linear_bucket};

@@ -41,8 +41,8 @@ uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
 uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
                               const rs_bucket_t *buckets, size_t bucket_count,
                               size_t segment_bytes, size_t elem_size) {
-  return rs__algo_ring.simulate(m, workers, buckets, bucket_count,
-                                segment_bytes, elem_size);
+  return rs__algo_simulate(&rs__algo_ring, m, workers, buckets, bucket_count,
+                           segment_bytes, elem_size);
 }
 
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
@@ -59,7 +59,7 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                    size_t bucket_count, size_t segment_bytes,
                                    size_t elem_size) {
   const rs_algo_t *a = rs__algo_get(algo);
-  return a ? a->simulate(m, workers, buckets, bucket_count, segment_bytes,
-                         elem_size)
+  return a ? rs__algo_simulate(a, m, workers, buckets, bucket_count,
+                               segment_bytes, elem_size)
            : 0;
 }

@@ -115,48 +115,39 @@ static size_t seg_len(size_t elems, size_t segs, size_t k) {
   return rs__chunk_elems(elems, (int)segs, (int)k);
 }
 
-/* The schedule above on simulated clocks alone. */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  const int W = workers, P = rs__pof2(W), E = W - P;
-  rs_simrun_t s;
-  if (!m->enabled || W < 2)
-    return 0;
-  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
-    return UINT64_MAX;
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t n = buckets[b].elems, segs = rs__segs(n, s.cap);
-    if (E) { /* fold-in */
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int r = 0; r < 2 * E; r += 2)
-          rs__simrun_send(&s, r, seg_len(n, segs, k));
-        for (int r = 1; r < 2 * E; r += 2)
-          rs__simrun_recv(&s, r, r - 1, seg_len(n, segs, k));
-      }
-    }
-    for (int d = 1; d < P; d *= 2) { /* the exchanges */
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int v = 0; v < P; v++)
-          rs__simrun_send(&s, rs__rd_rank(W, v), seg_len(n, segs, k));
-        for (int v = 0; v < P; v++)
-          rs__simrun_recv(&s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
-                          seg_len(n, segs, k));
-      }
-    }
-    if (E) { /* fold-out */
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int r = 1; r < 2 * E; r += 2)
-          rs__simrun_send(&s, r, seg_len(n, segs, k));
-        for (int r = 0; r < 2 * E; r += 2)
-          rs__simrun_recv(&s, r, r + 1, 0);
-      }
+/* One bucket of the schedule above on simulated clocks alone (algo.h). */
+static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
+  const int W = s->workers, P = rs__pof2(W), E = W - P;
+  const size_t segs = rs__segs(n, s->cap);
+  (void)chunk_segs;
+  if (E) { /* fold-in */
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int r = 0; r < 2 * E; r += 2)
+        rs__simrun_send(s, r, seg_len(n, segs, k));
+      for (int r = 1; r < 2 * E; r += 2)
+        rs__simrun_recv(s, r, r - 1, seg_len(n, segs, k));
     }
   }
-  return rs__simrun_end(&s);
+  for (int d = 1; d < P; d *= 2) { /* the exchanges */
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int v = 0; v < P; v++)
+        rs__simrun_send(s, rs__rd_rank(W, v), seg_len(n, segs, k));
+      for (int v = 0; v < P; v++)
+        rs__simrun_recv(s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
+                        seg_len(n, segs, k));
+    }
+  }
+  if (E) { /* fold-out */
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int r = 1; r < 2 * E; r += 2)
+        rs__simrun_send(s, r, seg_len(n, segs, k));
+      for (int r = 0; r < 2 * E; r += 2)
+        rs__simrun_recv(s, r, r + 1, 0);
+    }
+  }
 }
 
 const rs_algo_t rs__algo_rd = {.name = "rd",
@@ -170,5 +161,5 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .steps = steps,
                                .depth = rs__rd_depth,
                                .predict = predict,
-                               .simulate = simulate,
+                               .sim_bucket = sim_bucket,
                                .run_bucket = rs__rd_bucket};

@@ -16,7 +16,6 @@
 #include "algo/rhd.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "algo/algo.h"
 #include "net/netmodel.h"
@@ -197,86 +196,76 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
   }
 }
 
-/* The schedule above on simulated clocks alone: every virtual rank's
- * windows, step by step, as rhd_bucket computes its own. */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  const int W = workers, P = rs__pof2(W), E = W - P, nsteps = rs__log2(P);
-  rs_simrun_t s;
-  if (!m->enabled || W < 2)
-    return 0;
-  /* per virtual rank: its window's size, and its part of each halving */
-  size_t *size = calloc((size_t)P, sizeof *size);
-  sim_part_t(*part)[MAX_STEPS] = calloc((size_t)P, sizeof *part);
-  sim_part_t *round = calloc((size_t)P, sizeof *round);
-  if (!size || !part || !round ||
-      rs__simrun_init(&s, m, W, segment_bytes, elem_size)) {
-    free(size);
-    free(part);
-    free(round);
-    return UINT64_MAX;
+/* The simulation's scratch, per virtual rank: its window's size, its part
+ * of each halving, and of the round at hand (three arrays, one after the
+ * other). */
+static size_t sim_scratch(int workers) {
+  return (size_t)rs__pof2(workers) *
+         (sizeof(size_t) + (MAX_STEPS + 1) * sizeof(sim_part_t));
+}
+
+/* One bucket of the schedule above on simulated clocks alone (algo.h):
+ * every virtual rank's windows, step by step, as rhd_bucket computes its
+ * own. */
+static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
+  const int W = s->workers, P = rs__pof2(W), E = W - P, nsteps = rs__log2(P);
+  sim_part_t(*part)[MAX_STEPS] = s->scratch;
+  sim_part_t *round = (sim_part_t *)(part + P);
+  size_t *size = (size_t *)(round + P);
+  (void)chunk_segs;
+  if (E) { /* fold-in: halves swapped, then the odd one's sum */
+    const size_t left = n / 2, right = n - left;
+    const size_t segs = rs__segs(right, s->cap);
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int r = 0; r < 2 * E; r++)
+        rs__simrun_send(s, r, seg_len(r % 2 ? left : right, segs, k));
+      for (int r = 0; r < 2 * E; r++)
+        rs__simrun_recv(s, r, r % 2 ? r - 1 : r + 1,
+                        seg_len(r % 2 ? right : left, segs, k));
+    }
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int r = 1; r < 2 * E; r += 2)
+        rs__simrun_send(s, r, seg_len(right, segs, k));
+      for (int r = 0; r < 2 * E; r += 2)
+        rs__simrun_recv(s, r, r + 1, 0);
+    }
   }
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t n = buckets[b].elems;
-    if (E) { /* fold-in: halves swapped, then the odd one's sum */
-      const size_t left = n / 2, right = n - left;
-      const size_t segs = rs__segs(right, s.cap);
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int r = 0; r < 2 * E; r++)
-          rs__simrun_send(&s, r, seg_len(r % 2 ? left : right, segs, k));
-        for (int r = 0; r < 2 * E; r++)
-          rs__simrun_recv(&s, r, r % 2 ? r - 1 : r + 1,
-                          seg_len(r % 2 ? right : left, segs, k));
-      }
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int r = 1; r < 2 * E; r += 2)
-          rs__simrun_send(&s, r, seg_len(right, segs, k));
-        for (int r = 0; r < 2 * E; r += 2)
-          rs__simrun_recv(&s, r, r + 1, 0);
-      }
+  for (int v = 0; v < P; v++)
+    size[v] = n;
+  for (int k = 0, mask = 1; mask < P; k++, mask *= 2) { /* halving */
+    rs__simrun_step(s);
+    for (int v = 0; v < P; v++) {
+      const int lower = rs__rhd_rank(W, v) < rs__rhd_rank(W, v ^ mask);
+      const size_t half = size[v] / 2, keep = lower ? half : size[v] - half;
+      part[v][k] =
+          (sim_part_t){size[v] - keep, keep, rs__segs(size[v] - half, s->cap)};
+      size[v] = keep;
     }
     for (int v = 0; v < P; v++)
-      size[v] = n;
-    for (int k = 0, mask = 1; mask < P; k++, mask *= 2) { /* halving */
-      rs__simrun_step(&s);
-      for (int v = 0; v < P; v++) {
-        const int lower = rs__rhd_rank(W, v) < rs__rhd_rank(W, v ^ mask);
-        const size_t half = size[v] / 2, keep = lower ? half : size[v] - half;
-        part[v][k] =
-            (sim_part_t){size[v] - keep, keep, rs__segs(size[v] - half, s.cap)};
-        size[v] = keep;
-      }
-      for (int v = 0; v < P; v++)
-        round[v] = part[v][k];
-      sim_round(&s, W, P, mask, round, 1);
+      round[v] = part[v][k];
+    sim_round(s, W, P, mask, round, 1);
+  }
+  for (int k = nsteps - 1; k >= 0; k--) { /* doubling: the same back */
+    rs__simrun_step(s);
+    for (int v = 0; v < P; v++) {
+      const sim_part_t h = part[v][k];
+      const size_t big = h.recv > h.send ? h.recv : h.send;
+      round[v] = (sim_part_t){h.recv, h.send, rs__segs(big, s->cap)};
     }
-    for (int k = nsteps - 1; k >= 0; k--) { /* doubling: the same back */
-      rs__simrun_step(&s);
-      for (int v = 0; v < P; v++) {
-        const sim_part_t h = part[v][k];
-        const size_t big = h.recv > h.send ? h.recv : h.send;
-        round[v] = (sim_part_t){h.recv, h.send, rs__segs(big, s.cap)};
-      }
-      sim_round(&s, W, P, 1 << k, round, 0);
-    }
-    if (E) { /* fold-out */
-      const size_t segs = rs__segs(n, s.cap);
-      rs__simrun_step(&s);
-      for (size_t k = 0; k < segs && !rs__simrun_stopped(&s); k++) {
-        for (int r = 0; r < 2 * E; r += 2)
-          rs__simrun_send(&s, r, seg_len(n, segs, k));
-        for (int r = 1; r < 2 * E; r += 2)
-          rs__simrun_recv(&s, r, r - 1, 0);
-      }
+    sim_round(s, W, P, 1 << k, round, 0);
+  }
+  if (E) { /* fold-out */
+    const size_t segs = rs__segs(n, s->cap);
+    rs__simrun_step(s);
+    for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      for (int r = 0; r < 2 * E; r += 2)
+        rs__simrun_send(s, r, seg_len(n, segs, k));
+      for (int r = 1; r < 2 * E; r += 2)
+        rs__simrun_recv(s, r, r - 1, 0);
     }
   }
-  free(size);
-  free(part);
-  free(round);
-  return rs__simrun_end(&s);
 }
 
 const rs_algo_t rs__algo_rhd = {.name = "rhd",
@@ -290,5 +279,6 @@ const rs_algo_t rs__algo_rhd = {.name = "rhd",
                                 .steps = steps,
                                 .depth = rs__rd_depth,
                                 .predict = predict,
-                                .simulate = simulate,
+                                .sim_bucket = sim_bucket,
+                                .sim_scratch = sim_scratch,
                                 .run_bucket = rs__rhd_bucket};

@@ -143,42 +143,30 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   return 2 * (W - 1) * step + (W - 1) * folds;
 }
 
-/* The ring's schedule on simulated clocks alone, no data (netmodel.h). */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  const int W = workers;
-  rs_simrun_t s;
-  if (!m->enabled || W < 2)
-    return 0;
-  if (rs__simrun_init(&s, m, W, segment_bytes, elem_size))
-    return UINT64_MAX;
-  /* The ring in lock step: within a segment every worker sends, then every
-   * worker receives, which is each worker's own program order. */
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t elems = buckets[b].elems;
-    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
-    for (int phase = 0; phase < 2; phase++)
-      for (int step = 0; step < W - 1; step++) {
-        const rs_phase_t ph = (rs_phase_t)phase;
-        rs__simrun_step(&s);
-        for (size_t seg = 0; seg < segs && !rs__simrun_stopped(&s); seg++) {
-          size_t off, len;
-          for (int r = 0; r < W; r++) {
-            rs__segment(elems, W, segs, rs__ring_send_chunk(W, r, ph, step),
-                        seg, &off, &len);
-            rs__simrun_send(&s, r, len);
-          }
-          for (int r = 0; r < W; r++) {
-            rs__segment(elems, W, segs, rs__ring_recv_chunk(W, r, ph, step),
-                        seg, &off, &len);
-            rs__simrun_recv(&s, r, rs__ring_prev(W, r),
-                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
-          }
+/* One bucket of the ring on simulated clocks alone, no data (algo.h): in
+ * lock step, within a segment every worker sends, then every worker
+ * receives, which is each worker's own program order. */
+static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
+  const int W = s->workers;
+  for (int phase = 0; phase < 2; phase++)
+    for (int step = 0; step < W - 1; step++) {
+      const rs_phase_t ph = (rs_phase_t)phase;
+      rs__simrun_step(s);
+      for (size_t seg = 0; seg < segs && !rs__simrun_stopped(s); seg++) {
+        size_t off, len;
+        for (int r = 0; r < W; r++) {
+          rs__segment(elems, W, segs, rs__ring_send_chunk(W, r, ph, step), seg,
+                      &off, &len);
+          rs__simrun_send(s, r, len);
+        }
+        for (int r = 0; r < W; r++) {
+          rs__segment(elems, W, segs, rs__ring_recv_chunk(W, r, ph, step), seg,
+                      &off, &len);
+          rs__simrun_recv(s, r, rs__ring_prev(W, r),
+                          ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
         }
       }
-  }
-  return rs__simrun_end(&s);
+    }
 }
 
 /* The ring's edges: r -> r+1. */
@@ -233,5 +221,5 @@ const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .steps = steps,
                                  .depth = depth,
                                  .predict = predict,
-                                 .simulate = simulate,
+                                 .sim_bucket = sim_bucket,
                                  .run_bucket = ring_bucket};

@@ -51,7 +51,7 @@
  * next sweep's sends find a free slot. A pair of workers may be linked in
  * both trees (tree 0's child is tree 1's parent, or the same parent): one
  * edge then carries both trees' messages, in sweep order on both sides, and
- * at most one message per sweep. rs_algo_t's simulate plays exactly this
+ * at most one message per sweep. rs_algo_t's sim_bucket plays exactly this
  * interleaving on simulated clocks.
  *
  * The direct transport (the receiver reads the sender's buffer) is safe with
@@ -73,7 +73,6 @@
 #include "algo/tree.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "algo/algo.h"
 #include "net/netmodel.h"
@@ -179,7 +178,7 @@ static int height(int workers, int t) {
  * sends to its c children one after the other on its one outgoing link;
  * c is the most children any worker has: 2, or 1 when W is 2 or 3;
  * netmodel.h). The trees run one after the other, so the total is twice
- * their sum. simulate() plays the exact schedule. */
+ * their sum. sim_bucket plays the exact schedule. */
 static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   (void)cap;
@@ -218,80 +217,57 @@ static void top_down(int workers, int t, int *order) {
   }
 }
 
-/* The schedule on simulated clocks alone, no data (netmodel.h): the
+/* The simulation's scratch: both trees' workers top down (2W ranks). */
+static size_t sim_scratch(int workers) {
+  return 2 * (size_t)workers * sizeof(int);
+}
+
+/* Segment i of tree t's sweep in phase 0 (reduce) or 1 (broadcast) on
+ * simulated clocks: every worker in the order of the head comment, leaves
+ * first up, root first down. */
+static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
+                      size_t len) {
+  const int W = s->workers;
+  for (int k = 0; k < W; k++) {
+    const int x = phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
+    const int parent = rs__tree_parent(W, t, x);
+    int children[2];
+    const int n = rs__tree_children(W, t, x, children);
+    if (phase == 0) { /* up: mailbox x holds x's sum on its way up */
+      for (int j = 0; j < n; j++)
+        rs__simrun_recv(s, x, children[j], len);
+      if (parent >= 0)
+        rs__simrun_send(s, x, len);
+    } else { /* down: mailbox x holds the parent's value on its way to x */
+      if (parent >= 0)
+        rs__simrun_recv(s, x, x, 0);
+      /* one message per child, one after the other on x's link */
+      for (int j = 0; j < n; j++)
+        rs__simrun_post(s, x, children[j], len);
+    }
+  }
+}
+
+/* One bucket on simulated clocks alone, no data (algo.h): the
  * sweep-by-sweep interleaving of the head comment, in which every worker
  * makes the same clock calls with the same arrival times as in a threaded
  * run. */
-static uint64_t simulate(const rs_netmodel_t *m, int workers,
-                         const rs_bucket_t *buckets, size_t bucket_count,
-                         size_t segment_bytes, size_t elem_size) {
-  if (!m->enabled || workers < 2)
-    return 0;
-  const int W = workers;
-  rs_simclock_t *clocks = calloc((size_t)W, sizeof *clocks);
-  uint64_t *arrive = calloc((size_t)W, sizeof *arrive);
-  uint64_t *wire = calloc((size_t)W, sizeof *wire);
-  int *order = calloc(2 * (size_t)W, sizeof *order);
-  if (!clocks || !arrive || !wire || !order) {
-    free(clocks);
-    free(arrive);
-    free(wire);
-    free(order);
-    return UINT64_MAX;
-  }
-  for (int r = 0; r < W; r++)
-    rs__sim_init(&clocks[r], m, W, r);
+static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
+  const int W = s->workers;
+  const size_t S = rs__tree_segments(W, segs);
+  int *order = s->scratch;
   top_down(W, 0, order);
   top_down(W, 1, order + W);
-  for (size_t b = 0; b < bucket_count; b++) {
-    const size_t elems = buckets[b].elems;
-    const size_t segs = rs_segs_per_chunk(elems, W, segment_bytes, elem_size);
-    const size_t S = rs__tree_segments(W, segs);
-    for (int phase = 0; phase < 2; phase++) {
-      for (int r = 0; r < W; r++)
-        rs__sim_step(&clocks[r]);
-      for (int t = 0; t < 2; t++)
-        for (size_t i = 0; i < S && !rs__sim_stopped(m); i++) {
-          size_t off, len;
-          int chunk, segment, children[2];
-          rs__tree_segment(elems, W, segs, t, i, &off, &len, &chunk, &segment);
-          const size_t bytes = len * elem_size;
-          for (int k = 0; k < W; k++) {
-            /* Up: leaves first (order reversed), arrive[x] is when x's sum
-             * reaches its parent; down: root first, arrive[x] is when the
-             * parent's value reaches x. */
-            const int x =
-                phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
-            const int parent = rs__tree_parent(W, t, x);
-            const int n = rs__tree_children(W, t, x, children);
-            uint64_t depart;
-            if (phase == 0) {
-              for (int j = 0; j < n; j++)
-                rs__sim_recv(&clocks[x], arrive[children[j]], wire[children[j]],
-                             bytes);
-              if (parent >= 0)
-                rs__sim_send(&clocks[x], bytes, &depart, &arrive[x], &wire[x]);
-            } else {
-              if (parent >= 0)
-                rs__sim_recv(&clocks[x], arrive[x], wire[x], 0);
-              /* One message per child, one after the other on x's link:
-               * arrive[child] is when the child's copy gets there. */
-              for (int j = 0; j < n; j++)
-                rs__sim_send(&clocks[x], bytes, &depart, &arrive[children[j]],
-                             &wire[children[j]]);
-            }
-          }
-        }
-    }
+  for (int phase = 0; phase < 2; phase++) {
+    rs__simrun_step(s);
+    for (int t = 0; t < 2; t++)
+      for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++) {
+        size_t off, len;
+        int chunk, segment;
+        rs__tree_segment(elems, W, segs, t, i, &off, &len, &chunk, &segment);
+        sim_sweep(s, order, phase, t, len);
+      }
   }
-  uint64_t end = 0;
-  for (int r = 0; r < W; r++)
-    end = clocks[r].clock > end ? clocks[r].clock : end;
-  free(clocks);
-  free(arrive);
-  free(wire);
-  free(order);
-  return end;
 }
 
 /* Parent and children in both trees, each worker once: the edges run both
@@ -370,5 +346,6 @@ const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .steps = steps,
                                  .depth = depth,
                                  .predict = predict,
-                                 .simulate = simulate,
+                                 .sim_bucket = sim_bucket,
+                                 .sim_scratch = sim_scratch,
                                  .run_bucket = tree_bucket};
