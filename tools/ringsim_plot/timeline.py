@@ -44,8 +44,11 @@ def place_labels(labels, char, lanes):
 # The timeline's rows of step labels (under the workers), and the least
 # width a bar is drawn at, as a fraction of the time drawn (1/500: about
 # 2 pixels of the 12-inch figure's 1,100-pixel axis at 120 dpi): a 21 us
-# receive on a 100 ms axis would be a fifth of a pixel.
-TIMELINE_LABEL_ROWS = 4
+# receive on a 100 ms axis would be a fifth of a pixel. Six rows: a W=4
+# ring's six steps each find one even when all begin within a label's
+# width, as in a failed run whose axis runs on to its timeout (a row past
+# the fourth is used only when the rows above have no room).
+TIMELINE_LABEL_ROWS = 6
 TIMELINE_MIN_BAR = 1 / 500
 
 
