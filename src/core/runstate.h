@@ -119,7 +119,7 @@ struct rs_run {
   char trace_errmsg[RS_ERRMSG_MAX];
   /* Over MPI (mpi_run.h): this process's rank of procs, and its workers
    * first_local .. local_end-1; one process: 0 of 1, all W. */
-  void *mpi; /* mpi.c's own state (opaque here); NULL for one process */
+  void *mpi; /* src/mpi's own state (opaque here); NULL for one process */
   int proc, procs;
   int first_local, local_end;
 };
@@ -154,7 +154,7 @@ static inline void rs__progress_add(rs_run_t *run, size_t units) {
   atomic_fetch_add_explicit(&run->phase_done, units, memory_order_relaxed);
 }
 
-/* A fault another process found (mpi.c): set it as the run's error, as
+/* A fault another process found (mpi/faults.c): set it as the run's error, as
  * the first fault (worker found it at fault_ns), unless one is set. */
 void rs__run_fail_from(rs_run_t *run, int worker, int code, uint64_t fault_ns,
                        const char *message);

@@ -53,7 +53,7 @@ struct rs_edge {
   int from, to;
   rs_chan_t chan; /* the shared-memory transports' FIFO; over MPI, its
                      sequence numbers, checksum and packing settings */
-  void *mpi;      /* the MPI transport's side of the edge (mpi.c) */
+  void *mpi;      /* the MPI transport's side of the edge (mpi/transport.c) */
 };
 
 #endif /* RINGSIM_TRANSPORT_H */

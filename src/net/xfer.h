@@ -60,9 +60,9 @@ typedef struct rs_event_buf {
   rs_event_t *events;
   size_t count;
   size_t capacity;
-  /* Over MPI (mpi.c's tracer) the buffer is a ring of capacity records,
-   * one producer (the worker) and one consumer (the tracer thread): the
-   * worker writes record count % capacity once count - taken < capacity
+  /* Over MPI (mpi/stream.c's tracer) the buffer is a ring of capacity
+   * records, one producer (the worker) and one consumer (the tracer
+   * thread): the worker writes record count % capacity once count - taken < capacity
    * (else it waits for the tracer) and publishes count in `written`; the
    * tracer hands records on in order and publishes `taken`. held_max is
    * the most records the ring held at once, as the worker saw it. */

@@ -365,7 +365,7 @@ int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
 
 /* Size every worker's event buffer for all the transfers it will receive,
  * so recording never allocates; over MPI, each of this process's workers
- * a ring of at most a trace batch, which the tracer drains (mpi.c). */
+ * a ring of at most a trace batch, which the tracer drains (mpi/stream.c). */
 static int alloc_events(rs_run_t *run) {
   const int W = run->config.workers;
   for (int r = 0; r < W; r++) {
