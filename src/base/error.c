@@ -1,5 +1,5 @@
 /* error.c - names and messages of ringsim's error codes (RS_ERRNO_MAP),
- * ops, run statuses and worker states. */
+ * ops, averages, run statuses and worker states. */
 #include <string.h>
 
 #include "ringsim/ringsim.h"

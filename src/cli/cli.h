@@ -220,9 +220,6 @@ const char *cli_safe(const char *text, char *buf, size_t size);
  * flag cleared, so a loss is said once. A report that is lost must not
  * leave an exit status that says all went well. */
 int cli_stdout_lost(const char *what, char *err, size_t size);
-/* --average's name for an avg run ("post", "pre", "pre-mul"); NULL for
- * the other ops, which do not average. */
-const char *cli_average_name(const rs_config_t *config);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 

@@ -144,7 +144,8 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
   /* avg divides before or after the sum; the other ops have no average */
-  const char *average = cli_average_name(&o->config);
+  const char *average =
+      o->config.op == RS_OP_AVG ? rs_average_name(o->config.average_pre) : NULL;
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
       "s:b, s:s, s:o}",

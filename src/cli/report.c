@@ -102,14 +102,6 @@ static void print_values(const rs_model_t *model, const void *values) {
   }
 }
 
-const char *cli_average_name(const rs_config_t *config) {
-  if (config->op != RS_OP_AVG)
-    return NULL;
-  return config->average_pre == RS_AVERAGE_PRE_MUL ? "pre-mul"
-         : config->average_pre == RS_AVERAGE_PRE   ? "pre"
-                                                   : "post";
-}
-
 int cli_stdout_lost(const char *what, char *err, size_t size) {
   errno = 0;
   int flushed = fflush(stdout) == 0;
@@ -445,7 +437,8 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
   char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(f->bytes, size, sizeof size);
   /* an average says when it divides: "avg" after the sum, else how */
-  const char *average = cli_average_name(cfg);
+  const char *average =
+      cfg->op == RS_OP_AVG ? rs_average_name(cfg->average_pre) : NULL;
   int divides_first = average && strcmp(average, "post") != 0;
   printf("ringsim %s: %s all-reduce (%s%s%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),
