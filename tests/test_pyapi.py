@@ -449,23 +449,33 @@ class PyApi(unittest.TestCase):
             self.assertEqual(set(cli), set(e.report))
 
     # pyapi-7: Ctrl-C during a run interrupts it at once (here a worker
-    # stalls for 20 s): KeyboardInterrupt, in well under the stall
+    # stalls for 20 s): KeyboardInterrupt, in well under the stall. The
+    # signal is sent once the run is under way (readysignal), not after a
+    # guessed sleep: the process has 4 threads more than it had just before
+    # the call (it prints its count): the binding's thread that calls
+    # rs_run_execute, and threads only rs_run_execute starts (the 3
+    # workers, or first the reference's helpers).
     def test_interrupt(self):
-        code = ("import time, torch, ringsim\n"
-                "print('running', flush=True)\n"
+        code = ("import os, time, torch, ringsim\n"
+                "grads = [{'w': torch.ones(8)} for _ in range(3)]\n"
+                "print('running', len(os.listdir('/proc/self/task')), flush=True)\n"
                 "t = time.monotonic()\n"
                 "try:\n"
                 "    ringsim.ddp_allreduce_average_grads(\n"
-                "        [{'w': torch.ones(8)} for _ in range(3)],\n"
-                "        inject='stall:worker=1,step=0,ms=20000', timeout=60)\n"
+                "        grads, inject='stall:worker=1,step=0,ms=20000', timeout=60)\n"
                 "except KeyboardInterrupt:\n"
                 "    print('interrupted after %.1f s' % (time.monotonic() - t))\n")
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
         with subprocess.Popen([sys.executable, "-c", code], env=env,
                               stdout=subprocess.PIPE, text=True) as p:
             try:
-                self.assertEqual(p.stdout.readline(), "running\n")
-                time.sleep(1.5)  # inside the run by then (it lasts 20 s)
+                said, threads = p.stdout.readline().split()
+                self.assertEqual(said, "running")
+                deadline = time.monotonic() + 30  # readysignal
+                while len(os.listdir(f"/proc/{p.pid}/task")) < int(threads) + 4:
+                    self.assertLess(time.monotonic(), deadline,
+                                    "the run's worker threads never started")
+                    time.sleep(0.01)
                 p.send_signal(signal.SIGINT)
                 out, _ = p.communicate(timeout=15)
             finally:

@@ -373,6 +373,49 @@ class Writers(TraceCase):
         return subprocess.Popen([RINGSIM, *map(str, args)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env, **kw)
 
+    # nanosleep and clock_nanosleep: the system calls the trace's busy
+    # handler sleeps in (src/io/trace.c's sleep_ms), by machine
+    NANOSLEEP = {"x86_64": {35, 230}, "aarch64": {101, 115}}
+
+    def waiting_for_the_lock(self, p):
+        """Whether ringsim process p waits for the trace's lock (readysignal):
+        it has the trace open and its main thread sleeps in the busy
+        handler (/proc/PID/syscall's number, or where the kernel has no such
+        file, /proc/PID/wchan). The trace is opened before anything else
+        of the run, and nothing sleeps between that and its wait."""
+        proc = f"/proc/{p.pid}"
+        try:
+            if not any(os.path.realpath(os.path.join(proc, "fd", fd)) ==
+                       os.path.realpath(self.db) for fd in os.listdir(f"{proc}/fd")):
+                return False
+            numbers = self.NANOSLEEP.get(os.uname().machine)
+            if numbers and os.path.exists(f"{proc}/syscall"):
+                with open(f"{proc}/syscall") as f:
+                    call = f.read().split()[0]
+                return call.isdigit() and int(call) in numbers
+            with open(f"{proc}/wchan") as f:
+                return "nanosleep" in f.read()
+        except OSError:  # it has ended (the caller sees why)
+            return False
+
+    def until_waiting(self, procs, timeout=60):
+        """Until each of procs has been seen waiting for the trace's lock;
+        gives the time (time.monotonic()) the last one was first seen so."""
+        deadline = time.monotonic() + timeout
+        waiting = set()
+        while len(waiting) < len(procs):
+            for p in procs:
+                if p not in waiting and self.waiting_for_the_lock(p):
+                    waiting.add(p)
+                if p.poll() is not None:
+                    self.fail(f"a writer ended (exit {p.returncode}) instead of "
+                              f"waiting for the lock: {p.stderr.read()}")
+            self.assertLess(time.monotonic(), deadline,
+                            f"{len(procs) - len(waiting)} of {len(procs)} writers "
+                            "never waited for the lock")
+            time.sleep(0.01)
+        return time.monotonic()
+
     def writers(self, count, *args, env=None):
         """Start count ringsim processes at once; return [(rc, out, err)]."""
         procs = [self.start(*args, env=env) for _ in range(count)]
@@ -411,8 +454,11 @@ class Writers(TraceCase):
                 self.assert_all_kept(results, {})
 
     # writers-2: eight processes at once on an existing trace while another
-    # writer holds the lock for 12 s (longer than the 10 s SQLite wait the
-    # writer once had): they queue, then all write; nothing is lost.
+    # writer holds the lock: they queue, then all write; nothing is lost.
+    # The wait is the property: the lock is held until every writer has
+    # waited for it 10.5 s, longer than the 10 s SQLite wait the writer
+    # once had (readysignal: from when each is seen waiting, not from their
+    # start, which a busy machine delays by seconds).
     def test_concurrent_existing_trace(self):
         self.traced_run(4, 1000)
         before = transfer_counts(self.db)
@@ -421,8 +467,13 @@ class Writers(TraceCase):
         model = self.model(100000)
         procs = [self.start("-w", 4, "-p", model, "--segment-bytes", 1024,
                             "--trace", self.db, "--json") for _ in range(8)]
-        time.sleep(12)
-        con.execute("COMMIT")
+        try:
+            all_waiting = self.until_waiting(procs)
+            time.sleep(max(0.0, all_waiting + 10.5 - time.monotonic()))
+            for p in procs:
+                self.assertIsNone(p.poll(), "a writer gave up waiting")
+        finally:
+            con.execute("COMMIT")
         con.close()
         results = []
         for p in procs:
@@ -488,13 +539,7 @@ class Writers(TraceCase):
             p = subprocess.Popen([RINGSIM, "-w", "2", "-p", self.model(10), "--trace", self.db],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, RINGSIM_TRACE_WAIT="60"))
-            # once it has the trace open it is waiting for the lock
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and p.poll() is None and not any(
-                    os.path.realpath(os.path.join(f"/proc/{p.pid}/fd", fd)) == os.path.realpath(self.db)
-                    for fd in os.listdir(f"/proc/{p.pid}/fd")):
-                time.sleep(0.05)
-            time.sleep(1)
+            self.until_waiting([p])  # readysignal: in the wait, not before
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=30)
         finally:

@@ -545,8 +545,11 @@ class Viewer(BrowserCase):
         self.click(".clock-sim")
         self.assertIn("Simulated time", self.pane().text)
         self.click(".zoomin")
-        self.press(" ")
-        time.sleep(1.2)
+        self.press(" ")  # play, until it has stepped (readysignal), then pause
+        deadline = time.monotonic() + 30
+        while self.stage()[0] == 0:
+            self.assertLess(time.monotonic(), deadline, "play never stepped")
+            time.sleep(0.05)
         self.press(" ")
         self.assertGreater(self.stage()[0], 0)
         canvas = self.pane().find_element("css selector", "canvas.timeline")
