@@ -523,6 +523,19 @@ typedef struct rs_config {
    * over MPI point-to-point (docs/mpi.md). Every process creates and
    * executes the same run; rank 0 writes the trace. 0: one process. */
   int mpi;
+  /* Test knobs, as text ("" for none, the default). The library reads no
+   * environment: the command and the Python package copy these from the
+   * variables named here (rs_config_set's "test-flip" and
+   * "mpi-trace-batch").
+   * - test_flip, RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...] (up to 64 pairs):
+   *   flip the lowest bit of those elements of those workers' results
+   *   after the first iteration, before the check, as silent memory
+   *   corruption would (docs/reliability.md).
+   * - mpi_trace_batch, RINGSIM_MPI_TRACE_BATCH=N: trace records per batch
+   *   to rank 0 over MPI, the same in every process (docs/mpi.md).
+   * rs_run_create refuses a value it cannot read, naming the variable. */
+  char test_flip[1024];
+  char mpi_trace_batch[32];
 } rs_config_t;
 
 /* MPI (docs/mpi.md), for a program started by mpirun. rs_mpi_init

@@ -259,6 +259,12 @@ def _settings(workers, options):
             argv.append("--" + name.replace("_", "-"))
             if not isinstance(v, bool):
                 argv.append(_text(v))
+    # the test knobs, from the environment as the command takes them
+    # (libringsim reads none): RINGSIM_TEST_FLIP, RINGSIM_MPI_TRACE_BATCH
+    for variable in ("RINGSIM_TEST_FLIP", "RINGSIM_MPI_TRACE_BATCH"):
+        if variable in os.environ:
+            settings.append((variable[8:].lower().replace("_", "-"),
+                             _c_string(os.environ[variable], variable)))
     return settings, argv
 
 

@@ -8,8 +8,6 @@
  * DESIGN: nothing here keeps state; every function works on what its
  * caller passes, so two runs in one process stay apart as everywhere else.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -29,33 +27,6 @@ rs_config_t *rs_config_new(void) {
 }
 
 void rs_config_free(rs_config_t *config) { free(config); }
-
-static int parse_long(const char *text, long min, long max, long *out) {
-  /* A number given is the number alone, as written in decimal: an
-   * optional '-', then digits, no leading zero ("01"), sign ("+2") or
-   * blank (strtol would take all three). */
-  const char *digits = text + (text[0] == '-');
-  if (!isdigit((unsigned char)digits[0]) ||
-      (digits[0] == '0' && digits[1] != '\0'))
-    return -1;
-  char *end;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno || *end || v < min || v > max)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-static int parse_double(const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (errno || end == text || *end || isnan(v))
-    return -1;
-  *out = v;
-  return 0;
-}
 
 /* "1", "true" or "0", "false". */
 static int parse_flag(const char *text, int *out) {
@@ -107,7 +78,7 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
        kv = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(kv, '=');
     long v;
-    if (!eq || parse_long(eq + 1, 0, INT_MAX, &v))
+    if (!eq || rs_read_int(eq + 1, 0, INT_MAX, &v))
       return -1;
     *eq = '\0';
     unsigned key = strcmp(kv, "worker") == 0                            ? 1u
@@ -127,6 +98,19 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
   if (f->kind == RS_FAULT_STALL && f->ms < 0)
     return -1;
   return 0;
+}
+
+/* "ring, rd, ... or auto": every name rs_algorithm_parse takes, in the
+ * table's order (algo/list.c), so a new algorithm is listed by itself. */
+static void algo_names(char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int a = 0; a <= RS_ALGO_AUTO && len < size; a++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                            a == 0              ? ""
+                            : a == RS_ALGO_AUTO ? " or "
+                                                : ", ",
+                            rs_algorithm_name((rs_algorithm_t)a));
 }
 
 /* The option's name with '_' for '-', so "bucket-mb" and "bucket_mb" are
@@ -152,7 +136,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
   char err[RS_ERRMSG_MAX];
   const char *o = option;
   if (is_option(o, "workers")) {
-    if (parse_long(value, 1, RS_MAX_WORKERS, &v))
+    if (rs_read_int(value, 1, RS_MAX_WORKERS, &v))
       FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
            RS_MAX_WORKERS);
     config->workers = (int)v;
@@ -168,11 +152,21 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     config->average_pre = (rs_average_t)average;
   } else if (is_option(o, "algo")) {
     int algo = rs_algorithm_parse(value);
-    if (algo < 0)
-      FAIL("%.64s '%.100s': expected ring, rd, rhd, linear, tree, gloo-ring or "
-           "auto",
-           o, value);
+    if (algo < 0) {
+      char names[256];
+      algo_names(names, sizeof names);
+      FAIL("%.64s '%.100s': expected %s", o, value, names);
+    }
     config->algo = (rs_algorithm_t)algo;
+  } else if (is_option(o, "test-flip") || is_option(o, "mpi-trace-batch")) {
+    /* the test knobs, as text (rs_config_t says what they do) */
+    int flip = is_option(o, "test-flip");
+    char *to = flip ? config->test_flip : config->mpi_trace_batch;
+    size_t size =
+        flip ? sizeof config->test_flip : sizeof config->mpi_trace_batch;
+    if (strlen(value) >= size)
+      FAIL("%.64s '%.100s': longer than %zu bytes", o, value, size - 1);
+    memcpy(to, value, strlen(value) + 1);
   } else if (is_option(o, "like")) {
     /* The command's --like ddp-gloo (docs/ddp.md). */
     if (strcmp(value, "ddp-gloo"))
@@ -182,24 +176,25 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     config->average_pre = RS_AVERAGE_PRE_MUL;
     config->ddp_layout = 1;
   } else if (is_option(o, "bucket-mb")) {
-    if (parse_double(value, &d) || !(d >= 0 && d <= 1048576))
+    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
       FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
            value);
     config->bucket_bytes = (size_t)(d * 1048576.0);
     if (d > 0 && config->bucket_bytes < sizeof(float))
       config->bucket_bytes = sizeof(float);
   } else if (is_option(o, "segment-bytes")) {
-    if (parse_long(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES, &v))
+    if (rs_read_int(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES,
+                    &v))
       FAIL("%.64s '%.100s': expected a number of bytes from %d to %ld", o,
            value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES);
     config->segment_bytes = (size_t)v;
   } else if (is_option(o, "slots")) {
-    if (parse_long(value, 1, RS_MAX_SLOTS, &v))
+    if (rs_read_int(value, 1, RS_MAX_SLOTS, &v))
       FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
            RS_MAX_SLOTS);
     config->slots = (int)v;
   } else if (is_option(o, "timeout")) {
-    if (parse_double(value, &d) || !(d > 0 && d <= 1e6))
+    if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
       FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);
     config->timeout_s = d;
   } else if (is_option(o, "loop")) {

@@ -1,8 +1,10 @@
 /* util.c - error formatting, aligned allocation, opening files to read. */
 #include "base/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,6 +34,43 @@ void rs_one_line(char *text) {
     }
   }
   *to = '\0';
+}
+
+int rs_read_digits(const char *text, int negative_ok, long long *value,
+                   const char **end) {
+  const char *digits = text + (negative_ok && text[0] == '-');
+  size_t n = 0;
+  while (isdigit((unsigned char)digits[n]))
+    n++;
+  if (n == 0 || (digits[0] == '0' && n > 1))
+    return -1;
+  char *stop;
+  errno = 0;
+  long long v = strtoll(text, &stop, 10);
+  if (errno || stop != digits + n)
+    return -1;
+  *value = v;
+  *end = stop;
+  return 0;
+}
+
+int rs_read_int(const char *text, long min, long max, long *out) {
+  long long v;
+  const char *end;
+  if (rs_read_digits(text, 1, &v, &end) || *end || v < min || v > max)
+    return -1;
+  *out = (long)v;
+  return 0;
+}
+
+int rs_read_real(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || isnan(v))
+    return -1;
+  *out = v;
+  return 0;
 }
 
 /* Transparent huge pages: a large buffer on 2 MiB boundaries, marked for

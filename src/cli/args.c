@@ -2,8 +2,6 @@
  * way: the usage error, the one number reader (integers, sizes), the
  * messages of a bad value, and the algorithm names the library's table
  * gives --algo. */
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,40 +42,10 @@ const char *cli_mode_prefix(cli_mode_t mode) {
   return (unsigned)mode < CLI_MODES ? prefix[mode] : "";
 }
 
-/* Decimal digits alone after an optional '-' (if negative_ok): no '+',
- * no blank, no leading zero (strtol and strtoull would take all three);
- * *end the first byte after the digits. */
-static int read_digits(const char *text, int negative_ok, long long *value,
-                       const char **end) {
-  const char *digits = text + (negative_ok && text[0] == '-');
-  size_t n = 0;
-  while (isdigit((unsigned char)digits[n]))
-    n++;
-  if (n == 0 || (digits[0] == '0' && n > 1))
-    return -1;
-  char *stop;
-  errno = 0;
-  long long v = strtoll(text, &stop, 10);
-  if (errno || stop != digits + n)
-    return -1;
-  *value = v;
-  *end = stop;
-  return 0;
-}
-
-int cli_read_int(const char *text, long min, long max, long *out) {
-  long long v;
-  const char *end;
-  if (read_digits(text, 1, &v, &end) || *end || v < min || v > max)
-    return -1;
-  *out = (long)v;
-  return 0;
-}
-
 int cli_read_size(const char *text, size_t min, size_t max, size_t *out) {
   long long v;
   const char *end;
-  if (read_digits(text, 0, &v, &end))
+  if (rs_read_digits(text, 0, &v, &end))
     return -1;
   unsigned shift = 0;
   switch (*end) {

@@ -107,12 +107,16 @@ int cli_check_auto_mpi(const options_t *o);
  * "double", "half", "bfloat16". */
 const char *cli_datatype_name(rs_dtype_t dtype);
 
-/* args.c: the one number reader of the command. An integer is written as
- * decimal digits alone (an optional '-' first, no '+', no blank, no
- * leading zero: "01"); a size the same, unsigned, with an optional K, M
- * or G (powers of 1024) after it. Each returns 0 with the value in *out,
- * or -1 when the text is not one or is outside [min, max]. */
-int cli_read_int(const char *text, long min, long max, long *out);
+/* optset.c: the test knobs, copied from the environment into config's
+ * text (rs_config_t: the library reads no environment):
+ * RINGSIM_TEST_FLIP and RINGSIM_MPI_TRACE_BATCH; rs_run_create reads
+ * them. -1 with msg (RS_ERRMSG_MAX bytes) when one is too long. */
+int cli_test_knobs(rs_config_t *config, char *msg);
+
+/* args.c: a size, read as the library reads every integer
+ * (rs_read_digits, internal/command.h: decimal digits alone), unsigned,
+ * with an optional K, M or G (powers of 1024) after it: 0 with the value
+ * in *out, or -1 when the text is not one or is outside [min, max]. */
 int cli_read_size(const char *text, size_t min, size_t max, size_t *out);
 /* The message for a value that is not one of them, into msg
  * (RS_ERRMSG_MAX bytes): "--NAME 'VALUE': expected " and what is.

@@ -8,6 +8,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "option.h"
@@ -34,7 +35,7 @@ int cli_set_int(const cli_option_t *opt, options_t *o, const char *value,
                 char *msg) {
   long v;
   char expected[64];
-  if (cli_read_int(value, opt->min, opt->max, &v)) {
+  if (rs_read_int(value, opt->min, opt->max, &v)) {
     cli_expect_int(opt->min, opt->max, expected, sizeof expected);
     return cli_bad_value(msg, opt, value, "%s", expected);
   }
@@ -75,7 +76,7 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
   long v;
   if (o->mode != CLI_BENCH) {
     long max = o->mode == CLI_MODEL ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
-    if (cli_read_int(value, 1, max, &v))
+    if (rs_read_int(value, 1, max, &v))
       return cli_bad_value(msg, opt, value, "an integer in 1..%ld", max);
     o->config.workers = (int)v;
     o->workers_given = 1;
@@ -86,7 +87,7 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
   char *save = NULL;
   for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
        t = strtok_r(NULL, ",", &save)) {
-    ok = n < CLI_BENCH_MAX_SIZES && !cli_read_int(t, 1, RS_MAX_WORKERS, &v);
+    ok = n < CLI_BENCH_MAX_SIZES && !rs_read_int(t, 1, RS_MAX_WORKERS, &v);
     if (ok)
       o->bench.workers[n++] = (int)v;
   }
@@ -101,7 +102,7 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
 int cli_set_seed(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
   long v;
-  if (cli_read_int(value, 0, opt->max, &v))
+  if (rs_read_int(value, 0, opt->max, &v))
     return cli_bad_value(msg, opt, value, "an integer in 0..%ld", opt->max);
   o->seed = (uint64_t)v;
   o->seed_given = 1;
@@ -194,6 +195,29 @@ int cli_set_transport(const cli_option_t *opt, options_t *o, const char *value,
   if (strcmp(value, "shm") && strcmp(value, "mpi"))
     return cli_bad_value(msg, opt, value, "shm or mpi");
   o->config.mpi = strcmp(value, "mpi") == 0;
+  return 0;
+}
+
+int cli_test_knobs(rs_config_t *config, char *msg) {
+  struct {
+    const char *name;
+    char *to;
+    size_t size;
+  } knobs[] = {
+      {"RINGSIM_TEST_FLIP", config->test_flip, sizeof config->test_flip},
+      {"RINGSIM_MPI_TRACE_BATCH", config->mpi_trace_batch,
+       sizeof config->mpi_trace_batch}};
+  for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) {
+    const char *value = getenv(knobs[i].name);
+    if (!value)
+      continue;
+    if (strlen(value) >= knobs[i].size) {
+      snprintf(msg, RS_ERRMSG_MAX, "%s '%.100s': longer than %zu bytes",
+               knobs[i].name, value, knobs[i].size - 1);
+      return -1;
+    }
+    memcpy(knobs[i].to, value, strlen(value) + 1);
+  }
   return 0;
 }
 

@@ -220,6 +220,10 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
     snprintf(two->label[0], sizeof two->label[0], "A:");
     snprintf(two->label[1], sizeof two->label[1], "B:");
   }
+  char msg[RS_ERRMSG_MAX];
+  for (int k = 0; k < w.sides; k++)
+    if (cli_test_knobs(&w.side[k]->config, msg))
+      return cli_refuse(mode, "%s", msg);
   const char *extra = NULL; /* the first argument that is no option */
   int options_end = 0;
   for (int i = 1; i < argc; i++) {

@@ -100,7 +100,7 @@ struct rs_run {
   uint64_t *mismatches;
   rs_mismatch_t first_mismatches[RS_MISMATCH_LIST];
   size_t mismatches_listed;
-  /* RINGSIM_TEST_FLIP (run.c): bits to flip in worker results before the
+  /* config.test_flip (run/flips.c): bits to flip in worker results before the
    * check, for tests of the check. */
   int flip_count;
   struct {

@@ -14,7 +14,7 @@
 #include "mpi/mpi_internal.h"
 
 /* Trace records per batch, and per worker's ring (the test knob
- * RINGSIM_MPI_TRACE_BATCH sets it, up to BATCH_MAX). */
+ * mpi_trace_batch, RINGSIM_MPI_TRACE_BATCH, sets it, up to BATCH_MAX). */
 #define BATCH_DEFAULT 8192
 #define BATCH_MAX (1 << 20)
 
@@ -93,7 +93,7 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
       c->net.enabled ? (unsigned long long)net : 0ull, (int)c->collective,
       c->ref_reps, rs_model_name(m), rs_model_param_count(m), rs_model_elems(m),
       rs_dtype_name(rs_model_dtype(m)), (unsigned long long)model_digest(m),
-      batch ? batch : "unset");
+      batch[0] ? batch : "unset");
 }
 
 /* An agreement's failure as a run's error message (without "ringsim: "). */
@@ -122,19 +122,14 @@ static void free_state(struct rs_mpi *m) {
 /* Before anything else, and before this process refuses anything: every
  * process must have the same options and model, or the collectives fall
  * out of step. Then each refuses what it refuses alike. *batch: the
- * records per trace batch (text, the test knob, if given), which every
+ * records per trace batch (text: the test knob, "" if not given), which every
  * process must agree on too (rank 0 receives whole batches). */
 static int compare_config(const rs_run_t *run, const char *text, long *batch,
                           char *errmsg) {
   const int W = run->config.workers, procs = rs__mpi_job.procs;
   *batch = BATCH_DEFAULT;
-  if (text) {
-    char *end;
-    errno = 0;
-    *batch = strtol(text, &end, 10);
-    if (errno || end == text || *end || *batch < 1 || *batch > BATCH_MAX)
-      *batch = -1;
-  }
+  if (text[0] && rs_read_int(text, 1, BATCH_MAX, batch))
+    *batch = -1;
   char local[RS_ERRMSG_MAX] = "";
   int code = 0;
   if (*batch < 0)
@@ -234,8 +229,7 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
                             ? (uint64_t)(run->config.timeout_s * 1e9)
                             : AGREE_WAIT_NS;
   long batch;
-  int rc =
-      compare_config(run, getenv("RINGSIM_MPI_TRACE_BATCH"), &batch, errmsg);
+  int rc = compare_config(run, run->config.mpi_trace_batch, &batch, errmsg);
   if (rc)
     return rc;
   struct rs_mpi *m = new_state(procs, run->config.traced, batch);

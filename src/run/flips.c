@@ -4,35 +4,30 @@
  * corruption would (docs/reliability.md), so the tests see the check list
  * the workers that differ.
  */
-#include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
-
 #include "base/util.h"
 #include "run/run.h"
 
-/* The test knob RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...] (docs/reliability.md):
- * flip the lowest bit of those elements of those workers' results after
- * the all-reduce, before the check, as silent memory corruption would,
- * to test the check's listing of workers that differ. */
+/* The test knob test_flip, RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...]
+ * (rs_config_t; docs/reliability.md): flip the lowest bit of those
+ * elements of those workers' results after the all-reduce, before the
+ * check, as silent memory corruption would, to test the check's listing
+ * of workers that differ. Numbers as rs_read_digits reads them. */
 int rs__run_parse_flips(rs_run_t *run, char *errmsg) {
-  const char *text = getenv("RINGSIM_TEST_FLIP");
-  if (!text)
+  const char *text = run->config.test_flip;
+  if (!text[0])
     return RS_OK;
   const int max = (int)(sizeof run->flips / sizeof *run->flips);
   const char *at = text;
   for (;;) {
-    char *end;
-    errno = 0;
-    long worker = strtol(at, &end, 10);
-    int ok = end != at && *end == ':' && worker >= 0 &&
+    long long worker = 0, elem = 0;
+    const char *end = at;
+    int ok = !rs_read_digits(at, 0, &worker, &end) && *end == ':' &&
              worker < run->config.workers && run->flip_count < max;
-    unsigned long long elem = 0;
     if (ok) {
       at = end + 1;
-      elem = strtoull(at, &end, 10);
-      ok = end != at && isdigit((unsigned char)*at) && !errno &&
-           elem < run->elems && (*end == ',' || *end == '\0');
+      ok = !rs_read_digits(at, 0, &elem, &end) &&
+           (unsigned long long)elem < run->elems &&
+           (*end == ',' || *end == '\0');
     }
     if (!ok)
       return rs__err(errmsg, RS_EINVAL,

@@ -47,7 +47,7 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems);
 /* edges.c: give every worker its links (after the edges are listed). */
 int rs__run_link_workers(rs_run_t *run, int *peers);
 
-/* flips.c: the test knob's bits, from RINGSIM_TEST_FLIP; and flipping
+/* flips.c: the test knob's bits, from config.test_flip; and flipping
  * them in this process's workers' results. */
 int rs__run_parse_flips(rs_run_t *run, char *errmsg);
 void rs__run_apply_flips(rs_run_t *run);

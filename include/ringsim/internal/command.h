@@ -31,6 +31,18 @@ extern "C" {
  * through it too. */
 void rs_one_line(char *text);
 
+/* Numbers as ringsim reads them everywhere: the command's options,
+ * rs_config_set's values and the test knobs. An integer is decimal digits
+ * alone, after a '-' if negative_ok: no '+', no blank, no leading zero
+ * ("01"), all of which strtol takes. rs_read_digits reads one at text
+ * (*value, and *end the byte after it); rs_read_int the whole text, one
+ * in min..max; rs_read_real the whole text, a number strtod reads that is
+ * not NaN. Each returns 0, or -1 and leaves *value / *out alone. */
+int rs_read_digits(const char *text, int negative_ok, long long *value,
+                   const char **end);
+int rs_read_int(const char *text, long min, long max, long *out);
+int rs_read_real(const char *text, double *out);
+
 /* After rs_run_execute: the run failed after all, once its result was in
  * (its output could not be written, a signal came): set its status to code
  * (RS_EINTERRUPTED, or another error) and its error to error, and record
