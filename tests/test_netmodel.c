@@ -21,7 +21,8 @@ static rs_model_t *model_of(size_t elems) {
 static uint64_t simulate_one(const rs_netmodel_t *net, int W, size_t elems,
                              size_t segment_bytes) {
   rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-  return rs_netmodel_simulate(net, W, &bucket, 1, segment_bytes, 4);
+  return rs_netmodel_simulate_algo(RS_ALGO_RING, net, W, &bucket, 1,
+                                   segment_bytes, 4);
 }
 
 /* The threaded run's simulated time (first iteration). */
@@ -42,7 +43,8 @@ static uint64_t threaded_sim(const rs_netmodel_t *net, int W, size_t elems,
   uint64_t sim = rs_run_result(run)->sim_ns;
   *segs = rs_run_result(run)->segs_per_chunk;
   assert_int_equal(rs_run_result(run)->predicted_ns,
-                   rs_netmodel_predict(net, W, elems, *segs, 4));
+                   rs_netmodel_predict_algo(RS_ALGO_RING, net, W, elems, *segs,
+                                            segment_bytes, 4));
   rs_run_free(run);
   rs_model_free(m);
   return sim;
@@ -111,7 +113,8 @@ static void test_formula_exact(void **state) {
         rs_netmodel_t net = net_of(nets[ni], ni == 1 ? "20GB/s" : NULL);
         size_t segs;
         uint64_t sim = threaded_sim(&net, W, elems, seg_bytes[si], &segs);
-        uint64_t want = rs_netmodel_predict(&net, W, elems, segs, 4);
+        uint64_t want = rs_netmodel_predict_algo(RS_ALGO_RING, &net, W, elems,
+                                                 segs, seg_bytes[si], 4);
         uint64_t model = simulate_one(&net, W, elems, seg_bytes[si]);
         if (sim != want || model != want)
           fail_msg("W=%d elems=%zu segs=%zu %s: threaded %llu, model %llu, "
@@ -178,10 +181,10 @@ static void test_big_ring_model(void **state) {
   (void)state;
   rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
   size_t elems = (size_t)4096 * 1000;
-  assert_int_equal(
-      simulate_one(&net, 4096, elems, 1 << 20),
-      rs_netmodel_predict(&net, 4096, elems,
-                          rs_segs_per_chunk(elems, 4096, 1 << 20, 4), 4));
+  assert_int_equal(simulate_one(&net, 4096, elems, 1 << 20),
+                   rs_netmodel_predict_algo(
+                       RS_ALGO_RING, &net, 4096, elems,
+                       rs_segs_per_chunk(elems, 4096, 1 << 20, 4), 1 << 20, 4));
 }
 
 int main(void) {

@@ -568,15 +568,16 @@ static void test_buckets(void **state) {
     for (size_t b = 0; b < 3; b++) {
       size_t k = rs_segs_per_chunk(rs_run_bucket(run, b)->elems, 3, 1024, 4);
       segs += k;
-      predicted +=
-          rs_netmodel_predict(&cfg.net, 3, rs_run_bucket(run, b)->elems, k, 4);
+      predicted += rs_netmodel_predict_algo(
+          RS_ALGO_RING, &cfg.net, 3, rs_run_bucket(run, b)->elems, k, 1024, 4);
     }
     assert_int_equal(res->segs_per_chunk, segs);
     assert_int_equal(res->transfers, 3 * 2 * 2 * segs);
     assert_int_equal(res->predicted_ns, predicted);
     assert_int_equal(
         res->sim_ns,
-        rs_netmodel_simulate(&cfg.net, 3, rs_run_bucket(run, 0), 3, 1024, 4));
+        rs_netmodel_simulate_algo(RS_ALGO_RING, &cfg.net, 3,
+                                  rs_run_bucket(run, 0), 3, 1024, 4));
     rs_run_free(run);
   }
   rs_model_free(m);

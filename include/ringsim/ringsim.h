@@ -355,24 +355,16 @@ RS_API double rs_busbw_factor(int workers);
  * their digits stay the same (a NaN algbw gives NaN). */
 RS_API double rs_busbw(double algbw, int workers);
 
-/* The ring's simulated time from the cost formula, for a uniform ring (no
- * overrides or stragglers): RS_NETMODEL_FORMULA, with k segments of
- * b = S/(W k) bytes per chunk (elements of elem_size), alpha the latency,
- * beta the bandwidth and gamma the reduce rate; b/beta and b/gamma are each
- * rounded up to a nanosecond. Exact when W x k divides the element count. */
-RS_API uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers,
-                                    size_t elems, size_t segs_per_chunk,
-                                    size_t elem_size);
-/* The simulated time of the schedule alone, without threads or data (what
- * `ringsim model` prints): the same clocks the threaded run keeps, over the
- * buckets in order, each cut into segments of at most segment_bytes. */
-RS_API uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
-                                     const rs_bucket_t *buckets,
-                                     size_t bucket_count, size_t segment_bytes,
-                                     size_t elem_size);
-/* The same for any algorithm: its cost formula for one bucket (an upper
- * bound for rd and rhd when W is not a power of two; see algorithms.md),
- * and its schedule on simulated clocks. */
+/* An algorithm's simulated time, without threads or data.
+ * - predict: its cost formula for one bucket of elems elements of
+ *   elem_size bytes, with segs_per_chunk segments of at most segment_bytes
+ *   per chunk (the ring's is RS_NETMODEL_FORMULA, b = S/(W k) bytes, each
+ *   of b/beta and b/gamma rounded up to a nanosecond; exact when W x k
+ *   divides the element count; an upper bound for rd and rhd when W is
+ *   not a power of two; every algorithm's: docs/algorithms.md).
+ * - simulate: its schedule on simulated clocks (what `ringsim model`
+ *   prints): the same clocks the threaded run keeps, over the buckets in
+ *   order, each cut into segments of at most segment_bytes. */
 RS_API uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo,
                                          const rs_netmodel_t *m, int workers,
                                          size_t elems, size_t segs_per_chunk,

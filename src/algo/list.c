@@ -1,6 +1,6 @@
 /* algo/list.c - the algorithms by name, and the public entry points that
- * reach an algorithm's cost model (ringsim.h's rs_netmodel_predict and
- * rs_netmodel_simulate, which model the ring). */
+ * reach an algorithm's cost model (ringsim.h's rs_netmodel_predict_algo
+ * and rs_netmodel_simulate_algo). */
 #include "algo/list.h"
 
 #include <string.h>
@@ -31,18 +31,6 @@ int rs_algorithm_parse(const char *name) {
 
 const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
   return (unsigned)algo < RS_ALGO_COUNT ? algos[algo] : NULL;
-}
-
-uint64_t rs_netmodel_predict(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs, size_t elem_size) {
-  return rs__algo_ring.predict(m, workers, elems, segs, SIZE_MAX, elem_size);
-}
-
-uint64_t rs_netmodel_simulate(const rs_netmodel_t *m, int workers,
-                              const rs_bucket_t *buckets, size_t bucket_count,
-                              size_t segment_bytes, size_t elem_size) {
-  return rs__algo_simulate(&rs__algo_ring, m, workers, buckets, bucket_count,
-                           segment_bytes, elem_size);
 }
 
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
