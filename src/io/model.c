@@ -226,41 +226,55 @@ static double round_to_dtype(rs_dtype_t dtype, double x) {
   return rounded;
 }
 
-/* Flatten a nested list that must have the param's shape from dimension dim
- * on, appending to out at *pos. */
-static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
-                          int dim, double *out, size_t *pos, const char *source,
-                          const char *where, char *errmsg) {
-  if (dim == p->ndim) {
-    if (!json_is_number(v))
-      return rs__err(errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
-                     source, where, *pos);
-    double x = json_number_value(v);
-    double rounded = round_to_dtype(dtype, x);
-    if (!isfinite(x) || !isfinite(rounded)) {
-      char text[32]; /* x in the fewest digits that read back as x */
-      for (int digits = 6; digits <= 17; digits++) {
-        snprintf(text, sizeof text, "%.*g", digits, x);
-        if (strtod(text, NULL) == x)
-          break;
-      }
-      return rs__err(errmsg, RS_EPARSE,
-                     "%s: %s: element %zu (%s) does not fit in %s: it "
-                     "rounds to infinity (the largest %s is %.9g)",
-                     source, where, *pos, text, rs_dtype_name(dtype),
-                     rs_dtype_name(dtype), dtype_max(dtype));
+/* One param's values being read: where they go (out, the next at pos),
+ * its shape and dtype, and the names its messages give (source: where).
+ */
+typedef struct flatten {
+  const rs_param_t *p;
+  rs_dtype_t dtype;
+  double *out;
+  size_t pos;
+  const char *source, *where;
+  char *errmsg;
+} flatten_t;
+
+/* One number of the param, rounded to its dtype, appended at f->pos. */
+static int flatten_number(json_t *v, flatten_t *f) {
+  if (!json_is_number(v))
+    return rs__err(f->errmsg, RS_EPARSE, "%s: %s: element %zu is not a number",
+                   f->source, f->where, f->pos);
+  double x = json_number_value(v);
+  double rounded = round_to_dtype(f->dtype, x);
+  if (!isfinite(x) || !isfinite(rounded)) {
+    char text[32]; /* x in the fewest digits that read back as x */
+    for (int digits = 6; digits <= 17; digits++) {
+      snprintf(text, sizeof text, "%.*g", digits, x);
+      if (strtod(text, NULL) == x)
+        break;
     }
-    out[(*pos)++] = rounded;
-    return RS_OK;
+    return rs__err(f->errmsg, RS_EPARSE,
+                   "%s: %s: element %zu (%s) does not fit in %s: it "
+                   "rounds to infinity (the largest %s is %.9g)",
+                   f->source, f->where, f->pos, text, rs_dtype_name(f->dtype),
+                   rs_dtype_name(f->dtype), dtype_max(f->dtype));
   }
+  f->out[f->pos++] = rounded;
+  return RS_OK;
+}
+
+/* Flatten a nested list that must have the param's shape from dimension
+ * dim on. */
+static int flatten_nested(json_t *v, flatten_t *f, int dim) {
+  const rs_param_t *p = f->p;
+  if (dim == p->ndim)
+    return flatten_number(v, f);
   if (!json_is_array(v) || json_array_size(v) != (size_t)p->shape[dim])
-    return rs__err(errmsg, RS_EPARSE,
+    return rs__err(f->errmsg, RS_EPARSE,
                    "%s: %s: dimension %d must be a list of %lld values, as "
                    "the shape says",
-                   source, where, dim, (long long)p->shape[dim]);
+                   f->source, f->where, dim, (long long)p->shape[dim]);
   for (size_t i = 0; i < json_array_size(v); i++) {
-    int rc = flatten_nested(json_array_get(v, i), p, dtype, dim + 1, out, pos,
-                            source, where, errmsg);
+    int rc = flatten_nested(json_array_get(v, i), f, dim + 1);
     if (rc)
       return rc;
   }
@@ -272,13 +286,16 @@ static int flatten_nested(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
 static int parse_values(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
                         double *out, const char *source, const char *where,
                         char *errmsg) {
-  size_t pos = 0;
+  flatten_t f = {.p = p,
+                 .dtype = dtype,
+                 .out = out,
+                 .source = source,
+                 .where = where,
+                 .errmsg = errmsg};
   int nested = p->ndim > 1 && json_is_array(v) && json_array_size(v) > 0 &&
                json_is_array(json_array_get(v, 0));
-  if (p->ndim == 0 && json_is_number(v))
-    return flatten_nested(v, p, dtype, 0, out, &pos, source, where, errmsg);
-  if (nested)
-    return flatten_nested(v, p, dtype, 0, out, &pos, source, where, errmsg);
+  if ((p->ndim == 0 && json_is_number(v)) || nested)
+    return flatten_nested(v, &f, 0);
   if (!json_is_array(v))
     return rs__err(errmsg, RS_EPARSE, "%s: %s: must be a list of numbers",
                    source, where);
@@ -289,7 +306,8 @@ static int parse_values(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
   rs_param_t flat = *p;
   flat.ndim = 1;
   flat.shape[0] = (int64_t)p->elems;
-  return flatten_nested(v, &flat, dtype, 0, out, &pos, source, where, errmsg);
+  f.p = &flat;
+  return flatten_nested(v, &f, 0);
 }
 
 static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,

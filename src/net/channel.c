@@ -103,11 +103,25 @@ uint64_t rs__checksum(const void *data, size_t n) {
   return h;
 }
 
-/* Wait for a free slot, fill it from hdr and src, publish it. */
-static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
-                   int by_ref, uint64_t seq, int corrupt, uint64_t begin,
-                   uint64_t timeout_ns, uint64_t *wait_ns) {
-  int rc = wait_until(ch, can_send, &ch->send_spin, timeout_ns, wait_ns);
+/* One send, as send_msg was given it: the message's header and data, by
+ * reference or by copy, its number, when it began, and how long it may
+ * wait for a slot (the wait is added to *wait_ns). */
+typedef struct send {
+  const rs_msg_t *hdr;
+  const void *src;
+  int by_ref;
+  uint64_t seq;
+  uint64_t begin;
+  uint64_t timeout_ns;
+  uint64_t *wait_ns;
+} send_t;
+
+/* Wait for a free slot, fill it from the send (its payload damaged if
+ * corrupt), publish it. */
+static int publish(rs_chan_t *ch, const send_t *s, int corrupt) {
+  const rs_msg_t *hdr = s->hdr;
+  const void *src = s->src;
+  int rc = wait_until(ch, can_send, &ch->send_spin, s->timeout_ns, s->wait_ns);
   if (rc)
     return rc;
   uint64_t index = atomic_load_explicit(&ch->tail, memory_order_relaxed);
@@ -116,9 +130,9 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
   rs_msg_t *msg = slot_at(ch, index);
   size_t bytes = hdr->elems * ch->elem_bytes;
   *msg = *hdr;
-  msg->seq = seq;
-  msg->send_begin_ns = begin;
-  if (by_ref) {
+  msg->seq = s->seq;
+  msg->send_begin_ns = s->begin;
+  if (s->by_ref) {
     msg->data = src;
     msg->checksum = ch->checksum ? rs__checksum(src, bytes) : 0;
     if (corrupt) /* no wire copy to damage: damage what travels */
@@ -148,20 +162,24 @@ static int publish(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
 static int send_msg(rs_chan_t *ch, const rs_msg_t *hdr, const void *src,
                     int by_ref, rs_wire_t wire, uint64_t timeout_ns,
                     uint64_t *wait_ns) {
-  uint64_t begin = rs__now_ns();
-  uint64_t seq = ch->send_seq++;
+  const send_t s = {.hdr = hdr,
+                    .src = src,
+                    .by_ref = by_ref,
+                    .begin = rs__now_ns(),
+                    .seq = ch->send_seq++,
+                    .timeout_ns = timeout_ns,
+                    .wait_ns = wait_ns};
   int rc;
   switch (wire) {
   case RS_WIRE_DROP:
     return RS_OK; /* the number is spent; the message never arrives */
   case RS_WIRE_DUP:
-    rc = publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+    rc = publish(ch, &s, 0);
     if (rc == RS_OK) /* once out, twice out: the second may time out */
-      return publish(ch, hdr, src, by_ref, seq, 0, begin, timeout_ns, wait_ns);
+      return publish(ch, &s, 0);
     break;
   default:
-    rc = publish(ch, hdr, src, by_ref, seq, wire == RS_WIRE_CORRUPT, begin,
-                 timeout_ns, wait_ns);
+    rc = publish(ch, &s, wire == RS_WIRE_CORRUPT);
     break;
   }
   /* A send that timed out or was aborted before its message went out gives
