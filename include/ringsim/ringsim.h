@@ -317,8 +317,9 @@ typedef struct rs_netmodel {
   } stragglers[RS_MAX_NET_OVERRIDES];
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
-   * once it is nonzero, returns at once, its result meaningless (a signal stopped it: the caller set the flag and knows).
-   * NULL: it runs to its end. */
+   * once it is nonzero, returns at once, its result meaningless (a signal
+   * stopped it: the caller set the flag and knows). NULL: it runs to its
+   * end. */
   const rs_stop_flag_t *stop;
 } rs_netmodel_t;
 
