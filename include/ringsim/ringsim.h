@@ -341,6 +341,36 @@ RS_API int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 /* Check m against W workers: overrides name existing links and workers. */
 RS_API int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
+/* ---- topology (--topo): nodes of GPUs, their links and NICs ------------ */
+
+/* A cluster of nodes x gpus workers in blocks, as torchrun places ranks:
+ * worker r is GPU r mod gpus of node r / gpus. Each GPU has a port into
+ * its node's switch (intra, each way: NVLink through NVSwitch, or PCIe);
+ * each node has nics NICs to the other nodes (nic, each way), shared by
+ * its GPUs: GPU g sends and receives through NIC g mod nics. A transfer
+ * within a node crosses the sender's port and the receiver's; one between
+ * nodes crosses, in order, the sender's port, its NIC's send side, the
+ * receiver's NIC's receive side and the receiver's port, and has the
+ * NIC's latency. Contention: docs/algorithms.md. */
+typedef struct rs_topo {
+  int enabled;
+  int nodes; /* N */
+  int gpus;  /* G per node */
+  int nics;  /* K per node, 1..G */
+  rs_link_model_t intra;
+  rs_link_model_t nic;
+} rs_topo_t;
+
+/* Parse a topology: an optional preset first ("dgx-h100", "pcie";
+ * docs/algorithms.md cites their numbers), then key=value items that set
+ * or override: nodes=N, gpus=G, nics=K, intra=LATENCY/BANDWIDTH,
+ * nic=LATENCY/BANDWIDTH (units as --net's: "dgx-h100,nodes=64",
+ * "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s"). Enables t;
+ * RS_EINVAL with a one-line message naming the item otherwise. */
+RS_API int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg);
+/* Check t against W workers: W must be nodes x gpus. */
+RS_API int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg);
+
 /* The ring's cost formula as reports print it: alpha the latency, beta the
  * bandwidth, gamma the reduce rate (docs/ring-walkthrough.md uses the same;
  * every algorithm's formula: docs/algorithms.md). */

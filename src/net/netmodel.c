@@ -51,6 +51,22 @@ static int parse_quantity(const char *text, size_t len, const unit_t *units,
   return -1;
 }
 
+int rs__net_read_time(const char *text, size_t len, uint64_t *ns) {
+  double v;
+  if (parse_quantity(text, len, time_units, &v))
+    return -1;
+  *ns = (uint64_t)llround(v);
+  return 0;
+}
+
+int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s) {
+  double v;
+  if (parse_quantity(text, len, rate_units, &v) || v < 1)
+    return -1;
+  *bytes_per_s = (uint64_t)llround(v);
+  return 0;
+}
+
 int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
                            char *errmsg) {
   double v;

@@ -82,6 +82,12 @@ static inline int rs__sim_stopped(const rs_netmodel_t *m) {
   return m->stop && __atomic_load_n(m->stop, __ATOMIC_RELAXED);
 }
 
+/* The first len bytes of text as a time ("5us": ns, us, ms, s) in ns, or
+ * a rate ("25GB/s", "400Gbps", "800MiB/s": at least 1 B/s) in bytes per
+ * second, as --net reads them; 0, or -1 if they are not one. */
+int rs__net_read_time(const char *text, size_t len, uint64_t *ns);
+int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s);
+
 /* Set c up for worker rank of W under net (NULL or disabled: no clock). */
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank);
