@@ -36,6 +36,8 @@ static void test_grammar(void **state) {
   assert_int_equal(t.nics, 8);
   assert_int_equal(t.intra.bandwidth, 450000000000ull);
   assert_int_equal(t.nic.bandwidth, 50000000000ull); /* 400 Gb/s */
+  assert_int_equal(t.intra.latency_ns, 600);
+  assert_int_equal(t.nic.latency_ns, 2700);
   t = parsed("dgx-h100,nodes=64,nics=2");
   assert_int_equal(t.nodes, 64);
   assert_int_equal(t.nics, 2);

@@ -10,9 +10,11 @@
 #include "base/util.h"
 #include "net/netmodel.h"
 
-/* The presets, whose numbers docs/algorithms.md cites (the vendors'
- * published specifications for the bandwidths; NCCL's own latency model
- * for the latencies, which the vendors do not publish). */
+/* The presets, whose numbers docs/algorithms.md cites: the bandwidths
+ * from the vendors' published specifications; the latencies, which the
+ * vendors do not publish, are the per-hop latencies NCCL's own tuning
+ * model gives its LL protocol on a ring (src/graph/tuning.cc's hwLat:
+ * NVLink 0.6 us, PCI 1.0 us, network 2.7 us). */
 typedef struct preset {
   const char *name;
   rs_topo_t topo;
@@ -27,8 +29,8 @@ static const preset_t presets[] = {
       .nodes = 1,
       .gpus = 8,
       .nics = 8,
-      .intra = {.latency_ns = 1000, .bandwidth = 450000000000ull},
-      .nic = {.latency_ns = 5000, .bandwidth = 50000000000ull}}},
+      .intra = {.latency_ns = 600, .bandwidth = 450000000000ull},
+      .nic = {.latency_ns = 2700, .bandwidth = 50000000000ull}}},
     /* 8 GPUs on PCIe 4.0 x16 through the host (16 GT/s x 16 lanes,
      * 128b/130b: 31.5 GB/s each way), one 100 Gb/s NIC per node. */
     {"pcie",
@@ -36,8 +38,8 @@ static const preset_t presets[] = {
       .nodes = 1,
       .gpus = 8,
       .nics = 1,
-      .intra = {.latency_ns = 2000, .bandwidth = 31500000000ull},
-      .nic = {.latency_ns = 5000, .bandwidth = 12500000000ull}}},
+      .intra = {.latency_ns = 1000, .bandwidth = 31500000000ull},
+      .nic = {.latency_ns = 2700, .bandwidth = 12500000000ull}}},
 };
 #define PRESETS (sizeof presets / sizeof *presets)
 
