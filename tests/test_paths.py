@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """generator_paths: the generator and the check give the same bits on every
 machine. The release command's loops are compiled for AVX-512, AVX2 and the
-baseline, picked at load time for the machine (grads.c, check.c:
+baseline, picked at load time for the machine (grads.c, src/check/:
 target_clones); ringsim-noclones is the same code compiled for the baseline
 alone (RS_NO_CLONES: SSE2 on x86-64). Every dtype and init, a model whose
 params start and end inside Box-Muller pairs and cross the fill's pieces:

@@ -91,8 +91,8 @@ static double elem(rs_run_t *run, int w, size_t i, rs_dtype_t dtype) {
 }
 
 /* Run W workers over n elements with the given inputs and check, without
- * trusting check.c: the test keeps its own copy of the inputs and computes
- * its own reference. */
+ * trusting src/check/: the test keeps its own copy of the inputs and
+ * computes its own reference. */
 static void run_case(int W, size_t n, kind_t kind, rs_op_t op, int direct,
                      int slices, rs_dtype_t dtype) {
   rs_model_t *m = make_model(n, kind, W, dtype);
@@ -1032,11 +1032,11 @@ static void test_streamed_check_is_the_kept_one(void **state) {
   }
 }
 
-/* ring-19: an f32 run's check compares in vectorised loops (check.c's
- * compare_f32_*); they must give every field of every param exactly as
- * the general loop does, element by element (run->check_general), over
- * ops, both kinds of reference (within a bound; exact inputs, bitwise),
- * kept and streamed. */
+/* ring-19: an f32 run's check compares in vectorised loops
+ * (check_compare.c's compare_f32_*); they must give every field of every
+ * param exactly as the general loop does, element by element
+ * (run->check_general), over ops, both kinds of reference (within a bound;
+ * exact inputs, bitwise), kept and streamed. */
 static void test_fast_check_is_the_general_one(void **state) {
   (void)state;
   static const struct {

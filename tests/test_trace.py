@@ -374,7 +374,7 @@ class Writers(TraceCase):
                                 stderr=subprocess.PIPE, text=True, env=env, **kw)
 
     # nanosleep and clock_nanosleep: the system calls the trace's busy
-    # handler sleeps in (src/io/trace.c's sleep_ms), by machine
+    # handler sleeps in (src/io/trace_lock.c's sleep_ms), by machine
     NANOSLEEP = {"x86_64": {35, 230}, "aarch64": {101, 115}}
 
     def waiting_for_the_lock(self, p):

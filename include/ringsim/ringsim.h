@@ -213,7 +213,7 @@ typedef struct rs_trace rs_trace_t;
  * ("", ":memory:", "file:" URIs, devices) are refused (RS_EINVAL) and left
  * untouched, no -wal or -shm file created.
  * Several processes may append to one trace: each waits for the lock up to
- * five minutes (the environment's RINGSIM_TRACE_WAIT, in seconds, if set).
+ * five minutes (the command: RINGSIM_TRACE_WAIT seconds, if set).
  * On error *out is NULL and errmsg names the file and the problem. */
 RS_API int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
 RS_API void rs_trace_close(rs_trace_t *trace);

@@ -396,7 +396,7 @@ int cli_bench(int argc, char **argv) {
     return EXIT_USAGE;
   }
   /* over MPI rank 0 writes the trace, every process's transfers */
-  int opened = o.trace && rank == 0 ? rs_trace_open(o.trace, &trace, err) : 0;
+  int opened = o.trace && rank == 0 ? cli_trace_open(o.trace, &trace, err) : 0;
   if (opened) { /* bad input (2), or its lock not had in time (3) */
     fprintf(stderr, "ringsim: %s\n", err);
     return cli_exit_code(opened);

@@ -220,6 +220,10 @@ const char *cli_safe(const char *text, char *buf, size_t size);
  * flag cleared, so a loss is said once. A report that is lost must not
  * leave an exit status that says all went well. */
 int cli_stdout_lost(const char *what, char *err, size_t size);
+/* rs_trace_open for the command: the trace at path (err RS_ERRMSG_MAX
+ * bytes), its writer waiting for the lock RINGSIM_TRACE_WAIT seconds if
+ * that is set (refused unless 0 to 1e6), else the library's 5 minutes. */
+int cli_trace_open(const char *path, rs_trace_t **trace, char *err);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 

@@ -222,7 +222,7 @@ static int open_trace(const options_t *opt, rs_run_t *run, rs_trace_t **trace,
   char err[RS_ERRMSG_MAX];
   if (!opt->trace || opt->mpi_rank != 0)
     return -1;
-  int opened = rs_trace_open(opt->trace, trace, err);
+  int opened = cli_trace_open(opt->trace, trace, err);
   if (opened) { /* bad input (2), or its lock not had in time (3) */
     fprintf(stderr, "ringsim: %s\n", err);
     return cli_exit_code(opened);

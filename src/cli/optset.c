@@ -221,6 +221,19 @@ int cli_test_knobs(rs_config_t *config, char *msg) {
   return 0;
 }
 
+int cli_trace_open(const char *path, rs_trace_t **trace, char *err) {
+  const char *text = getenv("RINGSIM_TRACE_WAIT");
+  double wait_s = -1; /* the library's default */
+  if (text &&
+      (rs_read_real(text, &wait_s) || !(wait_s >= 0 && wait_s <= 1e6))) {
+    snprintf(err, RS_ERRMSG_MAX,
+             "RINGSIM_TRACE_WAIT '%.100s': expected seconds in [0, 1e6]", text);
+    rs_one_line(err);
+    return RS_EINVAL;
+  }
+  return rs_trace_open_waiting(path, wait_s, trace, err);
+}
+
 void cli_options_init(cli_mode_t mode, options_t *o) {
   o->mode = mode;
   memset(o->given, 0, sizeof o->given);

@@ -104,7 +104,7 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical);
 
 /* The reference of inputs that are not generated (collective, one
  * block, in block order): acc and amp hold this process's workers' sums
- * (check.c's accumulate: double, or long double for f64) of len
+ * (check_reference.c's accumulate: double, or long double for f64) of len
  * elements; make them every process's, by the run's op (sum, min, max or
  * prod for acc; sum, or prod, for amp). */
 void rs__mpi_reduce_sums(const rs_run_t *run, void *acc, void *amp, size_t len,

@@ -1,7 +1,7 @@
 /* runstate.h - the state of one run, and how it records a failure.
  *
  * The run (run.c) owns this state and drives it; the modules that fill,
- * check, trace or report on a run (grads.c, check.c, trace.c, explain.c)
+ * check, trace or report on a run (grads.c, check/, io/trace_*.c, explain.c)
  * read and write it here, so none of them calls back into run.c. Failure
  * recording lives here too: the first fault sets the run's status and
  * message (rs__run_fail), the abort flag stops every worker, and, after a
@@ -19,7 +19,7 @@
 #include "net/transport.h"
 #include "net/xfer.h"
 
-/* The constants of the error bound, one set per run (check.c's
+/* The constants of the error bound, one set per run (check_prepare.c's
  * bound_constants).
  */
 typedef struct bound_k {
@@ -55,9 +55,10 @@ struct rs_run {
   void *ref_exact; /* exact inputs: the direct mean, exact (buffer type) */
   void *fixed;     /* order_report: the result summed worker 0 first
                       (buffer type) */
-  check_plan_t *check_plan; /* how check.c checks this run */
-  int check_general;        /* tests: compare every element in check.c's general
-                               loop, never its fast f32 ones */
+  check_plan_t *check_plan; /* how check/ checks this run */
+  int check_general;        /* tests: compare every element in
+                               check_compare.c's general loop, never its
+                               fast f32 ones */
   rs_init_t init;
   /* Filled by rs_run_fill: the inputs can be made again from these, block
    * by block (rs__grads_generate), so the check keeps no copy. */

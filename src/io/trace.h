@@ -13,10 +13,11 @@
  *   per-worker totals, per-param check results and the run's outcome. A run
  *   that failed still writes every transfer that happened, including
  *   messages sent but never received (left in a channel).
- * - Over MPI the records reach rank 0 during the run (mpi.c's tracer, from
- *   per-worker rings of one batch): its tracer thread inserts them through
- *   the same statement into the transaction rs__trace_stream_open began,
- *   and rs__trace_finish adds the rest and commits it.
+ * - Over MPI the records reach rank 0 during the run (mpi/stream.c's
+ *   tracer, from per-worker rings of one batch): its tracer thread inserts
+ *   them through the same statement into the transaction
+ *   rs__trace_stream_open began, and rs__trace_finish adds the rest and
+ *   commits it.
  */
 #ifndef RINGSIM_TRACE_H
 #define RINGSIM_TRACE_H
@@ -31,7 +32,7 @@
 #define RS_TRACE_APPLICATION_ID 0x5253696d
 
 /* How long a writer waits for the trace's lock before it gives up, in
- * seconds (RINGSIM_TRACE_WAIT overrides): long enough for the writers
+ * seconds (rs_trace_open_waiting's overrides): long enough for the writers
  * queued ahead of it to write big runs (about a million rows a second). */
 #define RS_TRACE_WAIT_S 300.0
 
@@ -46,7 +47,7 @@ int rs__trace_begin(struct rs_run *run);
  * If that fails, it is rolled back and the run's row is marked failed in a
  * transaction of its own (if that can be written); trace_errmsg says which. */
 int rs__trace_finish(struct rs_run *run);
-/* Over MPI, rank 0 writes transfers while the run goes on (mpi.c's
+/* Over MPI, rank 0 writes transfers while the run goes on (mpi/stream.c's
  * tracer): stream_open begins the transaction rs__trace_finish will commit
  * (after rs__trace_begin, before the workers start) and prepares the
  * transfer insert; stream_write inserts n records received by worker dst,

@@ -1,8 +1,8 @@
 /* fill.c - rs_run_fill: the workers' generated inputs made on every core
  * (their pages first, then grads.c makes each block), and for exact
  * inputs the check's reference made block by block as they are
- * (check.c), while the blocks are in cache. Above both, so that neither
- * needs the other's filling.
+ * (check/check_reference.c), while the blocks are in cache. Above both, so
+ * that neither needs the other's filling.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -30,10 +30,11 @@ typedef struct fill_job {
 } fill_job_t;
 
 /* A piece of the elements for every worker, block by block: each block's
- * W inputs generated and their reference made as they are (check.c: exact
- * inputs' direct mean), each worker's block folded in while it is in L1
- * (folded after all W, they came back from L2 or beyond: 2 MiB a block at
- * W=256), so the check need not make them again after the run. */
+ * W inputs generated and their reference made as they are
+ * (check/check_reference.c: exact inputs' direct mean), each worker's
+ * block folded in while it is in L1 (folded after all W, they came back
+ * from L2 or beyond: 2 MiB a block at W=256), so the check need not make
+ * them again after the run. */
 static void fill_with_reference(rs_run_t *run, size_t first, size_t len) {
   for (size_t start = first; start < first + len; start += RS_CHECK_BLOCK) {
     size_t block = first + len - start < RS_CHECK_BLOCK ? first + len - start

@@ -43,6 +43,12 @@ int rs_read_digits(const char *text, int negative_ok, long long *value,
 int rs_read_int(const char *text, long min, long max, long *out);
 int rs_read_real(const char *text, double *out);
 
+/* rs_trace_open, with the longest a writer waits for the trace's lock:
+ * wait_s seconds (0 to 1e6; negative: the default, 5 minutes). The
+ * command passes RINGSIM_TRACE_WAIT's (the library reads no environment). */
+int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
+                          char *errmsg);
+
 /* After rs_run_execute: the run failed after all, once its result was in
  * (its output could not be written, a signal came): set its status to code
  * (RS_EINTERRUPTED, or another error) and its error to error, and record
