@@ -39,9 +39,9 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
-  s->scratch = a->sim_scratch ? calloc(1, a->sim_scratch(workers)) : NULL;
+  s->algo_mem = a->sim_scratch ? calloc(1, a->sim_scratch(workers)) : NULL;
   if (!s->clocks || !s->arrive || !s->wire ||
-      (a->sim_scratch && !s->scratch))
+      (a->sim_scratch && !s->algo_mem))
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
@@ -52,7 +52,7 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->clocks);
   free(s->arrive);
   free(s->wire);
-  free(s->scratch);
+  free(s->algo_mem);
 }
 
 uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,

@@ -1,19 +1,23 @@
 /* algo.h - what an all-reduce algorithm provides, one file each in
  * src/algo/ (as gloo keeps one algorithm per file).
  *
- * An algorithm is two things:
+ * An algorithm is three things, all in its own file:
  * - its schedule, as pure functions of (W, rank, step): which peer, which
  *   region, whose contributions each message holds. The algorithm's own
- *   header (algo/ring.h) has them; the algorithm, --explain, `ringsim
- *   model` and the tests use those, so none re-derives them.
+ *   header (algo/ring.h) has them; the algorithm, `ringsim model` and the
+ *   tests use those, so none re-derives them.
  * - its loop: what one worker does to all-reduce one bucket, written with
- *   the transfer primitive (xfer.h) and nothing else.
+ *   the transfer primitive (xfer.h) and nothing else, and the same
+ *   schedule on simulated clocks alone (sim_bucket).
+ * - its narration (narrate, through algo/narrate.h's narrator) and the
+ *   regions it cuts a bucket into (layout): --explain, diff's orders and
+ *   regions, the pictures.
  * The run (run.c) asks it which directed edges to create and how large
  * their messages get, then calls its loop once per bucket on every worker.
  *
  * To add an algorithm: write src/algo/NAME.h (its schedule) and
- * src/algo/NAME.c (its loop and its rs_algo_t), list it in list.c, and
- * test its schedule and its result (tests/test_schedule.c,
+ * src/algo/NAME.c (its loop, its narration and its rs_algo_t), list it in
+ * list.c, and test its schedule and its result (tests/test_schedule.c,
  * tests/test_ring.c's matrix).
  */
 #ifndef RINGSIM_ALGO_H
@@ -21,6 +25,7 @@
 
 #include <stddef.h>
 
+#include "algo/narrate.h"
 #include "net/xfer.h"
 
 /* A schedule played on simulated clocks alone (an algorithm's simulate):
@@ -34,7 +39,7 @@ typedef struct rs_simrun {
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
-  void *scratch;    /* the algorithm's (rs_algo_t's sim_scratch) */
+  void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
 } rs_simrun_t;
 typedef struct rs_algo {
   const char *name;
@@ -66,7 +71,7 @@ typedef struct rs_algo {
   int (*steps)(int workers, rs_collective_t collective);
   /* The most roundings any one contribution goes through on its way to
    * the result (the ring: W-1; recursive doubling: about log2 W): the
-   * check's error bound (check.c) grows with it. */
+   * check's error bound (check/check_prepare.c) grows with it. */
   int (*depth)(int workers);
   /* Does worker rank keep its own bucket aside (rs__xfer_stash)? NULL:
    * nobody does. */
@@ -80,9 +85,22 @@ typedef struct rs_algo {
    * as the run cuts it) played on simulated clocks alone, through the
    * shared runner below (rs__algo_simulate calls it bucket by bucket). */
   void (*sim_bucket)(rs_simrun_t *s, size_t elems, size_t segs);
-  /* Bytes of scratch the runner hands sim_bucket (s->scratch, zeroed
+  /* Bytes of scratch the runner hands sim_bucket (s->algo_mem, zeroed
    * once), for W workers; NULL: none. */
   size_t (*sim_scratch)(int workers);
+  /* --explain's name for it: "ring all-reduce". */
+  const char *title;
+  /* The regions a bucket of elems elements is cut into (the narration's
+   * columns, diff's per-region counts, the pictures): their offsets from
+   * the bucket's start, offsets[0..count] (room for W + 1), and their
+   * name and its plural ("chunk", "chunks"; NULL: the whole bucket moves
+   * at once); cap as for message_elems. Returns count. */
+  int (*layout)(int workers, size_t elems, size_t cap, size_t *offsets,
+                const char **word, const char **words);
+  /* The schedule of one bucket told to n (algo/narrate.h): each step's
+   * messages, and in words what the steps do. mean: each sum's last fold
+   * divides by W (op avg, not averaged before the sum). */
+  void (*narrate)(rs_narrator_t *n, int mean);
   /* One worker's part of the collective over its current bucket (w->base,
    * w->elems, w->segs_per_chunk). Returns RS_OK or the first error of the
    * transfer primitive. */

@@ -23,6 +23,10 @@
  * wire; a segment past the end of the buffer is neither sent nor received.
  * Step s here is gloo's iterations sP..sP+P-1; the sums are the same.
  *
+ * So this file is gloo's direction and cut (an rs_ring_way_t), its cost
+ * formula and its sizes; the ring's code in ring.c (algo/ring_way.h) runs,
+ * simulates, narrates and lays it out.
+ *
  * Averaging (op avg) is ringsim's, not gloo's (gloo only sums): after the
  * sum (the last reduce-scatter step divides), or before it by each worker
  * (average_pre, in run.c): divided by W, or, as PyTorch 1.13's DDP reducer
@@ -31,64 +35,63 @@
 #include "algo/gloo_ring.h"
 
 #include "algo/algo.h"
+#include "algo/narrate.h"
+#include "algo/ring_way.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
-/* The layout of the worker's current bucket. */
-static rs_gloo_layout_t layout_of(const rs_worker_t *w) {
-  return rs__gloo_layout(w->elems, w->workers, w->seg_cap);
+/* gloo's cut: N equal segments, P = N / W per chunk (gloo_ring.h). */
+static rs_ring_cut_t cut(size_t elems, int workers, size_t segs, size_t cap) {
+  const rs_gloo_layout_t l = rs__gloo_layout(elems, workers, cap);
+  (void)segs;
+  return (rs_ring_cut_t){.elems = elems,
+                         .workers = workers,
+                         .per_chunk = l.per_chunk,
+                         .seg_elems = l.seg_elems};
 }
 
-/* One step: send our chunk to r-1 and receive r+1's, segment by segment,
- * doing action with each; empty segments move no message. */
-static int gloo_step(rs_worker_t *w, const rs_gloo_layout_t *l,
-                     rs_phase_t phase, int s, rs_recv_action_t action) {
-  const int W = w->workers, r = w->rank;
-  const int next = rs__gloo_next(W, r), prev = rs__gloo_prev(W, r);
-  rs_tag_t out = {.phase = phase, .step = s}, in = out;
-  out.chunk = rs__gloo_send_chunk(W, r, phase, s);
-  in.chunk = rs__gloo_recv_chunk(W, r, phase, s);
-  rs__gloo_contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
-  rs__gloo_contributors(W, prev, phase, s, &in.contrib_first,
-                        &in.contrib_count);
-  for (size_t seg = 0; seg < l->per_chunk; seg++) {
-    size_t off, len;
-    int rc;
-    out.segment = in.segment = (int)seg;
-    rs__gloo_segment(l, w->elems, out.chunk, seg, &off, &len);
-    if (len && (rc = rs__xfer_send(w, next, off, len, &out)))
-      return rc;
-    rs__gloo_segment(l, w->elems, in.chunk, seg, &off, &len);
-    if (len && (rc = rs__xfer_recv(w, prev, off, len, &in, action)))
-      return rc;
-  }
-  return RS_OK;
+static void segment(const rs_ring_cut_t *c, int chunk, size_t seg,
+                    size_t *offset, size_t *len) {
+  const rs_gloo_layout_t l = {c->per_chunk * (size_t)c->workers, c->per_chunk,
+                              c->seg_elems};
+  rs__gloo_segment(&l, c->elems, chunk, seg, offset, len);
 }
 
-/* One bucket: reduce-scatter, then all-gather. */
-static int gloo_bucket(rs_worker_t *w) {
-  const int W = w->workers;
-  const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
-  const rs_gloo_layout_t l = layout_of(w);
-  int rc;
-  /* Reduce-scatter: W-1 steps, each adding one more contribution. */
-  for (int s = 0; s < W - 1; s++) {
-    rs_recv_action_t action = RS_RECV_REDUCE;
-    if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
-      action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
-    if ((rc = rs__xfer_step(w, RS, s, s, 1)) ||
-        (rc = gloo_step(w, &l, RS, s, action)))
-      return rc;
-  }
-  /* Now worker r holds the reduced chunk r. */
-  if (w->collective == RS_COLL_REDUCE_SCATTER)
-    return RS_OK;
-  /* All-gather: W-1 steps, forwarding the reduced chunks down the ring. */
-  for (int s = 0; s < W - 1; s++)
-    if ((rc = rs__xfer_step(w, AG, s, W - 1 + s, 1)) ||
-        (rc = gloo_step(w, &l, AG, s, RS_RECV_COPY)))
-      return rc;
-  return RS_OK;
+/* The ring the other way round (r sends to r-1), each chunk starting at
+ * the worker below its owner; empty segments are not sent, and the loop
+ * order is always gloo's step order. */
+static const rs_ring_way_t way = {
+    .next = rs__gloo_next,
+    .prev = rs__gloo_prev,
+    .send_chunk = rs__gloo_send_chunk,
+    .recv_chunk = rs__gloo_recv_chunk,
+    .contributors = rs__gloo_contributors,
+    .cut = cut,
+    .segment = segment,
+    .skip_empty = 1,
+    .sends = "r sends one chunk to worker r-1 (gloo's direction)",
+    .from = " from r+1"};
+
+static int gloo_bucket(rs_worker_t *w) { return rs__ring_run(&way, w); }
+
+static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
+  rs__ring_sim(&way, s, elems, segs);
+}
+
+static void narrate(rs_narrator_t *n, int mean) {
+  rs__ring_narrate(&way, n, mean);
+  rs__narr_say(n,
+               "\nEvery worker now holds every chunk %s all %d workers, in "
+               "gloo's order: chunk c summed from worker c-1 down to worker "
+               "c.\n",
+               n->result, n->workers);
+}
+
+/* The columns: gloo's chunks, P equal segments each, the last ones short
+ * or empty. */
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
 /* The cost formula: 2(W-1) steps of P segments (each a latency and a
@@ -106,34 +109,6 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
       m->link.latency_ns + rs__net_ns(seg_bytes, m->link.bandwidth);
   return 2 * (W - 1) * P * per_segment +
          (W - 1) * P * rs__net_ns(seg_bytes, m->reduce_rate);
-}
-
-/* One bucket on simulated clocks alone, no data (algo.h). */
-static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
-  const int W = s->workers;
-  const rs_gloo_layout_t l = rs__gloo_layout(elems, W, s->cap);
-  (void)segs;
-  for (int phase = 0; phase < 2; phase++)
-    for (int step = 0; step < W - 1; step++) {
-      const rs_phase_t ph = (rs_phase_t)phase;
-      rs__simrun_step(s);
-      for (size_t seg = 0; seg < l.per_chunk && !rs__simrun_stopped(s); seg++) {
-        size_t off, len;
-        for (int r = 0; r < W; r++) {
-          rs__gloo_segment(&l, elems, rs__gloo_send_chunk(W, r, ph, step), seg,
-                           &off, &len);
-          if (len)
-            rs__simrun_send(s, r, len);
-        }
-        for (int r = 0; r < W; r++) {
-          rs__gloo_segment(&l, elems, rs__gloo_recv_chunk(W, r, ph, step), seg,
-                           &off, &len);
-          if (len)
-            rs__simrun_recv(s, r, rs__gloo_prev(W, r),
-                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
-        }
-      }
-    }
 }
 
 /* The edges: r -> r-1. */
@@ -169,30 +144,26 @@ static size_t direct_slots(int workers, size_t min_segs, int slices) {
   return (size_t)(workers > 1 ? workers - 1 : 1) * min_segs;
 }
 
-static int steps(int workers, rs_collective_t collective) {
-  return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
-}
-
-/* A chunk's sum starts at one worker and gains one addition per hop. */
-static int depth(int workers) { return workers - 1; }
-
 /* At most one message per segment of every step. */
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
-  (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) *
-         rs__gloo_layout(elems, workers, cap).per_chunk;
+  (void)rank;
+  return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
-const rs_algo_t rs__algo_gloo_ring = {.name = "gloo-ring",
-                                      .send_peers = send_peers,
-                                      .recv_peers = recv_peers,
-                                      .message_elems = message_elems,
-                                      .chunk_segs = chunk_segs,
-                                      .direct_slots = direct_slots,
-                                      .messages = messages,
-                                      .steps = steps,
-                                      .depth = depth,
-                                      .predict = predict,
-                                      .sim_bucket = sim_bucket,
-                                      .run_bucket = gloo_bucket};
+const rs_algo_t rs__algo_gloo_ring = {
+    .name = "gloo-ring",
+    .send_peers = send_peers,
+    .recv_peers = recv_peers,
+    .message_elems = message_elems,
+    .chunk_segs = chunk_segs,
+    .direct_slots = direct_slots,
+    .messages = messages,
+    .steps = rs__ring_steps,
+    .depth = rs__ring_depth,
+    .predict = predict,
+    .sim_bucket = sim_bucket,
+    .title = "gloo's ring all-reduce (PyTorch's gloo backend)",
+    .layout = layout,
+    .narrate = narrate,
+    .run_bucket = gloo_bucket};

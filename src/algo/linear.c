@@ -13,8 +13,10 @@
 #include "algo/linear.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "algo/algo.h"
+#include "algo/narrate.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
@@ -150,15 +152,70 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   }
 }
 
-const rs_algo_t rs__algo_linear = {.name = "linear",
-                                   .send_peers = peers,
-                                   .recv_peers = peers,
-                                   .message_elems = rs__algo_capped_elems,
-                                   .direct_slots = direct_slots,
-                                   .messages = messages,
-                                   .steps = steps,
-                                   .depth = depth,
-                                   .stashes = stashes,
-                                   .predict = predict,
-                                   .sim_bucket = sim_bucket,
-                                   .run_bucket = rs__linear_bucket};
+/* The narration (algo/narrate.h): the reduce to the root, then the
+ * broadcast. */
+static void narrate(rs_narrator_t *n, int mean) {
+  const int W = n->workers, root = RS_LINEAR_ROOT;
+  char title[64];
+  rs__narr_say(
+      n,
+      "\nreduce: %d step%s; in each, one worker sends its whole buffer to "
+      "worker %d, the root. The root sets its own data aside, copies the "
+      "first buffer it receives over its own, %s each next one, and folds "
+      "its own in last, as Open MPI's basic linear reduce does.\n",
+      W - 1, W == 2 ? "" : "s", root,
+      n->op == RS_OP_SUM || n->op == RS_OP_AVG ? "adds" : "folds in");
+  rs__narr_stash(n, root);
+  for (int j = 0; j < W - 1; j++) {
+    rs__narr_begin(n);
+    rs__narr_send(n, rs__linear_sender(W, j), root, 0, 1,
+                  j == 0 ? RS_RECV_COPY : RS_RECV_REDUCE);
+    snprintf(title, sizeof title, "reduce step %d", j);
+    rs__narr_end(n, title);
+  }
+  rs__narr_begin(n);
+  rs__narr_send(n, root, root, 0, 1,
+                mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+  rs__narr_end(n, "the root's own data, last");
+  rs__narr_say(
+      n,
+      "\nbroadcast: %d step%s; in each the root sends the result to one "
+      "worker, which copies it.\n",
+      W - 1, W == 2 ? "" : "s");
+  for (int j = 0; j < W - 1; j++) {
+    rs__narr_begin(n);
+    rs__narr_send(n, root, rs__linear_receiver(j), 0, 1, RS_RECV_COPY);
+    snprintf(title, sizeof title, "broadcast step %d", j);
+    rs__narr_end(n, title);
+  }
+  rs__narr_say(
+      n,
+      "\nEvery worker now holds the whole buffer %s all %d workers: the "
+      "root took in %d buffer%s and sent out %d, all through its own "
+      "link.\n",
+      n->result, W, W - 1, W == 2 ? "" : "s", W - 1);
+}
+
+/* The whole bucket moves at once: one column. */
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  (void)workers, (void)cap;
+  return rs__layout_whole(elems, offsets, word, words);
+}
+
+const rs_algo_t rs__algo_linear = {
+    .name = "linear",
+    .send_peers = peers,
+    .recv_peers = peers,
+    .message_elems = rs__algo_capped_elems,
+    .direct_slots = direct_slots,
+    .messages = messages,
+    .steps = steps,
+    .depth = depth,
+    .stashes = stashes,
+    .predict = predict,
+    .sim_bucket = sim_bucket,
+    .title = "linear all-reduce (reduce to worker 0, then broadcast)",
+    .layout = layout,
+    .narrate = narrate,
+    .run_bucket = rs__linear_bucket};

@@ -17,8 +17,10 @@
 #include "algo/rd.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "algo/algo.h"
+#include "algo/narrate.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
@@ -150,6 +152,77 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   }
 }
 
+/* The fold-in's and fold-out's introduction (narrate.h), shared by rd and
+ * rhd. */
+void rs__narrate_pof2_fold(rs_narrator_t *n, int P, const char *how) {
+  const int E = n->workers - P;
+  rs__narr_say(
+      n,
+      "\n%d workers are not a power of two: the E = %d extra worker%s fold%s "
+      "into %s neighbour%s first, as Open MPI does. %s Then %d workers "
+      "take part, renumbered 0..%d, and at the end the result goes back to "
+      "the %d that sat out.\n",
+      n->workers, E, E == 1 ? "" : "s", E == 1 ? "s" : "",
+      E == 1 ? "its" : "their", E == 1 ? "" : "s", how, P, P - 1, E);
+}
+
+/* The narration (algo/narrate.h): recursive doubling's steps. */
+static void narrate(rs_narrator_t *n, int mean) {
+  const int W = n->workers, P = rs__pof2(W), E = W - P;
+  char title[96];
+  if (E) {
+    rs__narrate_pof2_fold(
+        n, P,
+        "Each even worker r below 2E sends its whole buffer to r+1, "
+        "which adds it to its own and stands for both.");
+    rs__narr_begin(n);
+    for (int r = 0; r < W; r++)
+      if (rs__pof2_fold_peer(W, r) > r)
+        rs__narr_send(n, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_REDUCE);
+    rs__narr_end(n, "fold-in");
+  }
+  rs__narr_say(
+      n,
+      "\nexchanges: %d step%s; in the step at distance d = 1, 2, 4, ..., "
+      "each worker taking part (renumbered rank v) swaps its whole buffer "
+      "with renumbered rank v xor d, and both %s.\n",
+      rs__log2(P), P == 2 ? "" : "s",
+      n->op == RS_OP_SUM || n->op == RS_OP_AVG ? "add"
+                                               : "fold it into their own");
+  for (int d = 1, k = 0; d < P; d *= 2, k++) {
+    rs__narr_begin(n);
+    for (int v = 0; v < P; v++)
+      rs__narr_send(n, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d), 0, 1,
+                    mean && 2 * d == P ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+    snprintf(title, sizeof title, "exchange %d (distance %d)", k, d);
+    rs__narr_end(n, title);
+  }
+  if (E) {
+    rs__narr_say(
+        n, "\nfold-out: each odd worker r below 2E sends the result back to "
+           "r-1, which copies it.\n");
+    rs__narr_begin(n);
+    for (int r = 0; r < W; r++)
+      if (rs__pof2_fold_peer(W, r) >= 0 && rs__pof2_fold_peer(W, r) < r)
+        rs__narr_send(n, r, rs__pof2_fold_peer(W, r), 0, 1, RS_RECV_COPY);
+    rs__narr_end(n, "fold-out");
+  }
+  rs__narr_say(
+      n,
+      "\nEvery worker now holds the whole buffer %s all %d workers: %d "
+      "step%s, each worker taking part sending its whole buffer %d "
+      "time%s, where the ring sends 2(W-1)/W of it.\n",
+      n->result, W, n->steps, n->steps == 1 ? "" : "s", rs__log2(P),
+      rs__log2(P) == 1 ? "" : "s");
+}
+
+/* The whole bucket moves at once: one column. */
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  (void)workers, (void)cap;
+  return rs__layout_whole(elems, offsets, word, words);
+}
+
 const rs_algo_t rs__algo_rd = {.name = "rd",
                                .send_peers = peers,
                                .recv_peers = peers,
@@ -162,4 +235,7 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .depth = rs__rd_depth,
                                .predict = predict,
                                .sim_bucket = sim_bucket,
+                               .title = "recursive doubling all-reduce",
+                               .layout = layout,
+                               .narrate = narrate,
                                .run_bucket = rs__rd_bucket};

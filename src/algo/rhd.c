@@ -16,8 +16,10 @@
 #include "algo/rhd.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "algo/algo.h"
+#include "algo/narrate.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
@@ -209,7 +211,7 @@ static size_t sim_scratch(int workers) {
  * own. */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   const int W = s->workers, P = rs__pof2(W), E = W - P, nsteps = rs__log2(P);
-  sim_part_t(*part)[MAX_STEPS] = s->scratch;
+  sim_part_t(*part)[MAX_STEPS] = s->algo_mem;
   sim_part_t *round = (sim_part_t *)(part + P);
   size_t *size = (size_t *)(round + P);
   (void)chunk_segs;
@@ -268,17 +270,123 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   }
 }
 
-const rs_algo_t rs__algo_rhd = {.name = "rhd",
-                                .send_peers = peers,
-                                .recv_peers = peers,
-                                .message_elems = rs__algo_capped_elems,
-                                /* the all-gather writes the half a partner
-                                   may still be reading */
-                                .direct_slots = rs__algo_never_direct,
-                                .messages = messages,
-                                .steps = steps,
-                                .depth = rs__rd_depth,
-                                .predict = predict,
-                                .sim_bucket = sim_bucket,
-                                .sim_scratch = sim_scratch,
-                                .run_bucket = rs__rhd_bucket};
+/* The narration (algo/narrate.h): the columns are the P parts the halvings
+ * cut the bucket into (layout below). A window is a run of parts: the halving
+ * of a bucket of P elements (rs__rhd_halving) gives it in parts, since every
+ * window of an n-element bucket is cut where the part boundaries are (layout).
+ */
+static void narrate(rs_narrator_t *n, int mean) {
+  const int W = n->workers, P = rs__pof2(W), E = W - P, K = rs__log2(P);
+  char title[96];
+  if (E) {
+    rs__narrate_pof2_fold(
+        n, P,
+        "Each pair r, r+1 (even r below 2E) swaps halves, the even one "
+        "keeping and adding the left half, the odd one the right; then "
+        "the odd one sends its summed right half to the even one, which "
+        "copies it and stands for both.");
+    rs__narr_begin(n);
+    for (int r = 0; r < 2 * E; r += 2) {
+      rs__narr_send(n, r, r + 1, P / 2, P, RS_RECV_REDUCE);
+      rs__narr_send(n, r + 1, r, 0, P / 2, RS_RECV_REDUCE);
+    }
+    rs__narr_end(n, "fold-in step 0");
+    rs__narr_begin(n);
+    for (int r = 0; r < 2 * E; r += 2)
+      rs__narr_send(n, r + 1, r, P / 2, P, RS_RECV_COPY);
+    rs__narr_end(n, "fold-in step 1");
+  }
+  rs__narr_say(
+      n,
+      "\nreduce-scatter by recursive halving: %d step%s; at distance m = 1, "
+      "2, 4, ... each worker taking part (virtual rank v) sends half of its "
+      "window to v xor m and %s the other half it receives: the lower "
+      "worker keeps the left half. The window halves every step.\n",
+      K, K == 1 ? "" : "s", n->fold_phrase);
+  for (int k = 0; k < K; k++) {
+    rs__narr_begin(n);
+    for (int v = 0; v < P; v++) {
+      const int r = rs__rhd_rank(W, v);
+      size_t go = 0, gl = 0, ko = 0, kl = 0;
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)go,
+                    (int)(go + gl),
+                    mean && k == K - 1 ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+    }
+    snprintf(title, sizeof title, "reduce-scatter step %d (distance %d)", k,
+             1 << k);
+    rs__narr_end(n, title);
+  }
+  rs__narr_owners(n, "reduce-scatter");
+  rs__narr_say(
+      n,
+      "\nall-gather by recursive doubling: %d step%s, the same partners in "
+      "reverse order; each sends what it holds and copies what it gave "
+      "away, so the window doubles back to the whole buffer.\n",
+      K, K == 1 ? "" : "s");
+  for (int k = K - 1, j = 0; k >= 0; k--, j++) {
+    rs__narr_begin(n);
+    for (int v = 0; v < P; v++) {
+      const int r = rs__rhd_rank(W, v);
+      size_t go = 0, gl = 0, ko = 0, kl = 0;
+      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
+      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)ko,
+                    (int)(ko + kl), RS_RECV_COPY);
+    }
+    snprintf(title, sizeof title, "all-gather step %d (distance %d)", j,
+             1 << k);
+    rs__narr_end(n, title);
+  }
+  if (E) {
+    rs__narr_say(n,
+                 "\nfold-out: each even worker r below 2E sends the result to "
+                 "r+1, which copies it.\n");
+    rs__narr_begin(n);
+    for (int r = 0; r < 2 * E; r += 2)
+      rs__narr_send(n, r, r + 1, 0, P, RS_RECV_COPY);
+    rs__narr_end(n, "fold-out");
+  }
+  rs__narr_say(
+      n,
+      "\nEvery worker now holds every part %s all %d workers: %d steps; "
+      "each worker taking part sends (P-1)/P of its buffer in the "
+      "halvings and as much in the doublings, as the ring does, in "
+      "2 log2 P steps instead of 2(W-1).\n",
+      n->result, W, n->steps);
+}
+
+/* The columns: the halvings' cuts. Window [s, s+len) splits at s + len/2;
+ * the leaves in order are the P parts. */
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  const int P = rs__pof2(workers);
+  (void)cap;
+  *word = "part";
+  *words = "parts";
+  offsets[0] = 0;
+  offsets[P] = elems;
+  for (int span = P; span > 1; span /= 2)
+    for (int c = 0; c < P; c += span) {
+      size_t lo = offsets[c], hi = offsets[c + span];
+      offsets[c + span / 2] = lo + (hi - lo) / 2;
+    }
+  return P;
+}
+
+const rs_algo_t rs__algo_rhd = {
+    .name = "rhd",
+    .send_peers = peers,
+    .recv_peers = peers,
+    .message_elems = rs__algo_capped_elems,
+    /* the all-gather writes the half a partner may still be reading */
+    .direct_slots = rs__algo_never_direct,
+    .messages = messages,
+    .steps = steps,
+    .depth = rs__rd_depth,
+    .predict = predict,
+    .sim_bucket = sim_bucket,
+    .sim_scratch = sim_scratch,
+    .title = "Rabenseifner's all-reduce (recursive halving, then doubling)",
+    .layout = layout,
+    .narrate = narrate,
+    .run_bucket = rs__rhd_bucket};

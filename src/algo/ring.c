@@ -40,6 +40,11 @@
  * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
  * does (average_pre), every worker divides its own gradient first.
  *
+ * gloo's ring (gloo_ring.c) is this ring the other way round and cut
+ * otherwise: the code below runs, simulates, narrates and lays out either
+ * from its direction and its cut (algo/ring_way.h); ringsim's ring is
+ * the rs_ring_way_t at the end, with its cost formula.
+ *
  * This file is the algorithm alone. Moving a segment, and everything
  * around it (the transport, the fold in the run's dtype, the simulated
  * clock, the trace, the watchdog's view, injected faults), is the transfer
@@ -47,33 +52,39 @@
  */
 #include "algo/ring.h"
 
+#include <stdio.h>
+
 #include "algo/algo.h"
+#include "algo/narrate.h"
+#include "algo/ring_way.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
 /* One step on segments seg_first..seg_end-1 of its chunks (all of them,
  * or one slice): send our chunk to the next worker, receive the previous
  * worker's and do action with it, segment by segment. */
-static int ring_step(rs_worker_t *w, rs_phase_t phase, int s,
+static int ring_step(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+                     rs_worker_t *w, rs_phase_t phase, int s,
                      rs_recv_action_t action, size_t seg_first,
                      size_t seg_end) {
   const int W = w->workers, r = w->rank;
-  const int next = rs__ring_next(W, r), prev = rs__ring_prev(W, r);
+  const int next = way->next(W, r), prev = way->prev(W, r);
   rs_tag_t out = {.phase = phase, .step = s}, in = out;
-  out.chunk = rs__ring_send_chunk(W, r, phase, s);
-  in.chunk = rs__ring_recv_chunk(W, r, phase, s);
-  rs__ring_contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
-  rs__ring_contributors(W, prev, phase, s, &in.contrib_first,
-                        &in.contrib_count);
+  out.chunk = way->send_chunk(W, r, phase, s);
+  in.chunk = way->recv_chunk(W, r, phase, s);
+  way->contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
+  way->contributors(W, prev, phase, s, &in.contrib_first, &in.contrib_count);
   for (size_t seg = seg_first; seg < seg_end; seg++) {
     size_t off, len;
     int rc;
     out.segment = in.segment = (int)seg;
-    rs__segment(w->elems, W, w->segs_per_chunk, out.chunk, seg, &off, &len);
-    if ((rc = rs__xfer_send(w, next, off, len, &out)))
+    way->segment(cut, out.chunk, seg, &off, &len);
+    if ((len || !way->skip_empty) &&
+        (rc = rs__xfer_send(w, next, off, len, &out)))
       return rc;
-    rs__segment(w->elems, W, w->segs_per_chunk, in.chunk, seg, &off, &len);
-    if ((rc = rs__xfer_recv(w, prev, off, len, &in, action)))
+    way->segment(cut, in.chunk, seg, &off, &len);
+    if ((len || !way->skip_empty) &&
+        (rc = rs__xfer_recv(w, prev, off, len, &in, action)))
       return rc;
   }
   return RS_OK;
@@ -81,7 +92,8 @@ static int ring_step(rs_worker_t *w, rs_phase_t phase, int s,
 
 /* The ring on segments seg_first..seg_end-1 of every chunk of the bucket:
  * reduce-scatter, then all-gather. */
-static int ring(rs_worker_t *w, size_t seg_first, size_t seg_end) {
+static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+                rs_worker_t *w, size_t seg_first, size_t seg_end) {
   const int W = w->workers, first_part = seg_first == 0;
   const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
   int rc;
@@ -92,32 +104,167 @@ static int ring(rs_worker_t *w, size_t seg_first, size_t seg_end) {
       action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
     if ((rc = rs__xfer_step(w, RS, s, rs__ring_global_step(W, RS, s),
                             first_part)) ||
-        (rc = ring_step(w, RS, s, action, seg_first, seg_end)))
+        (rc = ring_step(way, cut, w, RS, s, action, seg_first, seg_end)))
       return rc;
   }
-  /* Now worker r holds the reduced chunk (r+1) mod W. */
+  /* Now every worker holds one reduced chunk (ring.h, gloo_ring.h). */
   if (w->collective == RS_COLL_REDUCE_SCATTER)
     return RS_OK;
   /* All-gather: W-1 steps, forwarding the reduced chunks round the ring. */
   for (int s = 0; s < W - 1; s++)
     if ((rc = rs__xfer_step(w, AG, s, rs__ring_global_step(W, AG, s),
                             first_part)) ||
-        (rc = ring_step(w, AG, s, RS_RECV_COPY, seg_first, seg_end)))
+        (rc = ring_step(way, cut, w, AG, s, RS_RECV_COPY, seg_first, seg_end)))
       return rc;
   return RS_OK;
 }
 
 /* One bucket: every step over whole chunks, or (NCCL's loop) every step
  * over one slice, slice after slice. */
-static int ring_bucket(rs_worker_t *w) {
-  if (!w->slices)
-    return ring(w, 0, w->segs_per_chunk);
-  for (size_t seg = 0; seg < w->segs_per_chunk; seg++) {
-    int rc = ring(w, seg, seg + 1);
+int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
+  const rs_ring_cut_t cut =
+      way->cut(w->elems, w->workers, w->segs_per_chunk, w->seg_cap);
+  if (!way->slices || !w->slices)
+    return ring(way, &cut, w, 0, cut.per_chunk);
+  for (size_t seg = 0; seg < cut.per_chunk; seg++) {
+    int rc = ring(way, &cut, w, seg, seg + 1);
     if (rc)
       return rc;
   }
   return RS_OK;
+}
+
+/* One bucket of the ring on simulated clocks alone, no data (algo.h): in
+ * lock step, within a segment every worker sends, then every worker
+ * receives, which is each worker's own program order. */
+void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
+                  size_t segs) {
+  const int W = s->workers;
+  const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
+  for (int phase = 0; phase < 2; phase++)
+    for (int step = 0; step < W - 1; step++) {
+      const rs_phase_t ph = (rs_phase_t)phase;
+      rs__simrun_step(s);
+      for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
+           seg++) {
+        size_t off, len;
+        for (int r = 0; r < W; r++) {
+          way->segment(&cut, way->send_chunk(W, r, ph, step), seg, &off, &len);
+          if (len || !way->skip_empty)
+            rs__simrun_send(s, r, len);
+        }
+        for (int r = 0; r < W; r++) {
+          way->segment(&cut, way->recv_chunk(W, r, ph, step), seg, &off, &len);
+          if (len || !way->skip_empty)
+            rs__simrun_recv(s, r, way->prev(W, r),
+                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
+        }
+      }
+    }
+}
+
+/* The narration's two phases: W-1 steps of reduce-scatter, W-1 of
+ * all-gather, every worker sending one chunk along the way in each. */
+void rs__ring_narrate(const rs_ring_way_t *way, rs_narrator_t *n, int mean) {
+  const int W = n->workers;
+  char title[64];
+  for (int phase = 0; phase < 2; phase++) {
+    rs_phase_t ph = (rs_phase_t)phase;
+    const int rs = ph == RS_PHASE_REDUCE_SCATTER;
+    rs__narr_say(n,
+                 "\n%s: %d step%s; in each, every worker %s and %s the chunk "
+                 "it receives%s.\n",
+                 rs ? "reduce-scatter" : "all-gather", W - 1, W == 2 ? "" : "s",
+                 way->sends, rs ? n->fold_phrase : "copies over its own copy",
+                 way->from);
+    for (int step = 0; step < W - 1; step++) {
+      rs__narr_begin(n);
+      for (int r = 0; r < W; r++) {
+        int c = way->send_chunk(W, r, ph, step);
+        rs_recv_action_t action = !rs                     ? RS_RECV_COPY
+                                  : mean && step == W - 2 ? RS_RECV_REDUCE_MEAN
+                                                          : RS_RECV_REDUCE;
+        rs__narr_send(n, r, way->next(W, r), c, c + 1, action);
+      }
+      snprintf(title, sizeof title, "%s step %d",
+               rs ? "reduce-scatter" : "all-gather", step);
+      rs__narr_end(n, title);
+    }
+    if (rs)
+      rs__narr_owners(n, "reduce-scatter");
+  }
+}
+
+/* The narration's columns are the W chunks, where the cut puts them. */
+int rs__ring_layout(const rs_ring_way_t *way, int workers, size_t elems,
+                    size_t cap, size_t *offsets, const char **word,
+                    const char **words) {
+  const rs_ring_cut_t cut = way->cut(elems, workers, 1, cap);
+  *word = "chunk";
+  *words = "chunks";
+  for (int c = 0; c <= workers; c++) {
+    size_t len;
+    offsets[c] = elems;
+    if (c < workers)
+      way->segment(&cut, c, 0, &offsets[c], &len);
+  }
+  return workers;
+}
+
+int rs__ring_steps(int workers, rs_collective_t collective) {
+  return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
+}
+
+int rs__ring_depth(int workers) { return workers - 1; }
+
+size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
+                         size_t segs, size_t cap, rs_collective_t collective) {
+  return (size_t)rs__ring_steps(workers, collective) *
+         way->cut(elems, workers, segs, cap).per_chunk;
+}
+
+/* ringsim's ring: W near-equal chunks (schedule.h), each cut into the
+ * run's segs near-equal segments. */
+static rs_ring_cut_t cut(size_t elems, int workers, size_t segs, size_t cap) {
+  (void)cap;
+  return (rs_ring_cut_t){.elems = elems, .workers = workers, .per_chunk = segs};
+}
+
+static void segment(const rs_ring_cut_t *c, int chunk, size_t seg,
+                    size_t *offset, size_t *len) {
+  rs__segment(c->elems, c->workers, c->per_chunk, chunk, seg, offset, len);
+}
+
+static const rs_ring_way_t way = {.next = rs__ring_next,
+                                  .prev = rs__ring_prev,
+                                  .send_chunk = rs__ring_send_chunk,
+                                  .recv_chunk = rs__ring_recv_chunk,
+                                  .contributors = rs__ring_contributors,
+                                  .cut = cut,
+                                  .segment = segment,
+                                  .slices = 1,
+                                  .sends = "sends one chunk to the next worker",
+                                  .from = ""};
+
+static int ring_bucket(rs_worker_t *w) { return rs__ring_run(&way, w); }
+
+static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
+  rs__ring_sim(&way, s, elems, segs);
+}
+
+static void narrate(rs_narrator_t *n, int mean) {
+  rs__ring_narrate(&way, n, mean);
+  rs__narr_say(n,
+               "\nEvery worker now holds every chunk %s all %d "
+               "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
+               "its buffer.\n",
+               n->result, n->workers, 2 * (n->workers - 1),
+               2 * (n->workers - 1));
+}
+
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
 /* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments,
@@ -141,32 +288,6 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
   uint64_t folds = (segs - big) * rs__net_ns(lo, m->reduce_rate) +
                    big * rs__net_ns(hi, m->reduce_rate);
   return 2 * (W - 1) * step + (W - 1) * folds;
-}
-
-/* One bucket of the ring on simulated clocks alone, no data (algo.h): in
- * lock step, within a segment every worker sends, then every worker
- * receives, which is each worker's own program order. */
-static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
-  const int W = s->workers;
-  for (int phase = 0; phase < 2; phase++)
-    for (int step = 0; step < W - 1; step++) {
-      const rs_phase_t ph = (rs_phase_t)phase;
-      rs__simrun_step(s);
-      for (size_t seg = 0; seg < segs && !rs__simrun_stopped(s); seg++) {
-        size_t off, len;
-        for (int r = 0; r < W; r++) {
-          rs__segment(elems, W, segs, rs__ring_send_chunk(W, r, ph, step), seg,
-                      &off, &len);
-          rs__simrun_send(s, r, len);
-        }
-        for (int r = 0; r < W; r++) {
-          rs__segment(elems, W, segs, rs__ring_recv_chunk(W, r, ph, step), seg,
-                      &off, &len);
-          rs__simrun_recv(s, r, rs__ring_prev(W, r),
-                          ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
-        }
-      }
-    }
 }
 
 /* The ring's edges: r -> r+1. */
@@ -198,18 +319,10 @@ static size_t direct_slots(int workers, size_t min_segs, int slices) {
   return (size_t)(workers > 1 ? workers - 1 : 1) * (slices ? 1 : min_segs);
 }
 
-static int steps(int workers, rs_collective_t collective) {
-  return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
-}
-
-/* A chunk's sum starts at one worker and gains one addition per hop. */
-static int depth(int workers) { return workers - 1; }
-
-/* One message per segment of every step. */
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
-  (void)rank, (void)elems, (void)cap;
-  return (size_t)steps(workers, collective) * segs;
+  (void)rank;
+  return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
 const rs_algo_t rs__algo_ring = {.name = "ring",
@@ -218,8 +331,11 @@ const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .message_elems = message_elems,
                                  .direct_slots = direct_slots,
                                  .messages = messages,
-                                 .steps = steps,
-                                 .depth = depth,
+                                 .steps = rs__ring_steps,
+                                 .depth = rs__ring_depth,
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,
+                                 .title = "ring all-reduce",
+                                 .layout = layout,
+                                 .narrate = narrate,
                                  .run_bucket = ring_bucket};

@@ -73,8 +73,10 @@
 #include "algo/tree.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "algo/algo.h"
+#include "algo/narrate.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
@@ -255,7 +257,7 @@ static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->workers;
   const size_t S = rs__tree_segments(W, segs);
-  int *order = s->scratch;
+  int *order = s->algo_mem;
   top_down(W, 0, order);
   top_down(W, 1, order + W);
   for (int phase = 0; phase < 2; phase++) {
@@ -337,6 +339,81 @@ static int depth(int workers) {
   return 2 * (h0 > h1 ? h0 : h1);
 }
 
+/* The narration (algo/narrate.h): the columns are the two halves, half t
+ * all-reduced by tree t. */
+static void narrate(rs_narrator_t *n, int mean) {
+  const int W = n->workers;
+  char title[96];
+  int most[2] = {0, 0};
+  for (int t = 0; t < 2; t++) {
+    rs__narr_say(n, "\ntree %d (root worker %d):", t, rs__tree_root(W, t));
+    int any = 0;
+    for (int r = 0; r < W; r++) {
+      int children[2];
+      const int k = rs__tree_children(W, t, r, children);
+      const int d = rs__tree_depth(W, t, r);
+      most[t] = d > most[t] ? d : most[t];
+      if (k == 1)
+        rs__narr_say(n, "%s worker %d's child %d", any++ ? ";" : "", r,
+                     children[0]);
+      else if (k == 2)
+        rs__narr_say(n, "%s worker %d's children %d, %d", any++ ? ";" : "", r,
+                     children[0], children[1]);
+    }
+    rs__narr_say(n, ".");
+  }
+  rs__narr_say(
+      n,
+      "\nHalf t of the bucket goes up tree t (reduce) and back down "
+      "(broadcast), as %d chunk%s of segments, pipelined: a segment climbs "
+      "one level while the next climbs the level below. The steps below "
+      "follow the data level by level; a worker folds its own data first, "
+      "then its children's in order.\n",
+      rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
+  for (int phase = 0; phase < 2; phase++)
+    for (int t = 0; t < 2; t++) {
+      for (int i = 0; i < most[t]; i++) {
+        /* reduce: the deepest level first; broadcast: the root's first */
+        const int L = phase == 0 ? most[t] - i : i + 1;
+        rs__narr_begin(n);
+        for (int p = 0; p < W; p++) {
+          int children[2];
+          if (rs__tree_depth(W, t, p) != L - 1)
+            continue;
+          const int k = rs__tree_children(W, t, p, children);
+          const int root = rs__tree_parent(W, t, p) < 0;
+          for (int j = 0; j < k; j++)
+            if (phase == 0)
+              rs__narr_send(n, children[j], p, t, t + 1,
+                            mean && root && j == k - 1 ? RS_RECV_REDUCE_MEAN
+                                                       : RS_RECV_REDUCE);
+            else
+              rs__narr_send(n, p, children[j], t, t + 1, RS_RECV_COPY);
+        }
+        snprintf(title, sizeof title, "tree %d %s, level %d %s level %d", t,
+                 phase == 0 ? "reduce" : "broadcast", phase == 0 ? L : L - 1,
+                 phase == 0 ? "up to" : "down to", phase == 0 ? L - 1 : L);
+        rs__narr_end(n, title);
+      }
+    }
+  rs__narr_say(
+      n,
+      "\nEvery worker now holds both halves %s all %d workers; each half "
+      "crossed %d and %d levels up and as many down.\n",
+      n->result, W, most[0], most[1]);
+}
+
+/* The columns: the two halves. */
+static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+                  const char **word, const char **words) {
+  (void)workers, (void)cap;
+  *word = "half";
+  *words = "halves";
+  for (int c = 0; c <= 2; c++)
+    offsets[c] = c < 2 ? rs__chunk_offset(elems, 2, c) : elems;
+  return 2;
+}
+
 const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .send_peers = neighbours,
                                  .recv_peers = neighbours,
@@ -348,4 +425,7 @@ const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,
                                  .sim_scratch = sim_scratch,
+                                 .title = "double binary tree all-reduce",
+                                 .layout = layout,
+                                 .narrate = narrate,
                                  .run_bucket = tree_bucket};

@@ -1,0 +1,66 @@
+/* algo/ring_way.h - one ring, two ways: the code ringsim's ring (ring.c)
+ * and gloo's (gloo_ring.c) share.
+ *
+ * A ring is a direction (whom a worker sends to, which chunk at which
+ * step, whose contributions it holds: algo/ring.h, algo/gloo_ring.h) and a
+ * cut (how a bucket is cut into W chunks of segments). ring.c runs,
+ * simulates, narrates and lays out a ring from those alone; each of the
+ * two files gives its own as an rs_ring_way_t, and its cost formula.
+ */
+#ifndef RINGSIM_ALGO_RING_WAY_H
+#define RINGSIM_ALGO_RING_WAY_H
+
+#include <stddef.h>
+
+#include "algo/algo.h"
+#include "algo/narrate.h"
+#include "base/schedule.h"
+
+/* A bucket of elems elements cut into W chunks of per_chunk segments. */
+typedef struct rs_ring_cut {
+  size_t elems;
+  int workers;
+  size_t per_chunk; /* segments per chunk */
+  size_t seg_elems; /* gloo's: elements per segment (the last fewer, or
+                       none); the ring's near-equal segments: unused */
+} rs_ring_cut_t;
+
+typedef struct rs_ring_way {
+  /* The direction: worker r sends to next(r) and receives from prev(r). */
+  int (*next)(int workers, int rank);
+  int (*prev)(int workers, int rank);
+  int (*send_chunk)(int workers, int rank, rs_phase_t phase, int step);
+  int (*recv_chunk)(int workers, int rank, rs_phase_t phase, int step);
+  void (*contributors)(int workers, int sender, rs_phase_t phase, int step,
+                       int *first, int *count);
+  /* The cut of a bucket of elems elements (segs: the run's segments per
+   * chunk; cap: the most elements one message carries), and segment seg
+   * of chunk `chunk`: [*offset, *offset + *len) of the bucket. */
+  rs_ring_cut_t (*cut)(size_t elems, int workers, size_t segs, size_t cap);
+  void (*segment)(const rs_ring_cut_t *c, int chunk, size_t seg, size_t *offset,
+                  size_t *len);
+  int skip_empty; /* an empty segment moves no message (gloo's) */
+  int slices;     /* runs NCCL's slice order when asked (w->slices) */
+  /* The narration: "every worker <sends> and adds ... the chunk it
+   * receives<from>". */
+  const char *sends, *from;
+} rs_ring_way_t;
+
+/* rs_algo_t's run_bucket, sim_bucket, narrate (its two phases: the
+ * closing words are each way's own) and layout, for the ring way. */
+int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w);
+void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
+                  size_t segs);
+void rs__ring_narrate(const rs_ring_way_t *way, rs_narrator_t *n, int mean);
+int rs__ring_layout(const rs_ring_way_t *way, int workers, size_t elems,
+                    size_t cap, size_t *offsets, const char **word,
+                    const char **words);
+/* And the ones every ring has alike: its steps, its depth (a chunk's sum
+ * starts at one worker and gains one addition per hop), and one message
+ * per segment of every step. */
+int rs__ring_steps(int workers, rs_collective_t collective);
+int rs__ring_depth(int workers);
+size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
+                         size_t segs, size_t cap, rs_collective_t collective);
+
+#endif /* RINGSIM_ALGO_RING_WAY_H */
