@@ -200,15 +200,14 @@ static void test_segments_tile_the_bucket(void **state) {
         size_t next = 0;
         for (int t = 0; t < 2; t++)
           for (size_t i = 0; i < rs__tree_segments(W, segs); i++) {
-            size_t off, len;
-            int chunk, seg;
-            rs__tree_segment(n, W, segs, t, i, &off, &len, &chunk, &seg);
-            assert_int_equal(off, next);
-            assert_int_equal(chunk, t * rs__tree_chunks(W) + (int)(i / segs));
-            assert_true(len <= ring_seg);
-            assert_true(
-                len <= rs__algo_tree.message_elems(W, 0, 1, n, segs, SIZE_MAX));
-            next += len;
+            const rs_tree_seg_t g = rs__tree_segment(n, W, segs, t, i);
+            assert_int_equal(g.offset, next);
+            assert_int_equal(g.chunk, t * rs__tree_chunks(W) + (int)(i / segs));
+            assert_int_equal(g.segment, (int)(i % segs));
+            assert_true(g.len <= ring_seg);
+            assert_true(g.len <= rs__algo_tree.message_elems(W, 0, 1, n, segs,
+                                                             SIZE_MAX));
+            next += g.len;
           }
         assert_int_equal(next, n);
       }
@@ -349,8 +348,10 @@ static void test_simulate_and_predict(void **state) {
   for (int W = 2; W <= 16; W++) {
     rs_bucket_t small = {.elem_offset = 0, .elems = 1 << 12};
     rs_bucket_t big = {.elem_offset = 0, .elems = 1 << 20};
-    uint64_t a = rs__algo_simulate(&rs__algo_tree, &net, W, &small, 1, 1 << 14, 4);
-    uint64_t b = rs__algo_simulate(&rs__algo_tree, &net, W, &big, 1, 1 << 14, 4);
+    uint64_t a =
+        rs__algo_simulate(&rs__algo_tree, &net, W, &small, 1, 1 << 14, 4);
+    uint64_t b =
+        rs__algo_simulate(&rs__algo_tree, &net, W, &big, 1, 1 << 14, 4);
     assert_true(a > 0 && a < b);
     size_t segs = rs_segs_per_chunk(big.elems, W, 1 << 14, 4);
     uint64_t p = rs__algo_tree.predict(&net, W, big.elems, segs, SIZE_MAX, 4);

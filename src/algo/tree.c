@@ -85,13 +85,14 @@
  * parent. */
 static int reduce_up(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
-  int children[2], chunk, segment;
-  size_t off, len;
+  int children[2];
   const int n = rs__tree_children(W, t, r, children);
   const int parent = rs__tree_parent(W, t, r);
-  rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index, &off, &len, &chunk,
-                   &segment);
-  rs_tag_t tag = {.phase = RS_PHASE_REDUCE, .chunk = chunk, .segment = segment};
+  const rs_tree_seg_t g =
+      rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
+  const size_t off = g.offset, len = g.len;
+  rs_tag_t tag = {
+      .phase = RS_PHASE_REDUCE, .chunk = g.chunk, .segment = g.segment};
   for (int i = 0; i < n; i++) {
     rs_recv_action_t action = RS_RECV_REDUCE;
     if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average_pre)
@@ -112,15 +113,15 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
  * pass it to the children. */
 static int broadcast_down(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
-  int children[2], chunk, segment, rc;
-  size_t off, len;
+  int children[2], rc;
   const int n = rs__tree_children(W, t, r, children);
   const int parent = rs__tree_parent(W, t, r);
-  rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index, &off, &len, &chunk,
-                   &segment);
+  const rs_tree_seg_t g =
+      rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
+  const size_t off = g.offset, len = g.len;
   rs_tag_t tag = {.phase = RS_PHASE_BROADCAST,
-                  .chunk = chunk,
-                  .segment = segment,
+                  .chunk = g.chunk,
+                  .segment = g.segment,
                   .contrib_first = 0,
                   .contrib_count = W};
   if (parent >= 0 &&
@@ -264,10 +265,8 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
     rs__simrun_step(s);
     for (int t = 0; t < 2; t++)
       for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++) {
-        size_t off, len;
-        int chunk, segment;
-        rs__tree_segment(elems, W, segs, t, i, &off, &len, &chunk, &segment);
-        sim_sweep(s, order, phase, t, len);
+        sim_sweep(s, order, phase, t,
+                  rs__tree_segment(elems, W, segs, t, i).len);
       }
   }
 }

@@ -168,19 +168,27 @@ static inline void rs__tree_contributors(int workers, int tree, int sender,
 /* Chunks per half: ceil(W/2). */
 static inline int rs__tree_chunks(int workers) { return (workers + 1) / 2; }
 
+/* Where one segment of a tree's half lies: its region and its tag's chunk
+ * and segment. */
+typedef struct rs_tree_seg {
+  size_t offset, len;
+  int chunk;   /* t*H + c */
+  int segment; /* within the chunk */
+} rs_tree_seg_t;
+
 /* Segment `index` (0 .. H*segs-1) of tree t's half of an elems-element
- * bucket: its region and its tag's chunk (t*H + c) and segment. */
-static inline void rs__tree_segment(size_t elems, int workers, size_t segs,
-                                    int tree, size_t index, size_t *offset,
-                                    size_t *len, int *chunk, int *segment) {
+ * bucket. */
+static inline rs_tree_seg_t rs__tree_segment(size_t elems, int workers,
+                                             size_t segs, int tree,
+                                             size_t index) {
   const int H = rs__tree_chunks(workers);
   const size_t half_off = rs__chunk_offset(elems, 2, tree);
   const size_t half_len = rs__chunk_elems(elems, 2, tree);
   const int c = (int)(index / segs);
-  *segment = (int)(index % segs);
-  *chunk = tree * H + c;
-  rs__segment(half_len, H, segs, c, (size_t)*segment, offset, len);
-  *offset += half_off;
+  rs_tree_seg_t g = {.chunk = tree * H + c, .segment = (int)(index % segs)};
+  rs__segment(half_len, H, segs, c, (size_t)g.segment, &g.offset, &g.len);
+  g.offset += half_off;
+  return g;
 }
 
 /* Segments per tree and bucket: H chunks of segs segments. */
