@@ -1,13 +1,18 @@
 /* mpi_allreduce_ref.c - Open MPI's all-reduce on files, the reference that
  * tests/test_mpi.py compares ringsim's algorithms against bit for bit.
  *
- *   mpirun -np W mpi_allreduce_ref COUNT IN_PATTERN OUT_PATTERN
+ *   mpirun -np W mpi_allreduce_ref COUNT IN_PATTERN OUT_PATTERN [COUNT
+ *                                  IN_PATTERN OUT_PATTERN ...]
  *
- * Rank r reads COUNT little-endian float32 values (a raw file of exactly
- * 4*COUNT bytes) from IN_PATTERN with every "{r}" replaced by r, calls
- * MPI_Allreduce(MPI_FLOAT, MPI_SUM) on MPI_COMM_WORLD (not in place: the
- * in-place path copies differently, and ringsim's workers do not run in
- * place), and writes its result the same way to OUT_PATTERN.
+ * For each triple in turn, rank r reads COUNT little-endian float32 values
+ * (a raw file of exactly 4*COUNT bytes) from IN_PATTERN with every "{r}"
+ * replaced by r, calls MPI_Allreduce(MPI_FLOAT, MPI_SUM) on MPI_COMM_WORLD
+ * (not in place: the in-place path copies differently, and ringsim's
+ * workers do not run in place), and writes its result the same way to
+ * OUT_PATTERN. Each triple is its own all-reduce on its own buffers, as if
+ * it had a launch of its own (the forced algorithm keeps no state between
+ * calls); several per launch spare mpirun's start, which costs far more
+ * than the all-reduces.
  *
  * Which algorithm runs is mpirun's business (--mca
  * coll_tuned_allreduce_algorithm N); this program only moves the data.
@@ -112,31 +117,22 @@ static void write_floats(int rank, const char *path, const float *values,
     die(rank, "cannot write", path, strerror(errno));
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  /* Errors come back as codes, so the message can name the rank. */
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-
-  /* Every rank sees the same argv, so every rank agrees on a usage error
-   * and leaves without entering the collective; rank 0 says why. */
+/* COUNT as a number of values, 1..INT_MAX; -1 when it is not one. */
+static long parse_count(const char *text) {
   char *end = NULL;
-  long count = argc == 4 ? (errno = 0, strtol(argv[1], &end, 10)) : -1;
-  if (argc != 4 || errno || end == argv[1] || *end || count < 1 ||
-      count > INT_MAX) {
-    if (rank == 0)
-      fprintf(stderr,
-              "usage: " PROG " COUNT IN_PATTERN OUT_PATTERN\n"
-              "  COUNT: float32 values per rank, 1..%d%s%s\n"
-              "  {r} in the patterns is replaced by the rank\n",
-              INT_MAX, argc == 4 ? "; got " : "", argc == 4 ? argv[1] : "");
-    MPI_Finalize();
-    return 2;
-  }
+  errno = 0;
+  long count = strtol(text, &end, 10);
+  if (errno || end == text || *end || count < 1 || count > INT_MAX)
+    return -1;
+  return count;
+}
 
-  char *in_path = rank_path(argv[2], rank);
-  char *out_path = rank_path(argv[3], rank);
+/* One all-reduce: rank's COUNT values from in_pattern, the sum to
+ * out_pattern. */
+static void allreduce_files(int rank, long count, const char *in_pattern,
+                            const char *out_pattern) {
+  char *in_path = rank_path(in_pattern, rank);
+  char *out_path = rank_path(out_pattern, rank);
   float *in = malloc((size_t)count * sizeof *in);
   float *out = malloc((size_t)count * sizeof *out);
   if (!in_path || !out_path || !in || !out)
@@ -157,6 +153,40 @@ int main(int argc, char **argv) {
   free(out);
   free(in_path);
   free(out_path);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* Errors come back as codes, so the message can name the rank. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  /* Every rank sees the same argv, so every rank agrees on a usage error
+   * and leaves without entering a collective; rank 0 says why. Every
+   * triple is checked before the first all-reduce. */
+  const char *bad = NULL;
+  int usage = argc < 4 || (argc - 1) % 3 != 0;
+  for (int i = 1; !usage && i < argc; i += 3)
+    if (parse_count(argv[i]) < 0) {
+      usage = 1;
+      bad = argv[i];
+    }
+  if (usage) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: " PROG " COUNT IN_PATTERN OUT_PATTERN"
+              " [COUNT IN_PATTERN OUT_PATTERN ...]\n"
+              "  COUNT: float32 values per rank, 1..%d%s%s\n"
+              "  {r} in the patterns is replaced by the rank\n",
+              INT_MAX, bad ? "; got " : "", bad ? bad : "");
+    MPI_Finalize();
+    return 2;
+  }
+
+  for (int i = 1; i < argc; i += 3)
+    allreduce_files(rank, parse_count(argv[i]), argv[i + 1], argv[i + 2]);
+
   MPI_Finalize();
   return 0;
 }

@@ -191,17 +191,30 @@ class Faults(unittest.TestCase):
                     "ringsim: worker 1 stalled (injected, 300 ms) at the start of all_gather "
                     "step 0; worker 0 noticed: it timed out after 0.3 s"), p.stderr)
         for workers, spec, culprit in cases:
-            for attempt in range(6):
-                # 1 s: long enough that only the fault makes anyone wait
-                # that long, even under a sanitizer on a busy machine
-                p = subprocess.run([RINGSIM, "-p", self.model, "-w", workers, "--no-trace",
-                                    "--timeout", "1", "--json", "--inject", spec],
-                                   capture_output=True, text=True, timeout=120)
-                self.assertEqual(p.returncode, 3, p.stderr)
-                first = p.stderr.splitlines()[0]
+            # 1 s: long enough that only the fault makes anyone wait that
+            # long, even under a sanitizer on a busy machine. The six
+            # attempts run at once: each is its own process, and most of
+            # its second is a wait, so they cost one second, not six.
+            procs = [subprocess.Popen([RINGSIM, "-p", self.model, "-w", workers, "--no-trace",
+                                       "--timeout", "1", "--json", "--inject", spec],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for _ in range(6)]
+            done = []
+            try:
+                for proc in procs:
+                    stdout, stderr = proc.communicate(timeout=120)
+                    done.append((proc.returncode, stdout, stderr))
+            finally:
+                for proc in procs:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+            for attempt, (returncode, stdout, stderr) in enumerate(done):
+                self.assertEqual(returncode, 3, stderr)
+                first = stderr.splitlines()[0]
                 self.assertTrue(first.startswith("ringsim: " + culprit), f"{spec} #{attempt}: {first}")
                 noticer = int(first[len("ringsim: " + culprit):].split()[0])
-                watchdog = json.loads(p.stdout)["watchdog"]
+                watchdog = json.loads(stdout)["watchdog"]
                 self.assertEqual(watchdog[noticer]["state"], "timed_out", first)
                 self.assertIn(f"worker {noticer} noticed: it timed out after 1 s", first)
 

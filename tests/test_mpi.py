@@ -84,27 +84,37 @@ class Mpi(unittest.TestCase):
             f.write('{"params": [{"name": "g", "shape": [%d]}]}' % grads[0].size)
         return prefix
 
-    def run_mpi(self, prefix, workers, count, algorithm):
+    def run_mpi(self, workers, algorithm, jobs):
         """Open MPI's all-reduce with the tuned component forced to
-        algorithm; checks every rank got the same bits and gives rank 0's
-        result."""
-        out = f"{prefix}_mpi{algorithm}_out"
+        algorithm, once per (prefix, count) of jobs, all in one mpirun (each
+        its own MPI_Allreduce); checks every rank got the same bits and
+        gives rank 0's results, in the order of jobs."""
+        args = []
+        for prefix, count in jobs:
+            args += [str(count), f"{prefix}_in{{r}}.raw",
+                     f"{prefix}_mpi{algorithm}_out{{r}}.raw"]
+        counts_text = ",".join(str(count) for _, count in jobs)
         p = subprocess.run(
             [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(workers),
              "--mca", "btl", "self,vader",
              "--mca", "coll_tuned_use_dynamic_rules", "1",
              "--mca", "coll_tuned_allreduce_algorithm", str(algorithm),
-             MPI_REF, str(count), f"{prefix}_in{{r}}.raw", out + "{r}.raw"],
+             MPI_REF, *args],
             capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, f"mpirun W={workers} count={count} "
+        self.assertEqual(p.returncode, 0, f"mpirun W={workers} count={counts_text} "
                          f"algorithm {algorithm}: exit {p.returncode}\n{p.stderr}")
-        results = [np.fromfile(f"{out}{r}.raw", dtype="<f4") for r in range(workers)]
-        for r, result in enumerate(results):
-            self.assertEqual(result.size, count, f"rank {r}'s output")
-            self.assertEqual(differences(results[0], result), "",
-                             f"Open MPI algorithm {algorithm}, W={workers} "
-                             f"count={count}: rank 0 vs rank {r}")
-        return results[0]
+        firsts = []
+        for prefix, count in jobs:
+            out = f"{prefix}_mpi{algorithm}_out"
+            results = [np.fromfile(f"{out}{r}.raw", dtype="<f4")
+                       for r in range(workers)]
+            for r, result in enumerate(results):
+                self.assertEqual(result.size, count, f"rank {r}'s output")
+                self.assertEqual(differences(results[0], result), "",
+                                 f"Open MPI algorithm {algorithm}, W={workers} "
+                                 f"count={count}: rank 0 vs rank {r}")
+            firsts.append(results[0])
+        return firsts
 
     def run_ringsim(self, prefix, workers, algo):
         out = f"{prefix}_ringsim_{algo}.safetensors"
@@ -121,21 +131,29 @@ class Mpi(unittest.TestCase):
 
     def check_algorithm(self, algo):
         """ringsim's algo equals Open MPI's, bit for bit, for W = 2..8 and
-        each of counts(W)."""
+        each of counts(W): one mpirun per W for all its counts."""
+        algorithm = OPENMPI_ALGORITHM[algo]
         for workers in WORKERS:
+            ours = {}
             for count in counts(workers):
                 with self.subTest(workers=workers, count=count):
                     prefix = self.write_inputs(gradients(workers, count,
                                                          [15, workers, count]))
-                    # ringsim first: when it refuses, mpirun's second is
-                    # not spent.
-                    ours = self.run_ringsim(prefix, workers, algo)
-                    mpi = self.run_mpi(prefix, workers, count,
-                                       OPENMPI_ALGORITHM[algo])
-                    self.assertEqual(
-                        differences(mpi, ours), "",
-                        f"{algo}, W={workers} count={count}: Open MPI "
-                        f"(algorithm {OPENMPI_ALGORITHM[algo]}) vs ringsim")
+                    # ringsim first: a count it refuses is not given to
+                    # mpirun.
+                    ours[count] = (prefix, self.run_ringsim(prefix, workers, algo))
+            if not ours:
+                continue
+            with self.subTest(workers=workers, count=tuple(ours)):
+                mpi = self.run_mpi(workers, algorithm,
+                                   [(prefix, count)
+                                    for count, (prefix, _) in ours.items()])
+                for (count, (_, got)), want in zip(ours.items(), mpi):
+                    with self.subTest(workers=workers, count=count):
+                        self.assertEqual(
+                            differences(want, got), "",
+                            f"{algo}, W={workers} count={count}: Open MPI "
+                            f"(algorithm {algorithm}) vs ringsim")
 
     def test_ring(self):
         self.check_algorithm("ring")
@@ -159,13 +177,6 @@ class Mpi(unittest.TestCase):
         and below count 5 (W) the ring falls back to recursive doubling."""
         workers = 5
         prefix = self.write_inputs(gradients(workers, 1000, [15, 0]))
-        result = {a: self.run_mpi(prefix, workers, 1000, a) for a in (1, 3, 4, 6)}
-        for a, b in ((1, 3), (1, 4), (3, 4)):
-            self.assertNotEqual(differences(result[a], result[b]), "",
-                                f"algorithms {a} and {b} gave the same bits: "
-                                "is the tuned component's forcing ignored?")
-        self.assertEqual(differences(result[3], result[6]), "",
-                         "Rabenseifner vs recursive doubling at W=5")
 
         # Three elements, each x0 = s (a power of two), x1 = x2 = s*2^-24
         # (half an ulp of s), x3 = x4 = 0: recursive doubling adds
@@ -174,8 +185,20 @@ class Mpi(unittest.TestCase):
         scale = np.array([1.0, -2.0, 2.0 ** 20])
         tiny = scale * 2.0 ** -24
         grads = [scale, tiny, tiny, 0 * scale, 0 * scale]
-        prefix = self.write_inputs([g.astype(np.float32) for g in grads])
-        result = {a: self.run_mpi(prefix, workers, 3, a) for a in (1, 3, 4, 6)}
+        small = self.write_inputs([g.astype(np.float32) for g in grads])
+
+        # one mpirun per algorithm for both inputs
+        both = {a: self.run_mpi(workers, a, [(prefix, 1000), (small, 3)])
+                for a in (1, 3, 4, 6)}
+        result = {a: both[a][0] for a in both}
+        for a, b in ((1, 3), (1, 4), (3, 4)):
+            self.assertNotEqual(differences(result[a], result[b]), "",
+                                f"algorithms {a} and {b} gave the same bits: "
+                                "is the tuned component's forcing ignored?")
+        self.assertEqual(differences(result[3], result[6]), "",
+                         "Rabenseifner vs recursive doubling at W=5")
+
+        result = {a: both[a][1] for a in both}
         self.assertEqual(differences(result[1], (scale * (1 + 2.0 ** -23))
                                      .astype(np.float32)), "", "basic linear")
         self.assertEqual(differences(result[3], scale.astype(np.float32)), "",
