@@ -189,6 +189,11 @@ void cli_signal_said(void);
 /* The command is done: stop the taker. If a signal came, say so (unless
  * said) and return 128 + its number (130, 143, 129); else rc. */
 int cli_signals_finish(int rc);
+/* The command ended with rc, said why, and the job's other processes know
+ * (every rank agreed the MPI job ends): stop the taker and return rc. A
+ * signal that came meanwhile is mpirun ending the job's other processes,
+ * not a stop: it prints nothing and leaves rc as it is. */
+int cli_signals_finish_ended(int rc);
 
 /* progress.c */
 /* A progress line on stderr for run, drawn by a thread of its own while a

@@ -464,8 +464,8 @@ static int command(int argc, char **argv) {
   opt.model_only = model_only;
   mpi_cli_t mpi = {0};
   int rc = model_only ? -1 : mpi_begin(&mpi, argc, argv);
-  if (rc >= 0)
-    return cli_signals_finish(rc);
+  if (rc >= 0) /* every rank agreed the job ends, and one said why */
+    return cli_signals_finish_ended(rc);
   if (argc > 1 && strcmp(argv[1], "bench") == 0)
     return mpi_finish(&mpi, &opt,
                       cli_signals_finish(cli_bench(argc - 1, argv + 1)));

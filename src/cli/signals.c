@@ -112,7 +112,7 @@ const rs_stop_flag_t *cli_signal_flag(void) { return &sig.signo; }
 
 void cli_signal_said(void) { atomic_store(&sig.said, 1); }
 
-int cli_signals_finish(int rc) {
+static void stop_taker(void) {
   if (sig.started) {
     /* Wake the taker with a signal it takes (no pthread_cancel: the
      * sanitizers' runtimes do not survive cancelling a thread in sigwait). */
@@ -121,10 +121,19 @@ int cli_signals_finish(int rc) {
     PTHREAD_CHECK(pthread_join(sig.thread, NULL));
     sig.started = 0;
   }
+}
+
+int cli_signals_finish(int rc) {
+  stop_taker();
   int signo = __atomic_load_n(&sig.signo, __ATOMIC_SEQ_CST);
   if (!signo)
     return rc;
   if (!atomic_load(&sig.said))
     fprintf(stderr, "ringsim: interrupted by %s\n", cli_signal_name(signo));
   return 128 + signo;
+}
+
+int cli_signals_finish_ended(int rc) {
+  stop_taker();
+  return rc;
 }
