@@ -177,8 +177,8 @@ class Bench(unittest.TestCase):
         self.assertIn("--stepfactor", out)
 
     # bench-5: without -n a time budget cuts the iterations of a size whose
-    # iterations are slow (W=512: about a second each here, so 5 + 20 would
-    # take 25 s): the warm-up stops after 1 s, the timed iterations fit in
+    # iterations are slow (W=512 and 1024: 0.2 to 1 s each, so 5 + 20 would
+    # take 5 to 25 s): the warm-up stops after 1 s, the timed iterations fit in
     # 2 s; the table says so in a # line, JSON gives the counts, and stderr
     # shows the progress of a size that runs longer than a second. An
     # explicit -n and --warmup are honoured.
@@ -191,7 +191,9 @@ class Bench(unittest.TestCase):
         self.assertTrue(cut[0].endswith("timed iterations (the time budget)"), cut)
         self.assertRegex(err, r"ringsim: bench: W=512, 8 B: \d+ of \d+ (warm-up|timed) "
                               r"iterations done, \d+ s so far\n")
-        rc, out, err = bench("-w", 512, "-b", 8, "-e", 8, "--json")
+        # W=1024 (about 0.7 s an iteration on a quiet machine: four take
+        # well over the 1 s budget; at W=512 five could fit in it)
+        rc, out, err = bench("-w", 1024, "-b", 8, "-e", 8, "--json")
         self.assertEqual(rc, 0, err)
         row = json.loads(out)
         self.assertGreaterEqual(row["warmup"], 1)
