@@ -1,6 +1,6 @@
 /* test_topo.c - topologies (--topo): the grammar, its presets and its
- * refusals, and contention computed by hand: the transfers of one step
- * share the ports and NICs they cross (net/topo.h). */
+ * refusals, and contention computed by hand: the GPUs that cross a NIC
+ * side in one step share its bandwidth (net/topo.h). */
 #include "test.h"
 
 #include <stdio.h>
@@ -93,17 +93,42 @@ static void test_refused(void **state) {
                               "--workers is 12"));
 }
 
-/* The paces of n transfers src[i] -> dst[i] that cross together. */
-static void paces(const rs_topo_t *t, int n, const int *src, const int *dst,
-                  uint64_t *pace) {
-  uint32_t count[64] = {0};
-  assert_true(rs__topo_resources(t) <= 64);
-  rs__topo_count(t, n, src, dst, count, 1);
-  for (int i = 0; i < n; i++)
-    pace[i] = rs__topo_pace(t, src[i], dst[i], count, NULL);
-  rs__topo_count(t, n, src, dst, count, 0);
-  for (int r = 0; r < 64; r++)
-    assert_int_equal(count[r], 0);
+/* The hand-made schedule the cases below read, one pattern a step, on
+ * 2 nodes of 4 GPUs (workers 0-3 on node 0, 4-7 on node 1):
+ *   0: r -> r xor 4 (rhd's longest exchange, every transfer between nodes)
+ *   1: r -> r xor 1 (its nearest, within the node)
+ *   2: r -> r + 1 (the ring: 3 -> 4 and 7 -> 0 cross)
+ *   3: r -> r xor 2 (rd's step at distance 2, within the node)
+ *   4: 4, 5 and 6 -> 3 (a gather across the nodes)
+ *   5: 0 -> 4, 0 -> 5 and 1 -> 4 (a GPU with two peers counts once)
+ *   6: the same as step 0 */
+static int hand_sends(int workers, int step, int rank, int *dst, int max) {
+  assert_int_equal(workers, 8);
+  assert_true(max >= RS_TOPO_MAX_SENDS);
+  switch (step) {
+  case 0:
+  case 6:
+    dst[0] = rank ^ 4;
+    return 1;
+  case 1:
+    dst[0] = rank ^ 1;
+    return 1;
+  case 2:
+    dst[0] = (rank + 1) % 8;
+    return 1;
+  case 3:
+    dst[0] = rank ^ 2;
+    return 1;
+  case 4:
+    return rank >= 4 && rank <= 6 ? (dst[0] = 3, 1) : 0;
+  default:
+    if (rank == 0) {
+      dst[0] = 4;
+      dst[1] = 5;
+      return 2;
+    }
+    return rank == 1 ? (dst[0] = 4, 1) : 0;
+  }
 }
 
 /* 2 nodes of 4 GPUs, ports of 100 GB/s, NICs of 25 GB/s. */
@@ -114,95 +139,135 @@ static rs_topo_t two_by_four(int nics) {
   return parsed(spec);
 }
 
-static void test_paths(void **state) {
+/* The bandwidth of src -> dst in step, and that its latency is its
+ * class's: the NIC's between nodes, the port's within. */
+static uint64_t pace(const rs_topo_load_t *l, int src, int dst, int step) {
+  rs_link_model_t link = rs__topo_link(l, src, dst, step);
+  int across = src / l->topo.gpus != dst / l->topo.gpus;
+  assert_int_equal(link.latency_ns,
+                   across ? l->topo.nic.latency_ns : l->topo.intra.latency_ns);
+  return link.bandwidth;
+}
+
+static void test_nodes_and_nics(void **state) {
   (void)state;
   rs_topo_t t = two_by_four(2);
-  uint32_t res[4];
-  /* within node 0: 1's port out (1), 2's port in (8 + 2) */
-  assert_int_equal(rs__topo_path(&t, 1, 2, res), 2);
-  assert_int_equal(res[0], 1);
-  assert_int_equal(res[1], 10);
-  /* 3 (node 0, GPU 3: NIC 1) -> 6 (node 1, GPU 2: NIC 0): port out 3,
-   * node 0's NIC 1 sends (16 + 0*2 + 1), node 1's NIC 0 receives
-   * (16 + 4 + 1*2 + 0), 6's port in (8 + 6) */
-  assert_int_equal(rs__topo_path(&t, 3, 6, res), 4);
-  assert_int_equal(res[0], 3);
-  assert_int_equal(res[1], 17);
-  assert_int_equal(res[2], 22);
-  assert_int_equal(res[3], 14);
-  assert_int_equal(rs__topo_resources(&t), 24);
-  assert_ptr_equal(rs__topo_class(&t, 3, 6), &t.nic);
-  assert_ptr_equal(rs__topo_class(&t, 4, 6), &t.intra);
+  /* 3: node 0, GPU 3, NIC 3 mod 2 = 1 of node 0 (NIC 1 of 4); 6: node 1,
+   * GPU 2, NIC 0 of node 1 (NIC 2 of 4) */
+  assert_int_equal(rs__topo_node(&t, 3), 0);
+  assert_int_equal(rs__topo_nic(&t, 3), 1);
+  assert_int_equal(rs__topo_node(&t, 6), 1);
+  assert_int_equal(rs__topo_nic(&t, 6), 2);
+  assert_int_equal(rs__topo_nic(&t, 5), 3);
 }
 
 /* rhd's longest exchange on 2 x 4 with one NIC per node (the worked
  * example of docs/algorithms.md): every worker r sends to r xor 4, on the
- * other node; node 0's one NIC sends 4 transfers at once and receives 4,
- * so each goes at 25 GB/s / 4 = 6.25 GB/s (its ports, 100 GB/s for one
- * transfer each, are not the limit). With 4 NICs per node each NIC
- * carries one: 25 GB/s. */
+ * other node; node 0's one NIC sends for 4 GPUs at once and receives for
+ * 4, so n = 4 and each goes at 25 GB/s / 4 = 6.25 GB/s (below the port's
+ * 100 GB/s). With 4 NICs per node each NIC side carries one GPU: n = 1,
+ * min(100, 25) = 25 GB/s; with 2, n = 2: 12.5 GB/s. Its nearest
+ * exchange, r xor 1, stays in the node: the port's 100 GB/s. */
 static void test_rhd_step(void **state) {
   (void)state;
-  int src[8], dst[8];
-  uint64_t pace[8];
-  for (int r = 0; r < 8; r++) {
-    src[r] = r;
-    dst[r] = r ^ 4;
+  static const uint64_t want[5] = {0, 6250000000ull, 12500000000ull, 0,
+                                   25000000000ull};
+  for (int nics = 1; nics <= 4; nics *= 2) {
+    rs_topo_t t = two_by_four(nics);
+    rs_topo_load_t l;
+    assert_int_equal(rs__topo_load(&l, &t, 7, hand_sends), RS_OK);
+    for (int r = 0; r < 8; r++) {
+      assert_int_equal(rs__topo_sharing(&l, r, r ^ 4, 0), 4 / nics);
+      assert_int_equal(pace(&l, r, r ^ 4, 0), want[nics]);
+      assert_int_equal(pace(&l, r, r ^ 4, 6), want[nics]);
+      assert_int_equal(rs__topo_sharing(&l, r, r ^ 1, 1), 0);
+      assert_int_equal(pace(&l, r, r ^ 1, 1), 100000000000ull);
+    }
+    /* steps 0 and 6 are one pattern; 1 and 3 cross nothing, as one */
+    assert_int_equal(l.pattern[0], l.pattern[6]);
+    assert_int_equal(l.pattern[1], l.pattern[3]);
+    assert_int_equal(l.patterns, 5);
+    rs__topo_unload(&l);
   }
-  rs_topo_t one = two_by_four(1), four = two_by_four(4);
-  paces(&one, 8, src, dst, pace);
-  for (int r = 0; r < 8; r++)
-    assert_int_equal(pace[r], 6250000000ull);
-  paces(&four, 8, src, dst, pace);
-  for (int r = 0; r < 8; r++)
-    assert_int_equal(pace[r], 25000000000ull);
-  /* its nearest exchange, r xor 1, stays in the node: ports alone */
-  for (int r = 0; r < 8; r++)
-    dst[r] = r ^ 1;
-  paces(&one, 8, src, dst, pace);
-  for (int r = 0; r < 8; r++)
-    assert_int_equal(pace[r], 100000000000ull);
 }
 
 /* The ring on 2 x 4, r -> r + 1: 3 -> 4 and 7 -> 0 cross the nodes, one
- * per NIC side, at the NIC's 25 GB/s; the six others at the port's
- * 100 GB/s; the same with 4 NICs (3 -> 4 leaves on NIC 3, arrives on
- * NIC 0). rd's exchange r xor 2 stays in the node. */
+ * GPU on each NIC side, at min(port, NIC) = 25 GB/s; the six others at
+ * the port's 100 GB/s; the same with 4 NICs (3 -> 4 leaves on NIC 3,
+ * arrives on NIC 0). rd's exchange r xor 2 stays in the node. */
 static void test_ring_and_rd(void **state) {
   (void)state;
-  int src[8], dst[8];
-  uint64_t pace[8];
-  for (int r = 0; r < 8; r++) {
-    src[r] = r;
-    dst[r] = (r + 1) % 8;
-  }
   for (int nics = 1; nics <= 4; nics *= 4) {
     rs_topo_t t = two_by_four(nics);
-    paces(&t, 8, src, dst, pace);
-    for (int r = 0; r < 8; r++)
-      assert_int_equal(pace[r],
+    rs_topo_load_t l;
+    assert_int_equal(rs__topo_load(&l, &t, 7, hand_sends), RS_OK);
+    for (int r = 0; r < 8; r++) {
+      assert_int_equal(pace(&l, r, (r + 1) % 8, 2),
                        r == 3 || r == 7 ? 25000000000ull : 100000000000ull);
+      assert_int_equal(pace(&l, r, r ^ 2, 3), 100000000000ull);
+    }
+    rs__topo_unload(&l);
   }
-  /* rd, the step to r xor 2 */
-  for (int r = 0; r < 8; r++)
-    dst[r] = r ^ 2;
-  rs_topo_t t = two_by_four(1);
-  paces(&t, 8, src, dst, pace);
-  for (int r = 0; r < 8; r++)
-    assert_int_equal(pace[r], 100000000000ull);
-  /* a port shared: 0, 1 and 2 all send to 3 (a gather's root): its port
-   * in carries 3, 100/3 GB/s each */
-  int gsrc[3] = {0, 1, 2}, gdst[3] = {3, 3, 3};
-  paces(&t, 3, gsrc, gdst, pace);
-  for (int i = 0; i < 3; i++)
-    assert_int_equal(pace[i], 33333333333ull);
+}
+
+/* Each GPU counts once per step on a NIC side. The gather 4, 5, 6 -> 3
+ * with one NIC: node 1's NIC sends for three GPUs (n = 3: 25/3 GB/s),
+ * though node 0's receives for one (3's port serializes the three, which
+ * the clocks do, not the count); with 4 NICs, 4, 5 and 6 leave on NICs 0,
+ * 1, 2 and arrive on NIC 3: n = 1, 25 GB/s. Step 5: 0 sends to 4 and 5,
+ * 1 to 4; with one NIC node 0's sends for 2 GPUs (0 once), node 1's
+ * receives for 2 (4 once): 12.5 GB/s each. */
+static void test_each_gpu_once(void **state) {
+  (void)state;
+  rs_topo_t one = two_by_four(1), four = two_by_four(4);
+  rs_topo_load_t l;
+  assert_int_equal(rs__topo_load(&l, &one, 7, hand_sends), RS_OK);
+  for (int r = 4; r < 7; r++)
+    assert_int_equal(pace(&l, r, 3, 4), 8333333333ull);
+  assert_int_equal(pace(&l, 0, 4, 5), 12500000000ull);
+  assert_int_equal(pace(&l, 0, 5, 5), 12500000000ull);
+  assert_int_equal(pace(&l, 1, 4, 5), 12500000000ull);
+  rs__topo_unload(&l);
+  assert_int_equal(rs__topo_load(&l, &four, 7, hand_sends), RS_OK);
+  for (int r = 4; r < 7; r++)
+    assert_int_equal(pace(&l, r, 3, 4), 25000000000ull);
+  /* 0 (NIC 0) and 1 (NIC 1) send; 4 (NIC 0) and 5 (NIC 1) receive */
+  assert_int_equal(pace(&l, 0, 4, 5), 25000000000ull);
+  /* a step the schedule does not have: no one else counted */
+  assert_int_equal(rs__topo_sharing(&l, 0, 4, 9), 1);
+  rs__topo_unload(&l);
+}
+
+/* A ring's steps are one pattern, however many: its load holds one list,
+ * of 2 entries per node boundary, for 512 nodes of 8 GPUs (4096
+ * workers, 8190 steps). A NIC of 1 B/s shared still moves 1 B/s. */
+static int ring_sends(int workers, int step, int rank, int *dst, int max) {
+  (void)step, (void)max;
+  dst[0] = (rank + 1) % workers;
+  return 1;
+}
+
+static void test_ring_load_is_small(void **state) {
+  (void)state;
+  rs_topo_t t = parsed("nodes=512,gpus=8,nics=1,intra=1us/100GB/s,nic=1us/"
+                       "1B/s");
+  rs_topo_load_t l;
+  assert_int_equal(rs__topo_load(&l, &t, 2 * 4095, ring_sends), RS_OK);
+  assert_int_equal(l.patterns, 1);
+  assert_int_equal(l.first[1], 2 * 512);
+  assert_int_equal(rs__topo_link(&l, 7, 8, 100).bandwidth, 1);
+  rs__topo_unload(&l);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_grammar),     cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_paths),       cmocka_unit_test(test_rhd_step),
+      cmocka_unit_test(test_grammar),
+      cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_nodes_and_nics),
+      cmocka_unit_test(test_rhd_step),
       cmocka_unit_test(test_ring_and_rd),
+      cmocka_unit_test(test_each_gpu_once),
+      cmocka_unit_test(test_ring_load_is_small),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -300,6 +300,26 @@ typedef struct rs_link_model {
 /* In a per-link override: this field keeps the default link's value. */
 #define RS_NET_UNSET UINT64_MAX
 
+/* ---- topology (--topo): nodes of GPUs, their links and NICs ------------ */
+
+/* A cluster of nodes x gpus workers in blocks, as torchrun places ranks:
+ * worker r is GPU r mod gpus of node r / gpus. Each GPU has a port into
+ * its node's switch (intra, each way: NVLink through NVSwitch, or PCIe);
+ * each node has nics NICs to the other nodes (nic, each way), shared by
+ * its GPUs: GPU g sends and receives through NIC g mod nics. A transfer
+ * within a node crosses the sender's port and the receiver's; one between
+ * nodes crosses, in order, the sender's port, its NIC's send side, the
+ * receiver's NIC's receive side and the receiver's port, and has the
+ * NIC's latency. Contention: docs/algorithms.md. */
+typedef struct rs_topo {
+  int enabled;
+  int nodes; /* N */
+  int gpus;  /* G per node */
+  int nics;  /* K per node, 1..G */
+  rs_link_model_t intra;
+  rs_link_model_t nic;
+} rs_topo_t;
+
 typedef struct rs_netmodel {
   int enabled;
   rs_link_model_t link; /* every link, unless overridden */
@@ -315,6 +335,10 @@ typedef struct rs_netmodel {
     int worker;
     uint64_t delay_ns;
   } stragglers[RS_MAX_NET_OVERRIDES];
+  /* The topology (--topo): when enabled, the workers are its nodes' GPUs
+   * and a transfer takes its links and NICs (link is unused: --net and
+   * --link are refused with it). */
+  rs_topo_t topo;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
    * once it is nonzero, returns at once, its result meaningless (a signal
@@ -341,25 +365,6 @@ RS_API int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 /* Check m against W workers: overrides name existing links and workers. */
 RS_API int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
-/* ---- topology (--topo): nodes of GPUs, their links and NICs ------------ */
-
-/* A cluster of nodes x gpus workers in blocks, as torchrun places ranks:
- * worker r is GPU r mod gpus of node r / gpus. Each GPU has a port into
- * its node's switch (intra, each way: NVLink through NVSwitch, or PCIe);
- * each node has nics NICs to the other nodes (nic, each way), shared by
- * its GPUs: GPU g sends and receives through NIC g mod nics. A transfer
- * within a node crosses the sender's port and the receiver's; one between
- * nodes crosses, in order, the sender's port, its NIC's send side, the
- * receiver's NIC's receive side and the receiver's port, and has the
- * NIC's latency. Contention: docs/algorithms.md. */
-typedef struct rs_topo {
-  int enabled;
-  int nodes; /* N */
-  int gpus;  /* G per node */
-  int nics;  /* K per node, 1..G */
-  rs_link_model_t intra;
-  rs_link_model_t nic;
-} rs_topo_t;
 
 /* Parse a topology: an optional preset first ("dgx-h100", "pcie";
  * docs/algorithms.md cites their numbers), then key=value items that set

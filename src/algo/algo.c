@@ -45,10 +45,22 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
+  /* A topology of several nodes: its NICs' load under a's schedule (one
+   * that does not hold the W workers, which rs_netmodel_check refuses,
+   * is taken as one node). */
+  const rs_topo_t *t = &m->topo;
+  if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers) {
+    if (rs__topo_load(&s->load, t, a->steps(workers, RS_COLL_ALLREDUCE),
+                      a->sends))
+      return RS_ENOMEM;
+    for (int r = 0; r < workers; r++)
+      s->clocks[r].load = &s->load;
+  }
   return RS_OK;
 }
 
 static void simrun_free(rs_simrun_t *s) {
+  rs__topo_unload(&s->load);
   free(s->clocks);
   free(s->arrive);
   free(s->wire);
@@ -66,10 +78,12 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
     simrun_free(&s);
     return UINT64_MAX;
   }
-  for (size_t b = 0; b < bucket_count; b++)
+  for (size_t b = 0; b < bucket_count; b++) {
+    s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(&s, buckets[b].elems,
                   rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes,
                                     elem_size));
+  }
   uint64_t end = 0;
   for (int r = 0; r < workers; r++)
     end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
@@ -78,20 +92,27 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
 }
 
 void rs__simrun_step(rs_simrun_t *s) {
+  s->step++;
   if (rs__simrun_stopped(s)) /* (its loops run out, doing nothing) */
     return;
   for (int r = 0; r < s->workers; r++)
     rs__sim_step(&s->clocks[r]);
 }
 
-void rs__simrun_send(rs_simrun_t *s, int from, size_t elems) {
-  rs__simrun_post(s, from, from, elems);
+/* The message from -> to, its arrival kept in mailbox box. */
+static void simrun_mail(rs_simrun_t *s, int from, int to, int box,
+                        size_t elems) {
+  uint64_t depart;
+  rs__sim_send(&s->clocks[from], to, s->step, elems * s->elem_size, &depart,
+               &s->arrive[box], &s->wire[box]);
 }
 
-void rs__simrun_post(rs_simrun_t *s, int from, int box, size_t elems) {
-  uint64_t depart;
-  rs__sim_send(&s->clocks[from], elems * s->elem_size, &depart,
-               &s->arrive[box], &s->wire[box]);
+void rs__simrun_send(rs_simrun_t *s, int from, int to, size_t elems) {
+  simrun_mail(s, from, to, from, elems);
+}
+
+void rs__simrun_post(rs_simrun_t *s, int from, int to, size_t elems) {
+  simrun_mail(s, from, to, to, elems);
 }
 
 void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems) {

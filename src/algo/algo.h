@@ -36,6 +36,8 @@ typedef struct rs_simrun {
   const rs_netmodel_t *net;
   int workers;
   size_t cap, elem_size; /* elements per message at most; bytes each */
+  int step; /* the bucket's global step: one per rs__simrun_step, from 0 */
+  rs_topo_load_t load; /* with a topology of several nodes (topo.h) */
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
@@ -69,6 +71,13 @@ typedef struct rs_algo {
                      size_t cap, rs_collective_t collective);
   /* Steps of the collective, as --inject counts them. */
   int (*steps)(int workers, rs_collective_t collective);
+  /* The workers rank sends to in global step `step` (0 .. steps - 1, as
+   * rs__xfer_step numbers them) of an all-reduce over W workers, written
+   * to dst (room for max, at least RS_TOPO_MAX_SENDS); returns how many.
+   * As the schedule has it, whatever the sizes: a worker that sends an
+   * empty region (or skips it, as gloo's ring does) is still named. A
+   * topology's contention is counted from it (net/topo.h). */
+  int (*sends)(int workers, int step, int rank, int *dst, int max);
   /* The most roundings any one contribution goes through on its way to
    * the result (the ring: W-1; recursive doubling: about log2 W): the
    * check's error bound (check/check_prepare.c) grows with it. */
@@ -131,19 +140,22 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            size_t elem_size);
 
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
- * every worker's clock (a straggler computes). */
+ * every worker's clock (a straggler computes): the bucket's next global
+ * step, so a sim_bucket calls it once per step of rs_algo_t's steps, in
+ * order. */
 void rs__simrun_step(rs_simrun_t *s);
 /* Has the simulation been asked to stop (rs_netmodel_t's stop)? Each
  * sim_bucket asks it per segment, and then runs out its loops at once. */
 static inline int rs__simrun_stopped(const rs_simrun_t *s) {
   return rs__sim_stopped(s->net);
 }
-/* Worker from sends a message of elems elements: its arrival is kept in
- * the sender's mailbox (send), or in mailbox box (post: a sender of
- * several messages in a round, as the tree's broadcast to its children,
- * keeps each in its receiver's). */
-void rs__simrun_send(rs_simrun_t *s, int from, size_t elems);
-void rs__simrun_post(rs_simrun_t *s, int from, int box, size_t elems);
+/* Worker from sends a message of elems elements to worker to, in the
+ * step under way: its arrival is kept in the sender's mailbox (send), or
+ * in the receiver's (post: a sender of several messages in a round, as
+ * the tree's broadcast to its children, keeps each in its receiver's
+ * mailbox, to). */
+void rs__simrun_send(rs_simrun_t *s, int from, int to, size_t elems);
+void rs__simrun_post(rs_simrun_t *s, int from, int to, size_t elems);
 /* Worker to receives the message in mailbox box (the sender's, after
  * send), reducing reduced_elems of it. */
 void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems);

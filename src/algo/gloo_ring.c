@@ -122,6 +122,13 @@ static int recv_peers(int workers, int rank, int *peers) {
   return 1;
 }
 
+/* In every step each worker sends to r-1 (gloo_ring.h). */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  (void)step, (void)max;
+  dst[0] = rs__gloo_next(workers, rank);
+  return 1;
+}
+
 /* Every message is one segment. */
 static size_t message_elems(int workers, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
@@ -160,6 +167,7 @@ const rs_algo_t rs__algo_gloo_ring = {
     .direct_slots = direct_slots,
     .messages = messages,
     .steps = rs__ring_steps,
+    .sends = sends,
     .depth = rs__ring_depth,
     .predict = predict,
     .sim_bucket = sim_bucket,

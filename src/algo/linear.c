@@ -98,6 +98,19 @@ static size_t messages(int workers, int rank, size_t elems, size_t segs,
   return (rank == RS_LINEAR_ROOT ? (size_t)(workers - 1) : 1) * per_buffer;
 }
 
+/* Whom rank sends to in each step: reduce step j, W-1-j to the root;
+ * broadcast step j (global W-1+j), the root to j+1. */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  (void)max;
+  if (step < workers - 1)
+    return rank == rs__linear_sender(workers, step)
+               ? (dst[0] = RS_LINEAR_ROOT, 1)
+               : 0;
+  return rank == RS_LINEAR_ROOT
+             ? (dst[0] = rs__linear_receiver(step - (workers - 1)), 1)
+             : 0;
+}
+
 static int depth(int workers) { return workers - 1; }
 
 static int stashes(int workers, int rank) {
@@ -139,14 +152,15 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       size_t len = rs__chunk_elems(n, (int)segs, (int)k);
-      rs__simrun_send(s, sender, len);
+      rs__simrun_send(s, sender, root, len);
       rs__simrun_recv(s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
     }
   }
   for (int j = 0; j < W - 1; j++) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
-      rs__simrun_send(s, root, rs__chunk_elems(n, (int)segs, (int)k));
+      rs__simrun_send(s, root, rs__linear_receiver(j),
+                      rs__chunk_elems(n, (int)segs, (int)k));
       rs__simrun_recv(s, rs__linear_receiver(j), root, 0);
     }
   }
@@ -211,6 +225,7 @@ const rs_algo_t rs__algo_linear = {
     .direct_slots = direct_slots,
     .messages = messages,
     .steps = steps,
+    .sends = sends,
     .depth = depth,
     .stashes = stashes,
     .predict = predict,

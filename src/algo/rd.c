@@ -88,6 +88,22 @@ static int steps(int workers, rs_collective_t collective) {
   return rs__log2(P) + (workers > P ? 2 : 0);
 }
 
+/* Whom rank sends to in each step: with E extra workers the fold-in
+ * (step 0: even r < 2E to r+1), the exchanges (v xor d, for every worker
+ * taking part), the fold-out (the last: odd r < 2E to r-1). */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
+  const int partner = rs__pof2_fold_peer(workers, rank);
+  const int v = rs__rd_newrank(workers, rank);
+  (void)max;
+  if (E && step == 0)
+    return partner > rank ? (dst[0] = partner, 1) : 0;
+  const int k = step - (E ? 1 : 0);
+  if (k < K)
+    return v >= 0 ? (dst[0] = rs__rd_rank(workers, v ^ (1 << k)), 1) : 0;
+  return E && partner >= 0 && partner < rank ? (dst[0] = partner, 1) : 0;
+}
+
 /* At most one reception per step, of at most the whole bucket. */
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
@@ -126,7 +142,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int r = 0; r < 2 * E; r += 2)
-        rs__simrun_send(s, r, seg_len(n, segs, k));
+        rs__simrun_send(s, r, r + 1, seg_len(n, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r - 1, seg_len(n, segs, k));
     }
@@ -135,7 +151,8 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int v = 0; v < P; v++)
-        rs__simrun_send(s, rs__rd_rank(W, v), seg_len(n, segs, k));
+        rs__simrun_send(s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
+                        seg_len(n, segs, k));
       for (int v = 0; v < P; v++)
         rs__simrun_recv(s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
                         seg_len(n, segs, k));
@@ -145,7 +162,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int r = 1; r < 2 * E; r += 2)
-        rs__simrun_send(s, r, seg_len(n, segs, k));
+        rs__simrun_send(s, r, r - 1, seg_len(n, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r + 1, 0);
     }
@@ -232,6 +249,7 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .direct_slots = rs__algo_never_direct,
                                .messages = messages,
                                .steps = steps,
+                               .sends = sends,
                                .depth = rs__rd_depth,
                                .predict = predict,
                                .sim_bucket = sim_bucket,

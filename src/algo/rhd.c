@@ -137,6 +137,26 @@ static int steps(int workers, rs_collective_t collective) {
   return 2 * rs__log2(P) + (workers > P ? 3 : 0);
 }
 
+/* Whom rank sends to in each step: with E extra workers the fold-in's two
+ * (the pairs r < 2E swap halves; then odd r sends to r-1), the halvings
+ * at distance 1, 2, 4, ..., the doublings back, the fold-out (even r < 2E
+ * to r+1). */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
+  const int v = rs__rhd_vrank(workers, rank), paired = rank < 2 * E;
+  (void)max;
+  if (E && step < 2) {
+    const int to = rs__pof2_fold_peer(workers, rank);
+    return paired && (step == 0 || rank % 2) ? (dst[0] = to, 1) : 0;
+  }
+  const int j = step - (E ? 2 : 0);
+  if (j < 2 * K) {
+    const int k = j < K ? j : 2 * K - 1 - j; /* halving k, doubling back */
+    return v >= 0 ? (dst[0] = rs__rhd_rank(workers, v ^ (1 << k)), 1) : 0;
+  }
+  return paired && rank % 2 == 0 ? (dst[0] = rank + 1, 1) : 0;
+}
+
 static size_t messages(int workers, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
@@ -189,7 +209,7 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
   for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
-        rs__simrun_send(s, rs__rhd_rank(W, v),
+        rs__simrun_send(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
                         seg_len(part[v].send, part[v].segs, j));
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
@@ -221,7 +241,8 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int r = 0; r < 2 * E; r++)
-        rs__simrun_send(s, r, seg_len(r % 2 ? left : right, segs, k));
+        rs__simrun_send(s, r, r % 2 ? r - 1 : r + 1,
+                        seg_len(r % 2 ? left : right, segs, k));
       for (int r = 0; r < 2 * E; r++)
         rs__simrun_recv(s, r, r % 2 ? r - 1 : r + 1,
                         seg_len(r % 2 ? right : left, segs, k));
@@ -229,7 +250,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int r = 1; r < 2 * E; r += 2)
-        rs__simrun_send(s, r, seg_len(right, segs, k));
+        rs__simrun_send(s, r, r - 1, seg_len(right, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r + 1, 0);
     }
@@ -263,7 +284,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       for (int r = 0; r < 2 * E; r += 2)
-        rs__simrun_send(s, r, seg_len(n, segs, k));
+        rs__simrun_send(s, r, r + 1, seg_len(n, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r - 1, 0);
     }
@@ -382,6 +403,7 @@ const rs_algo_t rs__algo_rhd = {
     .direct_slots = rs__algo_never_direct,
     .messages = messages,
     .steps = steps,
+    .sends = sends,
     .depth = rs__rd_depth,
     .predict = predict,
     .sim_bucket = sim_bucket,

@@ -151,7 +151,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
         for (int r = 0; r < W; r++) {
           way->segment(&cut, way->send_chunk(W, r, ph, step), seg, &off, &len);
           if (len || !way->skip_empty)
-            rs__simrun_send(s, r, len);
+            rs__simrun_send(s, r, way->next(W, r), len);
         }
         for (int r = 0; r < W; r++) {
           way->segment(&cut, way->recv_chunk(W, r, ph, step), seg, &off, &len);
@@ -301,6 +301,13 @@ static int recv_peers(int workers, int rank, int *peers) {
   return 1;
 }
 
+/* In every step each worker sends to r+1 (ring.h). */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  (void)step, (void)max;
+  dst[0] = rs__ring_next(workers, rank);
+  return 1;
+}
+
 /* Every message is one segment of a chunk: the largest chunk has
  * ceil(elems/W) elements, its largest segment ceil of that over segs. */
 static size_t message_elems(int workers, int from, int to, size_t elems,
@@ -332,6 +339,7 @@ const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .direct_slots = direct_slots,
                                  .messages = messages,
                                  .steps = rs__ring_steps,
+                                 .sends = sends,
                                  .depth = rs__ring_depth,
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,

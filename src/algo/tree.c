@@ -240,7 +240,7 @@ static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
       for (int j = 0; j < n; j++)
         rs__simrun_recv(s, x, children[j], len);
       if (parent >= 0)
-        rs__simrun_send(s, x, len);
+        rs__simrun_send(s, x, parent, len);
     } else { /* down: mailbox x holds the parent's value on its way to x */
       if (parent >= 0)
         rs__simrun_recv(s, x, x, 0);
@@ -288,6 +288,27 @@ static int neighbours(int workers, int rank, int *peers) {
         seen |= peers[j] == cand[i];
       if (!seen)
         peers[n++] = cand[i];
+    }
+  }
+  return n;
+}
+
+/* Whom rank sends to in each step: in the reduce (step 0) its parent in
+ * either tree, in the broadcast (step 1) its children in both; each
+ * worker once (it may be linked to the same one in both trees). */
+static int sends(int workers, int step, int rank, int *dst, int max) {
+  int n = 0;
+  for (int t = 0; t < 2 && workers > 1; t++) {
+    int cand[2];
+    int k = step == 0 ? 0 : rs__tree_children(workers, t, rank, cand);
+    if (step == 0 && rs__tree_parent(workers, t, rank) >= 0)
+      cand[k++] = rs__tree_parent(workers, t, rank);
+    for (int i = 0; i < k && n < max; i++) {
+      int seen = 0;
+      for (int j = 0; j < n; j++)
+        seen |= dst[j] == cand[i];
+      if (!seen)
+        dst[n++] = cand[i];
     }
   }
   return n;
@@ -420,6 +441,7 @@ const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .direct_slots = direct_slots,
                                  .messages = messages,
                                  .steps = steps,
+                                 .sends = sends,
                                  .depth = depth,
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,

@@ -72,6 +72,8 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
   uint64_t net =
       fnv(14695981039346656037ull, &c->net,
           offsetof(rs_netmodel_t, stragglers) + sizeof c->net.stragglers);
+  if (c->net.topo.enabled) /* and its topology (none: the digest as before) */
+    net = fnv(net, &c->net.topo, sizeof c->net.topo);
   const rs_model_t *m = run->model;
   snprintf(
       buf, cap,

@@ -1,5 +1,5 @@
-/* netmodel.c - the alpha-beta network model: parsing its specs, the cost
- * formula, and the schedule-only simulation behind `ringsim model`. */
+/* netmodel.c - the alpha-beta network model: parsing its specs, checking
+ * them (a topology's too: topo.h), and every worker's simulated clock. */
 #include "net/netmodel.h"
 
 #include <math.h>
@@ -7,75 +7,17 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "net/topo.h"
 
 /* ---- parsing ------------------------------------------------------------ */
 
-typedef struct unit {
-  const char *suffix;
-  double scale;
-} unit_t;
-
-static const unit_t time_units[] = {
-    {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {NULL, 0}};
-static const unit_t rate_units[] = {{"B/s", 1},
-                                    {"KB/s", 1e3},
-                                    {"MB/s", 1e6},
-                                    {"GB/s", 1e9},
-                                    {"TB/s", 1e12},
-                                    {"KiB/s", 1024.0},
-                                    {"MiB/s", 1048576.0},
-                                    {"GiB/s", 1073741824.0},
-                                    {"Kbps", 125.0},
-                                    {"Mbps", 125e3},
-                                    {"Gbps", 125e6},
-                                    {"Tbps", 125e9},
-                                    {NULL, 0}};
-
-/* A non-negative number followed by one of units. */
-static int parse_quantity(const char *text, size_t len, const unit_t *units,
-                          double *out) {
-  char buf[64];
-  if (len == 0 || len >= sizeof buf)
-    return -1;
-  memcpy(buf, text, len);
-  buf[len] = '\0';
-  char *end;
-  double v = strtod(buf, &end);
-  if (end == buf || !(v >= 0) || !isfinite(v))
-    return -1;
-  for (const unit_t *u = units; u->suffix; u++)
-    if (strcmp(end, u->suffix) == 0) {
-      *out = v * u->scale;
-      return *out < 1.8e19 ? 0 : -1;
-    }
-  return -1;
-}
-
-int rs__net_read_time(const char *text, size_t len, uint64_t *ns) {
-  double v;
-  if (parse_quantity(text, len, time_units, &v))
-    return -1;
-  *ns = (uint64_t)llround(v);
-  return 0;
-}
-
-int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s) {
-  double v;
-  if (parse_quantity(text, len, rate_units, &v) || v < 1)
-    return -1;
-  *bytes_per_s = (uint64_t)llround(v);
-  return 0;
-}
-
 int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
                            char *errmsg) {
-  double v;
-  if (parse_quantity(text, strlen(text), rate_units, &v) || v < 1)
+  if (rs__net_read_rate(text, strlen(text), bytes_per_s))
     return rs__err(errmsg, RS_EINVAL,
                    "'%s': expected a rate such as 25GB/s, 100Gbps or "
                    "800MiB/s",
                    text);
-  *bytes_per_s = (uint64_t)llround(v);
   return RS_OK;
 }
 
@@ -90,15 +32,14 @@ static int parse_link_fields(const char *spec, rs_link_model_t *link,
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
     const char *eq = memchr(p, '=', len);
-    double v;
+    uint64_t v;
     if (eq && (size_t)(eq - p) == 7 && strncmp(p, "latency", 7) == 0 &&
-        parse_quantity(eq + 1, len - 8, time_units, &v) == 0) {
-      link->latency_ns = (uint64_t)llround(v);
+        rs__net_read_time(eq + 1, len - 8, &v) == 0) {
+      link->latency_ns = v;
       have_latency = 1;
     } else if (eq && (size_t)(eq - p) == 9 && strncmp(p, "bandwidth", 9) == 0 &&
-               parse_quantity(eq + 1, len - 10, rate_units, &v) == 0 &&
-               v >= 1) {
-      link->bandwidth = (uint64_t)llround(v);
+               rs__net_read_rate(eq + 1, len - 10, &v) == 0) {
+      link->bandwidth = v;
       have_bandwidth = 1;
     } else {
       return rs__err(errmsg, RS_EINVAL,
@@ -178,6 +119,19 @@ int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 }
 
 int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg) {
+  if (m->topo.enabled) {
+    if (m->link_count)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--link: the topology names its links; give one of "
+                     "--topo and --link");
+    if (m->link.bandwidth != 0)
+      return rs__err(errmsg, RS_EINVAL,
+                     "--topo and --net: give one (--net is one switch "
+                     "without contention)");
+    int rc = rs_topo_check(&m->topo, workers, errmsg);
+    if (rc)
+      return rc;
+  }
   if (!m->enabled) {
     if (m->link_count || m->straggler_count || m->reduce_rate)
       return rs__err(errmsg, RS_EINVAL,
@@ -212,7 +166,8 @@ void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
   if (!net || !net->enabled)
     return;
   c->net = net;
-  c->out = net->link;
+  c->rank = rank;
+  c->out = net->topo.enabled ? net->topo.intra : net->link;
   for (int i = 0; i < net->link_count; i++)
     if (net->links[i].src == rank) {
       /* an override sets what it names; the rest stays the default */

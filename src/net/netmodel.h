@@ -11,15 +11,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/topo.h"
 #include "ringsim/ringsim.h"
 
 typedef struct rs_simclock {
   const rs_netmodel_t *net; /* NULL: no simulated time */
-  rs_link_model_t out;      /* the link to the next worker */
-  uint64_t straggler_ns;    /* compute charged at each step's start */
-  uint64_t clock;           /* this worker's simulated now */
-  uint64_t link_free;       /* when the outgoing link can take a segment */
-  uint64_t in_free;         /* when its incoming port has taken the last */
+  int rank;                 /* whose clock */
+  rs_link_model_t out;      /* the link to the next worker (with a
+                               topology: its intra link) */
+  /* With a topology of more than one node: the schedule's load on its
+   * NICs, which gives each transfer its link (topo.h); NULL: every
+   * transfer takes out. */
+  const rs_topo_load_t *load;
+  /* The last link rs__topo_link gave (a worker sends a step's segments
+   * to the same peer): for load, dst and step. */
+  const rs_topo_load_t *memo_load;
+  int memo_dst, memo_step;
+  rs_link_model_t memo;
+  uint64_t straggler_ns; /* compute charged at each step's start */
+  uint64_t clock;        /* this worker's simulated now */
+  uint64_t link_free;    /* when the outgoing link can take a segment */
+  uint64_t in_free;      /* when its incoming port has taken the last */
 } rs_simclock_t;
 
 /* ceil(bytes * 1e9 / rate) nanoseconds; 0 for a zero rate (free). */
@@ -36,21 +48,33 @@ static inline void rs__sim_step(rs_simclock_t *c) {
     c->clock += c->straggler_ns;
 }
 
-/* A segment of bytes leaves: when the worker and the link are both ready;
- * it arrives latency + bytes/bandwidth later, having taken wire_ns on the
- * wire. */
-static inline void rs__sim_send(rs_simclock_t *c, size_t bytes,
-                                uint64_t *depart_ns, uint64_t *arrive_ns,
-                                uint64_t *wire_ns) {
+/* A segment of bytes leaves for worker dst in the algorithm's global step
+ * `step`: when the worker and its link are both ready; it arrives latency
+ * + bytes/bandwidth later, having taken wire_ns on the wire. The link is
+ * out, or under a topology the one topo.h gives the transfer. */
+static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
+                                size_t bytes, uint64_t *depart_ns,
+                                uint64_t *arrive_ns, uint64_t *wire_ns) {
   if (!c->net) {
     *depart_ns = *arrive_ns = *wire_ns = 0;
     return;
   }
+  rs_link_model_t link = c->out; /* (a topology's intra link) */
+  if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
+                     rs__topo_node(&c->load->topo, dst)) {
+    if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
+      c->memo = rs__topo_link(c->load, c->rank, dst, step);
+      c->memo_load = c->load;
+      c->memo_dst = dst;
+      c->memo_step = step;
+    }
+    link = c->memo;
+  }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
-  uint64_t wire = rs__net_ns(bytes, c->out.bandwidth);
+  uint64_t wire = rs__net_ns(bytes, link.bandwidth);
   c->link_free = depart + wire;
   *depart_ns = depart;
-  *arrive_ns = depart + c->out.latency_ns + wire;
+  *arrive_ns = depart + link.latency_ns + wire;
   *wire_ns = wire;
 }
 
@@ -82,13 +106,9 @@ static inline int rs__sim_stopped(const rs_netmodel_t *m) {
   return m->stop && __atomic_load_n(m->stop, __ATOMIC_RELAXED);
 }
 
-/* The first len bytes of text as a time ("5us": ns, us, ms, s) in ns, or
- * a rate ("25GB/s", "400Gbps", "800MiB/s": at least 1 B/s) in bytes per
- * second, as --net reads them; 0, or -1 if they are not one. */
-int rs__net_read_time(const char *text, size_t len, uint64_t *ns);
-int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s);
-
-/* Set c up for worker rank of W under net (NULL or disabled: no clock). */
+/* Set c up for worker rank of W under net (NULL or disabled: no clock),
+ * without a load: whoever runs a schedule over a topology of more than
+ * one node sets c->load (rs__topo_load). */
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank);
 

@@ -1,14 +1,76 @@
 /* topo.c - the cluster as nodes of GPUs (--topo): parsing a topology and
- * its presets, checking it against the workers, and contention: the
- * resources a transfer crosses and the pace it goes at while others cross
- * them too (topo.h). */
+ * its presets, checking it against the workers, and its contention: a
+ * schedule's load on the NICs, and the link a transfer takes under it
+ * (topo.h). And the readers of times and rates --net shares. */
 #include "net/topo.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
-#include "net/netmodel.h"
+
+/* ---- times and rates ---------------------------------------------------- */
+
+typedef struct unit {
+  const char *suffix;
+  double scale;
+} unit_t;
+
+static const unit_t time_units[] = {
+    {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {NULL, 0}};
+static const unit_t rate_units[] = {{"B/s", 1},
+                                    {"KB/s", 1e3},
+                                    {"MB/s", 1e6},
+                                    {"GB/s", 1e9},
+                                    {"TB/s", 1e12},
+                                    {"KiB/s", 1024.0},
+                                    {"MiB/s", 1048576.0},
+                                    {"GiB/s", 1073741824.0},
+                                    {"Kbps", 125.0},
+                                    {"Mbps", 125e3},
+                                    {"Gbps", 125e6},
+                                    {"Tbps", 125e9},
+                                    {NULL, 0}};
+
+/* A non-negative number followed by one of units. */
+static int parse_quantity(const char *text, size_t len, const unit_t *units,
+                          double *out) {
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return -1;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  char *end;
+  double v = strtod(buf, &end);
+  if (end == buf || !(v >= 0) || !isfinite(v))
+    return -1;
+  for (const unit_t *u = units; u->suffix; u++)
+    if (strcmp(end, u->suffix) == 0) {
+      *out = v * u->scale;
+      return *out < 1.8e19 ? 0 : -1;
+    }
+  return -1;
+}
+
+int rs__net_read_time(const char *text, size_t len, uint64_t *ns) {
+  double v;
+  if (parse_quantity(text, len, time_units, &v))
+    return -1;
+  *ns = (uint64_t)llround(v);
+  return 0;
+}
+
+int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s) {
+  double v;
+  if (parse_quantity(text, len, rate_units, &v) || v < 1)
+    return -1;
+  *bytes_per_s = (uint64_t)llround(v);
+  return 0;
+}
+
+/* ---- topologies --------------------------------------------------------- */
 
 /* The presets, whose numbers docs/algorithms.md cites: the bandwidths
  * from the vendors' published specifications; the latencies, which the
@@ -166,64 +228,252 @@ int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg) {
   return RS_OK;
 }
 
-/* ---- contention ---------------------------------------------------------
- * Resources, numbered: worker r's port out r, its port in W + r; node n's
- * NIC k sends at 2W + n K + k and receives at 2W + N K + n K + k. */
+/* ---- contention --------------------------------------------------------
+ * A step's counts: every worker's destinations, each GPU counted once on
+ * its NIC's send side if it sends to another node, once on its NIC's
+ * receive side if another node sends to it; the counts kept as the sorted
+ * list of the sides crossed, which is what two steps compare by. */
 
-size_t rs__topo_resources(const rs_topo_t *t) {
-  const size_t W = (size_t)t->nodes * (size_t)t->gpus;
-  return 2 * W + 2 * (size_t)t->nodes * (size_t)t->nics;
+/* What building a load needs besides the load: scratch for one step. */
+typedef struct builder {
+  const rs_topo_t *t;
+  int workers;
+  rs_topo_sends_t sends;
+  uint32_t *count;   /* per NIC side (2 N K), zero between steps */
+  int *sent, *got;   /* per worker: the last step it was counted in */
+  uint32_t *touched; /* the sides this step crossed */
+  uint32_t touched_n;
+  uint64_t *hash;      /* per pattern */
+  uint32_t *table;     /* open addressing: pattern + 1, or 0 */
+  uint32_t table_size; /* a power of two, more than twice the steps */
+  size_t entries, entries_cap;
+} builder_t;
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
 }
 
-int rs__topo_path(const rs_topo_t *t, int src, int dst, uint32_t res[4]) {
-  const uint32_t W = (uint32_t)t->nodes * (uint32_t)t->gpus;
-  const uint32_t G = (uint32_t)t->gpus, K = (uint32_t)t->nics;
-  const uint32_t NK = (uint32_t)t->nodes * K;
-  const uint32_t s = (uint32_t)src, d = (uint32_t)dst;
-  if (s / G == d / G) {
-    res[0] = s;
-    res[1] = W + d;
-    return 2;
-  }
-  res[0] = s;
-  res[1] = 2 * W + s / G * K + s % G % K;
-  res[2] = 2 * W + NK + d / G * K + d % G % K;
-  res[3] = W + d;
-  return 4;
+static void bump(builder_t *b, uint32_t side) {
+  if (b->count[side]++ == 0)
+    b->touched[b->touched_n++] = side;
 }
 
-static uint64_t bandwidth_of(const rs_topo_t *t, uint32_t res) {
-  const uint32_t W = (uint32_t)t->nodes * (uint32_t)t->gpus;
-  return res < 2 * W ? t->intra.bandwidth : t->nic.bandwidth;
-}
-
-const rs_link_model_t *rs__topo_class(const rs_topo_t *t, int src, int dst) {
-  return src / t->gpus == dst / t->gpus ? &t->intra : &t->nic;
-}
-
-uint64_t rs__topo_pace(const rs_topo_t *t, int src, int dst,
-                       const uint32_t *count, int *busiest) {
-  uint32_t res[4];
-  int n = rs__topo_path(t, src, dst, res);
-  uint64_t pace = UINT64_MAX;
-  for (int i = 0; i < n; i++) {
-    uint32_t c = count[res[i]] ? count[res[i]] : 1;
-    uint64_t share = bandwidth_of(t, res[i]) / c;
-    if (share < pace) {
-      pace = share ? share : 1;
-      if (busiest)
-        *busiest = (int)res[i];
+/* Step s's sides, sorted, into b->touched (their counts in b->count). */
+static void count_step(builder_t *b, int s) {
+  const rs_topo_t *t = b->t;
+  const uint32_t NK = (uint32_t)t->nodes * (uint32_t)t->nics;
+  int dst[RS_TOPO_MAX_SENDS];
+  b->touched_n = 0;
+  for (int r = 0; r < b->workers; r++) {
+    int n = b->sends(b->workers, s, r, dst, RS_TOPO_MAX_SENDS);
+    for (int i = 0; i < n; i++) {
+      if (rs__topo_node(t, r) == rs__topo_node(t, dst[i]))
+        continue;
+      if (b->sent[r] != s) {
+        b->sent[r] = s;
+        bump(b, (uint32_t)rs__topo_nic(t, r));
+      }
+      if (b->got[dst[i]] != s) {
+        b->got[dst[i]] = s;
+        bump(b, NK + (uint32_t)rs__topo_nic(t, dst[i]));
+      }
     }
   }
-  return pace;
+  /* in order: sorted, or (when many) read off the counters */
+  const uint32_t sides = 2 * NK;
+  if (b->touched_n > sides / 16) {
+    b->touched_n = 0;
+    for (uint32_t side = 0; side < sides; side++)
+      if (b->count[side])
+        b->touched[b->touched_n++] = side;
+  } else {
+    qsort(b->touched, b->touched_n, sizeof *b->touched, cmp_u32);
+  }
 }
 
-void rs__topo_count(const rs_topo_t *t, int n, const int *src, const int *dst,
-                    uint32_t *count, int add) {
-  for (int i = 0; i < n; i++) {
-    uint32_t res[4];
-    int m = rs__topo_path(t, src[i], dst[i], res);
-    for (int j = 0; j < m; j++)
-      count[res[j]] += add ? 1u : (uint32_t)-1;
+static uint64_t hash_step(const builder_t *b) {
+  uint64_t h = 14695981039346656037ull;
+  for (uint32_t i = 0; i < b->touched_n; i++) {
+    h = (h ^ b->touched[i]) * 1099511628211ull;
+    h = (h ^ b->count[b->touched[i]]) * 1099511628211ull;
   }
+  return h;
+}
+
+/* Is pattern p's list the step's? */
+static int same(const builder_t *b, const rs_topo_load_t *l, uint32_t p) {
+  if (l->first[p + 1] - l->first[p] != b->touched_n)
+    return 0;
+  for (uint32_t i = 0; i < b->touched_n; i++) {
+    const uint32_t e = l->first[p] + i, side = b->touched[i];
+    if (l->side[e] != side || l->count[e] != b->count[side])
+      return 0;
+  }
+  return 1;
+}
+
+/* The step's list as a new pattern (the last). */
+static int add_pattern(builder_t *b, rs_topo_load_t *l, uint64_t h) {
+  if (b->entries + b->touched_n > b->entries_cap) {
+    size_t cap = 2 * (b->entries + b->touched_n) + 16;
+    uint32_t *side = realloc(l->side, cap * sizeof *side);
+    if (side)
+      l->side = side;
+    uint32_t *count = side ? realloc(l->count, cap * sizeof *count) : NULL;
+    if (!count)
+      return RS_ENOMEM;
+    l->count = count;
+    b->entries_cap = cap;
+  }
+  const uint32_t p = l->patterns++;
+  for (uint32_t i = 0; i < b->touched_n; i++) {
+    l->side[b->entries + i] = b->touched[i];
+    l->count[b->entries + i] = b->count[b->touched[i]];
+  }
+  b->entries += b->touched_n;
+  l->first[p + 1] = (uint32_t)b->entries;
+  b->hash[p] = h;
+  return RS_OK;
+}
+
+/* Step s: find its pattern, or add it. */
+static int place_step(builder_t *b, rs_topo_load_t *l, int s) {
+  count_step(b, s);
+  const uint64_t h = hash_step(b);
+  uint32_t slot = (uint32_t)h & (b->table_size - 1);
+  int rc = RS_OK;
+  for (;; slot = (slot + 1) & (b->table_size - 1)) {
+    const uint32_t held = b->table[slot];
+    if (held == 0) {
+      rc = add_pattern(b, l, h);
+      b->table[slot] = l->patterns;
+      l->pattern[s] = l->patterns - 1;
+      break;
+    }
+    if (b->hash[held - 1] == h && same(b, l, held - 1)) {
+      l->pattern[s] = held - 1;
+      break;
+    }
+  }
+  for (uint32_t i = 0; i < b->touched_n; i++)
+    b->count[b->touched[i]] = 0;
+  return rc;
+}
+
+/* The dense counts of the patterns that cross many sides. */
+static int densify(rs_topo_load_t *l, size_t sides) {
+  size_t need = 0;
+  l->dense_at = malloc(((size_t)l->patterns + 1) * sizeof *l->dense_at);
+  if (!l->dense_at)
+    return RS_ENOMEM;
+  for (uint32_t p = 0; p < l->patterns; p++) {
+    const size_t n = l->first[p + 1] - l->first[p];
+    l->dense_at[p] = 8 * n >= sides && need + sides < UINT32_MAX
+                         ? (uint32_t)need
+                         : UINT32_MAX;
+    need += l->dense_at[p] != UINT32_MAX ? sides : 0;
+  }
+  if (need && !(l->dense = calloc(need, sizeof *l->dense)))
+    return RS_ENOMEM;
+  for (uint32_t p = 0; p < l->patterns; p++)
+    for (uint32_t e = l->first[p];
+         l->dense_at[p] != UINT32_MAX && e < l->first[p + 1]; e++)
+      l->dense[l->dense_at[p] + l->side[e]] = l->count[e];
+  return RS_OK;
+}
+
+int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
+                  rs_topo_sends_t sends) {
+  memset(l, 0, sizeof *l);
+  l->topo = *t;
+  l->steps = steps > 0 ? steps : 0;
+  const int W = t->nodes * t->gpus;
+  const size_t sides = 2 * (size_t)t->nodes * (size_t)t->nics;
+  builder_t b = {.t = t, .workers = W, .sends = sends, .table_size = 16};
+  while (b.table_size < 2 * (uint32_t)l->steps + 2)
+    b.table_size *= 2;
+  b.count = calloc(sides, sizeof *b.count);
+  b.touched = malloc(sides * sizeof *b.touched);
+  b.sent = malloc((size_t)W * sizeof *b.sent);
+  b.got = malloc((size_t)W * sizeof *b.got);
+  b.hash = malloc(((size_t)l->steps + 1) * sizeof *b.hash);
+  b.table = calloc(b.table_size, sizeof *b.table);
+  l->pattern = malloc(((size_t)l->steps + 1) * sizeof *l->pattern);
+  l->first = calloc((size_t)l->steps + 2, sizeof *l->first);
+  int rc = b.count && b.touched && b.sent && b.got && b.hash && b.table &&
+                   l->pattern && l->first
+               ? RS_OK
+               : RS_ENOMEM;
+  for (int r = 0; rc == RS_OK && r < W; r++)
+    b.sent[r] = b.got[r] = -1;
+  for (int s = 0; rc == RS_OK && s < l->steps; s++)
+    rc = place_step(&b, l, s);
+  if (rc == RS_OK)
+    rc = densify(l, sides);
+  free(b.count);
+  free(b.touched);
+  free(b.sent);
+  free(b.got);
+  free(b.hash);
+  free(b.table);
+  if (rc)
+    rs__topo_unload(l);
+  return rc;
+}
+
+void rs__topo_unload(rs_topo_load_t *l) {
+  free(l->pattern);
+  free(l->first);
+  free(l->side);
+  free(l->count);
+  free(l->dense_at);
+  free(l->dense);
+  memset(l, 0, sizeof *l);
+}
+
+/* The count of side in pattern p, 0 if it is not crossed. */
+static uint32_t count_of(const rs_topo_load_t *l, uint32_t p, uint32_t side) {
+  if (l->dense_at[p] != UINT32_MAX)
+    return l->dense[l->dense_at[p] + side];
+  uint32_t lo = l->first[p], hi = l->first[p + 1];
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (l->side[mid] < side)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < l->first[p + 1] && l->side[lo] == side ? l->count[lo] : 0;
+}
+
+uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step) {
+  const rs_topo_t *t = &l->topo;
+  if (rs__topo_node(t, src) == rs__topo_node(t, dst))
+    return 0;
+  uint32_t n = 1;
+  if (step >= 0 && step < l->steps) {
+    const uint32_t p = l->pattern[step];
+    const uint32_t NK = (uint32_t)t->nodes * (uint32_t)t->nics;
+    const uint32_t out = count_of(l, p, (uint32_t)rs__topo_nic(t, src));
+    const uint32_t in = count_of(l, p, NK + (uint32_t)rs__topo_nic(t, dst));
+    n = out > n ? out : n;
+    n = in > n ? in : n;
+  }
+  return n;
+}
+
+rs_link_model_t rs__topo_link(const rs_topo_load_t *l, int src, int dst,
+                              int step) {
+  const rs_topo_t *t = &l->topo;
+  const uint32_t n = rs__topo_sharing(l, src, dst, step);
+  if (n == 0)
+    return t->intra;
+  uint64_t share = t->nic.bandwidth / n;
+  rs_link_model_t link = {
+      .latency_ns = t->nic.latency_ns,
+      .bandwidth = share < t->intra.bandwidth ? share : t->intra.bandwidth};
+  if (link.bandwidth == 0)
+    link.bandwidth = 1;
+  return link;
 }

@@ -1,13 +1,38 @@
-/* topo.h - contention on a topology (ringsim.h's rs_topo_t).
+/* topo.h - a topology's simulated time (ringsim.h's rs_topo_t, --topo).
  *
- * A transfer crosses shared resources (rs__topo_path): the sender's port,
- * and between nodes its NIC's send side and the receiver's NIC's receive
- * side, then the receiver's port. Each resource's bandwidth is divided
- * equally among the transfers crossing it at the same moment, and a
- * transfer goes at the pace of its most loaded resource (rs__topo_pace):
- * min over its resources of bandwidth / transfers there. The transfers
- * that cross together are counted first (rs__topo_count, into one
- * counter per resource), then each one's pace is read.
+ * The model. With net.topo.enabled (net.enabled is then 1 too; net.link
+ * is unused), the W workers are N nodes x G GPUs: worker r is on node
+ * r / G, GPU r % G, and GPU g uses NIC g % K of its node.
+ * - A transfer within a node has latency topo.intra.latency_ns and
+ *   bandwidth topo.intra.bandwidth, through the sender's outgoing port and
+ *   the receiver's incoming port, which serialize exactly as --net's link
+ *   and port do (netmodel.h's link_free and in_free). So a one-node
+ *   topology whose intra link equals --net's link gives, to the
+ *   nanosecond, what --net gives, for every algorithm.
+ * - A transfer between nodes has latency topo.nic.latency_ns and
+ *   bandwidth min(intra.bandwidth, nic.bandwidth / n), where n is the
+ *   larger of: how many distinct GPUs send to another node through the
+ *   sender's NIC in the same step, and how many distinct GPUs receive from
+ *   another node through the receiver's NIC in that step. Each GPU counts
+ *   once per step, whatever its number of segments or peers, since its own
+ *   port serializes its transfers; it counts where the schedule has it
+ *   send, whatever the size of the region (an empty one too).
+ * "Step" is the algorithm's global step within one bucket (the --inject
+ * step: rs__xfer_step's global_step in the threaded run, one per
+ * rs__simrun_step in the schedule simulation). This is "each resource's
+ * bandwidth divided equally among the transfers crossing it at the same
+ * moment; a transfer goes at the pace of its most loaded resource", with
+ * the ports serializing rather than sharing.
+ *
+ * The counts come from the algorithm's schedule (rs_algo_t's sends: the
+ * destinations of each worker in each step), once per run and per
+ * schedule simulation, into a load (rs__topo_load): per step, the GPUs
+ * crossing each NIC side, the steps whose counts are the same stored once
+ * (a ring's 2(W-1) steps are one).
+ *
+ * This file also holds the readers of times and rates that --net, --link
+ * and --topo share (the clocks in netmodel.c use the topology, so the
+ * readers sit below both).
  */
 #ifndef RINGSIM_TOPO_H
 #define RINGSIM_TOPO_H
@@ -17,23 +42,61 @@
 
 #include "ringsim/ringsim.h"
 
-/* How many resources t has: 2 per worker (port out, port in) and 2 per
- * NIC (send, receive side). */
-size_t rs__topo_resources(const rs_topo_t *t);
-/* The resources a transfer src -> dst crosses, in order, into res: 2
- * within a node, 4 between nodes; returns how many. */
-int rs__topo_path(const rs_topo_t *t, int src, int dst, uint32_t res[4]);
-/* The link class whose latency the transfer has: intra within a node,
- * nic between nodes. */
-const rs_link_model_t *rs__topo_class(const rs_topo_t *t, int src, int dst);
-/* Add (add 1) or take away (add 0) the n transfers src[i] -> dst[i] to
- * count (rs__topo_resources counters). */
-void rs__topo_count(const rs_topo_t *t, int n, const int *src, const int *dst,
-                    uint32_t *count, int add);
-/* The pace, in bytes per second, of the transfer src -> dst while count
- * transfers cross each resource (itself counted); *busiest (if not NULL)
- * the resource that sets it. */
-uint64_t rs__topo_pace(const rs_topo_t *t, int src, int dst,
-                       const uint32_t *count, int *busiest);
+/* The first len bytes of text as a time ("5us": ns, us, ms, s) in ns, or
+ * a rate ("25GB/s", "400Gbps", "800MiB/s": at least 1 B/s) in bytes per
+ * second, as --net reads them; 0, or -1 if they are not one. */
+int rs__net_read_time(const char *text, size_t len, uint64_t *ns);
+int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s);
+
+/* Worker r's node, and its NIC among the N K of the cluster (node n's NIC
+ * k is n K + k). */
+static inline int rs__topo_node(const rs_topo_t *t, int r) {
+  return r / t->gpus;
+}
+static inline int rs__topo_nic(const rs_topo_t *t, int r) {
+  return r / t->gpus * t->nics + r % t->gpus % t->nics;
+}
+
+/* The destinations worker rank sends to in global step `step` of an
+ * algorithm over W workers, into dst (room for max); returns how many
+ * (rs_algo_t's sends). */
+typedef int (*rs_topo_sends_t)(int workers, int step, int rank, int *dst,
+                               int max);
+/* The most destinations one worker has in one step (the tree's: two
+ * children in each tree). */
+#define RS_TOPO_MAX_SENDS 8
+
+/* A schedule's load on a topology's NICs: per step, how many GPUs cross
+ * each NIC side. NIC side: NIC i's send side is i, its receive side
+ * N K + i. */
+typedef struct rs_topo_load {
+  rs_topo_t topo;
+  int steps;
+  uint32_t *pattern; /* per step: its counts' index */
+  uint32_t patterns; /* distinct counts */
+  uint32_t *first;   /* per pattern p: its entries first[p]..first[p+1]-1 */
+  uint32_t *side;    /* entries: a NIC side, ascending within a pattern */
+  uint32_t *count;   /* and the GPUs that cross it */
+  /* A pattern that crosses at least one side in 8 also has its counts
+   * per side, every side's (2 N K), at dense + dense_at[p] (UINT32_MAX:
+   * none): looked up at once, where the list is searched. */
+  uint32_t *dense_at;
+  uint32_t *dense;
+} rs_topo_load_t;
+
+/* The load of the steps 0..steps-1 of the schedule `sends` on t (W =
+ * N G workers). RS_OK or RS_ENOMEM (l then holds nothing). */
+int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
+                  rs_topo_sends_t sends);
+void rs__topo_unload(rs_topo_load_t *l);
+/* The n of a transfer src -> dst in step (the larger count of the
+ * sender's NIC's send side and the receiver's NIC's receive side, at
+ * least 1); 0 within a node. */
+uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step);
+/* The link the transfer src -> dst in step takes: intra within a node;
+ * between nodes the NIC's latency and min(intra bandwidth, NIC bandwidth
+ * / n), at least 1 B/s. */
+rs_link_model_t rs__topo_link(const rs_topo_load_t *l, int src, int dst,
+                              int step);
 
 #endif /* RINGSIM_TOPO_H */

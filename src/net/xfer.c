@@ -52,6 +52,7 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
   w->progress.step = step;
   w->progress.activity = RS_ACT_WORKING;
   w->progress.peer = -1;
+  w->global_step = global_step;
   rs__sim_step(&w->sim); /* a straggler computes before it can send */
   w->step_wire = RS_WIRE_OK;
   for (int i = 0; i < w->fault_count && w->bucket == 0 && first_part; i++) {
@@ -101,8 +102,8 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   .contrib_count = tag->contrib_count,
                   .elem_offset = off,
                   .elems = elems};
-  rs__sim_send(&w->sim, elems * w->elem_size, &hdr.sim_send_ns,
-               &hdr.sim_arrive_ns,
+  rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
+               &hdr.sim_send_ns, &hdr.sim_arrive_ns,
                &hdr.sim_wire_ns); /* simulated time, when modelled */
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_SENDING;

@@ -159,6 +159,8 @@ typedef struct rs_worker {
   const rs_fault_t *faults; /* the run's injected faults (all workers) */
   int fault_count;
   rs_wire_t step_wire; /* what the wire does to this step's first message */
+  int global_step;     /* the step under way (rs__xfer_step's global_step):
+                          a topology's contention is counted per step */
   rs_link_t *out;      /* the edges it sends on */
   int out_count;
   rs_link_t *in; /* the edges it receives on */

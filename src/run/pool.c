@@ -206,6 +206,9 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     w->base = run->buckets[b].elem_offset;
     w->elems = run->buckets[b].elems;
     w->segs_per_chunk = run->bucket_segs[b];
+    /* a topology's contention: this bucket's algorithm's (net/topo.h) */
+    const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
+    w->sim.load = load->pattern ? load : NULL;
     /* Average, DDP's way: each worker divides its own gradient first, and
      * the algorithm sums the quotients. */
     if (w->op == RS_OP_AVG && w->average_pre)
@@ -425,9 +428,9 @@ static void conclude(rs_run_t *run, const pool_t *pool, timing_t *timing,
       if (run->workers[r].sim.clock > run->result.sim_ns)
         run->result.sim_ns = run->workers[r].sim.clock;
     for (size_t b = 0; b < run->result.buckets; b++)
-      run->result.predicted_ns += run->bucket_algo[b]->predict(
-          &run->config.net, W, run->buckets[b].elems, run->bucket_segs[b],
-          rs__run_seg_cap(run), run->elem_size);
+      run->result.predicted_ns += rs_netmodel_predict_algo(
+          run->bucket_choice[b], &run->config.net, W, run->buckets[b].elems,
+          run->bucket_segs[b], run->config.segment_bytes, run->elem_size);
   }
 }
 

@@ -261,6 +261,24 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   return RS_OK;
 }
 
+/* With a topology of several nodes: the NICs' load under the schedule of
+ * every algorithm the buckets run (net/topo.h), each once. */
+static int load_topology(rs_run_t *run) {
+  const rs_config_t *c = &run->config;
+  const rs_topo_t *t = &c->net.topo;
+  if (!c->net.enabled || !t->enabled || t->nodes < 2 || c->workers < 2)
+    return RS_OK;
+  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    if (!(run->algos_used & (1u << a)))
+      continue;
+    const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    if (rs__topo_load(&run->topo_load[a], t,
+                      algo->steps(c->workers, c->collective), algo->sends))
+      return RS_ENOMEM;
+  }
+  return RS_OK;
+}
+
 int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   *out = NULL;
@@ -279,6 +297,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK)
     rc = rs__run_choose_algos(run, errmsg);
+  if (rc == RS_OK && load_topology(run))
+    rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK && rs__run_list_edges(run, s.peers, &s.edge_elems))
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK) {
@@ -328,6 +348,8 @@ void rs_run_free(rs_run_t *run) {
   free(run->bucket_choice);
   free(run->bucket_algo);
   free(run->bucket_predicted);
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    rs__topo_unload(&run->topo_load[a]);
   free(run->bufs);
   free(run->edges);
   free(run->edge_start);

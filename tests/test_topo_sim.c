@@ -1,0 +1,253 @@
+/* test_topo_sim.c - a topology's simulated time (net/topo.h): the same in
+ * the threaded run and in the schedule simulation, to the nanosecond;
+ * a one-node topology is --net exactly; and two cases computed by hand. */
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "algo/list.h"
+#include "ringsim/ringsim.h"
+
+static rs_model_t *model_of(size_t elems) {
+  char text[128], err[RS_ERRMSG_MAX];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
+  return m;
+}
+
+/* The threaded run's simulated time: algo on W workers under net, one
+ * bucket of elems f32 elements. */
+static uint64_t threaded(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
+                         size_t elems, size_t segment_bytes) {
+  rs_model_t *m = model_of(elems);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = W;
+  cfg.algo = algo;
+  cfg.segment_bytes = segment_bytes;
+  cfg.bucket_bytes = 0; /* one bucket */
+  cfg.net = *net;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(&cfg, m, &run, err))
+    fail_msg("%s W=%d: create: %s", rs_algorithm_name(algo), W, err);
+  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  assert_int_equal(rs_run_result(run)->status, RS_OK);
+  uint64_t sim = rs_run_result(run)->sim_ns;
+  rs_run_free(run);
+  rs_model_free(m);
+  return sim;
+}
+
+/* The schedule simulation of the same one-bucket run. */
+static uint64_t simulated(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
+                          size_t elems, size_t segment_bytes) {
+  rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
+  return rs_netmodel_simulate_algo(algo, net, W, &bucket, 1, segment_bytes, 4);
+}
+
+/* A topology as --topo reads it, in a network model as the command makes
+ * one (enabled, link unset), with a reduce rate. */
+static rs_netmodel_t topo_net(const char *spec, const char *reduce) {
+  rs_netmodel_t net;
+  memset(&net, 0, sizeof net);
+  char err[RS_ERRMSG_MAX];
+  if (rs_topo_parse(spec, &net.topo, err))
+    fail_msg("%s: %s", spec, err);
+  net.enabled = 1;
+  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
+    fail_msg("%s", err);
+  return net;
+}
+
+/* (1) One node whose intra link is --net's link: the same time as --net,
+ * to the nanosecond, for every algorithm, threaded and simulated. */
+static void test_one_node_is_net(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1000, 4 * 3 * 960 + 7};
+  static const size_t seg_bytes[] = {1 << 20, 1000};
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (int W = 2; W <= 8; W++)
+      for (size_t si = 0; si < 2; si++)
+        for (size_t gi = 0; gi < 2; gi++) {
+          const rs_algorithm_t algo = (rs_algorithm_t)a;
+          rs_netmodel_t net = net_of("latency=3us,bandwidth=10GB/s", "40GB/s");
+          char spec[128];
+          snprintf(spec, sizeof spec,
+                   "nodes=1,gpus=%d,intra=3us/10GB/s,nic=9us/1GB/s", W);
+          rs_netmodel_t topo = topo_net(spec, "40GB/s");
+          char err[RS_ERRMSG_MAX];
+          assert_int_equal(rs_netmodel_check(&topo, W, err), RS_OK);
+          uint64_t want = threaded(algo, &net, W, sizes[si], seg_bytes[gi]);
+          uint64_t got = threaded(algo, &topo, W, sizes[si], seg_bytes[gi]);
+          uint64_t sim_net = simulated(algo, &net, W, sizes[si], seg_bytes[gi]);
+          uint64_t sim = simulated(algo, &topo, W, sizes[si], seg_bytes[gi]);
+          if (want == 0 || got != want || sim != want || sim_net != want)
+            fail_msg("%s W=%d n=%zu seg=%zu: --net %llu (model %llu), "
+                     "one-node topology %llu (model %llu)",
+                     rs_algorithm_name(algo), W, sizes[si], seg_bytes[gi],
+                     (unsigned long long)want, (unsigned long long)sim_net,
+                     (unsigned long long)got, (unsigned long long)sim);
+        }
+}
+
+/* (2) 2 nodes of 4 GPUs with 1, 2 and 4 NICs: the threaded run and the
+ * schedule simulation agree to the nanosecond, for every algorithm; more
+ * NICs are never slower. */
+static void test_threaded_is_simulated(void **state) {
+  (void)state;
+  static const size_t sizes[] = {999, 80000, 3 * 8 * 1000 + 5};
+  static const size_t seg_bytes[] = {1 << 20, 4000};
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (size_t si = 0; si < 3; si++)
+      for (size_t gi = 0; gi < 2; gi++) {
+        uint64_t before = UINT64_MAX;
+        for (int nics = 1; nics <= 4; nics *= 2) {
+          const rs_algorithm_t algo = (rs_algorithm_t)a;
+          char spec[128];
+          snprintf(spec, sizeof spec,
+                   "nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/25GB/s",
+                   nics);
+          rs_netmodel_t net = topo_net(spec, si == 1 ? "50GB/s" : NULL);
+          uint64_t t = threaded(algo, &net, 8, sizes[si], seg_bytes[gi]);
+          uint64_t s = simulated(algo, &net, 8, sizes[si], seg_bytes[gi]);
+          if (t == 0 || t != s)
+            fail_msg("%s n=%zu seg=%zu nics=%d: threaded %llu, model %llu",
+                     rs_algorithm_name(algo), sizes[si], seg_bytes[gi], nics,
+                     (unsigned long long)t, (unsigned long long)s);
+          assert_true(t <= before);
+          before = t;
+        }
+      }
+}
+
+/* (3) By hand: 2 nodes x 4 GPUs, 1 NIC per node, ports of 1 us and
+ * 100 GB/s, NICs of 5 us and 30 GB/s; one bucket of n = 80000 f32
+ * elements (320000 bytes) in one segment (1 MiB segments); reduce rate 0
+ * (free). Every transfer costs its latency + ceil(bytes * 1e9 / pace) ns
+ * (rs__net_ns); every worker starts a step when the last ended, since
+ * all move the same sizes at once.
+ *
+ * rhd (W = 8 = P: no fold), each step every worker swaps half its window:
+ *   halving, distance 1 (r xor 1, in the node): 40000 elements = 160000 B
+ *     at 100 GB/s: 1000 + 1600 = 2600 ns
+ *   halving, distance 2 (in the node): 80000 B: 1000 + 800 = 1800 ns
+ *   halving, distance 4 (r xor 4: between the nodes): 40000 B; each
+ *     node's one NIC sends for its 4 GPUs and receives for 4: n = 4, the
+ *     pace min(100 GB/s, 30 GB/s / 4) = 7.5 GB/s: 40000 / 7.5 B/ns =
+ *     5333.3, ceil 5334: 5000 + 5334 = 10334 ns
+ *   doubling, distance 4: the same 40000 B back: 10334 ns
+ *   doubling, distance 2: 1800 ns;  doubling, distance 1: 2600 ns
+ *   total: 2 x (2600 + 1800 + 10334) = 29468 ns.
+ *
+ * The ring, 14 steps (7 reduce-scatter, 7 all-gather), each worker r
+ * sends one chunk of 10000 elements = 40000 B to r + 1: within a node
+ * a = 1000 + 40000 / 100 = 1400 ns; 3 -> 4 and 7 -> 0 cross, one GPU on
+ * each NIC side: n = 1, the pace min(100, 30) = 30 GB/s: b = 5000 +
+ * ceil(1333.3) = 6334 ns. Worker j starts step s+1 when its chunk of step
+ * s has come in: after s steps its clock is the sum of the costs of the s
+ * links before it (clock_j(s) = max(clock_j(s-1), clock_{j-1}(s-1) +
+ * cost of j-1 -> j)). After 14 steps the latest is the worker whose 14
+ * links back (the ring's 8 once, then 6 more) take in both crossings
+ * twice: 4 b + 10 a = 25336 + 14000 = 39336 ns. With 4 NICs a node
+ * still has one GPU crossing each way (n = 1): the same 39336 ns.
+ *
+ * rd (W = 8, no fold): three whole-buffer exchanges of 320000 B, with
+ * r xor 1, r xor 2 (in the node: 1000 + 3200 = 4200 ns each) and r xor 4
+ * (between the nodes): with 1 NIC, n = 4, 7.5 GB/s: 5000 + ceil(42666.7)
+ * = 47667 ns, in all 56067 ns; with 4 NICs (GPU g on NIC g), n = 1,
+ * 30 GB/s: 5000 + ceil(10666.7) = 15667 ns, in all 24067 ns. (rhd with 4
+ * NICs: 2 x (2600 + 1800 + 6334) = 21468 ns.) */
+static void test_by_hand(void **state) {
+  (void)state;
+  rs_netmodel_t net =
+      topo_net("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
+  char err[RS_ERRMSG_MAX];
+  assert_int_equal(rs_netmodel_check(&net, 8, err), RS_OK);
+  assert_int_equal(simulated(RS_ALGO_RHD, &net, 8, 80000, 1 << 20), 29468);
+  assert_int_equal(threaded(RS_ALGO_RHD, &net, 8, 80000, 1 << 20), 29468);
+  assert_int_equal(simulated(RS_ALGO_RING, &net, 8, 80000, 1 << 20), 39336);
+  assert_int_equal(threaded(RS_ALGO_RING, &net, 8, 80000, 1 << 20), 39336);
+  assert_int_equal(simulated(RS_ALGO_RD, &net, 8, 80000, 1 << 20), 56067);
+  assert_int_equal(threaded(RS_ALGO_RD, &net, 8, 80000, 1 << 20), 56067);
+  rs_netmodel_t four =
+      topo_net("nodes=2,gpus=4,nics=4,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
+  assert_int_equal(simulated(RS_ALGO_RING, &four, 8, 80000, 1 << 20), 39336);
+  assert_int_equal(threaded(RS_ALGO_RING, &four, 8, 80000, 1 << 20), 39336);
+  assert_int_equal(simulated(RS_ALGO_RD, &four, 8, 80000, 1 << 20), 24067);
+  assert_int_equal(threaded(RS_ALGO_RD, &four, 8, 80000, 1 << 20), 24067);
+  assert_int_equal(simulated(RS_ALGO_RHD, &four, 8, 80000, 1 << 20), 21468);
+  assert_int_equal(threaded(RS_ALGO_RHD, &four, 8, 80000, 1 << 20), 21468);
+}
+
+/* --topo with --net or --link is refused, and W must be N x G. */
+static void test_refused(void **state) {
+  (void)state;
+  char err[RS_ERRMSG_MAX];
+  rs_netmodel_t net =
+      topo_net("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
+  assert_int_equal(rs_netmodel_check(&net, 6, err), RS_EINVAL);
+  assert_non_null(strstr(err, "2 nodes of 4 GPUs are 8 workers"));
+  rs_netmodel_t with_net = net;
+  assert_int_equal(
+      rs_netmodel_parse("latency=1us,bandwidth=1GB/s", &with_net, err), RS_OK);
+  assert_int_equal(rs_netmodel_check(&with_net, 8, err), RS_EINVAL);
+  assert_string_equal(err, "--topo and --net: give one (--net is one switch "
+                           "without contention)");
+  rs_netmodel_t with_link = net;
+  assert_int_equal(
+      rs_netmodel_parse_link("2-3:bandwidth=1GB/s", &with_link, err), RS_OK);
+  assert_int_equal(rs_netmodel_check(&with_link, 8, err), RS_EINVAL);
+  assert_string_equal(err, "--link: the topology names its links; give one "
+                           "of --topo and --link");
+}
+
+/* Every algorithm's sends (the destinations per step the counts come
+ * from) against its edges: each step's are send peers, never itself, each
+ * at most once; and over the steps every send peer is named. */
+static void test_sends_are_the_edges(void **state) {
+  (void)state;
+  int peers[64], dst[RS_TOPO_MAX_SENDS];
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (int W = 2; W <= 33; W++) {
+      const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+      const int steps = algo->steps(W, RS_COLL_ALLREDUCE);
+      for (int r = 0; r < W; r++) {
+        const int np = algo->send_peers(W, r, peers);
+        unsigned long long named = 0;
+        for (int s = 0; s < steps; s++) {
+          const int n = algo->sends(W, s, r, dst, RS_TOPO_MAX_SENDS);
+          assert_true(n >= 0 && n <= RS_TOPO_MAX_SENDS);
+          for (int i = 0; i < n; i++) {
+            int at = -1;
+            for (int j = 0; j < np; j++)
+              at = peers[j] == dst[i] ? j : at;
+            if (at < 0 || dst[i] == r)
+              fail_msg("%s W=%d: %d sends to %d in step %d, not an edge",
+                       algo->name, W, r, dst[i], s);
+            for (int k = 0; k < i; k++)
+              assert_int_not_equal(dst[k], dst[i]);
+            named |= 1ull << at;
+          }
+        }
+        if (named != (np == 64 ? ~0ull : (1ull << np) - 1))
+          fail_msg("%s W=%d: %d has send peers no step names", algo->name, W,
+                   r);
+      }
+    }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_node_is_net),
+      cmocka_unit_test(test_threaded_is_simulated),
+      cmocka_unit_test(test_by_hand),
+      cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_sends_are_the_edges),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
