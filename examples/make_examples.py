@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write the parameter-shape examples: model.json, mlp.json, resnet18.json
-and gpt2_small.json. Shapes follow torchvision's resnet18 and Hugging Face's
+"""Write the parameter-shape examples: model.json, mlp.json, contention.json,
+resnet18.json and gpt2_small.json. Shapes follow torchvision's resnet18 and Hugging Face's
 GPT2Model (only trainable parameters: gradients, not BatchNorm running
 statistics; GPT-2's output layer is tied to wte). Run from anywhere:
     examples/make_examples.py
@@ -90,6 +90,9 @@ def main():
     p = resnet18()
     write(os.path.join(here, "resnet18.json"), "resnet18",
           f"torchvision ResNet-18's trainable parameters ({count(p):,} elements).", p)
+    write(os.path.join(here, "contention.json"), "contention-80k",
+          "One parameter of 80,000 elements (320,000 bytes of f32): the worked "
+          "contention example of docs/algorithms.md.", [("g", [80000])])
     p = gpt2_small()
     write(os.path.join(here, "gpt2_small.json"), "gpt2-small",
           f"GPT-2 small (Hugging Face GPT2Model, 124M): {count(p):,} elements; "

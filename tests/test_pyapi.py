@@ -528,6 +528,7 @@ class PyApi(unittest.TestCase):
                 "loop": ("slices", {}), "direct": ("true", {}),
                 "checksum": ("true", {}), "order_report": ("true", {}),
                 "net": (net, {}), "link": ("0-1:bandwidth=1GB/s", {"net": net}),
+                "topo": ("nodes=1,gpus=2,intra=1us/10GB/s,nic=2us/1GB/s", {}),
                 "straggler": ("worker=1,us=1", {"net": net}),
                 "reduce_rate": ("10GB/s", {"net": net}),
                 "inject": ("stall:worker=1,step=0,ms=1", {}),

@@ -324,8 +324,9 @@ def _execute(lib, run):
 def allreduce(worker_grads, op="avg", algo="ring", average="post",
               bucket_mb=None, segment_bytes=None, slots=None, timeout=None,
               loop=None, direct=False, checksum=False, order_report=False,
-              net=None, link=None, straggler=None, reduce_rate=None,
-              inject=None, trace=None, model_name="python", like=None):
+              net=None, topo=None, link=None, straggler=None,
+              reduce_rate=None, inject=None, trace=None, model_name="python",
+              like=None):
     """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
     worker; same names, shapes and dtype in every dict; torch tensors or
     numpy arrays of float32, float64, float16 or bfloat16) on W threads as
@@ -337,14 +338,17 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     not modified.
 
     report: the command's --json report as a dict (identical, max_abs_err,
-    bound, transfers, bytes_sent, wall_ns, sim_ns with net, run_id with
+    bound, transfers, bytes_sent, wall_ns, sim_ns with net or topo, run_id with
     trace, ...; docs/cli.md).
 
     The options are the command's (docs/cli.md): op (sum, avg, min, max,
     prod), algo (ring, rd, rhd, linear, tree, gloo-ring, auto), average (pre,
     post, pre-mul; op avg only), bucket_mb (DDP's bucket cap, default 25; 0: one bucket),
     segment_bytes, slots, timeout (seconds), loop (steps, slices), direct,
-    checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), link and
+    checksum, order_report, net ("latency=5us,bandwidth=25GB/s"), topo
+    (nodes of GPUs, their links and NICs, instead of net: "dgx-h100,nodes=1"
+    for W=8, or "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s";
+    W must be nodes x gpus; docs/topology.md), link and
     straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
     a SQLite trace to append the run to: a str, bytes or os.PathLike, as
@@ -393,7 +397,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "bucket_mb": bucket_mb, "segment_bytes": segment_bytes, "slots": slots,
         "timeout": timeout, "loop": loop, "direct": direct,
         "checksum": checksum, "order_report": order_report, "net": net,
-        "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
+        "topo": topo, "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
         "inject": inject})
     settings, argv = _settings(W, options)
     if c_trace is not None:
@@ -515,7 +519,7 @@ def ddp_allreduce_average_grads(worker_grads, **options):
     workers}, of the same kind, dtype and shape, on the CPU: what every
     worker holds after ringsim really ran the all-reduce (op avg) on one
     thread per worker. options: those of ringsim.allreduce (algo,
-    average, bucket_mb, net, trace, ...), except op.
+    average, bucket_mb, net, topo, trace, ...), except op.
 
     >>> import torch
     >>> w0 = {"w": torch.tensor([1.0, 2.0])}

@@ -38,6 +38,14 @@ uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                   size_t segs_per_chunk, size_t segment_bytes,
                                   size_t elem_size) {
   const rs_algo_t *a = rs__algo_get(algo);
+  if (a && m->topo.enabled) {
+    /* A topology has no closed formula (its NICs are shared as the
+     * schedule has it): the prediction is the bucket's schedule, alone,
+     * on the simulated clocks. */
+    const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
+    return rs__algo_simulate(a, m, workers, &bucket, 1, segment_bytes,
+                             elem_size);
+  }
   size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
   return a ? a->predict(m, workers, elems, segs_per_chunk, cap, elem_size) : 0;
 }

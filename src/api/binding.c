@@ -228,6 +228,11 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
                  : rs_netmodel_parse_straggler(value, net, err);
     if (rc)
       FAIL("%s", err);
+  } else if (is_option(o, "topo")) {
+    /* the message names --topo and the item (rs_topo_parse) */
+    if (rs_topo_parse(value, &config->net.topo, err))
+      FAIL("%s", err);
+    config->net.enabled = 1;
   } else if (is_option(o, "reduce-rate")) {
     if (rs_netmodel_parse_rate(value, &config->net.reduce_rate, err))
       FAIL("%.64s %.400s", o, err);
@@ -354,7 +359,10 @@ static json_t *auto_json(const rs_run_t *run) {
                         "predicted_ns", pred));
   }
   return json_pack("{s:s, s:I, s:I, s:I, s:o}", "model",
-                   measured ? "measured" : "net", "latency_ns",
+                   measured          ? "measured"
+                   : m->topo.enabled ? "topo"
+                                     : "net",
+                   "latency_ns",
                    (json_int_t)m->link.latency_ns, "bandwidth_Bps",
                    (json_int_t)m->link.bandwidth, "reduce_Bps",
                    (json_int_t)m->reduce_rate, "buckets", list);

@@ -65,6 +65,7 @@ typedef enum cli_opt {
   OPT_INJECT,
   OPT_CHECKSUM,
   OPT_NET,
+  OPT_TOPO,
   OPT_REDUCE_RATE,
   OPT_LINK,
   OPT_STRAGGLER,

@@ -178,6 +178,8 @@ static void print_model_help(void) {
   fputs(
       "usage: ringsim model --params MODEL.json --workers N --net SPEC "
       "[options]\n"
+      "       ringsim model --params MODEL.json --workers N --topo SPEC "
+      "[options]\n"
       "\n"
       "The simulated time of an all-reduce's schedule (the ring's unless\n"
       "--algo says) for the model's size under the alpha-beta network "
@@ -186,6 +188,8 @@ static void print_model_help(void) {
       ". It runs the same\n"
       "clock code as `ringsim --net` and agrees with it to the "
       "nanosecond.\n"
+      "--net is one link per worker; --topo, nodes of GPUs with their "
+      "links\nand NICs (docs/topology.md).\n"
       "Prints the simulated time, algbw and busbw, and the cost formula's\n"
       "prediction; the ring's is\n"
       "  " RS_NETMODEL_FORMULA "\n"

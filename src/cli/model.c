@@ -215,7 +215,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   const int W = opt->config.workers;
   if (!net->enabled)
     return cli_usage_error("model: %s",
-                           "--net latency=...,bandwidth=... is required");
+                           "--net latency=...,bandwidth=... is required, or "
+                           "a topology: give --net or --topo");
   if (rs_netmodel_check(net, W, err))
     return cli_usage_error("model: %s", err);
   size_t elems = rs_model_elems(model);
@@ -284,8 +285,11 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
          (double)sim / 1e3, algbw, busbw);
   printf("  predicted  %.3f us   %s%s\n", (double)predicted / 1e3,
-         algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
-                              : "the algorithm's cost formula (algorithms.md)",
+         net->topo.enabled ? "each bucket's schedule alone (a topology has "
+                             "no closed formula)"
+         : algo == RS_ALGO_RING
+             ? RS_NETMODEL_FORMULA
+             : "the algorithm's cost formula (algorithms.md)",
          net->link_count || net->straggler_count
              ? " (for a uniform ring: the overrides are not in it)"
              : "");

@@ -376,10 +376,30 @@ const cli_option_t cli_options[OPT_COUNT] = {
                  {[CLI_RUN] = H("simulate the network: "
                                 "latency=5us,bandwidth=25GB/s\n(ns/us/ms/s; "
                                 "B/s, KB/s, MB/s, GB/s, GiB/s, Gbps)"),
-                  [CLI_MODEL] = H("the network (required): "
+                  [CLI_MODEL] = H("the network (this or --topo): "
                                   "latency=5us,bandwidth=25GB/s\n"
                                   "(ns/us/ms/s; B/s, KB/s, MB/s, GB/s, "
                                   "GiB/s, Gbps)")}},
+    [OPT_TOPO] = {"topo",
+                  0,
+                  RUN | MODEL | DIFF,
+                  0,
+                  "SPEC",
+                  cli_set_config,
+                  0,
+                  0,
+                  0,
+                  NULL,
+                  {[CLI_RUN] = H("nodes of GPUs, their links and NICs, "
+                                 "instead of --net: dgx-h100,nodes=64 or "
+                                 "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
+                                 "nic=5us/25GB/s (presets dgx-h100, pcie; "
+                                 "W must be nodes x gpus)"),
+                   [CLI_MODEL] = H("nodes of GPUs, their links and NICs, "
+                                   "instead of --net: dgx-h100,nodes=64 or "
+                                   "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
+                                   "nic=5us/25GB/s (presets dgx-h100, pcie; "
+                                   "W must be nodes x gpus)")}},
     [OPT_REDUCE_RATE] = {"reduce-rate",
                          0,
                          RUN | MODEL | DIFF,
@@ -391,7 +411,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                          0,
                          NULL,
                          {[CLI_RUN] =
-                              H("charge reductions, e.g. 20GB/s (needs --net)"),
+                              H("charge reductions, e.g. 20GB/s (needs --net "
+                                "or --topo)"),
                           [CLI_MODEL] = H("charge reductions, e.g. 20GB/s")}},
     [OPT_LINK] = {"link",
                   0,

@@ -222,8 +222,18 @@ figures_t cli_report_figures(const report_t *r) {
 }
 
 void cli_print_network(const rs_netmodel_t *net) {
-  printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
-         (double)net->link.latency_ns / 1e3, (double)net->link.bandwidth / 1e9);
+  const rs_topo_t *t = &net->topo;
+  if (t->enabled)
+    printf("  network    %d node%s x %d GPU%s, %d NIC%s per node: intra "
+           "%.3f us, %.3f GB/s per GPU port; nic %.3f us, %.3f GB/s per NIC",
+           t->nodes, t->nodes == 1 ? "" : "s", t->gpus, t->gpus == 1 ? "" : "s",
+           t->nics, t->nics == 1 ? "" : "s", (double)t->intra.latency_ns / 1e3,
+           (double)t->intra.bandwidth / 1e9, (double)t->nic.latency_ns / 1e3,
+           (double)t->nic.bandwidth / 1e9);
+  else
+    printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
+           (double)net->link.latency_ns / 1e3,
+           (double)net->link.bandwidth / 1e9);
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
 }
@@ -240,11 +250,14 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
-         cfg->algo == RS_ALGO_RING   ? RS_NETMODEL_FORMULA
+         net->topo.enabled ? "by each bucket's schedule alone (a topology "
+                             "has no closed formula)"
+         : cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
          : cfg->algo == RS_ALGO_AUTO ? "by each bucket's chosen algorithm's "
                                        "cost formula"
                                      : "by the cost formula of ",
-         cfg->algo == RS_ALGO_RING || cfg->algo == RS_ALGO_AUTO
+         net->topo.enabled || cfg->algo == RS_ALGO_RING ||
+                 cfg->algo == RS_ALGO_AUTO
              ? ""
              : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
@@ -295,11 +308,16 @@ static void print_auto(const report_t *r) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(r->model));
   if (!m)
     return;
-  printf("  auto       by %s: latency %.3f us, bandwidth %.3f GB/s, reduce "
-         "%.3f GB/s\n",
-         measured ? "this machine, measured" : "--net's network",
-         (double)m->link.latency_ns / 1e3, (double)m->link.bandwidth / 1e9,
-         (double)m->reduce_rate / 1e9);
+  if (m->topo.enabled)
+    printf("  auto       by --topo's topology (each bucket's schedule "
+           "simulated alone), reduce %.3f GB/s\n",
+           (double)m->reduce_rate / 1e9);
+  else
+    printf("  auto       by %s: latency %.3f us, bandwidth %.3f GB/s, reduce "
+           "%.3f GB/s\n",
+           measured ? "this machine, measured" : "--net's network",
+           (double)m->link.latency_ns / 1e3, (double)m->link.bandwidth / 1e9,
+           (double)m->reduce_rate / 1e9);
   printf("             %-12s", "bucket size");
   for (int a = 0; a < RS_ALGO_COUNT; a++)
     printf(" %9s", rs_algorithm_name((rs_algorithm_t)a));

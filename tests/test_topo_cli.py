@@ -1,0 +1,303 @@
+#!/usr/bin/python3
+"""--topo on the command line and in the Python API: what is refused, and
+how (exit 2, one line on stderr naming the value, before anything runs or
+is written), and what runs.
+
+    test_topo_cli.py RINGSIM EXAMPLES_DIR [TopoCli.test_name ...]
+
+The Python cases load the package from EXAMPLES_DIR/../python and the
+libringsim.so beside RINGSIM (a build tree holds both), through
+RINGSIM_LIBRARY, in a child interpreter (this one's).
+"""
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = EXAMPLES = None
+
+# 2 nodes of 4 GPUs, 1 NIC each: 8 workers
+TWO_BY_FOUR = "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s"
+NET = "latency=5us,bandwidth=25GB/s"
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
+                       text=True, timeout=600, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def trace_content(path):
+    """Everything the trace holds, as SQL (its runs, their rows)."""
+    con = sqlite3.connect(path)
+    try:
+        return list(con.iterdump())
+    finally:
+        con.close()
+
+
+class TopoCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.model = os.path.join(EXAMPLES, "model.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def refused(self, args, names, mode="run"):
+        """`ringsim [MODE] -p model.json ARGS` is refused: exit 2, nothing on
+        stdout, one line on stderr that holds each of names. For a run,
+        nothing is written: the trace that held one run still holds exactly
+        it, and --out is not made. Returns the line."""
+        if mode == "run":
+            trace, out = self.path("t.db"), self.path("out.safetensors")
+            if not os.path.exists(trace):
+                rc, _, err = run("-p", self.model, "-w", 4, "--trace", trace,
+                                 "--json", cwd=self.dir)
+                self.assertEqual(rc, 0, err)
+            before = trace_content(trace)
+            argv = ["-p", self.model, "--trace", trace, "--out", out, *args]
+        else:
+            argv = [mode, "-p", self.model, *args]
+        files = sorted(os.listdir(self.dir))
+        rc, stdout, err = run(*argv, cwd=self.dir)
+        self.assertEqual((rc, stdout, err.count("\n")), (2, "", 1),
+                         f"{mode} {args}: {err!r}")
+        self.assertTrue(err.startswith("ringsim: "), err)
+        for name in names:
+            self.assertIn(name, err, f"{mode} {args}")
+        if mode == "run":
+            self.assertEqual(trace_content(trace), before,
+                             f"{args}: the trace changed")
+            self.assertEqual(len([r for r in before if "INSERT INTO \"run\"" in r]),
+                             1, "the trace should hold exactly one run")
+            self.assertFalse(os.path.exists(out), f"{args}: --out was written")
+        self.assertEqual(sorted(os.listdir(self.dir)), files,
+                         f"{mode} {args}: files left")
+        return err.rstrip("\n")
+
+    def refused_everywhere(self, args, names):
+        """Refused alike by a run, `ringsim model` and `ringsim diff`."""
+        lines = {}
+        for mode in ("run", "model", "diff"):
+            extra = ["--algo", "ring,rd"] if mode == "diff" else []
+            with self.subTest(mode=mode):
+                line = self.refused([*args, *extra], names, mode)
+                # the same message, after the mode's name (diff's names
+                # the side it checked first, as for --net's mistakes)
+                lines[mode] = re.sub(r"^ringsim: (model: |diff: )?(A: --algo \w+: )?", "",
+                                     re.sub(r" \(see ringsim( \w+)? --help\)$",
+                                            "", line))
+        self.assertEqual(len(set(lines.values())), 1, lines)
+
+    # topo-cli-1: a topology whose nodes x gpus is not the number of
+    # workers (rs_topo_check's message, through rs_netmodel_check).
+    def test_workers_not_nodes_times_gpus(self):
+        self.refused_everywhere(["-w", 6, "--topo", TWO_BY_FOUR],
+                                ["--topo", "8 workers", "--workers is 6"])
+        self.refused_everywhere(["-w", 4, "--topo", "dgx-h100"],
+                                ["--topo", "8 workers", "--workers is 4"])
+        self.refused_everywhere(["-w", 8, "--topo", "dgx-h100,nodes=2"],
+                                ["--topo", "16 workers", "--workers is 8"])
+
+    # topo-cli-2: an unknown preset, and an unknown key.
+    def test_unknown_preset_and_key(self):
+        for spec, item in (("dgx-a100", "'dgx-a100'"),
+                           ("dgx-h100,foo=1", "'foo=1'"),
+                           ("dgx-h100,ncis=4", "'ncis=4'"),
+                           ("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s,"
+                            "speed=fast", "'speed=fast'")):
+            with self.subTest(spec=spec):
+                self.refused_everywhere(["-w", 8, "--topo", spec],
+                                        [f"--topo '{spec}'", item])
+
+    # topo-cli-3: a bandwidth of zero, negative or without a unit, of the
+    # GPUs' links or the NICs.
+    def test_bad_bandwidth(self):
+        for bad in ("0GB/s", "-5GB/s", "100", "0"):
+            for key in ("intra", "nic"):
+                spec = TWO_BY_FOUR.replace(
+                    "intra=1us/100GB/s" if key == "intra" else "nic=5us/25GB/s",
+                    f"{key}={'1us' if key == 'intra' else '5us'}/{bad}")
+                with self.subTest(spec=spec):
+                    self.refused_everywhere(["-w", 8, "--topo", spec],
+                                            [f"--topo '{spec}'", f"/{bad}'"])
+
+    # topo-cli-4: gpus=0, and more NICs than GPUs.
+    def test_gpus_zero_and_nics_over_gpus(self):
+        self.refused_everywhere(["-w", 8, "--topo", "dgx-h100,gpus=0"],
+                                ["--topo 'dgx-h100,gpus=0'", "'gpus=0'"])
+        spec = TWO_BY_FOUR.replace("nics=1", "nics=5")
+        self.refused_everywhere(["-w", 8, "--topo", spec],
+                                [f"--topo '{spec}'", "nics=5", "4 GPUs"])
+        # a preset's 8 NICs on fewer GPUs, too
+        self.refused_everywhere(["-w", 4, "--topo", "dgx-h100,gpus=4"],
+                                ["--topo 'dgx-h100,gpus=4'", "nics=8", "4 GPUs"])
+
+    # topo-cli-5: --topo with --net (either order), and with --link.
+    def test_with_net_or_link(self):
+        for args in (["--topo", TWO_BY_FOUR, "--net", NET],
+                     ["--net", NET, "--topo", TWO_BY_FOUR]):
+            with self.subTest(args=args):
+                self.refused_everywhere(["-w", 8, *args], ["--topo", "--net"])
+        self.refused_everywhere(
+            ["-w", 8, "--topo", TWO_BY_FOUR, "--link", "1-2:bandwidth=1GB/s"],
+            ["--topo", "--link"])
+
+    # topo-cli-6: `ringsim model` takes --topo instead of --net, and says
+    # so when given neither.
+    def test_model_takes_topo(self):
+        rc, out, err = run("model", "--topo", "dgx-h100", "-w", 8, "-p", self.model)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"simulated  [0-9.]+ us")
+        self.assertIn("1 node x 8 GPUs, 8 NICs per node", out)
+        rc, out, err = run("model", "--topo", "dgx-h100", "-w", 8, "-p", self.model,
+                           "--algo", "all", "--json")
+        self.assertEqual(rc, 0, err)
+        algos = json.loads(out)["algos"]
+        self.assertTrue(all(a["sim_ns"] > 0 for a in algos), algos)
+        line = self.refused(["-w", 8], ["give --net or --topo"], "model")
+        self.assertEqual(line, "ringsim: model: --net latency=...,bandwidth=... "
+                               "is required, or a topology: give --net or --topo "
+                               "(see ringsim model --help)")
+
+    # topo-cli-7: a run on a topology passes its check, and its simulated
+    # time is `ringsim model`'s to the nanosecond.
+    def test_run_on_a_topology(self):
+        for spec in (TWO_BY_FOUR, "dgx-h100", TWO_BY_FOUR.replace("nics=1", "nics=4")):
+            for algo in ("ring", "rhd"):
+                with self.subTest(spec=spec, algo=algo):
+                    rc, out, err = run("-p", self.model, "-w", 8, "--topo", spec,
+                                       "--algo", algo, "--no-trace", "--json",
+                                       cwd=self.dir)
+                    self.assertEqual(rc, 0, err)
+                    r = json.loads(out)
+                    self.assertEqual((r["status"], r["checked"], r["identical"]),
+                                     ("ok", True, True))
+                    self.assertGreater(r["sim_ns"], 0)
+                    rc, out, err = run("model", "-p", self.model, "-w", 8,
+                                       "--topo", spec, "--algo", algo, "--json")
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(json.loads(out)["sim_ns"], r["sim_ns"])
+        # the text report names the topology
+        rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
+                           "--no-trace", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("network    2 nodes x 4 GPUs, 1 NIC per node: intra 1.000 us, "
+                      "100.000 GB/s per GPU port; nic 5.000 us, 25.000 GB/s per NIC",
+                      out)
+
+    # topo-cli-8: one node whose GPU links are --net's link is --net, to
+    # the nanosecond, for every algorithm; one NIC shared by a node's GPUs
+    # is slower than one each.
+    def test_one_node_is_net(self):
+        def times(*args):
+            rc, out, err = run("model", "-p", self.model, "-w", 4, "--algo", "all",
+                               "--json", *args)
+            self.assertEqual(rc, 0, err)
+            return {a["algo"]: a["sim_ns"] for a in json.loads(out)["algos"]}
+        self.assertEqual(times("--topo", "nodes=1,gpus=4,intra=5us/25GB/s,nic=1us/1GB/s"),
+                         times("--net", NET))
+        one = times("--topo", "nodes=2,gpus=2,nics=1,intra=1us/100GB/s,nic=5us/25GB/s")
+        two = times("--topo", "nodes=2,gpus=2,nics=2,intra=1us/100GB/s,nic=5us/25GB/s")
+        self.assertGreater(one["rhd"], two["rhd"])
+
+    # topo-cli-11: --algo auto chooses on the topology: per bucket the
+    # algorithm whose schedule, simulated alone, is fastest there; for one
+    # bucket that is `ringsim model --algo all`'s fastest, and the choice
+    # moves with the NICs (rd on 4 NICs at 64 KiB, where 1 NIC makes it slow).
+    def test_auto_chooses_on_the_topology(self):
+        model = os.path.join(EXAMPLES, "contention.json")
+        for nics, size in ((1, "1M"), (4, "1M"), (1, "4K"), (4, "4K")):
+            spec = ("nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/30GB/s"
+                    % nics)
+            with self.subTest(nics=nics, segment_bytes=size):
+                rc, out, err = run("model", "-p", model, "-w", 8, "--topo", spec,
+                                   "--algo", "all", "--json",
+                                   "--segment-bytes", size)
+                self.assertEqual(rc, 0, err)
+                sims = {a["algo"]: a["sim_ns"] for a in json.loads(out)["algos"]
+                        if a["algo"] != "gloo-ring"}
+                rc, out, err = run("-p", model, "-w", 8, "--topo", spec, "--algo",
+                                   "auto", "--no-trace", "--json",
+                                   "--segment-bytes", size, "--bucket-mb", 0,
+                                   cwd=self.dir)
+                self.assertEqual(rc, 0, err)
+                r = json.loads(out)
+                self.assertEqual(r["auto"]["model"], "topo")
+                (bucket,) = r["auto"]["buckets"]
+                self.assertEqual(bucket["predicted_ns"]["ring"], sims["ring"])
+                self.assertEqual(bucket["algo"], min(sims, key=sims.get), sims)
+                self.assertEqual(r["sim_ns"], sims[bucket["algo"]])
+                self.assertEqual(r["predicted_ns"], r["sim_ns"])
+
+    # topo-cli-9: diff takes --topo for both sides.
+    def test_diff_takes_topo(self):
+        rc, out, err = run("diff", "-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
+                           "--algo", "ring,rhd", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    # topo-cli-10: the Python API takes topo= (and refuses a bad one with
+    # the command's message, as ValueError).
+    def test_python_topo(self):
+        repo = os.path.dirname(os.path.abspath(EXAMPLES))
+        env = dict(os.environ, PYTHONPATH=os.path.join(repo, "python"),
+                   RINGSIM_LIBRARY=os.path.join(os.path.dirname(RINGSIM),
+                                                "libringsim.so"))
+        code = r"""
+import json, sys
+import numpy as np
+import ringsim
+grads = [{"w": np.arange(24, dtype=np.float32) * (r + 1)} for r in range(8)]
+result, report = ringsim.allreduce(grads, topo="dgx-h100,nodes=1")
+assert report["status"] == "ok" and report["identical"], report
+assert report["sim_ns"] > 0, report
+want = np.arange(24, dtype=np.float32) * 4.5
+assert np.array_equal(result["w"], want), result
+mean = ringsim.ddp_allreduce_average_grads(grads, topo="dgx-h100", algo="rhd")
+assert np.array_equal(mean["w"], want), mean
+errors = []
+for topo, n in (("dgx-a100", 8), ("dgx-h100", 4), ("dgx-h100,gpus=0", 8)):
+    try:
+        ringsim.allreduce(grads[:n], topo=topo)
+        errors.append(None)
+    except ValueError as e:
+        errors.append(str(e))
+try:
+    ringsim.allreduce(grads, topo="dgx-h100", net="latency=5us,bandwidth=25GB/s")
+    errors.append(None)
+except ValueError as e:
+    errors.append(str(e))
+print(json.dumps(errors))
+"""
+        p = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.dir,
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        unknown, workers, gpus, net = json.loads(p.stdout)
+        self.assertIn("--topo 'dgx-a100': unknown item 'dgx-a100'", unknown or "")
+        self.assertIn("--workers is 4", workers or "")
+        self.assertIn("'gpus=0'", gpus or "")
+        self.assertIn("--net", net or "")
+        for message in (unknown, workers, gpus, net):
+            self.assertNotIn("\n", message)
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_topo_cli.py RINGSIM EXAMPLES_DIR [TopoCli.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
