@@ -239,6 +239,28 @@ class TopoCli(unittest.TestCase):
                 self.assertEqual(r["sim_ns"], sims[bucket["algo"]])
                 self.assertEqual(r["predicted_ns"], r["sim_ns"])
 
+    # topo-cli-12: `ringsim model` on a topology gives, beside the time,
+    # the same schedule's with a NIC for every GPU (uncontended_ns): the
+    # time of the topology with nics = gpus, never more than the time.
+    def test_model_uncontended(self):
+        model = os.path.join(EXAMPLES, "contention.json")
+        spec = "nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/30GB/s"
+        def model_json(nics, *extra):
+            rc, out, err = run("model", "-p", model, "-w", 8, "--topo", spec % nics,
+                               "--segment-bytes", "1M", "--json", *extra)
+            self.assertEqual(rc, 0, err)
+            return json.loads(out)
+        shared, own = model_json(1, "--algo", "all"), model_json(4, "--algo", "all")
+        for a, b in zip(shared["algos"], own["algos"]):
+            self.assertEqual(a["uncontended_ns"], b["sim_ns"], a["algo"])
+            self.assertEqual(b["uncontended_ns"], b["sim_ns"], b["algo"])
+            self.assertLessEqual(a["uncontended_ns"], a["sim_ns"], a["algo"])
+        rhd = model_json(1, "--algo", "rhd")
+        self.assertEqual((rhd["sim_ns"], rhd["uncontended_ns"]), (29468, 21468))
+        rc, out, err = run("model", "-p", model, "-w", 8, "--net", NET, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("uncontended_ns", json.loads(out))
+
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):
         rc, out, err = run("diff", "-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,

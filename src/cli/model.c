@@ -26,6 +26,10 @@ static int print_json(json_t *o) {
 typedef struct model_time {
   rs_algorithm_t algo;
   uint64_t sim, predicted;
+  /* On a topology: the same schedule with a NIC of its own for every GPU
+   * (nics = gpus), so no NIC is shared: what contention costs is sim -
+   * uncontended. UINT64_MAX without a topology. */
+  uint64_t uncontended;
   size_t segs; /* the ring's segments per chunk, over the buckets */
 } model_time_t;
 
@@ -36,6 +40,16 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
   model_time_t t = {.algo = algo};
   t.sim = rs_netmodel_simulate_algo(algo, net, W, buckets, bucket_count,
                                     seg_bytes, elem_size);
+  t.uncontended = UINT64_MAX;
+  if (net->topo.enabled) {
+    rs_netmodel_t own = *net;
+    own.topo.nics = own.topo.gpus;
+    t.uncontended = own.topo.nics == net->topo.nics
+                        ? t.sim
+                        : rs_netmodel_simulate_algo(algo, &own, W, buckets,
+                                                    bucket_count, seg_bytes,
+                                                    elem_size);
+  }
   for (size_t b = 0; b < bucket_count && !cli_signal(); b++) {
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
     t.predicted += rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
@@ -132,12 +146,15 @@ static int print_all(const options_t *opt, const rs_model_t *model,
                               json_string(rs_algorithm_name(t[a].algo)));
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
-      json_array_append_new(list,
-                            json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
-                                      rs_algorithm_name(t[a].algo), "sim_ns",
-                                      (json_int_t)t[a].sim, "predicted_ns",
-                                      (json_int_t)t[a].predicted, "algbw_gbs",
-                                      algbw, "busbw_gbs", rs_busbw(algbw, W)));
+      json_t *row = json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
+                              rs_algorithm_name(t[a].algo), "sim_ns",
+                              (json_int_t)t[a].sim, "predicted_ns",
+                              (json_int_t)t[a].predicted, "algbw_gbs", algbw,
+                              "busbw_gbs", rs_busbw(algbw, W));
+      if (t[a].uncontended != UINT64_MAX)
+        json_object_set_new(row, "uncontended_ns",
+                            json_integer((json_int_t)t[a].uncontended));
+      json_array_append_new(list, row);
     }
     json_t *cl = json_array();
     for (size_t i = 0; i < ncross; i++) {
@@ -170,12 +187,16 @@ static int print_all(const options_t *opt, const rs_model_t *model,
          "worker (the schedules alone: no threads, no data)\n",
          cli_safe(rs_model_name(model), name, sizeof name), W, size);
   cli_print_network(&opt->config.net);
-  printf("\n  %-8s %14s %14s %12s\n", "algo", "simulated us", "predicted us",
-         "busbw GB/s");
+  /* on a topology the prediction is the schedule (print the time without
+   * contention instead); else the cost formula */
+  const int topo = opt->config.net.topo.enabled;
+  printf("\n  %-8s %14s %14s %12s\n", "algo", "simulated us",
+         topo ? "own NICs us" : "predicted us", "busbw GB/s");
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
     printf("  %-8s %14.3f %14.3f %12.3f%s\n", rs_algorithm_name(t[a].algo),
-           (double)t[a].sim / 1e3, (double)t[a].predicted / 1e3,
+           (double)t[a].sim / 1e3,
+           (double)(topo ? t[a].uncontended : t[a].predicted) / 1e3,
            rs_busbw(algbw, W),
            t[a].sim != t[best].sim ? ""
            : tied > 1              ? "  tie: fastest"
@@ -265,6 +286,9 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
         "buckets", (json_int_t)bucket_count, "segs_per_chunk", (json_int_t)segs,
         "sim_ns", (json_int_t)sim, "predicted_ns", (json_int_t)predicted,
         "algbw_gbs", algbw, "busbw_gbs", busbw);
+    if (o && t.uncontended != UINT64_MAX)
+      json_object_set_new(o, "uncontended_ns",
+                          json_integer((json_int_t)t.uncontended));
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -293,5 +317,10 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
          net->link_count || net->straggler_count
              ? " (for a uniform ring: the overrides are not in it)"
              : "");
+  if (t.uncontended != UINT64_MAX)
+    printf("  own NICs   %.3f us   the same schedule with a NIC for every GPU "
+           "(no NIC shared): contention costs %.3f us\n",
+           (double)t.uncontended / 1e3,
+           (double)(sim - (t.uncontended < sim ? t.uncontended : sim)) / 1e3);
   return 0;
 }
