@@ -261,6 +261,62 @@ class TopoCli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertNotIn("uncontended_ns", json.loads(out))
 
+    # topo-cli-13: `ringsim model` takes a list of sizes, a row each:
+    # --topo's nodes=1,2,4 (W = nodes x gpus) or, under --net, --workers
+    # 4,8,16; each row is what the one size gives alone. And a list is
+    # refused where it cannot be: a run, --workers beside a list of nodes,
+    # a list of --workers on a topology, a bad count.
+    def test_model_rows(self):
+        def model_json(*args):
+            rc, out, err = run("model", "-p", self.model, "--json", *args)
+            self.assertEqual(rc, 0, err)
+            return json.loads(out)
+        rows = model_json("--topo", "pcie,nodes=1,2,4,gpus=4", "--algo", "all")["rows"]
+        self.assertEqual([(r["nodes"], r["workers"]) for r in rows],
+                         [(1, 4), (2, 8), (4, 16)])
+        for r in rows:
+            alone = model_json("--topo", f"pcie,nodes={r['nodes']},gpus=4",
+                               "--algo", "all")
+            for a in alone["algos"]:
+                self.assertEqual(r["algos"][a["algo"]]["sim_ns"], a["sim_ns"])
+                self.assertEqual(r["algos"][a["algo"]]["uncontended_ns"],
+                                 a["uncontended_ns"])
+            self.assertEqual(r["fastest"], alone["fastest"])
+        rows = model_json("--net", NET, "-w", "4,8,16", "--algo", "rhd")["rows"]
+        self.assertEqual([r["workers"] for r in rows], [4, 8, 16])
+        for r in rows:
+            alone = model_json("--net", NET, "-w", r["workers"], "--algo", "rhd")
+            self.assertEqual(r["algos"]["rhd"]["sim_ns"], alone["sim_ns"])
+            self.assertNotIn("uncontended_ns", r["algos"]["rhd"])
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
+                           "--algo", "all")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("network    each row's nodes x 8 GPUs", out)
+        self.assertRegex(out, r"\n +16 +2 +[0-9. ]+ +rhd\n")
+        for args, says in (
+                (["--topo", "pcie,nodes=1,2", "-w", 8], "--workers with a list of nodes"),
+                (["--topo", "pcie", "-w", "8,16"], "a list of --workers with --topo"),
+                (["--topo", "pcie,nodes=1,0"], "--topo 'pcie,nodes=1,0': expected nodes=N or a list"),
+                (["--topo", "pcie,nodes=" + ",".join(["1"] * 17)], "at most 16"),
+                (["--net", NET, "-w", "4,0"], "--workers '4,0': expected W or a list"),
+                (["--topo", "pcie,nodes=1,2,bogus=1"], "--topo 'pcie,nodes=1,2,bogus=1': unknown item 'bogus=1'")):
+            with self.subTest(args=args):
+                self.refused(args, [says], "model")
+        self.refused(["-w", 16, "--topo", "pcie,nodes=1,2"],
+                     ["--topo 'pcie,nodes=1,2': '2' is not an item",
+                      "ringsim model's"])
+
+    # topo-cli-14: without --workers, a run's W is the topology's nodes x
+    # gpus.
+    def test_workers_from_the_topology(self):
+        rc, out, err = run("-p", self.model, "--topo", "pcie,nodes=2,gpus=3",
+                           "--no-trace", "--json", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["workers"], 6)
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["workers"], 8)
+
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):
         rc, out, err = run("diff", "-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,

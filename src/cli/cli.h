@@ -85,6 +85,8 @@ typedef enum cli_opt {
 
 /* `ringsim bench --workers 4,8,16`: at most this many world sizes. */
 #define CLI_BENCH_MAX_SIZES 64
+/* ringsim model's rows (--workers 8,64 or --topo ...,nodes=1,8,64) */
+#define CLI_MODEL_MAX_ROWS 16
 
 /* A command line, read (parse.c): a run's, `ringsim model`'s, bench's,
  * or one side of `ringsim diff`. */
@@ -125,6 +127,14 @@ typedef struct options {
     rs_dtype_t dtype; /* -d */
     int procs;        /* --transport mpi: the processes */
   } bench;
+  /* ringsim model: a row per size, from --workers 8,64,512 (with --net) or
+   * --topo's nodes=1,8,64 (W = nodes x gpus each); count 0: one size, the
+   * config's */
+  struct {
+    int workers[CLI_MODEL_MAX_ROWS];
+    int nodes[CLI_MODEL_MAX_ROWS]; /* 0: not a topology's list */
+    int count;
+  } rows;
   /* ringsim diff: --dtype's value for this side (NULL: the model's) */
   const char *dtype_name;
   int fail_on_diff;

@@ -226,6 +226,106 @@ static int print_all(const options_t *opt, const rs_model_t *model,
   return 0;
 }
 
+/* `ringsim model` with a list of sizes (--workers 8,64,512 under --net,
+ * or --topo ...,nodes=1,8,64): a row per size, the algorithm's time (or
+ * every algorithm's with --algo all, and the fastest), net as given but
+ * for each row's workers (and nodes). */
+static int print_rows(const options_t *opt, const rs_model_t *model,
+                      const rs_netmodel_t *net, const rs_bucket_t *buckets,
+                      size_t bucket_count) {
+  const size_t seg_bytes = opt->config.segment_bytes;
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const double bytes = (double)rs_model_elems(model) * (double)elem_size;
+  const int topo = net->topo.enabled;
+  const int first = opt->algo_all ? 0 : (int)opt->config.algo;
+  const int last = opt->algo_all ? RS_ALGO_COUNT - 1 : (int)opt->config.algo;
+  json_t *rows = json_array();
+  char size[32], name[CLI_SAFE_MAX];
+  cli_human_bytes(bytes, size, sizeof size);
+  if (!opt->json) {
+    printf("ringsim model: %s on \"%s\", %s per worker, %d sizes (the "
+           "schedules alone: no threads, no data)\n",
+           opt->algo_all ? "every algorithm"
+                         : rs_algorithm_name(opt->config.algo),
+           cli_safe(rs_model_name(model), name, sizeof name), size,
+           opt->rows.count);
+    rs_netmodel_t shown = *net;
+    shown.topo.nodes = 0; /* (cli_print_network: each row's) */
+    cli_print_network(&shown);
+    printf("\n  %7s %6s  simulated us%s\n  %7s %6s", "", "",
+           topo && !opt->algo_all
+               ? ", and with a NIC for every GPU (no NIC shared)"
+               : "",
+           "workers", topo ? "nodes" : "");
+    for (int a = first; a <= last; a++)
+      printf(" %10s", rs_algorithm_name((rs_algorithm_t)a));
+    if (topo && !opt->algo_all)
+      printf(" %12s", "own NICs");
+    printf(" %11s%s\n", opt->algo_all ? "best busbw" : "busbw GB/s",
+           opt->algo_all ? "  fastest" : "");
+  }
+  for (int i = 0; i < opt->rows.count && !cli_signal(); i++) {
+    rs_netmodel_t row = *net;
+    const int W = opt->rows.workers[i];
+    if (topo)
+      row.topo.nodes = opt->rows.nodes[i];
+    model_time_t t[RS_ALGO_COUNT];
+    int best = first;
+    for (int a = first; a <= last; a++) {
+      t[a] = model_time((rs_algorithm_t)a, &row, W, buckets, bucket_count,
+                        seg_bytes, elem_size);
+      if (t[a].sim == UINT64_MAX) {
+        json_decref(rows);
+        return EXIT_RUN;
+      }
+      best = t[a].sim < t[best].sim ? a : best;
+    }
+    if (cli_signal())
+      break;
+    const double algbw = t[best].sim ? bytes / (double)t[best].sim : 0;
+    if (opt->json) {
+      json_t *times = json_object();
+      for (int a = first; a <= last; a++) {
+        json_t *one = json_pack("{s:I, s:I}", "sim_ns", (json_int_t)t[a].sim,
+                                "predicted_ns", (json_int_t)t[a].predicted);
+        if (t[a].uncontended != UINT64_MAX)
+          json_object_set_new(one, "uncontended_ns",
+                              json_integer((json_int_t)t[a].uncontended));
+        json_object_set_new(times, rs_algorithm_name((rs_algorithm_t)a), one);
+      }
+      json_t *r = json_pack("{s:i, s:o, s:s, s:f}", "workers", W, "algos",
+                            times, "fastest",
+                            rs_algorithm_name((rs_algorithm_t)best),
+                            "busbw_gbs", rs_busbw(algbw, W));
+      if (topo)
+        json_object_set_new(r, "nodes", json_integer(row.topo.nodes));
+      json_array_append_new(rows, r);
+      continue;
+    }
+    printf("  %7d", W);
+    if (topo)
+      printf(" %6d", row.topo.nodes);
+    else
+      printf(" %6s", "");
+    for (int a = first; a <= last; a++)
+      printf(" %10.3f", (double)t[a].sim / 1e3);
+    if (topo && !opt->algo_all)
+      printf(" %12.3f", (double)t[first].uncontended / 1e3);
+    printf(" %11.3f%s%s\n", rs_busbw(algbw, W), opt->algo_all ? "  " : "",
+           opt->algo_all ? rs_algorithm_name((rs_algorithm_t)best) : "");
+  }
+  if (cli_signal()) {
+    json_decref(rows);
+    return EXIT_RUN;
+  }
+  if (!opt->json) {
+    json_decref(rows);
+    return 0;
+  }
+  return print_json(json_pack("{s:s, s:I, s:o}", "model", rs_model_name(model),
+                              "bytes", (json_int_t)bytes, "rows", rows));
+}
+
 int cli_run_model(const options_t *opt, const rs_model_t *model) {
   char err[RS_ERRMSG_MAX];
   /* The simulations stop at a signal (signals.c): nothing is printed, and
@@ -238,6 +338,22 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     return cli_usage_error("model: %s",
                            "--net latency=...,bandwidth=... is required, or "
                            "a topology: give --net or --topo");
+  if (opt->rows.count > 1 && opt->rows.nodes[0] && opt->given[OPT_WORKERS])
+    return cli_usage_error("model: %s",
+                           "--workers with a list of nodes: each row's "
+                           "workers are its nodes x gpus; leave --workers "
+                           "out");
+  if (opt->rows.count > 1 && !opt->rows.nodes[0] && net->topo.enabled)
+    return cli_usage_error("model: %s",
+                           "a list of --workers with --topo: list its nodes "
+                           "instead (nodes=1,8,64), W = nodes x gpus each");
+  for (int i = 0; i < opt->rows.count; i++) {
+    rs_netmodel_t row = *net;
+    if (opt->rows.nodes[0])
+      row.topo.nodes = opt->rows.nodes[i];
+    if (rs_netmodel_check(&row, opt->rows.workers[i], err))
+      return cli_usage_error("model: %s", err);
+  }
   if (rs_netmodel_check(net, W, err))
     return cli_usage_error("model: %s", err);
   size_t elems = rs_model_elems(model);
@@ -252,6 +368,13 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
   const rs_algorithm_t algo = opt->config.algo;
   double bytes = (double)elems * (double)elem_size;
+  if (opt->rows.count > 1) {
+    int rc = print_rows(opt, model, net, buckets, bucket_count);
+    free(buckets);
+    if (rc && !cli_signal())
+      fprintf(stderr, "ringsim: out of memory\n");
+    return rc;
+  }
   if (opt->algo_all) {
     model_time_t t[RS_ALGO_COUNT];
     for (int a = 0; a < RS_ALGO_COUNT; a++)

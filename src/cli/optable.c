@@ -51,8 +51,9 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         " (default: the\nnumber of inline grads, else 4)"),
           [CLI_BENCH] = {"LIST", "W, or a list to sweep: 4 or 4,8,16 "
                                  "(default 4)"},
-          [CLI_MODEL] = H("number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
-                          " (default 4)"),
+          [CLI_MODEL] = {"LIST", "number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
+                                 ", or a list\n(4,8,16: a row each; default 4, "
+                                 "or --topo's nodes x gpus)"},
           [CLI_DIFF] = H("two world sizes, one dividing the other, on one\n"
                          "global batch: L = max(A,B) contributions c0..\n"
                          "c{L-1} (the grads of L workers); each worker of\n"
@@ -385,7 +386,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   RUN | MODEL | DIFF,
                   0,
                   "SPEC",
-                  cli_set_config,
+                  cli_set_topo,
                   0,
                   0,
                   0,
@@ -396,7 +397,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                  "nic=5us/25GB/s (presets dgx-h100, pcie; "
                                  "W must be nodes x gpus)"),
                    [CLI_MODEL] = H("nodes of GPUs, their links and NICs, "
-                                   "instead of --net: dgx-h100,nodes=64 or "
+                                   "instead of --net: dgx-h100,nodes=64 "
+                                   "(nodes=1,8,64: a row each) or "
                                    "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
                                    "nic=5us/25GB/s (presets dgx-h100, pcie; "
                                    "W must be nodes x gpus)")}},

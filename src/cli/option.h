@@ -57,13 +57,15 @@ struct cli_option {
  * int at field; text kept as given at field (a const char *); an integer
  * in [min, max] into the int at field; a size in [min, max] into the
  * size_t at field; one the library reads (rs_config_set) into config; and
- * those with their own value (--workers: N, or bench's list; --algo: the
- * mode's names). */
+ * those with their own value (--workers: N, or bench's and model's list;
+ * --algo: the mode's names; --topo: the library's, and for model a list
+ * of nodes). */
 typedef int cli_setter_t(const cli_option_t *opt, options_t *o,
                          const char *value, char *msg);
 cli_setter_t cli_set_flag, cli_set_text, cli_set_int, cli_set_size,
     cli_set_config, cli_set_workers, cli_set_seed, cli_set_init,
-    cli_set_datatype, cli_set_dtype, cli_set_algo, cli_set_transport;
+    cli_set_datatype, cli_set_dtype, cli_set_algo, cli_set_transport,
+    cli_set_topo;
 
 /* optable.c: the rows, indexed by cli_opt_t. */
 extern const cli_option_t cli_options[OPT_COUNT];

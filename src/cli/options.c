@@ -63,6 +63,9 @@ int cli_check_run(options_t *o) {
     o->config.segment_bytes = RS_GLOO_SEGMENT_BYTES;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
+  /* on a topology W is its nodes x gpus, unless --workers says */
+  if (o->config.net.topo.enabled && !o->workers_given)
+    o->config.workers = o->config.net.topo.nodes * o->config.net.topo.gpus;
   if (o->given[OPT_AVERAGE] && o->config.op != RS_OP_AVG)
     return cli_refuse(o->mode, "--average applies to --op avg only");
   if (o->trace && o->no_trace)

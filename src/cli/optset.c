@@ -74,6 +74,26 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
 int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
                     char *msg) {
   long v;
+  if (o->mode == CLI_MODEL && strchr(value, ',')) { /* a row each */
+    char copy[512];
+    int n = 0, ok = snprintf(copy, sizeof copy, "%s", value) < (int)sizeof copy;
+    char *save = NULL;
+    for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
+         t = strtok_r(NULL, ",", &save)) {
+      ok = n < CLI_MODEL_MAX_ROWS && !rs_read_int(t, 1, MODEL_MAX_WORKERS, &v);
+      if (ok)
+        o->rows.workers[n++] = (int)v;
+    }
+    if (!ok || n == 0 || value[strlen(value) - 1] == ',')
+      return cli_bad_value(msg, opt, value,
+                           "W or a list like 8,64,512 (at most %d), each in "
+                           "1..%d",
+                           CLI_MODEL_MAX_ROWS, MODEL_MAX_WORKERS);
+    o->rows.count = n;
+    o->config.workers = o->rows.workers[0];
+    o->workers_given = 1;
+    return 0;
+  }
   if (o->mode != CLI_BENCH) {
     long max = o->mode == CLI_MODEL ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
     if (rs_read_int(value, 1, max, &v))
@@ -97,6 +117,68 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
                          RS_MAX_WORKERS);
   o->bench.worker_count = n;
   return 0;
+}
+
+/* ringsim model's --topo: nodes= may be followed by more counts
+ * (dgx-h100,nodes=1,8,64), a row each: the spec the library reads has the
+ * first, and the rows the rest. Elsewhere the spec goes to the library as
+ * it is (which refuses a bare count). */
+int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  char spec[512] = "";
+  size_t used = 0;
+  int n = 0, listing = 0;
+  long v;
+  if (o->mode != CLI_MODEL || strlen(value) >= sizeof spec)
+    return cli_set_config(opt, o, value, msg);
+  for (const char *p = value; *p;) {
+    size_t len = strcspn(p, ",");
+    char item[64];
+    int digits = len > 0 && len < sizeof item && strspn(p, "0123456789") == len;
+    snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : 0), p);
+    if (len > 6 && strncmp(p, "nodes=", 6) == 0) {
+      listing = 1;
+      digits = 0;
+      n = 0;
+      snprintf(item, sizeof item, "%.*s", (int)(len - 6 < 60 ? len - 6 : 0),
+               p + 6);
+      if (rs_read_int(item, 1, 65536, &v) == 0)
+        o->rows.nodes[n++] = (int)v;
+    } else if (listing && digits) {
+      if (n == CLI_MODEL_MAX_ROWS || rs_read_int(item, 1, 65536, &v))
+        return cli_bad_value(msg, opt, value,
+                             "nodes=N or a list like nodes=1,8,64 (at most "
+                             "%d), each in 1..65536",
+                             CLI_MODEL_MAX_ROWS);
+      o->rows.nodes[n++] = (int)v;
+      p += len + (p[len] == ',');
+      continue;
+    } else {
+      listing = 0;
+    }
+    used += (size_t)snprintf(spec + used, sizeof spec - used, "%s%.*s",
+                             used ? "," : "", (int)len, p);
+    p += len + (p[len] == ',');
+    if (!*p && p[-1] == ',') /* (a trailing comma: the library says) */
+      used += (size_t)snprintf(spec + used, sizeof spec - used, ",");
+  }
+  int rc = cli_set_config(opt, o, spec, msg);
+  char *quoted = rc ? strstr(msg, spec) : NULL;
+  if (quoted && quoted > msg && quoted[-1] == '\'' &&
+      quoted[strlen(spec)] == '\'') { /* the message names what was given */
+    char rest[RS_ERRMSG_MAX];
+    snprintf(rest, sizeof rest, "%s", quoted + strlen(spec));
+    snprintf(quoted, RS_ERRMSG_MAX - (size_t)(quoted - msg), "%s%s", value,
+             rest);
+  }
+  if (rc == 0 && n > 1) {
+    o->rows.count = n;
+    for (int i = 0; i < n; i++)
+      o->rows.workers[i] = o->rows.nodes[i] * o->config.net.topo.gpus;
+  } else {
+    o->rows.nodes[0] = 0;
+  }
+  return rc;
 }
 
 int cli_set_seed(const cli_option_t *opt, options_t *o, const char *value,

@@ -223,17 +223,22 @@ figures_t cli_report_figures(const report_t *r) {
 
 void cli_print_network(const rs_netmodel_t *net) {
   const rs_topo_t *t = &net->topo;
-  if (t->enabled)
-    printf("  network    %d node%s x %d GPU%s, %d NIC%s per node: intra "
+  if (t->enabled) {
+    char nodes[32] = "each row's nodes"; /* nodes 0: ringsim model's rows */
+    if (t->nodes)
+      snprintf(nodes, sizeof nodes, "%d node%s", t->nodes,
+               t->nodes == 1 ? "" : "s");
+    printf("  network    %s x %d GPU%s, %d NIC%s per node: intra "
            "%.3f us, %.3f GB/s per GPU port; nic %.3f us, %.3f GB/s per NIC",
-           t->nodes, t->nodes == 1 ? "" : "s", t->gpus, t->gpus == 1 ? "" : "s",
+           nodes, t->gpus, t->gpus == 1 ? "" : "s",
            t->nics, t->nics == 1 ? "" : "s", (double)t->intra.latency_ns / 1e3,
            (double)t->intra.bandwidth / 1e9, (double)t->nic.latency_ns / 1e3,
            (double)t->nic.bandwidth / 1e9);
-  else
+  } else {
     printf("  network    latency %.3f us, bandwidth %.3f GB/s per link",
            (double)net->link.latency_ns / 1e3,
            (double)net->link.bandwidth / 1e9);
+  }
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
 }

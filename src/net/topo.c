@@ -167,6 +167,11 @@ static int read_item(const char *spec, const char *item, size_t len,
     *given |= 1u << k;
     return RS_OK;
   }
+  if (strspn(item, "0123456789") >= len)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--topo '%s': '%.*s' is not an item (a list of nodes, "
+                   "nodes=1,8,64, is ringsim model's: a row each)",
+                   spec, (int)len, item);
   return rs__err(errmsg, RS_EINVAL,
                  "--topo '%s': unknown item '%.*s' (a preset first: dgx-h100 "
                  "or pcie; then nodes=, gpus=, nics=, intra=, nic=)",
