@@ -302,6 +302,13 @@ class TopoCli(unittest.TestCase):
                 (["--topo", "pcie,nodes=1,2,bogus=1"], "--topo 'pcie,nodes=1,2,bogus=1': unknown item 'bogus=1'")):
             with self.subTest(args=args):
                 self.refused(args, [says], "model")
+        # too many workers for the mode, from the topology alone
+        self.refused(["--topo", "pcie,nodes=1,65536"],
+                     ["--topo: 65536 nodes of 8 GPUs are 524288 workers, more "
+                      "than the 16384 ringsim model takes"], "model")
+        self.refused(["--topo", "pcie,nodes=1024"],
+                     ["--topo: 1024 nodes of 8 GPUs are 8192 workers, more "
+                      "than the 4096 a run takes"])
         self.refused(["-w", 16, "--topo", "pcie,nodes=1,2"],
                      ["--topo 'pcie,nodes=1,2': '2' is not an item",
                       "ringsim model's"])
