@@ -187,6 +187,28 @@ class TopoCli(unittest.TestCase):
                                        "--topo", spec, "--algo", algo, "--json")
                     self.assertEqual(rc, 0, err)
                     self.assertEqual(json.loads(out)["sim_ns"], r["sim_ns"])
+        # what crossed the NICs: the ring's 3 -> 4 and 7 -> 0 alone, all
+        # they send; rhd's every worker, the same; what left one node came
+        # into the other
+        for algo in ("ring", "rhd"):
+            rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
+                               "--algo", algo, "--no-trace", "--json", cwd=self.dir)
+            self.assertEqual(rc, 0, err)
+            r = json.loads(out)
+            off, came = r["bytes_sent_off_node"], r["bytes_received_off_node"]
+            self.assertEqual(sum(off), sum(came), algo)
+            if algo == "ring":
+                self.assertEqual([w for w in range(8) if off[w]], [3, 7])
+                self.assertEqual([w for w in range(8) if came[w]], [0, 4])
+                self.assertEqual(off[3], r["bytes_sent"][3])
+            else:
+                self.assertTrue(all(o > 0 for o in off), off)
+                self.assertLessEqual(max(off) - min(off), 8, off)
+        rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
+                           "--algo", "ring", "--no-trace", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"off node   0-\d+ bytes per worker through the NICs; "
+                              r"busiest NIC: node \d's NIC 0, \d+ bytes (out|in)")
         # the text report names the topology
         rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
                            "--no-trace", cwd=self.dir)
@@ -346,6 +368,9 @@ grads = [{"w": np.arange(24, dtype=np.float32) * (r + 1)} for r in range(8)]
 result, report = ringsim.allreduce(grads, topo="dgx-h100,nodes=1")
 assert report["status"] == "ok" and report["identical"], report
 assert report["sim_ns"] > 0, report
+assert report["bytes_sent_off_node"] == [0] * 8, report
+_, two = ringsim.allreduce(grads, topo="dgx-h100,gpus=4,nics=4,nodes=2")
+assert sum(two["bytes_sent_off_node"]) == sum(two["bytes_received_off_node"]) > 0, two
 want = np.arange(24, dtype=np.float32) * 4.5
 assert np.array_equal(result["w"], want), result
 mean = ringsim.ddp_allreduce_average_grads(grads, topo="dgx-h100", algo="rhd")

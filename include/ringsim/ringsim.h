@@ -682,6 +682,11 @@ typedef struct rs_worker_stats {
   uint64_t bytes_sent;
   uint64_t bytes_received;
   uint64_t wait_ns; /* time blocked on a full or empty channel */
+  /* With a topology of several nodes (--topo): of bytes_sent and
+   * bytes_received, those to and from another node, through the NICs
+   * (the rest crossed the node's own links); else 0. */
+  uint64_t bytes_sent_off_node;
+  uint64_t bytes_received_off_node;
 } rs_worker_stats_t;
 
 typedef struct rs_param_check {

@@ -116,6 +116,11 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         "param_checks": param_checks,
         "wall_ns": res["wall_ns"],
     }
+    if cfg["topo_enabled"]:
+        r["bytes_sent_off_node"] = [w["bytes_sent_off_node"]
+                                    for w in facts["workers"]]
+        r["bytes_received_off_node"] = [w["bytes_received_off_node"]
+                                        for w in facts["workers"]]
     if cfg["net_enabled"]:
         r["sim_ns"] = if_checked(res["sim_ns"])
         r["predicted_ns"] = if_checked(res["predicted_ns"])

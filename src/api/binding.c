@@ -270,7 +270,7 @@ static json_t *count(uint64_t x) { return json_integer((json_int_t)x); }
 static json_t *config_facts(const rs_config_t *c) {
   return json_pack(
       "{s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:I, s:i, s:f, s:I, s:I, s:i, "
-      "s:b}",
+      "s:b, s:b}",
       "workers", c->workers, "op", rs_op_name(c->op), "algo",
       rs_algorithm_name(c->algo), "average_pre", c->average_pre, "slices",
       c->slices, "direct", c->direct, "checksum", c->checksum, "order_report",
@@ -278,7 +278,7 @@ static json_t *config_facts(const rs_config_t *c) {
       c->slots, "timeout_s", c->timeout_s, "bucket_bytes",
       (json_int_t)c->bucket_bytes, "first_bucket_bytes",
       (json_int_t)c->first_bucket_bytes, "fault_count", c->fault_count,
-      "net_enabled", c->net.enabled);
+      "net_enabled", c->net.enabled, "topo_enabled", c->net.topo.enabled);
 }
 
 static json_t *result_facts(const rs_result_t *r) {
@@ -315,14 +315,16 @@ static json_t *worker_facts(const rs_run_t *run, int w) {
   const rs_worker_stats_t *s = rs_run_worker_stats(run, w);
   rs_worker_state_t st;
   rs_run_worker_state(run, w, &st);
-  return json_pack("{s:o, s:o, s:o, s:o, s:s, s:s?, s:i, s:i, s:s?, s:i, "
-                   "s:i}",
+  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s?, s:i, s:i, "
+                   "s:s?, s:i, s:i}",
                    "transfers_sent", count(s->transfers_sent), "bytes_sent",
                    count(s->bytes_sent), "bytes_received",
-                   count(s->bytes_received), "wait_ns", count(s->wait_ns),
-                   "state", st.state, "phase", st.phase, "step", st.step,
-                   "chunk", st.chunk, "waiting", st.waiting, "peer", st.peer,
-                   "stall_ms", st.stall_ms);
+                   count(s->bytes_received), "bytes_sent_off_node",
+                   count(s->bytes_sent_off_node), "bytes_received_off_node",
+                   count(s->bytes_received_off_node), "wait_ns",
+                   count(s->wait_ns), "state", st.state, "phase", st.phase,
+                   "step", st.step, "chunk", st.chunk, "waiting", st.waiting,
+                   "peer", st.peer, "stall_ms", st.stall_ms);
 }
 
 static json_t *param_facts(const rs_param_t *p, const rs_param_check_t *c) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,6 +535,40 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
            2 * (W - 1), res->segs_per_chunk);
 }
 
+/* On a topology of several nodes: what each worker sent to other nodes,
+ * and the NIC that carried the most (its GPUs' bytes out, or in). */
+static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
+  uint64_t lo = UINT64_MAX, hi = 0, most = 0;
+  int busiest = 0, out = 1;
+  const int nics = t->nodes * t->nics;
+  for (int w = 0; w < W; w++) {
+    const uint64_t b = rs_run_worker_stats(r->run, w)->bytes_sent_off_node;
+    lo = b < lo ? b : lo;
+    hi = b > hi ? b : hi;
+  }
+  for (int k = 0; k < nics; k++)
+    for (int side = 0; side < 2; side++) {
+      uint64_t sum = 0; /* NIC k: node k / K, its GPUs g with g % K == k % K */
+      for (int g = k % t->nics; g < t->gpus; g += t->nics) {
+        const rs_worker_stats_t *st =
+            rs_run_worker_stats(r->run, k / t->nics * t->gpus + g);
+        sum += side ? st->bytes_received_off_node : st->bytes_sent_off_node;
+      }
+      if (sum > most) {
+        most = sum;
+        busiest = k;
+        out = !side;
+      }
+    }
+  char range[64], size[32];
+  range_text(lo, hi, "byte", range, sizeof range);
+  cli_human_bytes((double)most, size, sizeof size);
+  printf("  off node   %s per worker through the NICs; busiest NIC: node "
+         "%d's NIC %d, %" PRIu64 " bytes %s (%s)\n",
+         range, busiest / t->nics, busiest % t->nics, most,
+         out ? "out" : "in", size);
+}
+
 static void print_traffic(const report_t *r, const rs_config_t *cfg,
                           const rs_result_t *res, const figures_t *f) {
   const int finished = res->checked; /* the all-reduce completed */
@@ -547,6 +582,8 @@ static void print_traffic(const report_t *r, const rs_config_t *cfg,
            sent, a, f->sent_theory);
   else
     printf("  sent       %s per worker (%s)\n", sent, a);
+  if (cfg->net.topo.enabled && cfg->net.topo.nodes > 1)
+    print_off_node(r, &cfg->net.topo, f->workers);
   /* With exact inputs the reference is the direct mean itself; otherwise
    * it is the wider-precision sum with a bound per element, slower. */
   if (finished)

@@ -207,6 +207,18 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "transfers_sent", per_worker_json(r, f.workers, 0));
   json_object_set_new(o, "bytes_sent", per_worker_json(r, f.workers, 1));
   json_object_set_new(o, "bytes_sent_theory", json_real(f.sent_theory));
+  if (cfg->net.topo.enabled) { /* through the NICs, each worker's */
+    json_t *out = json_array(), *in = json_array();
+    for (int w = 0; w < f.workers; w++) {
+      const rs_worker_stats_t *st = rs_run_worker_stats(r->run, w);
+      json_array_append_new(
+          out, json_integer((json_int_t)st->bytes_sent_off_node));
+      json_array_append_new(
+          in, json_integer((json_int_t)st->bytes_received_off_node));
+    }
+    json_object_set_new(o, "bytes_sent_off_node", out);
+    json_object_set_new(o, "bytes_received_off_node", in);
+  }
   json_object_set_new(o, "checked", json_boolean(checked));
   json_object_set_new(o, "identical",
                       checked ? json_boolean(res->identical) : json_null());

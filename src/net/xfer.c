@@ -29,6 +29,13 @@ rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
   return e;
 }
 
+/* Is peer on another node of the run's topology (--topo of several
+ * nodes)? */
+static int off_node(const rs_worker_t *w, int peer) {
+  const rs_topo_load_t *l = w->sim.load;
+  return l && rs__topo_node(&l->topo, w->rank) != rs__topo_node(&l->topo, peer);
+}
+
 /* The worker's edge to or from peer. An algorithm uses only the edges it
  * declared (algo.h), so a missing one is a bug. The search starts where
  * the last one was found: a root that walks its W-1 peers in order finds
@@ -117,6 +124,8 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
     return rc;
   w->stats.transfers_sent++;
   w->stats.bytes_sent += elems * w->elem_size;
+  if (off_node(w, peer))
+    w->stats.bytes_sent_off_node += elems * w->elem_size;
   return RS_OK;
 }
 
@@ -205,6 +214,8 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
   e->tp->release(e);
   w->stats.bytes_received += elems * w->elem_size;
+  if (off_node(w, peer))
+    w->stats.bytes_received_off_node += elems * w->elem_size;
   return RS_OK;
 }
 
