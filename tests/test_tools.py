@@ -282,6 +282,41 @@ class Tools(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("wall", out.splitlines()[0])
 
+    # tools-topo: topo draws a --topo run's nodes, GPUs and NICs, and prints
+    # the bytes of each link it colours: GPU to GPU within a node, NIC to
+    # NIC between nodes (GPU g on NIC g mod K), each SUM(bytes) of the
+    # transfers from SQL; a run without --topo is refused in one line.
+    def test_topo_counts_every_link(self):
+        db = os.path.join(self.dir, "topo.db")
+        for algo in ("rhd", "ring"):
+            p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "model.json"), "--topo",
+                                "nodes=2,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s",
+                                "--algo", algo, "--trace", db], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        for run, algo in ((1, "rhd"), (2, "ring")):
+            rc, out, err = self.tool_in("topo", db, "--run", run, "-o", self.out(f"topo-{algo}.png"))
+            self.assertEqual(rc, 0, err)
+            self.assert_image(self.out(f"topo-{algo}.png"))
+            shown = {}
+            for line in out.splitlines()[1:]:
+                kind, src, _, _, dst, nbytes = line.split()
+                shown[(kind, int(src), int(dst))] = int(nbytes)
+            want = {}
+            for src, dst, nbytes in self.rows(db, "SELECT src, dst, sum(bytes) FROM transfer "
+                                                  f"WHERE run_id = {run} GROUP BY src, dst"):
+                key = (("GPU", src, dst) if src // 4 == dst // 4 else
+                       ("NIC", src // 4 * 2 + src % 2, dst // 4 * 2 + dst % 2))
+                want[key] = want.get(key, 0) + nbytes
+            self.assertEqual(shown, want, algo)
+            self.assertTrue(any(k[0] == "NIC" for k in shown), shown)
+        self.assertEqual(len([k for k in shown if k[0] == "NIC"]), 2)  # the ring: 3->4, 7->0
+        self.assertIn("2 nodes x 4 GPUs, 2 NICs per node", self.png_title(self.out("topo-ring.png")))
+        rc, out, err = self.tool_in("topo", self.db, "--run", 1, "-o", self.out("topo-none.png"))
+        self.assertEqual(rc, 2)
+        self.assertEqual(err, "ringsim-plot: run 1 has no topology: topo draws a run made with "
+                              "--topo\n")
+        self.assertFalse(os.path.exists(self.out("topo-none.png")))
+
     # tools-7: export: waiting is its own slice (duration = wait_ns), the
     # reduce after it; args carry iter, bucket and dtype; a bucket slice
     # around step slices around the transfers, properly nested.

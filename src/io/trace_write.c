@@ -84,13 +84,26 @@ static void shape_json(const rs_param_t *p, char *buf, size_t size) {
 /* The network model as the run table stores it: JSON, integers in ns and
  * bytes per second (overrides: at most a few listed; the rest counted). */
 static const char *net_json(const rs_netmodel_t *m, char *buf, size_t size) {
-  snprintf(
+  int len = snprintf(
       buf, size,
       "{\"latency_ns\": %llu, \"bandwidth_Bps\": %llu, \"reduce_Bps\": %llu, "
-      "\"links\": %d, \"stragglers\": %d}",
+      "\"links\": %d, \"stragglers\": %d",
       (unsigned long long)m->link.latency_ns,
       (unsigned long long)m->link.bandwidth, (unsigned long long)m->reduce_rate,
       m->link_count, m->straggler_count);
+  const rs_topo_t *t = &m->topo;
+  if (t->enabled && len > 0 && (size_t)len < size)
+    len += snprintf(
+        buf + len, size - (size_t)len,
+        ", \"topo\": {\"nodes\": %d, \"gpus\": %d, \"nics\": %d, "
+        "\"intra_latency_ns\": %llu, \"intra_Bps\": %llu, "
+        "\"nic_latency_ns\": %llu, \"nic_Bps\": %llu}",
+        t->nodes, t->gpus, t->nics, (unsigned long long)t->intra.latency_ns,
+        (unsigned long long)t->intra.bandwidth,
+        (unsigned long long)t->nic.latency_ns,
+        (unsigned long long)t->nic.bandwidth);
+  if (len > 0 && (size_t)len < size)
+    snprintf(buf + len, size - (size_t)len, "}");
   return buf;
 }
 

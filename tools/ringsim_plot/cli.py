@@ -11,6 +11,7 @@ from .replay import open_trace, pick_run
 from .timeline import cmd_timeline
 from .chunks import cmd_chunks
 from .links import cmd_links
+from .topo import cmd_topo
 from .compare import cmd_compare, cmd_compare_algorithms
 from .animate import cmd_animate
 from .export import cmd_export
@@ -22,6 +23,8 @@ COMMANDS = {
     "chunks": (cmd_chunks, "whose contributions each worker's chunks (regions) hold, step by step, "
                            "for every algorithm"),
     "links": (cmd_links, "bytes and bandwidth per link, and traffic over time"),
+    "topo": (cmd_topo, "a --topo run's nodes, GPUs and NICs, each link coloured by the bytes "
+                       "it carried"),
     "compare": (cmd_compare, "time and busbw across runs, against W and size, with the ring's theory; "
                              "or (--bench, --model) time against size per algorithm with the "
                              "crossovers"),
@@ -31,7 +34,7 @@ COMMANDS = {
                        "view, click cells and transfers, the timeline, runs side by side"),
 }
 DEFAULT_OUT = {"timeline": "timeline.png", "chunks": "chunks.png", "links": "links.png",
-               "compare": "compare.png", "animate": "ring.gif", "export": "trace.json",
+               "topo": "topo.png", "compare": "compare.png", "animate": "ring.gif", "export": "trace.json",
                "html": "ringsim.html"}
 
 
