@@ -346,6 +346,37 @@ class TopoCli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["workers"], 8)
 
+    # topo-cli-15: the trace records each transfer's link class (intra or
+    # nic) and, between nodes, its NIC's share: rhd's crossing step on 2x4
+    # shares 1 NIC among 4 GPUs, the ring's never, and with 4 NICs neither;
+    # a run without --topo has NULL in both.
+    def test_trace_link_and_share(self):
+        trace = self.path("links.db")
+        cases = ((TWO_BY_FOUR, "rhd", {4}), (TWO_BY_FOUR, "ring", {1}),
+                 (TWO_BY_FOUR.replace("nics=1", "nics=4"), "rhd", {1}))
+        for spec, algo, _ in cases:
+            rc, out, err = run("-p", self.model, "--topo", spec, "--algo", algo,
+                               "--trace", trace, cwd=self.dir)
+            self.assertEqual(rc, 0, err)
+        rc, out, err = run("-p", self.model, "-w", 4, "--trace", trace, cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(trace)
+        try:
+            for run_id, (spec, algo, shares) in enumerate(cases, start=1):
+                rows = con.execute("SELECT src / 4 = dst / 4, link, share FROM transfer "
+                                   "WHERE run_id = ?", (run_id,)).fetchall()
+                self.assertTrue(rows)
+                for same, link, share in rows:
+                    self.assertEqual(link, "intra" if same else "nic", (algo, spec))
+                    self.assertEqual(share is None, bool(same), (algo, spec))
+                self.assertEqual({s for _, _, s in rows if s is not None}, shares,
+                                 (algo, spec))
+            self.assertEqual(con.execute("SELECT count(*) FROM transfer WHERE run_id = 4 "
+                                         "AND (link IS NOT NULL OR share IS NOT NULL)")
+                             .fetchone(), (0,))
+        finally:
+            con.close()
+
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):
         rc, out, err = run("diff", "-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,

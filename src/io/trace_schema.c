@@ -90,7 +90,9 @@ static const char schema_sql[] =
     "  src_rank INTEGER,\n"
     "  dst_rank INTEGER,\n"
     "  src_host TEXT,\n"
-    "  dst_host TEXT\n"
+    "  dst_host TEXT,\n"
+    "  link TEXT,\n"
+    "  share INTEGER\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS worker (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -345,7 +347,8 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
       {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
       {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"},
       {"run", "trace_stream_json TEXT"}, {"run", "host TEXT"},
-      {"run", "pid INTEGER"},           {"run", "pid_start INTEGER"}};
+      {"run", "pid INTEGER"},           {"run", "pid_start INTEGER"},
+      {"transfer", "link TEXT"},        {"transfer", "share INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);

@@ -67,6 +67,18 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
     for (int k = 0; k < 4; k++)
       sqlite3_bind_null(st, i++);
   }
+  const rs_topo_t *topo = &run->config.net.topo;
+  if (topo->enabled) { /* its link class; between nodes, its NIC's share */
+    const int nic = e->src / topo->gpus != dst / topo->gpus;
+    sqlite3_bind_text(st, i++, nic ? "nic" : "intra", -1, SQLITE_STATIC);
+    if (nic)
+      sqlite3_bind_int64(st, i++, e->share);
+    else
+      sqlite3_bind_null(st, i++);
+  } else {
+    sqlite3_bind_null(st, i++);
+    sqlite3_bind_null(st, i++);
+  }
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -79,8 +91,9 @@ static int prepare_insert(rs_run_t *run, sqlite3_stmt **st) {
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
           "contrib_first, contrib_count, sim_send_ns, sim_recv_ns, src_rank, "
-          "dst_rank, src_host, dst_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          "dst_rank, src_host, dst_host, link, share) VALUES (?, ?, ?, ?, "
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+          "?, ?, ?)",
           -1, st, NULL) != SQLITE_OK)
     return rs__trace_fail_sql(run, "prepare the transfer insert");
   return RS_OK;

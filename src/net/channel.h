@@ -78,6 +78,7 @@ typedef struct rs_msg {
   uint64_t sim_send_ns;   /* simulated departure and arrival (net model) */
   uint64_t sim_arrive_ns;
   uint64_t sim_wire_ns;
+  uint32_t sim_share; /* the sender's clock's last_share (netmodel.h) */
 } rs_msg_t;
 
 /* What the wire does to one message (fault injection). */

@@ -28,6 +28,11 @@ typedef struct rs_simclock {
   const rs_topo_load_t *memo_load;
   int memo_dst, memo_step;
   rs_link_model_t memo;
+  uint32_t memo_share;
+  /* The last segment sent: between nodes the GPUs that shared its NIC
+   * side (rs__topo_sharing, at least 1); 0 within a node or without a
+   * topology. The trace's share. */
+  uint32_t last_share;
   uint64_t straggler_ns; /* compute charged at each step's start */
   uint64_t clock;        /* this worker's simulated now */
   uint64_t link_free;    /* when the outgoing link can take a segment */
@@ -60,15 +65,18 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     return;
   }
   rs_link_model_t link = c->out; /* (a topology's intra link) */
+  c->last_share = 0;
   if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
                      rs__topo_node(&c->load->topo, dst)) {
     if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
       c->memo = rs__topo_link(c->load, c->rank, dst, step);
+      c->memo_share = rs__topo_sharing(c->load, c->rank, dst, step);
       c->memo_load = c->load;
       c->memo_dst = dst;
       c->memo_step = step;
     }
     link = c->memo;
+    c->last_share = c->memo_share;
   }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
   uint64_t wire = rs__net_ns(bytes, link.bandwidth);

@@ -19,7 +19,10 @@ rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
                   .elems = (uint32_t)msg->elems,
                   .iter = (uint32_t)iter,
                   .bucket = (uint32_t)msg->bucket,
-                  .step = (uint32_t)msg->step,
+                  .step = (uint16_t)msg->step,
+                  .share = (uint16_t)(msg->sim_share < UINT16_MAX
+                                          ? msg->sim_share
+                                          : UINT16_MAX),
                   .chunk = (uint32_t)msg->chunk,
                   .segment = (uint32_t)msg->segment,
                   .src = (uint16_t)msg->src,
@@ -112,6 +115,7 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
   rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
                &hdr.sim_send_ns, &hdr.sim_arrive_ns,
                &hdr.sim_wire_ns); /* simulated time, when modelled */
+  hdr.sim_share = w->sim.last_share;
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_SENDING;
   w->progress.peer = peer;

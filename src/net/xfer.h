@@ -44,7 +44,8 @@ typedef struct rs_event {
   uint32_t elems;
   uint32_t iter;
   uint32_t bucket;
-  uint32_t step;
+  uint16_t step; /* < 2 RS_MAX_WORKERS: any algorithm's phase step */
+  uint16_t share; /* the message's sim_share (channel.h), at most a node's GPUs */
   uint32_t chunk;
   uint32_t segment;
   /* The sender (the receiver is whoever holds the record) and the
@@ -55,6 +56,8 @@ typedef struct rs_event {
 } rs_event_t;
 _Static_assert(RS_MAX_WORKERS <= UINT16_MAX,
                "rs_event_t holds ranks in 16 bits");
+_Static_assert(2 * RS_MAX_WORKERS <= UINT16_MAX,
+               "rs_event_t holds a phase's step in 16 bits");
 
 typedef struct rs_event_buf {
   rs_event_t *events;
