@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 // clang-format on
 #include <string.h>
@@ -47,6 +48,16 @@ static inline rs_netmodel_t net_of(const char *spec, const char *reduce) {
   if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
     fail_msg("%s", err);
   return net;
+}
+
+/* A model of one f32 parameter of elems elements ("g"). */
+static inline rs_model_t *model_of(size_t elems) {
+  char text[128], err[RS_ERRMSG_MAX];
+  snprintf(text, sizeof text,
+           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
+  rs_model_t *m;
+  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
+  return m;
 }
 
 #endif /* RINGSIM_TEST_H */

@@ -8,15 +8,6 @@
 
 #include "ringsim/ringsim.h"
 
-static rs_model_t *model_of(size_t elems) {
-  char text[128], err[RS_ERRMSG_MAX];
-  snprintf(text, sizeof text,
-           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
-  rs_model_t *m;
-  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
-  return m;
-}
-
 /* The schedule-only simulation of a one-bucket model. */
 static uint64_t simulate_one(const rs_netmodel_t *net, int W, size_t elems,
                              size_t segment_bytes) {

@@ -139,14 +139,16 @@ static rs_topo_t two_by_four(int nics) {
   return parsed(spec);
 }
 
-/* The bandwidth of src -> dst in step, and that its latency is its
- * class's: the NIC's between nodes, the port's within. */
+/* The pace of src -> dst in step, in B/s: a million bytes over their
+ * time on the wire (within a node the port's rate; between nodes
+ * rs__topo_wire_ns's, exact, rounded down here to a whole B/s). */
 static uint64_t pace(const rs_topo_load_t *l, int src, int dst, int step) {
-  rs_link_model_t link = rs__topo_link(l, src, dst, step);
-  int across = src / l->topo.gpus != dst / l->topo.gpus;
-  assert_int_equal(link.latency_ns,
-                   across ? l->topo.nic.latency_ns : l->topo.intra.latency_ns);
-  return link.bandwidth;
+  const uint32_t n = rs__topo_sharing(l, src, dst, step);
+  const uint64_t wire =
+      n ? rs__topo_wire_ns(&l->topo, n, 1000000)
+        : (1000000ull * 1000000000ull + l->topo.intra.bandwidth - 1) /
+              l->topo.intra.bandwidth;
+  return 1000000ull * 1000000000ull / wire;
 }
 
 static void test_nodes_and_nics(void **state) {
@@ -240,7 +242,7 @@ static void test_each_gpu_once(void **state) {
 
 /* A ring's steps are one pattern, however many: its load holds one list,
  * of 2 entries per node boundary, for 512 nodes of 8 GPUs (4096
- * workers, 8190 steps). A NIC of 1 B/s shared still moves 1 B/s. */
+ * workers, 8190 steps). A slow NIC's share is exact, however small. */
 static int ring_sends(int workers, int step, int rank, int *dst, int max) {
   (void)step, (void)max;
   dst[0] = (rank + 1) % workers;
@@ -255,7 +257,12 @@ static void test_ring_load_is_small(void **state) {
   assert_int_equal(rs__topo_load(&l, &t, 2 * 4095, ring_sends), RS_OK);
   assert_int_equal(l.patterns, 1);
   assert_int_equal(l.first[1], 2 * 512);
-  assert_int_equal(rs__topo_link(&l, 7, 8, 100).bandwidth, 1);
+  assert_int_equal(pace(&l, 7, 8, 100), 1);
+  /* shared by 4, 3 B/s is 0.75 B/s: 4 bytes take 5.33 s, not 4 */
+  rs_topo_t slow = parsed("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=1us/"
+                          "3B/s");
+  assert_int_equal(rs__topo_wire_ns(&slow, 4, 4), 5333333334ull);
+  assert_int_equal(rs__topo_wire_ns(&slow, 1, 4), 1333333334ull);
   rs__topo_unload(&l);
 }
 

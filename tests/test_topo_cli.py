@@ -131,6 +131,15 @@ class TopoCli(unittest.TestCase):
                     self.refused_everywhere(["-w", 8, "--topo", spec],
                                             [f"--topo '{spec}'", f"/{bad}'"])
 
+    # topo-cli-16: a key given twice is refused, naming it (the preset's
+    # values are overridden once each).
+    def test_key_given_twice(self):
+        for spec, key in (("pcie,nodes=1,nodes=2", "nodes"),
+                          ("dgx-h100,nic=1us/1GB/s,gpus=8,nic=2us/1GB/s", "nic")):
+            with self.subTest(spec=spec):
+                self.refused_everywhere(["-w", 8, "--topo", spec],
+                                        [f"--topo '{spec}': {key}= is given twice"])
+
     # topo-cli-4: gpus=0, and more NICs than GPUs.
     def test_gpus_zero_and_nics_over_gpus(self):
         self.refused_everywhere(["-w", 8, "--topo", "dgx-h100,gpus=0"],
@@ -140,7 +149,8 @@ class TopoCli(unittest.TestCase):
                                 [f"--topo '{spec}'", "nics=5", "4 GPUs"])
         # a preset's 8 NICs on fewer GPUs, too
         self.refused_everywhere(["-w", 4, "--topo", "dgx-h100,gpus=4"],
-                                ["--topo 'dgx-h100,gpus=4'", "nics=8", "4 GPUs"])
+                                ["--topo 'dgx-h100,gpus=4'", "the preset's nics=8",
+                                 "4 GPUs"])
 
     # topo-cli-5: --topo with --net (either order), and with --link.
     def test_with_net_or_link(self):
@@ -333,7 +343,10 @@ class TopoCli(unittest.TestCase):
                       "than the 4096 a run takes"])
         self.refused(["-w", 16, "--topo", "pcie,nodes=1,2"],
                      ["--topo 'pcie,nodes=1,2': '2' is not an item",
-                      "ringsim model's"])
+                      "only ringsim model takes one"])
+        # a list's trailing comma is an empty item, as anywhere in a spec
+        self.refused(["--topo", "dgx-h100,nodes=1,2,"],
+                     ["--topo 'dgx-h100,nodes=1,2,': an empty item"], "model")
 
     # topo-cli-14: without --workers, a run's W is the topology's nodes x
     # gpus.

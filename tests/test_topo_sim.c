@@ -9,15 +9,6 @@
 #include "algo/list.h"
 #include "ringsim/ringsim.h"
 
-static rs_model_t *model_of(size_t elems) {
-  char text[128], err[RS_ERRMSG_MAX];
-  snprintf(text, sizeof text,
-           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
-  rs_model_t *m;
-  assert_int_equal(rs_model_parse(text, strlen(text), "m", &m, err), RS_OK);
-  return m;
-}
-
 /* The threaded run's simulated time: algo on W workers under net, one
  * bucket of elems f32 elements. */
 static uint64_t threaded(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
@@ -164,24 +155,28 @@ static void test_threaded_is_simulated(void **state) {
  * NICs: 2 x (2600 + 1800 + 6334) = 21468 ns.) */
 static void test_by_hand(void **state) {
   (void)state;
-  rs_netmodel_t net =
-      topo_net("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
-  char err[RS_ERRMSG_MAX];
-  assert_int_equal(rs_netmodel_check(&net, 8, err), RS_OK);
-  assert_int_equal(simulated(RS_ALGO_RHD, &net, 8, 80000, 1 << 20), 29468);
-  assert_int_equal(threaded(RS_ALGO_RHD, &net, 8, 80000, 1 << 20), 29468);
-  assert_int_equal(simulated(RS_ALGO_RING, &net, 8, 80000, 1 << 20), 39336);
-  assert_int_equal(threaded(RS_ALGO_RING, &net, 8, 80000, 1 << 20), 39336);
-  assert_int_equal(simulated(RS_ALGO_RD, &net, 8, 80000, 1 << 20), 56067);
-  assert_int_equal(threaded(RS_ALGO_RD, &net, 8, 80000, 1 << 20), 56067);
-  rs_netmodel_t four =
-      topo_net("nodes=2,gpus=4,nics=4,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
-  assert_int_equal(simulated(RS_ALGO_RING, &four, 8, 80000, 1 << 20), 39336);
-  assert_int_equal(threaded(RS_ALGO_RING, &four, 8, 80000, 1 << 20), 39336);
-  assert_int_equal(simulated(RS_ALGO_RD, &four, 8, 80000, 1 << 20), 24067);
-  assert_int_equal(threaded(RS_ALGO_RD, &four, 8, 80000, 1 << 20), 24067);
-  assert_int_equal(simulated(RS_ALGO_RHD, &four, 8, 80000, 1 << 20), 21468);
-  assert_int_equal(threaded(RS_ALGO_RHD, &four, 8, 80000, 1 << 20), 21468);
+  static const struct {
+    int nics;
+    rs_algorithm_t algo;
+    uint64_t ns;
+  } cases[] = {{1, RS_ALGO_RHD, 29468}, {1, RS_ALGO_RING, 39336},
+               {1, RS_ALGO_RD, 56067},  {4, RS_ALGO_RING, 39336},
+               {4, RS_ALGO_RD, 24067},  {4, RS_ALGO_RHD, 21468}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char spec[96], err[RS_ERRMSG_MAX];
+    snprintf(spec, sizeof spec,
+             "nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/30GB/s",
+             cases[i].nics);
+    rs_netmodel_t net = topo_net(spec, NULL);
+    assert_int_equal(rs_netmodel_check(&net, 8, err), RS_OK);
+    const uint64_t sim = simulated(cases[i].algo, &net, 8, 80000, 1 << 20);
+    const uint64_t run = threaded(cases[i].algo, &net, 8, 80000, 1 << 20);
+    if (sim != cases[i].ns || run != cases[i].ns)
+      fail_msg("%s, %d NICs: model %llu, threaded %llu, by hand %llu",
+               rs_algorithm_name(cases[i].algo), cases[i].nics,
+               (unsigned long long)sim, (unsigned long long)run,
+               (unsigned long long)cases[i].ns);
+  }
 }
 
 /* --topo with --net or --link is refused, and W must be N x G. */

@@ -69,22 +69,35 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
   return -1;
 }
 
+/* A list of integers in 1..max, comma-separated, no item empty, at most
+ * room of them, into out; how many, or -1 if value is not such a list. */
+static int read_list(const char *value, int room, long max, int *out) {
+  int n = 0;
+  for (const char *p = value;; p++) {
+    char item[24];
+    long v;
+    const size_t len = strcspn(p, ",");
+    if (n == room || len == 0 || len >= sizeof item)
+      return -1;
+    snprintf(item, sizeof item, "%.*s", (int)len, p);
+    if (rs_read_int(item, 1, max, &v))
+      return -1;
+    out[n++] = (int)v;
+    p += len;
+    if (!*p)
+      return n;
+  }
+}
+
 /* --workers: N (run, diff: 1..RS_MAX_WORKERS; model: 1..MODEL_MAX_WORKERS)
- * or, for bench, a list of them to sweep. */
+ * or, for bench, a list of them to sweep, and for model a list of rows. */
 int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
                     char *msg) {
   long v;
   if (o->mode == CLI_MODEL && strchr(value, ',')) { /* a row each */
-    char copy[512];
-    int n = 0, ok = snprintf(copy, sizeof copy, "%s", value) < (int)sizeof copy;
-    char *save = NULL;
-    for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
-         t = strtok_r(NULL, ",", &save)) {
-      ok = n < CLI_MODEL_MAX_ROWS && !rs_read_int(t, 1, MODEL_MAX_WORKERS, &v);
-      if (ok)
-        o->rows.workers[n++] = (int)v;
-    }
-    if (!ok || n == 0 || value[strlen(value) - 1] == ',')
+    int n = read_list(value, CLI_MODEL_MAX_ROWS, MODEL_MAX_WORKERS,
+                      o->rows.workers);
+    if (n < 0)
       return cli_bad_value(msg, opt, value,
                            "W or a list like 8,64,512 (at most %d), each in "
                            "1..%d",
@@ -102,16 +115,9 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
     o->workers_given = 1;
     return 0;
   }
-  char copy[512];
-  int n = 0, ok = snprintf(copy, sizeof copy, "%s", value) < (int)sizeof copy;
-  char *save = NULL;
-  for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
-       t = strtok_r(NULL, ",", &save)) {
-    ok = n < CLI_BENCH_MAX_SIZES && !rs_read_int(t, 1, RS_MAX_WORKERS, &v);
-    if (ok)
-      o->bench.workers[n++] = (int)v;
-  }
-  if (!ok || n == 0)
+  int n = read_list(value, CLI_BENCH_MAX_SIZES, RS_MAX_WORKERS,
+                    o->bench.workers);
+  if (n < 0)
     return cli_bad_value(msg, opt, value,
                          "W or a list like 4,8,16, each in 1..%d",
                          RS_MAX_WORKERS);
@@ -152,6 +158,8 @@ int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
                              CLI_MODEL_MAX_ROWS);
       o->rows.nodes[n++] = (int)v;
       p += len + (p[len] == ',');
+      if (!*p && p[-1] == ',') /* (a trailing comma: the library says) */
+        used += (size_t)snprintf(spec + used, sizeof spec - used, ",");
       continue;
     } else {
       listing = 0;

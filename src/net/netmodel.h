@@ -23,11 +23,10 @@ typedef struct rs_simclock {
    * NICs, which gives each transfer its link (topo.h); NULL: every
    * transfer takes out. */
   const rs_topo_load_t *load;
-  /* The last link rs__topo_link gave (a worker sends a step's segments
-   * to the same peer): for load, dst and step. */
+  /* The last share rs__topo_sharing gave (a worker sends a step's
+   * segments to the same peer): for load, dst and step. */
   const rs_topo_load_t *memo_load;
   int memo_dst, memo_step;
-  rs_link_model_t memo;
   uint32_t memo_share;
   /* The last segment sent: between nodes the GPUs that shared its NIC
    * side (rs__topo_sharing, at least 1); 0 within a node or without a
@@ -64,25 +63,28 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     *depart_ns = *arrive_ns = *wire_ns = 0;
     return;
   }
-  rs_link_model_t link = c->out; /* (a topology's intra link) */
+  /* the link: out (a topology's intra link), or between nodes the NIC's
+   * latency and its share of the NIC (topo.h) */
+  uint64_t latency = c->out.latency_ns, wire;
   c->last_share = 0;
   if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
                      rs__topo_node(&c->load->topo, dst)) {
     if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
-      c->memo = rs__topo_link(c->load, c->rank, dst, step);
       c->memo_share = rs__topo_sharing(c->load, c->rank, dst, step);
       c->memo_load = c->load;
       c->memo_dst = dst;
       c->memo_step = step;
     }
-    link = c->memo;
     c->last_share = c->memo_share;
+    latency = c->load->topo.nic.latency_ns;
+    wire = rs__topo_wire_ns(&c->load->topo, c->memo_share, bytes);
+  } else {
+    wire = rs__net_ns(bytes, c->out.bandwidth);
   }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
-  uint64_t wire = rs__net_ns(bytes, link.bandwidth);
   c->link_free = depart + wire;
   *depart_ns = depart;
-  *arrive_ns = depart + link.latency_ns + wire;
+  *arrive_ns = depart + latency + wire;
   *wire_ns = wire;
 }
 

@@ -133,7 +133,8 @@ static int read_count(const char *text, size_t len, long max, int *out) {
 }
 
 /* One key=value item (len bytes at item) into t; *given marks the keys
- * set (bits: nodes 1, gpus 2, nics 4, intra 8, nic 16). */
+ * set (bits: nodes 1, gpus 2, nics 4, intra 8, nic 16; the same shifted by
+ * 5 for those given as an item, not by the preset). */
 static int read_item(const char *spec, const char *item, size_t len,
                      rs_topo_t *t, unsigned *given, char *errmsg) {
   static const struct {
@@ -164,13 +165,17 @@ static int read_item(const char *spec, const char *item, size_t len,
     if (bad)
       return rs__err(errmsg, RS_EINVAL, "--topo '%s': '%.*s': expected %s=%s",
                      spec, (int)len, item, keys[k].key, keys[k].expects);
-    *given |= 1u << k;
+    if (*given & (32u << k))
+      return rs__err(errmsg, RS_EINVAL, "--topo '%s': %s= is given twice",
+                     spec, keys[k].key);
+    *given |= (1u | 32u) << k; /* (bits 5..9: given as an item) */
     return RS_OK;
   }
   if (strspn(item, "0123456789") >= len)
     return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': '%.*s' is not an item (a list of nodes, "
-                   "nodes=1,8,64, is ringsim model's: a row each)",
+                   "--topo '%s': '%.*s' is not an item (a list of node "
+                   "counts follows nodes=, as nodes=1,8,64, and only ringsim "
+                   "model takes one: a row each)",
                    spec, (int)len, item);
   return rs__err(errmsg, RS_EINVAL,
                  "--topo '%s': unknown item '%.*s' (a preset first: dgx-h100 "
@@ -215,9 +220,10 @@ int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg) {
                    spec);
   if (topo.nics > topo.gpus)
     return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': nics=%d is more NICs than the node's %d "
+                   "--topo '%s': %snics=%d is more NICs than the node's %d "
                    "GPUs",
-                   spec, topo.nics, topo.gpus);
+                   spec, given & (32u << 2) ? "" : "the preset's ", topo.nics,
+                   topo.gpus);
   *t = topo;
   return RS_OK;
 }
@@ -468,17 +474,18 @@ uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step) {
   return n;
 }
 
-rs_link_model_t rs__topo_link(const rs_topo_load_t *l, int src, int dst,
-                              int step) {
-  const rs_topo_t *t = &l->topo;
-  const uint32_t n = rs__topo_sharing(l, src, dst, step);
-  if (n == 0)
-    return t->intra;
-  uint64_t share = t->nic.bandwidth / n;
-  rs_link_model_t link = {
-      .latency_ns = t->nic.latency_ns,
-      .bandwidth = share < t->intra.bandwidth ? share : t->intra.bandwidth};
-  if (link.bandwidth == 0)
-    link.bandwidth = 1;
-  return link;
+/* ceil(bytes x n x 1e9 / rate) ns; 0 for a zero rate. */
+static uint64_t wire_at(size_t bytes, uint32_t n, uint64_t rate) {
+  if (rate == 0 || bytes == 0)
+    return 0;
+  const unsigned __int128 num =
+      (unsigned __int128)bytes * n * 1000000000u + rate - 1;
+  const unsigned __int128 ns = num / rate;
+  return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+}
+
+uint64_t rs__topo_wire_ns(const rs_topo_t *t, uint32_t n, size_t bytes) {
+  const uint64_t port = wire_at(bytes, 1, t->intra.bandwidth);
+  const uint64_t nic = wire_at(bytes, n ? n : 1, t->nic.bandwidth);
+  return port > nic ? port : nic;
 }

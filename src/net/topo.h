@@ -93,10 +93,11 @@ void rs__topo_unload(rs_topo_load_t *l);
  * sender's NIC's send side and the receiver's NIC's receive side, at
  * least 1); 0 within a node. */
 uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step);
-/* The link the transfer src -> dst in step takes: intra within a node;
- * between nodes the NIC's latency and min(intra bandwidth, NIC bandwidth
- * / n), at least 1 B/s. */
-rs_link_model_t rs__topo_link(const rs_topo_load_t *l, int src, int dst,
-                              int step);
+/* The time on the wire of bytes sent between nodes by a GPU whose NIC
+ * side is shared by n (rs__topo_sharing): at the pace min(intra bandwidth,
+ * NIC bandwidth / n), that is the larger of bytes at the port's rate and
+ * n x bytes at the NIC's, rounded up to a nanosecond (exact: the shared
+ * rate is never rounded). */
+uint64_t rs__topo_wire_ns(const rs_topo_t *t, uint32_t n, size_t bytes);
 
 #endif /* RINGSIM_TOPO_H */

@@ -48,7 +48,8 @@ def cmd_topo(con, run, args):
     topo = run_topology(run)
     N, G, K = topo["nodes"], topo["gpus"], topo["nics"]
     if N > MAX_NODES or G > MAX_GPUS:
-        raise ToolError(f"run {run['run_id']}: {N} nodes of {G} GPUs is more than topo draws "
+        raise ToolError(f"run {run['run_id']}: {N} node{'s' if N != 1 else ''} of {G} "
+                        f"GPU{'s' if G != 1 else ''} is more than topo draws "
                         f"(at most {MAX_NODES} nodes of {MAX_GPUS} GPUs)")
     intra, inter = topo_data(con, run, topo)
     if not intra and not inter:
@@ -110,7 +111,7 @@ def cmd_topo(con, run, args):
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, most / 2**20))
     fig.colorbar(sm, ax=ax, shrink=0.6, label="MiB carried")
     title = titled(f"run {run['run_id']}: {algo_name(run)} all-reduce on {N} node"
-                   f"{'s' if N != 1 else ''} x {G} GPUs, {K} NIC{'s' if K != 1 else ''} per node",
+                   f"{'s' if N != 1 else ''} x {G} GPU{'s' if G != 1 else ''}, {K} NIC{'s' if K != 1 else ''} per node",
                    run)
     ax.set_title(fit_title(title, 3.4 * cols + 1.5, 11),
                  color="#c0392b" if run_failed(run) else "black")
