@@ -311,6 +311,16 @@ class Tools(unittest.TestCase):
             self.assertTrue(any(k[0] == "NIC" for k in shown), shown)
         self.assertEqual(len([k for k in shown if k[0] == "NIC"]), 2)  # the ring: 3->4, 7->0
         self.assertIn("2 nodes x 4 GPUs, 2 NICs per node", self.png_title(self.out("topo-ring.png")))
+        # the timeline in simulated time outlines the transfers whose NIC
+        # was shared (rhd's crossing steps, 2 GPUs per NIC); the ring's
+        # crossings share nothing, and its timeline says nothing of it
+        for run, algo, said in ((1, "rhd", True), (2, "ring", False)):
+            svg = self.out(f"timeline-topo-{algo}.svg")
+            rc, _, err = self.tool_in("timeline", db, "--run", run, "-o", svg)
+            self.assertEqual(rc, 0, err)
+            texts = " ".join(t for t, _, _ in self.svg_texts(svg))
+            self.assertEqual("between nodes, its NIC shared (by up to 2 GPUs)" in texts, said,
+                             algo)
         rc, out, err = self.tool_in("topo", self.db, "--run", 1, "-o", self.out("topo-none.png"))
         self.assertEqual(rc, 2)
         self.assertEqual(err, "ringsim-plot: run 1 has no topology: topo draws a run made with "

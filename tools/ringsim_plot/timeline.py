@@ -76,16 +76,20 @@ def cmd_timeline(con, run, args):
     detail = n <= TIMELINE_DETAIL_LIMIT
     never = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
                         (rid,)).fetchone()[0]
+    # --topo runs: a transfer between nodes whose NIC side other GPUs
+    # shared in that step (share > 1) went slower: outlined in simulated time
+    has_share = any(c[1] == "share" for c in con.execute("PRAGMA table_info(transfer)"))
+    shared = {}
     if detail:
         progress(f"drawing {n} transfers")
         rows = con.execute(
-            f"SELECT phase, step, segment, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns FROM transfer "
-            "WHERE run_id = ?", (rid,)).fetchall()
+            f"SELECT phase, step, segment, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns, "
+            f"{'share' if has_share else 'NULL'} FROM transfer WHERE run_id = ?", (rid,)).fetchall()
         sends = {}
         recvs = {}
         waits = {}
         lost = []
-        for phase, step, seg, src, dst, s0, s1, r0, r1, wait in rows:
+        for phase, step, seg, src, dst, s0, s1, r0, r1, wait, share in rows:
             # Simulated time: shades alternate by step, and even and odd
             # segments take the upper and lower half of the row, so back-to-
             # back steps (a uniform ring) and segments in flight together
@@ -97,6 +101,8 @@ def cmd_timeline(con, run, args):
                 sends.setdefault((phase, tone), {}).setdefault(src, []).append(bar(s0, s1))
             if r1 is not None:
                 recvs.setdefault((phase, tone, lane), {}).setdefault(dst, []).append(bar(r0, r1))
+                if simulated and share and share > 1:
+                    shared.setdefault((lane, dst), []).append(bar(r0, r1))
                 if wait and not simulated:
                     waits.setdefault(dst, []).append(bar(r0, r0 + wait))
             else:
@@ -106,6 +112,9 @@ def cmd_timeline(con, run, args):
                 rows_at = (w - 0.4 + 0.26 * lane, 0.24) if simulated else (w - 0.4, 0.5)
                 ax.broken_barh(spans, rows_at, facecolors=shade(phase_colour(phase), tone),
                                edgecolors="white", linewidth=0.5 if simulated else 0)
+        for (lane, w), spans in shared.items():
+            ax.broken_barh(spans, (w - 0.4 + 0.26 * lane, 0.24), facecolors="none",
+                           edgecolors="#c0392b", hatch="\\\\\\", linewidth=0.8)
         for (phase, tone), by_worker in sends.items():
             for w, spans in by_worker.items():
                 ax.broken_barh(spans, (w + 0.15, 0.25), facecolors=phase_colour(phase), alpha=0.45)
@@ -188,6 +197,10 @@ def cmd_timeline(con, run, args):
         handles += [Patch(color=phase_colour(p), alpha=0.45, label=f"{phase_label(p)} send")
                     for p in phases]
         handles.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", label="receiver waiting"))
+    if shared:
+        most = con.execute("SELECT max(share) FROM transfer WHERE run_id = ?", (rid,)).fetchone()[0]
+        handles.append(Patch(facecolor="none", edgecolor="#c0392b", hatch="\\\\\\",
+                             label=f"between nodes, its NIC shared (by up to {most} GPUs)"))
     if detail and never:
         from matplotlib.lines import Line2D
         handles.append(Line2D([], [], marker="x", color="#c0392b", linestyle="none", mew=2,
