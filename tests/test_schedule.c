@@ -52,8 +52,8 @@ static void test_segments_tile_each_chunk(void **state) {
           lo = len < lo ? len : lo;
           hi = len > hi ? len : hi;
         }
-        assert_int_equal(next, rs__chunk_offset(n, W, c) +
-                                   rs__chunk_elems(n, W, c));
+        assert_int_equal(next,
+                         rs__chunk_offset(n, W, c) + rs__chunk_elems(n, W, c));
         assert_true(hi - lo <= 1);
       }
     }
@@ -79,8 +79,7 @@ static void test_documented_example(void **state) {
 static void test_ring_schedule(void **state) {
   (void)state;
   const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
-  for (size_t wi = 0; wi < sizeof worker_counts / sizeof *worker_counts;
-       wi++) {
+  for (size_t wi = 0; wi < sizeof worker_counts / sizeof *worker_counts; wi++) {
     const int W = worker_counts[wi];
     if (W < 2 || W > 64)
       continue;
@@ -133,15 +132,15 @@ static void test_edges_agree(void **state) {
     for (int W = 2; W <= 17; W++)
       for (int r = 0; r < W; r++) {
         int out[17], in[17], back[17];
-        int n_out = algos[a]->send_peers(W, r, out);
-        int n_in = algos[a]->recv_peers(W, r, in);
+        int n_out = algos[a]->send_peers(rs__shape_flat(W), r, out);
+        int n_in = algos[a]->recv_peers(rs__shape_flat(W), r, in);
         for (int i = 0; i < n_out; i++) {
           assert_true(out[i] != r && out[i] >= 0 && out[i] < W);
-          int n = algos[a]->recv_peers(W, out[i], back);
+          int n = algos[a]->recv_peers(rs__shape_flat(W), out[i], back);
           assert_true(has(back, n, r));
         }
         for (int i = 0; i < n_in; i++) {
-          int n = algos[a]->send_peers(W, in[i], back);
+          int n = algos[a]->send_peers(rs__shape_flat(W), in[i], back);
           assert_true(has(back, n, r));
         }
         if (algos[a] == &rs__algo_ring) {

@@ -102,8 +102,9 @@ static void test_refused(void **state) {
  *   4: 4, 5 and 6 -> 3 (a gather across the nodes)
  *   5: 0 -> 4, 0 -> 5 and 1 -> 4 (a GPU with two peers counts once)
  *   6: the same as step 0 */
-static int hand_sends(int workers, int step, int rank, int *dst, int max) {
-  assert_int_equal(workers, 8);
+static int hand_sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  assert_int_equal(shape.workers, 8);
+  assert_int_equal(shape.gpus, 4);
   assert_true(max >= RS_TOPO_MAX_SENDS);
   switch (step) {
   case 0:
@@ -243,9 +244,9 @@ static void test_each_gpu_once(void **state) {
 /* A ring's steps are one pattern, however many: its load holds one list,
  * of 2 entries per node boundary, for 512 nodes of 8 GPUs (4096
  * workers, 8190 steps). A slow NIC's share is exact, however small. */
-static int ring_sends(int workers, int step, int rank, int *dst, int max) {
+static int ring_sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
   (void)step, (void)max;
-  dst[0] = (rank + 1) % workers;
+  dst[0] = (rank + 1) % shape.workers;
   return 1;
 }
 

@@ -205,7 +205,8 @@ static void test_segments_tile_the_bucket(void **state) {
             assert_int_equal(g.chunk, t * rs__tree_chunks(W) + (int)(i / segs));
             assert_int_equal(g.segment, (int)(i % segs));
             assert_true(g.len <= ring_seg);
-            assert_true(g.len <= rs__algo_tree.message_elems(W, 0, 1, n, segs,
+            assert_true(g.len <= rs__algo_tree.message_elems(rs__shape_flat(W),
+                                                             0, 1, n, segs,
                                                              SIZE_MAX));
             next += g.len;
           }
@@ -221,14 +222,14 @@ static void test_edges_and_messages(void **state) {
   for (int W = 2; W <= MAX_W; W++)
     for (int r = 0; r < W; r++) {
       int peers[64];
-      int n = rs__algo_tree.send_peers(W, r, peers);
+      int n = rs__algo_tree.send_peers(rs__shape_flat(W), r, peers);
       assert_in_range(n, 1, 6);
       for (int i = 0; i < n; i++) {
         assert_int_not_equal(peers[i], r);
         for (int j = 0; j < i; j++)
           assert_int_not_equal(peers[i], peers[j]);
         int back[64], found = 0;
-        int m = rs__algo_tree.recv_peers(W, peers[i], back);
+        int m = rs__algo_tree.recv_peers(rs__shape_flat(W), peers[i], back);
         for (int j = 0; j < m; j++)
           found |= back[j] == r;
         assert_true(found);
@@ -239,7 +240,8 @@ static void test_edges_and_messages(void **state) {
         per += (size_t)rs__tree_children(W, t, r, c) +
                (rs__tree_parent(W, t, r) >= 0);
       }
-      assert_int_equal(rs__algo_tree.messages(W, r, 0, 3, 1, RS_COLL_ALLREDUCE),
+      assert_int_equal(rs__algo_tree.messages(rs__shape_flat(W), r, 0, 3, 1,
+                                              RS_COLL_ALLREDUCE),
                        per * 3 * (size_t)rs__tree_chunks(W));
     }
 }
@@ -354,10 +356,91 @@ static void test_simulate_and_predict(void **state) {
         rs__algo_simulate(&rs__algo_tree, &net, W, &big, 1, 1 << 14, 4);
     assert_true(a > 0 && a < b);
     size_t segs = rs_segs_per_chunk(big.elems, W, 1 << 14, 4);
-    uint64_t p = rs__algo_tree.predict(&net, W, big.elems, segs, SIZE_MAX, 4);
+    uint64_t p = rs__algo_tree.predict(&net, rs__shape_flat(W), big.elems, segs,
+                                       SIZE_MAX, 4);
     if (100 * (p > b ? p - b : b - p) > 15 * b)
       fail_msg("W=%d: simulated %llu ns, predicted %llu ns", W,
                (unsigned long long)b, (unsigned long long)p);
+  }
+}
+
+/* tree-multinode: on N nodes of G GPUs the tree is NCCL's multi-node
+ * shape, built here as NCCL's src/graph/connect.cc builds it for the tree
+ * pattern NCCL_TOPO_PATTERN_TREE with each node's GPUs in rank order:
+ * ncclTopoPreset chains each node (up = the previous local rank, down[0]
+ * = the next), then connectTrees gives each node's head (local rank 0)
+ * the parent node's head as up, and appends the child nodes' heads to its
+ * first free down[] slots, from ncclGetDtree over the nodes (the flat
+ * trees above, which test_nccl_diagrams checks against trees.cc). For N
+ * = 1..16 nodes and G = 1..4 GPUs (one node keeps the flat tree), both
+ * trees: the same parent and children in the same order, every subtree a
+ * range of ranks that rs__tree_contributors_in names, and the depth. */
+static void test_multinode_is_nccls(void **state) {
+  (void)state;
+  int up[MAX_W], down[MAX_W][RS_TREE_MAX_CHILDREN];
+  for (int N = 2; N <= 16; N++)
+    for (int G = 1; G <= 4; G++)
+      for (int t = 0; t < 2; t++) {
+        const int W = N * G;
+        const rs_shape_t shape = {W, G};
+        for (int r = 0; r < W; r++) { /* ncclTopoPreset: the chains */
+          up[r] = r % G ? r - 1 : -1;
+          down[r][0] = r % G < G - 1 ? r + 1 : -1;
+          down[r][1] = down[r][2] = -1;
+        }
+        for (int n = 0; n < N; n++) { /* connectTrees: the heads */
+          int nodes[2];
+          const int u = rs__tree_parent(N, t, n);
+          if (u >= 0)
+            up[n * G] = u * G;
+          const int k = rs__tree_children(N, t, n, nodes);
+          for (int j = 0; j < k; j++) {
+            int x = 0;
+            while (down[n * G][x] >= 0)
+              x++;
+            down[n * G][x] = nodes[j] * G;
+          }
+        }
+        for (int r = 0; r < W; r++) {
+          int children[RS_TREE_MAX_CHILDREN];
+          const int k = rs__tree_children_in(shape, t, r, children);
+          int want = 0;
+          while (want < RS_TREE_MAX_CHILDREN && down[r][want] >= 0)
+            want++;
+          if (rs__tree_parent_in(shape, t, r) != up[r] || k != want)
+            fail_msg("N=%d G=%d tree %d rank %d: parent %d (NCCL %d), %d "
+                     "children (NCCL %d)",
+                     N, G, t, r, rs__tree_parent_in(shape, t, r), up[r], k,
+                     want);
+          for (int j = 0; j < k; j++)
+            assert_int_equal(children[j], down[r][j]);
+          /* the subtree: r and everything below, a range mod W */
+          int seen[MAX_W] = {0}, stack[MAX_W], top = 0, size = 0;
+          stack[top++] = r;
+          while (top) {
+            const int x = stack[--top];
+            seen[x] = 1;
+            size++;
+            for (int j = 0; j < RS_TREE_MAX_CHILDREN && down[x][j] >= 0; j++)
+              stack[top++] = down[x][j];
+          }
+          int first, count;
+          rs__tree_contributors_in(shape, t, r, &first, &count);
+          assert_int_equal(count, size);
+          for (int j = 0; j < count; j++)
+            assert_true(seen[(first + j) % W]);
+          int d = 0;
+          for (int x = r; up[x] >= 0; x = up[x])
+            d++;
+          assert_int_equal(rs__tree_depth_in(shape, t, r), d);
+        }
+        assert_int_equal(rs__tree_root_in(shape, t), rs__tree_root(N, t) * G);
+      }
+  /* one node, or a flat network: the flat tree */
+  for (int W = 2; W <= 16; W++) {
+    const rs_shape_t one = rs__shape_flat(W);
+    for (int r = 0; r < W; r++)
+      assert_int_equal(rs__tree_parent_in(one, 0, r), rs__tree_parent(W, 0, r));
   }
 }
 
@@ -375,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_pipelined_one_slot),
       cmocka_unit_test(test_reduce_scatter_refused),
       cmocka_unit_test(test_simulate_and_predict),
+      cmocka_unit_test(test_multinode_is_nccls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,14 +4,14 @@
 
 #include <stdlib.h>
 
-size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
+size_t rs__algo_capped_elems(rs_shape_t shape, int from, int to, size_t elems,
                              size_t segs, size_t cap) {
-  (void)workers, (void)from, (void)to, (void)segs;
+  (void)shape, (void)from, (void)to, (void)segs;
   return elems < cap ? elems : cap;
 }
 
-size_t rs__algo_never_direct(int workers, size_t min_segs, int slices) {
-  (void)workers, (void)min_segs, (void)slices;
+size_t rs__algo_never_direct(rs_shape_t shape, size_t min_segs, int slices) {
+  (void)shape, (void)min_segs, (void)slices;
   return 0;
 }
 
@@ -34,14 +34,14 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
                        size_t segment_bytes, size_t elem_size) {
   s->net = m;
   s->workers = workers;
+  s->shape = rs__shape_of(m, workers);
   s->elem_size = elem_size;
   s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
-  s->algo_mem = a->sim_scratch ? calloc(1, a->sim_scratch(workers)) : NULL;
-  if (!s->clocks || !s->arrive || !s->wire ||
-      (a->sim_scratch && !s->algo_mem))
+  s->algo_mem = a->sim_scratch ? calloc(1, a->sim_scratch(s->shape)) : NULL;
+  if (!s->clocks || !s->arrive || !s->wire || (a->sim_scratch && !s->algo_mem))
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
@@ -50,7 +50,7 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
    * is taken as one node). */
   const rs_topo_t *t = &m->topo;
   if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers) {
-    if (rs__topo_load(&s->load, t, a->steps(workers, RS_COLL_ALLREDUCE),
+    if (rs__topo_load(&s->load, t, a->steps(s->shape, RS_COLL_ALLREDUCE),
                       a->sends))
       return RS_ENOMEM;
     for (int r = 0; r < workers; r++)
@@ -80,9 +80,9 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
   }
   for (size_t b = 0; b < bucket_count; b++) {
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
-    a->sim_bucket(&s, buckets[b].elems,
-                  rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes,
-                                    elem_size));
+    a->sim_bucket(
+        &s, buckets[b].elems,
+        rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
   }
   uint64_t end = 0;
   for (int r = 0; r < workers; r++)

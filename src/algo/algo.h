@@ -35,6 +35,7 @@
 typedef struct rs_simrun {
   const rs_netmodel_t *net;
   int workers;
+  rs_shape_t shape;      /* workers, and their nodes' GPUs (topo.h) */
   size_t cap, elem_size; /* elements per message at most; bytes each */
   int step; /* the bucket's global step: one per rs__simrun_step, from 0 */
   rs_topo_load_t load; /* with a topology of several nodes (topo.h) */
@@ -43,52 +44,55 @@ typedef struct rs_simrun {
   uint64_t *wire;   /* and how long it took on the wire */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
 } rs_simrun_t;
+/* Every entry that answers for the workers takes their shape first
+ * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
+ * GPUs of each; the flat shape (gpus = W) otherwise. */
 typedef struct rs_algo {
   const char *name;
   /* The peers worker rank sends to, and receives from, written to peers
    * (room for W); returns how many. Every worker's send peers and receive
    * peers agree: r sends to p iff p receives from r. */
-  int (*send_peers)(int workers, int rank, int *peers);
-  int (*recv_peers)(int workers, int rank, int *peers);
+  int (*send_peers)(rs_shape_t shape, int rank, int *peers);
+  int (*recv_peers)(rs_shape_t shape, int rank, int *peers);
   /* The most elements one message from `from` to `to` carries, for a
    * bucket of elems elements (the ring cuts its chunks into segs segments;
    * no message carries more than cap): the edge's slots are sized for it. */
-  size_t (*message_elems)(int workers, int from, int to, size_t elems,
+  size_t (*message_elems)(rs_shape_t shape, int from, int to, size_t elems,
                           size_t segs, size_t cap);
   /* Segments per chunk as the algorithm cuts a bucket of elems elements,
    * for the report (gloo-ring: gloo's layout); NULL: the ring's segs. */
-  size_t (*chunk_segs)(int workers, size_t elems, size_t segs, size_t cap);
+  size_t (*chunk_segs)(rs_shape_t shape, size_t elems, size_t segs, size_t cap);
   /* With the direct transport a sender must not write a region it has
    * sent until its receiver has released it: the most slots per edge that
    * guarantee it (min_segs: the fewest segments per chunk of any bucket;
    * slices: NCCL's loop order); 0 if no slot count does (the algorithm
    * reduces into regions its peers may still be reading). */
-  size_t (*direct_slots)(int workers, size_t min_segs, int slices);
+  size_t (*direct_slots)(rs_shape_t shape, size_t min_segs, int slices);
   /* At most how many messages worker rank receives in one bucket of
    * elems elements (segs and cap as for message_elems): the trace's
    * records are sized by it. */
-  size_t (*messages)(int workers, int rank, size_t elems, size_t segs,
+  size_t (*messages)(rs_shape_t shape, int rank, size_t elems, size_t segs,
                      size_t cap, rs_collective_t collective);
   /* Steps of the collective, as --inject counts them. */
-  int (*steps)(int workers, rs_collective_t collective);
+  int (*steps)(rs_shape_t shape, rs_collective_t collective);
   /* The workers rank sends to in global step `step` (0 .. steps - 1, as
    * rs__xfer_step numbers them) of an all-reduce over W workers, written
    * to dst (room for max, at least RS_TOPO_MAX_SENDS); returns how many.
    * As the schedule has it, whatever the sizes: a worker that sends an
    * empty region (or skips it, as gloo's ring does) is still named. A
    * topology's contention is counted from it (net/topo.h). */
-  int (*sends)(int workers, int step, int rank, int *dst, int max);
+  int (*sends)(rs_shape_t shape, int step, int rank, int *dst, int max);
   /* The most roundings any one contribution goes through on its way to
    * the result (the ring: W-1; recursive doubling: about log2 W): the
    * check's error bound (check/check_prepare.c) grows with it. */
-  int (*depth)(int workers);
+  int (*depth)(rs_shape_t shape);
   /* Does worker rank keep its own bucket aside (rs__xfer_stash)? NULL:
    * nobody does. */
-  int (*stashes)(int workers, int rank);
+  int (*stashes)(rs_shape_t shape, int rank);
   /* The network model's cost formula for one bucket of elems elements in
    * segs segments per chunk (netmodel.h; for `ringsim model` and --algo
    * auto). */
-  uint64_t (*predict)(const rs_netmodel_t *m, int workers, size_t elems,
+  uint64_t (*predict)(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                       size_t segs, size_t cap, size_t elem_size);
   /* The schedule of one bucket of elems elements (segs segments per chunk,
    * as the run cuts it) played on simulated clocks alone, through the
@@ -96,7 +100,7 @@ typedef struct rs_algo {
   void (*sim_bucket)(rs_simrun_t *s, size_t elems, size_t segs);
   /* Bytes of scratch the runner hands sim_bucket (s->algo_mem, zeroed
    * once), for W workers; NULL: none. */
-  size_t (*sim_scratch)(int workers);
+  size_t (*sim_scratch)(rs_shape_t shape);
   /* --explain's name for it: "ring all-reduce". */
   const char *title;
   /* The regions a bucket of elems elements is cut into (the narration's
@@ -104,7 +108,7 @@ typedef struct rs_algo {
    * the bucket's start, offsets[0..count] (room for W + 1), and their
    * name and its plural ("chunk", "chunks"; NULL: the whole bucket moves
    * at once); cap as for message_elems. Returns count. */
-  int (*layout)(int workers, size_t elems, size_t cap, size_t *offsets,
+  int (*layout)(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                 const char **word, const char **words);
   /* The schedule of one bucket told to n (algo/narrate.h): each step's
    * messages, and in words what the steps do. mean: each sum's last fold
@@ -119,9 +123,9 @@ typedef struct rs_algo {
 /* Shared pieces: message_elems for an algorithm that moves whole regions
  * cut into segments of at most cap (schedule.h's rs__segs); direct_slots
  * for one that reduces into regions its peers may still be reading. */
-size_t rs__algo_capped_elems(int workers, int from, int to, size_t elems,
+size_t rs__algo_capped_elems(rs_shape_t shape, int from, int to, size_t elems,
                              size_t segs, size_t cap);
-size_t rs__algo_never_direct(int workers, size_t min_segs, int slices);
+size_t rs__algo_never_direct(rs_shape_t shape, size_t min_segs, int slices);
 
 /* The simulated time of an exchange of an elems-element region cut into
  * segments of at most cap (each segment a latency and its transfer, and,

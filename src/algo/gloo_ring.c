@@ -89,16 +89,18 @@ static void narrate(rs_narrator_t *n, int mean) {
 
 /* The columns: gloo's chunks, P equal segments each, the last ones short
  * or empty. */
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
+  const int workers = shape.workers;
   return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
 /* The cost formula: 2(W-1) steps of P segments (each a latency and a
  * transfer of a full segment: the bound, as the short last chunks wait
  * for the full ones), and (W-1) P reductions. */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
@@ -112,32 +114,38 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 }
 
 /* The edges: r -> r-1. */
-static int send_peers(int workers, int rank, int *peers) {
+static int send_peers(rs_shape_t shape, int rank, int *peers) {
+  const int workers = shape.workers;
   peers[0] = rs__gloo_next(workers, rank);
   return 1;
 }
 
-static int recv_peers(int workers, int rank, int *peers) {
+static int recv_peers(rs_shape_t shape, int rank, int *peers) {
+  const int workers = shape.workers;
   peers[0] = rs__gloo_prev(workers, rank);
   return 1;
 }
 
 /* In every step each worker sends to r-1 (gloo_ring.h). */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   (void)step, (void)max;
   dst[0] = rs__gloo_next(workers, rank);
   return 1;
 }
 
 /* Every message is one segment. */
-static size_t message_elems(int workers, int from, int to, size_t elems,
+static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
+  const int workers = shape.workers;
   (void)from, (void)to, (void)segs;
   return rs__gloo_layout(elems, workers, cap).seg_elems;
 }
 
 /* gloo's P = N / W segments per chunk. */
-static size_t chunk_segs(int workers, size_t elems, size_t segs, size_t cap) {
+static size_t chunk_segs(rs_shape_t shape, size_t elems, size_t segs,
+                         size_t cap) {
+  const int workers = shape.workers;
   (void)segs;
   return rs__gloo_layout(elems, workers, cap).per_chunk;
 }
@@ -146,14 +154,16 @@ static size_t chunk_segs(int workers, size_t elems, size_t segs, size_t cap) {
  * later, each of P >= min_segs messages (P is at least the ring's
  * segments per chunk, ceil(n / (W cap))). The loop order is always gloo's
  * step order. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
+static size_t direct_slots(rs_shape_t shape, size_t min_segs, int slices) {
+  const int workers = shape.workers;
   (void)slices;
   return (size_t)(workers > 1 ? workers - 1 : 1) * min_segs;
 }
 
 /* At most one message per segment of every step. */
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)rank;
   return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }

@@ -64,7 +64,8 @@ int rs__linear_bucket(rs_worker_t *w) {
 }
 
 /* Edges: the root to and from everyone. */
-static int peers(int workers, int rank, int *out) {
+static int peers(rs_shape_t shape, int rank, int *out) {
+  const int workers = shape.workers;
   if (rank != RS_LINEAR_ROOT) {
     out[0] = RS_LINEAR_ROOT;
     return 1;
@@ -80,19 +81,21 @@ static int peers(int workers, int rank, int *out) {
  * messages point into their own buffers, which nobody writes until the
  * broadcast; but the broadcast points into the root's buffer, and each
  * worker copies it into its own: safe with any number of slots. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
-  (void)workers, (void)min_segs, (void)slices;
+static size_t direct_slots(rs_shape_t shape, size_t min_segs, int slices) {
+  (void)shape, (void)min_segs, (void)slices;
   return RS_MAX_SLOTS;
 }
 
-static int steps(int workers, rs_collective_t collective) {
+static int steps(rs_shape_t shape, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)collective;
   return 2 * (workers - 1);
 }
 
 /* The root receives W-1 buffers; the others one. */
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)segs, (void)collective;
   const size_t per_buffer = rs__segs(elems, cap);
   return (rank == RS_LINEAR_ROOT ? (size_t)(workers - 1) : 1) * per_buffer;
@@ -100,7 +103,8 @@ static size_t messages(int workers, int rank, size_t elems, size_t segs,
 
 /* Whom rank sends to in each step: reduce step j, W-1-j to the root;
  * broadcast step j (global W-1+j), the root to j+1. */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   (void)max;
   if (step < workers - 1)
     return rank == rs__linear_sender(workers, step)
@@ -111,10 +115,13 @@ static int sends(int workers, int step, int rank, int *dst, int max) {
              : 0;
 }
 
-static int depth(int workers) { return workers - 1; }
+static int depth(rs_shape_t shape) {
+  const int workers = shape.workers;
+  return workers - 1;
+}
 
-static int stashes(int workers, int rank) {
-  (void)workers;
+static int stashes(rs_shape_t shape, int rank) {
+  (void)shape;
   return rank == RS_LINEAR_ROOT;
 }
 
@@ -124,8 +131,9 @@ static int stashes(int workers, int rank) {
  * comes in, and sends W-1 copies out of its one outgoing link:
  * 2 alpha + (W-1) S/beta + (W-2) max(S/beta, S/gamma) + ... segment by
  * segment. */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
@@ -211,9 +219,9 @@ static void narrate(rs_narrator_t *n, int mean) {
 }
 
 /* The whole bucket moves at once: one column. */
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
-  (void)workers, (void)cap;
+  (void)shape, (void)cap;
   return rs__layout_whole(elems, offsets, word, words);
 }
 

@@ -47,7 +47,9 @@ uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                              elem_size);
   }
   size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
-  return a ? a->predict(m, workers, elems, segs_per_chunk, cap, elem_size) : 0;
+  return a ? a->predict(m, rs__shape_of(m, workers), elems, segs_per_chunk, cap,
+                        elem_size)
+           : 0;
 }
 
 uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,

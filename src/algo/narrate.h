@@ -52,6 +52,7 @@ typedef struct rs_narrate_ops {
 struct rs_narrator {
   const rs_narrate_ops_t *ops;
   int workers;
+  rs_shape_t shape; /* the workers and their nodes (net/topo.h) */
   rs_op_t op;
   int steps;               /* steps narrated so far */
   const char *fold_phrase; /* "adds to its own copy" (and the chunk...) */

@@ -77,12 +77,14 @@ int rs__rd_bucket(rs_worker_t *w) {
 }
 
 /* Edges: the exchange partners both ways, and the fold-in pair. */
-static int peers(int workers, int rank, int *out) {
+static int peers(rs_shape_t shape, int rank, int *out) {
+  const int workers = shape.workers;
   return rs__pof2_peers(workers, rank, rs__rd_newrank(workers, rank),
                         rs__rd_rank, out);
 }
 
-static int steps(int workers, rs_collective_t collective) {
+static int steps(rs_shape_t shape, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)collective;
   const int P = rs__pof2(workers);
   return rs__log2(P) + (workers > P ? 2 : 0);
@@ -91,7 +93,8 @@ static int steps(int workers, rs_collective_t collective) {
 /* Whom rank sends to in each step: with E extra workers the fold-in
  * (step 0: even r < 2E to r+1), the exchanges (v xor d, for every worker
  * taking part), the fold-out (the last: odd r < 2E to r-1). */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
   const int partner = rs__pof2_fold_peer(workers, rank);
   const int v = rs__rd_newrank(workers, rank);
@@ -105,18 +108,19 @@ static int sends(int workers, int step, int rank, int *dst, int max) {
 }
 
 /* At most one reception per step, of at most the whole bucket. */
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) * rs__segs(elems, cap);
+  return (size_t)steps(shape, collective) * rs__segs(elems, cap);
 }
 
 /* Each exchange: every segment a latency, its transfer and its reduction,
  * one after the other (a sendrecv); when W is not a power of two the
  * fold-in and fold-out add one more each (an upper bound: the fold-in
  * overlaps the first exchanges of the workers that did not fold). */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
@@ -234,11 +238,14 @@ static void narrate(rs_narrator_t *n, int mean) {
 }
 
 /* The whole bucket moves at once: one column. */
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
-  (void)workers, (void)cap;
+  (void)shape, (void)cap;
   return rs__layout_whole(elems, offsets, word, words);
 }
+
+/* rd.h's rs__rd_depth, for the flat or any shape. */
+static int depth(rs_shape_t shape) { return rs__rd_depth(shape.workers); }
 
 const rs_algo_t rs__algo_rd = {.name = "rd",
                                .send_peers = peers,
@@ -250,7 +257,7 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .messages = messages,
                                .steps = steps,
                                .sends = sends,
-                               .depth = rs__rd_depth,
+                               .depth = depth,
                                .predict = predict,
                                .sim_bucket = sim_bucket,
                                .title = "recursive doubling all-reduce",

@@ -126,12 +126,14 @@ int rs__rhd_bucket(rs_worker_t *w) {
 }
 
 /* Edges: the fold pair, and the partner at every distance, both ways. */
-static int peers(int workers, int rank, int *out) {
+static int peers(rs_shape_t shape, int rank, int *out) {
+  const int workers = shape.workers;
   return rs__pof2_peers(workers, rank, rs__rhd_vrank(workers, rank),
                         rs__rhd_rank, out);
 }
 
-static int steps(int workers, rs_collective_t collective) {
+static int steps(rs_shape_t shape, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)collective;
   const int P = rs__pof2(workers);
   return 2 * rs__log2(P) + (workers > P ? 3 : 0);
@@ -141,7 +143,8 @@ static int steps(int workers, rs_collective_t collective) {
  * (the pairs r < 2E swap halves; then odd r sends to r-1), the halvings
  * at distance 1, 2, 4, ..., the doublings back, the fold-out (even r < 2E
  * to r+1). */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
   const int v = rs__rhd_vrank(workers, rank), paired = rank < 2 * E;
   (void)max;
@@ -157,18 +160,19 @@ static int sends(int workers, int step, int rank, int *dst, int max) {
   return paired && rank % 2 == 0 ? (dst[0] = rank + 1, 1) : 0;
 }
 
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)rank, (void)segs;
-  return (size_t)steps(workers, collective) * rs__segs(elems, cap);
+  return (size_t)steps(shape, collective) * rs__segs(elems, cap);
 }
 
 /* Each halving exchanges half the window (the larger half: the path the
  * slower partner takes) and reduces it; each doubling the same sizes back,
  * copied; when W is not a power of two, the fold-in's two exchanges of a
  * half and the fold-out of the whole add on. */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)segs;
   if (!m->enabled || workers < 2)
     return 0;
@@ -221,7 +225,8 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
 /* The simulation's scratch, per virtual rank: its window's size, its part
  * of each halving, and of the round at hand (three arrays, one after the
  * other). */
-static size_t sim_scratch(int workers) {
+static size_t sim_scratch(rs_shape_t shape) {
+  const int workers = shape.workers;
   return (size_t)rs__pof2(workers) *
          (sizeof(size_t) + (MAX_STEPS + 1) * sizeof(sim_part_t));
 }
@@ -378,8 +383,9 @@ static void narrate(rs_narrator_t *n, int mean) {
 
 /* The columns: the halvings' cuts. Window [s, s+len) splits at s + len/2;
  * the leaves in order are the P parts. */
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
+  const int workers = shape.workers;
   const int P = rs__pof2(workers);
   (void)cap;
   *word = "part";
@@ -394,6 +400,9 @@ static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
   return P;
 }
 
+/* rd.h's rs__rd_depth, for the flat or any shape. */
+static int depth(rs_shape_t shape) { return rs__rd_depth(shape.workers); }
+
 const rs_algo_t rs__algo_rhd = {
     .name = "rhd",
     .send_peers = peers,
@@ -404,7 +413,7 @@ const rs_algo_t rs__algo_rhd = {
     .messages = messages,
     .steps = steps,
     .sends = sends,
-    .depth = rs__rd_depth,
+    .depth = depth,
     .predict = predict,
     .sim_bucket = sim_bucket,
     .sim_scratch = sim_scratch,

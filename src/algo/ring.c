@@ -211,15 +211,16 @@ int rs__ring_layout(const rs_ring_way_t *way, int workers, size_t elems,
   return workers;
 }
 
-int rs__ring_steps(int workers, rs_collective_t collective) {
+int rs__ring_steps(rs_shape_t shape, rs_collective_t collective) {
+  const int workers = shape.workers;
   return (collective == RS_COLL_ALLREDUCE ? 2 : 1) * (workers - 1);
 }
 
-int rs__ring_depth(int workers) { return workers - 1; }
+int rs__ring_depth(rs_shape_t shape) { return shape.workers - 1; }
 
 size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
                          size_t segs, size_t cap, rs_collective_t collective) {
-  return (size_t)rs__ring_steps(workers, collective) *
+  return (size_t)rs__ring_steps(rs__shape_flat(workers), collective) *
          way->cut(elems, workers, segs, cap).per_chunk;
 }
 
@@ -262,15 +263,17 @@ static void narrate(rs_narrator_t *n, int mean) {
                2 * (n->workers - 1));
 }
 
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
+  const int workers = shape.workers;
   return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
 /* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments,
  * each a latency and a transfer, and (W-1) k reductions. */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
@@ -291,18 +294,21 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 }
 
 /* The ring's edges: r -> r+1. */
-static int send_peers(int workers, int rank, int *peers) {
+static int send_peers(rs_shape_t shape, int rank, int *peers) {
+  const int workers = shape.workers;
   peers[0] = rs__ring_next(workers, rank);
   return 1;
 }
 
-static int recv_peers(int workers, int rank, int *peers) {
+static int recv_peers(rs_shape_t shape, int rank, int *peers) {
+  const int workers = shape.workers;
   peers[0] = rs__ring_prev(workers, rank);
   return 1;
 }
 
 /* In every step each worker sends to r+1 (ring.h). */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   (void)step, (void)max;
   dst[0] = rs__ring_next(workers, rank);
   return 1;
@@ -310,8 +316,9 @@ static int sends(int workers, int step, int rank, int *dst, int max) {
 
 /* Every message is one segment of a chunk: the largest chunk has
  * ceil(elems/W) elements, its largest segment ceil of that over segs. */
-static size_t message_elems(int workers, int from, int to, size_t elems,
+static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
+  const int workers = shape.workers;
   (void)from, (void)to, (void)cap;
   size_t chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
   return chunk ? (chunk + segs - 1) / segs : 0;
@@ -322,12 +329,14 @@ static size_t message_elems(int workers, int from, int to, size_t elems,
  * its bucket's (in NCCL's slice order, W-1 messages after: one slice's
  * steps). With at most that many slots its successor has released the
  * message by then. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
+static size_t direct_slots(rs_shape_t shape, size_t min_segs, int slices) {
+  const int workers = shape.workers;
   return (size_t)(workers > 1 ? workers - 1 : 1) * (slices ? 1 : min_segs);
 }
 
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)rank;
   return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }

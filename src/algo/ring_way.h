@@ -58,8 +58,8 @@ int rs__ring_layout(const rs_ring_way_t *way, int workers, size_t elems,
 /* And the ones every ring has alike: its steps, its depth (a chunk's sum
  * starts at one worker and gains one addition per hop), and one message
  * per segment of every step. */
-int rs__ring_steps(int workers, rs_collective_t collective);
-int rs__ring_depth(int workers);
+int rs__ring_steps(rs_shape_t shape, rs_collective_t collective);
+int rs__ring_depth(rs_shape_t shape);
 size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
                          size_t segs, size_t cap, rs_collective_t collective);
 

@@ -85,9 +85,9 @@
  * parent. */
 static int reduce_up(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
-  int children[2];
-  const int n = rs__tree_children(W, t, r, children);
-  const int parent = rs__tree_parent(W, t, r);
+  int children[RS_TREE_MAX_CHILDREN];
+  const int n = rs__tree_children_in(w->shape, t, r, children);
+  const int parent = rs__tree_parent_in(w->shape, t, r);
   const rs_tree_seg_t g =
       rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
   const size_t off = g.offset, len = g.len;
@@ -97,15 +97,16 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
     rs_recv_action_t action = RS_RECV_REDUCE;
     if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average_pre)
       action = RS_RECV_REDUCE_MEAN; /* the root's sum is complete */
-    rs__tree_contributors(W, t, children[i], &tag.contrib_first,
-                          &tag.contrib_count);
+    rs__tree_contributors_in(w->shape, t, children[i], &tag.contrib_first,
+                             &tag.contrib_count);
     int rc = rs__xfer_recv(w, children[i], off, len, &tag, action);
     if (rc)
       return rc;
   }
   if (parent < 0)
     return RS_OK;
-  rs__tree_contributors(W, t, r, &tag.contrib_first, &tag.contrib_count);
+  rs__tree_contributors_in(w->shape, t, r, &tag.contrib_first,
+                           &tag.contrib_count);
   return rs__xfer_send(w, parent, off, len, &tag);
 }
 
@@ -113,9 +114,9 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
  * pass it to the children. */
 static int broadcast_down(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
-  int children[2], rc;
-  const int n = rs__tree_children(W, t, r, children);
-  const int parent = rs__tree_parent(W, t, r);
+  int children[RS_TREE_MAX_CHILDREN], rc;
+  const int n = rs__tree_children_in(w->shape, t, r, children);
+  const int parent = rs__tree_parent_in(w->shape, t, r);
   const rs_tree_seg_t g =
       rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
   const size_t off = g.offset, len = g.len;
@@ -160,10 +161,10 @@ static int tree_bucket(rs_worker_t *w) {
 }
 
 /* The most edges from a root to a leaf of tree t. */
-static int height(int workers, int t) {
+static int height(rs_shape_t shape, int t) {
   int most = 0;
-  for (int r = 0; r < workers; r++) {
-    const int d = rs__tree_depth(workers, t, r);
+  for (int r = 0; r < shape.workers; r++) {
+    const int d = rs__tree_depth_in(shape, t, r);
     most = d > most ? d : most;
   }
   return most;
@@ -182,19 +183,20 @@ static int height(int workers, int t) {
  * c is the most children any worker has: 2, or 1 when W is 2 or 3;
  * netmodel.h). The trees run one after the other, so the total is twice
  * their sum. sim_bucket plays the exact schedule. */
-static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
+static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
   (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t S = rs__tree_segments(workers, segs);
-  const int d0 = height(workers, 0), d1 = height(workers, 1);
+  const int d0 = height(shape, 0), d1 = height(shape, 1);
   const uint64_t d = (uint64_t)(d0 > d1 ? d0 : d1);
   uint64_t c = 1;
   for (int t = 0; t < 2; t++)
     for (int r = 0; r < workers; r++) {
-      int children[2];
-      uint64_t k = (uint64_t)rs__tree_children(workers, t, r, children);
+      int children[RS_TREE_MAX_CHILDREN];
+      uint64_t k = (uint64_t)rs__tree_children_in(shape, t, r, children);
       c = k > c ? k : c;
     }
   /* the largest segment, as the ring's */
@@ -209,19 +211,20 @@ static uint64_t predict(const rs_netmodel_t *m, int workers, size_t elems,
 
 /* The workers of tree t, root first, each after its parent (breadth
  * first), into order[W]. */
-static void top_down(int workers, int t, int *order) {
+static void top_down(rs_shape_t shape, int t, int *order) {
   int n = 0;
-  order[n++] = rs__tree_root(workers, t);
+  order[n++] = rs__tree_root_in(shape, t);
   for (int i = 0; i < n; i++) {
-    int children[2];
-    int k = rs__tree_children(workers, t, order[i], children);
+    int children[RS_TREE_MAX_CHILDREN];
+    int k = rs__tree_children_in(shape, t, order[i], children);
     for (int j = 0; j < k; j++)
       order[n++] = children[j];
   }
 }
 
 /* The simulation's scratch: both trees' workers top down (2W ranks). */
-static size_t sim_scratch(int workers) {
+static size_t sim_scratch(rs_shape_t shape) {
+  const int workers = shape.workers;
   return 2 * (size_t)workers * sizeof(int);
 }
 
@@ -233,9 +236,9 @@ static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
   const int W = s->workers;
   for (int k = 0; k < W; k++) {
     const int x = phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
-    const int parent = rs__tree_parent(W, t, x);
-    int children[2];
-    const int n = rs__tree_children(W, t, x, children);
+    const int parent = rs__tree_parent_in(s->shape, t, x);
+    int children[RS_TREE_MAX_CHILDREN];
+    const int n = rs__tree_children_in(s->shape, t, x, children);
     if (phase == 0) { /* up: mailbox x holds x's sum on its way up */
       for (int j = 0; j < n; j++)
         rs__simrun_recv(s, x, children[j], len);
@@ -259,8 +262,8 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->workers;
   const size_t S = rs__tree_segments(W, segs);
   int *order = s->algo_mem;
-  top_down(W, 0, order);
-  top_down(W, 1, order + W);
+  top_down(s->shape, 0, order);
+  top_down(s->shape, 1, order + W);
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
     for (int t = 0; t < 2; t++)
@@ -274,12 +277,13 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
 /* Parent and children in both trees, each worker once: the edges run both
  * ways (reduce up, broadcast down), so the send and receive peers are the
  * same set. */
-static int neighbours(int workers, int rank, int *peers) {
+static int neighbours(rs_shape_t shape, int rank, int *peers) {
+  const int workers = shape.workers;
   int n = 0;
   for (int t = 0; t < 2 && workers > 1; t++) {
-    int cand[3];
-    int k = rs__tree_children(workers, t, rank, cand);
-    int parent = rs__tree_parent(workers, t, rank);
+    int cand[RS_TREE_MAX_CHILDREN + 1];
+    int k = rs__tree_children_in(shape, t, rank, cand);
+    int parent = rs__tree_parent_in(shape, t, rank);
     if (parent >= 0)
       cand[k++] = parent;
     for (int i = 0; i < k; i++) {
@@ -296,13 +300,14 @@ static int neighbours(int workers, int rank, int *peers) {
 /* Whom rank sends to in each step: in the reduce (step 0) its parent in
  * either tree, in the broadcast (step 1) its children in both; each
  * worker once (it may be linked to the same one in both trees). */
-static int sends(int workers, int step, int rank, int *dst, int max) {
+static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
+  const int workers = shape.workers;
   int n = 0;
   for (int t = 0; t < 2 && workers > 1; t++) {
-    int cand[2];
-    int k = step == 0 ? 0 : rs__tree_children(workers, t, rank, cand);
-    if (step == 0 && rs__tree_parent(workers, t, rank) >= 0)
-      cand[k++] = rs__tree_parent(workers, t, rank);
+    int cand[RS_TREE_MAX_CHILDREN];
+    int k = step == 0 ? 0 : rs__tree_children_in(shape, t, rank, cand);
+    if (step == 0 && rs__tree_parent_in(shape, t, rank) >= 0)
+      cand[k++] = rs__tree_parent_in(shape, t, rank);
     for (int i = 0; i < k && n < max; i++) {
       int seen = 0;
       for (int j = 0; j < n; j++)
@@ -316,8 +321,9 @@ static int sends(int workers, int step, int rank, int *dst, int max) {
 
 /* Every message is one segment of a tree chunk: at most ceil(ceil(n/2)/H)
  * elements a chunk, ceil of that over segs a segment. */
-static size_t message_elems(int workers, int from, int to, size_t elems,
+static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
+  const int workers = shape.workers;
   (void)from, (void)to, (void)cap;
   const size_t H = (size_t)rs__tree_chunks(workers);
   size_t half = elems / 2 + elems % 2;
@@ -326,37 +332,40 @@ static size_t message_elems(int workers, int from, int to, size_t elems,
 }
 
 /* Any number: see "The direct transport" in the head comment. */
-static size_t direct_slots(int workers, size_t min_segs, int slices) {
-  (void)workers, (void)min_segs, (void)slices;
+static size_t direct_slots(rs_shape_t shape, size_t min_segs, int slices) {
+  (void)shape, (void)min_segs, (void)slices;
   return RS_MAX_SLOTS;
 }
 
 /* Two steps: the reduce and the broadcast (none for one worker). The tree
  * is an all-reduce only: rs_run_create refuses it for reduce-scatter. */
-static int steps(int workers, rs_collective_t collective) {
+static int steps(rs_shape_t shape, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)collective;
   return workers > 1 ? 2 : 0;
 }
 
 /* Per segment index and tree: one message from each child (up), one from
  * the parent (down). */
-static size_t messages(int workers, int rank, size_t elems, size_t segs,
+static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
+  const int workers = shape.workers;
   (void)collective, (void)elems, (void)cap;
   size_t per_index = 0;
   for (int t = 0; t < 2 && workers > 1; t++) {
-    int children[2];
-    per_index += (size_t)rs__tree_children(workers, t, rank, children) +
-                 (rs__tree_parent(workers, t, rank) >= 0);
+    int children[RS_TREE_MAX_CHILDREN];
+    per_index += (size_t)rs__tree_children_in(shape, t, rank, children) +
+                 (rs__tree_parent_in(shape, t, rank) >= 0);
   }
   return per_index * rs__tree_segments(workers, segs);
 }
 
 /* A contribution is added into its parent's sum, which then adds the
- * other child: at most two roundings per level of the taller tree. */
-static int depth(int workers) {
-  int h0 = height(workers, 0), h1 = height(workers, 1);
-  return 2 * (h0 > h1 ? h0 : h1);
+ * other children: at most two roundings per level of the taller tree,
+ * three on several nodes (a head adds its chain child and two nodes'). */
+static int depth(rs_shape_t shape) {
+  int h0 = height(shape, 0), h1 = height(shape, 1);
+  return (rs__tree_nodes_of(shape) > 1 ? 3 : 2) * (h0 > h1 ? h0 : h1);
 }
 
 /* The narration (algo/narrate.h): the columns are the two halves, half t
@@ -366,12 +375,13 @@ static void narrate(rs_narrator_t *n, int mean) {
   char title[96];
   int most[2] = {0, 0};
   for (int t = 0; t < 2; t++) {
-    rs__narr_say(n, "\ntree %d (root worker %d):", t, rs__tree_root(W, t));
+    rs__narr_say(n, "\ntree %d (root worker %d):", t,
+                 rs__tree_root_in(n->shape, t));
     int any = 0;
     for (int r = 0; r < W; r++) {
-      int children[2];
-      const int k = rs__tree_children(W, t, r, children);
-      const int d = rs__tree_depth(W, t, r);
+      int children[RS_TREE_MAX_CHILDREN];
+      const int k = rs__tree_children_in(n->shape, t, r, children);
+      const int d = rs__tree_depth_in(n->shape, t, r);
       most[t] = d > most[t] ? d : most[t];
       if (k == 1)
         rs__narr_say(n, "%s worker %d's child %d", any++ ? ";" : "", r,
@@ -379,6 +389,9 @@ static void narrate(rs_narrator_t *n, int mean) {
       else if (k == 2)
         rs__narr_say(n, "%s worker %d's children %d, %d", any++ ? ";" : "", r,
                      children[0], children[1]);
+      else if (k == 3)
+        rs__narr_say(n, "%s worker %d's children %d, %d, %d", any++ ? ";" : "",
+                     r, children[0], children[1], children[2]);
     }
     rs__narr_say(n, ".");
   }
@@ -397,11 +410,11 @@ static void narrate(rs_narrator_t *n, int mean) {
         const int L = phase == 0 ? most[t] - i : i + 1;
         rs__narr_begin(n);
         for (int p = 0; p < W; p++) {
-          int children[2];
-          if (rs__tree_depth(W, t, p) != L - 1)
+          int children[RS_TREE_MAX_CHILDREN];
+          if (rs__tree_depth_in(n->shape, t, p) != L - 1)
             continue;
-          const int k = rs__tree_children(W, t, p, children);
-          const int root = rs__tree_parent(W, t, p) < 0;
+          const int k = rs__tree_children_in(n->shape, t, p, children);
+          const int root = rs__tree_parent_in(n->shape, t, p) < 0;
           for (int j = 0; j < k; j++)
             if (phase == 0)
               rs__narr_send(n, children[j], p, t, t + 1,
@@ -424,9 +437,9 @@ static void narrate(rs_narrator_t *n, int mean) {
 }
 
 /* The columns: the two halves. */
-static int layout(int workers, size_t elems, size_t cap, size_t *offsets,
+static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
                   const char **word, const char **words) {
-  (void)workers, (void)cap;
+  (void)shape, (void)cap;
   *word = "half";
   *words = "halves";
   for (int c = 0; c <= 2; c++)

@@ -50,6 +50,7 @@
 #include <stddef.h>
 
 #include "base/schedule.h"
+#include "net/topo.h"
 
 /* x's lowest set bit (x > 0). */
 static inline int rs__tree_lowbit(int x) { return x & -x; }
@@ -163,6 +164,93 @@ static inline void rs__tree_contributors(int workers, int tree, int sender,
     *first = workers - 1 - hi; /* the mirror reverses the range */
   else
     *first = (lo + 1) % workers; /* the shift moves it, maybe across 0 */
+}
+
+/* ---- on several nodes (a topology: rs_shape_t, net/topo.h) -------------
+ *
+ * NCCL's multi-node tree (src/graph/connect.cc, ncclTopoPreset and
+ * connectTrees, with the tree pattern NCCL_TOPO_PATTERN_TREE): inside each
+ * node the G GPUs form a chain, local rank l's parent l-1 and child l+1;
+ * across the nodes the double binary tree above runs over the N nodes
+ * (ncclGetDtree), each node there played by its chain's head (local rank
+ * 0), which connects both up (to the parent node's head) and down (to the
+ * child nodes' heads). So a head's children are, in NCCL's down[] order,
+ * its chain child first, then the child nodes' heads (setTreeDown appends
+ * them). Both trees share the chain; only the nodes' tree differs. With
+ * one GPU per node this is the flat tree over W; on one node (G = W) the
+ * flat tree is kept, so a one-node topology is --net.
+ *
+ * A subtree is still a range of ranks: below local rank l > 0 the chain's
+ * tail, l .. G-1 of its node; below a head its node's subtree of nodes, a
+ * range of nodes (mod N in tree 1), so of ranks. */
+
+/* The most children a worker has (a head: its chain child and two nodes';
+ * NCCL's NCCL_MAX_TREE_ARITY). */
+#define RS_TREE_MAX_CHILDREN 3
+
+static inline int rs__tree_nodes_of(rs_shape_t shape) {
+  return shape.gpus < shape.workers ? shape.workers / shape.gpus : 1;
+}
+
+/* Worker rank's parent in tree `tree` of the shape, or -1 at the root. */
+static inline int rs__tree_parent_in(rs_shape_t shape, int tree, int rank) {
+  const int N = rs__tree_nodes_of(shape), G = shape.gpus;
+  if (N == 1)
+    return rs__tree_parent(shape.workers, tree, rank);
+  if (rank % G)
+    return rank - 1;
+  const int up = rs__tree_parent(N, tree, rank / G);
+  return up < 0 ? -1 : up * G;
+}
+
+/* Worker rank's children in tree `tree` of the shape, in the order it
+ * reduces them (NCCL's down[]), into children[RS_TREE_MAX_CHILDREN];
+ * returns how many. */
+static inline int rs__tree_children_in(rs_shape_t shape, int tree, int rank,
+                                       int *children) {
+  const int N = rs__tree_nodes_of(shape), G = shape.gpus;
+  if (N == 1)
+    return rs__tree_children(shape.workers, tree, rank, children);
+  int n = 0, nodes[2];
+  if (rank % G < G - 1)
+    children[n++] = rank + 1;
+  const int k = rank % G ? 0 : rs__tree_children(N, tree, rank / G, nodes);
+  for (int i = 0; i < k; i++)
+    children[n++] = nodes[i] * G;
+  return n;
+}
+
+/* The root of tree `tree`: worker 0 of its root node. */
+static inline int rs__tree_root_in(rs_shape_t shape, int tree) {
+  const int N = rs__tree_nodes_of(shape);
+  return N == 1 ? rs__tree_root(shape.workers, tree)
+                : rs__tree_root(N, tree) * shape.gpus;
+}
+
+/* How many edges worker rank lies below the root of tree `tree`. */
+static inline int rs__tree_depth_in(rs_shape_t shape, int tree, int rank) {
+  int d = 0;
+  for (int x = rank; (x = rs__tree_parent_in(shape, tree, x)) >= 0;)
+    d++;
+  return d;
+}
+
+/* Whose contributions the reduce message `sender` sends its parent in tree
+ * `tree` holds: *first .. *first+*count-1 mod W (its subtree). */
+static inline void rs__tree_contributors_in(rs_shape_t shape, int tree,
+                                            int sender, int *first,
+                                            int *count) {
+  const int N = rs__tree_nodes_of(shape), G = shape.gpus;
+  if (N == 1) {
+    rs__tree_contributors(shape.workers, tree, sender, first, count);
+  } else if (sender % G) { /* the chain's tail */
+    *first = sender;
+    *count = G - sender % G;
+  } else { /* its node's subtree of nodes, each node whole */
+    rs__tree_contributors(N, tree, sender / G, first, count);
+    *first *= G;
+    *count *= G;
+  }
 }
 
 /* Chunks per half: ceil(W/2). */

@@ -15,9 +15,9 @@
 #include <stdatomic.h>
 
 #include "algo/algo.h"
-#include "ringsim/ringsim.h"
 #include "net/transport.h"
 #include "net/xfer.h"
+#include "ringsim/ringsim.h"
 
 /* The constants of the error bound, one set per run (check_prepare.c's
  * bound_constants).
@@ -78,11 +78,12 @@ struct rs_run {
   rs_algorithm_t *bucket_choice;
   const rs_algo_t **bucket_algo;
   unsigned algos_used; /* bit a: some bucket runs algorithm a */
+  rs_shape_t shape;    /* the workers and their nodes (net/topo.h) */
   /* With a topology of several nodes (net/topo.h): each used algorithm's
    * load on the NICs, which its buckets' clocks take (pool.c); else
    * empty. */
   rs_topo_load_t topo_load[RS_ALGO_COUNT];
-  int depth;           /* the worst depth (algo.h) of those: the check's */
+  int depth; /* the worst depth (algo.h) of those: the check's */
   /* --algo auto: the model it chose by (measured, or --net's), and every
    * algorithm's prediction per bucket (bucket x RS_ALGO_COUNT; UINT64_MAX
    * for one not eligible). */

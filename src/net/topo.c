@@ -166,8 +166,8 @@ static int read_item(const char *spec, const char *item, size_t len,
       return rs__err(errmsg, RS_EINVAL, "--topo '%s': '%.*s': expected %s=%s",
                      spec, (int)len, item, keys[k].key, keys[k].expects);
     if (*given & (32u << k))
-      return rs__err(errmsg, RS_EINVAL, "--topo '%s': %s= is given twice",
-                     spec, keys[k].key);
+      return rs__err(errmsg, RS_EINVAL, "--topo '%s': %s= is given twice", spec,
+                     keys[k].key);
     *given |= (1u | 32u) << k; /* (bits 5..9: given as an item) */
     return RS_OK;
   }
@@ -277,7 +277,8 @@ static void count_step(builder_t *b, int s) {
   int dst[RS_TOPO_MAX_SENDS];
   b->touched_n = 0;
   for (int r = 0; r < b->workers; r++) {
-    int n = b->sends(b->workers, s, r, dst, RS_TOPO_MAX_SENDS);
+    const rs_shape_t shape = {b->workers, t->gpus};
+    int n = b->sends(shape, s, r, dst, RS_TOPO_MAX_SENDS);
     for (int i = 0; i < n; i++) {
       if (rs__topo_node(t, r) == rs__topo_node(t, dst[i]))
         continue;

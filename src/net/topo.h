@@ -57,10 +57,35 @@ static inline int rs__topo_nic(const rs_topo_t *t, int r) {
   return r / t->gpus * t->nics + r % t->gpus % t->nics;
 }
 
+/* The workers a schedule is cut for: W, and the GPUs of each node, G
+ * (worker r on node r / G, as --topo places them: net/topo.h). Without a
+ * topology, or on one node, G = W: one node, the flat shape. An
+ * algorithm whose schedule follows the nodes reads gpus; the others only
+ * workers. */
+typedef struct rs_shape {
+  int workers;
+  int gpus;
+} rs_shape_t;
+
+static inline rs_shape_t rs__shape_flat(int workers) {
+  rs_shape_t shape = {workers, workers};
+  return shape;
+}
+
+/* The shape of W workers under net: its topology's nodes when it has
+ * several, else flat. */
+static inline rs_shape_t rs__shape_of(const rs_netmodel_t *net, int workers) {
+  rs_shape_t shape = rs__shape_flat(workers);
+  if (net && net->topo.enabled && net->topo.gpus > 0 &&
+      net->topo.gpus < workers && workers % net->topo.gpus == 0)
+    shape.gpus = net->topo.gpus;
+  return shape;
+}
+
 /* The destinations worker rank sends to in global step `step` of an
- * algorithm over W workers, into dst (room for max); returns how many
- * (rs_algo_t's sends). */
-typedef int (*rs_topo_sends_t)(int workers, int step, int rank, int *dst,
+ * algorithm over the shape's workers, into dst (room for max); returns how
+ * many (rs_algo_t's sends). */
+typedef int (*rs_topo_sends_t)(rs_shape_t shape, int step, int rank, int *dst,
                                int max);
 /* The most destinations one worker has in one step (the tree's: two
  * children in each tree). */

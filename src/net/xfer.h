@@ -24,10 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net/netmodel.h"
-#include "ringsim/ringsim.h"
 #include "base/schedule.h"
+#include "net/netmodel.h"
 #include "net/transport.h"
+#include "ringsim/ringsim.h"
 
 /* One transfer, as its receiver recorded it (for the trace). */
 typedef struct rs_event {
@@ -45,7 +45,8 @@ typedef struct rs_event {
   uint32_t iter;
   uint32_t bucket;
   uint16_t step; /* < 2 RS_MAX_WORKERS: any algorithm's phase step */
-  uint16_t share; /* the message's sim_share (channel.h), at most a node's GPUs */
+  uint16_t
+      share; /* the message's sim_share (channel.h), at most a node's GPUs */
   uint32_t chunk;
   uint32_t segment;
   /* The sender (the receiver is whoever holds the record) and the
@@ -65,10 +66,10 @@ typedef struct rs_event_buf {
   size_t capacity;
   /* Over MPI (mpi/stream.c's tracer) the buffer is a ring of capacity
    * records, one producer (the worker) and one consumer (the tracer
-   * thread): the worker writes record count % capacity once count - taken < capacity
-   * (else it waits for the tracer) and publishes count in `written`; the
-   * tracer hands records on in order and publishes `taken`. held_max is
-   * the most records the ring held at once, as the worker saw it. */
+   * thread): the worker writes record count % capacity once count - taken <
+   * capacity (else it waits for the tracer) and publishes count in `written`;
+   * the tracer hands records on in order and publishes `taken`. held_max is the
+   * most records the ring held at once, as the worker saw it. */
   int ring;
   atomic_size_t written, taken;
   size_t held_max;
@@ -132,6 +133,7 @@ typedef struct rs_tag {
 typedef struct rs_worker {
   _Alignas(64) int rank;
   int workers;
+  rs_shape_t shape;      /* workers, and their nodes (net/topo.h) */
   unsigned char *buf;    /* the worker's flat gradient buffer */
   size_t buf_elem_bytes; /* its element size: 8 (double, f64) or 4 (float) */
   /* The bucket being all-reduced: its index, place and segmentation. */

@@ -48,8 +48,8 @@ int rs__run_choose_algos(rs_run_t *run, char *errmsg) {
     run->bucket_algo[b] = rs__algo_get(a);
     run->algos_used |= 1u << a;
     if (c->workers > 1) {
-      int depth = run->bucket_algo[b]->depth(c->workers);
-      int steps = run->bucket_algo[b]->steps(c->workers, c->collective);
+      int depth = run->bucket_algo[b]->depth(run->shape);
+      int steps = run->bucket_algo[b]->steps(run->shape, c->collective);
       run->depth = depth > run->depth ? depth : run->depth;
       run->result.steps = steps > run->result.steps ? steps : run->result.steps;
     }

@@ -38,7 +38,8 @@ static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
                    "collective: a reduce-scatter alone is the ring's, not "
                    "%s's",
                    algo->name);
-  if (c->direct && c->workers > 1 && algo->direct_slots(c->workers, 1, 0) == 0)
+  if (c->direct && c->workers > 1 &&
+      algo->direct_slots(rs__shape_of(&c->net, c->workers), 1, 0) == 0)
     return rs__err(errmsg, RS_EINVAL,
                    "direct: the copy-free transport is not safe for %s: it "
                    "reduces into regions its peers may still be reading",
@@ -122,7 +123,8 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
     if (c->workers == 1)
       return rs__err(errmsg, RS_EINVAL,
                      "inject: one worker has no ring steps to fault");
-    const int steps = algo->steps(c->workers, c->collective);
+    const int steps =
+        algo->steps(rs__shape_of(&c->net, c->workers), c->collective);
     if ((f->step < 0 || f->step > steps - 1) && c->algo == RS_ALGO_RING)
       return rs__err(errmsg, RS_EINVAL,
                      "inject: step %d does not exist (steps 0..%d: "

@@ -29,7 +29,7 @@ size_t rs__run_events_of(const rs_run_t *run, int r) {
   const rs_config_t *c = &run->config;
   size_t msgs = 0;
   for (size_t b = 0; b < run->result.buckets && c->workers > 1; b++)
-    msgs += run->bucket_algo[b]->messages(c->workers, r, run->buckets[b].elems,
+    msgs += run->bucket_algo[b]->messages(run->shape, r, run->buckets[b].elems,
                                           run->bucket_segs[b],
                                           rs__run_seg_cap(run), c->collective);
   return msgs * (size_t)(c->warmup + c->iterations);
@@ -62,7 +62,8 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
   int count = 0;
   for (int a = 0; a < RS_ALGO_COUNT; a++)
     for (int r = 0; r < W && W > 1 && (run->algos_used & (1u << a)); r++)
-      count += rs__algo_get((rs_algorithm_t)a)->send_peers(W, r, peers);
+      count +=
+          rs__algo_get((rs_algorithm_t)a)->send_peers(run->shape, r, peers);
   run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
   run->edge_start = calloc((size_t)W + 1, sizeof *run->edge_start);
   *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
@@ -74,7 +75,7 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
       const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
       if (!(run->algos_used & (1u << a)))
         continue;
-      int n = algo->send_peers(W, r, peers);
+      int n = algo->send_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++) {
         run->edge_start[r + 1] = run->edge_count;
         rs_edge_t *e = find_edge(run, r, peers[i]);
@@ -87,7 +88,8 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
         for (size_t b = 0; b < run->result.buckets; b++) {
           if (run->bucket_algo[b] != algo)
             continue;
-          size_t m = algo->message_elems(W, r, peers[i], run->buckets[b].elems,
+          size_t m = algo->message_elems(run->shape, r, peers[i],
+                                         run->buckets[b].elems,
                                          run->bucket_segs[b], cap);
           *most = m > *most ? m : *most;
         }
@@ -121,7 +123,7 @@ int rs__run_link_workers(rs_run_t *run, int *peers) {
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       if (!(run->algos_used & (1u << a)))
         continue;
-      int n = rs__algo_get((rs_algorithm_t)a)->send_peers(W, r, peers);
+      int n = rs__algo_get((rs_algorithm_t)a)->send_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++)
         add_link(w->out, &w->out_count, peers[i], find_edge(run, r, peers[i]));
     }
@@ -130,7 +132,7 @@ int rs__run_link_workers(rs_run_t *run, int *peers) {
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       if (!(run->algos_used & (1u << a)))
         continue;
-      int n = rs__algo_get((rs_algorithm_t)a)->recv_peers(W, r, peers);
+      int n = rs__algo_get((rs_algorithm_t)a)->recv_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++)
         add_link(w->in, &w->in_count, peers[i], find_edge(run, peers[i], r));
     }
@@ -146,7 +148,8 @@ int rs__run_stashes(const rs_run_t *run, int r) {
   const int W = run->config.workers;
   for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
-    if ((run->algos_used & (1u << a)) && algo->stashes && algo->stashes(W, r))
+    if ((run->algos_used & (1u << a)) && algo->stashes &&
+        algo->stashes(run->shape, r))
       return 1;
   }
   return 0;

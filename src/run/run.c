@@ -41,6 +41,7 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (!run)
     return NULL;
   run->config = *config;
+  run->shape = rs__shape_of(&run->config.net, run->config.workers);
   run->model = model;
   run->algo = rs__algo_get(config->algo); /* NULL for auto */
   run->elems = rs_model_elems(model);
@@ -101,7 +102,7 @@ static void size_channels(const rs_run_t *run, sizing_t *s) {
     if (!(run->algos_used & (1u << a)))
       continue;
     size_t k = rs__algo_get((rs_algorithm_t)a)
-                   ->direct_slots(W, s->min_segs, c->slices);
+                   ->direct_slots(run->shape, s->min_segs, c->slices);
     safe = k < safe ? k : safe;
   }
   if (c->direct && (size_t)s->slots > safe)
@@ -158,12 +159,11 @@ static int check_memory(const rs_run_t *run, const sizing_t *s, char *errmsg) {
 /* What the report says of the layout: the segments per chunk as each
  * bucket's algorithm cuts its chunks, the largest message, the slots. */
 static void report_layout(rs_run_t *run, const sizing_t *s) {
-  const int W = run->config.workers;
   run->result.segs_per_chunk = 0;
   for (size_t b = 0; b < run->result.buckets; b++) {
     const rs_algo_t *a = run->bucket_algo[b];
     run->result.segs_per_chunk +=
-        a->chunk_segs ? a->chunk_segs(W, run->buckets[b].elems,
+        a->chunk_segs ? a->chunk_segs(run->shape, run->buckets[b].elems,
                                       run->bucket_segs[b], rs__run_seg_cap(run))
                       : run->bucket_segs[b];
   }
@@ -229,6 +229,7 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->rc = RS_WORKER_NOT_STARTED;
     w->rank = r;
     w->workers = W;
+    w->shape = run->shape;
     w->buf = run->bufs[r];
     w->buf_elem_bytes = elem_bytes;
     w->progress.peer = -1;
@@ -273,7 +274,7 @@ static int load_topology(rs_run_t *run) {
       continue;
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
     if (rs__topo_load(&run->topo_load[a], t,
-                      algo->steps(c->workers, c->collective), algo->sends))
+                      algo->steps(run->shape, c->collective), algo->sends))
       return RS_ENOMEM;
   }
   return RS_OK;

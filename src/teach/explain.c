@@ -385,6 +385,7 @@ static const rs_algo_t *narr_init(narr_t *x, FILE *out, const rs_run_t *run,
   assert(a); /* auto is refused before, or is a bucket's choice */
   *x = (narr_t){.pub = {.ops = &narr_ops,
                         .workers = W,
+                        .shape = run->shape,
                         .op = op,
                         .fold_phrase = words_of(op)->fold_phrase,
                         .result = words_of(op)->result},
@@ -394,8 +395,9 @@ static const rs_algo_t *narr_init(narr_t *x, FILE *out, const rs_run_t *run,
                 .n = run->buckets[b].elems,
                 .base = run->buckets[b].elem_offset,
                 .eb = run->buf_elem_bytes};
-  x->cols = a->layout(W, x->n, run->config.segment_bytes / run->elem_size,
-                      x->col_off, &x->col_word, &x->col_words);
+  x->cols =
+      a->layout(run->shape, x->n, run->config.segment_bytes / run->elem_size,
+                x->col_off, &x->col_word, &x->col_words);
   assert(x->cols <= MAX_COLS);
   for (int r = 0; r < W; r++)
     for (int c = 0; c < x->cols; c++)
@@ -554,7 +556,7 @@ int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
     *word = NULL;
     return 0;
   }
-  return a->layout(run->config.workers, run->buckets[bucket].elems,
+  return a->layout(run->shape, run->buckets[bucket].elems,
                    run->config.segment_bytes / run->elem_size, offsets, word,
                    &words);
 }
