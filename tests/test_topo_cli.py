@@ -218,7 +218,18 @@ class TopoCli(unittest.TestCase):
                            "--algo", "ring", "--no-trace", cwd=self.dir)
         self.assertEqual(rc, 0, err)
         self.assertRegex(out, r"off node   0-\d+ bytes per worker through the NICs; "
-                              r"busiest NIC: node \d's NIC 0, \d+ bytes (out|in)")
+                              r"busiest NIC: node \d's NIC 0, \d+ bytes (out|in) "
+                              r"\([0-9.]+ [KM]iB\)\n")  # the ring shares no NIC
+        # rhd's crossing steps share each node's one NIC among its 4 GPUs,
+        # for a halving and a doubling: twice one transfer's wire time
+        rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
+                           "--algo", "rhd", "--no-trace", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        m = re.search(r"busiest NIC: node \d's NIC 0, (\d+) bytes (out|in) .*, shared "
+                      r"\(by up to 4 GPUs\) for ([0-9.]+) us\n", out)
+        self.assertIsNotNone(m, out)
+        # each GPU sends its eighth of the model twice at 25 GB/s / 4
+        self.assertAlmostEqual(float(m.group(3)), 2 * 814120 / 8 / 6.25e9 * 1e6, delta=0.01)
         # the text report names the topology
         rc, out, err = run("-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,
                            "--no-trace", cwd=self.dir)

@@ -687,6 +687,12 @@ typedef struct rs_worker_stats {
    * (the rest crossed the node's own links); else 0. */
   uint64_t bytes_sent_off_node;
   uint64_t bytes_received_off_node;
+  /* Of those, the simulated time on the wire of the messages whose NIC
+   * side other GPUs shared in their step (the trace's share > 1), sent
+   * and received, and the most GPUs that shared one. */
+  uint64_t sent_shared_ns;
+  uint64_t received_shared_ns;
+  uint64_t most_sharing;
 } rs_worker_stats_t;
 
 typedef struct rs_param_check {

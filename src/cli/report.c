@@ -546,27 +546,39 @@ static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
     lo = b < lo ? b : lo;
     hi = b > hi ? b : hi;
   }
+  uint64_t shared_ns = 0, sharing = 0;
   for (int k = 0; k < nics; k++)
     for (int side = 0; side < 2; side++) {
-      uint64_t sum = 0; /* NIC k: node k / K, its GPUs g with g % K == k % K */
+      /* NIC k: node k / K, its GPUs g with g % K == k % K; the time it was
+       * shared is its GPUs' longest (they shared it at the same steps) */
+      uint64_t sum = 0, ns = 0, n = 0;
       for (int g = k % t->nics; g < t->gpus; g += t->nics) {
         const rs_worker_stats_t *st =
             rs_run_worker_stats(r->run, k / t->nics * t->gpus + g);
         sum += side ? st->bytes_received_off_node : st->bytes_sent_off_node;
+        const uint64_t g_ns = side ? st->received_shared_ns : st->sent_shared_ns;
+        ns = g_ns > ns ? g_ns : ns;
+        n = st->most_sharing > n ? st->most_sharing : n;
       }
       if (sum > most) {
         most = sum;
         busiest = k;
         out = !side;
+        shared_ns = ns;
+        sharing = n;
       }
     }
-  char range[64], size[32];
+  char range[64], size[32], shared[96] = "";
   range_text(lo, hi, "byte", range, sizeof range);
   cli_human_bytes((double)most, size, sizeof size);
+  if (shared_ns)
+    snprintf(shared, sizeof shared,
+             ", shared (by up to %" PRIu64 " GPUs) for %.3f us", sharing,
+             (double)shared_ns / 1e3);
   printf("  off node   %s per worker through the NICs; busiest NIC: node "
-         "%d's NIC %d, %" PRIu64 " bytes %s (%s)\n",
+         "%d's NIC %d, %" PRIu64 " bytes %s (%s)%s\n",
          range, busiest / t->nics, busiest % t->nics, most,
-         out ? "out" : "in", size);
+         out ? "out" : "in", size, shared);
 }
 
 static void print_traffic(const report_t *r, const rs_config_t *cfg,

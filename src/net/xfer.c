@@ -130,6 +130,11 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
   w->stats.bytes_sent += elems * w->elem_size;
   if (off_node(w, peer))
     w->stats.bytes_sent_off_node += elems * w->elem_size;
+  if (hdr.sim_share > 1) { /* its NIC side was shared (netmodel.h) */
+    w->stats.sent_shared_ns += hdr.sim_wire_ns;
+    if (hdr.sim_share > w->stats.most_sharing)
+      w->stats.most_sharing = hdr.sim_share;
+  }
   return RS_OK;
 }
 
@@ -216,6 +221,11 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
       rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
                    action == RS_RECV_COPY ? 0 : elems * w->elem_size);
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
+  if (msg->sim_share > 1) { /* (read before the slot is released) */
+    w->stats.received_shared_ns += msg->sim_wire_ns;
+    if (msg->sim_share > w->stats.most_sharing)
+      w->stats.most_sharing = msg->sim_share;
+  }
   e->tp->release(e);
   w->stats.bytes_received += elems * w->elem_size;
   if (off_node(w, peer))
