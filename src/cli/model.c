@@ -50,10 +50,13 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
                                                     bucket_count, seg_bytes,
                                                     elem_size);
   }
+  uint64_t last = 0; /* the bucket before's: DDP's buckets repeat a size */
   for (size_t b = 0; b < bucket_count && !cli_signal(); b++) {
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
-    t.predicted += rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
-                                            seg_bytes, elem_size);
+    if (b == 0 || buckets[b].elems != buckets[b - 1].elems)
+      last = rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
+                                      seg_bytes, elem_size);
+    t.predicted += last;
     t.segs += k;
   }
   return t;

@@ -3,6 +3,7 @@
  * size (algo/auto.c's argmin) among those the config allows.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "algo/list.h"
 #include "base/util.h"
@@ -40,10 +41,16 @@ int rs__run_choose_algos(rs_run_t *run, char *errmsg) {
   run->result.steps = 0;
   for (size_t b = 0; b < buckets; b++) {
     rs_algorithm_t a = c->algo;
-    if (autoc)
+    uint64_t *pred = autoc ? &run->bucket_predicted[b * RS_ALGO_COUNT] : NULL;
+    if (autoc && b && run->buckets[b].elems == run->buckets[b - 1].elems) {
+      /* the same size as the bucket before: its choice (DDP's buckets
+       * repeat a size, and a topology's predictions are simulations) */
+      a = run->bucket_choice[b - 1];
+      memcpy(pred, pred - RS_ALGO_COUNT, RS_ALGO_COUNT * sizeof *pred);
+    } else if (autoc) {
       a = rs_auto_choose(&run->auto_model, c->workers, run->buckets[b].elems,
-                         c->segment_bytes, run->elem_size, mask,
-                         &run->bucket_predicted[b * RS_ALGO_COUNT]);
+                         c->segment_bytes, run->elem_size, mask, pred);
+    }
     run->bucket_choice[b] = a;
     run->bucket_algo[b] = rs__algo_get(a);
     run->algos_used |= 1u << a;

@@ -427,10 +427,15 @@ static void conclude(rs_run_t *run, const pool_t *pool, timing_t *timing,
     for (int r = 0; r < W; r++)
       if (run->workers[r].sim.clock > run->result.sim_ns)
         run->result.sim_ns = run->workers[r].sim.clock;
-    for (size_t b = 0; b < run->result.buckets; b++)
-      run->result.predicted_ns += rs_netmodel_predict_algo(
-          run->bucket_choice[b], &run->config.net, W, run->buckets[b].elems,
-          run->bucket_segs[b], run->config.segment_bytes, run->elem_size);
+    uint64_t last = 0; /* the bucket before's, if the same size and algo */
+    for (size_t b = 0; b < run->result.buckets; b++) {
+      if (b == 0 || run->buckets[b].elems != run->buckets[b - 1].elems ||
+          run->bucket_choice[b] != run->bucket_choice[b - 1])
+        last = rs_netmodel_predict_algo(
+            run->bucket_choice[b], &run->config.net, W, run->buckets[b].elems,
+            run->bucket_segs[b], run->config.segment_bytes, run->elem_size);
+      run->result.predicted_ns += last;
+    }
   }
 }
 
