@@ -262,7 +262,10 @@ class Viewer(BrowserCase):
                 # W=16 side by side: a simulated 54 ms (60 ticks a ms apart before
                 # the axis chose its step by its labels' width), and recursive doubling
                 ("W16sim", ["-p", small, "-w", 16, "--net", "latency=1800us,bandwidth=10GB/s"]),
-                ("W16rd", ["-p", small, "-w", 16, "--algo", "rd"])):
+                ("W16rd", ["-p", small, "-w", 16, "--algo", "rd"]),
+                # 2 nodes of 2 GPUs sharing 1 NIC each: the topology view
+                ("topo", ["-p", small, "--algo", "rhd", "--topo",
+                          "nodes=2,gpus=2,nics=1,intra=1us/100GB/s,nic=5us/25GB/s"])):
             p = subprocess.run([RINGSIM, "--trace", cls.db, *map(str, args)],
                                capture_output=True, text=True)
             assert p.returncode == 0, p.stderr
@@ -475,6 +478,40 @@ class Viewer(BrowserCase):
             "return [[...t.rows[0].cells].map(c => c.textContent), "
             "[...t.rows[1].cells].map(c => c.textContent)]", self.pane())
         return dict(zip(*row))
+
+    # viewer-topo: a --topo run shows its cluster: a box per node, a
+    # circle per GPU, a box per NIC, and a line per link whose title gives
+    # the bytes it carried, each the SQL sum of the transfers over that GPU
+    # pair (within a node) or NIC pair (between nodes); a run without a
+    # topology shows none.
+    def test_topology_view(self):
+        self.open(self.page)
+        self.select_run(self.runs["topo"])
+        counts = self.driver.execute_script(
+            "const s = arguments[0].querySelector('svg.topo'); return s && "
+            "[s.querySelectorAll('rect.node').length, s.querySelectorAll('circle.gpu').length, "
+            "s.querySelectorAll('rect.nic').length]", self.pane())
+        self.assertEqual(counts, [2, 4, 2])
+        self.assertIn("Topology: 2 nodes x 2 GPUs, 1 NIC per node", self.pane().text)
+        titles = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('svg.topo .link title')]"
+            ".map(t => t.textContent)", self.pane())
+        shown = {}
+        for t in titles:
+            what, nbytes = t.split(": ")
+            kind, src, _, _, dst = what.split()
+            shown[(kind, int(src), int(dst))] = int(nbytes.split()[0].replace(",", ""))
+        want = {}
+        for src, dst, nbytes in self.con.execute(
+                "SELECT src, dst, sum(bytes) FROM transfer WHERE run_id = ? GROUP BY src, dst",
+                (self.runs["topo"],)):
+            key = ("GPU", src, dst) if src // 2 == dst // 2 else ("NIC", src // 2, dst // 2)
+            want[key] = want.get(key, 0) + nbytes
+        self.assertEqual(shown, want)
+        self.select_run(self.runs["W4"])
+        self.assertIsNone(self.driver.execute_script(
+            "return arguments[0].querySelector('svg.topo')", self.pane()))
+        self.assert_no_console_errors()
 
     def test_failed_run_shows_its_fault(self):
         self.open(self.page)

@@ -12,6 +12,7 @@ from .replay import (ALGO_NAMES, algo_name, contributors, has_sim_times, injecte
     phases_present, pick_run, replay_holdings, replay_regions, ring_ranges, run_algo, run_failed,
     schedule_messages, status_line, time_columns, transfer_count, tree_chunks)
 from .timeline import TIMELINE_DETAIL_LIMIT
+from .topo import MAX_GPUS, MAX_NODES, run_topology, topo_data
 
 
 # The page's template: HTML, styles and script in one file, beside this
@@ -266,7 +267,25 @@ def html_run(con, run):
     if n and has_sim_times(con, run):
         out["clocks"]["sim"] = timeline_view(con, run, "sim")
     out["failure"] = failure_view(con, run)
+    out["topo"] = topo_view(con, run)
     return out
+
+
+def topo_view(con, run):
+    """A --topo run's cluster as `topo` draws it (topo.py): nodes, gpus,
+    nics, and the bytes of each GPU-to-GPU link within a node and each
+    NIC-to-NIC path between nodes; None for a run without a topology, or
+    one too large to draw (then its size alone)."""
+    try:
+        topo = run_topology(run)
+    except ToolError:
+        return None
+    view = {"nodes": topo["nodes"], "gpus": topo["gpus"], "nics": topo["nics"],
+            "drawn": topo["nodes"] <= MAX_NODES and topo["gpus"] <= MAX_GPUS}
+    intra, inter = topo_data(con, run, topo)
+    view["intra"] = [[s, d, b] for (s, d), b in sorted(intra.items())]
+    view["inter"] = [[s, d, b] for (s, d), b in sorted(inter.items())]
+    return view
 
 
 # What the HTML parser acts on inside a script element ('</script' ends it,
