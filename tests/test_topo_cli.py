@@ -401,6 +401,24 @@ class TopoCli(unittest.TestCase):
         finally:
             con.close()
 
+    # topo-cli-17: a network so slow that the simulated time could pass
+    # 2^63 ns (292 years, what --json and the trace hold) is refused in one
+    # line, exit 2, with nothing printed or written: a run before it runs
+    # (its bound: every message at the slowest rate and longest latency),
+    # ringsim model once its clocks, which saturate, say so; where the
+    # clocks once wrapped to a negative sim_ns with exit 0.
+    def test_simulated_time_too_long(self):
+        for net in (["--topo", "nodes=2,gpus=2,intra=1us/1GB/s,nic=9000000000s/1GB/s"],
+                    ["--net", "latency=9000000000s,bandwidth=1GB/s", "-w", 4]):
+            with self.subTest(net=net):
+                self.refused(net, ["could pass 2^63 ns (292 years)", net[0]])
+                self.refused(net + ["--algo", "linear"],
+                             ["the simulated time passes 2^63 ns (292 years)"], "model")
+        self.refused(["--net", "latency=9000000000s,bandwidth=1GB/s", "-w", "4,8"],
+                     ["the simulated time passes 2^63 ns"], "model")
+        self.refused(["--topo", "nodes=2,gpus=8,intra=1us/1B/s,nic=9000000000s/1B/s",
+                      "--algo", "all"], ["the simulated time passes 2^63 ns"], "model")
+
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):
         rc, out, err = run("diff", "-p", self.model, "-w", 8, "--topo", TWO_BY_FOUR,

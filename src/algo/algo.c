@@ -88,7 +88,7 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
   for (int r = 0; r < workers; r++)
     end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
   simrun_free(&s);
-  return end;
+  return end < UINT64_MAX ? end : UINT64_MAX - 1; /* (saturated: netmodel.h) */
 }
 
 void rs__simrun_step(rs_simrun_t *s) {

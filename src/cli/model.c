@@ -4,6 +4,7 @@
  * the machine. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "ringsim/ringsim.h"
@@ -33,6 +34,20 @@ typedef struct model_time {
   size_t segs; /* the ring's segments per chunk, over the buckets */
 } model_time_t;
 
+/* A time past what --json holds (2^63 ns, 292 years): the network is too
+ * slow for the model (the clocks saturate rather than wrap). */
+static int too_long(const model_time_t *t) {
+  return (t->sim != UINT64_MAX && t->sim > (uint64_t)INT64_MAX) ||
+         t->predicted > (uint64_t)INT64_MAX ||
+         (t->uncontended != UINT64_MAX && t->uncontended > (uint64_t)INT64_MAX);
+}
+
+static int too_long_error(void) {
+  return cli_usage_error(
+      "model: %s", "the simulated time passes 2^63 ns (292 years), more than "
+                   "the report holds: give faster links or a smaller model");
+}
+
 static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
                                int W, const rs_bucket_t *buckets,
                                size_t bucket_count, size_t seg_bytes,
@@ -44,11 +59,11 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
   if (net->topo.enabled) {
     rs_netmodel_t own = *net;
     own.topo.nics = own.topo.gpus;
-    t.uncontended = own.topo.nics == net->topo.nics
-                        ? t.sim
-                        : rs_netmodel_simulate_algo(algo, &own, W, buckets,
-                                                    bucket_count, seg_bytes,
-                                                    elem_size);
+    t.uncontended =
+        own.topo.nics == net->topo.nics
+            ? t.sim
+            : rs_netmodel_simulate_algo(algo, &own, W, buckets, bucket_count,
+                                        seg_bytes, elem_size);
   }
   uint64_t last = 0; /* the bucket before's: DDP's buckets repeat a size */
   for (size_t b = 0; b < bucket_count && !cli_signal(); b++) {
@@ -56,7 +71,8 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
     if (b == 0 || buckets[b].elems != buckets[b - 1].elems)
       last = rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
                                       seg_bytes, elem_size);
-    t.predicted += last;
+    t.predicted =
+        t.predicted > UINT64_MAX - last ? UINT64_MAX : t.predicted + last;
     t.segs += k;
   }
   return t;
@@ -232,101 +248,130 @@ static int print_all(const options_t *opt, const rs_model_t *model,
 /* `ringsim model` with a list of sizes (--workers 8,64,512 under --net,
  * or --topo ...,nodes=1,8,64): a row per size, the algorithm's time (or
  * every algorithm's with --algo all, and the fastest), net as given but
- * for each row's workers (and nodes). */
-static int print_rows(const options_t *opt, const rs_model_t *model,
-                      const rs_netmodel_t *net, const rs_bucket_t *buckets,
-                      size_t bucket_count) {
-  const size_t seg_bytes = opt->config.segment_bytes;
+ * for each row's workers (and nodes). Every row is computed before any is
+ * printed, so a failure prints nothing on stdout. */
+typedef struct model_rows {
+  model_time_t t[CLI_MODEL_MAX_ROWS][RS_ALGO_COUNT];
+  int best[CLI_MODEL_MAX_ROWS];
+  int first, last; /* the algorithms of the rows */
+} model_rows_t;
+
+/* Each row's times; 0, or the exit status (having said why). */
+static int compute_rows(const options_t *opt, const rs_model_t *model,
+                        const rs_netmodel_t *net, const rs_bucket_t *buckets,
+                        size_t bucket_count, model_rows_t *m) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
-  const double bytes = (double)rs_model_elems(model) * (double)elem_size;
-  const int topo = net->topo.enabled;
-  const int first = opt->algo_all ? 0 : (int)opt->config.algo;
-  const int last = opt->algo_all ? RS_ALGO_COUNT - 1 : (int)opt->config.algo;
-  json_t *rows = json_array();
-  char size[32], name[CLI_SAFE_MAX];
-  cli_human_bytes(bytes, size, sizeof size);
-  if (!opt->json) {
-    printf("ringsim model: %s on \"%s\", %s per worker, %d sizes (the "
-           "schedules alone: no threads, no data)\n",
-           opt->algo_all ? "every algorithm"
-                         : rs_algorithm_name(opt->config.algo),
-           cli_safe(rs_model_name(model), name, sizeof name), size,
-           opt->rows.count);
-    rs_netmodel_t shown = *net;
-    shown.topo.nodes = 0; /* (cli_print_network: each row's) */
-    cli_print_network(&shown);
-    printf("\n  %7s %6s  simulated us%s\n  %7s %6s", "", "",
-           topo && !opt->algo_all
-               ? ", and with a NIC for every GPU (no NIC shared)"
-               : "",
-           "workers", topo ? "nodes" : "");
-    for (int a = first; a <= last; a++)
-      printf(" %10s", rs_algorithm_name((rs_algorithm_t)a));
-    if (topo && !opt->algo_all)
-      printf(" %12s", "own NICs");
-    printf(" %11s%s\n", opt->algo_all ? "best busbw" : "busbw GB/s",
-           opt->algo_all ? "  fastest" : "");
-  }
-  for (int i = 0; i < opt->rows.count && !cli_signal(); i++) {
+  for (int i = 0; i < opt->rows.count; i++) {
     rs_netmodel_t row = *net;
-    const int W = opt->rows.workers[i];
-    if (topo)
+    if (net->topo.enabled)
       row.topo.nodes = opt->rows.nodes[i];
-    model_time_t t[RS_ALGO_COUNT];
-    int best = first;
-    for (int a = first; a <= last; a++) {
-      t[a] = model_time((rs_algorithm_t)a, &row, W, buckets, bucket_count,
-                        seg_bytes, elem_size);
-      if (t[a].sim == UINT64_MAX) {
-        json_decref(rows);
+    m->best[i] = m->first;
+    for (int a = m->first; a <= m->last; a++) {
+      model_time_t *t = &m->t[i][a];
+      *t = model_time((rs_algorithm_t)a, &row, opt->rows.workers[i], buckets,
+                      bucket_count, opt->config.segment_bytes, elem_size);
+      if (cli_signal())
+        return EXIT_RUN;
+      if (t->sim == UINT64_MAX) {
+        fprintf(stderr, "ringsim: out of memory\n");
         return EXIT_RUN;
       }
-      best = t[a].sim < t[best].sim ? a : best;
+      if (too_long(t))
+        return too_long_error();
+      m->best[i] = t->sim < m->t[i][m->best[i]].sim ? a : m->best[i];
     }
-    if (cli_signal())
-      break;
-    const double algbw = t[best].sim ? bytes / (double)t[best].sim : 0;
-    if (opt->json) {
-      json_t *times = json_object();
-      for (int a = first; a <= last; a++) {
-        json_t *one = json_pack("{s:I, s:I}", "sim_ns", (json_int_t)t[a].sim,
-                                "predicted_ns", (json_int_t)t[a].predicted);
-        if (t[a].uncontended != UINT64_MAX)
-          json_object_set_new(one, "uncontended_ns",
-                              json_integer((json_int_t)t[a].uncontended));
-        json_object_set_new(times, rs_algorithm_name((rs_algorithm_t)a), one);
-      }
-      json_t *r = json_pack("{s:i, s:o, s:s, s:f}", "workers", W, "algos",
-                            times, "fastest",
-                            rs_algorithm_name((rs_algorithm_t)best),
-                            "busbw_gbs", rs_busbw(algbw, W));
-      if (topo)
-        json_object_set_new(r, "nodes", json_integer(row.topo.nodes));
-      json_array_append_new(rows, r);
-      continue;
+  }
+  return 0;
+}
+
+static int rows_json(const options_t *opt, const rs_model_t *model,
+                     const model_rows_t *m, double bytes) {
+  json_t *rows = json_array();
+  for (int i = 0; i < opt->rows.count; i++) {
+    const int W = opt->rows.workers[i], best = m->best[i];
+    const double algbw =
+        m->t[i][best].sim ? bytes / (double)m->t[i][best].sim : 0;
+    json_t *times = json_object();
+    for (int a = m->first; a <= m->last; a++) {
+      const model_time_t *t = &m->t[i][a];
+      json_t *one = json_pack("{s:I, s:I}", "sim_ns", (json_int_t)t->sim,
+                              "predicted_ns", (json_int_t)t->predicted);
+      if (t->uncontended != UINT64_MAX)
+        json_object_set_new(one, "uncontended_ns",
+                            json_integer((json_int_t)t->uncontended));
+      json_object_set_new(times, rs_algorithm_name((rs_algorithm_t)a), one);
     }
-    printf("  %7d", W);
-    if (topo)
-      printf(" %6d", row.topo.nodes);
-    else
-      printf(" %6s", "");
-    for (int a = first; a <= last; a++)
-      printf(" %10.3f", (double)t[a].sim / 1e3);
-    if (topo && !opt->algo_all)
-      printf(" %12.3f", (double)t[first].uncontended / 1e3);
-    printf(" %11.3f%s%s\n", rs_busbw(algbw, W), opt->algo_all ? "  " : "",
-           opt->algo_all ? rs_algorithm_name((rs_algorithm_t)best) : "");
-  }
-  if (cli_signal()) {
-    json_decref(rows);
-    return EXIT_RUN;
-  }
-  if (!opt->json) {
-    json_decref(rows);
-    return 0;
+    json_t *r = json_pack("{s:i, s:o, s:s, s:f}", "workers", W, "algos", times,
+                          "fastest", rs_algorithm_name((rs_algorithm_t)best),
+                          "busbw_gbs", rs_busbw(algbw, W));
+    if (opt->rows.nodes[0])
+      json_object_set_new(r, "nodes", json_integer(opt->rows.nodes[i]));
+    json_array_append_new(rows, r);
   }
   return print_json(json_pack("{s:s, s:I, s:o}", "model", rs_model_name(model),
                               "bytes", (json_int_t)bytes, "rows", rows));
+}
+
+static void rows_text(const options_t *opt, const rs_model_t *model,
+                      const rs_netmodel_t *net, const model_rows_t *m,
+                      double bytes) {
+  const int topo = net->topo.enabled, all = opt->algo_all;
+  char size[32], name[CLI_SAFE_MAX];
+  cli_human_bytes(bytes, size, sizeof size);
+  printf("ringsim model: %s on \"%s\", %s per worker, %d sizes (the "
+         "schedules alone: no threads, no data)\n",
+         all ? "every algorithm" : rs_algorithm_name(opt->config.algo),
+         cli_safe(rs_model_name(model), name, sizeof name), size,
+         opt->rows.count);
+  rs_netmodel_t shown = *net;
+  shown.topo.nodes = 0; /* (cli_print_network: each row's) */
+  cli_print_network(&shown);
+  printf("\n  %7s %6s  simulated us%s\n  %7s %6s", "", "",
+         topo && !all ? ", and with a NIC for every GPU (no NIC shared)" : "",
+         "workers", topo ? "nodes" : "");
+  for (int a = m->first; a <= m->last; a++)
+    printf(" %10s", rs_algorithm_name((rs_algorithm_t)a));
+  if (topo && !all)
+    printf(" %12s", "own NICs");
+  printf(" %11s%s\n", all ? "best busbw" : "busbw GB/s",
+         all ? "  fastest" : "");
+  for (int i = 0; i < opt->rows.count; i++) {
+    const int W = opt->rows.workers[i], best = m->best[i];
+    const double algbw =
+        m->t[i][best].sim ? bytes / (double)m->t[i][best].sim : 0;
+    printf("  %7d", W);
+    if (topo)
+      printf(" %6d", opt->rows.nodes[i]);
+    else
+      printf(" %6s", "");
+    for (int a = m->first; a <= m->last; a++)
+      printf(" %10.3f", (double)m->t[i][a].sim / 1e3);
+    if (topo && !all)
+      printf(" %12.3f", (double)m->t[i][m->first].uncontended / 1e3);
+    printf(" %11.3f%s%s\n", rs_busbw(algbw, W), all ? "  " : "",
+           all ? rs_algorithm_name((rs_algorithm_t)best) : "");
+  }
+}
+
+static int print_rows(const options_t *opt, const rs_model_t *model,
+                      const rs_netmodel_t *net, const rs_bucket_t *buckets,
+                      size_t bucket_count) {
+  model_rows_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
+  }
+  m->first = opt->algo_all ? 0 : (int)opt->config.algo;
+  m->last = opt->algo_all ? RS_ALGO_COUNT - 1 : (int)opt->config.algo;
+  const double bytes = (double)rs_model_elems(model) *
+                       (double)rs_dtype_size(rs_model_dtype(model));
+  int rc = compute_rows(opt, model, net, buckets, bucket_count, m);
+  if (rc == 0 && opt->json)
+    rc = rows_json(opt, model, m, bytes);
+  else if (rc == 0)
+    rows_text(opt, model, net, m, bytes);
+  free(m);
+  return rc;
 }
 
 int cli_run_model(const options_t *opt, const rs_model_t *model) {
@@ -374,8 +419,6 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   if (opt->rows.count > 1) {
     int rc = print_rows(opt, model, net, buckets, bucket_count);
     free(buckets);
-    if (rc && !cli_signal())
-      fprintf(stderr, "ringsim: out of memory\n");
     return rc;
   }
   if (opt->algo_all) {
@@ -386,6 +429,9 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     free(buckets);
     if (cli_signal())
       return EXIT_RUN;
+    for (int a = 0; a < RS_ALGO_COUNT; a++)
+      if (too_long(&t[a]))
+        return too_long_error();
     int rc = print_all(opt, model, t, bytes);
     if (rc)
       fprintf(stderr, "ringsim: out of memory\n");
@@ -400,6 +446,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;
   }
+  if (too_long(&t))
+    return too_long_error();
   const uint64_t sim = t.sim, predicted = t.predicted;
   const size_t segs = t.segs;
   double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */

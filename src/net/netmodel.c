@@ -198,3 +198,40 @@ double rs_busbw_factor(int workers) { return 2.0 * (workers - 1) / workers; }
 double rs_busbw(double algbw, int workers) {
   return algbw * 2.0 * (workers - 1) / workers;
 }
+
+/* The slowest rate of a link, or of a shared NIC (its bandwidth over the
+ * node's GPUs), and the longest latency. */
+static void extremes(const rs_netmodel_t *m, double *rate, double *latency) {
+  double r = m->topo.enabled ? (double)m->topo.intra.bandwidth
+                             : (double)m->link.bandwidth;
+  double l = m->topo.enabled ? (double)m->topo.intra.latency_ns
+                             : (double)m->link.latency_ns;
+  if (m->topo.enabled) {
+    const double shared = (double)m->topo.nic.bandwidth / m->topo.gpus;
+    r = shared < r ? shared : r;
+    l = (double)m->topo.nic.latency_ns > l ? (double)m->topo.nic.latency_ns : l;
+  }
+  for (int i = 0; i < m->link_count; i++) {
+    const rs_link_model_t *o = &m->links[i].link;
+    if (o->bandwidth != RS_NET_UNSET && (double)o->bandwidth < r)
+      r = (double)o->bandwidth;
+    if (o->latency_ns != RS_NET_UNSET && (double)o->latency_ns > l)
+      l = (double)o->latency_ns;
+  }
+  *rate = r;
+  *latency = l;
+}
+
+double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
+                        double max_bytes, double steps) {
+  if (!m->enabled)
+    return 0;
+  double rate, latency, straggle = 0;
+  extremes(m, &rate, &latency);
+  const double wire = rate > 0 ? max_bytes * 1e9 / rate : 0;
+  const double fold = m->reduce_rate ? max_bytes * 1e9 / m->reduce_rate : 0;
+  for (int i = 0; i < m->straggler_count; i++)
+    if ((double)m->stragglers[i].delay_ns > straggle)
+      straggle = (double)m->stragglers[i].delay_ns;
+  return messages * (latency + 2 * wire + fold) + steps * straggle;
+}

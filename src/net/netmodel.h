@@ -43,13 +43,34 @@ static inline uint64_t rs__net_ns(size_t bytes, uint64_t rate) {
   if (rate == 0 || bytes == 0)
     return 0;
   unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
-  return (uint64_t)((num + rate - 1) / rate);
+  unsigned __int128 ns = (num + rate - 1) / rate;
+  return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
+
+/* a + b, or UINT64_MAX where it would wrap: a simulated clock saturates
+ * rather than run backwards (a run refuses a network that could get there:
+ * rs__sim_bound_ns; ringsim model says so of a time past RS_SIM_NS_MAX). */
+static inline uint64_t rs__sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* The longest simulated time a run, a trace and --json hold: 2^63 - 1 ns
+ * (292 years). */
+#define RS_SIM_NS_MAX ((uint64_t)INT64_MAX)
+
+/* An upper bound on the simulated time of a schedule of `messages`
+ * messages in all (every worker's, every iteration's), none larger than
+ * max_bytes, and `steps` steps in all (every worker's), under m: each
+ * message's latency, its wire time out and in at the slowest rate any
+ * link or shared NIC has, and its reduction, plus every step's
+ * straggler. */
+double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
+                        double max_bytes, double steps);
 
 /* A step begins: a straggler computes first. */
 static inline void rs__sim_step(rs_simclock_t *c) {
   if (c->net)
-    c->clock += c->straggler_ns;
+    c->clock = rs__sat_add(c->clock, c->straggler_ns);
 }
 
 /* A segment of bytes leaves for worker dst in the algorithm's global step
@@ -82,9 +103,9 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     wire = rs__net_ns(bytes, c->out.bandwidth);
   }
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
-  c->link_free = depart + wire;
+  c->link_free = rs__sat_add(depart, wire);
   *depart_ns = depart;
-  *arrive_ns = depart + latency + wire;
+  *arrive_ns = rs__sat_add(c->link_free, latency);
   *wire_ns = wire;
 }
 
@@ -99,13 +120,14 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
                                     uint64_t wire_ns, size_t reduced_bytes) {
   if (!c->net)
     return 0;
-  if (c->in_free + wire_ns > arrive_ns)
-    arrive_ns = c->in_free + wire_ns;
+  if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
+    arrive_ns = rs__sat_add(c->in_free, wire_ns);
   c->in_free = arrive_ns;
   if (arrive_ns > c->clock)
     c->clock = arrive_ns;
   uint64_t received = c->clock;
-  c->clock += rs__net_ns(reduced_bytes, c->net->reduce_rate);
+  c->clock =
+      rs__sat_add(c->clock, rs__net_ns(reduced_bytes, c->net->reduce_rate));
   return received;
 }
 

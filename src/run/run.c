@@ -109,6 +109,29 @@ static void size_channels(const rs_run_t *run, sizing_t *s) {
     s->slots = (int)safe;
 }
 
+/* Refuse a run whose simulated time could pass what a report, --json and
+ * the trace hold (RS_SIM_NS_MAX): links so slow, or latencies so long,
+ * that its clocks could run past 292 years (netmodel.h's bound: every
+ * message at the slowest rate and the longest latency). */
+static int check_sim_time(const rs_run_t *run, char *errmsg) {
+  const rs_config_t *c = &run->config;
+  if (!c->net.enabled || c->workers < 2)
+    return RS_OK;
+  const double runs = (double)c->workers * (c->warmup + c->iterations);
+  const double bound = rs__sim_bound_ns(
+      &c->net, rs__run_events_total(run),
+      (double)rs__run_largest_bucket(run) * (double)run->elem_size,
+      runs * (double)run->result.steps * (double)run->result.buckets);
+  if (!(bound > (double)RS_SIM_NS_MAX))
+    return RS_OK;
+  return rs__err(errmsg, RS_EINVAL,
+                 "%s: its links are so slow, or its latencies so long, for "
+                 "this run that the simulated time could pass 2^63 ns (292 "
+                 "years), more than the report and the trace hold: give "
+                 "faster links or a smaller run",
+                 c->net.topo.enabled ? "--topo" : "--net");
+}
+
 /* Refuse a run that cannot fit in memory before allocating any of it. */
 static int check_memory(const rs_run_t *run, const sizing_t *s, char *errmsg) {
   const rs_config_t *config = &run->config;
@@ -306,6 +329,8 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
     size_channels(run, &s);
     rc = check_memory(run, &s, errmsg);
   }
+  if (rc == RS_OK)
+    rc = check_sim_time(run, errmsg);
   if (rc == RS_OK) {
     report_layout(run, &s);
     if (alloc_buffers(run) || open_edges(run, &s) ||
