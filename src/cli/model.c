@@ -374,14 +374,9 @@ static int print_rows(const options_t *opt, const rs_model_t *model,
   return rc;
 }
 
-int cli_run_model(const options_t *opt, const rs_model_t *model) {
+/* The network and the rows, checked: -1, or the exit status (said). */
+static int check_network(const options_t *opt, const rs_netmodel_t *net) {
   char err[RS_ERRMSG_MAX];
-  /* The simulations stop at a signal (signals.c): nothing is printed, and
-   * main exits 128 + the signal. */
-  rs_netmodel_t stoppable = opt->config.net;
-  stoppable.stop = cli_signal_flag();
-  const rs_netmodel_t *net = &stoppable;
-  const int W = opt->config.workers;
   if (!net->enabled)
     return cli_usage_error("model: %s",
                            "--net latency=...,bandwidth=... is required, or "
@@ -402,9 +397,80 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     if (rs_netmodel_check(&row, opt->rows.workers[i], err))
       return cli_usage_error("model: %s", err);
   }
-  if (rs_netmodel_check(net, W, err))
+  if (rs_netmodel_check(net, opt->config.workers, err))
     return cli_usage_error("model: %s", err);
-  size_t elems = rs_model_elems(model);
+  return -1;
+}
+
+/* One algorithm's time, as text or --json. */
+static int print_one(const options_t *opt, const rs_model_t *model,
+                     const rs_netmodel_t *net, const model_time_t *t,
+                     size_t bucket_count) {
+  const int W = opt->config.workers;
+  const rs_algorithm_t algo = opt->config.algo;
+  const size_t elems = rs_model_elems(model);
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const double bytes = (double)elems * (double)elem_size;
+  const uint64_t sim = t->sim;
+  double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
+  double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
+  if (opt->json) {
+    json_t *o = json_pack(
+        "{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
+        rs_model_name(model), "algo", rs_algorithm_name(algo), "workers", W,
+        "elems", (json_int_t)elems, "bytes", (json_int_t)(elems * elem_size),
+        "buckets", (json_int_t)bucket_count, "segs_per_chunk",
+        (json_int_t)t->segs, "sim_ns", (json_int_t)sim, "predicted_ns",
+        (json_int_t)t->predicted, "algbw_gbs", algbw, "busbw_gbs", busbw);
+    if (o && t->uncontended != UINT64_MAX)
+      json_object_set_new(o, "uncontended_ns",
+                          json_integer((json_int_t)t->uncontended));
+    return print_json(o);
+  }
+  char size[32], name[CLI_SAFE_MAX];
+  cli_human_bytes(bytes, size, sizeof size);
+  printf("ringsim model: %s all-reduce of \"%s\" on %d workers, %s per "
+         "worker (the schedule alone: no threads, no data)\n",
+         rs_algorithm_name(algo),
+         cli_safe(rs_model_name(model), name, sizeof name), W, size);
+  cli_print_network(net);
+  if (algo == RS_ALGO_RING)
+    printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
+           "over the buckets\n",
+           bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
+           t->segs, t->segs == 1 ? "" : "s");
+  else
+    printf("\n  schedule   %zu bucket%s of %s\n", bucket_count,
+           bucket_count == 1 ? "" : "s", rs_algorithm_name(algo));
+  printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
+         (double)sim / 1e3, algbw, busbw);
+  printf("  predicted  %.3f us   %s%s\n", (double)t->predicted / 1e3,
+         net->topo.enabled ? "each bucket's schedule alone (a topology has "
+                             "no closed formula)"
+         : algo == RS_ALGO_RING
+             ? RS_NETMODEL_FORMULA
+             : "the algorithm's cost formula (algorithms.md)",
+         net->link_count || net->straggler_count
+             ? " (for a uniform ring: the overrides are not in it)"
+             : "");
+  if (t->uncontended != UINT64_MAX)
+    printf("  own NICs   %.3f us   the same schedule with a NIC for every GPU "
+           "(no NIC shared): contention costs %.3f us\n",
+           (double)t->uncontended / 1e3,
+           (double)(sim - (t->uncontended < sim ? t->uncontended : sim)) / 1e3);
+  return 0;
+}
+
+int cli_run_model(const options_t *opt, const rs_model_t *model) {
+  /* The simulations stop at a signal (signals.c): nothing is printed, and
+   * main exits 128 + the signal. */
+  rs_netmodel_t stoppable = opt->config.net;
+  stoppable.stop = cli_signal_flag();
+  const rs_netmodel_t *net = &stoppable;
+  const int W = opt->config.workers;
+  int rc = check_network(opt, net);
+  if (rc >= 0)
+    return rc;
   rs_bucket_t *buckets;
   size_t bucket_count;
   if (rs_model_buckets(model, opt->config.first_bucket_bytes,
@@ -414,10 +480,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   const size_t seg_bytes = opt->config.segment_bytes;
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
-  const rs_algorithm_t algo = opt->config.algo;
-  double bytes = (double)elems * (double)elem_size;
   if (opt->rows.count > 1) {
-    int rc = print_rows(opt, model, net, buckets, bucket_count);
+    rc = print_rows(opt, model, net, buckets, bucket_count);
     free(buckets);
     return rc;
   }
@@ -432,13 +496,14 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     for (int a = 0; a < RS_ALGO_COUNT; a++)
       if (too_long(&t[a]))
         return too_long_error();
-    int rc = print_all(opt, model, t, bytes);
+    rc = print_all(opt, model, t,
+                   (double)rs_model_elems(model) * (double)elem_size);
     if (rc)
       fprintf(stderr, "ringsim: out of memory\n");
     return rc;
   }
-  model_time_t t =
-      model_time(algo, net, W, buckets, bucket_count, seg_bytes, elem_size);
+  model_time_t t = model_time(opt->config.algo, net, W, buckets, bucket_count,
+                              seg_bytes, elem_size);
   free(buckets);
   if (cli_signal())
     return EXIT_RUN;
@@ -448,53 +513,5 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   if (too_long(&t))
     return too_long_error();
-  const uint64_t sim = t.sim, predicted = t.predicted;
-  const size_t segs = t.segs;
-  double algbw = sim ? bytes / (double)sim : 0; /* bytes per ns = GB/s */
-  double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
-  if (opt->json) {
-    json_t *o = json_pack(
-        "{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
-        rs_model_name(model), "algo", rs_algorithm_name(algo), "workers", W,
-        "elems", (json_int_t)elems, "bytes", (json_int_t)(elems * elem_size),
-        "buckets", (json_int_t)bucket_count, "segs_per_chunk", (json_int_t)segs,
-        "sim_ns", (json_int_t)sim, "predicted_ns", (json_int_t)predicted,
-        "algbw_gbs", algbw, "busbw_gbs", busbw);
-    if (o && t.uncontended != UINT64_MAX)
-      json_object_set_new(o, "uncontended_ns",
-                          json_integer((json_int_t)t.uncontended));
-    return print_json(o);
-  }
-  char size[32], name[CLI_SAFE_MAX];
-  cli_human_bytes(bytes, size, sizeof size);
-  printf("ringsim model: %s all-reduce of \"%s\" on %d workers, %s per "
-         "worker (the schedule alone: no threads, no data)\n",
-         rs_algorithm_name(algo),
-         cli_safe(rs_model_name(model), name, sizeof name), W, size);
-  cli_print_network(net);
-  if (algo == RS_ALGO_RING)
-    printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
-           "over the buckets\n",
-           bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
-           segs, segs == 1 ? "" : "s");
-  else
-    printf("\n  schedule   %zu bucket%s of %s\n", bucket_count,
-           bucket_count == 1 ? "" : "s", rs_algorithm_name(algo));
-  printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
-         (double)sim / 1e3, algbw, busbw);
-  printf("  predicted  %.3f us   %s%s\n", (double)predicted / 1e3,
-         net->topo.enabled ? "each bucket's schedule alone (a topology has "
-                             "no closed formula)"
-         : algo == RS_ALGO_RING
-             ? RS_NETMODEL_FORMULA
-             : "the algorithm's cost formula (algorithms.md)",
-         net->link_count || net->straggler_count
-             ? " (for a uniform ring: the overrides are not in it)"
-             : "");
-  if (t.uncontended != UINT64_MAX)
-    printf("  own NICs   %.3f us   the same schedule with a NIC for every GPU "
-           "(no NIC shared): contention costs %.3f us\n",
-           (double)t.uncontended / 1e3,
-           (double)(sim - (t.uncontended < sim ? t.uncontended : sim)) / 1e3);
-  return 0;
+  return print_one(opt, model, net, &t, bucket_count);
 }
