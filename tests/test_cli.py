@@ -896,7 +896,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(names("bench"), algos + ["auto", "all"])
         self.assertEqual(names("model"), algos + ["all"])
         self.assertIn("gloo-ring", algos)
-        self.assertIn("--algo auto chooses per bucket", self.mode_error("model", ["--algo", "auto"]))
+        self.assertIn("--algo auto chooses an algorithm per bucket of a run", self.mode_error("model", ["--algo", "auto"]))
         for mode in ([], ["model"], ["bench"]):
             rc, out, _ = run(*mode, "--help")
             self.assertEqual(rc, 0, mode)

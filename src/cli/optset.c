@@ -265,8 +265,8 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
   int all = strcmp(value, "all") == 0 && cli_algo_takes_all(o->mode);
   if (algo == RS_ALGO_AUTO && !cli_algo_takes_auto(o->mode)) {
     snprintf(msg, RS_ERRMSG_MAX,
-             "--algo %s chooses per bucket, on this machine; --algo all "
-             "prints every algorithm and the crossovers",
+             "--algo %s chooses an algorithm per bucket of a run; --algo "
+             "all prints every algorithm and the crossovers it chooses by",
              value);
     return -1;
   }
