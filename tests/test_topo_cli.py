@@ -460,12 +460,26 @@ try:
     errors.append(None)
 except ValueError as e:
     errors.append(str(e))
+types = []
+for kwargs in ({"topo": b"dgx-h100"}, {"topo": 8}, {"net": ["latency=1us,bandwidth=1GB/s"]},
+               {"link": [b"0-1:bandwidth=1GB/s"], "net": "latency=1us,bandwidth=1GB/s"}):
+    try:
+        ringsim.allreduce(grads, **kwargs)
+        types.append(None)
+    except TypeError as e:
+        types.append(str(e))
+errors.append(types)
 print(json.dumps(errors))
 """
         p = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.dir,
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stderr)
-        unknown, workers, gpus, net = json.loads(p.stdout)
+        unknown, workers, gpus, net, types = json.loads(p.stdout)
+        # a spec that is not text: a TypeError naming the argument, where
+        # its repr ("b'dgx-h100'") reached the library before
+        self.assertEqual(types, ["topo must be a str, not bytes", "topo must be a str, not int",
+                                 "net must be a str, not list",
+                                 "link[0] must be a str, not bytes (or a list of str)"])
         self.assertIn("--topo 'dgx-a100': unknown item 'dgx-a100'", unknown or "")
         self.assertIn("--workers is 4", workers or "")
         self.assertIn("'gpus=0'", gpus or "")

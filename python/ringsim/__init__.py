@@ -240,6 +240,13 @@ def _text(value):
     return str(value)
 
 
+# The options whose value is text (a name or a spec): a str, or for
+# inject, link and straggler a list of them. (The others take numbers or
+# booleans, written as the command line would.)
+_TEXT_OPTIONS = ("op", "algo", "average", "loop", "net", "topo", "link",
+                 "straggler", "reduce_rate", "inject", "like")
+
+
 def _settings(workers, options):
     """[(rs_config_set option, its value as bytes)] and the command line
     they match."""
@@ -254,6 +261,12 @@ def _settings(workers, options):
         for i, v in enumerate(values):
             if v is False and name in ("direct", "checksum", "order_report"):
                 continue
+            if name in _TEXT_OPTIONS and not isinstance(v, str):
+                label = f"{name}[{i}]" if listed else name
+                raise TypeError(f"{label} must be a str, not "
+                                f"{type(v).__name__}" +
+                                (" (or a list of str)" if name in
+                                 ("inject", "link", "straggler") else ""))
             settings.append((name, _c_string(
                 _text(v), f"{name}[{i}]" if listed else name)))
             argv.append("--" + name.replace("_", "-"))
