@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/check.h"
-#include "ringsim/ringsim.h"
-#include "core/runstate.h"
 #include "base/schedule.h"
+#include "check/check.h"
+#include "core/runstate.h"
+#include "ringsim/ringsim.h"
 
 typedef enum { KIND_INLINE, KIND_NORMAL, KIND_EXACT } kind_t;
 /* Worker w's buffer of an f32 (or f16/bf16) run, as floats. */
@@ -236,16 +236,6 @@ static void test_matrix(void **state) {
   run_case(W, 100003, KIND_EXACT, RS_OP_AVG, 1, 1, RS_DTYPE_F64);
 }
 
-static rs_model_t *simple_model(size_t elems) {
-  char text[256], err[RS_ERRMSG_MAX];
-  snprintf(text, sizeof text,
-           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", elems);
-  rs_model_t *m;
-  assert_int_equal(rs_model_parse(text, strlen(text), "m.json", &m, err),
-                   RS_OK);
-  return m;
-}
-
 /* ring-1: the two-worker example: w=[1,2] and w=[3,4] average to [2,3]. */
 static void test_two_worker_example(void **state) {
   (void)state;
@@ -279,7 +269,7 @@ static void test_reduce_scatter_invariant(void **state) {
   for (size_t k = 0; k < sizeof workers / sizeof *workers; k++) {
     const int W = workers[k];
     const size_t n = 1001;
-    rs_model_t *m = simple_model(n);
+    rs_model_t *m = model_of(n);
     rs_config_t cfg;
     rs_config_init(&cfg);
     cfg.workers = W;
@@ -313,7 +303,7 @@ static void test_reduce_scatter_invariant(void **state) {
 }
 
 static void run_simple(int W, size_t n, size_t segment_bytes, int slots) {
-  rs_model_t *m = simple_model(n);
+  rs_model_t *m = model_of(n);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
@@ -360,7 +350,7 @@ static void test_smallest_channel_and_segments(void **state) {
  * peer, and every thread is joined. */
 static void test_dead_worker_times_out(void **state) {
   (void)state;
-  rs_model_t *m = simple_model(4000);
+  rs_model_t *m = model_of(4000);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = 4;
@@ -390,7 +380,7 @@ static void test_dead_worker_times_out(void **state) {
 /* ring-6: W = 1 is the identity, with no transfers. */
 static void test_one_worker_is_identity(void **state) {
   (void)state;
-  rs_model_t *m = simple_model(10);
+  rs_model_t *m = model_of(10);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = 1;
@@ -469,7 +459,7 @@ static void test_two_runs_at_once(void **state) {
 /* ring-8: bad settings and misuse are refused with a message. */
 static void test_bad_config_and_misuse(void **state) {
   (void)state;
-  rs_model_t *m = simple_model(10);
+  rs_model_t *m = model_of(10);
   rs_config_t cfg;
   char err[RS_ERRMSG_MAX];
   rs_run_t *run;
@@ -512,7 +502,7 @@ static void test_bad_config_and_misuse(void **state) {
 static void test_iterations_on_one_pool(void **state) {
   (void)state;
   for (int direct = 0; direct < 2; direct++) {
-    rs_model_t *m = simple_model(30001);
+    rs_model_t *m = model_of(30001);
     rs_config_t cfg;
     rs_config_init(&cfg);
     cfg.workers = 5;
@@ -582,10 +572,9 @@ static void test_buckets(void **state) {
     assert_int_equal(res->segs_per_chunk, segs);
     assert_int_equal(res->transfers, 3 * 2 * 2 * segs);
     assert_int_equal(res->predicted_ns, predicted);
-    assert_int_equal(
-        res->sim_ns,
-        rs_netmodel_simulate_algo(RS_ALGO_RING, &cfg.net, 3,
-                                  rs_run_bucket(run, 0), 3, 1024, 4));
+    assert_int_equal(res->sim_ns, rs_netmodel_simulate_algo(
+                                      RS_ALGO_RING, &cfg.net, 3,
+                                      rs_run_bucket(run, 0), 3, 1024, 4));
     rs_run_free(run);
   }
   rs_model_free(m);
@@ -599,7 +588,7 @@ static void test_ops(void **state) {
   const rs_op_t ops[] = {RS_OP_MIN, RS_OP_MAX, RS_OP_PROD, RS_OP_AVG};
   const int workers[] = {2, 3, 5, 8};
   const size_t n = 1001;
-  rs_model_t *m = simple_model(n);
+  rs_model_t *m = model_of(n);
   for (size_t oi = 0; oi < 4; oi++)
     for (size_t wi = 0; wi < 4; wi++)
       for (int init = RS_INIT_NORMAL; init <= RS_INIT_EXACT; init++) {
@@ -657,7 +646,7 @@ static void test_ops(void **state) {
 static void test_summation_order(void **state) {
   (void)state;
   const size_t n = 3000;
-  rs_model_t *m = simple_model(n);
+  rs_model_t *m = model_of(n);
   for (int W = 2; W <= 5; W++)
     for (int init = RS_INIT_NORMAL; init <= RS_INIT_EXACT; init += 2) {
       rs_config_t cfg;
@@ -765,7 +754,7 @@ static void test_low_precision(void **state) {
  * worker, the param and the element. */
 static void test_non_finite_input_is_refused(void **state) {
   (void)state;
-  rs_model_t *m = simple_model(10);
+  rs_model_t *m = model_of(10);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = 3;
@@ -842,7 +831,7 @@ static void test_slice_order_is_bitwise_the_step_order(void **state) {
   for (int W = 2; W <= 5; W += 3)
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
       for (int mode = 0; mode < 3; mode++) { /* steps; slices; slices+direct */
-        rs_model_t *m = simple_model(n);
+        rs_model_t *m = model_of(n);
         rs_config_t cfg;
         rs_config_init(&cfg);
         cfg.workers = W;
@@ -1167,7 +1156,7 @@ static void test_wrong_result_is_caught(void **state) {
  * whatever its progress last said (a stale wait is not a deadlock). */
 static void test_culprit_from_states(void **state) {
   (void)state;
-  rs_model_t *m = simple_model(30);
+  rs_model_t *m = model_of(30);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = 3;

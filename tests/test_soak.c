@@ -36,11 +36,8 @@ static long status_field(const char *name) {
 static void one_run(int i) {
   int W = 1 + i % 9;
   size_t n = 1 + (size_t)(i * 7919) % 20000;
-  char text[128], err[RS_ERRMSG_MAX];
-  snprintf(text, sizeof text,
-           "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", n);
-  rs_model_t *m;
-  assert_int_equal(rs_model_parse(text, strlen(text), "soak", &m, err), RS_OK);
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *m = model_of(n);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;

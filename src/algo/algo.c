@@ -33,7 +33,6 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
                        const rs_netmodel_t *m, int workers,
                        size_t segment_bytes, size_t elem_size) {
   s->net = m;
-  s->workers = workers;
   s->shape = rs__shape_of(m, workers);
   s->elem_size = elem_size;
   s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
@@ -95,7 +94,7 @@ void rs__simrun_step(rs_simrun_t *s) {
   s->step++;
   if (rs__simrun_stopped(s)) /* (its loops run out, doing nothing) */
     return;
-  for (int r = 0; r < s->workers; r++)
+  for (int r = 0; r < s->shape.workers; r++)
     rs__sim_step(&s->clocks[r]);
 }
 

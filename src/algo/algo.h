@@ -34,8 +34,7 @@
  * then every receiver receives, each worker's own program order. */
 typedef struct rs_simrun {
   const rs_netmodel_t *net;
-  int workers;
-  rs_shape_t shape;      /* workers, and their nodes' GPUs (topo.h) */
+  rs_shape_t shape;      /* the workers, and their nodes' GPUs (topo.h) */
   size_t cap, elem_size; /* elements per message at most; bytes each */
   int step; /* the bucket's global step: one per rs__simrun_step, from 0 */
   rs_topo_load_t load; /* with a topology of several nodes (topo.h) */

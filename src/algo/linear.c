@@ -152,7 +152,7 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
 
 /* One bucket of the schedule above on simulated clocks alone (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
-  const int W = s->workers, root = RS_LINEAR_ROOT;
+  const int W = s->shape.workers, root = RS_LINEAR_ROOT;
   const size_t segs = rs__segs(n, s->cap);
   (void)chunk_segs;
   for (int j = 0; j < W - 1; j++) {

@@ -139,7 +139,7 @@ static size_t seg_len(size_t elems, size_t segs, size_t k) {
 
 /* One bucket of the schedule above on simulated clocks alone (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
-  const int W = s->workers, P = rs__pof2(W), E = W - P;
+  const int W = s->shape.workers, P = rs__pof2(W), E = W - P;
   const size_t segs = rs__segs(n, s->cap);
   (void)chunk_segs;
   if (E) { /* fold-in */

@@ -235,7 +235,8 @@ static size_t sim_scratch(rs_shape_t shape) {
  * every virtual rank's windows, step by step, as rhd_bucket computes its
  * own. */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
-  const int W = s->workers, P = rs__pof2(W), E = W - P, nsteps = rs__log2(P);
+  const int W = s->shape.workers, P = rs__pof2(W), E = W - P,
+            nsteps = rs__log2(P);
   sim_part_t(*part)[MAX_STEPS] = s->algo_mem;
   sim_part_t *round = (sim_part_t *)(part + P);
   size_t *size = (size_t *)(round + P);

@@ -139,7 +139,7 @@ int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
  * receives, which is each worker's own program order. */
 void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
                   size_t segs) {
-  const int W = s->workers;
+  const int W = s->shape.workers;
   const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
   for (int phase = 0; phase < 2; phase++)
     for (int step = 0; step < W - 1; step++) {

@@ -233,7 +233,7 @@ static size_t sim_scratch(rs_shape_t shape) {
  * first up, root first down. */
 static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
                       size_t len) {
-  const int W = s->workers;
+  const int W = s->shape.workers;
   for (int k = 0; k < W; k++) {
     const int x = phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
     const int parent = rs__tree_parent_in(s->shape, t, x);
@@ -259,7 +259,7 @@ static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
  * makes the same clock calls with the same arrival times as in a threaded
  * run. */
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
-  const int W = s->workers;
+  const int W = s->shape.workers;
   const size_t S = rs__tree_segments(W, segs);
   int *order = s->algo_mem;
   top_down(s->shape, 0, order);

@@ -115,8 +115,8 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
     o->workers_given = 1;
     return 0;
   }
-  int n = read_list(value, CLI_BENCH_MAX_SIZES, RS_MAX_WORKERS,
-                    o->bench.workers);
+  int n =
+      read_list(value, CLI_BENCH_MAX_SIZES, RS_MAX_WORKERS, o->bench.workers);
   if (n < 0)
     return cli_bad_value(msg, opt, value,
                          "W or a list like 4,8,16, each in 1..%d",
@@ -126,54 +126,48 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
 }
 
 /* ringsim model's --topo: nodes= may be followed by more counts
- * (dgx-h100,nodes=1,8,64), a row each: the spec the library reads has the
- * first, and the rows the rest. Elsewhere the spec goes to the library as
- * it is (which refuses a bare count). */
+ * (dgx-h100,nodes=1,8,64), a row each: the spec the library reads is the
+ * one given without the counts after the first, and the rows have them
+ * all. Elsewhere the spec goes to the library as it is (which refuses a
+ * bare count). */
 int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
-  char spec[512] = "";
-  size_t used = 0;
-  int n = 0, listing = 0;
+  char spec[512] = "", count[24];
+  size_t used = 0, len;
+  int n = 0, listing = 0, items = 0;
   long v;
   if (o->mode != CLI_MODEL || strlen(value) >= sizeof spec)
     return cli_set_config(opt, o, value, msg);
-  for (const char *p = value; *p;) {
-    size_t len = strcspn(p, ",");
-    char item[64];
-    int digits = len > 0 && len < sizeof item && strspn(p, "0123456789") == len;
-    snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : 0), p);
-    if (len > 6 && strncmp(p, "nodes=", 6) == 0) {
-      listing = 1;
-      digits = 0;
-      n = 0;
-      snprintf(item, sizeof item, "%.*s", (int)(len - 6 < 60 ? len - 6 : 0),
-               p + 6);
-      if (rs_read_int(item, 1, 65536, &v) == 0)
-        o->rows.nodes[n++] = (int)v;
-    } else if (listing && digits) {
-      if (n == CLI_MODEL_MAX_ROWS || rs_read_int(item, 1, 65536, &v))
+  for (const char *p = value;; p += len + 1) { /* each item, empty ones too */
+    len = strcspn(p, ",");
+    const int digits = len && strspn(p, "0123456789") >= len;
+    if (listing && digits) { /* a row's count, not the library's */
+      snprintf(count, sizeof count, "%.*s", (int)(len < 23 ? len : 23), p);
+      if (n == CLI_MODEL_MAX_ROWS || rs_read_int(count, 1, 65536, &v))
         return cli_bad_value(msg, opt, value,
                              "nodes=N or a list like nodes=1,8,64 (at most "
                              "%d), each in 1..65536",
                              CLI_MODEL_MAX_ROWS);
       o->rows.nodes[n++] = (int)v;
-      p += len + (p[len] == ',');
-      if (!*p && p[-1] == ',') /* (a trailing comma: the library says) */
-        used += (size_t)snprintf(spec + used, sizeof spec - used, ",");
-      continue;
     } else {
-      listing = 0;
+      listing = len > 6 && strncmp(p, "nodes=", 6) == 0;
+      if (listing) { /* a list starts (a bad count: the library says) */
+        snprintf(count, sizeof count, "%.*s",
+                 (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
+        n = rs_read_int(count, 1, 65536, &v) == 0;
+        o->rows.nodes[0] = n ? (int)v : 0;
+      }
+      used += (size_t)snprintf(spec + used, sizeof spec - used, "%s%.*s",
+                               items++ ? "," : "", (int)len, p);
     }
-    used += (size_t)snprintf(spec + used, sizeof spec - used, "%s%.*s",
-                             used ? "," : "", (int)len, p);
-    p += len + (p[len] == ',');
-    if (!*p && p[-1] == ',') /* (a trailing comma: the library says) */
-      used += (size_t)snprintf(spec + used, sizeof spec - used, ",");
+    if (!p[len])
+      break;
   }
   int rc = cli_set_config(opt, o, spec, msg);
-  char *quoted = rc ? strstr(msg, spec) : NULL;
+  /* a message that quotes the spec quotes it as given */
+  char *quoted = rc && n > 1 ? strstr(msg, spec) : NULL;
   if (quoted && quoted > msg && quoted[-1] == '\'' &&
-      quoted[strlen(spec)] == '\'') { /* the message names what was given */
+      quoted[strlen(spec)] == '\'') {
     char rest[RS_ERRMSG_MAX];
     snprintf(rest, sizeof rest, "%s", quoted + strlen(spec));
     snprintf(quoted, RS_ERRMSG_MAX - (size_t)(quoted - msg), "%s%s", value,

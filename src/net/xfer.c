@@ -10,33 +10,41 @@
 #include "base/util.h"
 
 rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
-  rs_event_t e = {.seq = msg->seq,
-                  .checksum = msg->checksum,
-                  .elem_offset = msg->elem_offset,
-                  .send_begin_ns = msg->send_begin_ns,
-                  .send_end_ns = msg->send_end_ns,
-                  .sim_send_ns = msg->sim_send_ns,
-                  .elems = (uint32_t)msg->elems,
-                  .iter = (uint32_t)iter,
-                  .bucket = (uint32_t)msg->bucket,
-                  .step = (uint16_t)msg->step,
-                  .share = (uint16_t)(msg->sim_share < UINT16_MAX
-                                          ? msg->sim_share
-                                          : UINT16_MAX),
-                  .chunk = (uint32_t)msg->chunk,
-                  .segment = (uint32_t)msg->segment,
-                  .src = (uint16_t)msg->src,
-                  .contrib_first = (uint16_t)msg->contrib_first,
-                  .contrib_count = (uint16_t)msg->contrib_count,
-                  .phase = (uint8_t)msg->phase};
+  rs_event_t e = {
+      .seq = msg->seq,
+      .checksum = msg->checksum,
+      .elem_offset = msg->elem_offset,
+      .send_begin_ns = msg->send_begin_ns,
+      .send_end_ns = msg->send_end_ns,
+      .sim_send_ns = msg->sim_send_ns,
+      .elems = (uint32_t)msg->elems,
+      .iter = (uint32_t)iter,
+      .bucket = (uint32_t)msg->bucket,
+      .step = (uint16_t)msg->step,
+      .share =
+          (uint16_t)(msg->sim_share < UINT16_MAX ? msg->sim_share : UINT16_MAX),
+      .chunk = (uint32_t)msg->chunk,
+      .segment = (uint32_t)msg->segment,
+      .src = (uint16_t)msg->src,
+      .contrib_first = (uint16_t)msg->contrib_first,
+      .contrib_count = (uint16_t)msg->contrib_count,
+      .phase = (uint8_t)msg->phase};
   return e;
 }
 
-/* Is peer on another node of the run's topology (--topo of several
- * nodes)? */
-static int off_node(const rs_worker_t *w, int peer) {
-  const rs_topo_load_t *l = w->sim.load;
-  return l && rs__topo_node(&l->topo, w->rank) != rs__topo_node(&l->topo, peer);
+/* A message between nodes (its sim_share, the sender's clock's last_share,
+ * is 0 within a node or without a topology): its bytes off node, sent or
+ * received, and, when others shared its NIC side, its wire time. */
+static void count_off_node(rs_worker_stats_t *st, const rs_msg_t *m,
+                           uint64_t bytes, int sent) {
+  if (m->sim_share == 0)
+    return;
+  *(sent ? &st->bytes_sent_off_node : &st->bytes_received_off_node) += bytes;
+  if (m->sim_share > 1) {
+    *(sent ? &st->sent_shared_ns : &st->received_shared_ns) += m->sim_wire_ns;
+    if (m->sim_share > st->most_sharing)
+      st->most_sharing = m->sim_share;
+  }
 }
 
 /* The worker's edge to or from peer. An algorithm uses only the edges it
@@ -128,13 +136,7 @@ int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
     return rc;
   w->stats.transfers_sent++;
   w->stats.bytes_sent += elems * w->elem_size;
-  if (off_node(w, peer))
-    w->stats.bytes_sent_off_node += elems * w->elem_size;
-  if (hdr.sim_share > 1) { /* its NIC side was shared (netmodel.h) */
-    w->stats.sent_shared_ns += hdr.sim_wire_ns;
-    if (hdr.sim_share > w->stats.most_sharing)
-      w->stats.most_sharing = hdr.sim_share;
-  }
+  count_off_node(&w->stats, &hdr, elems * w->elem_size, 1);
   return RS_OK;
 }
 
@@ -221,15 +223,9 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
       rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
                    action == RS_RECV_COPY ? 0 : elems * w->elem_size);
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
-  if (msg->sim_share > 1) { /* (read before the slot is released) */
-    w->stats.received_shared_ns += msg->sim_wire_ns;
-    if (msg->sim_share > w->stats.most_sharing)
-      w->stats.most_sharing = msg->sim_share;
-  }
+  count_off_node(&w->stats, msg, elems * w->elem_size, 0); /* (msg: the slot) */
   e->tp->release(e);
   w->stats.bytes_received += elems * w->elem_size;
-  if (off_node(w, peer))
-    w->stats.bytes_received_off_node += elems * w->elem_size;
   return RS_OK;
 }
 

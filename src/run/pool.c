@@ -429,8 +429,9 @@ static void conclude(rs_run_t *run, const pool_t *pool, timing_t *timing,
         run->result.sim_ns = run->workers[r].sim.clock;
     uint64_t last = 0; /* the bucket before's, if the same size and algo */
     for (size_t b = 0; b < run->result.buckets; b++) {
-      if (b == 0 || run->buckets[b].elems != run->buckets[b - 1].elems ||
-          run->bucket_choice[b] != run->bucket_choice[b - 1])
+      if (run->bucket_predicted) /* auto predicted every bucket to choose */
+        last = run->bucket_predicted[b * RS_ALGO_COUNT + run->bucket_choice[b]];
+      else if (b == 0 || run->buckets[b].elems != run->buckets[b - 1].elems)
         last = rs_netmodel_predict_algo(
             run->bucket_choice[b], &run->config.net, W, run->buckets[b].elems,
             run->bucket_segs[b], run->config.segment_bytes, run->elem_size);
