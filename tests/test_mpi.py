@@ -84,12 +84,17 @@ class Mpi(unittest.TestCase):
             f.write('{"params": [{"name": "g", "shape": [%d]}]}' % grads[0].size)
         return prefix
 
-    def run_mpi(self, workers, algorithm, jobs):
+    def run_mpi(self, workers, algorithm, jobs, gpus=0):
         """Open MPI's all-reduce with the tuned component forced to
         algorithm, once per (prefix, count) of jobs, all in one mpirun (each
         its own MPI_Allreduce); checks every rank got the same bits and
-        gives rank 0's results, in the order of jobs."""
-        args = []
+        gives rank 0's results, in the order of jobs. gpus: the
+        hierarchical composition on nodes of that many ranks
+        (mpi_allreduce_ref --hier), its MPI_Reduce_scatter forced to the
+        ring (coll_tuned_reduce_scatter_algorithm 3) and its MPI_Allreduce
+        across the nodes to algorithm."""
+        args = ["--hier", str(gpus)] if gpus else []
+        hier = ["--mca", "coll_tuned_reduce_scatter_algorithm", "3"] if gpus else []
         for prefix, count in jobs:
             args += [str(count), f"{prefix}_in{{r}}.raw",
                      f"{prefix}_mpi{algorithm}_out{{r}}.raw"]
@@ -98,7 +103,7 @@ class Mpi(unittest.TestCase):
             [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(workers),
              "--mca", "btl", "self,vader",
              "--mca", "coll_tuned_use_dynamic_rules", "1",
-             "--mca", "coll_tuned_allreduce_algorithm", str(algorithm),
+             "--mca", "coll_tuned_allreduce_algorithm", str(algorithm), *hier,
              MPI_REF, *args],
             capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, 0, f"mpirun W={workers} count={counts_text} "
@@ -116,10 +121,12 @@ class Mpi(unittest.TestCase):
             firsts.append(results[0])
         return firsts
 
-    def run_ringsim(self, prefix, workers, algo):
+    def run_ringsim(self, prefix, workers, algo, topo=None):
         out = f"{prefix}_ringsim_{algo}.safetensors"
         # ring is the default; the others need --algo.
         algo_args = [] if algo == "ring" else ["--algo", algo]
+        if topo:
+            algo_args += ["--topo", topo]
         p = subprocess.run(
             [RINGSIM, "-w", str(workers), "-p", f"{prefix}_model.json",
              "--grads", f"{prefix}_g{{r}}.safetensors", "--op", "sum",
@@ -166,6 +173,50 @@ class Mpi(unittest.TestCase):
 
     def test_linear(self):
         self.check_algorithm("linear")
+
+    def check_hier(self, algo, shapes):
+        """ringsim's hier (hier:rd, hier:rhd) on nodes x gpus equals Open
+        MPI's composition of the same collectives, bit for bit: ring
+        MPI_Reduce_scatter in the node, MPI_Allreduce across the nodes with
+        the inner algorithm forced, MPI_Allgatherv in the node. Counts 1000
+        and 65537: blocks uneven, each at least the nodes (below that the
+        ring and Rabenseifner fall back, as test_forcing shows)."""
+        inner = algo.split(":")[1] if ":" in algo else "ring"
+        algorithm = OPENMPI_ALGORITHM[inner]
+        differs = []
+        for nodes, gpus in shapes:
+            workers = nodes * gpus
+            jobs, ours = [], []
+            for count in (1000, 65537):
+                prefix = self.write_inputs(gradients(workers, count, [16, workers, count]))
+                topo = f"pcie,nodes={nodes},gpus={gpus}"
+                ours.append(self.run_ringsim(prefix, workers, algo, topo))
+                jobs.append((prefix, count))
+            mpi = self.run_mpi(workers, algorithm, jobs, gpus)
+            for (prefix, count), got, want in zip(jobs, ours, mpi):
+                with self.subTest(nodes=nodes, gpus=gpus, count=count):
+                    self.assertEqual(
+                        differences(want, got), "",
+                        f"{algo} on {nodes} nodes of {gpus}, count {count}: "
+                        f"Open MPI's composition (allreduce algorithm "
+                        f"{algorithm}) vs ringsim")
+                    flat = self.run_ringsim(prefix, workers, inner)
+                    differs.append(differences(got, flat) != "")
+        # The flat algorithm adds in another order, so some case differs
+        # (not each: with G = 2 rd's and rhd's fold-in is the node's sum).
+        self.assertTrue(any(differs), f"{algo} gave {inner}'s bits every time")
+
+    # (nodes, gpus): W = 4, 6, 8, 12, 16 and G = 2, 3, 4; the nodes both
+    # powers of two and not (rd's and rhd's fold-in).
+    def test_hier_ring(self):
+        self.check_hier("hier", ((2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 4),
+                                 (4, 3), (4, 4)))
+
+    def test_hier_rd(self):
+        self.check_hier("hier:rd", ((2, 2), (3, 2), (2, 4), (3, 4), (4, 4)))
+
+    def test_hier_rhd(self):
+        self.check_hier("hier:rhd", ((2, 2), (3, 2), (4, 3), (3, 4), (4, 4)))
 
     def test_forcing(self):
         """mpirun's choice of algorithm is what runs. At W=5 basic linear,

@@ -363,7 +363,8 @@ class PyApi(unittest.TestCase):
         ok = [{"a": t([1.0])}, {"a": t([2.0])}]
         options = [
             ({"algo": "ringg"}, "algo 'ringg': expected ring, rd, rhd, "
-                                "linear, tree, gloo-ring or auto"),
+                                "linear, tree, gloo-ring, hier, hier:rd, "
+                                "hier:rhd or auto"),
             ({"bucket_mb": -1}, "bucket_mb '-1': expected MiB from 0"),
             ({"slots": 0}, "slots '0': expected an integer in 1..1024"),
             ({"op": "mean"}, "op 'mean': expected sum, avg, min, max or "

@@ -253,14 +253,18 @@ typedef enum rs_algorithm {
   RS_ALGO_LINEAR,    /* everything reduced at worker 0, then broadcast */
   RS_ALGO_TREE,      /* NCCL's double binary tree */
   RS_ALGO_GLOO_RING, /* gloo's ring (PyTorch's gloo backend), bit for bit */
+  RS_ALGO_HIER,      /* hierarchical: reduce-scatter in the node, ring
+                        all-reduce across nodes, all-gather in the node */
+  RS_ALGO_HIER_RD,   /* the same, recursive doubling across nodes */
+  RS_ALGO_HIER_RHD,  /* the same, Rabenseifner across nodes */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model
    * predicts fastest (rs_auto_choose; docs/algorithms.md). */
   RS_ALGO_AUTO
 } rs_algorithm_t;
 /* The algorithms themselves (RS_ALGO_AUTO is not counted). */
-#define RS_ALGO_COUNT 6
-/* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "auto"; and back (-1: no
- * such name). */
+#define RS_ALGO_COUNT 9
+/* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "hier", "hier:rd",
+ * "hier:rhd", "auto"; and back (-1: no such name; "hier:ring" is "hier"). */
 RS_API const char *rs_algorithm_name(rs_algorithm_t algo);
 RS_API int rs_algorithm_parse(const char *name);
 

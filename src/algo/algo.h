@@ -42,6 +42,9 @@ typedef struct rs_simrun {
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
+  /* Whom the ranks in the runner's calls count (xfer.h): all zero, the
+   * workers; in a group, its members, and shape is the group's, flat. */
+  rs_group_t group;
 } rs_simrun_t;
 /* Every entry that answers for the workers takes their shape first
  * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
@@ -170,5 +173,8 @@ extern const rs_algo_t rs__algo_rhd;
 extern const rs_algo_t rs__algo_linear;
 extern const rs_algo_t rs__algo_tree;
 extern const rs_algo_t rs__algo_gloo_ring;
+extern const rs_algo_t rs__algo_hier;
+extern const rs_algo_t rs__algo_hier_rd;
+extern const rs_algo_t rs__algo_hier_rhd;
 
 #endif /* RINGSIM_ALGO_H */

@@ -9,20 +9,20 @@
 static const rs_algo_t *const algos[RS_ALGO_COUNT] = {
     [RS_ALGO_RING] = &rs__algo_ring, [RS_ALGO_RD] = &rs__algo_rd,
     [RS_ALGO_RHD] = &rs__algo_rhd,   [RS_ALGO_LINEAR] = &rs__algo_linear,
-    [RS_ALGO_TREE] = &rs__algo_tree, [RS_ALGO_GLOO_RING] = &rs__algo_gloo_ring};
-static const char *const names[RS_ALGO_COUNT + 1] = {"ring",
-                                                     "rd",
-                                                     "rhd",
-                                                     "linear",
-                                                     "tree",
-                                                     "gloo-ring",
-                                                     [RS_ALGO_AUTO] = "auto"};
+    [RS_ALGO_TREE] = &rs__algo_tree, [RS_ALGO_GLOO_RING] = &rs__algo_gloo_ring,
+    [RS_ALGO_HIER] = &rs__algo_hier, [RS_ALGO_HIER_RD] = &rs__algo_hier_rd,
+    [RS_ALGO_HIER_RHD] = &rs__algo_hier_rhd};
+static const char *const names[RS_ALGO_COUNT + 1] = {
+    "ring", "rd",      "rhd",      "linear", "tree", "gloo-ring",
+    "hier", "hier:rd", "hier:rhd", [RS_ALGO_AUTO] = "auto"};
 
 const char *rs_algorithm_name(rs_algorithm_t algo) {
   return (unsigned)algo <= RS_ALGO_AUTO ? names[algo] : "?";
 }
 
 int rs_algorithm_parse(const char *name) {
+  if (strcmp(name, "hier:ring") == 0) /* the default inner algorithm, named */
+    return RS_ALGO_HIER;
   for (int i = 0; i <= RS_ALGO_AUTO; i++)
     if (strcmp(names[i], name) == 0)
       return i;

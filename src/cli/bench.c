@@ -437,7 +437,7 @@ int cli_bench(int argc, char **argv) {
       for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
         if (!o.algo_all && a != (int)o.config.algo)
           continue;
-        if (o.algo_all && a == RS_ALGO_AUTO)
+        if (o.algo_all && (a == RS_ALGO_AUTO || a >= cli_algos(&o.config.net)))
           continue;
         options_t one = o;
         one.config.algo = (rs_algorithm_t)a;

@@ -225,6 +225,12 @@ const char *cli_init_name(rs_init_t init);
 /* "  network    latency ..., bandwidth ... per link[, reduce ...]", no
  * newline: the network model's line in a report. */
 void cli_print_network(const rs_netmodel_t *net);
+/* How many algorithms --algo all shows under net: every one on a topology
+ * (--topo); without one, those before the hierarchical ones (RS_ALGO_HIER
+ * and after, which need nodes). */
+static inline int cli_algos(const rs_netmodel_t *net) {
+  return net->topo.enabled ? RS_ALGO_COUNT : RS_ALGO_HIER;
+}
 /* text for a text report: a copy in buf (cut to size, ending "...") with
  * control characters replaced by '?' (rs_one_line, as error messages do),
  * so a name holding ESC, CR or LF cannot drive the terminal. Returns buf. */

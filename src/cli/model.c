@@ -95,7 +95,7 @@ static rs_algorithm_t best_at(const options_t *opt, size_t elems,
                               size_t elem_size, uint64_t *pred) {
   return rs_auto_choose(&opt->config.net, opt->config.workers, elems,
                         opt->config.segment_bytes, elem_size,
-                        (1u << RS_ALGO_COUNT) - 1, pred);
+                        (1u << cli_algos(&opt->config.net)) - 1, pred);
 }
 
 /* The crossovers up to max_elems (at most CROSS_MAX), and the best
@@ -145,9 +145,9 @@ static int print_all(const options_t *opt, const rs_model_t *model,
   size_t min_elems;
   size_t ncross = crossovers(opt, elem_size, rs_model_elems(model), cross,
                              &first, &min_elems);
-  const int W = opt->config.workers;
+  const int W = opt->config.workers, shown = cli_algos(&opt->config.net);
   int best = 0;
-  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+  for (int a = 0; a < shown; a++) {
     if (t[a].sim == UINT64_MAX)
       return EXIT_RUN;
     best = t[a].sim < t[best].sim ? a : best;
@@ -155,15 +155,15 @@ static int print_all(const options_t *opt, const rs_model_t *model,
   /* Algorithms whose simulated time equals the best's, to the nanosecond,
    * tie: none of them is "the fastest" (rhd ties the ring at W = 4). */
   int tied = 0;
-  for (int a = 0; a < RS_ALGO_COUNT; a++)
+  for (int a = 0; a < shown; a++)
     tied += t[a].sim == t[best].sim;
   if (opt->json) {
     json_t *list = json_array(), *fastest = json_array();
-    for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (int a = 0; a < shown; a++)
       if (t[a].sim == t[best].sim)
         json_array_append_new(fastest,
                               json_string(rs_algorithm_name(t[a].algo)));
-    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    for (int a = 0; a < shown; a++) {
       double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
       json_t *row = json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
                               rs_algorithm_name(t[a].algo), "sim_ns",
@@ -178,7 +178,7 @@ static int print_all(const options_t *opt, const rs_model_t *model,
     json_t *cl = json_array();
     for (size_t i = 0; i < ncross; i++) {
       json_t *below = json_object(), *at = json_object();
-      for (int a = 0; a < RS_ALGO_COUNT; a++) {
+      for (int a = 0; a < shown; a++) {
         const char *name = rs_algorithm_name((rs_algorithm_t)a);
         json_object_set_new(below, name, ns_json(cross[i].below[a]));
         json_object_set_new(at, name, ns_json(cross[i].at[a]));
@@ -211,7 +211,7 @@ static int print_all(const options_t *opt, const rs_model_t *model,
   const int topo = opt->config.net.topo.enabled;
   printf("\n  %-8s %14s %14s %12s\n", "algo", "simulated us",
          topo ? "own NICs us" : "predicted us", "busbw GB/s");
-  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+  for (int a = 0; a < shown; a++) {
     double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
     printf("  %-8s %14.3f %14.3f %12.3f%s\n", rs_algorithm_name(t[a].algo),
            (double)t[a].sim / 1e3,
@@ -362,7 +362,7 @@ static int print_rows(const options_t *opt, const rs_model_t *model,
     return EXIT_RUN;
   }
   m->first = opt->algo_all ? 0 : (int)opt->config.algo;
-  m->last = opt->algo_all ? RS_ALGO_COUNT - 1 : (int)opt->config.algo;
+  m->last = opt->algo_all ? cli_algos(net) - 1 : (int)opt->config.algo;
   const double bytes = (double)rs_model_elems(model) *
                        (double)rs_dtype_size(rs_model_dtype(model));
   int rc = compute_rows(opt, model, net, buckets, bucket_count, m);
@@ -487,13 +487,14 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   if (opt->algo_all) {
     model_time_t t[RS_ALGO_COUNT];
-    for (int a = 0; a < RS_ALGO_COUNT; a++)
+    const int shown = cli_algos(net);
+    for (int a = 0; a < shown; a++)
       t[a] = model_time((rs_algorithm_t)a, net, W, buckets, bucket_count,
                         seg_bytes, elem_size);
     free(buckets);
     if (cli_signal())
       return EXIT_RUN;
-    for (int a = 0; a < RS_ALGO_COUNT; a++)
+    for (int a = 0; a < shown; a++)
       if (too_long(&t[a]))
         return too_long_error();
     rc = print_all(opt, model, t,

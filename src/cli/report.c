@@ -314,6 +314,7 @@ static void print_auto(const report_t *r) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(r->model));
   if (!m)
     return;
+  const int shown = cli_algos(m);
   if (m->topo.enabled)
     printf("  auto       by --topo's topology (each bucket's schedule "
            "simulated alone), reduce %.3f GB/s\n",
@@ -325,7 +326,7 @@ static void print_auto(const report_t *r) {
            (double)m->link.latency_ns / 1e3, (double)m->link.bandwidth / 1e9,
            (double)m->reduce_rate / 1e9);
   printf("             %-12s", "bucket size");
-  for (int a = 0; a < RS_ALGO_COUNT; a++)
+  for (int a = 0; a < shown; a++)
     printf(" %9s", rs_algorithm_name((rs_algorithm_t)a));
   printf("   predicted us, chosen\n");
   size_t lines = 0, sizes = 0;
@@ -345,7 +346,7 @@ static void print_auto(const report_t *r) {
     char size[32];
     cli_human_bytes((double)elems * (double)elem_size, size, sizeof size);
     printf("             %-12s", size);
-    for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    for (int a = 0; a < shown; a++) {
       uint64_t ns = rs_run_bucket_predicted(r->run, b, (rs_algorithm_t)a);
       if (ns == UINT64_MAX)
         printf(" %9s", "-");

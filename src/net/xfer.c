@@ -64,8 +64,28 @@ static rs_edge_t *edge_to(const rs_link_t *links, int count, int peer,
   return NULL;
 }
 
+/* The worker w's rank, and its group's member k, as workers of the run. */
+static int self(const rs_worker_t *w) {
+  return rs__group_worker(&w->group, w->rank);
+}
+
+static int worker(const rs_worker_t *w, int k) {
+  return rs__group_worker(&w->group, k);
+}
+
+/* A tag's step and contributors as the run counts them (rs_group_t). */
+static int run_step(const rs_worker_t *w, const rs_tag_t *tag) {
+  return tag->step + w->group.phase_step[tag->phase];
+}
+
+static int run_contrib(const rs_worker_t *w, int members) {
+  return members * (w->group.scale ? w->group.scale : 1);
+}
+
 int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
                   int first_part) {
+  step += w->group.phase_step[phase];
+  global_step += w->group.step_base;
   w->progress.phase = phase;
   w->progress.step = step;
   w->progress.activity = RS_ACT_WORKING;
@@ -75,7 +95,7 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
   w->step_wire = RS_WIRE_OK;
   for (int i = 0; i < w->fault_count && w->bucket == 0 && first_part; i++) {
     const rs_fault_t *f = &w->faults[i];
-    if (f->worker != w->rank || f->step != global_step)
+    if (f->worker != self(w) || f->step != global_step)
       continue;
     switch (f->kind) {
     case RS_FAULT_CRASH:
@@ -106,18 +126,19 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
   return RS_OK;
 }
 
-int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
+int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
                   const rs_tag_t *tag) {
+  const int peer = worker(w, member);
   rs_edge_t *e = edge_to(w->out, w->out_count, peer, &w->out_last);
   size_t off = w->base + offset; /* of the flat buffer */
   rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
                   .phase = tag->phase,
-                  .step = tag->step,
+                  .step = run_step(w, tag),
                   .chunk = tag->chunk,
                   .segment = tag->segment,
-                  .src = w->rank,
-                  .contrib_first = tag->contrib_first,
-                  .contrib_count = tag->contrib_count,
+                  .src = self(w),
+                  .contrib_first = run_contrib(w, tag->contrib_first),
+                  .contrib_count = run_contrib(w, tag->contrib_count),
                   .elem_offset = off,
                   .elems = elems};
   rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
@@ -175,8 +196,9 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
   }
 }
 
-int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
+int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
                   const rs_tag_t *tag, rs_recv_action_t action) {
+  const int peer = worker(w, member);
   rs_edge_t *e = edge_to(w->in, w->in_count, peer, &w->in_last);
   size_t off = w->base + offset;
   rs_msg_t *msg;
@@ -191,8 +213,9 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
   /* The sender must have sent exactly the region we expect, holding the
    * contributions its schedule says. */
   if (msg->chunk != tag->chunk || msg->elem_offset != off ||
-      msg->elems != elems || msg->contrib_first != tag->contrib_first ||
-      msg->contrib_count != tag->contrib_count) {
+      msg->elems != elems ||
+      msg->contrib_first != run_contrib(w, tag->contrib_first) ||
+      msg->contrib_count != run_contrib(w, tag->contrib_count)) {
     w->progress.mismatch = 1; /* in sequence, but not what was expected */
     return RS_EPROTO;
   }
@@ -210,7 +233,7 @@ int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
     rs__fold(w->dtype, dst, src, elems, w->op, 0);
     break;
   case RS_RECV_REDUCE_MEAN:
-    rs__fold(w->dtype, dst, src, elems, w->op, w->workers);
+    rs__fold(w->dtype, dst, src, elems, w->op, w->shape.workers);
     break;
   case RS_RECV_COPY:
     if (w->unpack)
@@ -291,7 +314,7 @@ void rs__xfer_unstash(rs_worker_t *w, rs_recv_action_t action) {
   void *dst = w->buf + w->base * w->buf_elem_bytes;
   assert(action != RS_RECV_COPY);
   rs__fold(w->dtype, dst, w->stash, w->elems, w->op,
-           action == RS_RECV_REDUCE_MEAN ? w->workers : 0);
+           action == RS_RECV_REDUCE_MEAN ? w->shape.workers : 0);
 }
 
 int rs__xfer_finish(rs_worker_t *w) {

@@ -128,12 +128,34 @@ typedef struct rs_tag {
   int contrib_first, contrib_count; /* provenance (channel.h's rs_msg_t) */
 } rs_tag_t;
 
+/* The workers an algorithm runs among when it runs on some of them, as an
+ * MPI communicator does: hier (algo/hier.c) runs ring, rd or rhd across
+ * the nodes, on the workers of one local rank. The algorithm sees member
+ * ranks 0..size-1 (w->rank, w->workers); the transfer primitive maps them
+ * to workers. All zero: the whole run, members are workers. */
+typedef struct rs_group {
+  int first, stride; /* member k is worker first + k x stride */
+  /* A contribution range of members [a, a+c) is the workers [a x scale,
+   * (a+c) x scale): each member's copy already holds its node's G. */
+  int scale;
+  int step_base; /* the group's global step 0 is the collective's this */
+  /* Added to the group's step within each phase, so a phase's steps are
+   * numbered through the whole collective (rs_phase_t). */
+  int phase_step[RS_PHASE_COUNT];
+} rs_group_t;
+
+/* Worker of member k of group g. */
+static inline int rs__group_worker(const rs_group_t *g, int k) {
+  return g->stride ? g->first + g->stride * k : k;
+}
+
 /* Everything one worker thread needs. The run fills it in; the thread owns
  * it while it runs. Aligned so workers never share a cache line. */
 typedef struct rs_worker {
-  _Alignas(64) int rank;
-  int workers;
-  rs_shape_t shape;      /* workers, and their nodes (net/topo.h) */
+  _Alignas(64) int rank; /* within group (the run's rank when not grouped) */
+  int workers;           /* the group's size (W when not grouped) */
+  rs_shape_t shape;      /* all W workers, and their nodes (net/topo.h) */
+  rs_group_t group;      /* whom rank and workers count (all zero: all) */
   unsigned char *buf;    /* the worker's flat gradient buffer */
   size_t buf_elem_bytes; /* its element size: 8 (double, f64) or 4 (float) */
   /* The bucket being all-reduced: its index, place and segmentation. */
@@ -193,11 +215,13 @@ typedef struct rs_worker {
 int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
                   int first_part);
 
-/* Send elems elements at offset of the bucket to worker peer. */
+/* Send elems elements at offset of the bucket to worker peer (member peer
+ * of the worker's group, when it is in one: rs_group_t). */
 int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag);
 
-/* Receive elems elements at offset of the bucket from worker peer, which
+/* Receive elems elements at offset of the bucket from worker peer (or
+ * member), which
  * must have sent exactly that region with that chunk (else RS_EPROTO), and
  * do action with them. */
 int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,

@@ -28,6 +28,11 @@ static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
   if (!algo)
     return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
                    rs_algorithm_name(a));
+  if (a >= RS_ALGO_HIER && a <= RS_ALGO_HIER_RHD && !c->net.topo.enabled)
+    return rs__err(errmsg, RS_EINVAL,
+                   "algo: %s is hierarchical and needs nodes: give a "
+                   "topology (--topo nodes=N,gpus=G)",
+                   algo->name);
   if (a != RS_ALGO_RING && c->slices)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: slices is NCCL's loop order for the ring, not for "
