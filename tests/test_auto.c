@@ -95,12 +95,14 @@ static void run_mixed(int W, size_t seg_bytes) {
   for (size_t b = 0; b < 2; b++) {
     const rs_bucket_t *k = rs_run_bucket(run, b);
     uint64_t pred[RS_ALGO_COUNT];
+    /* (hier, refused without a topology, is not eligible: no prediction) */
     chosen[b] = rs_auto_choose(&cfg.net, W, k->elems, cfg.segment_bytes, 4,
-                               (1u << RS_ALGO_COUNT) - 1, pred);
+                               (1u << RS_ALGO_HIER) - 1, pred);
     assert_int_equal(rs_run_bucket_algo(run, b), chosen[b]);
     for (int a = 0; a < RS_ALGO_COUNT; a++)
       assert_true(rs_run_bucket_predicted(run, b, (rs_algorithm_t)a) ==
                   pred[a]);
+    assert_true(pred[RS_ALGO_HIER] == UINT64_MAX);
   }
   if (chosen[0] == chosen[1])
     fail_msg("W=%d: both buckets chose %s", W, rs_algorithm_name(chosen[0]));
