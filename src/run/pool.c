@@ -122,9 +122,12 @@ static void pool_release(pool_t *pool, int it) {
  * the end), or else records the time and starts the next itself. Then wait
  * for the start of iteration it + 1. */
 static void pool_next(pool_t *pool, int it, rs_ev_spin_t *spin) {
+  /* Read before arriving: once all have arrived the main thread may take
+   * its turn and set main_until anew (TSan saw the read race that write). */
+  const int main_until = pool->main_until;
   if (atomic_fetch_add_explicit(&pool->arrived, 1, memory_order_acq_rel) + 1 ==
       pool->workers) {
-    if (it < pool->main_until) {
+    if (it < main_until) {
       rs__ev_signal(&pool->arrived_ev);
     } else {
       record_iteration(pool->run, pool->timing, it, slowest(pool));
