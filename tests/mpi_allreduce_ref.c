@@ -113,8 +113,7 @@ static void write_floats(int rank, const char *path, const float *values,
   for (size_t i = 0; i < count; i++) {
     uint32_t bits;
     memcpy(&bits, &values[i], sizeof bits);
-    unsigned char bytes[4] = {(unsigned char)bits,
-                              (unsigned char)(bits >> 8),
+    unsigned char bytes[4] = {(unsigned char)bits, (unsigned char)(bits >> 8),
                               (unsigned char)(bits >> 16),
                               (unsigned char)(bits >> 24)};
     if (fwrite(bytes, 1, 4, f) != 4) {
@@ -164,11 +163,9 @@ static void hier_allreduce(int rank, const float *in, float *out, long count,
   float *sum = malloc(((size_t)counts[0] + 1) * sizeof *sum);
   if (!block || !sum)
     die(rank, "cannot allocate", "blocks", strerror(ENOMEM));
-  check(rank,
-        MPI_Reduce_scatter(in, block, counts, MPI_FLOAT, MPI_SUM, node),
+  check(rank, MPI_Reduce_scatter(in, block, counts, MPI_FLOAT, MPI_SUM, node),
         "MPI_Reduce_scatter failed");
-  check(rank,
-        MPI_Allreduce(block, sum, counts[l], MPI_FLOAT, MPI_SUM, local),
+  check(rank, MPI_Allreduce(block, sum, counts[l], MPI_FLOAT, MPI_SUM, local),
         "MPI_Allreduce failed");
   check(rank,
         MPI_Allgatherv(sum, counts[l], MPI_FLOAT, out, counts, displs,
@@ -196,10 +193,10 @@ static void allreduce_files(int rank, long count, const char *in_pattern,
   if (gpus > 0)
     hier_allreduce(rank, in, out, count, gpus, node, local);
   else
-    check(rank,
-          MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM,
-                        MPI_COMM_WORLD),
-          "MPI_Allreduce failed");
+    check(
+        rank,
+        MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce failed");
   write_floats(rank, out_path, out, (size_t)count);
 
   free(in);
@@ -257,8 +254,8 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(local, MPI_ERRORS_RETURN);
   }
   for (int i = first; i < argc; i += 3)
-    allreduce_files(rank, parse_count(argv[i]), argv[i + 1], argv[i + 2],
-                    gpus, node, local);
+    allreduce_files(rank, parse_count(argv[i]), argv[i + 1], argv[i + 2], gpus,
+                    node, local);
   if (gpus > 0) {
     MPI_Comm_free(&node);
     MPI_Comm_free(&local);

@@ -39,8 +39,9 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
-  s->algo_mem = a->sim_scratch ? calloc(1, a->sim_scratch(s->shape)) : NULL;
-  if (!s->clocks || !s->arrive || !s->wire || (a->sim_scratch && !s->algo_mem))
+  const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
+  s->algo_mem = scratch ? calloc(1, scratch) : NULL;
+  if (!s->clocks || !s->arrive || !s->wire || (scratch && !s->algo_mem))
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
@@ -121,6 +122,5 @@ void rs__simrun_post(rs_simrun_t *s, int from, int to, size_t elems) {
 void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems) {
   box = rs__group_worker(&s->group, box);
   rs__sim_recv(&s->clocks[rs__group_worker(&s->group, to)], s->arrive[box],
-               s->wire[box],
-               reduced_elems * s->elem_size);
+               s->wire[box], reduced_elems * s->elem_size);
 }

@@ -101,7 +101,7 @@ typedef struct rs_algo {
    * shared runner below (rs__algo_simulate calls it bucket by bucket). */
   void (*sim_bucket)(rs_simrun_t *s, size_t elems, size_t segs);
   /* Bytes of scratch the runner hands sim_bucket (s->algo_mem, zeroed
-   * once), for W workers; NULL: none. */
+   * once), for W workers; NULL or 0: none. */
   size_t (*sim_scratch)(rs_shape_t shape);
   /* --explain's name for it: "ring all-reduce". */
   const char *title;

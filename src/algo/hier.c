@@ -47,7 +47,7 @@ static int inner_steps(const hier_way_t *h, rs_shape_t shape) {
 /* Worker rank's group across the nodes: the workers of its local rank. */
 static rs_group_t group_of(rs_shape_t shape, int rank) {
   const int G = shape.gpus;
-  rs_group_t g = {.first = rank % G, .stride = G, .scale = G, .step_base = G - 1};
+  rs_group_t g = {.first = rank % G, .stride = G, .step_base = G - 1};
   g.phase_step[RS_PHASE_REDUCE_SCATTER] = G - 1;
   return g;
 }
@@ -55,7 +55,7 @@ static rs_group_t group_of(rs_shape_t shape, int rank) {
 /* The most elements one message within the node carries (a segment of
  * the largest block), and how many segments a block moves as. */
 static size_t block_segs(rs_shape_t shape, size_t elems, size_t cap) {
-  return rs__segs(rs__hier_block_elems(elems, shape.gpus, 0), cap);
+  return rs__segs(rs__chunk_elems(elems, shape.gpus, 0), cap);
 }
 
 /* Step s of the node's ring in phase: send our block to the next worker
@@ -68,11 +68,13 @@ static int node_step(rs_worker_t *w, rs_phase_t phase, int s, int label,
   const size_t n = w->elems;
   const int out_b = rs__hier_send_block(shape, r, phase, s);
   const int in_b = rs__hier_recv_block(shape, r, phase, s);
-  rs_part_t out = {rs__hier_next(shape, r), rs__hier_block_offset(n, G, out_b),
-                   rs__hier_block_elems(n, G, out_b),
+  rs_part_t out = {rs__hier_next(shape, r),
+                   rs__chunk_offset(n, G, out_b),
+                   rs__chunk_elems(n, G, out_b),
                    {phase, label, out_b, 0, 0, shape.workers}};
-  rs_part_t in = {rs__hier_prev(shape, r), rs__hier_block_offset(n, G, in_b),
-                  rs__hier_block_elems(n, G, in_b),
+  rs_part_t in = {rs__hier_prev(shape, r),
+                  rs__chunk_offset(n, G, in_b),
+                  rs__chunk_elems(n, G, in_b),
                   {phase, label, in_b, 0, 0, shape.workers}};
   if (phase == RS_PHASE_REDUCE_SCATTER) {
     rs__hier_contributors(shape, r, s, &out.tag.contrib_first,
@@ -96,8 +98,8 @@ static int across(const hier_way_t *h, rs_worker_t *w) {
   w->group = group_of(shape, r);
   w->rank = r / G;
   w->workers = nodes_of(shape);
-  w->base = base + rs__hier_block_offset(elems, G, l);
-  w->elems = rs__hier_block_elems(elems, G, l);
+  w->base = base + rs__chunk_offset(elems, G, l);
+  w->elems = rs__chunk_elems(elems, G, l);
   int rc = h->inner->run_bucket(w);
   w->group = (rs_group_t){0};
   w->rank = r;
@@ -137,14 +139,14 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
   rs__simrun_step(s);
   for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
     for (int r = 0; r < shape.workers; r++) {
-      size_t len = rs__hier_block_elems(
-          n, shape.gpus, rs__hier_send_block(shape, r, phase, step));
+      size_t len = rs__chunk_elems(n, shape.gpus,
+                                   rs__hier_send_block(shape, r, phase, step));
       rs__simrun_send(s, r, rs__hier_next(shape, r),
                       rs__chunk_elems(len, (int)segs, (int)k));
     }
     for (int r = 0; r < shape.workers; r++) {
-      size_t len = rs__hier_block_elems(
-          n, shape.gpus, rs__hier_recv_block(shape, r, phase, step));
+      size_t len = rs__chunk_elems(n, shape.gpus,
+                                   rs__hier_recv_block(shape, r, phase, step));
       len = rs__chunk_elems(len, (int)segs, (int)k);
       rs__simrun_recv(s, r, rs__hier_prev(shape, r),
                       phase == RS_PHASE_REDUCE_SCATTER ? len : 0);
@@ -163,7 +165,7 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
       rs_simrun_t v = *s;
       v.shape = rs__shape_flat(N);
       v.group = group_of(shape, l);
-      h->inner->sim_bucket(&v, rs__hier_block_elems(n, G, l), segs);
+      h->inner->sim_bucket(&v, rs__chunk_elems(n, G, l), segs);
       end = v.step;
     }
     s->step = end;
@@ -178,8 +180,8 @@ static int peers(const hier_way_t *h, rs_shape_t shape, int rank, int *peers,
   const int G = shape.gpus, N = nodes_of(shape);
   int count = 0;
   if (G > 1)
-    peers[count++] = sending ? rs__hier_next(shape, rank)
-                             : rs__hier_prev(shape, rank);
+    peers[count++] =
+        sending ? rs__hier_next(shape, rank) : rs__hier_prev(shape, rank);
   if (N > 1) {
     const rs_algo_t *a = h->inner;
     int k = (sending ? a->send_peers : a->recv_peers)(rs__shape_flat(N),
@@ -194,11 +196,11 @@ static int peers(const hier_way_t *h, rs_shape_t shape, int rank, int *peers,
 static size_t message_elems(const hier_way_t *h, rs_shape_t shape, int from,
                             int to, size_t elems, size_t segs, size_t cap) {
   const int G = shape.gpus;
-  const size_t block = rs__hier_block_elems(elems, G, 0);
-  if (from / G == to / G)
-    return block ? (block + block_segs(shape, elems, cap) - 1) /
-                       block_segs(shape, elems, cap)
-                 : 0;
+  const size_t block = rs__chunk_elems(elems, G, 0);
+  if (from / G == to / G) { /* a segment of the largest block */
+    const size_t segs_in = block_segs(shape, elems, cap);
+    return (block + segs_in - 1) / segs_in;
+  }
   return h->inner->message_elems(rs__shape_flat(nodes_of(shape)), from / G,
                                  to / G, block, segs, cap);
 }
@@ -206,7 +208,7 @@ static size_t message_elems(const hier_way_t *h, rs_shape_t shape, int from,
 static size_t messages(const hier_way_t *h, rs_shape_t shape, int rank,
                        size_t elems, size_t segs, size_t cap) {
   const int G = shape.gpus, N = nodes_of(shape);
-  const size_t block = rs__hier_block_elems(elems, G, 0);
+  const size_t block = rs__chunk_elems(elems, G, 0);
   size_t count = 2 * (size_t)(G - 1) * block_segs(shape, elems, cap);
   if (N > 1)
     count += h->inner->messages(rs__shape_flat(N), rank / G, block, segs, cap,
@@ -239,10 +241,10 @@ static int depth(const hier_way_t *h, rs_shape_t shape) {
   return shape.gpus - 1 + (N > 1 ? h->inner->depth(rs__shape_flat(N)) : 0);
 }
 
+/* The inner algorithm's scratch, on N members (the groups use it in turn). */
 static size_t sim_scratch(const hier_way_t *h, rs_shape_t shape) {
   const rs_algo_t *a = h->inner;
-  const size_t own = a->sim_scratch ? a->sim_scratch(rs__shape_flat(nodes_of(shape))) : 0;
-  return own ? own : 1;
+  return a->sim_scratch ? a->sim_scratch(rs__shape_flat(nodes_of(shape))) : 0;
 }
 
 /* The regions: each block cut as the inner algorithm cuts it (one region
@@ -255,12 +257,12 @@ static int layout(const hier_way_t *h, rs_shape_t shape, size_t elems,
   *word = "block";
   *words = "blocks";
   for (int l = 0; l < G; l++) {
-    const size_t off = rs__hier_block_offset(elems, G, l);
+    const size_t off = rs__chunk_offset(elems, G, l);
     int k = 1;
     offsets[count] = 0;
     if (N > 1 && h->cols(N) > 1)
-      k = h->inner->layout(rs__shape_flat(N), rs__hier_block_elems(elems, G, l),
-                           cap, offsets + count, word, words);
+      k = h->inner->layout(rs__shape_flat(N), rs__chunk_elems(elems, G, l), cap,
+                           offsets + count, word, words);
     for (int j = 0; j < k; j++)
       offsets[count + j] += off;
     count += k;
@@ -311,8 +313,8 @@ static void narr_owners(rs_narrator_t *n, const char *phase) {
   (void)n, (void)phase; /* the blocks are whole only after the node's */
 }
 
-static const rs_narrate_ops_t across_ops = {narr_vsay,  narr_begin, narr_send,
-                                            narr_stash, narr_end,   narr_owners};
+static const rs_narrate_ops_t across_ops = {
+    narr_vsay, narr_begin, narr_send, narr_stash, narr_end, narr_owners};
 
 /* The node's ring steps of one phase, told. */
 static void narrate_node(rs_narrator_t *n, int cols, rs_phase_t phase,
@@ -326,7 +328,7 @@ static void narrate_node(rs_narrator_t *n, int cols, rs_phase_t phase,
     for (int r = 0; r < shape.workers; r++) {
       const int b = rs__hier_send_block(shape, r, phase, step);
       rs__narr_send(n, r, rs__hier_next(shape, r), b * cols, (b + 1) * cols,
-                    !rs ? RS_RECV_COPY
+                    !rs                               ? RS_RECV_COPY
                     : mean && N == 1 && step == G - 2 ? RS_RECV_REDUCE_MEAN
                                                       : RS_RECV_REDUCE);
     }
@@ -397,7 +399,7 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
 
 /* One rs_algo_t per inner algorithm: its hooks are hier's with its way. */
 #define HIER_ALGO(NAME, ID, INNER, COLS, AG, WORDS)                            \
-  static const hier_way_t way_##ID = {&INNER, COLS, AG, WORDS};              \
+  static const hier_way_t way_##ID = {&INNER, COLS, AG, WORDS};                \
   extern const rs_algo_t rs__algo_##ID;                                        \
   static int ID##_send_peers(rs_shape_t sh, int r, int *p) {                   \
     return peers(&way_##ID, sh, r, p, 1);                                      \

@@ -5,7 +5,8 @@
  *
  * W = N x G workers, worker r on node r / G as local rank l = r mod G
  * (block placement, net/topo.h). A bucket of n elements is cut into G
- * blocks (schedule.h's chunks: the first n mod G one element longer).
+ * blocks: block c is schedule.h's chunk c of G (rs__chunk_offset,
+ * rs__chunk_elems: the first n mod G one element longer).
  *
  * 1. Reduce-scatter within each node, G-1 steps round a ring of its G
  *    workers, as Open MPI's ring MPI_Reduce_scatter runs it: in step s
@@ -30,14 +31,6 @@
 
 #include "base/schedule.h"
 #include "net/topo.h"
-
-/* Block c of an n-element bucket on nodes of G. */
-static inline size_t rs__hier_block_offset(size_t n, int gpus, int c) {
-  return rs__chunk_offset(n, gpus, c);
-}
-static inline size_t rs__hier_block_elems(size_t n, int gpus, int c) {
-  return rs__chunk_elems(n, gpus, c);
-}
 
 /* The worker after rank, and before it, round its node's ring. */
 static inline int rs__hier_next(rs_shape_t shape, int rank) {

@@ -134,8 +134,8 @@ void cli_expect_size(size_t min, size_t max, char *buf, size_t size);
  * (rs_algorithm_name over RS_ALGO_COUNT, then RS_ALGO_AUTO where the mode
  * takes auto, then "all" where it takes all):
  * "ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd or
- * auto". With help set, the
- * usage text's form: the default marked, and no last "or" part, which
+ * auto". With help set, the usage text's form: the default marked, and
+ * no last "or" part, which
  * the help line writes itself ("ring (default), rd, ..., gloo-ring"). */
 void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size);
 int cli_algo_takes_auto(cli_mode_t mode);

@@ -79,7 +79,7 @@ static int run_step(const rs_worker_t *w, const rs_tag_t *tag) {
 }
 
 static int run_contrib(const rs_worker_t *w, int members) {
-  return members * (w->group.scale ? w->group.scale : 1);
+  return members * (w->group.stride ? w->group.stride : 1);
 }
 
 int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,

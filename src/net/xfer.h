@@ -134,10 +134,11 @@ typedef struct rs_tag {
  * ranks 0..size-1 (w->rank, w->workers); the transfer primitive maps them
  * to workers. All zero: the whole run, members are workers. */
 typedef struct rs_group {
-  int first, stride; /* member k is worker first + k x stride */
-  /* A contribution range of members [a, a+c) is the workers [a x scale,
-   * (a+c) x scale): each member's copy already holds its node's G. */
-  int scale;
+  /* Member k is worker first + k x stride; with block placement it stands
+   * for node k, whose stride workers its copy already holds: a
+   * contribution range of members [a, a+c) is the workers [a x stride,
+   * (a+c) x stride). */
+  int first, stride;
   int step_base; /* the group's global step 0 is the collective's this */
   /* Added to the group's step within each phase, so a phase's steps are
    * numbered through the whole collective (rs_phase_t). */
@@ -220,10 +221,9 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
 int rs__xfer_send(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag);
 
-/* Receive elems elements at offset of the bucket from worker peer (or
- * member), which
- * must have sent exactly that region with that chunk (else RS_EPROTO), and
- * do action with them. */
+/* Receive elems elements at offset of the bucket from worker (or member)
+ * peer, which must have sent exactly that region with that chunk (else
+ * RS_EPROTO), and do action with them. */
 int rs__xfer_recv(rs_worker_t *w, int peer, size_t offset, size_t elems,
                   const rs_tag_t *tag, rs_recv_action_t action);
 
