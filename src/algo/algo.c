@@ -83,6 +83,10 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
     a->sim_bucket(
         &s, buckets[b].elems,
         rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
+    if (s.nomem) {
+      simrun_free(&s);
+      return UINT64_MAX;
+    }
   }
   uint64_t end = 0;
   for (int r = 0; r < workers; r++)

@@ -53,6 +53,7 @@
 #include "algo/ring.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "algo/algo.h"
 #include "algo/narrate.h"
@@ -134,6 +135,20 @@ int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
   return RS_OK;
 }
 
+/* Segment seg of chunk c: from the simulation's table, if it has one. */
+static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+                      const size_t *table, int c, size_t seg) {
+  size_t off, len;
+  if (table)
+    return table[seg * (size_t)cut->workers + (size_t)c];
+  way->segment(cut, c, seg, &off, &len);
+  return len;
+}
+
+/* The most segments the simulation cuts once, into a table (8 MiB), not at
+ * each of the 2(W-1) steps each moves in. */
+#define SIM_TABLE_MAX ((size_t)1 << 20)
+
 /* One bucket of the ring on simulated clocks alone, no data (algo.h): in
  * lock step, within a segment every worker sends, then every worker
  * receives, which is each worker's own program order. */
@@ -141,26 +156,41 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
                   size_t segs) {
   const int W = s->shape.workers;
   const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
+  size_t *table = NULL;
+  if (cut.per_chunk <= SIM_TABLE_MAX / (size_t)W) {
+    table = malloc(cut.per_chunk * (size_t)W * sizeof *table);
+    if (!table) {
+      s->nomem = 1;
+      return;
+    }
+    for (size_t seg = 0; seg < cut.per_chunk; seg++) {
+      size_t off;
+      for (int c = 0; c < W; c++)
+        way->segment(&cut, c, seg, &off, &table[seg * (size_t)W + (size_t)c]);
+    }
+  }
   for (int phase = 0; phase < 2; phase++)
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
+      const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       rs__simrun_step(s);
       for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
            seg++) {
-        size_t off, len;
         for (int r = 0; r < W; r++) {
-          way->segment(&cut, way->send_chunk(W, r, ph, step), seg, &off, &len);
-          if (len || !way->skip_empty)
-            rs__simrun_send(s, r, way->next(W, r), len);
+          size_t n =
+              sim_len(way, &cut, table, way->send_chunk(W, r, ph, step), seg);
+          if (n || !way->skip_empty)
+            rs__simrun_send(s, r, way->next(W, r), n);
         }
         for (int r = 0; r < W; r++) {
-          way->segment(&cut, way->recv_chunk(W, r, ph, step), seg, &off, &len);
-          if (len || !way->skip_empty)
-            rs__simrun_recv(s, r, way->prev(W, r),
-                            ph == RS_PHASE_REDUCE_SCATTER ? len : 0);
+          size_t n =
+              sim_len(way, &cut, table, way->recv_chunk(W, r, ph, step), seg);
+          if (n || !way->skip_empty)
+            rs__simrun_recv(s, r, way->prev(W, r), reduced ? n : 0);
         }
       }
     }
+  free(table);
 }
 
 /* The narration's two phases: W-1 steps of reduce-scatter, W-1 of

@@ -32,6 +32,13 @@ typedef struct rs_simclock {
    * side (rs__topo_sharing, at least 1); 0 within a node or without a
    * topology. The trace's share. */
   uint32_t last_share;
+  /* The last wire time charged: for wire_bytes bytes at wire_share (a
+   * topology's sharing; UINT32_MAX within a node or without one). A
+   * worker sends a step's near-equal segments alike, and the division
+   * it saves is 128 bits wide. wire_share 0: none yet. */
+  size_t wire_bytes;
+  uint32_t wire_share;
+  uint64_t wire_ns;
   uint64_t straggler_ns; /* compute charged at each step's start */
   uint64_t clock;        /* this worker's simulated now */
   uint64_t link_free;    /* when the outgoing link can take a segment */
@@ -91,6 +98,8 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
                      rs__topo_node(&c->load->topo, dst)) {
     if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
+      if (c->memo_load != c->load)
+        c->wire_share = 0; /* (another load: another topology) */
       c->memo_share = rs__topo_sharing(c->load, c->rank, dst, step);
       c->memo_load = c->load;
       c->memo_dst = dst;
@@ -98,10 +107,17 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     }
     c->last_share = c->memo_share;
     latency = c->load->topo.nic.latency_ns;
-    wire = rs__topo_wire_ns(&c->load->topo, c->memo_share, bytes);
-  } else {
-    wire = rs__net_ns(bytes, c->out.bandwidth);
+    if (c->wire_bytes != bytes || c->wire_share != c->memo_share) {
+      c->wire_ns = rs__topo_wire_ns(&c->load->topo, c->memo_share, bytes);
+      c->wire_bytes = bytes;
+      c->wire_share = c->memo_share;
+    }
+  } else if (c->wire_bytes != bytes || c->wire_share != UINT32_MAX) {
+    c->wire_ns = rs__net_ns(bytes, c->out.bandwidth);
+    c->wire_bytes = bytes;
+    c->wire_share = UINT32_MAX;
   }
+  wire = c->wire_ns;
   uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
   c->link_free = rs__sat_add(depart, wire);
   *depart_ns = depart;
