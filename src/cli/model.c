@@ -68,7 +68,11 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
   uint64_t last = 0; /* the bucket before's: DDP's buckets repeat a size */
   for (size_t b = 0; b < bucket_count && !cli_signal(); b++) {
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
-    if (b == 0 || buckets[b].elems != buckets[b - 1].elems)
+    /* (On a topology a prediction is the bucket's schedule alone: one
+     * bucket's is the run's.) */
+    if (net->topo.enabled && bucket_count == 1)
+      last = t.sim;
+    else if (b == 0 || buckets[b].elems != buckets[b - 1].elems)
       last = rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
                                       seg_bytes, elem_size);
     t.predicted =
