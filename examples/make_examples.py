@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write the parameter-shape examples: model.json, mlp.json, contention.json,
-resnet18.json and gpt2_small.json. Shapes follow torchvision's resnet18 and Hugging Face's
+resnet18.json, gpt2_small.json, and bucket_1mib.json, bucket_25mib.json and
+bucket_1gib.json (one bucket each: docs/algorithms.md's table of a cluster). Shapes follow torchvision's resnet18 and Hugging Face's
 GPT2Model (only trainable parameters: gradients, not BatchNorm running
 statistics; GPT-2's output layer is tied to wte). Run from anywhere:
     examples/make_examples.py
@@ -97,6 +98,12 @@ def main():
     write(os.path.join(here, "gpt2_small.json"), "gpt2-small",
           f"GPT-2 small (Hugging Face GPT2Model, 124M): {count(p):,} elements; "
           "the LM head is tied to wte.", p)
+    for size, elems in (("1mib", 1 << 18), ("25mib", 25 << 18), ("1gib", 1 << 28)):
+        label = size[:-3] + " " + size[-3:].replace("mib", "MiB").replace("gib", "GiB")
+        write(os.path.join(here, f"bucket_{size}.json"), f"bucket-{size}",
+              f"One parameter of {elems:,} f32 elements ({label}): one bucket "
+              "of docs/algorithms.md's table of a cluster "
+              "(scripts/crossover-table).", [("g", [elems])])
 
 
 if __name__ == "__main__":

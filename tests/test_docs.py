@@ -418,6 +418,18 @@ class Docs(unittest.TestCase):
         self.assertGreaterEqual(found, 6)
 
 
+    # docs-6: docs/algorithms.md's tables of a cluster are what
+    # scripts/crossover-table makes of this ringsim now.
+    def test_crossover_table(self):
+        p = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "crossover-table"),
+                            "--ringsim", RINGSIM,
+                            "--check", os.path.join(REPO, "docs", "algorithms.md")],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(REPO, "docs", "algorithms.md")) as f:
+            self.assertIn("| 512 | 4,096 | 1 GiB |", f.read())
+
+
 def main():
     global RINGSIM, REPO
     if len(sys.argv) < 3:
