@@ -130,6 +130,10 @@ typedef struct rs_param {
   int64_t shape[RS_MAX_DIMS];
   size_t elem_offset; /* where the param starts in the flat buffer */
   size_t elems;       /* product of shape (1 for a scalar) */
+  /* Its compute in a training step (step.h), in microseconds, as
+   * model.json gives it (forward_us, backward_us); -1: not given. */
+  double forward_us;
+  double backward_us;
 } rs_param_t;
 
 typedef struct rs_model rs_model_t;
@@ -509,6 +513,11 @@ typedef struct rs_config {
    * one bucket of the whole model. */
   size_t bucket_bytes;
   size_t first_bucket_bytes;
+  /* A training step (ringsim/step.h): bucket b starts on worker r's
+   * simulated clock no earlier than ready_ns[b W + r], when its last
+   * gradient is ready there (rs_step_ready, for these buckets), in every
+   * iteration; NULL: at once. The caller keeps the array for the run. */
+  const uint64_t *ready_ns;
   /* Run the collective warmup + iterations times on the same threads (as
    * nccl-tests does); the result is checked after the first, and timed over
    * the last `iterations`. Defaults: 0 and 1. */

@@ -67,32 +67,60 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->algo_mem);
 }
 
-uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
-                           int workers, const rs_bucket_t *buckets,
-                           size_t bucket_count, size_t segment_bytes,
-                           size_t elem_size) {
+int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
+                            int workers, const rs_bucket_t *buckets,
+                            size_t bucket_count, size_t segment_bytes,
+                            size_t elem_size, const uint64_t *ready,
+                            uint64_t *start, uint64_t *end) {
   rs_simrun_t s = {0};
-  if (!m->enabled || workers < 2)
-    return 0;
   if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
     simrun_free(&s);
-    return UINT64_MAX;
+    return RS_ENOMEM;
   }
   for (size_t b = 0; b < bucket_count; b++) {
+    uint64_t first = 0, last = 0;
+    for (int r = 0; ready && r < workers; r++) {
+      rs_simclock_t *c = &s.clocks[r];
+      const uint64_t at = ready[b * (size_t)workers + (size_t)r];
+      c->clock = at > c->clock ? at : c->clock;
+      first = c->clock > first ? c->clock : first;
+    }
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(
         &s, buckets[b].elems,
         rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
     if (s.nomem) {
       simrun_free(&s);
-      return UINT64_MAX;
+      return RS_ENOMEM;
     }
+    for (int r = 0; r < workers; r++)
+      last = s.clocks[r].clock > last ? s.clocks[r].clock : last;
+    if (start)
+      start[b] = first;
+    if (end)
+      end[b] = last < UINT64_MAX ? last : UINT64_MAX - 1; /* (netmodel.h) */
   }
-  uint64_t end = 0;
-  for (int r = 0; r < workers; r++)
-    end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
   simrun_free(&s);
-  return end < UINT64_MAX ? end : UINT64_MAX - 1; /* (saturated: netmodel.h) */
+  return RS_OK;
+}
+
+uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
+                           int workers, const rs_bucket_t *buckets,
+                           size_t bucket_count, size_t segment_bytes,
+                           size_t elem_size) {
+  if (!m->enabled || workers < 2 || bucket_count == 0)
+    return 0;
+  uint64_t *end = malloc(bucket_count * sizeof *end);
+  if (!end ||
+      rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
+                              segment_bytes, elem_size, NULL, NULL, end)) {
+    free(end);
+    return UINT64_MAX;
+  }
+  /* (a bucket starts once the one before has ended: the last ends last) */
+  const uint64_t last = end[bucket_count - 1];
+  free(end);
+  return last;
 }
 
 void rs__simrun_step(rs_simrun_t *s) {

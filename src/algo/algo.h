@@ -146,6 +146,17 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size);
 
+/* The same, each bucket b starting on worker r no earlier than
+ * ready[b W + r] on its clock (NULL: at once), as a training step's
+ * gradients become ready (step.h): start[b] is when the last worker
+ * started bucket b, end[b] when the last finished it (either NULL: not
+ * wanted). RS_OK, or RS_ENOMEM. */
+int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
+                            int workers, const rs_bucket_t *buckets,
+                            size_t bucket_count, size_t segment_bytes,
+                            size_t elem_size, const uint64_t *ready,
+                            uint64_t *start, uint64_t *end);
+
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
  * every worker's clock (a straggler computes): the bucket's next global
  * step, so a sim_bucket calls it once per step of rs_algo_t's steps, in

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "io/model.h"
 #include "base/util.h"
+#include "io/model.h"
 
 /* Largest model accepted: 2^36 elements (256 GiB of f32 per worker). Bigger
  * sizes are refused before anything is allocated. */
@@ -124,7 +124,8 @@ static int check_keys(json_t *obj, const char *const *allowed,
 
 static int parse_param(json_t *jp, size_t index, rs_param_t *p,
                        rs_dtype_t *dtype, const char *source, char *errmsg) {
-  static const char *const keys[] = {"name", "shape", "dtype", NULL};
+  static const char *const keys[] = {"name",       "shape",       "dtype",
+                                     "forward_us", "backward_us", NULL};
   char where[64];
   snprintf(where, sizeof where, "params[%zu]", index);
   if (!json_is_object(jp))
@@ -186,6 +187,17 @@ static int parse_param(json_t *jp, size_t index, rs_param_t *p,
   }
   p->ndim = (int)ndim;
   p->elems = elems;
+  static const char *const times[] = {"forward_us", "backward_us"};
+  for (int k = 0; k < 2; k++) {
+    json_t *jt = json_object_get(jp, times[k]);
+    double us = jt ? json_number_value(jt) : -1;
+    if (jt && (!json_is_number(jt) || !(us >= 0) || us > 3.6e9))
+      return rs__err(errmsg, RS_EPARSE,
+                     "%s: %s.%s (param \"%.100s\"): must be a number of "
+                     "microseconds, 0 to 3.6e9 (an hour)",
+                     source, where, times[k], json_string_value(jname));
+    *(k ? &p->backward_us : &p->forward_us) = us;
+  }
   p->name = strdup(json_string_value(jname));
   if (!p->name)
     return rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source);

@@ -1,0 +1,247 @@
+/* step/step.c - the training step (step.h): each param's compute, the
+ * buckets' ready times, and the step's timeline on the simulated clocks,
+ * the buckets all-reduced through the algorithms' own schedule
+ * simulation (algo.h's rs__algo_simulate_ready). */
+#include "ringsim/step.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/list.h"
+#include "base/util.h"
+#include "net/netmodel.h"
+
+/* ---- compute ------------------------------------------------------------ */
+
+/* "312T": a rate in FLOP/s, its suffix G, T or P required. */
+static int read_flops(const char *text, size_t len, double *out) {
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return -1;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  char *end;
+  const double v = strtod(buf, &end);
+  const double scale = strcmp(end, "G") == 0   ? 1e9
+                       : strcmp(end, "T") == 0 ? 1e12
+                       : strcmp(end, "P") == 0 ? 1e15
+                                               : 0;
+  if (end == buf || scale == 0 || !(v > 0) || v * scale > 1e21)
+    return -1;
+  *out = v * scale;
+  return 0;
+}
+
+static int read_rows(const char *text, size_t len, double *out) {
+  double v = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] < '0' || text[i] > '9' || v > 1e12)
+      return -1;
+    v = v * 10 + (text[i] - '0');
+  }
+  if (len == 0 || v < 1)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int rs_compute_parse(const char *spec, rs_compute_t *c, char *errmsg) {
+  rs_compute_t got = {0};
+  const char *p = spec;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len > 6 && strncmp(p, "flops=", 6) == 0) {
+      if (got.flops || read_flops(p + 6, len - 6, &got.flops))
+        return rs__err(errmsg, RS_EINVAL,
+                       "--compute '%s': flops= is a rate in FLOP/s with its "
+                       "unit G, T or P, once (flops=312T)",
+                       spec);
+    } else if (len > 5 && strncmp(p, "rows=", 5) == 0) {
+      if (got.rows || read_rows(p + 5, len - 5, &got.rows))
+        return rs__err(errmsg, RS_EINVAL,
+                       "--compute '%s': rows= is the batch's rows (tokens "
+                       "or samples), a whole number from 1, once",
+                       spec);
+    } else {
+      return rs__err(errmsg, RS_EINVAL,
+                     "--compute '%s': expected flops=RATE,rows=R, e.g. "
+                     "flops=312T,rows=4096",
+                     spec);
+    }
+    p += len + (comma != NULL);
+  }
+  if (!got.flops || !got.rows)
+    return rs__err(errmsg, RS_EINVAL,
+                   "--compute '%s': give both flops= and rows=, e.g. "
+                   "flops=312T,rows=4096",
+                   spec);
+  *c = got;
+  return RS_OK;
+}
+
+/* ceil(flops / rate) seconds, in ns. */
+static uint64_t flops_ns(double flops, double rate) {
+  const double ns = ceil(flops / rate * 1e9);
+  return ns < 1.8e19 ? (uint64_t)ns : UINT64_MAX / 4;
+}
+
+int rs_step_compute(const rs_model_t *model, const rs_compute_t *c,
+                    uint64_t *forward_ns, uint64_t *backward_ns, char *errmsg) {
+  const size_t n = rs_model_param_count(model);
+  for (size_t k = 0; k < n; k++) {
+    const rs_param_t *p = rs_model_param(model, k);
+    if (c && c->flops > 0) {
+      const double work = c->rows * (double)p->elems;
+      forward_ns[k] = flops_ns(2 * work, c->flops);
+      backward_ns[k] = flops_ns(4 * work, c->flops);
+      continue;
+    }
+    if (p->backward_us < 0)
+      return rs__err(errmsg, RS_EINVAL,
+                     "%s: param \"%.100s\" has no backward_us: a step needs "
+                     "every param's (tools/torch_profile.py writes them), "
+                     "or --compute flops=RATE,rows=R",
+                     rs_model_name(model), p->name);
+    forward_ns[k] =
+        p->forward_us > 0 ? (uint64_t)llround(p->forward_us * 1e3) : 0;
+    backward_ns[k] = (uint64_t)llround(p->backward_us * 1e3);
+  }
+  return RS_OK;
+}
+
+/* ---- the timeline ------------------------------------------------------- */
+
+/* A worker's compute of t ns, `slow` times slower when it is the slow one. */
+static uint64_t scaled(const rs_step_config_t *cfg, int r, uint64_t t) {
+  if (r != cfg->slow_worker || cfg->slow == 1)
+    return t;
+  const double v = ceil((double)t * cfg->slow);
+  return v < 1.8e19 ? (uint64_t)v : UINT64_MAX / 4;
+}
+
+/* Worker r's forward end, and each param's gradient time into grad[]. */
+static uint64_t worker_grads(const rs_model_t *model,
+                             const rs_step_config_t *cfg, int r,
+                             uint64_t *grad) {
+  const size_t n = rs_model_param_count(model);
+  uint64_t t = 0;
+  for (size_t k = 0; k < n; k++)
+    t = rs__sat_add(t, scaled(cfg, r, cfg->forward_ns[k]));
+  const uint64_t forward = t;
+  for (size_t k = n; k-- > 0;) {
+    t = rs__sat_add(t, scaled(cfg, r, cfg->backward_ns[k]));
+    grad[k] = t;
+  }
+  return forward;
+}
+
+int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
+                  uint64_t **ready, rs_bucket_t **buckets, size_t *count) {
+  const size_t n = rs_model_param_count(model), W = (size_t)cfg->workers;
+  *ready = NULL;
+  if (rs_model_buckets(model, cfg->first_bucket_bytes, cfg->bucket_bytes,
+                       buckets, count))
+    return RS_ENOMEM;
+  uint64_t *grad = malloc(n * sizeof *grad);
+  *ready = malloc(*count * W * sizeof **ready);
+  if (!grad || !*ready) {
+    free(grad);
+    free(*ready);
+    free(*buckets);
+    *ready = NULL;
+    *buckets = NULL;
+    return RS_ENOMEM;
+  }
+  for (size_t r = 0; r < W; r++) {
+    worker_grads(model, cfg, (int)r, grad);
+    /* a bucket's params are consecutive; its first is produced last */
+    for (size_t b = 0; b < *count; b++)
+      (*ready)[b * W + r] = grad[(*buckets)[b].first_param];
+  }
+  free(grad);
+  return RS_OK;
+}
+
+/* The slowest worker's compute: its forward, and its last gradient. */
+static void slowest_compute(const rs_model_t *model,
+                            const rs_step_config_t *cfg, uint64_t *grad,
+                            uint64_t *forward, uint64_t *last) {
+  *forward = *last = 0;
+  for (int r = 0; r < cfg->workers; r++) {
+    const uint64_t f = worker_grads(model, cfg, r, grad);
+    if (grad[0] > *last) {
+      *last = grad[0];
+      *forward = f;
+    }
+  }
+}
+
+static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
+                         const uint64_t *ready, size_t W, uint64_t last_grad) {
+  uint64_t before = 0; /* the bucket before's end */
+  for (size_t b = 0; b < out->bucket_count; b++) {
+    rs_step_bucket_t *o = &out->buckets[b];
+    o->params = buckets[b].params;
+    o->elems = buckets[b].elems;
+    for (size_t r = 0; r < W; r++)
+      o->ready_ns =
+          ready[b * W + r] > o->ready_ns ? ready[b * W + r] : o->ready_ns;
+    const uint64_t hidden_until = last_grad > before ? last_grad : before;
+    o->exposed_ns = o->end_ns > hidden_until ? o->end_ns - hidden_until : 0;
+    out->comm_ns += o->end_ns - o->start_ns;
+    out->exposed_ns += o->exposed_ns;
+    before = o->end_ns > before ? o->end_ns : before;
+  }
+}
+
+int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
+                     rs_step_time_t *out, char *errmsg) {
+  memset(out, 0, sizeof *out);
+  const rs_algo_t *a = rs__algo_get(cfg->algo);
+  if (!a)
+    return rs__err(errmsg, RS_EINVAL,
+                   "step: an algorithm of its own for every bucket "
+                   "(not auto)");
+  rs_bucket_t *buckets = NULL;
+  uint64_t *ready = NULL, *start = NULL, *end = NULL, *grad = NULL;
+  size_t count = 0;
+  const size_t W = (size_t)cfg->workers;
+  int rc = rs_step_ready(model, cfg, &ready, &buckets, &count);
+  if (rc == RS_OK) {
+    start = malloc(count * sizeof *start);
+    end = malloc(count * sizeof *end);
+    out->buckets = calloc(count, sizeof *out->buckets);
+    grad = malloc(rs_model_param_count(model) * sizeof *grad);
+    rc = start && end && out->buckets && grad
+             ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers, buckets,
+                                       count, cfg->segment_bytes,
+                                       rs_dtype_size(rs_model_dtype(model)),
+                                       ready, start, end)
+             : RS_ENOMEM;
+  }
+  if (rc == RS_OK) {
+    out->bucket_count = count;
+    for (size_t b = 0; b < count; b++) {
+      out->buckets[b].start_ns = start[b];
+      out->buckets[b].end_ns = end[b];
+    }
+    uint64_t last_grad;
+    slowest_compute(model, cfg, grad, &out->forward_ns, &last_grad);
+    out->backward_ns = last_grad - out->forward_ns;
+    time_buckets(out, buckets, ready, W, last_grad);
+    const uint64_t comm_end = count ? end[count - 1] : 0;
+    out->step_ns = comm_end > last_grad ? comm_end : last_grad;
+  } else {
+    free(out->buckets);
+    out->buckets = NULL;
+  }
+  free(buckets);
+  free(ready);
+  free(start);
+  free(end);
+  free(grad);
+  return rc ? rs__err(errmsg, rc, "step: out of memory") : RS_OK;
+}
