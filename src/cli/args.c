@@ -19,6 +19,7 @@ int cli_usage_error(const char *fmt, ...) {
   const char *help = strncmp(message, "bench: ", 7) == 0   ? "bench "
                      : strncmp(message, "model: ", 7) == 0 ? "model "
                      : strncmp(message, "diff: ", 6) == 0  ? "diff "
+                     : strncmp(message, "step: ", 6) == 0  ? "step "
                                                            : "";
   rs_one_line(message); /* the argument may hold ESC, CR, LF */
   fprintf(stderr, "ringsim: %s (see ringsim %s--help)\n", message, help);
@@ -38,7 +39,8 @@ const char *cli_mode_prefix(cli_mode_t mode) {
   static const char *const prefix[CLI_MODES] = {[CLI_RUN] = "",
                                                 [CLI_BENCH] = "bench: ",
                                                 [CLI_MODEL] = "model: ",
-                                                [CLI_DIFF] = "diff: "};
+                                                [CLI_DIFF] = "diff: ",
+                                                [CLI_STEP] = "step: "};
   return (unsigned)mode < CLI_MODES ? prefix[mode] : "";
 }
 
@@ -108,10 +110,12 @@ void cli_expect_size(size_t min, size_t max, char *buf, size_t size) {
   snprintf(buf, size, "a size from %s to %s (K, M, G suffixes)", lo, hi);
 }
 
-int cli_algo_takes_auto(cli_mode_t mode) { return mode != CLI_MODEL; }
+int cli_algo_takes_auto(cli_mode_t mode) {
+  return mode != CLI_MODEL && mode != CLI_STEP;
+}
 
 int cli_algo_takes_all(cli_mode_t mode) {
-  return mode == CLI_MODEL || mode == CLI_BENCH;
+  return mode == CLI_MODEL || mode == CLI_BENCH || mode == CLI_STEP;
 }
 
 void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size) {

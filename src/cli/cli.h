@@ -32,6 +32,7 @@ typedef enum cli_mode {
   CLI_BENCH,
   CLI_MODEL,
   CLI_DIFF,
+  CLI_STEP,
   CLI_MODES
 } cli_mode_t;
 #define CLI_IN(mode) (1u << (mode))
@@ -78,6 +79,9 @@ typedef enum cli_opt {
   OPT_FAIL_ON_DIFF,
   OPT_JSON,
   OPT_TRANSPORT,
+  OPT_COMPUTE,
+  OPT_ITERATIONS,
+  OPT_NO_THREADS,
   OPT_HELP,
   OPT_VERSION,
   OPT_COUNT
@@ -85,6 +89,8 @@ typedef enum cli_opt {
 
 /* `ringsim bench --workers 4,8,16`: at most this many world sizes. */
 #define CLI_BENCH_MAX_SIZES 64
+/* ringsim step's bucket caps (--bucket-mb 1,5,25, or sweep's 8) */
+#define CLI_STEP_MAX_CAPS 16
 /* ringsim model's rows (--workers 8,64 or --topo ...,nodes=1,8,64) */
 #define CLI_MODEL_MAX_ROWS 16
 
@@ -135,6 +141,20 @@ typedef struct options {
     int nodes[CLI_MODEL_MAX_ROWS]; /* 0: not a topology's list */
     int count;
   } rows;
+  /* ringsim step: the compute (--compute; flops 0: model.json's), the
+   * iterations, the caps in bytes (count 0: the config's one), a slow
+   * worker's factor (--straggler worker=R,compute=F; -1: none), and
+   * whether the all-reduces run on threads */
+  struct {
+    double flops, rows;
+    int iterations;
+    size_t caps[CLI_STEP_MAX_CAPS];
+    int cap_count;
+    int sweep;
+    int slow_worker;
+    double slow;
+    int no_threads;
+  } step;
   /* ringsim diff: --dtype's value for this side (NULL: the model's) */
   const char *dtype_name;
   int fail_on_diff;
@@ -179,6 +199,9 @@ int cli_bench(int argc, char **argv);
 
 /* diff.c: `ringsim diff ...`: argv[0] is "diff". Returns the exit status. */
 int cli_diff(int argc, char **argv);
+
+/* step.c: `ringsim step ...`: argv[0] is "step". Returns the exit status. */
+int cli_step(int argc, char **argv);
 
 /* signals.c: the one taker of SIGINT, SIGTERM and SIGHUP (SIGHUP handled
  * as SIGTERM), for every mode. Start it first in main, before any thread:

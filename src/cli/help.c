@@ -247,6 +247,39 @@ static void print_diff_help(void) {
         stdout);
 }
 
+static void print_step_help(void) {
+  fputs("usage: ringsim step --params MODEL.json --workers N --net SPEC "
+        "[options]\n"
+        "       ringsim step --params MODEL.json --workers N --topo SPEC "
+        "[options]\n"
+        "\n"
+        "DDP's training step on the simulated clock: a forward, then a "
+        "backward\n"
+        "whose gradients become ready one by one (model.json's backward_us, "
+        "or\n"
+        "--compute), each bucket all-reduced once it is full and the one "
+        "before\n"
+        "is done. Prints the step, its compute, its communication and the "
+        "part\n"
+        "no compute hides (exposed), per bucket, and with a list of caps "
+        "or\n"
+        "sweep a row per cap, the best marked. Up to 16 workers the "
+        "all-reduces\n"
+        "run on threads and are checked; beyond, or with --no-threads, "
+        "the\n"
+        "schedule alone (the same clocks). docs/step.md.\n"
+        "\n",
+        stdout);
+  print_options(CLI_STEP, 0);
+  fputs("\n"
+        "exit status: 0 ok; 1 an all-reduce's check failed; 2 bad usage or "
+        "bad\n"
+        "input; 3 a run failed or out of memory; 130, 143, 129: SIGINT, "
+        "SIGTERM\n"
+        "or SIGHUP stopped it\n",
+        stdout);
+}
+
 void cli_print_help(cli_mode_t mode) {
   switch (mode) {
   case CLI_BENCH:
@@ -257,6 +290,9 @@ void cli_print_help(cli_mode_t mode) {
     break;
   case CLI_DIFF:
     print_diff_help();
+    break;
+  case CLI_STEP:
+    print_step_help();
     break;
   default:
     print_run_help();

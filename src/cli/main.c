@@ -459,6 +459,8 @@ static int command(int argc, char **argv) {
   cli_signals_start();
   if (argc > 1 && strcmp(argv[1], "diff") == 0)
     return cli_signals_finish(cli_diff(argc - 1, argv + 1));
+  if (argc > 1 && strcmp(argv[1], "step") == 0)
+    return cli_signals_finish(cli_step(argc - 1, argv + 1));
   options_t opt = {0};
   int model_only = argc > 1 && strcmp(argv[1], "model") == 0;
   opt.model_only = model_only;

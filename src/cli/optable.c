@@ -13,7 +13,8 @@
 #define BENCH CLI_IN(CLI_BENCH)
 #define MODEL CLI_IN(CLI_MODEL)
 #define DIFF CLI_IN(CLI_DIFF)
-#define ALL (RUN | BENCH | MODEL | DIFF)
+#define STEP CLI_IN(CLI_STEP)
+#define ALL (RUN | BENCH | MODEL | DIFF | STEP)
 /* A help line of a mode, with the option's own metavar. */
 #define H(text)                                                                \
   { NULL, text }
@@ -22,20 +23,21 @@
 #define SAME_GRADS "the two sides would not get the same gradients"
 
 const cli_option_t cli_options[OPT_COUNT] = {
-    [OPT_PARAMS] = {"params",
-                    'p',
-                    RUN | MODEL | DIFF,
-                    CLI_DIFF_SAME,
-                    "FILE",
-                    cli_set_text,
-                    FIELD(params),
-                    0,
-                    0,
-                    "both sides all-reduce one model's gradients",
-                    {[CLI_RUN] =
-                         H("model.json: params, and optionally inline grads"),
-                     [CLI_MODEL] =
-                         H("model.json: the params' names, shapes, dtype")}},
+    [OPT_PARAMS] =
+        {"params",
+         'p',
+         RUN | MODEL | DIFF | STEP,
+         CLI_DIFF_SAME,
+         "FILE",
+         cli_set_text,
+         FIELD(params),
+         0,
+         0,
+         "both sides all-reduce one model's gradients",
+         {[CLI_RUN] = H("model.json: params, and optionally inline grads"),
+          [CLI_MODEL] = H("model.json: the params' names, shapes, dtype"),
+          [CLI_STEP] = H("model.json: params, and optionally each one's\n"
+                         "forward_us and backward_us (docs/step.md)")}},
     [OPT_WORKERS] =
         {"workers",
          'w',
@@ -51,15 +53,18 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         " (default: the\nnumber of inline grads, else 4)"),
           [CLI_BENCH] = {"LIST", "W, or a list to sweep: 4 or 4,8,16 "
                                  "(default 4)"},
-          [CLI_MODEL] = {"LIST", "number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
-                                 ", or a list\n(4,8,16: a row each; default 4, "
-                                 "or --topo's nodes x gpus)"},
+          [CLI_MODEL] = {"LIST",
+                         "number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
+                         ", or a list\n(4,8,16: a row each; default 4, "
+                         "or --topo's nodes x gpus)"},
           [CLI_DIFF] = H("two world sizes, one dividing the other, on one\n"
                          "global batch: L = max(A,B) contributions c0..\n"
                          "c{L-1} (the grads of L workers); each worker of\n"
                          "the smaller world S first folds its L/S\n"
                          "contiguous ones locally (op avg: their mean),\n"
-                         "then the S workers all-reduce")}},
+                         "then the S workers all-reduce"),
+          [CLI_STEP] = H("number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
+                         " (threads up to 16:\ndocs/step.md)")}},
     [OPT_MINBYTES] = {"minbytes",
                       'b',
                       BENCH,
@@ -162,7 +167,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                    "inline grads)")}},
     [OPT_INIT] = {"init",
                   0,
-                  RUN | DIFF,
+                  RUN | DIFF | STEP,
                   CLI_DIFF_SAME,
                   "KIND",
                   cli_set_init,
@@ -173,10 +178,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("generated grads: normal (default), "
                                  "uniform, or\nexact (sums exactly "
                                  "representable: the result\nmust equal the "
-                                 "reference bit for bit)")}},
+                                 "reference bit for bit)"),
+                   [CLI_STEP] =
+                       H("the threads' generated grads (as a run's)")}},
     [OPT_SEED] = {"seed",
                   0,
-                  RUN | DIFF,
+                  RUN | DIFF | STEP,
                   CLI_DIFF_SAME,
                   "N",
                   cli_set_seed,
@@ -184,7 +191,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   0,
                   9223372036854775807L,
                   SAME_GRADS,
-                  {[CLI_RUN] = H("seed of the generated grads (default 0)")}},
+                  {[CLI_RUN] = H("seed of the generated grads (default 0)"),
+                   [CLI_STEP] = H("seed of the threads' grads (default 0)")}},
     [OPT_GRADS] = {"grads",
                    0,
                    RUN | DIFF,
@@ -283,7 +291,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         "suffixes K, M, G are powers of 1024)"),
           [CLI_BENCH] = H("largest message (default 256K)"),
           [CLI_MODEL] = H("largest message (default 256K)"),
-          [CLI_DIFF] = SAME_SUMS}},
+          [CLI_DIFF] = SAME_SUMS,
+          [CLI_STEP] = H("largest message (default 256K)")}},
     [OPT_SLOTS] = {"slots",
                    0,
                    RUN | BENCH | DIFF,
@@ -366,7 +375,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                      "--inject)")}},
     [OPT_NET] = {"net",
                  0,
-                 RUN | MODEL | DIFF,
+                 RUN | MODEL | DIFF | STEP,
                  0,
                  "SPEC",
                  cli_set_config,
@@ -380,10 +389,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   [CLI_MODEL] = H("the network (this or --topo): "
                                   "latency=5us,bandwidth=25GB/s\n"
                                   "(ns/us/ms/s; B/s, KB/s, MB/s, GB/s, "
-                                  "GiB/s, Gbps)")}},
+                                  "GiB/s, Gbps)"),
+                  [CLI_STEP] = H("the network (this or --topo): "
+                                 "latency=5us,bandwidth=25GB/s")}},
     [OPT_TOPO] = {"topo",
                   0,
-                  RUN | MODEL | DIFF,
+                  RUN | MODEL | DIFF | STEP,
                   0,
                   "SPEC",
                   cli_set_topo,
@@ -401,10 +412,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                    "(nodes=1,8,64: a row each) or "
                                    "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
                                    "nic=5us/25GB/s (presets dgx-h100, pcie; "
-                                   "W must be nodes x gpus)")}},
+                                   "W must be nodes x gpus)"),
+                   [CLI_STEP] = H("nodes of GPUs, their links and NICs, "
+                                  "instead of --net: dgx-h100,nodes=8")}},
     [OPT_REDUCE_RATE] = {"reduce-rate",
                          0,
-                         RUN | MODEL | DIFF,
+                         RUN | MODEL | DIFF | STEP,
                          0,
                          "RATE",
                          cli_set_config,
@@ -415,7 +428,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                          {[CLI_RUN] =
                               H("charge reductions, e.g. 20GB/s (needs --net "
                                 "or --topo)"),
-                          [CLI_MODEL] = H("charge reductions, e.g. 20GB/s")}},
+                          [CLI_MODEL] = H("charge reductions, e.g. 20GB/s"),
+                          [CLI_STEP] = H("charge reductions, e.g. 20GB/s")}},
     [OPT_LINK] = {"link",
                   0,
                   RUN | MODEL | DIFF,
@@ -432,10 +446,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                    "2-3:bandwidth=1GB/s")}},
     [OPT_STRAGGLER] = {"straggler",
                        0,
-                       RUN | MODEL | DIFF,
+                       RUN | MODEL | DIFF | STEP,
                        CLI_REPEAT,
                        "SPEC",
-                       cli_set_config,
+                       cli_set_straggler,
                        0,
                        0,
                        0,
@@ -443,7 +457,11 @@ const cli_option_t cli_options[OPT_COUNT] = {
                        {[CLI_RUN] = H("a slow worker (repeatable): "
                                       "worker=1,us=200"),
                         [CLI_MODEL] = H("a slow worker (repeatable): "
-                                        "worker=1,us=200")}},
+                                        "worker=1,us=200"),
+                        [CLI_STEP] =
+                            H("worker=1,compute=1.3: worker 1 computes 1.3 "
+                              "times as long (once); or worker=1,us=200, as "
+                              "a run's")}},
     [OPT_EXPLAIN] = {"explain",
                      0,
                      RUN,
@@ -456,22 +474,27 @@ const cli_option_t cli_options[OPT_COUNT] = {
                      NULL,
                      {[CLI_RUN] = H("narrate the all-reduce step by step "
                                     "(W <= 8)")}},
-    [OPT_BUCKET_MB] = {"bucket-mb",
-                       0,
-                       RUN | MODEL | DIFF,
-                       CLI_DIFF_TWO,
-                       "MB",
-                       cli_set_config,
-                       0,
-                       0,
-                       0,
-                       NULL,
-                       {[CLI_RUN] = H("DDP gradient buckets of MB MiB "
-                                      "(default 25, the\nfirst 1 MiB; 0: "
-                                      "one bucket for the whole model)"),
-                        [CLI_MODEL] = H("DDP gradient buckets of MB MiB "
-                                        "(default 25; 0:\none bucket)"),
-                        [CLI_DIFF] = H("DDP bucket caps in MiB")}},
+    [OPT_BUCKET_MB] =
+        {"bucket-mb",
+         0,
+         RUN | MODEL | DIFF | STEP,
+         CLI_DIFF_TWO,
+         "MB",
+         cli_set_bucket_mb,
+         0,
+         0,
+         0,
+         NULL,
+         {[CLI_RUN] = H("DDP gradient buckets of MB MiB "
+                        "(default 25, the\nfirst 1 MiB; 0: "
+                        "one bucket for the whole model)"),
+          [CLI_MODEL] = H("DDP gradient buckets of MB MiB "
+                          "(default 25; 0:\none bucket)"),
+          [CLI_DIFF] = H("DDP bucket caps in MiB"),
+          [CLI_STEP] = {"MB", "DDP's bucket_cap_mb (default 25; 0: one "
+                              "bucket), a list (1,5,25: a row each), or "
+                              "sweep: 1, 2, 5, 10, 25, 50, 100 and 250, "
+                              "the best marked"}}},
     [OPT_DIRECT] = {"direct",
                     0,
                     RUN | BENCH | DIFF,
@@ -510,7 +533,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                           "marked, and the crossovers: the sizes where the "
                           "best one by the predictions (--algo auto's pick) "
                           "changes"),
-          [CLI_DIFF] = H("e.g. ring,rd (any name --algo accepts)")}},
+          [CLI_DIFF] = H("e.g. ring,rd (any name --algo accepts)"),
+          [CLI_STEP] = H("{algos}, or all: a row each")}},
     [OPT_LOOP] = {"loop",
                   0,
                   RUN | BENCH | DIFF,
@@ -556,7 +580,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                    [CLI_BENCH] = H("one JSON object per size (JSON Lines)"),
                    [CLI_MODEL] = H("print the result as one JSON object"),
                    [CLI_DIFF] = H("print the comparison as one JSON "
-                                  "object")}},
+                                  "object"),
+                   [CLI_STEP] = H("print the result as one JSON object")}},
     [OPT_FAIL_ON_DIFF] = {"fail-on-diff",
                           0,
                           DIFF,
@@ -590,6 +615,48 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                         "processes\non the same buffers "
                                         "(column mpi; docs/mpi.md)")}},
     /* --help and --version are answered by parse.c, which prints them */
+    [OPT_COMPUTE] = {"compute",
+                     0,
+                     STEP,
+                     0,
+                     "SPEC",
+                     cli_set_compute,
+                     0,
+                     0,
+                     0,
+                     NULL,
+                     {[CLI_STEP] =
+                          H("flops=312T,rows=4096: each param's compute "
+                            "from a rate (G, T, P FLOP/s) and the "
+                            "batch's rows, instead of model.json's "
+                            "times (docs/step.md)")}},
+    [OPT_ITERATIONS] = {"iterations",
+                        0,
+                        STEP,
+                        0,
+                        "K",
+                        cli_set_int,
+                        FIELD(step.iterations),
+                        1,
+                        1000000,
+                        NULL,
+                        {[CLI_STEP] = H("training steps (default 2): the "
+                                        "first on one bucket,\nas DDP's first "
+                                        "backward, the rest on its\nrebuilt "
+                                        "buckets")}},
+    [OPT_NO_THREADS] = {"no-threads",
+                        0,
+                        STEP,
+                        0,
+                        NULL,
+                        cli_set_flag,
+                        FIELD(step.no_threads),
+                        0,
+                        0,
+                        NULL,
+                        {[CLI_STEP] = H("the schedule alone, as ringsim model "
+                                        "(the same\nclocks): no threads, no "
+                                        "data, no check")}},
     [OPT_HELP] = {"help",
                   'h',
                   ALL,
@@ -603,7 +670,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("this help"),
                    [CLI_BENCH] = H("this help"),
                    [CLI_MODEL] = H("this help"),
-                   [CLI_DIFF] = H("this help")}},
+                   [CLI_DIFF] = H("this help"),
+                   [CLI_STEP] = H("this help")}},
     [OPT_VERSION] = {"version",
                      'V',
                      ALL,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "option.h"
+#include "ringsim/step.h"
 
 /* A flag: 1 at opt->field (an int). */
 int cli_set_flag(const cli_option_t *opt, options_t *o, const char *value,
@@ -67,6 +68,86 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
   snprintf(msg, RS_ERRMSG_MAX, "%s%.*s", strncmp(err, "--", 2) ? "--" : "",
            RS_ERRMSG_MAX - 8, err);
   return -1;
+}
+
+/* --bucket-mb: the library's, or ringsim step's list of caps (1,5,25) or
+ * sweep (the 8 caps of STEP_SWEEP); sweep is step's alone. */
+static const int STEP_SWEEP[] = {1, 2, 5, 10, 25, 50, 100, 250};
+
+int cli_set_bucket_mb(const cli_option_t *opt, options_t *o, const char *value,
+                      char *msg) {
+  if (o->mode != CLI_STEP) {
+    if (strcmp(value, "sweep") == 0 || strchr(value, ','))
+      return cli_bad_value(msg, opt, value,
+                           "one cap in MiB: only ringsim step sweeps bucket "
+                           "sizes");
+    return cli_set_config(opt, o, value, msg);
+  }
+  o->step.sweep = strcmp(value, "sweep") == 0;
+  if (o->step.sweep) {
+    o->step.cap_count = (int)(sizeof STEP_SWEEP / sizeof *STEP_SWEEP);
+    for (int i = 0; i < o->step.cap_count; i++)
+      o->step.caps[i] = (size_t)STEP_SWEEP[i] << 20;
+    return 0;
+  }
+  int n = 0;
+  for (const char *p = value;; p++) {
+    const size_t len = strcspn(p, ",");
+    char item[32];
+    rs_config_t c;
+    rs_config_init(&c);
+    snprintf(item, sizeof item, "%.*s", (int)(len < 31 ? len : 31), p);
+    if (n == CLI_STEP_MAX_CAPS || len == 0 || len > 30 ||
+        rs_config_set(&c, "bucket-mb", item, msg))
+      return cli_bad_value(msg, opt, value,
+                           "a cap in MiB (0: one bucket), a list of at most "
+                           "%d like 1,5,25, or sweep",
+                           CLI_STEP_MAX_CAPS);
+    o->step.caps[n++] = c.bucket_bytes;
+    p += len;
+    if (!*p)
+      break;
+  }
+  o->step.cap_count = n;
+  o->config.bucket_bytes = o->step.caps[0];
+  return 0;
+}
+
+/* --straggler: the library's (worker=1,us=200), or in ringsim step a
+ * slower compute (worker=1,compute=1.3: 30% slower), once. */
+int cli_set_straggler(const cli_option_t *opt, options_t *o, const char *value,
+                      char *msg) {
+  int worker, used = 0;
+  double factor;
+  if (!strstr(value, "compute="))
+    return cli_set_config(opt, o, value, msg);
+  if (o->mode != CLI_STEP)
+    return cli_bad_value(msg, opt, value,
+                         "worker=N,us=MICROSECONDS: a slower compute "
+                         "(compute=) is ringsim step's");
+  if (sscanf(value, "worker=%d,compute=%lf%n", &worker, &factor, &used) != 2 ||
+      value[used] != '\0' || worker < 0 || !(factor >= 1) || factor > 1000)
+    return cli_bad_value(msg, opt, value,
+                         "worker=N,compute=F: worker N computes F times as "
+                         "long, F in 1..1000 (1.3: 30%% slower)");
+  if (o->step.slow_worker >= 0)
+    return cli_bad_value(msg, opt, value,
+                         "one slower compute: worker %d's is given already",
+                         o->step.slow_worker);
+  o->step.slow_worker = worker;
+  o->step.slow = factor;
+  return 0;
+}
+
+int cli_set_compute(const cli_option_t *opt, options_t *o, const char *value,
+                    char *msg) {
+  (void)opt;
+  rs_compute_t c;
+  if (rs_compute_parse(value, &c, msg))
+    return -1;
+  o->step.flops = c.flops;
+  o->step.rows = c.rows;
+  return 0;
 }
 
 /* A list of integers in 1..max, comma-separated, no item empty, at most
@@ -259,8 +340,12 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
   int all = strcmp(value, "all") == 0 && cli_algo_takes_all(o->mode);
   if (algo == RS_ALGO_AUTO && !cli_algo_takes_auto(o->mode)) {
     snprintf(msg, RS_ERRMSG_MAX,
-             "--algo %s chooses an algorithm per bucket of a run; --algo "
-             "all prints every algorithm and the crossovers it chooses by",
+             o->mode == CLI_STEP
+                 ? "--algo %s chooses an algorithm per bucket of a run; "
+                   "--algo all times the step with each"
+                 : "--algo %s chooses an algorithm per bucket of a run; "
+                   "--algo all prints every algorithm and the crossovers it "
+                   "chooses by",
              value);
     return -1;
   }
@@ -322,6 +407,11 @@ void cli_options_init(cli_mode_t mode, options_t *o) {
   o->mode = mode;
   memset(o->given, 0, sizeof o->given);
   rs_config_init(&o->config);
+  if (mode == CLI_STEP) {
+    o->step.iterations = 2; /* the first, and one on rebuilt buckets */
+    o->step.slow_worker = -1;
+    o->step.slow = 1;
+  }
   if (mode != CLI_BENCH)
     return;
   /* nccl-tests' defaults: sum, its sizes, and NCCL's slice loop */

@@ -36,7 +36,8 @@ static const char *const what_mode_is[CLI_MODES] = {
     [CLI_RUN] = "a run",
     [CLI_BENCH] = "a sweep",
     [CLI_MODEL] = "the schedule alone",
-    [CLI_DIFF] = "a comparison"};
+    [CLI_DIFF] = "a comparison",
+    [CLI_STEP] = "a training step"};
 
 static int refuse_elsewhere(const walk_t *w, const cli_option_t *opt) {
   return cli_refuse(w->mode, "--%s does not apply to %s", opt->name,

@@ -1,0 +1,402 @@
+/* step.c - `ringsim step`: DDP's training step on the simulated clock
+ * (ringsim/step.h, docs/step.md). Per algorithm and bucket cap, the first
+ * step (one bucket: DDP's first backward) and the later ones (its rebuilt
+ * buckets), each timed by the step's simulation; for one configuration
+ * of at most STEP_MAX_THREADS workers the all-reduces also run on
+ * threads with the same ready times, checked as a run's are, and their
+ * simulated end must be the simulation's.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "option.h"
+#include "ringsim/step.h"
+
+/* The most workers whose all-reduces run on threads. */
+#define STEP_MAX_THREADS 16
+
+/* One row: an algorithm on one cap, its first and later steps. */
+typedef struct step_row {
+  rs_algorithm_t algo;
+  size_t cap;
+  rs_step_time_t first, later;
+  uint64_t total_ns; /* first + (iterations - 1) later */
+  int best;          /* the fastest total of its algorithm's rows */
+} step_row_t;
+
+static int check_step(options_t *o) {
+  rs_netmodel_t *net = &o->config.net;
+  const rs_topo_t *t = &net->topo;
+  char err[RS_ERRMSG_MAX];
+  if (!o->params)
+    return cli_refuse(CLI_STEP, "--params MODEL.json is required");
+  if (!net->enabled)
+    return cli_refuse(CLI_STEP, "--net latency=...,bandwidth=... is required, "
+                                "or a topology: give --net or --topo");
+  if (t->enabled && !o->workers_given) {
+    if ((long)t->nodes * t->gpus > MODEL_MAX_WORKERS)
+      return cli_refuse(CLI_STEP,
+                        "--topo: %ld workers, more than the %d ringsim step "
+                        "takes",
+                        (long)t->nodes * t->gpus, MODEL_MAX_WORKERS);
+    o->config.workers = t->nodes * t->gpus;
+  }
+  if (rs_netmodel_check(net, o->config.workers, err))
+    return cli_refuse(CLI_STEP, "%s", err);
+  if (!o->algo_all && (int)o->config.algo >= cli_algos(net))
+    return cli_refuse(CLI_STEP,
+                      "--algo %s is hierarchical and needs nodes: give a "
+                      "topology (--topo nodes=N,gpus=G)",
+                      rs_algorithm_name(o->config.algo));
+  if (o->step.slow_worker >= o->config.workers)
+    return cli_refuse(CLI_STEP,
+                      "--straggler: worker %d does not exist (workers "
+                      "0..%d)",
+                      o->step.slow_worker, o->config.workers - 1);
+  return -1;
+}
+
+/* Does the step run its all-reduces on threads? One configuration of a
+ * few workers, unless --no-threads. */
+static int on_threads(const options_t *o) {
+  return !o->step.no_threads && !o->algo_all && o->step.cap_count <= 1 &&
+         o->config.workers <= STEP_MAX_THREADS;
+}
+
+/* The threads' run of one step's buckets with its ready times: `iters`
+ * iterations, laid out as DDP lays out rebuilt buckets (ddp_layout) or
+ * not; its simulated end must be the simulation's. Returns 0, or an exit
+ * status (said on stderr). */
+static int run_threads(const options_t *o, const rs_model_t *model,
+                       const rs_step_config_t *sc, int iters, int ddp_layout,
+                       uint64_t want_ns) {
+  uint64_t *ready;
+  rs_bucket_t *buckets;
+  size_t count;
+  char err[RS_ERRMSG_MAX];
+  if (rs_step_ready(model, sc, &ready, &buckets, &count)) {
+    fprintf(stderr, "ringsim: step: out of memory\n");
+    return EXIT_RUN;
+  }
+  free(buckets);
+  rs_config_t c = o->config;
+  c.algo = sc->algo;
+  c.bucket_bytes = sc->bucket_bytes;
+  c.segment_bytes = sc->segment_bytes;
+  c.iterations = iters;
+  c.warmup = 0;
+  c.ddp_layout = ddp_layout;
+  c.ready_ns = ready;
+  rs_run_t *run = NULL;
+  int status = 0, rc;
+  if ((rc = rs_run_create(&c, model, &run, err))) {
+    fprintf(stderr, "ringsim: step: %s\n", err);
+    status = cli_exit_code(rc);
+  } else if ((rc = rs_run_fill(run, o->init, o->seed)) ||
+             (cli_signals_watch(run), rc = rs_run_execute(run)) ||
+             (rc = rs_run_result(run)->status)) {
+    cli_signals_watch(NULL);
+    if (!cli_signal())
+      fprintf(stderr, "ringsim: step: the all-reduce on threads: %s\n",
+              rs_run_errmsg(run));
+    status = cli_exit_code(rc);
+  } else if (rs_run_result(run)->sim_ns != want_ns) {
+    fprintf(stderr,
+            "ringsim: step: the threads' simulated time %" PRIu64
+            " ns is not the step's %" PRIu64 " ns (a bug: please report it)\n",
+            rs_run_result(run)->sim_ns, want_ns);
+    status = EXIT_RUN;
+  }
+  cli_signals_watch(NULL);
+  rs_run_free(run);
+  free(ready);
+  return status;
+}
+
+static uint64_t comm_end(const rs_step_time_t *t) {
+  return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
+}
+
+/* Time one row (and run it on threads, when it does). */
+static int time_row(const options_t *o, const rs_model_t *model,
+                    rs_step_config_t *sc, step_row_t *row) {
+  char err[RS_ERRMSG_MAX];
+  sc->algo = row->algo;
+  /* gloo's ring cuts segments of gloo's own maximum, unless told (as a
+   * run's does: cli_check_run) */
+  sc->segment_bytes =
+      row->algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES]
+          ? RS_GLOO_SEGMENT_BYTES
+          : o->config.segment_bytes;
+  sc->bucket_bytes = 0; /* DDP's first backward: one bucket */
+  int rc = rs_step_simulate(model, sc, &row->first, err);
+  sc->bucket_bytes = row->cap;
+  if (!rc)
+    rc = rs_step_simulate(model, sc, &row->later, err);
+  if (rc) {
+    fprintf(stderr, "ringsim: step: %s\n", err);
+    return rc == RS_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+  }
+  const uint64_t later = o->step.iterations > 1 ? row->later.step_ns : 0;
+  row->total_ns =
+      row->first.step_ns + (uint64_t)(o->step.iterations - 1) * later;
+  if (!on_threads(o) || cli_signal())
+    return 0;
+  sc->bucket_bytes = 0;
+  rc = run_threads(o, model, sc, 1, 0, comm_end(&row->first));
+  sc->bucket_bytes = row->cap;
+  if (!rc && o->step.iterations > 1)
+    rc = run_threads(o, model, sc, o->step.iterations - 1, 1,
+                     comm_end(&row->later));
+  return rc;
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+static double us(uint64_t ns) { return (double)ns / 1e3; }
+
+static void print_iteration(const char *label, const rs_step_time_t *t,
+                            const char *what) {
+  const uint64_t hidden = t->comm_ns - t->exposed_ns;
+  printf("  %-10s %.3f us: compute %.3f us, communication %.3f us, %.3f us "
+         "hidden (%.1f%%), %.3f us exposed (%s)\n",
+         label, us(t->step_ns), us(t->forward_ns + t->backward_ns),
+         us(t->comm_ns), us(hidden),
+         t->comm_ns ? 100.0 * (double)hidden / (double)t->comm_ns : 0.0,
+         us(t->exposed_ns), what);
+}
+
+static void print_buckets(const rs_step_time_t *t, size_t elem_size) {
+  printf("  %8s %7s %12s %12s %12s %12s %12s\n", "bucket", "params", "bytes",
+         "ready us", "start us", "end us", "exposed us");
+  for (size_t b = 0; b < t->bucket_count; b++) {
+    const rs_step_bucket_t *k = &t->buckets[b];
+    printf("  %8zu %7zu %12zu %12.3f %12.3f %12.3f %12.3f\n", b, k->params,
+           k->elems * elem_size, us(k->ready_ns), us(k->start_ns),
+           us(k->end_ns), us(k->exposed_ns));
+  }
+}
+
+/* The critical path, in words. */
+static void print_critical(const rs_step_time_t *t) {
+  const uint64_t last_grad = t->forward_ns + t->backward_ns;
+  size_t b = t->bucket_count;
+  while (b > 0 && t->buckets[b - 1].exposed_ns == 0)
+    b--;
+  if (b == 0) {
+    printf("  critical   the compute: every all-reduce ends by the last "
+           "gradient (%.3f us); nothing exposed\n",
+           us(last_grad));
+    return;
+  }
+  printf("  critical   bucket %zu's all-reduce ends %.3f us after the last "
+         "gradient (%.3f us): %.3f us exposed\n",
+         b - 1, us(t->step_ns - last_grad), us(last_grad), us(t->exposed_ns));
+}
+
+static void print_one(const options_t *o, const rs_model_t *model,
+                      const step_row_t *row, int threads) {
+  char name[CLI_SAFE_MAX];
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const int K = o->step.iterations;
+  printf("ringsim step: %s all-reduce of \"%s\" on %d workers, %d step%s "
+         "(%s)\n",
+         rs_algorithm_name(row->algo),
+         cli_safe(rs_model_name(model), name, sizeof name), o->config.workers,
+         K, K == 1 ? "" : "s",
+         threads ? "the all-reduces ran on threads and were checked"
+                 : "the schedule alone: no threads, no data");
+  cli_print_network(&o->config.net);
+  putchar('\n');
+  printf("  compute    forward %.3f us, backward %.3f us (%s)",
+         us(row->later.forward_ns), us(row->later.backward_ns),
+         o->step.flops > 0 ? "--compute" : "model.json's");
+  if (o->step.slow_worker >= 0)
+    printf("; worker %d computes %g times as long", o->step.slow_worker,
+           o->step.slow);
+  putchar('\n');
+  print_iteration("step 1", &row->first, "1 bucket: DDP's first backward");
+  char label[32], what[96];
+  if (K > 1) {
+    snprintf(label, sizeof label, K == 2 ? "step 2" : "steps 2-%d", K);
+    if (row->cap)
+      snprintf(what, sizeof what, "%zu bucket%s, cap %.2f MiB, rebuilt",
+               row->later.bucket_count, row->later.bucket_count == 1 ? "" : "s",
+               (double)row->cap / (1 << 20));
+    else
+      snprintf(what, sizeof what, "1 bucket: --bucket-mb 0");
+    print_iteration(label, &row->later, what);
+  }
+  printf("  %-10s %.3f us\n", "in all", us(row->total_ns));
+  const rs_step_time_t *t = K > 1 ? &row->later : &row->first;
+  printf("  buckets of step %d, in launch order (us from the step's start):\n",
+         K > 1 ? 2 : 1);
+  print_buckets(t, elem_size);
+  print_critical(t);
+}
+
+/* A row per algorithm and cap: the best of each algorithm marked, and
+ * DDP's default cap. */
+static void print_rows(const options_t *o, const rs_model_t *model,
+                       const step_row_t *rows, int n) {
+  char name[CLI_SAFE_MAX];
+  printf("ringsim step: \"%s\" on %d workers, %d step%s each (the schedule "
+         "alone: no threads, no data)\n",
+         cli_safe(rs_model_name(model), name, sizeof name), o->config.workers,
+         o->step.iterations, o->step.iterations == 1 ? "" : "s");
+  cli_print_network(&o->config.net);
+  putchar('\n');
+  printf("  steps after the first (DDP's rebuilt buckets), us:\n");
+  printf("  %-10s %8s %8s %12s %12s %12s %7s\n", "algo", "cap MiB", "buckets",
+         "step", "exposed", "comm", "hidden");
+  for (int i = 0; i < n; i++) {
+    const rs_step_time_t *t = &rows[i].later;
+    const uint64_t hidden = t->comm_ns - t->exposed_ns;
+    printf("  %-10s %8g %8zu %12.3f %12.3f %12.3f %6.1f%%%s%s\n",
+           rs_algorithm_name(rows[i].algo), (double)rows[i].cap / (1 << 20),
+           t->bucket_count, us(t->step_ns), us(t->exposed_ns), us(t->comm_ns),
+           t->comm_ns ? 100.0 * (double)hidden / (double)t->comm_ns : 0.0,
+           rows[i].best ? "  best" : "",
+           rows[i].cap == RS_DEFAULT_BUCKET_BYTES ? "  DDP's default" : "");
+  }
+}
+
+static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
+  json_t *buckets = json_array();
+  for (size_t b = 0; b < t->bucket_count; b++) {
+    const rs_step_bucket_t *k = &t->buckets[b];
+    json_array_append_new(
+        buckets,
+        json_pack("{sI sI sI sI sI sI}", "params", (json_int_t)k->params,
+                  "bytes", (json_int_t)(k->elems * elem_size), "ready_ns",
+                  (json_int_t)k->ready_ns, "start_ns", (json_int_t)k->start_ns,
+                  "end_ns", (json_int_t)k->end_ns, "exposed_ns",
+                  (json_int_t)k->exposed_ns));
+  }
+  return json_pack(
+      "{sI sI sI sI sI sI so}", "step_ns", (json_int_t)t->step_ns, "forward_ns",
+      (json_int_t)t->forward_ns, "backward_ns", (json_int_t)t->backward_ns,
+      "comm_ns", (json_int_t)t->comm_ns, "exposed_ns",
+      (json_int_t)t->exposed_ns, "hidden_ns",
+      (json_int_t)(t->comm_ns - t->exposed_ns), "buckets", buckets);
+}
+
+static int print_json(const options_t *o, const rs_model_t *model,
+                      const step_row_t *rows, int n, int threads) {
+  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  json_t *list = json_array();
+  for (int i = 0; i < n; i++)
+    json_array_append_new(
+        list, json_pack("{ss sI so so sI sb sb}", "algo",
+                        rs_algorithm_name(rows[i].algo), "cap_bytes",
+                        (json_int_t)rows[i].cap, "first",
+                        timeline_json(&rows[i].first, elem_size), "later",
+                        timeline_json(&rows[i].later, elem_size), "total_ns",
+                        (json_int_t)rows[i].total_ns, "best", rows[i].best,
+                        "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
+  json_t *root =
+      json_pack("{ss si si sb so}", "model", rs_model_name(model), "workers",
+                o->config.workers, "iterations", o->step.iterations, "threads",
+                threads, "rows", list);
+  if (!root)
+    return EXIT_RUN;
+  json_dumpf(root, stdout, JSON_INDENT(2));
+  putchar('\n');
+  json_decref(root);
+  return 0;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static void mark_best(const options_t *o, step_row_t *rows, int n) {
+  (void)o;
+  for (int i = 0; i < n; i++) {
+    int best = 1;
+    for (int j = 0; j < n; j++)
+      if (rows[j].algo == rows[i].algo &&
+          (rows[j].later.step_ns < rows[i].later.step_ns ||
+           (rows[j].later.step_ns == rows[i].later.step_ns && j < i)))
+        best = 0;
+    rows[i].best = best;
+  }
+}
+
+static int step_model(const options_t *o, const rs_model_t *model) {
+  const size_t n = rs_model_param_count(model);
+  uint64_t *fwd = malloc(n * sizeof *fwd), *bwd = malloc(n * sizeof *bwd);
+  const int algos = o->algo_all ? cli_algos(&o->config.net) : 1;
+  const int caps = o->step.cap_count ? o->step.cap_count : 1;
+  step_row_t *rows = calloc((size_t)(algos * caps), sizeof *rows);
+  char err[RS_ERRMSG_MAX];
+  int status = 0;
+  if (!fwd || !bwd || !rows) {
+    fprintf(stderr, "ringsim: step: out of memory\n");
+    status = EXIT_RUN;
+  } else {
+    const rs_compute_t c = {o->step.flops, o->step.rows};
+    if (rs_step_compute(model, &c, fwd, bwd, err)) {
+      fprintf(stderr, "ringsim: step: %s\n", err);
+      status = EXIT_USAGE;
+    }
+  }
+  rs_step_config_t sc = {.workers = o->config.workers,
+                         .net = o->config.net,
+                         .first_bucket_bytes = o->config.first_bucket_bytes,
+                         .segment_bytes = o->config.segment_bytes,
+                         .forward_ns = fwd,
+                         .backward_ns = bwd,
+                         .slow_worker = o->step.slow_worker,
+                         .slow = o->step.slow};
+  sc.net.stop = cli_signal_flag();
+  int count = 0;
+  for (int a = 0; a < algos && !status; a++)
+    for (int k = 0; k < caps && !status && !cli_signal(); k++) {
+      step_row_t *row = &rows[count++];
+      row->algo = o->algo_all ? (rs_algorithm_t)a : o->config.algo;
+      row->cap = o->step.cap_count ? o->step.caps[k] : o->config.bucket_bytes;
+      status = time_row(o, model, &sc, row);
+    }
+  if (!status && cli_signal())
+    status = EXIT_RUN; /* (main exits 128 + the signal) */
+  if (!status) {
+    mark_best(o, rows, count);
+    if (o->json)
+      status = print_json(o, model, rows, count, on_threads(o));
+    else if (count == 1)
+      print_one(o, model, &rows[0], on_threads(o));
+    else
+      print_rows(o, model, rows, count);
+  }
+  for (int i = 0; rows && i < algos * caps; i++) {
+    free(rows[i].first.buckets);
+    free(rows[i].later.buckets);
+  }
+  free(rows);
+  free(fwd);
+  free(bwd);
+  return status;
+}
+
+int cli_step(int argc, char **argv) {
+  options_t o = {0};
+  cli_options_init(CLI_STEP, &o);
+  int rc = cli_walk(CLI_STEP, argc, argv, &o, NULL);
+  if (rc < 0)
+    rc = check_step(&o);
+  if (rc >= 0)
+    return rc;
+  char err[RS_ERRMSG_MAX];
+  rs_model_t *model = NULL;
+  if (rs_model_load(o.params, &model, err)) {
+    fprintf(stderr, "ringsim: %s\n", err);
+    return EXIT_USAGE;
+  }
+  rc = step_model(&o, model);
+  rs_model_free(model);
+  return rc;
+}

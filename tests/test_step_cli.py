@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""`ringsim step` on the command line: a timeline worked out by hand, the
+threads' run against the schedule alone, the sweep's best against each cap
+run on its own, and what is refused (exit 2, one line on stderr naming the
+input, before anything runs).
+
+    test_step_cli.py RINGSIM EXAMPLES_DIR [StepCli.test_name ...]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = EXAMPLES = None
+NET = "latency=1us,bandwidth=1GB/s"  # one byte per ns
+MIB = 262144  # f32 elements in 1 MiB
+
+
+def run(*args):
+    p = subprocess.run([RINGSIM, "step", *map(str, args)], capture_output=True,
+                       text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def three_mib(backward_us=2000, extra=None):
+    """Three params of 1 MiB, registered p0, p1, p2, each backward_us long
+    (p2's gradient first), p0's forward 5 us: with DDP's first bucket of
+    1 MiB and a cap of 1 MiB, a bucket each."""
+    params = [{"name": f"p{i}", "shape": [MIB], "backward_us": backward_us}
+              for i in range(3)]
+    params[0]["forward_us"] = 5
+    if extra:
+        params[1].update(extra)
+    return {"name": "three-mib", "params": params}
+
+
+class StepCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def model(self, doc, name="m.json"):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    def step_json(self, *args):
+        rc, out, err = run(*args, "--json")
+        self.assertEqual(rc, 0, err)
+        return json.loads(out)
+
+    # step-1: W = 2, the ring, one 1 MiB segment per chunk: a bucket's
+    # all-reduce is 2 (1,000 + 524,288) = 1,050,576 ns once both start.
+    # Gradients 2 ms apart from the 5 us forward: every all-reduce ends
+    # before the next gradient, so only the last is exposed. The first step
+    # is one bucket of 3 MiB, chunks of 1.5 MiB in two segments of 786,432
+    # bytes, each received before the next is sent: 4 (1,000 + 786,432) ns
+    # after the last gradient, all exposed.
+    def test_by_hand(self):
+        m = self.model(three_mib())
+        for threads in ([], ["--no-threads"]):
+            with self.subTest(threads=threads or "threads"):
+                doc = self.step_json("-p", m, "-w", 2, "--net", NET, "--bucket-mb", 1,
+                                     "--segment-bytes", "1M", "--iterations", 3,
+                                     *threads)
+                self.assertEqual(doc["threads"], not threads)
+                row = doc["rows"][0]
+                later = row["later"]
+                self.assertEqual([(b["ready_ns"], b["start_ns"], b["end_ns"], b["exposed_ns"])
+                                  for b in later["buckets"]],
+                                 [(2005000, 2005000, 3055576, 0),
+                                  (4005000, 4005000, 5055576, 0),
+                                  (6005000, 6005000, 7055576, 1050576)])
+                self.assertEqual((later["step_ns"], later["exposed_ns"], later["comm_ns"]),
+                                 (7055576, 1050576, 3 * 1050576))
+                first = row["first"]
+                self.assertEqual(len(first["buckets"]), 1)
+                self.assertEqual(first["step_ns"], 6005000 + 4 * (1000 + 786432))
+                self.assertEqual(first["exposed_ns"], 4 * (1000 + 786432))
+                self.assertEqual(row["total_ns"], first["step_ns"] + 2 * later["step_ns"])
+
+    # step-2: the text report says the same, and names the critical path.
+    def test_text(self):
+        m = self.model(three_mib())
+        rc, out, err = run("-p", m, "-w", 2, "--net", NET, "--bucket-mb", 1,
+                           "--segment-bytes", "1M")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("the all-reduces ran on threads and were checked", out)
+        self.assertIn("step 2     7055.576 us: compute 6005.000 us, communication "
+                      "3151.728 us, 2101.152 us hidden (66.7%), 1050.576 us exposed", out)
+        self.assertIn("critical   bucket 2's all-reduce ends 1050.576 us after the last "
+                      "gradient (6005.000 us): 1050.576 us exposed", out)
+
+    # step-3: the sweep's best is the fastest of its caps, each run alone,
+    # and every row is what that cap gives alone; per algorithm with --algo
+    # all.
+    def test_sweep_best_is_the_minimum(self):
+        r18 = os.path.join(EXAMPLES, "resnet18.json")
+        args = ["-p", r18, "-w", 8, "--net", "latency=5us,bandwidth=25GB/s",
+                "--compute", "flops=10T,rows=512"]
+        doc = self.step_json(*args, "--bucket-mb", "sweep", "--algo", "all")
+        self.assertFalse(doc["threads"])
+        algos = sorted({r["algo"] for r in doc["rows"]})
+        self.assertEqual(len(algos), 6)
+        for algo in algos:
+            rows = [r for r in doc["rows"] if r["algo"] == algo]
+            self.assertEqual([r["cap_bytes"] >> 20 for r in rows], [1, 2, 5, 10, 25, 50, 100, 250])
+            alone = {}
+            for r in rows:
+                one = self.step_json(*args, "--algo", algo, "--bucket-mb", r["cap_bytes"] >> 20,
+                                     "--no-threads")["rows"][0]
+                self.assertEqual(one["later"], r["later"], (algo, r["cap_bytes"]))
+                alone[r["cap_bytes"]] = one["later"]["step_ns"]
+            best = [r["cap_bytes"] for r in rows if r["best"]]
+            fastest = min(alone.values())
+            self.assertEqual(len(best), 1)
+            self.assertEqual(alone[best[0]], fastest)
+            self.assertEqual(best[0], min(c for c, t in alone.items() if t == fastest))
+            self.assertEqual([r["cap_bytes"] for r in rows if r["ddp_default"]], [25 << 20])
+
+    # step-4: a straggler's compute makes every bucket wait for it: the
+    # step grows by its extra compute at least, and what is exposed after
+    # its last gradient is what it was.
+    def test_straggler(self):
+        m = self.model(three_mib())
+        base = ["-p", m, "-w", 2, "--net", NET, "--bucket-mb", 1, "--segment-bytes", "1M"]
+        fast = self.step_json(*base)["rows"][0]["later"]
+        slow = self.step_json(*base, "--straggler", "worker=1,compute=1.5")["rows"][0]["later"]
+        self.assertEqual(slow["forward_ns"] + slow["backward_ns"], 1.5 * 6005000)
+        self.assertEqual(slow["exposed_ns"], fast["exposed_ns"])
+        self.assertEqual(slow["step_ns"], 1.5 * 6005000 + fast["exposed_ns"])
+        self.assertEqual([b["ready_ns"] for b in slow["buckets"]],
+                         [1.5 * b["ready_ns"] for b in fast["buckets"]])
+
+    # step-5: what is refused, each with exit 2 and one line naming it,
+    # and nothing on stdout.
+    def test_bad_input(self):
+        good = self.model(three_mib())
+        no_bwd = self.model({"params": [{"name": "w", "shape": [4], "backward_us": 1},
+                                        {"name": "b", "shape": [4]}]}, "nobwd.json")
+        neg = self.model(three_mib(extra={"backward_us": -3}), "neg.json")
+        text = self.model(three_mib(extra={"backward_us": "fast"}), "text.json")
+        cases = [
+            (["-p", good, "-w", 2, "--net", NET, "--compute", "flops=312,rows=8"],
+             "--compute 'flops=312,rows=8'"),
+            (["-p", good, "-w", 2, "--net", NET, "--compute", "flops=312T"],
+             "give both flops= and rows="),
+            (["-p", no_bwd, "-w", 2, "--net", NET], 'param "b" has no backward_us'),
+            (["-p", neg, "-w", 2, "--net", NET], 'params[1].backward_us (param "p1")'),
+            (["-p", text, "-w", 2, "--net", NET], 'params[1].backward_us (param "p1")'),
+            (["-p", good, "-w", 2, "--net", NET, "--iterations", 0], "--iterations '0'"),
+            (["-p", good, "-w", 2], "--net latency=...,bandwidth=... is required"),
+            (["-p", good, "-w", 2, "--net", NET, "--bucket-mb", "1,,5"], "--bucket-mb '1,,5'"),
+            (["-p", good, "-w", 2, "--net", NET, "--algo", "auto"], "--algo auto"),
+            (["-p", good, "-w", 2, "--net", NET, "--algo", "hier"], "needs nodes"),
+            (["-p", good, "-w", 2, "--net", NET, "--straggler", "worker=2,compute=2"],
+             "worker 2 does not exist"),
+            (["-p", good, "-w", 2, "--net", NET, "--straggler", "worker=0,compute=nan"],
+             "--straggler 'worker=0,compute=nan'"),
+            (["-p", good, "-w", 3, "--topo", "pcie,nodes=2"], "16"),
+        ]
+        for args, named in cases:
+            with self.subTest(args=args[2:]):
+                rc, out, err = run(*args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn(named, err)
+                self.assertIn("ringsim step --help", err) if "param" not in named else None
+        # sweep and a list of caps are step's alone; so is a slower compute
+        for argv, named in ((["--workers", 2, "--bucket-mb", "sweep"], "--bucket-mb 'sweep'"),
+                            (["model", "-w", 2, "--net", NET, "--bucket-mb", "1,5"],
+                             "--bucket-mb '1,5'"),
+                            (["--workers", 2, "--straggler", "worker=1,compute=1.3"],
+                             "compute=) is ringsim step's")):
+            p = subprocess.run([RINGSIM, *map(str, argv), "-p", good, "--no-trace"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(named, p.stderr)
+
+
+def main():
+    global RINGSIM, EXAMPLES
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_step_cli.py RINGSIM EXAMPLES_DIR [StepCli.test_name ...]")
+    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
