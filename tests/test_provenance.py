@@ -42,10 +42,21 @@ def checksum(data):
     return h
 
 
-def spelled(first, count, workers):
-    """The value a payload holding workers first..first+count-1 (mod W)
+def named(first, count, workers, src=None, dst=None, gpus=None):
+    """The workers a transfer's contributor columns name (docs/trace-schema.md):
+    first..first+count-1 round all W; for hier's messages within a node
+    (gpus: its G, src and dst on one node) that hold fewer than all W (its
+    reduce-scatter's partial sums), round that node's G workers."""
+    if gpus and src // gpus == dst // gpus and count < workers:
+        node = src // gpus * gpus
+        return {node + (first + k) % gpus for k in range(count)}
+    return {(first + k) % workers for k in range(count)}
+
+
+def spelled(held):
+    """The value a payload holding the contributions of the workers held
     has in every element: the sum of their 2^r, exact in float64."""
-    return float(sum(1 << ((first + k) % workers) for k in range(count)))
+    return float(sum(1 << r for r in held))
 
 
 class Provenance(unittest.TestCase):
@@ -81,18 +92,18 @@ class Provenance(unittest.TestCase):
         con.close()
         return rows
 
-    def check(self, workers, rows, want_rows, ring=True):
+    def check(self, workers, rows, want_rows, ring=True, gpus=None):
         self.assertEqual(len(rows), want_rows)
         seen = set()
         for src, dst, phase, step, elems, ck, first, count in rows:
-            value = spelled(first, count, workers)
-            payload = struct.pack("<%dd" % elems, *([value] * elems))
+            held = named(first, count, workers, src, dst, gpus)
+            payload = struct.pack("<%dd" % elems, *([spelled(held)] * elems))
             self.assertEqual(ck & MASK, checksum(payload),
                              "%s step %d, %d -> %d: the payload is not the sum of the "
-                             "contributions %d..+%d the trace names"
-                             % (phase, step, src, dst, first, count))
+                             "contributions %d..+%d the trace names (%s)"
+                             % (phase, step, src, dst, first, count, sorted(held)))
             # and the set is a real one: it holds its sender's contribution
-            self.assertLess((src - first) % workers, count)
+            self.assertIn(src, held)
             seen.add((phase, count))
         if not ring:
             return
@@ -135,6 +146,36 @@ class Provenance(unittest.TestCase):
                     rows = self.run_traced(workers, shapes, "--algo", algo, *options)
                     self.assertGreater(len(rows), 0)
                     self.check(workers, rows, len(rows), ring=False)
+
+    # provenance-3: the same for hier, hier:rd and hier:rhd on topologies of
+    # 2 x 3, 3 x 2, 2 x 4 and 3 x 3 (3 nodes: rd and rhd fold across them), in
+    # several segments and buckets. Within a node the contributors wrap round
+    # its G workers and its reduce-scatter carries partial sums of 1 .. G-1
+    # of them, its all-gather the whole sum; across the nodes a message
+    # carries whole nodes.
+    def test_hier(self):
+        for algo in ("hier", "hier:rd", "hier:rhd"):
+            for nodes, gpus, shapes, options in [
+                    (2, 3, [10, 5], ["--segment-bytes", 16]), (3, 2, [40, 3], []),
+                    (2, 4, [300], ["--segment-bytes", 32]),
+                    (3, 3, [104, 1], ["--segment-bytes", 8, "--bucket-mb", 0.0005])]:
+                workers = nodes * gpus
+                with self.subTest(algo=algo, nodes=nodes, gpus=gpus):
+                    rows = self.run_traced(workers, shapes, "--algo", algo, "--topo",
+                                           "nodes=%d,gpus=%d,intra=1us/100GB/s,"
+                                           "nic=5us/25GB/s" % (nodes, gpus), *options)
+                    self.assertGreater(len(rows), 0)
+                    self.check(workers, rows, len(rows), ring=False, gpus=gpus)
+                    within = [r for r in rows if r[0] // gpus == r[1] // gpus]
+                    across = [r for r in rows if r[0] // gpus != r[1] // gpus]
+                    self.assertEqual({r[7] for r in within if r[2] == "reduce_scatter"},
+                                     set(range(1, gpus)))
+                    self.assertEqual({r[7] for r in within if r[2] == "all_gather"}, {workers})
+                    self.assertTrue(across)
+                    for src, dst, phase, step, _, _, first, count in across:
+                        self.assertEqual((first % gpus, count % gpus), (0, 0),
+                                         "%s step %d, %d -> %d: contributors %d..+%d are not "
+                                         "whole nodes" % (phase, step, src, dst, first, count))
 
 
 if __name__ == "__main__":

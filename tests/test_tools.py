@@ -288,12 +288,14 @@ class Tools(unittest.TestCase):
     # transfers from SQL; a run without --topo is refused in one line.
     def test_topo_counts_every_link(self):
         db = os.path.join(self.dir, "topo.db")
-        for algo in ("rhd", "ring"):
+        algos = ("rhd", "ring", "hier")
+        for algo in algos:
             p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "model.json"), "--topo",
                                 "nodes=2,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s",
                                 "--algo", algo, "--trace", db], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
-        for run, algo in ((1, "rhd"), (2, "ring")):
+        links = {}
+        for run, algo in enumerate(algos, 1):
             rc, out, err = self.tool_in("topo", db, "--run", run, "-o", self.out(f"topo-{algo}.png"))
             self.assertEqual(rc, 0, err)
             self.assert_image(self.out(f"topo-{algo}.png"))
@@ -309,12 +311,17 @@ class Tools(unittest.TestCase):
                 want[key] = want.get(key, 0) + nbytes
             self.assertEqual(shown, want, algo)
             self.assertTrue(any(k[0] == "NIC" for k in shown), shown)
-        self.assertEqual(len([k for k in shown if k[0] == "NIC"]), 2)  # the ring: 3->4, 7->0
+            links[algo] = shown
+        self.assertEqual(len([k for k in links["ring"] if k[0] == "NIC"]), 2)  # 3->4, 7->0
+        # hier: each node's ring of 4, and local rank l to l on the other node
+        self.assertEqual({k for k in links["hier"] if k[0] == "GPU"},
+                         {("GPU", n * 4 + g, n * 4 + (g + 1) % 4)
+                          for n in (0, 1) for g in range(4)})
         self.assertIn("2 nodes x 4 GPUs, 2 NICs per node", self.png_title(self.out("topo-ring.png")))
         # the timeline in simulated time outlines the transfers whose NIC
-        # was shared (rhd's crossing steps, 2 GPUs per NIC); the ring's
-        # crossings share nothing, and its timeline says nothing of it
-        for run, algo, said in ((1, "rhd", True), (2, "ring", False)):
+        # was shared (rhd's and hier's crossing steps, 2 GPUs per NIC); the
+        # ring's crossings share nothing, and its timeline says nothing of it
+        for run, algo, said in ((1, "rhd", True), (2, "ring", False), (3, "hier", True)):
             svg = self.out(f"timeline-topo-{algo}.svg")
             rc, _, err = self.tool_in("timeline", db, "--run", run, "-o", svg)
             self.assertEqual(rc, 0, err)
@@ -493,6 +500,41 @@ class Tools(unittest.TestCase):
         rc, _, err = self.tool_in("timeline", self.db, "--run", 1, "-o", self.out("ok-timeline.png"))
         self.assertNotIn("FAILED", self.png_title(self.out("ok-timeline.png")))
 
+    # tools-hier-steps: hier's steps in the order --inject counts them (the
+    # node's reduce-scatter, the steps across the nodes, the node's
+    # all-gather; a phase's steps numbered through): a crash injected at
+    # each global step of hier, hier:rd and hier:rhd on 3 nodes of 2 (rd
+    # and rhd fold across them) is named the phase and step the worker
+    # table says the worker stopped in; the chunk diagram of such a run
+    # draws the crash.
+    def test_hier_steps_as_inject_counts_them(self):
+        plot = self.plot_module()
+        model = os.path.join(EXAMPLES, "mlp.json")
+        topo = "nodes=3,gpus=2,intra=1us/100GB/s,nic=5us/25GB/s"
+        for algo in ("hier", "hier:rd", "hier:rhd"):
+            p = subprocess.run([RINGSIM, "-p", model, "--topo", topo, "--algo", algo, "--no-trace"],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            steps = int(re.search(r"steps +(\d+) per bucket", p.stdout).group(1))
+            for step in range(steps):
+                db = self.out(f"hier-crash-{algo}-{step}.db")
+                p = subprocess.run([RINGSIM, "-p", model, "--topo", topo, "--algo", algo,
+                                    "--inject", f"crash:worker=2,step={step}", "--timeout", "0.3",
+                                    "--trace", db], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                con = plot.open_trace(db)
+                run = plot.pick_run(con, db, None)
+                con.close()
+                fault, = plot.replay.injected_faults(run)
+                stopped = self.rows(db, "SELECT state, phase, step FROM worker WHERE worker = 2")[0]
+                self.assertEqual(("crashed", fault["phase"], fault["phase_step"]), stopped,
+                                 f"{algo} global step {step}")
+            self.assertEqual(plot.replay.phase_step(steps, run), (None, None))  # past the last
+            svg = self.out(f"hier-crash-{algo}.svg")
+            rc, _, err = self.tool_in("chunks", db, "-o", svg)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("crashed", [t.split("\n")[-1] for t, _, _ in self.svg_texts(svg)])
+
     # tools-12: the timeline: send swatches in the phase colours, a step
     # marker for every bucket, labels that do not run together at 24,000
     # transfers, and on a simulated uniform ring each step told apart.
@@ -588,9 +630,12 @@ class Tools(unittest.TestCase):
         self.assertEqual(err.strip().count("\n"), 0, err)
 
     # tools-14: every other algorithm (rd, rhd, linear, tree, gloo-ring at W=5, so rd
-    # and rhd fold in and out): timeline, links, compare and export draw
-    # each phase in its own colour and name it; chunks and animate draw
-    # each one's regions, named in the title.
+    # and rhd fold in and out; hier, hier:rd and hier:rhd on 2 nodes of 3
+    # GPUs, in wall time): timeline, links, compare and export draw each
+    # phase in its own colour and name it; chunks and animate draw each
+    # one's regions, named in the title; the export's contributors of
+    # hier's reduce-scatter within a node are its schedule's, wrapping
+    # round the node.
     def test_other_algorithms(self):
         import re
         colours = {"reduce_scatter": "#1f77b4", "all_gather": "#ff7f0e", "exchange": "#2ca02c",
@@ -598,10 +643,17 @@ class Tools(unittest.TestCase):
         abbrev = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "reduce": "RED",
                   "broadcast": "BC"}
         db_all = self.out("algos-all.db")
-        for algo in ("rd", "rhd", "linear", "tree", "gloo-ring"):
+        G = 3
+        hier = ["--topo", f"nodes=2,gpus={G},intra=1us/100GB/s,nic=5us/25GB/s"]
+        runs = [(a, 5, ["-w", "5"]) for a in ("rd", "rhd", "linear", "tree", "gloo-ring")]
+        runs += [(a, 2 * G, hier) for a in ("hier", "hier:rd", "hier:rhd")]
+        for algo, W, size in runs:
+            # a --topo run has simulated times: its wall times have the
+            # send bars and the copy and reduce slices checked here
+            clock = ["--clock", "wall"] if size is hier else []
             db = self.out(f"algo-{algo}.db")
-            for trace in (db, db_all):
-                p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "-w", "5",
+            for trace in (db,) if size is hier else (db, db_all):
+                p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), *size,
                                     "--algo", algo, "--trace", trace], capture_output=True, text=True)
                 self.assertEqual(p.returncode, 0, p.stderr)
             phases = [r[0] for r in self.rows(db, "SELECT phase FROM transfer GROUP BY phase "
@@ -612,11 +664,11 @@ class Tools(unittest.TestCase):
                 self.assert_image(self.out(f"algo-{algo}-timeline.png"))
                 self.assertIn(f"{algo}) all-reduce" if algo in ("rd", "rhd") else f"{algo}",
                               self.png_title(self.out(f"algo-{algo}-timeline.png")))
-                # (gloo-ring's name says ring; no title calls it the ring)
-                self.assertNotIn("ring" if algo != "gloo-ring" else "ring all-reduce",
+                # (gloo-ring's and hier's names say ring; no title calls it the ring)
+                self.assertNotIn("ring all-reduce" if algo in ("gloo-ring", "hier") else "ring",
                                  self.png_title(self.out(f"algo-{algo}-timeline.png")))
                 svg = self.out(f"algo-{algo}-timeline.svg")
-                rc, _, err = self.tool_in("timeline", db, "-o", svg)
+                rc, _, err = self.tool_in("timeline", db, *clock, "-o", svg)
                 self.assertEqual(rc, 0, err)
                 texts = [t for t, _, _ in self.svg_texts(svg)]
                 with open(svg) as f:
@@ -646,7 +698,7 @@ class Tools(unittest.TestCase):
                     "GROUP BY src, dst")}
                 self.assertEqual(table, expected)
             with self.subTest(algo=algo, cmd="export"):
-                doc = self.export(db)
+                doc = self.export(db, *clock)
                 self.assertEqual(doc["otherData"]["algo"], algo)
                 events = doc["traceEvents"]
                 steps = {e["name"] for e in events if e["ph"] == "X" and e.get("cat") == "step"}
@@ -661,6 +713,12 @@ class Tools(unittest.TestCase):
                 starts = {e["id"] for e in events if e["ph"] == "s"}
                 self.assertEqual(starts, {e["id"] for e in events if e["ph"] == "f"})
                 self.assert_nested(events)
+                if size is hier:  # in node step s local rank l sends the sum of l-s .. l
+                    sends = [dict(e["args"], src=e["tid"], contrib=e["args"]["contributors"])
+                             for e in events if e["ph"] == "X" and e["name"].startswith("send")]
+                    self.assert_node_contributors(sends, G, W, self.rows(
+                        db, "SELECT count(*) FROM transfer WHERE phase = 'reduce_scatter' "
+                        "AND step < ?", G - 1)[0][0])
             for cmd, ext in (("chunks", "png"), ("animate", "gif")):
                 with self.subTest(algo=algo, cmd=cmd):
                     out = self.out(f"algo-{algo}-{cmd}.{ext}")
@@ -668,7 +726,7 @@ class Tools(unittest.TestCase):
                     self.assertEqual(rc, 0, err)
                     if ext == "png":
                         self.assert_image(out)
-                        self.assertIn(f"{ringsim_plot_name(algo)} all-reduce, 5 workers",
+                        self.assertIn(f"{ringsim_plot_name(algo)} all-reduce, {W} workers",
                                       self.png_title(out))
                     else:
                         from PIL import Image
@@ -718,10 +776,12 @@ class Tools(unittest.TestCase):
 
     # tools-15: the chunk diagram of every algorithm, replayed from the
     # trace (segments merged into messages; W = 2..8, W not a power of two
-    # folding workers in), holds after each step exactly what --explain
-    # replays from the algorithm's schedule functions, step for step; the
-    # last step shows every region complete at every worker; above 8
-    # workers (the ring: 16) it refuses in one line.
+    # folding workers in; hier, hier:rd and hier:rhd on 1 to 4 nodes of 1 to
+    # 4 GPUs, their within-node contributors wrapping round the node), holds
+    # after each step exactly what --explain replays from the algorithm's
+    # schedule functions, step for step; the last step shows every region
+    # complete at every worker; above 8 workers (the ring: 16) it refuses
+    # in one line.
     def test_chunks_every_algorithm_match_the_schedule(self):
         sys.path.insert(0, os.path.dirname(TOOL))
         import ringsim_plot
@@ -730,35 +790,41 @@ class Tools(unittest.TestCase):
             json.dump({"name": "eight", "params": [{"name": "g", "shape": [8]}]}, f)
         db = self.out("every-algo.db")
         compared = 0
-        for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring"):
-            for W in range(2, 9):
-                p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo,
-                                    "--segment-bytes", "8", "--explain", "--trace", db],
-                                   capture_output=True, text=True)
-                self.assertEqual(p.returncode, 0, p.stderr)
-                want = self.explain_tables(p.stdout[:p.stdout.index("\nringsim ")], W)
-                # gloo-ring's last chunks may be empty (--explain lists them:
-                # "chunk 4 empty"); no message cuts a region for them
-                empty = {int(c) for c in re.findall(r"chunk (\d+) empty", p.stdout)}
-                want = [[[h for k, h in enumerate(row) if k not in empty] for row in stage]
-                        for stage in want]
-                con = ringsim_plot.open_trace(db)
-                run = ringsim_plot.pick_run(con, db, None)
-                stages, regions = ringsim_plot.chunk_stages(con, run)
-                con.close()
-                got = [[[set(h) for h in row] for row in stage[1]] for stage in stages]
-                with self.subTest(algo=algo, W=W):
-                    self.assertEqual(len(got), len(want), [st[0] for st in stages])
-                    self.assertEqual(got, want)
-                    self.assertTrue(all(h == set(range(W)) for row in got[-1] for h in row))
-                    self.assertGreater(len(stages[1][2]), 0, "the first step has transfers")
-                    if regions is not None:
-                        self.assertEqual(sum(n for _, _, n in regions), 8)
-                compared += 1
-        self.assertEqual(compared, 42)
-        for algo, W, most in (("rd", 9, 8), ("tree", 9, 8), ("ring", 17, 16)):
+        runs = [(algo, W, ["-w", W])
+                for algo in ("ring", "rd", "rhd", "linear", "tree", "gloo-ring") for W in range(2, 9)]
+        runs += [(algo, N * G, ["--topo", f"nodes={N},gpus={G},intra=1us/100GB/s,nic=5us/25GB/s"])
+                 for algo in ("hier", "hier:rd", "hier:rhd")
+                 for N, G in ((1, 3), (3, 1), (2, 2), (2, 3), (3, 2), (2, 4), (4, 2))]
+        for algo, W, options in runs:
+            p = subprocess.run([RINGSIM, "-p", model, *map(str, options), "--algo", algo,
+                                "--segment-bytes", "8", "--explain", "--trace", db],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            want = self.explain_tables(p.stdout[:p.stdout.index("\nringsim ")], W)
+            # gloo-ring's last chunks may be empty (--explain lists them:
+            # "chunk 4 empty"); no message cuts a region for them
+            empty = {int(c) for c in re.findall(r"chunk (\d+) empty", p.stdout)}
+            want = [[[h for k, h in enumerate(row) if k not in empty] for row in stage]
+                    for stage in want]
+            con = ringsim_plot.open_trace(db)
+            run = ringsim_plot.pick_run(con, db, None)
+            stages, regions = ringsim_plot.chunk_stages(con, run)
+            con.close()
+            got = [[[set(h) for h in row] for row in stage[1]] for stage in stages]
+            with self.subTest(algo=algo, W=W, options=options):
+                self.assertEqual(len(got), len(want), [st[0] for st in stages])
+                self.assertEqual(got, want)
+                self.assertTrue(all(h == set(range(W)) for row in got[-1] for h in row))
+                self.assertGreater(len(stages[1][2]), 0, "the first step has transfers")
+                if regions is not None:
+                    self.assertEqual(sum(n for _, _, n in regions), 8)
+            compared += 1
+        self.assertEqual(compared, 42 + 21)
+        for algo, W, most in (("rd", 9, 8), ("tree", 9, 8), ("ring", 17, 16), ("hier:rd", 9, 8)):
             trace = self.out(f"big-{algo}.db")
-            p = subprocess.run([RINGSIM, "-p", model, "-w", str(W), "--algo", algo, "--trace", trace],
+            size = ["--topo", "nodes=3,gpus=3,intra=1us/100GB/s,nic=5us/25GB/s"] \
+                if algo.startswith("hier") else ["-w", str(W)]
+            p = subprocess.run([RINGSIM, "-p", model, *size, "--algo", algo, "--trace", trace],
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             rc, _, err = self.tool_in("chunks", trace, "-o", self.out(f"big-{algo}.png"))
@@ -1215,6 +1281,18 @@ class Tools(unittest.TestCase):
         body = text[text.index(">", start) + 1:text.index("</script>", start)]
         return text, json.loads(body)
 
+    def assert_node_contributors(self, messages, G, W, how_many):
+        """hier's reduce-scatter within a node (its steps 0 .. G-2) as the
+        page's messages or the export's sends have it: in step s local rank
+        l sends the sum of l-s .. l of its node (contrib: the page's label,
+        or the export's list); how_many such messages."""
+        node_rs = [m for m in messages if m["phase"] == "reduce_scatter" and m["step"] < G - 1]
+        self.assertEqual(len(node_rs), how_many)
+        for m in node_rs:
+            r, got = m["src"], m["contrib"]
+            self.assertEqual(held(got, W) if isinstance(got, str) else set(got),
+                             {r // G * G + (r - k) % G for k in range(m["step"] + 1)}, m)
+
     # tools-html: `html` writes one page holding its data (the runs asked
     # for, the chunk view's messages and bytes as the transfer table has
     # them, each bucket of an auto run in the algorithm it ran) and loading
@@ -1260,6 +1338,44 @@ class Tools(unittest.TestCase):
         ran = dict(con.execute("SELECT bucket, algo FROM bucket_algo"))
         con.close()
         self.assertEqual({v["bucket"]: v["algo"] for v in data["runs"][0]["chunks"]}, ran)
+        # hier on 2 nodes of 3: the node's reduce-scatter, the ring across
+        # the nodes, the node's all-gather, and the contributors of each
+        # message within a node round the node (local ranks l-s .. l in
+        # step s), as the trace's messages
+        hier = self.out("hier-html.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "--topo",
+                            "nodes=2,gpus=3,intra=1us/100GB/s,nic=5us/25GB/s", "--algo", "hier",
+                            "--trace", hier], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, _, err = self.tool_in("html", hier, "-o", self.out("hier.html"))
+        self.assertEqual(rc, 0, err)
+        view = self.page_data(self.out("hier.html"))[1]["runs"][0]["chunks"][0]
+        self.assertEqual([r["label"] for r in view["rows"]], [f"chunk {k}" for k in range(6)])
+        self.assertEqual(len(view["stages"]), 1 + 2 * 2 + 2)  # start, 2(G-1) within, 2(N-1) across
+        segment0, nbytes = self.rows(hier, "SELECT count(*) FILTER (WHERE segment = 0), sum(bytes) "
+                                           "FROM transfer WHERE bucket = ?", view["bucket"])[0]
+        self.assertEqual(len(view["messages"]), segment0)
+        self.assertEqual(sum(m["bytes"] for m in view["messages"]), nbytes)
+        self.assert_node_contributors(view["messages"], 3, 6, 2 * 6)
+        # --algo auto on a topology whose NICs are slow picks hier (a
+        # bucket_algo row), whose contributors read the same, in the page
+        # and in the export
+        auto = self.out("auto-topo.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "model.json"), "--topo",
+                            "nodes=2,gpus=3,intra=1us/100GB/s,nic=5us/1GB/s", "--algo", "auto",
+                            "--trace", auto], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(self.rows(auto, "SELECT algo FROM bucket_algo")[0][0].startswith("hier"))
+        rc, _, err = self.tool_in("html", auto, "-o", self.out("auto-topo.html"))
+        self.assertEqual(rc, 0, err)
+        view = self.page_data(self.out("auto-topo.html"))[1]["runs"][0]["chunks"][0]
+        self.assert_node_contributors(view["messages"], 3, 6, 2 * 6)
+        sends = [dict(e["args"], src=e["tid"], contrib=e["args"]["contributors"])
+                 for e in self.export(auto, "--clock", "wall")["traceEvents"]
+                 if e["ph"] == "X" and e["name"].startswith("send")]
+        self.assert_node_contributors(sends, 3, 6, self.rows(
+            auto, "SELECT count(*) FROM transfer WHERE phase = 'reduce_scatter' "
+            "AND step < 2")[0][0])
         # one worker: a page that says there is nothing to step through
         rc, _, err = self.tool_in("html", os.path.join(self.dir, "one.db"), "-o", self.out("one.html"))
         self.assertEqual(rc, 0, err)
@@ -1276,6 +1392,17 @@ class Tools(unittest.TestCase):
                 self.assertIn(message, err)
 
 
+def held(label, W):
+    """A chunk view's contributors ('all', '3', '0-2', '5-1', '0,2-3') as a set."""
+    if label == "all":
+        return set(range(W))
+    out = set()
+    for part in label.split(","):
+        a, _, b = part.partition("-")
+        out |= {(int(a) + k) % W for k in range(((int(b) - int(a)) % W if b else 0) + 1)}
+    return out
+
+
 def ringsim_plot_size(size):
     """Sizes as ringsim bench writes them: 8 B, 4 KiB, 64 MiB."""
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -1287,7 +1414,10 @@ def ringsim_plot_size(size):
 def ringsim_plot_name(algo):
     return {"rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
             "linear": "linear", "tree": "double-binary-tree",
-            "gloo-ring": "gloo's ring (gloo-ring)"}[algo]
+            "gloo-ring": "gloo's ring (gloo-ring)",
+            "hier": "hierarchical (hier, the ring across nodes)",
+            "hier:rd": "hierarchical (hier:rd, recursive doubling across nodes)",
+            "hier:rhd": "hierarchical (hier:rhd, Rabenseifner across nodes)"}[algo]
 
 
 def main():

@@ -71,6 +71,19 @@ def contributors(first, count, W):
     return {(first + k) % W for k in range(count)}
 
 
+def explain_tables(text, W):
+    """The contribution tables `ringsim --explain` prints after each step,
+    each as rows[worker][column] of sets."""
+    tables, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("           ") and i + 1 < len(lines) and \
+                lines[i + 1].startswith("  worker 0  "):
+            tables.append([[set(range(W)) if c == "all" else
+                            {int(x) for x in c.strip("{}").split(",")}
+                            for c in lines[i + 1 + w].split()[2:]] for w in range(W)])
+    return tables
+
+
 def assert_not_blank(test, path, min_w=800, min_h=500):
     """The screenshot is a real picture: big enough, many colours, and not
     one colour over nearly all of it."""
@@ -422,6 +435,58 @@ class Viewer(BrowserCase):
         self.assertEqual(self.stage()[0], 0)
         self.press(Keys.END)
         self.assertEqual(self.stage()[0], 3)
+
+    # viewer-hier: hier on 2 nodes of 4 GPUs and hier:rhd on 3 nodes of 2
+    # (rhd folding across them), stepped from start to end: every cell at
+    # every step holds what --explain's tables say, which a within-node
+    # message's contributors wrapping round W instead of the node would
+    # break; each step is named within or across the nodes; an arrow of
+    # the node's reduce-scatter step s from local rank l carries l-s .. l.
+    def test_hier_every_step(self):
+        model = os.path.join(self.dir, "eight.json")
+        with open(model, "w") as f:
+            json.dump({"name": "eight", "params": [{"name": "g", "shape": [8]}]}, f)
+        db, page = os.path.join(self.dir, "hier.db"), os.path.join(self.dir, "hier.html")
+        runs = []
+        for algo, N, G in (("hier", 2, 4), ("hier:rhd", 3, 2)):
+            p = run_ringsim("-p", model, "--algo", algo, "--topo",
+                            f"nodes={N},gpus={G},intra=1us/100GB/s,nic=5us/25GB/s",
+                            "--explain", "--trace", db)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            runs.append((len(runs) + 1, N * G, G, explain_tables(
+                p.stdout[:p.stdout.index("\nringsim ")], N * G)))
+        p = run_tool("html", db, "-o", page)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.open(page)
+        for rid, W, G, want in runs:
+            self.select_run(rid)
+            labels = []
+            for i, table in enumerate(want):
+                if i:
+                    self.click(".next")
+                (n, phase, step, label), cells = self.read()
+                self.assertEqual(n, i, label)
+                labels.append(label)
+                got = {k: parse_held(v, W) for k, v in cells.items()}
+                self.assertEqual(got, {(w, k): held for w, row in enumerate(table)
+                                       for k, held in enumerate(row)}, f"run {rid}: {label}")
+                if phase == "reduce_scatter" and step < G - 1:
+                    arrows = self.driver.execute_script(
+                        "return [...arguments[0].querySelectorAll('svg .arrow title')]"
+                        ".map(t => t.textContent)", self.pane())
+                    self.assertTrue(arrows)
+                    for text in arrows:
+                        src = int(text.split()[1])
+                        self.assertEqual(parse_held(text.split("contributors ")[1], W),
+                                         {src // G * G + (src - k) % G for k in range(step + 1)},
+                                         text)
+            self.click(".next")  # one more stays at the end
+            self.assertEqual(self.stage()[0], len(want) - 1)
+            self.assertIn("within nodes, reduce-scatter step 0", labels[1])
+            self.assertTrue(any("across nodes, " in label for label in labels), labels)
+            self.assertIn("within nodes, all-gather", labels[-1])
+        self.shot("hier")
+        self.assert_no_console_errors()
 
     # viewer-2: a cell's history lists the transfers into it (SQL's, with
     # their bytes); clicking one shows its trace row; an arrow does too.

@@ -5,8 +5,8 @@ fit in memory as events).
 import json
 
 from .output import progress, replacing
-from .replay import (contributors, injected_faults, phase_abbrev, pick_clock, run_algo, run_failed,
-    status_line, stop_times, transfer_count, worker_states)
+from .replay import (bucket_algos, contributors, injected_faults, phase_abbrev, pick_clock,
+    run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
 
 
 # What a receiver does with a payload of the phase: adds it in, or copies it
@@ -41,6 +41,10 @@ def export_events(con, run, clock):
     tracks keep the buckets and steps. Instants mark each injected fault and
     where each worker that did not finish stopped."""
     W, rid, dtype = run["workers"], run["run_id"], run["dtype"]
+    # hier's G (None for the others), per bucket as table bucket_algo has
+    # them: an auto run's buckets may run hier or not
+    gpus = {b: run_gpus(dict(run, algo=a)) for b, a in bucket_algos(con, run).items()}
+    G = run_gpus(run)
     sim = clock == "sim"
     yield {"ph": "M", "name": "process_name", "pid": rid, "tid": 0,
            "args": {"name": f"ringsim run {rid}: {run['model']}, {run_algo(run)}, W={W}, "
@@ -54,7 +58,7 @@ def export_events(con, run, clock):
     def common(row):
         (it, bucket, phase, step, src, dst, chunk, seg, off, elems, nbytes, seq, first, count,
          _wait) = row
-        who = sorted(contributors(first, count, W))
+        who = sorted(contributors(first, count, W, gpus.get(bucket, G), src, dst))
         return {"iter": it, "bucket": bucket, "dtype": dtype, "phase": phase, "step": step,
                 "chunk": chunk, "segment": seg, "elem_offset": off, "elems": elems, "bytes": nbytes,
                 "seq": seq, "contributors": who if len(who) <= 64 else f"{len(who)} workers"}

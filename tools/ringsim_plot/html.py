@@ -5,12 +5,12 @@ the pictures agree.
 """
 import json
 import os
-import sqlite3
 
 from .output import ToolError, clean, progress, replacing
-from .replay import (ALGO_NAMES, algo_name, contributors, has_sim_times, injected_faults,
-    phases_present, pick_run, replay_holdings, replay_regions, ring_ranges, run_algo, run_failed,
-    schedule_messages, status_line, time_columns, transfer_count, tree_chunks)
+from .replay import (ALGO_NAMES, algo_name, bucket_algos, contributors, has_sim_times,
+    injected_faults, phases_present, pick_run, replay_holdings, replay_regions, ring_ranges,
+    run_algo, run_failed, run_gpus, schedule_messages, status_line, time_columns, transfer_count,
+    tree_chunks)
 from .timeline import TIMELINE_DETAIL_LIMIT
 from .topo import MAX_GPUS, MAX_NODES, run_topology, topo_data
 
@@ -57,15 +57,6 @@ def viewer_template():
         return text
     raise ToolError(f"{VIEWER_TEMPLATE}: not found in {here}, beside the package ringsim_plot "
                     "(the page's template is installed with the tool)")
-
-
-def bucket_algos(con, run):
-    """{bucket: algorithm} from table bucket_algo (empty for an older trace)."""
-    try:
-        return {b: clean(a) for b, a in con.execute(
-            "SELECT bucket, algo FROM bucket_algo WHERE run_id = ?", (run["run_id"],))}
-    except sqlite3.OperationalError:
-        return {}
 
 
 def message_details(con, run, bucket, ring):
@@ -115,6 +106,7 @@ def chunk_view_bucket(con, run, bucket, algo):
     (replay_holdings, replay_regions), so the page and the picture agree."""
     W = run["workers"]
     brun = dict(run, algo=algo)
+    gpus = run_gpus(brun)
     ring = algo == "ring"
     if ring:
         stages, regions = replay_holdings(con, brun, bucket), None
@@ -160,8 +152,8 @@ def chunk_view_bucket(con, run, bucket, algo):
                              "phase": info["phase"], "step": info["step"],
                              "bytes": d.get("bytes"), "segs": d.get("segs"), "t0": d.get("t0"),
                              "t1": d.get("t1"), "s0": d.get("s0"), "s1": d.get("s1"),
-                             "contrib": ring_ranges(contributors(first, count, W), W)
-                             if count is not None else None,
+                             "contrib": ring_ranges(contributors(first, count, W, gpus, src, dst),
+                                                    W) if count is not None else None,
                              "row": d.get("row")})
         out_stages.append({"title": title, "phase": info["phase"], "step": info["step"],
                            "cells": cells, "arrows": ids})

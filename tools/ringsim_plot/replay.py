@@ -27,7 +27,15 @@ PHASE_ABBREV = {"reduce_scatter": "RS", "all_gather": "AG", "exchange": "EX", "r
 ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseifner (rhd)",
               "linear": "linear", "tree": "double-binary-tree",
               "gloo-ring": "gloo's ring (gloo-ring)",
+              "hier": "hierarchical (hier, the ring across nodes)",
+              "hier:rd": "hierarchical (hier:rd, recursive doubling across nodes)",
+              "hier:rhd": "hierarchical (hier:rhd, Rabenseifner across nodes)",
               "auto": "auto (an algorithm per bucket: table bucket_algo)"}
+
+
+# hier's algorithm across the nodes (docs/algorithms.md; the trace's algo
+# says hier for hier:ring)
+HIER_INNER = {"hier": "ring", "hier:ring": "ring", "hier:rd": "rd", "hier:rhd": "rhd"}
 
 
 def open_trace(path):
@@ -164,7 +172,14 @@ def transfer_count(con, run_id):
     return con.execute("SELECT count(*) FROM transfer WHERE run_id = ?", (run_id,)).fetchone()[0]
 
 
-def contributors(first, count, workers):
+def contributors(first, count, workers, gpus=None, src=None, dst=None):
+    """The workers whose contributions a payload holds: contrib_first ..
+    +contrib_count round all W; a hier run's message within a node (gpus:
+    its G, from run_gpus; src and dst on one node) that holds fewer than
+    all W, round that node's G workers (docs/trace-schema.md)."""
+    if gpus and src // gpus == dst // gpus and count < workers:
+        node = src // gpus * gpus
+        return {node + (first + k) % gpus for k in range(count)}
     return {(first + k) % workers for k in range(count)}
 
 
@@ -226,6 +241,35 @@ def run_algo(run):
     return run.get("algo") or "ring"
 
 
+def bucket_algos(con, run):
+    """{bucket: algorithm} from table bucket_algo (empty for an older trace)."""
+    try:
+        return {b: clean(a) for b, a in con.execute(
+            "SELECT bucket, algo FROM bucket_algo WHERE run_id = ?", (run["run_id"],))}
+    except sqlite3.OperationalError:
+        return {}
+
+
+def run_topology(run):
+    """The run's --topo from its net_model (nodes, gpus, nics, ...), or None."""
+    try:
+        topo = json.loads(run.get("net_model") or "{}").get("topo")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return topo if isinstance(topo, dict) else None
+
+
+def run_gpus(run):
+    """G, the GPUs per node, for a hier run (whose messages within a node
+    name their contributors round the node; W, one node, if its topology
+    is missing or does not divide W); None for any other."""
+    if run_algo(run) not in HIER_INNER:
+        return None
+    gpus = (run_topology(run) or {}).get("gpus")
+    W = run["workers"]
+    return gpus if isinstance(gpus, int) and 1 <= gpus <= W and W % gpus == 0 else W
+
+
 def algo_name(run):
     algo = run_algo(run)
     return ALGO_NAMES.get(algo, algo)
@@ -257,6 +301,16 @@ def algo_steps(run):
 
     def phase(name, n):
         return [(name, s) for s in range(n)]
+    if algo in HIER_INNER:  # the node's reduce-scatter, the inner one's on N, the node's all-gather
+        G = run_gpus(run)
+        N = W // G
+        inner = algo_steps({"workers": N, "algo": HIER_INNER[algo]}) if N > 1 else []
+        # a phase's steps are numbered through: the inner reduce-scatter's
+        # after the node's, the node's all-gather after the inner one's
+        inner = [(ph, s + (G - 1 if ph == "reduce_scatter" else 0)) for ph, s in inner]
+        ag = sum(ph == "all_gather" for ph, _ in inner)
+        return (phase("reduce_scatter", G - 1) + inner
+                + [("all_gather", ag + s) for s in range(G - 1)])
     if algo == "rd":
         return phase("reduce", fold) + phase("exchange", L) + phase("broadcast", fold)
     if algo == "rhd":
@@ -447,7 +501,10 @@ def receives_by_copy(algo, phase, step):
     """Does the receiver copy the payload over its own (True) or fold it in?
     The ring's all-gather and every broadcast copy; so does linear's root
     with the first buffer it takes (its own data set aside, added last) and
-    rhd's even worker with its partner's summed half (fold-in step 1)."""
+    rhd's even worker with its partner's summed half (fold-in step 1);
+    hier's receivers as its algorithm across the nodes (within the node a
+    reduce-scatter and an all-gather)."""
+    algo = HIER_INNER.get(algo, algo)
     if phase in ("all_gather", "broadcast"):
         return True
     return (algo == "linear" and phase == "reduce" and step == 0) or \
@@ -508,10 +565,11 @@ def replay_regions(con, run, bucket=None):
     does, by chunk): whose contributions each worker's copy of each region
     holds after each step. The regions are the pieces the messages cut the
     bucket into (rd and linear: the whole bucket; rhd: the P parts its
-    halvings make; the tree: its two halves). Returns (stages, regions):
-    stages as replay_holdings's, holds[w][k] for region k and arrows
-    (src, dst, first region, end region, received); regions a list of
-    (label, first element, elements).
+    halvings make; the tree: its two halves; hier: its G blocks, each cut
+    as its algorithm across the nodes cuts it, named as --explain names
+    them). Returns (stages, regions): stages as replay_holdings's,
+    holds[w][k] for region k and arrows (src, dst, first region, end
+    region, received); regions a list of (label, first element, elements).
 
     A step is a (phase, step) of the trace, in the order --inject counts
     them; the tree's reduce and broadcast (one step each) are cut into
@@ -521,15 +579,18 @@ def replay_regions(con, run, bucket=None):
     linear's root adds its own data, set aside, after the last reduce.
     bucket: which bucket (default the first)."""
     W, algo = run["workers"], run_algo(run)
+    gpus = run_gpus(run)
     messages = schedule_messages(con, run, bucket)
     cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
     if not cuts:
         raise ToolError(f"run {run['run_id']} has no transfers to draw")
-    labels = {"rhd": "part", "tree": "half", "gloo-ring": "chunk"}
+    labels = {"rhd": "part", "tree": "half", "gloo-ring": "chunk",
+              # hier's blocks as its algorithm across the nodes cuts them
+              "hier": "chunk", "hier:rd": "block", "hier:rhd": "part"}
     if len(cuts) == 2:
         regions = [("buffer", cuts[0], cuts[1] - cuts[0])]
     else:
-        word = labels.get(algo, "region")
+        word = "block" if gpus == W else labels.get(algo, "region")  # hier on one node: blocks
         regions = [(f"{word} {k}", a, b - a) for k, (a, b) in enumerate(zip(cuts, cuts[1:]))]
 
     def span(m):
@@ -555,7 +616,7 @@ def replay_regions(con, run, bucket=None):
         for m in ms:
             if not m["received"]:
                 continue
-            payload = contributors(m["first"], m["count"], W)
+            payload = contributors(m["first"], m["count"], W, gpus, m["src"], m["dst"])
             a, b = span(m)
             for k in range(a, b):
                 if receives_by_copy(algo, phase, step):
@@ -563,8 +624,11 @@ def replay_regions(con, run, bucket=None):
                 else:
                     holds[m["dst"]][k] = holds[m["dst"]][k] | payload
         title = f"{phase_label(phase)} step {step}"
-        if algo in ("rd", "rhd") and phase in ("reduce", "broadcast"):
+        if HIER_INNER.get(algo, algo) in ("rd", "rhd") and phase in ("reduce", "broadcast"):
             title = f"{'fold-in' if phase == 'reduce' else 'fold-out'} ({title})"
+        if gpus:  # hier: within the nodes or across them (all of a step's messages alike)
+            within = all(m["src"] // gpus == m["dst"] // gpus for m in ms)
+            title = f"{'within' if within else 'across'} nodes, {title}"
         if algo == "tree":
             level = -key[4] if phase == "reduce" else key[4]
             title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"

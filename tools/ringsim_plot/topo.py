@@ -3,12 +3,11 @@ a box holding its GPUs (workers) and NICs; each GPU-to-GPU link inside a
 node and each NIC-to-NIC path between nodes drawn and coloured by the bytes
 it carried; the same numbers as a table on stdout.
 """
-import json
 import math
 
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError
-from .replay import algo_name, run_failed
+from .replay import algo_name, run_failed, run_topology as topology_of
 from .style import fit_title, pyplot, titled
 
 # The picture stays readable up to this many nodes and GPUs per node.
@@ -18,10 +17,7 @@ MAX_NODES, MAX_GPUS = 16, 16
 def run_topology(run):
     """The run's topology from its net_model (nodes, gpus, nics), or a
     ToolError for a run without --topo."""
-    try:
-        topo = json.loads(run.get("net_model") or "{}").get("topo")
-    except ValueError:
-        topo = None
+    topo = topology_of(run)
     if not topo:
         raise ToolError(f"run {run['run_id']} has no topology: topo draws a run made with --topo")
     return topo
