@@ -52,6 +52,7 @@
  */
 #include "algo/ring.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -174,17 +175,20 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       rs__simrun_step(s);
+      /* worker r's chunks are worker 0's plus r (ring_way.h) */
+      const int send0 = way->send_chunk(W, 0, ph, step);
+      const int recv0 = way->recv_chunk(W, 0, ph, step);
+      assert(way->send_chunk(W, W - 1, ph, step) == (send0 + W - 1) % W &&
+             way->recv_chunk(W, W - 1, ph, step) == (recv0 + W - 1) % W);
       for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
            seg++) {
-        for (int r = 0; r < W; r++) {
-          size_t n =
-              sim_len(way, &cut, table, way->send_chunk(W, r, ph, step), seg);
+        for (int r = 0, c = send0; r < W; r++, c = c + 1 == W ? 0 : c + 1) {
+          size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
             rs__simrun_send(s, r, way->next(W, r), n);
         }
-        for (int r = 0; r < W; r++) {
-          size_t n =
-              sim_len(way, &cut, table, way->recv_chunk(W, r, ph, step), seg);
+        for (int r = 0, c = recv0; r < W; r++, c = c + 1 == W ? 0 : c + 1) {
+          size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
             rs__simrun_recv(s, r, way->prev(W, r), reduced ? n : 0);
         }

@@ -29,6 +29,9 @@ typedef struct rs_ring_way {
   /* The direction: worker r sends to next(r) and receives from prev(r). */
   int (*next)(int workers, int rank);
   int (*prev)(int workers, int rank);
+  /* The chunk worker rank sends, and receives, in a step: worker 0's plus
+   * rank, mod W (a chunk moves one worker on per step, either way round),
+   * as the schedule simulation walks them. */
   int (*send_chunk)(int workers, int rank, rs_phase_t phase, int step);
   int (*recv_chunk)(int workers, int rank, rs_phase_t phase, int step);
   void (*contributors)(int workers, int sender, rs_phase_t phase, int step,

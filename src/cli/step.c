@@ -27,6 +27,8 @@ typedef struct step_row {
   rs_step_time_t first, later;
   uint64_t total_ns; /* first + (iterations - 1) later */
   int best;          /* the fastest total of its algorithm's rows */
+  int shares_first;  /* first is its algorithm's first row's (one bucket
+                        whatever the cap): not its own to free */
 } step_row_t;
 
 static int check_step(options_t *o) {
@@ -122,10 +124,12 @@ static uint64_t comm_end(const rs_step_time_t *t) {
   return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
 }
 
-/* Time one row (and run it on threads, when it does). */
+/* Time one row (and run it on threads, when it does); its first step is
+ * row->first already if shares_first. */
 static int time_row(const options_t *o, const rs_model_t *model,
                     rs_step_config_t *sc, step_row_t *row) {
   char err[RS_ERRMSG_MAX];
+  int rc = RS_OK;
   sc->algo = row->algo;
   /* gloo's ring cuts segments of gloo's own maximum, unless told (as a
    * run's does: cli_check_run) */
@@ -134,7 +138,8 @@ static int time_row(const options_t *o, const rs_model_t *model,
           ? RS_GLOO_SEGMENT_BYTES
           : o->config.segment_bytes;
   sc->bucket_bytes = 0; /* DDP's first backward: one bucket */
-  int rc = rs_step_simulate(model, sc, &row->first, err);
+  if (!row->shares_first)
+    rc = rs_step_simulate(model, sc, &row->first, err);
   sc->bucket_bytes = row->cap;
   if (!rc)
     rc = rs_step_simulate(model, sc, &row->later, err);
@@ -359,6 +364,10 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       step_row_t *row = &rows[count++];
       row->algo = o->algo_all ? (rs_algorithm_t)a : o->config.algo;
       row->cap = o->step.cap_count ? o->step.caps[k] : o->config.bucket_bytes;
+      if (k > 0) { /* step 1 is one bucket, whatever the cap */
+        row->first = row[-1].first;
+        row->shares_first = 1;
+      }
       status = time_row(o, model, &sc, row);
     }
   if (!status && cli_signal())
@@ -373,7 +382,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       print_rows(o, model, rows, count);
   }
   for (int i = 0; rows && i < algos * caps; i++) {
-    free(rows[i].first.buckets);
+    if (!rows[i].shares_first)
+      free(rows[i].first.buckets);
     free(rows[i].later.buckets);
   }
   free(rows);
