@@ -18,7 +18,11 @@ first (one bucket of every param in model order) those of --algo gloo-ring
 --op avg --average pre-mul --bucket-mb 0. Each rank's local gradients
 come from a copy of the model run without DDP on the rank's own batch.
 A float16 parameter at W = 3 and 5 checks --like ddp-gloo's 1/W rounded to
-float16. All the DDP runs share one spawn of five processes (W < 5 on the
+float16. A comm hook (GradBucket.index(), parameters()) logs, for the tools'
+MLP and CNN and a model of very unequal layers at bucket_cap_mb 25 and 1
+on W = 2, which params each bucket holds, in which order, and the order
+DDP launches the buckets, in the first and second iteration: ringsim
+step's buckets must be those. All the DDP runs share one spawn of five processes (W < 5 on the
 subgroup of ranks 0..W-1): each torch process's start costs seconds.
 
     test_gloo.py RINGSIM [Gloo.test_name | Ddp.test_name ...]
@@ -170,6 +174,25 @@ def build(kind):
 DDP_WORLD = 5
 DDP_MODELS = ((3, 25), (4, 4))  # (W, bucket_cap_mb): ddp-1, ddp-2
 DDP_HALF = (3, 5)               # W: ddp-3
+# ddp-4: the buckets DDP makes and launches, logged by a comm hook on W = 2
+DDP_BUCKETS_W = 2
+DDP_BUCKET_CAPS = (25, 1)
+BUCKET_MODELS = ("tools-mlp", "tools-cnn", "unequal")
+
+
+def build_bucket_model(kind):
+    """The tools' MLP and CNN (tools/torch_grads.py) and one of very unequal
+    layers (8 MiB, then a few KiB, then 1 MiB, then 160 KiB), with an
+    input shape."""
+    import torch
+    import torch.nn as nn
+    torch.manual_seed(0)
+    if kind.startswith("tools-"):
+        import torch_grads
+        return torch_grads.build_model(kind[len("tools-"):])
+    return (nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 16),
+                          nn.ReLU(), nn.Linear(16, 16384), nn.ReLU(),
+                          nn.Linear(16384, 10)), (1024,))
 
 
 def ddp_dir(d, what, workers):
@@ -182,7 +205,7 @@ def ddp_peer(rank, d):
     dist = init(rank, DDP_WORLD, d)
     # every rank creates every group, in the same order
     groups = {w: dist.new_group(list(range(w))) for w in sorted(
-        {w for w, _ in DDP_MODELS} | set(DDP_HALF)) if w < DDP_WORLD}
+        {w for w, _ in DDP_MODELS} | set(DDP_HALF) | {DDP_BUCKETS_W}) if w < DDP_WORLD}
     groups[DDP_WORLD] = None  # the default group: all ranks
     for workers, cap_mb in DDP_MODELS:
         if rank < workers:
@@ -190,8 +213,46 @@ def ddp_peer(rank, d):
     for workers in DDP_HALF:
         if rank < workers:
             ddp_half(rank, groups[workers], ddp_dir(d, "half", workers))
+    if rank < DDP_BUCKETS_W:
+        ddp_buckets(rank, groups[DDP_BUCKETS_W], ddp_dir(d, "buckets", DDP_BUCKETS_W))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def ddp_buckets(rank, group, d):
+    """For each bucket model and cap: DDP (gloo) with a comm hook that
+    logs each call's GradBucket.index() and its parameters() by name, then
+    all-reduces as DDP's default does (allreduce_hook), over two
+    iterations; rank 0 writes the log, in call order, as JSON."""
+    import torch
+    import torch.nn as nn
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    log = {}
+    for kind in BUCKET_MODELS:
+        for cap in DDP_BUCKET_CAPS:
+            model, shape = build_bucket_model(kind)
+            names = {id(p): n for n, p in model.named_parameters()}
+            calls = []
+
+            def hook(state, bucket, calls=calls, names=names):
+                calls[-1].append({"index": bucket.index(),
+                                  "params": [names[id(p)] for p in bucket.parameters()]})
+                return allreduce_hook(state, bucket)
+
+            ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap,
+                                                      process_group=group)
+            ddp.register_comm_hook(group, hook)
+            g = torch.Generator().manual_seed(200 + rank)
+            x = torch.randn((4,) + shape, generator=g)
+            for _ in (1, 2):
+                calls.append([])
+                ddp(x).sum().backward()
+            log[f"{kind}/{cap}"] = {
+                "params": [[n, list(p.shape)] for n, p in model.named_parameters()],
+                "iterations": calls}
+    if rank == 0:
+        with open(os.path.join(d, "log.json"), "w") as f:
+            json.dump(log, f)
 
 
 def ddp_models(rank, cap_mb, group, d):
@@ -226,6 +287,7 @@ class Ddp(unittest.TestCase):
             os.mkdir(ddp_dir(cls.tmp.name, "w", workers))
         for workers in DDP_HALF:
             os.mkdir(ddp_dir(cls.tmp.name, "half", workers))
+        os.mkdir(ddp_dir(cls.tmp.name, "buckets", DDP_BUCKETS_W))
         spawn(ddp_peer, DDP_WORLD, (cls.tmp.name,))
 
     @classmethod
@@ -276,6 +338,56 @@ class Ddp(unittest.TestCase):
     # --bucket-mb): four for the MLP.
     def test_w4(self):
         self.check(4, 4)
+
+    # ddp-4: ringsim step's buckets are DDP's: in the first iteration one
+    # bucket of every param in model order, in the second the rebuilt ones,
+    # each holding the same params, launched in index order, for the three
+    # bucket models at caps 25 and 1 MiB. Within a rebuilt bucket DDP lays
+    # the params out in the order their gradients became ready, ringsim
+    # last to first: the same for the Linear layers, but autograd readies a
+    # Conv2d's weight before its bias, so for the CNN the two differ in
+    # exactly that pair (docs/ddp.md).
+    def test_buckets(self):
+        d = ddp_dir(self.tmp.name, "buckets", DDP_BUCKETS_W)
+        with open(os.path.join(d, "log.json")) as f:
+            log = json.load(f)
+        self.assertEqual(len(log), len(BUCKET_MODELS) * len(DDP_BUCKET_CAPS))
+        several = 0
+        for key, entry in sorted(log.items()):
+            kind, cap = key.split("/")
+            with self.subTest(model=kind, cap=cap):
+                names = [n for n, _ in entry["params"]]
+                path = os.path.join(d, f"{kind}_{cap}.json")
+                with open(path, "w") as f:
+                    json.dump({"params": [{"name": n, "shape": s, "backward_us": 1}
+                                          for n, s in entry["params"]]}, f)
+                p = subprocess.run(
+                    [RINGSIM, "step", "-p", path, "-w", str(DDP_BUCKETS_W), "--net",
+                     "latency=1us,bandwidth=1GB/s", "--bucket-mb", cap, "--no-threads",
+                     "--json"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                row = json.loads(p.stdout)["rows"][0]
+
+                def ours(timeline, rebuilt):
+                    out = []
+                    for i, b in enumerate(timeline["buckets"]):
+                        held = names[b["first_param"]:b["first_param"] + b["params"]]
+                        out.append({"index": i, "params": held[::-1] if rebuilt else held})
+                    return out
+
+                first, second = entry["iterations"]
+                self.assertEqual(first, ours(row["first"], False))
+                expected = ours(row["later"], True)
+                if kind == "tools-cnn":  # the conv's (bias, weight) as autograd readies them
+                    for b in expected:
+                        held = b["params"]
+                        if "0.bias" in held:
+                            i = held.index("0.bias")
+                            self.assertEqual(held[i + 1], "0.weight")
+                            held[i], held[i + 1] = held[i + 1], held[i]
+                self.assertEqual(second, expected)
+                several += len(second) > 1
+        self.assertGreaterEqual(several, 2, "no model made several buckets")
 
     # ddp-3: float16 parameters at W = 3 and 5, where 1/W is not a power
     # of two: DDP multiplies each gradient by 1/W rounded to float16 (not

@@ -68,7 +68,9 @@ typedef struct rs_step_config {
 
 /* A bucket's part of the step, in ns from the step's start. */
 typedef struct rs_step_bucket {
-  size_t params; /* how many, and its elements */
+  size_t first_param; /* its params: first_param .. first_param + params
+                         - 1, in the model's order (rs_bucket_t) */
+  size_t params;      /* how many, and its elements */
   size_t elems;
   uint64_t ready_ns; /* its last gradient, on the slowest worker */
   uint64_t start_ns; /* every worker has started its all-reduce */

@@ -277,7 +277,8 @@ static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
     const rs_step_bucket_t *k = &t->buckets[b];
     json_array_append_new(
         buckets,
-        json_pack("{sI sI sI sI sI sI}", "params", (json_int_t)k->params,
+        json_pack("{sI sI sI sI sI sI sI}", "first_param",
+                  (json_int_t)k->first_param, "params", (json_int_t)k->params,
                   "bytes", (json_int_t)(k->elems * elem_size), "ready_ns",
                   (json_int_t)k->ready_ns, "start_ns", (json_int_t)k->start_ns,
                   "end_ns", (json_int_t)k->end_ns, "exposed_ns",

@@ -184,6 +184,7 @@ static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
   uint64_t before = 0; /* the bucket before's end */
   for (size_t b = 0; b < out->bucket_count; b++) {
     rs_step_bucket_t *o = &out->buckets[b];
+    o->first_param = buckets[b].first_param;
     o->params = buckets[b].params;
     o->elems = buckets[b].elems;
     for (size_t r = 0; r < W; r++)
