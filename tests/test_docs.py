@@ -53,6 +53,8 @@ SKIPPED = [
      "torch_round_trip runs exactly these commands"),
     ("grads/model.json", "reads what tools/torch_grads.py writes (see above)"),
     ("g64/model.json", "reads what tools/torch_grads.py writes (see above)"),
+    ("--params cnn.json", "reads what tools/torch_profile.py writes (torch_profile runs "
+     "the tool and ringsim step on what it writes)"),
     ("scripts/",
      "installs packages with apt-get and rebuilds everything (minutes)"),
     ("bench --workers 4 -b 8 -e 64M",

@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Measure a PyTorch model's forward and backward on this CPU and write
+model.json with each param's forward_us and backward_us, for ringsim step
+(docs/step.md).
+
+    tools/torch_profile.py --model mlp --out model.json
+    tools/torch_profile.py --model mypkg.models:make --out model.json
+
+--model is the tools' mlp or cnn (tools/torch_grads.py's), or
+package.module:function, a function of no arguments returning (model,
+batch): the batch is the forward's input (a tensor, or a tuple of them),
+and the loss is the output's sum. Each of --iterations timed steps (after
+--warmup) runs the forward, then the backward with a hook on every param
+that notes when its gradient is ready; per param the median over the
+steps is taken. backward_us is the time from the gradient before it in
+ringsim's backward order (model.json's order reversed: the last param's is
+from the backward's start) to its own; where autograd readied a param
+before the one after it in model order (a Conv2d's weight before its
+bias), its gradient counts as ready with the later one, and its backward_us
+is 0. forward_us: each layer's forward time, from hooks on the layers that
+own params, shared among its params by their elements; the forward's time
+outside those layers (activations, the loss) goes to the first param.
+"""
+import argparse
+import importlib
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_model(spec, batch):
+    """(model, inputs as a tuple, loss(output)) for --model spec."""
+    import torch
+    import torch.nn.functional as F
+    if spec in ("mlp", "cnn"):
+        import torch_grads
+        torch.manual_seed(0)
+        model, shape = torch_grads.build_model(spec)
+        x = torch.randn(batch, *shape)
+        y = torch.randint(0, 10, (batch,))
+        return model, (x,), lambda out: F.cross_entropy(out, y)
+    if ":" not in spec:
+        raise SystemExit(f"torch_profile: --model '{spec}': expected mlp, cnn or "
+                         f"package.module:function")
+    module, _, name = spec.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise SystemExit(f"torch_profile: --model '{spec}': {e}")
+    made = fn()
+    if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
+        raise SystemExit(f"torch_profile: --model '{spec}': the function must return "
+                         f"(model, batch), a torch.nn.Module and its input")
+    model, inputs = made
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    return model, inputs, lambda out: out.sum()
+
+
+def profile(model, inputs, loss_of, warmup, iterations):
+    """Per param (model order): median forward seconds (its layer's share)
+    and median seconds from the backward's start to its gradient; and the
+    median forward in all."""
+    names = [n for n, _ in model.named_parameters()]
+    params = dict(model.named_parameters())
+    owners = [m for m in model.modules() if list(m.parameters(recurse=False))]
+    ready, layer_s, starts = {}, {}, {}
+
+    def pre(m, _args):
+        starts[id(m)] = time.perf_counter()
+
+    def post(m, _args, _out):
+        layer_s[id(m)] = time.perf_counter() - starts[id(m)]
+
+    hooks = [m.register_forward_pre_hook(pre) for m in owners]
+    hooks += [m.register_forward_hook(post) for m in owners]
+    for n, p in params.items():
+        hooks.append(p.register_hook(lambda g, n=n: ready.__setitem__(n, time.perf_counter())))
+    forward, grads, shares = [], {n: [] for n in names}, {n: [] for n in names}
+    for it in range(warmup + iterations):
+        model.zero_grad(set_to_none=True)
+        ready.clear()
+        t0 = time.perf_counter()
+        loss = loss_of(model(*inputs))
+        t1 = time.perf_counter()
+        loss.backward()
+        if it < warmup:
+            continue
+        forward.append(t1 - t0)
+        missing = [n for n in names if n not in ready]
+        if missing:
+            raise SystemExit(f"torch_profile: param '{missing[0]}' got no gradient "
+                             f"(unused in the forward?): ringsim step needs every one's")
+        for n in names:
+            grads[n].append(ready[n] - t1)
+        for m in owners:
+            own = list(m.named_parameters(recurse=False))
+            total = sum(p.numel() for _, p in own) or 1
+            prefix = next(k for k, v in model.named_modules() if v is m)
+            for pn, p in own:
+                full = f"{prefix}.{pn}" if prefix else pn
+                shares[full].append(layer_s.get(id(m), 0.0) * p.numel() / total)
+    for h in hooks:
+        h.remove()
+    med = statistics.median
+    return ({n: med(shares[n]) for n in names}, {n: med(grads[n]) for n in names},
+            med(forward))
+
+
+def backward_us(names, ready_s):
+    """ringsim's backward_us: in model order reversed, each gradient's time
+    after the one before (a gradient readied before the one after it in
+    model order counts as ready with it)."""
+    out, last = {}, 0.0
+    for n in reversed(names):
+        at = max(ready_s[n], last)
+        out[n] = (at - last) * 1e6
+        last = at
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="mlp",
+                   help="mlp, cnn, or package.module:function returning (model, batch)")
+    p.add_argument("--out", required=True, help="the model.json to write")
+    p.add_argument("--batch", type=int, default=64,
+                   help="the batch of the tools' models (default 64)")
+    p.add_argument("--iterations", type=int, default=20, help="timed steps (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="steps not timed, first (default 3)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch's CPU threads (default 1: what one rank of a job on "
+                   "this machine has)")
+    a = p.parse_args(argv)
+    if a.iterations < 1 or a.warmup < 0 or a.batch < 1 or a.threads < 1:
+        p.error("--iterations, --batch and --threads are at least 1, --warmup at least 0")
+    import torch
+    torch.set_num_threads(a.threads)
+    model, inputs, loss_of = load_model(a.model, a.batch)
+    names = [n for n, _ in model.named_parameters()]
+    if not names:
+        raise SystemExit(f"torch_profile: --model '{a.model}' has no params")
+    fwd, ready, forward = profile(model, inputs, loss_of, a.warmup, a.iterations)
+    fwd[names[0]] += max(0.0, forward - sum(fwd.values()))
+    bwd = backward_us(names, ready)
+    dtypes = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+              torch.bfloat16: "bf16"}
+    params = []
+    for n, prm in model.named_parameters():
+        if prm.dtype not in dtypes:
+            raise SystemExit(f"torch_profile: param '{n}' is {prm.dtype}: ringsim takes "
+                             f"f32, f64, f16 or bf16")
+        params.append({"name": n, "shape": list(prm.shape), "dtype": dtypes[prm.dtype],
+                       "forward_us": round(fwd[n] * 1e6, 3),
+                       "backward_us": round(bwd[n], 3)})
+    with open(a.out, "w") as f:
+        json.dump({"name": f"torch-profile-{a.model}",
+                   "description": f"tools/torch_profile.py: {a.iterations} steps, batch "
+                   f"{a.batch}, {a.threads} thread(s), medians",
+                   "params": params}, f, indent=1)
+    total_b = max(ready.values()) * 1e6
+    print(f"torch_profile: {len(names)} params; forward {forward * 1e6:.1f} us, backward "
+          f"{total_b:.1f} us (medians of {a.iterations}) -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
