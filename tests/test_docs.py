@@ -15,7 +15,8 @@ trace starts at run 1; a file a command reads but the block does not make
 is prepared first (a trace of the W=4 example; over.json from the text of
 docs/ddp.md).
 
-Compared: the exit status (0, or the `exit N` a shown line ends with); the
+A command may end `> FILE`: its stdout goes there, for the commands after
+it. Compared: the exit status (0, or the `exit N` a shown line ends with); the
 files a command writes with -o/--out; and every shown output line, in
 order, exactly, except the measured times (wall time, algbw, busbw, the
 reference's time), which are masked on both sides. A doc may leave lines
@@ -210,6 +211,12 @@ class Docs(unittest.TestCase):
     def execute(self, argv, cwd):
         if argv[0] == "sqlite3":
             return sqlite3_cli([argv[0], os.path.join(cwd, argv[1]), *argv[2:]])
+        if ">" in argv[:-1]:  # `CMD > FILE`: stdout into FILE, in the block's directory
+            at = argv.index(">")
+            rc, out, err = self.execute(argv[:at], cwd)
+            with open(os.path.join(cwd, argv[at + 1]), "w") as f:
+                f.write(out)
+            return rc, "", err
         if argv[0] in ("ringsim", "build/ringsim"):
             argv = [RINGSIM] + argv[1:]
         elif argv[0].startswith("tools/"):

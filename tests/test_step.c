@@ -124,7 +124,7 @@ static void test_compute_bound(void **state) {
   assert_int_equal(t.comm_ns, 9000);
   assert_int_equal(t.exposed_ns, 3000);
   assert_int_equal(threaded(&f), 38000);
-  free(t.buckets);
+  rs_step_time_free(&t);
   teardown(&f);
 }
 
@@ -143,7 +143,7 @@ static void test_comm_bound(void **state) {
   assert_int_equal(t.exposed_ns, 7000);
   assert_int_equal(t.comm_ns, 9000);
   assert_int_equal(threaded(&f), 15000);
-  free(t.buckets);
+  rs_step_time_free(&t);
   teardown(&f);
 }
 
@@ -161,7 +161,7 @@ static void test_one_bucket(void **state) {
   assert_int_equal(t.step_ns, 40000);
   assert_int_equal(t.exposed_ns, 5000);
   assert_int_equal(threaded(&f), 40000);
-  free(t.buckets);
+  rs_step_time_free(&t);
   teardown(&f);
 }
 
@@ -188,7 +188,7 @@ static void test_straggler(void **state) {
   assert_int_equal(t.step_ns, 55500);
   assert_int_equal(t.exposed_ns, 3000);
   assert_int_equal(threaded(&f), 55500);
-  free(t.buckets);
+  rs_step_time_free(&t);
   teardown(&f);
 }
 

@@ -1392,6 +1392,51 @@ class Tools(unittest.TestCase):
                 self.assertIn(message, err)
 
 
+    # tools-step: `ringsim-plot step` draws a step from `ringsim step
+    # --json`: two lanes per worker, a bar per bucket's all-reduce on each
+    # worker's communication lane, the exposed part (after the last
+    # gradient) hatched; with a sweep also the step time against the cap,
+    # the best marked. What is not such a report is refused in one line.
+    def test_step(self):
+        model = os.path.join(EXAMPLES, "step_three.json")
+        report = self.out("step.json")
+        for caps in ("1", "1,2,25"):
+            with self.subTest(caps=caps):
+                p = subprocess.run([RINGSIM, "step", "-p", model, "-w", "2", "--net",
+                                    "latency=1us,bandwidth=1GB/s", "--segment-bytes", "1M",
+                                    "--bucket-mb", caps, "--json"],
+                                   capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(report, "w") as f:
+                    f.write(p.stdout)
+                doc = json.loads(p.stdout)
+                fig, title = self.figure_of("step", report, "-o", self.out("step.png"))
+                self.assertIn("1.051 ms exposed", title)
+                # per worker: forward, backward, and each bucket's bar: its
+                # part before the last gradient plain, after it hatched
+                later = [r for r in doc["rows"] if r["best"]][0]["later"]
+                last = later["forward_ns"] + later["backward_ns"]
+                spans = [s for w in later["workers"] for s in w["allreduce"]]
+                self.assertEqual(len(spans), 2 * len(later["buckets"]))
+                bars = fig.axes[0].collections
+                hatched = [c for c in bars if c.get_hatch()]
+                self.assertEqual(len(hatched), sum(e > last for _, e in spans))
+                self.assertEqual(len(bars) - len(hatched),
+                                 4 + sum(min(e, max(s, last)) > s for s, e in spans))
+                self.assertGreater(len(hatched), 0)
+                self.assertEqual(len(fig.axes), 2 if "," in caps else 1)
+                if "," in caps:
+                    best = [r["cap_bytes"] >> 20 for r in doc["rows"] if r["best"]]
+                    stars = [l for l in fig.axes[1].lines if l.get_marker() == "*"]
+                    self.assertEqual([l.get_xdata()[0] for l in stars], best)
+        with open(self.out("not-step.json"), "w") as f:
+            json.dump({"model": "m"}, f)
+        rc, out, err = self.tool("step", self.out("not-step.json"), "-o", self.out("x.png"))
+        self.assertEqual(rc, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("not `ringsim step --json` output", err)
+
+
 def held(label, W):
     """A chunk view's contributors ('all', '3', '0-2', '5-1', '0,2-3') as a set."""
     if label == "all":

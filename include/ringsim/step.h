@@ -88,8 +88,18 @@ typedef struct rs_step_time {
   uint64_t comm_ns;     /* the buckets' all-reduces, end - start, summed */
   uint64_t exposed_ns;  /* step - forward - backward */
   size_t bucket_count;
-  rs_step_bucket_t *buckets; /* bucket_count, in launch order (free()) */
+  rs_step_bucket_t *buckets; /* bucket_count, in launch order */
+  /* Each worker's lanes: when worker r started and ended bucket b's
+   * all-reduce (worker_start[b W + r], worker_end[b W + r]), and its
+   * forward's end and its last gradient (worker_forward[r],
+   * worker_last_grad[r]). */
+  int workers;
+  uint64_t *worker_start, *worker_end;
+  uint64_t *worker_forward, *worker_last_grad;
 } rs_step_time_t;
+
+/* Free what rs_step_simulate allocated in t (and zero it). */
+RS_API void rs_step_time_free(rs_step_time_t *t);
 
 /* The ready times of config's buckets of model: ready[b W + r], when
  * bucket b's last gradient is ready on worker r. *ready, *buckets and
@@ -100,8 +110,8 @@ RS_API int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
 
 /* One step's timeline on the simulated clocks without threads: the same
  * clocks a threaded run with these ready times keeps (rs_config_t's
- * ready_ns). RS_OK, RS_EINVAL (config: errmsg says why) or RS_ENOMEM.
- * out->buckets is allocated. */
+ * ready_ns). RS_OK, RS_EINVAL (config: errmsg says why) or RS_ENOMEM;
+ * free out with rs_step_time_free. */
 RS_API int rs_step_simulate(const rs_model_t *model,
                             const rs_step_config_t *cfg, rs_step_time_t *out,
                             char *errmsg);

@@ -71,19 +71,22 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                             int workers, const rs_bucket_t *buckets,
                             size_t bucket_count, size_t segment_bytes,
                             size_t elem_size, const uint64_t *ready,
-                            uint64_t *start, uint64_t *end) {
+                            const rs_sim_spans_t *spans) {
   rs_simrun_t s = {0};
   if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
     simrun_free(&s);
     return RS_ENOMEM;
   }
+  const size_t W = (size_t)workers;
   for (size_t b = 0; b < bucket_count; b++) {
     uint64_t first = 0, last = 0;
-    for (int r = 0; ready && r < workers; r++) {
+    for (size_t r = 0; r < W; r++) {
       rs_simclock_t *c = &s.clocks[r];
-      const uint64_t at = ready[b * (size_t)workers + (size_t)r];
+      const uint64_t at = ready ? ready[b * W + r] : 0;
       c->clock = at > c->clock ? at : c->clock;
       first = c->clock > first ? c->clock : first;
+      if (spans->worker_start)
+        spans->worker_start[b * W + r] = c->clock;
     }
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(
@@ -93,12 +96,17 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
       simrun_free(&s);
       return RS_ENOMEM;
     }
-    for (int r = 0; r < workers; r++)
-      last = s.clocks[r].clock > last ? s.clocks[r].clock : last;
-    if (start)
-      start[b] = first;
-    if (end)
-      end[b] = last < UINT64_MAX ? last : UINT64_MAX - 1; /* (netmodel.h) */
+    for (size_t r = 0; r < W; r++) {
+      const uint64_t t = s.clocks[r].clock;
+      last = t > last ? t : last;
+      if (spans->worker_end)
+        spans->worker_end[b * W + r] = t;
+    }
+    if (spans->start)
+      spans->start[b] = first;
+    if (spans->end)
+      spans->end[b] =
+          last < UINT64_MAX ? last : UINT64_MAX - 1; /* netmodel.h */
   }
   simrun_free(&s);
   return RS_OK;
@@ -111,9 +119,9 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
   if (!m->enabled || workers < 2 || bucket_count == 0)
     return 0;
   uint64_t *end = malloc(bucket_count * sizeof *end);
-  if (!end ||
-      rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
-                              segment_bytes, elem_size, NULL, NULL, end)) {
+  const rs_sim_spans_t spans = {.end = end};
+  if (!end || rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
+                                      segment_bytes, elem_size, NULL, &spans)) {
     free(end);
     return UINT64_MAX;
   }

@@ -146,16 +146,24 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size);
 
+/* When a bucket's all-reduce starts and ends (rs__algo_simulate_ready):
+ * start[b] and end[b] over the workers (the last to start, the last to
+ * end); worker_start[b W + r] and worker_end[b W + r] each worker's. Any
+ * may be NULL: not wanted. */
+typedef struct rs_sim_spans {
+  uint64_t *start, *end;
+  uint64_t *worker_start, *worker_end;
+} rs_sim_spans_t;
+
 /* The same, each bucket b starting on worker r no earlier than
  * ready[b W + r] on its clock (NULL: at once), as a training step's
- * gradients become ready (step.h): start[b] is when the last worker
- * started bucket b, end[b] when the last finished it (either NULL: not
- * wanted). RS_OK, or RS_ENOMEM. */
+ * gradients become ready (step.h), the buckets' spans into spans. RS_OK,
+ * or RS_ENOMEM. */
 int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                             int workers, const rs_bucket_t *buckets,
                             size_t bucket_count, size_t segment_bytes,
                             size_t elem_size, const uint64_t *ready,
-                            uint64_t *start, uint64_t *end);
+                            const rs_sim_spans_t *spans);
 
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
  * every worker's clock (a straggler computes): the bucket's next global

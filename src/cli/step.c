@@ -271,6 +271,29 @@ static void print_rows(const options_t *o, const rs_model_t *model,
   }
 }
 
+/* The most workers whose lanes --json lists (ringsim-plot step draws
+ * them). */
+#define STEP_JSON_LANES 64
+
+/* Each worker's forward end, last gradient and all-reduces. */
+static json_t *lanes_json(const rs_step_time_t *t) {
+  json_t *lanes = json_array();
+  const size_t W = (size_t)t->workers;
+  for (size_t r = 0; r < W; r++) {
+    json_t *spans = json_array();
+    for (size_t b = 0; b < t->bucket_count; b++)
+      json_array_append_new(
+          spans, json_pack("[I I]", (json_int_t)t->worker_start[b * W + r],
+                           (json_int_t)t->worker_end[b * W + r]));
+    json_array_append_new(lanes, json_pack("{sI sI so}", "forward_ns",
+                                           (json_int_t)t->worker_forward[r],
+                                           "last_grad_ns",
+                                           (json_int_t)t->worker_last_grad[r],
+                                           "allreduce", spans));
+  }
+  return lanes;
+}
+
 static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
   json_t *buckets = json_array();
   for (size_t b = 0; b < t->bucket_count; b++) {
@@ -284,12 +307,15 @@ static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
                   "end_ns", (json_int_t)k->end_ns, "exposed_ns",
                   (json_int_t)k->exposed_ns));
   }
-  return json_pack(
-      "{sI sI sI sI sI sI so}", "step_ns", (json_int_t)t->step_ns, "forward_ns",
-      (json_int_t)t->forward_ns, "backward_ns", (json_int_t)t->backward_ns,
-      "comm_ns", (json_int_t)t->comm_ns, "exposed_ns",
-      (json_int_t)t->exposed_ns, "hidden_ns",
-      (json_int_t)(t->comm_ns - t->exposed_ns), "buckets", buckets);
+  json_t *o =
+      json_pack("{sI sI sI sI sI sI so}", "step_ns", (json_int_t)t->step_ns,
+                "forward_ns", (json_int_t)t->forward_ns, "backward_ns",
+                (json_int_t)t->backward_ns, "comm_ns", (json_int_t)t->comm_ns,
+                "exposed_ns", (json_int_t)t->exposed_ns, "hidden_ns",
+                (json_int_t)(t->comm_ns - t->exposed_ns), "buckets", buckets);
+  if (o && t->workers <= STEP_JSON_LANES)
+    json_object_set_new(o, "workers", lanes_json(t));
+  return o;
 }
 
 static int print_json(const options_t *o, const rs_model_t *model,
@@ -384,8 +410,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   }
   for (int i = 0; rows && i < algos * caps; i++) {
     if (!rows[i].shares_first)
-      free(rows[i].first.buckets);
-    free(rows[i].later.buckets);
+      rs_step_time_free(&rows[i].first);
+    rs_step_time_free(&rows[i].later);
   }
   free(rows);
   free(fwd);

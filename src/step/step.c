@@ -165,18 +165,29 @@ int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
   return RS_OK;
 }
 
-/* The slowest worker's compute: its forward, and its last gradient. */
-static void slowest_compute(const rs_model_t *model,
-                            const rs_step_config_t *cfg, uint64_t *grad,
-                            uint64_t *forward, uint64_t *last) {
-  *forward = *last = 0;
+/* Each worker's forward end and last gradient; the slowest worker's
+ * compute: its forward, and its last gradient. */
+static void compute_ends(const rs_model_t *model, const rs_step_config_t *cfg,
+                         uint64_t *grad, rs_step_time_t *out, uint64_t *last) {
+  *last = 0;
   for (int r = 0; r < cfg->workers; r++) {
     const uint64_t f = worker_grads(model, cfg, r, grad);
+    out->worker_forward[r] = f;
+    out->worker_last_grad[r] = grad[0];
     if (grad[0] > *last) {
       *last = grad[0];
-      *forward = f;
+      out->forward_ns = f;
     }
   }
+}
+
+void rs_step_time_free(rs_step_time_t *t) {
+  free(t->buckets);
+  free(t->worker_start);
+  free(t->worker_end);
+  free(t->worker_forward);
+  free(t->worker_last_grad);
+  memset(t, 0, sizeof *t);
 }
 
 static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
@@ -214,30 +225,37 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
   if (rc == RS_OK) {
     start = malloc(count * sizeof *start);
     end = malloc(count * sizeof *end);
-    out->buckets = calloc(count, sizeof *out->buckets);
     grad = malloc(rs_model_param_count(model) * sizeof *grad);
-    rc = start && end && out->buckets && grad
+    out->buckets = calloc(count, sizeof *out->buckets);
+    out->worker_start = malloc(count * W * sizeof *out->worker_start);
+    out->worker_end = malloc(count * W * sizeof *out->worker_end);
+    out->worker_forward = malloc(W * sizeof *out->worker_forward);
+    out->worker_last_grad = malloc(W * sizeof *out->worker_last_grad);
+    const rs_sim_spans_t spans = {start, end, out->worker_start,
+                                  out->worker_end};
+    rc = start && end && grad && out->buckets && out->worker_start &&
+                 out->worker_end && out->worker_forward && out->worker_last_grad
              ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers, buckets,
                                        count, cfg->segment_bytes,
                                        rs_dtype_size(rs_model_dtype(model)),
-                                       ready, start, end)
+                                       ready, &spans)
              : RS_ENOMEM;
   }
   if (rc == RS_OK) {
     out->bucket_count = count;
+    out->workers = cfg->workers;
     for (size_t b = 0; b < count; b++) {
       out->buckets[b].start_ns = start[b];
       out->buckets[b].end_ns = end[b];
     }
     uint64_t last_grad;
-    slowest_compute(model, cfg, grad, &out->forward_ns, &last_grad);
+    compute_ends(model, cfg, grad, out, &last_grad);
     out->backward_ns = last_grad - out->forward_ns;
     time_buckets(out, buckets, ready, W, last_grad);
     const uint64_t comm_end = count ? end[count - 1] : 0;
     out->step_ns = comm_end > last_grad ? comm_end : last_grad;
   } else {
-    free(out->buckets);
-    out->buckets = NULL;
+    rs_step_time_free(out);
   }
   free(buckets);
   free(ready);

@@ -16,6 +16,7 @@ from .compare import cmd_compare, cmd_compare_algorithms
 from .animate import cmd_animate
 from .export import cmd_export
 from .html import HTML_DEFAULT_RUNS, cmd_html
+from .step import cmd_step
 
 
 COMMANDS = {
@@ -32,10 +33,13 @@ COMMANDS = {
     "export": (cmd_export, "Chrome trace event JSON for ui.perfetto.dev and chrome://tracing"),
     "html": (cmd_html, "an interactive page, one self-contained file: step through the chunk "
                        "view, click cells and transfers, the timeline, runs side by side"),
+    "step": (cmd_step, "a training step from `ringsim step --json` output: per worker its "
+                       "compute and its all-reduces, the exposed part shaded; with several "
+                       "caps, the step time against the cap"),
 }
 DEFAULT_OUT = {"timeline": "timeline.png", "chunks": "chunks.png", "links": "links.png",
                "topo": "topo.png", "compare": "compare.png", "animate": "ring.gif", "export": "trace.json",
-               "html": "ringsim.html"}
+               "html": "ringsim.html", "step": "step.png"}
 
 
 def build_parser():
@@ -57,6 +61,10 @@ def build_parser():
             p.add_argument("--model", metavar="FILE",
                            help="with --bench: `ringsim model --algo all --json` outputs, one per "
                                 "size, drawn as the predicted times, their crossovers too")
+        elif name == "step":
+            p.add_argument("report", help="`ringsim step --json` output")
+            p.add_argument("--first", action="store_true",
+                           help="draw step 1 (one bucket: DDP's first backward), not a later one")
         elif name == "html":
             p.add_argument("trace", help="the trace database (ringsim-trace.db)")
             p.add_argument("--run", type=int, nargs="+", action="extend", metavar="ID",
@@ -80,7 +88,11 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        check_output(args.command, args.out, [getattr(args, k, None) for k in ("trace", "bench", "model")])
+        check_output(args.command, args.out,
+                     [getattr(args, k, None) for k in ("trace", "bench", "model", "report")])
+        if args.command == "step":
+            cmd_step(args)
+            return 0
         if args.command == "compare" and (args.bench or args.model):
             if not args.bench:
                 raise ToolError("compare --model needs --bench FILE (the measured times)")

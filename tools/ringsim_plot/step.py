@@ -1,0 +1,125 @@
+"""ringsim-plot step: a training step from `ringsim step --json` output
+(docs/step.md). Per worker a compute lane (forward, then backward up to its
+last gradient) and a communication lane (each bucket's all-reduce), the
+part of the all-reduces after the step's last gradient shaded as exposed;
+for the steps after the first, or for step 1 with --first. With several
+rows (a list of caps, sweep, --algo all), also the step time against the
+cap, per algorithm, the best of each and DDP's default marked.
+"""
+import json
+
+from . import output  # output.save, looked up when called (tests watch what is saved)
+from .output import ToolError, clean
+from .style import fit_title, pyplot
+
+EXPOSED = "#c0392b"
+
+
+def load(path):
+    """The step report, checked for what the picture needs."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ToolError(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ToolError(f"{path}: not `ringsim step --json` output: {e}") from None
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not rows or not all(isinstance(r, dict) and "later" in r and "first" in r for r in rows):
+        raise ToolError(f"{path}: not `ringsim step --json` output (no rows with first and later)")
+    return doc
+
+
+def pick_row(doc, path):
+    """The row the lanes show: the best, or the only one."""
+    rows = doc["rows"]
+    best = [r for r in rows if r.get("best")]
+    row = best[0] if len(rows) > 1 and best else rows[0]
+    return row
+
+
+def draw_lanes(ax, timeline, title):
+    lanes = timeline.get("workers")
+    if lanes is None:
+        raise ToolError("the report has no worker lanes (ringsim step lists them for up to 64 "
+                        "workers)")
+    ms = 1e-6
+    last_grad = timeline["forward_ns"] + timeline["backward_ns"]
+    for r, lane in enumerate(lanes):
+        y = 2 * r
+        ax.broken_barh([(0, lane["forward_ns"] * ms)], (y + 1.05, 0.8), color="0.65")
+        ax.broken_barh([(lane["forward_ns"] * ms, (lane["last_grad_ns"] - lane["forward_ns"]) * ms)],
+                       (y + 1.05, 0.8), color="#1f77b4")
+        for b, (start, end) in enumerate(lane["allreduce"]):
+            colour = "#ff7f0e" if b % 2 == 0 else "#ffbb78"
+            hidden_end = min(end, max(start, last_grad))
+            if hidden_end > start:
+                ax.broken_barh([(start * ms, (hidden_end - start) * ms)], (y + 0.15, 0.8),
+                               color=colour, edgecolor="0.3", linewidth=0.4)
+            if end > hidden_end:
+                ax.broken_barh([(hidden_end * ms, (end - hidden_end) * ms)], (y + 0.15, 0.8),
+                               color=colour, edgecolor=EXPOSED, hatch="///", linewidth=0.8)
+            if len(lanes) <= 8 and (end - start) * ms > 0.04 * timeline["step_ns"] * ms:
+                ax.text((start + end) / 2 * ms, y + 0.55, f"b{b}", ha="center", va="center",
+                        fontsize=7)
+    ax.axvline(last_grad * ms, color="0.2", lw=0.8, ls="--")
+    ax.axvspan(last_grad * ms, timeline["step_ns"] * ms, color=EXPOSED, alpha=0.08)
+    ax.text(last_grad * ms, 2 * len(lanes) + 0.1, " last gradient", fontsize=8, va="bottom")
+    ax.set_yticks([2 * r + t for r in range(len(lanes)) for t in (0.55, 1.45)])
+    ax.set_yticklabels([f"w{r} {k}" for r in range(len(lanes)) for k in ("comm", "compute")],
+                       fontsize=7)
+    ax.set_ylim(0, 2 * len(lanes) + 0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated time (ms) from the step's start: grey forward, blue backward, "
+                  "orange each bucket's all-reduce, hatched red its exposed part")
+    ax.set_title(title, fontsize=10)
+
+
+def draw_sweep(ax, doc):
+    algos = []
+    for r in doc["rows"]:
+        if r["algo"] not in algos:
+            algos.append(r["algo"])
+    for i, algo in enumerate(algos):
+        mine = [r for r in doc["rows"] if r["algo"] == algo and r["cap_bytes"] > 0]
+        if not mine:
+            continue
+        caps = [r["cap_bytes"] / 2 ** 20 for r in mine]
+        steps = [r["later"]["step_ns"] / 1e6 for r in mine]
+        ax.plot(caps, steps, "o-", color=f"C{i}", label=algo, markersize=4)
+        for r, c, t in zip(mine, caps, steps):
+            if r.get("best"):
+                ax.plot([c], [t], "*", color=f"C{i}", markersize=14, markeredgecolor="k")
+    ax.axvline(25, color="0.4", ls=":", lw=1)
+    ax.text(25, ax.get_ylim()[1], " DDP's default", fontsize=8, va="top")
+    ax.set_xscale("log")
+    ax.set_xlabel("bucket_cap_mb (MiB)")
+    ax.set_ylabel("step after the first (ms)")
+    ax.set_title("step time against the bucket cap (the best of each marked *)", fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def cmd_step(args):
+    doc = load(args.report)
+    row = pick_row(doc, args.report)
+    timeline = row["first"] if args.first else row["later"]
+    which = "step 1 (one bucket: DDP's first backward)" if args.first else \
+        "a step after the first (DDP's rebuilt buckets)"
+    exposed, step = timeline["exposed_ns"], timeline["step_ns"]
+    title = (f"{clean(doc.get('model', '?'))}, {doc.get('workers')} workers, {row['algo']}, "
+             f"cap {row['cap_bytes'] / 2 ** 20:g} MiB: {which}; step {step / 1e6:.3f} ms, "
+             f"{exposed / 1e6:.3f} ms exposed ({100 * exposed / step if step else 0:.1f}%)")
+    sweep = len(doc["rows"]) > 1
+    lanes = len(timeline.get("workers") or [])
+    plt = pyplot()
+    height = 1.2 + 0.45 * 2 * max(lanes, 1)
+    fig, axes = plt.subplots(2 if sweep else 1, 1, figsize=(11, height + (4 if sweep else 0)),
+                             squeeze=False, layout="constrained",
+                             gridspec_kw={"height_ratios": [height, 4] if sweep else [1]})
+    draw_lanes(axes[0][0], timeline, fit_title(title, 11, 10))
+    if sweep:
+        draw_sweep(axes[1][0], doc)
+    output.save(fig, args.out, title, tight=False)
+    plt.close(fig)
+    print(f"{row['algo']} cap {row['cap_bytes'] / 2 ** 20:g} MiB: step {step / 1e3:.3f} us, "
+          f"exposed {exposed / 1e3:.3f} us, {len(timeline['buckets'])} buckets")
