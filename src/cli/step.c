@@ -29,6 +29,8 @@ typedef struct step_row {
   int best;          /* the fastest total of its algorithm's rows */
   int shares_first;  /* first is its algorithm's first row's (one bucket
                         whatever the cap): not its own to free */
+  int shares_later;  /* later is the row before's: its cap makes the same
+                        buckets (not its own to free either) */
 } step_row_t;
 
 static int check_step(options_t *o) {
@@ -125,7 +127,8 @@ static uint64_t comm_end(const rs_step_time_t *t) {
 }
 
 /* Time one row (and run it on threads, when it does); its first step is
- * row->first already if shares_first. */
+ * row->first already if shares_first, its later ones row->later if
+ * shares_later. */
 static int time_row(const options_t *o, const rs_model_t *model,
                     rs_step_config_t *sc, step_row_t *row) {
   char err[RS_ERRMSG_MAX];
@@ -141,7 +144,7 @@ static int time_row(const options_t *o, const rs_model_t *model,
   if (!row->shares_first)
     rc = rs_step_simulate(model, sc, &row->first, err);
   sc->bucket_bytes = row->cap;
-  if (!rc)
+  if (!rc && !row->shares_later)
     rc = rs_step_simulate(model, sc, &row->later, err);
   if (rc) {
     fprintf(stderr, "ringsim: step: %s\n", err);
@@ -358,6 +361,21 @@ static void mark_best(const options_t *o, step_row_t *rows, int n) {
   }
 }
 
+/* Do caps a and b make the same buckets of model (1), or not (0)? -1:
+ * out of memory. */
+static int same_buckets(const rs_model_t *model, const rs_config_t *c, size_t a,
+                        size_t b) {
+  rs_bucket_t *x = NULL, *y = NULL;
+  size_t nx = 0, ny = 0;
+  int same = -1;
+  if (!rs_model_buckets(model, c->first_bucket_bytes, a, &x, &nx) &&
+      !rs_model_buckets(model, c->first_bucket_bytes, b, &y, &ny))
+    same = nx == ny && memcmp(x, y, nx * sizeof *x) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
 static int step_model(const options_t *o, const rs_model_t *model) {
   const size_t n = rs_model_param_count(model);
   uint64_t *fwd = malloc(n * sizeof *fwd), *bwd = malloc(n * sizeof *bwd);
@@ -394,6 +412,16 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       if (k > 0) { /* step 1 is one bucket, whatever the cap */
         row->first = row[-1].first;
         row->shares_first = 1;
+        const int same = same_buckets(model, &o->config, row[-1].cap, row->cap);
+        if (same < 0) {
+          fprintf(stderr, "ringsim: step: out of memory\n");
+          status = EXIT_RUN;
+          break;
+        }
+        if (same) {
+          row->later = row[-1].later;
+          row->shares_later = 1;
+        }
       }
       status = time_row(o, model, &sc, row);
     }
@@ -411,7 +439,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   for (int i = 0; rows && i < algos * caps; i++) {
     if (!rows[i].shares_first)
       rs_step_time_free(&rows[i].first);
-    rs_step_time_free(&rows[i].later);
+    if (!rows[i].shares_later)
+      rs_step_time_free(&rows[i].later);
   }
   free(rows);
   free(fwd);
