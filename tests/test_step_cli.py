@@ -137,6 +137,53 @@ class StepCli(unittest.TestCase):
         self.assertEqual([b["ready_ns"] for b in slow["buckets"]],
                          [1.5 * b["ready_ns"] for b in fast["buckets"]])
 
+    # step-6: --trace appends the threads' runs (step 1's, then the later
+    # steps') with their transfers, and each worker's intervals, as the
+    # report's lanes have them; what the trace held stays. --trace without
+    # the threads' runs is refused, and writes nothing.
+    def test_trace(self):
+        import sqlite3
+        m = self.model(three_mib())
+        db = os.path.join(self.tmp.name, "t.db")
+        args = ["-p", m, "-w", 2, "--net", NET, "--bucket-mb", 1, "--segment-bytes", "1M"]
+        p = subprocess.run([RINGSIM, "-p", m, "-w", "2", "--trace", db], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.step_json(*args, "--iterations", 3, "--trace", db)
+        con = sqlite3.connect(db)
+        try:
+            self.assertEqual([r[0] for r in con.execute("SELECT run_id FROM run ORDER BY run_id")],
+                             [1, 2, 3])
+            self.assertEqual(con.execute("SELECT count(*) FROM step_interval WHERE run_id = 1")
+                             .fetchone()[0], 0)
+            for run_id, timeline, iters in ((2, doc["rows"][0]["first"], 1),
+                                            (3, doc["rows"][0]["later"], 2)):
+                want = []
+                for it in range(iters):
+                    for w, lane in enumerate(timeline["workers"]):
+                        want += [(it, w, "forward", None, 0, lane["forward_ns"]),
+                                 (it, w, "backward", None, lane["forward_ns"],
+                                  lane["last_grad_ns"])]
+                        want += [(it, w, "allreduce", b, s, e)
+                                 for b, (s, e) in enumerate(lane["allreduce"])]
+                got = con.execute("SELECT iter, worker, kind, bucket, start_ns, end_ns FROM "
+                                  "step_interval WHERE run_id = ? ORDER BY rowid",
+                                  (run_id,)).fetchall()
+                self.assertEqual(got, want)
+                # the run's transfers end with its last all-reduce
+                last = con.execute("SELECT max(sim_recv_ns) FROM transfer WHERE run_id = ?",
+                                   (run_id,)).fetchone()[0]
+                self.assertLessEqual(last, timeline["step_ns"])
+                self.assertEqual(con.execute("SELECT count(DISTINCT iter) FROM transfer WHERE "
+                                             "run_id = ?", (run_id,)).fetchone()[0], iters)
+        finally:
+            con.close()
+        fresh = os.path.join(self.tmp.name, "none.db")
+        rc, out, err = run(*args, "--no-threads", "--trace", fresh)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--trace records the threads' runs", err)
+        self.assertFalse(os.path.exists(fresh))
+
     # step-5: what is refused, each with exit 2 and one line naming it,
     # and nothing on stdout.
     def test_bad_input(self):

@@ -298,6 +298,11 @@ class Trace(TraceCase):
     def test_documented_queries(self):
         self.traced_run(4, 1000, "--segment-bytes", 256)
         self.traced_run(3, 1000)
+        # runs 3 and 4: a training step's, for the step_interval query
+        p = subprocess.run([RINGSIM, "step", "-p", os.path.join(EXAMPLES, "step_three.json"),
+                            "-w", "2", "--net", "latency=1us,bandwidth=1GB/s", "--trace",
+                            self.db], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
         doc = os.path.join(os.path.dirname(EXAMPLES), "docs", "trace-schema.md")
         with open(doc) as f:
             text = f.read()
@@ -307,7 +312,8 @@ class Trace(TraceCase):
         con = sqlite3.connect(self.db)
         for q in queries:
             with self.subTest(query=q[:60]):
-                rows = con.execute(q.replace(":run", "1").replace(":a", "1").replace(":b", "2")
+                run = "3" if "step_interval" in q else "1"
+                rows = con.execute(q.replace(":run", run).replace(":a", "1").replace(":b", "2")
                                    .replace(":elem", "500")).fetchall()
                 self.assertGreater(len(rows), 0, q)
         con.close()

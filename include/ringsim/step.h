@@ -116,6 +116,15 @@ RS_API int rs_step_simulate(const rs_model_t *model,
                             const rs_step_config_t *cfg, rs_step_time_t *out,
                             char *errmsg);
 
+/* Record a step's intervals for trace's run run_id (rs_run_trace_id of the
+ * run that all-reduced its buckets with its ready times), in table
+ * step_interval (docs/trace-schema.md): per iteration (iterations of
+ * them, alike) and worker its forward, its backward and each bucket's
+ * all-reduce. RS_OK, or RS_EIO with errmsg (nothing written). */
+RS_API int rs_trace_add_step(rs_trace_t *trace, int64_t run_id,
+                             const rs_step_time_t *step, int iterations,
+                             char *errmsg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -321,7 +321,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       [CLI_BENCH] = H("per wait (default 60)")}},
     [OPT_TRACE] = {"trace",
                    0,
-                   RUN | BENCH,
+                   RUN | BENCH | STEP,
                    0,
                    "FILE",
                    cli_set_text,
@@ -333,7 +333,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                   "(default\nringsim-trace.db in the working "
                                   "directory)"),
                     [CLI_BENCH] = H("trace every run into FILE (off by "
-                                    "default)")}},
+                                    "default)"),
+                    [CLI_STEP] = H("append the threads' runs to this trace, "
+                                   "with\nthe step's intervals (off by "
+                                   "default)")}},
     [OPT_NO_TRACE] = {"no-trace",
                       0,
                       RUN,

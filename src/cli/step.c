@@ -57,6 +57,12 @@ static int check_step(options_t *o) {
                       "--algo %s is hierarchical and needs nodes: give a "
                       "topology (--topo nodes=N,gpus=G)",
                       rs_algorithm_name(o->config.algo));
+  if (o->trace && (o->step.no_threads || o->algo_all || o->step.cap_count > 1 ||
+                   o->config.workers > STEP_MAX_THREADS))
+    return cli_refuse(CLI_STEP,
+                      "--trace records the threads' runs: one algorithm, one "
+                      "cap, at most %d workers, without --no-threads",
+                      STEP_MAX_THREADS);
   if (o->step.slow_worker >= o->config.workers)
     return cli_refuse(CLI_STEP,
                       "--straggler: worker %d does not exist (workers "
@@ -72,13 +78,18 @@ static int on_threads(const options_t *o) {
          o->config.workers <= STEP_MAX_THREADS;
 }
 
+static uint64_t comm_end(const rs_step_time_t *t) {
+  return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
+}
+
 /* The threads' run of one step's buckets with its ready times: `iters`
  * iterations, laid out as DDP lays out rebuilt buckets (ddp_layout) or
  * not; its simulated end must be the simulation's. Returns 0, or an exit
  * status (said on stderr). */
 static int run_threads(const options_t *o, const rs_model_t *model,
                        const rs_step_config_t *sc, int iters, int ddp_layout,
-                       uint64_t want_ns) {
+                       const rs_step_time_t *want, rs_trace_t *trace) {
+  const uint64_t want_ns = comm_end(want);
   uint64_t *ready;
   rs_bucket_t *buckets;
   size_t count;
@@ -101,6 +112,9 @@ static int run_threads(const options_t *o, const rs_model_t *model,
   if ((rc = rs_run_create(&c, model, &run, err))) {
     fprintf(stderr, "ringsim: step: %s\n", err);
     status = cli_exit_code(rc);
+  } else if (trace && (rc = rs_run_set_trace(run, trace, NULL))) {
+    fprintf(stderr, "ringsim: step: %s\n", rs_run_errmsg(run));
+    status = cli_exit_code(rc);
   } else if ((rc = rs_run_fill(run, o->init, o->seed)) ||
              (cli_signals_watch(run), rc = rs_run_execute(run)) ||
              (rc = rs_run_result(run)->status)) {
@@ -115,6 +129,10 @@ static int run_threads(const options_t *o, const rs_model_t *model,
             " ns is not the step's %" PRIu64 " ns (a bug: please report it)\n",
             rs_run_result(run)->sim_ns, want_ns);
     status = EXIT_RUN;
+  } else if (trace && (rc = rs_trace_add_step(trace, rs_run_trace_id(run), want,
+                                              iters, err))) {
+    fprintf(stderr, "ringsim: step: %s\n", err);
+    status = cli_exit_code(rc);
   }
   cli_signals_watch(NULL);
   rs_run_free(run);
@@ -122,15 +140,11 @@ static int run_threads(const options_t *o, const rs_model_t *model,
   return status;
 }
 
-static uint64_t comm_end(const rs_step_time_t *t) {
-  return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
-}
-
 /* Time one row (and run it on threads, when it does); its first step is
  * row->first already if shares_first, its later ones row->later if
  * shares_later. */
 static int time_row(const options_t *o, const rs_model_t *model,
-                    rs_step_config_t *sc, step_row_t *row) {
+                    rs_step_config_t *sc, step_row_t *row, rs_trace_t *trace) {
   char err[RS_ERRMSG_MAX];
   int rc = RS_OK;
   sc->algo = row->algo;
@@ -156,11 +170,11 @@ static int time_row(const options_t *o, const rs_model_t *model,
   if (!on_threads(o) || cli_signal())
     return 0;
   sc->bucket_bytes = 0;
-  rc = run_threads(o, model, sc, 1, 0, comm_end(&row->first));
+  rc = run_threads(o, model, sc, 1, 0, &row->first, trace);
   sc->bucket_bytes = row->cap;
   if (!rc && o->step.iterations > 1)
-    rc = run_threads(o, model, sc, o->step.iterations - 1, 1,
-                     comm_end(&row->later));
+    rc = run_threads(o, model, sc, o->step.iterations - 1, 1, &row->later,
+                     trace);
   return rc;
 }
 
@@ -394,6 +408,13 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       status = EXIT_USAGE;
     }
   }
+  /* the trace, once the inputs are known good (bad input writes nothing) */
+  rs_trace_t *trace = NULL;
+  int opened = status || !o->trace ? 0 : cli_trace_open(o->trace, &trace, err);
+  if (opened) {
+    fprintf(stderr, "ringsim: step: %s\n", err);
+    status = cli_exit_code(opened);
+  }
   rs_step_config_t sc = {.workers = o->config.workers,
                          .net = o->config.net,
                          .first_bucket_bytes = o->config.first_bucket_bytes,
@@ -423,7 +444,7 @@ static int step_model(const options_t *o, const rs_model_t *model) {
           row->shares_later = 1;
         }
       }
-      status = time_row(o, model, &sc, row);
+      status = time_row(o, model, &sc, row, trace);
     }
   if (!status && cli_signal())
     status = EXIT_RUN; /* (main exits 128 + the signal) */
@@ -445,6 +466,7 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   free(rows);
   free(fwd);
   free(bwd);
+  rs_trace_close(trace);
   return status;
 }
 

@@ -141,6 +141,21 @@ static const char bucket_algo_sql[] =
     "  PRIMARY KEY (run_id, bucket)\n"
     ") WITHOUT ROWID;\n";
 
+/* Added likewise: a training step's intervals (ringsim step --trace,
+ * rs_trace_add_step), in simulated ns from the start of the step: each
+ * worker's forward and backward (bucket NULL) and each bucket's
+ * all-reduce, per iteration of the run whose transfers they hold. */
+static const char step_interval_sql[] =
+    "CREATE TABLE IF NOT EXISTS step_interval (\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
+    "  iter INTEGER NOT NULL,\n"
+    "  worker INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  bucket INTEGER,\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  end_ns INTEGER NOT NULL\n"
+    ");\n";
+
 /* The file's application_id, user_version and number of schema objects,
  * read in one statement: one snapshot, so a trace another process creates
  * meanwhile is seen whole or not at all. */
@@ -217,7 +232,8 @@ static int64_t pragma_int(sqlite3 *db, const char *sql) {
 
 /* Up to this size a trace gets a full PRAGMA quick_check before a run is
  * appended (about a tenth of a second); a larger one, the pages a run will
- * touch, and a check that the file holds every page its header counts. */
+ * touch; and any, a check that the file holds every page its header
+ * counts. */
 #define FULL_CHECK_BYTES (16 << 20)
 
 int rs__trace_check_integrity(rs_trace_t *t, char *errmsg) {
@@ -242,14 +258,23 @@ int rs__trace_check_integrity(rs_trace_t *t, char *errmsg) {
   }
   struct stat st_file, st_wal;
   char wal[PATH_MAX];
-  int full =
-      stat(t->path, &st_file) == 0 && st_file.st_size <= FULL_CHECK_BYTES;
+  const int sized = stat(t->path, &st_file) == 0;
+  int full = sized && st_file.st_size <= FULL_CHECK_BYTES;
   int has_wal =
       snprintf(wal, sizeof wal, "%s-wal", t->path) < (int)sizeof wal &&
       stat(wal, &st_wal) == 0;
-  if (!full && !has_wal) {
-    int64_t pages = pragma_int(t->db, "PRAGMA page_count");
-    int64_t page_size = pragma_int(t->db, "PRAGMA page_size");
+  /* Any size, WAL or not: a file that is not whole pages is truncated,
+   * even where the bytes cut off were zeros (an empty table's page, which
+   * a quick_check reads back as zeros and passes); and without a WAL, one
+   * shorter than its header's page count. */
+  int64_t pages = pragma_int(t->db, "PRAGMA page_count");
+  int64_t page_size = pragma_int(t->db, "PRAGMA page_size");
+  if (sized && page_size > 0 && (int64_t)st_file.st_size % page_size != 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "trace %s: damaged (truncated: %lld bytes, not whole "
+                   "pages of %lld); refusing to touch it",
+                   t->path, (long long)st_file.st_size, (long long)page_size);
+  if (sized && !full && !has_wal) {
     if (pages > 0 && page_size > 0 &&
         (int64_t)st_file.st_size < pages * page_size)
       return rs__err(errmsg, RS_EINVAL,
@@ -342,13 +367,18 @@ int rs__trace_create_schema(rs_trace_t *t, char *errmsg) {
  * runs named their process gets host, pid and pid_start: the schema
  * version stays, and a reader finds every column in every trace. */
 static int add_columns(rs_trace_t *t, char *errmsg) {
-  static const char *const columns[][2] = {
-      {"run", "procs INTEGER"},         {"run", "clock_offsets_json TEXT"},
-      {"transfer", "src_rank INTEGER"}, {"transfer", "dst_rank INTEGER"},
-      {"transfer", "src_host TEXT"},    {"transfer", "dst_host TEXT"},
-      {"run", "trace_stream_json TEXT"}, {"run", "host TEXT"},
-      {"run", "pid INTEGER"},           {"run", "pid_start INTEGER"},
-      {"transfer", "link TEXT"},        {"transfer", "share INTEGER"}};
+  static const char *const columns[][2] = {{"run", "procs INTEGER"},
+                                           {"run", "clock_offsets_json TEXT"},
+                                           {"transfer", "src_rank INTEGER"},
+                                           {"transfer", "dst_rank INTEGER"},
+                                           {"transfer", "src_host TEXT"},
+                                           {"transfer", "dst_host TEXT"},
+                                           {"run", "trace_stream_json TEXT"},
+                                           {"run", "host TEXT"},
+                                           {"run", "pid INTEGER"},
+                                           {"run", "pid_start INTEGER"},
+                                           {"transfer", "link TEXT"},
+                                           {"transfer", "share INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);
@@ -367,10 +397,12 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
   return RS_OK;
 }
 
-/* The tables and columns added after schema version 1: bucket_algo, and
- * add_columns' columns. */
+/* The tables and columns added after schema version 1: bucket_algo,
+ * step_interval, and add_columns' columns. */
 int rs__trace_upgrade(rs_trace_t *t, char *errmsg) {
   int rc = rs__trace_exec(t, bucket_algo_sql, errmsg);
+  if (rc == RS_OK)
+    rc = rs__trace_exec(t, step_interval_sql, errmsg);
   if (rc == RS_OK)
     rc = add_columns(t, errmsg);
   return rc;
