@@ -184,6 +184,20 @@ class StepCli(unittest.TestCase):
         self.assertIn("--trace records the threads' runs", err)
         self.assertFalse(os.path.exists(fresh))
 
+    # step-7: one worker: nothing to all-reduce, the step its compute (on
+    # threads too); and the analytic compute exact where the FLOPs are (2 x
+    # 999 FLOPs at 1 GFLOP/s: 1,998 ns, not rounded up to 1,999).
+    def test_one_worker_and_exact_compute(self):
+        m = self.model(three_mib())
+        for threads in ([], ["--no-threads"]):
+            later = self.step_json("-p", m, "-w", 1, "--net", NET, *threads)["rows"][0]["later"]
+            self.assertEqual(later["step_ns"], 6005000)
+            self.assertEqual(later["exposed_ns"], 0)
+        m = self.model({"params": [{"name": "g", "shape": [999]}]}, "g999.json")
+        later = self.step_json("-p", m, "-w", 2, "--net", NET, "--compute",
+                               "flops=1G,rows=1")["rows"][0]["later"]
+        self.assertEqual((later["forward_ns"], later["backward_ns"]), (1998, 3996))
+
     # step-5: what is refused, each with exit 2 and one line naming it,
     # and nothing on stdout.
     def test_bad_input(self):
@@ -210,6 +224,12 @@ class StepCli(unittest.TestCase):
             (["-p", good, "-w", 2, "--net", NET, "--straggler", "worker=0,compute=nan"],
              "--straggler 'worker=0,compute=nan'"),
             (["-p", good, "-w", 3, "--topo", "pcie,nodes=2"], "16"),
+            (["-p", good, "-w", 2, "--net", NET, "--straggler", "worker=4294967297,compute=2"],
+             "--straggler 'worker=4294967297,compute=2'"),
+            (["-p", good, "-w", 2, "--net", "latency=1e9s,bandwidth=1GB/s", "--no-threads"],
+             "passes 2^63 ns"),
+            (["-p", good, "-w", 2, "--net", NET, "--iterations", 1000000, "--compute",
+              "flops=1e-12G,rows=1", "--no-threads"], "passes 2^63 ns"),
         ]
         for args, named in cases:
             with self.subTest(args=args[2:]):

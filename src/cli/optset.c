@@ -117,16 +117,25 @@ int cli_set_bucket_mb(const cli_option_t *opt, options_t *o, const char *value,
  * slower compute (worker=1,compute=1.3: 30% slower), once. */
 int cli_set_straggler(const cli_option_t *opt, options_t *o, const char *value,
                       char *msg) {
-  int worker, used = 0;
-  double factor;
+  long worker = -1;
+  double factor = 0;
   if (!strstr(value, "compute="))
     return cli_set_config(opt, o, value, msg);
   if (o->mode != CLI_STEP)
     return cli_bad_value(msg, opt, value,
                          "worker=N,us=MICROSECONDS: a slower compute "
                          "(compute=) is ringsim step's");
-  if (sscanf(value, "worker=%d,compute=%lf%n", &worker, &factor, &used) != 2 ||
-      value[used] != '\0' || worker < 0 || !(factor >= 1) || factor > 1000)
+  const char *comma = strchr(value, ',');
+  char who[24];
+  if (strncmp(value, "worker=", 7) == 0 && comma &&
+      (size_t)(comma - value - 7) < sizeof who &&
+      strncmp(comma, ",compute=", 9) == 0) {
+    snprintf(who, sizeof who, "%.*s", (int)(comma - value - 7), value + 7);
+    if (rs_read_int(who, 0, MODEL_MAX_WORKERS, &worker) ||
+        rs_read_real(comma + 9, &factor))
+      worker = -1;
+  }
+  if (worker < 0 || !(factor >= 1) || factor > 1000)
     return cli_bad_value(msg, opt, value,
                          "worker=N,compute=F: worker N computes F times as "
                          "long, F in 1..1000 (1.3: 30%% slower)");
@@ -134,7 +143,7 @@ int cli_set_straggler(const cli_option_t *opt, options_t *o, const char *value,
     return cli_bad_value(msg, opt, value,
                          "one slower compute: worker %d's is given already",
                          o->step.slow_worker);
-  o->step.slow_worker = worker;
+  o->step.slow_worker = (int)worker;
   o->step.slow = factor;
   return 0;
 }
@@ -189,7 +198,8 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
     return 0;
   }
   if (o->mode != CLI_BENCH) {
-    long max = o->mode == CLI_MODEL ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
+    long max = o->mode == CLI_MODEL || o->mode == CLI_STEP ? MODEL_MAX_WORKERS
+                                                           : RS_MAX_WORKERS;
     if (rs_read_int(value, 1, max, &v))
       return cli_bad_value(msg, opt, value, "an integer in 1..%ld", max);
     o->config.workers = (int)v;

@@ -17,6 +17,10 @@
 #include "option.h"
 #include "ringsim/step.h"
 
+/* The longest simulated time the report holds: 2^63 - 1 ns, as ringsim
+ * model's. */
+#define STEP_NS_MAX ((uint64_t)INT64_MAX)
+
 /* The most workers whose all-reduces run on threads. */
 #define STEP_MAX_THREADS 16
 
@@ -26,7 +30,8 @@ typedef struct step_row {
   size_t cap;
   rs_step_time_t first, later;
   uint64_t total_ns; /* first + (iterations - 1) later */
-  int best;          /* the fastest total of its algorithm's rows */
+  int best;          /* the fastest total of its algorithm's rows (the
+                        first of them that ties) */
   int shares_first;  /* first is its algorithm's first row's (one bucket
                         whatever the cap): not its own to free */
   int shares_later;  /* later is the row before's: its cap makes the same
@@ -115,15 +120,16 @@ static int run_threads(const options_t *o, const rs_model_t *model,
   } else if (trace && (rc = rs_run_set_trace(run, trace, NULL))) {
     fprintf(stderr, "ringsim: step: %s\n", rs_run_errmsg(run));
     status = cli_exit_code(rc);
-  } else if ((rc = rs_run_fill(run, o->init, o->seed)) ||
-             (cli_signals_watch(run), rc = rs_run_execute(run)) ||
-             (rc = rs_run_result(run)->status)) {
+  } else if ((cli_signals_watch(run),
+              rc = rs_run_fill(run, o->init, o->seed)) ||
+             (rc = rs_run_execute(run)) || (rc = rs_run_result(run)->status)) {
     cli_signals_watch(NULL);
     if (!cli_signal())
       fprintf(stderr, "ringsim: step: the all-reduce on threads: %s\n",
               rs_run_errmsg(run));
     status = cli_exit_code(rc);
-  } else if (rs_run_result(run)->sim_ns != want_ns) {
+  } else if (c.workers > 1 && rs_run_result(run)->sim_ns != want_ns) {
+    /* (one worker all-reduces nothing: its run keeps no clock) */
     fprintf(stderr,
             "ringsim: step: the threads' simulated time %" PRIu64
             " ns is not the step's %" PRIu64 " ns (a bug: please report it)\n",
@@ -165,8 +171,19 @@ static int time_row(const options_t *o, const rs_model_t *model,
     return rc == RS_ENOMEM ? EXIT_RUN : EXIT_USAGE;
   }
   const uint64_t later = o->step.iterations > 1 ? row->later.step_ns : 0;
-  row->total_ns =
-      row->first.step_ns + (uint64_t)(o->step.iterations - 1) * later;
+  uint64_t rest;
+  if (row->first.step_ns > STEP_NS_MAX || row->later.step_ns > STEP_NS_MAX ||
+      __builtin_mul_overflow(later, (uint64_t)(o->step.iterations - 1),
+                             &rest) ||
+      __builtin_add_overflow(row->first.step_ns, rest, &row->total_ns) ||
+      row->total_ns > STEP_NS_MAX) {
+    cli_refuse(CLI_STEP,
+               "the simulated time of %d step%s passes 2^63 ns (292 "
+               "years), more than the report holds: give faster "
+               "links, less compute or fewer --iterations",
+               o->step.iterations, o->step.iterations == 1 ? "" : "s");
+    return EXIT_USAGE;
+  }
   if (!on_threads(o) || cli_signal())
     return 0;
   sc->bucket_bytes = 0;
@@ -180,13 +197,22 @@ static int time_row(const options_t *o, const rs_model_t *model,
 
 /* ---- the report --------------------------------------------------------- */
 
-static double us(uint64_t ns) { return (double)ns / 1e3; }
+/* ns as microseconds to the ns, "1234.567", from the integer (a double
+ * loses digits past 2^53 ns); the text lives until the 16th call after. */
+static const char *us(uint64_t ns) {
+  static char text[16][32];
+  static unsigned next;
+  char *t = text[next++ % 16];
+  snprintf(t, sizeof text[0], "%llu.%03llu", (unsigned long long)(ns / 1000),
+           (unsigned long long)(ns % 1000));
+  return t;
+}
 
 static void print_iteration(const char *label, const rs_step_time_t *t,
                             const char *what) {
   const uint64_t hidden = t->comm_ns - t->exposed_ns;
-  printf("  %-10s %.3f us: compute %.3f us, communication %.3f us, %.3f us "
-         "hidden (%.1f%%), %.3f us exposed (%s)\n",
+  printf("  %-10s %s us: compute %s us, communication %s us, %s us "
+         "hidden (%.1f%%), %s us exposed (%s)\n",
          label, us(t->step_ns), us(t->forward_ns + t->backward_ns),
          us(t->comm_ns), us(hidden),
          t->comm_ns ? 100.0 * (double)hidden / (double)t->comm_ns : 0.0,
@@ -198,7 +224,7 @@ static void print_buckets(const rs_step_time_t *t, size_t elem_size) {
          "ready us", "start us", "end us", "exposed us");
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
-    printf("  %8zu %7zu %12zu %12.3f %12.3f %12.3f %12.3f\n", b, k->params,
+    printf("  %8zu %7zu %12zu %12s %12s %12s %12s\n", b, k->params,
            k->elems * elem_size, us(k->ready_ns), us(k->start_ns),
            us(k->end_ns), us(k->exposed_ns));
   }
@@ -212,12 +238,12 @@ static void print_critical(const rs_step_time_t *t) {
     b--;
   if (b == 0) {
     printf("  critical   the compute: every all-reduce ends by the last "
-           "gradient (%.3f us); nothing exposed\n",
+           "gradient (%s us); nothing exposed\n",
            us(last_grad));
     return;
   }
-  printf("  critical   bucket %zu's all-reduce ends %.3f us after the last "
-         "gradient (%.3f us): %.3f us exposed\n",
+  printf("  critical   bucket %zu's all-reduce ends %s us after the last "
+         "gradient (%s us): %s us exposed\n",
          b - 1, us(t->step_ns - last_grad), us(last_grad), us(t->exposed_ns));
 }
 
@@ -226,16 +252,16 @@ static void print_one(const options_t *o, const rs_model_t *model,
   char name[CLI_SAFE_MAX];
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
   const int K = o->step.iterations;
-  printf("ringsim step: %s all-reduce of \"%s\" on %d workers, %d step%s "
+  printf("ringsim step: %s all-reduce of \"%s\" on %d worker%s, %d step%s "
          "(%s)\n",
          rs_algorithm_name(row->algo),
          cli_safe(rs_model_name(model), name, sizeof name), o->config.workers,
-         K, K == 1 ? "" : "s",
+         o->config.workers == 1 ? "" : "s", K, K == 1 ? "" : "s",
          threads ? "the all-reduces ran on threads and were checked"
                  : "the schedule alone: no threads, no data");
   cli_print_network(&o->config.net);
   putchar('\n');
-  printf("  compute    forward %.3f us, backward %.3f us (%s)",
+  printf("  compute    forward %s us, backward %s us (%s)",
          us(row->later.forward_ns), us(row->later.backward_ns),
          o->step.flops > 0 ? "--compute" : "model.json's");
   if (o->step.slow_worker >= 0)
@@ -254,7 +280,7 @@ static void print_one(const options_t *o, const rs_model_t *model,
       snprintf(what, sizeof what, "1 bucket: --bucket-mb 0");
     print_iteration(label, &row->later, what);
   }
-  printf("  %-10s %.3f us\n", "in all", us(row->total_ns));
+  printf("  %-10s %s us\n", "in all", us(row->total_ns));
   const rs_step_time_t *t = K > 1 ? &row->later : &row->first;
   printf("  buckets of step %d, in launch order (us from the step's start):\n",
          K > 1 ? 2 : 1);
@@ -279,7 +305,7 @@ static void print_rows(const options_t *o, const rs_model_t *model,
   for (int i = 0; i < n; i++) {
     const rs_step_time_t *t = &rows[i].later;
     const uint64_t hidden = t->comm_ns - t->exposed_ns;
-    printf("  %-10s %8g %8zu %12.3f %12.3f %12.3f %6.1f%%%s%s\n",
+    printf("  %-10s %8g %8zu %12s %12s %12s %6.1f%%%s%s\n",
            rs_algorithm_name(rows[i].algo), (double)rows[i].cap / (1 << 20),
            t->bucket_count, us(t->step_ns), us(t->exposed_ns), us(t->comm_ns),
            t->comm_ns ? 100.0 * (double)hidden / (double)t->comm_ns : 0.0,
@@ -368,8 +394,8 @@ static void mark_best(const options_t *o, step_row_t *rows, int n) {
     int best = 1;
     for (int j = 0; j < n; j++)
       if (rows[j].algo == rows[i].algo &&
-          (rows[j].later.step_ns < rows[i].later.step_ns ||
-           (rows[j].later.step_ns == rows[i].later.step_ns && j < i)))
+          (rows[j].total_ns < rows[i].total_ns ||
+           (rows[j].total_ns == rows[i].total_ns && j < i)))
         best = 0;
     rows[i].best = best;
   }

@@ -82,9 +82,10 @@ int rs_compute_parse(const char *spec, rs_compute_t *c, char *errmsg) {
   return RS_OK;
 }
 
-/* ceil(flops / rate) seconds, in ns. */
+/* flops at rate, in ns rounded up: the product flops x 1e9 first, so an
+ * exact quotient (1,998 FLOPs at 1 GFLOP/s: 1,998 ns) stays exact. */
 static uint64_t flops_ns(double flops, double rate) {
-  const double ns = ceil(flops / rate * 1e9);
+  const double ns = ceil(flops * 1e9 / rate);
   return ns < 1.8e19 ? (uint64_t)ns : UINT64_MAX / 4;
 }
 

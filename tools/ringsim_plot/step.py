@@ -30,12 +30,10 @@ def load(path):
     return doc
 
 
-def pick_row(doc, path):
-    """The row the lanes show: the best, or the only one."""
+def pick_row(doc):
+    """The row the lanes show: the fastest in all (the first of a tie)."""
     rows = doc["rows"]
-    best = [r for r in rows if r.get("best")]
-    row = best[0] if len(rows) > 1 and best else rows[0]
-    return row
+    return min(rows, key=lambda r: r.get("total_ns", 0))
 
 
 def draw_lanes(ax, timeline, title):
@@ -101,9 +99,11 @@ def draw_sweep(ax, doc):
 
 def cmd_step(args):
     doc = load(args.report)
-    row = pick_row(doc, args.report)
-    timeline = row["first"] if args.first else row["later"]
-    which = "step 1 (one bucket: DDP's first backward)" if args.first else \
+    row = pick_row(doc)
+    # a run of one step has no later ones: its first is drawn
+    first = args.first or doc.get("iterations") == 1
+    timeline = row["first"] if first else row["later"]
+    which = "step 1 (one bucket: DDP's first backward)" if first else \
         "a step after the first (DDP's rebuilt buckets)"
     exposed, step = timeline["exposed_ns"], timeline["step_ns"]
     title = (f"{clean(doc.get('model', '?'))}, {doc.get('workers')} workers, {row['algo']}, "
@@ -111,14 +111,25 @@ def cmd_step(args):
              f"{exposed / 1e6:.3f} ms exposed ({100 * exposed / step if step else 0:.1f}%)")
     sweep = len(doc["rows"]) > 1
     lanes = len(timeline.get("workers") or [])
+    if not lanes and not sweep:
+        raise ToolError("the report has no worker lanes (ringsim step lists them for up to 64 "
+                        "workers) and one row: nothing to draw")
     plt = pyplot()
-    height = 1.2 + 0.45 * 2 * max(lanes, 1)
-    fig, axes = plt.subplots(2 if sweep else 1, 1, figsize=(11, height + (4 if sweep else 0)),
+    height = 1.2 + 0.45 * 2 * lanes
+    panels = [p for p in (lanes and "lanes", sweep and "sweep") if p]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, (height if lanes else 0) +
+                                                      (4 if sweep else 0)),
                              squeeze=False, layout="constrained",
-                             gridspec_kw={"height_ratios": [height, 4] if sweep else [1]})
-    draw_lanes(axes[0][0], timeline, fit_title(title, 11, 10))
-    if sweep:
-        draw_sweep(axes[1][0], doc)
+                             gridspec_kw={"height_ratios": [height if p == "lanes" else 4
+                                                            for p in panels]})
+    for ax, panel in zip(axes[:, 0], panels):
+        if panel == "lanes":
+            draw_lanes(ax, timeline, fit_title(title, 11, 10))
+        else:
+            draw_sweep(ax, doc)
+            if not lanes:
+                ax.set_title(fit_title(title + " (no lanes: more than 64 workers)", 11, 10),
+                             fontsize=10)
     output.save(fig, args.out, title, tight=False)
     plt.close(fig)
     print(f"{row['algo']} cap {row['cap_bytes'] / 2 ** 20:g} MiB: step {step / 1e3:.3f} us, "
