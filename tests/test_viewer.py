@@ -578,6 +578,48 @@ class Viewer(BrowserCase):
             "return arguments[0].querySelector('svg.topo')", self.pane()))
         self.assert_no_console_errors()
 
+    # viewer-step: a ringsim step --trace run shows its training step:
+    # per worker its forward and backward and each bucket's all-reduce,
+    # the part after the last gradient marked exposed, as the trace's
+    # step_interval has them; another run shows none.
+    def test_step_lanes(self):
+        db = os.path.join(self.dir, "step.db")
+        p = subprocess.run([RINGSIM, "step", "-p", os.path.join(EXAMPLES, "step_three.json"),
+                            "-w", "2", "--net", "latency=1us,bandwidth=1GB/s", "--bucket-mb", "1",
+                            "--segment-bytes", "1M", "--trace", db],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        page = os.path.join(self.dir, "step.html")
+        p = run_tool("html", db, "-o", page)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        con = sqlite3.connect(db)
+        try:
+            for rid in (1, 2):  # step 1's run, then the later steps'
+                self.open(page)
+                self.select_run(rid)
+                rows = con.execute("SELECT kind, start_ns, end_ns FROM step_interval WHERE "
+                                   "run_id = ? AND iter = 0", (rid,)).fetchall()
+                last = max(e for k, _, e in rows if k == "backward")
+                got = self.driver.execute_script(
+                    "const s = arguments[0].querySelector('svg.step'); return s && "
+                    "['.forward', '.backward', '.allreduce:not(.exposed)', '.exposed'].map("
+                    "c => s.querySelectorAll('rect' + c).length)", self.pane())
+                # an all-reduce's bar: its part before the last gradient, and after
+                self.assertEqual(got, [sum(k == "forward" for k, _, _ in rows),
+                                       sum(k == "backward" for k, _, _ in rows),
+                                       sum(k == "allreduce" and min(e, max(s, last)) > s
+                                           for k, s, e in rows),
+                                       sum(k == "allreduce" and e > last for k, _, e in rows)])
+                self.assertGreater(got[3], 0)
+                self.assertIn("exposed after the last gradient", self.pane().text)
+            self.assert_no_console_errors()
+        finally:
+            con.close()
+        self.open(self.page)
+        self.select_run(self.runs["W4"])
+        self.assertIsNone(self.driver.execute_script(
+            "return arguments[0].querySelector('svg.step')", self.pane()))
+
     def test_failed_run_shows_its_fault(self):
         self.open(self.page)
         rid = self.runs["failed"]

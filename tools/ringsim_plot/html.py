@@ -4,6 +4,7 @@ inside as JSON, computed by the replays the pictures use, so the page and
 the pictures agree.
 """
 import json
+import sqlite3
 import os
 
 from .output import ToolError, clean, progress, replacing
@@ -260,7 +261,31 @@ def html_run(con, run):
         out["clocks"]["sim"] = timeline_view(con, run, "sim")
     out["failure"] = failure_view(con, run)
     out["topo"] = topo_view(con, run)
+    out["step"] = step_view(con, run)
     return out
+
+
+def step_view(con, run):
+    """A ringsim step run's intervals (table step_interval, its first
+    iteration: every one is alike), per worker [kind, bucket, start_ns,
+    end_ns], the step's last gradient and its end; None for another run
+    (or a trace from before the table)."""
+    rid = run["run_id"]
+    try:
+        rows = con.execute(
+            "SELECT worker, kind, bucket, start_ns, end_ns FROM step_interval WHERE run_id = ? "
+            "AND iter = (SELECT min(iter) FROM step_interval WHERE run_id = ?) "
+            "ORDER BY worker, rowid", (rid, rid)).fetchall()
+    except sqlite3.OperationalError:  # no such table
+        return None
+    if not rows:
+        return None
+    lanes = [[] for _ in range(run["workers"])]
+    for worker, kind, bucket, start, end in rows:
+        if 0 <= worker < len(lanes):
+            lanes[worker].append([kind, bucket, start, end])
+    last_grad = max(e for _, k, _, _, e in rows if k == "backward")
+    return {"lanes": lanes, "last_grad_ns": last_grad, "end_ns": max(r[4] for r in rows)}
 
 
 def topo_view(con, run):
