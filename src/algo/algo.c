@@ -138,29 +138,3 @@ void rs__simrun_step(rs_simrun_t *s) {
   for (int r = 0; r < s->shape.workers; r++)
     rs__sim_step(&s->clocks[rs__group_worker(&s->group, r)]);
 }
-
-/* The message from -> to, its arrival kept in mailbox box (members of the
- * runner's group, if it has one). */
-static void simrun_mail(rs_simrun_t *s, int from, int to, int box,
-                        size_t elems) {
-  const rs_group_t *g = &s->group;
-  uint64_t depart;
-  box = rs__group_worker(g, box);
-  rs__sim_send(&s->clocks[rs__group_worker(g, from)], rs__group_worker(g, to),
-               s->step, elems * s->elem_size, &depart, &s->arrive[box],
-               &s->wire[box]);
-}
-
-void rs__simrun_send(rs_simrun_t *s, int from, int to, size_t elems) {
-  simrun_mail(s, from, to, from, elems);
-}
-
-void rs__simrun_post(rs_simrun_t *s, int from, int to, size_t elems) {
-  simrun_mail(s, from, to, to, elems);
-}
-
-void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems) {
-  box = rs__group_worker(&s->group, box);
-  rs__sim_recv(&s->clocks[rs__group_worker(&s->group, to)], s->arrive[box],
-               s->wire[box], reduced_elems * s->elem_size);
-}

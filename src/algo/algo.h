@@ -180,11 +180,35 @@ static inline int rs__simrun_stopped(const rs_simrun_t *s) {
  * in the receiver's (post: a sender of several messages in a round, as
  * the tree's broadcast to its children, keeps each in its receiver's
  * mailbox, to). */
-void rs__simrun_send(rs_simrun_t *s, int from, int to, size_t elems);
-void rs__simrun_post(rs_simrun_t *s, int from, int to, size_t elems);
+static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
+                                   size_t elems) {
+  const rs_group_t *g = &s->group;
+  uint64_t depart;
+  box = rs__group_worker(g, box);
+  rs__sim_send(&s->clocks[rs__group_worker(g, from)], rs__group_worker(g, to),
+               s->step, elems * s->elem_size, &depart, &s->arrive[box],
+               &s->wire[box]);
+}
+
+static inline void rs__simrun_send(rs_simrun_t *s, int from, int to,
+                                   size_t elems) {
+  rs__simrun_mail(s, from, to, from, elems);
+}
+
+static inline void rs__simrun_post(rs_simrun_t *s, int from, int to,
+                                   size_t elems) {
+  rs__simrun_mail(s, from, to, to, elems);
+}
+
 /* Worker to receives the message in mailbox box (the sender's, after
- * send), reducing reduced_elems of it. */
-void rs__simrun_recv(rs_simrun_t *s, int to, int box, size_t reduced_elems);
+ * send), reducing reduced_elems of it. (Inline, as send: the schedule
+ * simulation's innermost calls.) */
+static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
+                                   size_t reduced_elems) {
+  box = rs__group_worker(&s->group, box);
+  rs__sim_recv(&s->clocks[rs__group_worker(&s->group, to)], s->arrive[box],
+               s->wire[box], reduced_elems * s->elem_size);
+}
 
 /* The algorithms (algo/list.h has them by name). */
 extern const rs_algo_t rs__algo_ring;

@@ -170,6 +170,10 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
         way->segment(&cut, c, seg, &off, &table[seg * (size_t)W + (size_t)c]);
     }
   }
+  /* worker r's neighbours are worker 0's plus r (ring_way.h) */
+  const int next0 = way->next(W, 0), prev0 = way->prev(W, 0);
+  assert(way->next(W, W - 1) == (next0 + W - 1) % W &&
+         way->prev(W, W - 1) == (prev0 + W - 1) % W);
   for (int phase = 0; phase < 2; phase++)
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
@@ -182,15 +186,18 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
              way->recv_chunk(W, W - 1, ph, step) == (recv0 + W - 1) % W);
       for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
            seg++) {
-        for (int r = 0, c = send0; r < W; r++, c = c + 1 == W ? 0 : c + 1) {
+        for (int r = 0, c = send0, to = next0; r < W;
+             r++, c = c + 1 == W ? 0 : c + 1, to = to + 1 == W ? 0 : to + 1) {
           size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
-            rs__simrun_send(s, r, way->next(W, r), n);
+            rs__simrun_send(s, r, to, n);
         }
-        for (int r = 0, c = recv0; r < W; r++, c = c + 1 == W ? 0 : c + 1) {
+        for (int r = 0, c = recv0, from = prev0; r < W; r++,
+                 c = c + 1 == W ? 0 : c + 1,
+                 from = from + 1 == W ? 0 : from + 1) {
           size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
-            rs__simrun_recv(s, r, way->prev(W, r), reduced ? n : 0);
+            rs__simrun_recv(s, r, from, reduced ? n : 0);
         }
       }
     }

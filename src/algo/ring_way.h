@@ -26,7 +26,9 @@ typedef struct rs_ring_cut {
 } rs_ring_cut_t;
 
 typedef struct rs_ring_way {
-  /* The direction: worker r sends to next(r) and receives from prev(r). */
+  /* The direction: worker r sends to next(r) and receives from prev(r),
+   * worker 0's neighbours plus r, mod W (the schedule simulation walks
+   * them so). */
   int (*next)(int workers, int rank);
   int (*prev)(int workers, int rank);
   /* The chunk worker rank sends, and receives, in a step: worker 0's plus
