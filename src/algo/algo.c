@@ -71,7 +71,7 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                             int workers, const rs_bucket_t *buckets,
                             size_t bucket_count, size_t segment_bytes,
                             size_t elem_size, const uint64_t *ready,
-                            const rs_sim_spans_t *spans) {
+                            rs_sim_spans_t *spans) {
   rs_simrun_t s = {0};
   if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
     simrun_free(&s);
@@ -79,14 +79,11 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
   }
   const size_t W = (size_t)workers;
   for (size_t b = 0; b < bucket_count; b++) {
-    uint64_t first = 0, last = 0;
     for (size_t r = 0; r < W; r++) {
-      rs_simclock_t *c = &s.clocks[r];
-      const uint64_t at = ready ? ready[b * W + r] : 0;
-      c->clock = at > c->clock ? at : c->clock;
-      first = c->clock > first ? c->clock : first;
+      if (ready)
+        rs__sim_start_at(&s.clocks[r], ready[b * W + r]);
       if (spans->worker_start)
-        spans->worker_start[b * W + r] = c->clock;
+        spans->worker_start[b * W + r] = s.clocks[r].clock;
     }
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(
@@ -96,18 +93,13 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
       simrun_free(&s);
       return RS_ENOMEM;
     }
-    for (size_t r = 0; r < W; r++) {
-      const uint64_t t = s.clocks[r].clock;
-      last = t > last ? t : last;
-      if (spans->worker_end)
-        spans->worker_end[b * W + r] = t;
-    }
-    if (spans->start)
-      spans->start[b] = first;
-    if (spans->end)
-      spans->end[b] =
-          last < UINT64_MAX ? last : UINT64_MAX - 1; /* netmodel.h */
+    for (size_t r = 0; spans->worker_end && r < W; r++)
+      spans->worker_end[b * W + r] = s.clocks[r].clock;
   }
+  uint64_t end = 0;
+  for (size_t r = 0; r < W; r++)
+    end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
+  spans->end_ns = end < UINT64_MAX ? end : UINT64_MAX - 1; /* (netmodel.h) */
   simrun_free(&s);
   return RS_OK;
 }
@@ -116,19 +108,13 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            int workers, const rs_bucket_t *buckets,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size) {
-  if (!m->enabled || workers < 2 || bucket_count == 0)
+  rs_sim_spans_t spans = {0};
+  if (!m->enabled || workers < 2)
     return 0;
-  uint64_t *end = malloc(bucket_count * sizeof *end);
-  const rs_sim_spans_t spans = {.end = end};
-  if (!end || rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
-                                      segment_bytes, elem_size, NULL, &spans)) {
-    free(end);
-    return UINT64_MAX;
-  }
-  /* (a bucket starts once the one before has ended: the last ends last) */
-  const uint64_t last = end[bucket_count - 1];
-  free(end);
-  return last;
+  return rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
+                                 segment_bytes, elem_size, NULL, &spans)
+             ? UINT64_MAX
+             : spans.end_ns;
 }
 
 void rs__simrun_step(rs_simrun_t *s) {

@@ -146,13 +146,13 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size);
 
-/* When a bucket's all-reduce starts and ends (rs__algo_simulate_ready):
- * start[b] and end[b] over the workers (the last to start, the last to
- * end); worker_start[b W + r] and worker_end[b W + r] each worker's. Any
- * may be NULL: not wanted. */
+/* When the buckets' all-reduces start and end (rs__algo_simulate_ready):
+ * worker_start[b W + r] and worker_end[b W + r], worker r's clock when it
+ * starts and ends bucket b (NULL: not wanted); end_ns, the last bucket's
+ * end on the last worker (saturated below UINT64_MAX: netmodel.h). */
 typedef struct rs_sim_spans {
-  uint64_t *start, *end;
   uint64_t *worker_start, *worker_end;
+  uint64_t end_ns;
 } rs_sim_spans_t;
 
 /* The same, each bucket b starting on worker r no earlier than
@@ -163,7 +163,7 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                             int workers, const rs_bucket_t *buckets,
                             size_t bucket_count, size_t segment_bytes,
                             size_t elem_size, const uint64_t *ready,
-                            const rs_sim_spans_t *spans);
+                            rs_sim_spans_t *spans);
 
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
  * every worker's clock (a straggler computes): the bucket's next global

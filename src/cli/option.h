@@ -102,6 +102,10 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
  * and model's): --like's, --explain's, --trace and --no-trace, --params
  * required, ... Returns -1 to go on, or EXIT_USAGE having said why. */
 int cli_check_run(options_t *o);
+/* On a topology W is its nodes x gpus (each row's, for model's list),
+ * unless --workers says: sets it, or refuses more workers than the mode
+ * takes. Returns -1 to go on, or the exit status. */
+int cli_topo_workers(options_t *o);
 /* options.c: --algo auto over MPI without --net, refused (run, bench). */
 int cli_check_auto_mpi(const options_t *o);
 

@@ -54,6 +54,27 @@ int cli_check_auto_mpi(const options_t *o) {
                     net ? " without --net" : "", net ? " or --net" : "");
 }
 
+int cli_topo_workers(options_t *o) {
+  const rs_topo_t *t = &o->config.net.topo;
+  const int many = o->mode == CLI_MODEL || o->mode == CLI_STEP;
+  const long most = many ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
+  for (int i = 0; t->enabled && !o->workers_given && i < 1 + o->rows.count;
+       i++) {
+    const long nodes = i ? o->rows.nodes[i - 1] : t->nodes;
+    if (nodes * t->gpus > most)
+      return cli_refuse(o->mode,
+                        "--topo: %ld nodes of %d GPUs are %ld workers, more "
+                        "than the %ld %s takes",
+                        nodes, t->gpus, nodes * t->gpus, most,
+                        o->mode == CLI_MODEL  ? "ringsim model"
+                        : o->mode == CLI_STEP ? "ringsim step"
+                                              : "a run");
+  }
+  if (t->enabled && !o->workers_given)
+    o->config.workers = t->nodes * t->gpus;
+  return -1;
+}
+
 int cli_check_run(options_t *o) {
   int rc;
   if ((rc = check_like(o)) >= 0)
@@ -63,22 +84,8 @@ int cli_check_run(options_t *o) {
     o->config.segment_bytes = RS_GLOO_SEGMENT_BYTES;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
-  /* on a topology W is its nodes x gpus (each row's, for model's list),
-   * unless --workers says */
-  const rs_topo_t *t = &o->config.net.topo;
-  const long most = o->mode == CLI_MODEL ? MODEL_MAX_WORKERS : RS_MAX_WORKERS;
-  for (int i = 0; t->enabled && !o->workers_given && i < 1 + o->rows.count;
-       i++) {
-    const long nodes = i ? o->rows.nodes[i - 1] : t->nodes;
-    if (nodes * t->gpus > most)
-      return cli_refuse(o->mode,
-                        "--topo: %ld nodes of %d GPUs are %ld workers, more "
-                        "than the %ld %s takes",
-                        nodes, t->gpus, nodes * t->gpus, most,
-                        o->mode == CLI_MODEL ? "ringsim model" : "a run");
-  }
-  if (t->enabled && !o->workers_given)
-    o->config.workers = t->nodes * t->gpus;
+  if ((rc = cli_topo_workers(o)) >= 0)
+    return rc;
   if (o->given[OPT_AVERAGE] && o->config.op != RS_OP_AVG)
     return cli_refuse(o->mode, "--average applies to --op avg only");
   if (o->trace && o->no_trace)

@@ -40,21 +40,15 @@ typedef struct step_row {
 
 static int check_step(options_t *o) {
   rs_netmodel_t *net = &o->config.net;
-  const rs_topo_t *t = &net->topo;
   char err[RS_ERRMSG_MAX];
   if (!o->params)
     return cli_refuse(CLI_STEP, "--params MODEL.json is required");
   if (!net->enabled)
     return cli_refuse(CLI_STEP, "--net latency=...,bandwidth=... is required, "
                                 "or a topology: give --net or --topo");
-  if (t->enabled && !o->workers_given) {
-    if ((long)t->nodes * t->gpus > MODEL_MAX_WORKERS)
-      return cli_refuse(CLI_STEP,
-                        "--topo: %ld workers, more than the %d ringsim step "
-                        "takes",
-                        (long)t->nodes * t->gpus, MODEL_MAX_WORKERS);
-    o->config.workers = t->nodes * t->gpus;
-  }
+  int rc = cli_topo_workers(o);
+  if (rc >= 0)
+    return rc;
   if (rs_netmodel_check(net, o->config.workers, err))
     return cli_refuse(CLI_STEP, "%s", err);
   if (!o->algo_all && (int)o->config.algo >= cli_algos(net))

@@ -74,6 +74,13 @@ static inline uint64_t rs__sat_add(uint64_t a, uint64_t b) {
 double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
                         double max_bytes, double steps);
 
+/* The worker can start no earlier than at (a training step: its bucket's
+ * gradients are ready then). */
+static inline void rs__sim_start_at(rs_simclock_t *c, uint64_t at) {
+  if (c->net && at > c->clock)
+    c->clock = at;
+}
+
 /* A step begins: a straggler computes first. */
 static inline void rs__sim_step(rs_simclock_t *c) {
   if (c->net)

@@ -220,11 +220,10 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     if (w->relayout)
       ddp_layout(run, w, &run->buckets[b], 1);
     /* a training step: the bucket starts once backward has filled it */
-    const uint64_t *ready = run->config.ready_ns;
-    if (ready && w->sim.net) {
-      const uint64_t at = ready[b * (size_t)w->workers + (size_t)w->rank];
-      w->sim.clock = at > w->sim.clock ? at : w->sim.clock;
-    }
+    if (run->config.ready_ns)
+      rs__sim_start_at(
+          &w->sim,
+          run->config.ready_ns[b * (size_t)w->workers + (size_t)w->rank]);
     int rc = run->bucket_algo[b]->run_bucket(w);
     if (w->relayout)
       ddp_layout(run, w, &run->buckets[b], 0);

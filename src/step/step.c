@@ -139,8 +139,11 @@ static uint64_t worker_grads(const rs_model_t *model,
   return forward;
 }
 
-int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
-                  uint64_t **ready, rs_bucket_t **buckets, size_t *count) {
+/* rs_step_ready, and each worker's forward end and last gradient into
+ * forward[r] and last_grad[r] (either NULL: not wanted). */
+static int step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
+                      uint64_t **ready, rs_bucket_t **buckets, size_t *count,
+                      uint64_t *forward, uint64_t *last_grad) {
   const size_t n = rs_model_param_count(model), W = (size_t)cfg->workers;
   *ready = NULL;
   if (rs_model_buckets(model, cfg->first_bucket_bytes, cfg->bucket_bytes,
@@ -157,7 +160,11 @@ int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
     return RS_ENOMEM;
   }
   for (size_t r = 0; r < W; r++) {
-    worker_grads(model, cfg, (int)r, grad);
+    const uint64_t f = worker_grads(model, cfg, (int)r, grad);
+    if (forward)
+      forward[r] = f;
+    if (last_grad)
+      last_grad[r] = grad[0]; /* (the first param's comes last) */
     /* a bucket's params are consecutive; its first is produced last */
     for (size_t b = 0; b < *count; b++)
       (*ready)[b * W + r] = grad[(*buckets)[b].first_param];
@@ -166,20 +173,9 @@ int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
   return RS_OK;
 }
 
-/* Each worker's forward end and last gradient; the slowest worker's
- * compute: its forward, and its last gradient. */
-static void compute_ends(const rs_model_t *model, const rs_step_config_t *cfg,
-                         uint64_t *grad, rs_step_time_t *out, uint64_t *last) {
-  *last = 0;
-  for (int r = 0; r < cfg->workers; r++) {
-    const uint64_t f = worker_grads(model, cfg, r, grad);
-    out->worker_forward[r] = f;
-    out->worker_last_grad[r] = grad[0];
-    if (grad[0] > *last) {
-      *last = grad[0];
-      out->forward_ns = f;
-    }
-  }
+int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
+                  uint64_t **ready, rs_bucket_t **buckets, size_t *count) {
+  return step_ready(model, cfg, ready, buckets, count, NULL, NULL);
 }
 
 void rs_step_time_free(rs_step_time_t *t) {
@@ -191,17 +187,26 @@ void rs_step_time_free(rs_step_time_t *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* Each bucket's part of the step: its params, its ready time, start and
+ * end over the workers (the latest of each), and its exposed part; and
+ * the step's communication and exposed time. */
 static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
-                         const uint64_t *ready, size_t W, uint64_t last_grad) {
+                         const uint64_t *ready, uint64_t last_grad) {
+  const size_t W = (size_t)out->workers;
   uint64_t before = 0; /* the bucket before's end */
   for (size_t b = 0; b < out->bucket_count; b++) {
     rs_step_bucket_t *o = &out->buckets[b];
     o->first_param = buckets[b].first_param;
     o->params = buckets[b].params;
     o->elems = buckets[b].elems;
-    for (size_t r = 0; r < W; r++)
-      o->ready_ns =
-          ready[b * W + r] > o->ready_ns ? ready[b * W + r] : o->ready_ns;
+    for (size_t r = 0; r < W; r++) {
+      const size_t i = b * W + r;
+      o->ready_ns = ready[i] > o->ready_ns ? ready[i] : o->ready_ns;
+      o->start_ns = out->worker_start[i] > o->start_ns ? out->worker_start[i]
+                                                       : o->start_ns;
+      o->end_ns =
+          out->worker_end[i] > o->end_ns ? out->worker_end[i] : o->end_ns;
+    }
     const uint64_t hidden_until = last_grad > before ? last_grad : before;
     o->exposed_ns = o->end_ns > hidden_until ? o->end_ns - hidden_until : 0;
     out->comm_ns += o->end_ns - o->start_ns;
@@ -219,23 +224,24 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
                    "step: an algorithm of its own for every bucket "
                    "(not auto)");
   rs_bucket_t *buckets = NULL;
-  uint64_t *ready = NULL, *start = NULL, *end = NULL, *grad = NULL;
+  uint64_t *ready = NULL;
   size_t count = 0;
   const size_t W = (size_t)cfg->workers;
-  int rc = rs_step_ready(model, cfg, &ready, &buckets, &count);
+  out->workers = cfg->workers;
+  out->worker_forward = malloc(W * sizeof *out->worker_forward);
+  out->worker_last_grad = malloc(W * sizeof *out->worker_last_grad);
+  int rc = out->worker_forward && out->worker_last_grad
+               ? step_ready(model, cfg, &ready, &buckets, &count,
+                            out->worker_forward, out->worker_last_grad)
+               : RS_ENOMEM;
+  rs_sim_spans_t spans = {0};
   if (rc == RS_OK) {
-    start = malloc(count * sizeof *start);
-    end = malloc(count * sizeof *end);
-    grad = malloc(rs_model_param_count(model) * sizeof *grad);
     out->buckets = calloc(count, sizeof *out->buckets);
-    out->worker_start = malloc(count * W * sizeof *out->worker_start);
-    out->worker_end = malloc(count * W * sizeof *out->worker_end);
-    out->worker_forward = malloc(W * sizeof *out->worker_forward);
-    out->worker_last_grad = malloc(W * sizeof *out->worker_last_grad);
-    const rs_sim_spans_t spans = {start, end, out->worker_start,
-                                  out->worker_end};
-    rc = start && end && grad && out->buckets && out->worker_start &&
-                 out->worker_end && out->worker_forward && out->worker_last_grad
+    spans.worker_start = out->worker_start =
+        malloc(count * W * sizeof *out->worker_start);
+    spans.worker_end = out->worker_end =
+        malloc(count * W * sizeof *out->worker_end);
+    rc = out->buckets && out->worker_start && out->worker_end
              ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers, buckets,
                                        count, cfg->segment_bytes,
                                        rs_dtype_size(rs_model_dtype(model)),
@@ -244,24 +250,21 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
   }
   if (rc == RS_OK) {
     out->bucket_count = count;
-    out->workers = cfg->workers;
-    for (size_t b = 0; b < count; b++) {
-      out->buckets[b].start_ns = start[b];
-      out->buckets[b].end_ns = end[b];
-    }
-    uint64_t last_grad;
-    compute_ends(model, cfg, grad, out, &last_grad);
+    /* the slowest worker's compute: the one whose last gradient is last */
+    uint64_t last_grad = 0;
+    for (size_t r = 0; r < W; r++)
+      if (out->worker_last_grad[r] > last_grad) {
+        last_grad = out->worker_last_grad[r];
+        out->forward_ns = out->worker_forward[r];
+      }
     out->backward_ns = last_grad - out->forward_ns;
-    time_buckets(out, buckets, ready, W, last_grad);
-    const uint64_t comm_end = count ? end[count - 1] : 0;
+    time_buckets(out, buckets, ready, last_grad);
+    const uint64_t comm_end = count ? out->buckets[count - 1].end_ns : 0;
     out->step_ns = comm_end > last_grad ? comm_end : last_grad;
   } else {
     rs_step_time_free(out);
   }
   free(buckets);
   free(ready);
-  free(start);
-  free(end);
-  free(grad);
   return rc ? rs__err(errmsg, rc, "step: out of memory") : RS_OK;
 }
