@@ -157,6 +157,9 @@ def build(kind):
     import torch
     import torch.nn as nn
     torch.manual_seed(0)
+    if kind == "hook-mlp":  # 662026 parameters: two buckets at cap 1 MiB
+        return (nn.Sequential(nn.Linear(128, 1024), nn.ReLU(), nn.Linear(1024, 512),
+                              nn.ReLU(), nn.Linear(512, 10)), (128,))
     if kind == "cnn":  # 2970 parameters: one bucket
         return (nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(),
                               nn.Linear(8 * 6 * 6, 10)), (1, 8, 8))
@@ -178,6 +181,12 @@ DDP_HALF = (3, 5)               # W: ddp-3
 DDP_BUCKETS_W = 2
 DDP_BUCKET_CAPS = (25, 1)
 BUCKET_MODELS = ("tools-mlp", "tools-cnn", "unequal")
+# ddp-5: DDP with PyTorch's own comm hooks registered, W = 2..5, on the
+# CNN (one bucket) and a small MLP that makes two buckets at cap 1 MiB
+DDP_HOOKS = ("allreduce", "fp16")
+DDP_HOOK_WORKERS = (2, 3, 4, 5)
+DDP_HOOK_CAP = 1
+HOOK_MODELS = ("cnn", "hook-mlp")
 
 
 def build_bucket_model(kind):
@@ -205,7 +214,8 @@ def ddp_peer(rank, d):
     dist = init(rank, DDP_WORLD, d)
     # every rank creates every group, in the same order
     groups = {w: dist.new_group(list(range(w))) for w in sorted(
-        {w for w, _ in DDP_MODELS} | set(DDP_HALF) | {DDP_BUCKETS_W}) if w < DDP_WORLD}
+        {w for w, _ in DDP_MODELS} | set(DDP_HALF) | {DDP_BUCKETS_W} |
+        set(DDP_HOOK_WORKERS)) if w < DDP_WORLD}
     groups[DDP_WORLD] = None  # the default group: all ranks
     for workers, cap_mb in DDP_MODELS:
         if rank < workers:
@@ -215,6 +225,9 @@ def ddp_peer(rank, d):
             ddp_half(rank, groups[workers], ddp_dir(d, "half", workers))
     if rank < DDP_BUCKETS_W:
         ddp_buckets(rank, groups[DDP_BUCKETS_W], ddp_dir(d, "buckets", DDP_BUCKETS_W))
+    for workers in DDP_HOOK_WORKERS:
+        if rank < workers:
+            ddp_hooks(rank, groups[workers], ddp_dir(d, "hooks", workers))
     dist.barrier()
     dist.destroy_process_group()
 
@@ -279,6 +292,38 @@ def ddp_models(rank, cap_mb, group, d):
                              {n: p.grad.numpy() for n, p in model.named_parameters()})
 
 
+def ddp_hooks(rank, group, d):
+    """For each hook model: this rank's local gradients (a copy, no DDP),
+    and for each of PyTorch's hooks, DDP's gradients after backward 1 and
+    2 with that hook registered, as safetensors."""
+    import torch
+    import torch.nn as nn
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    hooks = {"allreduce": default_hooks.allreduce_hook,
+             "fp16": default_hooks.fp16_compress_hook}
+    for kind in HOOK_MODELS:
+        model, shape = build(kind)
+        local = copy.deepcopy(model)
+        g = torch.Generator().manual_seed(400 + rank)
+        x = torch.randn((8,) + shape, generator=g)
+        y = torch.randint(0, 10, (8,), generator=g)
+        nn.functional.cross_entropy(local(x), y).backward()
+        ringsim_st.write(os.path.join(d, f"{kind}_local{rank}.safetensors"),
+                         {n: p.grad.numpy() for n, p in local.named_parameters()})
+        for name in DDP_HOOKS:
+            model, _ = build(kind)
+            ddp = nn.parallel.DistributedDataParallel(
+                model, bucket_cap_mb=DDP_HOOK_CAP, process_group=group)
+            ddp.register_comm_hook(group, hooks[name])
+            for it in (1, 2):
+                for p in model.parameters():
+                    p.grad = None
+                nn.functional.cross_entropy(ddp(x), y).backward()
+                ringsim_st.write(
+                    os.path.join(d, f"{kind}_{name}{it}_{rank}.safetensors"),
+                    {n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
 class Ddp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -288,6 +333,8 @@ class Ddp(unittest.TestCase):
         for workers in DDP_HALF:
             os.mkdir(ddp_dir(cls.tmp.name, "half", workers))
         os.mkdir(ddp_dir(cls.tmp.name, "buckets", DDP_BUCKETS_W))
+        for workers in DDP_HOOK_WORKERS:
+            os.mkdir(ddp_dir(cls.tmp.name, "hooks", workers))
         spawn(ddp_peer, DDP_WORLD, (cls.tmp.name,))
 
     @classmethod
@@ -338,6 +385,49 @@ class Ddp(unittest.TestCase):
     # --bucket-mb): four for the MLP.
     def test_w4(self):
         self.check(4, 4)
+
+    # ddp-5: PyTorch's allreduce_hook and fp16_compress_hook registered on
+    # DDP (gloo), W = 2..5, the CNN and an MLP of two buckets: every
+    # element of every rank's param.grad after the first backward (one
+    # bucket, model order) equals ringsim --algo gloo-ring --hook H
+    # --bucket-mb 0's --out, and after the second (rebuilt buckets) --like
+    # ddp-gloo --hook H's.
+    def test_hooks(self):
+        several = 0
+        for workers in DDP_HOOK_WORKERS:
+            d = ddp_dir(self.tmp.name, "hooks", workers)
+            for kind in HOOK_MODELS:
+                model, _ = build(kind)
+                path = os.path.join(d, f"{kind}_model.json")
+                with open(path, "w") as f:
+                    json.dump({"params": [{"name": n, "shape": list(p.shape)}
+                                          for n, p in model.named_parameters()]}, f)
+                for hook in DDP_HOOKS:
+                    for it, args in ((1, ["--algo", "gloo-ring", "--bucket-mb", "0"]),
+                                     (2, ["--like", "ddp-gloo", "--bucket-mb",
+                                          str(DDP_HOOK_CAP)])):
+                        with self.subTest(workers=workers, model=kind, hook=hook,
+                                          iteration=it):
+                            out = os.path.join(d, f"{kind}_{hook}{it}_ringsim.safetensors")
+                            p = subprocess.run(
+                                [RINGSIM, "-w", str(workers), "-p", path, "--grads",
+                                 os.path.join(d, f"{kind}_local{{r}}.safetensors"),
+                                 "--hook", hook, "--no-trace", "--json", "--out", out,
+                                 *args], capture_output=True, text=True, timeout=300)
+                            self.assertEqual(p.returncode, 0, p.stderr)
+                            report = json.loads(p.stdout)
+                            several += len(report["buckets"]) > 1
+                            ours = ringsim_st.read(out)
+                            for r in range(workers):
+                                ddp = ringsim_st.read(os.path.join(
+                                    d, f"{kind}_{hook}{it}_{r}.safetensors"))
+                                self.assertEqual(sorted(ours), sorted(ddp))
+                                for name in ddp:
+                                    self.assertEqual(
+                                        differences(ddp[name].ravel(), ours[name].ravel()),
+                                        "", f"{kind} W={workers} --hook {hook} "
+                                        f"iteration {it} {name}: DDP rank {r} vs ringsim")
+        self.assertGreater(several, 0, "no run made several buckets")
 
     # ddp-4: ringsim step's buckets are DDP's: in the first iteration one
     # bucket of every param in model order, in the second the rebuilt ones,

@@ -373,7 +373,6 @@ RS_API int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 /* Check m against W workers: overrides name existing links and workers. */
 RS_API int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
-
 /* Parse a topology: an optional preset first ("dgx-h100", "pcie";
  * docs/algorithms.md cites their numbers), then key=value items that set
  * or override: nodes=N, gpus=G, nics=K, intra=LATENCY/BANDWIDTH,
@@ -465,6 +464,27 @@ typedef enum rs_average {
  * and the value for a name, or -1. */
 RS_API const char *rs_average_name(rs_average_t average);
 RS_API int rs_average_parse(const char *name);
+/* A DDP communication hook (rs_config_t.hook, --hook), as PyTorch 1.13
+ * writes it (torch/distributed/algorithms/ddp_comm_hooks/; docs/hooks.md).
+ * A hook averages: it needs RS_OP_AVG, and its division by W before the
+ * sum replaces average_pre (the reducer's own 1/W multiply is off). */
+typedef enum rs_hook {
+  RS_HOOK_NONE,      /* "none": op and average_pre as given */
+  RS_HOOK_ALLREDUCE, /* "allreduce": allreduce_hook: the bucket divided by
+                        W, then summed */
+  RS_HOOK_FP16,      /* "fp16": fp16_compress_hook: the bucket cast to
+                        float16, divided by W in float16, summed in float16
+                        (half the bytes), cast back to the model's dtype */
+  RS_HOOK_BF16       /* "bf16": bf16_compress_hook's arithmetic, in
+                        bfloat16 */
+} rs_hook_t;
+/* "none", "allreduce", "fp16", "bf16" ("?" for a value not in the enum;
+ * never NULL); the value for a name, or -1. */
+RS_API const char *rs_hook_name(rs_hook_t hook);
+RS_API int rs_hook_parse(const char *name);
+/* The dtype a compressing hook sums in (RS_DTYPE_F16 for fp16, RS_DTYPE_BF16
+ * for bf16); for no hook or allreduce, model_dtype. */
+RS_API rs_dtype_t rs_hook_dtype(rs_hook_t hook, rs_dtype_t model_dtype);
 /* gloo's largest ring segment (kMaxSegmentSize, which ProcessGroupGloo
  * leaves as it is): --algo gloo-ring's segment bytes unless given. */
 #define RS_GLOO_SEGMENT_BYTES ((size_t)1 << 20)
@@ -478,6 +498,8 @@ typedef struct rs_config {
   /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
    * so a test `if (average_pre)` asks "does it divide first?"). */
   rs_average_t average_pre;
+  /* A DDP communication hook (default RS_HOOK_NONE). */
+  rs_hook_t hook;
   /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
    * float) and count how the algorithm's order changes it (rs_param_check_t's
    * order_ fields). Costs one more buffer. */
@@ -721,6 +743,13 @@ typedef struct rs_param_check {
    * the last place. */
   uint64_t order_differing;
   uint64_t order_max_ulps;
+  /* A compressing hook's run (fp16, bf16): elements whose exact sum (W
+   * times the reference) is beyond the hook's dtype's range, which summed
+   * first and divided after would overflow in any order; of those, the
+   * ones the hook's result holds finite (dividing first saved them); and
+   * the largest |reference|. 0 for other runs. */
+  uint64_t sum_overflow, sum_overflow_saved;
+  double max_abs_ref;
 } rs_param_check_t;
 
 typedef struct rs_result {
@@ -763,6 +792,13 @@ typedef struct rs_result {
    * core, and the kernel's first touch of the buffers), or reading them
    * (rs_run_load_grads, rs_run_fill_inline); 0 if the caller filled them. */
   uint64_t fill_ns;
+  /* A compressing hook (fp16, bf16), over every worker's inputs in the
+   * checked iteration: elements its cast made infinite (beyond the
+   * dtype's range), elements its cast flushed to zero (nonzero, rounded
+   * to 0), elements its division by W flushed to zero; and the largest
+   * |input| after the cast. 0 for other runs. */
+  uint64_t hook_cast_overflow, hook_cast_flushed, hook_div_flushed;
+  double hook_max_abs;
 } rs_result_t;
 
 /* How a worker ended. rs_wstate_name gives the name in quotes, which the

@@ -64,6 +64,9 @@ typedef struct rs_step_config {
   const uint64_t *forward_ns, *backward_ns;
   int slow_worker;
   double slow;
+  /* The DDP communication hook: a compressing one (fp16, bf16) moves each
+   * bucket in its dtype's bytes. */
+  rs_hook_t hook;
 } rs_step_config_t;
 
 /* A bucket's part of the step, in ns from the step's start. */

@@ -244,7 +244,7 @@ def _text(value):
 # inject, link and straggler a list of them. (The others take numbers or
 # booleans, written as the command line would.)
 _TEXT_OPTIONS = ("op", "algo", "average", "loop", "net", "topo", "link",
-                 "straggler", "reduce_rate", "inject", "like")
+                 "straggler", "reduce_rate", "inject", "like", "hook")
 
 
 def _settings(workers, options):
@@ -339,7 +339,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
               loop=None, direct=False, checksum=False, order_report=False,
               net=None, topo=None, link=None, straggler=None,
               reduce_rate=None, inject=None, trace=None, model_name="python",
-              like=None):
+              like=None, hook=None):
     """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
     worker; same names, shapes and dtype in every dict; torch tensors or
     numpy arrays of float32, float64, float16 or bfloat16) on W threads as
@@ -368,7 +368,11 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     open() takes); model_name names the model in the
     report and the trace; like="ddp-gloo" is PyTorch 1.13's DDP on gloo, bit
     for bit (algo gloo-ring, average pre-mul and DDP's bucket layout, as
-    --like ddp-gloo; give no op, algo or average with it).
+    --like ddp-gloo; give no op, algo or average with it); hook is a DDP
+    communication hook as PyTorch 1.13's ("allreduce", "fp16", "bf16" or
+    "none", as --hook; docs/hooks.md): it averages, dividing each bucket by
+    W before the sum, so give no op or average with it; the report's "hook"
+    entry says what a compressing hook's cast and division lost.
 
     Raises TypeError when worker_grads is not a list of dicts of tensors;
     ValueError (with ringsim's one-line message) for empty input, names,
@@ -386,7 +390,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     # before anything looks at it; the options' values are converted again
     # as _settings passes them on.
     for argument, value in (("op", op), ("algo", algo), ("average", average),
-                            ("like", like)):
+                            ("like", like), ("hook", hook)):
         if value is not None:
             _c_string(_text(value), argument)
     _c_string(str(model_name), "model_name")
@@ -397,6 +401,9 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     if average not in (None, "post") and op != "avg":
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
+    if hook not in (None, "none") and (op, average) != ("avg", "post"):
+        raise ValueError(f"hook={hook!r} averages (it divides each bucket by "
+                         "W, then sums); give no op or average with it")
     if like is not None:
         if (op, algo, average) != ("avg", "ring", "post"):
             raise ValueError(f"like={like!r} sets algo gloo-ring, op avg and "
@@ -411,7 +418,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "timeout": timeout, "loop": loop, "direct": direct,
         "checksum": checksum, "order_report": order_report, "net": net,
         "topo": topo, "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
-        "inject": inject})
+        "inject": inject, "hook": hook})
     settings, argv = _settings(W, options)
     if c_trace is not None:
         trace = os.fsdecode(c_trace)  # as the report names it

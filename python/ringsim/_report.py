@@ -6,6 +6,7 @@ Where report.c derives a figure (algbw, busbw, the 2(W-1)/W x S theory,
 the ring's planned transfers), this does the same arithmetic in the same
 order, so the numbers are the same doubles.
 """
+import math
 
 # Statuses after which the command prints the watchdog report: a run that
 # failed once started (exit status 3), except a trace that could not be
@@ -25,6 +26,31 @@ def _watchdog(facts):
             for w, s in enumerate(facts["workers"])]
 
 
+def _hook(hook, compressed, dtype_name, dtype_size, checked, res, params):
+    """The report's hook entry, as the command's (report_json.c)."""
+    if hook == "none":
+        return None
+    h = {"name": hook, "dtype": {"fp16": "f16", "bf16": "bf16"}.get(
+        hook, dtype_name),
+        "bytes_ratio": (2 if compressed else dtype_size) / dtype_size}
+    if not compressed or not checked:
+        return h
+    # float16 rounds to inf from 65520; bfloat16 from (2 - 2^-8) 2^127
+    overflow_at = 65520.0 if hook == "fp16" else math.ldexp(2 - 2 ** -8, 127)
+    mean = max((p["max_abs_ref"] for p in params), default=0.0)
+    h.update({
+        "cast_overflowed": res["hook_cast_overflow"],
+        "cast_flushed": res["hook_cast_flushed"],
+        "div_flushed": res["hook_div_flushed"],
+        "max_abs_input": res["hook_max_abs"],
+        "sum_first_overflows": sum(p["sum_overflow"] for p in params),
+        "saved_by_dividing_first": sum(p["sum_overflow_saved"] for p in params),
+        "max_abs_mean": mean,
+        "sum_first_overflows_from_workers":
+            float(math.ceil(overflow_at / mean)) if mean > 0 else None})
+    return h
+
+
 def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
     """The --json report of a run. values: {name: flat list of floats} of
     the result, or None."""
@@ -34,7 +60,9 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
     status = res["status"]
     params = facts["params"]
     elems = sum(p["elems"] for p in params)
-    nbytes = float(elems * dtype_size)
+    hook = cfg["hook"]
+    compressed = hook in ("fp16", "bf16")  # summed in 2-byte elements
+    nbytes = float(elems * (2 if compressed else dtype_size))
     seconds = res["wall_ns"] / 1e9
     algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
     busbw = algbw * 2.0 * (workers - 1) / workers
@@ -114,6 +142,8 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
         "bound": if_checked(res["bound"]),
         "worst_ratio": if_checked(res["worst_ratio"]),
         "param_checks": param_checks,
+        "hook": _hook(hook, compressed, dtype_name, dtype_size, checked, res,
+                      params),
         "wall_ns": res["wall_ns"],
     }
     if cfg["topo_enabled"]:

@@ -167,6 +167,11 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (strlen(value) >= size)
       FAIL("%.64s '%.100s': longer than %zu bytes", o, value, size - 1);
     memcpy(to, value, strlen(value) + 1);
+  } else if (is_option(o, "hook")) {
+    int hook = rs_hook_parse(value); /* rs_hook_name's names */
+    if (hook < 0)
+      FAIL("%.64s '%.100s': expected none, allreduce, fp16 or bf16", o, value);
+    config->hook = (rs_hook_t)hook;
   } else if (is_option(o, "like")) {
     /* The command's --like ddp-gloo (docs/ddp.md). */
     if (strcmp(value, "ddp-gloo"))
@@ -269,16 +274,17 @@ static json_t *count(uint64_t x) { return json_integer((json_int_t)x); }
 
 static json_t *config_facts(const rs_config_t *c) {
   return json_pack(
-      "{s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:I, s:i, s:f, s:I, s:I, s:i, "
-      "s:b, s:b}",
+      "{s:i, s:s, s:s, s:b, s:s, s:b, s:b, s:b, s:b, s:I, s:i, s:f, s:I, s:I, "
+      "s:i, s:b, s:b}",
       "workers", c->workers, "op", rs_op_name(c->op), "algo",
-      rs_algorithm_name(c->algo), "average_pre", c->average_pre, "slices",
-      c->slices, "direct", c->direct, "checksum", c->checksum, "order_report",
-      c->order_report, "segment_bytes", (json_int_t)c->segment_bytes, "slots",
-      c->slots, "timeout_s", c->timeout_s, "bucket_bytes",
-      (json_int_t)c->bucket_bytes, "first_bucket_bytes",
-      (json_int_t)c->first_bucket_bytes, "fault_count", c->fault_count,
-      "net_enabled", c->net.enabled, "topo_enabled", c->net.topo.enabled);
+      rs_algorithm_name(c->algo), "average_pre", c->average_pre, "hook",
+      rs_hook_name(c->hook), "slices", c->slices, "direct", c->direct,
+      "checksum", c->checksum, "order_report", c->order_report, "segment_bytes",
+      (json_int_t)c->segment_bytes, "slots", c->slots, "timeout_s",
+      c->timeout_s, "bucket_bytes", (json_int_t)c->bucket_bytes,
+      "first_bucket_bytes", (json_int_t)c->first_bucket_bytes, "fault_count",
+      c->fault_count, "net_enabled", c->net.enabled, "topo_enabled",
+      c->net.topo.enabled);
 }
 
 static json_t *result_facts(const rs_result_t *r) {
@@ -308,6 +314,10 @@ static json_t *result_facts(const rs_result_t *r) {
   json_object_set_new(o, "steps", json_integer(r->steps));
   json_object_set_new(o, "seg_elems", count(r->seg_elems));
   json_object_set_new(o, "slots", json_integer(r->slots));
+  json_object_set_new(o, "hook_cast_overflow", count(r->hook_cast_overflow));
+  json_object_set_new(o, "hook_cast_flushed", count(r->hook_cast_flushed));
+  json_object_set_new(o, "hook_div_flushed", count(r->hook_div_flushed));
+  json_object_set_new(o, "hook_max_abs", real(r->hook_max_abs));
   return o;
 }
 
@@ -328,14 +338,17 @@ static json_t *worker_facts(const rs_run_t *run, int w) {
 }
 
 static json_t *param_facts(const rs_param_t *p, const rs_param_check_t *c) {
-  return json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                   "name", p->name, "elem_offset", (json_int_t)p->elem_offset,
-                   "elems", (json_int_t)p->elems, "max_abs_err",
-                   real(c->max_abs_err), "max_rel_err", real(c->max_rel_err),
-                   "bound", real(c->bound), "worst_ratio", real(c->worst_ratio),
-                   "differing", count(c->differing), "wrong", count(c->wrong),
-                   "order_differing", count(c->order_differing),
-                   "order_max_ulps", count(c->order_max_ulps));
+  return json_pack(
+      "{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+      "s:o, s:o, s:o}",
+      "name", p->name, "elem_offset", (json_int_t)p->elem_offset, "elems",
+      (json_int_t)p->elems, "max_abs_err", real(c->max_abs_err), "max_rel_err",
+      real(c->max_rel_err), "bound", real(c->bound), "worst_ratio",
+      real(c->worst_ratio), "differing", count(c->differing), "wrong",
+      count(c->wrong), "order_differing", count(c->order_differing),
+      "order_max_ulps", count(c->order_max_ulps), "sum_overflow",
+      count(c->sum_overflow), "sum_overflow_saved",
+      count(c->sum_overflow_saved), "max_abs_ref", real(c->max_abs_ref));
 }
 
 /* --algo auto: the model it chose by, and per bucket the algorithm it ran
@@ -364,9 +377,8 @@ static json_t *auto_json(const rs_run_t *run) {
                    measured          ? "measured"
                    : m->topo.enabled ? "topo"
                                      : "net",
-                   "latency_ns",
-                   (json_int_t)m->link.latency_ns, "bandwidth_Bps",
-                   (json_int_t)m->link.bandwidth, "reduce_Bps",
+                   "latency_ns", (json_int_t)m->link.latency_ns,
+                   "bandwidth_Bps", (json_int_t)m->link.bandwidth, "reduce_Bps",
                    (json_int_t)m->reduce_rate, "buckets", list);
 }
 

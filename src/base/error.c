@@ -44,6 +44,29 @@ int rs_average_parse(const char *name) {
   return -1;
 }
 
+const char *rs_hook_name(rs_hook_t hook) {
+  static const char *const names[] = {
+      [RS_HOOK_NONE] = "none",
+      [RS_HOOK_ALLREDUCE] = "allreduce",
+      [RS_HOOK_FP16] = "fp16",
+      [RS_HOOK_BF16] = "bf16",
+  };
+  return (unsigned)hook < sizeof names / sizeof *names ? names[hook] : "?";
+}
+
+int rs_hook_parse(const char *name) {
+  for (int h = RS_HOOK_NONE; h <= RS_HOOK_BF16; h++)
+    if (strcmp(name, rs_hook_name((rs_hook_t)h)) == 0)
+      return h;
+  return -1;
+}
+
+rs_dtype_t rs_hook_dtype(rs_hook_t hook, rs_dtype_t model_dtype) {
+  return hook == RS_HOOK_FP16   ? RS_DTYPE_F16
+         : hook == RS_HOOK_BF16 ? RS_DTYPE_BF16
+                                : model_dtype;
+}
+
 const char *rs_errname(int code) {
   switch (code) {
 #define RS_ERR_NAME(name, value, msg)                                          \

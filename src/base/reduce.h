@@ -127,6 +127,10 @@ static inline void rs__scale_div(rs_dtype_t dtype, void *dst, size_t n,
  * dtype. */
 static inline void rs__pre_average(rs_dtype_t dtype, void *dst, size_t n,
                                    int workers, int mode) {
+  /* A compressing hook's cast (its inputs are float32); a no-op on values
+   * already of the dtype. */
+  if (dtype == RS_DTYPE_F16 || dtype == RS_DTYPE_BF16)
+    rs_dtype_round_all(dtype, dst, n);
   if (mode != RS_AVERAGE_PRE_MUL) {
     rs__scale_div(dtype, dst, n, workers);
     return;

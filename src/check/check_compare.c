@@ -196,6 +196,14 @@ void rs__check_compare_block(const rs_run_t *run, const check_block_t *blk,
       c->max_rel_err = err / fabs(ref);
     if (bound > c->bound)
       c->bound = bound;
+    /* a compressing hook: would the sum, divided after, overflow? */
+    if (run->hook_cast) {
+      int over =
+          isinf(rs_dtype_round(run->dtype, (float)(ref * run->config.workers)));
+      c->sum_overflow += (uint64_t)over;
+      c->sum_overflow_saved += (uint64_t)(over && isfinite(got));
+      c->max_abs_ref = fabs(ref) > c->max_abs_ref ? fabs(ref) : c->max_abs_ref;
+    }
     if (!(ratio <= c->worst_ratio))
       c->worst_ratio = ratio;
   }

@@ -50,6 +50,10 @@ static void merge_check(rs_param_check_t *a, const rs_param_check_t *b) {
   a->order_differing += b->order_differing;
   if (b->order_max_ulps > a->order_max_ulps)
     a->order_max_ulps = b->order_max_ulps;
+  a->sum_overflow += b->sum_overflow;
+  a->sum_overflow_saved += b->sum_overflow_saved;
+  if (b->max_abs_ref > a->max_abs_ref)
+    a->max_abs_ref = b->max_abs_ref;
 }
 
 /* Elements a thread takes at a time (whole blocks). */

@@ -185,10 +185,13 @@ static void bound_constants(const rs_run_t *run, bound_k_t *k) {
   k->sum_tiny = 0;
   if (k->pre) {
     k->sum_rel += u / k->div * (1 + u);
-    /* pre-mul: x times 1/W rounded, one more rounding (of 1/W) */
-    if (run->config.average_pre == RS_AVERAGE_PRE_MUL)
+    /* pre-mul: x times 1/W rounded, one more rounding (of 1/W); a
+     * compressing hook's cast of x to its dtype, one more, and what the
+     * cast flushes to zero: at most tiny / 2 an input, tiny over the W
+     * after the division */
+    if (run->config.average_pre == RS_AVERAGE_PRE_MUL || run->hook_cast)
       k->sum_rel += u / k->div * (1 + u);
-    k->sum_tiny = W * tiny;
+    k->sum_tiny = (W + run->hook_cast) * tiny;
   } else if (op == RS_OP_AVG) {
     k->ref_rel += u;
     k->sum_tiny = tiny;

@@ -2,6 +2,7 @@
  * compared with the reference (check_job.c), the totals over the params
  * and, over MPI, over the processes; the run's verdict and its message.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,22 @@ static void name_overflow(const rs_run_t *run, char *text, size_t size) {
   double got = value_at(run, run->first_local, i);
   const rs_config_t *c = &run->config;
   int post_avg = c->op == RS_OP_AVG && c->average_pre == RS_AVERAGE_POST;
+  if (run->result.hook_cast_overflow) { /* before the sum: the hook's cast */
+    snprintf(text, size,
+             ": the hook's cast to %s overflowed %" PRIu64
+             " input element(s) to inf, so %zu result element(s) are not "
+             "finite, the first \"%.100s\"[%zu] (element %zu)",
+             rs_dtype_name(run->dtype), run->result.hook_cast_overflow, count,
+             param->name, i - param->elem_offset, i);
+    return;
+  }
   snprintf(text, size,
            ": the %s overflowed to %s in %s, at %zu element(s), the first "
            "\"%.100s\"[%zu] (element %zu)%s",
            c->op == RS_OP_PROD ? "product" : "sum",
-           isnan(got) ? "nan (inf - inf)" : got < 0 ? "-inf" : "inf",
+           isnan(got) ? "nan (inf - inf)"
+           : got < 0  ? "-inf"
+                      : "inf",
            rs_dtype_name(run->dtype), count, param->name,
            i - param->elem_offset, i,
            post_avg ? "; --average pre divides each gradient by the worker "

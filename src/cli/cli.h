@@ -58,6 +58,7 @@ typedef enum cli_opt {
   OPT_ORDER_REPORT,
   OPT_AVERAGE,
   OPT_LIKE,
+  OPT_HOOK,
   OPT_SEGMENT_BYTES,
   OPT_SLOTS,
   OPT_TIMEOUT,

@@ -307,11 +307,17 @@ static void print_order(const diff_t *d, int k) {
   else
     printf(", bucket %zu", o->bucket);
   printf("): %s = %s\n", text, num);
-  printf("    with");
+  /* a compressing hook sums its inputs cast to its dtype: show them so */
+  const rs_config_t *c = &d->s[k].config;
+  const int cast = rs_hook_dtype(c->hook, rs_model_dtype(d->s[k].model)) !=
+                   rs_model_dtype(d->s[k].model);
+  printf("    with%s", cast ? " (cast to the hook's dtype)" : "");
   const int n_in = lv->local ? d->big : o->workers;
   for (int r = 0; r < n_in; r++) {
-    number(lv->local ? lv->contribs[r] : o->nodes[r].input, o->dtype, num,
-           sizeof num);
+    double in = lv->local ? lv->contribs[r] : o->nodes[r].input;
+    if (cast)
+      in = rs_dtype_round(o->dtype, (float)in);
+    number(in, o->dtype, num, sizeof num);
     printf(" %c%d = %s%s", lv->local ? 'c' : 'g', r, num,
            r + 1 < n_in ? "," : "\n");
   }
@@ -329,10 +335,14 @@ void diff_report_text(const diff_t *d) {
   else
     printf(", %d workers, %s\n", s[0].config.workers,
            rs_op_name(s[0].config.op));
-  for (int k = 0; k < 2; k++)
-    printf("  %s  (%s, %s)\n", cli_safe(s[k].label, name, sizeof name),
-           rs_algorithm_name(s[k].config.algo),
-           rs_dtype_name(rs_model_dtype(s[k].model)));
+  for (int k = 0; k < 2; k++) {
+    const rs_dtype_t model = rs_model_dtype(s[k].model),
+                     sum = rs_hook_dtype(s[k].config.hook, model);
+    printf("  %s  (%s, %s%s%s)\n", cli_safe(s[k].label, name, sizeof name),
+           rs_algorithm_name(s[k].config.algo), rs_dtype_name(model),
+           sum != model ? " summed in " : "",
+           sum != model ? rs_dtype_name(sum) : "");
+  }
   const double pct =
       d->elems ? 100.0 * (double)d->differing / (double)d->elems : 0;
   printf("compared   %zu elements\n", d->elems);

@@ -276,6 +276,23 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                  "--algo\ngloo-ring --op avg --average "
                                  "pre-mul, and\nDDP's bucket order (the "
                                  "params reversed)")}},
+    [OPT_HOOK] = {"hook",
+                  0,
+                  RUN | DIFF | STEP,
+                  CLI_DIFF_TWO,
+                  "NAME",
+                  cli_set_config,
+                  0,
+                  0,
+                  0,
+                  NULL,
+                  {[CLI_RUN] = H("a DDP communication hook, as PyTorch 1.13's:"
+                                 "\nallreduce (divide by W, then sum), fp16 "
+                                 "or\nbf16 (the same in float16 or bfloat16: "
+                                 "half\nthe bytes), none (docs/hooks.md)"),
+                   [CLI_DIFF] = H("allreduce,fp16 (none: without a hook)"),
+                   [CLI_STEP] = H("a DDP communication hook: fp16 and bf16 "
+                                  "move\nhalf the bytes")}},
     [OPT_SEGMENT_BYTES] =
         {"segment-bytes",
          0,

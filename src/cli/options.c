@@ -24,6 +24,27 @@ static int check_like(const options_t *o) {
   return -1;
 }
 
+/* --hook: a DDP communication hook averages as it does (it divides each
+ * bucket by W before the sum), so --op and --average have nothing to
+ * say; the library refuses the rest (a model of f64, MPI). */
+static int check_hook(const options_t *o) {
+  if (o->config.hook == RS_HOOK_NONE)
+    return -1;
+  const char *name = rs_hook_name(o->config.hook);
+  if (o->config.op != RS_OP_AVG)
+    return cli_refuse(o->mode,
+                      "--hook %s averages (it divides each bucket by W, then "
+                      "sums): --op %s does not apply (give --op avg, the "
+                      "default)",
+                      name, rs_op_name(o->config.op));
+  if (o->given[OPT_AVERAGE])
+    return cli_refuse(o->mode,
+                      "--hook %s divides each bucket by W before the sum, as "
+                      "the hook does: --average does not apply",
+                      name);
+  return -1;
+}
+
 /* What --explain cannot narrate, refused before anything runs. */
 static int check_explain(const options_t *o) {
   if (!o->explain)
@@ -77,7 +98,7 @@ int cli_topo_workers(options_t *o) {
 
 int cli_check_run(options_t *o) {
   int rc;
-  if ((rc = check_like(o)) >= 0)
+  if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0)
     return rc;
   /* gloo's ring cuts segments of at most gloo's own maximum, unless told */
   if (o->config.algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES])

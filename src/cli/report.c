@@ -2,9 +2,9 @@
  * (the JSON report is report_json.c's), the watchdog report of a failed
  * run, the exit status, and the helpers every mode's output uses. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +200,11 @@ figures_t cli_report_figures(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   f.workers = rs_run_config(r->run)->workers;
   f.elems = rs_model_elems(r->model);
-  f.bytes = (double)f.elems * (double)rs_dtype_size(rs_model_dtype(r->model));
+  const rs_dtype_t dtype = rs_model_dtype(r->model);
+  f.model_bytes = (double)f.elems * (double)rs_dtype_size(dtype);
+  f.bytes =
+      (double)f.elems *
+      (double)rs_dtype_size(rs_hook_dtype(rs_run_config(r->run)->hook, dtype));
   f.sent_theory = rs_busbw_factor(f.workers) * f.bytes;
   f.sent_min = f.transfers_min = UINT64_MAX;
   for (int w = 0; w < f.workers; w++) {
@@ -222,6 +226,25 @@ figures_t cli_report_figures(const report_t *r) {
   return f;
 }
 
+hook_figures_t cli_hook_figures(const report_t *r) {
+  const rs_config_t *cfg = rs_run_config(r->run);
+  hook_figures_t h = {.dtype =
+                          rs_hook_dtype(cfg->hook, rs_model_dtype(r->model))};
+  /* float16's largest is 65504 and 65520 rounds to inf; bfloat16's
+   * (2 - 2^-7) 2^127, and (2 - 2^-8) 2^127 rounds to inf */
+  h.overflow_at = h.dtype == RS_DTYPE_F16 ? 65520.0 : ldexp(2 - 0x1p-8, 127);
+  for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
+    const rs_param_check_t *c = rs_run_param_check(r->run, p);
+    h.sum_overflow += c->sum_overflow;
+    h.saved += c->sum_overflow_saved;
+    h.max_abs_mean =
+        c->max_abs_ref > h.max_abs_mean ? c->max_abs_ref : h.max_abs_mean;
+  }
+  h.overflow_workers =
+      h.max_abs_mean > 0 ? ceil(h.overflow_at / h.max_abs_mean) : 0;
+  return h;
+}
+
 void cli_print_network(const rs_netmodel_t *net) {
   const rs_topo_t *t = &net->topo;
   if (t->enabled) {
@@ -231,8 +254,8 @@ void cli_print_network(const rs_netmodel_t *net) {
                t->nodes == 1 ? "" : "s");
     printf("  network    %s x %d GPU%s, %d NIC%s per node: intra "
            "%.3f us, %.3f GB/s per GPU port; nic %.3f us, %.3f GB/s per NIC",
-           nodes, t->gpus, t->gpus == 1 ? "" : "s",
-           t->nics, t->nics == 1 ? "" : "s", (double)t->intra.latency_ns / 1e3,
+           nodes, t->gpus, t->gpus == 1 ? "" : "s", t->nics,
+           t->nics == 1 ? "" : "s", (double)t->intra.latency_ns / 1e3,
            (double)t->intra.bandwidth / 1e9, (double)t->nic.latency_ns / 1e3,
            (double)t->nic.bandwidth / 1e9);
   } else {
@@ -452,6 +475,66 @@ static void print_transfers(const report_t *r, const figures_t *f) {
   printf("%s)\n", W > TRANSFER_LIST_WORKERS ? ", ..." : "");
 }
 
+/* --hook: what the hook does to each bucket (docs/hooks.md). */
+static void print_hook_head(const rs_config_t *cfg, rs_dtype_t model, int W) {
+  const rs_dtype_t d = rs_hook_dtype(cfg->hook, model);
+  const char *dn = d == RS_DTYPE_F16 ? "float16" : "bfloat16";
+  switch (cfg->hook) {
+  case RS_HOOK_NONE:
+    return;
+  case RS_HOOK_ALLREDUCE:
+    printf("  hook       allreduce (PyTorch's allreduce_hook): each bucket "
+           "divided by %d, then summed by %s\n",
+           W, rs_algorithm_name(cfg->algo));
+    return;
+  case RS_HOOK_FP16:
+  case RS_HOOK_BF16:
+    printf("  hook       %s (PyTorch's %s): each bucket cast to %s, divided "
+           "by %d in %s, summed in %s by %s, cast back to %s\n",
+           rs_hook_name(cfg->hook),
+           cfg->hook == RS_HOOK_FP16 ? "fp16_compress_hook"
+                                     : "bf16_compress_hook's arithmetic",
+           dn, W, dn, dn, rs_algorithm_name(cfg->algo), rs_dtype_name(model));
+    return;
+  }
+}
+
+/* A compressing hook's losses, once checked: what its cast and its
+ * division flushed or overflowed, and what summing first would have
+ * overflowed (docs/hooks.md). */
+static void print_hook_check(const report_t *r, const rs_config_t *cfg,
+                             const rs_result_t *res, const figures_t *f) {
+  if (cfg->hook != RS_HOOK_FP16 && cfg->hook != RS_HOOK_BF16)
+    return;
+  const hook_figures_t h = cli_hook_figures(r);
+  const int W = f->workers;
+  printf("  %-10s cast: %" PRIu64 " overflowed to inf, %" PRIu64
+         " flushed to zero; dividing by %d: %" PRIu64
+         " more flushed to zero (of %zu elements over the %d workers; "
+         "largest |value| %.6g)\n",
+         h.dtype == RS_DTYPE_F16 ? "float16" : "bfloat16",
+         res->hook_cast_overflow, res->hook_cast_flushed, W,
+         res->hook_div_flushed, f->elems * (size_t)W, W, res->hook_max_abs);
+  char from[128] = "";
+  if (h.overflow_workers > 0)
+    snprintf(from, sizeof from,
+             h.overflow_workers < 1e9
+                 ? "; W gradients the size of the largest |mean| (%.6g) "
+                   "overflow from W = %.0f"
+                 : "; W gradients the size of the largest |mean| (%.6g) "
+                   "overflow from W = %.3g",
+             h.max_abs_mean, h.overflow_workers);
+  printf("             summed first, divided after: %" PRIu64 " element%s%s\n",
+         h.sum_overflow, h.sum_overflow == 1 ? " overflows" : "s overflow",
+         from);
+  if (h.saved)
+    printf("             dividing first saved %" PRIu64 " of them from "
+           "overflow\n",
+           h.saved);
+  else
+    printf("             dividing first saved none here\n");
+}
+
 /* The text report's parts, in order: what ran (its header, the model,
  * the grads), how the algorithm cut it (chunks or messages, steps, the
  * loop), what it moved and how long it took, and the check. Each gets the
@@ -475,15 +558,20 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
     cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
     cli_human_bytes((double)cfg->first_bucket_bytes, first, sizeof first);
     printf("  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's "
-           "ring, pre-mul (each gradient times 1/W in its dtype, then the "
-           "sum)\n"
+           "ring, %s\n"
            "             %zu bucket%s (cap %s, first %s), each laid out as "
            "DDP's rebuilt buckets (params last to first)\n",
+           cfg->hook != RS_HOOK_NONE
+               ? "the hook's averaging (the reducer's 1/W multiply is off)"
+               : "pre-mul (each gradient times 1/W in its dtype, then the "
+                 "sum)",
            res->buckets, res->buckets == 1 ? "" : "s", cap, first);
   }
+  print_hook_head(cfg, rs_model_dtype(r->model), W);
   if (cfg->mpi) /* (docs/mpi.md) */
     printf("  transport  mpi, %d process%s\n", rs_run_procs(r->run),
            rs_run_procs(r->run) == 1 ? "" : "es");
+  cli_human_bytes(f->model_bytes, size, sizeof size);
   printf("  model      %zu param%s, %zu element%s, %s of %s per worker\n",
          rs_model_param_count(r->model),
          rs_model_param_count(r->model) == 1 ? "" : "s", f->elems,
@@ -557,7 +645,8 @@ static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
         const rs_worker_stats_t *st =
             rs_run_worker_stats(r->run, k / t->nics * t->gpus + g);
         sum += side ? st->bytes_received_off_node : st->bytes_sent_off_node;
-        const uint64_t g_ns = side ? st->received_shared_ns : st->sent_shared_ns;
+        const uint64_t g_ns =
+            side ? st->received_shared_ns : st->sent_shared_ns;
         ns = g_ns > ns ? g_ns : ns;
         n = st->most_sharing > n ? st->most_sharing : n;
       }
@@ -578,8 +667,8 @@ static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
              (double)shared_ns / 1e3);
   printf("  off node   %s per worker through the NICs; busiest NIC: node "
          "%d's NIC %d, %" PRIu64 " bytes %s (%s)%s\n",
-         range, busiest / t->nics, busiest % t->nics, most,
-         out ? "out" : "in", size, shared);
+         range, busiest / t->nics, busiest % t->nics, most, out ? "out" : "in",
+         size, shared);
 }
 
 static void print_traffic(const report_t *r, const rs_config_t *cfg,
@@ -595,6 +684,15 @@ static void print_traffic(const report_t *r, const rs_config_t *cfg,
            sent, a, f->sent_theory);
   else
     printf("  sent       %s per worker (%s)\n", sent, a);
+  if (f->bytes != f->model_bytes) { /* a compressing hook */
+    const double k = f->model_bytes / f->bytes;
+    range_text((uint64_t)((double)f->sent_min * k),
+               (uint64_t)((double)f->sent_max * k), "byte", sent, sizeof sent);
+    printf("             %.2f of the %s all-reduce's %s (the same elements in "
+           "%s)\n",
+           f->bytes / f->model_bytes, rs_dtype_name(rs_model_dtype(r->model)),
+           sent, rs_dtype_name(rs_model_dtype(r->model)));
+  }
   if (cfg->net.topo.enabled && cfg->net.topo.nodes > 1)
     print_off_node(r, &cfg->net.topo, f->workers);
   /* With exact inputs the reference is the direct mean itself; otherwise
@@ -640,13 +738,17 @@ static void print_check(const report_t *r, const rs_config_t *cfg,
                                    "for bit"
                                  : "elements DIFFER from the reference");
   else
-    printf("             max abs err %.3g against the %s reference, "
+    printf("             max abs err %.3g against the %s reference%s, "
            "bound %.3g (worst err/bound %.3g)\n",
            res->max_abs_err,
            rs_model_dtype(r->model) == RS_DTYPE_F64 ? "long double" : "float64",
+           cfg->hook == RS_HOOK_FP16 || cfg->hook == RS_HOOK_BF16
+               ? " (the exact mean of the grads before the cast)"
+               : "",
            res->bound, res->worst_ratio);
   if (cfg->order_report)
     print_order_report(r);
+  print_hook_check(r, cfg, res, f);
   printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
   if (r->opt->print_values || f->elems <= PRINT_VALUES_UP_TO) {
     printf("result (every worker holds):\n");

@@ -140,6 +140,34 @@ static json_t *param_checks_json(const report_t *r, const rs_config_t *cfg,
   return params;
 }
 
+/* --hook (docs/hooks.md): its name, the dtype it sums in, the bytes the
+ * model's dtype would send; a compressing hook's losses once checked. */
+static json_t *hook_json(const report_t *r, const rs_config_t *cfg,
+                         const rs_result_t *res, const figures_t *f,
+                         int checked) {
+  if (cfg->hook == RS_HOOK_NONE)
+    return json_null();
+  const hook_figures_t h = cli_hook_figures(r);
+  json_t *o = json_pack("{s:s, s:s, s:f}", "name", rs_hook_name(cfg->hook),
+                        "dtype", rs_dtype_name(h.dtype), "bytes_ratio",
+                        f->bytes / f->model_bytes);
+  if (cfg->hook == RS_HOOK_ALLREDUCE || !checked)
+    return o;
+  json_object_update_new(
+      o, json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
+                   "cast_overflowed", (json_int_t)res->hook_cast_overflow,
+                   "cast_flushed", (json_int_t)res->hook_cast_flushed,
+                   "div_flushed", (json_int_t)res->hook_div_flushed,
+                   "max_abs_input", real_or_null(res->hook_max_abs),
+                   "sum_first_overflows", (json_int_t)h.sum_overflow,
+                   "saved_by_dividing_first", (json_int_t)h.saved,
+                   "max_abs_mean", real_or_null(h.max_abs_mean),
+                   "sum_first_overflows_from_workers",
+                   h.overflow_workers > 0 ? json_real(h.overflow_workers)
+                                          : json_null()));
+  return o;
+}
+
 /* What ran: the model, the run's shape and its algorithm. */
 static void shape_json(json_t *o, const report_t *r, const rs_config_t *cfg,
                        const rs_result_t *res, const figures_t *f) {
@@ -211,8 +239,8 @@ void cli_print_json(const report_t *r) {
     json_t *out = json_array(), *in = json_array();
     for (int w = 0; w < f.workers; w++) {
       const rs_worker_stats_t *st = rs_run_worker_stats(r->run, w);
-      json_array_append_new(
-          out, json_integer((json_int_t)st->bytes_sent_off_node));
+      json_array_append_new(out,
+                            json_integer((json_int_t)st->bytes_sent_off_node));
       json_array_append_new(
           in, json_integer((json_int_t)st->bytes_received_off_node));
     }
@@ -233,6 +261,7 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "worst_ratio",
                       checked ? real_or_null(res->worst_ratio) : json_null());
   json_object_set_new(o, "param_checks", param_checks_json(r, cfg, checked));
+  json_object_set_new(o, "hook", hook_json(r, cfg, res, &f, checked));
   json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
   if (cfg->net.enabled) { /* null for a run that did not complete */
     json_object_set_new(o, "sim_ns",

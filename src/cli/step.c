@@ -442,7 +442,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
                          .forward_ns = fwd,
                          .backward_ns = bwd,
                          .slow_worker = o->step.slow_worker,
-                         .slow = o->step.slow};
+                         .slow = o->step.slow,
+                         .hook = o->config.hook};
   sc.net.stop = cli_signal_flag();
   int count = 0;
   for (int a = 0; a < algos && !status; a++)

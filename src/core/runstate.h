@@ -42,7 +42,13 @@ struct rs_run {
   rs_config_t config;
   const rs_model_t *model;
   size_t elems;
-  rs_dtype_t dtype; /* the model's: values rounded to it, wire sized by it */
+  /* The dtype the algorithm sums in: values rounded to it, the wire sized
+   * by it: the model's, or a compressing hook's (rs_hook_dtype). */
+  rs_dtype_t dtype;
+  rs_dtype_t in_dtype; /* the model's: the inputs' and the result's */
+  /* A compressing hook: each worker casts its bucket to dtype before the
+   * sum (pool.c counts what the cast and the division lose). */
+  int hook_cast;
   size_t elem_size;
   size_t buf_elem_bytes; /* 8 (double) for f64, else 4 (float) */
   unsigned char **bufs;  /* W flat buffers, 64-byte aligned */

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/parallel.h"
+#include "base/util.h"
+#include "core/runstate.h"
 #include "io/grads.h"
 #include "io/model.h"
-#include "base/parallel.h"
-#include "core/runstate.h"
-#include "base/util.h"
 
 static uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15u;
@@ -318,7 +318,7 @@ static void fill_block_f32(float *restrict out, uint32_t first, size_t len,
 void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
                         size_t len, void *out) {
   const rs_model_t *model = run->model;
-  const int f64 = run->dtype == RS_DTYPE_F64;
+  const int f64 = run->in_dtype == RS_DTYPE_F64;
   size_t p = len ? rs__model_param_at(model, first) : 0;
   for (size_t done = 0; done < len;) {
     const rs_param_t *param = rs_model_param(model, p);
@@ -336,7 +336,7 @@ void rs__grads_generate(const rs_run_t *run, int worker, size_t first,
     } else {
       float *values = (float *)out + done;
       fill_block_f32(values, (uint32_t)at, n, run->init, key, run->exact_k);
-      rs_dtype_round_all(run->dtype, values, n);
+      rs_dtype_round_all(run->in_dtype, values, n);
     }
     done += n;
     if (at + n == param->elems)
@@ -369,7 +369,7 @@ int rs_run_fill_inline(rs_run_t *run) {
                         have, run->config.workers);
   uint64_t t0 = rs__now_ns();
   for (int w = run->first_local; w < run->local_end; w++) /* rounded */
-    store(run->bufs[w], run->dtype, rs_model_inline_grads(run->model, w),
+    store(run->bufs[w], run->in_dtype, rs_model_inline_grads(run->model, w),
           run->elems);
   run->result.fill_ns = rs__now_ns() - t0;
   run->init = RS_INIT_NORMAL; /* any input: check within the bound */

@@ -181,6 +181,13 @@ typedef struct rs_worker {
   void (*unpack)(float *dst, const void *src, size_t n);
   float *unpacked;
   int average_pre;
+  /* A compressing hook (fp16, bf16): the bucket is cast to dtype before
+   * the division (run_worker); in the checked iteration its losses are
+   * counted here: overflowed by the cast, flushed to zero by the cast, by
+   * the division; and the largest |value| after the cast. */
+  int hook_cast;
+  uint64_t hook_over, hook_flushed, hook_div_flushed;
+  float hook_max;
   int slices; /* NCCL's loop order: the whole ring per slice (rs_config_t) */
   rs_collective_t collective;
   uint64_t timeout_ns;

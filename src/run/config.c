@@ -84,6 +84,21 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "average: %d is not post (0), pre (1) or pre-mul (2)",
                    c->average_pre);
+  if (c->hook < RS_HOOK_NONE || c->hook > RS_HOOK_BF16)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: %d is not none (0), allreduce (1), fp16 (2) or bf16 "
+                   "(3)",
+                   (int)c->hook);
+  if (c->hook != RS_HOOK_NONE && c->op != RS_OP_AVG)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: %s averages (it divides each bucket by W, then "
+                   "sums), so the op must be avg, not %s",
+                   rs_hook_name(c->hook), rs_op_name(c->op));
+  if (c->hook != RS_HOOK_NONE && c->collective != RS_COLL_ALLREDUCE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: %s is a DDP communication hook, which all-reduces; "
+                   "not with a reduce-scatter alone",
+                   rs_hook_name(c->hook));
   if (c->iterations < 1 || c->iterations > 1000000 || c->warmup < 0 ||
       c->warmup > 1000000)
     return rs__err(errmsg, RS_EINVAL,

@@ -12,6 +12,7 @@
  * - An abort (a fault, a signal) does not break the meetings: the workers
  *   skip their parts, and the start after it is their last.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,28 @@ static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
  * end-of-stream check on every edge. *done_ns: when the all-reduce itself
  * ended, before that check (which waits for the neighbours to end theirs:
  * MPI_Allreduce has no such wait), if it got that far. */
+/* A compressing hook's first steps on this worker's bucket g (n values),
+ * in the checked iteration: the cast to its dtype, then the division by
+ * W in it (as rs__pre_average does them), counting what each loses. */
+static void hook_cast(rs_worker_t *w, float *g, size_t n) {
+  const float W = (float)w->workers;
+  uint64_t over = 0, flushed = 0, div_flushed = 0;
+  float max = w->hook_max;
+  for (size_t i = 0; i < n; i++) {
+    const float x = g[i], c = rs_dtype_round(w->dtype, x);
+    const float q = rs_dtype_round(w->dtype, c / W);
+    over += isinf(c) && !isinf(x);
+    flushed += c == 0 && x != 0;
+    div_flushed += q == 0 && c != 0;
+    max = fabsf(c) > max ? fabsf(c) : max;
+    g[i] = q;
+  }
+  w->hook_over += over;
+  w->hook_flushed += flushed;
+  w->hook_div_flushed += div_flushed;
+  w->hook_max = max;
+}
+
 static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0; /* each iteration's time from 0 */
@@ -212,9 +235,13 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     /* a topology's contention: this bucket's algorithm's (net/topo.h) */
     const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
     w->sim.load = load->pattern ? load : NULL;
-    /* Average, DDP's way: each worker divides its own gradient first, and
-     * the algorithm sums the quotients. */
-    if (w->op == RS_OP_AVG && w->average_pre)
+    /* Average, DDP's way: each worker divides its own gradient first (a
+     * compressing hook casts it to its dtype before), and the algorithm
+     * sums the quotients. */
+    if (w->hook_cast && w->iter == 0)
+      hook_cast(w, (float *)(void *)(w->buf + w->base * w->buf_elem_bytes),
+                w->elems);
+    else if (w->op == RS_OP_AVG && w->average_pre)
       rs__pre_average(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
                       w->workers, w->average_pre);
     if (w->relayout)
@@ -317,6 +344,15 @@ static void check_first(rs_run_t *run) {
            run->config.collective == RS_COLL_ALLREDUCE;
   if (run->mpi) /* the check is collective: every process, or none */
     ok = rs__mpi_all(run, ok);
+  for (int r = run->first_local; r < run->local_end && run->hook_cast; r++) {
+    const rs_worker_t *w = &run->workers[r];
+    rs_result_t *res = &run->result;
+    res->hook_cast_overflow += w->hook_over;
+    res->hook_cast_flushed += w->hook_flushed;
+    res->hook_div_flushed += w->hook_div_flushed;
+    res->hook_max_abs =
+        w->hook_max > res->hook_max_abs ? w->hook_max : res->hook_max_abs;
+  }
   if (ok) {
     rs__run_apply_flips(run);
     rs__check_result(run);

@@ -45,7 +45,12 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   run->model = model;
   run->algo = rs__algo_get(config->algo); /* NULL for auto */
   run->elems = rs_model_elems(model);
-  run->dtype = rs_model_dtype(model);
+  run->in_dtype = rs_model_dtype(model);
+  run->dtype = rs_hook_dtype(config->hook, run->in_dtype);
+  run->hook_cast = run->dtype != run->in_dtype;
+  /* A hook averages by dividing each worker's bucket first. */
+  if (config->hook != RS_HOOK_NONE)
+    run->config.average_pre = RS_AVERAGE_PRE;
   run->elem_size = rs_dtype_size(run->dtype);
   run->buf_elem_bytes = rs_dtype_buffer_size(run->dtype);
   atomic_init(&run->abort_flag, 0);
@@ -266,7 +271,8 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->op = config->op;
     w->dtype = run->dtype;
     w->elem_size = run->elem_size;
-    w->average_pre = config->average_pre;
+    w->average_pre = run->config.average_pre;
+    w->hook_cast = run->hook_cast;
     w->slices = config->slices;
     w->collective = config->collective;
     w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
@@ -313,6 +319,15 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   sizing_t s = {.peers = malloc((size_t)config->workers * sizeof *s.peers)};
   if (!run || !s.peers)
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
+  else if (config->hook != RS_HOOK_NONE && config->mpi)
+    rc = rs__err(errmsg, RS_EINVAL, "hook: %s runs on threads, not over MPI",
+                 rs_hook_name(config->hook));
+  else if (run->hook_cast && run->in_dtype == RS_DTYPE_F64)
+    rc = rs__err(errmsg, RS_EINVAL,
+                 "hook: %s casts a float32 (or half-precision) bucket to %s; "
+                 "model \"%.100s\" is f64",
+                 rs_hook_name(config->hook), rs_dtype_name(run->dtype),
+                 rs_model_name(model));
   if (rc == RS_OK)
     rc = rs__run_parse_flips(run, errmsg);
   if (rc == RS_OK && config->mpi)

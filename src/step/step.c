@@ -244,7 +244,8 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
     rc = out->buckets && out->worker_start && out->worker_end
              ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers, buckets,
                                        count, cfg->segment_bytes,
-                                       rs_dtype_size(rs_model_dtype(model)),
+                                       rs_dtype_size(rs_hook_dtype(
+                                           cfg->hook, rs_model_dtype(model))),
                                        ready, &spans)
              : RS_ENOMEM;
   }
