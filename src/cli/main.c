@@ -144,11 +144,13 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
   /* avg divides before or after the sum; the other ops have no average */
-  const char *average =
-      o->config.op == RS_OP_AVG ? rs_average_name(o->config.average_pre) : NULL;
+  const char *average = o->config.op != RS_OP_AVG ? NULL
+                        : o->config.hook != RS_HOOK_NONE
+                            ? rs_average_name(RS_AVERAGE_PRE)
+                            : rs_average_name(o->config.average_pre);
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
-      "s:b, s:s, s:o}",
+      "s:b, s:s, s:s, s:o}",
       "params", o->params, "workers", o->config.workers, "op",
       rs_op_name(o->config.op), "average", average, "grads", o->grads, "out",
       o->out, "seed", (json_int_t)o->seed, "init", cli_init_name(o->init),
@@ -156,7 +158,8 @@ static char *config_json(const options_t *o, int argc, char **argv) {
       (json_int_t)o->config.segment_bytes, "slots", o->config.slots,
       "timeout_s", o->config.timeout_s, "loop",
       o->config.slices ? "slices" : "steps", "direct", o->config.direct, "algo",
-      rs_algorithm_name(o->config.algo), "argv", args);
+      rs_algorithm_name(o->config.algo), "hook", rs_hook_name(o->config.hook),
+      "argv", args);
   char *text = c ? json_dumps(c, JSON_COMPACT) : NULL;
   json_decref(c);
   return text;
