@@ -197,7 +197,7 @@ class PyApi(unittest.TestCase):
 
     # pyapi-3: the options reach the run as the command's do: another
     # algorithm, several buckets, small segments, the slice loop, average
-    # pre, op sum, a network model.
+    # pre, op sum, a network model, DDP's hooks (the report's "hook" too).
     def test_options_match_cli(self):
         cases = [
             ({"algo": "rhd", "bucket_mb": 0.0002, "segment_bytes": 64},
@@ -217,6 +217,10 @@ class PyApi(unittest.TestCase):
               "--bucket-mb", "0.0002")),
             ({"like": "ddp-gloo", "bucket_mb": 0.0002},
              ("--like", "ddp-gloo", "--bucket-mb", "0.0002")),
+            ({"like": "ddp-gloo", "hook": "fp16", "bucket_mb": 0.0002},
+             ("--like", "ddp-gloo", "--hook", "fp16", "--bucket-mb", "0.0002")),
+            ({"hook": "bf16", "algo": "rd"}, ("--hook", "bf16", "--algo", "rd")),
+            ({"hook": "allreduce"}, ("--hook", "allreduce")),
         ]
         for options, argv in cases:
             for dtype in (torch.float32, torch.float16):
@@ -378,6 +382,10 @@ class PyApi(unittest.TestCase):
             ({"like": "ddp-gloo", "algo": "rd"}, "like='ddp-gloo' sets algo "
              "gloo-ring, op avg and average pre-mul; give none of them"),
             ({"like": "ddp-gloo", "direct": True}, "direct"),
+            ({"hook": "fp17"}, "hook 'fp17': expected none, allreduce, fp16 "
+                               "or bf16"),
+            ({"hook": "fp16", "op": "sum"}, "hook='fp16' averages"),
+            ({"hook": "fp16", "average": "pre"}, "give no op or average"),
         ]
         for kwargs, message in options:
             with self.subTest(kwargs=kwargs):

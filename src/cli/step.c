@@ -241,6 +241,23 @@ static void print_critical(const rs_step_time_t *t) {
          b - 1, us(t->step_ns - last_grad), us(last_grad), us(t->exposed_ns));
 }
 
+/* --hook: what the hook does to the bytes each bucket moves. */
+static void print_hook(const options_t *o, const rs_model_t *model) {
+  const rs_hook_t h = o->config.hook;
+  const rs_dtype_t d = rs_model_dtype(model), sum = rs_hook_dtype(h, d);
+  if (h == RS_HOOK_NONE)
+    return;
+  if (sum != d)
+    printf("  hook       %s: each bucket moves in %s, %zu bytes an element "
+           "(the model's %s: %zu)\n",
+           rs_hook_name(h), rs_dtype_name(sum), rs_dtype_size(sum),
+           rs_dtype_name(d), rs_dtype_size(d));
+  else
+    printf("  hook       %s: each bucket divided by %d, then summed; the "
+           "same bytes\n",
+           rs_hook_name(h), o->config.workers);
+}
+
 static void print_one(const options_t *o, const rs_model_t *model,
                       const step_row_t *row, int threads) {
   char name[CLI_SAFE_MAX];
@@ -255,6 +272,7 @@ static void print_one(const options_t *o, const rs_model_t *model,
                  : "the schedule alone: no threads, no data");
   cli_print_network(&o->config.net);
   putchar('\n');
+  print_hook(o, model);
   printf("  compute    forward %s us, backward %s us (%s)",
          us(row->later.forward_ns), us(row->later.backward_ns),
          o->step.flops > 0 ? "--compute" : "model.json's");
@@ -293,6 +311,7 @@ static void print_rows(const options_t *o, const rs_model_t *model,
          o->step.iterations, o->step.iterations == 1 ? "" : "s");
   cli_print_network(&o->config.net);
   putchar('\n');
+  print_hook(o, model);
   printf("  steps after the first (DDP's rebuilt buckets), us:\n");
   printf("  %-10s %8s %8s %12s %12s %12s %7s\n", "algo", "cap MiB", "buckets",
          "step", "exposed", "comm", "hidden");
@@ -369,9 +388,9 @@ static int print_json(const options_t *o, const rs_model_t *model,
                         (json_int_t)rows[i].total_ns, "best", rows[i].best,
                         "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
   json_t *root =
-      json_pack("{ss si si sb so}", "model", rs_model_name(model), "workers",
+      json_pack("{ss si si sb ss so}", "model", rs_model_name(model), "workers",
                 o->config.workers, "iterations", o->step.iterations, "threads",
-                threads, "rows", list);
+                threads, "hook", rs_hook_name(o->config.hook), "rows", list);
   if (!root)
     return EXIT_RUN;
   json_dumpf(root, stdout, JSON_INDENT(2));

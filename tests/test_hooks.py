@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""--hook on the command line: each hook's arithmetic against the same
+arithmetic done here by hand with numpy on small inputs (W = 2 and 3;
+the ring's order of additions, docs/algorithms.md), float16's overflow
+and underflow as the report counts them, and what is refused (exit 2,
+one line on stderr naming the input). Real DDP with the hooks registered
+is tests/test_gloo.py's Ddp.test_hooks.
+
+    test_hooks.py RINGSIM [Hooks.test_name ...]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+RINGSIM = None
+
+
+def run(*args):
+    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
+                       text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def bf16(x):
+    """float32 values rounded to bfloat16 (ties to even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def f16(x):
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+def ring_mean(grads, hook):
+    """What --algo ring --hook HOOK leaves on every worker: each worker's
+    gradient cast (fp16, bf16) and divided by W in the hook's dtype, then
+    chunk c (n/W elements; n a multiple of W) summed from worker c on,
+    ((q_c + q_c+1) + q_c+2) + ..., each addition in float32 rounded to the
+    hook's dtype."""
+    W, n = len(grads), len(grads[0])
+    rnd = {"allreduce": lambda v: np.asarray(v, np.float32), "fp16": f16,
+           "bf16": bf16}[hook]
+    q = [rnd(rnd(g) / np.float32(W)) for g in grads]
+    out = np.empty(n, np.float32)
+    k = n // W
+    for c in range(W):
+        sl = slice(c * k, (c + 1) * k)
+        acc = q[c][sl].copy()
+        for j in range(1, W):
+            acc = rnd(acc + q[(c + j) % W][sl])
+        out[sl] = acc
+    return out
+
+
+class Hooks(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def model(self, grads, name="hooked", dtype=None):
+        """A model of one param w holding inline grads (one list per
+        worker); its path."""
+        param = {"name": "w", "shape": [len(grads[0])]}
+        if dtype:
+            param["dtype"] = dtype
+        path = os.path.join(self.d, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump({"name": name, "params": [param],
+                       "grads": [{"w": [float(v) for v in g]} for g in grads]}, f)
+        return path
+
+    def result(self, path, *args):
+        """The run's --json report and worker 0's result (--print's
+        values, read back exactly: they print to round trip)."""
+        rc, out, err = run("-p", path, "--no-trace", "--json", "--print", *args)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        return report, np.array(report["result"]["w"], np.float32)
+
+    # hooks-1: each hook's bits, W = 2 and 3, against the arithmetic by
+    # hand; at W = 3 the three hooks and no hook all give different bits
+    def test_by_hand(self):
+        rng = np.random.default_rng(7)
+        for W in (2, 3):
+            grads = [(rng.standard_normal(6 * W) * 10.0 ** rng.integers(-3, 3, 6 * W))
+                     .astype(np.float32) for _ in range(W)]
+            path = self.model(grads, f"w{W}")
+            got = {}
+            for hook in ("allreduce", "fp16", "bf16"):
+                with self.subTest(workers=W, hook=hook):
+                    report, values = self.result(path, "--algo", "ring", "--hook", hook)
+                    want = ring_mean(grads, hook)
+                    self.assertEqual(values.view(np.uint32).tolist(),
+                                     want.view(np.uint32).tolist())
+                    self.assertEqual(report["hook"]["name"], hook)
+                    got[hook] = values
+            _, plain = self.result(path, "--algo", "ring")
+            if W == 3:  # 1/3 rounds in every dtype: each hook moves bits
+                for hook, values in got.items():
+                    self.assertFalse(np.array_equal(values, plain), hook)
+
+    # hooks-2: half the bytes: fp16 and bf16 send 2 bytes an element, and
+    # the report says so against the float32 all-reduce
+    def test_bytes(self):
+        grads = [np.arange(12, dtype=np.float32) + w for w in range(3)]
+        path = self.model(grads)
+        plain, _ = self.result(path)
+        for hook, ratio in (("allreduce", 1.0), ("fp16", 0.5), ("bf16", 0.5)):
+            with self.subTest(hook=hook):
+                report, _ = self.result(path, "--hook", hook)
+                self.assertEqual(report["hook"]["bytes_ratio"], ratio)
+                self.assertEqual([b * ratio for b in plain["bytes_sent"]],
+                                 report["bytes_sent"])
+                rc, out, err = run("-p", path, "--no-trace", "--hook", hook)
+                self.assertEqual(rc, 0, err)
+                if ratio < 1:
+                    self.assertIn("0.50 of the f32 all-reduce's", out)
+
+    # hooks-3: float16 overflow. Dividing first keeps 40000 + 40000 finite
+    # (20000 + 20000); summed first it would overflow (80000 > 65504), and
+    # the report says dividing saved it. An input beyond float16 (70000)
+    # overflows in the cast: the check fails (exit 1) and says where.
+    def test_overflow(self):
+        path = self.model([[40000, 1.5], [40000, 2.5]])
+        report, values = self.result(path, "--hook", "fp16")
+        self.assertEqual(values.tolist(), [40000.0, 2.0])
+        h = report["hook"]
+        self.assertEqual((h["sum_first_overflows"], h["saved_by_dividing_first"],
+                          h["cast_overflowed"]), (1, 1, 0))
+        self.assertEqual(h["max_abs_mean"], 40000.0)
+        self.assertEqual(h["sum_first_overflows_from_workers"], 2.0)  # 65520 / 40000
+        rc, out, err = run("-p", path, "--no-trace", "--hook", "fp16")
+        self.assertIn("dividing first saved 1 of them from overflow", out)
+        # a mean of 30000: W x 30000 reaches 65520 from W = 3
+        path = self.model([[30000], [30000]], "small")
+        report, values = self.result(path, "--hook", "fp16")
+        self.assertEqual(report["hook"]["sum_first_overflows"], 0)
+        self.assertEqual(report["hook"]["sum_first_overflows_from_workers"], 3.0)
+        path = self.model([[70000, 1], [1, 2]], "huge")
+        rc, out, err = run("-p", path, "--no-trace", "--hook", "fp16")
+        self.assertEqual(rc, 1, err)
+        self.assertIn("the hook's cast to f16 overflowed 1 input element(s) to inf",
+                      err)
+        self.assertIn("cast: 1 overflowed to inf", out)
+        # bfloat16 has float32's range: the same inputs stay finite
+        report, values = self.result(path, "--hook", "bf16")
+        self.assertEqual(report["hook"]["cast_overflowed"], 0)
+        self.assertEqual(values.tolist(), bf16([35000.5, 1.5]).tolist())
+
+    # hooks-4: float16 underflow: 1e-8 flushes to zero in the cast (below
+    # half of float16's smallest subnormal, 2^-24); 2^-24 itself survives
+    # the cast and flushes in the division by 3; 2^-22 / 3 rounds to 2^-24
+    def test_underflow(self):
+        tiny = 2.0 ** -24
+        path = self.model([[1e-8, tiny, 2.0 ** -22], [1e-8, tiny, 2.0 ** -22],
+                           [1e-8, tiny, 2.0 ** -22]])
+        report, values = self.result(path, "--hook", "fp16")
+        h = report["hook"]
+        self.assertEqual((h["cast_flushed"], h["div_flushed"]), (3, 3))
+        self.assertEqual(values.tolist(), [0.0, 0.0, 3 * tiny])
+        self.assertEqual(values.tolist(),
+                         ring_mean([np.array(g, np.float32) for g in
+                                    [[1e-8, tiny, 2.0 ** -22]] * 3], "fp16").tolist())
+
+    # hooks-5: diff compares two hooks element by element, on the same
+    # gradients; step's buckets move half the bytes under fp16
+    def test_diff_and_step(self):
+        path = self.model([np.arange(9, dtype=np.float32) / 7 + w for w in range(3)])
+        rc, out, err = run("diff", "-p", path, "--hook", "allreduce,fp16")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("B: --hook fp16  (ring, f32 summed in f16)", out)
+        self.assertIn("with (cast to the hook's dtype)", out)
+        rc, out, err = run("diff", "-p", path, "--hook", "allreduce,none")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("((g0+g1)+g2)/3", out)  # no hook: --average post
+        # allreduce_hook is the pre-division: bit for bit --average pre's
+        _, hooked = self.result(path, "--hook", "allreduce")
+        _, pre = self.result(path, "--average", "pre")
+        self.assertEqual(hooked.view(np.uint32).tolist(), pre.view(np.uint32).tolist())
+        big = os.path.join(self.d, "big.json")
+        with open(big, "w") as f:
+            json.dump({"name": "big", "params": [{"name": "w", "shape": [1 << 20],
+                                                  "backward_us": 10}]}, f)
+        comm = {}
+        for hook in ("none", "fp16"):
+            rc, out, err = run("step", "-p", big, "-w", 4, "--no-threads", "--json",
+                               "--net", "latency=1us,bandwidth=1GB/s", "--hook", hook)
+            self.assertEqual(rc, 0, err)
+            comm[hook] = json.loads(out)["rows"][0]["later"]["comm_ns"]
+        # the ring's 6 steps of 1 MiB / 4 at 1 GB/s: the bytes' time halves
+        self.assertLess(comm["fp16"], 0.51 * comm["none"] + 6 * 1000 * 2)
+
+    # hooks-6: refused before anything runs, one line naming the input
+    def test_refused(self):
+        path = self.model([[1, 2], [3, 4]])
+        f64 = self.model([[1, 2], [3, 4]], "double", dtype="f64")
+        for args, says in (
+                (["--hook", "fp17"], "--hook 'fp17': expected none, allreduce, fp16 or bf16"),
+                (["--hook", "fp16", "--op", "sum"], "--op sum does not apply"),
+                (["--hook", "allreduce", "--average", "pre"], "--average does not apply"),
+                (["-p", f64, "--hook", "fp16"], 'model "double" is f64')):
+            with self.subTest(args=args):
+                argv = ["-p", path, "--no-trace", *args] if "-p" not in args else \
+                    ["--no-trace", *args]
+                rc, out, err = run(*argv)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(says, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertEqual(out, "")
+        rc, out, err = run("-p", f64, "--no-trace", "--hook", "allreduce")
+        self.assertEqual(rc, 0, err)  # allreduce divides in the model's dtype
+
+
+def main():
+    global RINGSIM
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_hooks.py RINGSIM [Hooks.test_name ...]")
+    RINGSIM = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+
+
+if __name__ == "__main__":
+    main()
