@@ -195,11 +195,6 @@ static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
   memcpy(bucket, tmp, b->elems * eb);
 }
 
-/* One worker's part of one iteration: the algorithm, bucket by bucket in
- * the order DDP all-reduces them (the order backward fills them), then the
- * end-of-stream check on every edge. *done_ns: when the all-reduce itself
- * ended, before that check (which waits for the neighbours to end theirs:
- * MPI_Allreduce has no such wait), if it got that far. */
 /* A compressing hook's first steps on this worker's bucket g (n values),
  * in the checked iteration: the cast to its dtype, then the division by
  * W in it (as rs__pre_average does them), counting what each loses. */
@@ -222,6 +217,11 @@ static void hook_cast(rs_worker_t *w, float *g, size_t n) {
   w->hook_max = max;
 }
 
+/* One worker's part of one iteration: the algorithm, bucket by bucket in
+ * the order DDP all-reduces them (the order backward fills them), then the
+ * end-of-stream check on every edge. *done_ns: when the all-reduce itself
+ * ended, before that check (which waits for the neighbours to end theirs:
+ * MPI_Allreduce has no such wait), if it got that far. */
 static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0; /* each iteration's time from 0 */
