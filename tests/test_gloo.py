@@ -22,7 +22,11 @@ float16. A comm hook (GradBucket.index(), parameters()) logs, for the tools'
 MLP and CNN and a model of very unequal layers at bucket_cap_mb 25 and 1
 on W = 2, which params each bucket holds, in which order, and the order
 DDP launches the buckets, in the first and second iteration: ringsim
-step's buckets must be those. All the DDP runs share one spawn of five processes (W < 5 on the
+step's buckets must be those. Hooks (ddp-5): DDP with PyTorch's
+allreduce_hook and fp16_compress_hook registered, W = 2..5, first and
+second backward, equals --hook's --out. Record (ddp-6, ddp-7): a
+3-process job recorded by ringsim.torch.record_hook replays bit for bit.
+All the DDP runs share one spawn of five processes (W < 5 on the
 subgroup of ranks 0..W-1): each torch process's start costs seconds.
 
     test_gloo.py RINGSIM [Gloo.test_name | Ddp.test_name ...]
@@ -187,6 +191,8 @@ DDP_HOOKS = ("allreduce", "fp16")
 DDP_HOOK_WORKERS = (2, 3, 4, 5)
 DDP_HOOK_CAP = 1
 HOOK_MODELS = ("cnn", "hook-mlp")
+# ddp-6: ringsim.torch.record_hook around each hook on a 3-process job
+DDP_RECORD_W = 3
 
 
 def build_bucket_model(kind):
@@ -215,7 +221,7 @@ def ddp_peer(rank, d):
     # every rank creates every group, in the same order
     groups = {w: dist.new_group(list(range(w))) for w in sorted(
         {w for w, _ in DDP_MODELS} | set(DDP_HALF) | {DDP_BUCKETS_W} |
-        set(DDP_HOOK_WORKERS)) if w < DDP_WORLD}
+        set(DDP_HOOK_WORKERS) | {DDP_RECORD_W}) if w < DDP_WORLD}
     groups[DDP_WORLD] = None  # the default group: all ranks
     for workers, cap_mb in DDP_MODELS:
         if rank < workers:
@@ -228,6 +234,8 @@ def ddp_peer(rank, d):
     for workers in DDP_HOOK_WORKERS:
         if rank < workers:
             ddp_hooks(rank, groups[workers], ddp_dir(d, "hooks", workers))
+    if rank < DDP_RECORD_W:
+        ddp_record(rank, groups[DDP_RECORD_W], ddp_dir(d, "record", DDP_RECORD_W))
     dist.barrier()
     dist.destroy_process_group()
 
@@ -324,6 +332,34 @@ def ddp_hooks(rank, group, d):
                     {n: p.grad.numpy() for n, p in model.named_parameters()})
 
 
+def ddp_record(rank, group, d):
+    """For each hook model and each hook: DDP with ringsim.torch.record_hook
+    wrapping the hook, two backwards recorded under d/{kind}_{hook}, and
+    the param.grad DDP left after each."""
+    import torch
+    import torch.nn as nn
+    import ringsim.torch
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    inner = {"allreduce": None, "fp16": default_hooks.fp16_compress_hook}
+    for kind in HOOK_MODELS:
+        for name in DDP_HOOKS:
+            model, shape = build(kind)
+            ddp = nn.parallel.DistributedDataParallel(
+                model, bucket_cap_mb=DDP_HOOK_CAP, process_group=group)
+            rec = os.path.join(d, f"{kind}_{name}")
+            ddp.register_comm_hook(group, ringsim.torch.record_hook(
+                rec, inner=inner[name], module=model))
+            g = torch.Generator().manual_seed(500 + rank)
+            for it in (1, 2):
+                x = torch.randn((8,) + shape, generator=g)
+                y = torch.randint(0, 10, (8,), generator=g)
+                for p in model.parameters():
+                    p.grad = None
+                nn.functional.cross_entropy(ddp(x), y).backward()
+                ringsim_st.write(os.path.join(rec, f"ddp{it}_{rank}.safetensors"),
+                                 {n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
 class Ddp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -335,6 +371,7 @@ class Ddp(unittest.TestCase):
         os.mkdir(ddp_dir(cls.tmp.name, "buckets", DDP_BUCKETS_W))
         for workers in DDP_HOOK_WORKERS:
             os.mkdir(ddp_dir(cls.tmp.name, "hooks", workers))
+        os.mkdir(ddp_dir(cls.tmp.name, "record", DDP_RECORD_W))
         spawn(ddp_peer, DDP_WORLD, (cls.tmp.name,))
 
     @classmethod
@@ -428,6 +465,85 @@ class Ddp(unittest.TestCase):
                                         "", f"{kind} W={workers} --hook {hook} "
                                         f"iteration {it} {name}: DDP rank {r} vs ringsim")
         self.assertGreater(several, 0, "no run made several buckets")
+
+    # ddp-6: a real 3-process DDP job with ringsim.torch.record_hook
+    # around allreduce_hook and fp16_compress_hook, the CNN and the
+    # two-bucket MLP: what it recorded of backward 1 and 2 (each rank's
+    # bucket inputs, DDP's bucket layout in model.json), replayed by
+    # ringsim --like ddp-gloo --hook H, equals the recorded results bit for
+    # bit, which are each rank's param.grad. The CNN's rebuilt bucket holds
+    # 0.weight before 0.bias (autograd's order), which the record keeps.
+    def test_record(self):
+        d = ddp_dir(self.tmp.name, "record", DDP_RECORD_W)
+        W = DDP_RECORD_W
+        for kind in HOOK_MODELS:
+            for hook in DDP_HOOKS:
+                rec = os.path.join(d, f"{kind}_{hook}")
+                for s in (1, 2):
+                    with self.subTest(model=kind, hook=hook, step=s):
+                        step = os.path.join(rec, f"step{s}")
+                        with open(os.path.join(step, "model.json")) as f:
+                            model = json.load(f)
+                        self.assertIn(f"--like ddp-gloo --hook {hook}",
+                                      model["description"])
+                        if kind == "cnn" and s == 2:
+                            self.assertEqual(model["buckets"][0][-2:],
+                                             ["0.weight", "0.bias"])
+                        out = os.path.join(rec, f"replay{s}.safetensors")
+                        p = subprocess.run(
+                            [RINGSIM, "-w", str(W), "-p", os.path.join(step, "model.json"),
+                             "--grads", os.path.join(step, "rank{r}.safetensors"),
+                             "--like", "ddp-gloo", "--hook", hook, "--no-trace", "--out",
+                             out], capture_output=True, text=True, timeout=300)
+                        self.assertEqual(p.returncode, 0, p.stderr)
+                        ours = ringsim_st.read(out)
+                        for r in range(W):
+                            result = ringsim_st.read(os.path.join(
+                                step, f"result{r}.safetensors"))
+                            grad = ringsim_st.read(os.path.join(
+                                rec, f"ddp{s}_{r}.safetensors"))
+                            self.assertEqual(sorted(result), sorted(grad))
+                            for n in grad:
+                                self.assertEqual(differences(grad[n].ravel(),
+                                                             result[n].ravel()), "",
+                                                 f"rank {r} {n}: recorded vs param.grad")
+                                self.assertEqual(differences(result[n].ravel(),
+                                                             ours[n].ravel()), "",
+                                                 f"rank {r} {n}: recorded vs ringsim")
+
+    # ddp-7: record_hook refuses, before training starts and naming the
+    # path, a directory it cannot write and one that holds a recording
+    # (nothing recorded is overwritten); a replay whose model.json and
+    # files disagree is refused with one line (exit 2)
+    def test_record_refused(self):
+        import ringsim.torch
+        with tempfile.TemporaryDirectory() as d:
+            afile = os.path.join(d, "file")
+            open(afile, "w").close()
+            with self.assertRaises(ValueError) as cm:
+                ringsim.torch.record_hook(os.path.join(afile, "rec"))
+            self.assertIn(f"{afile}/rec is not a writable directory", str(cm.exception))
+            os.makedirs(os.path.join(d, "rec", "step1"))
+            with self.assertRaises(ValueError) as cm:
+                ringsim.torch.record_hook(os.path.join(d, "rec"))
+            self.assertIn("already holds a recording (step1)", str(cm.exception))
+            with self.assertRaises(TypeError):
+                ringsim.torch.record_hook(os.path.join(d, "new"), inner=3)
+        rec = os.path.join(ddp_dir(self.tmp.name, "record", DDP_RECORD_W),
+                           "cnn_allreduce", "step2")
+        with open(os.path.join(rec, "model.json")) as f:
+            model = json.load(f)
+        model["params"][0]["shape"][0] += 1  # the files hold another shape
+        bad = os.path.join(self.tmp.name, "bad_model.json")
+        with open(bad, "w") as f:
+            json.dump(model, f)
+        p = subprocess.run([RINGSIM, "-w", str(DDP_RECORD_W), "-p", bad, "--grads",
+                            os.path.join(rec, "rank{r}.safetensors"), "--like",
+                            "ddp-gloo", "--hook", "allreduce", "--no-trace"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("rank0.safetensors", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
     # ddp-4: ringsim step's buckets are DDP's: in the first iteration one
     # bucket of every param in model order, in the second the rebuilt ones,
@@ -540,6 +656,15 @@ def main():
     if len(sys.argv) < 2:
         sys.exit("usage: test_gloo.py RINGSIM [Gloo.test_name ...]")
     RINGSIM = os.path.abspath(sys.argv[1])
+    # ringsim.torch (record_hook) from this tree, on this build's library
+    # (the torch processes inherit both)
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(HERE, "..", "python")] +
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    library = os.path.join(os.path.dirname(RINGSIM), "libringsim.so")
+    if os.path.exists(library):
+        os.environ["RINGSIM_LIBRARY"] = library
     try:
         import torch.distributed  # noqa: F401
     except ImportError as e:

@@ -176,10 +176,17 @@ typedef struct rs_bucket {
 
 /* Group model's params into buckets of at least cap_bytes (the first of at
  * least first_bytes), in DDP's order: bucket 0 holds the last params. A
- * cap of 0 makes one bucket of the whole model. *out is allocated (free()
- * it); *count >= 1. */
+ * cap of 0 makes one bucket of the whole model. A model that lists its own
+ * buckets (model.json's "buckets", as ringsim.torch.record_hook writes a
+ * job's) gets those, whatever the caps. *out is allocated (free() it);
+ * *count >= 1. */
 RS_API int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
                             size_t cap_bytes, rs_bucket_t **out, size_t *count);
+/* The buckets model.json lists ("buckets"), or 0; and bucket b's params
+ * (their indices) in the order its flat view lays them out, the bucket's
+ * params in all (NULL when the model lists none, or b is not one). */
+RS_API size_t rs_model_fixed_buckets(const rs_model_t *model);
+RS_API const size_t *rs_model_bucket_layout(const rs_model_t *model, size_t b);
 
 /* ---- safetensors --------------------------------------------------------- */
 

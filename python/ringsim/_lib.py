@@ -89,6 +89,7 @@ def _prototypes(lib):
         "rs_trace_close": (None, [P]),
         "rs_dtype_unpack": (None, [I, P, P, S]),
         "rs_dtype_pack": (None, [I, P, P, S]),
+        "rs_safetensors_write": (I, [Z, P, P, Z]),
         "rs_free": (None, [P]),
     }
     for name, (restype, argtypes) in protos.items():

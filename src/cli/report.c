@@ -303,14 +303,22 @@ static void print_buckets(const report_t *r) {
   char cap[32], first[32], size[32];
   cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
   cli_human_bytes((double)cfg->first_bucket_bytes, first, sizeof first);
-  printf("  buckets    %zu, in DDP's order (last params first; cap %s, first "
-         "bucket %s):\n",
-         res->buckets, cap, first);
+  if (rs_model_fixed_buckets(r->model))
+    printf("  buckets    %zu, as the model lists them (a recorded job's "
+           "DDP):\n",
+           res->buckets);
+  else
+    printf("  buckets    %zu, in DDP's order (last params first; cap %s, "
+           "first bucket %s):\n",
+           res->buckets, cap, first);
   for (size_t b = 0; b < res->buckets && b < BUCKET_LINES; b++) {
     const rs_bucket_t *k = rs_run_bucket(r->run, b);
-    const rs_param_t *lo = rs_model_param(r->model, k->first_param);
-    const rs_param_t *hi =
-        rs_model_param(r->model, k->first_param + k->params - 1);
+    /* its first and last param in its layout's order */
+    const size_t *order = rs_model_bucket_layout(r->model, b);
+    const rs_param_t *lo =
+        rs_model_param(r->model, order ? order[k->params - 1] : k->first_param);
+    const rs_param_t *hi = rs_model_param(
+        r->model, order ? order[0] : k->first_param + k->params - 1);
     cli_human_bytes((double)k->elems *
                         (double)rs_dtype_size(rs_model_dtype(r->model)),
                     size, sizeof size);
@@ -558,14 +566,19 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
     cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
     cli_human_bytes((double)cfg->first_bucket_bytes, first, sizeof first);
     printf("  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's "
-           "ring, %s\n"
-           "             %zu bucket%s (cap %s, first %s), each laid out as "
-           "DDP's rebuilt buckets (params last to first)\n",
+           "ring, %s\n",
            cfg->hook != RS_HOOK_NONE
                ? "the hook's averaging (the reducer's 1/W multiply is off)"
                : "pre-mul (each gradient times 1/W in its dtype, then the "
-                 "sum)",
-           res->buckets, res->buckets == 1 ? "" : "s", cap, first);
+                 "sum)");
+    if (rs_model_fixed_buckets(r->model))
+      printf("             %zu bucket%s as the model lists them, each laid "
+             "out in its listed order\n",
+             res->buckets, res->buckets == 1 ? "" : "s");
+    else
+      printf("             %zu bucket%s (cap %s, first %s), each laid out as "
+             "DDP's rebuilt buckets (params last to first)\n",
+             res->buckets, res->buckets == 1 ? "" : "s", cap, first);
   }
   print_hook_head(cfg, rs_model_dtype(r->model), W);
   if (cfg->mpi) /* (docs/mpi.md) */

@@ -47,9 +47,14 @@ static json_t *buckets_json(const report_t *r) {
   for (size_t b = 0; b < res->buckets; b++) {
     const rs_bucket_t *k = rs_run_bucket(r->run, b);
     json_t *names = json_array();
-    for (size_t i = k->first_param + k->params; i-- > k->first_param;)
-      json_array_append_new(names,
-                            json_string(rs_model_param(r->model, i)->name));
+    const size_t *order = rs_model_bucket_layout(r->model, b);
+    for (size_t j = 0; j < k->params; j++) /* its layout's order */
+      json_array_append_new(
+          names,
+          json_string(rs_model_param(r->model,
+                                     order ? order[j]
+                                           : k->first_param + k->params - 1 - j)
+                          ->name));
     json_array_append_new(
         list,
         json_pack(

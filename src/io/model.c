@@ -35,6 +35,11 @@ struct rs_model {
   size_t *name_slots;    /* param index + 1 per slot, 0 if empty */
   size_t name_mask;      /* slot count - 1 (a power of two) */
   size_t load_compares;  /* name comparisons made while loading */
+  /* "buckets": DDP's own, as a recorded job laid them out (0: none) */
+  size_t bucket_count;
+  rs_bucket_t *buckets;
+  size_t *layout; /* bucket b's params in its layout order from layout_at[b] */
+  size_t *layout_at;
 };
 
 /* FNV-1a over the name's bytes. */
@@ -79,6 +84,9 @@ void rs_model_free(rs_model_t *model) {
   free(model->inline_grads);
   free(model->name_slots);
   free(model->name);
+  free(model->buckets);
+  free(model->layout);
+  free(model->layout_at);
   free(model);
 }
 
@@ -96,6 +104,12 @@ const double *rs_model_inline_grads(const rs_model_t *m, int worker) {
   if (worker < 0 || worker >= m->inline_workers)
     return NULL;
   return m->inline_grads[worker];
+}
+
+size_t rs_model_fixed_buckets(const rs_model_t *m) { return m->bucket_count; }
+
+const size_t *rs_model_bucket_layout(const rs_model_t *m, size_t b) {
+  return b < m->bucket_count ? m->layout + m->layout_at[b] : NULL;
 }
 
 long rs__model_find(const rs_model_t *m, const char *name) {
@@ -379,10 +393,92 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
   return RS_OK;
 }
 
+/* "buckets": [[name, ...], ...], DDP's buckets in launch order, each
+ * bucket's params in its flat view's order: every param in exactly one,
+ * each bucket's params consecutive in the params' order (ringsim
+ * all-reduces a bucket as one range of the flat buffer). */
+static int parse_buckets(rs_model_t *m, json_t *jb, const char *source,
+                         char *errmsg) {
+  if (!json_is_array(jb) || json_array_size(jb) == 0)
+    return rs__err(errmsg, RS_EPARSE,
+                   "%s: buckets: must be a non-empty list of lists of param "
+                   "names",
+                   source);
+  const size_t n = json_array_size(jb), P = m->param_count;
+  m->buckets = calloc(n, sizeof *m->buckets);
+  m->layout = malloc(P * sizeof *m->layout);
+  m->layout_at = calloc(n, sizeof *m->layout_at);
+  unsigned char *seen = calloc(P, 1);
+  int rc = !m->buckets || !m->layout || !m->layout_at || !seen
+               ? rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source)
+               : RS_OK;
+  size_t placed = 0;
+  for (size_t b = 0; rc == RS_OK && b < n; b++) {
+    json_t *names = json_array_get(jb, b);
+    if (!json_is_array(names) || json_array_size(names) == 0) {
+      rc = rs__err(errmsg, RS_EPARSE,
+                   "%s: buckets[%zu]: must be a non-empty list of param names",
+                   source, b);
+      break;
+    }
+    size_t lo = P, hi = 0;
+    m->layout_at[b] = placed;
+    for (size_t k = 0; rc == RS_OK && k < json_array_size(names); k++) {
+      json_t *jn = json_array_get(names, k);
+      long i =
+          json_is_string(jn) ? rs__model_find(m, json_string_value(jn)) : -1;
+      if (i < 0)
+        rc = rs__err(errmsg, RS_EPARSE,
+                     "%s: buckets[%zu][%zu]: %s%.100s%s is not a param of the "
+                     "model",
+                     source, b, k, json_is_string(jn) ? "\"" : "",
+                     json_is_string(jn) ? json_string_value(jn) : "not a name",
+                     json_is_string(jn) ? "\"" : "");
+      else if (seen[i])
+        rc = rs__err(errmsg, RS_EPARSE,
+                     "%s: buckets[%zu][%zu]: \"%.100s\" is in an earlier "
+                     "bucket too",
+                     source, b, k, m->params[i].name);
+      else {
+        seen[i] = 1;
+        m->layout[placed++] = (size_t)i;
+        lo = (size_t)i < lo ? (size_t)i : lo;
+        hi = (size_t)i > hi ? (size_t)i : hi;
+      }
+    }
+    if (rc)
+      break;
+    rs_bucket_t *bk = &m->buckets[b];
+    bk->first_param = lo;
+    bk->params = json_array_size(names);
+    if (hi - lo + 1 != bk->params) {
+      rc = rs__err(errmsg, RS_EPARSE,
+                   "%s: buckets[%zu]: its params are not consecutive in the "
+                   "params' order (\"%.100s\" .. \"%.100s\" hold others): "
+                   "ringsim all-reduces a bucket as one range of the flat "
+                   "buffer",
+                   source, b, m->params[lo].name, m->params[hi].name);
+      break;
+    }
+    bk->elem_offset = m->params[lo].elem_offset;
+    bk->elems =
+        m->params[hi].elem_offset + m->params[hi].elems - bk->elem_offset;
+    m->bucket_count = b + 1;
+  }
+  for (size_t i = 0; rc == RS_OK && i < P; i++)
+    if (!seen[i])
+      rc = rs__err(errmsg, RS_EPARSE, "%s: buckets: \"%.100s\" is in none",
+                   source, m->params[i].name);
+  free(seen);
+  if (rc)
+    m->bucket_count = 0;
+  return rc;
+}
+
 static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
                       const char *source, char *errmsg) {
-  static const char *const keys[] = {"name", "description", "params", "grads",
-                                     NULL};
+  static const char *const keys[] = {"name",  "description", "params",
+                                     "grads", "buckets",     NULL};
   if (!json_is_object(root))
     return rs__err(errmsg, RS_EPARSE, "%s: the top level must be an object",
                    source);
@@ -437,6 +533,9 @@ static int parse_root(rs_model_t *m, json_t *root, size_t text_len,
     p->elem_offset = m->elems;
     m->elems += p->elems;
   }
+  json_t *jbuckets = json_object_get(root, "buckets");
+  if (jbuckets && (rc = parse_buckets(m, jbuckets, source, errmsg)))
+    return rc;
   json_t *jgrads = json_object_get(root, "grads");
   if (jgrads)
     return parse_grads(m, jgrads, text_len, source, errmsg);
@@ -511,6 +610,11 @@ int rs_model_buckets(const rs_model_t *m, size_t first_bytes, size_t cap_bytes,
   *count = 0;
   if (!*out)
     return RS_ENOMEM;
+  if (m->bucket_count) { /* the model's own ("buckets") */
+    memcpy(*out, m->buckets, m->bucket_count * sizeof **out);
+    *count = m->bucket_count;
+    return RS_OK;
+  }
   rs_bucket_t *b = NULL;
   size_t limit = first_bytes;
   /* Backward produces gradients last layer first: walk params in reverse,

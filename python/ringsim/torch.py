@@ -1,0 +1,235 @@
+"""ringsim.torch: record a real PyTorch DDP job's buckets, so that ringsim
+replays that job's gradients (docs/ddp.md, "Bring your own job").
+
+    import ringsim.torch
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(None, ringsim.torch.record_hook("rec", module=model))
+
+record_hook(directory) is a DDP communication hook that wraps another one
+(inner; PyTorch's allreduce_hook if none) and changes nothing DDP
+computes. On each rank and each backward s = 1, 2, ... it writes, under
+directory/step{s}/:
+
+    rank{r}.safetensors    rank r's bucket inputs, per parameter: its own
+                           gradients as DDP copied them into its buckets
+    result{r}.safetensors  what the inner hook left in the buckets: the
+                           averaged gradients DDP hands back to param.grad
+    model.json             (rank 0) the params in model order and DDP's
+                           buckets of that backward, in launch order, each
+                           in its flat view's order ("buckets"; docs/
+                           model-json.md)
+
+so that
+
+    ringsim -w W -p rec/step2/model.json --grads 'rec/step2/rank{r}.safetensors' \\
+        --like ddp-gloo --hook allreduce --out ringsim.safetensors
+
+replays backward 2 of the job (as its model.json's description says), and
+ringsim diff explains what another world size or hook would change.
+Needs torch with torch.distributed (and libringsim, which writes the files).
+"""
+import ctypes
+import json
+import os
+import tempfile
+import threading
+
+from . import _lib
+
+__all__ = ["record_hook"]
+
+# PyTorch's hooks that ringsim's --hook reproduces, by function name
+_HOOKS = {"allreduce_hook": "allreduce", "fp16_compress_hook": "fp16",
+          "bf16_compress_hook": "bf16"}
+_DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
+           "torch.float16": "f16", "torch.bfloat16": "bf16"}
+
+
+def _fail(message):
+    return ValueError("ringsim.torch.record_hook: " + message)
+
+
+def _ready_directory(directory):
+    """directory made (or found empty of a recording) and writable, before
+    training starts; else ValueError naming it."""
+    path = os.fspath(directory)
+    try:
+        os.makedirs(path, exist_ok=True)
+        taken = sorted(e for e in os.listdir(path) if e.startswith("step"))
+        if taken:
+            raise _fail(f"{path} already holds a recording ({taken[0]}): "
+                        "give a new or empty directory (nothing recorded is "
+                        "overwritten)")
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".ringsim-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise _fail(f"{path} is not a writable directory: "
+                    f"{e.strerror or e}") from None
+    return path
+
+
+def _write_tensors(path, params, values):
+    """values ({name: tensor}) as safetensors at path, through libringsim's
+    writer (a temporary file renamed into place), in params' order."""
+    import torch
+    lib = _lib.load()
+    model = json.dumps({"name": "record", "params": params}).encode()
+    err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
+    handle = ctypes.c_void_p()
+    if lib.rs_model_parse(model, len(model), b"record", ctypes.byref(handle), err):
+        raise _fail(err.value.decode(errors="replace"))
+    try:
+        wide = torch.float64 if params[0]["dtype"] == "f64" else torch.float32
+        flat = torch.cat([values[p["name"]].detach().reshape(-1).to(wide)
+                          for p in params]).contiguous()
+        if lib.rs_safetensors_write(os.fsencode(path), handle.value,
+                                    ctypes.c_void_p(flat.data_ptr()), err):
+            raise _fail(err.value.decode(errors="replace"))
+    finally:
+        lib.rs_model_free(handle.value)
+
+
+class _Recorder:
+    """One rank's recording: each backward's buckets, inputs and results,
+    written once its last bucket's result is in."""
+
+    def __init__(self, directory, inner, module):
+        self.directory = directory
+        self.inner = inner
+        self.names = ({id(p): n for n, p in module.named_parameters()
+                       if p.requires_grad} if module is not None else None)
+        self.order = None  # without module: [param] of the first backward
+        self.started = False
+        self.lock = threading.Lock()
+        self.step = 0
+        self.new_step()
+
+    def new_step(self):
+        self.step += 1
+        self.buckets = {}   # index: [param] in its flat view's order
+        self.inputs = {}    # id(param): tensor
+        self.results = {}
+        self.expected = None  # the buckets of this backward, once known
+
+    def name(self, p):
+        if self.names is not None:
+            return self.names[id(p)]
+        return f"p{self.index[id(p)]}"
+
+    def __call__(self, state, bucket):
+        import torch.distributed as dist
+        group = getattr(state, "process_group", state)  # PowerSGDState's
+        params = list(bucket.parameters())
+        buffer = bucket.buffer()
+        with self.lock:
+            if not self.started:
+                self.first_bucket(params, bucket)
+                self.started = True
+            self.buckets[bucket.index()] = params
+            offset = 0
+            for p in params:  # the flat view holds them in this order
+                n = p.numel()
+                self.inputs[id(p)] = buffer[offset:offset + n].detach().clone() \
+                    .reshape(p.shape)
+                offset += n
+            if bucket.is_last():
+                self.expected = bucket.index() + 1
+        rank, world = dist.get_rank(group), dist.get_world_size(group)
+        future = self.inner(state, bucket)
+
+        def record(fut):
+            out = fut.value()
+            result = out[0] if isinstance(out, (list, tuple)) else out
+            with self.lock:
+                offset = 0
+                for p in params:
+                    n = p.numel()
+                    self.results[id(p)] = result[offset:offset + n].detach() \
+                        .clone().reshape(p.shape)
+                    offset += n
+                if self.expected is not None and \
+                        len(self.results) == sum(len(b) for b in self.buckets.values()) \
+                        and len(self.buckets) == self.expected:
+                    self.write(rank, world)
+                    self.new_step()
+            return out
+
+        return future.then(record)
+
+    def first_bucket(self, params, bucket):
+        """The model order: the module's, or, without one, DDP's first
+        backward's one bucket (which holds every param in model order)."""
+        if self.names is None:
+            if not (bucket.index() == 0 and bucket.is_last()):
+                raise _fail("without module=, recording must start at DDP's "
+                            "first backward (one bucket of every param in "
+                            "model order); give module=your_model")
+            self.index = {id(p): i for i, p in enumerate(params)}
+            self.order = params
+
+    def write(self, rank, world):
+        step_dir = os.path.join(self.directory, f"step{self.step}")
+        os.makedirs(step_dir, exist_ok=True)
+        by_id = {}
+        for b in self.buckets.values():
+            for p in b:
+                by_id[id(p)] = p
+        if self.names is not None:
+            ordered = [by_id[i] for i in self.names if i in by_id]
+        else:
+            ordered = [p for p in self.order if id(p) in by_id]
+        params = [{"name": self.name(p), "shape": list(p.shape),
+                   "dtype": _DTYPES[str(p.dtype)]} for p in ordered]
+        for stem, values in (("rank", self.inputs), ("result", self.results)):
+            path = os.path.join(step_dir, f"{stem}{rank}.safetensors")
+            if os.path.exists(path):
+                raise _fail(f"{path} exists: nothing recorded is overwritten")
+            _write_tensors(path, params, {self.name(by_id[i]): t
+                                          for i, t in values.items()})
+        if rank != 0:
+            return
+        hook = _HOOKS.get(getattr(self.inner, "__name__", ""), None)
+        replay = (f"ringsim -w {world} -p {step_dir}/model.json --grads "
+                  f"'{step_dir}/rank{{r}}.safetensors' --like ddp-gloo" +
+                  (f" --hook {hook}" if hook else ""))
+        model = {
+            "name": os.path.basename(os.path.abspath(self.directory)),
+            "description": f"backward {self.step} of a DDP job on {world} ranks, "
+                           f"recorded by ringsim.torch.record_hook around "
+                           f"{getattr(self.inner, '__name__', 'a hook')}; "
+                           f"replay: {replay}",
+            "params": params,
+            "buckets": [[self.name(p) for p in self.buckets[i]]
+                        for i in sorted(self.buckets)]}
+        fd, tmp = tempfile.mkstemp(dir=step_dir, prefix=".model-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(model, f, indent=1)
+        os.replace(tmp, os.path.join(step_dir, "model.json"))
+
+
+def record_hook(directory, inner=None, module=None):
+    """A DDP communication hook (register it with
+    ddp.register_comm_hook(state, hook), state as inner takes it: a
+    process group or None for PyTorch's default hooks) that records each
+    backward's buckets under directory and returns what inner returns
+    (torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_hook
+    if None). module (the model DDP wraps) names the params; without it
+    they are p0, p1, ... in model order, and recording must start at DDP's
+    first backward. The directory is made, and must be new or hold no
+    recording, and be writable: checked now, before training starts
+    (ValueError naming it). Nothing recorded is ever overwritten."""
+    path = _ready_directory(directory)
+    if inner is None:
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import \
+            allreduce_hook
+        inner = allreduce_hook
+    if not callable(inner):
+        raise TypeError("ringsim.torch.record_hook: inner must be a DDP comm "
+                        "hook (state, bucket) -> Future")
+    recorder = _Recorder(path, inner, module)
+
+    def ringsim_record_hook(state, bucket):  # DDP asks a hook its __name__
+        return recorder(state, bucket)
+
+    return ringsim_record_hook
