@@ -3,10 +3,11 @@
 arithmetic done here by hand with numpy on small inputs (W = 2 and 3;
 the ring's order of additions, docs/algorithms.md), float16's overflow
 and underflow as the report counts them, and what is refused (exit 2,
-one line on stderr naming the input). Real DDP with the hooks registered
-is tests/test_gloo.py's Ddp.test_hooks.
+one line on stderr naming the input); model.json's "buckets" (Buckets).
+Real DDP with the hooks registered is tests/test_gloo.py's Ddp.test_hooks,
+a recorded job's replay its Ddp.test_record.
 
-    test_hooks.py RINGSIM [Hooks.test_name ...]
+    test_hooks.py RINGSIM [Hooks.test_name | Buckets.test_name ...]
 """
 import json
 import os
@@ -218,6 +219,59 @@ class Hooks(unittest.TestCase):
                 self.assertEqual(out, "")
         rc, out, err = run("-p", f64, "--no-trace", "--hook", "allreduce")
         self.assertEqual(rc, 0, err)  # allreduce divides in the model's dtype
+
+
+class Buckets(unittest.TestCase):
+    """model.json's "buckets" (a recorded job's, ringsim.torch.record_hook):
+    the run's buckets and their layout, and what is refused."""
+
+    def write(self, d, model):
+        path = os.path.join(d, "m.json")
+        with open(path, "w") as f:
+            json.dump(model, f)
+        return path
+
+    PARAMS = [{"name": "a", "shape": [300]}, {"name": "b", "shape": [200]},
+              {"name": "c", "shape": [400]}]
+
+    # buckets-1: the listed buckets run, in the listed order, each laid out
+    # as listed (the report's params); --bucket-mb is refused beside them.
+    # (Bit for bit with a real job's layout: test_gloo's Ddp.test_record.)
+    def test_layout(self):
+        with tempfile.TemporaryDirectory() as d:
+            listed = self.write(d, {"params": self.PARAMS,
+                                    "buckets": [["c"], ["a", "b"]]})
+            rc, out, err = run("-w", 3, "-p", listed, "--like", "ddp-gloo",
+                               "--no-trace", "--json", "--out",
+                               os.path.join(d, "listed.safetensors"))
+            self.assertEqual(rc, 0, err)
+            report = json.loads(out)
+            self.assertEqual([b["params"] for b in report["buckets"]], [["c"], ["a", "b"]])
+            rc, out, err = run("-w", 3, "-p", listed, "--like", "ddp-gloo", "--no-trace")
+            self.assertIn("2 buckets as the model lists them", out)
+            rc, _, err = run("-w", 3, "-p", listed, "--bucket-mb", 1, "--no-trace")
+            self.assertEqual(rc, 2, err)
+            self.assertIn("lists its buckets (a recorded job's): --bucket-mb does "
+                          "not apply", err)
+
+    # buckets-2: one line naming the fault, exit 2
+    def test_refused(self):
+        two = self.PARAMS[:2]
+        for buckets, says in (
+                ([["c", "a"], ["b"]], 'buckets[0]: its params are not consecutive'),
+                ([["a", "b"]], 'buckets: "c" is in none'),
+                ([["a", "x"], ["b", "c"]], 'buckets[0][1]: "x" is not a param'),
+                ([["a", "b"], ["a", "c"]], 'buckets[1][0]: "a" is in an earlier bucket'),
+                ([[]], "buckets[0]: must be a non-empty list of param names"),
+                ([], "buckets: must be a non-empty list"),
+                ([[3]], "buckets[0][0]: not a name is not a param")):
+            with self.subTest(buckets=buckets), tempfile.TemporaryDirectory() as d:
+                path = self.write(d, {"params": self.PARAMS if buckets != [[]] else two,
+                                      "buckets": buckets})
+                rc, out, err = run("-p", path, "--no-trace")
+                self.assertEqual(rc, 2, err)
+                self.assertIn(says, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 
 def main():
