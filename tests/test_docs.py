@@ -54,6 +54,8 @@ SKIPPED = [
      "torch_round_trip runs exactly these commands"),
     ("grads/model.json", "reads what tools/torch_grads.py writes (see above)"),
     ("g64/model.json", "reads what tools/torch_grads.py writes (see above)"),
+    ("rec/step2/", "reads what ringsim.torch.record_hook writes in a real DDP "
+     "job: test_gloo's Ddp.test_record replays such a recording, bit for bit"),
     ("--params cnn.json", "reads what tools/torch_profile.py writes (torch_profile runs "
      "the tool and ringsim step on what it writes)"),
     ("scripts/",
