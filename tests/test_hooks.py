@@ -200,6 +200,19 @@ class Hooks(unittest.TestCase):
         # the ring's 6 steps of 1 MiB / 4 at 1 GB/s: the bytes' time halves
         self.assertLess(comm["fp16"], 0.51 * comm["none"] + 6 * 1000 * 2)
 
+    # hooks-7: --explain says what the hook did to the values it shows
+    def test_explain(self):
+        path = self.model([[1, 2], [3, 4]])
+        for hook, says in (("fp16", "cast to float16 and divided by the number of "
+                                    "workers in it (--hook fp16)"),
+                           ("allreduce", "divided by the number of workers (--hook "
+                                         "allreduce)")):
+            with self.subTest(hook=hook):
+                rc, out, err = run("-p", path, "--no-trace", "--explain", "--hook", hook)
+                self.assertEqual(rc, 0, err)
+                self.assertIn(says, out.replace("\n", " "))
+                self.assertIn("w: [2, 3]", out)  # the two-worker example holds
+
     # hooks-6: refused before anything runs, one line naming the input
     def test_refused(self):
         path = self.model([[1, 2], [3, 4]])

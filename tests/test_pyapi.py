@@ -542,7 +542,8 @@ class PyApi(unittest.TestCase):
                 "reduce_rate": ("10GB/s", {"net": net}),
                 "inject": ("stall:worker=1,step=0,ms=1", {}),
                 "trace": (os.path.join(d, "runs"), {}),
-                "model_name": ("m", {}), "like": ("ddp-gloo", {})}
+                "model_name": ("m", {}), "like": ("ddp-gloo", {}),
+                "hook": ("fp16", {})}
             # every argument of every public function is here
             for fn in (ringsim.allreduce, ringsim.ddp_allreduce_average_grads):
                 params = set(inspect.signature(fn).parameters)

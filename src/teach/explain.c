@@ -515,6 +515,15 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
   }
   fprintf(x->out, "Under it, each worker's values%s.\n",
           x->pub.op != RS_OP_AVG || !run->config.average_pre ? ""
+          : run->hook_cast && run->dtype == RS_DTYPE_F16
+              ? ", each already cast to float16 and divided by the number "
+                "of workers in it (--hook fp16)"
+          : run->hook_cast
+              ? ", each already cast to bfloat16 and divided by the number "
+                "of workers in it (--hook bf16)"
+          : run->config.hook == RS_HOOK_ALLREDUCE
+              ? ", each already divided by the number of workers (--hook "
+                "allreduce)"
           : run->config.average_pre == RS_AVERAGE_PRE_MUL
               ? ", each already multiplied by 1/W rounded, as DDP's "
                 "reducer does (--average pre-mul)"
