@@ -276,48 +276,53 @@ def ddp_buckets(rank, group, d):
             json.dump(log, f)
 
 
+def local_grads(kind, seed, path):
+    """The model `kind`, and one batch (x, y) drawn from seed; the model's
+    gradients on that batch without DDP (a copy: what this rank computes
+    alone) written to path as safetensors."""
+    import torch
+    import torch.nn as nn
+    model, shape = build(kind)
+    local = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn((8,) + shape, generator=g)
+    y = torch.randint(0, 10, (8,), generator=g)
+    nn.functional.cross_entropy(local(x), y).backward()
+    write_grads(path, local)
+    return model, x, y
+
+
+def write_grads(path, model):
+    ringsim_st.write(path, {n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
 def ddp_models(rank, cap_mb, group, d):
     """For each model: this rank's local gradients (a copy, no DDP) and
     DDP's averaged ones after backward 1 and 2, as safetensors."""
     import torch.nn as nn
-    import torch
     for kind in MODELS:
-        model, shape = build(kind)
-        local = copy.deepcopy(model)
-        g = torch.Generator().manual_seed(100 + rank)
-        x = torch.randn((8,) + shape, generator=g)
-        y = torch.randint(0, 10, (8,), generator=g)
-        nn.functional.cross_entropy(local(x), y).backward()
-        ringsim_st.write(os.path.join(d, f"{kind}_local{rank}.safetensors"),
-                         {n: p.grad.numpy() for n, p in local.named_parameters()})
+        model, x, y = local_grads(kind, 100 + rank,
+                                  os.path.join(d, f"{kind}_local{rank}.safetensors"))
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_mb,
                                                   process_group=group)
         for it in (1, 2):
             for p in model.parameters():
                 p.grad = None
             nn.functional.cross_entropy(ddp(x), y).backward()
-            ringsim_st.write(os.path.join(d, f"{kind}_ddp{it}_{rank}.safetensors"),
-                             {n: p.grad.numpy() for n, p in model.named_parameters()})
+            write_grads(os.path.join(d, f"{kind}_ddp{it}_{rank}.safetensors"), model)
 
 
 def ddp_hooks(rank, group, d):
     """For each hook model: this rank's local gradients (a copy, no DDP),
     and for each of PyTorch's hooks, DDP's gradients after backward 1 and
     2 with that hook registered, as safetensors."""
-    import torch
     import torch.nn as nn
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     hooks = {"allreduce": default_hooks.allreduce_hook,
              "fp16": default_hooks.fp16_compress_hook}
     for kind in HOOK_MODELS:
-        model, shape = build(kind)
-        local = copy.deepcopy(model)
-        g = torch.Generator().manual_seed(400 + rank)
-        x = torch.randn((8,) + shape, generator=g)
-        y = torch.randint(0, 10, (8,), generator=g)
-        nn.functional.cross_entropy(local(x), y).backward()
-        ringsim_st.write(os.path.join(d, f"{kind}_local{rank}.safetensors"),
-                         {n: p.grad.numpy() for n, p in local.named_parameters()})
+        _, x, y = local_grads(kind, 400 + rank,
+                              os.path.join(d, f"{kind}_local{rank}.safetensors"))
         for name in DDP_HOOKS:
             model, _ = build(kind)
             ddp = nn.parallel.DistributedDataParallel(
@@ -327,9 +332,8 @@ def ddp_hooks(rank, group, d):
                 for p in model.parameters():
                     p.grad = None
                 nn.functional.cross_entropy(ddp(x), y).backward()
-                ringsim_st.write(
-                    os.path.join(d, f"{kind}_{name}{it}_{rank}.safetensors"),
-                    {n: p.grad.numpy() for n, p in model.named_parameters()})
+                write_grads(os.path.join(d, f"{kind}_{name}{it}_{rank}.safetensors"),
+                            model)
 
 
 def ddp_record(rank, group, d):
@@ -356,8 +360,7 @@ def ddp_record(rank, group, d):
                 for p in model.parameters():
                     p.grad = None
                 nn.functional.cross_entropy(ddp(x), y).backward()
-                ringsim_st.write(os.path.join(rec, f"ddp{it}_{rank}.safetensors"),
-                                 {n: p.grad.numpy() for n, p in model.named_parameters()})
+                write_grads(os.path.join(rec, f"ddp{it}_{rank}.safetensors"), model)
 
 
 class Ddp(unittest.TestCase):

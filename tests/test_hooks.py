@@ -248,7 +248,8 @@ class Buckets(unittest.TestCase):
               {"name": "c", "shape": [400]}]
 
     # buckets-1: the listed buckets run, in the listed order, each laid out
-    # as listed (the report's params); --bucket-mb is refused beside them.
+    # as listed (the report's params); --bucket-mb is refused beside them
+    # by a run, ringsim model, step and diff.
     # (Bit for bit with a real job's layout: test_gloo's Ddp.test_record.)
     def test_layout(self):
         with tempfile.TemporaryDirectory() as d:
@@ -262,10 +263,19 @@ class Buckets(unittest.TestCase):
             self.assertEqual([b["params"] for b in report["buckets"]], [["c"], ["a", "b"]])
             rc, out, err = run("-w", 3, "-p", listed, "--like", "ddp-gloo", "--no-trace")
             self.assertIn("2 buckets as the model lists them", out)
-            rc, _, err = run("-w", 3, "-p", listed, "--bucket-mb", 1, "--no-trace")
-            self.assertEqual(rc, 2, err)
-            self.assertIn("lists its buckets (a recorded job's): --bucket-mb does "
-                          "not apply", err)
+            for argv in (["-w", 3, "-p", listed, "--bucket-mb", 1, "--no-trace"],
+                         ["model", "-w", 3, "-p", listed, "--bucket-mb", 1, "--net",
+                          "latency=1us,bandwidth=1GB/s"],
+                         ["step", "-w", 2, "-p", listed, "--bucket-mb", 1, "--net",
+                          "latency=1us,bandwidth=1GB/s", "--no-threads"],
+                         ["diff", "-w", 3, "-p", listed, "--bucket-mb", 1, "--algo",
+                          "ring,rd"]):
+                with self.subTest(argv=argv[0]):
+                    rc, out, err = run(*argv)
+                    self.assertEqual(rc, 2, err)
+                    self.assertIn("lists its buckets (a recorded job's): --bucket-mb "
+                                  "does not apply", err)
+                    self.assertEqual(out, "")
 
     # buckets-2: one line naming the fault, exit 2
     def test_refused(self):

@@ -191,6 +191,10 @@ int cli_refuse(cli_mode_t mode, const char *fmt, ...)
  * model`'s (argv[0] "model") with o->model_only set, into o. Returns -1 to
  * go on, or the exit status, having said why (--help, --version: 0). */
 int cli_parse_args(int argc, char **argv, options_t *o);
+/* A model that lists its buckets (model.json's "buckets": a recorded
+ * job's) beside --bucket-mb, refused (run, step, diff). Returns -1 to go
+ * on, or EXIT_USAGE having said why. */
+int cli_check_model_buckets(const options_t *o, const rs_model_t *model);
 
 /* help.c: the mode's --help, on stdout. */
 void cli_print_help(cli_mode_t mode);

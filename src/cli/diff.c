@@ -89,7 +89,7 @@ static int ready_side(diff_t *d, int k) {
   side_t *side = &d->s[k];
   options_t *o = &side->opt;
   int rc = diff_load_model(o->params, o->dtype_name, &side->model);
-  if (rc >= 0)
+  if (rc >= 0 || (rc = cli_check_model_buckets(o, side->model)) >= 0)
     return rc;
   const int wa = d->s[0].opt.config.workers, wb = d->s[1].opt.config.workers;
   int inline_workers = rs_model_inline_workers(side->model);

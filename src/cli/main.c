@@ -484,12 +484,8 @@ static int command(int argc, char **argv) {
   if (rs_model_load(opt.params, &model, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
-  } else if (rs_model_fixed_buckets(model) && opt.given[OPT_BUCKET_MB]) {
-    fprintf(stderr,
-            "ringsim: %s lists its buckets (a recorded job's): --bucket-mb "
-            "does not apply\n",
-            opt.params);
-    rc = EXIT_USAGE;
+  } else if ((rc = cli_check_model_buckets(&opt, model)) >= 0) {
+    /* (said) */
   } else if (opt.model_only) {
     rc = cli_run_model(&opt, model);
   } else {

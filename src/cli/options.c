@@ -96,6 +96,15 @@ int cli_topo_workers(options_t *o) {
   return -1;
 }
 
+int cli_check_model_buckets(const options_t *o, const rs_model_t *model) {
+  if (!rs_model_fixed_buckets(model) || !o->given[OPT_BUCKET_MB])
+    return -1;
+  return cli_refuse(o->mode,
+                    "%s lists its buckets (a recorded job's): --bucket-mb "
+                    "does not apply",
+                    o->params);
+}
+
 int cli_check_run(options_t *o) {
   int rc;
   if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0)

@@ -524,7 +524,9 @@ int cli_step(int argc, char **argv) {
     fprintf(stderr, "ringsim: %s\n", err);
     return EXIT_USAGE;
   }
-  rc = step_model(&o, model);
+  rc = cli_check_model_buckets(&o, model);
+  if (rc < 0)
+    rc = step_model(&o, model);
   rs_model_free(model);
   return rc;
 }
