@@ -1437,6 +1437,54 @@ class Tools(unittest.TestCase):
         self.assertIn("not `ringsim step --json` output", err)
 
 
+    # tools-sweep: `ringsim-plot sweep` draws `ringsim model --workers LIST
+    # --algo all --json`: a line per algorithm through its simulated time
+    # at each W, a star on the fastest at each W, and prints each W's
+    # fastest and the crossovers, as the report says them. On a topology
+    # too (nodes=LIST). What is not such a report is refused in one line.
+    def test_sweep(self):
+        report = self.out("sweep.json")
+        for args in (["--workers", "2,4,8,16,32", "--params",
+                      os.path.join(EXAMPLES, "model.json"), "--net",
+                      "latency=5us,bandwidth=25GB/s"],
+                     ["--topo", "dgx-h100,nodes=1,2,4", "--params",
+                      os.path.join(EXAMPLES, "bucket_1mib.json")]):
+            with self.subTest(args=args[0]):
+                p = subprocess.run([RINGSIM, "model", *args, "--algo", "all", "--json"],
+                                   capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(report, "w") as f:
+                    f.write(p.stdout)
+                rows = json.loads(p.stdout)["rows"]
+                fig, title = self.figure_of("sweep", report, "-o", self.out("sweep.png"))
+                self.assertIn("all-reduce time against W", title)
+                ax = fig.axes[0]
+                algos = list(rows[0]["algos"])
+                lines = {l.get_label(): l for l in ax.lines}
+                self.assertEqual(sorted(lines), sorted(algos + ["fastest"]))
+                for a in algos:
+                    self.assertEqual(list(lines[a].get_ydata()),
+                                     [r["algos"][a]["sim_ns"] / 1e3 for r in rows])
+                self.assertEqual(list(lines["fastest"].get_xdata()),
+                                 [r["workers"] for r in rows])
+                self.assertEqual(list(lines["fastest"].get_ydata()),
+                                 [r["algos"][r["fastest"]]["sim_ns"] / 1e3 for r in rows])
+                rc, out, err = self.tool_in("sweep", report, "-o", self.out("sweep.png"))
+                self.assertEqual(rc, 0, err)
+                for r in rows:
+                    self.assertIn(f"W={r['workers']}: fastest {r['fastest']} ", out)
+                for r0, r1 in zip(rows, rows[1:]):
+                    said = (f"crossover {r0['fastest']} -> {r1['fastest']} between "
+                            f"W={r0['workers']} and W={r1['workers']}")
+                    self.assertEqual(said in out, r0["fastest"] != r1["fastest"], out)
+        with open(self.out("not-model.json"), "w") as f:
+            json.dump({"rows": [{"workers": 2}]}, f)
+        rc, out, err = self.tool("sweep", self.out("not-model.json"), "-o", self.out("x.png"))
+        self.assertEqual(rc, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("not `ringsim model --json` output", err)
+
+
 def held(label, W):
     """A chunk view's contributors ('all', '3', '0-2', '5-1', '0,2-3') as a set."""
     if label == "all":

@@ -17,6 +17,7 @@ from .animate import cmd_animate
 from .export import cmd_export
 from .html import HTML_DEFAULT_RUNS, cmd_html
 from .step import cmd_step
+from .sweep import cmd_sweep
 
 
 COMMANDS = {
@@ -36,10 +37,13 @@ COMMANDS = {
     "step": (cmd_step, "a training step from `ringsim step --json` output: per worker its "
                        "compute and its all-reduces, the exposed part shaded; with several "
                        "caps, the step time against the cap"),
+    "sweep": (cmd_sweep, "the all-reduce time against W, per algorithm, from `ringsim model "
+                         "--workers LIST --algo all --json` output; the fastest marked, the "
+                         "crossovers printed"),
 }
 DEFAULT_OUT = {"timeline": "timeline.png", "chunks": "chunks.png", "links": "links.png",
                "topo": "topo.png", "compare": "compare.png", "animate": "ring.gif", "export": "trace.json",
-               "html": "ringsim.html", "step": "step.png"}
+               "html": "ringsim.html", "step": "step.png", "sweep": "sweep.png"}
 
 
 def build_parser():
@@ -65,6 +69,9 @@ def build_parser():
             p.add_argument("report", help="`ringsim step --json` output")
             p.add_argument("--first", action="store_true",
                            help="draw step 1 (one bucket: DDP's first backward), not a later one")
+        elif name == "sweep":
+            p.add_argument("report", help="`ringsim model --workers LIST --algo all --json` "
+                                          "output (or --topo ...,nodes=LIST)")
         elif name == "html":
             p.add_argument("trace", help="the trace database (ringsim-trace.db)")
             p.add_argument("--run", type=int, nargs="+", action="extend", metavar="ID",
@@ -90,8 +97,8 @@ def main(argv=None):
     try:
         check_output(args.command, args.out,
                      [getattr(args, k, None) for k in ("trace", "bench", "model", "report")])
-        if args.command == "step":
-            cmd_step(args)
+        if args.command in ("step", "sweep"):
+            COMMANDS[args.command][0](args)
             return 0
         if args.command == "compare" and (args.bench or args.model):
             if not args.bench:

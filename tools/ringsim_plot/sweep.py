@@ -1,0 +1,76 @@
+"""ringsim-plot sweep: the all-reduce time against the world size, one
+line per algorithm, from `ringsim model --workers LIST --algo all --json`
+(or `--topo ...,nodes=LIST`): the schedule simulation's time of each
+algorithm at each size, the fastest marked at each, and where the fastest
+changes printed on stdout: how each algorithm's time grows with W, for a
+class, without a shell loop (docs/tools.md).
+"""
+import json
+
+from . import output  # output.save, looked up when called (tests watch what is saved)
+from .output import ToolError, clean
+from .style import pyplot
+
+
+def load(path):
+    """The model report's rows, checked: [(W, nodes or None, {algo: us},
+    fastest)], in the report's order."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ToolError(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ToolError(f"{path}: not `ringsim model --json` output: {e}") from None
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    try:
+        out = [(int(r["workers"]), r.get("nodes"),
+                {a: t["sim_ns"] / 1e3 for a, t in r["algos"].items()}, str(r["fastest"]))
+               for r in rows]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        out = []
+    if not out:
+        raise ToolError(f"{path}: not `ringsim model --json` output (no rows with workers, "
+                        "algos and fastest)")
+    return doc, out
+
+
+def changes(rows):
+    """[(W before, W after, fastest before, fastest after)] where the
+    fastest algorithm changes from one size to the next."""
+    return [(w0, w1, f0, f1) for (w0, _, _, f0), (w1, _, _, f1) in zip(rows, rows[1:])
+            if f0 != f1]
+
+
+def cmd_sweep(args):
+    doc, rows = load(args.report)
+    algos = list(rows[0][2])
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
+    for i, algo in enumerate(algos):
+        mine = [(w, t[algo]) for w, _, t, _ in rows if algo in t]
+        ax.plot([w for w, _ in mine], [t for _, t in mine], "o-", color=f"C{i}",
+                markersize=4, lw=1.4, label=algo)
+    # the fastest at each size, a star on its line
+    ax.plot([w for w, _, _, _ in rows], [t[f] for _, _, t, f in rows], "*", color="k",
+            markersize=11, linestyle="none", label="fastest")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    xs = [w for w, _, _, _ in rows]
+    ax.set_xticks(xs, [str(w) for w in xs], fontsize=8)
+    ax.minorticks_off()
+    topo = any(n is not None for _, n, _, _ in rows)
+    ax.set_xlabel("workers W" + (" (nodes x GPUs)" if topo else ""))
+    ax.set_ylabel("simulated time (us)")
+    ax.legend(fontsize=8, ncol=2)
+    size = doc.get("bytes")
+    title = (f"all-reduce time against W: {clean(str(doc.get('model', 'model')))}"
+             + (f", {size:,} bytes per worker" if isinstance(size, int) else "")
+             + " (ringsim model, schedules alone)")
+    ax.set_title(title, fontsize=9)
+    output.save(fig, args.out, title, tight=False)
+    plt.close(fig)
+    lines = [f"W={w}: fastest {f} ({t[f]:.3f} us)" for w, _, t, f in rows]
+    lines += [f"crossover {f0} -> {f1} between W={w0} and W={w1}"
+              for w0, w1, f0, f1 in changes(rows)]
+    print("\n".join(lines))
