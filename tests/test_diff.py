@@ -495,6 +495,9 @@ class Diff(unittest.TestCase):
              "grads has 4 entries but --workers 2,8 needs 8"),
             (["-p", inline, "-w", "1,2"],
              "grads has 4 entries but --workers 1,2 needs 2"),
+            # one topology, one W: side B's 16 named, not side A blamed
+            (["-p", m, "-w", "8,16", "--topo", "dgx-h100"],
+             "diff: --workers 8,16 with --topo: its 1 node of 8 GPUs are 8 workers"),
         ]
         self.assert_refused(cases)
 

@@ -1124,8 +1124,15 @@ class Tools(unittest.TestCase):
                                                 "data_offsets": [0, 8]}}).encode()
         with open(os.path.join(st, "i64.safetensors"), "wb") as f:
             f.write(struct.pack("<Q", len(header)) + header + bytes(8))
+        with open(os.path.join(st, "short.safetensors"), "wb") as f:
+            f.write(b"abc")  # shorter than the header's length
+        with open(os.path.join(st, "long.safetensors"), "wb") as f:
+            f.write(b"\xff" * 16)  # a header longer than the file
         for result, shown_name in (("result", "['w?[2J?'] differ from the reference's ['w']"),
-                                   ("i64", "tensor i?]0;x? is I64")):
+                                   ("i64", "tensor i?]0;x? is I64"),
+                                   ("short", "not a safetensors file (3 bytes"),
+                                   ("long", "not a safetensors file (a header of "
+                                            "18446744073709551615 bytes in 16)")):
             with self.subTest(torch_check=result):
                 p = subprocess.run([sys.executable, os.path.join(os.path.dirname(TOOL), "torch_check.py"),
                                     "--dir", st, "--workers", "2", "--result",

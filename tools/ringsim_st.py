@@ -34,8 +34,18 @@ def read(path):
     import numpy as np
     with open(path, "rb") as f:
         raw = f.read()
+    if len(raw) < 8:
+        raise ValueError(f"{path}: not a safetensors file ({len(raw)} bytes, "
+                         "shorter than its 8-byte header length)")
     (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
+    if n > len(raw) - 8:
+        raise ValueError(f"{path}: not a safetensors file (a header of {n} bytes "
+                         f"in {len(raw)})")
+    try:
+        header = json.loads(raw[8:8 + n])
+    except ValueError as e:
+        raise ValueError(f"{path}: not a safetensors file (its header is not "
+                         f"JSON: {e})") from None
     out = {}
     for name, t in header.items():
         if name == "__metadata__":

@@ -30,6 +30,14 @@ static int check_world_sizes(diff_t *d) {
   const int wa = s[0].opt.config.workers, wb = s[1].opt.config.workers;
   d->sizes = wa != wb;
   d->big = wa > wb ? wa : wb;
+  const rs_topo_t *t = &s[0].opt.config.net.topo;
+  if (d->sizes && t->enabled)
+    return cli_refuse(CLI_DIFF,
+                      "--workers %d,%d with --topo: its %d node%s of %d GPUs "
+                      "are %d workers, one number for both sides (a "
+                      "topology's W is nodes x gpus)",
+                      wa, wb, t->nodes, t->nodes == 1 ? "" : "s", t->gpus,
+                      t->nodes * t->gpus);
   if (d->sizes && d->big % (wa < wb ? wa : wb))
     return cli_refuse(CLI_DIFF,
                       "--workers %d,%d: neither world size divides the "
