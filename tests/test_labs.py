@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""The labs stay true (docs/labs/): every command of every lab page runs
+as a student would run it (from a copy of the repository's layout, in a
+fresh directory), each picture it asks for is written, every answers
+page's commands are its lab's, and scripts/lab-answers --check finds each
+answer page saying what the commands print today: a changed output fails,
+naming the lab, the question and both values. The index lists every lab
+that exists, and no other.
+
+    test_labs.py RINGSIM REPO_DIR [Labs.test_name ...]
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RINGSIM = REPO = None
+LABS = None  # docs/labs
+
+
+def lab_pages():
+    return sorted(n for n in os.listdir(LABS) if re.match(r"\d\d-.*\.md$", n))
+
+
+def commands(path):
+    """The commands a page shows: its indented lines that start with
+    build/ringsim or tools/."""
+    with open(path) as f:
+        return [l[4:].rstrip() for l in f
+                if l.startswith("    build/ringsim") or l.startswith("    tools/")]
+
+
+class Labs(unittest.TestCase):
+    # labs-1: each lab's commands, in order, in a fresh directory holding
+    # build/ringsim, examples/ and tools/ as the repository does: each
+    # exits 0 and writes what its -o or > names
+    def test_commands_run(self):
+        for page in lab_pages():
+            with self.subTest(lab=page), tempfile.TemporaryDirectory() as d:
+                os.makedirs(os.path.join(d, "build"))
+                os.symlink(RINGSIM, os.path.join(d, "build", "ringsim"))
+                for name in ("examples", "tools"):
+                    os.symlink(os.path.join(REPO, name), os.path.join(d, name))
+                cmds = commands(os.path.join(LABS, page))
+                self.assertGreater(len(cmds), 2, page)
+                for command in cmds:
+                    argv = shlex.split(command)
+                    if argv[0].startswith("tools/"):
+                        command = "/usr/bin/python3 " + command
+                    p = subprocess.run(command, shell=True, cwd=d, capture_output=True,
+                                       text=True, timeout=300)
+                    self.assertEqual(p.returncode, 0, f"{page}: {command}: {p.stderr}")
+                    for flag in ("-o", ">"):
+                        if flag in argv:
+                            made = os.path.join(d, argv[argv.index(flag) + 1])
+                            self.assertTrue(os.path.getsize(made) > 0, f"{page}: {command}")
+
+    # labs-2: every answer page is its lab's, and asks only its commands
+    def test_answers_are_the_labs(self):
+        pages = lab_pages()
+        answers = sorted(os.listdir(os.path.join(LABS, "answers")))
+        self.assertEqual(answers, pages)
+        for page in pages:
+            with self.subTest(lab=page):
+                shown = set(commands(os.path.join(LABS, page)))
+                asked = commands(os.path.join(LABS, "answers", page))
+                self.assertTrue(asked)
+                self.assertEqual([c for c in asked if c not in shown], [],
+                                 f"answers/{page} runs commands its lab does not show")
+                with open(os.path.join(LABS, page)) as f:
+                    text = f.read()
+                self.assertIn(f"(answers/{page})", text)
+                questions = re.findall(r"^(\d)\. ", text, re.M)
+                self.assertTrue(3 <= len(questions) <= 6, questions)
+                with open(os.path.join(LABS, "answers", page)) as f:
+                    self.assertEqual(re.findall(r"^## Q(\d)$", f.read(), re.M), questions)
+
+    # labs-3: the answers say what the commands print today
+    def test_answers_are_current(self):
+        p = subprocess.run([os.path.join(REPO, "scripts", "lab-answers"), "--ringsim", RINGSIM,
+                            "--check"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    # labs-4: the index lists every lab, and the teacher's guide each
+    def test_index(self):
+        with open(os.path.join(LABS, "README.md")) as f:
+            index = f.read()
+        with open(os.path.join(LABS, "teachers.md")) as f:
+            guide = f.read()
+        listed = re.findall(r"\]\((\d\d-[^)]*\.md)\)", index)
+        self.assertEqual(listed, lab_pages())
+        for page in lab_pages():
+            self.assertIn(f"]({page})", guide)
+
+
+def main():
+    global RINGSIM, REPO, LABS
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_labs.py RINGSIM REPO_DIR [Labs.test_name ...]")
+    RINGSIM, REPO = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    LABS = os.path.join(REPO, "docs", "labs")
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
