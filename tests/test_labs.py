@@ -27,16 +27,18 @@ def lab_pages():
 
 def commands(path):
     """The commands a page shows: its indented lines that start with
-    build/ringsim or tools/."""
+    build/ringsim, tools/ or sqlite3 (one that ends in `# exit N` must
+    exit N)."""
     with open(path) as f:
         return [l[4:].rstrip() for l in f
-                if l.startswith("    build/ringsim") or l.startswith("    tools/")]
+                if l.startswith(("    build/ringsim", "    tools/", "    sqlite3 "))]
 
 
 class Labs(unittest.TestCase):
     # labs-1: each lab's commands, in order, in a fresh directory holding
     # build/ringsim, examples/ and tools/ as the repository does: each
-    # exits 0 and writes what its -o or > names
+    # exits 0 (or the N of its `# exit N`) and writes what its -o or >
+    # names
     def test_commands_run(self):
         for page in lab_pages():
             with self.subTest(lab=page), tempfile.TemporaryDirectory() as d:
@@ -47,12 +49,15 @@ class Labs(unittest.TestCase):
                 cmds = commands(os.path.join(LABS, page))
                 self.assertGreater(len(cmds), 2, page)
                 for command in cmds:
+                    m = re.search(r"  # exit (\d+)$", command)
+                    want = int(m.group(1)) if m else 0
+                    command = command.split("  # exit")[0]
                     argv = shlex.split(command)
                     if argv[0].startswith("tools/"):
                         command = "/usr/bin/python3 " + command
                     p = subprocess.run(command, shell=True, cwd=d, capture_output=True,
                                        text=True, timeout=300)
-                    self.assertEqual(p.returncode, 0, f"{page}: {command}: {p.stderr}")
+                    self.assertEqual(p.returncode, want, f"{page}: {command}: {p.stderr}")
                     for flag in ("-o", ">"):
                         if flag in argv:
                             made = os.path.join(d, argv[argv.index(flag) + 1])
