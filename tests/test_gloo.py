@@ -292,6 +292,16 @@ def local_grads(kind, seed, path):
     return model, x, y
 
 
+def write_model(kind, path):
+    """model.json of the model `kind` (its params' names and shapes) at
+    path; path."""
+    model, _ = build(kind)
+    with open(path, "w") as f:
+        json.dump({"params": [{"name": n, "shape": list(p.shape)}
+                              for n, p in model.named_parameters()]}, f)
+    return path
+
+
 def write_grads(path, model):
     ringsim_st.write(path, {n: p.grad.numpy() for n, p in model.named_parameters()})
 
@@ -385,11 +395,7 @@ class Ddp(unittest.TestCase):
         self.assertIn((workers, cap_mb), DDP_MODELS)
         d = ddp_dir(self.tmp.name, "w", workers)
         for kind in MODELS:
-            model, _ = build(kind)
-            path = os.path.join(d, f"{kind}_model.json")
-            with open(path, "w") as f:
-                json.dump({"params": [{"name": n, "shape": list(p.shape)}
-                                      for n, p in model.named_parameters()]}, f)
+            path = write_model(kind, os.path.join(d, f"{kind}_model.json"))
             # iteration 2 (rebuilt buckets): --like ddp-gloo; iteration
             # 1 (one bucket, model order): gloo-ring, pre-mul, one bucket
             for it, args in ((2, ["--like", "ddp-gloo", "--bucket-mb", str(cap_mb)]),
@@ -437,11 +443,7 @@ class Ddp(unittest.TestCase):
         for workers in DDP_HOOK_WORKERS:
             d = ddp_dir(self.tmp.name, "hooks", workers)
             for kind in HOOK_MODELS:
-                model, _ = build(kind)
-                path = os.path.join(d, f"{kind}_model.json")
-                with open(path, "w") as f:
-                    json.dump({"params": [{"name": n, "shape": list(p.shape)}
-                                          for n, p in model.named_parameters()]}, f)
+                path = write_model(kind, os.path.join(d, f"{kind}_model.json"))
                 for hook in DDP_HOOKS:
                     for it, args in ((1, ["--algo", "gloo-ring", "--bucket-mb", "0"]),
                                      (2, ["--like", "ddp-gloo", "--bucket-mb",

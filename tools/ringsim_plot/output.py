@@ -6,6 +6,7 @@ output written whole or not at all: a new file beside it, flushed, renamed
 over it); save writes a figure through it.
 """
 import contextlib
+import json
 import os
 import stat
 import sys
@@ -129,6 +130,19 @@ def replacing(out):
         if isinstance(cause, OSError):
             raise ToolError(f"{out}: cannot write: {cause.strerror or cause}") from None
         raise
+
+
+def read_report(path, what):
+    """The JSON document at path, another command's output (what: its
+    name, as `ringsim step --json`); one ToolError line if it cannot be
+    read or is not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise ToolError(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ToolError(f"{path}: not {what} output: {e}") from None
 
 
 def save(fig, out, title, tight=True):

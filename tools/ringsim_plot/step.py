@@ -6,8 +6,6 @@ for the steps after the first, or for step 1 with --first. With several
 rows (a list of caps, sweep, --algo all), also the step time against the
 cap, per algorithm, the best of each and DDP's default marked.
 """
-import json
-
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, clean
 from .style import fit_title, pyplot
@@ -17,13 +15,7 @@ EXPOSED = "#c0392b"
 
 def load(path):
     """The step report, checked for what the picture needs."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise ToolError(f"{path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise ToolError(f"{path}: not `ringsim step --json` output: {e}") from None
+    doc = output.read_report(path, "`ringsim step --json`")
     rows = doc.get("rows") if isinstance(doc, dict) else None
     if not rows or not all(isinstance(r, dict) and "later" in r and "first" in r for r in rows):
         raise ToolError(f"{path}: not `ringsim step --json` output (no rows with first and later)")

@@ -5,8 +5,6 @@ algorithm at each size, the fastest marked at each, and where the fastest
 changes printed on stdout: how each algorithm's time grows with W, for a
 class, without a shell loop (docs/tools.md).
 """
-import json
-
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, clean
 from .style import pyplot
@@ -15,13 +13,7 @@ from .style import pyplot
 def load(path):
     """The model report's rows, checked: [(W, nodes or None, {algo: us},
     fastest)], in the report's order."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise ToolError(f"{path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise ToolError(f"{path}: not `ringsim model --json` output: {e}") from None
+    doc = output.read_report(path, "`ringsim model --json`")
     rows = doc.get("rows") if isinstance(doc, dict) else None
     try:
         out = [(int(r["workers"]), r.get("nodes"),
