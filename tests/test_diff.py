@@ -477,6 +477,20 @@ class Diff(unittest.TestCase):
     # diff-6: two world sizes refused (exit 2, one line, before anything
     # runs) when neither divides the other, or when the grads given are not
     # the larger world's L contributions.
+    # diff-sizes-inline: with one world size taken from a model's inline
+    # grads (5 workers, no --workers), --json's contributions is that W
+    def test_inline_contributions(self):
+        inline = os.path.join(self.dir, "inline5.json")
+        with open(inline, "w") as f:
+            json.dump({"name": "x", "params": [{"name": "w", "shape": [7]}],
+                       "grads": [{"w": [w + i / 7 for i in range(7)]} for w in range(5)]}, f)
+        p = subprocess.run([RINGSIM, "diff", "-p", inline, "--algo", "ring,rd", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        report = json.loads(p.stdout)
+        self.assertEqual([s["workers"] for s in report["sides"]], [5, 5])
+        self.assertEqual(report["contributions"], 5)
+
     def test_world_sizes_bad_usage(self):
         m = self.model
         inline = os.path.join(self.dir, "inline4.json")

@@ -534,6 +534,10 @@ class Ddp(unittest.TestCase):
             self.assertIn("already holds a recording (step1)", str(cm.exception))
             with self.assertRaises(TypeError):
                 ringsim.torch.record_hook(os.path.join(d, "new"), inner=3)
+            self.assertFalse(os.path.exists(os.path.join(d, "new")))  # checked first
+            with self.assertRaises(ValueError) as cm:
+                ringsim.torch.record_hook("")
+            self.assertIn("the directory is an empty path", str(cm.exception))
         rec = os.path.join(ddp_dir(self.tmp.name, "record", DDP_RECORD_W),
                            "cnn_allreduce", "step2")
         with open(os.path.join(rec, "model.json")) as f:

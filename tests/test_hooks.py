@@ -213,6 +213,44 @@ class Hooks(unittest.TestCase):
                 self.assertIn(says, out.replace("\n", " "))
                 self.assertIn("w: [2, 3]", out)  # the two-worker example holds
 
+    # hooks-8: one worker casts too (fp16_compress_hook does at W = 1):
+    # 70000 overflows and the check fails; a plain value comes back cast
+    def test_one_worker(self):
+        path = self.model([[70000, 1.0000001]], "one")
+        rc, out, err = run("-p", path, "--no-trace", "--hook", "fp16")
+        self.assertEqual(rc, 1, err)
+        self.assertIn("the hook's cast to f16 overflowed 1 input element(s)", err)
+        path = self.model([[1.0000001, 3.3]], "one-ok")
+        report, values = self.result(path, "--hook", "fp16")
+        self.assertEqual(values.tolist(), f16([1.0000001, 3.3]).tolist())
+        self.assertEqual(report["hook"]["max_abs_input"], float(f16([3.3])[0]))
+
+    # hooks-9: diff's written order of a hook side ends at that side's
+    # result, for every seed tried (float16's ties included), and its JSON
+    # inputs are the cast ones its partial sums start from; a model of no
+    # elements still reports its hook
+    def test_diff_order_is_the_result(self):
+        big = os.path.join(self.d, "gen.json")
+        with open(big, "w") as f:
+            json.dump({"name": "gen", "params": [{"name": "a", "shape": [64]}]}, f)
+        for seed in range(8):
+            for hooks in ("allreduce,fp16", "none,bf16"):
+                with self.subTest(seed=seed, hooks=hooks):
+                    rc, out, err = run("diff", "-p", big, "-w", 3 + seed % 3, "--seed", seed,
+                                       "--hook", hooks, "--json")
+                    self.assertEqual(rc, 0, err)
+                    e = json.loads(out)["element"]
+                    self.assertEqual([o["value"] for o in e["orders"]], [e["a"], e["b"]])
+                    cast = f16 if hooks.endswith("fp16") else bf16
+                    self.assertEqual(e["orders"][1]["inputs"],
+                                     cast(e["orders"][0]["inputs"]).tolist())
+        empty = os.path.join(self.d, "empty.json")
+        with open(empty, "w") as f:
+            json.dump({"params": [{"name": "z", "shape": [0]}]}, f)
+        rc, out, err = run("-p", empty, "-w", 3, "--hook", "fp16", "--no-trace", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["hook"]["bytes_ratio"], 0.5)
+
     # hooks-6: refused before anything runs, one line naming the input
     def test_refused(self):
         path = self.model([[1, 2], [3, 4]])
@@ -287,7 +325,8 @@ class Buckets(unittest.TestCase):
                 ([["a", "b"], ["a", "c"]], 'buckets[1][0]: "a" is in an earlier bucket'),
                 ([[]], "buckets[0]: must be a non-empty list of param names"),
                 ([], "buckets: must be a non-empty list"),
-                ([[3]], "buckets[0][0]: not a name is not a param")):
+                ([[3]], "buckets[0][0]: must be a param name (a string)"),
+                ([["a", "a"], ["b", "c"]], 'buckets[0][1]: "a" is in this bucket too')):
             with self.subTest(buckets=buckets), tempfile.TemporaryDirectory() as d:
                 path = self.write(d, {"params": self.PARAMS if buckets != [[]] else two,
                                       "buckets": buckets})

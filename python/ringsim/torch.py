@@ -52,7 +52,9 @@ def _fail(message):
 def _ready_directory(directory):
     """directory made (or found empty of a recording) and writable, before
     training starts; else ValueError naming it."""
-    path = os.fspath(directory)
+    path = os.fsdecode(os.fspath(directory))
+    if not path:
+        raise _fail("the directory is an empty path: name one")
     try:
         os.makedirs(path, exist_ok=True)
         taken = sorted(e for e in os.listdir(path) if e.startswith("step"))
@@ -190,15 +192,18 @@ class _Recorder:
         if rank != 0:
             return
         hook = _HOOKS.get(getattr(self.inner, "__name__", ""), None)
-        replay = (f"ringsim -w {world} -p {step_dir}/model.json --grads "
+        replay = ("replay: " + f"ringsim -w {world} -p {step_dir}/model.json --grads "
                   f"'{step_dir}/rank{{r}}.safetensors' --like ddp-gloo" +
                   (f" --hook {hook}" if hook else ""))
+        if hook in ("fp16", "bf16") and params[0]["dtype"] == "f64":
+            replay = (f"ringsim's --hook {hook} casts float32 and half-precision "
+                      "buckets only: it does not replay this float64 job")
         model = {
             "name": os.path.basename(os.path.abspath(self.directory)),
             "description": f"backward {self.step} of a DDP job on {world} ranks, "
                            f"recorded by ringsim.torch.record_hook around "
                            f"{getattr(self.inner, '__name__', 'a hook')}; "
-                           f"replay: {replay}",
+                           f"{replay}",
             "params": params,
             "buckets": [[self.name(p) for p in self.buckets[i]]
                         for i in sorted(self.buckets)]}
@@ -219,14 +224,14 @@ def record_hook(directory, inner=None, module=None):
     first backward. The directory is made, and must be new or hold no
     recording, and be writable: checked now, before training starts
     (ValueError naming it). Nothing recorded is ever overwritten."""
+    if inner is not None and not callable(inner):
+        raise TypeError("ringsim.torch.record_hook: inner must be a DDP comm "
+                        "hook (state, bucket) -> Future")
     path = _ready_directory(directory)
     if inner is None:
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import \
             allreduce_hook
         inner = allreduce_hook
-    if not callable(inner):
-        raise TypeError("ringsim.torch.record_hook: inner must be a DDP comm "
-                        "hook (state, bucket) -> Future")
     recorder = _Recorder(path, inner, module)
 
     def ringsim_record_hook(state, bucket):  # DDP asks a hook its __name__

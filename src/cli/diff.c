@@ -104,6 +104,8 @@ static int ready_side(diff_t *d, int k) {
   side->use_inline = inline_workers > 0 && !o->grads;
   if (!o->workers_given && side->use_inline)
     o->config.workers = inline_workers;
+  if (!d->sizes) /* one world size: a contribution per worker */
+    d->big = side->contribs = o->config.workers;
   if (side->use_inline && (o->init_given || o->seed_given)) {
     fprintf(stderr,
             "ringsim: %s: the model gives inline grads; --init and --seed "

@@ -199,6 +199,21 @@ static json_t *regions_json(const diff_t *d) {
 }
 
 /* Side k's order of the worst element. */
+/* Side k sums its inputs cast to a compressing hook's dtype. */
+static int hook_casts(const diff_t *d, int k) {
+  const rs_dtype_t model = rs_model_dtype(d->s[k].model);
+  return rs_hook_dtype(d->s[k].config.hook, model) != model;
+}
+
+/* Side k's input r, as its additions take it: cast under a compressing
+ * hook (what its partial sums start from). */
+static double shown_input(const diff_t *d, int k, int r) {
+  const rs_order_t *o = d->order[k];
+  const leaves_t *lv = &d->lv[k];
+  const double in = lv->local ? lv->contribs[r] : o->nodes[r].input;
+  return hook_casts(d, k) ? (double)rs_dtype_round(o->dtype, (float)in) : in;
+}
+
 static json_t *order_json(const diff_t *d, int k) {
   const rs_order_t *o = d->order[k];
   const leaves_t *lv = &d->lv[k];
@@ -208,8 +223,7 @@ static json_t *order_json(const diff_t *d, int k) {
   expr_text(o, lv, o->root, 1, text, sizeof text);
   json_t *inputs = json_array(), *parts = json_array();
   for (int r = 0; r < (lv->local ? d->big : o->workers); r++)
-    json_array_append_new(
-        inputs, json_real(lv->local ? lv->contribs[r] : o->nodes[r].input));
+    json_array_append_new(inputs, json_real(shown_input(d, k, r)));
   partials(o, lv, o->root, parts, NULL);
   json_t *jo =
       json_pack("{s:i, s:s, s:s, s:f, s:o, s:o, s:I, s:s?, s:i}", "side", k,
@@ -307,17 +321,10 @@ static void print_order(const diff_t *d, int k) {
   else
     printf(", bucket %zu", o->bucket);
   printf("): %s = %s\n", text, num);
-  /* a compressing hook sums its inputs cast to its dtype: show them so */
-  const rs_config_t *c = &d->s[k].config;
-  const int cast = rs_hook_dtype(c->hook, rs_model_dtype(d->s[k].model)) !=
-                   rs_model_dtype(d->s[k].model);
-  printf("    with%s", cast ? " (cast to the hook's dtype)" : "");
+  printf("    with%s", hook_casts(d, k) ? " (cast to the hook's dtype)" : "");
   const int n_in = lv->local ? d->big : o->workers;
   for (int r = 0; r < n_in; r++) {
-    double in = lv->local ? lv->contribs[r] : o->nodes[r].input;
-    if (cast)
-      in = rs_dtype_round(o->dtype, (float)in);
-    number(in, o->dtype, num, sizeof num);
+    number(shown_input(d, k, r), o->dtype, num, sizeof num);
     printf(" %c%d = %s%s", lv->local ? 'c' : 'g', r, num,
            r + 1 < n_in ? "," : "\n");
   }

@@ -153,9 +153,11 @@ static json_t *hook_json(const report_t *r, const rs_config_t *cfg,
   if (cfg->hook == RS_HOOK_NONE)
     return json_null();
   const hook_figures_t h = cli_hook_figures(r);
+  (void)f; /* (its sizes' ratio is the dtypes': also for no elements) */
   json_t *o = json_pack("{s:s, s:s, s:f}", "name", rs_hook_name(cfg->hook),
                         "dtype", rs_dtype_name(h.dtype), "bytes_ratio",
-                        f->bytes / f->model_bytes);
+                        (double)rs_dtype_size(h.dtype) /
+                            (double)rs_dtype_size(rs_model_dtype(r->model)));
   if (cfg->hook == RS_HOOK_ALLREDUCE || !checked)
     return o;
   json_object_update_new(

@@ -408,7 +408,7 @@ static int parse_buckets(rs_model_t *m, json_t *jb, const char *source,
   m->buckets = calloc(n, sizeof *m->buckets);
   m->layout = malloc(P * sizeof *m->layout);
   m->layout_at = calloc(n, sizeof *m->layout_at);
-  unsigned char *seen = calloc(P, 1);
+  size_t *seen = calloc(P, sizeof *seen); /* each param's bucket + 1 */
   int rc = !m->buckets || !m->layout || !m->layout_at || !seen
                ? rs__err(errmsg, RS_ENOMEM, "%s: out of memory", source)
                : RS_OK;
@@ -427,20 +427,22 @@ static int parse_buckets(rs_model_t *m, json_t *jb, const char *source,
       json_t *jn = json_array_get(names, k);
       long i =
           json_is_string(jn) ? rs__model_find(m, json_string_value(jn)) : -1;
-      if (i < 0)
+      if (!json_is_string(jn))
         rc = rs__err(errmsg, RS_EPARSE,
-                     "%s: buckets[%zu][%zu]: %s%.100s%s is not a param of the "
+                     "%s: buckets[%zu][%zu]: must be a param name (a string)",
+                     source, b, k);
+      else if (i < 0)
+        rc = rs__err(errmsg, RS_EPARSE,
+                     "%s: buckets[%zu][%zu]: \"%.100s\" is not a param of the "
                      "model",
-                     source, b, k, json_is_string(jn) ? "\"" : "",
-                     json_is_string(jn) ? json_string_value(jn) : "not a name",
-                     json_is_string(jn) ? "\"" : "");
+                     source, b, k, json_string_value(jn));
       else if (seen[i])
         rc = rs__err(errmsg, RS_EPARSE,
-                     "%s: buckets[%zu][%zu]: \"%.100s\" is in an earlier "
-                     "bucket too",
-                     source, b, k, m->params[i].name);
+                     "%s: buckets[%zu][%zu]: \"%.100s\" is in %s too", source,
+                     b, k, m->params[i].name,
+                     seen[i] == b + 1 ? "this bucket" : "an earlier bucket");
       else {
-        seen[i] = 1;
+        seen[i] = b + 1;
         m->layout[placed++] = (size_t)i;
         lo = (size_t)i < lo ? (size_t)i : lo;
         hi = (size_t)i > hi ? (size_t)i : hi;

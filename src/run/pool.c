@@ -227,9 +227,12 @@ static void hook_cast(rs_worker_t *w, float *g, size_t n) {
  * MPI_Allreduce has no such wait), if it got that far. */
 static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   w->sim.clock = w->sim.link_free = w->sim.in_free =
-      0; /* each iteration's time from 0 */
-  if (w->workers == 1)
-    return RS_OK; /* one worker: its gradient already is the mean */
+      0;                 /* each iteration's time from 0 */
+  if (w->workers == 1) { /* one worker: its gradient already is the mean */
+    if (w->hook_cast && w->iter == 0) /* ... cast as the hook casts it */
+      hook_cast(w, (float *)(void *)w->buf, run->elems);
+    return RS_OK;
+  }
   for (size_t b = 0; b < run->result.buckets; b++) {
     w->bucket = b;
     w->base = run->buckets[b].elem_offset;

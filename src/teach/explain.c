@@ -594,8 +594,8 @@ static int order_check(const rs_run_t *run, size_t elem, char *errmsg) {
 }
 
 /* The order's leaves: worker r's input to element elem (divided by W
- * under --average pre), each worker's copy of the element holding its
- * own. */
+ * under --average pre; cast to its dtype first under a compressing hook),
+ * each worker's copy of the element holding its own. */
 static void order_leaves(narr_t *x, rs_order_t *o, const rs_run_t *run,
                          size_t elem) {
   const int W = x->pub.workers;
@@ -608,12 +608,15 @@ static void order_leaves(narr_t *x, rs_order_t *o, const rs_run_t *run,
       memcpy(&f, run->bufs[r] + elem * x->eb, sizeof f);
       v = f;
     }
+    /* a compressing hook divides its cast of the input */
+    const double q =
+        run->hook_cast ? (double)rs_dtype_round(x->dtype, (float)v) : v;
     o->nodes[r] = (rs_order_node_t){
         .worker = r,
         .left = -1,
         .right = -1,
         .input = v,
-        .value = o->pre_divided ? fold_one(x->dtype, x->pub.op, v, 0, -W) : v};
+        .value = o->pre_divided ? fold_one(x->dtype, x->pub.op, q, 0, -W) : q};
     x->expr[r] = r;
   }
   o->count = W;
