@@ -515,6 +515,24 @@ class PyApi(unittest.TestCase):
             ).fetchone()
             self.assertEqual(status, "ok")
             self.assertEqual(json.loads(config)["api"], "python")
+            # like= and hook= traced: the average they take, and an argv
+            # the command runs as it is (no --average beside them)
+            for kwargs, average in (({"like": "ddp-gloo"}, "pre-mul"),
+                                    ({"hook": "fp16"}, "pre")):
+                with self.subTest(**kwargs):
+                    _, r = ringsim.allreduce(grads, trace=path, **kwargs)
+                    conf = json.loads(con.execute(
+                        "SELECT config_json FROM run WHERE run_id = ?",
+                        (r["run_id"],)).fetchone()[0])
+                    self.assertEqual(conf["average"], average)
+                    self.assertNotIn("--average", conf["argv"])
+                    write = os.path.join(d, "m.json")
+                    with open(write, "w") as f:
+                        json.dump({"params": [{"name": "w", "shape": [10]}]}, f)
+                    p = subprocess.run([RINGSIM, "-p", write, "--no-trace",
+                                        *conf["argv"]], capture_output=True,
+                                       text=True, timeout=60)
+                    self.assertEqual(p.returncode, 0, p.stderr)
 
     # pyapi-12: every string and path argument of the API goes through one
     # conversion: a value holding a NUL is refused (ValueError naming the

@@ -411,8 +411,14 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         algo = "gloo-ring"  # for its segments below; the run sets the rest
     if algo == "gloo-ring" and segment_bytes is None:
         segment_bytes = 1 << 20  # gloo's largest segment, as the command's
+    hooked = hook not in (None, "none")
+    # the average the run takes, as the command's trace names it: a hook's
+    # (pre) and --like's (pre-mul) are theirs, given as no --average
+    effective = "pre-mul" if like is not None else "pre" if hooked else \
+        average if op == "avg" else None
     options = {"like": like} if like is not None else {
-        "op": op, "algo": algo, "average": average if op == "avg" else None}
+        "op": op, "algo": algo,
+        "average": average if op == "avg" and not hooked else None}
     options.update({
         "bucket_mb": bucket_mb, "segment_bytes": segment_bytes, "slots": slots,
         "timeout": timeout, "loop": loop, "direct": direct,
@@ -468,7 +474,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
             owned.frees.insert(0, (handle.value, lib.rs_trace_close))
             conf = json.dumps({"api": "python", "params": None,
                                "workers": W, "op": op,
-                               "average": options["average"],
+                               "average": effective,
                                "grads": "python", "algo": algo,
                                "argv": argv})
             if lib.rs_run_set_trace(run, handle.value, conf.encode()):
