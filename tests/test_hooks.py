@@ -226,24 +226,23 @@ class Hooks(unittest.TestCase):
         self.assertEqual(report["hook"]["max_abs_input"], float(f16([3.3])[0]))
 
     # hooks-9: diff's written order of a hook side ends at that side's
-    # result, for every seed tried (float16's ties included), and its JSON
-    # inputs are the cast ones its partial sums start from; a model of no
-    # elements still reports its hook
+    # result, and its JSON inputs are the cast ones its partial sums start
+    # from (seed 8 at W = 3 puts a float16 tie in the element that differs
+    # most: an order that divided the uncast input rounded it apart); a
+    # model of no elements still reports its hook
     def test_diff_order_is_the_result(self):
-        big = os.path.join(self.d, "gen.json")
-        with open(big, "w") as f:
-            json.dump({"name": "gen", "params": [{"name": "a", "shape": [64]}]}, f)
-        for seed in range(8):
-            for hooks in ("allreduce,fp16", "none,bf16"):
-                with self.subTest(seed=seed, hooks=hooks):
-                    rc, out, err = run("diff", "-p", big, "-w", 3 + seed % 3, "--seed", seed,
-                                       "--hook", hooks, "--json")
-                    self.assertEqual(rc, 0, err)
-                    e = json.loads(out)["element"]
-                    self.assertEqual([o["value"] for o in e["orders"]], [e["a"], e["b"]])
-                    cast = f16 if hooks.endswith("fp16") else bf16
-                    self.assertEqual(e["orders"][1]["inputs"],
-                                     cast(e["orders"][0]["inputs"]).tolist())
+        gen = os.path.join(self.d, "gen.json")
+        with open(gen, "w") as f:
+            json.dump({"name": "gen", "params": [{"name": "a", "shape": [4]}]}, f)
+        for hooks, cast in (("allreduce,fp16", f16), ("none,bf16", bf16)):
+            with self.subTest(hooks=hooks):
+                rc, out, err = run("diff", "-p", gen, "-w", 3, "--seed", 8, "--hook", hooks,
+                                   "--json")
+                self.assertEqual(rc, 0, err)
+                e = json.loads(out)["element"]
+                self.assertEqual([o["value"] for o in e["orders"]], [e["a"], e["b"]])
+                self.assertEqual(e["orders"][1]["inputs"],
+                                 cast(e["orders"][0]["inputs"]).tolist())
         empty = os.path.join(self.d, "empty.json")
         with open(empty, "w") as f:
             json.dump({"params": [{"name": "z", "shape": [0]}]}, f)
