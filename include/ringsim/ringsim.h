@@ -187,6 +187,12 @@ RS_API int rs_model_buckets(const rs_model_t *model, size_t first_bytes,
  * params in all (NULL when the model lists none, or b is not one). */
 RS_API size_t rs_model_fixed_buckets(const rs_model_t *model);
 RS_API const size_t *rs_model_bucket_layout(const rs_model_t *model, size_t b);
+/* The param at place j (0 .. params-1) of bucket b's flat view, as DDP lays
+ * a rebuilt bucket out: the model's listed order (rs_model_bucket_layout),
+ * else last to first. bucket is rs_model_buckets' b. */
+RS_API size_t rs_model_bucket_param(const rs_model_t *model,
+                                    const rs_bucket_t *bucket, size_t b,
+                                    size_t j);
 
 /* ---- safetensors --------------------------------------------------------- */
 

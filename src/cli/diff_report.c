@@ -198,7 +198,6 @@ static json_t *regions_json(const diff_t *d) {
   return regions;
 }
 
-/* Side k's order of the worst element. */
 /* Side k sums its inputs cast to a compressing hook's dtype. */
 static int hook_casts(const diff_t *d, int k) {
   const rs_dtype_t model = rs_model_dtype(d->s[k].model);
@@ -214,6 +213,7 @@ static double shown_input(const diff_t *d, int k, int r) {
   return hook_casts(d, k) ? (double)rs_dtype_round(o->dtype, (float)in) : in;
 }
 
+/* Side k's order of the worst element. */
 static json_t *order_json(const diff_t *d, int k) {
   const rs_order_t *o = d->order[k];
   const leaves_t *lv = &d->lv[k];

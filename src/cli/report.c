@@ -314,11 +314,10 @@ static void print_buckets(const report_t *r) {
   for (size_t b = 0; b < res->buckets && b < BUCKET_LINES; b++) {
     const rs_bucket_t *k = rs_run_bucket(r->run, b);
     /* its first and last param in its layout's order */
-    const size_t *order = rs_model_bucket_layout(r->model, b);
-    const rs_param_t *lo =
-        rs_model_param(r->model, order ? order[k->params - 1] : k->first_param);
-    const rs_param_t *hi = rs_model_param(
-        r->model, order ? order[0] : k->first_param + k->params - 1);
+    const rs_param_t *lo = rs_model_param(
+        r->model, rs_model_bucket_param(r->model, k, b, k->params - 1));
+    const rs_param_t *hi =
+        rs_model_param(r->model, rs_model_bucket_param(r->model, k, b, 0));
     cli_human_bytes((double)k->elems *
                         (double)rs_dtype_size(rs_model_dtype(r->model)),
                     size, sizeof size);

@@ -47,14 +47,11 @@ static json_t *buckets_json(const report_t *r) {
   for (size_t b = 0; b < res->buckets; b++) {
     const rs_bucket_t *k = rs_run_bucket(r->run, b);
     json_t *names = json_array();
-    const size_t *order = rs_model_bucket_layout(r->model, b);
     for (size_t j = 0; j < k->params; j++) /* its layout's order */
       json_array_append_new(
-          names,
-          json_string(rs_model_param(r->model,
-                                     order ? order[j]
-                                           : k->first_param + k->params - 1 - j)
-                          ->name));
+          names, json_string(rs_model_param(r->model, rs_model_bucket_param(
+                                                          r->model, k, b, j))
+                                 ->name));
     json_array_append_new(
         list,
         json_pack(
@@ -145,15 +142,14 @@ static json_t *param_checks_json(const report_t *r, const rs_config_t *cfg,
   return params;
 }
 
-/* --hook (docs/hooks.md): its name, the dtype it sums in, the bytes the
- * model's dtype would send; a compressing hook's losses once checked. */
+/* --hook (docs/hooks.md): its name, the dtype it sums in, its bytes against
+ * the model dtype's; a compressing hook's losses once checked. */
 static json_t *hook_json(const report_t *r, const rs_config_t *cfg,
-                         const rs_result_t *res, const figures_t *f,
-                         int checked) {
+                         const rs_result_t *res, int checked) {
   if (cfg->hook == RS_HOOK_NONE)
     return json_null();
   const hook_figures_t h = cli_hook_figures(r);
-  (void)f; /* (its sizes' ratio is the dtypes': also for no elements) */
+  /* (the bytes' ratio is the dtypes': also for a model of no elements) */
   json_t *o = json_pack("{s:s, s:s, s:f}", "name", rs_hook_name(cfg->hook),
                         "dtype", rs_dtype_name(h.dtype), "bytes_ratio",
                         (double)rs_dtype_size(h.dtype) /
@@ -268,7 +264,7 @@ void cli_print_json(const report_t *r) {
   json_object_set_new(o, "worst_ratio",
                       checked ? real_or_null(res->worst_ratio) : json_null());
   json_object_set_new(o, "param_checks", param_checks_json(r, cfg, checked));
-  json_object_set_new(o, "hook", hook_json(r, cfg, res, &f, checked));
+  json_object_set_new(o, "hook", hook_json(r, cfg, res, checked));
   json_object_set_new(o, "wall_ns", json_integer((json_int_t)res->wall_ns));
   if (cfg->net.enabled) { /* null for a run that did not complete */
     json_object_set_new(o, "sim_ns",

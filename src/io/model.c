@@ -112,6 +112,12 @@ const size_t *rs_model_bucket_layout(const rs_model_t *m, size_t b) {
   return b < m->bucket_count ? m->layout + m->layout_at[b] : NULL;
 }
 
+size_t rs_model_bucket_param(const rs_model_t *m, const rs_bucket_t *bucket,
+                             size_t b, size_t j) {
+  const size_t *order = rs_model_bucket_layout(m, b);
+  return order ? order[j] : bucket->first_param + bucket->params - 1 - j;
+}
+
 long rs__model_find(const rs_model_t *m, const char *name) {
   if (!m->name_slots)
     return -1;

@@ -181,12 +181,10 @@ static void ddp_layout(const rs_run_t *run, rs_worker_t *w,
                        const rs_bucket_t *b, int to_ddp) {
   const size_t eb = w->buf_elem_bytes;
   unsigned char *bucket = w->buf + b->elem_offset * eb, *tmp = w->relayout;
-  /* the model's own layout (a recorded job's), else last to first */
-  const size_t *order = rs_model_bucket_layout(run->model, w->bucket);
   size_t pos = 0;
   for (size_t j = 0; j < b->params; j++) {
-    const size_t k = order ? order[j] : b->first_param + b->params - 1 - j;
-    const rs_param_t *p = rs_model_param(run->model, k);
+    const rs_param_t *p = rs_model_param(
+        run->model, rs_model_bucket_param(run->model, b, w->bucket, j));
     const size_t at = (p->elem_offset - b->elem_offset) * eb,
                  bytes = p->elems * eb;
     if (to_ddp)
