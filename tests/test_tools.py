@@ -417,8 +417,8 @@ class Tools(unittest.TestCase):
     # tools-10: the chunk diagram at W=16 fits one 1920 x 1080 screen: the
     # panels of the steps that matter (start, reduce-scatter 0, 1 and 14,
     # all-gather 0 and 14), the title naming those left out, labels 10
-    # pixels or more high, as ring ranges (never cut-off lists), owners and
-    # the mean marked. (Drawn in this process, PNG and SVG from one trace.)
+    # pixels or more high, as ring ranges (never cut-off lists), owners
+    # marked. (Drawn in this process, PNG and SVG from one trace.)
     def test_chunks_at_sixteen_workers(self):
         db = self.out("w16.db")
         model = self.out("w16.json")
@@ -445,18 +445,22 @@ class Tools(unittest.TestCase):
         rc, _, err = self.tool_in("chunks", db, "-o", self.out("chunks16.svg"))
         self.assertEqual(rc, 0, err)
         texts = [t for t, _, _ in self.svg_texts(self.out("chunks16.svg"))]
-        cells = [t for t in texts if t and " " not in t and (t[0].isdigit() or t in ("mean", "all"))]
+        cells = [t for t in texts if t and " " not in t and (t[0] == "{" or t == "all")]
         self.assertEqual(len(cells), 6 * 256, len(cells))
-        self.assertFalse([t for t in cells if "," in t], "a label lists workers instead of a range")
+        # a ring's copy holds one run round the ring: one worker, two, or
+        # three or more as first-last (never a cut-off list)
+        self.assertEqual([t for t in cells if not re.fullmatch(r"all|\{\d+(,\d+|-\d+)?\}", t)],
+                         [])
         # reduce-scatter step 1: worker 0's chunk 14 holds 14, 15, 0;
-        # step 14: worker 14's chunk 15 holds 0-14
-        self.assertIn("14-0", cells)
-        self.assertIn("0-14", cells)
-        # op avg: the 16 owners hold the mean after the last reduce-scatter
-        # step, 32 copies after all-gather step 0, all 256 after step 14;
-        # never a bare "all"
-        self.assertEqual(cells.count("mean"), 16 + 32 + 256)
-        self.assertNotIn("all", cells)
+        # step 14: worker 14's chunk 15 holds 0-14; step 0: worker 0's
+        # chunk 15 holds 15 and 0, listed ascending
+        self.assertIn("{14-0}", cells)
+        self.assertIn("{0-14}", cells)
+        self.assertIn("{0,15}", cells)
+        # the 16 owners hold every contribution after the last
+        # reduce-scatter step (op avg divides there), 32 copies after
+        # all-gather step 0, all 256 after step 14
+        self.assertEqual(cells.count("all"), 16 + 32 + 256)
         self.assertTrue(any("divide by 16" in t for t in texts), "where the division happens")
 
     # tools-11: a failed run's chunk diagram and timeline say so: the title
@@ -761,7 +765,7 @@ class Tools(unittest.TestCase):
     @staticmethod
     def explain_tables(text, workers):
         """The contribution tables --explain prints after each step (not the
-        values under them), each as rows[worker][column] of sets."""
+        values under them), each as rows[worker][column] of its labels."""
         tables, lines = [], text.splitlines()
         for i, line in enumerate(lines):
             if line.startswith("           ") and i + 1 < len(lines) and \
@@ -769,8 +773,7 @@ class Tools(unittest.TestCase):
                 rows = []
                 for w in range(workers):
                     cells = lines[i + 1 + w].split()[2:]
-                    rows.append([set(range(workers)) if c == "all" else
-                                 {int(x) for x in c.strip("{}").split(",")} for c in cells])
+                    rows.append(cells)
                 tables.append(rows)
         return tables
 
@@ -810,11 +813,14 @@ class Tools(unittest.TestCase):
             run = ringsim_plot.pick_run(con, db, None)
             stages, regions = ringsim_plot.chunk_stages(con, run)
             con.close()
-            got = [[[set(h) for h in row] for row in stage[1]] for stage in stages]
+            # one notation: the picture's label is --explain's, character
+            # for character
+            got = [[[ringsim_plot.replay.ring_ranges(h, W) for h in row] for row in stage[1]]
+                   for stage in stages]
             with self.subTest(algo=algo, W=W, options=options):
                 self.assertEqual(len(got), len(want), [st[0] for st in stages])
                 self.assertEqual(got, want)
-                self.assertTrue(all(h == set(range(W)) for row in got[-1] for h in row))
+                self.assertTrue(all(h == "all" for row in got[-1] for h in row))
                 self.assertGreater(len(stages[1][2]), 0, "the first step has transfers")
                 if regions is not None:
                     self.assertEqual(sum(n for _, _, n in regions), 8)
@@ -1493,11 +1499,12 @@ class Tools(unittest.TestCase):
 
 
 def held(label, W):
-    """A chunk view's contributors ('all', '3', '0-2', '5-1', '0,2-3') as a set."""
+    """A chunk view's contributors ('all', '{3}', '{0-2}', '{5-1}', '{0,2-4}',
+    '{}') as a set."""
     if label == "all":
         return set(range(W))
     out = set()
-    for part in label.split(","):
+    for part in filter(None, label.strip("{}").split(",")):
         a, _, b = part.partition("-")
         out |= {(int(a) + k) % W for k in range(((int(b) - int(a)) % W if b else 0) + 1)}
     return out

@@ -11,6 +11,7 @@ its DOM and compared with SQL over the trace's transfer table.
 """
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -53,13 +54,13 @@ def browser_parts():
 
 
 def parse_held(label, W):
-    """A cell's label as a set: 'all', '-', '3', '0-2', '14-1', '1,3'."""
+    """A cell's label as a set: 'all', '{}', '{3}', '{0-2}', '{14-1}',
+    '{1,3}' (--explain's notation: braces, or all)."""
     if label == "all":
         return set(range(W))
-    if label == "-":
-        return set()
+    assert label.startswith("{") and label.endswith("}"), label
     held = set()
-    for part in label.split(","):
+    for part in filter(None, label[1:-1].split(",")):
         a, _, b = part.partition("-")
         a = int(a)
         n = (int(b) - a) % W + 1 if b else 1
@@ -73,14 +74,12 @@ def contributors(first, count, W):
 
 def explain_tables(text, W):
     """The contribution tables `ringsim --explain` prints after each step,
-    each as rows[worker][column] of sets."""
+    each as rows[worker][column] of its labels."""
     tables, lines = [], text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("           ") and i + 1 < len(lines) and \
                 lines[i + 1].startswith("  worker 0  "):
-            tables.append([[set(range(W)) if c == "all" else
-                            {int(x) for x in c.strip("{}").split(",")}
-                            for c in lines[i + 1 + w].split()[2:]] for w in range(W)])
+            tables.append([lines[i + 1 + w].split()[2:] for w in range(W)])
     return tables
 
 
@@ -467,9 +466,9 @@ class Viewer(BrowserCase):
                 (n, phase, step, label), cells = self.read()
                 self.assertEqual(n, i, label)
                 labels.append(label)
-                got = {k: parse_held(v, W) for k, v in cells.items()}
-                self.assertEqual(got, {(w, k): held for w, row in enumerate(table)
-                                       for k, held in enumerate(row)}, f"run {rid}: {label}")
+                # the page's labels are --explain's, character for character
+                self.assertEqual(cells, {(w, k): held for w, row in enumerate(table)
+                                         for k, held in enumerate(row)}, f"run {rid}: {label}")
                 if phase == "reduce_scatter" and step < G - 1:
                     arrows = self.driver.execute_script(
                         "return [...arguments[0].querySelectorAll('svg .arrow title')]"
@@ -512,6 +511,22 @@ class Viewer(BrowserCase):
             self.assertEqual(got[1], f"from worker {src}")
             self.assertEqual(got[4], f"{nbytes} B")
         self.assertTrue(any(segs > 1 for *_, segs in want), "a message of several segments")
+        # "holds after" in --explain's notation, complete at the end; and the
+        # cells say the same at the last step ("all", op avg or not: they
+        # said "mean" where the history said "all")
+        holds = [r[6] for r in rows]
+        self.assertEqual([h for h in holds if not re.fullmatch(r"all|\{[0-9,-]*\}", h)], [])
+        self.assertEqual(holds[-1], "all")
+        self.assertEqual(self.con.execute("SELECT op FROM run WHERE run_id = ?",
+                                          (rid,)).fetchone()[0], "avg")
+        from selenium.webdriver.common.keys import Keys
+        self.press(Keys.END)
+        shown = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('svg text')].map(t => t.textContent)",
+            self.pane())
+        self.assertEqual(shown.count("all"), 16, shown)
+        self.assertNotIn("mean", shown)
+        self.press(Keys.HOME)
         # click the first transfer: its trace row
         self.driver.execute_script(
             "[...arguments[0].querySelectorAll('.history tr.clickable')].find("

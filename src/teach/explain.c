@@ -69,15 +69,32 @@ typedef struct narr {
   rs_order_t *order;
 } narr_t;
 
-/* {0,1,3}, or "all" when every worker's contribution is in. */
+/* Whose contributions a copy holds, in the notation the pictures and the
+ * viewer share (tools/ringsim_plot/replay.py ring_ranges): "all" when
+ * every worker's is in; else the workers in braces, ascending, where a run
+ * of 3 or more consecutive round the ring is written first-last: {1,3},
+ * {0,1}, {0-6}, {3-1} (3, 0, 1 of 4), {2,4-0} (2, 4, 5, 0 of 6). */
 static const char *set_text(unsigned mask, int W, char *buf, size_t size) {
-  if (mask == (1u << W) - 1)
+  unsigned all = (1u << W) - 1;
+  if (mask == all)
     return "all";
   size_t len = (size_t)snprintf(buf, size, "{");
-  for (int w = 0; w < W; w++)
-    if (mask & (1u << w))
-      len += (size_t)snprintf(buf + len, size - len, "%s%d", len > 1 ? "," : "",
-                              w);
+  for (int w = 0; w < W; w++) {
+    if (!(mask & (1u << w)))
+      continue;
+    /* the run round the ring that w is in: its first member, its length */
+    int first = w, n = 1;
+    while (mask & (1u << ((first + W - 1) % W)))
+      first = (first + W - 1) % W;
+    while (mask & (1u << ((first + n) % W)))
+      n++;
+    const char *sep = len > 1 ? "," : "";
+    if (n < 3)
+      len += (size_t)snprintf(buf + len, size - len, "%s%d", sep, w);
+    else if (w == first) /* listed once, at its first member */
+      len += (size_t)snprintf(buf + len, size - len, "%s%d-%d", sep, w,
+                              (w + n - 1) % W);
+  }
   snprintf(buf + len, size - len, "}");
   return buf;
 }
@@ -489,6 +506,11 @@ static void explain_columns(const narr_t *x, const char *what) {
             "%s.\n",
             what, x->base, x->base + x->n - 1, cell_verb);
   }
+  if (x->pub.workers >= 4) /* set_text's ranges: W >= 4 can hold one */
+    fprintf(x->out,
+            "Three or more workers in a row round the ring are written "
+            "first-last: {%d-1} is %d, 0, 1.\n",
+            x->pub.workers - 1, x->pub.workers - 1);
 }
 
 /* The values, when the bucket is small and the buffers are filled: each

@@ -7,7 +7,7 @@ import shutil
 from .output import ToolError, progress, replacing
 from .replay import algo_name, run_failed
 from .style import pyplot, titled
-from .chunks import chunk_context, chunk_stages, draw_chunks_stage
+from .chunks import chunk_context, chunk_stages, draw_chunks_stage, widest_label
 
 
 def cmd_animate(con, run, args):
@@ -18,6 +18,7 @@ def cmd_animate(con, run, args):
     stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
+    ctx["widest"] = widest_label(stages, W)
     ext = os.path.splitext(args.out)[1].lower()
     if ext == ".gif":
         writer = animation.PillowWriter(fps=args.fps)

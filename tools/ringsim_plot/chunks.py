@@ -35,7 +35,8 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     ax.set_xlim(-0.75, W - 0.25)
     ax.set_ylim(R - 0.5, -0.5)
     cell_pt = 72 * ax.get_position().width * ax.figure.get_figwidth() / (W + 0.5)
-    font = ctx.get("font") or max(3.5, min(8.0, cell_pt / 3.0))
+    # the figure's widest label (chunks_figure, animate) fits its cell
+    font = ctx.get("font") or max(3.5, min(8.0, cell_pt * 0.92 / ctx.get("widest", 3.0)))
     rs_done = ring and (info["phase"] == "all_gather" or
                         (info["phase"] == "reduce_scatter" and info["step"] == W - 2))
     steps = ctx.get("steps") or [("reduce_scatter", s) for s in range(W - 1)] + \
@@ -57,10 +58,6 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
             if dead:
                 hatched.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
             label = ring_ranges(held, W)
-            # every algorithm divides (op avg) in the fold that completes
-            # the sum: a complete region is the mean
-            if label == "all" and ctx["op"] == "avg":
-                label = "mean"
             # out of the layout: thousands of labels at W=16 would make
             # the layout engine measure each one
             ax.text(w, c - 0.12, label, ha="center", va="center", fontsize=font,
@@ -194,11 +191,11 @@ def chunk_panels(stages, W, ring):
 def chunks_layout(stages, W):
     """(columns, rows, panel width, panel height, inches): panels wrap into
     a near-square grid. Past CHUNKS_ALL_STEPS_UP_TO workers (chunk_panels:
-    at most 9 panels) three columns in 16 x 9 inches, 1920 x 1080 pixels
+    at most 8 panels) two columns in 16 x 9 inches, 1920 x 1080 pixels
     at 120 dpi: a screen's worth, its labels 10 or more pixels high."""
     n = len(stages)
     if W > CHUNKS_ALL_STEPS_UP_TO:
-        cols = min(n, 3)
+        cols = min(n, 2)
         rows = (n + cols - 1) // cols
         return cols, rows, 16 / cols, (9 - 1.0) / rows
     cols = min(n, 4 if W <= 4 else max(3, math.ceil(math.sqrt(n))))
@@ -207,22 +204,42 @@ def chunks_layout(stages, W):
     return cols, rows, panel, panel
 
 
+def ring_example(W):
+    """The title's key to a range round the ring ('; {3-1} is 3, 0, 1'),
+    where W workers can hold one (W >= 4)."""
+    if W < 4:
+        return ""
+    return f"; {{{W - 1}-1}} is {W - 1}, 0, 1"
+
+
+def widest_label(stages, W):
+    """The widest cell label of any of the stages, in em of the font
+    (DejaVu Sans: a digit or brace 0.64 em, a comma 0.32, a hyphen 0.36;
+    'all' about 1.5); at least 3."""
+    def em(label):
+        return sum(0.32 if c == "," else 0.36 if c == "-" else 0.5 if c.isalpha() else 0.64
+                   for c in label)
+    return max([3.0] + [em(ring_ranges(held, W)) for _, holds, _, _ in stages
+                        for column in holds for held in column])
+
+
 def chunks_figure(con, run):
     """The chunk diagram's figure and title (cmd_chunks saves it)."""
     plt = pyplot()
     stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
+    ctx["widest"] = widest_label(stages, W)
     stages, left_out = chunk_panels(stages, W, regions is None)
     cols, rows, panel_w, panel_h = chunks_layout(stages, W)
-    if W > CHUNKS_ALL_STEPS_UP_TO:  # a cell's width (of W + 0.5 in the panel's 88%) over 3
-        ctx["font"] = min(10.0, 72 * panel_w * 0.88 / (W + 0.5) / 3.0)
+    if W > CHUNKS_ALL_STEPS_UP_TO:  # a cell's width (of W + 0.5 in the panel's 88%)
+        ctx["font"] = min(10.0, 72 * panel_w * 0.88 / (W + 0.5) * 0.92 / ctx["widest"])
     # the title's lines: 10-point text, about 0.2 inch a line
     width = cols * panel_w
     buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
     if regions is None:
         title = (f"run {run['run_id']}: whose contributions each worker (column) holds for each "
-                 f"chunk (row){buckets}; {W - 2}-1 means {W - 2}, {W - 1}, 0, 1\n"
+                 f"chunk (row){buckets}{ring_example(W)}\n"
                  f"arrows: that step's transfers "
                  f"(dashed with \u00d7: never received); outlined: the chunk's owner after "
                  f"reduce-scatter")

@@ -184,22 +184,28 @@ def contributors(first, count, workers, gpus=None, src=None, dst=None):
 
 
 def ring_ranges(held, workers):
-    """A set of workers as ranges round the ring: {0..6} -> '0-6',
-    {14, 15, 0, 1} -> '14-1' (14, 15, 0, 1), {2} -> '2', {1, 3} -> '1,3'."""
-    if not held:
-        return "-"
+    """Whose contributions a copy holds, in the one notation --explain, the
+    pictures and the viewer share (docs/ring-walkthrough.md, "Notation"):
+    'all' when every worker's is in; otherwise the workers in braces,
+    ascending, where a run of 3 or more consecutive round the ring is
+    written first-last: {1, 3} -> '{1,3}', {0, 1} -> '{0,1}',
+    {0..6} -> '{0-6}', {3, 0, 1} of 4 -> '{3-1}', {14, 15, 0, 1} ->
+    '{14-1}', {5, 14, 15, 0, 1} -> '{5,14-1}', nothing -> '{}'."""
+    held = set(held)
     if len(held) == workers:
         return "all"
-    # start each run at a member whose predecessor is missing
-    parts = []
+    items = []  # (first member, text)
     for w in sorted(held):
         if (w - 1) % workers in held:
-            continue
-        last = w
-        while (last + 1) % workers in held:
-            last = (last + 1) % workers
-        parts.append(str(w) if last == w else f"{w}-{last}")
-    return ",".join(parts)
+            continue  # not a run's first member
+        run = [w]
+        while (run[-1] + 1) % workers in held:
+            run.append((run[-1] + 1) % workers)
+        if len(run) >= 3:
+            items.append((w, f"{w}-{run[-1]}"))
+        else:
+            items.extend((m, str(m)) for m in run)
+    return "{" + ",".join(text for _, text in sorted(items)) + "}"
 
 
 def run_config(run):
