@@ -354,9 +354,18 @@ class Diff(unittest.TestCase):
              "diff: --init normal,exact: the two sides would not get the same gradients"),
             (["-p", m, "--op", "sum,avg"], "diff: --op sum,avg: the two sides would "
                                            "compute two different reductions"),
-            (["-p", m, "--algo", "ring,rd,tree"],
-             "diff: --algo 'ring,rd,tree': expected two values A,B"),
-            (["-p", m, "--algo", "ring,"], "diff: --algo 'ring,': expected two values A,B"),
+            (["-p", m, "--algo", "ring,"],
+             "diff: --algo 'ring,': expected two to 8 values A,B,..."),
+            (["-p", m, "--algo", "ring,,rd"],
+             "diff: --algo 'ring,,rd': expected two to 8 values A,B,..."),
+            (["-p", m, "--algo", "ring,rd,rhd,tree,linear,gloo-ring,ring,rd,rhd"],
+             "diff: --algo 'ring,rd,rhd,tree,linear,gloo-ring,ring,rd,rhd': expected two "
+             "to 8 values A,B,..."),
+            (["-p", m, "--algo", "ring,rd,tree", "--dtype", "f32,f16"],
+             "diff: --dtype f32,f16: 2 values, where --algo gave 3: each option given so "
+             "gives one value per side"),
+            (["-p", m, "--algo", "ring,rd,tree", "--seed", "1,1,2"],
+             "diff: --seed 1,1,2: the two sides would not get the same gradients"),
             (["-p", m, "--algo", "ring,bogus"], "--algo 'bogus': expected ring"),
             (["-p", m, "--dtype", "f32,f8"], "diff: --dtype 'f8': expected f32, f16, bf16"),
             (["-p", m, "--dtype", "f32,bf16", "--grads", self.grads(4), "-w", "4"],
@@ -512,8 +521,72 @@ class Diff(unittest.TestCase):
             # one topology, one W: side B's 16 named, not side A blamed
             (["-p", m, "-w", "8,16", "--topo", "dgx-h100"],
              "diff: --workers 8,16 with --topo: its 1 node of 8 GPUs are 8 workers"),
+            # a list: each world size divides the largest
+            (["-p", m, "-w", "2,3,8"],
+             "diff: --workers 2,3,8: 3 does not divide the largest, 8, so its workers"),
+            (["-p", inline, "-w", "1,2,8"],
+             "grads has 4 entries but --workers 1,2,8 needs 8"),
         ]
         self.assert_refused(cases)
+
+    # diff-7: more values than two compare each side with the first, on
+    # the same gradients: each line (and each --json comparison) is the
+    # comparison of A with that side alone, made with two values on the
+    # same contributions; world sizes share the largest's.
+    def test_lists(self):
+        m, g = self.model, self.grads(4)
+        algos = ["ring", "rd", "tree", "linear"]
+        rc, out, err = run("diff", "-p", m, "-w", 4, "--grads", g, "--algo", ",".join(algos),
+                           "--json")
+        self.assertEqual(rc, 0, err)
+        each = json.loads(out)
+        self.assertEqual(each["reference"]["label"], "A: --algo ring")
+        self.assertEqual(each["contributions"], 4)
+        self.assertEqual(len(each["comparisons"]), 3)
+        for k, (algo, got) in enumerate(zip(algos[1:], each["comparisons"])):
+            rc, out, err = run("diff", "-p", m, "-w", 4, "--grads", g, "--algo", f"ring,{algo}",
+                               "--json")
+            self.assertEqual(rc, 0, err)
+            pair = json.loads(out)
+            self.assertEqual(got["sides"][1]["label"], f"{'BCD'[k]}: --algo {algo}")
+            got["sides"][1]["label"] = pair["sides"][1]["label"]
+            self.assertEqual(got, pair, algo)
+            self.assertGreater(got["differing"], 0, algo)
+        # the text: the head, A's line, a line per comparison with its
+        # counts, as the pair's report gives them
+        rc, out, err = run("diff", "-p", m, "-w", 4, "--grads", g, "--algo", "ring,rd,tree",
+                           "--fail-on-diff")
+        self.assertEqual(rc, 1, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[:2], [
+            "diff: diffed, 4 workers, avg; B and C each against A, on the same gradients",
+            "  A: --algo ring  (ring, f32)"])
+        self.assertEqual(len(lines), 4, out)
+        pair = each["comparisons"][0]
+        self.assertRegex(lines[2], r"^  B: --algo rd  \(rd, f32\): %d of %d differ \(" % (
+            pair["differing"], pair["compared"]))
+        self.assertIn(f", at {pair['element']['param']}[", lines[2])
+        # world sizes: one global batch of the largest's 8 contributions;
+        # A with the largest is the pair 2,8; A with 4 folds 2 a worker
+        rc, out, err = run("diff", "-p", m, "-w", "2,4,8", "--grads", self.grads(8), "--json")
+        self.assertEqual(rc, 0, err)
+        each = json.loads(out)
+        self.assertEqual(each["contributions"], 8)
+        self.assertEqual([c["sides"][1]["workers"] for c in each["comparisons"]], [4, 8])
+        rc, out, err = run("diff", "-p", m, "-w", "2,8", "--grads", self.grads(8), "--json")
+        self.assertEqual(rc, 0, err)
+        pair = json.loads(out)
+        last = each["comparisons"][1]
+        last["sides"][1]["label"] = pair["sides"][1]["label"]
+        self.assertEqual(last, pair)
+        rc, out, err = run("diff", "-p", m, "-w", "2,4,8", "--init", "exact")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines(), [
+            "diff: diffed, 8 contributions on 2, 4 and 8 workers, avg; B and C each against "
+            "A, on the same gradients",
+            "  A: --workers 2  (ring, f32)",
+            "  B: --workers 4  (ring, f32): identical, bit for bit",
+            "  C: --workers 8  (ring, f32): identical, bit for bit"])
 
 
 def main():

@@ -9,9 +9,12 @@
  * worker of the smaller world folding its L/S of them locally first. Each
  * side is a real threaded run; worker 0's result of one is compared with
  * worker 0's result of the other (every worker holds the same bits).
+ * More values (--workers 2,4,8,16; --algo ring,rd,rhd,tree) compare each
+ * side after the first with the first, on the same L contributions, and
+ * print one row per comparison (--json: each comparison's object).
  *
  * This file reads the command line (through the option table, which
- * splits the A,B values: parse.c) and readies the two sides; the runs and
+ * splits the A,B values: parse.c) and readies the sides; the runs and
  * the comparison are diff_compare.c's, the report diff_report.c's.
  */
 #include <stdio.h>
@@ -19,75 +22,125 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "diff_parts.h"
 #include "option.h"
 
-/* Two world sizes: L contributions, grouped k = L/S to a worker on the
- * smaller side; the grads, if read, must give all L. Returns -1 to go on,
- * or EXIT_USAGE having said why. */
-static int check_world_sizes(diff_t *d) {
-  side_t *s = d->s;
-  const int wa = s[0].opt.config.workers, wb = s[1].opt.config.workers;
-  d->sizes = wa != wb;
-  d->big = wa > wb ? wa : wb;
-  const rs_topo_t *t = &s[0].opt.config.net.topo;
-  if (d->sizes && t->enabled)
-    return cli_refuse(CLI_DIFF,
-                      "--workers %d,%d with --topo: its %d node%s of %d GPUs "
-                      "are %d workers, one number for both sides (a "
-                      "topology's W is nodes x gpus)",
-                      wa, wb, t->nodes, t->nodes == 1 ? "" : "s", t->gpus,
-                      t->nodes * t->gpus);
-  if (d->sizes && d->big % (wa < wb ? wa : wb))
-    return cli_refuse(CLI_DIFF,
-                      "--workers %d,%d: neither world size divides the "
-                      "other, so the smaller world's workers cannot each "
-                      "take an equal share of the %d contributions",
-                      wa, wb, d->big);
-  for (int k = 0; k < 2; k++) {
-    s[k].contribs = d->big;
-    s[k].local = d->big / s[k].opt.config.workers;
+/* The command line: every side's options (A, B, ... up to CLI_DIFF_MAX),
+ * and what the world sizes make of them. */
+typedef struct diff_cmd {
+  options_t opt[CLI_DIFF_MAX];
+  char label[CLI_DIFF_MAX][160];
+  int n;          /* sides: 2 compares A with B; more, each with A */
+  int sizes, big; /* several world sizes; L, the largest */
+} diff_cmd_t;
+
+/* The world sizes as given ("4,8"), or in words ("2, 4 and 8"). */
+static void workers_text(const diff_cmd_t *c, int words, char *buf,
+                         size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < c->n && len < size; k++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%d",
+                            k == 0          ? ""
+                            : !words        ? ","
+                            : k == c->n - 1 ? " and "
+                                            : ", ",
+                            c->opt[k].config.workers);
+}
+
+/* Several world sizes: L contributions, the largest, which each divides;
+ * the grads, if read, must give all L. Returns -1 to go on, or
+ * EXIT_USAGE having said why. */
+static int check_world_sizes(diff_cmd_t *c) {
+  char given[128];
+  workers_text(c, 0, given, sizeof given);
+  c->big = c->opt[0].config.workers;
+  for (int k = 1; k < c->n; k++) {
+    const int w = c->opt[k].config.workers;
+    c->sizes |= w != c->opt[0].config.workers;
+    c->big = w > c->big ? w : c->big;
   }
-  for (int r = 0; d->sizes && s[0].opt.grads && r < d->big; r++) {
+  const rs_topo_t *t = &c->opt[0].config.net.topo;
+  if (c->sizes && t->enabled)
+    return cli_refuse(CLI_DIFF,
+                      "--workers %s with --topo: its %d node%s of %d GPUs "
+                      "are %d workers, one number for every side (a "
+                      "topology's W is nodes x gpus)",
+                      given, t->nodes, t->nodes == 1 ? "" : "s", t->gpus,
+                      t->nodes * t->gpus);
+  for (int k = 0; c->sizes && k < c->n; k++)
+    if (c->big % c->opt[k].config.workers)
+      return cli_refuse(CLI_DIFF,
+                        c->n == 2 ? "--workers %s: neither world size divides "
+                                    "the other, so the smaller world's "
+                                    "workers cannot each take an equal share "
+                                    "of the %d contributions"
+                                  : "--workers %s: %d does not divide the "
+                                    "largest, %d, so its workers cannot each "
+                                    "take an equal share of the contributions",
+                        given, c->n == 2 ? c->big : c->opt[k].config.workers,
+                        c->big);
+  for (int r = 0; c->sizes && c->opt[0].grads && r < c->big; r++) {
     char path[4096];
-    if (rs_grads_path(s[0].opt.grads, r, path, sizeof path) == RS_OK &&
+    if (rs_grads_path(c->opt[0].grads, r, path, sizeof path) == RS_OK &&
         access(path, R_OK) == 0)
       continue;
     return cli_refuse(CLI_DIFF,
                       "--grads %.120s: no file for contribution %d (%.120s): "
-                      "--workers %d,%d needs %d, one per worker of the "
-                      "larger world",
-                      s[0].opt.grads, r, path, wa, wb, d->big);
+                      "--workers %s needs %d, one per worker of the "
+                      "largest world",
+                      c->opt[0].grads, r, path, given, c->big);
   }
   return -1;
 }
 
-/* The command line into the two sides' options, checked: each side as a
- * run checks its own, then what the comparison needs of both. Returns -1
+/* The command line into every side's options, checked: each side as a
+ * run checks its own, then what the comparison needs of all. Returns -1
  * to go on, or the exit status, having said why (--help: 0). */
-static int read_command(diff_t *d, int argc, char **argv, char *arena) {
-  side_t *s = d->s;
-  cli_two_t two = {.other = &s[1].opt, .arena = arena};
-  for (int k = 0; k < 2; k++)
-    cli_options_init(CLI_DIFF, &s[k].opt);
-  int rc = cli_walk(CLI_DIFF, argc, argv, &s[0].opt, &two);
+static int read_command(diff_cmd_t *c, int argc, char **argv, char *arena) {
+  cli_two_t two = {.arena = arena};
+  for (int k = 0; k < CLI_DIFF_MAX; k++) {
+    cli_options_init(CLI_DIFF, &c->opt[k]);
+    two.side[k] = &c->opt[k];
+  }
+  int rc = cli_walk(CLI_DIFF, argc, argv, &c->opt[0], &two);
   if (rc >= 0)
     return rc;
   if (two.count == 0)
     return cli_refuse(CLI_DIFF, "no option has two values: give the ones "
                                 "the sides differ in as A,B, e.g. --algo "
                                 "ring,rd");
-  for (int k = 0; k < 2; k++) {
-    memcpy(s[k].label, two.label[k], sizeof s[k].label);
-    if ((rc = cli_check_run(&s[k].opt)) >= 0)
+  c->n = two.sides;
+  for (int k = 0; k < c->n; k++) {
+    memcpy(c->label[k], two.label[k], sizeof c->label[k]);
+    if ((rc = cli_check_run(&c->opt[k])) >= 0)
       return rc;
   }
-  if (s[0].opt.grads && s[0].opt.dtype_name &&
-      strcmp(s[0].opt.dtype_name, s[1].opt.dtype_name))
-    return cli_refuse(CLI_DIFF, "--dtype A,B with --grads: a safetensors "
-                                "file holds one dtype; use generated or "
-                                "inline grads");
-  return check_world_sizes(d);
+  for (int k = 1; k < c->n; k++)
+    if (c->opt[0].grads && c->opt[0].dtype_name &&
+        strcmp(c->opt[0].dtype_name, c->opt[k].dtype_name))
+      return cli_refuse(CLI_DIFF, "--dtype A,B with --grads: a safetensors "
+                                  "file holds one dtype; use generated or "
+                                  "inline grads");
+  return check_world_sizes(c);
+}
+
+/* Comparison d of side 0 and side k of the command line. */
+static void pair_of(diff_t *d, const diff_cmd_t *c, int k) {
+  const int from[2] = {0, k};
+  d->sizes = c->sizes;
+  d->big = c->big;
+  workers_text(c, 0, d->workers_given, sizeof d->workers_given);
+  workers_text(c, 1, d->workers_words, sizeof d->workers_words);
+  for (int j = 0; j < 2; j++) {
+    side_t *s = &d->s[j];
+    s->opt = c->opt[from[j]];
+    memcpy(s->label, c->label[from[j]], sizeof s->label);
+    s->contribs = c->big;
+    s->local = c->big / s->opt.config.workers;
+  }
 }
 
 /* Side k's model, the grads it takes, and its config (this machine
@@ -99,7 +152,6 @@ static int ready_side(diff_t *d, int k) {
   int rc = diff_load_model(o->params, o->dtype_name, &side->model);
   if (rc >= 0 || (rc = cli_check_model_buckets(o, side->model)) >= 0)
     return rc;
-  const int wa = d->s[0].opt.config.workers, wb = d->s[1].opt.config.workers;
   int inline_workers = rs_model_inline_workers(side->model);
   side->use_inline = inline_workers > 0 && !o->grads;
   if (!o->workers_given && side->use_inline)
@@ -115,9 +167,9 @@ static int ready_side(diff_t *d, int k) {
   }
   if (side->use_inline && d->sizes && inline_workers != d->big) {
     fprintf(stderr,
-            "ringsim: %s: grads has %d entries but --workers %d,%d needs %d "
-            "(one per worker of the larger world)\n",
-            o->params, inline_workers, wa, wb, d->big);
+            "ringsim: %s: grads has %d entries but --workers %s needs %d "
+            "(one per worker of the largest world)\n",
+            o->params, inline_workers, d->workers_given, d->big);
     return EXIT_USAGE;
   }
   if (side->use_inline && !d->sizes && inline_workers != o->config.workers) {
@@ -136,10 +188,9 @@ static int ready_side(diff_t *d, int k) {
   return -1;
 }
 
-/* The comparison, once its command line is read: the sides readied and
- * run, their results compared and explained, the report. Returns the exit
- * status. */
-static int compare(diff_t *d) {
+/* Comparison d readied and run, its results compared (and, with explain,
+ * explained). Returns -1 to go on, or the exit status. */
+static int run_pair(diff_t *d, int explain) {
   int rc;
   for (int k = 0; k < 2; k++)
     if ((rc = ready_side(d, k)) >= 0)
@@ -147,24 +198,27 @@ static int compare(diff_t *d) {
   for (int k = 0; k < 2; k++)
     if ((rc = diff_run_side(&d->s[k], NULL)) >= 0)
       return rc;
-  if ((rc = diff_compare(d)) >= 0 || (rc = diff_explain(d)) >= 0)
+  if ((rc = diff_compare(d)) >= 0 || (explain && (rc = diff_explain(d)) >= 0))
     return rc;
   /* A signal since the runs: no report (main exits 128 + it). */
-  if (cli_signal())
-    return EXIT_RUN;
-  if (d->s[0].opt.json)
-    diff_report_json(d);
-  else
-    diff_report_text(d);
+  return cli_signal() ? EXIT_RUN : -1;
+}
+
+/* Whether side k's check failed (said), or, with --fail-on-diff, the
+ * sides differ: the comparison's share of exit 1. */
+static int pair_fails(const diff_t *d) {
+  int failed = 0;
   for (int k = 0; k < 2; k++)
-    if (d->s[k].status == RS_ECHECK)
+    if (d->s[k].status == RS_ECHECK) {
       fprintf(stderr, "ringsim: %s: the check failed\n", d->s[k].label);
-  int check_failed = d->s[0].status == RS_ECHECK || d->s[1].status == RS_ECHECK;
-  return check_failed || (d->s[0].opt.fail_on_diff && d->differing) ? EXIT_CHECK
-                                                                    : 0;
+      failed = 1;
+    }
+  return failed || (d->s[0].opt.fail_on_diff && d->differing);
 }
 
 static void diff_free(diff_t *d) {
+  if (!d)
+    return;
   for (int k = 0; k < 2; k++) {
     rs_free(d->order[k]);
     free(d->region_counts[k]);
@@ -176,19 +230,69 @@ static void diff_free(diff_t *d) {
   free(d);
 }
 
-int cli_diff(int argc, char **argv) {
+/* A with B: the comparison's report. */
+static int compare_two(const diff_cmd_t *c) {
   diff_t *d = calloc(1, sizeof *d);
+  if (!d) {
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
+  }
+  pair_of(d, c, 1);
+  int rc = run_pair(d, 1);
+  if (rc < 0) {
+    if (d->s[0].opt.json)
+      diff_report_json(d);
+    else
+      diff_report_text(d);
+    rc = pair_fails(d) ? EXIT_CHECK : 0;
+  }
+  diff_free(d);
+  return rc;
+}
+
+/* B, C, ... each with A: a line each (--json: one object, each
+ * comparison's in it), printed once all have run. */
+static int compare_each(const diff_cmd_t *c) {
+  const int json = c->opt[0].json;
+  json_t *all = json ? json_array() : NULL;
+  diff_t *d[CLI_DIFF_MAX] = {NULL};
+  int rc = -1, fails = 0;
+  for (int k = 1; k < c->n && rc < 0; k++) {
+    if (!(d[k] = calloc(1, sizeof *d[k]))) {
+      fprintf(stderr, "ringsim: out of memory\n");
+      rc = EXIT_RUN;
+      break;
+    }
+    pair_of(d[k], c, k);
+    rc = run_pair(d[k], json);
+  }
+  for (int k = 1; k < c->n && rc < 0; k++) {
+    if (json)
+      json_array_append_new(all, diff_json(d[k]));
+    else
+      diff_report_line(d[k], k == 1, c->n);
+    fails |= pair_fails(d[k]);
+  }
+  if (rc < 0 && json)
+    diff_report_json_each(d[1], all);
+  json_decref(all);
+  for (int k = 1; k < c->n; k++)
+    diff_free(d[k]);
+  return rc >= 0 ? rc : fails ? EXIT_CHECK : 0;
+}
+
+int cli_diff(int argc, char **argv) {
+  diff_cmd_t *c = calloc(1, sizeof *c);
   char *arena = malloc(cli_two_room(argc, argv));
   int rc = EXIT_RUN;
-  if (d && arena) {
-    rc = read_command(d, argc, argv, arena);
+  if (c && arena) {
+    rc = read_command(c, argc, argv, arena);
     if (rc < 0)
-      rc = compare(d);
+      rc = c->n == 2 ? compare_two(c) : compare_each(c);
   } else {
     fprintf(stderr, "ringsim: out of memory\n");
   }
-  if (d)
-    diff_free(d);
+  free(c);
   free(arena);
   return rc;
 }

@@ -48,7 +48,10 @@ typedef struct param_diff {
 /* A comparison: the two sides, and what their results are found to be. */
 typedef struct diff {
   side_t s[2];
-  int sizes, big; /* two world sizes (--workers A,B); L, the larger */
+  int sizes, big;          /* several world sizes (--workers A,B,...); L, the
+                              largest */
+  char workers_given[128]; /* --workers as given: "4,8" */
+  char workers_words[128]; /* and in words: "4 and 8" */
   /* the results, element by element (diff_compare) */
   rs_dtype_t da, db, coarse; /* each side's dtype; the coarser one */
   size_t elems, params;
@@ -97,5 +100,13 @@ int diff_explain(diff_t *d);
 /* diff_report.c: the comparison on stdout, as text or JSON. */
 void diff_report_text(const diff_t *d);
 void diff_report_json(const diff_t *d);
+/* The comparison as the JSON object diff_report_json prints. */
+struct json_t *diff_json(const diff_t *d);
+/* Of several comparisons of side A (B, C, ... each with A): the line of
+ * comparison d (the i-th of n - 1; the first prints the head, A's line);
+ * --json's one object, of comparisons (diff_json's, an array), d any one
+ * of them. */
+void diff_report_line(const diff_t *d, int first, int n);
+void diff_report_json_each(const diff_t *d, struct json_t *comparisons);
 
 #endif /* RINGSIM_CLI_DIFF_PARTS_H */

@@ -253,7 +253,7 @@ static json_t *element_json(const diff_t *d) {
                    diff_relative(a, b), "orders", orders);
 }
 
-void diff_report_json(const diff_t *d) {
+json_t *diff_json(const diff_t *d) {
   const double pct =
       d->elems ? 100.0 * (double)d->differing / (double)d->elems : 0;
   json_t *j = json_object();
@@ -269,11 +269,27 @@ void diff_report_json(const diff_t *d) {
   json_object_set_new(j, "params", params_json(d));
   json_object_set_new(j, "regions", regions_json(d));
   json_object_set_new(j, "element", element_json(d));
+  return j;
+}
+
+static void print_json(json_t *j) {
   char *text = json_dumps(j, JSON_COMPACT);
   if (text)
     puts(text);
   free(text);
   json_decref(j);
+}
+
+void diff_report_json(const diff_t *d) { print_json(diff_json(d)); }
+
+void diff_report_json_each(const diff_t *d, json_t *comparisons) {
+  json_t *j = json_object();
+  json_t *sides = sides_json(d);
+  json_object_set(j, "reference", json_array_get(sides, 0));
+  json_decref(sides);
+  json_object_set_new(j, "contributions", json_integer(d->big));
+  json_object_set(j, "comparisons", comparisons);
+  print_json(j);
 }
 
 /* ---- text ------------------------------------------------------------ */
@@ -331,24 +347,62 @@ static void print_order(const diff_t *d, int k) {
   partials(o, lv, o->root, NULL, stdout);
 }
 
+/* Side s's label and what runs: "  B: --algo rd  (rd, f32)", no newline. */
+static void side_text(const side_t *s) {
+  char name[CLI_SAFE_MAX];
+  const rs_dtype_t model = rs_model_dtype(s->model),
+                   sum = rs_hook_dtype(s->config.hook, model);
+  printf("  %s  (%s, %s%s%s)", cli_safe(s->label, name, sizeof name),
+         rs_algorithm_name(s->config.algo), rs_dtype_name(model),
+         sum != model ? " summed in " : "",
+         sum != model ? rs_dtype_name(sum) : "");
+}
+
+/* "diff: MODEL, 4 workers, avg" (or "16 contributions on 4, 8 and 16
+ * workers"), no newline. */
+static void head_text(const diff_t *d) {
+  char name[CLI_SAFE_MAX];
+  const side_t *s = d->s;
+  printf("diff: %s", cli_safe(rs_model_name(s[0].model), name, sizeof name));
+  if (d->sizes)
+    printf(", %d contributions on %s workers, %s", d->big, d->workers_words,
+           rs_op_name(s[0].config.op));
+  else
+    printf(", %d workers, %s", s[0].config.workers, rs_op_name(s[0].config.op));
+}
+
+void diff_report_line(const diff_t *d, int first, int n) {
+  char num[40], name[CLI_SAFE_MAX];
+  if (first) {
+    head_text(d);
+    printf("; B%s%c each against A, on the same gradients\n",
+           n > 3 ? " to " : " and ", 'A' + n - 1);
+    side_text(&d->s[0]);
+    printf("\n");
+  }
+  side_text(&d->s[1]);
+  if (!d->differing) {
+    printf(": identical, bit for bit\n");
+    return;
+  }
+  const rs_param_t *param = rs_model_param(d->s[0].model, d->worst_param);
+  ulps_text(d->max_ulps, num, sizeof num);
+  printf(
+      ": %" PRIu64 " of %zu differ (%.2f%%), largest %s ULPs (of %s), "
+      "relative %.3g, at %s[%zu]\n",
+      d->differing, d->elems, 100.0 * (double)d->differing / (double)d->elems,
+      num, rs_dtype_name(d->coarse), d->max_rel,
+      cli_safe(param->name, name, sizeof name), d->worst - param->elem_offset);
+}
+
 void diff_report_text(const diff_t *d) {
   const side_t *s = d->s;
   char name[CLI_SAFE_MAX], num[40];
-  printf("diff: %s", cli_safe(rs_model_name(s[0].model), name, sizeof name));
-  if (d->sizes)
-    printf(", %d contributions on %d and %d workers, %s\n", d->big,
-           s[0].config.workers, s[1].config.workers,
-           rs_op_name(s[0].config.op));
-  else
-    printf(", %d workers, %s\n", s[0].config.workers,
-           rs_op_name(s[0].config.op));
+  head_text(d);
+  printf("\n");
   for (int k = 0; k < 2; k++) {
-    const rs_dtype_t model = rs_model_dtype(s[k].model),
-                     sum = rs_hook_dtype(s[k].config.hook, model);
-    printf("  %s  (%s, %s%s%s)\n", cli_safe(s[k].label, name, sizeof name),
-           rs_algorithm_name(s[k].config.algo), rs_dtype_name(model),
-           sum != model ? " summed in " : "",
-           sum != model ? rs_dtype_name(sum) : "");
+    side_text(&s[k]);
+    printf("\n");
   }
   const double pct =
       d->elems ? 100.0 * (double)d->differing / (double)d->elems : 0;

@@ -76,12 +76,17 @@ extern const cli_option_t cli_options[OPT_COUNT];
 void cli_options_init(cli_mode_t mode, options_t *o);
 
 /* diff's command line beyond what each side's options hold (cli_walk):
- * the room its A,B values are split into, and what was given so. */
+ * the room its A,B (or A,B,C,...) values are split into, and what was
+ * given so. The sides are A, B, ... up to CLI_DIFF_MAX. */
+enum { CLI_DIFF_MAX = 8 };
 typedef struct cli_two {
-  options_t *other;   /* (in) side B's options (side A's: cli_walk's o) */
-  char *arena;        /* (in) room for the split values: cli_two_room */
-  int count;          /* options given as A,B (CLI_DIFF_TWO) */
-  char label[2][160]; /* each side's: "A: --algo ring --dtype f32" */
+  options_t *side[CLI_DIFF_MAX]; /* (in) each side's options; side[0]
+                                    is cli_walk's o */
+  char *arena;       /* (in) room for the split values: cli_two_room */
+  int count;         /* (out) options given as A,B,... (CLI_DIFF_TWO) */
+  int sides;         /* (out) how many values each of them gave (0: none) */
+  const char *first; /* (out) the first one's name */
+  char label[CLI_DIFF_MAX][160]; /* each side's: "A: --algo ring" */
 } cli_two_t;
 /* The room cli_two_t.arena needs for argv. */
 size_t cli_two_room(int argc, char **argv);
@@ -90,9 +95,10 @@ size_t cli_two_room(int argc, char **argv);
  * into o, as mode takes its options: --name value, --name=value, an
  * unambiguous abbreviation of a name, -x value, -xvalue, flags together
  * ("-hV"), "--" ending the options. With two (diff), every option is
- * stored in both o (side A) and two->other (side B), and an A,B value of
- * a CLI_DIFF_TWO option gives A to side A and B to side B. Each side
- * starts as cli_options_init made it.
+ * stored on every side (o is side A), and an A,B,... value of a
+ * CLI_DIFF_TWO option gives A to side A, B to side B, and so on; every
+ * option given so gives as many values. Each side starts as
+ * cli_options_init made it.
  * Checks across options are the mode's, after. Returns -1 to go on, or
  * the exit status, having said why (--help, --version: 0). */
 int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,

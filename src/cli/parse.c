@@ -24,8 +24,8 @@
 
 typedef struct walk {
   cli_mode_t mode;
-  options_t *side[2];
-  int sides;      /* 2: diff's */
+  options_t *side[CLI_DIFF_MAX];
+  int sides;      /* diff's: CLI_DIFF_MAX (two->sides of them used) */
   cli_two_t *two; /* diff's, else NULL */
   char *arena;    /* the rest of two->arena */
   int dtype_two;  /* diff: --dtype was given as A,B */
@@ -116,27 +116,50 @@ static void label_add(walk_t *w, int k, const char *name, const char *value) {
   snprintf(label + len, sizeof w->two->label[k] - len, " --%s %s", name, value);
 }
 
-/* diff: value "A,B" of opt: A to side 0, B to side 1. */
+/* diff: value "A,B[,C...]" of opt: A to side 0, B to side 1, and so on. */
 static int set_two(walk_t *w, const cli_option_t *opt, const char *value) {
-  const char *comma = strchr(value, ',');
-  if (strchr(comma + 1, ',') || comma == value || !comma[1])
-    return cli_refuse(w->mode, "--%s '%.100s': expected two values A,B",
-                      opt->name, value);
-  const char *v[2] = {keep(w, value, (size_t)(comma - value)),
-                      keep(w, comma + 1, strlen(comma + 1))};
-  if ((opt->flags & CLI_DIFF_SAME) && strcmp(v[0], v[1]) != 0)
-    return cli_refuse(w->mode, "--%s %.60s: %s", opt->name, value,
-                      opt->diff_why);
-  if (opt->flags & CLI_DIFF_TWO) {
-    w->two->count++;
-    if (opt == &cli_options[OPT_DTYPE])
-      w->dtype_two = 1; /* (labelled last) */
-    else
-      for (int k = 0; k < 2; k++)
-        label_add(w, k, opt->name, v[k]);
+  const char *v[CLI_DIFF_MAX];
+  int n = 0;
+  for (const char *at = value;; n++) {
+    const char *comma = strchr(at, ',');
+    size_t len = comma ? (size_t)(comma - at) : strlen(at);
+    if (len == 0 || n == CLI_DIFF_MAX)
+      return cli_refuse(w->mode,
+                        "--%s '%.100s': expected two to %d values A,B,...",
+                        opt->name, value, CLI_DIFF_MAX);
+    v[n] = keep(w, at, len);
+    if (!comma) {
+      n++;
+      break;
+    }
+    at = comma + 1;
   }
+  for (int k = 1; k < n && (opt->flags & CLI_DIFF_SAME); k++)
+    if (strcmp(v[0], v[k]) != 0)
+      return cli_refuse(w->mode, "--%s %.60s: %s", opt->name, value,
+                        opt->diff_why);
+  if (opt->flags & CLI_DIFF_SAME) { /* one value, on every side */
+    char msg[RS_ERRMSG_MAX];
+    for (int k = 0; k < w->sides; k++)
+      if (opt->set(opt, w->side[k], v[0], msg))
+        return cli_refuse(w->mode, "%s", msg);
+    return -1;
+  }
+  if (w->two->sides && n != w->two->sides)
+    return cli_refuse(w->mode,
+                      "--%s %.60s: %d values, where --%s gave %d: each option "
+                      "given so gives one value per side",
+                      opt->name, value, n, w->two->first, w->two->sides);
+  w->two->sides = n;
+  w->two->first = opt->name;
+  w->two->count++;
+  if (opt == &cli_options[OPT_DTYPE])
+    w->dtype_two = 1; /* (labelled last) */
+  else
+    for (int k = 0; k < n; k++)
+      label_add(w, k, opt->name, v[k]);
   char msg[RS_ERRMSG_MAX];
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < n; k++)
     if (opt->set(opt, w->side[k], v[k], msg))
       return cli_refuse(w->mode, "%s", msg);
   return -1;
@@ -212,14 +235,18 @@ static int take_short(walk_t *w, int argc, char **argv, int *i) {
 int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
              cli_two_t *two) {
   walk_t w = {.mode = mode,
-              .side = {o, two ? two->other : NULL},
-              .sides = two ? 2 : 1,
+              .side = {o},
+              .sides = two ? CLI_DIFF_MAX : 1,
               .two = two,
               .arena = two ? two->arena : NULL};
   if (two) {
-    two->count = 0;
-    snprintf(two->label[0], sizeof two->label[0], "A:");
-    snprintf(two->label[1], sizeof two->label[1], "B:");
+    two->count = two->sides = 0;
+    two->first = NULL;
+    for (int k = 0; k < CLI_DIFF_MAX; k++) {
+      snprintf(two->label[k], sizeof two->label[k], "%c:", 'A' + k);
+      if (k)
+        w.side[k] = two->side[k];
+    }
   }
   char msg[RS_ERRMSG_MAX];
   for (int k = 0; k < w.sides; k++)
@@ -244,7 +271,7 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
   if (extra)
     return cli_refuse(mode, "unexpected argument '%s'", extra);
   if (two && w.dtype_two)
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < two->sides; k++)
       label_add(&w, k, "dtype", w.side[k]->dtype_name);
   return -1;
 }
