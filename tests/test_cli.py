@@ -750,24 +750,26 @@ class Cli(unittest.TestCase):
                 self.assertEqual(first, f'ringsim 0.1.0: {head} of model "mlp-784-256-10" '
                                         f'on 3 workers')
                 self.assertFalse(second.startswith("  like"))
-        big = os.path.join(EXAMPLES, "resnet18.json")
+        # (three params of 1 MiB: several buckets at a 1 MiB cap, at a
+        # thousandth of ResNet-18's bytes, which a sanitized run pays for)
+        big = os.path.join(EXAMPLES, "step_three.json")
         for model, extra, buckets in (
                 (model, [], "1 bucket (cap 25.00 MiB, first 1.00 MiB)"),
-                (big, ["--bucket-mb", 16, "--json"], None)):
+                (big, ["--bucket-mb", 1, "--json"], None)):
             if buckets is None:  # the count as the JSON report gives it
                 rc, out, err = run("-p", model, "-w", 3, "--no-trace", "--like", "ddp-gloo",
                                    *extra)
                 self.assertEqual(rc, 0, err)
                 n = len(json.loads(out)["buckets"])
                 self.assertGreater(n, 1)
-                buckets = f"{n} buckets (cap 16.00 MiB, first 1.00 MiB)"
+                buckets = f"{n} buckets (cap 1.00 MiB, first 1.00 MiB)"
                 extra = extra[:-1]
             with self.subTest(extra=extra):
                 rc, out, err = run("-p", model, "-w", 3, "--no-trace", "--like", "ddp-gloo", *extra)
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(out.splitlines()[:3], [
                     'ringsim 0.1.0: gloo-ring all-reduce (avg, pre-mul) of model '
-                    f'"{"mlp-784-256-10" if model != big else "resnet18"}" on 3 workers',
+                    f'"{"mlp-784-256-10" if model != big else "step-three"}" on 3 workers',
                     "  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's ring, "
                     "pre-mul (each gradient times 1/W in its dtype, then the sum)",
                     f"             {buckets}, each laid out as DDP's rebuilt buckets "
