@@ -69,8 +69,18 @@ def owner(workers, procs, r):
 class MpiTransport(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
+        # mpirun's session directory in this test's own TMPDIR: two
+        # mpiruns starting at once (ctest -j) race to create
+        # /tmp/ompi.HOST.UID, and the loser's orte_init fails ("File
+        # exists")
+        self.tmpdir_was = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.tmp.name
 
     def tearDown(self):
+        if self.tmpdir_was is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self.tmpdir_was
         self.tmp.cleanup()
 
     def path(self, name):
