@@ -497,6 +497,40 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("in double", out)
 
+    def test_order_report_counts_the_dtypes_ulps(self):
+        """--order-report counts ULPs of the dtype the sums are written in:
+        an f16 or bf16 model's, and a compressing hook's (it counted f32's,
+        2^13 times as many for f16). Ring at W = 3: chunk 1 sums
+        (g1+g2)+g0, the fixed order (g0+g1)+g2. With g0 = 1 and g1 = g2 =
+        half an ULP of 1, the fixed order loses both halves (1 + half an
+        ULP rounds to even, 1) and the ring keeps them (their sum is one
+        ULP): one ULP apart, in either dtype."""
+        for dtype, ulp in (("f16", 2.0 ** -10), ("bf16", 2.0 ** -7)):
+            g = [[0, 1, 0], [0, ulp / 2, 0], [0, ulp / 2, 0]]
+            model = self.write("o.json", json.dumps(
+                {"params": [{"name": "w", "shape": [3], "dtype": dtype}],
+                 "grads": [{"w": v} for v in g]}))
+            with self.subTest(dtype=dtype):
+                rc, out, err = run("-p", model, "--op", "sum", "--no-trace", "--order-report",
+                                   "--json")
+                self.assertEqual(rc, 0, err)
+                check = json.loads(out)["param_checks"][0]
+                self.assertEqual((check["order_differing"], check["order_max_ulps"]), (1, 1))
+                rc, out, err = run("-p", model, "--op", "sum", "--no-trace", "--order-report")
+                self.assertIn(f"in float, rounded to the dtype): elements that differ, largest "
+                              f"difference in ULPs of {dtype}", out)
+                self.assertIn("w: 1 of 3 differ (33.3%), by up to 1 ulp\n", out)
+        # the fp16 hook on an f32 model: its sums in f16, its ULPs f16's
+        # (each input divided by W = 3 first: 1 and two half ULPs again)
+        g = [[0, 3, 0], [0, 3 * 2.0 ** -11, 0], [0, 3 * 2.0 ** -11, 0]]
+        model = self.write("o.json", json.dumps(
+            {"params": [{"name": "w", "shape": [3]}], "grads": [{"w": v} for v in g]}))
+        rc, out, err = run("-p", model, "--hook", "fp16", "--no-trace", "--order-report",
+                           "--json")
+        self.assertEqual(rc, 0, err)
+        check = json.loads(out)["param_checks"][0]
+        self.assertEqual((check["order_differing"], check["order_max_ulps"]), (1, 1))
+
     def test_double_error_against_the_long_double_sum(self):
         """An f64 run's max abs err is measured against the long double
         reference, as the report says, not against that reference rounded

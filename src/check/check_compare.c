@@ -6,14 +6,33 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/dtype.h"
 #include "base/util.h"
 #include "check/check_internal.h"
 #include "io/model.h"
 
-/* Distance in units in the last place between two finite values of the
- * buffers' type. */
+/* Sign-magnitude bits of width bits mapped to a line where adjacent values
+ * are adjacent integers. */
+static int64_t ordered(uint64_t bits, int width) {
+  const uint64_t sign = (uint64_t)1 << (width - 1);
+  const int64_t mag = (int64_t)(bits & (sign - 1));
+  return bits & sign ? -mag : mag;
+}
+
+/* Distance in units in the last place between two finite values, in the
+ * dtype the run sums in (run->dtype: the model's, or a compressing hook's;
+ * f16 and bf16 values are held widened to float, and counted on their own
+ * grid, not float's). */
 static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
   int64_t la, lb;
+  if (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16) {
+    const int half = run->dtype == RS_DTYPE_F16;
+    la = ordered(half ? rs__f32_to_f16((float)a) : rs__f32_to_bf16((float)a),
+                 16);
+    lb = ordered(half ? rs__f32_to_f16((float)b) : rs__f32_to_bf16((float)b),
+                 16);
+    return (uint64_t)(la > lb ? la - lb : lb - la);
+  }
   if (run->dtype == RS_DTYPE_F64) {
     memcpy(&la, &a, sizeof la);
     memcpy(&lb, &b, sizeof lb);
