@@ -172,6 +172,32 @@ class Hooks(unittest.TestCase):
                          ring_mean([np.array(g, np.float32) for g in
                                     [[1e-8, tiny, 2.0 ** -22]] * 3], "fp16").tolist())
 
+    # hooks-4b: on a model already of the hook's dtype the cast is a no-op
+    # but the division is the hook's: an f16 model's 2^-24 still flushes
+    # in the division by 3 and is counted (it read 0 of everything, the
+    # largest |value| 0), and the bits are the same hook's; bf16 on a
+    # bf16 model likewise (its smallest normal 2^-126, halved by W = 3,
+    # rounds to 2^-127's neighbours, no flush: counted 0, the largest
+    # |value| its own)
+    def test_model_of_the_hooks_dtype(self):
+        tiny = 2.0 ** -24
+        grads = [[tiny, 2.0 ** -22, 1.5]] * 3
+        path = self.model(grads, dtype="f16")
+        report, values = self.result(path, "--hook", "fp16")
+        h = report["hook"]
+        self.assertEqual((h["cast_overflowed"], h["cast_flushed"], h["div_flushed"]), (0, 0, 3))
+        self.assertEqual(h["max_abs_input"], 1.5)
+        self.assertEqual(values.tolist(),
+                         ring_mean([np.array(g, np.float32) for g in grads], "fp16").tolist())
+        grads = [[2.0 ** -126, 3.0, 0.5]] * 3
+        path = self.model(grads, name="b", dtype="bf16")
+        report, values = self.result(path, "--hook", "bf16")
+        h = report["hook"]
+        self.assertEqual((h["cast_overflowed"], h["cast_flushed"], h["div_flushed"]), (0, 0, 0))
+        self.assertEqual(h["max_abs_input"], 3.0)
+        self.assertEqual(values.tolist(),
+                         ring_mean([np.array(g, np.float32) for g in grads], "bf16").tolist())
+
     # hooks-5: diff compares two hooks element by element, on the same
     # gradients; step's buckets move half the bytes under fp16
     def test_diff_and_step(self):

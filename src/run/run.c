@@ -47,7 +47,10 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   run->elems = rs_model_elems(model);
   run->in_dtype = rs_model_dtype(model);
   run->dtype = rs_hook_dtype(config->hook, run->in_dtype);
-  run->hook_cast = run->dtype != run->in_dtype;
+  /* A compressing hook casts (a no-op on a model of its dtype) and
+   * divides in its dtype, counting what each loses. */
+  run->hook_cast =
+      config->hook == RS_HOOK_FP16 || config->hook == RS_HOOK_BF16;
   /* A hook averages by dividing each worker's bucket first. */
   if (config->hook != RS_HOOK_NONE)
     run->config.average_pre = RS_AVERAGE_PRE;
