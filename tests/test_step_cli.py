@@ -136,6 +136,12 @@ class StepCli(unittest.TestCase):
         self.assertEqual(slow["step_ns"], 1.5 * 6005000 + fast["exposed_ns"])
         self.assertEqual([b["ready_ns"] for b in slow["buckets"]],
                          [1.5 * b["ready_ns"] for b in fast["buckets"]])
+        # the report's network line says a straggler shaped the times, as
+        # the run's report does
+        rc, out, err = run(*base, "--straggler", "worker=1,us=500")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  network    latency 1.000 us, bandwidth 1.000 GB/s per link, 0 slower "
+                      "links, 1 straggler\n", out)
 
     # step-6: --trace appends the threads' runs (step 1's, then the later
     # steps') with their transfers, and each worker's intervals, as the

@@ -265,6 +265,12 @@ void cli_print_network(const rs_netmodel_t *net) {
   }
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  /* (every mode's line: ringsim step's and model's took them too, and
+   * did not say so) */
+  if (net->link_count || net->straggler_count)
+    printf(", %d slower link%s, %d straggler%s", net->link_count,
+           net->link_count == 1 ? "" : "s", net->straggler_count,
+           net->straggler_count == 1 ? "" : "s");
 }
 
 /* Simulated, predicted and measured time side by side. */
@@ -272,10 +278,6 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
                            double wall_s) {
   const rs_netmodel_t *net = &cfg->net;
   cli_print_network(net);
-  if (net->link_count || net->straggler_count)
-    printf(", %d slower link%s, %d straggler%s", net->link_count,
-           net->link_count == 1 ? "" : "s", net->straggler_count,
-           net->straggler_count == 1 ? "" : "s");
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
