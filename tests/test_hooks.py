@@ -180,23 +180,18 @@ class Hooks(unittest.TestCase):
     # rounds to 2^-127's neighbours, no flush: counted 0, the largest
     # |value| its own)
     def test_model_of_the_hooks_dtype(self):
-        tiny = 2.0 ** -24
-        grads = [[tiny, 2.0 ** -22, 1.5]] * 3
-        path = self.model(grads, dtype="f16")
-        report, values = self.result(path, "--hook", "fp16")
-        h = report["hook"]
-        self.assertEqual((h["cast_overflowed"], h["cast_flushed"], h["div_flushed"]), (0, 0, 3))
-        self.assertEqual(h["max_abs_input"], 1.5)
-        self.assertEqual(values.tolist(),
-                         ring_mean([np.array(g, np.float32) for g in grads], "fp16").tolist())
-        grads = [[2.0 ** -126, 3.0, 0.5]] * 3
-        path = self.model(grads, name="b", dtype="bf16")
-        report, values = self.result(path, "--hook", "bf16")
-        h = report["hook"]
-        self.assertEqual((h["cast_overflowed"], h["cast_flushed"], h["div_flushed"]), (0, 0, 0))
-        self.assertEqual(h["max_abs_input"], 3.0)
-        self.assertEqual(values.tolist(),
-                         ring_mean([np.array(g, np.float32) for g in grads], "bf16").tolist())
+        for dtype, hook, grads, flushed, largest in (
+                ("f16", "fp16", [[2.0 ** -24, 2.0 ** -22, 1.5]] * 3, 3, 1.5),
+                ("bf16", "bf16", [[2.0 ** -126, 3.0, 0.5]] * 3, 0, 3.0)):
+            with self.subTest(dtype=dtype):
+                report, values = self.result(self.model(grads, name=dtype, dtype=dtype),
+                                             "--hook", hook)
+                h = report["hook"]
+                self.assertEqual((h["cast_overflowed"], h["cast_flushed"], h["div_flushed"]),
+                                 (0, 0, flushed))
+                self.assertEqual(h["max_abs_input"], largest)
+                self.assertEqual(values.tolist(), ring_mean(
+                    [np.array(g, np.float32) for g in grads], hook).tolist())
 
     # hooks-5: diff compares two hooks element by element, on the same
     # gradients; step's buckets move half the bytes under fp16
