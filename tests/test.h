@@ -24,6 +24,14 @@
 #define RS_TEST_LARGE(sanitized) 1000003
 #endif
 
+/* Under either sanitizer, 1: a test whose subject runs no thread and
+ * allocates the same at any size (the schedule model) runs a smaller case. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RS_TEST_SANITIZED 1
+#else
+#define RS_TEST_SANITIZED 0
+#endif
+
 /* Under TSan (5-20x slower, more per thread), the tests whose subject is
  * not a race run a smaller case; RS_TEST_TSAN says so. */
 #if defined(__SANITIZE_THREAD__)
