@@ -250,34 +250,35 @@ static int compare_two(const diff_cmd_t *c) {
   return rc;
 }
 
-/* B, C, ... each with A: a line each (--json: one object, each
- * comparison's in it), printed once all have run. */
+/* B, C, ... each with A: a line each as each comparison ends (--json:
+ * one object, each comparison's in it, once all have run). One
+ * comparison's runs are held at a time. */
 static int compare_each(const diff_cmd_t *c) {
   const int json = c->opt[0].json;
   json_t *all = json ? json_array() : NULL;
-  diff_t *d[CLI_DIFF_MAX] = {NULL};
   int rc = -1, fails = 0;
   for (int k = 1; k < c->n && rc < 0; k++) {
-    if (!(d[k] = calloc(1, sizeof *d[k]))) {
+    diff_t *d = calloc(1, sizeof *d);
+    if (!d) {
       fprintf(stderr, "ringsim: out of memory\n");
       rc = EXIT_RUN;
       break;
     }
-    pair_of(d[k], c, k);
-    rc = run_pair(d[k], json);
+    pair_of(d, c, k);
+    rc = run_pair(d, json);
+    if (rc < 0) {
+      if (json)
+        json_array_append_new(all, diff_json(d));
+      else
+        diff_report_line(d, k == 1, c->n);
+      fflush(stdout);
+      fails |= pair_fails(d);
+    }
+    if (rc < 0 && json && k == c->n - 1)
+      diff_report_json_each(d, all);
+    diff_free(d);
   }
-  for (int k = 1; k < c->n && rc < 0; k++) {
-    if (json)
-      json_array_append_new(all, diff_json(d[k]));
-    else
-      diff_report_line(d[k], k == 1, c->n);
-    fails |= pair_fails(d[k]);
-  }
-  if (rc < 0 && json)
-    diff_report_json_each(d[1], all);
   json_decref(all);
-  for (int k = 1; k < c->n; k++)
-    diff_free(d[k]);
   return rc >= 0 ? rc : fails ? EXIT_CHECK : 0;
 }
 
