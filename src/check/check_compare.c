@@ -11,8 +11,8 @@
 #include "check/check_internal.h"
 #include "io/model.h"
 
-/* Sign-magnitude bits of width bits mapped to a line where adjacent values
- * are adjacent integers. */
+/* Sign-magnitude bits of width bits (16 or 32) mapped to a line where
+ * adjacent values are adjacent integers. */
 static int64_t ordered(uint64_t bits, int width) {
   const uint64_t sign = (uint64_t)1 << (width - 1);
   const int64_t mag = (int64_t)(bits & (sign - 1));
@@ -25,26 +25,25 @@ static int64_t ordered(uint64_t bits, int width) {
  * grid, not float's). */
 static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
   int64_t la, lb;
-  if (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16) {
-    const int half = run->dtype == RS_DTYPE_F16;
-    la = ordered(half ? rs__f32_to_f16((float)a) : rs__f32_to_bf16((float)a),
-                 16);
-    lb = ordered(half ? rs__f32_to_f16((float)b) : rs__f32_to_bf16((float)b),
-                 16);
+  if (run->dtype != RS_DTYPE_F64) { /* its own grid's bits, 16 or 32 */
+    uint64_t ba, bb;
+    int width = 16;
+    if (run->dtype == RS_DTYPE_F16) {
+      ba = rs__f32_to_f16((float)a), bb = rs__f32_to_f16((float)b);
+    } else if (run->dtype == RS_DTYPE_BF16) {
+      ba = rs__f32_to_bf16((float)a), bb = rs__f32_to_bf16((float)b);
+    } else {
+      float fa = (float)a, fb = (float)b;
+      uint32_t ia, ib;
+      memcpy(&ia, &fa, sizeof ia);
+      memcpy(&ib, &fb, sizeof ib);
+      ba = ia, bb = ib, width = 32;
+    }
+    la = ordered(ba, width), lb = ordered(bb, width);
     return (uint64_t)(la > lb ? la - lb : lb - la);
   }
-  if (run->dtype == RS_DTYPE_F64) {
-    memcpy(&la, &a, sizeof la);
-    memcpy(&lb, &b, sizeof lb);
-  } else {
-    float fa = (float)a, fb = (float)b;
-    int32_t ia, ib;
-    memcpy(&ia, &fa, sizeof ia);
-    memcpy(&ib, &fb, sizeof ib);
-    la = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
-    lb = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-    return (uint64_t)(la > lb ? la - lb : lb - la);
-  }
+  memcpy(&la, &a, sizeof la);
+  memcpy(&lb, &b, sizeof lb);
   /* map sign-magnitude to a line where adjacent values are adjacent ints;
    * the distance fits in 64 unsigned bits */
   la = la < 0 ? INT64_MIN - la : la;

@@ -34,6 +34,7 @@ typedef struct diff_cmd {
   char label[CLI_DIFF_MAX][160];
   int n;          /* sides: 2 compares A with B; more, each with A */
   int sizes, big; /* several world sizes; L, the largest */
+  char workers_given[128], workers_words[128]; /* workers_text's */
 } diff_cmd_t;
 
 /* The world sizes as given ("4,8"), or in words ("2, 4 and 8"). */
@@ -54,8 +55,9 @@ static void workers_text(const diff_cmd_t *c, int words, char *buf,
  * the grads, if read, must give all L. Returns -1 to go on, or
  * EXIT_USAGE having said why. */
 static int check_world_sizes(diff_cmd_t *c) {
-  char given[128];
-  workers_text(c, 0, given, sizeof given);
+  const char *given = c->workers_given;
+  workers_text(c, 0, c->workers_given, sizeof c->workers_given);
+  workers_text(c, 1, c->workers_words, sizeof c->workers_words);
   c->big = c->opt[0].config.workers;
   for (int k = 1; k < c->n; k++) {
     const int w = c->opt[k].config.workers;
@@ -132,8 +134,8 @@ static void pair_of(diff_t *d, const diff_cmd_t *c, int k) {
   const int from[2] = {0, k};
   d->sizes = c->sizes;
   d->big = c->big;
-  workers_text(c, 0, d->workers_given, sizeof d->workers_given);
-  workers_text(c, 1, d->workers_words, sizeof d->workers_words);
+  d->workers_given = c->workers_given;
+  d->workers_words = c->workers_words;
   for (int j = 0; j < 2; j++) {
     side_t *s = &d->s[j];
     s->opt = c->opt[from[j]];
@@ -217,8 +219,6 @@ static int pair_fails(const diff_t *d) {
 }
 
 static void diff_free(diff_t *d) {
-  if (!d)
-    return;
   for (int k = 0; k < 2; k++) {
     rs_free(d->order[k]);
     free(d->region_counts[k]);
@@ -230,32 +230,13 @@ static void diff_free(diff_t *d) {
   free(d);
 }
 
-/* A with B: the comparison's report. */
-static int compare_two(const diff_cmd_t *c) {
-  diff_t *d = calloc(1, sizeof *d);
-  if (!d) {
-    fprintf(stderr, "ringsim: out of memory\n");
-    return EXIT_RUN;
-  }
-  pair_of(d, c, 1);
-  int rc = run_pair(d, 1);
-  if (rc < 0) {
-    if (d->s[0].opt.json)
-      diff_report_json(d);
-    else
-      diff_report_text(d);
-    rc = pair_fails(d) ? EXIT_CHECK : 0;
-  }
-  diff_free(d);
-  return rc;
-}
-
-/* B, C, ... each with A: a line each as each comparison ends (--json:
- * one object, each comparison's in it, once all have run). One
- * comparison's runs are held at a time. */
-static int compare_each(const diff_cmd_t *c) {
-  const int json = c->opt[0].json;
-  json_t *all = json ? json_array() : NULL;
+/* A with B: the comparison's report. B, C, ... each with A: a line each
+ * as each comparison ends (--json: one object, each comparison's in it,
+ * once all have run). One comparison's runs are held at a time. Returns
+ * the exit status. */
+static int compare(const diff_cmd_t *c) {
+  const int json = c->opt[0].json, two = c->n == 2;
+  json_t *all = json && !two ? json_array() : NULL;
   int rc = -1, fails = 0;
   for (int k = 1; k < c->n && rc < 0; k++) {
     diff_t *d = calloc(1, sizeof *d);
@@ -265,17 +246,21 @@ static int compare_each(const diff_cmd_t *c) {
       break;
     }
     pair_of(d, c, k);
-    rc = run_pair(d, json);
-    if (rc < 0) {
-      if (json)
+    /* (a line leaves out the orders of additions diff_explain writes) */
+    if ((rc = run_pair(d, two || json)) < 0) {
+      if (two && json)
+        diff_report_json(d);
+      else if (two)
+        diff_report_text(d);
+      else if (json)
         json_array_append_new(all, diff_json(d));
       else
         diff_report_line(d, k == 1, c->n);
       fflush(stdout);
       fails |= pair_fails(d);
+      if (all && k == c->n - 1)
+        diff_report_json_each(d, all);
     }
-    if (rc < 0 && json && k == c->n - 1)
-      diff_report_json_each(d, all);
     diff_free(d);
   }
   json_decref(all);
@@ -289,7 +274,7 @@ int cli_diff(int argc, char **argv) {
   if (c && arena) {
     rc = read_command(c, argc, argv, arena);
     if (rc < 0)
-      rc = c->n == 2 ? compare_two(c) : compare_each(c);
+      rc = compare(c);
   } else {
     fprintf(stderr, "ringsim: out of memory\n");
   }

@@ -48,10 +48,10 @@ typedef struct param_diff {
 /* A comparison: the two sides, and what their results are found to be. */
 typedef struct diff {
   side_t s[2];
-  int sizes, big;          /* several world sizes (--workers A,B,...); L, the
-                              largest */
-  char workers_given[128]; /* --workers as given: "4,8" */
-  char workers_words[128]; /* and in words: "4 and 8" */
+  int sizes, big;            /* several world sizes (--workers A,B,...); L, the
+                                largest */
+  const char *workers_given; /* --workers as given: "4,8" */
+  const char *workers_words; /* and in words: "4 and 8" */
   /* the results, element by element (diff_compare) */
   rs_dtype_t da, db, coarse; /* each side's dtype; the coarser one */
   size_t elems, params;

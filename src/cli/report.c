@@ -439,13 +439,12 @@ static void print_order_report(const report_t *r) {
    * hook's (whose ULPs the check counts) */
   const rs_dtype_t d =
       rs_hook_dtype(rs_run_config(r->run)->hook, rs_model_dtype(r->model));
+  const int half = d == RS_DTYPE_F16 || d == RS_DTYPE_BF16;
   printf("  order      against a fixed order (worker 0, 1, ... in %s%s): "
          "elements that differ, largest difference%s%s\n",
          d == RS_DTYPE_F64 ? "double" : "float",
-         d == RS_DTYPE_F16 || d == RS_DTYPE_BF16 ? ", rounded to the dtype"
-                                                 : "",
-         d == RS_DTYPE_F16 || d == RS_DTYPE_BF16 ? " in ULPs of " : "",
-         d == RS_DTYPE_F16 || d == RS_DTYPE_BF16 ? rs_dtype_name(d) : "");
+         half ? ", rounded to the dtype" : "", half ? " in ULPs of " : "",
+         half ? rs_dtype_name(d) : "");
   for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
     const rs_param_t *param = rs_model_param(r->model, p);
     const rs_param_check_t *c = rs_run_param_check(r->run, p);

@@ -75,8 +75,7 @@ typedef struct narr {
  * of 3 or more consecutive round the ring is written first-last: {1,3},
  * {0,1}, {0-6}, {3-1} (3, 0, 1 of 4), {2,4-0} (2, 4, 5, 0 of 6). */
 static const char *set_text(unsigned mask, int W, char *buf, size_t size) {
-  unsigned all = (1u << W) - 1;
-  if (mask == all)
+  if (mask == (1u << W) - 1)
     return "all";
   size_t len = (size_t)snprintf(buf, size, "{");
   for (int w = 0; w < W; w++) {
