@@ -15,6 +15,7 @@ import doctest
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import struct
@@ -493,6 +494,58 @@ class PyApi(unittest.TestCase):
         self.assertEqual(p.returncode, 0, out)
         self.assertRegex(out, r"^interrupted after [0-9.]+ s$")
         self.assertLess(float(out.split()[2]), 5)
+
+    # pyapi-7b: Ctrl-C at an awkward moment still stops the run first. In
+    # the middle of Thread.start() (the run's thread exists, the call has
+    # not returned: no try there can tell), and delivered by the kernel to
+    # the run's thread rather than the main one (the main thread then
+    # sleeps on, unless its wait wakes to read Python's flag). Either way
+    # KeyboardInterrupt comes within a second of the 8 s stall, and only
+    # once the run's worker threads are gone (the run is freed after it).
+    def test_interrupt_any_moment(self):
+        code = (
+            "import os, sys, time, signal, threading, numpy, ringsim\n"
+            "grads = [{'w': numpy.ones(8, numpy.float32)} for _ in range(3)]\n"
+            "def count():\n"
+            "    return len(os.listdir('/proc/self/task'))\n"
+            "before = count()\n"
+            "sender = None\n"
+            "if sys.argv[1] == 'start':\n"
+            "    start = threading.Thread.start\n"
+            "    def patched(self):\n"
+            "        start(self)\n"
+            "        if self.name == 'ringsim-run':\n"
+            "            time.sleep(0.3)\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "    threading.Thread.start = patched\n"
+            "else:\n"
+            "    def send():\n"
+            "        time.sleep(0.3)\n"
+            "        run, = [t for t in threading.enumerate()\n"
+            "                if t.name == 'ringsim-run']\n"
+            "        signal.pthread_kill(run.ident, signal.SIGINT)\n"
+            "    sender = threading.Thread(target=send)\n"
+            "    sender.start()\n"
+            "t = time.monotonic()\n"
+            "try:\n"
+            "    ringsim.ddp_allreduce_average_grads(\n"
+            "        grads, inject='stall:worker=1,step=0,ms=8000', timeout=60)\n"
+            "except KeyboardInterrupt:\n"
+            "    took = time.monotonic() - t\n"
+            "    more = count() - before - (sender is not None)\n"
+            "    print('interrupted after %.1f s, %d threads more' % (took, more))\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        for mode in ("start", "thread"):
+            with self.subTest(mode=mode):
+                p = subprocess.run([sys.executable, "-c", code, mode], env=env,
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                m = re.fullmatch(r"interrupted after ([0-9.]+) s, "
+                                 r"(-?\d+) threads more\n", p.stdout)
+                self.assertTrue(m, p.stdout + p.stderr)
+                self.assertLess(float(m.group(1)), 4)
+                # at most the run's Python thread, as it ends after join()
+                self.assertLessEqual(int(m.group(2)), 1, p.stdout)
 
     # pyapi-8: a traced run is in the trace, with its transfers
     def test_trace(self):

@@ -15,6 +15,7 @@ everything; the library is found as ringsim._lib says.
 import ctypes
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -299,14 +300,24 @@ class _Owned:
 
 
 def _execute(lib, run):
-    """rs_run_execute on a helper thread, so Ctrl-C reaches the caller: it
-    interrupts the run (rs_run_interrupt), which then ends promptly, and is
-    raised once the run has ended (never before: the run is freed after).
+    """rs_run_execute on a helper thread while the calling thread waits, so
+    that Ctrl-C stops the run (rs_run_interrupt) and KeyboardInterrupt is
+    raised once the run has ended, never before: the run is freed after.
+
+    From the main thread, for the run's length, SIGINT goes to a handler
+    that only interrupts the run and notes the signal; Python's own (or the
+    caller's) handler then runs on it once the run has ended. A handler
+    that raises could do so anywhere, also inside Thread.start(), where no
+    try can tell whether the run's thread exists. The wait wakes every
+    0.1 s: a signal that the kernel delivers to another thread (the run's,
+    a library's) sets only Python's flag, which a waiting main thread reads
+    when it wakes. SIG_IGN, SIG_DFL and a handler set from C are left as
+    they are. Any other exception a handler raises during the wait also
+    stops the run first.
 
     The end is an Event, not Thread.join(): before Python 3.12 a
     KeyboardInterrupt inside join() can mark a running thread as stopped
-    (bpo-45274), and a second join() would return while the run still
-    runs."""
+    (bpo-45274)."""
     box = []
     done = threading.Event()
 
@@ -316,21 +327,38 @@ def _execute(lib, run):
         finally:
             done.set()
 
-    thread = threading.Thread(target=target, name="ringsim-run", daemon=True)
-    thread.start()
+    frames = []
+
+    def on_sigint(signum, frame):
+        frames.append(frame)
+        lib.rs_run_interrupt(run, b"SIGINT")
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            signal.signal(signal.SIGINT, on_sigint)
+        else:
+            previous = None
     interrupted = None
-    while not done.is_set():
-        try:
-            done.wait()
-        except BaseException as e:  # Ctrl-C: stop the run, wait for its end
-            interrupted = interrupted or e
-            lib.rs_run_interrupt(run, b"SIGINT")
     try:
+        thread = threading.Thread(target=target, name="ringsim-run",
+                                  daemon=True)
+        thread.start()
+        while not done.is_set():
+            try:
+                done.wait(0.1)
+            except BaseException as e:  # another handler raised: stop first
+                interrupted = interrupted or e
+                lib.rs_run_interrupt(run, b"an exception in the waiting thread")
         thread.join()  # its call has returned: the thread is ending
-    except BaseException as e:
-        interrupted = interrupted or e
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     if interrupted is not None:
         raise interrupted
+    if frames:
+        previous(signal.SIGINT, frames[0])  # KeyboardInterrupt, by default
     return box[0]
 
 
