@@ -488,11 +488,15 @@ typedef enum rs_hook {
   RS_HOOK_FP16,      /* "fp16": fp16_compress_hook: the bucket cast to
                         float16, divided by W in float16, summed in float16
                         (half the bytes), cast back to the model's dtype */
-  RS_HOOK_BF16       /* "bf16": bf16_compress_hook's arithmetic, in
+  RS_HOOK_BF16,      /* "bf16": bf16_compress_hook's arithmetic, in
                         bfloat16 */
+  RS_HOOK_POWERSGD   /* "powersgd": powerSGD_hook's step, of rank
+                        rs_config_t.powersgd_rank: three all-reduces a
+                        bucket, each a run of its own (ringsim/powersgd.h;
+                        rs_run_create refuses it) */
 } rs_hook_t;
-/* "none", "allreduce", "fp16", "bf16" ("?" for a value not in the enum;
- * never NULL); the value for a name, or -1. */
+/* "none", "allreduce", "fp16", "bf16", "powersgd" ("?" for a value not in
+ * the enum; never NULL); the value for a name, or -1. */
 RS_API const char *rs_hook_name(rs_hook_t hook);
 RS_API int rs_hook_parse(const char *name);
 /* The dtype a compressing hook sums in (RS_DTYPE_F16 for fp16, RS_DTYPE_BF16
@@ -511,8 +515,10 @@ typedef struct rs_config {
   /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
    * so a test `if (average_pre)` asks "does it divide first?"). */
   rs_average_t average_pre;
-  /* A DDP communication hook (default RS_HOOK_NONE). */
+  /* A DDP communication hook (default RS_HOOK_NONE), and PowerSGD's
+   * matrix approximation rank R (RS_HOOK_POWERSGD; 1 and up). */
   rs_hook_t hook;
+  int powersgd_rank;
   /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
    * float) and count how the algorithm's order changes it (rs_param_check_t's
    * order_ fields). Costs one more buffer. */

@@ -50,12 +50,13 @@ const char *rs_hook_name(rs_hook_t hook) {
       [RS_HOOK_ALLREDUCE] = "allreduce",
       [RS_HOOK_FP16] = "fp16",
       [RS_HOOK_BF16] = "bf16",
+      [RS_HOOK_POWERSGD] = "powersgd",
   };
   return (unsigned)hook < sizeof names / sizeof *names ? names[hook] : "?";
 }
 
 int rs_hook_parse(const char *name) {
-  for (int h = RS_HOOK_NONE; h <= RS_HOOK_BF16; h++)
+  for (int h = RS_HOOK_NONE; h <= RS_HOOK_POWERSGD; h++)
     if (strcmp(name, rs_hook_name((rs_hook_t)h)) == 0)
       return h;
   return -1;

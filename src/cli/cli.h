@@ -10,6 +10,7 @@
 
 #include "ringsim/explain.h"          /* --explain, diff's orders */
 #include "ringsim/internal/command.h" /* the command's own calls */
+#include "ringsim/powersgd.h"         /* --hook powersgd */
 #include "ringsim/ringsim.h"
 
 /* `ringsim model` runs no threads, so it takes far bigger rings; its lock-
@@ -156,6 +157,9 @@ typedef struct options {
     double slow;
     int no_threads;
   } step;
+  /* --hook powersgd:rank=R,q=FILE: the initial Qs' safetensors file (NULL:
+   * ringsim's own normal stream from --seed) */
+  char *powersgd_q;
   /* ringsim diff: --dtype's value for this side (NULL: the model's) */
   const char *dtype_name;
   int fail_on_diff;
@@ -243,6 +247,19 @@ cli_progress_t *cli_progress_start(rs_run_t *run);
 void cli_progress_stop(cli_progress_t *progress); /* NULL: nothing */
 
 /* report.c */
+/* --hook powersgd:rank=R's step (powersgd.c), said in text or JSON. */
+typedef struct cli_powersgd {
+  const options_t *opt;
+  const rs_model_t *model;
+  const rs_powersgd_t *ps;
+  const char *source;   /* where the grads came from */
+  const char *q_source; /* and the initial Qs */
+  const char *trace;    /* the trace's path, or NULL */
+  const char *errmsg;   /* status's message */
+  int status;
+} cli_powersgd_t;
+void cli_print_powersgd(const cli_powersgd_t *p);
+
 void cli_print_text(const report_t *r);
 void cli_print_json(const report_t *r);
 /* Where each worker stopped, on stderr, after a fault ended the run. */

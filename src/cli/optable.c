@@ -281,7 +281,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   RUN | DIFF | STEP,
                   CLI_DIFF_TWO,
                   "NAME",
-                  cli_set_config,
+                  cli_set_hook,
                   0,
                   0,
                   0,
@@ -289,7 +289,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("a DDP communication hook, as PyTorch 1.13's:"
                                  "\nallreduce (divide by W, then sum), fp16 "
                                  "or\nbf16 (the same in float16 or bfloat16: "
-                                 "half\nthe bytes), none (docs/hooks.md)"),
+                                 "half\nthe bytes), powersgd:rank=R[,q=FILE] "
+                                 "(one\nPowerSGD step), none (docs/hooks.md)"),
                    [CLI_DIFF] = H("allreduce,fp16 (none: without a hook)"),
                    [CLI_STEP] = H("a DDP communication hook: fp16 and bf16 "
                                   "move\nhalf the bytes")}},

@@ -70,6 +70,28 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
   return -1;
 }
 
+/* --hook: the library's names, and in a run powersgd's initial Qs from a
+ * file: powersgd:rank=R,q=FILE (kept as given, from argv). */
+int cli_set_hook(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  const char *q = strstr(value, ",q=");
+  if (!q || strncmp(value, "powersgd:", 9) != 0)
+    return cli_set_config(opt, o, value, msg);
+  if (o->mode != CLI_RUN)
+    return cli_bad_value(msg, opt, value,
+                         "q=FILE (the initial Qs) is for a run alone");
+  if (!q[3])
+    return cli_bad_value(msg, opt, value, "q= names no file");
+  char head[64];
+  if ((size_t)(q - value) >= sizeof head)
+    return cli_bad_value(msg, opt, value, "expected powersgd:rank=R,q=FILE");
+  snprintf(head, sizeof head, "%.*s", (int)(q - value), value);
+  if (cli_set_config(opt, o, head, msg))
+    return -1;
+  o->powersgd_q = (char *)q + 3;
+  return 0;
+}
+
 /* --bucket-mb: the library's, or ringsim step's list of caps (1,5,25) or
  * sweep (the 8 caps of STEP_SWEEP); sweep is step's alone. */
 static const int STEP_SWEEP[] = {1, 2, 5, 10, 25, 50, 100, 250};

@@ -497,6 +497,7 @@ static void print_hook_head(const rs_config_t *cfg, rs_dtype_t model, int W) {
   const char *dn = d == RS_DTYPE_F16 ? "float16" : "bfloat16";
   switch (cfg->hook) {
   case RS_HOOK_NONE:
+  case RS_HOOK_POWERSGD: /* its own report (powersgd.c) */
     return;
   case RS_HOOK_ALLREDUCE:
     printf("  hook       allreduce (PyTorch's allreduce_hook): each bucket "

@@ -84,11 +84,16 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "average: %d is not post (0), pre (1) or pre-mul (2)",
                    c->average_pre);
-  if (c->hook < RS_HOOK_NONE || c->hook > RS_HOOK_BF16)
+  if (c->hook < RS_HOOK_NONE || c->hook > RS_HOOK_POWERSGD)
     return rs__err(errmsg, RS_EINVAL,
-                   "hook: %d is not none (0), allreduce (1), fp16 (2) or bf16 "
-                   "(3)",
+                   "hook: %d is not none (0), allreduce (1), fp16 (2), bf16 "
+                   "(3) or powersgd (4)",
                    (int)c->hook);
+  if (c->hook == RS_HOOK_POWERSGD && c->powersgd_rank < 1)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd's rank is %d; it needs a matrix "
+                   "approximation rank of 1 or more (powersgd:rank=R)",
+                   c->powersgd_rank);
   if (c->hook != RS_HOOK_NONE && c->op != RS_OP_AVG)
     return rs__err(errmsg, RS_EINVAL,
                    "hook: %s averages (it divides each bucket by W, then "

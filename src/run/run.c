@@ -49,8 +49,7 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   run->dtype = rs_hook_dtype(config->hook, run->in_dtype);
   /* A compressing hook casts (a no-op on a model of its dtype) and
    * divides in its dtype, counting what each loses. */
-  run->hook_cast =
-      config->hook == RS_HOOK_FP16 || config->hook == RS_HOOK_BF16;
+  run->hook_cast = config->hook == RS_HOOK_FP16 || config->hook == RS_HOOK_BF16;
   /* A hook averages by dividing each worker's bucket first. */
   if (config->hook != RS_HOOK_NONE)
     run->config.average_pre = RS_AVERAGE_PRE;
@@ -322,6 +321,11 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   sizing_t s = {.peers = malloc((size_t)config->workers * sizeof *s.peers)};
   if (!run || !s.peers)
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
+  else if (config->hook == RS_HOOK_POWERSGD)
+    rc = rs__err(errmsg, RS_EINVAL,
+                 "hook: powersgd all-reduces three times a bucket, each a run "
+                 "of its own: the ringsim command's --hook powersgd "
+                 "(rs_powersgd_execute), not one run");
   else if (config->hook != RS_HOOK_NONE && config->mpi)
     rc = rs__err(errmsg, RS_EINVAL, "hook: %s runs on threads, not over MPI",
                  rs_hook_name(config->hook));

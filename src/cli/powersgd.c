@@ -1,0 +1,143 @@
+/* powersgd.c - the report of `ringsim --hook powersgd:rank=R` (one
+ * PowerSGD step, ringsim/powersgd.h; docs/hooks.md), in text or JSON. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "ringsim/powersgd.h"
+
+static const char *const REDUCE_NAMES[RS_PSGD_REDUCES] = {"uncompressed", "P",
+                                                          "Q"};
+
+static void print_text(const cli_powersgd_t *p) {
+  const options_t *o = p->opt;
+  const rs_config_t *cfg = &o->config;
+  const rs_powersgd_report_t *r = rs_powersgd_report(p->ps);
+  const int W = cfg->workers;
+  char name[CLI_SAFE_MAX], size[32];
+  printf("ringsim %s: PowerSGD step (rank %d) of model \"%s\" on %d "
+         "worker%s, each all-reduce %s\n",
+         RS_VERSION, cfg->powersgd_rank,
+         cli_safe(rs_model_name(p->model), name, sizeof name), W,
+         W == 1 ? "" : "s", rs_algorithm_name(cfg->algo));
+  printf("  hook       powersgd:rank=%d (PyTorch's powerSGD_hook from fresh "
+         "state, start_powerSGD_iter 0, no error carried in)\n",
+         cfg->powersgd_rank);
+  printf("  initial Q  %s, orthogonalised\n", p->q_source);
+  cli_human_bytes((double)rs_model_elems(p->model) * 4, size, sizeof size);
+  printf("  model      %zu param%s, %zu element%s, %s of f32 per worker, %zu "
+         "bucket%s\n",
+         rs_model_param_count(p->model),
+         rs_model_param_count(p->model) == 1 ? "" : "s",
+         rs_model_elems(p->model), rs_model_elems(p->model) == 1 ? "" : "s",
+         size, r->buckets, r->buckets == 1 ? "" : "s");
+  printf("  grads      %s\n", p->source);
+  for (size_t b = 0; b < r->buckets; b++) {
+    const rs_powersgd_bucket_t *pb = &r->bucket[b];
+    printf("  bucket %-3zu %zu of %zu params compressed; all-reduced "
+           "elements: %zu uncompressed, %zu P, %zu Q (of %zu)\n",
+           b, pb->compressed, pb->compressed + pb->uncompressed,
+           pb->reduce_elems[0], pb->reduce_elems[1], pb->reduce_elems[2],
+           pb->elems);
+  }
+  for (size_t t = 0; t < r->tensors; t++) {
+    const rs_powersgd_tensor_t *x = &r->tensor[t];
+    if (x->rank)
+      printf(
+          "  compressed %s (bucket %zu): %" PRId64 " x %" PRId64
+          " as P %" PRId64 " x %d and Q %" PRId64 " x %d\n",
+          cli_safe(rs_model_param(p->model, x->param)->name, name, sizeof name),
+          x->bucket, x->n, x->m, x->n, x->rank, x->m, x->rank);
+  }
+  printf("  sent       %" PRIu64 " bytes by all workers, %.4f of the plain "
+         "all-reduce's %" PRIu64 "\n",
+         r->bytes, r->plain_bytes ? (double)r->bytes / r->plain_bytes : 0.0,
+         r->plain_bytes);
+  if (cfg->net.enabled)
+    printf("  simulated  %.3f us for the %zu all-reduces one after another, "
+           "against %.3f us plain\n",
+           r->sim_ns / 1e3, 3 * r->buckets, r->plain_sim_ns / 1e3);
+  if (p->status != RS_OK && p->status != RS_ECHECK)
+    return;
+  printf("  error      against the exact mean: max %.6g, relative "
+         "(Frobenius) %.6g\n",
+         r->max_abs_err, r->rel_err);
+  printf("             against PowerSGD in float64 from the same Q: max "
+         "%.3g\n",
+         r->f64_max_abs);
+  printf("  residual   error feedback keeps e_w = g_w - result: "
+         "|e_w|/|g_w| up to %.6g (worker %d)\n",
+         r->residual_rel, r->residual_worker);
+  printf("  check      %s: each all-reduce against its exact sum\n",
+         r->checked ? "PASS" : "FAIL");
+  if (o->out && p->status == RS_OK)
+    printf("  out        %s (the result, every worker's)\n", o->out);
+  if (p->trace && p->status == RS_OK)
+    printf("  trace      %s: %zu runs, one an all-reduce\n", p->trace,
+           3 * r->buckets);
+}
+
+static void print_json(const cli_powersgd_t *p) {
+  const rs_config_t *cfg = &p->opt->config;
+  const rs_powersgd_report_t *r = rs_powersgd_report(p->ps);
+  const int ok = p->status == RS_OK || p->status == RS_ECHECK;
+  json_t *buckets = json_array(), *tensors = json_array();
+  for (size_t b = 0; b < r->buckets; b++) {
+    const rs_powersgd_bucket_t *pb = &r->bucket[b];
+    json_t *reduces = json_array();
+    for (int k = 0; k < RS_PSGD_REDUCES; k++)
+      json_array_append_new(
+          reduces, json_pack("{s:s, s:I, s:I, s:I}", "name", REDUCE_NAMES[k],
+                             "elems", (json_int_t)pb->reduce_elems[k], "bytes",
+                             (json_int_t)pb->bytes[k], "trace_run_id",
+                             (json_int_t)pb->trace_id[k]));
+    json_array_append_new(
+        buckets,
+        json_pack("{s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)b, "elems",
+                  (json_int_t)pb->elems, "compressed",
+                  (json_int_t)pb->compressed, "uncompressed",
+                  (json_int_t)pb->uncompressed, "allreduces", reduces));
+  }
+  for (size_t t = 0; t < r->tensors; t++) {
+    const rs_powersgd_tensor_t *x = &r->tensor[t];
+    json_array_append_new(
+        tensors, json_pack("{s:s, s:I, s:I, s:I, s:i}", "name",
+                           rs_model_param(p->model, x->param)->name, "bucket",
+                           (json_int_t)x->bucket, "n", (json_int_t)x->n, "m",
+                           (json_int_t)x->m, "rank", x->rank));
+  }
+  json_t *o = json_pack(
+      "{s:s, s:s, s:i, s:i, s:s, s:s, s:o, s:o, s:I, s:I, s:b, s:s?}", "mode",
+      "powersgd", "model", rs_model_name(p->model), "workers", cfg->workers,
+      "rank", cfg->powersgd_rank, "algo", rs_algorithm_name(cfg->algo),
+      "initial_q", p->q_source, "buckets", buckets, "tensors", tensors, "bytes",
+      (json_int_t)r->bytes, "plain_bytes", (json_int_t)r->plain_bytes, "passed",
+      ok && r->checked && p->status == RS_OK, "error",
+      p->status == RS_OK ? NULL : p->errmsg);
+  if (ok) {
+    json_object_set_new(o, "max_abs_err", json_real(r->max_abs_err));
+    json_object_set_new(o, "rel_err", json_real(r->rel_err));
+    json_object_set_new(o, "f64_max_abs", json_real(r->f64_max_abs));
+    json_object_set_new(o, "residual_rel", json_real(r->residual_rel));
+    json_object_set_new(o, "residual_worker", json_integer(r->residual_worker));
+  }
+  if (cfg->net.enabled) {
+    json_object_set_new(o, "sim_ns", json_integer((json_int_t)r->sim_ns));
+    json_object_set_new(o, "plain_sim_ns",
+                        json_integer((json_int_t)r->plain_sim_ns));
+  }
+  char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+  if (text)
+    printf("%s\n", text);
+  free(text);
+  json_decref(o);
+}
+
+void cli_print_powersgd(const cli_powersgd_t *p) {
+  if (p->opt->json)
+    print_json(p);
+  else
+    print_text(p);
+}

@@ -1,0 +1,671 @@
+/* hook/powersgd.c - one PowerSGD step (powersgd.h), above the runs: each
+ * of a bucket's three all-reduces is a run of its own (rs_run_create), so
+ * that it is the config's algorithm, checked and traced like any other.
+ * The arithmetic around them is the hook's, in float32, worker by worker:
+ * the matmuls P = M Q, Q = M^T P and P Q^T (dot products accumulated in
+ * double, then rounded), Gram-Schmidt as _orthogonalize_gram_schmidt
+ * writes it, the divisions by W. Beside it the same step in double, from
+ * the same Q, with its sums in worker order: what float32 and the
+ * algorithm's order of additions cost.
+ */
+#include "ringsim/powersgd.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+struct rs_powersgd {
+  rs_config_t config;
+  const rs_model_t *model;
+  int workers;
+  size_t elems;
+  rs_bucket_t *buckets;
+  rs_powersgd_bucket_t *bucket;
+  size_t nbuckets;
+  rs_powersgd_tensor_t *tensor; /* every param, bucket by bucket */
+  size_t *first;                /* bucket b's first tensor */
+  size_t *q_offset;             /* tensor t's Q in q (compressed ones) */
+  rs_model_t *q_model;          /* NULL when nothing is compressed */
+  float *q;
+  float *inputs; /* W x elems: the grads; after the step, residuals */
+  float *result; /* elems */
+  rs_powersgd_report_t report;
+};
+
+/* ---- the plan ----------------------------------------------------------- */
+
+/* A param's matrix view, as the hook's tensor.view(tensor.shape[0], -1). */
+static void matrix_of(const rs_param_t *p, int64_t *n, int64_t *m) {
+  *n = p->ndim > 0 ? p->shape[0] : 1;
+  *m = *n > 0 ? (int64_t)p->elems / *n : 0;
+}
+
+/* Bucket b's tensors in the hook's order: the uncompressed ones where
+ * they are, the compressed ones grouped by (n, m), groups in the order
+ * their first tensor comes (the hook's shape_to_tensors, a dict). Only
+ * the compressed ones' order matters: their Ps and Qs are laid out in it. */
+static void order_bucket(rs_powersgd_tensor_t *t, size_t count) {
+  size_t done = 0;
+  rs_powersgd_tensor_t *tmp = t + count; /* scratch past the end */
+  for (size_t i = 0; i < count; i++)
+    if (!t[i].rank)
+      tmp[done++] = t[i];
+  for (size_t i = 0; i < count; i++) {
+    if (!t[i].rank)
+      continue;
+    int seen = 0;
+    for (size_t k = 0; k < i && !seen; k++)
+      seen = t[k].rank && t[k].n == t[i].n && t[k].m == t[i].m;
+    if (seen)
+      continue;
+    for (size_t k = i; k < count; k++)
+      if (t[k].rank && t[k].n == t[i].n && t[k].m == t[i].m)
+        tmp[done++] = t[k];
+  }
+  memcpy(t, tmp, count * sizeof *t);
+}
+
+/* The initial Qs' model: each compressed param, m x r, in the hook's
+ * order. */
+static int make_q_model(rs_powersgd_t *ps, char *errmsg) {
+  size_t cap = 256, len = 0, count = 0;
+  char *text = malloc(cap);
+  if (!text)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  len = (size_t)snprintf(text, cap, "{\"name\":\"powersgd Q\",\"params\":[");
+  for (size_t i = 0; i < rs_model_param_count(ps->model); i++) {
+    const rs_powersgd_tensor_t *t = &ps->tensor[i];
+    if (!t->rank)
+      continue;
+    const char *name = rs_model_param(ps->model, t->param)->name;
+    size_t need = len + 2 * strlen(name) + 96;
+    if (need > cap) {
+      char *grown = realloc(text, cap = 2 * need);
+      if (!grown) {
+        free(text);
+        return rs__err(errmsg, RS_ENOMEM, "out of memory");
+      }
+      text = grown;
+    }
+    len += (size_t)snprintf(text + len, cap - len, "%s{\"name\":\"",
+                            count++ ? "," : "");
+    for (const char *c = name; *c; c++) { /* JSON-escape " and \ */
+      if (*c == '"' || *c == '\\')
+        text[len++] = '\\';
+      text[len++] = *c;
+    }
+    len += (size_t)snprintf(text + len, cap - len, "\",\"shape\":[%lld,%d]}",
+                            (long long)t->m, t->rank);
+  }
+  len += (size_t)snprintf(text + len, cap - len, "]}");
+  int rc = RS_OK;
+  if (count)
+    rc = rs_model_parse(text, len, "powersgd's Qs", &ps->q_model, errmsg);
+  free(text);
+  return rc;
+}
+
+int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
+                       rs_powersgd_t **out, char *errmsg) {
+  *out = NULL;
+  if (config->hook != RS_HOOK_POWERSGD || config->powersgd_rank < 1)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd needs config.hook RS_HOOK_POWERSGD and a "
+                   "rank of 1 or more");
+  if (config->mpi)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd runs on threads, not over MPI");
+  if (rs_model_dtype(model) != RS_DTYPE_F32)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd:rank=%d computes in float32, as the hook "
+                   "does on float32 grads; the model is %s",
+                   config->powersgd_rank, rs_dtype_name(rs_model_dtype(model)));
+  const int R = config->powersgd_rank;
+  int64_t best = 0; /* the largest min(n, m) */
+  size_t best_param = 0;
+  const size_t params = rs_model_param_count(model);
+  for (size_t i = 0; i < params; i++) {
+    int64_t n, m;
+    matrix_of(rs_model_param(model, i), &n, &m);
+    if ((n < m ? n : m) > best)
+      best = n < m ? n : m, best_param = i;
+  }
+  if (R > best) {
+    const rs_param_t *p = rs_model_param(model, best_param);
+    int64_t n, m;
+    matrix_of(p, &n, &m);
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd:rank=%d is above min(n, m) of every "
+                   "param's matrix (the largest is %lld: %s, %lld x %lld)",
+                   R, (long long)best, p->name, (long long)n, (long long)m);
+  }
+  rs_powersgd_t *ps = calloc(1, sizeof *ps);
+  if (!ps)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  ps->config = *config;
+  ps->model = model;
+  ps->workers = config->workers;
+  ps->elems = rs_model_elems(model);
+  int rc = RS_ENOMEM;
+  if (rs_model_buckets(model, config->first_bucket_bytes, config->bucket_bytes,
+                       &ps->buckets, &ps->nbuckets))
+    goto fail;
+  ps->bucket = calloc(ps->nbuckets, sizeof *ps->bucket);
+  ps->tensor = calloc(2 * params, sizeof *ps->tensor); /* + scratch */
+  ps->first = calloc(ps->nbuckets + 1, sizeof *ps->first);
+  ps->q_offset = calloc(params, sizeof *ps->q_offset);
+  if (!ps->bucket || !ps->tensor || !ps->first || !ps->q_offset)
+    goto fail;
+  size_t t = 0, q = 0;
+  for (size_t b = 0; b < ps->nbuckets; b++) {
+    rs_powersgd_bucket_t *pb = &ps->bucket[b];
+    pb->elems = ps->buckets[b].elems;
+    ps->first[b] = t;
+    for (size_t j = 0; j < ps->buckets[b].params; j++) {
+      rs_powersgd_tensor_t *x = &ps->tensor[t + j];
+      x->param = rs_model_bucket_param(model, &ps->buckets[b], b, j);
+      x->bucket = b;
+      matrix_of(rs_model_param(model, x->param), &x->n, &x->m);
+      int64_t r = x->n < x->m ? x->n : x->m;
+      r = r < R ? r : R;
+      /* _should_compress, min_compression_rate 2 */
+      x->rank = (x->n + x->m) * r * 2 < x->n * x->m ? (int)r : 0;
+    }
+    order_bucket(&ps->tensor[t], ps->buckets[b].params);
+    for (size_t j = 0; j < ps->buckets[b].params; j++, t++) {
+      const rs_powersgd_tensor_t *x = &ps->tensor[t];
+      if (x->rank) {
+        ps->q_offset[t] = q;
+        q += (size_t)x->m * (size_t)x->rank;
+        pb->compressed++;
+        pb->reduce_elems[RS_PSGD_P] += (size_t)x->n * (size_t)x->rank;
+        pb->reduce_elems[RS_PSGD_Q] += (size_t)x->m * (size_t)x->rank;
+      } else {
+        pb->uncompressed++;
+        pb->reduce_elems[RS_PSGD_UNCOMPRESSED] += (size_t)(x->n * x->m);
+      }
+    }
+    ps->report.compressed += pb->compressed;
+  }
+  ps->first[ps->nbuckets] = t;
+  if ((rc = make_q_model(ps, errmsg)) != RS_OK)
+    goto fail;
+  ps->q = calloc(q ? q : 1, sizeof *ps->q);
+  ps->result = calloc(ps->elems ? ps->elems : 1, sizeof *ps->result);
+  ps->inputs = malloc((size_t)ps->workers * (ps->elems ? ps->elems : 1) *
+                      sizeof *ps->inputs);
+  if (!ps->q || !ps->result || !ps->inputs) {
+    rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
+    goto fail;
+  }
+  ps->report.buckets = ps->nbuckets;
+  ps->report.bucket = ps->bucket;
+  ps->report.tensors = params;
+  ps->report.tensor = ps->tensor;
+  *out = ps;
+  return RS_OK;
+fail:
+  if (rc == RS_ENOMEM)
+    rs__err(errmsg, RS_ENOMEM, "out of memory");
+  rs_powersgd_free(ps);
+  return rc;
+}
+
+void rs_powersgd_free(rs_powersgd_t *ps) {
+  if (!ps)
+    return;
+  free(ps->buckets);
+  free(ps->bucket);
+  free(ps->tensor);
+  free(ps->first);
+  free(ps->q_offset);
+  rs_model_free(ps->q_model);
+  free(ps->q);
+  free(ps->inputs);
+  free(ps->result);
+  free(ps);
+}
+
+const rs_model_t *rs_powersgd_q_model(const rs_powersgd_t *ps) {
+  return ps->q_model;
+}
+
+float *rs_powersgd_q(rs_powersgd_t *ps) { return ps->q; }
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void rs_powersgd_random_q(rs_powersgd_t *ps, uint64_t seed) {
+  const size_t n = ps->q_model ? rs_model_elems(ps->q_model) : 0;
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i += 2) { /* Box-Muller, two at a time */
+    double u1 = ((double)(splitmix64(&s) >> 11) + 1.0) / 9007199254740993.0;
+    double u2 = (double)(splitmix64(&s) >> 11) / 9007199254740992.0;
+    double r = sqrt(-2.0 * log(u1));
+    ps->q[i] = (float)(r * cos(6.283185307179586 * u2));
+    if (i + 1 < n)
+      ps->q[i + 1] = (float)(r * sin(6.283185307179586 * u2));
+  }
+}
+
+/* ---- the arithmetic, in float (F) and in double (D) --------------------- */
+
+/* Gram-Schmidt on the columns of a rows x cols matrix (row-major), as
+ * _orthogonalize_gram_schmidt with epsilon 0: each column divided by its
+ * norm, then its projection taken from the columns after it. A column of
+ * zeros stays zeros (torch's division gives NaN there: the hook's except
+ * ZeroDivisionError never fires for a tensor). */
+#define GRAM_SCHMIDT(NAME, T)                                                  \
+  static void NAME(T *a, size_t rows, size_t cols) {                           \
+    for (size_t i = 0; i < cols; i++) {                                        \
+      double ss = 0;                                                           \
+      for (size_t r = 0; r < rows; r++)                                        \
+        ss += (double)a[r * cols + i] * a[r * cols + i];                       \
+      const T norm = (T)sqrt(ss);                                              \
+      for (size_t r = 0; r < rows; r++)                                        \
+        a[r * cols + i] = norm > 0 ? a[r * cols + i] / norm : 0;               \
+      for (size_t k = i + 1; k < cols; k++) {                                  \
+        double dot = 0;                                                        \
+        for (size_t r = 0; r < rows; r++)                                      \
+          dot += (double)a[r * cols + i] * a[r * cols + k];                    \
+        const T d = (T)dot;                                                    \
+        for (size_t r = 0; r < rows; r++)                                      \
+          a[r * cols + k] -= (T)(d * a[r * cols + i]);                         \
+      }                                                                        \
+    }                                                                          \
+  }
+GRAM_SCHMIDT(orth_f, float)
+GRAM_SCHMIDT(orth_d, double)
+
+/* p (n x r) = M q, M n x m; q m x r. */
+#define LEFT(NAME, T, MT)                                                      \
+  static void NAME(const MT *M, const T *q, T *p, size_t n, size_t m,          \
+                   size_t r) {                                                 \
+    for (size_t i = 0; i < n; i++)                                             \
+      for (size_t k = 0; k < r; k++) {                                         \
+        double s = 0;                                                          \
+        for (size_t j = 0; j < m; j++)                                         \
+          s += (double)M[i * m + j] * q[j * r + k];                            \
+        p[i * r + k] = (T)s;                                                   \
+      }                                                                        \
+  }
+/* q (m x r) = M^T p. */
+#define RIGHT(NAME, T, MT)                                                     \
+  static void NAME(const MT *M, const T *p, T *q, size_t n, size_t m,          \
+                   size_t r) {                                                 \
+    for (size_t j = 0; j < m; j++)                                             \
+      for (size_t k = 0; k < r; k++) {                                         \
+        double s = 0;                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+          s += (double)M[i * m + j] * p[i * r + k];                            \
+        q[j * r + k] = (T)s;                                                   \
+      }                                                                        \
+  }
+/* M (n x m) = p q^T. */
+#define OUTER(NAME, T)                                                         \
+  static void NAME(const T *p, const T *q, T *M, size_t n, size_t m,           \
+                   size_t r) {                                                 \
+    for (size_t i = 0; i < n; i++)                                             \
+      for (size_t j = 0; j < m; j++) {                                         \
+        double s = 0;                                                          \
+        for (size_t k = 0; k < r; k++)                                         \
+          s += (double)p[i * r + k] * q[j * r + k];                            \
+        M[i * m + j] = (T)s;                                                   \
+      }                                                                        \
+  }
+LEFT(left_f, float, float)
+LEFT(left_d, double, float)
+RIGHT(right_f, float, float)
+RIGHT(right_d, double, float)
+OUTER(outer_f, float)
+OUTER(outer_d, double)
+
+/* ---- the runs ----------------------------------------------------------- */
+
+/* One all-reduce (op sum) of count elements a worker, each worker's from
+ * fill(arg, w, buf), through a run of its own; sums (count floats,
+ * worker 0's result) out. */
+typedef void fill_fn(void *arg, int w, float *buf);
+
+static int allreduce(rs_powersgd_t *ps, size_t b, int which, size_t count,
+                     fill_fn *fill, void *arg, float *sums, rs_trace_t *trace,
+                     const char *config_json, rs_powersgd_watch_t watch,
+                     const rs_stop_flag_t *stop, char *errmsg) {
+  static const char *const names[] = {"uncompressed", "P", "Q"};
+  if (stop && __atomic_load_n(stop, __ATOMIC_SEQ_CST))
+    return rs__err(errmsg, RS_EINTERRUPTED, "interrupted");
+  char text[512];
+  int len = snprintf(text, sizeof text,
+                     "{\"name\":\"powersgd bucket %zu %s\",\"params\":[{"
+                     "\"name\":\"bucket%zu.%s\",\"shape\":[%zu]}]}",
+                     b, names[which], b, names[which], count);
+  rs_model_t *model = NULL;
+  rs_run_t *run = NULL;
+  char err[RS_ERRMSG_MAX];
+  int rc = rs_model_parse(text, (size_t)len, "powersgd", &model, err);
+  rs_config_t c = ps->config;
+  c.hook = RS_HOOK_NONE;
+  c.powersgd_rank = 0;
+  c.op = RS_OP_SUM;
+  c.average_pre = RS_AVERAGE_POST;
+  c.bucket_bytes = 0; /* the hook's one flat buffer: one all-reduce */
+  c.ddp_layout = 0;
+  c.ready_ns = NULL;
+  c.warmup = 0;
+  c.iterations = 1;
+  c.order_report = 0;
+  c.traced = trace != NULL;
+  if (rc == RS_OK)
+    rc = rs_run_create(&c, model, &run, err);
+  if (rc == RS_OK && trace)
+    rc = rs_run_set_trace(run, trace, config_json);
+  if (rc == RS_OK) {
+    for (int w = 0; w < ps->workers; w++)
+      fill(arg, w, rs_run_buffer(run, w));
+    rs_run_mark_filled(run);
+    if (watch)
+      watch(run);
+    rc = rs_run_execute(run);
+    if (watch)
+      watch(NULL);
+    const rs_result_t *res = rs_run_result(run);
+    rs_powersgd_bucket_t *pb = &ps->bucket[b];
+    pb->trace_id[which] = trace ? rs_run_trace_id(run) : -1;
+    pb->sim_ns[which] = res->sim_ns;
+    for (int w = 0; w < ps->workers; w++)
+      pb->bytes[which] += rs_run_worker_stats(run, w)->bytes_sent;
+    if (rc == RS_OK || rc == RS_ECHECK)
+      memcpy(sums, rs_run_buffer(run, 0), count * sizeof *sums);
+    if (rc != RS_OK)
+      snprintf(err, sizeof err, "%s", rs_run_errmsg(run));
+  }
+  if (rc != RS_OK)
+    rs__err(errmsg, rc, "powersgd bucket %zu, the %s all-reduce: %s", b,
+            names[which], err);
+  rs_run_free(run);
+  rs_model_free(model);
+  return rc;
+}
+
+/* What each all-reduce's fill reads: bucket b's tensors, on every worker,
+ * and the Qs or Ps already orthogonalised. */
+typedef struct bucket_job {
+  rs_powersgd_t *ps;
+  size_t b;
+  const float *qhat; /* the bucket's Qs, orthogonalised (q's layout) */
+  const float *phat; /* the bucket's Ps, summed and orthogonalised */
+} bucket_job_t;
+
+static const float *grad_of(const rs_powersgd_t *ps, int w, size_t param) {
+  return ps->inputs + (size_t)w * ps->elems +
+         rs_model_param(ps->model, param)->elem_offset;
+}
+
+static void fill_uncompressed(void *arg, int w, float *buf) {
+  const bucket_job_t *j = arg;
+  const rs_powersgd_t *ps = j->ps;
+  for (size_t t = ps->first[j->b]; t < ps->first[j->b + 1]; t++)
+    if (!ps->tensor[t].rank) {
+      const size_t param = ps->tensor[t].param;
+      const size_t elems = rs_model_param(ps->model, param)->elems;
+      memcpy(buf, grad_of(ps, w, param), elems * sizeof *buf);
+      buf += elems;
+    }
+}
+
+static void fill_p(void *arg, int w, float *buf) {
+  const bucket_job_t *j = arg;
+  const rs_powersgd_t *ps = j->ps;
+  const float *q = j->qhat;
+  for (size_t t = ps->first[j->b]; t < ps->first[j->b + 1]; t++) {
+    const rs_powersgd_tensor_t *x = &ps->tensor[t];
+    if (!x->rank)
+      continue;
+    const size_t n = (size_t)x->n, m = (size_t)x->m, r = (size_t)x->rank;
+    left_f(grad_of(ps, w, x->param), q, buf, n, m, r);
+    q += m * r;
+    buf += n * r;
+  }
+}
+
+static void fill_q(void *arg, int w, float *buf) {
+  const bucket_job_t *j = arg;
+  const rs_powersgd_t *ps = j->ps;
+  const float *p = j->phat;
+  for (size_t t = ps->first[j->b]; t < ps->first[j->b + 1]; t++) {
+    const rs_powersgd_tensor_t *x = &ps->tensor[t];
+    if (!x->rank)
+      continue;
+    const size_t n = (size_t)x->n, m = (size_t)x->m, r = (size_t)x->rank;
+    right_f(grad_of(ps, w, x->param), p, buf, n, m, r);
+    p += n * r;
+    buf += m * r;
+  }
+}
+
+/* Bucket b's step: its three all-reduces, and its result in ps->result. */
+static int step_bucket(rs_powersgd_t *ps, size_t b, float *scratch,
+                       rs_trace_t *trace, const char *config_json,
+                       rs_powersgd_watch_t watch, const rs_stop_flag_t *stop,
+                       char *errmsg) {
+  const rs_powersgd_bucket_t *pb = &ps->bucket[b];
+  const size_t nu = pb->reduce_elems[RS_PSGD_UNCOMPRESSED];
+  const size_t np = pb->reduce_elems[RS_PSGD_P];
+  const size_t nq = pb->reduce_elems[RS_PSGD_Q];
+  float *u = scratch, *p = u + nu, *qhat = p + np, *q = qhat + nq;
+  bucket_job_t job = {ps, b, qhat, p};
+  const float W = (float)ps->workers;
+  /* Q orthogonalised, as the hook does right after filling it */
+  for (size_t t = ps->first[b], at = 0; t < ps->first[b + 1]; t++) {
+    const rs_powersgd_tensor_t *x = &ps->tensor[t];
+    if (!x->rank)
+      continue;
+    const size_t mr = (size_t)x->m * (size_t)x->rank;
+    memcpy(qhat + at, ps->q + ps->q_offset[t], mr * sizeof *qhat);
+    orth_f(qhat + at, (size_t)x->m, (size_t)x->rank);
+    at += mr;
+  }
+  int rc = allreduce(ps, b, RS_PSGD_UNCOMPRESSED, nu, fill_uncompressed, &job,
+                     u, trace, config_json, watch, stop, errmsg);
+  int checked = rc == RS_OK;
+  if (rc == RS_OK || rc == RS_ECHECK) {
+    int prc = allreduce(ps, b, RS_PSGD_P, np, fill_p, &job, p, trace,
+                        config_json, watch, stop, errmsg);
+    checked &= prc == RS_OK;
+    rc = rc == RS_OK ? prc : rc == RS_ECHECK && prc != RS_OK ? prc : rc;
+  }
+  if (rc == RS_OK || rc == RS_ECHECK) {
+    for (size_t t = ps->first[b], at = 0; t < ps->first[b + 1]; t++) {
+      const rs_powersgd_tensor_t *x = &ps->tensor[t];
+      if (x->rank) {
+        orth_f(p + at, (size_t)x->n, (size_t)x->rank);
+        at += (size_t)x->n * (size_t)x->rank;
+      }
+    }
+    int qrc = allreduce(ps, b, RS_PSGD_Q, nq, fill_q, &job, q, trace,
+                        config_json, watch, stop, errmsg);
+    checked &= qrc == RS_OK;
+    rc = rc == RS_OK ? qrc : rc == RS_ECHECK && qrc != RS_OK ? qrc : rc;
+  }
+  if (rc != RS_OK && rc != RS_ECHECK)
+    return rc;
+  /* the uncompressed ones divided by W; the rest P Q^T, Q divided */
+  for (size_t i = 0; i < nq; i++)
+    q[i] /= W;
+  const float *pp = p, *qq = q, *uu = u;
+  for (size_t t = ps->first[b]; t < ps->first[b + 1]; t++) {
+    const rs_powersgd_tensor_t *x = &ps->tensor[t];
+    const rs_param_t *prm = rs_model_param(ps->model, x->param);
+    float *out = ps->result + prm->elem_offset;
+    if (!x->rank) {
+      for (size_t i = 0; i < prm->elems; i++)
+        out[i] = uu[i] / W;
+      uu += prm->elems;
+      continue;
+    }
+    const size_t n = (size_t)x->n, m = (size_t)x->m, r = (size_t)x->rank;
+    outer_f(pp, qq, out, n, m, r);
+    pp += n * r;
+    qq += m * r;
+  }
+  return checked ? RS_OK : RS_ECHECK;
+}
+
+/* The same step in double from the same Q, its sums in worker order: the
+ * largest |difference| from the result. */
+static double step_in_double(const rs_powersgd_t *ps) {
+  double worst = 0;
+  const int W = ps->workers;
+  for (size_t t = 0; t < rs_model_param_count(ps->model); t++) {
+    const rs_powersgd_tensor_t *x = &ps->tensor[t];
+    const rs_param_t *prm = rs_model_param(ps->model, x->param);
+    const float *got = ps->result + prm->elem_offset;
+    if (!x->rank) {
+      for (size_t i = 0; i < prm->elems; i++) {
+        double s = 0;
+        for (int w = 0; w < W; w++)
+          s += grad_of(ps, w, x->param)[i];
+        worst = fmax(worst, fabs(s / W - got[i]));
+      }
+      continue;
+    }
+    const size_t n = (size_t)x->n, m = (size_t)x->m, r = (size_t)x->rank;
+    double *q = calloc(m * r, sizeof *q), *p = calloc(n * r, sizeof *p);
+    double *part = calloc((n > m ? n : m) * r, sizeof *part);
+    double *M = calloc(n * m, sizeof *M);
+    if (!q || !p || !part || !M) {
+      free(q), free(p), free(part), free(M);
+      return NAN;
+    }
+    for (size_t i = 0; i < m * r; i++)
+      q[i] = ps->q[ps->q_offset[t] + i];
+    orth_d(q, m, r);
+    for (int w = 0; w < W; w++) {
+      left_d(grad_of(ps, w, x->param), q, part, n, m, r);
+      for (size_t i = 0; i < n * r; i++)
+        p[i] += part[i];
+    }
+    orth_d(p, n, r);
+    memset(q, 0, m * r * sizeof *q);
+    for (int w = 0; w < W; w++) {
+      right_d(grad_of(ps, w, x->param), p, part, n, m, r);
+      for (size_t i = 0; i < m * r; i++)
+        q[i] += part[i];
+    }
+    for (size_t i = 0; i < m * r; i++)
+      q[i] /= W;
+    outer_d(p, q, M, n, m, r);
+    for (size_t i = 0; i < n * m; i++)
+      worst = fmax(worst, fabs(M[i] - got[i]));
+    free(q), free(p), free(part), free(M);
+  }
+  return worst;
+}
+
+/* The result against the exact mean, and the inputs made the residuals. */
+static void finish(rs_powersgd_t *ps) {
+  rs_powersgd_report_t *r = &ps->report;
+  const int W = ps->workers;
+  double diff2 = 0, mean2 = 0;
+  for (size_t i = 0; i < ps->elems; i++) {
+    double s = 0;
+    for (int w = 0; w < W; w++)
+      s += ps->inputs[(size_t)w * ps->elems + i];
+    const double mean = s / W, d = ps->result[i] - mean;
+    r->max_abs_err = fmax(r->max_abs_err, fabs(d));
+    diff2 += d * d;
+    mean2 += mean * mean;
+  }
+  r->rel_err = mean2 > 0 ? sqrt(diff2 / mean2) : sqrt(diff2);
+  r->f64_max_abs = step_in_double(ps);
+  r->residual_rel = 0;
+  r->residual_worker = 0;
+  for (int w = 0; w < W; w++) {
+    float *g = ps->inputs + (size_t)w * ps->elems;
+    double e2 = 0, g2 = 0;
+    for (size_t i = 0; i < ps->elems; i++) {
+      g2 += (double)g[i] * g[i];
+      g[i] -= ps->result[i];
+      e2 += (double)g[i] * g[i];
+    }
+    const double rel = g2 > 0 ? sqrt(e2 / g2) : sqrt(e2);
+    if (rel > r->residual_rel)
+      r->residual_rel = rel, r->residual_worker = w;
+  }
+}
+
+int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
+                        const char *config_json, rs_powersgd_watch_t watch,
+                        const rs_stop_flag_t *stop, char *errmsg) {
+  const rs_config_t *pc = rs_run_config(plain);
+  if (pc->workers != ps->workers || pc->hook != RS_HOOK_NONE ||
+      rs_model_elems(ps->model) != ps->elems)
+    return rs__err(errmsg, RS_EINVAL,
+                   "powersgd: the plain run must have the step's workers "
+                   "and model, without a hook");
+  for (int w = 0; w < ps->workers; w++)
+    memcpy(ps->inputs + (size_t)w * ps->elems, rs_run_buffer(plain, w),
+           ps->elems * sizeof *ps->inputs);
+  if (watch)
+    watch(plain);
+  int rc = rs_run_execute(plain);
+  if (watch)
+    watch(NULL);
+  if (rc != RS_OK && rc != RS_ECHECK)
+    return rs__err(errmsg, rc, "powersgd: the plain all-reduce: %s",
+                   rs_run_errmsg(plain));
+  rs_powersgd_report_t *r = &ps->report;
+  r->plain_bytes = 0;
+  for (int w = 0; w < ps->workers; w++)
+    r->plain_bytes += rs_run_worker_stats(plain, w)->bytes_sent;
+  r->plain_sim_ns = rs_run_result(plain)->sim_ns;
+  size_t most = 1;
+  for (size_t b = 0; b < ps->nbuckets; b++) {
+    const size_t *e = ps->bucket[b].reduce_elems;
+    size_t need = e[0] + e[1] + 2 * e[2];
+    most = need > most ? need : most;
+  }
+  float *scratch = malloc(most * sizeof *scratch);
+  if (!scratch)
+    return rs__err(errmsg, RS_ENOMEM, "out of memory");
+  for (size_t b = 0; b < ps->nbuckets; b++)
+    memset(ps->bucket[b].bytes, 0, sizeof ps->bucket[b].bytes);
+  int checked = 1;
+  rc = RS_OK;
+  for (size_t b = 0; b < ps->nbuckets && (rc == RS_OK || rc == RS_ECHECK);
+       b++) {
+    int brc =
+        step_bucket(ps, b, scratch, trace, config_json, watch, stop, errmsg);
+    checked &= brc == RS_OK;
+    rc = brc == RS_OK ? rc : brc;
+  }
+  free(scratch);
+  if (rc != RS_OK && rc != RS_ECHECK)
+    return rc;
+  r->bytes = r->sim_ns = 0;
+  for (size_t b = 0; b < ps->nbuckets; b++)
+    for (int k = 0; k < RS_PSGD_REDUCES; k++) {
+      r->bytes += ps->bucket[b].bytes[k];
+      r->sim_ns += ps->bucket[b].sim_ns[k];
+    }
+  r->checked = checked;
+  finish(ps);
+  return checked ? RS_OK : RS_ECHECK;
+}
+
+const float *rs_powersgd_result(const rs_powersgd_t *ps) { return ps->result; }
+
+const float *rs_powersgd_residual(const rs_powersgd_t *ps, int worker) {
+  return ps->inputs + (size_t)worker * ps->elems;
+}
+
+const rs_powersgd_report_t *rs_powersgd_report(const rs_powersgd_t *ps) {
+  return &ps->report;
+}
