@@ -446,7 +446,7 @@ class Docs(unittest.TestCase):
             with open(path) as f:
                 text = f.read()
             for para in re.split(r"\n\s*\n", text):
-                for option, choices in re.findall(r"`(--?[a-z-]+)\s+([a-z0-9][a-z0-9-]*(?:\\?\|[a-z0-9][a-z0-9-]*)+)`",
+                for option, choices in re.findall(r"`(--?[a-z-]+)\s+([a-z0-9][a-z0-9-]*(?:\\?\|[a-z0-9][a-z0-9:=R-]*)+)`",
                                                   para):
                     bench = "bench" in para and option in ("-d", "--op", "--loop")
                     with self.subTest(doc=os.path.relpath(path, REPO), option=option):

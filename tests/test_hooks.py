@@ -4,10 +4,14 @@ arithmetic done here by hand with numpy on small inputs (W = 2 and 3;
 the ring's order of additions, docs/algorithms.md), float16's overflow
 and underflow as the report counts them, and what is refused (exit 2,
 one line on stderr naming the input); model.json's "buckets" (Buckets).
+PowerSgd: --hook powersgd:rank=R against PowerSGD written here from the
+hook's definition in float64 from the same Q, the hook's split and sizes,
+a rank-1 mean reproduced, and its refusals.
 Real DDP with the hooks registered is tests/test_gloo.py's Ddp.test_hooks,
-a recorded job's replay its Ddp.test_record.
+a recorded job's replay its Ddp.test_record, PowerSGD's Ddp.test_powersgd.
 
-    test_hooks.py RINGSIM [Hooks.test_name | Buckets.test_name ...]
+    test_hooks.py RINGSIM [Hooks.test_name | Buckets.test_name |
+                           PowerSgd.test_name ...]
 """
 import json
 import os
@@ -19,6 +23,9 @@ import unittest
 import numpy as np
 
 RINGSIM = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools"))
+import ringsim_st  # noqa: E402
 
 
 def run(*args):
@@ -276,7 +283,8 @@ class Hooks(unittest.TestCase):
         path = self.model([[1, 2], [3, 4]])
         f64 = self.model([[1, 2], [3, 4]], "double", dtype="f64")
         for args, says in (
-                (["--hook", "fp17"], "--hook 'fp17': expected none, allreduce, fp16 or bf16"),
+                (["--hook", "fp17"], "--hook 'fp17': expected none, allreduce, fp16, bf16 "
+                 "or powersgd:rank=R"),
                 (["--hook", "fp16", "--op", "sum"], "--op sum does not apply"),
                 (["--hook", "allreduce", "--average", "pre"], "--average does not apply"),
                 (["-p", f64, "--hook", "fp16"], 'model "double" is f64')):
@@ -290,6 +298,232 @@ class Hooks(unittest.TestCase):
                 self.assertEqual(out, "")
         rc, out, err = run("-p", f64, "--no-trace", "--hook", "allreduce")
         self.assertEqual(rc, 0, err)  # allreduce divides in the model's dtype
+
+
+def orthogonalise(a):
+    """Gram-Schmidt on a's columns, as powerSGD_hook's
+    _orthogonalize_gram_schmidt (epsilon 0), in float64."""
+    a = a.astype(np.float64).copy()
+    for i in range(a.shape[1]):
+        a[:, i] /= np.linalg.norm(a[:, i])
+        for k in range(i + 1, a.shape[1]):
+            a[:, k] -= (a[:, i] @ a[:, k]) * a[:, i]
+    return a
+
+
+def powersgd(grads, qs, rank):
+    """One PowerSGD step from powerSGD_hook.py's text, in float64: grads a
+    list (per worker) of {name: array}, qs {name: initial Q (m x r)} for
+    the params it compresses; the result {name: array}."""
+    W = len(grads)
+    out = {}
+    for name, g0 in grads[0].items():
+        n = g0.shape[0] if g0.ndim else 1
+        m = g0.size // n if n else 0
+        r = min(n, m, rank)
+        if name not in qs:
+            out[name] = sum(g[name].astype(np.float64) for g in grads) / W
+            continue
+        M = [g[name].reshape(n, m).astype(np.float64) for g in grads]
+        q = orthogonalise(qs[name])
+        p = orthogonalise(sum(Mw @ q for Mw in M))
+        q = sum(Mw.T @ p for Mw in M) / W
+        out[name] = (p @ q.T).reshape(g0.shape)
+        assert q.shape == (m, r)
+    return out
+
+
+class PowerSgd(unittest.TestCase):
+    """--hook powersgd:rank=R (docs/hooks.md)."""
+    # A bucket of every kind: a bias (1-D: never compressed), a matrix too
+    # small to be worth it at rank 2 (4 x 4: (4+4) 2 2 = 32 >= 16), two
+    # of one shape and a conv weight viewed as 8 x 27 (grouped by shape,
+    # in the order each shape first comes, in the bucket's layout: the
+    # params last to first)
+    PARAMS = (("fc.bias", [6]), ("small", [4, 4]), ("a.weight", [16, 12]),
+              ("conv.weight", [8, 3, 3, 3]), ("b.weight", [16, 12]))
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def files(self, W, rank, seed=0, rank1=False):
+        """model.json, W grads files and a Q file; (model, grads pattern,
+        q path, grads, qs)."""
+        rng = np.random.default_rng(seed)
+        model = os.path.join(self.d, "m.json")
+        with open(model, "w") as f:
+            json.dump({"name": "psgd", "params": [{"name": n, "shape": s}
+                                                  for n, s in self.PARAMS]}, f)
+        grads = []
+        u = {n: rng.standard_normal(s[0]) for n, s in self.PARAMS}
+        for w in range(W):
+            g = {}
+            for n, s in self.PARAMS:
+                if rank1 and len(s) > 1:  # every worker's a multiple of one u v^T
+                    v = rng.standard_normal(int(np.prod(s[1:])))
+                    g[n] = np.outer(u[n], v).reshape(s).astype(np.float32)
+                else:
+                    g[n] = rng.standard_normal(s).astype(np.float32)
+            grads.append(g)
+            ringsim_st.write(os.path.join(self.d, f"g{w}.safetensors"), g)
+        qs = {}
+        for n, s in self.PARAMS:
+            rows = s[0]
+            cols = int(np.prod(s[1:])) if len(s) > 1 else 1
+            r = min(rows, cols, rank)
+            if (rows + cols) * r * 2 < rows * cols:
+                qs[n] = rng.standard_normal((cols, r)).astype(np.float32)
+        qpath = os.path.join(self.d, "q.safetensors")
+        ringsim_st.write(qpath, qs)
+        return model, os.path.join(self.d, "g{r}.safetensors"), qpath, grads, qs
+
+    def step(self, W, rank, *extra, rank1=False, algo="ring"):
+        model, pattern, qpath, grads, qs = self.files(W, rank, rank1=rank1)
+        out = os.path.join(self.d, "out.safetensors")
+        rc, text, err = run("-p", model, "-w", W, "--grads", pattern, "--hook",
+                            f"powersgd:rank={rank},q={qpath}", "--algo", algo,
+                            "--no-trace", "--json", "--out", out, *extra)
+        self.assertEqual(rc, 0, err)
+        return json.loads(text), ringsim_st.read(out), grads, qs
+
+    # psgd-1: the result against the hook's arithmetic in float64 from the
+    # same Q, W = 2 and 3, ranks 1, 2 and 3, on three algorithms; the
+    # report's own f64 figure agrees
+    def test_by_hand(self):
+        for W in (2, 3):
+            for rank in (1, 2, 3):
+                for algo in ("ring", "rd", "gloo-ring"):
+                    with self.subTest(W=W, rank=rank, algo=algo):
+                        report, ours, grads, qs = self.step(W, rank, algo=algo)
+                        want = powersgd(grads, qs, rank)
+                        self.assertEqual(sorted(ours), sorted(want))
+                        worst = max(float(np.max(np.abs(ours[n] - want[n])))
+                                    for n in want)
+                        scale = max(float(np.max(np.abs(want[n]))) for n in want)
+                        self.assertLess(worst, 1e-5 * scale, (W, rank, algo))
+                        self.assertLess(report["f64_max_abs"], 1e-5 * scale)
+                        self.assertGreater(report["rel_err"], 0.05)  # lossy
+                        self.assertTrue(report["passed"])
+
+    # psgd-2: the hook's split and its sizes: 1-D and small params all-
+    # reduced as they are, the rest P n x r and Q m x r, grouped by shape;
+    # bytes below the plain all-reduce's
+    def test_split(self):
+        report, _, _, _ = self.step(3, 2)
+        ranks = {t["name"]: t["rank"] for t in report["tensors"]}
+        self.assertEqual(ranks, {"fc.bias": 0, "small": 0, "a.weight": 2,
+                                 "conv.weight": 2, "b.weight": 2})
+        compressed = [t["name"] for t in report["tensors"] if t["rank"]]
+        # the layout is b, conv, a, small, bias: b's shape first, then conv's
+        self.assertEqual(compressed, ["b.weight", "a.weight", "conv.weight"])
+        (bucket,) = report["buckets"]
+        elems = [a["elems"] for a in bucket["allreduces"]]
+        self.assertEqual(elems, [6 + 16, 2 * (16 * 2) + 8 * 2, 2 * (12 * 2) + 27 * 2])
+        # the ring sends 2(W-1)/W of each all-reduce a worker
+        for a in bucket["allreduces"]:
+            self.assertEqual(a["bytes"], 3 * 2 * 2 * a["elems"] * 4 // 3)
+        self.assertLess(report["bytes"], report["plain_bytes"])
+
+    # psgd-3: a mean of rank 1 (every worker's matrix u v_w^T, one u) comes
+    # back whole: P spans u, so P Q^T is the mean; the 1-D param exactly
+    def test_rank_one_mean(self):
+        report, ours, grads, _ = self.step(3, 1, rank1=True)
+        for n, _ in self.PARAMS:
+            mean = sum(g[n].astype(np.float64) for g in grads) / 3
+            self.assertLess(float(np.max(np.abs(ours[n] - mean))),
+                            1e-5 * float(np.max(np.abs(mean))), n)
+        self.assertLess(report["rel_err"], 1e-5)
+
+    # psgd-4: the trace holds the three all-reduces, each a run of op sum
+    # named for its bucket and part, and the residual the report gives is
+    # g_w - result
+    def test_trace_and_residual(self):
+        model, pattern, qpath, grads, _ = self.files(2, 2)
+        trace = os.path.join(self.d, "t.db")
+        out = os.path.join(self.d, "out.safetensors")
+        rc, text, err = run("-p", model, "-w", 2, "--grads", pattern, "--hook",
+                            f"powersgd:rank=2,q={qpath}", "--trace", trace,
+                            "--json", "--out", out)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(text)
+        import sqlite3
+        with sqlite3.connect(trace) as db:
+            rows = db.execute("SELECT run_id, model, op, elems FROM run "
+                              "ORDER BY run_id").fetchall()
+        ids = [a["trace_run_id"] for a in report["buckets"][0]["allreduces"]]
+        self.assertEqual([r[0] for r in rows], ids)
+        self.assertEqual([r[1:] for r in rows],
+                         [(f"psgd: powersgd bucket 0 {part}", "sum", a["elems"])
+                          for part, a in zip(("uncompressed", "P", "Q"),
+                                             report["buckets"][0]["allreduces"])])
+        ours = ringsim_st.read(out)
+        rel = []
+        for g in grads:
+            e2 = sum(float(np.sum((g[n].astype(np.float64) - ours[n]) ** 2)) for n in g)
+            g2 = sum(float(np.sum(g[n].astype(np.float64) ** 2)) for n in g)
+            rel.append(np.sqrt(e2 / g2))
+        self.assertAlmostEqual(report["residual_rel"], max(rel), places=6)
+        self.assertEqual(report["residual_worker"], int(np.argmax(rel)))
+
+    # psgd-5: refused before anything runs, one line naming the input, and
+    # nothing written: no --out, the trace as it was
+    def test_refused(self):
+        model, pattern, qpath, _, _ = self.files(2, 2)
+        f64 = os.path.join(self.d, "f64.json")
+        with open(f64, "w") as f:
+            json.dump({"name": "double", "params": [{"name": "w", "shape": [8, 8],
+                                                     "dtype": "f64"}]}, f)
+        badq = os.path.join(self.d, "badq.safetensors")
+        ringsim_st.write(badq, {"a.weight": np.zeros((12, 3), np.float32)})
+        trace = os.path.join(self.d, "t.db")
+        out = os.path.join(self.d, "never.safetensors")
+        rc, _, err = run("-p", model, "-w", 2, "--hook", "allreduce", "--trace", trace)
+        self.assertEqual(rc, 0, err)
+        with open(trace, "rb") as f:
+            before = f.read()
+        base = ["-p", model, "-w", 2, "--grads", pattern, "--trace", trace, "--out", out]
+        for args, says in (
+                (["--hook", "powersgd"], "--hook 'powersgd': powersgd needs its rank: "
+                 "powersgd:rank=R"),
+                (["--hook", "powersgd:rank=0"], "powersgd's rank R must be 1 to"),
+                (["--hook", "powersgd:rank=-2"], "expected none, allreduce"),
+                (["--hook", "powersgd:rank=13"], "powersgd:rank=13 is above min(n, m) "
+                 "of every param's matrix (the largest is 12: a.weight, 16 x 12)"),
+                (["--hook", "powersgd:rank=2", "--op", "sum"], "--op sum does not apply"),
+                (["--hook", "powersgd:rank=2", "--average", "pre"],
+                 "--average does not apply"),
+                (["--hook", "powersgd:rank=2", "--explain"], "--explain narrates one"),
+                (["--hook", "powersgd:rank=2,q="], "q= names no file"),
+                (["--hook", f"powersgd:rank=2,q={badq}"], "badq.safetensors"),
+                (["--hook", f"powersgd:rank=2,q={self.d}/none"], "none: cannot open"),
+                (["-p", f64, "--hook", "powersgd:rank=2"], "the model is f64")):
+            with self.subTest(args=args):
+                argv = base + args if "-p" not in args else \
+                    ["-w", 2, "--trace", trace, "--out", out, *args]
+                rc, text, err = run(*argv)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(says, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertEqual(text, "")
+                self.assertFalse(os.path.exists(out))
+                with open(trace, "rb") as f:
+                    self.assertEqual(f.read(), before)
+        # one run of three: refused where one run is all there is
+        for argv, says in (
+                (["diff", "-p", model, "-w", 2, "--hook", "powersgd:rank=2,allreduce"],
+                 "powersgd all-reduces three times a bucket"),
+                (["step", "-p", model, "-w", 2, "--net", "latency=1us,bandwidth=1GB/s",
+                  "--compute", "flops=1T,rows=8", "--hook", "powersgd:rank=2"],
+                 "powersgd all-reduces three times a bucket")):
+            with self.subTest(argv=argv[0]):
+                rc, text, err = run(*argv)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(says, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 
 class Buckets(unittest.TestCase):

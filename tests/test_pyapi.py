@@ -383,8 +383,8 @@ class PyApi(unittest.TestCase):
             ({"like": "ddp-gloo", "algo": "rd"}, "like='ddp-gloo' sets algo "
              "gloo-ring, op avg and average pre-mul; give none of them"),
             ({"like": "ddp-gloo", "direct": True}, "direct"),
-            ({"hook": "fp17"}, "hook 'fp17': expected none, allreduce, fp16 "
-                               "or bf16"),
+            ({"hook": "fp17"}, "hook 'fp17': expected none, allreduce, fp16, "
+                               "bf16 or powersgd:rank=R"),
             ({"hook": "fp16", "op": "sum"}, "hook='fp16' averages"),
             ({"hook": "fp16", "average": "pre"}, "give no op or average"),
         ]

@@ -31,12 +31,36 @@ static int check_hook(const options_t *o) {
   if (o->config.hook == RS_HOOK_NONE)
     return -1;
   const char *name = rs_hook_name(o->config.hook);
+  if (o->config.hook == RS_HOOK_POWERSGD) {
+    static const struct {
+      cli_opt_t opt;
+      const char *what;
+    } alone[] = {{OPT_EXPLAIN, "narrates one all-reduce"},
+                 {OPT_ORDER_REPORT, "counts one all-reduce's orders"},
+                 {OPT_PRINT, "prints one all-reduce's values"}};
+    for (size_t i = 0; i < sizeof alone / sizeof *alone; i++)
+      if (o->given[alone[i].opt])
+        return cli_refuse(o->mode,
+                          "--%s %s; --hook powersgd runs three a bucket "
+                          "(its report says what each moved)",
+                          cli_options[alone[i].opt].name, alone[i].what);
+    if (o->config.op != RS_OP_AVG)
+      return cli_refuse(o->mode,
+                        "--hook powersgd averages (it divides the uncompressed "
+                        "sums and Q's by W): --op %s does not apply (give --op "
+                        "avg, the default)",
+                        rs_op_name(o->config.op));
+  }
   if (o->config.op != RS_OP_AVG)
     return cli_refuse(o->mode,
                       "--hook %s averages (it divides each bucket by W, then "
                       "sums): --op %s does not apply (give --op avg, the "
                       "default)",
                       name, rs_op_name(o->config.op));
+  if (o->given[OPT_AVERAGE] && o->config.hook == RS_HOOK_POWERSGD)
+    return cli_refuse(o->mode, "--hook powersgd divides as the hook does (the "
+                               "uncompressed sums and Q's by W): --average "
+                               "does not apply");
   if (o->given[OPT_AVERAGE])
     return cli_refuse(o->mode,
                       "--hook %s divides each bucket by W before the sum, as "

@@ -79,9 +79,11 @@ int cli_set_hook(const cli_option_t *opt, options_t *o, const char *value,
     return cli_set_config(opt, o, value, msg);
   if (o->mode != CLI_RUN)
     return cli_bad_value(msg, opt, value,
-                         "q=FILE (the initial Qs) is for a run alone");
+                         "a hook without q=FILE (the initial Qs are a run's "
+                         "alone)");
   if (!q[3])
-    return cli_bad_value(msg, opt, value, "q= names no file");
+    return cli_bad_value(msg, opt, value,
+                         "powersgd:rank=R,q=FILE (q= names no file)");
   char head[64];
   if ((size_t)(q - value) >= sizeof head)
     return cli_bad_value(msg, opt, value, "expected powersgd:rank=R,q=FILE");

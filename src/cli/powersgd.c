@@ -11,6 +11,9 @@
 static const char *const REDUCE_NAMES[RS_PSGD_REDUCES] = {"uncompressed", "P",
                                                           "Q"};
 
+/* The text lists this many compressed params, --json all. */
+#define COMPRESSED_SHOWN 8
+
 static void print_text(const cli_powersgd_t *p) {
   const options_t *o = p->opt;
   const rs_config_t *cfg = &o->config;
@@ -42,15 +45,19 @@ static void print_text(const cli_powersgd_t *p) {
            pb->reduce_elems[0], pb->reduce_elems[1], pb->reduce_elems[2],
            pb->elems);
   }
+  size_t shown = 0;
   for (size_t t = 0; t < r->tensors; t++) {
     const rs_powersgd_tensor_t *x = &r->tensor[t];
-    if (x->rank)
+    if (x->rank && shown++ < COMPRESSED_SHOWN)
       printf(
           "  compressed %s (bucket %zu): %" PRId64 " x %" PRId64
           " as P %" PRId64 " x %d and Q %" PRId64 " x %d\n",
           cli_safe(rs_model_param(p->model, x->param)->name, name, sizeof name),
           x->bucket, x->n, x->m, x->n, x->rank, x->m, x->rank);
   }
+  if (shown > COMPRESSED_SHOWN)
+    printf("             and %zu more compressed (--json lists every param)\n",
+           shown - COMPRESSED_SHOWN);
   printf("  sent       %" PRIu64 " bytes by all workers, %.4f of the plain "
          "all-reduce's %" PRIu64 "\n",
          r->bytes, r->plain_bytes ? (double)r->bytes / r->plain_bytes : 0.0,
@@ -75,8 +82,10 @@ static void print_text(const cli_powersgd_t *p) {
   if (o->out && p->status == RS_OK)
     printf("  out        %s (the result, every worker's)\n", o->out);
   if (p->trace && p->status == RS_OK)
-    printf("  trace      %s: %zu runs, one an all-reduce\n", p->trace,
-           3 * r->buckets);
+    printf("  trace      %s: %zu runs, an all-reduce each (run ids %" PRId64
+           " to %" PRId64 ")\n",
+           p->trace, 3 * r->buckets, r->bucket[0].trace_id[0],
+           r->bucket[r->buckets - 1].trace_id[RS_PSGD_REDUCES - 1]);
 }
 
 static void print_json(const cli_powersgd_t *p) {

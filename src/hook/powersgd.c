@@ -10,6 +10,7 @@
  */
 #include "ringsim/powersgd.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,39 +72,29 @@ static void order_bucket(rs_powersgd_tensor_t *t, size_t count) {
 /* The initial Qs' model: each compressed param, m x r, in the hook's
  * order. */
 static int make_q_model(rs_powersgd_t *ps, char *errmsg) {
-  size_t cap = 256, len = 0, count = 0;
-  char *text = malloc(cap);
+  json_t *params = json_array();
+  for (size_t i = 0; params && i < rs_model_param_count(ps->model); i++) {
+    const rs_powersgd_tensor_t *t = &ps->tensor[i];
+    if (t->rank &&
+        json_array_append_new(
+            params, json_pack("{s:s, s:[I, i]}", "name",
+                              rs_model_param(ps->model, t->param)->name,
+                              "shape", (json_int_t)t->m, t->rank)))
+      json_decref(params), params = NULL;
+  }
+  if (params && json_array_size(params) == 0) { /* nothing compressed */
+    json_decref(params);
+    return RS_OK;
+  }
+  json_t *j = params ? json_pack("{s:s, s:o}", "name", "powersgd Q", "params",
+                                 params)
+                     : NULL;
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
   if (!text)
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
-  len = (size_t)snprintf(text, cap, "{\"name\":\"powersgd Q\",\"params\":[");
-  for (size_t i = 0; i < rs_model_param_count(ps->model); i++) {
-    const rs_powersgd_tensor_t *t = &ps->tensor[i];
-    if (!t->rank)
-      continue;
-    const char *name = rs_model_param(ps->model, t->param)->name;
-    size_t need = len + 2 * strlen(name) + 96;
-    if (need > cap) {
-      char *grown = realloc(text, cap = 2 * need);
-      if (!grown) {
-        free(text);
-        return rs__err(errmsg, RS_ENOMEM, "out of memory");
-      }
-      text = grown;
-    }
-    len += (size_t)snprintf(text + len, cap - len, "%s{\"name\":\"",
-                            count++ ? "," : "");
-    for (const char *c = name; *c; c++) { /* JSON-escape " and \ */
-      if (*c == '"' || *c == '\\')
-        text[len++] = '\\';
-      text[len++] = *c;
-    }
-    len += (size_t)snprintf(text + len, cap - len, "\",\"shape\":[%lld,%d]}",
-                            (long long)t->m, t->rank);
-  }
-  len += (size_t)snprintf(text + len, cap - len, "]}");
-  int rc = RS_OK;
-  if (count)
-    rc = rs_model_parse(text, len, "powersgd's Qs", &ps->q_model, errmsg);
+  int rc = rs_model_parse(text, strlen(text), "powersgd's Qs", &ps->q_model,
+                          errmsg);
   free(text);
   return rc;
 }
@@ -341,15 +332,21 @@ static int allreduce(rs_powersgd_t *ps, size_t b, int which, size_t count,
   static const char *const names[] = {"uncompressed", "P", "Q"};
   if (stop && __atomic_load_n(stop, __ATOMIC_SEQ_CST))
     return rs__err(errmsg, RS_EINTERRUPTED, "interrupted");
-  char text[512];
-  int len = snprintf(text, sizeof text,
-                     "{\"name\":\"powersgd bucket %zu %s\",\"params\":[{"
-                     "\"name\":\"bucket%zu.%s\",\"shape\":[%zu]}]}",
-                     b, names[which], b, names[which], count);
+  /* a model of one param: "MODEL: powersgd bucket 0 P", bucket0.P */
+  char name[RS_ERRMSG_MAX], param[64];
+  snprintf(name, sizeof name, "%.200s: powersgd bucket %zu %s",
+           rs_model_name(ps->model), b, names[which]);
+  snprintf(param, sizeof param, "bucket%zu.%s", b, names[which]);
+  json_t *j = json_pack("{s:s, s:[{s:s, s:[I]}]}", "name", name, "params",
+                        "name", param, "shape", (json_int_t)count);
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
   rs_model_t *model = NULL;
   rs_run_t *run = NULL;
-  char err[RS_ERRMSG_MAX];
-  int rc = rs_model_parse(text, (size_t)len, "powersgd", &model, err);
+  char err[RS_ERRMSG_MAX] = "out of memory";
+  int rc = text ? rs_model_parse(text, strlen(text), "powersgd", &model, err)
+                : RS_ENOMEM;
+  free(text);
   rs_config_t c = ps->config;
   c.hook = RS_HOOK_NONE;
   c.powersgd_rank = 0;
