@@ -45,6 +45,33 @@ _DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
            "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
 
+def _replay_hook(inner, state):
+    """(ringsim's --hook for what inner does in this backward, or None;
+    why there is no replay, or None). PyTorch's powerSGD_hook runs the
+    plain all-reduce before start_powerSGD_iter, and ringsim replays its
+    first compressed step (or any, from fresh state each step)."""
+    name = getattr(inner, "__name__", "")
+    if name != "powerSGD_hook":
+        return _HOOKS.get(name), None
+    try:
+        it, start = state.iter, state.start_powerSGD_iter
+        rank, carried = state.matrix_approximation_rank, \
+            state.use_error_feedback or state.warm_start
+        batched = state.batch_tensors_with_same_shape
+    except AttributeError:
+        return None, None
+    if it < start:
+        return "allreduce", None  # the hook's vanilla all-reduce
+    if batched:
+        return None, ("ringsim's --hook powersgd does not batch tensors of "
+                      "the same shape (batch_tensors_with_same_shape)")
+    if carried and it > start:
+        return None, ("a later PowerSGD step (error feedback or warm-started Q "
+                      "carried in): ringsim's --hook powersgd replays the "
+                      "first one only")
+    return f"powersgd:rank={rank}", None
+
+
 def _fail(message):
     return ValueError("ringsim.torch.record_hook: " + message)
 
@@ -128,6 +155,8 @@ class _Recorder:
             if not self.started:
                 self.first_bucket(params, bucket)
                 self.started = True
+            if not self.buckets:  # before the inner hook counts this backward
+                self.hook, self.why = _replay_hook(self.inner, state)
             self.buckets[bucket.index()] = params
             offset = 0
             for p in params:  # the flat view holds them in this order
@@ -191,11 +220,19 @@ class _Recorder:
                                           for i, t in values.items()})
         if rank != 0:
             return
-        hook = _HOOKS.get(getattr(self.inner, "__name__", ""), None)
+        hook = self.hook
         replay = ("replay: " + f"ringsim -w {world} -p {step_dir}/model.json --grads "
                   f"'{step_dir}/rank{{r}}.safetensors' --like ddp-gloo" +
                   (f" --hook {hook}" if hook else ""))
-        if hook in ("fp16", "bf16") and params[0]["dtype"] == "f64":
+        if hook and hook.startswith("powersgd"):
+            replay += " (torch's random Qs: add ,q=FILE)"
+        if self.why:
+            replay = f"no replay: {self.why}"
+        elif hook and hook.startswith("powersgd") and \
+                any(q["dtype"] != "f32" for q in params):
+            replay = ("ringsim's --hook powersgd takes float32 models only: it "
+                      "does not replay this job")
+        elif hook in ("fp16", "bf16") and params[0]["dtype"] == "f64":
             replay = (f"ringsim's --hook {hook} casts float32 and half-precision "
                       "buckets only: it does not replay this float64 job")
         model = {
