@@ -124,6 +124,63 @@ static void test_threaded_is_simulated(void **state) {
       }
 }
 
+/* (2b) The steady repeats (algo.h) are exact: a simulation that skips
+ * the steps and buckets that repeat a uniform move gives, to the
+ * nanosecond, what playing every one gives, for every algorithm; on
+ * several topologies (NICs shared and not, a reduce rate, a slower link
+ * and a straggler), chunks of one size and not (a slow NIC hop whose
+ * clocks' pattern repeats every few steps, sizes whose one-element
+ * difference does and does not change a segment's time), several
+ * segments, fewer elements than workers, and runs of equal buckets. */
+static void test_repeats_are_exact(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "dgx-h100,nodes=8", "pcie,nodes=4",
+      "nodes=6,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s",
+      "nodes=3,gpus=8,nics=1,intra=700ns/300GB/s,nic=3us/12500MB/s"};
+  static const size_t sizes[] = {7,      64 * 100,     64 * 1000 + 1,
+                                 100003, 64 * 3 * 997, 1 << 20};
+  static const size_t seg_bytes[] = {1 << 20, 4096};
+  for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++)
+    for (int variant = 0; variant < 3; variant++) {
+      rs_netmodel_t net = topo_net(specs[ti], variant == 1 ? "40GB/s" : NULL);
+      const int W = net.topo.nodes * net.topo.gpus;
+      char err[RS_ERRMSG_MAX];
+      if (variant == 2 &&
+          (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net,
+                                  err) ||
+           rs_netmodel_parse_straggler("worker=5,us=2", &net, err)))
+        fail_msg("%s", err);
+      for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (size_t gi = 0; gi < 2; gi++) {
+          if (RS_TEST_SANITIZED && (si == 5 || gi == 1) && ti > 0)
+            continue; /* (a sanitized build: one topology in full) */
+          rs_bucket_t b[5];
+          for (int k = 0; k < 5; k++) /* one odd bucket, three alike, one */
+            b[k] = (rs_bucket_t){.elems = k == 0  ? 999
+                                          : k < 4 ? sizes[si]
+                                                  : 5,
+                                 .params = 1};
+          for (int a = 0; a < RS_ALGO_COUNT; a++) {
+            const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+            for (size_t nb = 1; nb <= 5; nb += 4) {
+              const rs_bucket_t *first = nb == 1 ? &b[1] : b;
+              uint64_t fast =
+                  rs__algo_simulate(algo, &net, W, first, nb, seg_bytes[gi], 4);
+              uint64_t plain = rs__algo_simulate_plain(algo, &net, W, first, nb,
+                                                       seg_bytes[gi], 4);
+              if (fast != plain || fast == 0 || fast == UINT64_MAX)
+                fail_msg("%s on %s (variant %d), %zu buckets of %zu, seg %zu:"
+                         " with repeats %llu, played %llu",
+                         algo->name, specs[ti], variant, nb, sizes[si],
+                         seg_bytes[gi], (unsigned long long)fast,
+                         (unsigned long long)plain);
+            }
+          }
+        }
+    }
+}
+
 /* (3) By hand: 2 nodes x 4 GPUs, 1 NIC per node, ports of 1 us and
  * 100 GB/s, NICs of 5 us and 30 GB/s; one bucket of n = 80000 f32
  * elements (320000 bytes) in one segment (1 MiB segments); reduce rate 0
@@ -282,6 +339,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_node_is_net),
       cmocka_unit_test(test_threaded_is_simulated),
+      cmocka_unit_test(test_repeats_are_exact),
       cmocka_unit_test(test_by_hand),
       cmocka_unit_test(test_tree_on_nodes),
       cmocka_unit_test(test_refused),

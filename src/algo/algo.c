@@ -33,6 +33,7 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
                        const rs_netmodel_t *m, int workers,
                        size_t segment_bytes, size_t elem_size) {
   s->net = m;
+  s->bound = UINT64_MAX;
   s->shape = rs__shape_of(m, workers);
   s->elem_size = elem_size;
   s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
@@ -50,35 +51,129 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
    * is taken as one node). */
   const rs_topo_t *t = &m->topo;
   if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers) {
-    if (rs__topo_load(&s->load, t, a->steps(s->shape, RS_COLL_ALLREDUCE),
-                      a->sends))
+    if (!(s->load = malloc(sizeof *s->load)))
       return RS_ENOMEM;
+    if (rs__topo_load_lazy(s->load, t, a->steps(s->shape, RS_COLL_ALLREDUCE),
+                           a->sends)) {
+      free(s->load);
+      s->load = NULL;
+      return RS_ENOMEM;
+    }
     for (int r = 0; r < workers; r++)
-      s->clocks[r].load = &s->load;
+      s->clocks[r].load = s->load;
   }
   return RS_OK;
 }
 
 static void simrun_free(rs_simrun_t *s) {
-  rs__topo_unload(&s->load);
+  if (s->load)
+    rs__topo_unload(s->load);
+  free(s->load);
   free(s->clocks);
   free(s->arrive);
   free(s->wire);
   free(s->algo_mem);
+  free(s->saved);
 }
 
-int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
-                            int workers, const rs_bucket_t *buckets,
-                            size_t bucket_count, size_t segment_bytes,
-                            size_t elem_size, const uint64_t *ready,
-                            rs_sim_spans_t *spans) {
+static void save_to(const rs_simrun_t *s, rs_simstate_t *to) {
+  for (int r = 0; r < s->shape.workers; r++)
+    to[r] = (rs_simstate_t){s->clocks[r].clock, s->clocks[r].link_free,
+                            s->clocks[r].in_free};
+}
+
+int rs__simrun_save(rs_simrun_t *s) {
+  const size_t W = (size_t)s->shape.workers;
+  if (!s->saved && !(s->saved = malloc(W * sizeof *s->saved)))
+    return RS_ENOMEM;
+  save_to(s, s->saved);
+  return RS_OK;
+}
+
+/* Has every worker's whole state (clock, link and port) moved on by one
+ * and the same time since `before`? That time, or 0 if not (or if
+ * nothing moved). */
+static uint64_t uniform_shift(const rs_simrun_t *s,
+                              const rs_simstate_t *before) {
+  const uint64_t delta = s->clocks[0].clock - before[0].clock;
+  for (int r = 0; r < s->shape.workers; r++) {
+    const rs_simclock_t *c = &s->clocks[r];
+    const rs_simstate_t *b = &before[r];
+    if (c->clock < b->clock || c->clock - b->clock != delta ||
+        c->link_free < b->link_free || c->link_free - b->link_free != delta ||
+        c->in_free < b->in_free || c->in_free - b->in_free != delta)
+      return 0;
+  }
+  return delta;
+}
+
+/* rs__simrun_repeat against the state `before`. */
+static uint64_t repeat_from(rs_simrun_t *s, const rs_simstate_t *before,
+                            uint64_t times) {
+  const uint64_t delta = before && !s->over ? uniform_shift(s, before) : 0;
+  const uint64_t by = delta * times;
+  if (!delta || !times || by / times != delta)
+    return 0;
+  for (int r = 0; r < s->shape.workers; r++) {
+    const rs_simclock_t *c = &s->clocks[r];
+    if (c->clock > UINT64_MAX - by || c->link_free > UINT64_MAX - by ||
+        c->in_free > UINT64_MAX - by)
+      return 0;
+  }
+  for (int r = 0; r < s->shape.workers; r++) {
+    rs_simclock_t *c = &s->clocks[r];
+    c->clock += by;
+    c->link_free += by;
+    c->in_free += by;
+    if (c->clock > s->bound)
+      s->over = 1;
+  }
+  return delta;
+}
+
+uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
+  return repeat_from(s, s->saved, times);
+}
+
+void rs__simrun_repeat_steps(rs_simrun_t *s, int steps) {
+  if (s->load && s->load->builder &&
+      rs__topo_load_repeat(s->load, s->step, steps)) {
+    s->nomem = s->over = 1;
+    return;
+  }
+  s->step += steps;
+}
+
+/* Buckets of one size in a row (DDP's buckets, 25 MiB each) repeat one
+ * schedule (rs__simrun_repeat): once one of them moves the whole state
+ * uniformly, the rest are skipped. (Not with ready times: they do not
+ * move with the state.) */
+static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                    const rs_bucket_t *buckets, size_t bucket_count,
+                    size_t segment_bytes, size_t elem_size,
+                    const uint64_t *ready, rs_sim_spans_t *spans,
+                    uint64_t bound, int plain) {
   rs_simrun_t s = {0};
   if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
     simrun_free(&s);
     return RS_ENOMEM;
   }
+  s.bound = bound;
+  s.plain = plain;
   const size_t W = (size_t)workers;
-  for (size_t b = 0; b < bucket_count; b++) {
+  /* (the state before a bucket that others of its size follow: apart from
+   * the one the algorithm's sim_bucket saves for its own repeats) */
+  rs_simstate_t *before = NULL;
+  if (!ready && !plain && bucket_count > 2 &&
+      !(before = malloc(W * sizeof *before)))
+    s.nomem = 1;
+  for (size_t b = 0; b < bucket_count && !s.nomem; b++) {
+    size_t same = b; /* the last bucket of b's size in a row */
+    while (before && same + 1 < bucket_count &&
+           buckets[same + 1].elems == buckets[b].elems)
+      same++;
+    if (same > b)
+      save_to(&s, before);
     for (size_t r = 0; r < W; r++) {
       if (ready)
         rs__sim_start_at(&s.clocks[r], ready[b * W + r]);
@@ -89,12 +184,28 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
     a->sim_bucket(
         &s, buckets[b].elems,
         rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
-    if (s.nomem) {
-      simrun_free(&s);
-      return RS_ENOMEM;
-    }
+    if (s.nomem)
+      break;
     for (size_t r = 0; spans->worker_end && r < W; r++)
       spans->worker_end[b * W + r] = s.clocks[r].clock;
+    const uint64_t delta = same > b ? repeat_from(&s, before, same - b) : 0;
+    if (delta) {
+      for (size_t k = b + 1; k <= same; k++)
+        for (size_t r = 0; r < W; r++) {
+          const uint64_t by = delta * (k - b);
+          if (spans->worker_start)
+            spans->worker_start[k * W + r] =
+                spans->worker_start[b * W + r] + by;
+          if (spans->worker_end)
+            spans->worker_end[k * W + r] = spans->worker_end[b * W + r] + by;
+        }
+      b = same;
+    }
+  }
+  free(before);
+  if (s.nomem) {
+    simrun_free(&s);
+    return RS_ENOMEM;
   }
   uint64_t end = 0;
   for (size_t r = 0; r < W; r++)
@@ -104,23 +215,57 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
   return RS_OK;
 }
 
+int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
+                            int workers, const rs_bucket_t *buckets,
+                            size_t bucket_count, size_t segment_bytes,
+                            size_t elem_size, const uint64_t *ready,
+                            rs_sim_spans_t *spans) {
+  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
+                  elem_size, ready, spans, UINT64_MAX, 0);
+}
+
+uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size, uint64_t bound) {
+  rs_sim_spans_t spans = {0};
+  if (!m->enabled || workers < 2)
+    return 0;
+  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
+                  elem_size, NULL, &spans, bound, 0)
+             ? UINT64_MAX
+             : spans.end_ns;
+}
+
+uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
+                                 int workers, const rs_bucket_t *buckets,
+                                 size_t bucket_count, size_t segment_bytes,
+                                 size_t elem_size) {
+  rs_sim_spans_t spans = {0};
+  if (!m->enabled || workers < 2)
+    return 0;
+  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
+                  elem_size, NULL, &spans, UINT64_MAX, 1)
+             ? UINT64_MAX
+             : spans.end_ns;
+}
+
 uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            int workers, const rs_bucket_t *buckets,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size) {
-  rs_sim_spans_t spans = {0};
-  if (!m->enabled || workers < 2)
-    return 0;
-  return rs__algo_simulate_ready(a, m, workers, buckets, bucket_count,
-                                 segment_bytes, elem_size, NULL, &spans)
-             ? UINT64_MAX
-             : spans.end_ns;
+  return rs__algo_simulate_bounded(a, m, workers, buckets, bucket_count,
+                                   segment_bytes, elem_size, UINT64_MAX);
 }
 
 void rs__simrun_step(rs_simrun_t *s) {
   s->step++;
   if (rs__simrun_stopped(s)) /* (its loops run out, doing nothing) */
     return;
+  if (s->load && s->load->builder && rs__topo_load_step(s->load, s->step)) {
+    s->nomem = s->over = 1;
+    return;
+  }
   for (int r = 0; r < s->shape.workers; r++)
     rs__sim_step(&s->clocks[rs__group_worker(&s->group, r)]);
 }

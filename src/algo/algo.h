@@ -28,6 +28,12 @@
 #include "algo/narrate.h"
 #include "net/xfer.h"
 
+/* A worker's state on the simulated clock: all one part of a schedule
+ * hands the next. */
+typedef struct rs_simstate {
+  uint64_t clock, link_free, in_free;
+} rs_simstate_t;
+
 /* A schedule played on simulated clocks alone (an algorithm's simulate):
  * the same clock calls a threaded run's transfer primitive makes, in lock
  * step. Within a round every sender sends (at most one message each) and
@@ -37,7 +43,10 @@ typedef struct rs_simrun {
   rs_shape_t shape;      /* the workers, and their nodes' GPUs (topo.h) */
   size_t cap, elem_size; /* elements per message at most; bytes each */
   int step; /* the bucket's global step: one per rs__simrun_step, from 0 */
-  rs_topo_load_t load; /* with a topology of several nodes (topo.h) */
+  /* With a topology of several nodes, its load (topo.h), placed step by
+   * step; NULL otherwise. A pointer: a copy of the runner (hier's groups)
+   * places into the same one. */
+  rs_topo_load_t *load;
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
@@ -46,6 +55,13 @@ typedef struct rs_simrun {
   /* Whom the ranks in the runner's calls count (xfer.h): all zero, the
    * workers; in a group, its members, and shape is the group's, flat. */
   rs_group_t group;
+  /* A clock past bound stops the simulation (UINT64_MAX: none): an
+   * argmin needs no more of a schedule once it cannot win (rs_auto_choose
+   * without predictions). over: one has passed it. */
+  uint64_t bound;
+  int over;
+  rs_simstate_t *saved; /* rs__simrun_save's, W of them */
+  int plain;            /* every part played: no steady repeats (tests) */
 } rs_simrun_t;
 /* Every entry that answers for the workers takes their shape first
  * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
@@ -146,6 +162,22 @@ uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
                            size_t bucket_count, size_t segment_bytes,
                            size_t elem_size);
 
+/* The same, stopping once a worker's clock passes bound: its time if that
+ * is at most bound, else some time above bound (a lower bound of its
+ * own). */
+uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size, uint64_t bound);
+
+/* rs__algo_simulate with every part of the schedule played, none
+ * repeated at once (the steady repeats below): what the tests hold the
+ * repeats to. */
+uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
+                                 int workers, const rs_bucket_t *buckets,
+                                 size_t bucket_count, size_t segment_bytes,
+                                 size_t elem_size);
+
 /* When the buckets' all-reduces start and end (rs__algo_simulate_ready):
  * worker_start[b W + r] and worker_end[b W + r], worker r's clock when it
  * starts and ends bucket b (NULL: not wanted); end_ns, the last bucket's
@@ -173,8 +205,30 @@ void rs__simrun_step(rs_simrun_t *s);
 /* Has the simulation been asked to stop (rs_netmodel_t's stop)? Each
  * sim_bucket asks it per segment, and then runs out its loops at once. */
 static inline int rs__simrun_stopped(const rs_simrun_t *s) {
-  return rs__sim_stopped(s->net);
+  return s->over || rs__sim_stopped(s->net);
 }
+/* DESIGN: steady repeats. Every clock call is max and +, so a part of a
+ * schedule (a step, a bucket) maps a state moved on uniformly by t to its
+ * own result moved on by t. If one part moves every worker's whole state
+ * (clock, link, port) on by the same delta, and the next parts are the
+ * same part again (the same messages between the same workers, of the
+ * same sizes, under the same NIC load), each of them would move it on by
+ * delta too: they need not be played. A sim_bucket saves the state before
+ * a part (rs__simrun_save), plays it, and asks rs__simrun_repeat to play
+ * `times` more of it at once: it moves the state on by times x delta and
+ * returns delta, or returns 0 and moves nothing if the part's move was not
+ * uniform (the caller plays on). RS_OK or RS_ENOMEM from save. */
+int rs__simrun_save(rs_simrun_t *s);
+uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times);
+/* May a sim_bucket look for steady repeats? Not in a plain simulation. */
+static inline int rs__simrun_may_repeat(const rs_simrun_t *s) {
+  return !s->plain;
+}
+/* The steps a repeat skipped (steps more, after the step under way):
+ * their number and their NIC load, which the caller vouches is the step
+ * under way's (topo.h's rs__topo_load_repeat). */
+void rs__simrun_repeat_steps(rs_simrun_t *s, int steps);
+
 /* Worker from sends a message of elems elements to worker to, in the
  * step under way: its arrival is kept in the sender's mailbox (send), or
  * in the receiver's (post: a sender of several messages in a round, as
@@ -206,8 +260,10 @@ static inline void rs__simrun_post(rs_simrun_t *s, int from, int to,
 static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
                                    size_t reduced_elems) {
   box = rs__group_worker(&s->group, box);
-  rs__sim_recv(&s->clocks[rs__group_worker(&s->group, to)], s->arrive[box],
-               s->wire[box], reduced_elems * s->elem_size);
+  rs_simclock_t *c = &s->clocks[rs__group_worker(&s->group, to)];
+  rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
+  if (c->clock > s->bound)
+    s->over = 1;
 }
 
 /* The algorithms (algo/list.h has them by name). */

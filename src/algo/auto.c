@@ -16,11 +16,54 @@
  */
 #include "algo/list.h"
 
+/* The argmin alone (no predictions wanted): the eligible algorithms
+ * taken fewest steps first, so a fast one bounds the rest early, each
+ * simulated only while it could still win (rs__predict_bounded). A tie
+ * goes to the lower index, as in rs_auto_choose's own loop. */
+static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
+                             size_t segs, size_t segment_bytes,
+                             size_t elem_size, unsigned eligible) {
+  const rs_shape_t shape = rs__shape_of(m, workers);
+  int order[RS_ALGO_COUNT], steps[RS_ALGO_COUNT], n = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    if (!(eligible & (1u << a)) || a == RS_ALGO_GLOO_RING)
+      continue;
+    const int k =
+        rs__algo_get((rs_algorithm_t)a)->steps(shape, RS_COLL_ALLREDUCE);
+    int i = n++;
+    for (; i > 0 && steps[i - 1] > k; i--) { /* (stable: ties by index) */
+      order[i] = order[i - 1];
+      steps[i] = steps[i - 1];
+    }
+    order[i] = a;
+    steps[i] = k;
+  }
+  rs_algorithm_t best = RS_ALGO_RING;
+  uint64_t best_ns = UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    const int a = order[i];
+    /* a wins with less than best_ns, or as much from a lower index */
+    const int lower = best_ns == UINT64_MAX || a < (int)best;
+    if (!lower && best_ns == 0)
+      continue;
+    const uint64_t ns = rs__predict_bounded(
+        (rs_algorithm_t)a, m, workers, elems, segs, segment_bytes, elem_size,
+        lower ? best_ns : best_ns - 1);
+    if (best_ns == UINT64_MAX || ns < best_ns || (ns == best_ns && lower)) {
+      best_ns = ns;
+      best = (rs_algorithm_t)a;
+    }
+  }
+  return best;
+}
+
 rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
                               size_t segment_bytes, size_t elem_size,
                               unsigned eligible, uint64_t *predicted) {
   const size_t segs =
       rs_segs_per_chunk(elems, workers, segment_bytes, elem_size);
+  if (!predicted)
+    return argmin(m, workers, elems, segs, segment_bytes, elem_size, eligible);
   rs_algorithm_t best = RS_ALGO_RING;
   uint64_t best_ns = UINT64_MAX;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {

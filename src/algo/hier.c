@@ -167,6 +167,8 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
       v.group = group_of(shape, l);
       h->inner->sim_bucket(&v, rs__chunk_elems(n, G, l), segs);
       end = v.step;
+      s->over |= v.over;
+      s->nomem |= v.nomem;
     }
     s->step = end;
   }

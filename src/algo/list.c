@@ -33,23 +33,31 @@ const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
   return (unsigned)algo < RS_ALGO_COUNT ? algos[algo] : NULL;
 }
 
-uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
-                                  int workers, size_t elems,
-                                  size_t segs_per_chunk, size_t segment_bytes,
-                                  size_t elem_size) {
+uint64_t rs__predict_bounded(rs_algorithm_t algo, const rs_netmodel_t *m,
+                             int workers, size_t elems, size_t segs_per_chunk,
+                             size_t segment_bytes, size_t elem_size,
+                             uint64_t bound) {
   const rs_algo_t *a = rs__algo_get(algo);
   if (a && m->topo.enabled) {
     /* A topology has no closed formula (its NICs are shared as the
      * schedule has it): the prediction is the bucket's schedule, alone,
      * on the simulated clocks. */
     const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-    return rs__algo_simulate(a, m, workers, &bucket, 1, segment_bytes,
-                             elem_size);
+    return rs__algo_simulate_bounded(a, m, workers, &bucket, 1, segment_bytes,
+                                     elem_size, bound);
   }
   size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
   return a ? a->predict(m, rs__shape_of(m, workers), elems, segs_per_chunk, cap,
                         elem_size)
            : 0;
+}
+
+uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                  int workers, size_t elems,
+                                  size_t segs_per_chunk, size_t segment_bytes,
+                                  size_t elem_size) {
+  return rs__predict_bounded(algo, m, workers, elems, segs_per_chunk,
+                             segment_bytes, elem_size, UINT64_MAX);
 }
 
 uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,

@@ -150,9 +150,44 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
  * each of the 2(W-1) steps each moves in. */
 #define SIM_TABLE_MAX ((size_t)1 << 20)
 
+/* The longest period a steady ring's clocks are looked for in. */
+#define STEADY_PERIOD_MAX 64
+
+/* Does each step of a phase cost what the step before it did? The
+ * chunks move on and the ring's sends do not depend on the step, so it
+ * does when, for every segment index, the sizes the chunks give it (one
+ * element apart at most) take every worker's link the same time on the
+ * wire and to fold: then every step is the one before it again, on the
+ * clocks. Asked in the bucket's first step, its NIC load placed. */
+static int steady_steps(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+                        const size_t *table, const rs_simrun_t *s) {
+  const int W = cut->workers;
+  for (size_t seg = 0; seg < cut->per_chunk; seg++) {
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int c = 0; c < W; c++) {
+      const size_t n = sim_len(way, cut, table, c, seg);
+      lo = n < lo ? n : lo;
+      hi = n > hi ? n : hi;
+    }
+    if (lo == hi)
+      continue;
+    if (way->skip_empty && lo == 0)
+      return 0;
+    for (int r = 0; r < W; r++)
+      if (!rs__sim_same_cost(&s->clocks[rs__group_worker(&s->group, r)],
+                             rs__group_worker(&s->group, way->next(W, r)),
+                             s->step, lo * s->elem_size, hi * s->elem_size))
+        return 0;
+  }
+  return 1;
+}
+
 /* One bucket of the ring on simulated clocks alone, no data (algo.h): in
  * lock step, within a segment every worker sends, then every worker
- * receives, which is each worker's own program order. */
+ * receives, which is each worker's own program order. When every step
+ * costs what the one before did (steady_steps), once a step moves every
+ * clock on uniformly the rest of its phase repeats it (algo.h's steady
+ * repeats): a ring of W workers costs a few steps, not 2(W-1). */
 void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
                   size_t segs) {
   const int W = s->shape.workers;
@@ -174,11 +209,23 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
   const int next0 = way->next(W, 0), prev0 = way->prev(W, 0);
   assert(way->next(W, W - 1) == (next0 + W - 1) % W &&
          way->prev(W, W - 1) == (prev0 + W - 1) % W);
-  for (int phase = 0; phase < 2; phase++)
+  int steady = 0; /* (asked in the first step) */
+  for (int phase = 0; phase < 2; phase++) {
+    int saved_at = -1; /* the step before which the state was saved */
+    int repeated = 0;  /* (once a phase: then the rest is played) */
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
+      if (steady && !repeated && saved_at < 0 && step < W - 2 &&
+          !rs__simrun_stopped(s)) {
+        if (rs__simrun_save(s))
+          s->nomem = s->over = 1;
+        saved_at = step;
+      }
       rs__simrun_step(s);
+      if (phase == 0 && step == 0 && !rs__simrun_stopped(s) &&
+          rs__simrun_may_repeat(s))
+        steady = steady_steps(way, &cut, table, s);
       /* worker r's chunks are worker 0's plus r (ring_way.h) */
       const int send0 = way->send_chunk(W, 0, ph, step);
       const int recv0 = way->recv_chunk(W, 0, ph, step);
@@ -200,7 +247,24 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
             rs__simrun_recv(s, r, from, reduced ? n : 0);
         }
       }
+      if (saved_at < 0 || rs__simrun_stopped(s))
+        continue;
+      /* The steps since the save, a period if they moved the state on
+       * uniformly (a node's slow NIC hop makes the clocks' pattern repeat
+       * every few steps, not every step): as many more periods as the
+       * phase has room for at once, the rest played. */
+      const int period = step + 1 - saved_at;
+      const int times = (W - 2 - step) / period;
+      if (times && rs__simrun_repeat(s, (uint64_t)times)) {
+        rs__simrun_repeat_steps(s, times * period);
+        step += times * period;
+        repeated = 1;
+        saved_at = -1;
+      } else if (period >= STEADY_PERIOD_MAX) {
+        saved_at = -1; /* (still settling: save again) */
+      }
     }
+  }
   free(table);
 }
 

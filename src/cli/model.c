@@ -95,6 +95,8 @@ typedef struct crossover {
   uint64_t below[RS_ALGO_COUNT], at[RS_ALGO_COUNT]; /* the predictions */
 } crossover_t;
 
+/* (pred NULL: the argmin alone, which rs_auto_choose finds without
+ * running every schedule to its end) */
 static rs_algorithm_t best_at(const options_t *opt, size_t elems,
                               size_t elem_size, uint64_t *pred) {
   return rs_auto_choose(&opt->config.net, opt->config.workers, elems,
@@ -108,22 +110,21 @@ static size_t crossovers(const options_t *opt, size_t elem_size,
                          size_t max_elems, crossover_t *out,
                          rs_algorithm_t *first, size_t *min_elems) {
   size_t lo = (8 + elem_size - 1) / elem_size, count = 0;
-  uint64_t pred[RS_ALGO_COUNT];
   max_elems = max_elems > lo ? max_elems : lo;
   *min_elems = lo;
-  rs_algorithm_t best = *first = best_at(opt, lo, elem_size, pred);
+  rs_algorithm_t best = *first = best_at(opt, lo, elem_size, NULL);
   double x = (double)lo;
   while (lo < max_elems && count < CROSS_MAX) {
     x *= 1.0 + 1.0 / CROSS_STEPS;
     size_t hi = (size_t)x > lo ? (size_t)x : lo + 1;
     hi = hi < max_elems ? hi : max_elems;
-    rs_algorithm_t b = best_at(opt, hi, elem_size, pred);
+    rs_algorithm_t b = best_at(opt, hi, elem_size, NULL);
     while (b != best && count < CROSS_MAX) {
       /* best at lo, not at hi: the first size in (lo, hi] it is not */
       size_t a = lo, z = hi;
       while (z - a > 1) {
         size_t mid = a + (z - a) / 2;
-        if (best_at(opt, mid, elem_size, pred) == best)
+        if (best_at(opt, mid, elem_size, NULL) == best)
           a = mid;
         else
           z = mid;

@@ -246,7 +246,7 @@ int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg) {
  * list of the sides crossed, which is what two steps compare by. */
 
 /* What building a load needs besides the load: scratch for one step. */
-typedef struct builder {
+typedef struct rs_topo_builder {
   const rs_topo_t *t;
   int workers;
   rs_topo_sends_t sends;
@@ -325,6 +325,31 @@ static int same(const builder_t *b, const rs_topo_load_t *l, uint32_t p) {
   return 1;
 }
 
+/* Pattern p's dense counts, if it crosses at least one side in 8 (and
+ * they fit the 32-bit offsets). */
+static int densify(rs_topo_load_t *l, uint32_t p) {
+  const size_t sides = 2 * (size_t)l->topo.nodes * (size_t)l->topo.nics;
+  const size_t n = l->first[p + 1] - l->first[p];
+  l->dense_at[p] = UINT32_MAX;
+  if (8 * n < sides || l->dense_len + sides >= UINT32_MAX)
+    return RS_OK;
+  if (l->dense_len + sides > l->dense_cap) {
+    const size_t cap = 2 * (l->dense_len + sides);
+    uint32_t *dense = realloc(l->dense, cap * sizeof *dense);
+    if (!dense)
+      return RS_ENOMEM;
+    l->dense = dense;
+    l->dense_cap = cap;
+  }
+  uint32_t *row = l->dense + l->dense_len;
+  memset(row, 0, sides * sizeof *row);
+  for (uint32_t e = l->first[p]; e < l->first[p + 1]; e++)
+    row[l->side[e]] = l->count[e];
+  l->dense_at[p] = (uint32_t)l->dense_len;
+  l->dense_len += sides;
+  return RS_OK;
+}
+
 /* The step's list as a new pattern (the last). */
 static int add_pattern(builder_t *b, rs_topo_load_t *l, uint64_t h) {
   if (b->entries + b->touched_n > b->entries_cap) {
@@ -346,7 +371,7 @@ static int add_pattern(builder_t *b, rs_topo_load_t *l, uint64_t h) {
   b->entries += b->touched_n;
   l->first[p + 1] = (uint32_t)b->entries;
   b->hash[p] = h;
-  return RS_OK;
+  return densify(l, p);
 }
 
 /* Step s: find its pattern, or add it. */
@@ -373,68 +398,88 @@ static int place_step(builder_t *b, rs_topo_load_t *l, int s) {
   return rc;
 }
 
-/* The dense counts of the patterns that cross many sides. */
-static int densify(rs_topo_load_t *l, size_t sides) {
-  size_t need = 0;
-  l->dense_at = malloc(((size_t)l->patterns + 1) * sizeof *l->dense_at);
-  if (!l->dense_at)
-    return RS_ENOMEM;
-  for (uint32_t p = 0; p < l->patterns; p++) {
-    const size_t n = l->first[p + 1] - l->first[p];
-    l->dense_at[p] = 8 * n >= sides && need + sides < UINT32_MAX
-                         ? (uint32_t)need
-                         : UINT32_MAX;
-    need += l->dense_at[p] != UINT32_MAX ? sides : 0;
-  }
-  if (need && !(l->dense = calloc(need, sizeof *l->dense)))
-    return RS_ENOMEM;
-  for (uint32_t p = 0; p < l->patterns; p++)
-    for (uint32_t e = l->first[p];
-         l->dense_at[p] != UINT32_MAX && e < l->first[p + 1]; e++)
-      l->dense[l->dense_at[p] + l->side[e]] = l->count[e];
-  return RS_OK;
+static void builder_free(builder_t *b) {
+  if (!b)
+    return;
+  free(b->count);
+  free(b->touched);
+  free(b->sent);
+  free(b->got);
+  free(b->hash);
+  free(b->table);
+  free(b);
 }
 
-int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
-                  rs_topo_sends_t sends) {
+int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
+                       rs_topo_sends_t sends) {
   memset(l, 0, sizeof *l);
   l->topo = *t;
   l->steps = steps > 0 ? steps : 0;
   const int W = t->nodes * t->gpus;
   const size_t sides = 2 * (size_t)t->nodes * (size_t)t->nics;
-  builder_t b = {.t = t, .workers = W, .sends = sends, .table_size = 16};
-  while (b.table_size < 2 * (uint32_t)l->steps + 2)
-    b.table_size *= 2;
-  b.count = calloc(sides, sizeof *b.count);
-  b.touched = malloc(sides * sizeof *b.touched);
-  b.sent = malloc((size_t)W * sizeof *b.sent);
-  b.got = malloc((size_t)W * sizeof *b.got);
-  b.hash = malloc(((size_t)l->steps + 1) * sizeof *b.hash);
-  b.table = calloc(b.table_size, sizeof *b.table);
+  builder_t *b = calloc(1, sizeof *b);
+  if (!b)
+    return RS_ENOMEM;
+  *b = (builder_t){
+      .t = &l->topo, .workers = W, .sends = sends, .table_size = 16};
+  l->builder = b;
+  while (b->table_size < 2 * (uint32_t)l->steps + 2)
+    b->table_size *= 2;
+  b->count = calloc(sides, sizeof *b->count);
+  b->touched = malloc(sides * sizeof *b->touched);
+  b->sent = malloc((size_t)W * sizeof *b->sent);
+  b->got = malloc((size_t)W * sizeof *b->got);
+  b->hash = malloc(((size_t)l->steps + 1) * sizeof *b->hash);
+  b->table = calloc(b->table_size, sizeof *b->table);
   l->pattern = malloc(((size_t)l->steps + 1) * sizeof *l->pattern);
   l->first = calloc((size_t)l->steps + 2, sizeof *l->first);
-  int rc = b.count && b.touched && b.sent && b.got && b.hash && b.table &&
-                   l->pattern && l->first
-               ? RS_OK
-               : RS_ENOMEM;
-  for (int r = 0; rc == RS_OK && r < W; r++)
-    b.sent[r] = b.got[r] = -1;
-  for (int s = 0; rc == RS_OK && s < l->steps; s++)
-    rc = place_step(&b, l, s);
+  l->dense_at = malloc(((size_t)l->steps + 1) * sizeof *l->dense_at);
+  if (!(b->count && b->touched && b->sent && b->got && b->hash && b->table &&
+        l->pattern && l->first && l->dense_at)) {
+    rs__topo_unload(l);
+    return RS_ENOMEM;
+  }
+  for (int r = 0; r < W; r++)
+    b->sent[r] = b->got[r] = -1;
+  return RS_OK;
+}
+
+int rs__topo_load_step(rs_topo_load_t *l, int step) {
+  int rc = RS_OK;
+  step = step < l->steps ? step : l->steps - 1;
+  while (rc == RS_OK && l->placed <= step)
+    rc = place_step(l->builder, l, l->placed++);
+  if (l->placed == l->steps) { /* (the scratch is done with) */
+    builder_free(l->builder);
+    l->builder = NULL;
+  }
+  return rc;
+}
+
+int rs__topo_load_repeat(rs_topo_load_t *l, int step, int count) {
+  int rc = rs__topo_load_step(l, step);
+  for (int k = 1; rc == RS_OK && k <= count && step + k < l->steps; k++)
+    if (l->placed == step + k) /* (else placed already) */
+      l->pattern[l->placed++] = l->pattern[step];
+  if (l->builder && l->placed == l->steps) {
+    builder_free(l->builder);
+    l->builder = NULL;
+  }
+  return rc;
+}
+
+int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
+                  rs_topo_sends_t sends) {
+  int rc = rs__topo_load_lazy(l, t, steps, sends);
   if (rc == RS_OK)
-    rc = densify(l, sides);
-  free(b.count);
-  free(b.touched);
-  free(b.sent);
-  free(b.got);
-  free(b.hash);
-  free(b.table);
+    rc = rs__topo_load_step(l, l->steps - 1);
   if (rc)
     rs__topo_unload(l);
   return rc;
 }
 
 void rs__topo_unload(rs_topo_load_t *l) {
+  builder_free(l->builder);
   free(l->pattern);
   free(l->first);
   free(l->side);
@@ -464,7 +509,9 @@ uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step) {
   if (rs__topo_node(t, src) == rs__topo_node(t, dst))
     return 0;
   uint32_t n = 1;
-  if (step >= 0 && step < l->steps) {
+  /* (a step not placed: a simulation that stopped, whose times no one
+   * reads, counts it unshared) */
+  if (step >= 0 && step < l->placed) {
     const uint32_t p = l->pattern[step];
     const uint32_t NK = (uint32_t)t->nodes * (uint32_t)t->nics;
     const uint32_t out = count_of(l, p, (uint32_t)rs__topo_nic(t, src));

@@ -97,6 +97,7 @@ typedef int (*rs_topo_sends_t)(rs_shape_t shape, int step, int rank, int *dst,
 typedef struct rs_topo_load {
   rs_topo_t topo;
   int steps;
+  int placed;        /* steps 0..placed-1 have their pattern */
   uint32_t *pattern; /* per step: its counts' index */
   uint32_t patterns; /* distinct counts */
   uint32_t *first;   /* per pattern p: its entries first[p]..first[p+1]-1 */
@@ -107,16 +108,33 @@ typedef struct rs_topo_load {
    * none): looked up at once, where the list is searched. */
   uint32_t *dense_at;
   uint32_t *dense;
+  size_t dense_len, dense_cap;
+  /* The scratch that places the steps still to place (NULL once all
+   * are). */
+  struct rs_topo_builder *builder;
 } rs_topo_load_t;
 
 /* The load of the steps 0..steps-1 of the schedule `sends` on t (W =
- * N G workers). RS_OK or RS_ENOMEM (l then holds nothing). */
+ * N G workers), every step placed: a threaded run's, which its workers
+ * then only read. RS_OK or RS_ENOMEM (l then holds nothing). */
 int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                   rs_topo_sends_t sends);
+/* The same with no step placed yet: a schedule simulation places each
+ * step as it comes to it (rs__topo_load_step), so one that stops early
+ * (rs_simrun_t's bound) counts only the steps it ran. */
+int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
+                       rs_topo_sends_t sends);
+/* Place the steps up to `step` (in order; those placed stay). RS_OK or
+ * RS_ENOMEM. */
+int rs__topo_load_step(rs_topo_load_t *l, int step);
+/* Steps step+1 .. step+count have step's counts, which the caller knows
+ * from the schedule (the ring's sends do not depend on the step): placed
+ * without counting. step must be the last placed. RS_OK or RS_ENOMEM. */
+int rs__topo_load_repeat(rs_topo_load_t *l, int step, int count);
 void rs__topo_unload(rs_topo_load_t *l);
 /* The n of a transfer src -> dst in step (the larger count of the
  * sender's NIC's send side and the receiver's NIC's receive side, at
- * least 1); 0 within a node. */
+ * least 1; 1 for a step not placed); 0 within a node. */
 uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step);
 /* The time on the wire of bytes sent between nodes by a GPU whose NIC
  * side is shared by n (rs__topo_sharing): at the pace min(intra bandwidth,
