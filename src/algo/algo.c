@@ -3,6 +3,7 @@
 #include "algo/algo.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 size_t rs__algo_capped_elems(rs_shape_t shape, int from, int to, size_t elems,
                              size_t segs, size_t cap) {
@@ -31,7 +32,7 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
  * and the algorithm's scratch. */
 static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
                        const rs_netmodel_t *m, int workers,
-                       size_t segment_bytes, size_t elem_size) {
+                       size_t segment_bytes, size_t elem_size, int plain) {
   s->net = m;
   s->bound = UINT64_MAX;
   s->shape = rs__shape_of(m, workers);
@@ -40,6 +41,10 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
+  s->workers_all = workers;
+  if (!plain && (!(s->saved = malloc((size_t)workers * sizeof *s->saved)) ||
+                 !(s->touch = calloc((size_t)workers, sizeof *s->touch))))
+    return RS_ENOMEM;
   const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
   s->algo_mem = scratch ? calloc(1, scratch) : NULL;
   if (!s->clocks || !s->arrive || !s->wire || (scratch && !s->algo_mem))
@@ -74,54 +79,66 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->wire);
   free(s->algo_mem);
   free(s->saved);
+  free(s->touch);
 }
 
 static void save_to(const rs_simrun_t *s, rs_simstate_t *to) {
-  for (int r = 0; r < s->shape.workers; r++)
+  for (int r = 0; r < s->workers_all; r++)
     to[r] = (rs_simstate_t){s->clocks[r].clock, s->clocks[r].link_free,
                             s->clocks[r].in_free};
 }
 
 int rs__simrun_save(rs_simrun_t *s) {
-  const size_t W = (size_t)s->shape.workers;
-  if (!s->saved && !(s->saved = malloc(W * sizeof *s->saved)))
-    return RS_ENOMEM;
+  if (!s->saved)
+    return RS_OK;           /* (a plain simulation: nothing repeats) */
+  if (++s->touch_id == 0) { /* (wrapped: no stale stamp may match) */
+    memset(s->touch, 0, (size_t)s->workers_all * sizeof *s->touch);
+    s->touch_id = 1;
+  }
   save_to(s, s->saved);
   return RS_OK;
 }
 
-/* Has every worker's whole state (clock, link and port) moved on by one
- * and the same time since `before`? That time, or 0 if not (or if
- * nothing moved). */
-static uint64_t uniform_shift(const rs_simrun_t *s,
-                              const rs_simstate_t *before) {
-  const uint64_t delta = s->clocks[0].clock - before[0].clock;
-  for (int r = 0; r < s->shape.workers; r++) {
+/* Has the whole state (clock, link and port) of every worker that took
+ * part since `before` (all, with touch NULL) moved on by one and the same
+ * time, and every other's stayed? That time, or 0 if not (or if nothing
+ * moved). */
+static uint64_t uniform_shift(const rs_simrun_t *s, const rs_simstate_t *before,
+                              const uint32_t *touch) {
+  uint64_t delta = 0;
+  for (int r = 0; r < s->workers_all; r++) {
     const rs_simclock_t *c = &s->clocks[r];
     const rs_simstate_t *b = &before[r];
-    if (c->clock < b->clock || c->clock - b->clock != delta ||
-        c->link_free < b->link_free || c->link_free - b->link_free != delta ||
-        c->in_free < b->in_free || c->in_free - b->in_free != delta)
+    const int took_part = !touch || touch[r] == s->touch_id;
+    if (took_part && !delta)
+      delta = c->clock - b->clock;
+    const uint64_t d = took_part ? delta : 0;
+    if (c->clock < b->clock || c->clock - b->clock != d ||
+        c->link_free < b->link_free || c->link_free - b->link_free != d ||
+        c->in_free < b->in_free || c->in_free - b->in_free != d)
       return 0;
   }
   return delta;
 }
 
-/* rs__simrun_repeat against the state `before`. */
+/* rs__simrun_repeat against the state `before` (touch as above). */
 static uint64_t repeat_from(rs_simrun_t *s, const rs_simstate_t *before,
-                            uint64_t times) {
-  const uint64_t delta = before && !s->over ? uniform_shift(s, before) : 0;
+                            const uint32_t *touch, uint64_t times) {
+  const uint64_t delta =
+      before && !s->over ? uniform_shift(s, before, touch) : 0;
   const uint64_t by = delta * times;
   if (!delta || !times || by / times != delta)
     return 0;
-  for (int r = 0; r < s->shape.workers; r++) {
+  for (int r = 0; r < s->workers_all; r++) {
     const rs_simclock_t *c = &s->clocks[r];
     if (c->clock > UINT64_MAX - by || c->link_free > UINT64_MAX - by ||
         c->in_free > UINT64_MAX - by)
       return 0;
   }
-  for (int r = 0; r < s->shape.workers; r++) {
+  for (int r = 0; r < s->workers_all; r++) {
     rs_simclock_t *c = &s->clocks[r];
+    if (touch && touch[r] != s->touch_id)
+      continue;
     c->clock += by;
     c->link_free += by;
     c->in_free += by;
@@ -132,10 +149,47 @@ static uint64_t repeat_from(rs_simrun_t *s, const rs_simstate_t *before,
 }
 
 uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
-  return repeat_from(s, s->saved, times);
+  return repeat_from(s, s->saved, s->touch, times);
+}
+
+/* The longest period, in rounds, a run's clocks are looked for in before
+ * the state is saved again. */
+#define REPEAT_PERIOD_MAX 64
+
+void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
+                         size_t last) {
+  if (p->last != last) { /* (a new run) */
+    p->last = last;
+    p->from = SIZE_MAX;
+    p->done = 0;
+  }
+  if (p->done || p->from != SIZE_MAX || k >= last || !s->saved ||
+      rs__simrun_stopped(s))
+    return;
+  if (rs__simrun_save(s)) {
+    s->nomem = s->over = 1;
+    return;
+  }
+  p->from = k;
+}
+
+size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
+  if (p->from == SIZE_MAX || rs__simrun_stopped(s))
+    return k;
+  const size_t period = k + 1 - p->from, times = (p->last - k) / period;
+  if (times && rs__simrun_repeat(s, times)) {
+    p->done = 1;
+    p->from = SIZE_MAX;
+    return k + times * period;
+  }
+  if (period >= REPEAT_PERIOD_MAX)
+    p->from = SIZE_MAX; /* (still settling: save again) */
+  return k;
 }
 
 void rs__simrun_repeat_steps(rs_simrun_t *s, int steps) {
+  if (steps <= 0)
+    return;
   if (s->load && s->load->builder &&
       rs__topo_load_repeat(s->load, s->step, steps)) {
     s->nomem = s->over = 1;
@@ -154,12 +208,11 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
                     const uint64_t *ready, rs_sim_spans_t *spans,
                     uint64_t bound, int plain) {
   rs_simrun_t s = {0};
-  if (simrun_init(&s, a, m, workers, segment_bytes, elem_size)) {
+  if (simrun_init(&s, a, m, workers, segment_bytes, elem_size, plain)) {
     simrun_free(&s);
     return RS_ENOMEM;
   }
   s.bound = bound;
-  s.plain = plain;
   const size_t W = (size_t)workers;
   /* (the state before a bucket that others of its size follow: apart from
    * the one the algorithm's sim_bucket saves for its own repeats) */
@@ -188,7 +241,8 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
       break;
     for (size_t r = 0; spans->worker_end && r < W; r++)
       spans->worker_end[b * W + r] = s.clocks[r].clock;
-    const uint64_t delta = same > b ? repeat_from(&s, before, same - b) : 0;
+    const uint64_t delta =
+        same > b ? repeat_from(&s, before, NULL, same - b) : 0;
     if (delta) {
       for (size_t k = b + 1; k <= same; k++)
         for (size_t r = 0; r < W; r++) {

@@ -60,8 +60,13 @@ typedef struct rs_simrun {
    * without predictions). over: one has passed it. */
   uint64_t bound;
   int over;
-  rs_simstate_t *saved; /* rs__simrun_save's, W of them */
-  int plain;            /* every part played: no steady repeats (tests) */
+  /* For the steady repeats (below), over all the workers, whoever the
+   * group: rs__simrun_save's state, and per worker the save it last sent
+   * or received a message after (touch_id then), which tells who took part
+   * in the part played since. NULL in a plain simulation. */
+  int workers_all;
+  rs_simstate_t *saved;
+  uint32_t *touch, touch_id;
 } rs_simrun_t;
 /* Every entry that answers for the workers takes their shape first
  * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
@@ -208,21 +213,39 @@ static inline int rs__simrun_stopped(const rs_simrun_t *s) {
   return s->over || rs__sim_stopped(s->net);
 }
 /* DESIGN: steady repeats. Every clock call is max and +, so a part of a
- * schedule (a step, a bucket) maps a state moved on uniformly by t to its
- * own result moved on by t. If one part moves every worker's whole state
- * (clock, link, port) on by the same delta, and the next parts are the
- * same part again (the same messages between the same workers, of the
- * same sizes, under the same NIC load), each of them would move it on by
- * delta too: they need not be played. A sim_bucket saves the state before
- * a part (rs__simrun_save), plays it, and asks rs__simrun_repeat to play
- * `times` more of it at once: it moves the state on by times x delta and
- * returns delta, or returns 0 and moves nothing if the part's move was not
+ * schedule (some rounds, a step, a bucket) maps a state moved on
+ * uniformly by t to its own result moved on by t. If one part moves the
+ * whole state (clock, link, port) of every worker that took part in it on
+ * by the same delta, leaving the others as they were, and the next parts
+ * are the same part again (the same messages between the same workers, of
+ * the same sizes, under the same NIC load, each round's receives reading
+ * that round's sends), each of them would move it on by delta too: they
+ * need not be played. A sim_bucket saves the state before a part
+ * (rs__simrun_save), plays it, and asks rs__simrun_repeat to play `times`
+ * more of it at once: it moves the state on by times x delta and returns
+ * delta, or returns 0 and moves nothing if the part's move was not
  * uniform (the caller plays on). RS_OK or RS_ENOMEM from save. */
 int rs__simrun_save(rs_simrun_t *s);
 uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times);
+
+/* The same for a run of identical rounds, rounds k..last of a loop (a
+ * step's segments of one size): begin before round k, end after it, which
+ * returns the round the loop goes on from (k, or past the rounds a repeat
+ * of the period since the save played at once). A fresh rs_simrepeat_t
+ * (RS_SIMREPEAT_INIT) for each loop. */
+typedef struct rs_simrepeat {
+  size_t from; /* the round the state was saved before (SIZE_MAX: none) */
+  size_t last; /* the run's last round */
+  int done;    /* a repeat played the run: the rest is played as it is */
+} rs_simrepeat_t;
+#define RS_SIMREPEAT_INIT                                                      \
+  { SIZE_MAX, SIZE_MAX, 0 }
+void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
+                         size_t last);
+size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k);
 /* May a sim_bucket look for steady repeats? Not in a plain simulation. */
 static inline int rs__simrun_may_repeat(const rs_simrun_t *s) {
-  return !s->plain;
+  return s->saved != NULL;
 }
 /* The steps a repeat skipped (steps more, after the step under way):
  * their number and their NIC load, which the caller vouches is the step
@@ -239,9 +262,11 @@ static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
   const rs_group_t *g = &s->group;
   uint64_t depart;
   box = rs__group_worker(g, box);
-  rs__sim_send(&s->clocks[rs__group_worker(g, from)], rs__group_worker(g, to),
-               s->step, elems * s->elem_size, &depart, &s->arrive[box],
-               &s->wire[box]);
+  from = rs__group_worker(g, from);
+  rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
+               elems * s->elem_size, &depart, &s->arrive[box], &s->wire[box]);
+  if (s->touch)
+    s->touch[from] = s->touch_id;
 }
 
 static inline void rs__simrun_send(rs_simrun_t *s, int from, int to,
@@ -260,7 +285,10 @@ static inline void rs__simrun_post(rs_simrun_t *s, int from, int to,
 static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
                                    size_t reduced_elems) {
   box = rs__group_worker(&s->group, box);
-  rs_simclock_t *c = &s->clocks[rs__group_worker(&s->group, to)];
+  to = rs__group_worker(&s->group, to);
+  rs_simclock_t *c = &s->clocks[to];
+  if (s->touch)
+    s->touch[to] = s->touch_id;
   rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
   if (c->clock > s->bound)
     s->over = 1;

@@ -150,9 +150,6 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
  * each of the 2(W-1) steps each moves in. */
 #define SIM_TABLE_MAX ((size_t)1 << 20)
 
-/* The longest period a steady ring's clocks are looked for in. */
-#define STEADY_PERIOD_MAX 64
-
 /* Does each step of a phase cost what the step before it did? The
  * chunks move on and the ring's sends do not depend on the step, so it
  * does when, for every segment index, the sizes the chunks give it (one
@@ -211,17 +208,14 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
          way->prev(W, W - 1) == (prev0 + W - 1) % W);
   int steady = 0; /* (asked in the first step) */
   for (int phase = 0; phase < 2; phase++) {
-    int saved_at = -1; /* the step before which the state was saved */
-    int repeated = 0;  /* (once a phase: then the rest is played) */
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT; /* the phase's steps */
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
-      if (steady && !repeated && saved_at < 0 && step < W - 2 &&
-          !rs__simrun_stopped(s)) {
-        if (rs__simrun_save(s))
-          s->nomem = s->over = 1;
-        saved_at = step;
-      }
+      /* steady, the phase's steps are one run (the step before the first
+       * is asked: its NIC load comes with it) */
+      rs__simrepeat_begin(s, &rep, (size_t)step,
+                          (size_t)(steady ? W - 2 : step));
       rs__simrun_step(s);
       if (phase == 0 && step == 0 && !rs__simrun_stopped(s) &&
           rs__simrun_may_repeat(s))
@@ -247,22 +241,9 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
             rs__simrun_recv(s, r, from, reduced ? n : 0);
         }
       }
-      if (saved_at < 0 || rs__simrun_stopped(s))
-        continue;
-      /* The steps since the save, a period if they moved the state on
-       * uniformly (a node's slow NIC hop makes the clocks' pattern repeat
-       * every few steps, not every step): as many more periods as the
-       * phase has room for at once, the rest played. */
-      const int period = step + 1 - saved_at;
-      const int times = (W - 2 - step) / period;
-      if (times && rs__simrun_repeat(s, (uint64_t)times)) {
-        rs__simrun_repeat_steps(s, times * period);
-        step += times * period;
-        repeated = 1;
-        saved_at = -1;
-      } else if (period >= STEADY_PERIOD_MAX) {
-        saved_at = -1; /* (still settling: save again) */
-      }
+      const int next = (int)rs__simrepeat_end(s, &rep, (size_t)step);
+      rs__simrun_repeat_steps(s, next - step);
+      step = next;
     }
   }
   free(table);
