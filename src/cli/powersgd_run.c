@@ -196,7 +196,7 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
       snprintf(err, sizeof err, "%s", rs_run_errmsg(plain));
     else if ((status = fill_q(opt, ps, s, q_source, sizeof q_source, err))) {
       char what[RS_ERRMSG_MAX];
-      snprintf(what, sizeof what, "--hook powersgd:rank=%d,q=%s: %s",
+      snprintf(what, sizeof what, "--hook powersgd:rank=%d,q=%.200s: %.280s",
                opt->config.powersgd_rank, opt->powersgd_q, err);
       snprintf(err, sizeof err, "%s", what);
     } else {
