@@ -84,6 +84,15 @@ typedef struct rs_powersgd_report {
 
 typedef struct rs_powersgd rs_powersgd_t;
 
+/* The hook's split of each of count buckets of model at rank R, without
+ * a step: elems[b * RS_PSGD_REDUCES + k], the elements all-reduce k of
+ * bucket b moves (uncompressed, P, Q), as rs_powersgd_bucket_t's
+ * reduce_elems (ringsim step times them). RS_OK, or RS_EINVAL for a rank
+ * below 1. */
+RS_API int rs_powersgd_split(const rs_model_t *model,
+                             const rs_bucket_t *buckets, size_t count,
+                             int rank, size_t *elems);
+
 /* The plan for config (its hook RS_HOOK_POWERSGD, its powersgd_rank R)
  * over model's buckets (config's caps, or the model's own). Refused, with
  * errmsg: another dtype than f32, MPI, R below 1 or above every param's

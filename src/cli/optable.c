@@ -294,7 +294,9 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                  "(PowerSGD steps), none\n(docs/hooks.md)"),
                    [CLI_DIFF] = H("allreduce,fp16 (none: without a hook)"),
                    [CLI_STEP] = H("a DDP communication hook: fp16 and bf16 "
-                                  "move\nhalf the bytes")}},
+                                  "move\nhalf the bytes; powersgd:rank=R "
+                                  "three all-reduces\na bucket (its matmuls "
+                                  "not charged)")}},
     [OPT_SEGMENT_BYTES] =
         {"segment-bytes",
          0,

@@ -61,6 +61,36 @@ static void matrix_of(const rs_param_t *p, int64_t *n, int64_t *m) {
   *m = *n > 0 ? (int64_t)p->elems / *n : 0;
 }
 
+/* A param's rank in the hook: min(n, m, R) if it is compressed, the
+ * hook's _should_compress with min_compression_rate 2; else 0. */
+static int tensor_rank(const rs_param_t *p, int R, int64_t *n, int64_t *m) {
+  matrix_of(p, n, m);
+  int64_t r = *n < *m ? *n : *m;
+  r = r < R ? r : R;
+  return (*n + *m) * r * 2 < *n * *m ? (int)r : 0;
+}
+
+int rs_powersgd_split(const rs_model_t *model, const rs_bucket_t *buckets,
+                      size_t count, int rank, size_t *elems) {
+  if (rank < 1)
+    return RS_EINVAL;
+  for (size_t b = 0; b < count; b++) {
+    size_t *e = elems + b * RS_PSGD_REDUCES;
+    e[0] = e[1] = e[2] = 0;
+    for (size_t j = 0; j < buckets[b].params; j++) {
+      const rs_param_t *p =
+          rs_model_param(model, rs_model_bucket_param(model, &buckets[b], b, j));
+      int64_t n, m;
+      const int r = tensor_rank(p, rank, &n, &m);
+      if (!r)
+        e[RS_PSGD_UNCOMPRESSED] += p->elems;
+      e[RS_PSGD_P] += (size_t)n * (size_t)r;
+      e[RS_PSGD_Q] += (size_t)m * (size_t)r;
+    }
+  }
+  return RS_OK;
+}
+
 /* Bucket b's tensors in the hook's order: the uncompressed ones where
  * they are, the compressed ones grouped by (n, m), groups in the order
  * their first tensor comes (the hook's shape_to_tensors, a dict). Only
@@ -176,11 +206,7 @@ int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
       rs_powersgd_tensor_t *x = &ps->tensor[t + j];
       x->param = rs_model_bucket_param(model, &ps->buckets[b], b, j);
       x->bucket = b;
-      matrix_of(rs_model_param(model, x->param), &x->n, &x->m);
-      int64_t r = x->n < x->m ? x->n : x->m;
-      r = r < R ? r : R;
-      /* _should_compress, min_compression_rate 2 */
-      x->rank = (x->n + x->m) * r * 2 < x->n * x->m ? (int)r : 0;
+      x->rank = tensor_rank(rs_model_param(model, x->param), R, &x->n, &x->m);
     }
     order_bucket(&ps->tensor[t], ps->buckets[b].params);
     for (size_t j = 0; j < ps->buckets[b].params; j++, t++) {
