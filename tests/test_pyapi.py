@@ -386,6 +386,10 @@ class PyApi(unittest.TestCase):
             ({"hook": "fp17"}, "hook 'fp17': expected none, allreduce, fp16, "
                                "bf16 or powersgd:rank=R"),
             ({"hook": "fp16", "op": "sum"}, "hook='fp16' averages"),
+            ({"hook": "powersgd:rank=2"}, "hook='powersgd:rank=2': "
+             "ringsim.allreduce runs one all-reduce"),
+            ({"hook": "powersgd:rank=2,start=2,feedback=on"}, "run the command, "
+             "ringsim --hook powersgd:rank=R"),
             ({"hook": "fp16", "average": "pre"}, "give no op or average"),
         ]
         for kwargs, message in options:

@@ -398,7 +398,8 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     for bit (algo gloo-ring, average pre-mul and DDP's bucket layout, as
     --like ddp-gloo; give no op, algo or average with it); hook is a DDP
     communication hook as PyTorch 1.13's ("allreduce", "fp16", "bf16" or
-    "none", as --hook; docs/hooks.md): it averages, dividing each bucket by
+    "none", as --hook; "powersgd:..." is the command's alone, ValueError;
+    docs/hooks.md): it averages, dividing each bucket by
     W before the sum, so give no op or average with it; the report's "hook"
     entry says what a compressing hook's cast and division lost.
 
@@ -429,6 +430,13 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     if average not in (None, "post") and op != "avg":
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
+    if isinstance(hook, str) and hook.startswith("powersgd"):
+        # its steps are three runs a bucket and state carried between
+        # steps; its report is the command's (docs/hooks.md)
+        raise ValueError(f"hook={hook!r}: ringsim.allreduce runs one "
+                         "all-reduce, and PowerSGD's step is three a bucket: "
+                         "run the command, ringsim --hook "
+                         "powersgd:rank=R[,...] --json (docs/hooks.md)")
     if hook not in (None, "none") and (op, average) != ("avg", "post"):
         raise ValueError(f"hook={hook!r} averages (it divides each bucket by "
                          "W, then sums); give no op or average with it")
