@@ -61,7 +61,10 @@ static void print_text(const cli_powersgd_t *p) {
            cfg->powersgd_warm ? "on" : "off", cfg->powersgd_start,
            cfg->powersgd_feedback ? ", its residuals fed back" : "",
            cfg->powersgd_warm ? ", Q warm-started" : "");
-  printf("  initial Q  %s, orthogonalised\n", p->q_source);
+  printf("  initial Q  %s%s\n", p->q_source,
+         rs_powersgd_q_model(p->ps) && strcmp(p->q_source, "none drawn")
+             ? ", orthogonalised"
+             : "");
   cli_human_bytes((double)rs_model_elems(p->model) * 4, size, sizeof size);
   printf("  model      %zu param%s, %zu element%s, %s of f32 per worker, %zu "
          "bucket%s\n",
@@ -99,21 +102,29 @@ static void print_text(const cli_powersgd_t *p) {
          "all-reduce's %" PRIu64 "\n",
          r->bytes, r->plain_bytes ? (double)r->bytes / r->plain_bytes : 0.0,
          r->plain_bytes);
-  if (cfg->net.enabled)
+  if (cfg->net.enabled && !r->vanilla)
     printf("  simulated  %.3f us for the %zu all-reduces one after another, "
            "against %.3f us plain\n",
            r->sim_ns / 1e3, 3 * r->buckets, r->plain_sim_ns / 1e3);
+  else if (cfg->net.enabled)
+    printf("  simulated  %.3f us: the vanilla all-reduce\n", r->sim_ns / 1e3);
   if (p->status != RS_OK && p->status != RS_ECHECK)
     return;
   printf("  error      against the exact mean: max %.6g, relative "
          "(Frobenius) %.6g\n",
          r->max_abs_err, r->rel_err);
-  printf("             against PowerSGD in float64 from the same Q: max "
-         "%.3g\n",
-         r->f64_max_abs);
-  printf("  residual   error feedback keeps e_w = g_w - result: "
-         "|e_w|/|g_w| up to %.6g (worker %d)\n",
-         r->residual_rel, r->residual_worker);
+  if (r->vanilla) {
+    printf("             (step %d is before start=%d: the hook's vanilla "
+           "all-reduce, no residual kept)\n",
+           r->step, cfg->powersgd_start);
+  } else {
+    printf("             against PowerSGD in float64 from the same Q: max "
+           "%.3g\n",
+           r->f64_max_abs);
+    printf("  residual   error feedback keeps e_w = g_w - result: "
+           "|e_w|/|g_w| up to %.6g (worker %d)\n",
+           r->residual_rel, r->residual_worker);
+  }
   int checked = p->step_count > 0;
   for (int s = 0; s < p->step_count; s++)
     checked &= p->steps[s].checked;
@@ -169,7 +180,7 @@ static void print_json(const cli_powersgd_t *p) {
         json_pack("{s:i, s:b, s:s?, s:b, s:I, s:I, s:f, s:f, s:f, s:f, s:i, "
                   "s:b}",
                   "step", x->step, "vanilla", x->vanilla, "q",
-                  x->vanilla || !r->tensors ? NULL
+                  x->vanilla || !rs_powersgd_q_model(p->ps) ? NULL
                   : x->q_warm               ? "warm"
                                             : "drawn",
                   "error_added", x->error_added, "bytes", (json_int_t)x->bytes,
