@@ -210,13 +210,13 @@ class StepCli(unittest.TestCase):
     # rebuilt ones after), each bucket's communication is the three
     # all-reduces' simulated times summed (the run's sim_ns, to the ns),
     # and the compute is the same as without the hook (the matmuls are not
-    # charged). An MLP of 512-1024-512-10: DDP's first bucket (1 MiB) holds
+    # charged). An MLP of 128-512-512-10: DDP's first bucket (1 MiB) holds
     # the last two layers, the second the first layer
     def test_powersgd(self):
         m = self.model({"name": "mlp", "params": [
             {"name": n, "shape": s} for n, s in (
-                ("fc1.weight", [1024, 512]), ("fc1.bias", [1024]),
-                ("fc2.weight", [512, 1024]), ("fc2.bias", [512]),
+                ("fc1.weight", [512, 128]), ("fc1.bias", [512]),
+                ("fc2.weight", [512, 512]), ("fc2.bias", [512]),
                 ("fc3.weight", [10, 512]), ("fc3.bias", [10]))]})
         W, R = 4, 4
         args = ["-p", m, "-w", W, "--net", NET, "--compute", "flops=1T,rows=64"]
