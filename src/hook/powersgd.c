@@ -755,6 +755,9 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
     r->residual_rel = 0;
     r->residual_worker = 0;
     ps->iter++;
+    if (rc == RS_ECHECK)
+      rs__err(errmsg, rc, "powersgd step %d, the vanilla all-reduce: %s",
+              r->step, rs_run_errmsg(plain));
     return rc;
   }
   rc = compress(ps, trace, config_json, watch, stop, errmsg);
