@@ -492,6 +492,29 @@ class PowerSgd(unittest.TestCase):
                     far = max(float(np.max(np.abs(ours[n] - other[n]))) for n in other)
                     self.assertGreater(far, 1e-2 * scale)
 
+    # psgd-6: a step whose check fails (RINGSIM_TEST_FLIP flips a bit of
+    # worker 0's result, docs/reliability.md) ends the steps there, exit 1,
+    # naming the step: the vanilla step 1 of three, and the compressed
+    # step 1 of three
+    def test_failed_step_stops(self):
+        model, pattern, qpath, _, _ = self.files(2, 2)
+        for spec, says in (("powersgd:rank=2,start=1", "powersgd step 1, the "
+                            "vanilla all-reduce: workers do not hold identical"),
+                           (f"powersgd:rank=2,q={qpath}", "powersgd bucket 0, the ")):
+            with self.subTest(spec=spec):
+                p = subprocess.run(
+                    [RINGSIM, "-p", model, "-w", "2", "--grads", pattern, "--hook",
+                     spec, "--iterations", "3", "--no-trace", "--json"],
+                    capture_output=True, text=True, timeout=60,
+                    env=dict(os.environ, RINGSIM_TEST_FLIP="0:0"))
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(says, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+                report = json.loads(p.stdout)
+                self.assertEqual([x["step"] for x in report["steps"]], [1])
+                self.assertFalse(report["passed"])
+                self.assertFalse(report["steps"][0]["checked"])
+
     # psgd-2: the hook's split and its sizes: 1-D and small params all-
     # reduced as they are, the rest P n x r and Q m x r, grouped by shape;
     # bytes below the plain all-reduce's
