@@ -90,8 +90,8 @@ typedef struct rs_powersgd rs_powersgd_t;
  * reduce_elems (ringsim step times them). RS_OK, or RS_EINVAL for a rank
  * below 1. */
 RS_API int rs_powersgd_split(const rs_model_t *model,
-                             const rs_bucket_t *buckets, size_t count,
-                             int rank, size_t *elems);
+                             const rs_bucket_t *buckets, size_t count, int rank,
+                             size_t *elems);
 
 /* The plan for config (its hook RS_HOOK_POWERSGD, its powersgd_rank R)
  * over model's buckets (config's caps, or the model's own). Refused, with

@@ -132,7 +132,9 @@ static void print_text(const cli_powersgd_t *p) {
          checked ? "PASS" : "FAIL", K > 1 ? ", every step" : "");
   if (o->out && p->status == RS_OK)
     printf("  out        %s (the result, every worker's%s)\n", o->out,
-           K == 1 ? "" : strstr(o->out, "{s}") ? "; {s} each step" : "; the last step's");
+           K == 1                  ? ""
+           : strstr(o->out, "{s}") ? "; {s} each step"
+                                   : "; the last step's");
   if (p->trace && p->status == RS_OK && !r->vanilla)
     printf("  trace      %s: %zu runs%s, an all-reduce each (run ids %" PRId64
            " to %" PRId64 ")\n",
@@ -181,8 +183,8 @@ static void print_json(const cli_powersgd_t *p) {
                   "s:b}",
                   "step", x->step, "vanilla", x->vanilla, "q",
                   x->vanilla || !rs_powersgd_q_model(p->ps) ? NULL
-                  : x->q_warm               ? "warm"
-                                            : "drawn",
+                  : x->q_warm                               ? "warm"
+                                                            : "drawn",
                   "error_added", x->error_added, "bytes", (json_int_t)x->bytes,
                   "plain_bytes", (json_int_t)x->plain_bytes, "max_abs_err",
                   x->max_abs_err, "rel_err", x->rel_err, "f64_max_abs",
@@ -197,8 +199,8 @@ static void print_json(const cli_powersgd_t *p) {
       cfg->workers, "rank", cfg->powersgd_rank, "start", cfg->powersgd_start,
       "feedback", cfg->powersgd_feedback, "warm", cfg->powersgd_warm,
       "iterations", p->opt->step.iterations > 1 ? p->opt->step.iterations : 1,
-      "algo", rs_algorithm_name(cfg->algo), "initial_q", p->q_source,
-      "buckets", buckets, "tensors", tensors, "steps", steps, "bytes",
+      "algo", rs_algorithm_name(cfg->algo), "initial_q", p->q_source, "buckets",
+      buckets, "tensors", tensors, "steps", steps, "bytes",
       (json_int_t)r->bytes, "plain_bytes", (json_int_t)r->plain_bytes, "passed",
       ok && checked && p->status == RS_OK, "error",
       p->status == RS_OK ? NULL : p->errmsg);

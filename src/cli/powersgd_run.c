@@ -73,8 +73,8 @@ static int check_files(const options_t *o, int K, int compresses) {
 }
 
 /* Step s's grads into plain (a fresh run); source says where from. */
-static int fill_step(const options_t *o, rs_run_t *plain, int use_inline,
-                     int s, char *source, size_t size) {
+static int fill_step(const options_t *o, rs_run_t *plain, int use_inline, int s,
+                     char *source, size_t size) {
   char pattern[4096];
   if (o->grads) {
     if (step_path(o->grads, s, pattern, sizeof pattern))
@@ -120,8 +120,8 @@ static int fill_q(const options_t *o, rs_powersgd_t *ps, int s, char *q_source,
   }
   snprintf(q_source, size, "read from %s%s", o->powersgd_q,
            strstr(o->powersgd_q, "{s}") ? ", {s} the step that draws" : "");
-  int rc = rs_safetensors_read(path, rs_powersgd_q_model(ps),
-                               rs_powersgd_q(ps), err);
+  int rc = rs_safetensors_read(path, rs_powersgd_q_model(ps), rs_powersgd_q(ps),
+                               err);
   return rc;
 }
 
@@ -136,9 +136,11 @@ static int write_out(const options_t *o, const rs_model_t *model,
     snprintf(err, RS_ERRMSG_MAX, "--out %.200s: path too long", o->out);
     return RS_EINVAL;
   }
-  int wrc = rs_safetensors_write_cancellable(path, model, rs_powersgd_result(ps),
-                                             cli_signal_flag(), err);
-  return wrc == RS_OK ? RS_OK : wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS;
+  int wrc = rs_safetensors_write_cancellable(
+      path, model, rs_powersgd_result(ps), cli_signal_flag(), err);
+  return wrc == RS_OK             ? RS_OK
+         : wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED
+                                  : RS_ESYS;
 }
 
 int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
@@ -224,8 +226,8 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   }
   if (!q_source[0]) /* no step drew its Qs */
     snprintf(q_source, sizeof q_source, "none drawn");
-  cli_powersgd_t report = {opt,   model, ps,     source,    q_source,
-                           opt->trace, err, status, steps, done};
+  cli_powersgd_t report = {opt,        model, ps,     source, q_source,
+                           opt->trace, err,   status, steps,  done};
   cli_print_powersgd(&report);
   rc = cli_exit_code(status);
   char lost[RS_ERRMSG_MAX];

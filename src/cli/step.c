@@ -231,8 +231,8 @@ static void print_iteration(const char *label, const rs_step_time_t *t,
 
 static void print_buckets(const rs_step_time_t *t, size_t elem_size,
                           int powersgd) {
-  printf("  %8s %7s %12s %12s %12s %12s %12s%s\n", "bucket", "params",
-         "bytes", "ready us", "start us", "end us", "exposed us",
+  printf("  %8s %7s %12s %12s %12s %12s %12s%s\n", "bucket", "params", "bytes",
+         "ready us", "start us", "end us", "exposed us",
          powersgd ? "  all-reduced elements (uncompressed, P, Q)" : "");
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
@@ -418,14 +418,14 @@ static int print_json(const options_t *o, const rs_model_t *model,
   json_t *list = json_array();
   for (int i = 0; i < n; i++)
     json_array_append_new(
-        list, json_pack("{ss sI so so sI sb sb}", "algo",
-                        rs_algorithm_name(rows[i].algo), "cap_bytes",
-                        (json_int_t)rows[i].cap, "first",
-                        timeline_json(&rows[i].first, elem_size, psgd),
-                        "later", timeline_json(&rows[i].later, elem_size, psgd),
-                        "total_ns",
-                        (json_int_t)rows[i].total_ns, "best", rows[i].best,
-                        "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
+        list,
+        json_pack("{ss sI so so sI sb sb}", "algo",
+                  rs_algorithm_name(rows[i].algo), "cap_bytes",
+                  (json_int_t)rows[i].cap, "first",
+                  timeline_json(&rows[i].first, elem_size, psgd), "later",
+                  timeline_json(&rows[i].later, elem_size, psgd), "total_ns",
+                  (json_int_t)rows[i].total_ns, "best", rows[i].best,
+                  "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
   json_t *root =
       json_pack("{ss si si sb ss so}", "model", rs_model_name(model), "workers",
                 o->config.workers, "iterations", o->step.iterations, "threads",

@@ -46,8 +46,8 @@ struct rs_powersgd {
   float *result; /* elems */
   rs_powersgd_report_t report;
   /* the state carried between steps */
-  int iter;      /* steps done (PowerSGDState.iter) */
-  float *error;  /* W x elems: error_dict (feedback), else NULL */
+  int iter;     /* steps done (PowerSGDState.iter) */
+  float *error; /* W x elems: error_dict (feedback), else NULL */
   int have_error;
   float *q_next; /* the step's Q / W (warm start), else NULL */
   int have_q;    /* q holds the step before's Q / W */
@@ -78,8 +78,8 @@ int rs_powersgd_split(const rs_model_t *model, const rs_bucket_t *buckets,
     size_t *e = elems + b * RS_PSGD_REDUCES;
     e[0] = e[1] = e[2] = 0;
     for (size_t j = 0; j < buckets[b].params; j++) {
-      const rs_param_t *p =
-          rs_model_param(model, rs_model_bucket_param(model, &buckets[b], b, j));
+      const rs_param_t *p = rs_model_param(
+          model, rs_model_bucket_param(model, &buckets[b], b, j));
       int64_t n, m;
       const int r = tensor_rank(p, rank, &n, &m);
       if (!r)
@@ -745,8 +745,7 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
   if (vanilla) {
     /* before start_powerSGD_iter the hook is allreduce_hook: the plain
      * run is it, and no state changes but the step count */
-    memcpy(ps->result, rs_run_buffer(plain, 0),
-           ps->elems * sizeof *ps->result);
+    memcpy(ps->result, rs_run_buffer(plain, 0), ps->elems * sizeof *ps->result);
     r->bytes = r->plain_bytes;
     r->sim_ns = r->plain_sim_ns;
     r->checked = rc == RS_OK;

@@ -300,9 +300,8 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
                         &part_ready);
   if (rc == RS_OK) {
     const size_t n = psgd ? count * RS_PSGD_REDUCES : count;
-    spans.worker_start =
-        psgd ? malloc(n * W * sizeof *spans.worker_start + 1)
-             : out->worker_start;
+    spans.worker_start = psgd ? malloc(n * W * sizeof *spans.worker_start + 1)
+                              : out->worker_start;
     spans.worker_end =
         psgd ? malloc(n * W * sizeof *spans.worker_end + 1) : out->worker_end;
     rc = spans.worker_start && spans.worker_end
