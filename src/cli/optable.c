@@ -289,9 +289,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("a DDP communication hook, as PyTorch 1.13's:"
                                  "\nallreduce (divide by W, then sum), fp16 "
                                  "or\nbf16 (the same in float16 or bfloat16: "
-                                 "half\nthe bytes), powersgd:rank=R[,start=S,"
+                                 "half\nthe bytes), none, or PowerSGD's "
+                                 "steps:\npowersgd:rank=R[,start=S,"
                                  "feedback=on|off,\nwarm=on|off][,q=FILE] "
-                                 "(PowerSGD steps), none\n(docs/hooks.md)"),
+                                 "(docs/hooks.md)"),
                    [CLI_DIFF] = H("allreduce,fp16 (none: without a hook)"),
                    [CLI_STEP] = H("a DDP communication hook: fp16 and bf16 "
                                   "move\nhalf the bytes; powersgd:rank=R "
