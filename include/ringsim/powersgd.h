@@ -141,6 +141,18 @@ RS_API int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain,
 RS_API const float *rs_powersgd_result(const rs_powersgd_t *ps);
 RS_API const float *rs_powersgd_residual(const rs_powersgd_t *ps, int worker);
 RS_API const rs_powersgd_report_t *rs_powersgd_report(const rs_powersgd_t *ps);
+/* Every step's report so far, in order (*count of them), as each ended
+ * (RS_OK or RS_ECHECK); owned by ps, moved by the next step. */
+RS_API const rs_powersgd_report_t *rs_powersgd_steps(const rs_powersgd_t *ps,
+                                                     int *count);
+/* The steps' report as JSON text (docs/cli.md): the plan, every step's
+ * figures and the last step's, for iterations steps asked; status and
+ * errmsg how they ended (errmsg read unless RS_OK), initial_q where the
+ * Qs came from. The command's --json and the Python API print the same.
+ * Returns a string the caller frees with rs_free, or NULL out of memory. */
+RS_API char *rs_powersgd_json(const rs_powersgd_t *ps, int iterations,
+                              int status, const char *errmsg,
+                              const char *initial_q);
 
 #ifdef __cplusplus
 }

@@ -258,8 +258,6 @@ typedef struct cli_powersgd {
   const char *trace;    /* the trace's path, or NULL */
   const char *errmsg;   /* status's message */
   int status;
-  const rs_powersgd_report_t *steps; /* each step's report, in order */
-  int step_count;                    /* the steps that ran */
 } cli_powersgd_t;
 void cli_print_powersgd(const cli_powersgd_t *p);
 /* powersgd_run.c: the run's --hook powersgd, --iterations K steps of it;

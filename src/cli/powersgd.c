@@ -2,16 +2,12 @@
  * PowerSGD steps, ringsim/powersgd.h; docs/hooks.md), in text or JSON:
  * a line a step when there are several, and the last step in full. */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "ringsim/powersgd.h"
-
-static const char *const REDUCE_NAMES[RS_PSGD_REDUCES] = {"uncompressed", "P",
-                                                          "Q"};
 
 /* The text lists this many compressed params, --json all. */
 #define COMPRESSED_SHOWN 8
@@ -94,9 +90,11 @@ static void print_text(const cli_powersgd_t *p) {
   if (shown > COMPRESSED_SHOWN)
     printf("             and %zu more compressed (--json lists every param)\n",
            shown - COMPRESSED_SHOWN);
-  for (int s = 0; K > 1 && s < p->step_count; s++)
-    print_step(&p->steps[s]);
-  if (K > 1 && p->step_count)
+  int count;
+  const rs_powersgd_report_t *history = rs_powersgd_steps(p->ps, &count);
+  for (int s = 0; K > 1 && s < count; s++)
+    print_step(&history[s]);
+  if (K > 1 && count)
     printf("  step %-5d in full:\n", r->step);
   printf("  sent       %" PRIu64 " bytes by all workers, %.4f of the plain "
          "all-reduce's %" PRIu64 "\n",
@@ -125,9 +123,9 @@ static void print_text(const cli_powersgd_t *p) {
            "|e_w|/|g_w| up to %.6g (worker %d)\n",
            r->residual_rel, r->residual_worker);
   }
-  int checked = p->step_count > 0;
-  for (int s = 0; s < p->step_count; s++)
-    checked &= p->steps[s].checked;
+  int checked = count > 0;
+  for (int s = 0; s < count; s++)
+    checked &= history[s].checked;
   printf("  check      %s: each all-reduce against its exact sum%s\n",
          checked ? "PASS" : "FAIL", K > 1 ? ", every step" : "");
   if (o->out && p->status == RS_OK)
@@ -144,83 +142,13 @@ static void print_text(const cli_powersgd_t *p) {
 }
 
 static void print_json(const cli_powersgd_t *p) {
-  const rs_config_t *cfg = &p->opt->config;
-  const rs_powersgd_report_t *r = rs_powersgd_report(p->ps);
-  const int ok = p->status == RS_OK || p->status == RS_ECHECK;
-  json_t *buckets = json_array(), *tensors = json_array();
-  for (size_t b = 0; b < r->buckets; b++) {
-    const rs_powersgd_bucket_t *pb = &r->bucket[b];
-    json_t *reduces = json_array();
-    for (int k = 0; k < RS_PSGD_REDUCES; k++)
-      json_array_append_new(
-          reduces, json_pack("{s:s, s:I, s:I, s:I}", "name", REDUCE_NAMES[k],
-                             "elems", (json_int_t)pb->reduce_elems[k], "bytes",
-                             (json_int_t)pb->bytes[k], "trace_run_id",
-                             (json_int_t)pb->trace_id[k]));
-    json_array_append_new(
-        buckets,
-        json_pack("{s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)b, "elems",
-                  (json_int_t)pb->elems, "compressed",
-                  (json_int_t)pb->compressed, "uncompressed",
-                  (json_int_t)pb->uncompressed, "allreduces", reduces));
-  }
-  for (size_t t = 0; t < r->tensors; t++) {
-    const rs_powersgd_tensor_t *x = &r->tensor[t];
-    json_array_append_new(
-        tensors, json_pack("{s:s, s:I, s:I, s:I, s:i}", "name",
-                           rs_model_param(p->model, x->param)->name, "bucket",
-                           (json_int_t)x->bucket, "n", (json_int_t)x->n, "m",
-                           (json_int_t)x->m, "rank", x->rank));
-  }
-  json_t *steps = json_array();
-  int checked = p->step_count > 0;
-  for (int s = 0; s < p->step_count; s++) {
-    const rs_powersgd_report_t *x = &p->steps[s];
-    checked &= x->checked;
-    json_array_append_new(
-        steps,
-        json_pack("{s:i, s:b, s:s?, s:b, s:I, s:I, s:f, s:f, s:f, s:f, s:i, "
-                  "s:b}",
-                  "step", x->step, "vanilla", x->vanilla, "q",
-                  x->vanilla || !rs_powersgd_q_model(p->ps) ? NULL
-                  : x->q_warm                               ? "warm"
-                                                            : "drawn",
-                  "error_added", x->error_added, "bytes", (json_int_t)x->bytes,
-                  "plain_bytes", (json_int_t)x->plain_bytes, "max_abs_err",
-                  x->max_abs_err, "rel_err", x->rel_err, "f64_max_abs",
-                  x->f64_max_abs, "residual_rel", x->residual_rel,
-                  "residual_worker", x->residual_worker, "checked",
-                  x->checked));
-  }
-  json_t *o = json_pack(
-      "{s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:i, s:s, s:s, s:o, s:o, s:o, s:I, "
-      "s:I, s:b, s:s?}",
-      "mode", "powersgd", "model", rs_model_name(p->model), "workers",
-      cfg->workers, "rank", cfg->powersgd_rank, "start", cfg->powersgd_start,
-      "feedback", cfg->powersgd_feedback, "warm", cfg->powersgd_warm,
-      "iterations", p->opt->step.iterations > 1 ? p->opt->step.iterations : 1,
-      "algo", rs_algorithm_name(cfg->algo), "initial_q", p->q_source, "buckets",
-      buckets, "tensors", tensors, "steps", steps, "bytes",
-      (json_int_t)r->bytes, "plain_bytes", (json_int_t)r->plain_bytes, "passed",
-      ok && checked && p->status == RS_OK, "error",
-      p->status == RS_OK ? NULL : p->errmsg);
-  if (ok) {
-    json_object_set_new(o, "max_abs_err", json_real(r->max_abs_err));
-    json_object_set_new(o, "rel_err", json_real(r->rel_err));
-    json_object_set_new(o, "f64_max_abs", json_real(r->f64_max_abs));
-    json_object_set_new(o, "residual_rel", json_real(r->residual_rel));
-    json_object_set_new(o, "residual_worker", json_integer(r->residual_worker));
-  }
-  if (cfg->net.enabled) {
-    json_object_set_new(o, "sim_ns", json_integer((json_int_t)r->sim_ns));
-    json_object_set_new(o, "plain_sim_ns",
-                        json_integer((json_int_t)r->plain_sim_ns));
-  }
-  char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+  const int K = p->opt->step.iterations > 1 ? p->opt->step.iterations : 1;
+  char *text = rs_powersgd_json(p->ps, K, p->status, p->errmsg, p->q_source);
   if (text)
     printf("%s\n", text);
-  free(text);
-  json_decref(o);
+  else
+    fprintf(stderr, "ringsim: the report: out of memory\n");
+  rs_free(text);
 }
 
 void cli_print_powersgd(const cli_powersgd_t *p) {

@@ -150,8 +150,7 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   const int K = opt->step.iterations > 0 ? opt->step.iterations : 1;
   rs_powersgd_t *ps = NULL;
   rs_trace_t *trace = NULL;
-  rs_powersgd_report_t *steps = NULL;
-  int rc = -1, status = RS_OK, done = 0;
+  int rc = -1, status = RS_OK;
   if (rs_powersgd_create(&opt->config, model, &ps, err)) {
     fprintf(stderr, "ringsim: --%s\n", err);
     return EXIT_USAGE;
@@ -164,10 +163,8 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
             opt->config.powersgd_rank, opt->powersgd_q, opt->params,
             opt->config.powersgd_rank);
     rc = EXIT_USAGE;
-  } else if ((rc = check_files(opt, K, qm != NULL)) < 0 &&
-             !(steps = calloc((size_t)K, sizeof *steps))) {
-    fprintf(stderr, "ringsim: out of memory\n");
-    rc = EXIT_RUN;
+  } else {
+    rc = check_files(opt, K, qm != NULL);
   }
   if (rc < 0 && opt->trace) {
     int opened = cli_trace_open(opt->trace, &trace, err);
@@ -207,7 +204,6 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
     }
     rs_run_free(plain);
     if (status == RS_OK || status == RS_ECHECK) {
-      steps[done++] = *rs_powersgd_report(ps);
       int signo = cli_signal();
       if (signo) {
         status = RS_EINTERRUPTED;
@@ -226,8 +222,8 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   }
   if (!q_source[0]) /* no step drew its Qs */
     snprintf(q_source, sizeof q_source, "none drawn");
-  cli_powersgd_t report = {opt,        model, ps,     source, q_source,
-                           opt->trace, err,   status, steps,  done};
+  cli_powersgd_t report = {opt,      model,      ps,  source,
+                           q_source, opt->trace, err, status};
   cli_print_powersgd(&report);
   rc = cli_exit_code(status);
   char lost[RS_ERRMSG_MAX];
@@ -240,7 +236,6 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   if (status == RS_EINTERRUPTED)
     cli_signal_said();
 out:
-  free(steps);
   rs_trace_close(trace);
   rs_powersgd_free(ps);
   return rc;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "hook/powersgd_int.h"
 
 struct rs_powersgd {
   rs_config_t config;
@@ -49,8 +50,10 @@ struct rs_powersgd {
   int iter;     /* steps done (PowerSGDState.iter) */
   float *error; /* W x elems: error_dict (feedback), else NULL */
   int have_error;
-  float *q_next; /* the step's Q / W (warm start), else NULL */
-  int have_q;    /* q holds the step before's Q / W */
+  float *q_next;                 /* the step's Q / W (warm start), else NULL */
+  int have_q;                    /* q holds the step before's Q / W */
+  rs_powersgd_report_t *history; /* each step's report, as it ended */
+  int history_len, history_cap;
 };
 
 /* ---- the plan ----------------------------------------------------------- */
@@ -269,6 +272,7 @@ void rs_powersgd_free(rs_powersgd_t *ps) {
   free(ps->result);
   free(ps->error);
   free(ps->q_next);
+  free(ps->history);
   free(ps);
 }
 
@@ -279,6 +283,35 @@ const rs_model_t *rs_powersgd_q_model(const rs_powersgd_t *ps) {
 float *rs_powersgd_q(rs_powersgd_t *ps) { return ps->q; }
 
 int rs_powersgd_steps_done(const rs_powersgd_t *ps) { return ps->iter; }
+
+const rs_powersgd_report_t *rs_powersgd_steps(const rs_powersgd_t *ps,
+                                              int *count) {
+  *count = ps->history_len;
+  return ps->history;
+}
+
+const rs_config_t *rs__powersgd_config(const rs_powersgd_t *ps) {
+  return &ps->config;
+}
+
+const rs_model_t *rs__powersgd_model(const rs_powersgd_t *ps) {
+  return ps->model;
+}
+
+/* The step's report kept in the history (RS_ENOMEM if it cannot be). */
+static int keep(rs_powersgd_t *ps, char *errmsg) {
+  if (ps->history_len == ps->history_cap) {
+    const int cap = ps->history_cap ? 2 * ps->history_cap : 8;
+    rs_powersgd_report_t *h =
+        realloc(ps->history, (size_t)cap * sizeof *ps->history);
+    if (!h)
+      return rs__err(errmsg, RS_ENOMEM, "out of memory");
+    ps->history = h;
+    ps->history_cap = cap;
+  }
+  ps->history[ps->history_len++] = ps->report;
+  return RS_OK;
+}
 
 int rs_powersgd_compresses(const rs_powersgd_t *ps) {
   return ps->iter >= ps->config.powersgd_start;
@@ -757,7 +790,7 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
     if (rc == RS_ECHECK)
       rs__err(errmsg, rc, "powersgd step %d, the vanilla all-reduce: %s",
               r->step, rs_run_errmsg(plain));
-    return rc;
+    return keep(ps, errmsg) ? RS_ENOMEM : rc;
   }
   rc = compress(ps, trace, config_json, watch, stop, errmsg);
   if (rc != RS_OK && rc != RS_ECHECK)
@@ -782,7 +815,7 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
     ps->have_q = 1;
   }
   ps->iter++;
-  return rc;
+  return keep(ps, errmsg) ? RS_ENOMEM : rc;
 }
 
 const float *rs_powersgd_result(const rs_powersgd_t *ps) { return ps->result; }
