@@ -68,6 +68,16 @@ static void test_config_set(void **state) {
   assert_int_equal(c->net.reduce_rate, 10000000000ull);
   set_ok(c, "direct", "false");
   assert_int_equal(c->direct, 0);
+  /* powersgd's keys in any order; another hook clears them */
+  set_ok(c, "hook", "powersgd:warm=on,rank=3,start=4,feedback=off");
+  assert_int_equal(c->hook, RS_HOOK_POWERSGD);
+  assert_int_equal(c->powersgd_rank, 3);
+  assert_int_equal(c->powersgd_start, 4);
+  assert_int_equal(c->powersgd_feedback, 0);
+  assert_int_equal(c->powersgd_warm, 1);
+  set_ok(c, "hook", "fp16");
+  assert_int_equal(c->hook, RS_HOOK_FP16);
+  assert_int_equal(c->powersgd_rank + c->powersgd_start + c->powersgd_warm, 0);
   rs_config_free(c);
 }
 
@@ -100,6 +110,14 @@ static void test_config_refusals(void **state) {
        "--net 'latency=5us': give both latency= and "
        "bandwidth="},
       {"reduce_rate", "fast", "reduce_rate 'fast': expected a rate"},
+      {"hook", "powersgd:rank=2,feedback=on",
+       "feedback=on needs start=2 or more (PyTorch's PowerSGDState refuses"},
+      {"hook", "powersgd:rank=2,start=1,warm=on", "warm=on needs start=2"},
+      {"hook", "powersgd:rank=2,rank=3", "rank=3: rank= given twice"},
+      {"hook", "powersgd:rank=2,start=-1", "start=-1: expected a step S"},
+      {"hook", "powersgd:rank=2,start=2,warm=maybe", "warm=maybe: expected on"},
+      {"hook", "powersgd:rank=2,", "'' is not rank=R, start=S"},
+      {"hook", "powersgd:start=2", "powersgd needs its rank"},
       {"seed", "1", "unknown option 'seed'"},
       {"workers_", "1", "unknown option 'workers_'"},
   };

@@ -29,7 +29,9 @@ second backward, equals --hook's --out. Record (ddp-6, ddp-7): a
 PowerSGD (ddp-8): the same job with PyTorch's powerSGD_hook at ranks 1 and
 4, fresh state each step, replayed with --hook powersgd and torch's Qs:
 the same params compressed, the same all-reduce sizes, the rest within
-POWERSGD_BOUND.
+POWERSGD_BOUND; and with PyTorch's state carried (start_powerSGD_iter 2,
+error feedback, warm start), five backwards replayed as one job with
+--iterations 5: the compressed params within POWERSGD_STATE_BOUND.
 All the DDP runs share one spawn of five processes (W < 5 on the
 subgroup of ranks 0..W-1): each torch process's start costs seconds.
 
@@ -200,10 +202,17 @@ HOOK_MODELS = ("cnn", "hook-mlp")
 DDP_RECORD_W = 3
 # ddp-8: PyTorch's powerSGD_hook at these ranks, on the same 3 processes
 DDP_POWERSGD_RANKS = (1, 4)
+# ddp-8's and ddp-9's jobs: (tag, start_powerSGD_iter, error feedback and
+# warm start, steps). Fresh state every step; and PyTorch's state carried:
+# two vanilla steps, a drawn Q, then warm-started Qs with error fed back
+DDP_POWERSGD_JOBS = (("", 0, False, 2), ("_state", 2, True, 5))
 # ddp-8's bound on |ringsim - torch| over a compressed param, relative to
 # the param's largest |element| in torch's result (the measured worst is
 # printed, and docs/hooks.md states it)
 POWERSGD_BOUND = 1e-5
+# ddp-9's, the same measure over steps with error feedback and warm start
+# (each step's difference from torch feeds the next one's input and Q)
+POWERSGD_STATE_BOUND = 5e-5
 
 
 def build_bucket_model(kind):
@@ -386,14 +395,14 @@ def ddp_record(rank, group, d):
 
 
 def ddp_powersgd(rank, group, d):
-    """For each hook model and each rank R of DDP_POWERSGD_RANKS: DDP with
-    PyTorch's powerSGD_hook, fresh each step (start_powerSGD_iter 0, no
-    error feedback, no warm start), inside ringsim.torch.record_hook, two
-    backwards recorded under d/{kind}_r{R}. Rank 0 also writes, for each
-    step s, the Qs torch drew (q{s}.safetensors: each compressed param's
-    m x r draw, before it is orthogonalised, keyed by the param's name)
-    and log.json: each step's compressed params and the element count of
-    every all_reduce the hook made."""
+    """For each hook model and each rank R of DDP_POWERSGD_RANKS, and each
+    job of DDP_POWERSGD_JOBS: DDP with PyTorch's powerSGD_hook and that
+    job's PowerSGDState inside ringsim.torch.record_hook, its backwards
+    recorded under d/{kind}_r{R}{tag}. Rank 0 also writes, for each step
+    s that drew Qs, the Qs torch drew (q{s}.safetensors: each compressed
+    param's m x r draw, before it is orthogonalised, keyed by the param's
+    name) and log.json: each step's compressed params and the element
+    count of every all_reduce the hook made."""
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -409,70 +418,77 @@ def ddp_powersgd(rank, group, d):
     log = {}
     dist.all_reduce = all_reduce
     try:
-        for kind in HOOK_MODELS:
-            for R in DDP_POWERSGD_RANKS:
-                model, shape = build(kind)
-                names = {id(p): n for n, p in model.named_parameters()}
-                qs, compressed = {}, []
+        for tag, start, carried, steps in DDP_POWERSGD_JOBS:
+            for kind in HOOK_MODELS:
+                for R in DDP_POWERSGD_RANKS:
+                    model, shape = build(kind)
+                    names = {id(p): n for n, p in model.named_parameters()}
+                    qs, compressed = {}, []
 
-                @functools.wraps(psgd.powerSGD_hook)  # record_hook knows it
-                def hook(state, bucket, qs=qs, compressed=compressed, names=names):
-                    drawn = []
+                    @functools.wraps(psgd.powerSGD_hook)  # record_hook knows it
+                    def hook(state, bucket, qs=qs, compressed=compressed, names=names):
+                        drawn = []
 
-                    def randn(*size, **kwargs):
-                        t = real_randn(*size, **kwargs)
-                        drawn.append(t)
-                        return t
-                    torch.randn = randn
-                    try:
-                        fut = psgd.powerSGD_hook(state, bucket)
-                    finally:
-                        torch.randn = real_randn
-                    # The hook's P and Q all_reduces are issued from its
-                    # futures' callbacks, on gloo's threads: with several
-                    # buckets in flight their order races, differs between
-                    # ranks, and gloo pairs one rank's P with another's
-                    # uncompressed bucket (a hang). Waiting here keeps one
-                    # bucket's three in flight at a time; the sums are the
-                    # same.
-                    fut.wait()
-                    # the hook draws one q per compressed tensor, grouped by
-                    # its (n, m) in first-appearance order
-                    by_shape = {}
-                    for p in bucket.parameters():
-                        n, m = p.shape[0], p.numel() // p.shape[0]
-                        r = min(n, m, state.matrix_approximation_rank)
-                        if psgd._should_compress(n, m, r, state.min_compression_rate)[0]:
-                            by_shape.setdefault((n, m), []).append(names[id(p)])
-                    order = [name for group in by_shape.values() for name in group]
-                    assert len(order) == len(drawn), (order, [q.shape for q in drawn])
-                    for name, q in zip(order, drawn):
-                        qs[name] = q[0].numpy().copy()
-                    compressed.extend(order)
-                    return fut
+                        def randn(*size, **kwargs):
+                            t = real_randn(*size, **kwargs)
+                            drawn.append(t)
+                            return t
+                        torch.randn = randn
+                        vanilla = state.iter < state.start_powerSGD_iter
+                        try:
+                            fut = psgd.powerSGD_hook(state, bucket)
+                        finally:
+                            torch.randn = real_randn
+                        # The hook's P and Q all_reduces are issued from its
+                        # futures' callbacks, on gloo's threads: with several
+                        # buckets in flight their order races, differs between
+                        # ranks, and gloo pairs one rank's P with another's
+                        # uncompressed bucket (a hang). Waiting here keeps one
+                        # bucket's three in flight at a time; the sums are the
+                        # same.
+                        fut.wait()
+                        if vanilla:
+                            return fut
+                        # the hook's compressed tensors, grouped by their
+                        # (n, m) in first-appearance order: its Qs' order
+                        by_shape = {}
+                        for p in bucket.parameters():
+                            n, m = p.shape[0], p.numel() // p.shape[0]
+                            r = min(n, m, state.matrix_approximation_rank)
+                            if psgd._should_compress(n, m, r, state.min_compression_rate)[0]:
+                                by_shape.setdefault((n, m), []).append(names[id(p)])
+                        order = [name for group in by_shape.values() for name in group]
+                        # one draw per compressed tensor, or none (warm start)
+                        assert len(drawn) in (0, len(order)), \
+                            (order, [q.shape for q in drawn])
+                        for name, q in zip(order, drawn):
+                            qs[name] = q[0].numpy().copy()
+                        compressed.extend(order)
+                        return fut
 
-                state = psgd.PowerSGDState(
-                    process_group=group, matrix_approximation_rank=R,
-                    start_powerSGD_iter=0, use_error_feedback=False, warm_start=False)
-                ddp = nn.parallel.DistributedDataParallel(
-                    model, bucket_cap_mb=DDP_HOOK_CAP, process_group=group)
-                rec = os.path.join(d, f"{kind}_r{R}")
-                ddp.register_comm_hook(state, ringsim.torch.record_hook(
-                    rec, inner=hook, module=model))
-                g = torch.Generator().manual_seed(600 + rank)
-                for s in (1, 2):
-                    x = torch.randn((8,) + shape, generator=g)
-                    y = torch.randint(0, 10, (8,), generator=g)
-                    for p in model.parameters():
-                        p.grad = None
-                    qs.clear()
-                    del compressed[:]
-                    counts.append([])
-                    nn.functional.cross_entropy(ddp(x), y).backward()
-                    log[f"{kind}_r{R}/{s}"] = {"compressed": list(compressed),
-                                               "allreduces": counts[-1]}
-                    if rank == 0:
-                        ringsim_st.write(os.path.join(rec, f"q{s}.safetensors"), qs)
+                    state = psgd.PowerSGDState(
+                        process_group=group, matrix_approximation_rank=R,
+                        start_powerSGD_iter=start, use_error_feedback=carried,
+                        warm_start=carried)
+                    ddp = nn.parallel.DistributedDataParallel(
+                        model, bucket_cap_mb=DDP_HOOK_CAP, process_group=group)
+                    rec = os.path.join(d, f"{kind}_r{R}{tag}")
+                    ddp.register_comm_hook(state, ringsim.torch.record_hook(
+                        rec, inner=hook, module=model))
+                    g = torch.Generator().manual_seed(600 + rank)
+                    for s in range(1, steps + 1):
+                        x = torch.randn((8,) + shape, generator=g)
+                        y = torch.randint(0, 10, (8,), generator=g)
+                        for p in model.parameters():
+                            p.grad = None
+                        qs.clear()
+                        del compressed[:]
+                        counts.append([])
+                        nn.functional.cross_entropy(ddp(x), y).backward()
+                        log[f"{kind}_r{R}{tag}/{s}"] = {"compressed": list(compressed),
+                                                        "allreduces": counts[-1]}
+                        if rank == 0 and qs:
+                            ringsim_st.write(os.path.join(rec, f"q{s}.safetensors"), qs)
     finally:
         dist.all_reduce = real_all_reduce
     if rank == 0:
@@ -691,6 +707,92 @@ class Ddp(unittest.TestCase):
         print(f"\nPowerSGD, ringsim against torch: worst |difference| over a "
               f"compressed param, relative to its largest |element|: {worst:.3g} "
               f"(bound {POWERSGD_BOUND:g})", file=sys.stderr)
+
+    # ddp-9: PyTorch's powerSGD_hook with its state carried
+    # (start_powerSGD_iter 2, error feedback and warm start; ranks 1 and
+    # 4) in a real 3-process DDP job, five backwards recorded by
+    # record_hook, the Q torch drew at step 3 kept; replayed as one job by
+    # ringsim --like ddp-gloo --hook powersgd:rank=R,start=2,feedback=on,
+    # warm=on,q=FILE --iterations 5 over the recorded steps: every step,
+    # vanilla or not, the same all_reduce sizes; the compressed steps the
+    # same params compressed, the uncompressed params bit for bit (their
+    # residuals are exact too), the compressed within POWERSGD_STATE_BOUND
+    # of torch's, step after step; vanilla step 2 bit for bit (step 1 was
+    # one bucket in DDP, the rebuilt ones here: within 1e-6)
+    def test_powersgd_steps(self):
+        d = ddp_dir(self.tmp.name, "powersgd", DDP_RECORD_W)
+        W = DDP_RECORD_W
+        tag, start, _, steps = DDP_POWERSGD_JOBS[1]
+        with open(os.path.join(d, "log.json")) as f:
+            log = json.load(f)
+        worst = [0.0] * (steps + 1)
+        for kind in HOOK_MODELS:
+            for R in DDP_POWERSGD_RANKS:
+                with self.subTest(model=kind, rank=R):
+                    rec = os.path.join(d, f"{kind}_r{R}{tag}")
+                    spec = f"powersgd:rank={R},start={start},feedback=on,warm=on"
+                    with open(os.path.join(rec, "step4", "model.json")) as f:
+                        line = json.load(f)["description"]
+                    self.assertIn(f"step{{s}}/rank{{r}}.safetensors' --like ddp-gloo "
+                                  f"--hook {spec} --iterations 4 ", line)
+                    self.assertEqual(sorted(os.listdir(rec)),
+                                     ["q3.safetensors"] + [f"step{s}" for s in
+                                                           range(1, steps + 1)])
+                    out = os.path.join(rec, "replay{s}.safetensors")
+                    p = subprocess.run(
+                        [RINGSIM, "-w", str(W), "-p",
+                         os.path.join(rec, "step2", "model.json"), "--grads",
+                         os.path.join(rec, "step{s}", "rank{r}.safetensors"),
+                         "--like", "ddp-gloo", "--hook",
+                         f"{spec},q={rec}/q{{s}}.safetensors", "--iterations",
+                         str(steps), "--no-trace", "--json", "--out", out],
+                        capture_output=True, text=True, timeout=300)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    report = json.loads(p.stdout)
+                    self.assertEqual([x["vanilla"] for x in report["steps"]],
+                                     [s <= start for s in range(1, steps + 1)])
+                    self.assertEqual([x["q"] for x in report["steps"]][start:],
+                                     ["drawn"] + ["warm"] * (steps - start - 1))
+                    ours = sorted(t["name"] for t in report["tensors"] if t["rank"])
+                    for s in range(1, steps + 1):
+                        torch_log = log[f"{kind}_r{R}{tag}/{s}"]
+                        if s > start:
+                            self.assertEqual(ours, sorted(torch_log["compressed"]), s)
+                            self.assertEqual(
+                                sorted(a["elems"] for b in report["buckets"]
+                                       for a in b["allreduces"]),
+                                sorted(torch_log["allreduces"]), s)
+                        elif s > 1:  # DDP's rebuilt buckets, as the replay's
+                            self.assertEqual(sorted(b["elems"] for b in report["buckets"]),
+                                             sorted(torch_log["allreduces"]), s)
+                        got = ringsim_st.read(out.replace("{s}", str(s)))
+                        results = [ringsim_st.read(os.path.join(
+                            rec, f"step{s}", f"result{r}.safetensors")) for r in range(W)]
+                        self.assertEqual(sorted(got), sorted(results[0]))
+                        for r in range(1, W):
+                            for n in results[0]:
+                                self.assertEqual(differences(results[0][n].ravel(),
+                                                             results[r][n].ravel()), "",
+                                                 f"step {s}: torch rank 0 vs {r} {n}")
+                        for n, theirs in results[0].items():
+                            if s == 1 or (s > start and n in ours):
+                                scale = float(np.max(np.abs(theirs)))
+                                rel = float(np.max(np.abs(got[n].astype(np.float64) -
+                                                          theirs))) / scale
+                                self.assertLess(rel, 1e-6 if s == 1 else
+                                                POWERSGD_STATE_BOUND,
+                                                f"step {s} {n} rank {R}")
+                                worst[s] = max(worst[s], rel)
+                                continue
+                            self.assertEqual(differences(theirs.ravel(), got[n].ravel()),
+                                             "", f"step {s} {n} (uncompressed)")
+        print("\nPowerSGD with its state (start 2, error feedback, warm start), "
+              "ringsim against torch: worst |difference| over a compressed "
+              "param, relative to its largest |element|, steps "
+              f"{start + 1}-{steps}: " +
+              ", ".join(f"{w:.3g}" for w in worst[start + 1:]) +
+              f" (bound {POWERSGD_STATE_BOUND:g}); step 1 (vanilla, one "
+              f"bucket in DDP): {worst[1]:.3g}", file=sys.stderr)
 
     # ddp-7: record_hook refuses, before training starts and naming the
     # path, a directory it cannot write and one that holds a recording

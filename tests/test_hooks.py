@@ -311,10 +311,11 @@ def orthogonalise(a):
     return a
 
 
-def powersgd(grads, qs, rank):
+def powersgd(grads, qs, rank, q_out=None):
     """One PowerSGD step from powerSGD_hook.py's text, in float64: grads a
     list (per worker) of {name: array}, qs {name: initial Q (m x r)} for
-    the params it compresses; the result {name: array}."""
+    the params it compresses; the result {name: array}. q_out (a dict)
+    gets each param's all-reduced Q / W, what warm start keeps."""
     W = len(grads)
     out = {}
     for name, g0 in grads[0].items():
@@ -330,7 +331,35 @@ def powersgd(grads, qs, rank):
         q = sum(Mw.T @ p for Mw in M) / W
         out[name] = (p @ q.T).reshape(g0.shape)
         assert q.shape == (m, r)
+        if q_out is not None:
+            q_out[name] = q
     return out
+
+
+def powersgd_steps(steps, qs, rank, start, feedback, warm):
+    """Steps of powerSGD_hook with PowerSGDState's state, in float64, as
+    powerSGD_hook.py carries it: steps a list (per step) of per-worker
+    grads, qs a list (per step) of the Qs a step draws; each step's
+    result. A step before start is the vanilla all-reduce (the mean) and
+    keeps no state; a compressed step adds the residuals kept by the one
+    before (feedback) to its grads first, and starts from the Q / W the
+    one before all-reduced (warm) rather than its own draw."""
+    error, memory, results = None, None, []
+    for s, grads in enumerate(steps):
+        if s < start:
+            results.append({n: sum(g[n].astype(np.float64) for g in grads) /
+                            len(grads) for n in grads[0]})
+            continue
+        if feedback and error is not None:
+            grads = [{n: g[n] + e[n] for n in g} for g, e in zip(grads, error)]
+        kept = {}
+        out = powersgd(grads, memory if warm and memory else qs[s], rank, kept)
+        if feedback:
+            error = [{n: g[n] - out[n] for n in g} for g in grads]
+        if warm:
+            memory = kept
+        results.append(out)
+    return results
 
 
 class PowerSgd(unittest.TestCase):
@@ -408,6 +437,83 @@ class PowerSgd(unittest.TestCase):
                         self.assertLess(report["f64_max_abs"], 1e-5 * scale)
                         self.assertGreater(report["rel_err"], 0.05)  # lossy
                         self.assertTrue(report["passed"])
+
+    # psgd-5: several steps with PowerSGDState's state (start=2, then
+    # PowerSGD), each step its own grads ({s} in --grads) and Q file: every
+    # step's --out ({s} in it) against powersgd_steps in float64, for error
+    # feedback and warm start each on and off (dropping either moves the
+    # result by the size of the gradients, far above the bound); the
+    # report's steps say which step was vanilla, drew its Q or fed back
+    def test_steps(self):
+        W, rank, K, start = 3, 2, 5, 2
+        model, _, _, _, _ = self.files(W, rank)
+        steps, qs = [], []
+        for s in range(1, K + 1):
+            self.files(W, rank, seed=s)
+            for w in range(W):
+                os.replace(os.path.join(self.d, f"g{w}.safetensors"),
+                           os.path.join(self.d, f"g{s}_{w}.safetensors"))
+            os.replace(os.path.join(self.d, "q.safetensors"),
+                       os.path.join(self.d, f"q{s}.safetensors"))
+            steps.append([ringsim_st.read(os.path.join(self.d, f"g{s}_{w}.safetensors"))
+                          for w in range(W)])
+            qs.append(ringsim_st.read(os.path.join(self.d, f"q{s}.safetensors")))
+        for feedback in ("on", "off"):
+            for warm in ("on", "off"):
+                with self.subTest(feedback=feedback, warm=warm):
+                    out = os.path.join(self.d, f"out{feedback}{warm}{{s}}.safetensors")
+                    rc, text, err = run(
+                        "-p", model, "-w", W, "--grads",
+                        os.path.join(self.d, "g{s}_{r}.safetensors"), "--hook",
+                        f"powersgd:rank={rank},start={start},feedback={feedback},"
+                        f"warm={warm},q={self.d}/q{{s}}.safetensors",
+                        "--iterations", K, "--algo", "gloo-ring", "--no-trace",
+                        "--json", "--out", out)
+                    self.assertEqual(rc, 0, err)
+                    report = json.loads(text)
+                    want = powersgd_steps(steps, qs, rank, start, feedback == "on",
+                                          warm == "on")
+                    self.assertEqual([x["vanilla"] for x in report["steps"]],
+                                     [True, True, False, False, False])
+                    self.assertEqual([x["q"] for x in report["steps"]],
+                                     [None, None, "drawn"] +
+                                     2 * ["warm" if warm == "on" else "drawn"])
+                    self.assertEqual([x["error_added"] for x in report["steps"]],
+                                     [False, False, False] + 2 * [feedback == "on"])
+                    for s in range(K):
+                        ours = ringsim_st.read(out.replace("{s}", str(s + 1)))
+                        scale = max(float(np.max(np.abs(want[s][n]))) for n in want[s])
+                        worst = max(float(np.max(np.abs(ours[n] - want[s][n])))
+                                    for n in want[s])
+                        self.assertLess(worst, 1e-5 * scale, f"step {s + 1}")
+                    # the state matters: the other setting's last step is far off
+                    other = powersgd_steps(steps, qs, rank, start, feedback != "on",
+                                           warm != "on")[-1]
+                    far = max(float(np.max(np.abs(ours[n] - other[n]))) for n in other)
+                    self.assertGreater(far, 1e-2 * scale)
+
+    # psgd-6: a step whose check fails (RINGSIM_TEST_FLIP flips a bit of
+    # worker 0's result, docs/reliability.md) ends the steps there, exit 1,
+    # naming the step: the vanilla step 1 of three, and the compressed
+    # step 1 of three
+    def test_failed_step_stops(self):
+        model, pattern, qpath, _, _ = self.files(2, 2)
+        for spec, says in (("powersgd:rank=2,start=1", "powersgd step 1, the "
+                            "vanilla all-reduce: workers do not hold identical"),
+                           (f"powersgd:rank=2,q={qpath}", "powersgd bucket 0, the ")):
+            with self.subTest(spec=spec):
+                p = subprocess.run(
+                    [RINGSIM, "-p", model, "-w", "2", "--grads", pattern, "--hook",
+                     spec, "--iterations", "3", "--no-trace", "--json"],
+                    capture_output=True, text=True, timeout=60,
+                    env=dict(os.environ, RINGSIM_TEST_FLIP="0:0"))
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(says, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+                report = json.loads(p.stdout)
+                self.assertEqual([x["step"] for x in report["steps"]], [1])
+                self.assertFalse(report["passed"])
+                self.assertFalse(report["steps"][0]["checked"])
 
     # psgd-2: the hook's split and its sizes: 1-D and small params all-
     # reduced as they are, the rest P n x r and Q m x r, grouped by shape;
@@ -489,8 +595,27 @@ class PowerSgd(unittest.TestCase):
         for args, says in (
                 (["--hook", "powersgd"], "--hook 'powersgd': powersgd needs its rank: "
                  "powersgd:rank=R"),
-                (["--hook", "powersgd:rank=0"], "powersgd's rank R must be 1 to"),
-                (["--hook", "powersgd:rank=-2"], "expected none, allreduce"),
+                (["--hook", "powersgd:rank=0"], "rank=0: expected a rank R from 1 to"),
+                (["--hook", "powersgd:rank=-2"], "rank=-2: expected a rank R from 1"),
+                (["--hook", "powersgd:rank=2,feedback=on"], "powersgd:rank=2,"
+                 "feedback=on: feedback=on needs start=2 or more"),
+                (["--hook", "powersgd:rank=2,start=1,warm=on"], "warm=on needs "
+                 "start=2 or more"),
+                (["--hook", "powersgd:rank=2,start=x"], "start=x: expected a step"),
+                (["--hook", "powersgd:rank=2,start=2,warm=yes"], "warm=yes: "
+                 "expected on or off"),
+                (["--hook", "powersgd:rank=2,rank=3"], "rank= given twice"),
+                (["--hook", "powersgd:rank=2,beta=1"], "'beta=1' is not rank=R"),
+                (["--hook", "powersgd:start=2"], "powersgd needs its rank"),
+                (["--hook", "allreduce", "--iterations", "2"], "--iterations 2: a "
+                 "run's steps are --hook powersgd's"),
+                (["--hook", "powersgd:rank=2", "--iterations", "0"], "--iterations"),
+                (["-p", model, "--hook", "powersgd:rank=2", "--iterations", "2", "--grads",
+                  os.path.join(self.d, "s{s}_{r}.safetensors")],
+                 "s1_0.safetensors: no such readable file"),
+                (["--hook", f"powersgd:rank=2,q={self.d}/q{{s}}.safetensors",
+                  "--iterations", "2"], "q1.safetensors: cannot open it (step 1 "
+                 "draws its Qs)"),
                 (["--hook", "powersgd:rank=13"], "powersgd:rank=13 is above min(n, m) "
                  "of every param's matrix (the largest is 12: a.weight, 16 x 12)"),
                 (["--hook", "powersgd:rank=2", "--op", "sum"], "--op sum does not apply"),
@@ -512,13 +637,11 @@ class PowerSgd(unittest.TestCase):
                 self.assertFalse(os.path.exists(out))
                 with open(trace, "rb") as f:
                     self.assertEqual(f.read(), before)
-        # one run of three: refused where one run is all there is
+        # one run of three: refused where one run is all there is (ringsim
+        # step times the three: tests/test_step_cli.py's test_powersgd)
         for argv, says in (
                 (["diff", "-p", model, "-w", 2, "--hook", "powersgd:rank=2,allreduce"],
-                 "powersgd all-reduces three times a bucket"),
-                (["step", "-p", model, "-w", 2, "--net", "latency=1us,bandwidth=1GB/s",
-                  "--compute", "flops=1T,rows=8", "--hook", "powersgd:rank=2"],
-                 "powersgd all-reduces three times a bucket")):
+                 "powersgd all-reduces three times a bucket"),):
             with self.subTest(argv=argv[0]):
                 rc, text, err = run(*argv)
                 self.assertEqual(rc, 2, err)

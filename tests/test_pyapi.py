@@ -386,6 +386,10 @@ class PyApi(unittest.TestCase):
             ({"hook": "fp17"}, "hook 'fp17': expected none, allreduce, fp16, "
                                "bf16 or powersgd:rank=R"),
             ({"hook": "fp16", "op": "sum"}, "hook='fp16' averages"),
+            ({"hook": "powersgd:rank=2,start=2,feedback=on,beta=1"},
+             "'beta=1' is not rank=R"),
+            ({"hook": "powersgd:rank=2", "order_report": True},
+             "order_report counts one all-reduce's orders"),
             ({"hook": "fp16", "average": "pre"}, "give no op or average"),
         ]
         for kwargs, message in options:
@@ -587,6 +591,77 @@ class PyApi(unittest.TestCase):
                                        text=True, timeout=60)
                     self.assertEqual(p.returncode, 0, p.stderr)
 
+    # pyapi-13: hook="powersgd:rank=R" is the command's --hook powersgd
+    # step: the same result bits and the same report (its --json: every
+    # key, but where the Qs came from, worded for each), from the same Qs
+    # (ringsim's stream from seed 0); f64 refused as the command refuses
+    # it; traced, its runs' ids in the report; Ctrl-C during a stalled
+    # all-reduce of the step ends it at once with KeyboardInterrupt.
+    def test_powersgd(self):
+        g = torch.Generator().manual_seed(13)
+        grads = [{"fc.weight": torch.randn(16, 12, generator=g),
+                  "fc.bias": torch.randn(16, generator=g),
+                  "conv.weight": torch.randn(8, 3, 3, 3, generator=g)}
+                 for _ in range(3)]
+        for spec, extra in (("powersgd:rank=2", {}),
+                            ("powersgd:rank=1", {"algo": "gloo-ring"}),
+                            ("powersgd:rank=3", {"net": "latency=5us,bandwidth=25GB/s"}),
+                            ("powersgd:rank=2,start=1", {})):
+            with self.subTest(spec=spec, **extra), tempfile.TemporaryDirectory() as d:
+                ours, report = ringsim.allreduce(grads, hook=spec, model_name="cli_model",
+                                                 **extra)
+                argv = ["--hook", spec] + [x for k, v in extra.items()
+                                           for x in (f"--{k}", v)]
+                cli, cli_report = run_cli(d, grads, torch.float32, argv)
+                self.assertEqual(sorted(ours), sorted(cli))
+                for n in cli:
+                    self.assertTrue(same_bits(ours[n], cli[n]), n)
+                q, cli_q = report.pop("initial_q"), cli_report.pop("initial_q")
+                if "start" in spec:  # step 1 vanilla: nothing drawn
+                    self.assertEqual((q, cli_q), ("none drawn", "none drawn"))
+                else:
+                    self.assertIn("stream, seed 0 (", q)
+                    self.assertIn("stream, seed 0 (", cli_q)
+                same_report(self, report, cli_report, True)
+                self.assertEqual(report["passed"], True)
+        with self.assertRaises(ValueError) as cm:
+            ringsim.allreduce([{k: v.double() for k, v in w.items()} for w in grads],
+                              hook="powersgd:rank=2")
+        self.assertIn("computes in float32", str(cm.exception))
+        import sqlite3
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.db")
+            _, report = ringsim.allreduce(grads, hook="powersgd:rank=2", trace=path)
+            ids = [a["trace_run_id"] for b in report["buckets"] for a in b["allreduces"]]
+            self.assertEqual(ids, [1, 2, 3])
+            con = sqlite3.connect(path)
+            self.assertEqual([r[0] for r in con.execute(
+                "SELECT status FROM run ORDER BY run_id")], ["ok"] * 3)
+        code = ("import time, torch, ringsim\n"
+                "grads = [{'w': torch.ones(64, 64), 'b': torch.ones(8)}"
+                " for _ in range(3)]\n"
+                "print('running', flush=True)\n"
+                "t = time.monotonic()\n"
+                "try:\n"
+                "    ringsim.allreduce(grads, hook='powersgd:rank=2', timeout=60,\n"
+                "                      inject='stall:worker=1,step=0,ms=20000')\n"
+                "except KeyboardInterrupt:\n"
+                "    print('interrupted after %.1f s' % (time.monotonic() - t))\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        with subprocess.Popen([sys.executable, "-c", code], env=env,
+                              stdout=subprocess.PIPE, text=True) as p:
+            try:
+                self.assertEqual(p.stdout.readline().strip(), "running")
+                time.sleep(1.0)  # in the stall: the first all-reduce's
+                p.send_signal(signal.SIGINT)
+                out, _ = p.communicate(timeout=15)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+        self.assertEqual(p.returncode, 0, out)
+        self.assertRegex(out, r"^interrupted after [0-9.]+ s$")
+        self.assertLess(float(out.split()[2]), 5)
+
     # pyapi-12: every string and path argument of the API goes through one
     # conversion: a value holding a NUL is refused (ValueError naming the
     # argument), where C would have read it cut short at the NUL (the part
@@ -706,6 +781,16 @@ class PyApi(unittest.TestCase):
         for _ in range(1000):
             with self.assertRaises(ValueError):
                 ringsim.allreduce(grads, slots=0)
+        rss1, threads1 = status_of_proc()
+        self.assertLessEqual(threads1, threads0)
+        self.assertLess(rss1 - rss0, 8 * 1024,
+                        f"RSS grew from {rss0} KiB to {rss1} KiB")
+        # hook="powersgd:...": a plan, four runs and a report a call
+        for _ in range(20):
+            ringsim.allreduce(grads, hook="powersgd:rank=2")
+        rss0, threads0 = status_of_proc()
+        for _ in range(300):
+            ringsim.allreduce(grads, hook="powersgd:rank=2")
         rss1, threads1 = status_of_proc()
         self.assertLessEqual(threads1, threads0)
         self.assertLess(rss1 - rss0, 8 * 1024,

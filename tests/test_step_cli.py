@@ -204,6 +204,63 @@ class StepCli(unittest.TestCase):
                                "flops=1G,rows=1")["rows"][0]["later"]
         self.assertEqual((later["forward_ns"], later["backward_ns"]), (1998, 3996))
 
+    # step-6: --hook powersgd:rank=R puts the hook's three all-reduces in
+    # place of each bucket's, back to back: the elements of each are the
+    # run's (ringsim --hook powersgd, the same buckets: one for step 1, the
+    # rebuilt ones after), each bucket's communication is the three
+    # all-reduces' simulated times summed (the run's sim_ns, to the ns),
+    # and the compute is the same as without the hook (the matmuls are not
+    # charged). An MLP of 128-512-512-10: DDP's first bucket (1 MiB) holds
+    # the last two layers, the second the first layer
+    def test_powersgd(self):
+        m = self.model({"name": "mlp", "params": [
+            {"name": n, "shape": s} for n, s in (
+                ("fc1.weight", [512, 128]), ("fc1.bias", [512]),
+                ("fc2.weight", [512, 512]), ("fc2.bias", [512]),
+                ("fc3.weight", [10, 512]), ("fc3.bias", [10]))]})
+        W, R = 4, 4
+        args = ["-p", m, "-w", W, "--net", NET, "--compute", "flops=1T,rows=64"]
+        step = self.step_json(*args, "--hook", f"powersgd:rank={R}")
+        plain = self.step_json(*args)
+        self.assertFalse(step["threads"])
+        self.assertEqual(step["hook"], f"powersgd:rank={R}")
+        row, base = step["rows"][0], plain["rows"][0]
+        self.assertGreater(len(row["later"]["buckets"]), 1)
+        for which, cap in (("first", "0"), ("later", "25")):
+            with self.subTest(step=which):
+                p = subprocess.run(
+                    [RINGSIM, "-p", m, "-w", str(W), "--net", NET, "--bucket-mb", cap,
+                     "--hook", f"powersgd:rank={R}", "--no-trace", "--json"],
+                    capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                ran = json.loads(p.stdout)
+                t = row[which]
+                self.assertEqual([b["allreduce_elems"] for b in t["buckets"]],
+                                 [[a["elems"] for a in b["allreduces"]]
+                                  for b in ran["buckets"]])
+                self.assertEqual(t["comm_ns"], ran["sim_ns"])
+                self.assertLess(t["comm_ns"], base[which]["comm_ns"])
+                self.assertEqual((t["forward_ns"], t["backward_ns"]),
+                                 (base[which]["forward_ns"], base[which]["backward_ns"]))
+                self.assertEqual(t["step_ns"], max(
+                    t["forward_ns"] + t["backward_ns"], t["buckets"][-1]["end_ns"]))
+        self.assertEqual(row["total_ns"], row["first"]["step_ns"] + row["later"]["step_ns"])
+        # refused, one line, exit 2: the state's keys, a trace, an f64 model
+        f64 = self.model({"params": [{"name": "w", "shape": [64, 64], "dtype": "f64",
+                                                      "backward_us": 1}]}, "f64.json")
+        for extra, named in (
+                (["--hook", "powersgd:rank=4,start=2,feedback=on"], "give "
+                 "powersgd:rank=R alone"),
+                (["--hook", "powersgd:rank=4", "--trace", os.path.join(self.tmp.name, "t.db")],
+                 "--hook powersgd's step is the schedule alone"),
+                (["--hook", "powersgd:rank=4", "-p", f64], "the model is f64")):
+            with self.subTest(refused=extra):
+                rc, out, err = run(*(args[2:] if "-p" in extra else args), *extra)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn(named, err)
+
     # step-5: what is refused, each with exit 2 and one line naming it,
     # and nothing on stdout.
     def test_bad_input(self):

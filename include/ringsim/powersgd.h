@@ -1,6 +1,6 @@
-/* powersgd.h - one PowerSGD step, as PyTorch 1.13's powerSGD_hook takes it
- * from fresh state (torch/distributed/algorithms/ddp_comm_hooks/
- * powerSGD_hook.py; docs/hooks.md):
+/* powersgd.h - PowerSGD steps, as PyTorch 1.13's powerSGD_hook takes them
+ * (torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py;
+ * docs/hooks.md), one step per rs_powersgd_execute:
  *
  *   per DDP bucket, each param viewed as a matrix M (shape[0] x the rest),
  *   of rank r = min(n, m, R), compressed iff (n + m) r 2 < n m (the hook's
@@ -10,6 +10,13 @@
  *   3. P orthogonalised (Gram-Schmidt); Q = M^T P, all-reduced (sum), / W;
  *   4. the result P Q^T; the error-feedback residual g_w - result on each
  *      worker (what the hook's error_dict keeps for the next step).
+ *
+ * Over steps, PowerSGDState's (config's powersgd_start, _feedback,
+ * _warm): a step before start is the hook's vanilla all-reduce
+ * (allreduce_hook's); with feedback each compressed step adds the last
+ * one's residuals to its grads first (step 1 above then sees g_w + e_w);
+ * with warm start the Qs of a compressed step after the first are the
+ * step before's all-reduced Q / W, not a draw.
  *
  * Each all-reduce is a run of its own (rs_run_create), on the config's
  * algorithm, checked and traced: three a bucket. Float32 models only, as
@@ -46,6 +53,11 @@ typedef struct rs_powersgd_bucket {
 } rs_powersgd_bucket_t;
 
 typedef struct rs_powersgd_report {
+  int step;        /* the step's number: 1 for the first */
+  int vanilla;     /* before start: allreduce_hook's all-reduce alone (the
+                      bucket fields then say nothing) */
+  int q_warm;      /* its Qs the step before's (warm start), not drawn */
+  int error_added; /* the step before's residuals added to its grads */
   size_t buckets;
   const rs_powersgd_bucket_t *bucket;
   size_t tensors; /* every param, in bucket order, each bucket's compressed
@@ -55,8 +67,9 @@ typedef struct rs_powersgd_report {
   uint64_t bytes;       /* bytes all workers sent in all the all-reduces */
   uint64_t plain_bytes; /* and in the plain all-reduce (no hook) */
   uint64_t sim_ns, plain_sim_ns; /* the same in simulated time (a network) */
-  /* The result against the exact mean of the inputs (in double): the
-   * largest |difference| and ||result - mean||_F / ||mean||_F. */
+  /* The result against the exact mean of the step's inputs (the grads,
+   * with the residuals added under feedback; in double): the largest
+   * |difference| and ||result - mean||_F / ||mean||_F. */
   double max_abs_err, rel_err;
   /* Against PowerSGD itself in double from the same Q (its sums in
    * worker order): the largest |difference|, what float32 and the
@@ -70,6 +83,15 @@ typedef struct rs_powersgd_report {
 } rs_powersgd_report_t;
 
 typedef struct rs_powersgd rs_powersgd_t;
+
+/* The hook's split of each of count buckets of model at rank R, without
+ * a step: elems[b * RS_PSGD_REDUCES + k], the elements all-reduce k of
+ * bucket b moves (uncompressed, P, Q), as rs_powersgd_bucket_t's
+ * reduce_elems (ringsim step times them). RS_OK, or RS_EINVAL for a rank
+ * below 1. */
+RS_API int rs_powersgd_split(const rs_model_t *model,
+                             const rs_bucket_t *buckets, size_t count, int rank,
+                             size_t *elems);
 
 /* The plan for config (its hook RS_HOOK_POWERSGD, its powersgd_rank R)
  * over model's buckets (config's caps, or the model's own). Refused, with
@@ -89,25 +111,48 @@ RS_API float *rs_powersgd_q(rs_powersgd_t *ps);
 /* Standard normal Qs from seed: ringsim's own stream (splitmix64 and
  * Box-Muller), not torch's. */
 RS_API void rs_powersgd_random_q(rs_powersgd_t *ps, uint64_t seed);
+/* Steps executed so far (PowerSGDState.iter). The next step compresses
+ * (1) or is the vanilla all-reduce (0, before start); it draws its Qs (1:
+ * the caller fills rs_powersgd_q first) or reuses the step before's (0:
+ * warm start, or a vanilla step, or nothing compressed). */
+RS_API int rs_powersgd_steps_done(const rs_powersgd_t *ps);
+RS_API int rs_powersgd_compresses(const rs_powersgd_t *ps);
+RS_API int rs_powersgd_draws_q(const rs_powersgd_t *ps);
 /* Called with each run before it executes and with NULL after, on the
  * caller's thread (to interrupt it from a signal: rs_run_interrupt). */
 typedef void (*rs_powersgd_watch_t)(rs_run_t *run);
-/* The step: plain is a run of the same model and workers, without a hook,
- * its buffers filled and not executed: its inputs are the workers' grads.
- * It runs plain (for the bytes without PowerSGD), then the three
- * all-reduces of each bucket, each traced in trace (if not NULL) with
- * config_json. Stops at the first run that fails, or at *stop. Returns
- * RS_OK, RS_ECHECK (an all-reduce failed its check), or that run's error
- * (errmsg says which all-reduce). */
+/* The next step: plain is a run of the same model and workers with the
+ * allreduce hook (allreduce_hook: the bytes of DDP's plain all-reduce),
+ * its buffers filled and not executed: its inputs are the step's grads;
+ * a fresh one each step. It runs plain (for the bytes without PowerSGD;
+ * before start its result is the step's), then the three all-reduces of
+ * each bucket, each traced in trace (if not NULL) with config_json, and
+ * carries the state to the next step. Stops at the first run that fails,
+ * or at *stop. Returns RS_OK, RS_ECHECK (an all-reduce failed its check),
+ * or that run's error (errmsg says which all-reduce); after another
+ * error the state is undefined: free ps. */
 RS_API int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain,
                                rs_trace_t *trace, const char *config_json,
                                rs_powersgd_watch_t watch,
                                const rs_stop_flag_t *stop, char *errmsg);
-/* After RS_OK or RS_ECHECK: the result every worker holds (float, model
- * layout), the report, and worker w's residual (float, model layout). */
+/* After RS_OK or RS_ECHECK: the step's result every worker holds (float,
+ * model layout), its report, and worker w's residual (float, model
+ * layout; a vanilla step's is its input). */
 RS_API const float *rs_powersgd_result(const rs_powersgd_t *ps);
 RS_API const float *rs_powersgd_residual(const rs_powersgd_t *ps, int worker);
 RS_API const rs_powersgd_report_t *rs_powersgd_report(const rs_powersgd_t *ps);
+/* Every step's report so far, in order (*count of them), as each ended
+ * (RS_OK or RS_ECHECK); owned by ps, moved by the next step. */
+RS_API const rs_powersgd_report_t *rs_powersgd_steps(const rs_powersgd_t *ps,
+                                                     int *count);
+/* The steps' report as JSON text (docs/cli.md): the plan, every step's
+ * figures and the last step's, for iterations steps asked; status and
+ * errmsg how they ended (errmsg read unless RS_OK), initial_q where the
+ * Qs came from. The command's --json and the Python API print the same.
+ * Returns a string the caller frees with rs_free, or NULL out of memory. */
+RS_API char *rs_powersgd_json(const rs_powersgd_t *ps, int iterations,
+                              int status, const char *errmsg,
+                              const char *initial_q);
 
 #ifdef __cplusplus
 }

@@ -519,6 +519,14 @@ typedef struct rs_config {
    * matrix approximation rank R (RS_HOOK_POWERSGD; 1 and up). */
   rs_hook_t hook;
   int powersgd_rank;
+  /* PowerSGDState's state carried from step to step (ringsim/powersgd.h):
+   * start_powerSGD_iter (the steps before it are the hook's vanilla
+   * all-reduce), use_error_feedback and warm_start (0 or 1). Either of
+   * the two needs a start of 2 or more, as PowerSGDState demands. All 0
+   * by default: every step from fresh state. */
+  int powersgd_start;
+  int powersgd_feedback;
+  int powersgd_warm;
   /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
    * float) and count how the algorithm's order changes it (rs_param_check_t's
    * order_ fields). Costs one more buffer. */

@@ -65,8 +65,12 @@ typedef struct rs_step_config {
   int slow_worker;
   double slow;
   /* The DDP communication hook: a compressing one (fp16, bf16) moves each
-   * bucket in its dtype's bytes. */
+   * bucket in its dtype's bytes; powersgd (of rank powersgd_rank) replaces
+   * each bucket's all-reduce by the hook's three, back to back on the
+   * bucket's stream (ringsim/powersgd.h's split; a float32 model), its
+   * matmuls charged nothing. */
   rs_hook_t hook;
+  int powersgd_rank;
 } rs_step_config_t;
 
 /* A bucket's part of the step, in ns from the step's start. */
@@ -75,6 +79,9 @@ typedef struct rs_step_bucket {
                          - 1, in the model's order (rs_bucket_t) */
   size_t params;      /* how many, and its elements */
   size_t elems;
+  /* The elements its all-reduces move: elems, or with the powersgd hook
+   * its three (uncompressed, P, Q), one after another */
+  size_t reduce_elems[3];
   uint64_t ready_ns; /* its last gradient, on the slowest worker */
   uint64_t start_ns; /* every worker has started its all-reduce */
   uint64_t end_ns;   /* every worker has ended it */

@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 
-from . import _lib, _report
+from . import _lib, _powersgd, _report
 
 __version__ = "0.1.0"
 __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
@@ -397,10 +397,16 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     report and the trace; like="ddp-gloo" is PyTorch 1.13's DDP on gloo, bit
     for bit (algo gloo-ring, average pre-mul and DDP's bucket layout, as
     --like ddp-gloo; give no op, algo or average with it); hook is a DDP
-    communication hook as PyTorch 1.13's ("allreduce", "fp16", "bf16" or
-    "none", as --hook; docs/hooks.md): it averages, dividing each bucket by
+    communication hook as PyTorch 1.13's ("allreduce", "fp16", "bf16",
+    "none" or "powersgd:rank=R[,...]", as --hook; docs/hooks.md): it
+    averages, dividing each bucket by
     W before the sum, so give no op or average with it; the report's "hook"
     entry says what a compressing hook's cast and division lost.
+    "powersgd:rank=R" is one PowerSGD step from fresh state (float32
+    only; its Qs ringsim's normal stream from seed 0, not torch's), three
+    all-reduces a bucket: result is P Q^T and the uncompressed params'
+    mean, and report the command's --json for --hook powersgd (mode
+    "powersgd", its buckets, tensors and steps, docs/cli.md) instead.
 
     Raises TypeError when worker_grads is not a list of dicts of tensors;
     ValueError (with ringsim's one-line message) for empty input, names,
@@ -429,6 +435,11 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     if average not in (None, "post") and op != "avg":
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
+    powersgd = isinstance(hook, str) and hook.startswith("powersgd")
+    if powersgd and order_report:
+        raise ValueError(f"order_report counts one all-reduce's orders; "
+                         f"hook={hook!r} runs three a bucket (its report "
+                         "says what each moved)")
     if hook not in (None, "none") and (op, average) != ("avg", "post"):
         raise ValueError(f"hook={hook!r} averages (it divides each bucket by "
                          "W, then sums); give no op or average with it")
@@ -475,6 +486,14 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         if rc:
             raise fail(ValueError, rc)
         model_ptr = owned.own(handle.value, lib.rs_model_free)
+        if powersgd:  # three runs a bucket: _powersgd.py
+            conf = None if c_trace is None else json.dumps(
+                {"api": "python", "params": None, "workers": W, "op": op,
+                 "average": effective, "grads": "python", "algo": algo,
+                 "argv": argv}).encode()
+            return _powersgd.allreduce(lib, owned, workers, names, first,
+                                       settings, model_ptr, c_trace, conf,
+                                       _new_output, RunError)
         config = lib.rs_config_new()
         if not config:
             raise MemoryError("ringsim: out of memory")

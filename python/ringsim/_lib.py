@@ -21,6 +21,9 @@ DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F64 = 0, 1, 2, 3
 
 SONAME = "libringsim.so.0"
 
+# rs_powersgd_watch_t: void (*)(rs_run_t *run)
+WATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
 
 def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -91,6 +94,13 @@ def _prototypes(lib):
         "rs_dtype_pack": (None, [I, P, P, S]),
         "rs_safetensors_write": (I, [Z, P, P, Z]),
         "rs_free": (None, [P]),
+        "rs_powersgd_create": (I, [P, P, c.POINTER(P), Z]),
+        "rs_powersgd_free": (None, [P]),
+        "rs_powersgd_draws_q": (I, [P]),
+        "rs_powersgd_random_q": (None, [P, c.c_uint64]),
+        "rs_powersgd_execute": (I, [P, P, P, Z, WATCH, c.POINTER(I), Z]),
+        "rs_powersgd_result": (P, [P]),
+        "rs_powersgd_json": (P, [P, I, I, Z, Z]),
     }
     for name, (restype, argtypes) in protos.items():
         fn = getattr(lib, name)

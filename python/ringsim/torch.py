@@ -45,31 +45,37 @@ _DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
            "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
 
-def _replay_hook(inner, state):
-    """(ringsim's --hook for what inner does in this backward, or None;
-    why there is no replay, or None). PyTorch's powerSGD_hook runs the
-    plain all-reduce before start_powerSGD_iter, and ringsim replays its
-    first compressed step (or any, from fresh state each step)."""
+def _replay_hook(inner, state, step):
+    """(ringsim's --hook for what inner does in backward step (1, 2, ...),
+    or None; the options after it, or ""; why there is no replay, or
+    None). PyTorch's powerSGD_hook runs the plain all-reduce before
+    start_powerSGD_iter; after it, a step from fresh state replays alone,
+    and one whose state is carried (error feedback, warm start) replays
+    with every step before it: --iterations step over step{s}'s files."""
     name = getattr(inner, "__name__", "")
     if name != "powerSGD_hook":
-        return _HOOKS.get(name), None
+        return _HOOKS.get(name), "", None
     try:
         it, start = state.iter, state.start_powerSGD_iter
-        rank, carried = state.matrix_approximation_rank, \
-            state.use_error_feedback or state.warm_start
+        rank, feedback, warm = state.matrix_approximation_rank, \
+            state.use_error_feedback, state.warm_start
         batched = state.batch_tensors_with_same_shape
     except AttributeError:
-        return None, None
+        return None, "", None
     if it < start:
-        return "allreduce", None  # the hook's vanilla all-reduce
+        return "allreduce", "", None  # the hook's vanilla all-reduce
     if batched:
-        return None, ("ringsim's --hook powersgd does not batch tensors of "
-                      "the same shape (batch_tensors_with_same_shape)")
-    if carried and it > start:
-        return None, ("a later PowerSGD step (error feedback or warm-started Q "
-                      "carried in): ringsim's --hook powersgd replays the "
-                      "first one only")
-    return f"powersgd:rank={rank}", None
+        return None, "", ("ringsim's --hook powersgd does not batch tensors "
+                          "of the same shape (batch_tensors_with_same_shape)")
+    if not (feedback or warm):
+        return f"powersgd:rank={rank}", "", None
+    if it != step - 1:
+        return None, "", (f"the recording began after the hook's first step "
+                          f"(its step {it + 1} is backward {step} here), and "
+                          "the state it carried in is not recorded")
+    onoff = {True: "on", False: "off"}
+    return (f"powersgd:rank={rank},start={start},feedback={onoff[bool(feedback)]},"
+            f"warm={onoff[bool(warm)]}", f" --iterations {step}", None)
 
 
 def _fail(message):
@@ -156,7 +162,8 @@ class _Recorder:
                 self.first_bucket(params, bucket)
                 self.started = True
             if not self.buckets:  # before the inner hook counts this backward
-                self.hook, self.why = _replay_hook(self.inner, state)
+                self.hook, self.more, self.why = _replay_hook(self.inner, state,
+                                                              self.step)
             self.buckets[bucket.index()] = params
             offset = 0
             for p in params:  # the flat view holds them in this order
@@ -221,11 +228,15 @@ class _Recorder:
         if rank != 0:
             return
         hook = self.hook
+        # a replay of several steps reads each step's files: step{s}
+        grads = os.path.join(self.directory, "step{s}") if self.more else step_dir
         replay = ("replay: " + f"ringsim -w {world} -p {step_dir}/model.json --grads "
-                  f"'{step_dir}/rank{{r}}.safetensors' --like ddp-gloo" +
-                  (f" --hook {hook}" if hook else ""))
+                  f"'{grads}/rank{{r}}.safetensors' --like ddp-gloo" +
+                  (f" --hook {hook}" if hook else "") + self.more)
         if hook and hook.startswith("powersgd"):
-            replay += " (torch's random Qs: add ,q=FILE)"
+            replay += (" (torch's random Qs: add ,q=FILE to the hook" +
+                       (", {s} the step that drew them; the result is the "
+                        "last step's --out" if self.more else "") + ")")
         if self.why:
             replay = f"no replay: {self.why}"
         elif hook and hook.startswith("powersgd") and \

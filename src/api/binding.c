@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "hook/spec.h"
 #include "ringsim/internal/command.h" /* rs_one_line */
 #include "ringsim/ringsim.h"
 
@@ -168,24 +169,26 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
       FAIL("%.64s '%.100s': longer than %zu bytes", o, value, size - 1);
     memcpy(to, value, strlen(value) + 1);
   } else if (is_option(o, "hook")) {
-    /* rs_hook_name's names; powersgd with its rank: powersgd:rank=R */
-    int hook = rs_hook_parse(value), rank = 0, end = 0;
-    if (hook < 0 && sscanf(value, "powersgd:rank=%d%n", &rank, &end) == 1 &&
-        value[end] == '\0' &&
-        strspn(value + 14, "0123456789") == strlen(value + 14)) {
-      if (rank < 1 || rank > 1000000)
-        FAIL("%.64s '%.100s': powersgd's rank R must be 1 to 1000000", o,
-             value);
+    /* rs_hook_name's names; powersgd with its state:
+     * powersgd:rank=R[,start=S][,feedback=on|off][,warm=on|off] */
+    int hook = rs_hook_parse(value);
+    rs_config_t c = *config;
+    if (hook < 0 && strncmp(value, "powersgd:", 9) == 0) {
+      if (rs__powersgd_spec(value + 9, &c, err))
+        FAIL("%.64s %.400s", o, err);
       hook = RS_HOOK_POWERSGD;
     } else if (hook == RS_HOOK_POWERSGD)
       FAIL("%.64s '%.100s': powersgd needs its rank: powersgd:rank=R", o,
            value);
+    else
+      c.powersgd_rank = c.powersgd_start = c.powersgd_feedback =
+          c.powersgd_warm = 0;
     if (hook < 0)
       FAIL("%.64s '%.100s': expected none, allreduce, fp16, bf16 or "
            "powersgd:rank=R",
            o, value);
+    *config = c;
     config->hook = (rs_hook_t)hook;
-    config->powersgd_rank = hook == RS_HOOK_POWERSGD ? rank : 0;
   } else if (is_option(o, "like")) {
     /* The command's --like ddp-gloo (docs/ddp.md). */
     if (strcmp(value, "ddp-gloo"))

@@ -157,8 +157,9 @@ typedef struct options {
     double slow;
     int no_threads;
   } step;
-  /* --hook powersgd:rank=R,q=FILE: the initial Qs' safetensors file (NULL:
-   * ringsim's own normal stream from --seed) */
+  /* --hook powersgd:rank=R,...,q=FILE: the Qs' safetensors file, {s} the
+   * step that draws them (NULL: ringsim's own normal stream from --seed).
+   * The run's --iterations K (its steps) is step.iterations. */
   char *powersgd_q;
   /* ringsim diff: --dtype's value for this side (NULL: the model's) */
   const char *dtype_name;
@@ -259,6 +260,11 @@ typedef struct cli_powersgd {
   int status;
 } cli_powersgd_t;
 void cli_print_powersgd(const cli_powersgd_t *p);
+/* powersgd_run.c: the run's --hook powersgd, --iterations K steps of it;
+ * config the trace's config_json (NULL without a trace). Returns the exit
+ * status, having said what went wrong. */
+int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
+                      const char *config);
 
 void cli_print_text(const report_t *r);
 void cli_print_json(const report_t *r);

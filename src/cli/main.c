@@ -314,105 +314,17 @@ static int report_run(options_t *opt, rs_model_t *model, rs_run_t *run,
   return rc;
 }
 
-/* --hook powersgd:rank=R: one PowerSGD step (ringsim/powersgd.h), its
- * all-reduces runs of their own. A plain run, never executed before the
- * step takes its grads, is filled as any run is. */
+/* --hook powersgd: its steps (powersgd_run.c), the trace's config made
+ * here, where the run's is. */
 static int powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
                          int argc, char **argv) {
-  char err[RS_ERRMSG_MAX], q_source[RS_ERRMSG_MAX + 64];
-  rs_powersgd_t *ps = NULL;
-  rs_run_t *plain = NULL;
-  rs_trace_t *trace = NULL;
   char *config = NULL;
-  int rc = -1;
-  if (rs_powersgd_create(&opt->config, model, &ps, err)) {
-    fprintf(stderr, "ringsim: --%s\n", err);
-    return EXIT_USAGE;
+  if (opt->trace && !(config = config_json(opt, argc, argv))) {
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
   }
-  const rs_model_t *qm = rs_powersgd_q_model(ps);
-  if (opt->powersgd_q && !qm) {
-    fprintf(stderr,
-            "ringsim: --hook powersgd:rank=%d,q=%s: no param of %s is "
-            "compressed at rank %d, so there is no Q to read\n",
-            opt->config.powersgd_rank, opt->powersgd_q, opt->params,
-            opt->config.powersgd_rank);
-    rc = EXIT_USAGE;
-  } else if (opt->powersgd_q &&
-             rs_safetensors_read(opt->powersgd_q, qm, rs_powersgd_q(ps), err)) {
-    fprintf(stderr, "ringsim: --hook powersgd:rank=%d,q=%s: %s\n",
-            opt->config.powersgd_rank, opt->powersgd_q, err);
-    rc = EXIT_USAGE;
-  } else if (opt->powersgd_q) {
-    snprintf(q_source, sizeof q_source, "read from %s", opt->powersgd_q);
-  } else {
-    rs_powersgd_random_q(ps, opt->seed);
-    snprintf(q_source, sizeof q_source,
-             "ringsim's normal stream, seed %llu (not torch's; q=FILE "
-             "gives torch's)",
-             (unsigned long long)opt->seed);
-  }
-  rs_config_t plain_config = opt->config;
-  plain_config.hook = RS_HOOK_NONE;
-  plain_config.powersgd_rank = 0;
-  plain_config.traced = 0;
-  if (rc < 0 && rs_run_create(&plain_config, model, &plain, err)) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_USAGE;
-  }
-  if (rc < 0 && opt->trace) {
-    int opened = cli_trace_open(opt->trace, &trace, err);
-    if (opened) {
-      fprintf(stderr, "ringsim: %s\n", err);
-      rc = cli_exit_code(opened);
-    } else if (!(config = config_json(opt, argc, argv))) {
-      fprintf(stderr, "ringsim: out of memory\n");
-      rc = EXIT_RUN;
-    }
-  }
-  if (rc >= 0)
-    goto done;
-  char source[RS_ERRMSG_MAX];
-  cli_signals_watch(plain);
-  int status = fill(opt, plain, use_inline, source, sizeof source);
-  cli_signals_watch(NULL);
-  if (status == RS_OK)
-    status = rs_powersgd_execute(ps, plain, trace, config, cli_signals_watch,
-                                 cli_signal_flag(), err);
-  else
-    snprintf(err, sizeof err, "%s", rs_run_errmsg(plain));
-  int signo = cli_signal();
-  if (signo && (status == RS_OK || status == RS_ECHECK)) {
-    status = RS_EINTERRUPTED;
-    snprintf(err, sizeof err, "interrupted by %s", cli_signal_name(signo));
-  } else if (status == RS_OK && opt->out) {
-    int wrc = rs_safetensors_write_cancellable(
-        opt->out, model, rs_powersgd_result(ps), cli_signal_flag(), err);
-    if (wrc)
-      status = wrc == RS_EINTERRUPTED ? RS_EINTERRUPTED : RS_ESYS;
-  }
-  if (cli_exit_code(status) == EXIT_USAGE) {
-    fprintf(stderr, "ringsim: %s\n", err);
-    rc = EXIT_USAGE;
-    goto done;
-  }
-  cli_powersgd_t report = {opt,      model,      ps,  source,
-                           q_source, opt->trace, err, status};
-  cli_print_powersgd(&report);
-  rc = cli_exit_code(status);
-  char lost[RS_ERRMSG_MAX];
-  if (cli_stdout_lost("the report", lost, sizeof lost)) {
-    fprintf(stderr, "ringsim: %s\n", lost);
-    rc = EXIT_RUN;
-  }
-  if (status != RS_OK)
-    fprintf(stderr, "ringsim: %s\n", err);
-  if (status == RS_EINTERRUPTED)
-    cli_signal_said();
-done:
+  int rc = cli_powersgd_main(opt, model, use_inline, config);
   free(config);
-  rs_run_free(plain);
-  rs_trace_close(trace);
-  rs_powersgd_free(ps);
   return rc;
 }
 

@@ -289,11 +289,15 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("a DDP communication hook, as PyTorch 1.13's:"
                                  "\nallreduce (divide by W, then sum), fp16 "
                                  "or\nbf16 (the same in float16 or bfloat16: "
-                                 "half\nthe bytes), powersgd:rank=R[,q=FILE] "
-                                 "(one\nPowerSGD step), none (docs/hooks.md)"),
+                                 "half\nthe bytes), none, or PowerSGD's "
+                                 "steps:\npowersgd:rank=R[,start=S,"
+                                 "feedback=on|off,\nwarm=on|off][,q=FILE] "
+                                 "(docs/hooks.md)"),
                    [CLI_DIFF] = H("allreduce,fp16 (none: without a hook)"),
                    [CLI_STEP] = H("a DDP communication hook: fp16 and bf16 "
-                                  "move\nhalf the bytes")}},
+                                  "move\nhalf the bytes; powersgd:rank=R "
+                                  "three all-reduces\na bucket (its matmuls "
+                                  "not charged)")}},
     [OPT_SEGMENT_BYTES] =
         {"segment-bytes",
          0,
@@ -653,7 +657,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                             "times (docs/step.md)")}},
     [OPT_ITERATIONS] = {"iterations",
                         0,
-                        STEP,
+                        RUN | STEP,
                         0,
                         "K",
                         cli_set_int,
@@ -661,7 +665,11 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         1,
                         1000000,
                         NULL,
-                        {[CLI_STEP] = H("training steps (default 2): the "
+                        {[CLI_RUN] = H("--hook powersgd's steps (default "
+                                       "1), its state\ncarried from one to "
+                                       "the next; --grads's {s}\nis the step "
+                                       "(docs/hooks.md)"),
+                         [CLI_STEP] = H("training steps (default 2): the "
                                         "first on one bucket,\nas DDP's first "
                                         "backward, the rest on its\nrebuilt "
                                         "buckets")}},

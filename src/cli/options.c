@@ -129,9 +129,22 @@ int cli_check_model_buckets(const options_t *o, const rs_model_t *model) {
                     o->params);
 }
 
+/* The run's --iterations K: --hook powersgd's steps, its state carried;
+ * any other run is one all-reduce. */
+static int check_iterations(const options_t *o) {
+  if (!o->given[OPT_ITERATIONS] || o->config.hook == RS_HOOK_POWERSGD)
+    return -1;
+  return cli_refuse(o->mode,
+                    "--iterations %d: a run's steps are --hook powersgd's "
+                    "(its state carried from one to the next); any other run "
+                    "is one all-reduce (ringsim step times several)",
+                    o->step.iterations);
+}
+
 int cli_check_run(options_t *o) {
   int rc;
-  if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0)
+  if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0 ||
+      (rc = check_iterations(o)) >= 0)
     return rc;
   /* gloo's ring cuts segments of at most gloo's own maximum, unless told */
   if (o->config.algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES])

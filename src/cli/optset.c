@@ -70,8 +70,9 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
   return -1;
 }
 
-/* --hook: the library's names, and in a run powersgd's initial Qs from a
- * file: powersgd:rank=R,q=FILE (kept as given, from argv). */
+/* --hook: the library's names, and in a run powersgd's Qs from a file,
+ * last (a file name may hold commas): powersgd:rank=R[,...],q=FILE (kept
+ * as given, from argv). */
 int cli_set_hook(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
   const char *q = strstr(value, ",q=");
@@ -84,7 +85,7 @@ int cli_set_hook(const cli_option_t *opt, options_t *o, const char *value,
   if (!q[3])
     return cli_bad_value(msg, opt, value,
                          "powersgd:rank=R,q=FILE (q= names no file)");
-  char head[64];
+  char head[256];
   if ((size_t)(q - value) >= sizeof head)
     return cli_bad_value(msg, opt, value, "expected powersgd:rank=R,q=FILE");
   snprintf(head, sizeof head, "%.*s", (int)(q - value), value);

@@ -56,6 +56,19 @@ static int check_step(options_t *o) {
                       "--algo %s is hierarchical and needs nodes: give a "
                       "topology (--topo nodes=N,gpus=G)",
                       rs_algorithm_name(o->config.algo));
+  if (o->config.hook == RS_HOOK_POWERSGD &&
+      (o->config.powersgd_start || o->config.powersgd_feedback ||
+       o->config.powersgd_warm))
+    return cli_refuse(CLI_STEP,
+                      "--hook powersgd: ringsim step times every step "
+                      "compressed, and error feedback and warm start move "
+                      "the same elements: give powersgd:rank=R alone");
+  if (o->config.hook == RS_HOOK_POWERSGD && o->trace)
+    return cli_refuse(CLI_STEP,
+                      "--trace records the threads' runs, and --hook "
+                      "powersgd's step is the schedule alone (its "
+                      "all-reduces run on threads in a run: ringsim --hook "
+                      "powersgd --trace FILE)");
   if (o->trace && (o->step.no_threads || o->algo_all || o->step.cap_count > 1 ||
                    o->config.workers > STEP_MAX_THREADS))
     return cli_refuse(CLI_STEP,
@@ -73,8 +86,11 @@ static int check_step(options_t *o) {
 /* Does the step run its all-reduces on threads? One configuration of a
  * few workers, unless --no-threads. */
 static int on_threads(const options_t *o) {
+  /* (powersgd's three all-reduces a bucket are runs of their own in a
+   * run, rs_powersgd_execute; here the schedule alone times them) */
   return !o->step.no_threads && !o->algo_all && o->step.cap_count <= 1 &&
-         o->config.workers <= STEP_MAX_THREADS;
+         o->config.workers <= STEP_MAX_THREADS &&
+         o->config.hook != RS_HOOK_POWERSGD;
 }
 
 static uint64_t comm_end(const rs_step_time_t *t) {
@@ -213,14 +229,20 @@ static void print_iteration(const char *label, const rs_step_time_t *t,
          us(t->exposed_ns), what);
 }
 
-static void print_buckets(const rs_step_time_t *t, size_t elem_size) {
-  printf("  %8s %7s %12s %12s %12s %12s %12s\n", "bucket", "params", "bytes",
-         "ready us", "start us", "end us", "exposed us");
+static void print_buckets(const rs_step_time_t *t, size_t elem_size,
+                          int powersgd) {
+  printf("  %8s %7s %12s %12s %12s %12s %12s%s\n", "bucket", "params", "bytes",
+         "ready us", "start us", "end us", "exposed us",
+         powersgd ? "  all-reduced elements (uncompressed, P, Q)" : "");
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
-    printf("  %8zu %7zu %12zu %12s %12s %12s %12s\n", b, k->params,
+    printf("  %8zu %7zu %12zu %12s %12s %12s %12s", b, k->params,
            k->elems * elem_size, us(k->ready_ns), us(k->start_ns),
            us(k->end_ns), us(k->exposed_ns));
+    if (powersgd)
+      printf("  %zu, %zu, %zu", k->reduce_elems[0], k->reduce_elems[1],
+             k->reduce_elems[2]);
+    putchar('\n');
   }
 }
 
@@ -247,6 +269,13 @@ static void print_hook(const options_t *o, const rs_model_t *model) {
   const rs_dtype_t d = rs_model_dtype(model), sum = rs_hook_dtype(h, d);
   if (h == RS_HOOK_NONE)
     return;
+  if (h == RS_HOOK_POWERSGD) {
+    printf("  hook       powersgd:rank=%d: each bucket's all-reduce is the "
+           "hook's three, back to back (uncompressed, P, Q: the elements "
+           "below); the matmuls' compute is not charged\n",
+           o->config.powersgd_rank);
+    return;
+  }
   if (sum != d)
     printf("  hook       %s: each bucket moves in %s, %zu bytes an element "
            "(the model's %s: %zu)\n",
@@ -296,7 +325,7 @@ static void print_one(const options_t *o, const rs_model_t *model,
   const rs_step_time_t *t = K > 1 ? &row->later : &row->first;
   printf("  buckets of step %d, in launch order (us from the step's start):\n",
          K > 1 ? 2 : 1);
-  print_buckets(t, elem_size);
+  print_buckets(t, elem_size, o->config.hook == RS_HOOK_POWERSGD);
   print_critical(t);
 }
 
@@ -350,18 +379,23 @@ static json_t *lanes_json(const rs_step_time_t *t) {
   return lanes;
 }
 
-static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
+static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size,
+                             int powersgd) {
   json_t *buckets = json_array();
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
-    json_array_append_new(
-        buckets,
-        json_pack("{sI sI sI sI sI sI sI}", "first_param",
-                  (json_int_t)k->first_param, "params", (json_int_t)k->params,
-                  "bytes", (json_int_t)(k->elems * elem_size), "ready_ns",
-                  (json_int_t)k->ready_ns, "start_ns", (json_int_t)k->start_ns,
-                  "end_ns", (json_int_t)k->end_ns, "exposed_ns",
-                  (json_int_t)k->exposed_ns));
+    json_t *o = json_pack(
+        "{sI sI sI sI sI sI sI}", "first_param", (json_int_t)k->first_param,
+        "params", (json_int_t)k->params, "bytes",
+        (json_int_t)(k->elems * elem_size), "ready_ns", (json_int_t)k->ready_ns,
+        "start_ns", (json_int_t)k->start_ns, "end_ns", (json_int_t)k->end_ns,
+        "exposed_ns", (json_int_t)k->exposed_ns);
+    if (o && powersgd) /* its three all-reduces' elements */
+      json_object_set_new(o, "allreduce_elems",
+                          json_pack("[I I I]", (json_int_t)k->reduce_elems[0],
+                                    (json_int_t)k->reduce_elems[1],
+                                    (json_int_t)k->reduce_elems[2]));
+    json_array_append_new(buckets, o);
   }
   json_t *o =
       json_pack("{sI sI sI sI sI sI so}", "step_ns", (json_int_t)t->step_ns,
@@ -377,20 +411,25 @@ static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size) {
 static int print_json(const options_t *o, const rs_model_t *model,
                       const step_row_t *rows, int n, int threads) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const int psgd = o->config.hook == RS_HOOK_POWERSGD;
+  char hook[48]; /* powersgd with its rank, as --hook takes it */
+  snprintf(hook, sizeof hook, psgd ? "%s:rank=%d" : "%s",
+           rs_hook_name(o->config.hook), o->config.powersgd_rank);
   json_t *list = json_array();
   for (int i = 0; i < n; i++)
     json_array_append_new(
-        list, json_pack("{ss sI so so sI sb sb}", "algo",
-                        rs_algorithm_name(rows[i].algo), "cap_bytes",
-                        (json_int_t)rows[i].cap, "first",
-                        timeline_json(&rows[i].first, elem_size), "later",
-                        timeline_json(&rows[i].later, elem_size), "total_ns",
-                        (json_int_t)rows[i].total_ns, "best", rows[i].best,
-                        "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
+        list,
+        json_pack("{ss sI so so sI sb sb}", "algo",
+                  rs_algorithm_name(rows[i].algo), "cap_bytes",
+                  (json_int_t)rows[i].cap, "first",
+                  timeline_json(&rows[i].first, elem_size, psgd), "later",
+                  timeline_json(&rows[i].later, elem_size, psgd), "total_ns",
+                  (json_int_t)rows[i].total_ns, "best", rows[i].best,
+                  "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
   json_t *root =
       json_pack("{ss si si sb ss so}", "model", rs_model_name(model), "workers",
                 o->config.workers, "iterations", o->step.iterations, "threads",
-                threads, "hook", rs_hook_name(o->config.hook), "rows", list);
+                threads, "hook", hook, "rows", list);
   if (!root)
     return EXIT_RUN;
   json_dumpf(root, stdout, JSON_INDENT(2));
@@ -462,7 +501,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
                          .backward_ns = bwd,
                          .slow_worker = o->step.slow_worker,
                          .slow = o->step.slow,
-                         .hook = o->config.hook};
+                         .hook = o->config.hook,
+                         .powersgd_rank = o->config.powersgd_rank};
   sc.net.stop = cli_signal_flag();
   int count = 0;
   for (int a = 0; a < algos && !status; a++)
@@ -525,6 +565,13 @@ int cli_step(int argc, char **argv) {
     return EXIT_USAGE;
   }
   rc = cli_check_model_buckets(&o, model);
+  if (rc < 0 && o.config.hook == RS_HOOK_POWERSGD &&
+      rs_model_dtype(model) != RS_DTYPE_F32)
+    rc = cli_refuse(CLI_STEP,
+                    "--hook powersgd:rank=%d computes in float32, as the hook "
+                    "does on float32 grads; the model is %s",
+                    o.config.powersgd_rank,
+                    rs_dtype_name(rs_model_dtype(model)));
   if (rc < 0)
     rc = step_model(&o, model);
   rs_model_free(model);

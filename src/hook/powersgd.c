@@ -1,4 +1,4 @@
-/* hook/powersgd.c - one PowerSGD step (powersgd.h), above the runs: each
+/* hook/powersgd.c - PowerSGD steps (powersgd.h), above the runs: each
  * of a bucket's three all-reduces is a run of its own (rs_run_create), so
  * that it is the config's algorithm, checked and traced like any other.
  * The arithmetic around them is the hook's, in float32, worker by worker:
@@ -7,6 +7,17 @@
  * writes it, the divisions by W. Beside it the same step in double, from
  * the same Q, with its sums in worker order: what float32 and the
  * algorithm's order of additions cost.
+ *
+ * DESIGN: the state PowerSGDState carries from one step to the next lives
+ * here, in the order powerSGD_hook.py keeps it: the step count (iter,
+ * counted once a step; below start_powerSGD_iter the step is the hook's
+ * vanilla all-reduce, which touches no other state), the error-feedback
+ * residuals (error_dict: added to the step's inputs first, the inputs
+ * with it then minus the result kept for the next), and the warm-started
+ * Qs (q_memory_dict: the step's all-reduced Q divided by W, orthogonalised
+ * again at the next step instead of a fresh draw). ringsim keeps them per
+ * element in the model's layout rather than per bucket buffer: the same
+ * numbers, as the buckets do not change after DDP's rebuild.
  */
 #include "ringsim/powersgd.h"
 
@@ -17,6 +28,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "hook/powersgd_int.h"
 
 struct rs_powersgd {
   rs_config_t config;
@@ -34,6 +46,14 @@ struct rs_powersgd {
   float *inputs; /* W x elems: the grads; after the step, residuals */
   float *result; /* elems */
   rs_powersgd_report_t report;
+  /* the state carried between steps */
+  int iter;     /* steps done (PowerSGDState.iter) */
+  float *error; /* W x elems: error_dict (feedback), else NULL */
+  int have_error;
+  float *q_next;                 /* the step's Q / W (warm start), else NULL */
+  int have_q;                    /* q holds the step before's Q / W */
+  rs_powersgd_report_t *history; /* each step's report, as it ended */
+  int history_len, history_cap;
 };
 
 /* ---- the plan ----------------------------------------------------------- */
@@ -42,6 +62,36 @@ struct rs_powersgd {
 static void matrix_of(const rs_param_t *p, int64_t *n, int64_t *m) {
   *n = p->ndim > 0 ? p->shape[0] : 1;
   *m = *n > 0 ? (int64_t)p->elems / *n : 0;
+}
+
+/* A param's rank in the hook: min(n, m, R) if it is compressed, the
+ * hook's _should_compress with min_compression_rate 2; else 0. */
+static int tensor_rank(const rs_param_t *p, int R, int64_t *n, int64_t *m) {
+  matrix_of(p, n, m);
+  int64_t r = *n < *m ? *n : *m;
+  r = r < R ? r : R;
+  return (*n + *m) * r * 2 < *n * *m ? (int)r : 0;
+}
+
+int rs_powersgd_split(const rs_model_t *model, const rs_bucket_t *buckets,
+                      size_t count, int rank, size_t *elems) {
+  if (rank < 1)
+    return RS_EINVAL;
+  for (size_t b = 0; b < count; b++) {
+    size_t *e = elems + b * RS_PSGD_REDUCES;
+    e[0] = e[1] = e[2] = 0;
+    for (size_t j = 0; j < buckets[b].params; j++) {
+      const rs_param_t *p = rs_model_param(
+          model, rs_model_bucket_param(model, &buckets[b], b, j));
+      int64_t n, m;
+      const int r = tensor_rank(p, rank, &n, &m);
+      if (!r)
+        e[RS_PSGD_UNCOMPRESSED] += p->elems;
+      e[RS_PSGD_P] += (size_t)n * (size_t)r;
+      e[RS_PSGD_Q] += (size_t)m * (size_t)r;
+    }
+  }
+  return RS_OK;
 }
 
 /* Bucket b's tensors in the hook's order: the uncompressed ones where
@@ -159,11 +209,7 @@ int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
       rs_powersgd_tensor_t *x = &ps->tensor[t + j];
       x->param = rs_model_bucket_param(model, &ps->buckets[b], b, j);
       x->bucket = b;
-      matrix_of(rs_model_param(model, x->param), &x->n, &x->m);
-      int64_t r = x->n < x->m ? x->n : x->m;
-      r = r < R ? r : R;
-      /* _should_compress, min_compression_rate 2 */
-      x->rank = (x->n + x->m) * r * 2 < x->n * x->m ? (int)r : 0;
+      x->rank = tensor_rank(rs_model_param(model, x->param), R, &x->n, &x->m);
     }
     order_bucket(&ps->tensor[t], ps->buckets[b].params);
     for (size_t j = 0; j < ps->buckets[b].params; j++, t++) {
@@ -188,7 +234,14 @@ int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
   ps->result = calloc(ps->elems ? ps->elems : 1, sizeof *ps->result);
   ps->inputs = malloc((size_t)ps->workers * (ps->elems ? ps->elems : 1) *
                       sizeof *ps->inputs);
-  if (!ps->q || !ps->result || !ps->inputs) {
+  if (config->powersgd_feedback)
+    ps->error = malloc((size_t)ps->workers * (ps->elems ? ps->elems : 1) *
+                       sizeof *ps->error);
+  if (config->powersgd_warm)
+    ps->q_next = calloc(q ? q : 1, sizeof *ps->q_next);
+  if (!ps->q || !ps->result || !ps->inputs ||
+      (config->powersgd_feedback && !ps->error) ||
+      (config->powersgd_warm && !ps->q_next)) {
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
     goto fail;
   }
@@ -217,6 +270,9 @@ void rs_powersgd_free(rs_powersgd_t *ps) {
   free(ps->q);
   free(ps->inputs);
   free(ps->result);
+  free(ps->error);
+  free(ps->q_next);
+  free(ps->history);
   free(ps);
 }
 
@@ -225,6 +281,46 @@ const rs_model_t *rs_powersgd_q_model(const rs_powersgd_t *ps) {
 }
 
 float *rs_powersgd_q(rs_powersgd_t *ps) { return ps->q; }
+
+int rs_powersgd_steps_done(const rs_powersgd_t *ps) { return ps->iter; }
+
+const rs_powersgd_report_t *rs_powersgd_steps(const rs_powersgd_t *ps,
+                                              int *count) {
+  *count = ps->history_len;
+  return ps->history;
+}
+
+const rs_config_t *rs__powersgd_config(const rs_powersgd_t *ps) {
+  return &ps->config;
+}
+
+const rs_model_t *rs__powersgd_model(const rs_powersgd_t *ps) {
+  return ps->model;
+}
+
+/* The step's report kept in the history (RS_ENOMEM if it cannot be). */
+static int keep(rs_powersgd_t *ps, char *errmsg) {
+  if (ps->history_len == ps->history_cap) {
+    const int cap = ps->history_cap ? 2 * ps->history_cap : 8;
+    rs_powersgd_report_t *h =
+        realloc(ps->history, (size_t)cap * sizeof *ps->history);
+    if (!h)
+      return rs__err(errmsg, RS_ENOMEM, "out of memory");
+    ps->history = h;
+    ps->history_cap = cap;
+  }
+  ps->history[ps->history_len++] = ps->report;
+  return RS_OK;
+}
+
+int rs_powersgd_compresses(const rs_powersgd_t *ps) {
+  return ps->iter >= ps->config.powersgd_start;
+}
+
+int rs_powersgd_draws_q(const rs_powersgd_t *ps) {
+  return ps->q_model && rs_powersgd_compresses(ps) &&
+         !(ps->config.powersgd_warm && ps->have_q);
+}
 
 static uint64_t splitmix64(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -496,6 +592,15 @@ static int step_bucket(rs_powersgd_t *ps, size_t b, float *scratch,
   /* the uncompressed ones divided by W; the rest P Q^T, Q divided */
   for (size_t i = 0; i < nq; i++)
     q[i] /= W;
+  if (ps->q_next) /* q_memory_dict: what the next step starts from */
+    for (size_t t = ps->first[b], at = 0; t < ps->first[b + 1]; t++) {
+      const rs_powersgd_tensor_t *x = &ps->tensor[t];
+      if (!x->rank)
+        continue;
+      const size_t mr = (size_t)x->m * (size_t)x->rank;
+      memcpy(ps->q_next + ps->q_offset[t], q + at, mr * sizeof *q);
+      at += mr;
+    }
   const float *pp = p, *qq = q, *uu = u;
   for (size_t t = ps->first[b]; t < ps->first[b + 1]; t++) {
     const rs_powersgd_tensor_t *x = &ps->tensor[t];
@@ -566,11 +671,12 @@ static double step_in_double(const rs_powersgd_t *ps) {
   return worst;
 }
 
-/* The result against the exact mean, and the inputs made the residuals. */
-static void finish(rs_powersgd_t *ps) {
+/* The result against the exact mean of the step's inputs (in double). */
+static void against_mean(rs_powersgd_t *ps) {
   rs_powersgd_report_t *r = &ps->report;
   const int W = ps->workers;
   double diff2 = 0, mean2 = 0;
+  r->max_abs_err = 0;
   for (size_t i = 0; i < ps->elems; i++) {
     double s = 0;
     for (int w = 0; w < W; w++)
@@ -581,10 +687,15 @@ static void finish(rs_powersgd_t *ps) {
     mean2 += mean * mean;
   }
   r->rel_err = mean2 > 0 ? sqrt(diff2 / mean2) : sqrt(diff2);
-  r->f64_max_abs = step_in_double(ps);
+}
+
+/* The inputs made the residuals e_w = input_w - result, in float as the
+ * hook's input_tensor_cp - input_tensor (error feedback keeps them). */
+static void residuals(rs_powersgd_t *ps) {
+  rs_powersgd_report_t *r = &ps->report;
   r->residual_rel = 0;
   r->residual_worker = 0;
-  for (int w = 0; w < W; w++) {
+  for (int w = 0; w < ps->workers; w++) {
     float *g = ps->inputs + (size_t)w * ps->elems;
     double e2 = 0, g2 = 0;
     for (size_t i = 0; i < ps->elems; i++) {
@@ -598,31 +709,10 @@ static void finish(rs_powersgd_t *ps) {
   }
 }
 
-int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
-                        const char *config_json, rs_powersgd_watch_t watch,
-                        const rs_stop_flag_t *stop, char *errmsg) {
-  const rs_config_t *pc = rs_run_config(plain);
-  if (pc->workers != ps->workers || pc->hook != RS_HOOK_NONE ||
-      rs_model_elems(ps->model) != ps->elems)
-    return rs__err(errmsg, RS_EINVAL,
-                   "powersgd: the plain run must have the step's workers "
-                   "and model, without a hook");
-  for (int w = 0; w < ps->workers; w++)
-    memcpy(ps->inputs + (size_t)w * ps->elems, rs_run_buffer(plain, w),
-           ps->elems * sizeof *ps->inputs);
-  if (watch)
-    watch(plain);
-  int rc = rs_run_execute(plain);
-  if (watch)
-    watch(NULL);
-  if (rc != RS_OK && rc != RS_ECHECK)
-    return rs__err(errmsg, rc, "powersgd: the plain all-reduce: %s",
-                   rs_run_errmsg(plain));
-  rs_powersgd_report_t *r = &ps->report;
-  r->plain_bytes = 0;
-  for (int w = 0; w < ps->workers; w++)
-    r->plain_bytes += rs_run_worker_stats(plain, w)->bytes_sent;
-  r->plain_sim_ns = rs_run_result(plain)->sim_ns;
+/* The three all-reduces of every bucket, the result in ps->result. */
+static int compress(rs_powersgd_t *ps, rs_trace_t *trace,
+                    const char *config_json, rs_powersgd_watch_t watch,
+                    const rs_stop_flag_t *stop, char *errmsg) {
   size_t most = 1;
   for (size_t b = 0; b < ps->nbuckets; b++) {
     const size_t *e = ps->bucket[b].reduce_elems;
@@ -632,10 +722,7 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
   float *scratch = malloc(most * sizeof *scratch);
   if (!scratch)
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
-  for (size_t b = 0; b < ps->nbuckets; b++)
-    memset(ps->bucket[b].bytes, 0, sizeof ps->bucket[b].bytes);
-  int checked = 1;
-  rc = RS_OK;
+  int checked = 1, rc = RS_OK;
   for (size_t b = 0; b < ps->nbuckets && (rc == RS_OK || rc == RS_ECHECK);
        b++) {
     int brc =
@@ -646,15 +733,89 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
   free(scratch);
   if (rc != RS_OK && rc != RS_ECHECK)
     return rc;
+  return checked ? RS_OK : RS_ECHECK;
+}
+
+int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
+                        const char *config_json, rs_powersgd_watch_t watch,
+                        const rs_stop_flag_t *stop, char *errmsg) {
+  const rs_config_t *pc = rs_run_config(plain);
+  if (pc->workers != ps->workers || pc->hook != RS_HOOK_ALLREDUCE ||
+      rs_model_elems(ps->model) != ps->elems)
+    return rs__err(errmsg, RS_EINVAL,
+                   "powersgd: the plain run must have the step's workers "
+                   "and model, with the allreduce hook");
+  const int vanilla = !rs_powersgd_compresses(ps);
+  for (int w = 0; w < ps->workers; w++)
+    memcpy(ps->inputs + (size_t)w * ps->elems, rs_run_buffer(plain, w),
+           ps->elems * sizeof *ps->inputs);
+  rs_powersgd_report_t *r = &ps->report;
+  r->step = ps->iter + 1;
+  r->vanilla = vanilla;
+  r->q_warm = !vanilla && ps->q_model && !rs_powersgd_draws_q(ps);
+  r->error_added = !vanilla && ps->error && ps->have_error;
+  if (r->error_added) /* error_dict, added to the bucket first */
+    for (size_t i = 0; i < (size_t)ps->workers * ps->elems; i++)
+      ps->inputs[i] += ps->error[i];
+  if (watch)
+    watch(plain);
+  int rc = rs_run_execute(plain);
+  if (watch)
+    watch(NULL);
+  if (rc != RS_OK && rc != RS_ECHECK)
+    return rs__err(errmsg, rc, "powersgd: the plain all-reduce: %s",
+                   rs_run_errmsg(plain));
+  r->plain_bytes = 0;
+  for (int w = 0; w < ps->workers; w++)
+    r->plain_bytes += rs_run_worker_stats(plain, w)->bytes_sent;
+  r->plain_sim_ns = rs_run_result(plain)->sim_ns;
+  for (size_t b = 0; b < ps->nbuckets; b++) {
+    memset(ps->bucket[b].bytes, 0, sizeof ps->bucket[b].bytes);
+    memset(ps->bucket[b].sim_ns, 0, sizeof ps->bucket[b].sim_ns);
+    for (int k = 0; k < RS_PSGD_REDUCES; k++)
+      ps->bucket[b].trace_id[k] = -1;
+  }
+  if (vanilla) {
+    /* before start_powerSGD_iter the hook is allreduce_hook: the plain
+     * run is it, and no state changes but the step count */
+    memcpy(ps->result, rs_run_buffer(plain, 0), ps->elems * sizeof *ps->result);
+    r->bytes = r->plain_bytes;
+    r->sim_ns = r->plain_sim_ns;
+    r->checked = rc == RS_OK;
+    against_mean(ps);
+    r->f64_max_abs = r->max_abs_err;
+    r->residual_rel = 0;
+    r->residual_worker = 0;
+    ps->iter++;
+    if (rc == RS_ECHECK)
+      rs__err(errmsg, rc, "powersgd step %d, the vanilla all-reduce: %s",
+              r->step, rs_run_errmsg(plain));
+    return keep(ps, errmsg) ? RS_ENOMEM : rc;
+  }
+  rc = compress(ps, trace, config_json, watch, stop, errmsg);
+  if (rc != RS_OK && rc != RS_ECHECK)
+    return rc;
   r->bytes = r->sim_ns = 0;
   for (size_t b = 0; b < ps->nbuckets; b++)
     for (int k = 0; k < RS_PSGD_REDUCES; k++) {
       r->bytes += ps->bucket[b].bytes[k];
       r->sim_ns += ps->bucket[b].sim_ns[k];
     }
-  r->checked = checked;
-  finish(ps);
-  return checked ? RS_OK : RS_ECHECK;
+  r->checked = rc == RS_OK;
+  against_mean(ps);
+  r->f64_max_abs = step_in_double(ps); /* from this step's q, before it moves */
+  residuals(ps);
+  if (ps->error) {
+    memcpy(ps->error, ps->inputs,
+           (size_t)ps->workers * ps->elems * sizeof *ps->error);
+    ps->have_error = 1;
+  }
+  if (ps->q_next && ps->q_model) {
+    memcpy(ps->q, ps->q_next, rs_model_elems(ps->q_model) * sizeof *ps->q);
+    ps->have_q = 1;
+  }
+  ps->iter++;
+  return keep(ps, errmsg) ? RS_ENOMEM : rc;
 }
 
 const float *rs_powersgd_result(const rs_powersgd_t *ps) { return ps->result; }

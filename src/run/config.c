@@ -94,6 +94,22 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
                    "hook: powersgd's rank is %d; it needs a matrix "
                    "approximation rank of 1 or more (powersgd:rank=R)",
                    c->powersgd_rank);
+  if (c->hook == RS_HOOK_POWERSGD &&
+      (c->powersgd_start < 0 || (c->powersgd_feedback | c->powersgd_warm) >> 1))
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd's start is %d, feedback %d, warm %d: "
+                   "start is 0 or more, feedback and warm 0 or 1",
+                   c->powersgd_start, c->powersgd_feedback, c->powersgd_warm);
+  /* PowerSGDState: DDP rebuilds its buckets after the first backward, so
+   * state keyed by bucket index is kept from the third step on */
+  if (c->hook == RS_HOOK_POWERSGD &&
+      (c->powersgd_feedback || c->powersgd_warm) && c->powersgd_start < 2)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd's %s needs start=2 or more (start is %d): "
+                   "PyTorch's PowerSGDState refuses start_powerSGD_iter <= 1 "
+                   "with error feedback or warm start",
+                   c->powersgd_feedback ? "feedback=on" : "warm=on",
+                   c->powersgd_start);
   if (c->hook != RS_HOOK_NONE && c->op != RS_OP_AVG)
     return rs__err(errmsg, RS_EINVAL,
                    "hook: %s averages (it divides each bucket by W, then "

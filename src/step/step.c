@@ -12,6 +12,7 @@
 #include "algo/list.h"
 #include "base/util.h"
 #include "net/netmodel.h"
+#include "ringsim/powersgd.h"
 
 /* ---- compute ------------------------------------------------------------ */
 
@@ -199,6 +200,8 @@ static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
     o->first_param = buckets[b].first_param;
     o->params = buckets[b].params;
     o->elems = buckets[b].elems;
+    if (!o->reduce_elems[0] && !o->reduce_elems[1] && !o->reduce_elems[2])
+      o->reduce_elems[0] = o->elems; /* one all-reduce of the bucket */
     for (size_t r = 0; r < W; r++) {
       const size_t i = b * W + r;
       o->ready_ns = ready[i] > o->ready_ns ? ready[i] : o->ready_ns;
@@ -213,6 +216,53 @@ static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
     out->exposed_ns += o->exposed_ns;
     before = o->end_ns > before ? o->end_ns : before;
   }
+}
+
+/* The powersgd hook's all-reduces: each bucket's three (uncompressed, P,
+ * Q) as buckets of their own, ready when the bucket is, so that the
+ * simulation runs them back to back on the bucket's stream, as the hook
+ * issues each from the one before's callback; their counts into out's
+ * buckets' reduce_elems. *parts and *part_ready are allocated. */
+static int powersgd_parts(const rs_model_t *model, const rs_step_config_t *cfg,
+                          const rs_bucket_t *buckets, size_t count,
+                          const uint64_t *ready, rs_step_time_t *out,
+                          rs_bucket_t **parts, uint64_t **part_ready) {
+  const size_t W = (size_t)cfg->workers, K = RS_PSGD_REDUCES;
+  size_t *elems = malloc(count * K * sizeof *elems + 1);
+  *parts = calloc(count * K + 1, sizeof **parts);
+  *part_ready = malloc(count * K * W * sizeof **part_ready + 1);
+  if (!elems || !*parts || !*part_ready ||
+      rs_powersgd_split(model, buckets, count, cfg->powersgd_rank, elems)) {
+    free(elems);
+    free(*parts);
+    free(*part_ready);
+    *parts = NULL;
+    *part_ready = NULL;
+    return RS_ENOMEM;
+  }
+  for (size_t b = 0; b < count; b++)
+    for (size_t k = 0; k < K; k++) {
+      rs_bucket_t *p = &(*parts)[b * K + k];
+      *p = buckets[b];
+      p->elems = elems[b * K + k];
+      out->buckets[b].reduce_elems[k] = p->elems;
+      for (size_t r = 0; r < W; r++)
+        (*part_ready)[(b * K + k) * W + r] = ready[b * W + r];
+    }
+  free(elems);
+  return RS_OK;
+}
+
+/* The parts' spans folded into their buckets': from the first part's
+ * start to the last's end, worker by worker. */
+static void fold_parts(rs_step_time_t *out, size_t count, const uint64_t *start,
+                       const uint64_t *end) {
+  const size_t W = (size_t)out->workers, K = RS_PSGD_REDUCES;
+  for (size_t b = 0; b < count; b++)
+    for (size_t r = 0; r < W; r++) {
+      out->worker_start[b * W + r] = start[b * K * W + r];
+      out->worker_end[b * W + r] = end[(b * K + K - 1) * W + r];
+    }
 }
 
 int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
@@ -235,20 +285,42 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
                             out->worker_forward, out->worker_last_grad)
                : RS_ENOMEM;
   rs_sim_spans_t spans = {0};
+  const int psgd = cfg->hook == RS_HOOK_POWERSGD;
+  rs_bucket_t *parts = NULL;
+  uint64_t *part_ready = NULL;
   if (rc == RS_OK) {
     out->buckets = calloc(count, sizeof *out->buckets);
-    spans.worker_start = out->worker_start =
-        malloc(count * W * sizeof *out->worker_start);
-    spans.worker_end = out->worker_end =
-        malloc(count * W * sizeof *out->worker_end);
-    rc = out->buckets && out->worker_start && out->worker_end
-             ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers, buckets,
-                                       count, cfg->segment_bytes,
+    out->worker_start = malloc(count * W * sizeof *out->worker_start);
+    out->worker_end = malloc(count * W * sizeof *out->worker_end);
+    if (!out->buckets || !out->worker_start || !out->worker_end)
+      rc = RS_ENOMEM;
+  }
+  if (rc == RS_OK && psgd)
+    rc = powersgd_parts(model, cfg, buckets, count, ready, out, &parts,
+                        &part_ready);
+  if (rc == RS_OK) {
+    const size_t n = psgd ? count * RS_PSGD_REDUCES : count;
+    spans.worker_start = psgd ? malloc(n * W * sizeof *spans.worker_start + 1)
+                              : out->worker_start;
+    spans.worker_end =
+        psgd ? malloc(n * W * sizeof *spans.worker_end + 1) : out->worker_end;
+    rc = spans.worker_start && spans.worker_end
+             ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers,
+                                       psgd ? parts : buckets, n,
+                                       cfg->segment_bytes,
                                        rs_dtype_size(rs_hook_dtype(
                                            cfg->hook, rs_model_dtype(model))),
-                                       ready, &spans)
+                                       psgd ? part_ready : ready, &spans)
              : RS_ENOMEM;
+    if (rc == RS_OK && psgd)
+      fold_parts(out, count, spans.worker_start, spans.worker_end);
+    if (psgd) {
+      free(spans.worker_start);
+      free(spans.worker_end);
+    }
   }
+  free(parts);
+  free(part_ready);
   if (rc == RS_OK) {
     out->bucket_count = count;
     /* the slowest worker's compute: the one whose last gradient is last */

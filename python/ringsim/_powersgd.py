@@ -1,0 +1,174 @@
+"""ringsim.allreduce(..., hook="powersgd:rank=R[,...]"): one step of
+PyTorch 1.13's powerSGD_hook (docs/hooks.md) through libringsim's
+rs_powersgd_* calls, its report the command's --json text
+(rs_powersgd_json). A step is three all-reduces a bucket, each a run of
+its own: Ctrl-C interrupts the one running, and the stop flag the ones
+not started."""
+import ctypes
+import json
+import signal
+import threading
+
+from . import _lib
+
+_RS_OK, _RS_EINVAL, _RS_ENOMEM, _RS_EIO, _RS_EPARSE = 0, -1, -2, -3, -4
+_RS_ECHECK = -8
+
+# the Qs of a call: ringsim's own normal stream from this seed, as the
+# command's without --seed (not torch's)
+SEED = 0
+
+
+def _execute(lib, ps, plain, trace, conf):
+    """rs_powersgd_execute on a helper thread while the calling thread
+    waits, as ringsim._execute runs one run (its docstring says why): for
+    the step's length SIGINT only stops it, the stop flag for the runs not
+    started and rs_run_interrupt for the one running (known through the
+    watch callback, under a lock, so that it is never interrupted after
+    it is freed); the caller's handler runs once the step has ended.
+    Returns (status, message)."""
+    stop = ctypes.c_int(0)
+    lock = threading.Lock()
+    current = [None]
+
+    def watch(run):
+        with lock:
+            current[0] = run
+
+    c_watch = _lib.WATCH(watch)  # kept alive for the call's length
+    err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
+    box = []
+    done = threading.Event()
+
+    def target():
+        try:
+            box.append(lib.rs_powersgd_execute(ps, plain, trace, conf, c_watch,
+                                               ctypes.byref(stop), err))
+        finally:
+            done.set()
+
+    def interrupt(why):
+        stop.value = 1
+        with lock:
+            if current[0]:
+                lib.rs_run_interrupt(current[0], why)
+
+    frames = []
+
+    def on_sigint(signum, frame):
+        frames.append(frame)
+        interrupt(b"SIGINT")
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            signal.signal(signal.SIGINT, on_sigint)
+        else:
+            previous = None
+    interrupted = None
+    try:
+        thread = threading.Thread(target=target, name="ringsim-powersgd",
+                                  daemon=True)
+        thread.start()
+        while not done.is_set():
+            try:
+                done.wait(0.1)
+            except BaseException as e:  # another handler raised: stop first
+                interrupted = interrupted or e
+                interrupt(b"an exception in the waiting thread")
+        thread.join()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted is not None:
+        raise interrupted
+    if frames:
+        previous(signal.SIGINT, frames[0])  # KeyboardInterrupt, by default
+    return box[0], err.value.decode(errors="replace")
+
+
+def allreduce(lib, owned, workers, names, first, settings, model_ptr,
+              c_trace, trace_conf, new_output, run_error):
+    """One PowerSGD step of workers' float32 tensors: (result, report).
+    settings the call's options for rs_config_set (hook among them);
+    owned frees what is made here; new_output and run_error are the
+    package's."""
+    err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
+
+    def fail(exc, code=None):
+        message = err.value.decode(errors="replace")
+        return (MemoryError if code == _RS_ENOMEM else exc)(message)
+
+    configs = []
+    for hook in (None, b"allreduce"):  # the step's, and the plain run's
+        config = lib.rs_config_new()
+        if not config:
+            raise MemoryError("ringsim: out of memory")
+        owned.own(config, lib.rs_config_free)
+        for option, value in settings:
+            if lib.rs_config_set(config, option.encode(), value, err):
+                raise fail(ValueError)
+        if hook and (lib.rs_config_set(config, b"hook", hook, err) or
+                     lib.rs_config_set(config, b"traced", b"false", err)):
+            raise fail(ValueError)  # (the plain run is never traced)
+        configs.append(config)
+    handle = ctypes.c_void_p()
+    rc = lib.rs_powersgd_create(configs[0], model_ptr, ctypes.byref(handle),
+                                err)
+    if rc:
+        raise fail(ValueError, rc)
+    ps = owned.own(handle.value, lib.rs_powersgd_free)
+    handle = ctypes.c_void_p()
+    rc = lib.rs_run_create(configs[1], model_ptr, ctypes.byref(handle), err)
+    if rc:
+        raise fail(ValueError, rc)
+    plain = owned.own(handle.value, lib.rs_run_free)
+    trace = None
+    if c_trace is not None:
+        handle = ctypes.c_void_p()
+        rc = lib.rs_trace_open(c_trace, ctypes.byref(handle), err)
+        if rc:
+            raise fail(ValueError, rc)
+        trace = handle.value
+        owned.frees.insert(0, (trace, lib.rs_trace_close))  # closed last
+    initial_q = "none drawn"
+    if lib.rs_powersgd_draws_q(ps):
+        lib.rs_powersgd_random_q(ps, SEED)
+        initial_q = (f"ringsim's normal stream, seed {SEED} (not torch's; "
+                     "the command's q=FILE gives torch's)")
+    for w, row in enumerate(workers):  # float32 only: as the tensors hold it
+        base = lib.rs_run_buffer(plain, w)
+        offset = 0
+        for t in row:
+            if t.elems:
+                ctypes.memmove(base + offset * 4, t.ptr, t.elems * 4)
+            offset += t.elems
+    lib.rs_run_mark_filled(plain)
+    status, message = _execute(lib, ps, plain, trace, trace_conf)
+    text = lib.rs_powersgd_json(ps, 1, status, message.encode(),
+                                initial_q.encode())
+    if not text:
+        raise MemoryError("ringsim: out of memory")
+    try:
+        report = json.loads(ctypes.string_at(text).decode())
+    finally:
+        lib.rs_free(text)
+    if status in (_RS_EINVAL, _RS_EIO, _RS_EPARSE):
+        raise ValueError(message)
+    if status == _RS_ENOMEM:
+        raise MemoryError(message)
+    if status not in (_RS_OK, _RS_ECHECK):
+        raise run_error(message, report)
+    held = {}
+    base = lib.rs_powersgd_result(ps)
+    offset = 0
+    for name, t in zip(names, first):
+        out, ptr = new_output(t)
+        if t.elems:
+            ctypes.memmove(ptr, base + offset * 4, t.elems * 4)
+        offset += t.elems
+        held[name] = out
+    if status != _RS_OK:
+        raise run_error(message, report)
+    return held, report
