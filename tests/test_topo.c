@@ -186,10 +186,16 @@ static void test_rhd_step(void **state) {
       assert_int_equal(rs__topo_sharing(&l, r, r ^ 1, 1), 0);
       assert_int_equal(pace(&l, r, r ^ 1, 1), 100000000000ull);
     }
-    /* steps 0 and 6 are one pattern; 1 and 3 cross nothing, as one */
-    assert_int_equal(l.pattern[0], l.pattern[6]);
-    assert_int_equal(l.pattern[1], l.pattern[3]);
-    assert_int_equal(l.patterns, 5);
+    if (nics == t.gpus) {
+      /* a NIC for every GPU: nothing to count, every share 1 */
+      assert_int_equal(l.steps, 0);
+      assert_int_equal(l.patterns, 0);
+    } else {
+      /* steps 0 and 6 are one pattern; 1 and 3 cross nothing, as one */
+      assert_int_equal(l.pattern[0], l.pattern[6]);
+      assert_int_equal(l.pattern[1], l.pattern[3]);
+      assert_int_equal(l.patterns, 5);
+    }
     rs__topo_unload(&l);
   }
 }

@@ -41,10 +41,20 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
-  s->workers_all = workers;
-  if (!plain && (!(s->saved = malloc((size_t)workers * sizeof *s->saved)) ||
-                 !(s->touch = calloc((size_t)workers, sizeof *s->touch))))
-    return RS_ENOMEM;
+  if (!plain) {
+    rs_simtrack_t *t = s->track = calloc(1, sizeof *t);
+    if (!t)
+      return RS_ENOMEM;
+    const size_t W = (size_t)workers;
+    t->workers = workers;
+    t->saved = malloc(W * sizeof *t->saved);
+    t->seen = malloc(W * sizeof *t->seen);
+    t->seen_at = calloc(W, sizeof *t->seen_at);
+    t->sent_at = calloc(W, sizeof *t->sent_at);
+    t->got_at = calloc(W, sizeof *t->got_at);
+    if (!t->saved || !t->seen || !t->seen_at || !t->sent_at || !t->got_at)
+      return RS_ENOMEM;
+  }
   const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
   s->algo_mem = scratch ? calloc(1, scratch) : NULL;
   if (!s->clocks || !s->arrive || !s->wire || (scratch && !s->algo_mem))
@@ -78,67 +88,131 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->arrive);
   free(s->wire);
   free(s->algo_mem);
-  free(s->saved);
-  free(s->touch);
+  if (s->track) {
+    free(s->track->saved);
+    free(s->track->seen);
+    free(s->track->seen_at);
+    free(s->track->sent_at);
+    free(s->track->got_at);
+    free(s->track);
+  }
 }
 
-static void save_to(const rs_simrun_t *s, rs_simstate_t *to) {
-  for (int r = 0; r < s->workers_all; r++)
-    to[r] = (rs_simstate_t){s->clocks[r].clock, s->clocks[r].link_free,
-                            s->clocks[r].in_free};
+static rs_simstate_t state_of(const rs_simclock_t *c) {
+  return (rs_simstate_t){c->clock, c->link_free, c->in_free};
 }
 
 int rs__simrun_save(rs_simrun_t *s) {
-  if (!s->saved)
+  rs_simtrack_t *t = s->track;
+  if (!t)
     return RS_OK;           /* (a plain simulation: nothing repeats) */
-  if (++s->touch_id == 0) { /* (wrapped: no stale stamp may match) */
-    memset(s->touch, 0, (size_t)s->workers_all * sizeof *s->touch);
-    s->touch_id = 1;
+  if (++t->touch_id == 0) { /* (wrapped: no stale stamp may match) */
+    const size_t W = (size_t)t->workers;
+    memset(t->seen_at, 0, W * sizeof *t->seen_at);
+    memset(t->sent_at, 0, W * sizeof *t->sent_at);
+    memset(t->got_at, 0, W * sizeof *t->got_at);
+    t->touch_id = 1;
   }
-  save_to(s, s->saved);
+  t->seen_n = 0; /* (each worker's state is saved as it is first touched) */
   return RS_OK;
 }
 
-/* Has the whole state (clock, link and port) of every worker that took
- * part since `before` (all, with touch NULL) moved on by one and the same
- * time, and every other's stayed? That time, or 0 if not (or if nothing
- * moved). */
-static uint64_t uniform_shift(const rs_simrun_t *s, const rs_simstate_t *before,
-                              const uint32_t *touch) {
+void rs__simrun_seen(rs_simrun_t *s, int r) {
+  rs_simtrack_t *t = s->track;
+  t->seen_at[r] = t->touch_id;
+  t->saved[r] = state_of(&s->clocks[r]);
+  t->seen[t->seen_n++] = r;
+}
+
+/* The fields that carry r's part since the save on: a worker that sent
+ * and received, all three; one that only received, its clock and port
+ * (its link is not read); one that only sent, its link, when its clock
+ * (not moved: it received nothing) is behind its link, so that every send
+ * departs when the link is free (its port is not read). None if it
+ * neither sent nor received (a straggler's step alone); -1 if it only
+ * sent but its clock could still hold a send up. */
+enum { MOVE_CLOCK = 1, MOVE_LINK = 2, MOVE_PORT = 4 };
+static int moves(const rs_simtrack_t *t, int r) {
+  const int sent = t->sent_at[r] == t->touch_id,
+            got = t->got_at[r] == t->touch_id;
+  if (sent && got)
+    return MOVE_CLOCK | MOVE_LINK | MOVE_PORT;
+  if (got)
+    return MOVE_CLOCK | MOVE_PORT;
+  if (sent)
+    return t->saved[r].clock <= t->saved[r].link_free ? MOVE_LINK : -1;
+  return 0;
+}
+
+/* Has r's state moved on from b by delta in the fields m, and stayed in
+ * the others? */
+static int moved_by(const rs_simclock_t *c, const rs_simstate_t *b, int m,
+                    uint64_t delta) {
+  const uint64_t dc = m & MOVE_CLOCK ? delta : 0,
+                 dl = m & MOVE_LINK ? delta : 0, dp = m & MOVE_PORT ? delta : 0;
+  return c->clock >= b->clock && c->clock - b->clock == dc &&
+         c->link_free >= b->link_free && c->link_free - b->link_free == dl &&
+         c->in_free >= b->in_free && c->in_free - b->in_free == dp;
+}
+
+/* Can every state (clock, link, port) move on by `by` without passing
+ * UINT64_MAX? */
+static int room_for(const rs_simclock_t *c, uint64_t by) {
+  return c->clock <= UINT64_MAX - by && c->link_free <= UINT64_MAX - by &&
+         c->in_free <= UINT64_MAX - by;
+}
+
+uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
+  const rs_simtrack_t *t = s->track;
+  if (!t || s->over || !times)
+    return 0;
+  /* the workers touched since the save (the others have not moved) */
   uint64_t delta = 0;
-  for (int r = 0; r < s->workers_all; r++) {
+  for (int i = 0; i < t->seen_n; i++) {
+    const int r = t->seen[i], m = moves(t, r);
     const rs_simclock_t *c = &s->clocks[r];
-    const rs_simstate_t *b = &before[r];
-    const int took_part = !touch || touch[r] == s->touch_id;
-    if (took_part && !delta)
-      delta = c->clock - b->clock;
-    const uint64_t d = took_part ? delta : 0;
-    if (c->clock < b->clock || c->clock - b->clock != d ||
-        c->link_free < b->link_free || c->link_free - b->link_free != d ||
-        c->in_free < b->in_free || c->in_free - b->in_free != d)
+    if (m < 0)
       return 0;
+    if (m && !delta)
+      delta = m & MOVE_LINK ? c->link_free - t->saved[r].link_free
+                            : c->clock - t->saved[r].clock;
+    if (!moved_by(c, &t->saved[r], m, delta))
+      return 0;
+  }
+  const uint64_t by = delta * times;
+  if (!delta || by / times != delta)
+    return 0;
+  for (int i = 0; i < t->seen_n; i++)
+    if (!room_for(&s->clocks[t->seen[i]], by))
+      return 0;
+  for (int i = 0; i < t->seen_n; i++) {
+    const int r = t->seen[i], m = moves(t, r);
+    rs_simclock_t *c = &s->clocks[r];
+    c->clock += m & MOVE_CLOCK ? by : 0;
+    c->link_free += m & MOVE_LINK ? by : 0;
+    c->in_free += m & MOVE_PORT ? by : 0;
+    if (c->clock > s->bound)
+      s->over = 1;
   }
   return delta;
 }
 
-/* rs__simrun_repeat against the state `before` (touch as above). */
-static uint64_t repeat_from(rs_simrun_t *s, const rs_simstate_t *before,
-                            const uint32_t *touch, uint64_t times) {
-  const uint64_t delta =
-      before && !s->over ? uniform_shift(s, before, touch) : 0;
+/* A bucket's repeat (simulate): has every worker's whole state moved on
+ * from before by one delta? Then move it on by times more of it; the
+ * delta, or 0 (nothing moved). */
+static uint64_t repeat_bucket(rs_simrun_t *s, const rs_simstate_t *before,
+                              uint64_t times) {
+  const uint64_t delta = s->clocks[0].clock - before[0].clock;
   const uint64_t by = delta * times;
-  if (!delta || !times || by / times != delta)
+  if (s->over || !delta || !times || by / times != delta)
     return 0;
-  for (int r = 0; r < s->workers_all; r++) {
-    const rs_simclock_t *c = &s->clocks[r];
-    if (c->clock > UINT64_MAX - by || c->link_free > UINT64_MAX - by ||
-        c->in_free > UINT64_MAX - by)
+  for (int r = 0; r < s->shape.workers; r++)
+    if (!moved_by(&s->clocks[r], &before[r], MOVE_CLOCK | MOVE_LINK | MOVE_PORT,
+                  delta) ||
+        !room_for(&s->clocks[r], by))
       return 0;
-  }
-  for (int r = 0; r < s->workers_all; r++) {
+  for (int r = 0; r < s->shape.workers; r++) {
     rs_simclock_t *c = &s->clocks[r];
-    if (touch && touch[r] != s->touch_id)
-      continue;
     c->clock += by;
     c->link_free += by;
     c->in_free += by;
@@ -146,10 +220,6 @@ static uint64_t repeat_from(rs_simrun_t *s, const rs_simstate_t *before,
       s->over = 1;
   }
   return delta;
-}
-
-uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
-  return repeat_from(s, s->saved, s->touch, times);
 }
 
 /* The longest period, in rounds, a run's clocks are looked for in before
@@ -163,7 +233,7 @@ void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
     p->from = SIZE_MAX;
     p->done = 0;
   }
-  if (p->done || p->from != SIZE_MAX || k >= last || !s->saved ||
+  if (p->done || p->from != SIZE_MAX || k >= last || !s->track ||
       rs__simrun_stopped(s))
     return;
   if (rs__simrun_save(s)) {
@@ -225,8 +295,8 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
     while (before && same + 1 < bucket_count &&
            buckets[same + 1].elems == buckets[b].elems)
       same++;
-    if (same > b)
-      save_to(&s, before);
+    for (size_t r = 0; same > b && r < W; r++)
+      before[r] = state_of(&s.clocks[r]);
     for (size_t r = 0; r < W; r++) {
       if (ready)
         rs__sim_start_at(&s.clocks[r], ready[b * W + r]);
@@ -241,8 +311,7 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
       break;
     for (size_t r = 0; spans->worker_end && r < W; r++)
       spans->worker_end[b * W + r] = s.clocks[r].clock;
-    const uint64_t delta =
-        same > b ? repeat_from(&s, before, NULL, same - b) : 0;
+    const uint64_t delta = same > b ? repeat_bucket(&s, before, same - b) : 0;
     if (delta) {
       for (size_t k = b + 1; k <= same; k++)
         for (size_t r = 0; r < W; r++) {
@@ -320,6 +389,10 @@ void rs__simrun_step(rs_simrun_t *s) {
     s->nomem = s->over = 1;
     return;
   }
-  for (int r = 0; r < s->shape.workers; r++)
-    rs__sim_step(&s->clocks[rs__group_worker(&s->group, r)]);
+  for (int r = 0; s->net->straggler_count && r < s->shape.workers; r++) {
+    const int w = rs__group_worker(&s->group, r);
+    if (s->clocks[w].straggler_ns)
+      rs__simrun_touch(s, w); /* (its state before the straggler's step) */
+    rs__sim_step(&s->clocks[w]);
+  }
 }

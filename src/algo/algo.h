@@ -34,6 +34,17 @@ typedef struct rs_simstate {
   uint64_t clock, link_free, in_free;
 } rs_simstate_t;
 
+/* What the steady repeats (below) keep, over all the workers whoever the
+ * group: since the last rs__simrun_save (touch_id), the workers touched,
+ * each one's state as it was before (saved), and whether it sent and
+ * received (the save's touch_id in sent_at, got_at). */
+typedef struct rs_simtrack {
+  int workers;
+  rs_simstate_t *saved;
+  int *seen, seen_n;
+  uint32_t *seen_at, *sent_at, *got_at, touch_id;
+} rs_simtrack_t;
+
 /* A schedule played on simulated clocks alone (an algorithm's simulate):
  * the same clock calls a threaded run's transfer primitive makes, in lock
  * step. Within a round every sender sends (at most one message each) and
@@ -60,13 +71,9 @@ typedef struct rs_simrun {
    * without predictions). over: one has passed it. */
   uint64_t bound;
   int over;
-  /* For the steady repeats (below), over all the workers, whoever the
-   * group: rs__simrun_save's state, and per worker the save it last sent
-   * or received a message after (touch_id then), which tells who took part
-   * in the part played since. NULL in a plain simulation. */
-  int workers_all;
-  rs_simstate_t *saved;
-  uint32_t *touch, touch_id;
+  /* The steady repeats' bookkeeping (below), shared by the runner's
+   * copies (hier's groups); NULL in a plain simulation. */
+  struct rs_simtrack *track;
 } rs_simrun_t;
 /* Every entry that answers for the workers takes their shape first
  * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
@@ -122,6 +129,11 @@ typedef struct rs_algo {
    * as the run cuts it) played on simulated clocks alone, through the
    * shared runner below (rs__algo_simulate calls it bucket by bucket). */
   void (*sim_bucket)(rs_simrun_t *s, size_t elems, size_t segs);
+  /* About how many clock calls sim_bucket makes for a bucket (segs as
+   * for sim_bucket), before any steady repeat: --algo auto's argmin
+   * simulates the cheapest first, so that it bounds the others. NULL: the
+   * steps x W (one message a worker a step). */
+  double (*sim_work)(rs_shape_t shape, size_t elems, size_t segs);
   /* Bytes of scratch the runner hands sim_bucket (s->algo_mem, zeroed
    * once), for W workers; NULL or 0: none. */
   size_t (*sim_scratch)(rs_shape_t shape);
@@ -215,8 +227,11 @@ static inline int rs__simrun_stopped(const rs_simrun_t *s) {
 /* DESIGN: steady repeats. Every clock call is max and +, so a part of a
  * schedule (some rounds, a step, a bucket) maps a state moved on
  * uniformly by t to its own result moved on by t. If one part moves the
- * whole state (clock, link, port) of every worker that took part in it on
- * by the same delta, leaving the others as they were, and the next parts
+ * state of every worker that took part in it on by the same delta (its
+ * clock, link and port; only the clock and port of one that only
+ * received, whose link is not read; only the link of one that only sent,
+ * if its clock, not moved, is behind the link and so never holds a send
+ * up), leaving the rest as they were, and the next parts
  * are the same part again (the same messages between the same workers, of
  * the same sizes, under the same NIC load, each round's receives reading
  * that round's sends), each of them would move it on by delta too: they
@@ -243,9 +258,16 @@ typedef struct rs_simrepeat {
 void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
                          size_t last);
 size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k);
+/* Worker r (of all) is about to change: its state as the save left it
+ * is kept, the first time since the save (rs__simrun_seen). */
+void rs__simrun_seen(rs_simrun_t *s, int r);
+static inline void rs__simrun_touch(rs_simrun_t *s, int r) {
+  if (s->track && s->track->seen_at[r] != s->track->touch_id)
+    rs__simrun_seen(s, r);
+}
 /* May a sim_bucket look for steady repeats? Not in a plain simulation. */
 static inline int rs__simrun_may_repeat(const rs_simrun_t *s) {
-  return s->saved != NULL;
+  return s->track != NULL;
 }
 /* The steps a repeat skipped (steps more, after the step under way):
  * their number and their NIC load, which the caller vouches is the step
@@ -263,10 +285,11 @@ static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
   uint64_t depart;
   box = rs__group_worker(g, box);
   from = rs__group_worker(g, from);
+  rs__simrun_touch(s, from);
   rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
                elems * s->elem_size, &depart, &s->arrive[box], &s->wire[box]);
-  if (s->touch)
-    s->touch[from] = s->touch_id;
+  if (s->track)
+    s->track->sent_at[from] = s->track->touch_id;
 }
 
 static inline void rs__simrun_send(rs_simrun_t *s, int from, int to,
@@ -286,9 +309,10 @@ static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
                                    size_t reduced_elems) {
   box = rs__group_worker(&s->group, box);
   to = rs__group_worker(&s->group, to);
+  rs__simrun_touch(s, to);
   rs_simclock_t *c = &s->clocks[to];
-  if (s->touch)
-    s->touch[to] = s->touch_id;
+  if (s->track)
+    s->track->got_at[to] = s->track->touch_id;
   rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
   if (c->clock > s->bound)
     s->over = 1;

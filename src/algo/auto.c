@@ -17,26 +17,31 @@
 #include "algo/list.h"
 
 /* The argmin alone (no predictions wanted): the eligible algorithms
- * taken fewest steps first, so a fast one bounds the rest early, each
- * simulated only while it could still win (rs__predict_bounded). A tie
- * goes to the lower index, as in rs_auto_choose's own loop. */
+ * taken cheapest to simulate first (rs_algo_t's sim_work), so an early
+ * one bounds the rest, each simulated only while it can still win
+ * (rs__predict_bounded). A tie goes to the lower index, as in
+ * rs_auto_choose's own loop. */
 static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs, size_t segment_bytes,
                              size_t elem_size, unsigned eligible) {
   const rs_shape_t shape = rs__shape_of(m, workers);
-  int order[RS_ALGO_COUNT], steps[RS_ALGO_COUNT], n = 0;
+  int order[RS_ALGO_COUNT], n = 0;
+  double work[RS_ALGO_COUNT];
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     if (!(eligible & (1u << a)) || a == RS_ALGO_GLOO_RING)
       continue;
-    const int k =
-        rs__algo_get((rs_algorithm_t)a)->steps(shape, RS_COLL_ALLREDUCE);
+    const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    const double w =
+        algo->sim_work
+            ? algo->sim_work(shape, elems, segs)
+            : (double)algo->steps(shape, RS_COLL_ALLREDUCE) * shape.workers;
     int i = n++;
-    for (; i > 0 && steps[i - 1] > k; i--) { /* (stable: ties by index) */
+    for (; i > 0 && work[i - 1] > w; i--) { /* (stable: ties by index) */
       order[i] = order[i - 1];
-      steps[i] = steps[i - 1];
+      work[i] = work[i - 1];
     }
     order[i] = a;
-    steps[i] = k;
+    work[i] = w;
   }
   rs_algorithm_t best = RS_ALGO_RING;
   uint64_t best_ns = UINT64_MAX;

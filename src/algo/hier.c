@@ -136,8 +136,15 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
                           int step) {
   const rs_shape_t shape = s->shape;
   const size_t segs = block_segs(shape, n, s->cap);
+  /* the blocks are one element apart: rounds k..last cut both alike
+   * (algo.h's steady repeats) */
+  const size_t small = n / (size_t)shape.gpus, large = small + 1;
+  rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   rs__simrun_step(s);
   for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+    const size_t a = rs__same_len_last(small, segs, k),
+                 b = rs__same_len_last(large, segs, k);
+    rs__simrepeat_begin(s, &rep, k, a < b ? a : b);
     for (int r = 0; r < shape.workers; r++) {
       size_t len = rs__chunk_elems(n, shape.gpus,
                                    rs__hier_send_block(shape, r, phase, step));
@@ -151,6 +158,7 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
       rs__simrun_recv(s, r, rs__hier_prev(shape, r),
                       phase == RS_PHASE_REDUCE_SCATTER ? len : 0);
     }
+    k = rs__simrepeat_end(s, &rep, k);
   }
 }
 

@@ -157,19 +157,25 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   (void)chunk_segs;
   for (int j = 0; j < W - 1; j++) {
     const int sender = rs__linear_sender(W, j);
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT; /* (algo.h's steady repeats) */
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       size_t len = rs__chunk_elems(n, (int)segs, (int)k);
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       rs__simrun_send(s, sender, root, len);
       rs__simrun_recv(s, root, sender, j == 0 ? 0 : len); /* W-1 copied */
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
   for (int j = 0; j < W - 1; j++) {
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       rs__simrun_send(s, root, rs__linear_receiver(j),
                       rs__chunk_elems(n, (int)segs, (int)k));
       rs__simrun_recv(s, rs__linear_receiver(j), root, 0);
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
 }

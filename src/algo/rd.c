@@ -142,33 +142,44 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   const int W = s->shape.workers, P = rs__pof2(W), E = W - P;
   const size_t segs = rs__segs(n, s->cap);
   (void)chunk_segs;
+  /* (each step's segments of one length are a run of the same round:
+   * algo.h's steady repeats) */
   if (E) { /* fold-in */
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_send(s, r, r + 1, seg_len(n, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r - 1, seg_len(n, segs, k));
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
   for (int d = 1; d < P; d *= 2) { /* the exchanges */
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       for (int v = 0; v < P; v++)
         rs__simrun_send(s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
                         seg_len(n, segs, k));
       for (int v = 0; v < P; v++)
         rs__simrun_recv(s, rs__rd_rank(W, v), rs__rd_rank(W, v ^ d),
                         seg_len(n, segs, k));
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
   if (E) { /* fold-out */
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_send(s, r, r - 1, seg_len(n, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r + 1, 0);
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
 }

@@ -202,15 +202,39 @@ typedef struct sim_part {
   size_t send, recv, segs;
 } sim_part_t;
 
+/* The last round of sim_round's run of rounds like round j: in each,
+ * every virtual rank that takes part sends and receives segments of the
+ * same lengths, and the same ranks take part (algo.h's steady repeats). */
+static size_t same_rounds(const sim_part_t *part, int P, size_t j,
+                          int reduced) {
+  size_t last = SIZE_MAX;
+  for (int v = 0; v < P; v++) {
+    const size_t segs = part[v].segs;
+    if (j >= segs)
+      continue; /* (done: it stays done) */
+    size_t end = rs__same_len_last(part[v].send, segs, j);
+    if (reduced) {
+      const size_t recv_end = rs__same_len_last(part[v].recv, segs, j);
+      end = recv_end < end ? recv_end : end;
+    }
+    last = end < last ? end : last;
+  }
+  return last == SIZE_MAX ? j : last;
+}
+
 /* One halving (reduced) or doubling (copied) on simulated clocks: every
  * virtual rank v exchanges with v ^ mask, segment by segment, in lock
  * step. */
 static void sim_round(rs_simrun_t *s, int W, int P, int mask,
                       const sim_part_t *part, int reduced) {
-  size_t most = 0;
+  size_t most = 0, last = 0;
   for (int v = 0; v < P; v++)
     most = part[v].segs > most ? part[v].segs : most;
+  rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
+    if (j == 0 || j > last) /* the run of rounds like round j */
+      last = same_rounds(part, P, j, reduced);
+    rs__simrepeat_begin(s, &rep, j, last);
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
         rs__simrun_send(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
@@ -219,6 +243,7 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
       if (j < part[v].segs)
         rs__simrun_recv(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
                         reduced ? seg_len(part[v].recv, part[v].segs, j) : 0);
+    j = rs__simrepeat_end(s, &rep, j);
   }
 }
 
@@ -244,21 +269,28 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   if (E) { /* fold-in: halves swapped, then the odd one's sum */
     const size_t left = n / 2, right = n - left;
     const size_t segs = rs__segs(right, s->cap);
+    rs_simrepeat_t swap = RS_SIMREPEAT_INIT, sum = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      const size_t a = rs__same_len_last(left, segs, k),
+                   b = rs__same_len_last(right, segs, k);
+      rs__simrepeat_begin(s, &swap, k, a < b ? a : b);
       for (int r = 0; r < 2 * E; r++)
         rs__simrun_send(s, r, r % 2 ? r - 1 : r + 1,
                         seg_len(r % 2 ? left : right, segs, k));
       for (int r = 0; r < 2 * E; r++)
         rs__simrun_recv(s, r, r % 2 ? r - 1 : r + 1,
                         seg_len(r % 2 ? right : left, segs, k));
+      k = rs__simrepeat_end(s, &swap, k);
     }
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &sum, k, rs__same_len_last(right, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_send(s, r, r - 1, seg_len(right, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r + 1, 0);
+      k = rs__simrepeat_end(s, &sum, k);
     }
   }
   for (int v = 0; v < P; v++)
@@ -287,12 +319,15 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   }
   if (E) { /* fold-out */
     const size_t segs = rs__segs(n, s->cap);
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
+      rs__simrepeat_begin(s, &rep, k, rs__same_len_last(n, segs, k));
       for (int r = 0; r < 2 * E; r += 2)
         rs__simrun_send(s, r, r + 1, seg_len(n, segs, k));
       for (int r = 1; r < 2 * E; r += 2)
         rs__simrun_recv(s, r, r - 1, 0);
+      k = rs__simrepeat_end(s, &rep, k);
     }
   }
 }

@@ -150,49 +150,103 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
  * each of the 2(W-1) steps each moves in. */
 #define SIM_TABLE_MAX ((size_t)1 << 20)
 
-/* Does each step of a phase cost what the step before it did? The
- * chunks move on and the ring's sends do not depend on the step, so it
- * does when, for every segment index, the sizes the chunks give it (one
- * element apart at most) take every worker's link the same time on the
- * wire and to fold: then every step is the one before it again, on the
- * clocks. Asked in the bucket's first step, its NIC load placed. */
-static int steady_steps(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
-                        const size_t *table, const rs_simrun_t *s) {
-  const int W = cut->workers;
-  for (size_t seg = 0; seg < cut->per_chunk; seg++) {
-    size_t lo = SIZE_MAX, hi = 0;
-    for (int c = 0; c < W; c++) {
-      const size_t n = sim_len(way, cut, table, c, seg);
-      lo = n < lo ? n : lo;
-      hi = n > hi ? n : hi;
-    }
-    if (lo == hi)
-      continue;
-    if (way->skip_empty && lo == 0)
+/* DESIGN: the ring's steps repeat, moved round the ring. Worker r sends
+ * chunk r - s (or gloo's equivalent) in step s, so worker r + T in step
+ * s + T sends the same chunk, of the same size, over a link like r's when
+ * T is the GPUs of a node (every node is alike; without nodes T = 1), and
+ * no link, straggler or NIC load tells them apart. The schedule is then
+ * the same under (step, worker) -> (step + T, worker + T): if the state
+ * before step b + kT is the state before step b moved round the ring by
+ * kT workers and on by delta (clock, link and port alike), so is every
+ * kT steps after it (algo.h's steady repeats, with a turn). Those periods
+ * are skipped: a ring of W workers costs a few periods of steps, not
+ * 2(W-1), whatever its chunk sizes. Asked of the workers themselves, not
+ * of a group's (hier's inner ring plays every step). */
+
+/* The ring's period in workers, or 0 when the workers are not alike under
+ * it. */
+static int ring_period(const rs_simrun_t *s) {
+  const int W = s->shape.workers;
+  const int T = s->shape.gpus < W ? s->shape.gpus : 1;
+  if (!rs__simrun_may_repeat(s) || s->group.stride || W < 3 * T)
+    return 0;
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *a = &s->clocks[r], *b = &s->clocks[(r + T) % W];
+    if (a->out.latency_ns != b->out.latency_ns ||
+        a->out.bandwidth != b->out.bandwidth ||
+        a->straggler_ns != b->straggler_ns)
       return 0;
-    for (int r = 0; r < W; r++)
-      if (!rs__sim_same_cost(&s->clocks[rs__group_worker(&s->group, r)],
-                             rs__group_worker(&s->group, way->next(W, r)),
-                             s->step, lo * s->elem_size, hi * s->elem_size))
-        return 0;
+  }
+  return T;
+}
+
+/* Is the state now the saved one turned by k workers and moved on by one
+ * delta? That delta, or 0. */
+static uint64_t turned(const rs_simrun_t *s, const rs_simstate_t *saved,
+                       int k) {
+  const int W = s->shape.workers;
+  const uint64_t delta = s->clocks[k % W].clock - saved[0].clock;
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *c = &s->clocks[(r + k) % W];
+    const rs_simstate_t *b = &saved[r];
+    if (c->clock < b->clock || c->clock - b->clock != delta ||
+        c->link_free < b->link_free || c->link_free - b->link_free != delta ||
+        c->in_free < b->in_free || c->in_free - b->in_free != delta)
+      return 0;
+  }
+  return delta;
+}
+
+/* Play m more periods of k steps at once: the state turned by m k workers
+ * and moved on by m delta (scratch: W states). 0 if a clock would pass
+ * UINT64_MAX (nothing moved then). */
+static int turn_on(rs_simrun_t *s, rs_simstate_t *scratch, int k, int m,
+                   uint64_t delta) {
+  const int W = s->shape.workers;
+  const uint64_t by = delta * (uint64_t)m;
+  if (by / (uint64_t)m != delta)
+    return 0;
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *c = &s->clocks[r];
+    if (c->clock > UINT64_MAX - by || c->link_free > UINT64_MAX - by ||
+        c->in_free > UINT64_MAX - by)
+      return 0;
+    scratch[r] = (rs_simstate_t){c->clock, c->link_free, c->in_free};
+  }
+  const int turn = (int)(((long long)m * k) % W);
+  for (int r = 0; r < W; r++) {
+    rs_simclock_t *c = &s->clocks[(r + turn) % W];
+    c->clock = scratch[r].clock + by;
+    c->link_free = scratch[r].link_free + by;
+    c->in_free = scratch[r].in_free + by;
+    if (c->clock > s->bound)
+      s->over = 1;
   }
   return 1;
 }
 
+/* The longest period, in steps, looked for before the state is saved
+ * again. */
+#define RING_PERIOD_MAX 64
+
 /* One bucket of the ring on simulated clocks alone, no data (algo.h): in
  * lock step, within a segment every worker sends, then every worker
- * receives, which is each worker's own program order. When every step
- * costs what the one before did (steady_steps), once a step moves every
- * clock on uniformly the rest of its phase repeats it (algo.h's steady
- * repeats): a ring of W workers costs a few steps, not 2(W-1). */
+ * receives, which is each worker's own program order. Periods of steps
+ * that repeat the one before, turned, are skipped (the DESIGN above). */
 void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
                   size_t segs) {
-  const int W = s->shape.workers;
+  const int W = s->shape.workers, T = ring_period(s);
   const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
   size_t *table = NULL;
+  rs_simstate_t *saved = NULL;
+  if (T && !(saved = malloc(2 * (size_t)W * sizeof *saved))) {
+    s->nomem = 1;
+    return;
+  }
   if (cut.per_chunk <= SIM_TABLE_MAX / (size_t)W) {
     table = malloc(cut.per_chunk * (size_t)W * sizeof *table);
     if (!table) {
+      free(saved);
       s->nomem = 1;
       return;
     }
@@ -206,20 +260,18 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
   const int next0 = way->next(W, 0), prev0 = way->prev(W, 0);
   assert(way->next(W, W - 1) == (next0 + W - 1) % W &&
          way->prev(W, W - 1) == (prev0 + W - 1) % W);
-  int steady = 0; /* (asked in the first step) */
   for (int phase = 0; phase < 2; phase++) {
-    rs_simrepeat_t rep = RS_SIMREPEAT_INIT; /* the phase's steps */
+    int saved_at = -1; /* the step the state was saved before */
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
-      /* steady, the phase's steps are one run (the step before the first
-       * is asked: its NIC load comes with it) */
-      rs__simrepeat_begin(s, &rep, (size_t)step,
-                          (size_t)(steady ? W - 2 : step));
+      if (T && saved_at < 0 && step + T < W - 1 && !rs__simrun_stopped(s)) {
+        for (int r = 0; r < W; r++)
+          saved[r] = (rs_simstate_t){s->clocks[r].clock, s->clocks[r].link_free,
+                                     s->clocks[r].in_free};
+        saved_at = step;
+      }
       rs__simrun_step(s);
-      if (phase == 0 && step == 0 && !rs__simrun_stopped(s) &&
-          rs__simrun_may_repeat(s))
-        steady = steady_steps(way, &cut, table, s);
       /* worker r's chunks are worker 0's plus r (ring_way.h) */
       const int send0 = way->send_chunk(W, 0, ph, step);
       const int recv0 = way->recv_chunk(W, 0, ph, step);
@@ -241,11 +293,26 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
             rs__simrun_recv(s, r, from, reduced ? n : 0);
         }
       }
-      const int next = (int)rs__simrepeat_end(s, &rep, (size_t)step);
-      rs__simrun_repeat_steps(s, next - step);
-      step = next;
+      const int k = step + 1 - saved_at; /* (steps since the save) */
+      if (saved_at < 0 || k % T || rs__simrun_stopped(s))
+        continue;
+      /* the turn: the way a chunk travels in a step (gloo's ring runs the
+       * other way round) */
+      const int travel = rs__mod(
+          way->send_chunk(W, 0, ph, 0) - way->send_chunk(W, 0, ph, 1), W);
+      const int turn = (int)((long long)k * travel % W);
+      const int m = (W - 2 - step) / k;
+      const uint64_t delta = m ? turned(s, saved, turn) : 0;
+      if (delta && turn_on(s, saved + W, turn, m, delta)) {
+        rs__simrun_repeat_steps(s, m * k);
+        step += m * k;
+        saved_at = -1;
+      } else if (k >= RING_PERIOD_MAX * T || !m) {
+        saved_at = -1; /* (still settling: save again) */
+      }
     }
   }
+  free(saved);
   free(table);
 }
 

@@ -274,6 +274,14 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   }
 }
 
+/* Its simulation's clock calls: every worker, in both trees' sweeps of
+ * every segment up and down. */
+static double sim_work(rs_shape_t shape, size_t elems, size_t segs) {
+  (void)elems;
+  return 4.0 * (double)rs__tree_segments(shape.workers, segs) *
+         (double)shape.workers;
+}
+
 /* Parent and children in both trees, each worker once: the edges run both
  * ways (reduce up, broadcast down), so the send and receive peers are the
  * same set. */
@@ -458,6 +466,7 @@ const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .depth = depth,
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,
+                                 .sim_work = sim_work,
                                  .sim_scratch = sim_scratch,
                                  .title = "double binary tree all-reduce",
                                  .layout = layout,

@@ -36,6 +36,15 @@ static inline int rs__mod(int a, int w) { return ((a % w) + w) % w; }
 size_t rs__chunk_offset(size_t elem_count, int workers, int chunk);
 size_t rs__chunk_elems(size_t elem_count, int workers, int chunk);
 
+/* The last of the parts of one length around part k, when elem_count
+ * elements are cut into `parts` near-equal parts (rs__chunk_elems: the
+ * first elem_count mod parts are one longer). */
+static inline size_t rs__same_len_last(size_t elem_count, size_t parts,
+                                       size_t k) {
+  const size_t longer = elem_count % parts;
+  return k < longer ? longer - 1 : parts - 1;
+}
+
 /* How many segments of at most cap elements a region of elems elements
  * moves as (one, empty, for none: it still sends a message). */
 static inline size_t rs__segs(size_t elems, size_t cap) {

@@ -414,7 +414,9 @@ int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                        rs_topo_sends_t sends) {
   memset(l, 0, sizeof *l);
   l->topo = *t;
-  l->steps = steps > 0 ? steps : 0;
+  /* A NIC for every GPU: no NIC side is crossed by two GPUs, every share
+   * is 1, and there is nothing to count. */
+  l->steps = steps > 0 && t->nics < t->gpus ? steps : 0;
   const int W = t->nodes * t->gpus;
   const size_t sides = 2 * (size_t)t->nodes * (size_t)t->nics;
   builder_t *b = calloc(1, sizeof *b);

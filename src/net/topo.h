@@ -115,7 +115,8 @@ typedef struct rs_topo_load {
 } rs_topo_load_t;
 
 /* The load of the steps 0..steps-1 of the schedule `sends` on t (W =
- * N G workers), every step placed: a threaded run's, which its workers
+ * N G workers; with a NIC for every GPU, nics = gpus, none: every share
+ * is 1), every step placed: a threaded run's, which its workers
  * then only read. RS_OK or RS_ENOMEM (l then holds nothing). */
 int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                   rs_topo_sends_t sends);
