@@ -181,6 +181,46 @@ static void test_repeats_are_exact(void **state) {
     }
 }
 
+/* (2c) --algo auto's argmin alone (rs_auto_choose without predictions:
+ * the schedules simulated cheapest first, each only while it can still
+ * win, the tree stopped by its root's port) chooses what running every
+ * prediction through chooses, ties included, at sizes from 8 B up, on
+ * topologies where each algorithm wins somewhere (linear and rd at the
+ * smallest, the tree on many nodes of one GPU, the ring and rhd at the
+ * largest). */
+static void test_argmin_is_the_choice(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "dgx-h100,nodes=8", "pcie,nodes=4",
+      "nodes=32,gpus=1,nics=1,intra=1us/100GB/s,nic=2us/25GB/s",
+      "nodes=6,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s"};
+  for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++) {
+    rs_netmodel_t net = topo_net(specs[ti], ti == 3 ? "40GB/s" : NULL);
+    const int W = net.topo.nodes * net.topo.gpus;
+    /* every algorithm; and the tree against the ring and linear alone,
+     * so that it wins and its early stop is held to its choices too */
+    static const unsigned masks[] = {(1u << RS_ALGO_COUNT) - 1,
+                                     1u << RS_ALGO_RING | 1u << RS_ALGO_TREE |
+                                         1u << RS_ALGO_LINEAR};
+    unsigned won = 0;
+    for (size_t mi = 0; mi < 2; mi++)
+      for (size_t elems = 2; elems < ((size_t)1 << 24); elems = elems * 3 + 1) {
+        uint64_t pred[RS_ALGO_COUNT];
+        const rs_algorithm_t full =
+            rs_auto_choose(&net, W, elems, 1 << 18, 4, masks[mi], pred);
+        const rs_algorithm_t alone =
+            rs_auto_choose(&net, W, elems, 1 << 18, 4, masks[mi], NULL);
+        if (full != alone)
+          fail_msg("%s, %zu elements, eligible %#x: with predictions %s, "
+                   "alone %s",
+                   specs[ti], elems, masks[mi], rs_algorithm_name(full),
+                   rs_algorithm_name(alone));
+        won |= 1u << full;
+      }
+    assert_true(won & 1u << RS_ALGO_TREE); /* (the tree won somewhere) */
+  }
+}
+
 /* (3) By hand: 2 nodes x 4 GPUs, 1 NIC per node, ports of 1 us and
  * 100 GB/s, NICs of 5 us and 30 GB/s; one bucket of n = 80000 f32
  * elements (320000 bytes) in one segment (1 MiB segments); reduce rate 0
@@ -340,6 +380,7 @@ int main(void) {
       cmocka_unit_test(test_one_node_is_net),
       cmocka_unit_test(test_threaded_is_simulated),
       cmocka_unit_test(test_repeats_are_exact),
+      cmocka_unit_test(test_argmin_is_the_choice),
       cmocka_unit_test(test_by_hand),
       cmocka_unit_test(test_tree_on_nodes),
       cmocka_unit_test(test_refused),

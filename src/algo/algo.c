@@ -333,6 +333,10 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
   uint64_t end = 0;
   for (size_t r = 0; r < W; r++)
     end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
+  if (s.over && bound != UINT64_MAX && end <= bound)
+    end = bound + 1; /* (stopped by a sim_bucket's own bound on what is
+                        still to come: more than bound, whatever the
+                        clocks say so far) */
   spans->end_ns = end < UINT64_MAX ? end : UINT64_MAX - 1; /* (netmodel.h) */
   simrun_free(&s);
   return RS_OK;

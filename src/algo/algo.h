@@ -68,7 +68,9 @@ typedef struct rs_simrun {
   rs_group_t group;
   /* A clock past bound stops the simulation (UINT64_MAX: none): an
    * argmin needs no more of a schedule once it cannot win (rs_auto_choose
-   * without predictions). over: one has passed it. */
+   * without predictions). over: one has passed it, or a sim_bucket knows
+   * the bucket cannot end within it (the tree's root port), which it may
+   * set itself; the simulation's time then reads as more than bound. */
   uint64_t bound;
   int over;
   /* The steady repeats' bookkeeping (below), shared by the runner's

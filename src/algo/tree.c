@@ -254,6 +254,27 @@ static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
   }
 }
 
+/* Can tree t's reduce, `left` segments from its end, still end within the
+ * simulation's bound? Its root takes each of them from each child through
+ * its one port, which moves on by at least each message's time on the
+ * wire (netmodel.h's rs__sim_recv), and no segment is shorter than
+ * `shortest`: so the root's port has that much still to come, and the
+ * bucket ends no sooner. A bounded simulation (rs_auto_choose's argmin)
+ * stops when it cannot. */
+static int reduce_can_end(rs_simrun_t *s, int t, size_t left, size_t shortest) {
+  const int root = rs__tree_root_in(s->shape, t);
+  int children[RS_TREE_MAX_CHILDREN];
+  const int n = rs__tree_children_in(s->shape, t, root, children);
+  uint64_t per = 0; /* the root's port, per segment */
+  for (int j = 0; j < n; j++)
+    per += rs__sim_wire_ns(&s->clocks[children[j]], root, s->step,
+                           shortest * s->elem_size);
+  const uint64_t port = s->clocks[root].in_free;
+  if (port > s->bound)
+    return 0;
+  return per == 0 || (uint64_t)left <= (s->bound - port) / per;
+}
+
 /* One bucket on simulated clocks alone, no data (algo.h): the
  * sweep-by-sweep interleaving of the head comment, in which every worker
  * makes the same clock calls with the same arrival times as in a threaded
@@ -266,11 +287,18 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   top_down(s->shape, 1, order + W);
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 2; t++) {
+      /* (no segment of tree t is shorter than its half's shortest chunk
+       * cut into segs) */
+      const size_t shortest = elems / 2 / (size_t)rs__tree_chunks(W) / segs;
       for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++) {
         sim_sweep(s, order, phase, t,
                   rs__tree_segment(elems, W, segs, t, i).len);
+        if (phase == 0 && s->bound != UINT64_MAX && i + 1 < S &&
+            !reduce_can_end(s, t, S - 1 - i, shortest))
+          s->over = 1;
       }
+    }
   }
 }
 

@@ -132,27 +132,19 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   *wire_ns = wire;
 }
 
-/* Would a segment of a bytes and one of b bytes, sent by c's worker to dst
- * in the algorithm's step `step`, take the same time on the wire (on the
- * link rs__sim_send gives it) and the same to fold? Then a schedule that
- * moves the one or the other keeps the same clocks. Step's NIC load must
- * be placed. */
-static inline int rs__sim_same_cost(const rs_simclock_t *c, int dst, int step,
-                                    size_t a, size_t b) {
+/* The time on the wire rs__sim_send would charge a segment of bytes
+ * from c's worker to dst in the algorithm's step `step` (its NIC load
+ * placed), without sending it: what a bound on the time still to come
+ * counts. */
+static inline uint64_t rs__sim_wire_ns(const rs_simclock_t *c, int dst,
+                                       int step, size_t bytes) {
   if (!c->net)
-    return 1;
-  uint64_t wa, wb;
+    return 0;
   if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
-                     rs__topo_node(&c->load->topo, dst)) {
-    const uint32_t n = rs__topo_sharing(c->load, c->rank, dst, step);
-    wa = rs__topo_wire_ns(&c->load->topo, n, a);
-    wb = rs__topo_wire_ns(&c->load->topo, n, b);
-  } else {
-    wa = rs__net_ns(a, c->out.bandwidth);
-    wb = rs__net_ns(b, c->out.bandwidth);
-  }
-  return wa == wb && rs__net_ns(a, c->net->reduce_rate) ==
-                         rs__net_ns(b, c->net->reduce_rate);
+                     rs__topo_node(&c->load->topo, dst))
+    return rs__topo_wire_ns(
+        &c->load->topo, rs__topo_sharing(c->load, c->rank, dst, step), bytes);
+  return rs__net_ns(bytes, c->out.bandwidth);
 }
 
 /* A segment that would have arrived at arrive_ns, after wire_ns on the wire,
