@@ -15,11 +15,9 @@ everything; the library is found as ringsim._lib says.
 import ctypes
 import json
 import os
-import signal
 import sys
-import threading
 
-from . import _lib, _powersgd, _report
+from . import _interrupt, _lib, _powersgd, _report
 
 __version__ = "0.1.0"
 __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
@@ -300,66 +298,12 @@ class _Owned:
 
 
 def _execute(lib, run):
-    """rs_run_execute on a helper thread while the calling thread waits, so
-    that Ctrl-C stops the run (rs_run_interrupt) and KeyboardInterrupt is
-    raised once the run has ended, never before: the run is freed after.
-
-    From the main thread, for the run's length, SIGINT goes to a handler
-    that only interrupts the run and notes the signal; Python's own (or the
-    caller's) handler then runs on it once the run has ended. A handler
-    that raises could do so anywhere, also inside Thread.start(), where no
-    try can tell whether the run's thread exists. The wait wakes every
-    0.1 s: a signal that the kernel delivers to another thread (the run's,
-    a library's) sets only Python's flag, which a waiting main thread reads
-    when it wakes. SIG_IGN, SIG_DFL and a handler set from C are left as
-    they are. Any other exception a handler raises during the wait also
-    stops the run first.
-
-    The end is an Event, not Thread.join(): before Python 3.12 a
-    KeyboardInterrupt inside join() can mark a running thread as stopped
-    (bpo-45274)."""
-    box = []
-    done = threading.Event()
-
-    def target():
-        try:
-            box.append(lib.rs_run_execute(run))
-        finally:
-            done.set()
-
-    frames = []
-
-    def on_sigint(signum, frame):
-        frames.append(frame)
-        lib.rs_run_interrupt(run, b"SIGINT")
-
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
-        if callable(previous):
-            signal.signal(signal.SIGINT, on_sigint)
-        else:
-            previous = None
-    interrupted = None
-    try:
-        thread = threading.Thread(target=target, name="ringsim-run",
-                                  daemon=True)
-        thread.start()
-        while not done.is_set():
-            try:
-                done.wait(0.1)
-            except BaseException as e:  # another handler raised: stop first
-                interrupted = interrupted or e
-                lib.rs_run_interrupt(run, b"an exception in the waiting thread")
-        thread.join()  # its call has returned: the thread is ending
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    if interrupted is not None:
-        raise interrupted
-    if frames:
-        previous(signal.SIGINT, frames[0])  # KeyboardInterrupt, by default
-    return box[0]
+    """rs_run_execute so that Ctrl-C stops the run (rs_run_interrupt) and
+    KeyboardInterrupt is raised once the run has ended, never before: the
+    run is freed after (_interrupt.call says how)."""
+    return _interrupt.call(lambda: lib.rs_run_execute(run),
+                           lambda why: lib.rs_run_interrupt(run, why),
+                           "ringsim-run")
 
 
 def allreduce(worker_grads, op="avg", algo="ring", average="post",

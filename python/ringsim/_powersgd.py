@@ -6,10 +6,9 @@ its own: Ctrl-C interrupts the one running, and the stop flag the ones
 not started."""
 import ctypes
 import json
-import signal
 import threading
 
-from . import _lib
+from . import _interrupt, _lib
 
 _RS_OK, _RS_EINVAL, _RS_ENOMEM, _RS_EIO, _RS_EPARSE = 0, -1, -2, -3, -4
 _RS_ECHECK = -8
@@ -37,15 +36,6 @@ def _execute(lib, ps, plain, trace, conf):
 
     c_watch = _lib.WATCH(watch)  # kept alive for the call's length
     err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
-    box = []
-    done = threading.Event()
-
-    def target():
-        try:
-            box.append(lib.rs_powersgd_execute(ps, plain, trace, conf, c_watch,
-                                               ctypes.byref(stop), err))
-        finally:
-            done.set()
 
     def interrupt(why):
         stop.value = 1
@@ -53,39 +43,11 @@ def _execute(lib, ps, plain, trace, conf):
             if current[0]:
                 lib.rs_run_interrupt(current[0], why)
 
-    frames = []
-
-    def on_sigint(signum, frame):
-        frames.append(frame)
-        interrupt(b"SIGINT")
-
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
-        if callable(previous):
-            signal.signal(signal.SIGINT, on_sigint)
-        else:
-            previous = None
-    interrupted = None
-    try:
-        thread = threading.Thread(target=target, name="ringsim-powersgd",
-                                  daemon=True)
-        thread.start()
-        while not done.is_set():
-            try:
-                done.wait(0.1)
-            except BaseException as e:  # another handler raised: stop first
-                interrupted = interrupted or e
-                interrupt(b"an exception in the waiting thread")
-        thread.join()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    if interrupted is not None:
-        raise interrupted
-    if frames:
-        previous(signal.SIGINT, frames[0])  # KeyboardInterrupt, by default
-    return box[0], err.value.decode(errors="replace")
+    status = _interrupt.call(
+        lambda: lib.rs_powersgd_execute(ps, plain, trace, conf, c_watch,
+                                        ctypes.byref(stop), err),
+        interrupt, "ringsim-powersgd")
+    return status, err.value.decode(errors="replace")
 
 
 def allreduce(lib, owned, workers, names, first, settings, model_ptr,

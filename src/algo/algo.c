@@ -351,30 +351,35 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                   elem_size, ready, spans, UINT64_MAX, 0);
 }
 
-uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
-                                   int workers, const rs_bucket_t *buckets,
-                                   size_t bucket_count, size_t segment_bytes,
-                                   size_t elem_size, uint64_t bound) {
+/* A schedule's end: 0 when the model is off or W < 2, UINT64_MAX when out
+ * of memory. */
+static uint64_t end_of(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                       const rs_bucket_t *buckets, size_t bucket_count,
+                       size_t segment_bytes, size_t elem_size, uint64_t bound,
+                       int plain) {
   rs_sim_spans_t spans = {0};
   if (!m->enabled || workers < 2)
     return 0;
   return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
-                  elem_size, NULL, &spans, bound, 0)
+                  elem_size, NULL, &spans, bound, plain)
              ? UINT64_MAX
              : spans.end_ns;
+}
+
+uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size, uint64_t bound) {
+  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
+                bound, 0);
 }
 
 uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
                                  int workers, const rs_bucket_t *buckets,
                                  size_t bucket_count, size_t segment_bytes,
                                  size_t elem_size) {
-  rs_sim_spans_t spans = {0};
-  if (!m->enabled || workers < 2)
-    return 0;
-  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
-                  elem_size, NULL, &spans, UINT64_MAX, 1)
-             ? UINT64_MAX
-             : spans.end_ns;
+  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
+                UINT64_MAX, 1);
 }
 
 uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
