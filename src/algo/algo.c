@@ -52,7 +52,10 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
     t->seen_at = calloc(W, sizeof *t->seen_at);
     t->sent_at = calloc(W, sizeof *t->sent_at);
     t->got_at = calloc(W, sizeof *t->got_at);
-    if (!t->saved || !t->seen || !t->seen_at || !t->sent_at || !t->got_at)
+    for (int i = 0; i < 2; i++)
+      t->cert_state[i] = malloc(W * sizeof *t->cert_state[i]);
+    if (!t->saved || !t->seen || !t->seen_at || !t->sent_at || !t->got_at ||
+        !t->cert_state[0] || !t->cert_state[1])
       return RS_ENOMEM;
   }
   const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
@@ -94,6 +97,10 @@ static void simrun_free(rs_simrun_t *s) {
     free(s->track->seen_at);
     free(s->track->sent_at);
     free(s->track->got_at);
+    for (int i = 0; i < 2; i++)
+      free(s->track->cert_state[i]);
+    for (int i = 0; i < 2; i++)
+      free(s->track->cert_log[i].pair);
     free(s->track);
   }
 }
@@ -254,6 +261,143 @@ size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
   }
   if (period >= REPEAT_PERIOD_MAX)
     p->from = SIZE_MAX; /* (still settling: save again) */
+  return k;
+}
+
+void rs__simlog_add(struct rs_simlog *log, uint64_t a, uint64_t b) {
+  if (log->n + 2 > log->cap) {
+    const size_t cap = log->cap ? 2 * log->cap : 1024;
+    uint64_t *pair = log->full ? NULL : realloc(log->pair, cap * sizeof *pair);
+    if (!pair) {
+      log->full = 1; /* (the round is not certified; nothing is lost) */
+      return;
+    }
+    log->pair = pair;
+    log->cap = cap;
+  }
+  log->pair[log->n++] = a;
+  log->pair[log->n++] = b;
+}
+
+/* Certifications that fail in a run before its recording backs off. */
+#define CERT_TRIES 4
+
+static void cert_save(const rs_simrun_t *s, rs_simstate_t *to) {
+  for (int r = 0; r < s->track->workers; r++)
+    to[r] = state_of(&s->clocks[r]);
+}
+
+void rs__simcert_begin(rs_simrun_t *s, rs_simcert_t *c, size_t k, size_t last) {
+  rs_simtrack_t *t = s->track;
+  if (c->last != last) /* (a new run) */
+    *c = (rs_simcert_t){.last = last, .retry = k};
+  if (!t || c->done || k >= last || k < c->retry || rs__simrun_stopped(s))
+    return;
+  /* before the round: its state, and its maxes to come */
+  cert_save(s, t->cert_state[c->rounds]);
+  struct rs_simlog *log = &t->cert_log[c->rounds];
+  log->n = 0;
+  log->full = 0;
+  t->log = log;
+}
+
+/* The difference b - a of two times, as a signed amount (0 if either is
+ * saturated, which the caller refuses). */
+static int grew(uint64_t a, uint64_t b, int64_t *by) {
+  if (a == UINT64_MAX || b == UINT64_MAX || a > INT64_MAX || b > INT64_MAX)
+    return 0;
+  *by = (int64_t)b - (int64_t)a;
+  return 1;
+}
+
+/* Do the two rounds recorded certify the run (rs_simcert_t's DESIGN)?
+ * states: before each of them, and s's clocks after the second. */
+static int certified(const rs_simrun_t *s) {
+  const rs_simtrack_t *t = s->track;
+  const struct rs_simlog *a = &t->cert_log[0], *b = &t->cert_log[1];
+  if (a->full || b->full || a->n != b->n)
+    return 0;
+  for (int r = 0; r < t->workers; r++) {
+    const rs_simstate_t *x0 = &t->cert_state[0][r], *x1 = &t->cert_state[1][r];
+    const rs_simstate_t x2 = state_of(&s->clocks[r]);
+    const uint64_t f0[3] = {x0->clock, x0->link_free, x0->in_free},
+                   f1[3] = {x1->clock, x1->link_free, x1->in_free},
+                   f2[3] = {x2.clock, x2.link_free, x2.in_free};
+    for (int f = 0; f < 3; f++) {
+      int64_t d0, d1;
+      if (!grew(f0[f], f1[f], &d0) || !grew(f1[f], f2[f], &d1) || d0 != d1 ||
+          d1 < 0)
+        return 0;
+    }
+  }
+  for (size_t i = 0; i < b->n; i += 2) {
+    int64_t ea, eb;
+    if (!grew(a->pair[i], b->pair[i], &ea) ||
+        !grew(a->pair[i + 1], b->pair[i + 1], &eb))
+      return 0;
+    const uint64_t x = b->pair[i], y = b->pair[i + 1];
+    if (x == y ? ea != eb : x > y ? ea < eb : eb < ea)
+      return 0;
+  }
+  return 1;
+}
+
+size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
+  rs_simtrack_t *t = s->track;
+  if (!t || c->done || k >= c->last || k < c->retry)
+    return k;
+  t->log = NULL;
+  if (rs__simrun_stopped(s)) {
+    c->rounds = 0;
+    return k;
+  }
+  if (++c->rounds < 2)
+    return k;
+  /* two rounds recorded, the state after them in the clocks: the rest of
+   * the run, m rounds, each moves every field on by its last move */
+  const uint64_t m = c->last - k;
+  if (certified(s)) {
+    int room = 1; /* (every field stays below 2^63) */
+    for (int r = 0; room && r < t->workers; r++) {
+      const rs_simclock_t *x = &s->clocks[r];
+      const rs_simstate_t *p = &t->cert_state[1][r];
+      const uint64_t now[3] = {x->clock, x->link_free, x->in_free},
+                     d[3] = {x->clock - p->clock, x->link_free - p->link_free,
+                             x->in_free - p->in_free};
+      for (int f = 0; f < 3; f++)
+        room &= d[f] == 0 || d[f] <= (INT64_MAX - now[f]) / m;
+    }
+    if (room) {
+      for (int r = 0; r < t->workers; r++) {
+        rs_simclock_t *x = &s->clocks[r];
+        const rs_simstate_t *p = &t->cert_state[1][r];
+        const uint64_t dc = x->clock - p->clock,
+                       dl = x->link_free - p->link_free,
+                       dp = x->in_free - p->in_free;
+        x->clock += dc * m;
+        x->link_free += dl * m;
+        x->in_free += dp * m;
+        if (x->clock > s->bound)
+          s->over = 1;
+      }
+      c->done = 1;
+      return c->last;
+    }
+  }
+  /* not yet: the second round recorded becomes the first, or after a few
+   * misses the recording rests for as many rounds as it has missed */
+  if (++c->misses >= CERT_TRIES) {
+    c->retry = k + 1 + c->misses;
+    c->rounds = 0;
+    return k;
+  }
+  rs_simstate_t *first = t->cert_state[0];
+  t->cert_state[0] = t->cert_state[1];
+  t->cert_state[1] = first;
+  struct rs_simlog swap = t->cert_log[0];
+  t->cert_log[0] = t->cert_log[1];
+  t->cert_log[1] = swap;
+  c->rounds = 1;
   return k;
 }
 

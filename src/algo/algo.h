@@ -43,6 +43,15 @@ typedef struct rs_simtrack {
   rs_simstate_t *saved;
   int *seen, seen_n;
   uint32_t *seen_at, *sent_at, *got_at, touch_id;
+  /* The certified repeats' (rs_simcert_t): the states before two rounds
+   * in a row, and the operands of every max each took, in order (log: the
+   * round being recorded, NULL when none is). */
+  rs_simstate_t *cert_state[2];
+  struct rs_simlog {
+    uint64_t *pair; /* two a max */
+    size_t n, cap;
+    int full; /* (more maxes than it could hold: not certified) */
+  } cert_log[2], *log;
 } rs_simtrack_t;
 
 /* A schedule played on simulated clocks alone (an algorithm's simulate):
@@ -276,6 +285,36 @@ static inline int rs__simrun_may_repeat(const rs_simrun_t *s) {
  * under way's (topo.h's rs__topo_load_repeat). */
 void rs__simrun_repeat_steps(rs_simrun_t *s, int steps);
 
+/* DESIGN: certified repeats, for schedules whose workers do not all move
+ * on alike (the tree: a leaf sends ahead of the pipeline). A round of a
+ * schedule is maxes and sums of the state and of constants. If two rounds
+ * in a row that repeat one round (the same messages, sizes and load) move
+ * every field of the state on by the same amounts (field by field: d, the
+ * same for both), and in the second every max's larger operand grew at
+ * least as much as the smaller one (equal ones alike), then every later
+ * round of the run would take the same operands at every max and move the
+ * state on by d again: the rest of the run moves the state on by d each,
+ * not played. A sim_bucket calls rs__simcert_begin before round k of a run
+ * of rounds k..last and rs__simcert_end after it, which returns the round
+ * to go on from. A fresh rs_simcert_t (RS_SIMCERT_INIT) for each loop. */
+typedef struct rs_simcert {
+  size_t last;   /* the run's last round (SIZE_MAX: none yet) */
+  int rounds;    /* rounds recorded in a row: 0 or 1 */
+  int done;      /* certified: the rest of the run is played as it is */
+  size_t retry;  /* no recording before this round */
+  size_t misses; /* certifications failed in this run */
+} rs_simcert_t;
+#define RS_SIMCERT_INIT                                                        \
+  { SIZE_MAX, 0, 0, 0, 0 }
+void rs__simcert_begin(rs_simrun_t *s, rs_simcert_t *c, size_t k, size_t last);
+size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k);
+/* A max of a and b in the round being recorded (rs__simlog_max). */
+void rs__simlog_add(struct rs_simlog *log, uint64_t a, uint64_t b);
+static inline void rs__simlog_max(rs_simrun_t *s, uint64_t a, uint64_t b) {
+  if (s->track && s->track->log)
+    rs__simlog_add(s->track->log, a, b);
+}
+
 /* Worker from sends a message of elems elements to worker to, in the
  * step under way: its arrival is kept in the sender's mailbox (send), or
  * in the receiver's (post: a sender of several messages in a round, as
@@ -288,6 +327,7 @@ static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
   box = rs__group_worker(g, box);
   from = rs__group_worker(g, from);
   rs__simrun_touch(s, from);
+  rs__simlog_max(s, s->clocks[from].clock, s->clocks[from].link_free);
   rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
                elems * s->elem_size, &depart, &s->arrive[box], &s->wire[box]);
   if (s->track)
@@ -315,6 +355,11 @@ static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
   rs_simclock_t *c = &s->clocks[to];
   if (s->track)
     s->track->got_at[to] = s->track->touch_id;
+  if (s->track && s->track->log) { /* (rs__sim_recv's two maxes) */
+    const uint64_t port = rs__sat_add(c->in_free, s->wire[box]);
+    rs__simlog_max(s, s->arrive[box], port);
+    rs__simlog_max(s, port > s->arrive[box] ? port : s->arrive[box], c->clock);
+  }
   rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
   if (c->clock > s->bound)
     s->over = 1;

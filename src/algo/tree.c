@@ -291,9 +291,22 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
       /* (no segment of tree t is shorter than its half's shortest chunk
        * cut into segs) */
       const size_t shortest = elems / 2 / (size_t)rs__tree_chunks(W) / segs;
+      /* sweeps of one segment length are one round again (algo.h's
+       * certified repeats) */
+      rs_simcert_t cert = RS_SIMCERT_INIT;
+      size_t last = 0;
       for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++) {
-        sim_sweep(s, order, phase, t,
-                  rs__tree_segment(elems, W, segs, t, i).len);
+        const size_t len = rs__tree_segment(elems, W, segs, t, i).len;
+        if (i == 0 || i > last)
+          for (last = i;
+               last + 1 < S &&
+               rs__tree_segment(elems, W, segs, t, last + 1).len == len;
+               last++)
+            ;
+        rs__simcert_begin(s, &cert, i, last);
+        sim_sweep(s, order, phase, t, len);
+        const size_t next = rs__simcert_end(s, &cert, i);
+        i = next;
         if (phase == 0 && s->bound != UINT64_MAX && i + 1 < S &&
             !reduce_can_end(s, t, S - 1 - i, shortest))
           s->over = 1;
