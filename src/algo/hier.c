@@ -137,7 +137,7 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
   const rs_shape_t shape = s->shape;
   const size_t segs = block_segs(shape, n, s->cap);
   /* the blocks are one element apart: rounds k..last cut both alike
-   * (algo.h's steady repeats) */
+   * (simrun.h's steady repeats) */
   const size_t small = n / (size_t)shape.gpus, large = small + 1;
   rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   rs__simrun_step(s);

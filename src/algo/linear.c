@@ -157,7 +157,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   (void)chunk_segs;
   for (int j = 0; j < W - 1; j++) {
     const int sender = rs__linear_sender(W, j);
-    rs_simrepeat_t rep = RS_SIMREPEAT_INIT; /* (algo.h's steady repeats) */
+    rs_simrepeat_t rep = RS_SIMREPEAT_INIT; /* (simrun.h's steady repeats) */
     rs__simrun_step(s);
     for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
       size_t len = rs__chunk_elems(n, (int)segs, (int)k);

@@ -143,7 +143,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   const size_t segs = rs__segs(n, s->cap);
   (void)chunk_segs;
   /* (each step's segments of one length are a run of the same round:
-   * algo.h's steady repeats) */
+   * simrun.h's steady repeats) */
   if (E) { /* fold-in */
     rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
     rs__simrun_step(s);

@@ -204,7 +204,7 @@ typedef struct sim_part {
 
 /* The last round of sim_round's run of rounds like round j: in each,
  * every virtual rank that takes part sends and receives segments of the
- * same lengths, and the same ranks take part (algo.h's steady repeats). */
+ * same lengths, and the same ranks take part (simrun.h's steady repeats). */
 static size_t same_rounds(const sim_part_t *part, int P, size_t j,
                           int reduced) {
   size_t last = SIZE_MAX;

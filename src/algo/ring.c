@@ -158,7 +158,7 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
  * the same under (step, worker) -> (step + T, worker + T): if the state
  * before step b + kT is the state before step b moved round the ring by
  * kT workers and on by delta (clock, link and port alike), so is every
- * kT steps after it (algo.h's steady repeats, with a turn). Those periods
+ * kT steps after it (simrun.h's steady repeats, with a turn). Those periods
  * are skipped: a ring of W workers costs a few periods of steps, not
  * 2(W-1), whatever its chunk sizes. Asked of the workers themselves, not
  * of a group's (hier's inner ring plays every step). */

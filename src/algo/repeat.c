@@ -1,0 +1,297 @@
+/* algo/repeat.c - the schedule simulation's repeats (algo/simrun.h's
+ * DESIGN blocks): a part of a schedule that moves the state on uniformly,
+ * or field by field with every max settled, is not played again. Exact:
+ * test_topo_sim holds every algorithm to the plain simulation. */
+#include "algo/simrun.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int rs__simrun_save(rs_simrun_t *s) {
+  rs_simtrack_t *t = s->track;
+  if (!t)
+    return RS_OK;           /* (a plain simulation: nothing repeats) */
+  if (++t->touch_id == 0) { /* (wrapped: no stale stamp may match) */
+    const size_t W = (size_t)t->workers;
+    memset(t->seen_at, 0, W * sizeof *t->seen_at);
+    memset(t->sent_at, 0, W * sizeof *t->sent_at);
+    memset(t->got_at, 0, W * sizeof *t->got_at);
+    t->touch_id = 1;
+  }
+  t->seen_n = 0; /* (each worker's state is saved as it is first touched) */
+  return RS_OK;
+}
+
+void rs__simrun_seen(rs_simrun_t *s, int r) {
+  rs_simtrack_t *t = s->track;
+  t->seen_at[r] = t->touch_id;
+  t->saved[r] = rs__simstate_of(&s->clocks[r]);
+  t->seen[t->seen_n++] = r;
+}
+
+/* The fields that carry r's part since the save on: a worker that sent
+ * and received, all three; one that only received, its clock and port
+ * (its link is not read); one that only sent, its link, when its clock
+ * (not moved: it received nothing) is behind its link, so that every send
+ * departs when the link is free (its port is not read). None if it
+ * neither sent nor received (a straggler's step alone); -1 if it only
+ * sent but its clock could still hold a send up. */
+enum { MOVE_CLOCK = 1, MOVE_LINK = 2, MOVE_PORT = 4 };
+static int moves(const rs_simtrack_t *t, int r) {
+  const int sent = t->sent_at[r] == t->touch_id,
+            got = t->got_at[r] == t->touch_id;
+  if (sent && got)
+    return MOVE_CLOCK | MOVE_LINK | MOVE_PORT;
+  if (got)
+    return MOVE_CLOCK | MOVE_PORT;
+  if (sent)
+    return t->saved[r].clock <= t->saved[r].link_free ? MOVE_LINK : -1;
+  return 0;
+}
+
+/* Has r's state moved on from b by delta in the fields m, and stayed in
+ * the others? */
+static int moved_by(const rs_simclock_t *c, const rs_simstate_t *b, int m,
+                    uint64_t delta) {
+  const uint64_t dc = m & MOVE_CLOCK ? delta : 0,
+                 dl = m & MOVE_LINK ? delta : 0, dp = m & MOVE_PORT ? delta : 0;
+  return c->clock >= b->clock && c->clock - b->clock == dc &&
+         c->link_free >= b->link_free && c->link_free - b->link_free == dl &&
+         c->in_free >= b->in_free && c->in_free - b->in_free == dp;
+}
+
+/* Can every state (clock, link, port) move on by `by` without passing
+ * UINT64_MAX? */
+static int room_for(const rs_simclock_t *c, uint64_t by) {
+  return c->clock <= UINT64_MAX - by && c->link_free <= UINT64_MAX - by &&
+         c->in_free <= UINT64_MAX - by;
+}
+
+uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
+  const rs_simtrack_t *t = s->track;
+  if (!t || s->over || !times)
+    return 0;
+  /* the workers touched since the save (the others have not moved) */
+  uint64_t delta = 0;
+  for (int i = 0; i < t->seen_n; i++) {
+    const int r = t->seen[i], m = moves(t, r);
+    const rs_simclock_t *c = &s->clocks[r];
+    if (m < 0)
+      return 0;
+    if (m && !delta)
+      delta = m & MOVE_LINK ? c->link_free - t->saved[r].link_free
+                            : c->clock - t->saved[r].clock;
+    if (!moved_by(c, &t->saved[r], m, delta))
+      return 0;
+  }
+  const uint64_t by = delta * times;
+  if (!delta || by / times != delta)
+    return 0;
+  for (int i = 0; i < t->seen_n; i++)
+    if (!room_for(&s->clocks[t->seen[i]], by))
+      return 0;
+  for (int i = 0; i < t->seen_n; i++) {
+    const int r = t->seen[i], m = moves(t, r);
+    rs_simclock_t *c = &s->clocks[r];
+    c->clock += m & MOVE_CLOCK ? by : 0;
+    c->link_free += m & MOVE_LINK ? by : 0;
+    c->in_free += m & MOVE_PORT ? by : 0;
+    if (c->clock > s->bound)
+      s->over = 1;
+  }
+  return delta;
+}
+
+uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
+                               uint64_t times) {
+  const uint64_t delta = s->clocks[0].clock - before[0].clock;
+  const uint64_t by = delta * times;
+  if (s->over || !delta || !times || by / times != delta)
+    return 0;
+  for (int r = 0; r < s->shape.workers; r++)
+    if (!moved_by(&s->clocks[r], &before[r], MOVE_CLOCK | MOVE_LINK | MOVE_PORT,
+                  delta) ||
+        !room_for(&s->clocks[r], by))
+      return 0;
+  for (int r = 0; r < s->shape.workers; r++) {
+    rs_simclock_t *c = &s->clocks[r];
+    c->clock += by;
+    c->link_free += by;
+    c->in_free += by;
+    if (c->clock > s->bound)
+      s->over = 1;
+  }
+  return delta;
+}
+
+/* The longest period, in rounds, a run's clocks are looked for in before
+ * the state is saved again. */
+#define REPEAT_PERIOD_MAX 64
+
+void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
+                         size_t last) {
+  if (p->last != last) { /* (a new run) */
+    p->last = last;
+    p->from = SIZE_MAX;
+    p->done = 0;
+  }
+  if (p->done || p->from != SIZE_MAX || k >= last || !s->track ||
+      rs__simrun_stopped(s))
+    return;
+  if (rs__simrun_save(s)) {
+    s->nomem = s->over = 1;
+    return;
+  }
+  p->from = k;
+}
+
+size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
+  if (p->from == SIZE_MAX || rs__simrun_stopped(s))
+    return k;
+  const size_t period = k + 1 - p->from, times = (p->last - k) / period;
+  if (times && rs__simrun_repeat(s, times)) {
+    p->done = 1;
+    p->from = SIZE_MAX;
+    return k + times * period;
+  }
+  if (period >= REPEAT_PERIOD_MAX)
+    p->from = SIZE_MAX; /* (still settling: save again) */
+  return k;
+}
+
+void rs__simlog_add(struct rs_simlog *log, uint64_t a, uint64_t b) {
+  if (log->n + 2 > log->cap) {
+    const size_t cap = log->cap ? 2 * log->cap : 1024;
+    uint64_t *pair = log->full ? NULL : realloc(log->pair, cap * sizeof *pair);
+    if (!pair) {
+      log->full = 1; /* (the round is not certified; nothing is lost) */
+      return;
+    }
+    log->pair = pair;
+    log->cap = cap;
+  }
+  log->pair[log->n++] = a;
+  log->pair[log->n++] = b;
+}
+
+/* Certifications that fail in a run before its recording backs off. */
+#define CERT_TRIES 4
+
+static void cert_save(const rs_simrun_t *s, rs_simstate_t *to) {
+  for (int r = 0; r < s->track->workers; r++)
+    to[r] = rs__simstate_of(&s->clocks[r]);
+}
+
+void rs__simcert_begin(rs_simrun_t *s, rs_simcert_t *c, size_t k, size_t last) {
+  rs_simtrack_t *t = s->track;
+  if (c->last != last) /* (a new run) */
+    *c = (rs_simcert_t){.last = last, .retry = k};
+  if (!t || c->done || k >= last || k < c->retry || rs__simrun_stopped(s))
+    return;
+  /* before the round: its state, and its maxes to come */
+  cert_save(s, t->cert_state[c->rounds]);
+  struct rs_simlog *log = &t->cert_log[c->rounds];
+  log->n = 0;
+  log->full = 0;
+  t->log = log;
+}
+
+/* The difference b - a of two times, as a signed amount (0 if either is
+ * saturated, which the caller refuses). */
+static int grew(uint64_t a, uint64_t b, int64_t *by) {
+  if (a == UINT64_MAX || b == UINT64_MAX || a > INT64_MAX || b > INT64_MAX)
+    return 0;
+  *by = (int64_t)b - (int64_t)a;
+  return 1;
+}
+
+/* Do the two rounds recorded certify the run (rs_simcert_t's DESIGN)?
+ * states: before each of them, and s's clocks after the second. */
+static int certified(const rs_simrun_t *s) {
+  const rs_simtrack_t *t = s->track;
+  const struct rs_simlog *a = &t->cert_log[0], *b = &t->cert_log[1];
+  if (a->full || b->full || a->n != b->n)
+    return 0;
+  for (int r = 0; r < t->workers; r++) {
+    const rs_simstate_t *x0 = &t->cert_state[0][r], *x1 = &t->cert_state[1][r];
+    const rs_simstate_t x2 = rs__simstate_of(&s->clocks[r]);
+    const uint64_t f0[3] = {x0->clock, x0->link_free, x0->in_free},
+                   f1[3] = {x1->clock, x1->link_free, x1->in_free},
+                   f2[3] = {x2.clock, x2.link_free, x2.in_free};
+    for (int f = 0; f < 3; f++) {
+      int64_t d0, d1;
+      if (!grew(f0[f], f1[f], &d0) || !grew(f1[f], f2[f], &d1) || d0 != d1 ||
+          d1 < 0)
+        return 0;
+    }
+  }
+  for (size_t i = 0; i < b->n; i += 2) {
+    int64_t ea, eb;
+    if (!grew(a->pair[i], b->pair[i], &ea) ||
+        !grew(a->pair[i + 1], b->pair[i + 1], &eb))
+      return 0;
+    const uint64_t x = b->pair[i], y = b->pair[i + 1];
+    if (x == y ? ea != eb : x > y ? ea < eb : eb < ea)
+      return 0;
+  }
+  return 1;
+}
+
+size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
+  rs_simtrack_t *t = s->track;
+  if (!t || c->done || k >= c->last || k < c->retry)
+    return k;
+  t->log = NULL;
+  if (rs__simrun_stopped(s)) {
+    c->rounds = 0;
+    return k;
+  }
+  if (++c->rounds < 2)
+    return k;
+  /* two rounds recorded, the state after them in the clocks: the rest of
+   * the run, m rounds, each moves every field on by its last move */
+  const uint64_t m = c->last - k;
+  if (certified(s)) {
+    int room = 1; /* (every field stays below 2^63) */
+    for (int r = 0; room && r < t->workers; r++) {
+      const rs_simclock_t *x = &s->clocks[r];
+      const rs_simstate_t *p = &t->cert_state[1][r];
+      const uint64_t now[3] = {x->clock, x->link_free, x->in_free},
+                     d[3] = {x->clock - p->clock, x->link_free - p->link_free,
+                             x->in_free - p->in_free};
+      for (int f = 0; f < 3; f++)
+        room &= d[f] == 0 || d[f] <= (INT64_MAX - now[f]) / m;
+    }
+    if (room) {
+      for (int r = 0; r < t->workers; r++) {
+        rs_simclock_t *x = &s->clocks[r];
+        const rs_simstate_t *p = &t->cert_state[1][r];
+        const uint64_t dc = x->clock - p->clock,
+                       dl = x->link_free - p->link_free,
+                       dp = x->in_free - p->in_free;
+        x->clock += dc * m;
+        x->link_free += dl * m;
+        x->in_free += dp * m;
+        if (x->clock > s->bound)
+          s->over = 1;
+      }
+      c->done = 1;
+      return c->last;
+    }
+  }
+  /* not yet: the second round recorded becomes the first, or after a few
+   * misses the recording rests for as many rounds as it has missed */
+  if (++c->misses >= CERT_TRIES) {
+    c->retry = k + 1 + c->misses;
+    c->rounds = 0;
+    return k;
+  }
+  rs_simstate_t *first = t->cert_state[0];
+  t->cert_state[0] = t->cert_state[1];
+  t->cert_state[1] = first;
+  struct rs_simlog swap = t->cert_log[0];
+  t->cert_log[0] = t->cert_log[1];
+  t->cert_log[1] = swap;
+  c->rounds = 1;
+  return k;
+}

@@ -1,0 +1,223 @@
+/* algo/simrun.h - the runner every algorithm's schedule simulation goes
+ * through (algo.h's sim_bucket): the workers' simulated clocks played in
+ * lock step, round by round, and the repeats that spare it rounds whose
+ * result is known (algo/repeat.c). algo/simulate.c runs it.
+ */
+#ifndef RINGSIM_SIMRUN_H
+#define RINGSIM_SIMRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/netmodel.h"
+#include "net/topo.h"
+#include "net/xfer.h"
+
+/* A worker's state on the simulated clock: all one part of a schedule
+ * hands the next. */
+typedef struct rs_simstate {
+  uint64_t clock, link_free, in_free;
+} rs_simstate_t;
+
+static inline rs_simstate_t rs__simstate_of(const rs_simclock_t *c) {
+  return (rs_simstate_t){c->clock, c->link_free, c->in_free};
+}
+
+/* What the steady repeats (below) keep, over all the workers whoever the
+ * group: since the last rs__simrun_save (touch_id), the workers touched,
+ * each one's state as it was before (saved), and whether it sent and
+ * received (the save's touch_id in sent_at, got_at). */
+typedef struct rs_simtrack {
+  int workers;
+  rs_simstate_t *saved;
+  int *seen, seen_n;
+  uint32_t *seen_at, *sent_at, *got_at, touch_id;
+  /* The certified repeats' (rs_simcert_t): the states before two rounds
+   * in a row, and the operands of every max each took, in order (log: the
+   * round being recorded, NULL when none is). */
+  rs_simstate_t *cert_state[2];
+  struct rs_simlog {
+    uint64_t *pair; /* two a max */
+    size_t n, cap;
+    int full; /* (more maxes than it could hold: not certified) */
+  } cert_log[2], *log;
+} rs_simtrack_t;
+
+/* A schedule played on simulated clocks alone (an algorithm's simulate):
+ * the same clock calls a threaded run's transfer primitive makes, in lock
+ * step. Within a round every sender sends (at most one message each) and
+ * then every receiver receives, each worker's own program order. */
+typedef struct rs_simrun {
+  const rs_netmodel_t *net;
+  rs_shape_t shape;      /* the workers, and their nodes' GPUs (topo.h) */
+  size_t cap, elem_size; /* elements per message at most; bytes each */
+  int step; /* the bucket's global step: one per rs__simrun_step, from 0 */
+  /* With a topology of several nodes, its load (topo.h), placed step by
+   * step; NULL otherwise. A pointer: a copy of the runner (hier's groups)
+   * places into the same one. */
+  rs_topo_load_t *load;
+  rs_simclock_t *clocks;
+  uint64_t *arrive; /* when each worker's last message arrives */
+  uint64_t *wire;   /* and how long it took on the wire */
+  void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
+  int nomem;        /* an algorithm could not get memory a bucket needs */
+  /* Whom the ranks in the runner's calls count (xfer.h): all zero, the
+   * workers; in a group, its members, and shape is the group's, flat. */
+  rs_group_t group;
+  /* A clock past bound stops the simulation (UINT64_MAX: none): an
+   * argmin needs no more of a schedule once it cannot win (rs_auto_choose
+   * without predictions). over: one has passed it, or a sim_bucket knows
+   * the bucket cannot end within it (the tree's root port), which it may
+   * set itself; the simulation's time then reads as more than bound. */
+  uint64_t bound;
+  int over;
+  /* The steady repeats' bookkeeping (below), shared by the runner's
+   * copies (hier's groups); NULL in a plain simulation. */
+  struct rs_simtrack *track;
+} rs_simrun_t;
+/* The runner's calls, for an algorithm's sim_bucket. A step begins on
+ * every worker's clock (a straggler computes): the bucket's next global
+ * step, so a sim_bucket calls it once per step of rs_algo_t's steps, in
+ * order. */
+void rs__simrun_step(rs_simrun_t *s);
+/* Has the simulation been asked to stop (rs_netmodel_t's stop)? Each
+ * sim_bucket asks it per segment, and then runs out its loops at once. */
+static inline int rs__simrun_stopped(const rs_simrun_t *s) {
+  return s->over || rs__sim_stopped(s->net);
+}
+/* DESIGN: steady repeats. Every clock call is max and +, so a part of a
+ * schedule (some rounds, a step, a bucket) maps a state moved on
+ * uniformly by t to its own result moved on by t. If one part moves the
+ * state of every worker that took part in it on by the same delta (its
+ * clock, link and port; only the clock and port of one that only
+ * received, whose link is not read; only the link of one that only sent,
+ * if its clock, not moved, is behind the link and so never holds a send
+ * up), leaving the rest as they were, and the next parts
+ * are the same part again (the same messages between the same workers, of
+ * the same sizes, under the same NIC load, each round's receives reading
+ * that round's sends), each of them would move it on by delta too: they
+ * need not be played. A sim_bucket saves the state before a part
+ * (rs__simrun_save), plays it, and asks rs__simrun_repeat to play `times`
+ * more of it at once: it moves the state on by times x delta and returns
+ * delta, or returns 0 and moves nothing if the part's move was not
+ * uniform (the caller plays on). RS_OK or RS_ENOMEM from save. */
+int rs__simrun_save(rs_simrun_t *s);
+uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times);
+/* The runner's own, for a bucket: has every worker's whole state moved on
+ * from before (W states) by one delta? Then move it on by times more of
+ * it and return the delta; else 0, nothing moved. */
+uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
+                               uint64_t times);
+
+/* The same for a run of identical rounds, rounds k..last of a loop (a
+ * step's segments of one size): begin before round k, end after it, which
+ * returns the round the loop goes on from (k, or past the rounds a repeat
+ * of the period since the save played at once). A fresh rs_simrepeat_t
+ * (RS_SIMREPEAT_INIT) for each loop. */
+typedef struct rs_simrepeat {
+  size_t from; /* the round the state was saved before (SIZE_MAX: none) */
+  size_t last; /* the run's last round */
+  int done;    /* a repeat played the run: the rest is played as it is */
+} rs_simrepeat_t;
+#define RS_SIMREPEAT_INIT                                                      \
+  { SIZE_MAX, SIZE_MAX, 0 }
+void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
+                         size_t last);
+size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k);
+/* Worker r (of all) is about to change: its state as the save left it
+ * is kept, the first time since the save (rs__simrun_seen). */
+void rs__simrun_seen(rs_simrun_t *s, int r);
+static inline void rs__simrun_touch(rs_simrun_t *s, int r) {
+  if (s->track && s->track->seen_at[r] != s->track->touch_id)
+    rs__simrun_seen(s, r);
+}
+/* May a sim_bucket look for steady repeats? Not in a plain simulation. */
+static inline int rs__simrun_may_repeat(const rs_simrun_t *s) {
+  return s->track != NULL;
+}
+/* The steps a repeat skipped (steps more, after the step under way):
+ * their number and their NIC load, which the caller vouches is the step
+ * under way's (topo.h's rs__topo_load_repeat). */
+void rs__simrun_repeat_steps(rs_simrun_t *s, int steps);
+
+/* DESIGN: certified repeats, for schedules whose workers do not all move
+ * on alike (the tree: a leaf sends ahead of the pipeline). A round of a
+ * schedule is maxes and sums of the state and of constants. If two rounds
+ * in a row that repeat one round (the same messages, sizes and load) move
+ * every field of the state on by the same amounts (field by field: d, the
+ * same for both), and in the second every max's larger operand grew at
+ * least as much as the smaller one (equal ones alike), then every later
+ * round of the run would take the same operands at every max and move the
+ * state on by d again: the rest of the run moves the state on by d each,
+ * not played. A sim_bucket calls rs__simcert_begin before round k of a run
+ * of rounds k..last and rs__simcert_end after it, which returns the round
+ * to go on from. A fresh rs_simcert_t (RS_SIMCERT_INIT) for each loop. */
+typedef struct rs_simcert {
+  size_t last;   /* the run's last round (SIZE_MAX: none yet) */
+  int rounds;    /* rounds recorded in a row: 0 or 1 */
+  int done;      /* certified: the rest of the run is played as it is */
+  size_t retry;  /* no recording before this round */
+  size_t misses; /* certifications failed in this run */
+} rs_simcert_t;
+#define RS_SIMCERT_INIT                                                        \
+  { SIZE_MAX, 0, 0, 0, 0 }
+void rs__simcert_begin(rs_simrun_t *s, rs_simcert_t *c, size_t k, size_t last);
+size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k);
+/* A max of a and b in the round being recorded (rs__simlog_max). */
+void rs__simlog_add(struct rs_simlog *log, uint64_t a, uint64_t b);
+static inline void rs__simlog_max(rs_simrun_t *s, uint64_t a, uint64_t b) {
+  if (s->track && s->track->log)
+    rs__simlog_add(s->track->log, a, b);
+}
+
+/* Worker from sends a message of elems elements to worker to, in the
+ * step under way: its arrival is kept in the sender's mailbox (send), or
+ * in the receiver's (post: a sender of several messages in a round, as
+ * the tree's broadcast to its children, keeps each in its receiver's
+ * mailbox, to). */
+static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
+                                   size_t elems) {
+  const rs_group_t *g = &s->group;
+  uint64_t depart;
+  box = rs__group_worker(g, box);
+  from = rs__group_worker(g, from);
+  rs__simrun_touch(s, from);
+  rs__simlog_max(s, s->clocks[from].clock, s->clocks[from].link_free);
+  rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
+               elems * s->elem_size, &depart, &s->arrive[box], &s->wire[box]);
+  if (s->track)
+    s->track->sent_at[from] = s->track->touch_id;
+}
+
+static inline void rs__simrun_send(rs_simrun_t *s, int from, int to,
+                                   size_t elems) {
+  rs__simrun_mail(s, from, to, from, elems);
+}
+
+static inline void rs__simrun_post(rs_simrun_t *s, int from, int to,
+                                   size_t elems) {
+  rs__simrun_mail(s, from, to, to, elems);
+}
+
+/* Worker to receives the message in mailbox box (the sender's, after
+ * send), reducing reduced_elems of it. (Inline, as send: the schedule
+ * simulation's innermost calls.) */
+static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
+                                   size_t reduced_elems) {
+  box = rs__group_worker(&s->group, box);
+  to = rs__group_worker(&s->group, to);
+  rs__simrun_touch(s, to);
+  rs_simclock_t *c = &s->clocks[to];
+  if (s->track)
+    s->track->got_at[to] = s->track->touch_id;
+  if (s->track && s->track->log) { /* (rs__sim_recv's two maxes) */
+    const uint64_t port = rs__sat_add(c->in_free, s->wire[box]);
+    rs__simlog_max(s, s->arrive[box], port);
+    rs__simlog_max(s, port > s->arrive[box] ? port : s->arrive[box], c->clock);
+  }
+  rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
+  if (c->clock > s->bound)
+    s->over = 1;
+}
+
+#endif /* RINGSIM_SIMRUN_H */
