@@ -1,5 +1,9 @@
 /* algo/algo.c - the pieces of an rs_algo_t (algo.h) that several
- * algorithms share. */
+ * algorithms share, and the one runner every algorithm's schedule
+ * simulation goes through (rs__algo_simulate and its kin): the workers'
+ * clocks and mailboxes (algo/simrun.h), the NIC load placed step by step,
+ * the bound an argmin stops at, and buckets of one size in a row
+ * repeated (algo/simrun.c). */
 #include "algo/algo.h"
 
 #include <stdlib.h>
@@ -26,4 +30,204 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
          (reduced ? rs__net_ns(bytes, m->reduce_rate) : 0);
   }
   return t;
+}
+
+/* The runner's state for W workers: every worker's clock, its mailbox,
+ * and the algorithm's scratch. */
+static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
+                       const rs_netmodel_t *m, int workers,
+                       size_t segment_bytes, size_t elem_size, int plain) {
+  s->net = m;
+  s->bound = UINT64_MAX;
+  s->shape = rs__shape_of(m, workers);
+  s->elem_size = elem_size;
+  s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  s->clocks = calloc((size_t)workers, sizeof *s->clocks);
+  s->arrive = calloc((size_t)workers, sizeof *s->arrive);
+  s->wire = calloc((size_t)workers, sizeof *s->wire);
+  if (!plain) {
+    rs_simtrack_t *t = s->track = calloc(1, sizeof *t);
+    if (!t)
+      return RS_ENOMEM;
+    const size_t W = (size_t)workers;
+    t->workers = workers;
+    t->saved = malloc(W * sizeof *t->saved);
+    t->seen = malloc(W * sizeof *t->seen);
+    t->seen_at = calloc(W, sizeof *t->seen_at);
+    t->sent_at = calloc(W, sizeof *t->sent_at);
+    t->got_at = calloc(W, sizeof *t->got_at);
+    for (int i = 0; i < 2; i++)
+      t->cert_state[i] = malloc(W * sizeof *t->cert_state[i]);
+    if (!t->saved || !t->seen || !t->seen_at || !t->sent_at || !t->got_at ||
+        !t->cert_state[0] || !t->cert_state[1])
+      return RS_ENOMEM;
+  }
+  const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
+  s->algo_mem = scratch ? calloc(1, scratch) : NULL;
+  if (!s->clocks || !s->arrive || !s->wire || (scratch && !s->algo_mem))
+    return RS_ENOMEM;
+  for (int r = 0; r < workers; r++)
+    rs__sim_init(&s->clocks[r], m, workers, r);
+  /* A topology of several nodes: its NICs' load under a's schedule (one
+   * that does not hold the W workers, which rs_netmodel_check refuses,
+   * is taken as one node). */
+  const rs_topo_t *t = &m->topo;
+  if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers) {
+    if (!(s->load = malloc(sizeof *s->load)))
+      return RS_ENOMEM;
+    if (rs__topo_load_lazy(s->load, t, a->steps(s->shape, RS_COLL_ALLREDUCE),
+                           a->sends)) {
+      free(s->load);
+      s->load = NULL;
+      return RS_ENOMEM;
+    }
+    for (int r = 0; r < workers; r++)
+      s->clocks[r].load = s->load;
+  }
+  return RS_OK;
+}
+
+static void simrun_free(rs_simrun_t *s) {
+  if (s->load)
+    rs__topo_unload(s->load);
+  free(s->load);
+  free(s->clocks);
+  free(s->arrive);
+  free(s->wire);
+  free(s->algo_mem);
+  if (s->track) {
+    free(s->track->saved);
+    free(s->track->seen);
+    free(s->track->seen_at);
+    free(s->track->sent_at);
+    free(s->track->got_at);
+    for (int i = 0; i < 2; i++)
+      free(s->track->cert_state[i]);
+    for (int i = 0; i < 2; i++)
+      free(s->track->cert_log[i].pair);
+    free(s->track);
+  }
+}
+
+/* Buckets of one size in a row (DDP's buckets, 25 MiB each) repeat one
+ * schedule (rs__simrun_repeat): once one of them moves the whole state
+ * uniformly, the rest are skipped. (Not with ready times: they do not
+ * move with the state.) */
+static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                    const rs_bucket_t *buckets, size_t bucket_count,
+                    size_t segment_bytes, size_t elem_size,
+                    const uint64_t *ready, rs_sim_spans_t *spans,
+                    uint64_t bound, int plain) {
+  rs_simrun_t s = {0};
+  if (simrun_init(&s, a, m, workers, segment_bytes, elem_size, plain)) {
+    simrun_free(&s);
+    return RS_ENOMEM;
+  }
+  s.bound = bound;
+  const size_t W = (size_t)workers;
+  /* (the state before a bucket that others of its size follow: apart from
+   * the one the algorithm's sim_bucket saves for its own repeats) */
+  rs_simstate_t *before = NULL;
+  if (!ready && !plain && bucket_count > 2 &&
+      !(before = malloc(W * sizeof *before)))
+    s.nomem = 1;
+  for (size_t b = 0; b < bucket_count && !s.nomem; b++) {
+    size_t same = b; /* the last bucket of b's size in a row */
+    while (before && same + 1 < bucket_count &&
+           buckets[same + 1].elems == buckets[b].elems)
+      same++;
+    for (size_t r = 0; same > b && r < W; r++)
+      before[r] = rs__simstate_of(&s.clocks[r]);
+    for (size_t r = 0; r < W; r++) {
+      if (ready)
+        rs__sim_start_at(&s.clocks[r], ready[b * W + r]);
+      if (spans->worker_start)
+        spans->worker_start[b * W + r] = s.clocks[r].clock;
+    }
+    s.step = -1; /* (the first rs__simrun_step makes it 0) */
+    a->sim_bucket(
+        &s, buckets[b].elems,
+        rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
+    if (s.nomem)
+      break;
+    for (size_t r = 0; spans->worker_end && r < W; r++)
+      spans->worker_end[b * W + r] = s.clocks[r].clock;
+    const uint64_t delta =
+        same > b ? rs__simrun_repeat_all(&s, before, same - b) : 0;
+    if (delta) {
+      for (size_t k = b + 1; k <= same; k++)
+        for (size_t r = 0; r < W; r++) {
+          const uint64_t by = delta * (k - b);
+          if (spans->worker_start)
+            spans->worker_start[k * W + r] =
+                spans->worker_start[b * W + r] + by;
+          if (spans->worker_end)
+            spans->worker_end[k * W + r] = spans->worker_end[b * W + r] + by;
+        }
+      b = same;
+    }
+  }
+  free(before);
+  if (s.nomem) {
+    simrun_free(&s);
+    return RS_ENOMEM;
+  }
+  uint64_t end = 0;
+  for (size_t r = 0; r < W; r++)
+    end = s.clocks[r].clock > end ? s.clocks[r].clock : end;
+  if (s.over && bound != UINT64_MAX && end <= bound)
+    end = bound + 1; /* (stopped by a sim_bucket's own bound on what is
+                        still to come: more than bound, whatever the
+                        clocks say so far) */
+  spans->end_ns = end < UINT64_MAX ? end : UINT64_MAX - 1; /* (netmodel.h) */
+  simrun_free(&s);
+  return RS_OK;
+}
+
+int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
+                            int workers, const rs_bucket_t *buckets,
+                            size_t bucket_count, size_t segment_bytes,
+                            size_t elem_size, const uint64_t *ready,
+                            rs_sim_spans_t *spans) {
+  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
+                  elem_size, ready, spans, UINT64_MAX, 0);
+}
+
+/* A schedule's end: 0 when the model is off or W < 2, UINT64_MAX when out
+ * of memory. */
+static uint64_t end_of(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                       const rs_bucket_t *buckets, size_t bucket_count,
+                       size_t segment_bytes, size_t elem_size, uint64_t bound,
+                       int plain) {
+  rs_sim_spans_t spans = {0};
+  if (!m->enabled || workers < 2)
+    return 0;
+  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
+                  elem_size, NULL, &spans, bound, plain)
+             ? UINT64_MAX
+             : spans.end_ns;
+}
+
+uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size, uint64_t bound) {
+  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
+                bound, 0);
+}
+
+uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
+                                 int workers, const rs_bucket_t *buckets,
+                                 size_t bucket_count, size_t segment_bytes,
+                                 size_t elem_size) {
+  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
+                UINT64_MAX, 1);
+}
+
+uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
+                           int workers, const rs_bucket_t *buckets,
+                           size_t bucket_count, size_t segment_bytes,
+                           size_t elem_size) {
+  return rs__algo_simulate_bounded(a, m, workers, buckets, bucket_count,
+                                   segment_bytes, elem_size, UINT64_MAX);
 }

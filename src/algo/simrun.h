@@ -1,7 +1,7 @@
 /* algo/simrun.h - the runner every algorithm's schedule simulation goes
  * through (algo.h's sim_bucket): the workers' simulated clocks played in
  * lock step, round by round, and the repeats that spare it rounds whose
- * result is known (algo/repeat.c). algo/simulate.c runs it.
+ * result is known (algo/simrun.c). algo/algo.c runs it.
  */
 #ifndef RINGSIM_SIMRUN_H
 #define RINGSIM_SIMRUN_H

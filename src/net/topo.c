@@ -341,10 +341,10 @@ static int densify(rs_topo_load_t *l, uint32_t p) {
     l->dense = dense;
     l->dense_cap = cap;
   }
-  uint32_t *row = l->dense + l->dense_len;
-  memset(row, 0, sides * sizeof *row);
+  uint32_t *dense = l->dense + l->dense_len;
+  memset(dense, 0, sides * sizeof *dense);
   for (uint32_t e = l->first[p]; e < l->first[p + 1]; e++)
-    row[l->side[e]] = l->count[e];
+    dense[l->side[e]] = l->count[e];
   l->dense_at[p] = (uint32_t)l->dense_len;
   l->dense_len += sides;
   return RS_OK;

@@ -1,6 +1,7 @@
-/* algo/repeat.c - the schedule simulation's repeats (algo/simrun.h's
- * DESIGN blocks): a part of a schedule that moves the state on uniformly,
- * or field by field with every max settled, is not played again. Exact:
+/* algo/simrun.c - the runner's step (its NIC load placed as it comes)
+ * and the schedule simulation's repeats (algo/simrun.h's DESIGN
+ * blocks): a part of a schedule that moves the state on uniformly, or
+ * field by field with every max settled, is not played again. Exact:
  * test_topo_sim holds every algorithm to the plain simulation. */
 #include "algo/simrun.h"
 
@@ -294,4 +295,31 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
   t->cert_log[1] = swap;
   c->rounds = 1;
   return k;
+}
+
+void rs__simrun_step(rs_simrun_t *s) {
+  s->step++;
+  if (rs__simrun_stopped(s)) /* (its loops run out, doing nothing) */
+    return;
+  if (s->load && s->load->builder && rs__topo_load_step(s->load, s->step)) {
+    s->nomem = s->over = 1;
+    return;
+  }
+  for (int r = 0; s->net->straggler_count && r < s->shape.workers; r++) {
+    const int w = rs__group_worker(&s->group, r);
+    if (s->clocks[w].straggler_ns)
+      rs__simrun_touch(s, w); /* (its state before the straggler's step) */
+    rs__sim_step(&s->clocks[w]);
+  }
+}
+
+void rs__simrun_repeat_steps(rs_simrun_t *s, int steps) {
+  if (steps <= 0)
+    return;
+  if (s->load && s->load->builder &&
+      rs__topo_load_repeat(s->load, s->step, steps)) {
+    s->nomem = s->over = 1;
+    return;
+  }
+  s->step += steps;
 }
