@@ -438,13 +438,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
             return _powersgd.allreduce(lib, owned, workers, names, first,
                                        settings, model_ptr, c_trace, conf,
                                        _new_output, RunError)
-        config = lib.rs_config_new()
-        if not config:
-            raise MemoryError("ringsim: out of memory")
-        owned.own(config, lib.rs_config_free)
-        for option, value in settings:
-            if lib.rs_config_set(config, option.encode(), value, err):
-                raise fail(ValueError)
+        config = _lib.new_config(lib, owned, settings, err, fail)
         # algo auto without net: this machine, measured (tens of ms)
         rc = lib.rs_config_measure_machine(config, err)
         if rc:

@@ -130,3 +130,17 @@ def path():
     """The path of the library in use."""
     load()
     return _PATH
+
+
+def new_config(lib, owned, settings, err, fail):
+    """A new rs_config_t that owned frees, with settings ((option, value)
+    pairs) set through rs_config_set; a refused one raises fail(ValueError)
+    (err holds its message)."""
+    config = lib.rs_config_new()
+    if not config:
+        raise MemoryError("ringsim: out of memory")
+    owned.own(config, lib.rs_config_free)
+    for option, value in settings:
+        if lib.rs_config_set(config, option.encode(), value, err):
+            raise fail(ValueError)
+    return config

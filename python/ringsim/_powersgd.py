@@ -64,13 +64,7 @@ def allreduce(lib, owned, workers, names, first, settings, model_ptr,
 
     configs = []
     for hook in (None, b"allreduce"):  # the step's, and the plain run's
-        config = lib.rs_config_new()
-        if not config:
-            raise MemoryError("ringsim: out of memory")
-        owned.own(config, lib.rs_config_free)
-        for option, value in settings:
-            if lib.rs_config_set(config, option.encode(), value, err):
-                raise fail(ValueError)
+        config = _lib.new_config(lib, owned, settings, err, fail)
         if hook and (lib.rs_config_set(config, b"hook", hook, err) or
                      lib.rs_config_set(config, b"traced", b"false", err)):
             raise fail(ValueError)  # (the plain run is never traced)
