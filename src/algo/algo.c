@@ -110,7 +110,7 @@ static void simrun_free(rs_simrun_t *s) {
 }
 
 /* Buckets of one size in a row (DDP's buckets, 25 MiB each) repeat one
- * schedule (rs__simrun_repeat): once one of them moves the whole state
+ * schedule (rs__simrun_repeat_all): once one of them moves the whole state
  * uniformly, the rest are skipped. (Not with ready times: they do not
  * move with the state.) */
 static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
@@ -153,7 +153,7 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
     for (size_t r = 0; spans->worker_end && r < W; r++)
       spans->worker_end[b * W + r] = s.clocks[r].clock;
     const uint64_t delta =
-        same > b ? rs__simrun_repeat_all(&s, before, same - b) : 0;
+        same > b ? rs__simrun_repeat_all(&s, before, 0, same - b, NULL) : 0;
     if (delta) {
       for (size_t k = b + 1; k <= same; k++)
         for (size_t r = 0; r < W; r++) {

@@ -180,51 +180,6 @@ static int ring_period(const rs_simrun_t *s) {
   return T;
 }
 
-/* Is the state now the saved one turned by k workers and moved on by one
- * delta? That delta, or 0. */
-static uint64_t turned(const rs_simrun_t *s, const rs_simstate_t *saved,
-                       int k) {
-  const int W = s->shape.workers;
-  const uint64_t delta = s->clocks[k % W].clock - saved[0].clock;
-  for (int r = 0; r < W; r++) {
-    const rs_simclock_t *c = &s->clocks[(r + k) % W];
-    const rs_simstate_t *b = &saved[r];
-    if (c->clock < b->clock || c->clock - b->clock != delta ||
-        c->link_free < b->link_free || c->link_free - b->link_free != delta ||
-        c->in_free < b->in_free || c->in_free - b->in_free != delta)
-      return 0;
-  }
-  return delta;
-}
-
-/* Play m more periods of k steps at once: the state turned by m k workers
- * and moved on by m delta (scratch: W states). 0 if a clock would pass
- * UINT64_MAX (nothing moved then). */
-static int turn_on(rs_simrun_t *s, rs_simstate_t *scratch, int k, int m,
-                   uint64_t delta) {
-  const int W = s->shape.workers;
-  const uint64_t by = delta * (uint64_t)m;
-  if (by / (uint64_t)m != delta)
-    return 0;
-  for (int r = 0; r < W; r++) {
-    const rs_simclock_t *c = &s->clocks[r];
-    if (c->clock > UINT64_MAX - by || c->link_free > UINT64_MAX - by ||
-        c->in_free > UINT64_MAX - by)
-      return 0;
-    scratch[r] = (rs_simstate_t){c->clock, c->link_free, c->in_free};
-  }
-  const int turn = (int)(((long long)m * k) % W);
-  for (int r = 0; r < W; r++) {
-    rs_simclock_t *c = &s->clocks[(r + turn) % W];
-    c->clock = scratch[r].clock + by;
-    c->link_free = scratch[r].link_free + by;
-    c->in_free = scratch[r].in_free + by;
-    if (c->clock > s->bound)
-      s->over = 1;
-  }
-  return 1;
-}
-
 /* The longest period, in steps, looked for before the state is saved
  * again. */
 #define RING_PERIOD_MAX 64
@@ -302,8 +257,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
           way->send_chunk(W, 0, ph, 0) - way->send_chunk(W, 0, ph, 1), W);
       const int turn = (int)((long long)k * travel % W);
       const int m = (W - 2 - step) / k;
-      const uint64_t delta = m ? turned(s, saved, turn) : 0;
-      if (delta && turn_on(s, saved + W, turn, m, delta)) {
+      if (m && rs__simrun_repeat_all(s, saved, turn, (uint64_t)m, saved + W)) {
         rs__simrun_repeat_steps(s, m * k);
         step += m * k;
         saved_at = -1;

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rs__simrun_save(rs_simrun_t *s) {
+/* A save: the state from here on is kept worker by worker as each is
+ * first touched (rs__simrun_seen). */
+static void save(rs_simrun_t *s) {
   rs_simtrack_t *t = s->track;
-  if (!t)
-    return RS_OK;           /* (a plain simulation: nothing repeats) */
   if (++t->touch_id == 0) { /* (wrapped: no stale stamp may match) */
     const size_t W = (size_t)t->workers;
     memset(t->seen_at, 0, W * sizeof *t->seen_at);
@@ -20,7 +20,6 @@ int rs__simrun_save(rs_simrun_t *s) {
     t->touch_id = 1;
   }
   t->seen_n = 0; /* (each worker's state is saved as it is first touched) */
-  return RS_OK;
 }
 
 void rs__simrun_seen(rs_simrun_t *s, int r) {
@@ -68,7 +67,10 @@ static int room_for(const rs_simclock_t *c, uint64_t by) {
          c->in_free <= UINT64_MAX - by;
 }
 
-uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
+/* Has every worker touched since the save moved on by one delta in the
+ * fields that carry its part (moves), and the others stayed? Then move
+ * them on by times x delta and return delta; else 0, nothing moved. */
+static uint64_t repeat(rs_simrun_t *s, uint64_t times) {
   const rs_simtrack_t *t = s->track;
   if (!t || s->over || !times)
     return 0;
@@ -104,21 +106,31 @@ uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times) {
 }
 
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
-                               uint64_t times) {
-  const uint64_t delta = s->clocks[0].clock - before[0].clock;
+                               int turn, uint64_t times,
+                               rs_simstate_t *scratch) {
+  const int W = s->shape.workers;
+  turn = ((turn % W) + W) % W;
+  const uint64_t delta = s->clocks[turn].clock - before[0].clock;
   const uint64_t by = delta * times;
   if (s->over || !delta || !times || by / times != delta)
     return 0;
-  for (int r = 0; r < s->shape.workers; r++)
-    if (!moved_by(&s->clocks[r], &before[r], MOVE_CLOCK | MOVE_LINK | MOVE_PORT,
-                  delta) ||
+  for (int r = 0; r < W; r++)
+    if (!moved_by(&s->clocks[(r + turn) % W], &before[r],
+                  MOVE_CLOCK | MOVE_LINK | MOVE_PORT, delta) ||
         !room_for(&s->clocks[r], by))
       return 0;
-  for (int r = 0; r < s->shape.workers; r++) {
-    rs_simclock_t *c = &s->clocks[r];
-    c->clock += by;
-    c->link_free += by;
-    c->in_free += by;
+  /* (where worker r's state goes: times more turns on) */
+  const int to = (int)((long long)turn * (long long)(times % (uint64_t)W) % W);
+  if (to && !scratch)
+    return 0;
+  for (int r = 0; to && r < W; r++)
+    scratch[r] = rs__simstate_of(&s->clocks[r]);
+  for (int r = 0; r < W; r++) {
+    rs_simclock_t *c = &s->clocks[(r + to) % W];
+    const rs_simstate_t from = to ? scratch[r] : rs__simstate_of(c);
+    c->clock = from.clock + by;
+    c->link_free = from.link_free + by;
+    c->in_free = from.in_free + by;
     if (c->clock > s->bound)
       s->over = 1;
   }
@@ -139,10 +151,7 @@ void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
   if (p->done || p->from != SIZE_MAX || k >= last || !s->track ||
       rs__simrun_stopped(s))
     return;
-  if (rs__simrun_save(s)) {
-    s->nomem = s->over = 1;
-    return;
-  }
+  save(s);
   p->from = k;
 }
 
@@ -150,7 +159,7 @@ size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
   if (p->from == SIZE_MAX || rs__simrun_stopped(s))
     return k;
   const size_t period = k + 1 - p->from, times = (p->last - k) / period;
-  if (times && rs__simrun_repeat(s, times)) {
+  if (times && repeat(s, times)) {
     p->done = 1;
     p->from = SIZE_MAX;
     return k + times * period;

@@ -24,7 +24,7 @@ static inline rs_simstate_t rs__simstate_of(const rs_simclock_t *c) {
 }
 
 /* What the steady repeats (below) keep, over all the workers whoever the
- * group: since the last rs__simrun_save (touch_id), the workers touched,
+ * group: since the last save (touch_id), the workers touched,
  * each one's state as it was before (saved), and whether it sent and
  * received (the save's touch_id in sent_at, got_at). */
 typedef struct rs_simtrack {
@@ -96,18 +96,23 @@ static inline int rs__simrun_stopped(const rs_simrun_t *s) {
  * are the same part again (the same messages between the same workers, of
  * the same sizes, under the same NIC load, each round's receives reading
  * that round's sends), each of them would move it on by delta too: they
- * need not be played. A sim_bucket saves the state before a part
- * (rs__simrun_save), plays it, and asks rs__simrun_repeat to play `times`
- * more of it at once: it moves the state on by times x delta and returns
- * delta, or returns 0 and moves nothing if the part's move was not
- * uniform (the caller plays on). RS_OK or RS_ENOMEM from save. */
-int rs__simrun_save(rs_simrun_t *s);
-uint64_t rs__simrun_repeat(rs_simrun_t *s, uint64_t times);
-/* The runner's own, for a bucket: has every worker's whole state moved on
- * from before (W states) by one delta? Then move it on by times more of
- * it and return the delta; else 0, nothing moved. */
+ * need not be played.
+ *
+ * Two ways in. A part every worker takes part in alike (a bucket; the
+ * ring's steps, which repeat turned round the ring): the caller keeps the
+ * state before it and asks rs__simrun_repeat_all. A run of identical
+ * rounds in a loop (a step's segments of one size): rs_simrepeat_t below,
+ * which keeps the state of only the workers each round touches. */
+
+/* Has every worker's whole state moved on from before (W states) by one
+ * delta, turned round by `turn` workers (worker r + turn now holds worker
+ * r's state before, moved on; 0 for no turn)? Then play `times` more of
+ * the same at once: worker r's state goes to worker r + times x turn,
+ * moved on by times x delta (scratch: W states, needed only when that
+ * turn is not whole). Returns delta, or 0 with nothing moved. */
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
-                               uint64_t times);
+                               int turn, uint64_t times,
+                               rs_simstate_t *scratch);
 
 /* The same for a run of identical rounds, rounds k..last of a loop (a
  * step's segments of one size): begin before round k, end after it, which
