@@ -181,6 +181,42 @@ static void test_repeats_are_exact(void **state) {
     }
 }
 
+/* (2b') The lower bound an argmin skips an algorithm by (rs__algo_least)
+ * never passes the algorithm's simulated time, and is not empty: on
+ * topologies with shared NICs, a slower link, a straggler and workers
+ * that are not a power of two, flat and on nodes, from 1 element up. */
+static void test_least_is_a_bound(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "dgx-h100,nodes=4", "pcie,nodes=3",
+      "nodes=6,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s",
+      "nodes=5,gpus=3,nics=1,intra=700ns/300GB/s,nic=3us/12500MB/s"};
+  for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++)
+    for (int variant = 0; variant < 3; variant++) {
+      rs_netmodel_t net = topo_net(specs[ti], variant == 1 ? "40GB/s" : NULL);
+      const int W = net.topo.nodes * net.topo.gpus;
+      char err[RS_ERRMSG_MAX];
+      if (variant == 2 &&
+          (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net,
+                                  err) ||
+           rs_netmodel_parse_straggler("worker=5,us=2", &net, err)))
+        fail_msg("%s", err);
+      for (size_t elems = 1; elems < ((size_t)1 << 22); elems = elems * 5 + 3)
+        for (int a = 0; a < RS_ALGO_COUNT; a++) {
+          const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+          const rs_bucket_t b = {.elems = elems, .params = 1};
+          const uint64_t least = rs__algo_least(algo, &net, W, elems, 4);
+          const uint64_t sim =
+              rs__algo_simulate_plain(algo, &net, W, &b, 1, 1 << 16, 4);
+          if (least > sim || (least == 0 && (algo->least || algo->step_least)))
+            fail_msg("%s on %s (variant %d), %zu elements: bound %llu, "
+                     "simulated %llu",
+                     algo->name, specs[ti], variant, elems,
+                     (unsigned long long)least, (unsigned long long)sim);
+        }
+    }
+}
+
 /* (2c) --algo auto's argmin alone (rs_auto_choose without predictions:
  * the schedules simulated cheapest first, each only while it can still
  * win, the tree stopped by its root's port) chooses what running every
@@ -380,6 +416,7 @@ int main(void) {
       cmocka_unit_test(test_one_node_is_net),
       cmocka_unit_test(test_threaded_is_simulated),
       cmocka_unit_test(test_repeats_are_exact),
+      cmocka_unit_test(test_least_is_a_bound),
       cmocka_unit_test(test_argmin_is_the_choice),
       cmocka_unit_test(test_by_hand),
       cmocka_unit_test(test_tree_on_nodes),

@@ -32,6 +32,50 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
   return t;
 }
 
+/* A chain of messages through the schedule from worker 0 at its start:
+ * in each step the worker holding the chain sends step_least's elements
+ * at the least (the first peer sends names), which its peer has received
+ * before it sends in the next step. Each message's departure is after
+ * its sender's clock, so the chain's last worker ends no sooner than the
+ * sum of the least times of its messages (netmodel.h). */
+static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
+                            int workers, size_t elems, size_t elem_size) {
+  const rs_shape_t shape = rs__shape_of(m, workers);
+  const int steps = a->steps(shape, RS_COLL_ALLREDUCE);
+  int dst[RS_TOPO_MAX_SENDS], w = 0;
+  uint64_t t = 0;
+  /* (the last hop's link and size: a ring's hops repeat them) */
+  int memo_cross = -1;
+  size_t memo_n = 0;
+  uint64_t memo_ns = 0;
+  for (int k = 0; k < steps; k++) {
+    if (a->sends(shape, k, w, dst, RS_TOPO_MAX_SENDS) < 1)
+      continue; /* (w holds the chain) */
+    const size_t n = a->step_least(shape, k, elems);
+    const int cross = shape.gpus > 0 && w / shape.gpus != dst[0] / shape.gpus;
+    if (m->link_count || cross != memo_cross || n != memo_n) {
+      uint64_t latency;
+      const uint64_t wire = rs__sim_hop_least_ns(m, workers, w, dst[0],
+                                                 n * elem_size, &latency);
+      memo_ns = rs__sat_add(wire, latency);
+      memo_cross = cross;
+      memo_n = n;
+    }
+    t = rs__sat_add(t, memo_ns);
+    w = dst[0];
+  }
+  return t;
+}
+
+uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m,
+                        int workers, size_t elems, size_t elem_size) {
+  if (!m->enabled || workers < 2)
+    return 0;
+  if (a->least)
+    return a->least(m, rs__shape_of(m, workers), elems, elem_size);
+  return a->step_least ? chain_least(a, m, workers, elems, elem_size) : 0;
+}
+
 /* The runner's state for W workers: every worker's clock, its mailbox,
  * and the algorithm's scratch. */
 static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
@@ -82,7 +126,7 @@ static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
       return RS_ENOMEM;
     }
     for (int r = 0; r < workers; r++)
-      s->clocks[r].load = s->load;
+      rs__sim_set_load(&s->clocks[r], s->load);
   }
   return RS_OK;
 }

@@ -14,33 +14,48 @@
  *   cost is the ring's within a segment's rounding, so choosing it would
  *   only change which bits a user gets. It is never eligible.
  */
+#include "algo/algo.h"
 #include "algo/list.h"
 
-/* The argmin alone (no predictions wanted): the eligible algorithms
- * taken cheapest to simulate first (rs_algo_t's sim_work), so an early
- * one bounds the rest, each simulated only while it can still win
- * (rs__predict_bounded). A tie goes to the lower index, as in
- * rs_auto_choose's own loop. */
+/* The argmin alone (no predictions wanted). On a topology a prediction
+ * is a simulation: the eligible algorithms are taken by their lower
+ * bounds (rs__algo_least), the least first, since it most likely wins
+ * and then bounds the rest; one whose bound the best so far already
+ * beats is not simulated, and the rest only while they can still win
+ * (rs__predict_bounded). Those without a bound come last, cheapest to
+ * simulate first (rs_algo_t's sim_work). A tie goes to the lower index,
+ * as in rs_auto_choose's own loop. */
 static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
                              size_t segs, size_t segment_bytes,
                              size_t elem_size, unsigned eligible) {
   const rs_shape_t shape = rs__shape_of(m, workers);
   int order[RS_ALGO_COUNT], n = 0;
+  uint64_t least[RS_ALGO_COUNT];
   double work[RS_ALGO_COUNT];
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     if (!(eligible & (1u << a)) || a == RS_ALGO_GLOO_RING)
       continue;
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    const int bounded = m->topo.enabled && (algo->least || algo->step_least);
+    const uint64_t lb =
+        bounded ? rs__algo_least(algo, m, workers, elems, elem_size) : 0;
     const double w =
         algo->sim_work
             ? algo->sim_work(shape, elems, segs)
             : (double)algo->steps(shape, RS_COLL_ALLREDUCE) * shape.workers;
+    /* (the key: the bound, or past every bound and then the work) */
+    const uint64_t key = bounded ? lb : UINT64_MAX;
     int i = n++;
-    for (; i > 0 && work[i - 1] > w; i--) { /* (stable: ties by index) */
+    for (; i > 0 && (least[i - 1] > key ||
+                     (least[i - 1] == key && key == UINT64_MAX &&
+                      work[i - 1] > w));
+         i--) { /* (stable: ties by index) */
       order[i] = order[i - 1];
+      least[i] = least[i - 1];
       work[i] = work[i - 1];
     }
     order[i] = a;
+    least[i] = key;
     work[i] = w;
   }
   rs_algorithm_t best = RS_ALGO_RING;
@@ -51,6 +66,9 @@ static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
     const int lower = best_ns == UINT64_MAX || a < (int)best;
     if (!lower && best_ns == 0)
       continue;
+    if (best_ns != UINT64_MAX && least[i] != UINT64_MAX &&
+        (least[i] > best_ns || (least[i] == best_ns && !lower)))
+      continue; /* (its bound: it cannot win) */
     const uint64_t ns = rs__predict_bounded(
         (rs_algorithm_t)a, m, workers, elems, segs, segment_bytes, elem_size,
         lower ? best_ns : best_ns - 1);

@@ -184,6 +184,19 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
     sim_node_step(s, n, RS_PHASE_ALL_GATHER, step);
 }
 
+/* The fewest elements of a step's message (algo.h): a node step's a
+ * block, at least n / G rounded down; across, the inner algorithm's for
+ * a block that size (no smaller block has a larger message). */
+static size_t step_least(const hier_way_t *h, rs_shape_t shape, int step,
+                         size_t elems) {
+  const int G = shape.gpus, inner = inner_steps(h, shape);
+  const size_t block = elems / (size_t)G;
+  if (step < G - 1 || step >= G - 1 + inner)
+    return block;
+  return h->inner->step_least(rs__shape_flat(nodes_of(shape)), step - (G - 1),
+                              block);
+}
+
 /* Edges: the node's ring, and the inner algorithm's among the group. */
 static int peers(const hier_way_t *h, rs_shape_t shape, int rank, int *peers,
                  int sending) {
@@ -432,6 +445,9 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
     return sends(&way_##ID, sh, step, r, dst, max);                            \
   }                                                                            \
   static int ID##_depth(rs_shape_t sh) { return depth(&way_##ID, sh); }        \
+  static size_t ID##_step_least(rs_shape_t sh, int step, size_t n) {           \
+    return step_least(&way_##ID, sh, step, n);                                 \
+  }                                                                            \
   static uint64_t ID##_predict(const rs_netmodel_t *m, rs_shape_t sh,          \
                                size_t n, size_t segs, size_t cap, size_t es) { \
     return (void)segs, predict(&rs__algo_##ID, m, sh, n, cap, es);             \
@@ -462,6 +478,7 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
                                    .predict = ID##_predict,                    \
                                    .sim_bucket = ID##_sim,                     \
                                    .sim_scratch = ID##_scratch,                \
+                                   .step_least = ID##_step_least,              \
                                    .title = "hierarchical all-reduce",         \
                                    .layout = ID##_layout,                      \
                                    .narrate = ID##_narrate,                    \

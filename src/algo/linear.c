@@ -150,6 +150,25 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
          (uint64_t)(workers - 1) * wire;
 }
 
+/* A bound of its own (algo.h): the root's port takes the W-1 buffers one
+ * after another, each no sooner than its least time on the wire; then its
+ * link sends the result W-1 times, and the last arrives a latency after. */
+static uint64_t least(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
+                      size_t elem_size) {
+  const int W = shape.workers, root = RS_LINEAR_ROOT;
+  uint64_t t = 0, latency = UINT64_MAX, hop_latency;
+  for (int r = 0; r < W; r++) {
+    if (r == root)
+      continue;
+    t = rs__sat_add(t, rs__sim_hop_least_ns(m, W, r, root, elems * elem_size,
+                                            &hop_latency));
+    t = rs__sat_add(t, rs__sim_hop_least_ns(m, W, root, r, elems * elem_size,
+                                            &hop_latency));
+    latency = hop_latency < latency ? hop_latency : latency;
+  }
+  return rs__sat_add(t, latency);
+}
+
 /* One bucket of the schedule above on simulated clocks alone (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   const int W = s->shape.workers, root = RS_LINEAR_ROOT;
@@ -244,6 +263,7 @@ const rs_algo_t rs__algo_linear = {
     .stashes = stashes,
     .predict = predict,
     .sim_bucket = sim_bucket,
+    .least = least,
     .title = "linear all-reduce (reduce to worker 0, then broadcast)",
     .layout = layout,
     .narrate = narrate,

@@ -137,6 +137,12 @@ static size_t seg_len(size_t elems, size_t segs, size_t k) {
   return rs__chunk_elems(elems, (int)segs, (int)k);
 }
 
+/* Every message of every step is the whole bucket (algo.h). */
+static size_t step_least(rs_shape_t shape, int step, size_t elems) {
+  (void)shape, (void)step;
+  return elems;
+}
+
 /* One bucket of the schedule above on simulated clocks alone (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   const int W = s->shape.workers, P = rs__pof2(W), E = W - P;
@@ -271,6 +277,7 @@ const rs_algo_t rs__algo_rd = {.name = "rd",
                                .depth = depth,
                                .predict = predict,
                                .sim_bucket = sim_bucket,
+                               .step_least = step_least,
                                .title = "recursive doubling all-reduce",
                                .layout = layout,
                                .narrate = narrate,

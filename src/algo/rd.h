@@ -13,20 +13,15 @@
 #ifndef RINGSIM_ALGO_RD_H
 #define RINGSIM_ALGO_RD_H
 
-/* The largest power of two <= workers (>= 1). */
+/* The largest power of two <= workers (>= 1). (The schedule simulation
+ * asks it per message: its top bit, not a loop.) */
 static inline int rs__pof2(int workers) {
-  int p = 1;
-  while (p * 2 <= workers)
-    p *= 2;
-  return p;
+  return workers < 2 ? 1 : 1 << (31 - __builtin_clz((unsigned)workers));
 }
 
-/* log2 of a power of two. */
+/* log2 of a power of two (of any n >= 1, rounded up). */
 static inline int rs__log2(int pof2) {
-  int k = 0;
-  while ((1 << k) < pof2)
-    k++;
-  return k;
+  return pof2 < 2 ? 0 : 32 - __builtin_clz((unsigned)pof2 - 1u);
 }
 
 /* The renumbered rank of worker r in the exchanges, or -1 if it sits them

@@ -202,6 +202,12 @@ typedef struct sim_part {
   size_t send, recv, segs;
 } sim_part_t;
 
+/* Its segments' lengths (seg_len, worked out once a round): the first
+ * *_longer are one element longer than send or recv. */
+typedef struct sim_cut {
+  size_t send, send_longer, recv, recv_longer;
+} sim_cut_t;
+
 /* The last round of sim_round's run of rounds like round j: in each,
  * every virtual rank that takes part sends and receives segments of the
  * same lengths, and the same ranks take part (simrun.h's steady repeats). */
@@ -226,10 +232,14 @@ static size_t same_rounds(const sim_part_t *part, int P, size_t j,
  * virtual rank v exchanges with v ^ mask, segment by segment, in lock
  * step. */
 static void sim_round(rs_simrun_t *s, int W, int P, int mask,
-                      const sim_part_t *part, int reduced) {
+                      const sim_part_t *part, sim_cut_t *cut, int reduced) {
   size_t most = 0, last = 0;
-  for (int v = 0; v < P; v++)
-    most = part[v].segs > most ? part[v].segs : most;
+  for (int v = 0; v < P; v++) {
+    const size_t segs = part[v].segs;
+    most = segs > most ? segs : most;
+    cut[v] = (sim_cut_t){part[v].send / segs, part[v].send % segs,
+                         part[v].recv / segs, part[v].recv % segs};
+  }
   rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
     if (j == 0 || j > last) /* the run of rounds like round j */
@@ -238,22 +248,39 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
         rs__simrun_send(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-                        seg_len(part[v].send, part[v].segs, j));
+                        cut[v].send + (j < cut[v].send_longer));
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
-        rs__simrun_recv(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-                        reduced ? seg_len(part[v].recv, part[v].segs, j) : 0);
+        rs__simrun_recv(
+            s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
+            reduced ? cut[v].recv + (j < cut[v].recv_longer) : 0);
     j = rs__simrepeat_end(s, &rep, j);
   }
 }
 
+/* The fewest elements of a step's message (algo.h): the fold-in's halves
+ * at least n/2 rounded down; halving k's at least n / 2^(k+1) rounded
+ * down (every window is at least n / 2^k, and each half of it at least
+ * half that), doubling k's the same back; the fold-out the whole. */
+static size_t step_least(rs_shape_t shape, int step, size_t elems) {
+  const int workers = shape.workers;
+  const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
+  if (E && step < 2)
+    return elems / 2;
+  const int j = step - (E ? 2 : 0);
+  if (j < 2 * K)
+    return elems >> ((j < K ? j : 2 * K - 1 - j) + 1);
+  return elems;
+}
+
 /* The simulation's scratch, per virtual rank: its window's size, its part
- * of each halving, and of the round at hand (three arrays, one after the
- * other). */
+ * of each halving, and of the round at hand and its segments' lengths
+ * (four arrays, one after the other). */
 static size_t sim_scratch(rs_shape_t shape) {
   const int workers = shape.workers;
   return (size_t)rs__pof2(workers) *
-         (sizeof(size_t) + (MAX_STEPS + 1) * sizeof(sim_part_t));
+         (sizeof(size_t) + (MAX_STEPS + 1) * sizeof(sim_part_t) +
+          sizeof(sim_cut_t));
 }
 
 /* One bucket of the schedule above on simulated clocks alone (algo.h):
@@ -265,6 +292,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
   sim_part_t(*part)[MAX_STEPS] = s->algo_mem;
   sim_part_t *round = (sim_part_t *)(part + P);
   size_t *size = (size_t *)(round + P);
+  sim_cut_t *cut = (sim_cut_t *)(size + P);
   (void)chunk_segs;
   if (E) { /* fold-in: halves swapped, then the odd one's sum */
     const size_t left = n / 2, right = n - left;
@@ -306,7 +334,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     }
     for (int v = 0; v < P; v++)
       round[v] = part[v][k];
-    sim_round(s, W, P, mask, round, 1);
+    sim_round(s, W, P, mask, round, cut, 1);
   }
   for (int k = nsteps - 1; k >= 0; k--) { /* doubling: the same back */
     rs__simrun_step(s);
@@ -315,7 +343,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
       const size_t big = h.recv > h.send ? h.recv : h.send;
       round[v] = (sim_part_t){h.recv, h.send, rs__segs(big, s->cap)};
     }
-    sim_round(s, W, P, 1 << k, round, 0);
+    sim_round(s, W, P, 1 << k, round, cut, 0);
   }
   if (E) { /* fold-out */
     const size_t segs = rs__segs(n, s->cap);
@@ -452,6 +480,7 @@ const rs_algo_t rs__algo_rhd = {
     .depth = depth,
     .predict = predict,
     .sim_bucket = sim_bucket,
+    .step_least = step_least,
     .sim_scratch = sim_scratch,
     .title = "Rabenseifner's all-reduce (recursive halving, then doubling)",
     .layout = layout,

@@ -448,6 +448,13 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
   return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
+/* Every step a worker sends one chunk, the smallest elems / W, empty or
+ * not (algo.h). */
+static size_t step_least(rs_shape_t shape, int step, size_t elems) {
+  (void)step;
+  return elems / (size_t)shape.workers;
+}
+
 const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .send_peers = send_peers,
                                  .recv_peers = recv_peers,
@@ -459,6 +466,7 @@ const rs_algo_t rs__algo_ring = {.name = "ring",
                                  .depth = rs__ring_depth,
                                  .predict = predict,
                                  .sim_bucket = sim_bucket,
+                                 .step_least = step_least,
                                  .title = "ring all-reduce",
                                  .layout = layout,
                                  .narrate = narrate,

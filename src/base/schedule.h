@@ -32,9 +32,21 @@ static inline int rs__mod(int a, int w) { return ((a % w) + w) % w; }
 
 /* The chunk layout: chunk c of W covers [rs__chunk_offset, +
  * rs__chunk_elems) of an n-element buffer; the first n mod W chunks have
- * one element more than the others. */
-size_t rs__chunk_offset(size_t elem_count, int workers, int chunk);
-size_t rs__chunk_elems(size_t elem_count, int workers, int chunk);
+ * one element more than the others. (Inline: the schedule simulation
+ * asks them per message.) */
+static inline size_t rs__chunk_offset(size_t elem_count, int workers,
+                                      int chunk) {
+  const size_t base = elem_count / (size_t)workers;
+  const size_t extra = elem_count % (size_t)workers;
+  const size_t c = (size_t)chunk;
+  return c * base + (c < extra ? c : extra);
+}
+
+static inline size_t rs__chunk_elems(size_t elem_count, int workers,
+                                     int chunk) {
+  return elem_count / (size_t)workers +
+         ((size_t)chunk < elem_count % (size_t)workers);
+}
 
 /* The last of the parts of one length around part k, when elem_count
  * elements are cut into `parts` near-equal parts (rs__chunk_elems: the

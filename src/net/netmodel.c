@@ -160,6 +160,21 @@ int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg) {
 
 /* ---- clocks ------------------------------------------------------------- */
 
+/* Worker rank's link to the next worker (with a topology: its intra
+ * link), its overrides applied. */
+static rs_link_model_t out_link(const rs_netmodel_t *net, int rank) {
+  rs_link_model_t out = net->topo.enabled ? net->topo.intra : net->link;
+  for (int i = 0; i < net->link_count; i++)
+    if (net->links[i].src == rank) {
+      /* an override sets what it names; the rest stays the default */
+      if (net->links[i].link.latency_ns != RS_NET_UNSET)
+        out.latency_ns = net->links[i].link.latency_ns;
+      if (net->links[i].link.bandwidth != RS_NET_UNSET)
+        out.bandwidth = net->links[i].link.bandwidth;
+    }
+  return out;
+}
+
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank) {
   memset(c, 0, sizeof *c);
@@ -167,19 +182,27 @@ void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
     return;
   c->net = net;
   c->rank = rank;
-  c->out = net->topo.enabled ? net->topo.intra : net->link;
-  for (int i = 0; i < net->link_count; i++)
-    if (net->links[i].src == rank) {
-      /* an override sets what it names; the rest stays the default */
-      if (net->links[i].link.latency_ns != RS_NET_UNSET)
-        c->out.latency_ns = net->links[i].link.latency_ns;
-      if (net->links[i].link.bandwidth != RS_NET_UNSET)
-        c->out.bandwidth = net->links[i].link.bandwidth;
-    }
+  c->out = out_link(net, rank);
   for (int i = 0; i < net->straggler_count; i++)
     if (net->stragglers[i].worker == rank)
       c->straggler_ns += net->stragglers[i].delay_ns;
   (void)workers;
+}
+
+uint64_t rs__sim_hop_least_ns(const rs_netmodel_t *net, int workers, int from,
+                              int to, size_t bytes, uint64_t *latency_ns) {
+  *latency_ns = 0;
+  if (!net || !net->enabled)
+    return 0;
+  const rs_topo_t *t = &net->topo;
+  if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers &&
+      rs__topo_node(t, from) != rs__topo_node(t, to)) {
+    *latency_ns = t->nic.latency_ns;
+    return rs__topo_wire_ns(t, 1, bytes);
+  }
+  const rs_link_model_t out = out_link(net, from);
+  *latency_ns = out.latency_ns;
+  return rs__net_ns(bytes, out.bandwidth);
 }
 
 size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,

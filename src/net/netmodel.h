@@ -23,6 +23,7 @@ typedef struct rs_simclock {
    * NICs, which gives each transfer its link (topo.h); NULL: every
    * transfer takes out. */
   const rs_topo_load_t *load;
+  int node_first; /* with load: its node's first worker (rs__sim_set_load) */
   /* The last share rs__topo_sharing gave (a worker sends a step's
    * segments to the same peer): for load, dst and step. */
   const rs_topo_load_t *memo_load;
@@ -102,8 +103,8 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
    * latency and its share of the NIC (topo.h) */
   uint64_t latency = c->out.latency_ns, wire;
   c->last_share = 0;
-  if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
-                     rs__topo_node(&c->load->topo, dst)) {
+  if (c->load && (unsigned)(dst - c->node_first) >=
+                     (unsigned)c->load->topo.gpus) { /* (another node) */
     if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
       if (c->memo_load != c->load)
         c->wire_share = 0; /* (another load: another topology) */
@@ -140,8 +141,8 @@ static inline uint64_t rs__sim_wire_ns(const rs_simclock_t *c, int dst,
                                        int step, size_t bytes) {
   if (!c->net)
     return 0;
-  if (c->load && rs__topo_node(&c->load->topo, c->rank) !=
-                     rs__topo_node(&c->load->topo, dst))
+  if (c->load &&
+      (unsigned)(dst - c->node_first) >= (unsigned)c->load->topo.gpus)
     return rs__topo_wire_ns(
         &c->load->topo, rs__topo_sharing(c->load, c->rank, dst, step), bytes);
   return rs__net_ns(bytes, c->out.bandwidth);
@@ -174,6 +175,23 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
  * is a plain int the caller stores atomically (rs_stop_flag_t). */
 static inline int rs__sim_stopped(const rs_netmodel_t *m) {
   return m->stop && __atomic_load_n(m->stop, __ATOMIC_RELAXED);
+}
+
+/* The least time on the wire a message of bytes from worker `from` to
+ * worker `to` of W can take (rs__sim_send's link, as W's topology places
+ * them, its NIC not shared), and that link's latency in *latency_ns: a
+ * bound on what is still to come (algo.h's rs__algo_least). A message cut
+ * into segments takes no less than the whole in one. */
+uint64_t rs__sim_hop_least_ns(const rs_netmodel_t *net, int workers, int from,
+                              int to, size_t bytes, uint64_t *latency_ns);
+
+/* Worker c's transfers take load's links (NULL: none, every transfer its
+ * out link). */
+static inline void rs__sim_set_load(rs_simclock_t *c,
+                                    const rs_topo_load_t *load) {
+  c->load = load;
+  c->node_first = load ? rs__topo_node(&load->topo, c->rank) * load->topo.gpus
+                       : 0;
 }
 
 /* Set c up for worker rank of W under net (NULL or disabled: no clock),

@@ -238,7 +238,7 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     w->segs_per_chunk = run->bucket_segs[b];
     /* a topology's contention: this bucket's algorithm's (net/topo.h) */
     const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
-    w->sim.load = load->pattern ? load : NULL;
+    rs__sim_set_load(&w->sim, load->pattern ? load : NULL);
     /* Average, DDP's way: each worker divides its own gradient first (a
      * compressing hook casts it to its dtype before), and the algorithm
      * sums the quotients. */
