@@ -92,7 +92,9 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
 typedef struct crossover {
   size_t elems;            /* the first size at which `to` is best */
   rs_algorithm_t from, to; /* best one element below, and at it */
-  uint64_t below[RS_ALGO_COUNT], at[RS_ALGO_COUNT]; /* the predictions */
+  /* The predictions: every algorithm's (--json prints them all), or
+   * from's and to's alone (the text; the rest UINT64_MAX). */
+  uint64_t below[RS_ALGO_COUNT], at[RS_ALGO_COUNT];
 } crossover_t;
 
 /* (pred NULL: the argmin alone, which rs_auto_choose finds without
@@ -104,10 +106,21 @@ static rs_algorithm_t best_at(const options_t *opt, size_t elems,
                         (1u << cli_algos(&opt->config.net)) - 1, pred);
 }
 
+/* One algorithm's prediction for one bucket of elems elements. */
+static uint64_t predict_at(const options_t *opt, rs_algorithm_t algo,
+                           size_t elems, size_t elem_size) {
+  const rs_config_t *c = &opt->config;
+  return rs_netmodel_predict_algo(
+      algo, &c->net, c->workers, elems,
+      rs_segs_per_chunk(elems, c->workers, c->segment_bytes, elem_size),
+      c->segment_bytes, elem_size);
+}
+
 /* The crossovers up to max_elems (at most CROSS_MAX), and the best
- * algorithm at the smallest size. */
+ * algorithm at the smallest size; every algorithm's predictions at each
+ * (all), or the two that cross's. */
 static size_t crossovers(const options_t *opt, size_t elem_size,
-                         size_t max_elems, crossover_t *out,
+                         size_t max_elems, int all, crossover_t *out,
                          rs_algorithm_t *first, size_t *min_elems) {
   size_t lo = (8 + elem_size - 1) / elem_size, count = 0;
   max_elems = max_elems > lo ? max_elems : lo;
@@ -122,17 +135,33 @@ static size_t crossovers(const options_t *opt, size_t elem_size,
     while (b != best && count < CROSS_MAX) {
       /* best at lo, not at hi: the first size in (lo, hi] it is not */
       size_t a = lo, z = hi;
+      rs_algorithm_t to = b;
       while (z - a > 1) {
         size_t mid = a + (z - a) / 2;
-        if (best_at(opt, mid, elem_size, NULL) == best)
+        const rs_algorithm_t m = best_at(opt, mid, elem_size, NULL);
+        if (m == best) {
           a = mid;
-        else
+        } else {
           z = mid;
+          to = m;
+        }
       }
       crossover_t *c = &out[count++];
       c->elems = z;
-      c->from = best_at(opt, z - 1, elem_size, c->below);
-      c->to = best_at(opt, z, elem_size, c->at);
+      if (all) {
+        c->from = best_at(opt, z - 1, elem_size, c->below);
+        c->to = best_at(opt, z, elem_size, c->at);
+      } else {
+        c->from = best;
+        c->to = to;
+        for (int k = 0; k < RS_ALGO_COUNT; k++)
+          c->below[k] = c->at[k] = UINT64_MAX;
+        const rs_algorithm_t two[2] = {c->from, c->to};
+        for (int k = 0; k < 2; k++) {
+          c->below[two[k]] = predict_at(opt, two[k], z - 1, elem_size);
+          c->at[two[k]] = predict_at(opt, two[k], z, elem_size);
+        }
+      }
       best = c->to;
       lo = z;
     }
@@ -148,8 +177,8 @@ static int print_all(const options_t *opt, const rs_model_t *model,
   crossover_t cross[CROSS_MAX];
   rs_algorithm_t first;
   size_t min_elems;
-  size_t ncross = crossovers(opt, elem_size, rs_model_elems(model), cross,
-                             &first, &min_elems);
+  size_t ncross = crossovers(opt, elem_size, rs_model_elems(model),
+                             opt->json, cross, &first, &min_elems);
   const int W = opt->config.workers, shown = cli_algos(&opt->config.net);
   int best = 0;
   for (int a = 0; a < shown; a++) {
