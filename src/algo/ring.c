@@ -160,18 +160,20 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
  * kT workers and on by delta (clock, link and port alike), so is every
  * kT steps after it (simrun.h's steady repeats, with a turn). Those periods
  * are skipped: a ring of W workers costs a few periods of steps, not
- * 2(W-1), whatever its chunk sizes. Asked of the workers themselves, not
- * of a group's (hier's inner ring plays every step). */
+ * 2(W-1), whatever its chunk sizes. In a group (hier's inner ring among
+ * the nodes) the workers are its members, one a node, so T = 1. */
 
 /* The ring's period in workers, or 0 when the workers are not alike under
  * it. */
 static int ring_period(const rs_simrun_t *s) {
   const int W = s->shape.workers;
   const int T = s->shape.gpus < W ? s->shape.gpus : 1;
-  if (!rs__simrun_may_repeat(s) || s->group.stride || W < 3 * T)
+  if (!rs__simrun_may_repeat(s) || W < 3 * T)
     return 0;
   for (int r = 0; r < W; r++) {
-    const rs_simclock_t *a = &s->clocks[r], *b = &s->clocks[(r + T) % W];
+    const rs_simclock_t *a = &s->clocks[rs__group_worker(&s->group, r)],
+                        *b = &s->clocks[rs__group_worker(&s->group,
+                                                         (r + T) % W)];
     if (a->out.latency_ns != b->out.latency_ns ||
         a->out.bandwidth != b->out.bandwidth ||
         a->straggler_ns != b->straggler_ns)
@@ -222,8 +224,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       if (T && saved_at < 0 && step + T < W - 1 && !rs__simrun_stopped(s)) {
         for (int r = 0; r < W; r++)
-          saved[r] = (rs_simstate_t){s->clocks[r].clock, s->clocks[r].link_free,
-                                     s->clocks[r].in_free};
+          saved[r] = rs__simstate_of(&s->clocks[rs__group_worker(&s->group, r)]);
         saved_at = step;
       }
       rs__simrun_step(s);

@@ -109,7 +109,8 @@ static inline int rs__simrun_stopped(const rs_simrun_t *s) {
  * r's state before, moved on; 0 for no turn)? Then play `times` more of
  * the same at once: worker r's state goes to worker r + times x turn,
  * moved on by times x delta (scratch: W states, needed only when that
- * turn is not whole). Returns delta, or 0 with nothing moved. */
+ * turn is not whole). Returns delta, or 0 with nothing moved. In a group
+ * (hier's inner ring) the workers are its members, before[k] member k's. */
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
                                int turn, uint64_t times,
                                rs_simstate_t *scratch);
