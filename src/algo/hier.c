@@ -130,49 +130,76 @@ static int run(const hier_way_t *h, rs_worker_t *w) {
   return RS_OK;
 }
 
+/* A local rank's part of a node step, as every node's worker of that
+ * rank takes it: its neighbours', and its blocks' segments (the first
+ * *_longer one element longer than out or in). */
+typedef struct node_cut {
+  int next, prev;
+  size_t out, out_longer, in, in_longer;
+} node_cut_t;
+
 /* The node's ring steps on simulated clocks alone: every worker sends its
- * block's segment k, then every worker receives. */
+ * block's segment k, then every worker receives. (cut: room for G.) */
 static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
-                          int step) {
+                          int step, node_cut_t *cut) {
   const rs_shape_t shape = s->shape;
+  const int G = shape.gpus;
   const size_t segs = block_segs(shape, n, s->cap);
+  for (int l = 0; l < G; l++) { /* (node 0's ranks stand for every node's) */
+    const size_t out =
+        rs__chunk_elems(n, G, rs__hier_send_block(shape, l, phase, step));
+    const size_t in =
+        rs__chunk_elems(n, G, rs__hier_recv_block(shape, l, phase, step));
+    cut[l] = (node_cut_t){rs__hier_next(shape, l), rs__hier_prev(shape, l),
+                          out / segs, out % segs, in / segs, in % segs};
+  }
   /* the blocks are one element apart: rounds k..last cut both alike
    * (simrun.h's steady repeats) */
-  const size_t small = n / (size_t)shape.gpus, large = small + 1;
+  const size_t small = n / (size_t)G, large = small + 1;
+  const int reduced = phase == RS_PHASE_REDUCE_SCATTER;
   rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   rs__simrun_step(s);
   for (size_t k = 0; k < segs && !rs__simrun_stopped(s); k++) {
     const size_t a = rs__same_len_last(small, segs, k),
                  b = rs__same_len_last(large, segs, k);
     rs__simrepeat_begin(s, &rep, k, a < b ? a : b);
-    for (int r = 0; r < shape.workers; r++) {
-      size_t len = rs__chunk_elems(n, shape.gpus,
-                                   rs__hier_send_block(shape, r, phase, step));
-      rs__simrun_send(s, r, rs__hier_next(shape, r),
-                      rs__chunk_elems(len, (int)segs, (int)k));
-    }
-    for (int r = 0; r < shape.workers; r++) {
-      size_t len = rs__chunk_elems(n, shape.gpus,
-                                   rs__hier_recv_block(shape, r, phase, step));
-      len = rs__chunk_elems(len, (int)segs, (int)k);
-      rs__simrun_recv(s, r, rs__hier_prev(shape, r),
-                      phase == RS_PHASE_REDUCE_SCATTER ? len : 0);
-    }
+    for (int node = 0; node < shape.workers; node += G)
+      for (int l = 0; l < G; l++)
+        rs__simrun_send(s, node + l, node + cut[l].next,
+                        cut[l].out + (k < cut[l].out_longer));
+    for (int node = 0; node < shape.workers; node += G)
+      for (int l = 0; l < G; l++)
+        rs__simrun_recv(s, node + l, node + cut[l].prev,
+                        reduced ? cut[l].in + (k < cut[l].in_longer) : 0);
     k = rs__simrepeat_end(s, &rep, k);
   }
+}
+
+/* The scratch: the node steps' cut (G), then the inner algorithm's (on N
+ * members: the groups use it in turn), at a multiple of 64 bytes. */
+static size_t cut_bytes(rs_shape_t shape) {
+  return ((size_t)shape.gpus * sizeof(node_cut_t) + 63) / 64 * 64;
+}
+
+static size_t sim_scratch(const hier_way_t *h, rs_shape_t shape) {
+  const rs_algo_t *a = h->inner;
+  return cut_bytes(shape) +
+         (a->sim_scratch ? a->sim_scratch(rs__shape_flat(nodes_of(shape))) : 0);
 }
 
 static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
   const rs_shape_t shape = s->shape;
   const int G = shape.gpus, N = nodes_of(shape);
+  node_cut_t *cut = s->algo_mem;
   for (int step = 0; step < G - 1; step++)
-    sim_node_step(s, n, RS_PHASE_REDUCE_SCATTER, step);
+    sim_node_step(s, n, RS_PHASE_REDUCE_SCATTER, step, cut);
   if (N > 1) { /* each local rank's group in turn, from the same step */
     int end = s->step;
     for (int l = 0; l < G; l++) {
       rs_simrun_t v = *s;
       v.shape = rs__shape_flat(N);
       v.group = group_of(shape, l);
+      v.algo_mem = (char *)s->algo_mem + cut_bytes(shape);
       h->inner->sim_bucket(&v, rs__chunk_elems(n, G, l), segs);
       end = v.step;
       s->over |= v.over;
@@ -181,7 +208,7 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
     s->step = end;
   }
   for (int step = 0; step < G - 1; step++)
-    sim_node_step(s, n, RS_PHASE_ALL_GATHER, step);
+    sim_node_step(s, n, RS_PHASE_ALL_GATHER, step, cut);
 }
 
 /* The fewest elements of a step's message (algo.h): a node step's a
@@ -262,12 +289,6 @@ static int sends(const hier_way_t *h, rs_shape_t shape, int step, int rank,
 static int depth(const hier_way_t *h, rs_shape_t shape) {
   const int N = nodes_of(shape);
   return shape.gpus - 1 + (N > 1 ? h->inner->depth(rs__shape_flat(N)) : 0);
-}
-
-/* The inner algorithm's scratch, on N members (the groups use it in turn). */
-static size_t sim_scratch(const hier_way_t *h, rs_shape_t shape) {
-  const rs_algo_t *a = h->inner;
-  return a->sim_scratch ? a->sim_scratch(rs__shape_flat(nodes_of(shape))) : 0;
 }
 
 /* The regions: each block cut as the inner algorithm cuts it (one region
