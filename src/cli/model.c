@@ -26,7 +26,8 @@ static int print_json(json_t *o) {
 /* One algorithm's simulated and predicted time over the buckets. */
 typedef struct model_time {
   rs_algorithm_t algo;
-  uint64_t sim, predicted;
+  uint64_t sim;
+  uint64_t predicted; /* (0 where not asked for: model_time's predict) */
   /* On a topology: the same schedule with a NIC of its own for every GPU
    * (nics = gpus), so no NIC is shared: what contention costs is sim -
    * uncontended. UINT64_MAX without a topology. */
@@ -48,10 +49,13 @@ static int too_long_error(void) {
                    "the report holds: give faster links or a smaller model");
 }
 
+/* (predict 0: not the predictions, which the text does not print for
+ * --algo all on a topology, where each is a simulation of its own, nor
+ * for rows) */
 static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
                                int W, const rs_bucket_t *buckets,
                                size_t bucket_count, size_t seg_bytes,
-                               size_t elem_size) {
+                               size_t elem_size, int predict) {
   model_time_t t = {.algo = algo};
   t.sim = rs_netmodel_simulate_algo(algo, net, W, buckets, bucket_count,
                                     seg_bytes, elem_size);
@@ -70,7 +74,9 @@ static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
     size_t k = rs_segs_per_chunk(buckets[b].elems, W, seg_bytes, elem_size);
     /* (On a topology a prediction is the bucket's schedule alone: one
      * bucket's is the run's.) */
-    if (net->topo.enabled && bucket_count == 1)
+    if (!predict)
+      last = 0;
+    else if (net->topo.enabled && bucket_count == 1)
       last = t.sim;
     else if (b == 0 || buckets[b].elems != buckets[b - 1].elems)
       last = rs_netmodel_predict_algo(algo, net, W, buckets[b].elems, k,
@@ -303,7 +309,8 @@ static int compute_rows(const options_t *opt, const rs_model_t *model,
     for (int a = m->first; a <= m->last; a++) {
       model_time_t *t = &m->t[i][a];
       *t = model_time((rs_algorithm_t)a, &row, opt->rows.workers[i], buckets,
-                      bucket_count, opt->config.segment_bytes, elem_size);
+                      bucket_count, opt->config.segment_bytes, elem_size,
+                      opt->json);
       if (cli_signal())
         return EXIT_RUN;
       if (t->sim == UINT64_MAX) {
@@ -522,9 +529,10 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   if (opt->algo_all) {
     model_time_t t[RS_ALGO_COUNT];
     const int shown = cli_algos(net);
+    const int predict = opt->json || !net->topo.enabled;
     for (int a = 0; a < shown; a++)
       t[a] = model_time((rs_algorithm_t)a, net, W, buckets, bucket_count,
-                        seg_bytes, elem_size);
+                        seg_bytes, elem_size, predict);
     free(buckets);
     if (cli_signal())
       return EXIT_RUN;
@@ -538,7 +546,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     return rc;
   }
   model_time_t t = model_time(opt->config.algo, net, W, buckets, bucket_count,
-                              seg_bytes, elem_size);
+                              seg_bytes, elem_size, 1);
   free(buckets);
   if (cli_signal())
     return EXIT_RUN;
