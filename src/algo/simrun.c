@@ -219,9 +219,11 @@ static int grew(uint64_t a, uint64_t b, int64_t *by) {
   return 1;
 }
 
-/* Do the two rounds recorded certify the run (rs_simcert_t's DESIGN)?
- * states: before each of them, and s's clocks after the second. */
-static int certified(const rs_simrun_t *s) {
+/* For how many of the next m rounds do the two rounds recorded certify
+ * the run (rs_simcert_t's DESIGN)? 0: none. states: before each of them,
+ * and s's clocks after the second. A max whose smaller operand grows
+ * faster keeps its larger one while the gap lasts: so many rounds. */
+static uint64_t certified(const rs_simrun_t *s, uint64_t m) {
   const rs_simtrack_t *t = s->track;
   const struct rs_simlog *a = &t->cert_log[0], *b = &t->cert_log[1];
   if (a->full || b->full || a->n != b->n)
@@ -245,10 +247,17 @@ static int certified(const rs_simrun_t *s) {
         !grew(a->pair[i + 1], b->pair[i + 1], &eb))
       return 0;
     const uint64_t x = b->pair[i], y = b->pair[i + 1];
-    if (x == y ? ea != eb : x > y ? ea < eb : eb < ea)
-      return 0;
+    if (x == y ? ea != eb : x > y ? ea < eb : eb < ea) {
+      /* x + j ea > y + j eb (or the other way) for j <= gap / closing */
+      if (x == y)
+        return 0;
+      const uint64_t gap = x > y ? x - y : y - x;
+      const uint64_t closing = (uint64_t)(x > y ? eb - ea : ea - eb);
+      const uint64_t rounds = (gap - 1) / closing;
+      m = rounds < m ? rounds : m;
+    }
   }
-  return 1;
+  return m;
 }
 
 size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
@@ -264,8 +273,8 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
     return k;
   /* two rounds recorded, the state after them in the clocks: the rest of
    * the run, m rounds, each moves every field on by its last move */
-  const uint64_t m = c->last - k;
-  if (certified(s)) {
+  const uint64_t m = certified(s, c->last - k);
+  if (m) {
     int room = 1; /* (every field stays below 2^63) */
     for (int r = 0; room && r < t->workers; r++) {
       const rs_simclock_t *x = &s->clocks[r];
@@ -289,8 +298,15 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
         if (x->clock > s->bound)
           s->over = 1;
       }
-      c->done = 1;
-      return c->last;
+      if (k + m == c->last) {
+        c->done = 1;
+        return c->last;
+      }
+      /* (as far as a max keeps its larger operand: record afresh) */
+      c->rounds = 0;
+      c->misses = 0;
+      c->retry = k + m + 1;
+      return k + m;
     }
   }
   /* not yet: the second round recorded becomes the first, or after a few

@@ -222,23 +222,29 @@ static void top_down(rs_shape_t shape, int t, int *order) {
   }
 }
 
-/* The simulation's scratch: both trees' workers top down (2W ranks). */
+/* A worker of a tree, as a sweep visits it: its parent (-1 at the root)
+ * and its children, worked out once a bucket (every sweep visits each). */
+typedef struct sweep_at {
+  int x, parent, n, children[RS_TREE_MAX_CHILDREN];
+} sweep_at_t;
+
+/* The simulation's scratch: both trees' workers top down (2W ranks),
+ * then each one's edges in that order (2W). */
 static size_t sim_scratch(rs_shape_t shape) {
   const int workers = shape.workers;
-  return 2 * (size_t)workers * sizeof(int);
+  return 2 * (size_t)workers * (sizeof(int) + sizeof(sweep_at_t));
 }
 
 /* Segment i of tree t's sweep in phase 0 (reduce) or 1 (broadcast) on
  * simulated clocks: every worker in the order of the head comment, leaves
- * first up, root first down. */
-static void sim_sweep(rs_simrun_t *s, const int *order, int phase, int t,
+ * first up, root first down (at: tree t's workers top down). */
+static void sim_sweep(rs_simrun_t *s, const sweep_at_t *at, int phase,
                       size_t len) {
   const int W = s->shape.workers;
   for (int k = 0; k < W; k++) {
-    const int x = phase == 0 ? order[t * W + W - 1 - k] : order[t * W + k];
-    const int parent = rs__tree_parent_in(s->shape, t, x);
-    int children[RS_TREE_MAX_CHILDREN];
-    const int n = rs__tree_children_in(s->shape, t, x, children);
+    const sweep_at_t *a = &at[phase == 0 ? W - 1 - k : k];
+    const int x = a->x, parent = a->parent, n = a->n;
+    const int *children = a->children;
     if (phase == 0) { /* up: mailbox x holds x's sum on its way up */
       for (int j = 0; j < n; j++)
         rs__simrun_recv(s, x, children[j], len);
@@ -283,8 +289,16 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->shape.workers;
   const size_t S = rs__tree_segments(W, segs);
   int *order = s->algo_mem;
+  sweep_at_t *at = (sweep_at_t *)(order + 2 * W);
   top_down(s->shape, 0, order);
   top_down(s->shape, 1, order + W);
+  for (int k = 0; k < 2 * W; k++) {
+    const int t = k / W;
+    sweep_at_t *a = &at[k];
+    a->x = order[k];
+    a->parent = rs__tree_parent_in(s->shape, t, a->x);
+    a->n = rs__tree_children_in(s->shape, t, a->x, a->children);
+  }
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
     for (int t = 0; t < 2; t++) {
@@ -304,7 +318,7 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
                last++)
             ;
         rs__simcert_begin(s, &cert, i, last);
-        sim_sweep(s, order, phase, t, len);
+        sim_sweep(s, at + t * W, phase, len);
         const size_t next = rs__simcert_end(s, &cert, i);
         i = next;
         if (phase == 0 && s->bound != UINT64_MAX && i + 1 < S &&
