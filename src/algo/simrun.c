@@ -102,35 +102,36 @@ static uint64_t repeat(rs_simrun_t *s, uint64_t times) {
     if (c->clock > s->bound)
       s->over = 1;
   }
-#undef CLOCK
   return delta;
+}
+
+/* Member k's clock: the worker's, or in a group its member's. */
+static rs_simclock_t *member(rs_simrun_t *s, int k) {
+  return &s->clocks[rs__group_worker(&s->group, k)];
 }
 
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
                                int turn, uint64_t times,
                                rs_simstate_t *scratch) {
   const int W = s->shape.workers;
-  const rs_group_t *g = &s->group;
-  rs_simclock_t *clocks = s->clocks;
-#define CLOCK(k) (&clocks[rs__group_worker(g, (k))])
   turn = ((turn % W) + W) % W;
-  const uint64_t delta = CLOCK(turn)->clock - before[0].clock;
+  const uint64_t delta = member(s, turn)->clock - before[0].clock;
   const uint64_t by = delta * times;
   if (s->over || !delta || !times || by / times != delta)
     return 0;
   for (int r = 0; r < W; r++)
-    if (!moved_by(CLOCK((r + turn) % W), &before[r],
+    if (!moved_by(member(s, (r + turn) % W), &before[r],
                   MOVE_CLOCK | MOVE_LINK | MOVE_PORT, delta) ||
-        !room_for(CLOCK(r), by))
+        !room_for(member(s, r), by))
       return 0;
   /* (where worker r's state goes: times more turns on) */
   const int to = (int)((long long)turn * (long long)(times % (uint64_t)W) % W);
   if (to && !scratch)
     return 0;
   for (int r = 0; to && r < W; r++)
-    scratch[r] = rs__simstate_of(CLOCK(r));
+    scratch[r] = rs__simstate_of(member(s, r));
   for (int r = 0; r < W; r++) {
-    rs_simclock_t *c = CLOCK((r + to) % W);
+    rs_simclock_t *c = member(s, (r + to) % W);
     const rs_simstate_t from = to ? scratch[r] : rs__simstate_of(c);
     c->clock = from.clock + by;
     c->link_free = from.link_free + by;
