@@ -143,7 +143,10 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
 }
 
 /* The longest period, in rounds, a run's clocks are looked for in before
- * the state is saved again. */
+ * the state is saved again: at first REPEAT_PERIOD_MIN (a run's first
+ * rounds fill the pipeline; the rest repeat round by round), twice as
+ * long at each save, at most REPEAT_PERIOD_MAX. */
+#define REPEAT_PERIOD_MIN 4
 #define REPEAT_PERIOD_MAX 64
 
 void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
@@ -152,6 +155,7 @@ void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
     p->last = last;
     p->from = SIZE_MAX;
     p->done = 0;
+    p->window = REPEAT_PERIOD_MIN;
   }
   if (p->done || p->from != SIZE_MAX || k >= last || !s->track ||
       rs__simrun_stopped(s))
@@ -169,8 +173,11 @@ size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
     p->from = SIZE_MAX;
     return k + times * period;
   }
-  if (period >= REPEAT_PERIOD_MAX)
-    p->from = SIZE_MAX; /* (still settling: save again) */
+  if (period >= p->window) { /* (still settling: save again) */
+    p->from = SIZE_MAX;
+    p->window = 2 * p->window < REPEAT_PERIOD_MAX ? 2 * p->window
+                                                  : REPEAT_PERIOD_MAX;
+  }
   return k;
 }
 

@@ -121,12 +121,13 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
  * of the period since the save played at once). A fresh rs_simrepeat_t
  * (RS_SIMREPEAT_INIT) for each loop. */
 typedef struct rs_simrepeat {
-  size_t from; /* the round the state was saved before (SIZE_MAX: none) */
-  size_t last; /* the run's last round */
-  int done;    /* a repeat played the run: the rest is played as it is */
+  size_t from;   /* the round the state was saved before (SIZE_MAX: none) */
+  size_t last;   /* the run's last round */
+  int done;      /* a repeat played the run: the rest is played as it is */
+  size_t window; /* the longest period looked for since the save */
 } rs_simrepeat_t;
 #define RS_SIMREPEAT_INIT                                                      \
-  { SIZE_MAX, SIZE_MAX, 0 }
+  { SIZE_MAX, SIZE_MAX, 0, 0 }
 void rs__simrepeat_begin(rs_simrun_t *s, rs_simrepeat_t *p, size_t k,
                          size_t last);
 size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k);
