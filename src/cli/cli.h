@@ -13,9 +13,9 @@
 #include "ringsim/powersgd.h"         /* --hook powersgd */
 #include "ringsim/ringsim.h"
 
-/* `ringsim model` runs no threads, so it takes far bigger rings; its lock-
- * step simulation costs O(W^2 x segments) (W=4096 on GPT-2 small: seconds;
- * W=16384: minutes), so it stops there. */
+/* `ringsim model` runs no worker threads, so it takes far bigger rings;
+ * its lock-step simulation costs up to O(W^2 x segments) where no repeat
+ * shortens it (docs/performance.md), so it stops there. */
 #define MODEL_MAX_WORKERS 16384
 
 /* The limits' digits for help texts ("4096"): each limit is #defined as a
@@ -238,6 +238,11 @@ int cli_signals_finish(int rc);
  * signal that came meanwhile is mpirun ending the job's other processes,
  * not a stop: it prints nothing and leaves rc as it is. */
 int cli_signals_finish_ended(int rc);
+
+/* parallel.c: fn(ctx, i) for i in 0..n-1, on as many threads as the
+ * machine has cores (the caller's among them), in no set order; returns
+ * when all are done. The pieces must not share what they write. */
+void cli_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
 
 /* progress.c */
 /* A progress line on stderr for run, drawn by a thread of its own while a

@@ -3,6 +3,7 @@
  * best one changes), without threads or data, for rings far larger than
  * the machine. */
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -105,46 +106,66 @@ typedef struct crossover {
 
 /* (pred NULL: the argmin alone, which rs_auto_choose finds without
  * running every schedule to its end) */
-static rs_algorithm_t best_at(const options_t *opt, size_t elems,
-                              size_t elem_size, uint64_t *pred) {
-  return rs_auto_choose(&opt->config.net, opt->config.workers, elems,
+static rs_algorithm_t best_at(const options_t *opt, const rs_netmodel_t *net,
+                              size_t elems, size_t elem_size, uint64_t *pred) {
+  return rs_auto_choose(net, opt->config.workers, elems,
                         opt->config.segment_bytes, elem_size,
-                        (1u << cli_algos(&opt->config.net)) - 1, pred);
+                        (1u << cli_algos(net)) - 1, pred);
 }
 
 /* One algorithm's prediction for one bucket of elems elements. */
-static uint64_t predict_at(const options_t *opt, rs_algorithm_t algo,
-                           size_t elems, size_t elem_size) {
+static uint64_t predict_at(const options_t *opt, const rs_netmodel_t *net,
+                           rs_algorithm_t algo, size_t elems,
+                           size_t elem_size) {
   const rs_config_t *c = &opt->config;
   return rs_netmodel_predict_algo(
-      algo, &c->net, c->workers, elems,
+      algo, net, c->workers, elems,
       rs_segs_per_chunk(elems, c->workers, c->segment_bytes, elem_size),
       c->segment_bytes, elem_size);
 }
 
-/* The crossovers up to max_elems (at most CROSS_MAX), and the best
- * algorithm at the smallest size; every algorithm's predictions at each
- * (all), or the two that cross's. */
-static size_t crossovers(const options_t *opt, size_t elem_size,
-                         size_t max_elems, int all, crossover_t *out,
-                         rs_algorithm_t *first, size_t *min_elems) {
-  size_t lo = (8 + elem_size - 1) / elem_size, count = 0;
+/* The sizes the crossover search samples, from 8 B (or one element) to
+ * max_elems, CROSS_STEPS a doubling, into at (NULL: only counted);
+ * returns how many. */
+static size_t cross_samples(size_t elem_size, size_t max_elems, size_t *at) {
+  size_t lo = (8 + elem_size - 1) / elem_size, n = 0;
   max_elems = max_elems > lo ? max_elems : lo;
-  *min_elems = lo;
-  rs_algorithm_t best = *first = best_at(opt, lo, elem_size, NULL);
+  if (at)
+    at[n] = lo;
+  n++;
   double x = (double)lo;
-  while (lo < max_elems && count < CROSS_MAX) {
+  while (lo < max_elems) {
     x *= 1.0 + 1.0 / CROSS_STEPS;
     size_t hi = (size_t)x > lo ? (size_t)x : lo + 1;
-    hi = hi < max_elems ? hi : max_elems;
-    rs_algorithm_t b = best_at(opt, hi, elem_size, NULL);
+    lo = hi < max_elems ? hi : max_elems;
+    if (at)
+      at[n] = lo;
+    n++;
+  }
+  return n;
+}
+
+/* The crossovers (at most CROSS_MAX) along the samples (cross_samples)
+ * and the best algorithm at each (best), and the best at the smallest;
+ * every algorithm's predictions at each (all), or the two that cross's.
+ * Between two samples whose best differ, the change is found by
+ * bisection. */
+static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
+                         size_t elem_size, const size_t *sample,
+                         const rs_algorithm_t *sample_best, size_t samples,
+                         int all, crossover_t *out, rs_algorithm_t *first) {
+  size_t count = 0, lo = sample[0];
+  rs_algorithm_t best = *first = sample_best[0];
+  for (size_t i = 1; i < samples && count < CROSS_MAX && !cli_signal(); i++) {
+    const size_t hi = sample[i];
+    const rs_algorithm_t b = sample_best[i];
     while (b != best && count < CROSS_MAX) {
       /* best at lo, not at hi: the first size in (lo, hi] it is not */
       size_t a = lo, z = hi;
       rs_algorithm_t to = b;
-      while (z - a > 1) {
+      while (z - a > 1 && !cli_signal()) {
         size_t mid = a + (z - a) / 2;
-        const rs_algorithm_t m = best_at(opt, mid, elem_size, NULL);
+        const rs_algorithm_t m = best_at(opt, net, mid, elem_size, NULL);
         if (m == best) {
           a = mid;
         } else {
@@ -155,8 +176,8 @@ static size_t crossovers(const options_t *opt, size_t elem_size,
       crossover_t *c = &out[count++];
       c->elems = z;
       if (all) {
-        c->from = best_at(opt, z - 1, elem_size, c->below);
-        c->to = best_at(opt, z, elem_size, c->at);
+        c->from = best_at(opt, net, z - 1, elem_size, c->below);
+        c->to = best_at(opt, net, z, elem_size, c->at);
       } else {
         c->from = best;
         c->to = to;
@@ -164,8 +185,8 @@ static size_t crossovers(const options_t *opt, size_t elem_size,
           c->below[k] = c->at[k] = UINT64_MAX;
         const rs_algorithm_t two[2] = {c->from, c->to};
         for (int k = 0; k < 2; k++) {
-          c->below[two[k]] = predict_at(opt, two[k], z - 1, elem_size);
-          c->at[two[k]] = predict_at(opt, two[k], z, elem_size);
+          c->below[two[k]] = predict_at(opt, net, two[k], z - 1, elem_size);
+          c->at[two[k]] = predict_at(opt, net, two[k], z, elem_size);
         }
       }
       best = c->to;
@@ -176,15 +197,46 @@ static size_t crossovers(const options_t *opt, size_t elem_size,
   return count;
 }
 
+/* --algo all's simulations, which do not depend on one another: each
+ * algorithm's time over the buckets (t), then the best algorithm at each
+ * crossover sample (best): cli_parallel_for's pieces. */
+typedef struct model_all {
+  const options_t *opt;
+  const rs_netmodel_t *net;
+  const rs_bucket_t *buckets;
+  size_t bucket_count, elem_size;
+  int shown, predict;
+  model_time_t *t;
+  const size_t *sample;
+  rs_algorithm_t *best;
+} model_all_t;
+
+static void model_all_piece(void *ctx, int i) {
+  const model_all_t *m = ctx;
+  if (cli_signal())
+    return; /* (stopped: the caller prints nothing) */
+  if (i < m->shown)
+    m->t[i] = model_time((rs_algorithm_t)i, m->net, m->opt->config.workers,
+                         m->buckets, m->bucket_count,
+                         m->opt->config.segment_bytes, m->elem_size,
+                         m->predict);
+  else
+    m->best[i - m->shown] = best_at(m->opt, m->net, m->sample[i - m->shown],
+                                    m->elem_size, NULL);
+}
+
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
-static int print_all(const options_t *opt, const rs_model_t *model,
-                     const model_time_t *t, double bytes) {
+static int print_all(const options_t *opt, const rs_netmodel_t *net,
+                     const rs_model_t *model, const model_time_t *t,
+                     double bytes, const model_all_t *m, size_t samples) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
   crossover_t cross[CROSS_MAX];
   rs_algorithm_t first;
-  size_t min_elems;
-  size_t ncross = crossovers(opt, elem_size, rs_model_elems(model),
-                             opt->json, cross, &first, &min_elems);
+  const size_t min_elems = m->sample[0];
+  size_t ncross = crossovers(opt, net, elem_size, m->sample, m->best, samples,
+                             opt->json, cross, &first);
+  if (cli_signal())
+    return EXIT_RUN;
   const int W = opt->config.workers, shown = cli_algos(&opt->config.net);
   int best = 0;
   for (int a = 0; a < shown; a++) {
@@ -527,22 +579,45 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     return rc;
   }
   if (opt->algo_all) {
+    /* every algorithm's time and the best at each crossover sample, on
+     * the machine's cores; then the crossovers between the samples */
     model_time_t t[RS_ALGO_COUNT];
-    const int shown = cli_algos(net);
-    const int predict = opt->json || !net->topo.enabled;
-    for (int a = 0; a < shown; a++)
-      t[a] = model_time((rs_algorithm_t)a, net, W, buckets, bucket_count,
-                        seg_bytes, elem_size, predict);
-    free(buckets);
-    if (cli_signal())
-      return EXIT_RUN;
-    for (int a = 0; a < shown; a++)
-      if (too_long(&t[a]))
-        return too_long_error();
-    rc = print_all(opt, model, t,
-                   (double)rs_model_elems(model) * (double)elem_size);
-    if (rc)
+    const size_t samples = cross_samples(elem_size, rs_model_elems(model), NULL);
+    size_t *sample = malloc(samples * sizeof *sample);
+    rs_algorithm_t *best = malloc(samples * sizeof *best);
+    if (!sample || !best || samples > INT_MAX - RS_ALGO_COUNT) {
+      free(sample);
+      free(best);
+      free(buckets);
       fprintf(stderr, "ringsim: out of memory\n");
+      return EXIT_RUN;
+    }
+    cross_samples(elem_size, rs_model_elems(model), sample);
+    model_all_t m = {.opt = opt,
+                     .net = net,
+                     .buckets = buckets,
+                     .bucket_count = bucket_count,
+                     .elem_size = elem_size,
+                     .shown = cli_algos(net),
+                     .predict = opt->json || !net->topo.enabled,
+                     .t = t,
+                     .sample = sample,
+                     .best = best};
+    cli_parallel_for(m.shown + (int)samples, model_all_piece, &m);
+    free(buckets);
+    rc = cli_signal() ? EXIT_RUN : -1;
+    for (int a = 0; rc < 0 && a < m.shown; a++)
+      if (too_long(&t[a]))
+        rc = too_long_error();
+    if (rc < 0) {
+      rc = print_all(opt, net, model, t,
+                     (double)rs_model_elems(model) * (double)elem_size, &m,
+                     samples);
+      if (rc && !cli_signal())
+        fprintf(stderr, "ringsim: out of memory\n");
+    }
+    free(sample);
+    free(best);
     return rc;
   }
   model_time_t t = model_time(opt->config.algo, net, W, buckets, bucket_count,
