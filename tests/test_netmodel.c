@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "net/netmodel.h"
 #include "ringsim/ringsim.h"
 
 /* The schedule-only simulation of a one-bucket model. */
@@ -171,6 +172,40 @@ static void test_slow_link_and_straggler(void **state) {
  * (under a sanitizer 512: the model runs no thread, its arrays are W long
  * at any W, and the instrumented arithmetic took 18 s at 4096 under TSan,
  * 25 s under ASan). */
+/* A transfer's time, ceil(bytes x 1e9 / rate) ns, is exact on both sides
+ * of where 64 bits stop holding bytes x 1e9 (rs__net_ns takes 128 there):
+ * against the sum and carry worked out by hand, in 32-bit halves. */
+static void test_net_ns_exact(void **state) {
+  (void)state;
+  const uint64_t edge = UINT64_MAX / 2 / 1000000000u;
+  const size_t sizes[] = {1, 3, 1000, edge - 1, edge, edge + 1, 2 * edge + 7};
+  const uint64_t rates[] = {1, 7, 3000000000ull, 25000000000ull,
+                            450000000000ull};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (size_t j = 0; j < sizeof rates / sizeof *rates; j++) {
+      const uint64_t b = sizes[i], rate = rates[j];
+      /* bytes x 1e9 + rate - 1 as 128 bits (hi, lo), then long division
+       * by rate one bit at a time */
+      const uint64_t lo32 = (b & 0xffffffffu) * 1000000000u,
+                     hi32 = (b >> 32) * 1000000000u;
+      uint64_t lo = lo32 + (hi32 << 32), hi = (hi32 >> 32) + (lo < lo32);
+      const uint64_t before = lo;
+      lo += rate - 1;
+      hi += lo < before;
+      uint64_t q = 0, r = 0;
+      for (int bit = 127; bit >= 0; bit--) {
+        const uint64_t top = r >> 63;
+        r = r << 1 | ((bit >= 64 ? hi >> (bit - 64) : lo >> bit) & 1);
+        q <<= 1; /* (q's bits past 64 are lost: hi >= rate saturates) */
+        if (top || r >= rate) {
+          r -= rate;
+          q |= 1;
+        }
+      }
+      assert_int_equal(rs__net_ns(b, rate), hi >= rate ? UINT64_MAX : q);
+    }
+}
+
 static void test_big_ring_model(void **state) {
   (void)state;
   rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
@@ -188,6 +223,7 @@ int main(void) {
       cmocka_unit_test(test_formula_exact),
       cmocka_unit_test(test_threaded_equals_model),
       cmocka_unit_test(test_slow_link_and_straggler),
+      cmocka_unit_test(test_net_ns_exact),
       cmocka_unit_test(test_big_ring_model),
   };
   return cmocka_run_group_tests_name("netmodel", tests, NULL, NULL);

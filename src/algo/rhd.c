@@ -211,16 +211,18 @@ typedef struct sim_cut {
 /* The last round of sim_round's run of rounds like round j: in each,
  * every virtual rank that takes part sends and receives segments of the
  * same lengths, and the same ranks take part (simrun.h's steady repeats). */
-static size_t same_rounds(const sim_part_t *part, int P, size_t j,
-                          int reduced) {
+static size_t same_rounds(const sim_part_t *part, const sim_cut_t *cut, int P,
+                          size_t j, int reduced) {
   size_t last = SIZE_MAX;
   for (int v = 0; v < P; v++) {
     const size_t segs = part[v].segs;
     if (j >= segs)
       continue; /* (done: it stays done) */
-    size_t end = rs__same_len_last(part[v].send, segs, j);
+    /* (rs__same_len_last, from the cut) */
+    const size_t s = cut[v].send_longer, r = cut[v].recv_longer;
+    size_t end = j < s ? s - 1 : segs - 1;
     if (reduced) {
-      const size_t recv_end = rs__same_len_last(part[v].recv, segs, j);
+      const size_t recv_end = j < r ? r - 1 : segs - 1;
       end = recv_end < end ? recv_end : end;
     }
     last = end < last ? end : last;
@@ -235,15 +237,23 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
                       const sim_part_t *part, sim_cut_t *cut, int reduced) {
   size_t most = 0, last = 0;
   for (int v = 0; v < P; v++) {
-    const size_t segs = part[v].segs;
-    most = segs > most ? segs : most;
-    cut[v] = (sim_cut_t){part[v].send / segs, part[v].send % segs,
-                         part[v].recv / segs, part[v].recv % segs};
+    const sim_part_t *p = &part[v];
+    most = p->segs > most ? p->segs : most;
+    /* (a step's parts take two or three sizes: the divisions of the two
+     * ranks before, if alike) */
+    int like = -1;
+    for (int u = v - 1; u >= 0 && u >= v - 2 && like < 0; u--)
+      if (part[u].send == p->send && part[u].recv == p->recv &&
+          part[u].segs == p->segs)
+        like = u;
+    cut[v] = like >= 0 ? cut[like]
+                       : (sim_cut_t){p->send / p->segs, p->send % p->segs,
+                                     p->recv / p->segs, p->recv % p->segs};
   }
   rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
     if (j == 0 || j > last) /* the run of rounds like round j */
-      last = same_rounds(part, P, j, reduced);
+      last = same_rounds(part, cut, P, j, reduced);
     rs__simrepeat_begin(s, &rep, j, last);
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)

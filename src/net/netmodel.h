@@ -50,6 +50,8 @@ typedef struct rs_simclock {
 static inline uint64_t rs__net_ns(size_t bytes, uint64_t rate) {
   if (rate == 0 || bytes == 0)
     return 0;
+  if (bytes <= UINT64_MAX / 2 / 1000000000u && rate <= UINT64_MAX / 2)
+    return (bytes * 1000000000u + rate - 1) / rate; /* (64 do) */
   unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
   unsigned __int128 ns = (num + rate - 1) / rate;
   return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;

@@ -528,6 +528,8 @@ uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step) {
 static uint64_t wire_at(size_t bytes, uint32_t n, uint64_t rate) {
   if (rate == 0 || bytes == 0)
     return 0;
+  if (bytes <= UINT64_MAX / 2 / 1000000000u / n && rate <= UINT64_MAX / 2)
+    return ((uint64_t)bytes * n * 1000000000u + rate - 1) / rate; /* (64 do) */
   const unsigned __int128 num =
       (unsigned __int128)bytes * n * 1000000000u + rate - 1;
   const unsigned __int128 ns = num / rate;
