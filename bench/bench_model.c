@@ -15,7 +15,8 @@
  * 2. --algo auto's choice for one bucket, at the 32 sizes 8 B x 2^k up to
  *    the model's size on 512 nodes: every prediction simulated through
  *    (rs_auto_choose with predictions) against the argmin alone (without:
- *    the bounded simulations), and that they choose alike.
+ *    the lower bounds and the bounded simulations), and that they choose
+ *    alike.
  * Prints; asserts nothing but the equalities (exit 1 if one fails).
  */
 #include <stdio.h>
