@@ -349,22 +349,44 @@ typedef struct model_rows {
 } model_rows_t;
 
 /* Each row's times; 0, or the exit status (having said why). */
+/* compute_rows' pieces (cli_parallel_for): one row's algorithm each. */
+typedef struct rows_job {
+  const options_t *opt;
+  const rs_netmodel_t *net;
+  const rs_bucket_t *buckets;
+  size_t bucket_count, elem_size;
+  model_rows_t *m;
+} rows_job_t;
+
+static void rows_piece(void *ctx, int k) {
+  const rows_job_t *j = ctx;
+  const int algos = j->m->last - j->m->first + 1;
+  const int i = k / algos, a = j->m->first + k % algos;
+  if (cli_signal())
+    return;
+  rs_netmodel_t row = *j->net;
+  if (j->net->topo.enabled)
+    row.topo.nodes = j->opt->rows.nodes[i];
+  j->m->t[i][a] = model_time((rs_algorithm_t)a, &row,
+                             j->opt->rows.workers[i], j->buckets,
+                             j->bucket_count, j->opt->config.segment_bytes,
+                             j->elem_size, j->opt->json);
+}
+
+/* Every row's times, on the machine's cores, then the best of each. */
 static int compute_rows(const options_t *opt, const rs_model_t *model,
                         const rs_netmodel_t *net, const rs_bucket_t *buckets,
                         size_t bucket_count, model_rows_t *m) {
-  const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  rows_job_t job = {opt, net, buckets, bucket_count,
+                    rs_dtype_size(rs_model_dtype(model)), m};
+  cli_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece,
+                   &job);
+  if (cli_signal())
+    return EXIT_RUN;
   for (int i = 0; i < opt->rows.count; i++) {
-    rs_netmodel_t row = *net;
-    if (net->topo.enabled)
-      row.topo.nodes = opt->rows.nodes[i];
     m->best[i] = m->first;
     for (int a = m->first; a <= m->last; a++) {
-      model_time_t *t = &m->t[i][a];
-      *t = model_time((rs_algorithm_t)a, &row, opt->rows.workers[i], buckets,
-                      bucket_count, opt->config.segment_bytes, elem_size,
-                      opt->json);
-      if (cli_signal())
-        return EXIT_RUN;
+      const model_time_t *t = &m->t[i][a];
       if (t->sim == UINT64_MAX) {
         fprintf(stderr, "ringsim: out of memory\n");
         return EXIT_RUN;
