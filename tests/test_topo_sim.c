@@ -55,6 +55,18 @@ static rs_netmodel_t topo_net(const char *spec, const char *reduce) {
   return net;
 }
 
+/* Topology spec as it is (variant 0), with a reduce rate (1), or with a
+ * slower link 3 -> 4 and a straggler, worker 5 (2). */
+static rs_netmodel_t variant_net(const char *spec, int variant) {
+  rs_netmodel_t net = topo_net(spec, variant == 1 ? "40GB/s" : NULL);
+  char err[RS_ERRMSG_MAX];
+  if (variant == 2 &&
+      (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net, err) ||
+       rs_netmodel_parse_straggler("worker=5,us=2", &net, err)))
+    fail_msg("%s", err);
+  return net;
+}
+
 /* (1) One node whose intra link is --net's link: the same time as --net,
  * to the nanosecond, for every algorithm, threaded and simulated (hier,
  * which needs a topology, threaded and simulated alike). */
@@ -143,14 +155,8 @@ static void test_repeats_are_exact(void **state) {
   static const size_t seg_bytes[] = {1 << 20, 4096};
   for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++)
     for (int variant = 0; variant < 3; variant++) {
-      rs_netmodel_t net = topo_net(specs[ti], variant == 1 ? "40GB/s" : NULL);
+      rs_netmodel_t net = variant_net(specs[ti], variant);
       const int W = net.topo.nodes * net.topo.gpus;
-      char err[RS_ERRMSG_MAX];
-      if (variant == 2 &&
-          (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net,
-                                  err) ||
-           rs_netmodel_parse_straggler("worker=5,us=2", &net, err)))
-        fail_msg("%s", err);
       for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
         for (size_t gi = 0; gi < 2; gi++) {
           if (RS_TEST_SANITIZED && (si == 5 || gi == 1) && ti > 0)
@@ -193,14 +199,8 @@ static void test_least_is_a_bound(void **state) {
       "nodes=5,gpus=3,nics=1,intra=700ns/300GB/s,nic=3us/12500MB/s"};
   for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++)
     for (int variant = 0; variant < 3; variant++) {
-      rs_netmodel_t net = topo_net(specs[ti], variant == 1 ? "40GB/s" : NULL);
+      rs_netmodel_t net = variant_net(specs[ti], variant);
       const int W = net.topo.nodes * net.topo.gpus;
-      char err[RS_ERRMSG_MAX];
-      if (variant == 2 &&
-          (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net,
-                                  err) ||
-           rs_netmodel_parse_straggler("worker=5,us=2", &net, err)))
-        fail_msg("%s", err);
       for (size_t elems = 1; elems < ((size_t)1 << 22); elems = elems * 5 + 3)
         for (int a = 0; a < RS_ALGO_COUNT; a++) {
           const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
