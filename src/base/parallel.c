@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "ringsim/internal/command.h"
 
 int rs__cores(void) {
   cpu_set_t set;
@@ -15,6 +16,26 @@ int rs__cores(void) {
     return CPU_COUNT(&set); /* taskset, cpusets: the cores we may use */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? (int)cores : 1;
+}
+
+/* rs_parallel_for's pieces and the next to take (atomically). */
+typedef struct pieces {
+  void (*fn)(void *ctx, int i);
+  void *ctx;
+  int n, next;
+} pieces_t;
+
+static void *take_pieces(void *arg) {
+  pieces_t *p = arg;
+  for (int i; (i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n;)
+    p->fn(p->ctx, i);
+  return NULL;
+}
+
+void rs_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx) {
+  pieces_t p = {fn, ctx, n, 0};
+  const int cores = rs__cores();
+  rs__parallel(cores < n ? cores : n, take_pieces, &p);
 }
 
 void rs__parallel(int threads, void *(*fn)(void *), void *arg) {

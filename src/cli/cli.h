@@ -239,11 +239,6 @@ int cli_signals_finish(int rc);
  * not a stop: it prints nothing and leaves rc as it is. */
 int cli_signals_finish_ended(int rc);
 
-/* parallel.c: fn(ctx, i) for i in 0..n-1, on as many threads as the
- * machine has cores (the caller's among them), in no set order; returns
- * when all are done. The pieces must not share what they write. */
-void cli_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
-
 /* progress.c */
 /* A progress line on stderr for run, drawn by a thread of its own while a
  * stage takes more than a second; NULL (nothing drawn) unless stderr is a

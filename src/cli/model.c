@@ -199,7 +199,7 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
 
 /* --algo all's simulations, which do not depend on one another: each
  * algorithm's time over the buckets (t), then the best algorithm at each
- * crossover sample (best): cli_parallel_for's pieces. */
+ * crossover sample (best): rs_parallel_for's pieces. */
 typedef struct model_all {
   const options_t *opt;
   const rs_netmodel_t *net;
@@ -349,7 +349,7 @@ typedef struct model_rows {
 } model_rows_t;
 
 /* Each row's times; 0, or the exit status (having said why). */
-/* compute_rows' pieces (cli_parallel_for): one row's algorithm each. */
+/* compute_rows' pieces (rs_parallel_for): one row's algorithm each. */
 typedef struct rows_job {
   const options_t *opt;
   const rs_netmodel_t *net;
@@ -379,7 +379,7 @@ static int compute_rows(const options_t *opt, const rs_model_t *model,
                         size_t bucket_count, model_rows_t *m) {
   rows_job_t job = {opt, net, buckets, bucket_count,
                     rs_dtype_size(rs_model_dtype(model)), m};
-  cli_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece,
+  rs_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece,
                    &job);
   if (cli_signal())
     return EXIT_RUN;
@@ -625,7 +625,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
                      .t = t,
                      .sample = sample,
                      .best = best};
-    cli_parallel_for(m.shown + (int)samples, model_all_piece, &m);
+    rs_parallel_for(m.shown + (int)samples, model_all_piece, &m);
     free(buckets);
     rc = cli_signal() ? EXIT_RUN : -1;
     for (int a = 0; rc < 0 && a < m.shown; a++)

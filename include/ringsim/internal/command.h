@@ -24,6 +24,12 @@
 extern "C" {
 #endif
 
+/* fn(ctx, i) for i in 0..n-1 on as many threads as this process has
+ * cores (the caller's among them), in no set order; returns when all are
+ * done. The pieces must not share what they write: ringsim model's
+ * simulations (src/base/parallel.c). */
+void rs_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
+
 /* Replace control characters (ESC, CR, a newline in a param name; C1's
  * U+0080 to U+009F as UTF-8) with '?', in place (the text may shorten):
  * every error message, and every name a text report prints, stays one
