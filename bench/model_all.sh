@@ -40,7 +40,7 @@ one() {
   printf '  %-10s wall %6.2f s   cpu %6.2f s\n' "$label" "$wall" "$cpu"
 }
 
-echo "# ringsim ${args[*]}"
+echo "# ringsim ${args[*]//$root\//}"
 echo "# $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq "$runs"); do
   one all-cores
