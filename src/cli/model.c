@@ -145,11 +145,36 @@ static size_t cross_samples(size_t elem_size, size_t max_elems, size_t *at) {
   return n;
 }
 
+/* The predictions at the crossovers: piece k is crossover k / (2 A),
+ * one element below it or at it, algorithm k mod A (A = RS_ALGO_COUNT);
+ * every algorithm's (all), or the two that cross's. As rs_auto_choose's
+ * predictions: UINT64_MAX for one it never chooses. */
+typedef struct cross_job {
+  const options_t *opt;
+  const rs_netmodel_t *net;
+  size_t elem_size;
+  int all;
+  crossover_t *cross;
+} cross_job_t;
+
+static void cross_piece(void *ctx, int k) {
+  const cross_job_t *j = ctx;
+  crossover_t *c = &j->cross[k / (2 * RS_ALGO_COUNT)];
+  const int at = k / RS_ALGO_COUNT % 2, a = k % RS_ALGO_COUNT;
+  uint64_t *pred = at ? &c->at[a] : &c->below[a];
+  *pred = UINT64_MAX;
+  if (cli_signal() || a >= cli_algos(j->net) || a == RS_ALGO_GLOO_RING ||
+      (!j->all && a != (int)c->from && a != (int)c->to))
+    return;
+  *pred = predict_at(j->opt, j->net, (rs_algorithm_t)a, c->elems - !at,
+                     j->elem_size);
+}
+
 /* The crossovers (at most CROSS_MAX) along the samples (cross_samples)
  * and the best algorithm at each (best), and the best at the smallest;
  * every algorithm's predictions at each (all), or the two that cross's.
  * Between two samples whose best differ, the change is found by
- * bisection. */
+ * bisection; the predictions are worked out on the cores. */
 static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
                          size_t elem_size, const size_t *sample,
                          const rs_algorithm_t *sample_best, size_t samples,
@@ -175,25 +200,15 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
       }
       crossover_t *c = &out[count++];
       c->elems = z;
-      if (all) {
-        c->from = best_at(opt, net, z - 1, elem_size, c->below);
-        c->to = best_at(opt, net, z, elem_size, c->at);
-      } else {
-        c->from = best;
-        c->to = to;
-        for (int k = 0; k < RS_ALGO_COUNT; k++)
-          c->below[k] = c->at[k] = UINT64_MAX;
-        const rs_algorithm_t two[2] = {c->from, c->to};
-        for (int k = 0; k < 2; k++) {
-          c->below[two[k]] = predict_at(opt, net, two[k], z - 1, elem_size);
-          c->at[two[k]] = predict_at(opt, net, two[k], z, elem_size);
-        }
-      }
+      c->from = best;
+      c->to = to;
       best = c->to;
       lo = z;
     }
     lo = hi;
   }
+  cross_job_t job = {opt, net, elem_size, all, out};
+  rs_parallel_for((int)count * 2 * RS_ALGO_COUNT, cross_piece, &job);
   return count;
 }
 
