@@ -55,8 +55,8 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
     const int cross = shape.gpus > 0 && w / shape.gpus != dst[0] / shape.gpus;
     if (m->link_count || cross != memo_cross || n != memo_n) {
       uint64_t latency;
-      const uint64_t wire = rs__sim_hop_least_ns(m, workers, w, dst[0],
-                                                 n * elem_size, &latency);
+      const uint64_t wire =
+          rs__sim_hop_least_ns(m, workers, w, dst[0], n * elem_size, &latency);
       memo_ns = rs__sat_add(wire, latency);
       memo_cross = cross;
       memo_n = n;
@@ -67,8 +67,8 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
   return t;
 }
 
-uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m,
-                        int workers, size_t elems, size_t elem_size) {
+uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                        size_t elems, size_t elem_size) {
   if (!m->enabled || workers < 2)
     return 0;
   if (a->least)

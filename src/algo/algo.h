@@ -156,8 +156,8 @@ uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
  * this after it starts (rs_algo_t's step_least or least; 0 if a has
  * neither): --algo auto's argmin skips an algorithm whose bound another's
  * time already beats. */
-uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m,
-                        int workers, size_t elems, size_t elem_size);
+uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
+                        size_t elems, size_t elem_size);
 
 /* rs__algo_simulate with every part of the schedule played, none
  * repeated at once (the steady repeats below): what the tests hold the

@@ -46,9 +46,9 @@ static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
     /* (the key: the bound, or past every bound and then the work) */
     const uint64_t key = bounded ? lb : UINT64_MAX;
     int i = n++;
-    for (; i > 0 && (least[i - 1] > key ||
-                     (least[i - 1] == key && key == UINT64_MAX &&
-                      work[i - 1] > w));
+    for (; i > 0 &&
+           (least[i - 1] > key ||
+            (least[i - 1] == key && key == UINT64_MAX && work[i - 1] > w));
          i--) { /* (stable: ties by index) */
       order[i] = order[i - 1];
       least[i] = least[i - 1];

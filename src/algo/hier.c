@@ -140,8 +140,8 @@ typedef struct node_cut {
 
 /* The node's ring steps on simulated clocks alone: every worker sends its
  * block's segment k, then every worker receives. (cut: room for G.) */
-static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
-                          int step, node_cut_t *cut) {
+static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase, int step,
+                          node_cut_t *cut) {
   const rs_shape_t shape = s->shape;
   const int G = shape.gpus;
   const size_t segs = block_segs(shape, n, s->cap);
@@ -150,8 +150,12 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase,
         rs__chunk_elems(n, G, rs__hier_send_block(shape, l, phase, step));
     const size_t in =
         rs__chunk_elems(n, G, rs__hier_recv_block(shape, l, phase, step));
-    cut[l] = (node_cut_t){rs__hier_next(shape, l), rs__hier_prev(shape, l),
-                          out / segs, out % segs, in / segs, in % segs};
+    cut[l] = (node_cut_t){rs__hier_next(shape, l),
+                          rs__hier_prev(shape, l),
+                          out / segs,
+                          out % segs,
+                          in / segs,
+                          in % segs};
   }
   /* the blocks are one element apart: rounds k..last cut both alike
    * (simrun.h's steady repeats) */

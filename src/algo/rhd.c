@@ -261,9 +261,8 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
                         cut[v].send + (j < cut[v].send_longer));
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
-        rs__simrun_recv(
-            s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-            reduced ? cut[v].recv + (j < cut[v].recv_longer) : 0);
+        rs__simrun_recv(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
+                        reduced ? cut[v].recv + (j < cut[v].recv_longer) : 0);
     j = rs__simrepeat_end(s, &rep, j);
   }
 }

@@ -171,9 +171,9 @@ static int ring_period(const rs_simrun_t *s) {
   if (!rs__simrun_may_repeat(s) || W < 3 * T)
     return 0;
   for (int r = 0; r < W; r++) {
-    const rs_simclock_t *a = &s->clocks[rs__group_worker(&s->group, r)],
-                        *b = &s->clocks[rs__group_worker(&s->group,
-                                                         (r + T) % W)];
+    const rs_simclock_t
+        *a = &s->clocks[rs__group_worker(&s->group, r)],
+        *b = &s->clocks[rs__group_worker(&s->group, (r + T) % W)];
     if (a->out.latency_ns != b->out.latency_ns ||
         a->out.bandwidth != b->out.bandwidth ||
         a->straggler_ns != b->straggler_ns)
@@ -224,7 +224,8 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       if (T && saved_at < 0 && step + T < W - 1 && !rs__simrun_stopped(s)) {
         for (int r = 0; r < W; r++)
-          saved[r] = rs__simstate_of(&s->clocks[rs__group_worker(&s->group, r)]);
+          saved[r] =
+              rs__simstate_of(&s->clocks[rs__group_worker(&s->group, r)]);
         saved_at = step;
       }
       rs__simrun_step(s);

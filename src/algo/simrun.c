@@ -175,8 +175,8 @@ size_t rs__simrepeat_end(rs_simrun_t *s, rs_simrepeat_t *p, size_t k) {
   }
   if (period >= p->window) { /* (still settling: save again) */
     p->from = SIZE_MAX;
-    p->window = 2 * p->window < REPEAT_PERIOD_MAX ? 2 * p->window
-                                                  : REPEAT_PERIOD_MAX;
+    p->window =
+        2 * p->window < REPEAT_PERIOD_MAX ? 2 * p->window : REPEAT_PERIOD_MAX;
   }
   return k;
 }

@@ -158,9 +158,10 @@ void rs__simrun_repeat_steps(rs_simrun_t *s, int steps);
  * state on by d again: the rest of the run moves the state on by d each,
  * not played. Where a max's smaller operand grows faster (a leaf's lead
  * closing), the larger keeps winning while the gap lasts: the rounds
- * before it closes are skipped so, and the recording starts again. A sim_bucket calls rs__simcert_begin before round k of a run
- * of rounds k..last and rs__simcert_end after it, which returns the round
- * to go on from. A fresh rs_simcert_t (RS_SIMCERT_INIT) for each loop. */
+ * before it closes are skipped so, and the recording starts again.
+ * A sim_bucket calls rs__simcert_begin before round k of a run of rounds
+ * k..last and rs__simcert_end after it, which returns the round to go on
+ * from. A fresh rs_simcert_t (RS_SIMCERT_INIT) for each loop. */
 typedef struct rs_simcert {
   size_t last;   /* the run's last round (SIZE_MAX: none yet) */
   int rounds;    /* rounds recorded in a row: 0 or 1 */

@@ -231,13 +231,13 @@ static void model_all_piece(void *ctx, int i) {
   if (cli_signal())
     return; /* (stopped: the caller prints nothing) */
   if (i < m->shown)
-    m->t[i] = model_time((rs_algorithm_t)i, m->net, m->opt->config.workers,
-                         m->buckets, m->bucket_count,
-                         m->opt->config.segment_bytes, m->elem_size,
-                         m->predict);
+    m->t[i] =
+        model_time((rs_algorithm_t)i, m->net, m->opt->config.workers,
+                   m->buckets, m->bucket_count, m->opt->config.segment_bytes,
+                   m->elem_size, m->predict);
   else
-    m->best[i - m->shown] = best_at(m->opt, m->net, m->sample[i - m->shown],
-                                    m->elem_size, NULL);
+    m->best[i - m->shown] =
+        best_at(m->opt, m->net, m->sample[i - m->shown], m->elem_size, NULL);
 }
 
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
@@ -382,20 +382,19 @@ static void rows_piece(void *ctx, int k) {
   rs_netmodel_t row = *j->net;
   if (j->net->topo.enabled)
     row.topo.nodes = j->opt->rows.nodes[i];
-  j->m->t[i][a] = model_time((rs_algorithm_t)a, &row,
-                             j->opt->rows.workers[i], j->buckets,
-                             j->bucket_count, j->opt->config.segment_bytes,
-                             j->elem_size, j->opt->json);
+  j->m->t[i][a] =
+      model_time((rs_algorithm_t)a, &row, j->opt->rows.workers[i], j->buckets,
+                 j->bucket_count, j->opt->config.segment_bytes, j->elem_size,
+                 j->opt->json);
 }
 
 /* Every row's times, on the machine's cores, then the best of each. */
 static int compute_rows(const options_t *opt, const rs_model_t *model,
                         const rs_netmodel_t *net, const rs_bucket_t *buckets,
                         size_t bucket_count, model_rows_t *m) {
-  rows_job_t job = {opt, net, buckets, bucket_count,
-                    rs_dtype_size(rs_model_dtype(model)), m};
-  rs_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece,
-                   &job);
+  rows_job_t job = {
+      opt, net, buckets, bucket_count, rs_dtype_size(rs_model_dtype(model)), m};
+  rs_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece, &job);
   if (cli_signal())
     return EXIT_RUN;
   for (int i = 0; i < opt->rows.count; i++) {
@@ -619,7 +618,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     /* every algorithm's time and the best at each crossover sample, on
      * the machine's cores; then the crossovers between the samples */
     model_time_t t[RS_ALGO_COUNT];
-    const size_t samples = cross_samples(elem_size, rs_model_elems(model), NULL);
+    const size_t samples =
+        cross_samples(elem_size, rs_model_elems(model), NULL);
     size_t *sample = malloc(samples * sizeof *sample);
     rs_algorithm_t *best = malloc(samples * sizeof *best);
     if (!sample || !best || samples > INT_MAX - RS_ALGO_COUNT) {

@@ -192,8 +192,8 @@ uint64_t rs__sim_hop_least_ns(const rs_netmodel_t *net, int workers, int from,
 static inline void rs__sim_set_load(rs_simclock_t *c,
                                     const rs_topo_load_t *load) {
   c->load = load;
-  c->node_first = load ? rs__topo_node(&load->topo, c->rank) * load->topo.gpus
-                       : 0;
+  c->node_first =
+      load ? rs__topo_node(&load->topo, c->rank) * load->topo.gpus : 0;
 }
 
 /* Set c up for worker rank of W under net (NULL or disabled: no clock),
