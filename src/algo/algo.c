@@ -32,48 +32,91 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
   return t;
 }
 
-/* A chain of messages through the schedule from worker 0 at its start:
- * in each step the worker holding the chain sends step_least's elements
- * at the least (the first peer sends names), which its peer has received
- * before it sends in the next step. Each message's departure is after
- * its sender's clock, so the chain's last worker ends no sooner than the
- * sum of the least times of its messages (netmodel.h). */
+/* a x b, or UINT64_MAX where it would wrap. */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+  return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* The least time of one segment of n elements from worker w to its peer
+ * in step k (-1 if w sends nothing then), and the peer. */
+static int chain_hop(const rs_algo_t *a, const rs_netmodel_t *m,
+                     rs_shape_t shape, int k, int w, size_t bytes, int *peer,
+                     uint64_t *ns) {
+  int dst[RS_TOPO_MAX_SENDS];
+  if (a->sends(shape, k, w, dst, RS_TOPO_MAX_SENDS) < 1)
+    return -1;
+  uint64_t latency;
+  const uint64_t wire =
+      rs__sim_hop_least_ns(m, shape.workers, w, dst[0], bytes, &latency);
+  *peer = dst[0];
+  *ns = rs__sat_add(wire, latency);
+  return 0;
+}
+
+/* A chain of segments through the schedule from worker 0 at its start
+ * (rs_algo_t's step_least): in each round the worker holding the chain
+ * sends a segment of at least the step's smallest (to the first peer its
+ * sends name), which the peer has taken before it sends in the next
+ * round. Each departure is after its sender's clock, so the chain's last
+ * worker ends no sooner than the sum of its segments' least times
+ * (netmodel.h). A step's rounds between a pair of workers alternate (rd,
+ * rhd); round a ring they come back to the start after a cycle, whose
+ * time repeats. */
 static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
-                            int workers, size_t elems, size_t elem_size) {
+                            int workers, size_t elems, size_t segs, size_t cap,
+                            size_t elem_size) {
   const rs_shape_t shape = rs__shape_of(m, workers);
   const int steps = a->steps(shape, RS_COLL_ALLREDUCE);
-  int dst[RS_TOPO_MAX_SENDS], w = 0;
+  int w = 0;
   uint64_t t = 0;
-  /* (the last hop's link and size: a ring's hops repeat them) */
-  int memo_cross = -1;
-  size_t memo_n = 0;
-  uint64_t memo_ns = 0;
-  for (int k = 0; k < steps; k++) {
-    if (a->sends(shape, k, w, dst, RS_TOPO_MAX_SENDS) < 1)
+  for (int k = 0; k < steps && t != UINT64_MAX; k++) {
+    size_t rounds;
+    const size_t bytes =
+        a->step_least(shape, k, elems, segs, cap, &rounds) * elem_size;
+    int d, back;
+    uint64_t there, home;
+    if (!rounds || chain_hop(a, m, shape, k, w, bytes, &d, &there))
       continue; /* (w holds the chain) */
-    const size_t n = a->step_least(shape, k, elems);
-    const int cross = shape.gpus > 0 && w / shape.gpus != dst[0] / shape.gpus;
-    if (m->link_count || cross != memo_cross || n != memo_n) {
-      uint64_t latency;
-      const uint64_t wire =
-          rs__sim_hop_least_ns(m, workers, w, dst[0], n * elem_size, &latency);
-      memo_ns = rs__sat_add(wire, latency);
-      memo_cross = cross;
-      memo_n = n;
+    if (!chain_hop(a, m, shape, k, d, bytes, &back, &home) && back == w) {
+      /* a pair: w, d, w, d, ... */
+      t = rs__sat_add(t, sat_mul(there, (rounds + 1) / 2));
+      t = rs__sat_add(t, sat_mul(home, rounds / 2));
+      w = rounds % 2 ? d : w;
+      continue;
     }
-    t = rs__sat_add(t, memo_ns);
-    w = dst[0];
+    /* round a cycle from w0: its time once it has come back */
+    const int w0 = w;
+    uint64_t cycle = 0;
+    for (size_t r = 0; r < rounds; r++) {
+      int next;
+      uint64_t ns;
+      if (chain_hop(a, m, shape, k, w, bytes, &next, &ns))
+        break;
+      t = rs__sat_add(t, ns);
+      cycle = rs__sat_add(cycle, ns);
+      w = next;
+      if (w == w0 && r + 1 < rounds) { /* r + 1 rounds a cycle */
+        const size_t left = rounds - (r + 1), whole = left / (r + 1);
+        t = rs__sat_add(t, sat_mul(cycle, whole));
+        r += whole * (r + 1);
+        cycle = 0;
+      }
+    }
   }
   return t;
 }
 
 uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
-                        size_t elems, size_t elem_size) {
+                        size_t elems, size_t segs, size_t segment_bytes,
+                        size_t elem_size) {
   if (!m->enabled || workers < 2)
     return 0;
   if (a->least)
     return a->least(m, rs__shape_of(m, workers), elems, elem_size);
-  return a->step_least ? chain_least(a, m, workers, elems, elem_size) : 0;
+  const size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  return a->step_least ? chain_least(a, m, workers, elems, segs ? segs : 1, cap,
+                                     elem_size)
+                       : 0;
 }
 
 /* The runner's state for W workers: every worker's clock, its mailbox,

@@ -89,14 +89,17 @@ typedef struct rs_algo {
    * steps x W (one message a worker a step). */
   double (*sim_work)(rs_shape_t shape, size_t elems, size_t segs);
   /* A lower bound on how long its schedule takes, for a bounded
-   * simulation to skip an algorithm that cannot win (rs__algo_least):
-   * step_least, the fewest elements any one message of global step
-   * `step` carries, all its segments to one peer together, every message
-   * the step's sends name being sent (an empty one pays its latency); a
-   * chain of messages, each step's sent on by the worker that received
-   * it, takes no less (NULL: the algorithm has no such chain). Or least,
-   * a bound of its own (linear: its root's port). */
-  size_t (*step_least)(rs_shape_t shape, int step, size_t elems);
+   * simulation to skip an algorithm that cannot win (rs__algo_least).
+   * step_least, for a schedule played in rounds (each round every worker
+   * the step's sends name sends one segment, then every receiver takes
+   * it, before anyone sends the next): the fewest rounds any message of
+   * global step `step` is cut into (*rounds), and the fewest elements of
+   * any segment of those rounds (returned; an empty segment still pays its
+   * latency). A chain of segments, each round's sent on by the worker that
+   * received it, takes no less (NULL: no such chain). segs and cap as for
+   * sim_bucket. Or least, a bound of its own (linear: its root's port). */
+  size_t (*step_least)(rs_shape_t shape, int step, size_t elems, size_t segs,
+                       size_t cap, size_t *rounds);
   uint64_t (*least)(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                     size_t elem_size);
   /* Bytes of scratch the runner hands sim_bucket (s->algo_mem, zeroed
@@ -152,12 +155,13 @@ uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
                                    size_t bucket_count, size_t segment_bytes,
                                    size_t elem_size, uint64_t bound);
 
-/* No schedule of a's for one bucket of elems elements ends sooner than
- * this after it starts (rs_algo_t's step_least or least; 0 if a has
- * neither): --algo auto's argmin skips an algorithm whose bound another's
- * time already beats. */
+/* No schedule of a's for one bucket of elems elements (segs segments per
+ * chunk, of at most segment_bytes) ends sooner than this after it starts
+ * (rs_algo_t's step_least or least; 0 if a has neither): --algo auto's
+ * argmin skips an algorithm whose bound another's time already beats. */
 uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
-                        size_t elems, size_t elem_size);
+                        size_t elems, size_t segs, size_t segment_bytes,
+                        size_t elem_size);
 
 /* rs__algo_simulate with every part of the schedule played, none
  * repeated at once (the steady repeats below): what the tests hold the

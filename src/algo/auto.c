@@ -37,8 +37,9 @@ static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
       continue;
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
     const int bounded = m->topo.enabled && (algo->least || algo->step_least);
-    const uint64_t lb =
-        bounded ? rs__algo_least(algo, m, workers, elems, elem_size) : 0;
+    const uint64_t lb = bounded ? rs__algo_least(algo, m, workers, elems, segs,
+                                                 segment_bytes, elem_size)
+                                : 0;
     const double w =
         algo->sim_work
             ? algo->sim_work(shape, elems, segs)

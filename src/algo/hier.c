@@ -215,17 +215,26 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
     sim_node_step(s, n, RS_PHASE_ALL_GATHER, step, cut);
 }
 
-/* The fewest elements of a step's message (algo.h): a node step's a
- * block, at least n / G rounded down; across, the inner algorithm's for
- * a block that size (no smaller block has a larger message). */
+/* A step's rounds and smallest segment (algo.h): a node step's blocks,
+ * n / G rounded down or up, each cut as the largest; across, the inner
+ * algorithm's for a block of either size, the fewer and the smaller. */
 static size_t step_least(const hier_way_t *h, rs_shape_t shape, int step,
-                         size_t elems) {
+                         size_t elems, size_t segs, size_t cap,
+                         size_t *rounds) {
   const int G = shape.gpus, inner = inner_steps(h, shape);
   const size_t block = elems / (size_t)G;
-  if (step < G - 1 || step >= G - 1 + inner)
-    return block;
-  return h->inner->step_least(rs__shape_flat(nodes_of(shape)), step - (G - 1),
-                              block);
+  if (step < G - 1 || step >= G - 1 + inner) {
+    *rounds = block_segs(shape, elems, cap);
+    return block / *rounds;
+  }
+  const rs_shape_t flat = rs__shape_flat(nodes_of(shape));
+  size_t low_rounds, high_rounds;
+  const size_t low = h->inner->step_least(flat, step - (G - 1), block, segs,
+                                          cap, &low_rounds),
+               high = h->inner->step_least(flat, step - (G - 1), block + 1,
+                                           segs, cap, &high_rounds);
+  *rounds = low_rounds < high_rounds ? low_rounds : high_rounds;
+  return low < high ? low : high;
 }
 
 /* Edges: the node's ring, and the inner algorithm's among the group. */
@@ -470,8 +479,9 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
     return sends(&way_##ID, sh, step, r, dst, max);                            \
   }                                                                            \
   static int ID##_depth(rs_shape_t sh) { return depth(&way_##ID, sh); }        \
-  static size_t ID##_step_least(rs_shape_t sh, int step, size_t n) {           \
-    return step_least(&way_##ID, sh, step, n);                                 \
+  static size_t ID##_step_least(rs_shape_t sh, int step, size_t n,             \
+                                size_t segs, size_t cap, size_t *rounds) {     \
+    return step_least(&way_##ID, sh, step, n, segs, cap, rounds);              \
   }                                                                            \
   static uint64_t ID##_predict(const rs_netmodel_t *m, rs_shape_t sh,          \
                                size_t n, size_t segs, size_t cap, size_t es) { \

@@ -137,10 +137,13 @@ static size_t seg_len(size_t elems, size_t segs, size_t k) {
   return rs__chunk_elems(elems, (int)segs, (int)k);
 }
 
-/* Every message of every step is the whole bucket (algo.h). */
-static size_t step_least(rs_shape_t shape, int step, size_t elems) {
-  (void)shape, (void)step;
-  return elems;
+/* Every message of every step is the whole bucket, in segments of at
+ * most cap (algo.h). */
+static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
+                         size_t cap, size_t *rounds) {
+  (void)shape, (void)step, (void)segs;
+  *rounds = rs__segs(elems, cap);
+  return elems / *rounds;
 }
 
 /* One bucket of the schedule above on simulated clocks alone (algo.h). */

@@ -267,19 +267,32 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
   }
 }
 
-/* The fewest elements of a step's message (algo.h): the fold-in's halves
- * at least n/2 rounded down; halving k's at least n / 2^(k+1) rounded
- * down (every window is at least n / 2^k, and each half of it at least
- * half that), doubling k's the same back; the fold-out the whole. */
-static size_t step_least(rs_shape_t shape, int step, size_t elems) {
+/* A step's rounds and smallest segment (algo.h). The fold-in sends the
+ * halves, cut as the right one (n - n/2); the fold-out the whole. Before
+ * halving k every window holds n / 2^k elements, rounded down or up; a
+ * part is cut as the window's larger half, and sends a half (doubling k
+ * sends back the other): the fewest rounds are the smallest window's, the
+ * smallest segment a rounded-down half of it over the largest window's
+ * rounds. */
+static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
+                         size_t cap, size_t *rounds) {
   const int workers = shape.workers;
   const int P = rs__pof2(workers), E = workers - P, K = rs__log2(P);
-  if (E && step < 2)
-    return elems / 2;
+  (void)segs;
+  if (E && step < 2) {
+    const size_t right = elems - elems / 2;
+    *rounds = rs__segs(right, cap);
+    return (step == 0 ? elems / 2 : right) / *rounds;
+  }
   const int j = step - (E ? 2 : 0);
-  if (j < 2 * K)
-    return elems >> ((j < K ? j : 2 * K - 1 - j) + 1);
-  return elems;
+  if (j >= 2 * K) {
+    *rounds = rs__segs(elems, cap);
+    return elems / *rounds;
+  }
+  const int k = j < K ? j : 2 * K - 1 - j;
+  const size_t low = elems >> k, high = low + (low << k != elems);
+  *rounds = rs__segs(low - low / 2, cap);
+  return low / 2 / rs__segs(high - high / 2, cap);
 }
 
 /* The simulation's scratch, per virtual rank: its window's size, its part

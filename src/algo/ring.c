@@ -450,11 +450,13 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
   return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
-/* Every step a worker sends one chunk, the smallest elems / W, empty or
- * not (algo.h). */
-static size_t step_least(rs_shape_t shape, int step, size_t elems) {
-  (void)step;
-  return elems / (size_t)shape.workers;
+/* Every step a worker sends one chunk in segs segments, empty or not; the
+ * smallest chunk has elems / W elements (algo.h). */
+static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
+                         size_t cap, size_t *rounds) {
+  (void)step, (void)cap;
+  *rounds = segs;
+  return elems / (size_t)shape.workers / segs;
 }
 
 const rs_algo_t rs__algo_ring = {.name = "ring",
