@@ -641,7 +641,11 @@ class PowerSgd(unittest.TestCase):
         # step times the three: tests/test_step_cli.py's test_powersgd)
         for argv, says in (
                 (["diff", "-p", model, "-w", 2, "--hook", "powersgd:rank=2,allreduce"],
-                 "powersgd all-reduces three times a bucket"),):
+                 "powersgd all-reduces three times a bucket"),
+                (["diff", "-p", model, "-w", 2, "--hook", "powersgd:rank=2,start=2"],
+                 "--hook 'powersgd:rank=2,start=2': powersgd all-reduces three times"),
+                (["diff", "-p", model, "-w", 2, "--hook", "allreduce,powersgd:rank=2"],
+                 "powersgd all-reduces three times a bucket")):
             with self.subTest(argv=argv[0]):
                 rc, text, err = run(*argv)
                 self.assertEqual(rc, 2, err)

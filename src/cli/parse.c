@@ -181,6 +181,15 @@ static int take(walk_t *w, const cli_option_t *opt, const char *value) {
     printf("ringsim %s\n", RS_VERSION);
     return 0;
   }
+  /* (diff would split powersgd:rank=R,start=S at its commas, and name a
+   * piece of it: the hook is refused whole, as one run cannot hold it) */
+  if (w->mode == CLI_DIFF && id == OPT_HOOK && value &&
+      strstr(value, "powersgd:"))
+    return cli_refuse(w->mode,
+                      "--hook '%.100s': powersgd all-reduces three times a "
+                      "bucket, each a run of its own: the ringsim command's "
+                      "--hook powersgd, not diff's sides",
+                      value);
   if (w->two && value && (opt->flags & (CLI_DIFF_TWO | CLI_DIFF_SAME)) &&
       strchr(value, ','))
     return set_two(w, opt, value);
