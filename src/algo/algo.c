@@ -84,13 +84,14 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
       w = rounds % 2 ? d : w;
       continue;
     }
-    /* round a cycle from w0: its time once it has come back */
+    /* round a cycle from w0: its time once it has come back (the first
+     * hop is there, to d) */
     const int w0 = w;
     uint64_t cycle = 0;
     for (size_t r = 0; r < rounds; r++) {
-      int next;
-      uint64_t ns;
-      if (chain_hop(a, m, shape, k, w, bytes, &next, &ns))
+      int next = d;
+      uint64_t ns = there;
+      if (r && chain_hop(a, m, shape, k, w, bytes, &next, &ns))
         break;
       t = rs__sat_add(t, ns);
       cycle = rs__sat_add(cycle, ns);

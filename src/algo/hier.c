@@ -131,11 +131,10 @@ static int run(const hier_way_t *h, rs_worker_t *w) {
 }
 
 /* A local rank's part of a node step, as every node's worker of that
- * rank takes it: its neighbours', and its blocks' segments (the first
- * *_longer one element longer than out or in). */
+ * rank takes it: its neighbours, and its blocks cut into segments. */
 typedef struct node_cut {
   int next, prev;
-  size_t out, out_longer, in, in_longer;
+  rs_cut_t out, in;
 } node_cut_t;
 
 /* The node's ring steps on simulated clocks alone: every worker sends its
@@ -150,12 +149,8 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase, int step,
         rs__chunk_elems(n, G, rs__hier_send_block(shape, l, phase, step));
     const size_t in =
         rs__chunk_elems(n, G, rs__hier_recv_block(shape, l, phase, step));
-    cut[l] = (node_cut_t){rs__hier_next(shape, l),
-                          rs__hier_prev(shape, l),
-                          out / segs,
-                          out % segs,
-                          in / segs,
-                          in % segs};
+    cut[l] = (node_cut_t){rs__hier_next(shape, l), rs__hier_prev(shape, l),
+                          rs__cut(out, segs), rs__cut(in, segs)};
   }
   /* the blocks are one element apart: rounds k..last cut both alike
    * (simrun.h's steady repeats) */
@@ -170,11 +165,11 @@ static void sim_node_step(rs_simrun_t *s, size_t n, rs_phase_t phase, int step,
     for (int node = 0; node < shape.workers; node += G)
       for (int l = 0; l < G; l++)
         rs__simrun_send(s, node + l, node + cut[l].next,
-                        cut[l].out + (k < cut[l].out_longer));
+                        rs__cut_len(cut[l].out, k));
     for (int node = 0; node < shape.workers; node += G)
       for (int l = 0; l < G; l++)
         rs__simrun_recv(s, node + l, node + cut[l].prev,
-                        reduced ? cut[l].in + (k < cut[l].in_longer) : 0);
+                        reduced ? rs__cut_len(cut[l].in, k) : 0);
     k = rs__simrepeat_end(s, &rep, k);
   }
 }

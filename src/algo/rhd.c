@@ -202,10 +202,9 @@ typedef struct sim_part {
   size_t send, recv, segs;
 } sim_part_t;
 
-/* Its segments' lengths (seg_len, worked out once a round): the first
- * *_longer are one element longer than send or recv. */
+/* Its segments' lengths (seg_len), worked out once a round. */
 typedef struct sim_cut {
-  size_t send, send_longer, recv, recv_longer;
+  rs_cut_t send, recv;
 } sim_cut_t;
 
 /* The last round of sim_round's run of rounds like round j: in each,
@@ -218,11 +217,9 @@ static size_t same_rounds(const sim_part_t *part, const sim_cut_t *cut, int P,
     const size_t segs = part[v].segs;
     if (j >= segs)
       continue; /* (done: it stays done) */
-    /* (rs__same_len_last, from the cut) */
-    const size_t s = cut[v].send_longer, r = cut[v].recv_longer;
-    size_t end = j < s ? s - 1 : segs - 1;
+    size_t end = rs__cut_same_last(cut[v].send, segs, j);
     if (reduced) {
-      const size_t recv_end = j < r ? r - 1 : segs - 1;
+      const size_t recv_end = rs__cut_same_last(cut[v].recv, segs, j);
       end = recv_end < end ? recv_end : end;
     }
     last = end < last ? end : last;
@@ -247,8 +244,8 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
           part[u].segs == p->segs)
         like = u;
     cut[v] = like >= 0 ? cut[like]
-                       : (sim_cut_t){p->send / p->segs, p->send % p->segs,
-                                     p->recv / p->segs, p->recv % p->segs};
+                       : (sim_cut_t){rs__cut(p->send, p->segs),
+                                     rs__cut(p->recv, p->segs)};
   }
   rs_simrepeat_t rep = RS_SIMREPEAT_INIT;
   for (size_t j = 0; j < most && !rs__simrun_stopped(s); j++) {
@@ -258,11 +255,11 @@ static void sim_round(rs_simrun_t *s, int W, int P, int mask,
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
         rs__simrun_send(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-                        cut[v].send + (j < cut[v].send_longer));
+                        rs__cut_len(cut[v].send, j));
     for (int v = 0; v < P; v++)
       if (j < part[v].segs)
         rs__simrun_recv(s, rs__rhd_rank(W, v), rs__rhd_rank(W, v ^ mask),
-                        reduced ? cut[v].recv + (j < cut[v].recv_longer) : 0);
+                        reduced ? rs__cut_len(cut[v].recv, j) : 0);
     j = rs__simrepeat_end(s, &rep, j);
   }
 }

@@ -48,13 +48,31 @@ static inline size_t rs__chunk_elems(size_t elem_count, int workers,
          ((size_t)chunk < elem_count % (size_t)workers);
 }
 
-/* The last of the parts of one length around part k, when elem_count
- * elements are cut into `parts` near-equal parts (rs__chunk_elems: the
- * first elem_count mod parts are one longer). */
+/* elem_count elements cut into `parts` near-equal parts, as
+ * rs__chunk_elems cuts them, worked out once (one division) for a loop
+ * that asks part after part: part k has len + (k < longer) elements. */
+typedef struct rs_cut {
+  size_t len, longer;
+} rs_cut_t;
+
+static inline rs_cut_t rs__cut(size_t elem_count, size_t parts) {
+  const rs_cut_t c = {elem_count / parts, elem_count % parts};
+  return c;
+}
+
+static inline size_t rs__cut_len(rs_cut_t c, size_t k) {
+  return c.len + (k < c.longer);
+}
+
+/* The last of the parts of one length around part k (of parts). */
+static inline size_t rs__cut_same_last(rs_cut_t c, size_t parts, size_t k) {
+  return k < c.longer ? c.longer - 1 : parts - 1;
+}
+
+/* The same, of elem_count elements cut into `parts` near-equal parts. */
 static inline size_t rs__same_len_last(size_t elem_count, size_t parts,
                                        size_t k) {
-  const size_t longer = elem_count % parts;
-  return k < longer ? longer - 1 : parts - 1;
+  return rs__cut_same_last(rs__cut(elem_count, parts), parts, k);
 }
 
 /* How many segments of at most cap elements a region of elems elements
