@@ -102,7 +102,7 @@ class Reliability(unittest.TestCase):
         os.link(self.path("g1.st"), self.path("alias.st"))  # another name, same inode
         self.assert_refused(["-w", "2", "-p", model, "--no-trace", "--grads", "g{r}.st",
                              "--out", self.path("alias.st")],
-                            "is worker 1's grads file (--grads 'g{r}.st')",
+                            "is worker 1's grads file 'g1.st' (--grads 'g{r}.st')",
                             [self.path("g0.st"), self.path("g1.st")])
         # two different files are fine
         rc, _, err = self.ringsim("-w", "2", "-p", model, "--no-trace", "--grads", "g{r}.st",
@@ -239,6 +239,63 @@ class Reliability(unittest.TestCase):
         self.assertIn("interrupted by SIGINT", err)
         self.assertFalse(os.path.exists(self.path("out.st")))
         self.assertEqual([s for _, s, _ in self.runs(db)], ["ok"])
+
+
+class Outputs(Reliability):
+    """Round four: every name --out will write (each {s} step's with
+    --hook powersgd over --iterations K) is checked before the run against
+    every input, by identity, and against directories."""
+
+    def copy_model(self, name):
+        dst = self.path(name)
+        with open(self.model) as src, open(dst, "w") as out:
+            out.write(src.read())
+        return dst
+
+    # reliability-4.1: step 2's output would be the model file, the trace
+    # (its earlier runs lost), or a directory: refused before step 1 runs,
+    # nothing written
+    def test_out_expansions_are_checked(self):
+        model = self.copy_model("m2.json")
+        psgd = ["-w", 2, "-p", model, "--hook", "powersgd:rank=1", "--iterations", 3]
+        self.assert_refused([*psgd, "--no-trace", "--out", "m{s}.json"],
+                            "--out 'm{s}.json' (step 2's 'm2.json') is the model file", [model])
+        db = self.path("t2.db")
+        rc, _, err = self.ringsim("-w", 2, "-p", model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        self.assert_refused([*psgd, "--trace", db, "--out", "t{s}.db"],
+                            "(step 2's 't2.db') is the trace (--trace", [db])
+        self.assertEqual([s for _, s, _ in self.runs(db)], ["ok"])
+        os.mkdir(self.path("o2.st"))
+        self.assert_refused([*psgd, "--no-trace", "--out", "o{s}.st"],
+                            "--out 'o{s}.st' (step 2's 'o2.st'): is a directory", [])
+        # the same pattern without a clash writes every step's file
+        rc, _, err = self.ringsim(*psgd, "--no-trace", "--out", "r{s}.st")
+        self.assertEqual(rc, 0, err)
+        for s in (1, 2, 3):
+            self.assertTrue(os.path.isfile(self.path(f"r{s}.st")), s)
+
+    # reliability-4.2: the Q input (q=FILE, each step's {s}) and each
+    # step's grads files are inputs too
+    def test_out_is_not_a_q_or_step_grads_file(self):
+        model = self.copy_model("m.json")
+        with open(self.path("q.st"), "wb") as f:
+            f.write(b"not read: refused before")
+        self.assert_refused(["-w", 2, "-p", model, "--no-trace", "--hook",
+                             "powersgd:rank=1,q=q.st", "--out", "q.st"],
+                            "--out 'q.st' is the Q file 'q.st' (--hook ...,q=q.st)",
+                            [self.path("q.st")])
+        rc, _, err = self.ringsim("-w", 2, "-p", model, "--no-trace", "--out", "g2_0.st")
+        self.assertEqual(rc, 0, err)
+        for name in ("g1_0.st", "g1_1.st", "g2_1.st", "g3_0.st", "g3_1.st"):
+            with open(self.path("g2_0.st"), "rb") as src, open(self.path(name), "wb") as dst:
+                dst.write(src.read())
+        keep = [self.path(f"g{s}_{w}.st") for s in (1, 2, 3) for w in (0, 1)]
+        self.assert_refused(["-w", 2, "-p", model, "--no-trace", "--grads", "g{s}_{r}.st",
+                             "--hook", "powersgd:rank=1", "--iterations", 3,
+                             "--out", "g{s}_0.st"],
+                            "--out 'g{s}_0.st' (step 1's 'g1_0.st') is step 1's worker 0's "
+                            "grads file 'g1_0.st'", keep)
 
 
 def cpu_seconds(pid):

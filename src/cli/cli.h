@@ -201,6 +201,14 @@ int cli_parse_args(int argc, char **argv, options_t *o);
  * on, or EXIT_USAGE having said why. */
 int cli_check_model_buckets(const options_t *o, const rs_model_t *model);
 
+/* outcheck.c: --out refused, before anything runs, where a name it will
+ * write (each {s} step's with --hook powersgd) cannot be written or is an
+ * input: the model, a grads or Q file, the trace or its side files.
+ * Returns -1 to go on, or the exit status having said why. */
+int cli_check_out(const options_t *o);
+/* pattern with each {s} replaced by step; 0, or -1 if out is too small. */
+int cli_step_path(const char *pattern, int step, char *out, size_t size);
+
 /* help.c: the mode's --help, on stdout. */
 void cli_print_help(cli_mode_t mode);
 

@@ -23,121 +23,6 @@
 #include "cli.h"
 #include "ringsim/ringsim.h"
 
-/* Can a file be created at path? (Checked before the run, so a bad --out
- * fails fast and nothing else is lost.) */
-static int dir_writable(const char *path) {
-  char copy[PATH_MAX];
-  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy)
-    return 0;
-  return access(dirname(copy), W_OK) == 0;
-}
-
-/* The most bytes path's last name may have in its directory, if it has
- * more (else the write after the run fails, "File name too long"); else
- * 0. */
-static long name_too_long(const char *path, size_t *name_len) {
-  char copy[PATH_MAX], dir[PATH_MAX];
-  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy)
-    return 0; /* (too long a path: said when it is created) */
-  memcpy(dir, copy, sizeof dir);
-  long name_max = pathconf(dirname(dir), _PC_NAME_MAX);
-  *name_len = strlen(basename(copy));
-  return name_max > 0 && *name_len > (size_t)name_max ? name_max : 0;
-}
-
-/* Do paths a and b name one file? By device and inode when both exist (a
- * link, "./x" and "x" alike); else by the directory's device and inode and
- * the last name, as the file about to be created would be. */
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  int has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
-  if (has_a || has_b)
-    return has_a && has_b && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  /* Neither exists yet: the same name in the same directory? (basename
-   * and dirname may write to their argument: each gets its own copy.) */
-  char da[PATH_MAX], db[PATH_MAX], na[PATH_MAX], nb[PATH_MAX];
-  if (snprintf(da, sizeof da, "%s", a) >= (int)sizeof da ||
-      snprintf(db, sizeof db, "%s", b) >= (int)sizeof db)
-    return 0;
-  memcpy(na, da, sizeof na);
-  memcpy(nb, db, sizeof nb);
-  return strcmp(basename(na), basename(nb)) == 0 &&
-         stat(dirname(da), &sa) == 0 && stat(dirname(db), &sb) == 0 &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* Refuse, before anything runs, an --out that cannot be written or that
- * would overwrite an input or the trace: a directory, a device, the model,
- * a grads file, the trace or its -wal and -shm files. Returns -1 to go on,
- * or EXIT_USAGE having said why. */
-static int check_out(const options_t *o, int workers) {
-  if (!o->out)
-    return -1;
-  size_t len = strlen(o->out);
-  if (len == 0)
-    return cli_usage_error("--out '%s': an empty file name", o->out);
-  if (o->out[len - 1] == '/')
-    return cli_usage_error("--out '%s': names a directory, not a file", o->out);
-  struct stat st;
-  if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode))
-    return cli_usage_error("--out '%s': is a directory", o->out);
-  if (stat(o->out, &st) == 0 && !S_ISREG(st.st_mode))
-    return cli_usage_error("--out '%s': not a regular file", o->out);
-  if (!dir_writable(o->out))
-    return cli_usage_error("--out '%s': cannot create a file there", o->out);
-  size_t name_len;
-  long name_max = name_too_long(o->out, &name_len);
-  if (name_max) {
-    char msg[PATH_MAX + 128];
-    snprintf(msg, sizeof msg,
-             "--out '%s': its file name is %zu bytes, more than the %ld its "
-             "directory allows",
-             o->out, name_len, name_max);
-    return cli_usage_error("%s", msg);
-  }
-  char msg[3 * PATH_MAX];
-  if (same_file(o->out, o->params)) {
-    snprintf(msg, sizeof msg, "--out '%s' is the model file (--params '%s')",
-             o->out, o->params);
-    return cli_usage_error("%s: refusing to overwrite it", msg);
-  }
-  /* SQLite keeps -wal and -shm beside the file the trace's path resolves
-   * to (through links): check beside both. */
-  char real[PATH_MAX];
-  const char *traces[2] = {o->trace, NULL};
-  if (o->trace && realpath(o->trace, real))
-    traces[1] = real;
-  for (int t = 0; t < 2 && traces[t]; t++) {
-    static const char *const sides[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-      char side[PATH_MAX];
-      if (snprintf(side, sizeof side, "%s%s", traces[t], sides[i]) >=
-          (int)sizeof side)
-        continue;
-      if (same_file(o->out, side)) {
-        snprintf(msg, sizeof msg, "--out '%s' is the trace%s (--trace '%s')",
-                 o->out,
-                 i == 0   ? ""
-                 : i == 1 ? "'s write-ahead log"
-                          : "'s shared-memory index",
-                 o->trace);
-        return cli_usage_error("%s: refusing to overwrite it", msg);
-      }
-    }
-  }
-  for (int r = 0; o->grads && r < workers; r++) {
-    char path[PATH_MAX];
-    if (rs_grads_path(o->grads, r, path, sizeof path) == RS_OK &&
-        same_file(o->out, path)) {
-      snprintf(msg, sizeof msg,
-               "--out '%s' is worker %d's grads file (--grads '%s')", o->out, r,
-               o->grads);
-      return cli_usage_error("%s: refusing to overwrite it", msg);
-    }
-  }
-  return -1;
-}
-
 /* The run's configuration as the trace stores it: the options as given. */
 static char *config_json(const options_t *o, int argc, char **argv) {
   json_t *args = json_array();
@@ -205,7 +90,7 @@ static int check_inputs(options_t *opt, const rs_model_t *model,
             opt->params, inline_workers, opt->config.workers);
     return EXIT_USAGE;
   }
-  if ((rc = check_out(opt, opt->config.workers)) >= 0)
+  if ((rc = cli_check_out(opt)) >= 0)
     return rc;
   opt->config.traced = opt->trace != NULL;
   /* --algo auto without --net: this machine, measured (tens of ms) */

@@ -14,27 +14,6 @@
 #include "cli.h"
 #include "ringsim/powersgd.h"
 
-/* pattern with each {s} replaced by step; 0, or -1 if out is too small. */
-static int step_path(const char *pattern, int step, char *out, size_t size) {
-  size_t len = 0;
-  char text[16];
-  const int text_len = snprintf(text, sizeof text, "%d", step);
-  for (const char *c = pattern; *c; c++) {
-    const char *piece = c;
-    size_t piece_len = 1;
-    if (strncmp(c, "{s}", 3) == 0) {
-      piece = text, piece_len = (size_t)text_len;
-      c += 2;
-    }
-    if (len + piece_len >= size)
-      return -1;
-    memcpy(out + len, piece, piece_len);
-    len += piece_len;
-  }
-  out[len] = '\0';
-  return 0;
-}
-
 /* Does step s (1, 2, ...) of K draw its Qs? As rs_powersgd_draws_q will
  * say when it comes: compressed from step start + 1; drawn each time, or
  * only the first time with warm start. */
@@ -51,7 +30,7 @@ static int check_files(const options_t *o, int K, int compresses) {
   for (int s = 1; s <= K; s++) {
     if (o->grads && strstr(o->grads, "{s}"))
       for (int w = 0; w < o->config.workers; w++) {
-        if (step_path(o->grads, s, path, sizeof path) ||
+        if (cli_step_path(o->grads, s, path, sizeof path) ||
             rs_grads_path(path, w, rank_path, sizeof rank_path))
           return cli_usage_error("--grads %.200s: path too long", o->grads);
         if (access(rank_path, R_OK))
@@ -60,7 +39,7 @@ static int check_files(const options_t *o, int K, int compresses) {
                                  o->grads, s, rank_path);
       }
     if (o->powersgd_q && compresses && step_draws(&o->config, s)) {
-      if (step_path(o->powersgd_q, s, path, sizeof path))
+      if (cli_step_path(o->powersgd_q, s, path, sizeof path))
         return cli_usage_error("--hook ...,q=%.200s: path too long",
                                o->powersgd_q);
       if (access(path, R_OK))
@@ -77,7 +56,7 @@ static int fill_step(const options_t *o, rs_run_t *plain, int use_inline, int s,
                      char *source, size_t size) {
   char pattern[4096];
   if (o->grads) {
-    if (step_path(o->grads, s, pattern, sizeof pattern))
+    if (cli_step_path(o->grads, s, pattern, sizeof pattern))
       return RS_EINVAL;
     if (strstr(o->grads, "{s}"))
       snprintf(source, size, "read from %s, {s} the step", o->grads);
@@ -114,7 +93,7 @@ static int fill_q(const options_t *o, rs_powersgd_t *ps, int s, char *q_source,
     return RS_OK;
   }
   char path[4096];
-  if (step_path(o->powersgd_q, s, path, sizeof path)) {
+  if (cli_step_path(o->powersgd_q, s, path, sizeof path)) {
     snprintf(err, RS_ERRMSG_MAX, "q=%.200s: path too long", o->powersgd_q);
     return RS_EINVAL;
   }
@@ -132,7 +111,7 @@ static int write_out(const options_t *o, const rs_model_t *model,
   char path[4096];
   if (!o->out || (!strstr(o->out, "{s}") && s < K))
     return RS_OK;
-  if (step_path(o->out, s, path, sizeof path)) {
+  if (cli_step_path(o->out, s, path, sizeof path)) {
     snprintf(err, RS_ERRMSG_MAX, "--out %.200s: path too long", o->out);
     return RS_EINVAL;
   }
