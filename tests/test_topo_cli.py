@@ -413,13 +413,29 @@ class TopoCli(unittest.TestCase):
         for net in (["--topo", "nodes=2,gpus=2,intra=1us/1GB/s,nic=9000000000s/1GB/s"],
                     ["--net", "latency=9000000000s,bandwidth=1GB/s", "-w", 4]):
             with self.subTest(net=net):
-                self.refused(net, ["could pass 2^63 ns (292 years)", net[0]])
+                self.refused(net, ["passes 2^63 ns (292 years)", net[0]])
                 self.refused(net + ["--algo", "linear"],
                              ["the simulated time passes 2^63 ns (292 years)"], "model")
         self.refused(["--net", "latency=9000000000s,bandwidth=1GB/s", "-w", "4,8"],
                      ["the simulated time passes 2^63 ns"], "model")
         self.refused(["--topo", "nodes=2,gpus=8,intra=1us/1B/s,nic=9000000000s/1B/s",
                       "--algo", "all"], ["the simulated time passes 2^63 ns"], "model")
+
+    # topo-cli-17b: the guard refuses only what passes the limit: a run of
+    # 17 days (1.5e15 ns, 6,000 times below 2^63) on a NIC of 1 B/s runs,
+    # and its simulated time is `ringsim model`'s to the nanosecond (the
+    # bound once multiplied every message by the largest bucket and every
+    # iteration's messages together, and refused it)
+    def test_simulated_time_guard_is_tight(self):
+        net = ["--topo", "dgx-h100,nodes=2,intra=0us/1TB/s,nic=0ns/1B/s", "--algo", "gloo-ring"]
+        rc, out, err = run("-p", self.model, "--no-trace", "--json",
+                           *net, cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        sim = json.loads(out)["sim_ns"]
+        rc, out, err = run("model", "-p", self.model, "--json", *net, cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sim_ns"], sim)
+        self.assertGreater(sim, 10**15)
 
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):
