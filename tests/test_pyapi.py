@@ -320,6 +320,135 @@ class PyApi(unittest.TestCase):
         self.assertEqual(out["s"].dtype, np.float32)
         self.assertEqual(float(out["s"]), 2.0)
 
+    # pyapi-14: a view too big for memory (2^36 float32 elements, the most
+    # a model holds, through a stride of 0, on 1,024 workers: 256 TiB of
+    # buffers) is ringsim's MemoryError from its memory check, before
+    # anything copies it (the address space is capped meanwhile, so that
+    # a copy fails at once rather than wake the OOM killer); small views
+    # of every sort (broadcast, negated, byte-swapped, float16 transposed)
+    # give the bits of their contiguous copies, read straight into the
+    # workers' buffers
+    def test_huge_view(self):
+        import resource
+        n, W = 1 << 36, 1024
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) for line in f
+                      if line.startswith("VmSize:")) * 1024
+        limits = resource.getrlimit(resource.RLIMIT_AS)
+        cap = vm + (16 << 30)
+        if limits[1] != resource.RLIM_INFINITY:
+            cap = min(cap, limits[1])
+        for kind, view in (
+                ("torch", lambda: torch.empty(1).expand(n)),
+                ("numpy", lambda: np.broadcast_to(np.float32(0), (n,)))):
+            with self.subTest(kind=kind):
+                grads = [{"w": view()} for _ in range(W)]
+                resource.setrlimit(resource.RLIMIT_AS, (cap, limits[1]))
+                try:
+                    with self.assertRaises(MemoryError) as cm:
+                        ringsim.allreduce(grads)
+                finally:
+                    resource.setrlimit(resource.RLIMIT_AS, limits)
+                self.assertIn("the run needs about", str(cm.exception))
+                self.assertIn(f"W={W} x {n} elements", str(cm.exception))
+        g = torch.Generator().manual_seed(8)
+        base = [torch.randn(5, 7, generator=g) for _ in range(3)]
+        views = {
+            "broadcast": lambda t: t[:1].expand(4, 7),
+            "negated": lambda t: torch._neg_view(t),
+            "f16_transposed": lambda t: t.half().t(),
+            "bf16_strided": lambda t: t.bfloat16()[::2, 1::3],
+            "numpy_swapped": lambda t: t.numpy().astype(">f4")[:, ::2],
+            "numpy_f16_broadcast": lambda t: np.broadcast_to(
+                t.numpy()[0].astype(np.float16), (3, 7)),
+        }
+        for name, make in views.items():
+            with self.subTest(view=name):
+                given = [make(t) for t in base]
+                copies = [np.ascontiguousarray(v) if isinstance(v, np.ndarray)
+                          else v.contiguous() for v in given]
+                for v in given:  # none is read in place
+                    if isinstance(v, np.ndarray):
+                        self.assertFalse(v.flags.c_contiguous and
+                                         v.dtype.isnative)
+                    else:
+                        self.assertFalse(v.is_contiguous() and not v.is_neg())
+                ours = ringsim.ddp_allreduce_average_grads(
+                    [{"w": v} for v in given])["w"]
+                want = ringsim.ddp_allreduce_average_grads(
+                    [{"w": c} for c in copies])["w"]
+                self.assertEqual(ours.dtype, want.dtype)
+                self.assertTrue(same_bits(ours, want), f"{ours} != {want}")
+
+    # pyapi-15: a tensor ringsim cannot read as dense values (sparse, CSR,
+    # nested, on the meta device) is a ValueError naming it, before
+    # anything runs
+    def test_layouts_and_devices(self):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # CSR's "in beta state"
+            cases = {
+                "sparse_coo": (torch.tensor([1.0, 2.0]).to_sparse(),
+                               "is a sparse tensor (torch.sparse_coo)"),
+                "sparse_csr": (torch.eye(2).to_sparse_csr(),
+                               "is a sparse tensor (torch.sparse_csr)"),
+                "nested": (torch.nested.nested_tensor(
+                    [torch.ones(2), torch.ones(3)]), "is a nested tensor"),
+                "meta": (torch.empty(2, device="meta"),
+                         "is on device meta, which holds no values"),
+            }
+        for name, (t, says) in cases.items():
+            with self.subTest(kind=name):
+                with self.assertRaises(ValueError) as cm:
+                    ringsim.ddp_allreduce_average_grads(
+                        [{"w": torch.ones(2)}, {"w": t}])
+                self.assertIn(f"worker_grads[1]['w'] {says}",
+                              str(cm.exception))
+                self.assertNotIn("\n", str(cm.exception))
+
+    # pyapi-16: hook="powersgd:rank=R,q=FILE" reads the Qs from FILE as
+    # the command's --hook does: the same bits and report as the command
+    # from the same file ({s} the step: 1); a q= naming no file, a file
+    # that cannot be read and a model with nothing to compress are
+    # ValueErrors naming it
+    def test_powersgd_q_file(self):
+        g = torch.Generator().manual_seed(21)
+        grads = [{"fc.weight": torch.randn(16, 12, generator=g),
+                  "fc.bias": torch.randn(16, generator=g)}
+                 for _ in range(3)]
+        with tempfile.TemporaryDirectory() as d:
+            q = os.path.join(d, "q 1.safetensors")
+            write_safetensors(q, {"fc.weight": torch.randn(12, 2, generator=g)})
+            for given in (q, os.path.join(d, "q {s}.safetensors")):
+                with self.subTest(q=given):
+                    spec = f"powersgd:rank=2,q={given}"
+                    ours, report = ringsim.allreduce(grads, hook=spec,
+                                                     model_name="cli_model")
+                    cli, cli_report = run_cli(d, grads, torch.float32,
+                                              ["--hook", spec])
+                    for n in cli:
+                        self.assertTrue(same_bits(ours[n], cli[n]), n)
+                    self.assertEqual(report["initial_q"], cli_report["initial_q"])
+                    self.assertIn("read from ", report["initial_q"])
+                    same_report(self, report, cli_report, True)
+            # another Q, another result: the file is read
+            write_safetensors(q, {"fc.weight": torch.randn(12, 2, generator=g)})
+            other, _ = ringsim.allreduce(grads, hook=f"powersgd:rank=2,q={q}")
+            self.assertFalse(same_bits(other["fc.weight"], ours["fc.weight"]))
+            missing = os.path.join(d, "none.safetensors")
+            for grads_, spec, says in (
+                    (grads, "powersgd:rank=2,q=", "q= names no file"),
+                    (grads, f"powersgd:rank=2,q={missing}",
+                     f"{missing}: cannot open"),
+                    ([{"w": torch.ones(4, 4)}] * 2, f"powersgd:rank=2,q={q}",
+                     "no param is compressed at rank 2, so there is no Q")):
+                with self.subTest(spec=spec):
+                    with self.assertRaises(ValueError) as cm:
+                        ringsim.allreduce(grads_, hook=spec)
+                    self.assertIn(f"hook '{spec}'", str(cm.exception))
+                    self.assertIn(says, str(cm.exception))
+                    self.assertNotIn("\n", str(cm.exception))
+
     # pyapi-5: every bad input raises the documented exception with
     # ringsim's one-line message
     def test_errors(self):

@@ -107,8 +107,12 @@ def _c_string(value, argument, path=False):
 
 class _Tensor:
     """One input tensor as ringsim reads it: kind ("torch", "numpy"), dtype
-    name, shape, element count, and the address of its elements (a
-    C-contiguous CPU copy only when the tensor is not one already)."""
+    name, shape, element count, and either the address of its elements (a
+    C-contiguous CPU tensor, read in place) or, for any other (a view, a
+    tensor on another device), ptr None: fill() has torch or numpy copy it
+    straight into its worker's buffer once the run is made, after
+    ringsim's memory check, never into a contiguous copy of its own (a
+    broadcast view of a few bytes may stand for terabytes)."""
 
     __slots__ = ("kind", "dtype", "shape", "elems", "ptr", "keep", "device")
 
@@ -119,18 +123,16 @@ class _Tensor:
             self.kind = "torch"
             self.dtype = str(t.dtype).replace("torch.", "")
             self.device = str(t.device)
+            _dense(torch, t, where)
             if self.dtype not in _DTYPES:
                 raise ValueError(f"{where} is {t.dtype}: ringsim reduces "
                                  f"{_SUPPORTED}")
             t = t.detach()
-            if t.device.type != "cpu":
-                t = t.cpu()
-            t = t.resolve_conj().resolve_neg()
-            if not t.is_contiguous():
-                t = t.contiguous()
             self.shape = tuple(t.shape)
             self.elems = t.numel()
-            self.ptr = t.data_ptr()
+            in_place = (t.device.type == "cpu" and t.is_contiguous() and
+                        not t.is_neg() and not t.is_conj())
+            self.ptr = t.data_ptr() if in_place else None
         elif np is not None and isinstance(t, (np.ndarray, np.generic)):
             t = np.asarray(t)  # a numpy scalar is a 0-d array
             self.kind = "numpy"
@@ -140,16 +142,63 @@ class _Tensor:
                 raise ValueError(f"{where} is numpy {t.dtype.name}: ringsim "
                                  f"reduces {_SUPPORTED}")
             self.shape = tuple(t.shape)
-            if not (t.flags.c_contiguous and t.dtype.isnative):
-                # (a copy; ascontiguousarray would make a 0-d array 1-d)
-                t = np.array(t, dtype=t.dtype.newbyteorder("="), order="C")
             self.elems = t.size
-            self.ptr = t.__array_interface__["data"][0]
+            in_place = t.flags.c_contiguous and t.dtype.isnative
+            self.ptr = t.__array_interface__["data"][0] if in_place else None
         else:
             raise TypeError(f"{where} is a {type(t).__module__}."
                             f"{type(t).__qualname__}: expected a torch "
                             f"tensor or a numpy array")
         self.keep = t  # the memory ptr points into lives as long as this
+
+    def fill(self, lib, rs_dtype, address):
+        """The elements into a run's buffer at address (widened to float
+        for float16 and bfloat16, as rs_dtype_unpack does)."""
+        if not self.elems:
+            return
+        if self.ptr is not None:
+            lib.rs_dtype_unpack(rs_dtype, address, self.ptr, self.elems)
+            return
+        # the buffer's elements as an array of its own dtype, and the
+        # tensor copied into it element by element, converted exactly
+        # (float16 and bfloat16 widen to float32 without rounding)
+        c_type = ctypes.c_double if rs_dtype == _lib.DTYPE_F64 else \
+            ctypes.c_float
+        buffer = (c_type * self.elems).from_address(address)
+        if self.kind == "torch":
+            torch = sys.modules["torch"]
+            out = torch.frombuffer(buffer, dtype=torch.float64 if c_type is
+                                   ctypes.c_double else torch.float32)
+            out.view(self.shape).copy_(self.keep)
+        else:
+            np = sys.modules["numpy"]
+            np.copyto(np.frombuffer(buffer, dtype=c_type).reshape(self.shape),
+                      self.keep)
+
+
+def _dense(torch, t, where):
+    """Refuse a torch tensor whose values cannot be read as a dense array:
+    ValueError naming it."""
+    if t.is_nested:
+        raise ValueError(f"{where} is a nested tensor: ringsim reads dense "
+                         f"(torch.strided) tensors of one shape")
+    if t.layout != torch.strided:
+        sparse = "a sparse tensor" if "sparse" in str(t.layout) else \
+            "a tensor"
+        raise ValueError(f"{where} is {sparse} ({t.layout}): ringsim reads "
+                         f"dense (torch.strided) tensors; give t.to_dense()")
+    if t.device.type == "meta":
+        raise ValueError(f"{where} is on device meta, which holds no values "
+                         f"(only shapes and dtypes)")
+    if t.device.type != "cpu" and t.numel():
+        try:  # one element, to know that its values can be read here
+            t.detach()[(0,) * t.dim()].cpu()
+        except (RuntimeError, NotImplementedError) as e:
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else \
+                type(e).__name__
+            raise ValueError(f"{where} is on device {t.device}, whose values "
+                             f"cannot be copied to the CPU: {reason}") \
+                from None
 
 
 def _read_inputs(worker_grads):
@@ -347,7 +396,9 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     W before the sum, so give no op or average with it; the report's "hook"
     entry says what a compressing hook's cast and division lost.
     "powersgd:rank=R" is one PowerSGD step from fresh state (float32
-    only; its Qs ringsim's normal stream from seed 0, not torch's), three
+    only; its Qs ringsim's normal stream from seed 0, not torch's, or
+    read from FILE with "powersgd:rank=R[,...],q=FILE" as the command's
+    --hook reads them, {s} in FILE the step: 1), three
     all-reduces a bucket: result is P Q^T and the uncompressed params'
     mean, and report the command's --json for --hook powersgd (mode
     "powersgd", its buckets, tensors and steps, docs/cli.md) instead.
@@ -380,6 +431,16 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         raise ValueError(f"average={average!r} applies to op 'avg' only, "
                          f"not {op!r}")
     powersgd = isinstance(hook, str) and hook.startswith("powersgd")
+    # powersgd's Qs from a file, last (a file name may hold commas), as
+    # the command takes them off before the library sees the hook
+    q_file = None
+    if powersgd and hook.startswith("powersgd:") and ",q=" in hook:
+        q_file = hook[hook.index(",q=") + 3:]
+        if not q_file:
+            raise ValueError(f"hook {hook!r}: expected powersgd:rank=R,"
+                             "q=FILE (q= names no file)")
+        q_file = (hook, q_file, _c_string(q_file.replace("{s}", "1"),
+                                          "hook's q=", path=True))
     if powersgd and order_report:
         raise ValueError(f"order_report counts one all-reduce's orders; "
                          f"hook={hook!r} runs three a bucket (its report "
@@ -407,8 +468,11 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "timeout": timeout, "loop": loop, "direct": direct,
         "checksum": checksum, "order_report": order_report, "net": net,
         "topo": topo, "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
-        "inject": inject, "hook": hook})
+        "inject": inject,
+        "hook": hook[:hook.index(",q=")] if q_file else hook})
     settings, argv = _settings(W, options)
+    if q_file:  # the command line names the file
+        argv[argv.index("--hook") + 1] = hook
     if c_trace is not None:
         trace = os.fsdecode(c_trace)  # as the report names it
         settings.append(("traced", b"true"))
@@ -437,7 +501,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
                  "argv": argv}).encode()
             return _powersgd.allreduce(lib, owned, workers, names, first,
                                        settings, model_ptr, c_trace, conf,
-                                       _new_output, RunError)
+                                       q_file, _new_output, RunError)
         config = _lib.new_config(lib, owned, settings, err, fail)
         # algo auto without net: this machine, measured (tens of ms)
         rc = lib.rs_config_measure_machine(config, err)
@@ -472,9 +536,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
             base = lib.rs_run_buffer(run, w)
             offset = 0
             for t in row:
-                if t.elems:
-                    lib.rs_dtype_unpack(rs_dtype, base + offset * buf_size,
-                                        t.ptr, t.elems)
+                t.fill(lib, rs_dtype, base + offset * buf_size)
                 offset += t.elems
         lib.rs_run_mark_filled(run)
         status = _execute(lib, run)

@@ -6,6 +6,7 @@ its own: Ctrl-C interrupts the one running, and the stop flag the ones
 not started."""
 import ctypes
 import json
+import re
 import threading
 
 from . import _interrupt, _lib
@@ -50,12 +51,38 @@ def _execute(lib, ps, plain, trace, conf):
     return status, err.value.decode(errors="replace")
 
 
+def _no_q(q_file):
+    """The refusal of a q=FILE where no param is compressed."""
+    hook = q_file[0]
+    rank = re.search(r"(?:^powersgd:|,)rank=([^,]*)", hook)
+    return ValueError(f"hook {hook!r}: no param is compressed at rank "
+                      f"{rank.group(1) if rank else '?'}, so there is no Q "
+                      "to read")
+
+
+def _read_q(lib, ps, q_file, err):
+    """The step's Qs from the file of q_file (the hook as given, its q=
+    text, the path as bytes with {s} the step, 1), as the command's
+    --hook ...,q=FILE reads them: where they came from, for the report's
+    initial_q. A file that cannot be read is a ValueError naming the
+    hook."""
+    hook, given, path = q_file
+    rc = lib.rs_safetensors_read(path, lib.rs_powersgd_q_model(ps),
+                                 lib.rs_powersgd_q(ps), err)
+    if rc:
+        message = f"hook {hook!r}: " + err.value.decode(errors="replace")
+        raise (MemoryError if rc == _RS_ENOMEM else ValueError)(message)
+    return "read from " + given + (", {s} the step that draws" if "{s}" in
+                                   given else "")
+
+
 def allreduce(lib, owned, workers, names, first, settings, model_ptr,
-              c_trace, trace_conf, new_output, run_error):
+              c_trace, trace_conf, q_file, new_output, run_error):
     """One PowerSGD step of workers' float32 tensors: (result, report).
-    settings the call's options for rs_config_set (hook among them);
-    owned frees what is made here; new_output and run_error are the
-    package's."""
+    settings the call's options for rs_config_set (hook among them, its
+    q=FILE taken off); q_file None (Qs from ringsim's stream) or what
+    _read_q reads; owned frees what is made here; new_output and
+    run_error are the package's."""
     err = ctypes.create_string_buffer(_lib.ERRMSG_MAX)
 
     def fail(exc, code=None):
@@ -80,6 +107,16 @@ def allreduce(lib, owned, workers, names, first, settings, model_ptr,
     if rc:
         raise fail(ValueError, rc)
     plain = owned.own(handle.value, lib.rs_run_free)
+    if q_file is not None and not lib.rs_powersgd_q_model(ps):
+        raise _no_q(q_file)
+    initial_q = "none drawn"
+    if lib.rs_powersgd_draws_q(ps):
+        if q_file is not None:  # read before the trace is opened
+            initial_q = _read_q(lib, ps, q_file, err)
+        else:
+            lib.rs_powersgd_random_q(ps, SEED)
+            initial_q = (f"ringsim's normal stream, seed {SEED} (not "
+                         "torch's; the command's q=FILE gives torch's)")
     trace = None
     if c_trace is not None:
         handle = ctypes.c_void_p()
@@ -88,17 +125,11 @@ def allreduce(lib, owned, workers, names, first, settings, model_ptr,
             raise fail(ValueError, rc)
         trace = handle.value
         owned.frees.insert(0, (trace, lib.rs_trace_close))  # closed last
-    initial_q = "none drawn"
-    if lib.rs_powersgd_draws_q(ps):
-        lib.rs_powersgd_random_q(ps, SEED)
-        initial_q = (f"ringsim's normal stream, seed {SEED} (not torch's; "
-                     "the command's q=FILE gives torch's)")
     for w, row in enumerate(workers):  # float32 only: as the tensors hold it
         base = lib.rs_run_buffer(plain, w)
         offset = 0
         for t in row:
-            if t.elems:
-                ctypes.memmove(base + offset * 4, t.ptr, t.elems * 4)
+            t.fill(lib, _lib.DTYPE_F32, base + offset * 4)
             offset += t.elems
     lib.rs_run_mark_filled(plain)
     status, message = _execute(lib, ps, plain, trace, trace_conf)
