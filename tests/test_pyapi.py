@@ -144,6 +144,31 @@ def same_report(test, py, cli, f64, path="report"):
         test.assertEqual(py, cli, path)
 
 
+def ddp_of_one(model):
+    """model in DDP over a process group of one (gloo, an in-memory store;
+    made once a process): a real DDP backward, comm hook and all, in
+    about a second."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0,
+                                world_size=1)
+    return torch.nn.parallel.DistributedDataParallel(model)
+
+
+def record_one(directory, steps=1):
+    """steps backwards of a small model in DDP (one rank) recorded by
+    ringsim.torch.record_hook(directory): the directory of backward 1."""
+    import ringsim.torch
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    ddp = ddp_of_one(model)
+    ddp.register_comm_hook(None, ringsim.torch.record_hook(directory,
+                                                           module=model))
+    for _ in range(steps):
+        ddp(torch.randn(5, 3)).sum().backward()
+    return os.path.join(directory, "step1")
+
+
 def status_of_proc():
     """(VmRSS in KiB, threads) of this process, from /proc/self/status. The
     threads counted as the fewest of ten looks 20 ms apart: a thread that
@@ -448,6 +473,73 @@ class PyApi(unittest.TestCase):
                     self.assertIn(f"hook '{spec}'", str(cm.exception))
                     self.assertIn(says, str(cm.exception))
                     self.assertNotIn("\n", str(cm.exception))
+
+    # pyapi-17: record_hook's replay command, pasted from model.json's
+    # description into a shell, runs, in a directory whose name holds a
+    # quote, spaces and a $ (each word shell-quoted), and its --out is the
+    # recorded result bit for bit; a directory holding files of its own
+    # whose names start with "step" (steps.txt) takes a recording, one
+    # holding a recording (step1) does not
+    def test_record_hook_replay(self):
+        import shlex
+        import ringsim.torch
+        with tempfile.TemporaryDirectory() as d:
+            rec = os.path.join(d, "it's a \"run\" of $USER")
+            os.makedirs(os.path.join(rec, "stepping"))
+            for name in ("steps.txt", "step1.log"):
+                open(os.path.join(rec, name), "w").close()
+            step = record_one(rec)
+            with open(os.path.join(step, "model.json")) as f:
+                line = json.load(f)["description"]
+            command = line.split("; replay: ", 1)[1]
+            out = os.path.join(d, "replay.safetensors")
+            p = subprocess.run(
+                f"{shlex.quote(RINGSIM)} {command.split(' ', 1)[1]} "
+                f"--no-trace --out {shlex.quote(out)}", shell=True,
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, f"{command}: {p.stderr}")
+            ours = read_safetensors(out)
+            recorded = read_safetensors(os.path.join(step,
+                                                     "result0.safetensors"))
+            self.assertEqual(sorted(ours), sorted(recorded))
+            for name in recorded:
+                self.assertTrue(same_bits(ours[name], recorded[name]), name)
+            with self.assertRaises(ValueError) as cm:
+                ringsim.torch.record_hook(rec)
+            self.assertIn(f"{rec} already holds a recording (step1)",
+                          str(cm.exception))
+
+    # pyapi-18: a write that fails (the file size capped, as a full disk
+    # would) leaves no model.json and no temporary file, and says which
+    # file and why; written, model.json has the mode the safetensors files
+    # have (0644), not a temporary file's 0600
+    def test_record_hook_write_fails(self):
+        import resource
+        with tempfile.TemporaryDirectory() as d:
+            # a long name: model.json (which names it) outgrows the cap,
+            # the safetensors files (which do not) stay under it
+            rec = os.path.join(d, "r" * 200)
+            limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+            xfsz = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (512, limits[1]))
+            try:
+                with self.assertRaises(RuntimeError) as cm:
+                    record_one(rec)
+            finally:
+                resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+                signal.signal(signal.SIGXFSZ, xfsz)
+            step = os.path.join(rec, "step1")
+            self.assertIn(f"{step}/model.json: cannot write: File too large",
+                          str(cm.exception))
+            self.assertEqual(sorted(os.listdir(step)),
+                             ["rank0.safetensors", "result0.safetensors"])
+        with tempfile.TemporaryDirectory() as d:
+            step = record_one(os.path.join(d, "rec"))
+            modes = {name: os.stat(os.path.join(step, name)).st_mode & 0o777
+                     for name in os.listdir(step)}
+            self.assertEqual(modes, {"model.json": 0o644,
+                                     "rank0.safetensors": 0o644,
+                                     "result0.safetensors": 0o644})
 
     # pyapi-5: every bad input raises the documented exception with
     # ringsim's one-line message

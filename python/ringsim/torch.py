@@ -31,6 +31,8 @@ Needs torch with torch.distributed (and libringsim, which writes the files).
 import ctypes
 import json
 import os
+import re
+import shlex
 import tempfile
 import threading
 
@@ -47,35 +49,39 @@ _DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
 
 def _replay_hook(inner, state, step):
     """(ringsim's --hook for what inner does in backward step (1, 2, ...),
-    or None; the options after it, or ""; why there is no replay, or
-    None). PyTorch's powerSGD_hook runs the plain all-reduce before
+    or None; the options after it, a list of words; why there is no
+    replay, or None). PyTorch's powerSGD_hook runs the plain all-reduce before
     start_powerSGD_iter; after it, a step from fresh state replays alone,
     and one whose state is carried (error feedback, warm start) replays
     with every step before it: --iterations step over step{s}'s files."""
     name = getattr(inner, "__name__", "")
     if name != "powerSGD_hook":
-        return _HOOKS.get(name), "", None
+        return _HOOKS.get(name), [], None
     try:
         it, start = state.iter, state.start_powerSGD_iter
         rank, feedback, warm = state.matrix_approximation_rank, \
             state.use_error_feedback, state.warm_start
         batched = state.batch_tensors_with_same_shape
     except AttributeError:
-        return None, "", None
+        return None, [], None
     if it < start:
-        return "allreduce", "", None  # the hook's vanilla all-reduce
+        return "allreduce", [], None  # the hook's vanilla all-reduce
     if batched:
-        return None, "", ("ringsim's --hook powersgd does not batch tensors "
+        return None, [], ("ringsim's --hook powersgd does not batch tensors "
                           "of the same shape (batch_tensors_with_same_shape)")
     if not (feedback or warm):
-        return f"powersgd:rank={rank}", "", None
+        return f"powersgd:rank={rank}", [], None
     if it != step - 1:
-        return None, "", (f"the recording began after the hook's first step "
+        return None, [], (f"the recording began after the hook's first step "
                           f"(its step {it + 1} is backward {step} here), and "
                           "the state it carried in is not recorded")
     onoff = {True: "on", False: "off"}
     return (f"powersgd:rank={rank},start={start},feedback={onoff[bool(feedback)]},"
-            f"warm={onoff[bool(warm)]}", f" --iterations {step}", None)
+            f"warm={onoff[bool(warm)]}", ["--iterations", str(step)], None)
+
+
+# the names record_hook writes in its directory: step1, step2, ...
+_RECORDING = re.compile(r"step[1-9][0-9]*")
 
 
 def _fail(message):
@@ -90,7 +96,7 @@ def _ready_directory(directory):
         raise _fail("the directory is an empty path: name one")
     try:
         os.makedirs(path, exist_ok=True)
-        taken = sorted(e for e in os.listdir(path) if e.startswith("step"))
+        taken = sorted(e for e in os.listdir(path) if _RECORDING.fullmatch(e))
         if taken:
             raise _fail(f"{path} already holds a recording ({taken[0]}): "
                         "give a new or empty directory (nothing recorded is "
@@ -102,6 +108,34 @@ def _ready_directory(directory):
         raise _fail(f"{path} is not a writable directory: "
                     f"{e.strerror or e}") from None
     return path
+
+
+def _write_failed(path, e):
+    return OSError(e.errno, f"ringsim.torch.record_hook: {path}: cannot "
+                   f"write: {e.strerror or e}")
+
+
+def _write_json(path, value):
+    """value as JSON at path, as libringsim writes its files: into a
+    temporary file beside it (mode 0644), renamed into place once whole,
+    so that path is never a part of a file (a full disk leaves none); on
+    error the temporary file is removed and OSError names path."""
+    text = (json.dumps(value, indent=1) + "\n").encode()
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
+                                   prefix="." + os.path.basename(path) + ".")
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600: for sharing
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+        raise _write_failed(path, e) from None
 
 
 def _write_tensors(path, params, values):
@@ -120,7 +154,8 @@ def _write_tensors(path, params, values):
                           for p in params]).contiguous()
         if lib.rs_safetensors_write(os.fsencode(path), handle.value,
                                     ctypes.c_void_p(flat.data_ptr()), err):
-            raise _fail(err.value.decode(errors="replace"))
+            raise OSError("ringsim.torch.record_hook: " +
+                          err.value.decode(errors="replace"))
     finally:
         lib.rs_model_free(handle.value)
 
@@ -208,7 +243,10 @@ class _Recorder:
 
     def write(self, rank, world):
         step_dir = os.path.join(self.directory, f"step{self.step}")
-        os.makedirs(step_dir, exist_ok=True)
+        try:
+            os.makedirs(step_dir, exist_ok=True)
+        except OSError as e:
+            raise _write_failed(step_dir, e) from None
         by_id = {}
         for b in self.buckets.values():
             for p in b:
@@ -230,9 +268,13 @@ class _Recorder:
         hook = self.hook
         # a replay of several steps reads each step's files: step{s}
         grads = os.path.join(self.directory, "step{s}") if self.more else step_dir
-        replay = ("replay: " + f"ringsim -w {world} -p {step_dir}/model.json --grads "
-                  f"'{grads}/rank{{r}}.safetensors' --like ddp-gloo" +
-                  (f" --hook {hook}" if hook else "") + self.more)
+        # each word quoted for a shell (a directory may hold a space or a
+        # quote): the line pastes as it reads
+        words = (["ringsim", "-w", str(world), "-p",
+                  os.path.join(step_dir, "model.json"), "--grads",
+                  os.path.join(grads, "rank{r}.safetensors"), "--like",
+                  "ddp-gloo"] + (["--hook", hook] if hook else []) + self.more)
+        replay = "replay: " + " ".join(shlex.quote(w) for w in words)
         if hook and hook.startswith("powersgd"):
             replay += (" (torch's random Qs: add ,q=FILE to the hook" +
                        (", {s} the step that drew them; the result is the "
@@ -255,10 +297,7 @@ class _Recorder:
             "params": params,
             "buckets": [[self.name(p) for p in self.buckets[i]]
                         for i in sorted(self.buckets)]}
-        fd, tmp = tempfile.mkstemp(dir=step_dir, prefix=".model-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(model, f, indent=1)
-        os.replace(tmp, os.path.join(step_dir, "model.json"))
+        _write_json(os.path.join(step_dir, "model.json"), model)
 
 
 def record_hook(directory, inner=None, module=None):
@@ -270,8 +309,11 @@ def record_hook(directory, inner=None, module=None):
     if None). module (the model DDP wraps) names the params; without it
     they are p0, p1, ... in model order, and recording must start at DDP's
     first backward. The directory is made, and must be new or hold no
-    recording, and be writable: checked now, before training starts
-    (ValueError naming it). Nothing recorded is ever overwritten."""
+    recording (no step1, step2, ...; other files may be there), and be
+    writable: checked now, before training starts (ValueError naming
+    it). Nothing recorded is ever overwritten; each file is written
+    whole or not at all (a temporary file renamed into place), a write
+    that fails an OSError naming the file."""
     if inner is not None and not callable(inner):
         raise TypeError("ringsim.torch.record_hook: inner must be a DDP comm "
                         "hook (state, bucket) -> Future")
