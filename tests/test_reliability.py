@@ -510,6 +510,69 @@ class Signals(Reliability):
                          [("running", None), ("ok", host)])
 
 
+class Jobs(Signals):
+    """Round four: a job of several runs (ringsim step's threads,
+    PowerSGD's all-reduces) is refused whole before anything runs, and a
+    failure after some of its runs were traced leaves none of them ok."""
+
+    STEP = ["step", "--net", "latency=1us,bandwidth=10GB/s", "-w", 4,
+            "--compute", "flops=10T,rows=512"]
+
+    def statuses(self, db):
+        return [(s, e) for _, s, e in self.runs(db)]
+
+    # reliability-4.3: ringsim step --trace over a million steps needs 125
+    # GiB of trace records: refused, exit 2, before step 1 runs, nothing
+    # added to the trace (it once appended step 1's run, ok, then failed)
+    def test_step_trace_memory_checked_before_it_runs(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        db = self.path("s.db")
+        rc, _, err = self.ringsim(*self.STEP, "-p", model, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        self.assert_refused([*self.STEP, "-p", model, "--trace", db, "--iterations", 1000000,
+                             "--segment-bytes", "4K"],
+                            "step: the threads' run of the later steps: the run needs about",
+                            [db])
+        self.assertEqual(self.statuses(db), [("ok", None), ("ok", None)])
+
+    # reliability-4.4: a report that cannot be written (/dev/full) is exit
+    # 3, and the step's and PowerSGD's traced runs are marked failed, as a
+    # plain run's row is
+    def test_lost_report_fails_the_jobs_rows(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        for name, args in (("step", [*self.STEP, "-p", model, "--iterations", 3]),
+                           ("powersgd", ["-w", 4, "-p", model, "--hook", "powersgd:rank=1",
+                                         "--iterations", 2])):
+            with self.subTest(job=name):
+                db = self.path(f"{name}.db")
+                with open("/dev/full", "w") as full:
+                    p = subprocess.run([RINGSIM, *map(str, args), "--trace", db], cwd=self.dir,
+                                       stdout=full, stderr=subprocess.PIPE, text=True,
+                                       timeout=300)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertIn("was not delivered: stdout: No space left on device", p.stderr)
+                rows = self.statuses(db)
+                self.assertGreaterEqual(len(rows), 2, rows)
+                for status, error in rows:
+                    self.assertEqual(status, "failed", rows)
+                    self.assertIn("not delivered", error)
+
+    # reliability-4.5: a signal between PowerSGD's all-reduces (its trace
+    # holds some, the job goes on) is exit 130, and no row of the job is
+    # left ok
+    def test_signal_between_powersgd_runs(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        db = self.path("p.db")
+        rc, took, out, err = self.signal_run(
+            signal.SIGINT, ["-w", 4, "-p", model, "--hook", "powersgd:rank=1",
+                            "--iterations", 100000, "--trace", db],
+            lambda p: len(self.rows(db)) >= 4)
+        self.assertEqual(rc, 130, err)
+        rows = self.rows(db)
+        self.assertGreaterEqual(len(rows), 4)
+        self.assertEqual({r[1] for r in rows}, {"interrupted"}, rows)
+
+
 class Damage(Reliability):
     # reliability-5: a trace that is truncated, or damaged anywhere SQLite's
     # integrity check sees it (a trace this small is checked whole), is

@@ -235,6 +235,15 @@ typedef struct rs_trace rs_trace_t;
 RS_API int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg);
 RS_API void rs_trace_close(rs_trace_t *trace);
 RS_API const char *rs_trace_path(const rs_trace_t *trace);
+/* Mark every run written through trace (this handle, this process) that
+ * its row still calls "ok" as status ("failed" or "interrupted"), with
+ * error: a job of several runs (ringsim step's, PowerSGD's all-reduces)
+ * that fails after some of them were written (its report lost, a signal)
+ * leaves no row saying ok. Rows another process wrote, and rows already
+ * failed, are left as they are. RS_OK (also when nothing was written),
+ * RS_EINVAL (status), or RS_EIO with errmsg. */
+RS_API int rs_trace_mark_written(rs_trace_t *trace, const char *status,
+                                 const char *error, char *errmsg);
 
 /* ---- run ----------------------------------------------------------------- */
 

@@ -301,6 +301,12 @@ const char *cli_safe(const char *text, char *buf, size_t size);
  * flag cleared, so a loss is said once. A report that is lost must not
  * leave an exit status that says all went well. */
 int cli_stdout_lost(const char *what, char *err, size_t size);
+/* A job of several runs (ringsim step's threads, PowerSGD's all-reduces)
+ * failed, or was interrupted, after some of its runs were written to
+ * trace (NULL: none): their rows, still "ok", say so with error
+ * (rs_trace_mark_written); if they cannot, stderr says that. */
+void cli_trace_mark_job(rs_trace_t *trace, int interrupted,
+                        const char *error);
 /* rs_trace_open for the command: the trace at path (err RS_ERRMSG_MAX
  * bytes), its writer waiting for the lock RINGSIM_TRACE_WAIT seconds if
  * that is set (refused unless 0 to 1e6), else the library's 5 minutes. */

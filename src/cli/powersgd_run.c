@@ -206,12 +206,19 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   cli_print_powersgd(&report);
   rc = cli_exit_code(status);
   char lost[RS_ERRMSG_MAX];
-  if (cli_stdout_lost("the report", lost, sizeof lost)) {
+  const int report_lost = cli_stdout_lost("the report", lost, sizeof lost);
+  if (report_lost) {
     fprintf(stderr, "ringsim: %s\n", lost);
     rc = EXIT_RUN;
   }
   if (status != RS_OK)
     fprintf(stderr, "ringsim: %s\n", err);
+  /* The steps are one job: a failure after some of their all-reduces were
+   * traced leaves none of those rows ok (a failed check marks its own). */
+  if (status != RS_OK && status != RS_ECHECK)
+    cli_trace_mark_job(trace, status == RS_EINTERRUPTED, err);
+  else if (report_lost)
+    cli_trace_mark_job(trace, 0, lost);
   if (status == RS_EINTERRUPTED)
     cli_signal_said();
 out:

@@ -116,6 +116,15 @@ int cli_stdout_lost(const char *what, char *err, size_t size) {
   return -1;
 }
 
+void cli_trace_mark_job(rs_trace_t *trace, int interrupted,
+                        const char *error) {
+  char err[RS_ERRMSG_MAX];
+  if (trace && rs_trace_mark_written(trace,
+                                     interrupted ? "interrupted" : "failed",
+                                     error, err) != RS_OK)
+    fprintf(stderr, "ringsim: %s\n", err);
+}
+
 void cli_human_bytes(double bytes, char *buf, size_t size) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

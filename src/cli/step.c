@@ -97,10 +97,55 @@ static uint64_t comm_end(const rs_step_time_t *t) {
   return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
 }
 
-/* The threads' run of one step's buckets with its ready times: `iters`
- * iterations, laid out as DDP lays out rebuilt buckets (ddp_layout) or
- * not; its simulated end must be the simulation's. Returns 0, or an exit
- * status (said on stderr). */
+/* The run of one step's all-reduces on threads: `iters` iterations, laid
+ * out as DDP lays out rebuilt buckets (ddp_layout) or not, each bucket
+ * starting at its ready time; traced or not. */
+static rs_config_t thread_config(const options_t *o, const rs_step_config_t *sc,
+                                 int iters, int ddp_layout,
+                                 const uint64_t *ready, int traced) {
+  rs_config_t c = o->config;
+  c.algo = sc->algo;
+  c.bucket_bytes = sc->bucket_bytes;
+  c.segment_bytes = sc->segment_bytes;
+  c.iterations = iters;
+  c.warmup = 0;
+  c.ddp_layout = ddp_layout;
+  c.ready_ns = ready;
+  c.traced = traced; /* (its records counted in the memory check) */
+  return c;
+}
+
+/* Can the threads' run of sc (iters iterations) be made: its memory,
+ * trace records included, and every other check a run makes before it
+ * starts? Made and freed, before anything runs or the trace is opened,
+ * so that a step refused for the later steps' run has not run (nor
+ * traced) its first. Returns -1 to go on, or EXIT_USAGE having said why. */
+static int threads_fit(const options_t *o, const rs_model_t *model,
+                       const rs_step_config_t *sc, int iters, int ddp_layout) {
+  uint64_t *ready;
+  rs_bucket_t *buckets;
+  size_t count;
+  char err[RS_ERRMSG_MAX];
+  if (rs_step_ready(model, sc, &ready, &buckets, &count)) {
+    fprintf(stderr, "ringsim: step: out of memory\n");
+    return EXIT_RUN;
+  }
+  free(buckets);
+  rs_config_t c = thread_config(o, sc, iters, ddp_layout, ready, o->trace != 0);
+  rs_run_t *run = NULL;
+  int rc = rs_run_create(&c, model, &run, err);
+  rs_run_free(run);
+  free(ready);
+  if (rc == RS_OK)
+    return -1;
+  fprintf(stderr, "ringsim: step: %s%s\n",
+          iters > 1 ? "the threads' run of the later steps: " : "", err);
+  return rc == RS_ENOMEM || rc == RS_EINVAL ? EXIT_USAGE : cli_exit_code(rc);
+}
+
+/* The threads' run of one step's buckets with its ready times (as
+ * thread_config says); its simulated end must be the simulation's.
+ * Returns 0, or an exit status (said on stderr). */
 static int run_threads(const options_t *o, const rs_model_t *model,
                        const rs_step_config_t *sc, int iters, int ddp_layout,
                        const rs_step_time_t *want, rs_trace_t *trace) {
@@ -114,14 +159,7 @@ static int run_threads(const options_t *o, const rs_model_t *model,
     return EXIT_RUN;
   }
   free(buckets);
-  rs_config_t c = o->config;
-  c.algo = sc->algo;
-  c.bucket_bytes = sc->bucket_bytes;
-  c.segment_bytes = sc->segment_bytes;
-  c.iterations = iters;
-  c.warmup = 0;
-  c.ddp_layout = ddp_layout;
-  c.ready_ns = ready;
+  rs_config_t c = thread_config(o, sc, iters, ddp_layout, ready, trace != 0);
   rs_run_t *run = NULL;
   int status = 0, rc;
   if ((rc = rs_run_create(&c, model, &run, err))) {
@@ -156,6 +194,33 @@ static int run_threads(const options_t *o, const rs_model_t *model,
   return status;
 }
 
+/* sc for algo: gloo's ring cuts segments of gloo's own maximum, unless
+ * told (as a run's does: cli_check_run). */
+static void set_algo(const options_t *o, rs_step_config_t *sc,
+                     rs_algorithm_t algo) {
+  sc->algo = algo;
+  sc->segment_bytes = algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES]
+                          ? RS_GLOO_SEGMENT_BYTES
+                          : o->config.segment_bytes;
+}
+
+/* The step's runs on threads, if it has them (on_threads: one algorithm,
+ * one cap), checked as a run checks itself before it starts: the first
+ * step's, and the later steps' together. Returns -1 to go on, or the
+ * exit status having said why not. */
+static int check_threads(const options_t *o, const rs_model_t *model,
+                         rs_step_config_t sc) {
+  if (!on_threads(o))
+    return -1;
+  set_algo(o, &sc, o->config.algo);
+  sc.bucket_bytes = 0;
+  int rc = threads_fit(o, model, &sc, 1, 0);
+  sc.bucket_bytes = o->step.cap_count ? o->step.caps[0] : o->config.bucket_bytes;
+  if (rc < 0 && o->step.iterations > 1)
+    rc = threads_fit(o, model, &sc, o->step.iterations - 1, 1);
+  return rc;
+}
+
 /* Time one row (and run it on threads, when it does); its first step is
  * row->first already if shares_first, its later ones row->later if
  * shares_later. */
@@ -163,13 +228,7 @@ static int time_row(const options_t *o, const rs_model_t *model,
                     rs_step_config_t *sc, step_row_t *row, rs_trace_t *trace) {
   char err[RS_ERRMSG_MAX];
   int rc = RS_OK;
-  sc->algo = row->algo;
-  /* gloo's ring cuts segments of gloo's own maximum, unless told (as a
-   * run's does: cli_check_run) */
-  sc->segment_bytes =
-      row->algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES]
-          ? RS_GLOO_SEGMENT_BYTES
-          : o->config.segment_bytes;
+  set_algo(o, sc, row->algo);
   sc->bucket_bytes = 0; /* DDP's first backward: one bucket */
   if (!row->shares_first)
     rc = rs_step_simulate(model, sc, &row->first, err);
@@ -474,7 +533,7 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   const int algos = o->algo_all ? cli_algos(&o->config.net) : 1;
   const int caps = o->step.cap_count ? o->step.cap_count : 1;
   step_row_t *rows = calloc((size_t)(algos * caps), sizeof *rows);
-  char err[RS_ERRMSG_MAX];
+  char err[RS_ERRMSG_MAX] = "";
   int status = 0;
   if (!fwd || !bwd || !rows) {
     fprintf(stderr, "ringsim: step: out of memory\n");
@@ -485,13 +544,6 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       fprintf(stderr, "ringsim: step: %s\n", err);
       status = EXIT_USAGE;
     }
-  }
-  /* the trace, once the inputs are known good (bad input writes nothing) */
-  rs_trace_t *trace = NULL;
-  int opened = status || !o->trace ? 0 : cli_trace_open(o->trace, &trace, err);
-  if (opened) {
-    fprintf(stderr, "ringsim: step: %s\n", err);
-    status = cli_exit_code(opened);
   }
   rs_step_config_t sc = {.workers = o->config.workers,
                          .net = o->config.net,
@@ -504,6 +556,17 @@ static int step_model(const options_t *o, const rs_model_t *model) {
                          .hook = o->config.hook,
                          .powersgd_rank = o->config.powersgd_rank};
   sc.net.stop = cli_signal_flag();
+  if (!status) {
+    const int fits = check_threads(o, model, sc);
+    status = fits < 0 ? 0 : fits;
+  }
+  /* the trace, once the inputs are known good (bad input writes nothing) */
+  rs_trace_t *trace = NULL;
+  int opened = status || !o->trace ? 0 : cli_trace_open(o->trace, &trace, err);
+  if (opened) {
+    fprintf(stderr, "ringsim: step: %s\n", err);
+    status = cli_exit_code(opened);
+  }
   int count = 0;
   for (int a = 0; a < algos && !status; a++)
     for (int k = 0; k < caps && !status && !cli_signal(); k++) {
@@ -536,6 +599,19 @@ static int step_model(const options_t *o, const rs_model_t *model) {
       print_one(o, model, &rows[0], on_threads(o));
     else
       print_rows(o, model, rows, count);
+    if (cli_stdout_lost("the report", err, sizeof err)) {
+      fprintf(stderr, "ringsim: step: %s\n", err);
+      status = EXIT_RUN;
+    }
+  }
+  /* A step is one job: a failure anywhere leaves none of its runs ok. */
+  if (status && cli_signal()) {
+    snprintf(err, sizeof err, "interrupted by %s",
+             cli_signal_name(cli_signal()));
+    cli_trace_mark_job(trace, 1, err);
+  } else if (status) {
+    cli_trace_mark_job(trace, 0,
+                       err[0] ? err : "ringsim step failed after this run");
   }
   for (int i = 0; rows && i < algos * caps; i++) {
     if (!rows[i].shares_first)

@@ -43,6 +43,7 @@ struct rs_trace {
    * process started), so a later run can tell a row whose process is gone. */
   char host[256];
   int64_t pid, pid_start;
+  int64_t first_run_id; /* the first run begun through this handle, or 0 */
 };
 
 /* ---- trace_lock.c ---- */

@@ -162,6 +162,8 @@ int rs__trace_begin(rs_run_t *run) {
     goto rollback;
   }
   run->trace_run_id = sqlite3_last_insert_rowid(db);
+  if (!run->trace->first_run_id)
+    run->trace->first_run_id = run->trace_run_id;
   for (size_t b = 0; b < run->result.buckets; b++) {
     char pred[RS_ALGO_COUNT * 40 + 4];
     size_t len = 0;
@@ -334,6 +336,33 @@ int rs__trace_mark(rs_run_t *run, const char *status, const char *error) {
   if (rc != SQLITE_OK)
     sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
+}
+
+int rs_trace_mark_written(rs_trace_t *t, const char *status,
+                          const char *error, char *errmsg) {
+  if (strcmp(status, "failed") != 0 && strcmp(status, "interrupted") != 0)
+    return rs__err(errmsg, RS_EINVAL,
+                   "rs_trace_mark_written: status '%.40s' (failed or "
+                   "interrupted)",
+                   status);
+  if (!t->first_run_id)
+    return RS_OK; /* nothing written through it */
+  int rc = rs__trace_exec_retry(t, "BEGIN IMMEDIATE");
+  if (rc == SQLITE_OK)
+    rc = exec_bound(t->db,
+                    "UPDATE run SET status = ?, error = ? WHERE run_id >= ? "
+                    "AND status = 'ok' AND host IS ? AND pid = ? AND "
+                    "pid_start IS ?",
+                    "ttitiI", status, error, t->first_run_id,
+                    t->host[0] ? t->host : NULL, t->pid, t->pid_start);
+  if (rc == SQLITE_OK)
+    rc = rs__trace_exec_retry(t, "COMMIT");
+  if (rc == SQLITE_OK)
+    return RS_OK;
+  rs__err(errmsg, RS_EIO, "trace %s: cannot mark its runs %s: %s", t->path,
+          status, sqlite3_errmsg(t->db));
+  sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+  return RS_EIO;
 }
 
 void rs__trace_detach(rs_run_t *run) {
