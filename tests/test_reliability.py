@@ -510,6 +510,74 @@ class Signals(Reliability):
                          [("running", None), ("ok", host)])
 
 
+def write_safetensors(path, tensors):
+    """A float32 safetensors file: tensors {name: (shape, [values])}."""
+    import struct
+    header, data = {}, b""
+    for name, (shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+class Refusals(Reliability):
+    """Round four: what one mode refuses, every mode refuses, before
+    anything runs."""
+
+    # reliability-4.6: ringsim step refuses the rank a run refuses (it
+    # once timed a "powersgd" step that compressed nothing)
+    def test_step_refuses_a_rank_above_every_matrix(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        message = "powersgd:rank=1000000 is above min(n, m) of every param's matrix"
+        for mode in (["-w", 4, "--no-trace"],
+                     ["step", "-w", 4, "--net", "latency=1us,bandwidth=10GB/s",
+                      "--compute", "flops=10T,rows=512"]):
+            with self.subTest(mode=mode[0]):
+                self.assert_refused([*mode, "-p", model, "--hook", "powersgd:rank=1000000"],
+                                    message, [])
+
+    # reliability-4.8: ringsim model --algo hier (and its kin) on a flat
+    # --net is refused as a run, step and diff refuse it (it printed the
+    # ring's time under hier's name)
+    def test_model_refuses_hier_without_nodes(self):
+        for algo in ("hier", "hier:rd", "hier:rhd"):
+            with self.subTest(algo=algo):
+                self.assert_refused(["model", "-p", self.model, "-w", 8, "--net",
+                                     "latency=1us,bandwidth=10GB/s", "--algo", algo],
+                                    f"model: --algo {algo} is hierarchical and needs nodes", [])
+        rc, _, err = self.ringsim("model", "-p", self.model, "--topo", "dgx-h100,nodes=2",
+                                  "--algo", "hier")
+        self.assertEqual(rc, 0, err)
+
+    # reliability-4.7: a Q file holding NaN or inf is refused as
+    # non-finite gradients are (Gram-Schmidt once zeroed its column and
+    # the run said PASS; torch carries the NaN into every result)
+    def test_non_finite_q_is_refused(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        for bad, word in ((float("nan"), "nan"), (float("-inf"), "-inf")):
+            with self.subTest(value=word):
+                q = self.path("q.st")
+                fc1 = [0.5] * 784
+                fc1[17] = bad
+                write_safetensors(q, {"fc1.weight": ([784, 1], fc1),
+                                      "fc2.weight": ([256, 1], [0.25] * 256)})
+                rc, out, err = self.ringsim("-w", 2, "-p", model, "--no-trace", "--hook",
+                                            "powersgd:rank=1,q=q.st")
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn(f'the initial Q of "fc1.weight" holds {word} at element 17: '
+                              "Qs must be finite", err)
+        write_safetensors(q, {"fc1.weight": ([784, 1], [0.5] * 784),
+                              "fc2.weight": ([256, 1], [0.25] * 256)})
+        rc, _, err = self.ringsim("-w", 2, "-p", model, "--no-trace", "--hook",
+                                  "powersgd:rank=1,q=q.st")
+        self.assertEqual(rc, 0, err)
+
+
 class Jobs(Signals):
     """Round four: a job of several runs (ringsim step's threads,
     PowerSGD's all-reduces) is refused whole before anything runs, and a

@@ -528,6 +528,12 @@ static int check_network(const options_t *opt, const rs_netmodel_t *net) {
   }
   if (rs_netmodel_check(net, opt->config.workers, err))
     return cli_usage_error("model: %s", err);
+  /* (as a run, step and diff refuse it: its nodes are the topology's) */
+  if (!opt->algo_all && (int)opt->config.algo < RS_ALGO_COUNT &&
+      (int)opt->config.algo >= cli_algos(net))
+    return cli_usage_error("model: --algo %s is hierarchical and needs "
+                           "nodes: give a topology (--topo nodes=N,gpus=G)",
+                           rs_algorithm_name(opt->config.algo));
   return -1;
 }
 

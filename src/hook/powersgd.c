@@ -149,22 +149,7 @@ static int make_q_model(rs_powersgd_t *ps, char *errmsg) {
   return rc;
 }
 
-int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
-                       rs_powersgd_t **out, char *errmsg) {
-  *out = NULL;
-  if (config->hook != RS_HOOK_POWERSGD || config->powersgd_rank < 1)
-    return rs__err(errmsg, RS_EINVAL,
-                   "hook: powersgd needs config.hook RS_HOOK_POWERSGD and a "
-                   "rank of 1 or more");
-  if (config->mpi)
-    return rs__err(errmsg, RS_EINVAL,
-                   "hook: powersgd runs on threads, not over MPI");
-  if (rs_model_dtype(model) != RS_DTYPE_F32)
-    return rs__err(errmsg, RS_EINVAL,
-                   "hook: powersgd:rank=%d computes in float32, as the hook "
-                   "does on float32 grads; the model is %s",
-                   config->powersgd_rank, rs_dtype_name(rs_model_dtype(model)));
-  const int R = config->powersgd_rank;
+int rs__powersgd_check_rank(const rs_model_t *model, int R, char *errmsg) {
   int64_t best = 0; /* the largest min(n, m) */
   size_t best_param = 0;
   const size_t params = rs_model_param_count(model);
@@ -183,6 +168,28 @@ int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
                    "param's matrix (the largest is %lld: %s, %lld x %lld)",
                    R, (long long)best, p->name, (long long)n, (long long)m);
   }
+  return RS_OK;
+}
+
+int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
+                       rs_powersgd_t **out, char *errmsg) {
+  *out = NULL;
+  if (config->hook != RS_HOOK_POWERSGD || config->powersgd_rank < 1)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd needs config.hook RS_HOOK_POWERSGD and a "
+                   "rank of 1 or more");
+  if (config->mpi)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd runs on threads, not over MPI");
+  if (rs_model_dtype(model) != RS_DTYPE_F32)
+    return rs__err(errmsg, RS_EINVAL,
+                   "hook: powersgd:rank=%d computes in float32, as the hook "
+                   "does on float32 grads; the model is %s",
+                   config->powersgd_rank, rs_dtype_name(rs_model_dtype(model)));
+  const int R = config->powersgd_rank;
+  const size_t params = rs_model_param_count(model);
+  if (rs__powersgd_check_rank(model, R, errmsg) != RS_OK)
+    return RS_EINVAL;
   rs_powersgd_t *ps = calloc(1, sizeof *ps);
   if (!ps)
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
@@ -736,6 +743,25 @@ static int compress(rs_powersgd_t *ps, rs_trace_t *trace,
   return checked ? RS_OK : RS_ECHECK;
 }
 
+/* The Qs the caller filled (a file's): finite, or refused as non-finite
+ * gradients are. Gram-Schmidt would zero a column of NaN silently where
+ * torch carries the NaN into every result. */
+static int check_q_finite(const rs_powersgd_t *ps, char *errmsg) {
+  const size_t params = rs_model_param_count(ps->q_model);
+  for (size_t p = 0; p < params; p++) {
+    const rs_param_t *q = rs_model_param(ps->q_model, p);
+    for (size_t i = 0; i < q->elems; i++) {
+      const float v = ps->q[q->elem_offset + i];
+      if (!isfinite(v))
+        return rs__err(errmsg, RS_EINVAL,
+                       "powersgd: the initial Q of \"%.200s\" holds %s at "
+                       "element %zu: Qs must be finite",
+                       q->name, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", i);
+    }
+  }
+  return RS_OK;
+}
+
 int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
                         const char *config_json, rs_powersgd_watch_t watch,
                         const rs_stop_flag_t *stop, char *errmsg) {
@@ -746,6 +772,11 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
                    "powersgd: the plain run must have the step's workers "
                    "and model, with the allreduce hook");
   const int vanilla = !rs_powersgd_compresses(ps);
+  if (!vanilla && ps->q_model && rs_powersgd_draws_q(ps)) {
+    int rc = check_q_finite(ps, errmsg);
+    if (rc != RS_OK)
+      return rc;
+  }
   for (int w = 0; w < ps->workers; w++)
     memcpy(ps->inputs + (size_t)w * ps->elems, rs_run_buffer(plain, w),
            ps->elems * sizeof *ps->inputs);

@@ -11,40 +11,45 @@
 #include "algo/algo.h"
 #include "algo/list.h"
 #include "base/util.h"
+#include "hook/powersgd_int.h"
 #include "net/netmodel.h"
 #include "ringsim/powersgd.h"
 
 /* ---- compute ------------------------------------------------------------ */
 
-/* "312T": a rate in FLOP/s, its suffix G, T or P required. */
+/* "312T": a rate in FLOP/s, a decimal (the one grammar: base/util.c)
+ * with its suffix G, T or P required. */
 static int read_flops(const char *text, size_t len, double *out) {
   char buf[64];
   if (len == 0 || len >= sizeof buf)
     return -1;
   memcpy(buf, text, len);
   buf[len] = '\0';
-  char *end;
-  const double v = strtod(buf, &end);
+  double v;
+  const char *end;
+  if (rs_read_decimal(buf, &v, &end))
+    return -1;
   const double scale = strcmp(end, "G") == 0   ? 1e9
                        : strcmp(end, "T") == 0 ? 1e12
                        : strcmp(end, "P") == 0 ? 1e15
                                                : 0;
-  if (end == buf || scale == 0 || !(v > 0) || v * scale > 1e21)
+  if (scale == 0 || !(v > 0) || v * scale > 1e21)
     return -1;
   *out = v * scale;
   return 0;
 }
 
+/* "4096": the batch's rows, an integer in 1..10^13. */
 static int read_rows(const char *text, size_t len, double *out) {
-  double v = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] < '0' || text[i] > '9' || v > 1e12)
-      return -1;
-    v = v * 10 + (text[i] - '0');
-  }
-  if (len == 0 || v < 1)
+  char buf[24];
+  long v;
+  if (len == 0 || len >= sizeof buf)
     return -1;
-  *out = v;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  if (rs_read_int(buf, 1, 10000000000000L, &v))
+    return -1;
+  *out = (double)v;
   return 0;
 }
 
@@ -64,7 +69,7 @@ int rs_compute_parse(const char *spec, rs_compute_t *c, char *errmsg) {
       if (got.rows || read_rows(p + 5, len - 5, &got.rows))
         return rs__err(errmsg, RS_EINVAL,
                        "--compute '%s': rows= is the batch's rows (tokens "
-                       "or samples), a whole number from 1, once",
+                       "or samples), a whole number from 1 to 10^13, once",
                        spec);
     } else {
       return rs__err(errmsg, RS_EINVAL,
@@ -273,6 +278,11 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
     return rs__err(errmsg, RS_EINVAL,
                    "step: an algorithm of its own for every bucket "
                    "(not auto)");
+  if (cfg->hook == RS_HOOK_POWERSGD) {
+    int rc = rs__powersgd_check_rank(model, cfg->powersgd_rank, errmsg);
+    if (rc != RS_OK)
+      return rc;
+  }
   rs_bucket_t *buckets = NULL;
   uint64_t *ready = NULL;
   size_t count = 0;
