@@ -3,17 +3,23 @@ tools and tests: an implementation of the format apart from ringsim's C one.
 
 Debian 12 packages no `safetensors` module; the format is small: an 8-byte
 little-endian header length, a JSON header {name: {dtype, shape,
-data_offsets}}, then the raw data.
+data_offsets}}, then the raw data. A file is written whole or not at all
+(ringsim_plot.output.replacing, beside this module: a new file, renamed
+over the path).
 """
 import json
 import struct
+
+from ringsim_plot.output import replacing
 
 NUMPY_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2"}
 
 
 def write(path, tensors, dtype="F32"):
     """tensors: {name: numpy array or torch tensor}, written as dtype (F32,
-    F64 or F16)."""
+    F64 or F16), whole or not at all: a ringsim_plot ToolError (one line
+    naming path) where it cannot be written, and whatever was at path
+    left as it was."""
     import numpy as np
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
@@ -25,7 +31,7 @@ def write(path, tensors, dtype="F32"):
         offset += len(data)
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
+    with replacing(path) as tmp, open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 

@@ -8,6 +8,9 @@ runs forward and backward on each shard (what each DDP rank does), and writes:
     DIR/worker{r}.safetensors    each worker's local gradients, for --grads
     DIR/reference.safetensors    torch.stack(grads).mean(dim=0)
 
+(DIR is made first, a refusal one line and exit 2 before the work; each
+file is written whole or not at all.)
+
     tools/torch_grads.py --workers 4 --out grads/
     build/ringsim --workers 4 --params grads/model.json \\
         --grads 'grads/worker{r}.safetensors' --out grads/ringsim.safetensors
@@ -20,6 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ringsim_st  # noqa: E402
+from ringsim_plot.output import ToolError, replacing  # noqa: E402
 
 
 def build_model(kind):
@@ -42,6 +46,23 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.workers < 1 or a.batch < a.workers:
         p.error("need 1 <= --workers <= --batch")
+    try:  # the directory first: a refusal before the work, not after
+        os.makedirs(a.out, exist_ok=True)
+        if not os.access(a.out, os.W_OK | os.X_OK):
+            raise PermissionError(13, "cannot write in it")
+    except OSError as e:
+        print(f"torch_grads: --out {a.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    try:
+        write_all(a)
+    except ToolError as e:  # a file that could not be written (each whole or not at all)
+        print(f"torch_grads: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def write_all(a):
+    """The gradients of --workers shards, and the files of DIR."""
     import torch
     import torch.nn.functional as F
     torch.manual_seed(a.seed)
@@ -55,9 +76,8 @@ def main(argv=None):
         model.zero_grad()
         F.cross_entropy(model(xs), ys).backward()
         grads.append({n: p.grad.detach().clone() for n, p in model.named_parameters()})
-    os.makedirs(a.out, exist_ok=True)
     names = [n for n, _ in model.named_parameters()]
-    with open(os.path.join(a.out, "model.json"), "w") as f:
+    with replacing(os.path.join(a.out, "model.json")) as tmp, open(tmp, "w") as f:
         json.dump({"name": f"torch-{a.model}", "description": "gradients from tools/torch_grads.py",
                    "params": [{"name": n, "shape": list(grads[0][n].shape), "dtype": a.dtype}
                               for n in names]},
@@ -68,7 +88,6 @@ def main(argv=None):
     ringsim_st.write(os.path.join(a.out, "reference.safetensors"),
                      {n: torch.stack([g[n] for g in grads]).mean(dim=0) for n in names}, st_dtype)
     print(f"torch_grads: {len(names)} params ({a.dtype}), {a.workers} workers -> {a.out}")
-    return 0
 
 
 if __name__ == "__main__":

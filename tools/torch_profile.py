@@ -9,7 +9,12 @@ model.json with each param's forward_us and backward_us, for ringsim step
 --model is the tools' mlp or cnn (tools/torch_grads.py's), or
 package.module:function, a function of no arguments returning (model,
 batch): the batch is the forward's input (a tensor, or a tuple of them),
-and the loss is the output's sum. Each of --iterations timed steps (after
+and the loss is the sum of every floating-point tensor the forward
+returns (a tensor, or a tuple, list or dict of them, as a model returning
+(logits, aux) or a HuggingFace ModelOutput). A param with
+requires_grad=False (frozen) gets no gradient and DDP leaves it out of its
+buckets: it is left out of model.json too, and named on stderr; its
+layer's forward counts as time outside the layers. Each of --iterations timed steps (after
 --warmup) runs the forward, then the backward with a hook on every param
 that notes when its gradient is ready; per param the median over the
 steps is taken. backward_us is the time from the gradient before it in
@@ -20,6 +25,10 @@ bias), its gradient counts as ready with the later one, and its backward_us
 is 0. forward_us: each layer's forward time, from hooks on the layers that
 own params, shared among its params by their elements; the forward's time
 outside those layers (activations, the loss) goes to the first param.
+
+--out is checked before the profile runs (its directory must exist and
+be writable), and model.json is written whole or not at all (a new file
+beside it, renamed over it). A refusal is one line on stderr, exit 2.
 """
 import argparse
 import importlib
@@ -30,6 +39,47 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def refuse(message):
+    """One line naming the input and what is wrong: exit 2 from the command
+    line (the SystemExit's text printed by __main__), the message in the
+    SystemExit for a caller of main."""
+    raise SystemExit(f"torch_profile: {message}")
+
+
+def check_out(out):
+    """Refuse an --out that cannot be written, before the profile runs."""
+    if os.path.isdir(out):
+        refuse(f"--out {out}: is a directory, not a file")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        refuse(f"--out {out}: no directory {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        refuse(f"--out {out}: cannot write in {folder}")
+
+
+def output_loss(out):
+    """The loss of a forward's output: the sum of every floating-point
+    tensor in it (a tensor, or tuples, lists and dicts of them)."""
+    import torch
+    found = []
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            if x.is_floating_point() or x.is_complex():
+                found.append(x.sum().real if x.is_complex() else x.sum())
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (tuple, list)):
+            for v in x:
+                walk(v)
+    walk(out)
+    if not found:
+        refuse(f"the forward returned {type(out).__name__}, holding no floating-point tensor "
+               "to take a loss from")
+    return sum(found[1:], found[0])
 
 
 def load_model(spec, batch):
@@ -44,29 +94,29 @@ def load_model(spec, batch):
         y = torch.randint(0, 10, (batch,))
         return model, (x,), lambda out: F.cross_entropy(out, y)
     if ":" not in spec:
-        raise SystemExit(f"torch_profile: --model '{spec}': expected mlp, cnn or "
-                         f"package.module:function")
+        refuse(f"--model '{spec}': expected mlp, cnn or package.module:function")
     module, _, name = spec.partition(":")
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
-        raise SystemExit(f"torch_profile: --model '{spec}': {e}")
+        refuse(f"--model '{spec}': {e}")
     made = fn()
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
-        raise SystemExit(f"torch_profile: --model '{spec}': the function must return "
-                         f"(model, batch), a torch.nn.Module and its input")
+        refuse(f"--model '{spec}': the function must return (model, batch), a "
+               "torch.nn.Module and its input")
     model, inputs = made
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    return model, inputs, lambda out: out.sum()
+    return model, inputs, output_loss
 
 
 def profile(model, inputs, loss_of, warmup, iterations):
-    """Per param (model order): median forward seconds (its layer's share)
-    and median seconds from the backward's start to its gradient; and the
-    median forward in all."""
-    names = [n for n, _ in model.named_parameters()]
-    params = dict(model.named_parameters())
-    owners = [m for m in model.modules() if list(m.parameters(recurse=False))]
+    """Per param that requires grad (model order): median forward seconds
+    (its layer's share) and median seconds from the backward's start to
+    its gradient; and the median forward in all."""
+    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    names = list(params)
+    owners = [m for m in model.modules()
+              if any(p.requires_grad for p in m.parameters(recurse=False))]
     ready, layer_s, starts = {}, {}, {}
 
     def pre(m, _args):
@@ -92,12 +142,12 @@ def profile(model, inputs, loss_of, warmup, iterations):
         forward.append(t1 - t0)
         missing = [n for n in names if n not in ready]
         if missing:
-            raise SystemExit(f"torch_profile: param '{missing[0]}' got no gradient "
-                             f"(unused in the forward?): ringsim step needs every one's")
+            refuse(f"param '{missing[0]}' got no gradient (unused in the forward?): "
+                   "ringsim step needs every one's")
         for n in names:
             grads[n].append(ready[n] - t1)
         for m in owners:
-            own = list(m.named_parameters(recurse=False))
+            own = [(pn, p) for pn, p in m.named_parameters(recurse=False) if p.requires_grad]
             total = sum(p.numel() for _, p in own) or 1
             prefix = next(k for k, v in model.named_modules() if v is m)
             for pn, p in own:
@@ -137,12 +187,20 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.iterations < 1 or a.warmup < 0 or a.batch < 1 or a.threads < 1:
         p.error("--iterations, --batch and --threads are at least 1, --warmup at least 0")
+    check_out(a.out)
     import torch
+    from ringsim_plot.output import ToolError, replacing
     torch.set_num_threads(a.threads)
     model, inputs, loss_of = load_model(a.model, a.batch)
-    names = [n for n, _ in model.named_parameters()]
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     if not names:
-        raise SystemExit(f"torch_profile: --model '{a.model}' has no params")
+        refuse(f"--model '{a.model}' has no params that require grad"
+               + (f" ({len(frozen)} frozen)" if frozen else ""))
+    if frozen:
+        print(f"torch_profile: left out {len(frozen)} frozen param{'s' if len(frozen) > 1 else ''}"
+              f" (requires_grad=False: no gradient, so not in DDP's buckets): "
+              f"{', '.join(frozen)}", file=sys.stderr)
     fwd, ready, forward = profile(model, inputs, loss_of, a.warmup, a.iterations)
     fwd[names[0]] += max(0.0, forward - sum(fwd.values()))
     bwd = backward_us(names, ready)
@@ -150,17 +208,21 @@ def main(argv=None):
               torch.bfloat16: "bf16"}
     params = []
     for n, prm in model.named_parameters():
+        if not prm.requires_grad:
+            continue
         if prm.dtype not in dtypes:
-            raise SystemExit(f"torch_profile: param '{n}' is {prm.dtype}: ringsim takes "
-                             f"f32, f64, f16 or bf16")
+            refuse(f"param '{n}' is {prm.dtype}: ringsim takes f32, f64, f16 or bf16")
         params.append({"name": n, "shape": list(prm.shape), "dtype": dtypes[prm.dtype],
                        "forward_us": round(fwd[n] * 1e6, 3),
                        "backward_us": round(bwd[n], 3)})
-    with open(a.out, "w") as f:
-        json.dump({"name": f"torch-profile-{a.model}",
-                   "description": f"tools/torch_profile.py: {a.iterations} steps, batch "
-                   f"{a.batch}, {a.threads} thread(s), medians",
-                   "params": params}, f, indent=1)
+    try:
+        with replacing(a.out) as tmp, open(tmp, "w") as f:  # whole or not at all
+            json.dump({"name": f"torch-profile-{a.model}",
+                       "description": f"tools/torch_profile.py: {a.iterations} steps, batch "
+                       f"{a.batch}, {a.threads} thread(s), medians",
+                       "params": params}, f, indent=1)
+    except ToolError as e:
+        refuse(str(e))
     total_b = max(ready.values()) * 1e6
     print(f"torch_profile: {len(names)} params; forward {forward * 1e6:.1f} us, backward "
           f"{total_b:.1f} us (medians of {a.iterations}) -> {a.out}")
@@ -168,4 +230,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except SystemExit as e:
+        if isinstance(e.code, str):  # a refusal: its one line, exit 2
+            print(e.code, file=sys.stderr)
+            sys.exit(2)
+        raise
