@@ -19,6 +19,8 @@ The modules, each importing only those above it:
 
     output    ToolError, clean (names as ringsim prints them), progress,
               check_output and replacing (outputs written whole or not at all)
+    schema    what ringsim writes, checked: a run's row (its net_model and
+              topology), the step report
     replay    the trace read and checked, a run's row, its transfers replayed
     style     what the pictures share (matplotlib, phase colours, titles)
     timeline, chunks, links, compare, animate, export, html

@@ -110,11 +110,12 @@ def main(argv=None):
         if args.command == "compare" and not args.trace:
             raise ToolError("compare: give a trace, or --bench FILE")
         con = open_trace(args.trace)
-        with con:
+        try:
             run = None if args.command in ("compare", "html") else \
                 pick_run(con, args.trace, args.run)
             COMMANDS[args.command][0](con, run, args)
-        con.close()
+        finally:
+            con.close()  # the last connection to the trace: its -wal, -shm go
     except ToolError as e:
         print(f"ringsim-plot: {clean(e)}", file=sys.stderr)
         return 2

@@ -9,8 +9,10 @@ step, which the chunk diagram, the animation and the page draw.
 """
 import json
 import os
+import pathlib
 import sqlite3
 
+from . import schema
 from .output import ToolError, clean
 
 
@@ -38,17 +40,47 @@ ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseif
 HIER_INNER = {"hier": "ring", "hier:ring": "ring", "hier:rd": "rd", "hier:rhd": "rhd"}
 
 
+def connect(path):
+    """A connection that reads the file at path, and only that file: its
+    name given SQLite as a file: URI, percent-encoded (as a URI's text,
+    run%31.db would open run1.db, q?x.db q, and h#1.db h, creating it),
+    never creating the file. A trace is in WAL mode, where SQLite keeps
+    -wal and -shm files beside it while a connection has it open; a
+    read-only connection leaves them behind. So where this process may
+    write the trace and its directory (where ringsim can), the
+    connection is opened read-write with query_only on: it writes
+    nothing, and on closing, the last connection to the trace removes
+    them, as ringsim's own does, while a writer still working keeps its
+    own. Elsewhere (a read-only trace, or directory), read-only:
+    immutable when there is no -wal (a writer would have made one: the
+    file holds every committed run), else with the writer's files."""
+    name = os.path.abspath(path)
+    uri = pathlib.Path(name).as_uri()  # percent-encoded: %, ?, #, spaces, any byte
+    folder = os.path.dirname(name)
+    if os.access(name, os.R_OK | os.W_OK) and os.access(folder, os.W_OK | os.X_OK):
+        con = sqlite3.connect(f"{uri}?mode=rw", uri=True)
+        con.execute("PRAGMA query_only = ON")
+        return con
+    if not os.path.lexists(name + "-wal"):
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+    return sqlite3.connect(f"{uri}?mode=ro", uri=True)
+
+
 def open_trace(path):
-    """Open path read-only, refusing anything that is not a ringsim trace."""
+    """Open the trace at path to read (connect), refusing anything that is
+    not a ringsim trace."""
     if not os.path.exists(path):
         raise ToolError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ToolError(f"{path}: is a directory, not a trace")
+    con = None
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = connect(path)
         app_id = con.execute("PRAGMA application_id").fetchone()[0]
         version = con.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.DatabaseError as e:
+        if con is not None:
+            con.close()
         raise ToolError(f"{path}: not a ringsim trace ({e})") from None
     if app_id != APPLICATION_ID:
         con.close()
@@ -81,8 +113,6 @@ def pick_run(con, path, run_id):
     return run
 
 
-# ringsim's largest -w (RS_MAX_WORKERS in include/ringsim/ringsim.h)
-MAX_WORKERS = 4096
 # A transfer's integer columns, and those NULL where it was never received
 # or the run had no simulated network
 TRANSFER_INTS = ("iter", "bucket", "step", "src", "dst", "chunk", "segment", "elem_offset", "elems",
@@ -91,31 +121,20 @@ TRANSFER_NULLABLE = ("recv_begin_ns", "recv_end_ns", "wait_ns", "sim_send_ns", "
 
 
 def check_run(con, path, run):
-    """Refuse a run whose row disagrees with its own rows (a trace edited or
-    damaged by hand: workers=1000000000 would have the tools draw, or
-    export, a billion workers): W against the worker table, the counts
-    against the transfers, every transfer's workers, chunk and contributors
-    within W, and the types the tools compute with. Every command's
-    loading goes through here (pick_run)."""
+    """Refuse a run whose row is not what ringsim writes (schema.py: its
+    columns' types, workers 1..4096, its net_model and topology) or
+    disagrees with its own rows (a trace edited or damaged by hand:
+    workers=1000000000 would have the tools draw, or export, a billion
+    workers): W against the worker table, the counts against the
+    transfers, every transfer's workers, chunk and contributors within W,
+    and the types the tools compute with. Every command's loading goes
+    through here (pick_run)."""
     rid = run["run_id"]
 
     def bad(what):
         return ToolError(f"{path}: run {rid} is inconsistent: {what} (a damaged or edited trace)")
-    for key in ("workers", "buckets", "elems", "bytes"):
-        if not isinstance(run.get(key), int) or isinstance(run.get(key), bool) or run[key] < 0:
-            raise bad(f"{key} is {run.get(key)!r}, not a count")
-    for key in ("wall_ns", "sim_ns", "transfers"):
-        if run.get(key) is not None and not isinstance(run[key], int):
-            raise bad(f"{key} is {run[key]!r}, not a number of {'ns' if key != 'transfers' else 'transfers'}")
-    for key in ("model", "status", "dtype", "op"):
-        if not isinstance(run.get(key), str):
-            raise bad(f"{key} is {run.get(key)!r}, not text")
-    for key in ("error", "algo"):
-        if run.get(key) is not None and not isinstance(run[key], str):
-            raise bad(f"{key} is {run[key]!r}, not text")
+    schema.check_run_row(path, run)  # the row alone: its columns, its net_model
     W = run["workers"]
-    if not 1 <= W <= MAX_WORKERS:
-        raise bad(f"workers is {W}, not 1..{MAX_WORKERS}")
     workers = con.execute(
         "SELECT count(*), min(worker), max(worker), sum(transfers_sent), "
         "count(*) FILTER (WHERE typeof(worker) || typeof(transfers_sent) || typeof(state) "
@@ -257,12 +276,9 @@ def bucket_algos(con, run):
 
 
 def run_topology(run):
-    """The run's --topo from its net_model (nodes, gpus, nics, ...), or None."""
-    try:
-        topo = json.loads(run.get("net_model") or "{}").get("topo")
-    except (AttributeError, TypeError, ValueError):
-        return None
-    return topo if isinstance(topo, dict) else None
+    """The --topo of a run loaded by pick_run (its net_model checked:
+    schema.check_run_row): nodes, gpus, nics, ...; or None."""
+    return schema.run_topology(run)
 
 
 def run_gpus(run):

@@ -8,18 +8,49 @@ cap, per algorithm, the best of each and DDP's default marked.
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, clean
+from .schema import check_step_report
 from .style import fit_title, pyplot
 
 EXPOSED = "#c0392b"
+# The most worker lanes a picture draws: ringsim step lists them for up to
+# 64 workers (src/cli/step.c's STEP_JSON_LANES). A report of more (not
+# ringsim's) has the first STEP_MAX_LANES - 1 drawn and the worker whose
+# communication ends last, where 2,100 lanes made a figure 4,500 inches
+# tall that took minutes.
+STEP_MAX_LANES = 64
+# A lane's two rows are 0.45 inch each up to this many lanes; more share
+# the height of this many, at least 0.2 inch a row (64 lanes: 27 inches,
+# their 6-point labels apart).
+STEP_FULL_HEIGHT_LANES = 16
 
 
 def load(path):
-    """The step report, checked for what the picture needs."""
+    """The step report, checked against what ringsim step writes
+    (schema.check_step_report)."""
     doc = output.read_report(path, "`ringsim step --json`")
-    rows = doc.get("rows") if isinstance(doc, dict) else None
-    if not rows or not all(isinstance(r, dict) and "later" in r and "first" in r for r in rows):
-        raise ToolError(f"{path}: not `ringsim step --json` output (no rows with first and later)")
+    check_step_report(path, doc)
     return doc
+
+
+def chosen_lanes(timeline):
+    """(the indices of the workers whose lanes are drawn, a note naming
+    them when some are left out, else ''): every worker's up to
+    STEP_MAX_LANES; past it the first STEP_MAX_LANES - 1 and the one whose
+    last all-reduce ends last (the step's end), or the first
+    STEP_MAX_LANES if that one is among them."""
+    lanes = timeline.get("workers") or []
+    W = len(lanes)
+    if W <= STEP_MAX_LANES:
+        return list(range(W)), ""
+    last = max(range(W), key=lambda r: max([e for _, e in lanes[r]["allreduce"]] +
+                                          [lanes[r]["last_grad_ns"]]))
+    keep = list(range(STEP_MAX_LANES - 1 if last >= STEP_MAX_LANES - 1 else STEP_MAX_LANES))
+    if last not in keep:
+        keep.append(last)
+    note = (f"lanes of {len(keep)} of {W} workers: w0-w{keep[-2] if last == keep[-1] else keep[-1]}"
+            + (f" and w{last}, whose communication ends last" if last == keep[-1] else "")
+            + f" (ringsim step lists at most {STEP_MAX_LANES})")
+    return keep, note
 
 
 def pick_row(doc):
@@ -28,11 +59,9 @@ def pick_row(doc):
     return min(rows, key=lambda r: r.get("total_ns", 0))
 
 
-def draw_lanes(ax, timeline, title):
-    lanes = timeline.get("workers")
-    if lanes is None:
-        raise ToolError("the report has no worker lanes (ringsim step lists them for up to 64 "
-                        "workers)")
+def draw_lanes(ax, timeline, title, chosen):
+    """The lanes of the workers chosen (chosen_lanes), top to bottom."""
+    lanes = [timeline["workers"][r] for r in chosen]
     ms = 1e-6
     last_grad = timeline["forward_ns"] + timeline["backward_ns"]
     for r, lane in enumerate(lanes):
@@ -56,8 +85,8 @@ def draw_lanes(ax, timeline, title):
     ax.axvspan(last_grad * ms, timeline["step_ns"] * ms, color=EXPOSED, alpha=0.08)
     ax.text(last_grad * ms, 2 * len(lanes) + 0.1, " last gradient", fontsize=8, va="bottom")
     ax.set_yticks([2 * r + t for r in range(len(lanes)) for t in (0.55, 1.45)])
-    ax.set_yticklabels([f"w{r} {k}" for r in range(len(lanes)) for k in ("comm", "compute")],
-                       fontsize=7)
+    ax.set_yticklabels([f"w{r} {k}" for r in chosen for k in ("comm", "compute")],
+                       fontsize=7 if len(lanes) <= STEP_FULL_HEIGHT_LANES else 6)
     ax.set_ylim(0, 2 * len(lanes) + 0.8)
     ax.invert_yaxis()
     ax.set_xlabel("simulated time (ms) from the step's start: grey forward, blue backward, "
@@ -102,12 +131,17 @@ def cmd_step(args):
              f"cap {row['cap_bytes'] / 2 ** 20:g} MiB: {which}; step {step / 1e6:.3f} ms, "
              f"{exposed / 1e6:.3f} ms exposed ({100 * exposed / step if step else 0:.1f}%)")
     sweep = len(doc["rows"]) > 1
-    lanes = len(timeline.get("workers") or [])
+    chosen, note = chosen_lanes(timeline)
+    lanes = len(chosen)
     if not lanes and not sweep:
-        raise ToolError("the report has no worker lanes (ringsim step lists them for up to 64 "
-                        "workers) and one row: nothing to draw")
+        raise ToolError(f"{args.report}: the report has no worker lanes (ringsim step lists them "
+                        f"for up to {STEP_MAX_LANES} workers) and one row: nothing to draw")
+    if note:
+        title += f"; {note}"
     plt = pyplot()
-    height = 1.2 + 0.45 * 2 * lanes
+    row_in = 0.45 if lanes <= STEP_FULL_HEIGHT_LANES else \
+        max(0.2, 0.45 * STEP_FULL_HEIGHT_LANES / lanes)
+    height = 1.2 + row_in * 2 * lanes
     panels = [p for p in (lanes and "lanes", sweep and "sweep") if p]
     fig, axes = plt.subplots(len(panels), 1, figsize=(11, (height if lanes else 0) +
                                                       (4 if sweep else 0)),
@@ -116,7 +150,7 @@ def cmd_step(args):
                                                             for p in panels]})
     for ax, panel in zip(axes[:, 0], panels):
         if panel == "lanes":
-            draw_lanes(ax, timeline, fit_title(title, 11, 10))
+            draw_lanes(ax, timeline, fit_title(title, 11, 10), chosen)
         else:
             draw_sweep(ax, doc)
             if not lanes:
@@ -125,4 +159,5 @@ def cmd_step(args):
     output.save(fig, args.out, title, tight=False)
     plt.close(fig)
     print(f"{row['algo']} cap {row['cap_bytes'] / 2 ** 20:g} MiB: step {step / 1e3:.3f} us, "
-          f"exposed {exposed / 1e3:.3f} us, {len(timeline['buckets'])} buckets")
+          f"exposed {exposed / 1e3:.3f} us, {len(timeline['buckets'])} buckets"
+          + (f"; {note}" if note else ""))

@@ -6,7 +6,8 @@ changes printed on stdout: how each algorithm's time grows with W, for a
 class, without a shell loop (docs/tools.md).
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
-from .output import ToolError, clean
+from .output import clean
+from .schema import check_sweep_report
 from .style import pyplot
 
 
@@ -14,16 +15,11 @@ def load(path):
     """The model report's rows, checked: [(W, nodes or None, {algo: us},
     fastest)], in the report's order."""
     doc = output.read_report(path, "`ringsim model --json`")
-    rows = doc.get("rows") if isinstance(doc, dict) else None
-    try:
-        out = [(int(r["workers"]), r.get("nodes"),
-                {a: t["sim_ns"] / 1e3 for a, t in r["algos"].items()}, str(r["fastest"]))
-               for r in rows]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        out = []
-    if not out:
-        raise ToolError(f"{path}: not `ringsim model --json` output (no rows with workers, "
-                        "algos and fastest)")
+    check_sweep_report(path, doc)
+    # the names as ringsim prints them (a hand-edited report's too)
+    out = [(r["workers"], r.get("nodes"),
+            {clean(a): t["sim_ns"] / 1e3 for a, t in r["algos"].items()}, clean(r["fastest"]))
+           for r in doc["rows"]]
     return doc, out
 
 
