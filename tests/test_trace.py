@@ -694,10 +694,20 @@ class Writers(TraceCase):
                 self.skipTest("root without setpriv: cannot run as another user")
             prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         os.chmod(self.dir, 0o777)
-        two = os.path.join(EXAMPLES, "two_workers.json")
+        # What the other user runs and reads, copied where it can: the
+        # checkout may live in a directory only its owner can enter (a
+        # fresh clone in `mktemp -d`, mode 700). (ringsim links
+        # libringsim statically: the binary alone runs.)
+        bin_dir = os.path.join(self.dir, "bin")
+        os.mkdir(bin_dir)
+        os.chmod(bin_dir, 0o755)
+        ringsim = shutil.copy(RINGSIM, os.path.join(bin_dir, "ringsim"))
+        two = shutil.copy(os.path.join(EXAMPLES, "two_workers.json"), bin_dir)
+        os.chmod(ringsim, 0o755)
+        os.chmod(two, 0o644)
 
         def as_user(*args):
-            p = subprocess.run(prefix + [RINGSIM, *map(str, args)], capture_output=True,
+            p = subprocess.run(prefix + [ringsim, *map(str, args)], capture_output=True,
                                text=True, timeout=600)
             return p.returncode, p.stdout, p.stderr
 
@@ -711,7 +721,7 @@ class Writers(TraceCase):
         self.assertEqual(rc, 2, err)
         self.assertEqual(err, f"ringsim: trace {self.db}: cannot open: the file is not "
                               "writable (Permission denied); refusing to touch it\n")
-        self.assertEqual(sorted(os.listdir(self.dir)), ["t.db"])
+        self.assertEqual(sorted(os.listdir(self.dir)), ["bin", "t.db"])
         self.assertEqual(digest(self.db), before)
         os.chmod(self.db, 0o644)
         rc, out, err = as_user("-p", two, "--trace", self.db)
