@@ -201,6 +201,11 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
       FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
            value);
+    /* a positive cap is a cap: one of less than a byte (1e-300) is not
+     * the 0 that makes one bucket; up to an element, it is one */
+    if (d > 0 && d * 1048576.0 < 1)
+      FAIL("%.64s '%.100s': less than a byte (0 alone makes one bucket)", o,
+           value);
     config->bucket_bytes = (size_t)(d * 1048576.0);
     if (d > 0 && config->bucket_bytes < sizeof(float))
       config->bucket_bytes = sizeof(float);
@@ -218,6 +223,8 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
   } else if (is_option(o, "timeout")) {
     if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
       FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);
+    if (d * 1e9 < 1) /* (a worker's clock counts ns: it would be 0) */
+      FAIL("%.64s '%.100s': less than a nanosecond", o, value);
     config->timeout_s = d;
   } else if (is_option(o, "loop")) {
     if (strcmp(value, "steps") && strcmp(value, "slices"))

@@ -18,6 +18,16 @@
 int rs__err(char *errmsg, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* rs__err for a fault at bytes at .. at+len of the user's input to an
+ * option (option: its name as the user typed it, "--topo"): "OPTION
+ * 'INPUT': PROBLEM" when the input has at most RS_QUOTE_MAX bytes, as
+ * every message quotes its input; else the problem first, then where and
+ * an excerpt (rs_excerpt), "OPTION: PROBLEM (at byte AT of N:
+ * '...EXCERPT...')", so a long input never crowds out what is wrong. */
+int rs__err_at(char *errmsg, int code, const char *option, const char *input,
+               size_t at, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
 static inline uint64_t rs__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

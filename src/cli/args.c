@@ -47,7 +47,7 @@ const char *cli_mode_prefix(cli_mode_t mode) {
 int cli_read_size(const char *text, size_t min, size_t max, size_t *out) {
   long long v;
   const char *end;
-  if (rs_read_digits(text, 0, &v, &end))
+  if (rs_read_digits(text, &v, &end))
     return -1;
   unsigned shift = 0;
   switch (*end) {
@@ -76,8 +76,10 @@ int cli_read_size(const char *text, size_t min, size_t max, size_t *out) {
 
 int cli_bad_value(char *msg, const cli_option_t *opt, const char *value,
                   const char *fmt, ...) {
-  int n = snprintf(msg, RS_ERRMSG_MAX, "--%s '%.100s': expected ", opt->name,
-                   value);
+  char quoted[RS_QUOTE_MAX + 16]; /* (a long value: its start, and "...") */
+  rs_excerpt(value, 0, 0, quoted, sizeof quoted);
+  int n =
+      snprintf(msg, RS_ERRMSG_MAX, "--%s '%s': expected ", opt->name, quoted);
   va_list ap;
   va_start(ap, fmt);
   if (n > 0 && n < RS_ERRMSG_MAX)

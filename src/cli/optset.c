@@ -242,61 +242,29 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
 }
 
 /* ringsim model's --topo: nodes= may be followed by more counts
- * (dgx-h100,nodes=1,8,64), a row each: the spec the library reads is the
- * one given without the counts after the first, and the rows have them
- * all. Elsewhere the spec goes to the library as it is (which refuses a
- * bare count). */
+ * (dgx-h100,nodes=1,8,64), a row each; the library reads them
+ * (rs_topo_parse_rows), so its messages quote the spec as given.
+ * Elsewhere the spec goes to the library as it is (which refuses a bare
+ * count). */
 int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
-  char spec[512] = "", count[24];
-  size_t used = 0, len;
-  int n = 0, listing = 0, items = 0;
-  long v;
-  if (o->mode != CLI_MODEL || strlen(value) >= sizeof spec)
+  if (o->mode != CLI_MODEL)
     return cli_set_config(opt, o, value, msg);
-  for (const char *p = value;; p += len + 1) { /* each item, empty ones too */
-    len = strcspn(p, ",");
-    const int digits = len && strspn(p, "0123456789") >= len;
-    if (listing && digits) { /* a row's count, not the library's */
-      snprintf(count, sizeof count, "%.*s", (int)(len < 23 ? len : 23), p);
-      if (n == CLI_MODEL_MAX_ROWS || rs_read_int(count, 1, 65536, &v))
-        return cli_bad_value(msg, opt, value,
-                             "nodes=N or a list like nodes=1,8,64 (at most "
-                             "%d), each in 1..65536",
-                             CLI_MODEL_MAX_ROWS);
-      o->rows.nodes[n++] = (int)v;
-    } else {
-      listing = len > 6 && strncmp(p, "nodes=", 6) == 0;
-      if (listing) { /* a list starts (a bad count: the library says) */
-        snprintf(count, sizeof count, "%.*s",
-                 (int)(len - 6 < 23 ? len - 6 : 23), p + 6);
-        n = rs_read_int(count, 1, 65536, &v) == 0;
-        o->rows.nodes[0] = n ? (int)v : 0;
-      }
-      used += (size_t)snprintf(spec + used, sizeof spec - used, "%s%.*s",
-                               items++ ? "," : "", (int)len, p);
-    }
-    if (!p[len])
-      break;
-  }
-  int rc = cli_set_config(opt, o, spec, msg);
-  /* a message that quotes the spec quotes it as given */
-  char *quoted = rc && n > 1 ? strstr(msg, spec) : NULL;
-  if (quoted && quoted > msg && quoted[-1] == '\'' &&
-      quoted[strlen(spec)] == '\'') {
-    char rest[RS_ERRMSG_MAX];
-    snprintf(rest, sizeof rest, "%s", quoted + strlen(spec));
-    snprintf(quoted, RS_ERRMSG_MAX - (size_t)(quoted - msg), "%s%s", value,
-             rest);
-  }
-  if (rc == 0 && n > 1) {
+  int n = 0;
+  rs_topo_t topo;
+  if (rs_topo_parse_rows(value, &topo, o->rows.nodes, CLI_MODEL_MAX_ROWS, &n,
+                         msg))
+    return -1;
+  o->config.net.topo = topo; /* as rs_config_set does */
+  o->config.net.enabled = 1;
+  if (n > 1) {
     o->rows.count = n;
     for (int i = 0; i < n; i++)
-      o->rows.workers[i] = o->rows.nodes[i] * o->config.net.topo.gpus;
+      o->rows.workers[i] = o->rows.nodes[i] * topo.gpus;
   } else {
     o->rows.nodes[0] = 0;
   }
-  return rc;
+  return 0;
 }
 
 int cli_set_seed(const cli_option_t *opt, options_t *o, const char *value,

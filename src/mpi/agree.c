@@ -6,6 +6,7 @@
  * answering, end the job together and say why rather than hang it. The
  * collectives of a run wait as an agreement waits.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,8 +326,9 @@ static int launched_procs(void) {
   const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     const char *v = getenv(names[i]);
-    if (v && atoi(v) > 1)
-      return atoi(v);
+    long n;
+    if (v && rs_read_int(v, 2, INT_MAX, &n) == 0)
+      return (int)n;
   }
   return 0;
 }

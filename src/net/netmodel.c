@@ -2,6 +2,7 @@
  * them (a topology's too: topo.h), and every worker's simulated clock. */
 #include "net/netmodel.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,23 @@
 #include "base/util.h"
 #include "net/topo.h"
 
-/* ---- parsing ------------------------------------------------------------ */
+/* ---- parsing ------------------------------------------------------------
+ * Numbers as every option reads them (rs_read_digits, rs_read_decimal:
+ * the grammar in base/util.c), times and rates by topo.c's readers. */
+
+typedef struct unit {
+  const char *key; /* "us" */
+  double scale;    /* to ns */
+} unit_t;
 
 int rs_netmodel_parse_rate(const char *text, uint64_t *bytes_per_s,
                            char *errmsg) {
   if (rs__net_read_rate(text, strlen(text), bytes_per_s))
     return rs__err(errmsg, RS_EINVAL,
-                   "'%s': expected a rate such as 25GB/s, 100Gbps or "
+                   "'%.*s%s': expected a rate such as 25GB/s, 100Gbps or "
                    "800MiB/s",
-                   text);
+                   RS_QUOTE_MAX, text,
+                   strlen(text) > RS_QUOTE_MAX ? "..." : "");
   return RS_OK;
 }
 
@@ -42,18 +51,18 @@ static int parse_link_fields(const char *spec, rs_link_model_t *link,
       link->bandwidth = v;
       have_bandwidth = 1;
     } else {
-      return rs__err(errmsg, RS_EINVAL,
-                     "%s '%s': expected latency=TIME and bandwidth=RATE, "
-                     "e.g. latency=5us,bandwidth=25GB/s",
-                     what, shown);
+      return rs__err_at(errmsg, RS_EINVAL, what, shown, (size_t)(p - shown),
+                        len,
+                        "expected latency=TIME and bandwidth=RATE, e.g. "
+                        "latency=5us,bandwidth=25GB/s");
     }
     p += len + (comma != NULL);
   }
   if (need_both && !(have_latency && have_bandwidth))
-    return rs__err(errmsg, RS_EINVAL,
-                   "%s '%s': give both latency= and bandwidth=", what, shown);
+    return rs__err_at(errmsg, RS_EINVAL, what, shown, 0, 0,
+                      "give both latency= and bandwidth=");
   if (!have_latency && !have_bandwidth)
-    return rs__err(errmsg, RS_EINVAL, "%s '%s': nothing to set", what, shown);
+    return rs__err_at(errmsg, RS_EINVAL, what, shown, 0, 0, "nothing to set");
   return RS_OK;
 }
 
@@ -68,13 +77,17 @@ int rs_netmodel_parse(const char *spec, rs_netmodel_t *m, char *errmsg) {
 }
 
 int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg) {
-  int src, dst, used = 0;
-  if (sscanf(spec, "%d-%d:%n", &src, &dst, &used) != 2 || used == 0 ||
-      src < 0 || dst < 0)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--link '%s': expected SRC-DST:bandwidth=RATE[,latency="
-                   "TIME], e.g. 2-3:bandwidth=1GB/s",
-                   spec);
+  long long src = -1, dst = -1;
+  const char *end = spec;
+  size_t used = 0;
+  if (rs_read_digits(spec, &src, &end) == 0 && *end == '-' &&
+      rs_read_digits(end + 1, &dst, &end) == 0 && *end == ':' &&
+      src <= INT_MAX && dst <= INT_MAX)
+    used = (size_t)(end + 1 - spec);
+  if (used == 0)
+    return rs__err_at(errmsg, RS_EINVAL, "--link", spec, 0, 0,
+                      "expected SRC-DST:bandwidth=RATE[,latency=TIME], e.g. "
+                      "2-3:bandwidth=1GB/s");
   if (m->link_count == RS_MAX_NET_OVERRIDES)
     return rs__err(errmsg, RS_EINVAL, "--link: at most %d overrides",
                    RS_MAX_NET_OVERRIDES);
@@ -93,26 +106,32 @@ int rs_netmodel_parse_link(const char *spec, rs_netmodel_t *m, char *errmsg) {
 
 int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
                                 char *errmsg) {
-  int worker, used = 0;
-  char unit[3] = "";
-  double v;
-  if (sscanf(spec, "worker=%d,%2[a-z]=%lf%n", &worker, unit, &v, &used) != 3 ||
-      spec[used] != '\0' || worker < 0 || !(v >= 0) || v > 3.6e12)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--straggler '%s': expected worker=N,us=MICROSECONDS (or "
-                   "ns=, ms=)",
-                   spec);
-  double scale = strcmp(unit, "ns") == 0   ? 1
-                 : strcmp(unit, "us") == 0 ? 1e3
-                 : strcmp(unit, "ms") == 0 ? 1e6
-                                           : 0;
+  static const unit_t units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}};
+  long long worker = -1;
+  double v = -1, scale = 0;
+  const char *end = spec, *unit = NULL;
+  size_t letters = 0; /* worker=N,UNIT=DELAY, UNIT one or two letters */
+  if (strncmp(spec, "worker=", 7) == 0 &&
+      rs_read_digits(spec + 7, &worker, &end) == 0 && *end == ',') {
+    unit = end + 1;
+    while (letters < 2 && unit[letters] >= 'a' && unit[letters] <= 'z')
+      letters++;
+  }
+  if (!unit || worker > INT_MAX || letters == 0 || unit[letters] != '=' ||
+      rs_read_real(unit + letters + 1, &v) || v > 3.6e12)
+    return rs__err_at(errmsg, RS_EINVAL, "--straggler", spec, 0, 0,
+                      "expected worker=N,us=MICROSECONDS (or ns=, ms=)");
+  for (size_t u = 0; u < sizeof units / sizeof *units; u++)
+    if (letters == 2 && strncmp(unit, units[u].key, 2) == 0)
+      scale = units[u].scale;
   if (scale == 0)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--straggler '%s': the delay's unit is ns, us or ms", spec);
+    return rs__err_at(errmsg, RS_EINVAL, "--straggler", spec,
+                      (size_t)(unit - spec), letters,
+                      "the delay's unit is ns, us or ms");
   if (m->straggler_count == RS_MAX_NET_OVERRIDES)
     return rs__err(errmsg, RS_EINVAL, "--straggler: at most %d",
                    RS_MAX_NET_OVERRIDES);
-  m->stragglers[m->straggler_count].worker = worker;
+  m->stragglers[m->straggler_count].worker = (int)worker;
   m->stragglers[m->straggler_count].delay_ns = (uint64_t)llround(v * scale);
   m->straggler_count++;
   return RS_OK;

@@ -34,7 +34,8 @@ static const unit_t rate_units[] = {{"B/s", 1},
                                     {"Tbps", 125e9},
                                     {NULL, 0}};
 
-/* A non-negative number followed by one of units. */
+/* A decimal (the one grammar: base/util.c) followed at once by one of
+ * units, len bytes of text. */
 static int parse_quantity(const char *text, size_t len, const unit_t *units,
                           double *out) {
   char buf[64];
@@ -42,9 +43,9 @@ static int parse_quantity(const char *text, size_t len, const unit_t *units,
     return -1;
   memcpy(buf, text, len);
   buf[len] = '\0';
-  char *end;
-  double v = strtod(buf, &end);
-  if (end == buf || !(v >= 0) || !isfinite(v))
+  double v;
+  const char *end;
+  if (rs_read_decimal(buf, &v, &end))
     return -1;
   for (const unit_t *u = units; u->suffix; u++)
     if (strcmp(end, u->suffix) == 0) {
@@ -132,6 +133,15 @@ static int read_count(const char *text, size_t len, long max, int *out) {
   return 0;
 }
 
+/* A message about the item of len bytes at item in spec: the spec
+ * quoted whole if short, else the problem first and an excerpt around
+ * the item (rs__err_at). */
+#define TOPO_ERR(spec, item, len, ...)                                         \
+  rs__err_at(errmsg, RS_EINVAL, "--topo", spec, (size_t)((item) - (spec)),     \
+             len, __VA_ARGS__)
+/* An item as a message names it: at most RS_QUOTE_MAX bytes of it. */
+#define ITEM(len, item) (int)((len) < RS_QUOTE_MAX ? (len) : RS_QUOTE_MAX), item
+
 /* One key=value item (len bytes at item) into t; *given marks the keys
  * set (bits: nodes 1, gpus 2, nics 4, intra 8, nic 16; the same shifted by
  * 5 for those given as an item, not by the preset). */
@@ -163,30 +173,25 @@ static int read_item(const char *spec, const char *item, size_t len,
     else if (!bad)
       bad = read_link(value, value_len, k == 3 ? &t->intra : &t->nic);
     if (bad)
-      return rs__err(errmsg, RS_EINVAL, "--topo '%s': '%.*s': expected %s=%s",
-                     spec, (int)len, item, keys[k].key, keys[k].expects);
+      return TOPO_ERR(spec, item, len, "'%.*s': expected %s=%s",
+                      ITEM(len, item), keys[k].key, keys[k].expects);
     if (*given & (32u << k))
-      return rs__err(errmsg, RS_EINVAL, "--topo '%s': %s= is given twice", spec,
-                     keys[k].key);
+      return TOPO_ERR(spec, item, len, "%s= is given twice", keys[k].key);
     *given |= (1u | 32u) << k; /* (bits 5..9: given as an item) */
     return RS_OK;
   }
-  if (strspn(item, "0123456789") >= len)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': '%.*s' is not an item (a list of node "
-                   "counts follows nodes=, as nodes=1,8,64, and only ringsim "
-                   "model takes one: a row each)",
-                   spec, (int)len, item);
-  return rs__err(errmsg, RS_EINVAL,
-                 "--topo '%s': unknown item '%.*s' (a preset first: dgx-h100 "
-                 "or pcie; then nodes=, gpus=, nics=, intra=, nic=)",
-                 spec, (int)len, item);
+  return TOPO_ERR(spec, item, len,
+                  "unknown item '%.*s' (a preset first: dgx-h100 or pcie; "
+                  "then nodes=, gpus=, nics=, intra=, nic=)",
+                  ITEM(len, item));
 }
 
-int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg) {
+int rs_topo_parse_rows(const char *spec, rs_topo_t *t, int *rows, int room,
+                       int *row_count, char *errmsg) {
   rs_topo_t topo = {.enabled = 1, .nodes = 1, .nics = 1};
   unsigned given = 0;
-  const char *p = spec;
+  const char *p = spec, *nics_at = spec;
+  int listing = 0, counts = 0; /* after nodes=: its list of counts */
   for (int first = 1; first || *p; first = 0) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -195,37 +200,60 @@ int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg) {
       if (strlen(presets[i].name) == len &&
           strncmp(p, presets[i].name, len) == 0)
         preset = &presets[i];
+    const int digits = len && strspn(p, "0123456789") >= len;
     if (preset) {
       topo = preset->topo;
       given = 1u | 2 | 4 | 8 | 16;
     } else if (len == 0) {
-      return rs__err(errmsg, RS_EINVAL, "--topo '%s': an empty item", spec);
+      return TOPO_ERR(spec, p, 0, "an empty item");
+    } else if (digits && !(listing && rows)) {
+      return TOPO_ERR(spec, p, len,
+                      "'%.*s' is not an item (a list of node counts follows "
+                      "nodes=, as nodes=1,8,64, and only ringsim model takes "
+                      "one: a row each)",
+                      ITEM(len, p));
+    } else if (digits) { /* a row's count */
+      char count[24];
+      long v;
+      snprintf(count, sizeof count, "%.*s", (int)(len < 23 ? len : 23), p);
+      if (counts == room || len > 23 || rs_read_int(count, 1, 65536, &v))
+        return TOPO_ERR(spec, p, len,
+                        "expected nodes=N or a list like nodes=1,8,64 (at "
+                        "most %d), each in 1..65536",
+                        room);
+      rows[counts++] = (int)v;
     } else {
       int rc = read_item(spec, p, len, &topo, &given, errmsg);
       if (rc)
         return rc;
+      listing = strncmp(p, "nodes=", 6) == 0;
+      if (strncmp(p, "nics=", 5) == 0)
+        nics_at = p;
+      if (listing && rows && room > 0)
+        rows[counts++] = topo.nodes;
     }
     p += len + (comma != NULL);
     if (comma && !*p)
-      return rs__err(errmsg, RS_EINVAL, "--topo '%s': an empty item", spec);
+      return TOPO_ERR(spec, p, 0, "an empty item");
   }
   if (!(given & 2))
-    return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': give gpus= (GPUs per node), or a preset",
-                   spec);
+    return TOPO_ERR(spec, spec, 0, "give gpus= (GPUs per node), or a preset");
   if (!(given & 8) || !(given & 16))
-    return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': give intra= and nic= (LATENCY/BANDWIDTH), "
-                   "or a preset",
-                   spec);
+    return TOPO_ERR(spec, spec, 0,
+                    "give intra= and nic= (LATENCY/BANDWIDTH), or a preset");
   if (topo.nics > topo.gpus)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--topo '%s': %snics=%d is more NICs than the node's %d "
-                   "GPUs",
-                   spec, given & (32u << 2) ? "" : "the preset's ", topo.nics,
-                   topo.gpus);
+    return TOPO_ERR(
+        spec, nics_at, given & (32u << 2) ? strcspn(nics_at, ",") : 0,
+        "%snics=%d is more NICs than the node's %d GPUs",
+        given & (32u << 2) ? "" : "the preset's ", topo.nics, topo.gpus);
   *t = topo;
+  if (row_count)
+    *row_count = counts;
   return RS_OK;
+}
+
+int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg) {
+  return rs_topo_parse_rows(spec, t, NULL, 0, NULL, errmsg);
 }
 
 int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg) {

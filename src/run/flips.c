@@ -21,11 +21,11 @@ int rs__run_parse_flips(rs_run_t *run, char *errmsg) {
   for (;;) {
     long long worker = 0, elem = 0;
     const char *end = at;
-    int ok = !rs_read_digits(at, 0, &worker, &end) && *end == ':' &&
+    int ok = !rs_read_digits(at, &worker, &end) && *end == ':' &&
              worker < run->config.workers && run->flip_count < max;
     if (ok) {
       at = end + 1;
-      ok = !rs_read_digits(at, 0, &elem, &end) &&
+      ok = !rs_read_digits(at, &elem, &end) &&
            (unsigned long long)elem < run->elems &&
            (*end == ',' || *end == '\0');
     }

@@ -61,29 +61,28 @@ int rs_compute_parse(const char *spec, rs_compute_t *c, char *errmsg) {
     const size_t len = comma ? (size_t)(comma - p) : strlen(p);
     if (len > 6 && strncmp(p, "flops=", 6) == 0) {
       if (got.flops || read_flops(p + 6, len - 6, &got.flops))
-        return rs__err(errmsg, RS_EINVAL,
-                       "--compute '%s': flops= is a rate in FLOP/s with its "
-                       "unit G, T or P, once (flops=312T)",
-                       spec);
+        return rs__err_at(errmsg, RS_EINVAL, "--compute", spec,
+                          (size_t)(p - spec), len,
+                          "flops= is a rate in FLOP/s with its unit G, T or "
+                          "P, once (flops=312T)");
     } else if (len > 5 && strncmp(p, "rows=", 5) == 0) {
       if (got.rows || read_rows(p + 5, len - 5, &got.rows))
-        return rs__err(errmsg, RS_EINVAL,
-                       "--compute '%s': rows= is the batch's rows (tokens "
-                       "or samples), a whole number from 1 to 10^13, once",
-                       spec);
+        return rs__err_at(errmsg, RS_EINVAL, "--compute", spec,
+                          (size_t)(p - spec), len,
+                          "rows= is the batch's rows (tokens or samples), a "
+                          "whole number from 1 to 10^13, once");
     } else {
-      return rs__err(errmsg, RS_EINVAL,
-                     "--compute '%s': expected flops=RATE,rows=R, e.g. "
-                     "flops=312T,rows=4096",
-                     spec);
+      return rs__err_at(errmsg, RS_EINVAL, "--compute", spec,
+                        (size_t)(p - spec), len,
+                        "expected flops=RATE,rows=R, e.g. "
+                        "flops=312T,rows=4096");
     }
     p += len + (comma != NULL);
   }
   if (!got.flops || !got.rows)
-    return rs__err(errmsg, RS_EINVAL,
-                   "--compute '%s': give both flops= and rows=, e.g. "
-                   "flops=312T,rows=4096",
-                   spec);
+    return rs__err_at(errmsg, RS_EINVAL, "--compute", spec, 0, 0,
+                      "give both flops= and rows=, e.g. "
+                      "flops=312T,rows=4096");
   *c = got;
   return RS_OK;
 }

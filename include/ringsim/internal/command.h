@@ -37,17 +37,46 @@ void rs_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
  * through it too. */
 void rs_one_line(char *text);
 
-/* Numbers as ringsim reads them everywhere: the command's options,
- * rs_config_set's values and the test knobs. An integer is decimal digits
- * alone, after a '-' if negative_ok: no '+', no blank, no leading zero
- * ("01"), all of which strtol takes. rs_read_digits reads one at text
- * (*value, and *end the byte after it); rs_read_int the whole text, one
- * in min..max; rs_read_real the whole text, a number strtod reads that is
- * not NaN. Each returns 0, or -1 and leaves *value / *out alone. */
-int rs_read_digits(const char *text, int negative_ok, long long *value,
-                   const char **end);
+/* Numbers as ringsim reads them everywhere: the command's options and
+ * the specs inside them, rs_config_set's values and the test knobs; the
+ * grammar is written once, above these functions in src/base/util.c (and
+ * for users in docs/reliability.md). In short: an integer is "0" or
+ * digits without a leading zero; no sign, blank or hex. A decimal is such
+ * an integer, an optional fraction (".25") and an optional exponent
+ * ("e-05", "E3"). rs_read_digits reads an integer at text (*value, and
+ * *end the byte after it: a unit may follow); rs_read_int the whole text,
+ * one in min..max; rs_read_decimal a decimal at text (*value finite, and
+ * not 0 unless the text is zero; *end after it); rs_read_real the whole
+ * text. Each returns 0, or -1 and leaves *value / *out alone. */
+int rs_read_digits(const char *text, long long *value, const char **end);
 int rs_read_int(const char *text, long min, long max, long *out);
+int rs_read_decimal(const char *text, double *value, const char **end);
 int rs_read_real(const char *text, double *out);
+
+/* How much of a user's input a message quotes: all of it up to
+ * RS_QUOTE_MAX bytes; past that an excerpt (rs_excerpt) of the fault
+ * (at most RS_EXCERPT_ITEM bytes of it) with RS_EXCERPT_BEFORE bytes
+ * before and RS_EXCERPT_AFTER after, so the line still has room to say
+ * what is wrong. */
+#define RS_QUOTE_MAX 100
+#define RS_EXCERPT_BEFORE 30
+#define RS_EXCERPT_ITEM 40
+#define RS_EXCERPT_AFTER 30
+
+/* The part of text to quote for a fault at bytes at .. at+len into buf
+ * (size bytes; RS_QUOTE_MAX + 16 hold any): the whole text if it has at
+ * most RS_QUOTE_MAX bytes, else the excerpt around the fault, with "..."
+ * where it was cut (never inside a UTF-8 character). */
+void rs_excerpt(const char *text, size_t at, size_t len, char *buf,
+                size_t size);
+
+/* rs_topo_parse for ringsim model, whose --topo may list node counts
+ * after nodes= (dgx-h100,nodes=1,8,64: a row each): up to room of them,
+ * nodes='s first, into rows and their number into *row_count (0 without
+ * a nodes= item). rows NULL: rs_topo_parse, which refuses a list. Each
+ * message quotes spec as given. */
+int rs_topo_parse_rows(const char *spec, rs_topo_t *t, int *rows, int room,
+                       int *row_count, char *errmsg);
 
 /* rs_trace_open, with the longest a writer waits for the trace's lock:
  * wait_s seconds (0 to 1e6; negative: the default, 5 minutes). The
