@@ -539,6 +539,34 @@ class MpiTransport(unittest.TestCase):
                 self.assertIn(says, said[0])
                 self.assertEqual(run.stdout, "")
 
+    def test_ranks_that_disagree_name_the_option(self):
+        """Ranks given another --topo, --straggler, --link, --reduce-rate
+        or --bucket-mb: rank 0 names the option as typed (they were all
+        "--net", and --bucket-mb "--bucket-bytes", no option of ringsim's)."""
+        model = self.model("f32")
+        net = ["--net", "latency=1us,bandwidth=1GB/s"]
+        common = ["--transport", "mpi", "--no-trace", "--timeout", "2", "-p",
+                  model, "-w", "4"]
+        for per_rank, says in (
+                ([["--topo", "pcie,gpus=4"], ["--topo", "pcie,gpus=2,nodes=2"]],
+                 "rank 1's --topo ("),
+                ([net, net + ["--straggler", "worker=1,us=5"]],
+                 "rank 1's --straggler ("),
+                ([net, net + ["--link", "1-2:bandwidth=2GB/s"]],
+                 "rank 1's --link ("),
+                ([net, net + ["--reduce-rate", "10GB/s"]],
+                 "rank 1's --reduce-rate ("),
+                ([net, ["--net", "latency=2us,bandwidth=1GB/s"]],
+                 "rank 1's --net ("),
+                ([["--bucket-mb", "1"], ["--bucket-mb", "2"]],
+                 "rank 1's --bucket-mb (2 MiB")):
+            with self.subTest(says=says):
+                run, _ = self.mpmd([common + a for a in per_rank])
+                self.assertEqual(run.returncode, 2, run.stderr)
+                said = self.said(run)
+                self.assertEqual(len(said), 1, run.stderr)
+                self.assertIn(says, said[0])
+
     def test_usage_error_on_one_rank_ends_every_rank(self):
         """A usage error, --help (or -V), or no --transport mpi, on one
         process only: every process ends at once with exit 2, and one

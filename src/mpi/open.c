@@ -67,33 +67,75 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
       len +=
           (size_t)snprintf(faults + len, sizeof faults - len, ",ms=%d", f->ms);
   }
-  /* (the model's fields, up to its overrides' end: what follows is not
-   * the model) */
-  uint64_t net =
-      fnv(14695981039346656037ull, &c->net,
-          offsetof(rs_netmodel_t, stragglers) + sizeof c->net.stragglers);
-  if (c->net.topo.enabled) /* and its topology (none: the digest as before) */
-    net = fnv(net, &c->net.topo, sizeof c->net.topo);
+  const rs_netmodel_t *n = &c->net;
+  char net[128] = "off", topo[192] = "off", links[64] = "none",
+       stragglers[64] = "none", rate[48] = "free";
+  if (n->enabled && n->link.bandwidth)
+    snprintf(net, sizeof net, "latency=%lluns,bandwidth=%lluB/s",
+             (unsigned long long)n->link.latency_ns,
+             (unsigned long long)n->link.bandwidth);
+  if (n->topo.enabled)
+    snprintf(topo, sizeof topo,
+             "nodes=%d,gpus=%d,nics=%d,intra=%lluns/%lluB/s,nic=%lluns/"
+             "%lluB/s",
+             n->topo.nodes, n->topo.gpus, n->topo.nics,
+             (unsigned long long)n->topo.intra.latency_ns,
+             (unsigned long long)n->topo.intra.bandwidth,
+             (unsigned long long)n->topo.nic.latency_ns,
+             (unsigned long long)n->topo.nic.bandwidth);
+  /* (the overrides, up to 64 each, by their count and a digest) */
+  const int link_count = n->link_count < RS_MAX_NET_OVERRIDES
+                             ? n->link_count
+                             : RS_MAX_NET_OVERRIDES;
+  const int straggler_count = n->straggler_count < RS_MAX_NET_OVERRIDES
+                                  ? n->straggler_count
+                                  : RS_MAX_NET_OVERRIDES;
+  uint64_t h = 14695981039346656037ull; /* (field by field: no padding) */
+  for (int i = 0; i < link_count; i++) {
+    h = fnv(h, &n->links[i].src, sizeof n->links[i].src);
+    h = fnv(h, &n->links[i].dst, sizeof n->links[i].dst);
+    h = fnv(h, &n->links[i].link, sizeof n->links[i].link);
+  }
+  if (link_count > 0)
+    snprintf(links, sizeof links, "%d given, digest %016llx", link_count,
+             (unsigned long long)h);
+  h = 14695981039346656037ull;
+  for (int i = 0; i < straggler_count; i++) {
+    h = fnv(h, &n->stragglers[i].worker, sizeof n->stragglers[i].worker);
+    h = fnv(h, &n->stragglers[i].delay_ns, sizeof n->stragglers[i].delay_ns);
+  }
+  if (straggler_count > 0)
+    snprintf(stragglers, sizeof stragglers, "%d given, digest %016llx",
+             straggler_count, (unsigned long long)h);
+  if (n->reduce_rate)
+    snprintf(rate, sizeof rate, "%lluB/s", (unsigned long long)n->reduce_rate);
+  char bucket[64] = "0 (one bucket)";
+  if (c->bucket_bytes)
+    snprintf(bucket, sizeof bucket, "%.17g MiB, %zu bytes",
+             (double)c->bucket_bytes / 1048576.0, c->bucket_bytes);
   const rs_model_t *m = run->model;
+  /* (keys as the user typed the options; what no option sets says so) */
   snprintf(
       buf, cap,
-      "--workers=%d\n--algo=%s\n--op=%s\n--average=%d\n--segment-bytes=%zu\n"
+      "--workers=%d\n--algo=%s\n--op=%s\n--average=%s\n--segment-bytes=%zu\n"
       "--slots=%d\n--timeout=%g\n--inject=%s\n--checksum=%s\n--direct=%s\n"
-      "--loop=%s\n--bucket-bytes=%zu\n--first-bucket-bytes=%zu\n"
-      "--warmup=%d\n--iterations=%d\n--warmup-budget=%g\n--budget=%g\n"
+      "--loop=%s\n--bucket-mb=%s\nthe first bucket's cap=%zu bytes\n"
+      "--warmup=%d\n--iters=%d\nbench's warm-up budget=%g s\nbench's "
+      "timed budget=%g s\n"
       "--trace or --no-trace=%s\n--order-report=%s\n--like's bucket "
-      "layout=%s\n--net=%s%.0llx\ncollective=%d\nref reps=%d\n"
+      "layout=%s\n--net=%s\n--topo=%s\n--link=%s\n--straggler=%s\n"
+      "--reduce-rate=%s\ncollective=%d\nref reps=%d\n"
       "model=%s, %zu params, %zu elements, %s, digest %016llx\n"
       "RINGSIM_MPI_TRACE_BATCH=%s\n",
-      c->workers, rs_algorithm_name(c->algo), rs_op_name(c->op), c->average_pre,
-      c->segment_bytes, c->slots, c->timeout_s, faults,
-      c->checksum ? "on" : "off", c->direct ? "on" : "off",
-      c->slices ? "slices" : "steps", c->bucket_bytes, c->first_bucket_bytes,
-      c->warmup, c->iterations, c->warmup_budget_s, c->timed_budget_s,
+      c->workers, rs_algorithm_name(c->algo), rs_op_name(c->op),
+      rs_average_name(c->average_pre), c->segment_bytes, c->slots, c->timeout_s,
+      faults, c->checksum ? "on" : "off", c->direct ? "on" : "off",
+      c->slices ? "slices" : "steps", bucket, c->first_bucket_bytes, c->warmup,
+      c->iterations, c->warmup_budget_s, c->timed_budget_s,
       c->traced ? "--trace" : "--no-trace", c->order_report ? "on" : "off",
-      c->ddp_layout ? "ddp" : "none", c->net.enabled ? "on, digest " : "off",
-      c->net.enabled ? (unsigned long long)net : 0ull, (int)c->collective,
-      c->ref_reps, rs_model_name(m), rs_model_param_count(m), rs_model_elems(m),
+      c->ddp_layout ? "ddp" : "none", net, topo, links, stragglers, rate,
+      (int)c->collective, c->ref_reps, rs_model_name(m),
+      rs_model_param_count(m), rs_model_elems(m),
       rs_dtype_name(rs_model_dtype(m)), (unsigned long long)model_digest(m),
       batch[0] ? batch : "unset");
 }
