@@ -563,7 +563,7 @@ class PowerSgd(unittest.TestCase):
         ids = [a["trace_run_id"] for a in report["buckets"][0]["allreduces"]]
         self.assertEqual([r[0] for r in rows], ids)
         self.assertEqual([r[1:] for r in rows],
-                         [(f"psgd: powersgd bucket 0 {part}", "sum", a["elems"])
+                         [(f"psgd: powersgd step 1 bucket 0 {part}", "sum", a["elems"])
                           for part, a in zip(("uncompressed", "P", "Q"),
                                              report["buckets"][0]["allreduces"])])
         ours = ringsim_st.read(out)

@@ -12,6 +12,7 @@ abandoned by the next run.
 import hashlib
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -559,6 +560,26 @@ class Refusals(Reliability):
                                   "--algo", "hier")
         self.assertEqual(rc, 0, err)
 
+    # reliability-4.9: --algo all's table keeps its columns for every
+    # name: gloo-ring (9 letters) once pushed its row one column right
+    def test_algo_all_columns_align(self):
+        for net in (["-w", 8, "--net", "latency=1us,bandwidth=10GB/s"],
+                    ["--topo", "dgx-h100,nodes=2"]):
+            with self.subTest(net=net[-1]):
+                rc, out, err = self.ringsim("model", "-p", self.model, *net, "--algo", "all")
+                self.assertEqual(rc, 0, err)
+                lines = out.splitlines()
+                head = next(i for i, l in enumerate(lines) if l.lstrip().startswith("algo "))
+                ends = [m.end() for m in re.finditer(r"\S+(?: us| GB/s)", lines[head])]
+                rows = []
+                for line in lines[head + 1:]:
+                    if not line.strip():
+                        break
+                    rows.append(line)
+                    self.assertEqual([m.end() for m in re.finditer(r"[\d.]+", line)][:3], ends,
+                                     f"{line!r} under {lines[head]!r}")
+                self.assertIn("gloo-ring", " ".join(rows))
+
     # reliability-4.7: a Q file holding NaN or inf is refused as
     # non-finite gradients are (Gram-Schmidt once zeroed its column and
     # the run said PASS; torch carries the NaN into every result)
@@ -645,6 +666,34 @@ class Jobs(Signals):
         rows = self.rows(db)
         self.assertGreaterEqual(len(rows), 4)
         self.assertEqual({r[1] for r in rows}, {"interrupted"}, rows)
+
+
+class PowerSgdTrace(Reliability):
+    """Round four: PowerSGD's trace holds every step's all-reduces, and
+    tells the steps apart."""
+
+    # reliability-4.10: with start=2 the vanilla steps' all-reduces are
+    # traced too (they were not), and every run names its step (in its
+    # name and its config's powersgd_step: every compressed step's runs
+    # once carried the same name)
+    def test_every_step_traced_and_named(self):
+        model = os.path.join(EXAMPLES, "model.json")
+        db = self.path("p.db")
+        rc, _, err = self.ringsim("-w", 2, "-p", model, "--hook", "powersgd:rank=1,start=2",
+                                  "--iterations", 4, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        try:
+            rows = con.execute("SELECT model, status, json_extract(config_json, "
+                               "'$.powersgd_step') FROM run ORDER BY run_id").fetchall()
+        finally:
+            con.close()
+        name = "mlp-784-256-10"
+        want = [(name, "ok", 1), (name, "ok", 2)]
+        for step in (3, 4):
+            want += [(f"{name}: powersgd step {step} bucket 0 {part}", "ok", step)
+                     for part in ("uncompressed", "P", "Q")]
+        self.assertEqual(rows, want)
 
 
 class Damage(Reliability):

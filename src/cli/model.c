@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "ringsim/ringsim.h"
@@ -316,11 +317,17 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   /* on a topology the prediction is the schedule (print the time without
    * contention instead); else the cost formula */
   const int topo = opt->config.net.topo.enabled;
-  printf("\n  %-8s %14s %14s %12s\n", "algo", "simulated us",
+  /* the names' column as wide as the longest ("gloo-ring") */
+  int width = 4;
+  for (int a = 0; a < shown; a++)
+    if ((int)strlen(rs_algorithm_name(t[a].algo)) > width)
+      width = (int)strlen(rs_algorithm_name(t[a].algo));
+  printf("\n  %-*s %14s %14s %12s\n", width, "algo", "simulated us",
          topo ? "own NICs us" : "predicted us", "busbw GB/s");
   for (int a = 0; a < shown; a++) {
     double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
-    printf("  %-8s %14.3f %14.3f %12.3f%s\n", rs_algorithm_name(t[a].algo),
+    printf("  %-*s %14.3f %14.3f %12.3f%s\n", width,
+           rs_algorithm_name(t[a].algo),
            (double)t[a].sim / 1e3,
            (double)(topo ? t[a].uncontended : t[a].predicted) / 1e3,
            rs_busbw(algbw, W),

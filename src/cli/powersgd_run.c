@@ -6,6 +6,7 @@
  * for before the first step runs, so that a missing one is a usage error
  * (exit 2) and not a failure after minutes of steps.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,19 @@
 
 #include "cli.h"
 #include "ringsim/powersgd.h"
+
+/* The trace's config for step s's runs: the command's, with
+ * "powersgd_step": s, so that a trace of several steps tells their runs
+ * apart. NULL when out of memory. */
+static char *config_of_step(const char *config, int s) {
+  json_t *c = config ? json_loads(config, 0, NULL) : json_object();
+  char *text = NULL;
+  if (json_is_object(c) &&
+      json_object_set_new(c, "powersgd_step", json_integer(s)) == 0)
+    text = json_dumps(c, JSON_COMPACT);
+  json_decref(c);
+  return text;
+}
 
 /* Does step s (1, 2, ...) of K draw its Qs? As rs_powersgd_draws_q will
  * say when it comes: compressed from step start + 1; drawn each time, or
@@ -159,11 +173,23 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
   plain_config.hook = RS_HOOK_ALLREDUCE;
   plain_config.powersgd_rank = plain_config.powersgd_start = 0;
   plain_config.powersgd_feedback = plain_config.powersgd_warm = 0;
-  plain_config.traced = 0;
   for (int s = 1; s <= K && status == RS_OK; s++) {
     rs_run_t *plain = NULL;
-    if (rs_run_create(&plain_config, model, &plain, err)) {
-      fprintf(stderr, "ringsim: %s\n", err);
+    /* A step before start is the hook's vanilla all-reduce: the plain run
+     * itself, traced as the compressed steps' all-reduces are. */
+    plain_config.traced = trace && !rs_powersgd_compresses(ps);
+    char *step_config = trace ? config_of_step(config, s) : NULL;
+    if (trace && !step_config) {
+      fprintf(stderr, "ringsim: out of memory\n");
+      rc = EXIT_RUN;
+      goto out;
+    }
+    if (rs_run_create(&plain_config, model, &plain, err) ||
+        (plain_config.traced &&
+         rs_run_set_trace(plain, trace, step_config) != RS_OK)) {
+      fprintf(stderr, "ringsim: %s\n", plain ? rs_run_errmsg(plain) : err);
+      rs_run_free(plain);
+      free(step_config);
       rc = EXIT_USAGE;
       goto out;
     }
@@ -178,10 +204,11 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
                opt->config.powersgd_rank, opt->powersgd_q, err);
       snprintf(err, sizeof err, "%s", what);
     } else {
-      status = rs_powersgd_execute(ps, plain, trace, config, cli_signals_watch,
-                                   cli_signal_flag(), err);
+      status = rs_powersgd_execute(ps, plain, trace, step_config,
+                                   cli_signals_watch, cli_signal_flag(), err);
     }
     rs_run_free(plain);
+    free(step_config);
     if (status == RS_OK || status == RS_ECHECK) {
       int signo = cli_signal();
       if (signo) {

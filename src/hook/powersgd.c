@@ -435,10 +435,11 @@ static int allreduce(rs_powersgd_t *ps, size_t b, int which, size_t count,
   static const char *const names[] = {"uncompressed", "P", "Q"};
   if (stop && __atomic_load_n(stop, __ATOMIC_SEQ_CST))
     return rs__err(errmsg, RS_EINTERRUPTED, "interrupted");
-  /* a model of one param: "MODEL: powersgd bucket 0 P", bucket0.P */
+  /* a model of one param: "MODEL: powersgd step 2 bucket 0 P", bucket0.P
+   * (the step, so that a trace of several tells them apart) */
   char name[RS_ERRMSG_MAX], param[64];
-  snprintf(name, sizeof name, "%.200s: powersgd bucket %zu %s",
-           rs_model_name(ps->model), b, names[which]);
+  snprintf(name, sizeof name, "%.200s: powersgd step %d bucket %zu %s",
+           rs_model_name(ps->model), ps->iter + 1, b, names[which]);
   snprintf(param, sizeof param, "bucket%zu.%s", b, names[which]);
   json_t *j = json_pack("{s:s, s:[{s:s, s:[I]}]}", "name", name, "params",
                         "name", param, "shape", (json_int_t)count);
