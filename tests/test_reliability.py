@@ -580,6 +580,26 @@ class Refusals(Reliability):
                                      f"{line!r} under {lines[head]!r}")
                 self.assertIn("gloo-ring", " ".join(rows))
 
+    # reliability-4.11: a trace that cannot be made (a disk that fills:
+    # a 16 KiB file size limit stands in) is exit 2 and leaves nothing: no
+    # 16 KiB empty trace, no -wal or -shm; an empty file given as the
+    # trace stays empty
+    def test_trace_that_cannot_be_made_leaves_nothing(self):
+        def small_disk():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+        two = os.path.join(EXAMPLES, "two_workers.json")
+        open(self.path("empty.db"), "w").close()
+        for name in ("new.db", "empty.db"):
+            with self.subTest(trace=name):
+                p = subprocess.run([RINGSIM, "-p", two, "--trace", name], cwd=self.dir,
+                                   capture_output=True, text=True, timeout=60,
+                                   preexec_fn=small_disk)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                self.assertIn(f"trace {name}: ", p.stderr)
+                self.assertEqual(sorted(os.listdir(self.dir)), ["empty.db"])
+                self.assertEqual(os.path.getsize(self.path("empty.db")), 0)
+
     # reliability-4.7: a Q file holding NaN or inf is refused as
     # non-finite gradients are (Gram-Schmidt once zeroed its column and
     # the run said PASS; torch carries the NaN into every result)

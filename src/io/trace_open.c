@@ -156,6 +156,33 @@ static void sql_process_gone(sqlite3_context *ctx, int argc,
   sqlite3_result_int(ctx, gone);
 }
 
+/* The trace's own file and SQLite's beside it. */
+#define TRACE_SIDES 4
+static const char *const trace_sides[TRACE_SIDES] = {"", "-wal", "-shm",
+                                                     "-journal"};
+
+static void sides_present(const char *path, int *present) {
+  for (int i = 0; i < TRACE_SIDES; i++) {
+    char side[PATH_MAX];
+    struct stat st;
+    present[i] = snprintf(side, sizeof side, "%s%s", path, trace_sides[i]) >=
+                     (int)sizeof side ||
+                 lstat(side, &st) == 0;
+  }
+}
+
+/* Remove those of the trace's files that were not there before (present):
+ * what a failed open made. */
+static void remove_created(const char *path, const int *present) {
+  for (int i = 0; i < TRACE_SIDES; i++) {
+    char side[PATH_MAX];
+    if (!present[i] &&
+        snprintf(side, sizeof side, "%s%s", path, trace_sides[i]) <
+            (int)sizeof side)
+      unlink(side);
+  }
+}
+
 int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
   return rs_trace_open_waiting(path, -1, out, errmsg);
 }
@@ -180,6 +207,13 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
     return rs__err(errmsg, RS_ENOMEM, "trace %s: out of memory", path);
   }
   int fresh = 0;
+  /* Which of the trace's files are already there: a trace this call
+   * creates and then cannot make (a full disk) leaves none behind. */
+  int existed[TRACE_SIDES];
+  sides_present(path, existed);
+  struct stat before;
+  const int empty_before = stat(path, &before) == 0 && S_ISREG(before.st_mode) &&
+                           before.st_size == 0;
   t->wait_s = wait_s < 0 ? RS_TRACE_WAIT_S : wait_s;
   if (sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
@@ -223,5 +257,14 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
   return RS_OK;
 fail:
   rs_trace_close(t);
+  /* (Only a trace this call found empty and failed to make: not one whose
+   * lock another writer held, which may be making it now.) */
+  if (fresh && rc != RS_ETRACE) {
+    remove_created(path, existed);
+    /* a file that was empty is left empty (if it cannot be, the message
+     * says already why the open failed) */
+    if (existed[0] && empty_before && truncate(path, 0) != 0)
+      errno = 0;
+  }
   return rc;
 }
