@@ -672,6 +672,49 @@ class Jobs(Signals):
                     self.assertEqual(status, "failed", rows)
                     self.assertIn("not delivered", error)
 
+    # reliability-4.12: ringsim step's long simulations (ResNet-18 on 8192
+    # workers in 1 MiB buckets: seconds) draw a progress line on a
+    # terminal, and nothing on a pipe; SIGINT stops both (130). Both run
+    # at once, and are signalled once the terminal shows the line: no
+    # wait on the clock
+    def test_step_progress_on_a_terminal_only(self):
+        import pty
+        args = [RINGSIM, "step", "--net", "latency=5us,bandwidth=25GB/s", "-w", 8192,
+                "--compute", "flops=10T,rows=512", "-p",
+                os.path.join(EXAMPLES, "resnet18.json"), "--bucket-mb", 1]
+        args = [str(a) for a in args]
+        leader, follower = pty.openpty()
+        on_tty = subprocess.Popen(args, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                  stderr=follower)
+        os.close(follower)
+        on_pipe = subprocess.Popen(args, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        seen = b""
+        try:
+            deadline = time.monotonic() + 120
+            while b"simulating the schedules: " not in seen and time.monotonic() < deadline:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            self.assertIn(b"\rringsim: step: simulating the schedules: ", seen)
+            self.assertIsNone(on_pipe.poll(), "the piped step ended first")
+            for p in (on_tty, on_pipe):
+                p.send_signal(signal.SIGINT)
+            self.assertEqual(on_tty.wait(timeout=30), 130)
+            _, err = on_pipe.communicate(timeout=30)
+            self.assertEqual(on_pipe.returncode, 130)
+            self.assertEqual(err, b"ringsim: interrupted by SIGINT\n")
+        finally:
+            for p in (on_tty, on_pipe):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            os.close(leader)
+
     # reliability-4.5: a signal between PowerSGD's all-reduces (its trace
     # holds some, the job goes on) is exit 130, and no row of the job is
     # left ok

@@ -253,6 +253,10 @@ int cli_signals_finish_ended(int rc);
  * terminal. Stop it (which clears the line) before printing anything. */
 typedef struct cli_progress cli_progress_t;
 cli_progress_t *cli_progress_start(rs_run_t *run);
+/* The same for work counted in pieces (total of them, *done so far,
+ * updated by other threads): "ringsim: <what>: 40%, 3 s". */
+cli_progress_t *cli_progress_count(const char *what, const atomic_int *done,
+                                   int total);
 void cli_progress_stop(cli_progress_t *progress); /* NULL: nothing */
 
 /* report.c */

@@ -1,14 +1,17 @@
-/* progress.c - the progress line of a run, on stderr.
+/* progress.c - the progress line of a run, or of a count of pieces of
+ * work (ringsim step's simulations), on stderr.
  *
- * A thread looks at the run (rs_run_progress: atomics only) every tenth
- * of a second; once one stage (generating, the reference, the all-reduce,
- * the check, writing the trace) has taken more than a second, it draws one
- * line, redrawn in place, and clears it when the stage or the run ends.
+ * A thread looks at the run (rs_run_progress: atomics only), or at the
+ * count, every tenth of a second; once one stage (generating, the
+ * reference, the all-reduce, the check, writing the trace; or the counted
+ * work) has taken more than a second, it draws one line, redrawn in
+ * place, and clears it when the stage or the run ends.
  * Only on a terminal: a pipe or a file gets nothing, and neither does
  * --json (cli_progress_start is not called), so no output is ever mixed
  * with it.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,7 +23,10 @@
 #define PROGRESS_TICK_NS 100000000L
 
 struct cli_progress {
-  rs_run_t *run;
+  rs_run_t *run;          /* a run's stages, or */
+  const char *what;       /* the counted work: what it is, */
+  const atomic_int *done; /* how many pieces are done, */
+  int total;              /* of how many */
   pthread_mutex_t mu;
   pthread_cond_t cond;
   pthread_t thread;
@@ -58,13 +64,17 @@ static void *progress_main(void *arg) {
   if (pthread_mutex_lock(&p->mu))
     abort();
   while (!p->stop) {
-    double fraction, now = mono_s();
-    rs_stage_t stage = rs_run_progress(p->run, &fraction);
+    double fraction = -1, now = mono_s();
+    rs_stage_t stage = RS_STAGE_ALLREDUCE;
+    if (p->run)
+      stage = rs_run_progress(p->run, &fraction);
+    else if (p->total > 0)
+      fraction = (double)atomic_load(p->done) / p->total;
     if (stage != shown) {
       shown = stage;
       since = now;
     }
-    const char *name = stage_name(stage);
+    const char *name = p->run ? stage_name(stage) : p->what;
     if (name && now - since >= PROGRESS_AFTER_S) {
       if (fraction >= 0)
         fprintf(stderr, "\rringsim: %s: %.0f%%, %.0f s\033[K", name,
@@ -95,13 +105,17 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
-cli_progress_t *cli_progress_start(rs_run_t *run) {
+static cli_progress_t *start(rs_run_t *run, const char *what,
+                             const atomic_int *done, int total) {
   if (!isatty(STDERR_FILENO))
     return NULL;
   cli_progress_t *p = calloc(1, sizeof *p);
   if (!p)
-    return NULL; /* no progress line; the run goes on */
+    return NULL; /* no progress line; the work goes on */
   p->run = run;
+  p->what = what;
+  p->done = done;
+  p->total = total;
   pthread_condattr_t attr;
   if (pthread_mutex_init(&p->mu, NULL) || pthread_condattr_init(&attr) ||
       pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
@@ -114,6 +128,15 @@ cli_progress_t *cli_progress_start(rs_run_t *run) {
     return NULL;
   }
   return p;
+}
+
+cli_progress_t *cli_progress_start(rs_run_t *run) {
+  return start(run, NULL, NULL, 0);
+}
+
+cli_progress_t *cli_progress_count(const char *what, const atomic_int *done,
+                                   int total) {
+  return start(NULL, what, done, total);
 }
 
 void cli_progress_stop(cli_progress_t *p) {

@@ -7,6 +7,7 @@
  * simulated end must be the simulation's.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,24 +222,90 @@ static int check_threads(const options_t *o, const rs_model_t *model,
   return rc;
 }
 
-/* Time one row (and run it on threads, when it does); its first step is
- * row->first already if shares_first, its later ones row->later if
- * shares_later. */
-static int time_row(const options_t *o, const rs_model_t *model,
-                    rs_step_config_t *sc, step_row_t *row, rs_trace_t *trace) {
-  char err[RS_ERRMSG_MAX];
-  int rc = RS_OK;
-  set_algo(o, sc, row->algo);
-  sc->bucket_bytes = 0; /* DDP's first backward: one bucket */
-  if (!row->shares_first)
-    rc = rs_step_simulate(model, sc, &row->first, err);
-  sc->bucket_bytes = row->cap;
-  if (!rc && !row->shares_later)
-    rc = rs_step_simulate(model, sc, &row->later, err);
-  if (rc) {
-    fprintf(stderr, "ringsim: step: %s\n", err);
-    return rc == RS_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+/* One simulation of the step's, a piece of rs_parallel_for: piece i is
+ * row piece[i] / 2's first step (even) or later steps (odd). */
+typedef struct sim_job {
+  const options_t *o;
+  const rs_model_t *model;
+  const rs_step_config_t *sc;
+  step_row_t *rows;
+  const int *piece;
+  int *rc;
+  char (*err)[RS_ERRMSG_MAX];
+  atomic_int done; /* pieces done, for the progress line */
+} sim_job_t;
+
+static void sim_piece(void *ctx, int i) {
+  sim_job_t *j = ctx;
+  step_row_t *row = &j->rows[j->piece[i] / 2];
+  const int later = j->piece[i] % 2;
+  rs_step_config_t sc = *j->sc;
+  set_algo(j->o, &sc, row->algo);
+  sc.bucket_bytes = later ? row->cap : 0; /* step 1: DDP's one bucket */
+  j->rc[i] = rs_step_simulate(j->model, &sc, later ? &row->later : &row->first,
+                              j->err[i]);
+  atomic_fetch_add(&j->done, 1);
+}
+
+/* Every row's steps simulated, the distinct ones on the machine's cores
+ * (a row shares its first step with its algorithm's first row, and its
+ * later ones with the row before when their caps make the same buckets),
+ * with a progress line on a terminal. Returns 0, or the exit status
+ * having said why. */
+static int simulate_rows(const options_t *o, const rs_model_t *model,
+                         const rs_step_config_t *sc, step_row_t *rows,
+                         int count) {
+  int *piece = malloc(2 * (size_t)count * sizeof *piece + 1);
+  int *rc = calloc(2 * (size_t)count + 1, sizeof *rc);
+  char(*err)[RS_ERRMSG_MAX] = calloc(2 * (size_t)count + 1, sizeof *err);
+  if (!piece || !rc || !err) {
+    free(piece);
+    free(rc);
+    free(err);
+    fprintf(stderr, "ringsim: step: out of memory\n");
+    return EXIT_RUN;
   }
+  int n = 0;
+  for (int r = 0; r < count; r++) {
+    if (!rows[r].shares_first)
+      piece[n++] = 2 * r;
+    if (!rows[r].shares_later)
+      piece[n++] = 2 * r + 1;
+  }
+  sim_job_t job = {o, model, sc, rows, piece, rc, err, 0};
+  cli_progress_t *progress =
+      cli_progress_count("step: simulating the schedules", &job.done, n);
+  rs_parallel_for(n, sim_piece, &job);
+  cli_progress_stop(progress);
+  int status = 0;
+  for (int i = 0; i < n && !status; i++)
+    if (rc[i]) {
+      fprintf(stderr, "ringsim: step: %s\n", err[i]);
+      status = rc[i] == RS_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+    }
+  /* the shared steps, in order (a row's later ones may be its
+   * predecessor's, which may be its own predecessor's) */
+  int first_of_algo = 0;
+  for (int r = 0; r < count; r++) {
+    if (!rows[r].shares_first)
+      first_of_algo = r;
+    else
+      rows[r].first = rows[first_of_algo].first;
+    if (rows[r].shares_later)
+      rows[r].later = rows[r - 1].later;
+  }
+  free(piece);
+  free(rc);
+  free(err);
+  return status;
+}
+
+/* A row simulated: its total over the steps, and its run on threads when
+ * it has one. */
+static int finish_row(const options_t *o, const rs_model_t *model,
+                      rs_step_config_t *sc, step_row_t *row,
+                      rs_trace_t *trace) {
+  int rc;
   const uint64_t later = o->step.iterations > 1 ? row->later.step_ns : 0;
   uint64_t rest;
   if (row->first.step_ns > STEP_NS_MAX || row->later.step_ns > STEP_NS_MAX ||
@@ -255,6 +322,7 @@ static int time_row(const options_t *o, const rs_model_t *model,
   }
   if (!on_threads(o) || cli_signal())
     return 0;
+  set_algo(o, sc, row->algo);
   sc->bucket_bytes = 0;
   rc = run_threads(o, model, sc, 1, 0, &row->first, trace);
   sc->bucket_bytes = row->cap;
@@ -569,26 +637,24 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   }
   int count = 0;
   for (int a = 0; a < algos && !status; a++)
-    for (int k = 0; k < caps && !status && !cli_signal(); k++) {
+    for (int k = 0; k < caps && !status; k++) {
       step_row_t *row = &rows[count++];
       row->algo = o->algo_all ? (rs_algorithm_t)a : o->config.algo;
       row->cap = o->step.cap_count ? o->step.caps[k] : o->config.bucket_bytes;
       if (k > 0) { /* step 1 is one bucket, whatever the cap */
-        row->first = row[-1].first;
         row->shares_first = 1;
         const int same = same_buckets(model, &o->config, row[-1].cap, row->cap);
         if (same < 0) {
           fprintf(stderr, "ringsim: step: out of memory\n");
           status = EXIT_RUN;
-          break;
         }
-        if (same) {
-          row->later = row[-1].later;
-          row->shares_later = 1;
-        }
+        row->shares_later = same > 0;
       }
-      status = time_row(o, model, &sc, row, trace);
     }
+  if (!status)
+    status = simulate_rows(o, model, &sc, rows, count);
+  for (int i = 0; i < count && !status && !cli_signal(); i++)
+    status = finish_row(o, model, &sc, &rows[i], trace);
   if (!status && cli_signal())
     status = EXIT_RUN; /* (main exits 128 + the signal) */
   if (!status) {
