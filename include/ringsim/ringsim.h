@@ -5,7 +5,8 @@
  * rs_run_load_grads, or by hand through rs_run_buffer, then
  * rs_run_mark_filled), executes the all-reduce with the config's algorithm
  * (rs_algorithm_t: the ring, recursive doubling, Rabenseifner, linear,
- * NCCL's tree, gloo's ring, or a choice among them per bucket) on one
+ * NCCL's tree, gloo's ring, the hierarchical ones, or a choice among them
+ * per bucket) on one
  * thread per worker (rs_run_execute), and reads the result, the
  * statistics and the check.
  *
@@ -16,8 +17,9 @@
  *
  * The header is C11 and C++ alike (a test compiles every public header as
  * both). libringsim.so exports the functions marked RS_API here and in
- * ringsim/explain.h (the teaching calls), and nothing else; a test compares
- * its dynamic symbols with these declarations.
+ * the other headers of include/ringsim/ (explain.h, the teaching calls;
+ * powersgd.h; step.h; internal/command.h, the command's own), and nothing
+ * else; a test compares its dynamic symbols with these declarations.
  */
 #ifndef RINGSIM_RINGSIM_H
 #define RINGSIM_RINGSIM_H

@@ -1,6 +1,7 @@
-/* cli.h - what the ringsim command's four modes share: a run (`ringsim`),
- * `ringsim bench`, `ringsim model` and `ringsim diff`. Each reads its
- * command line through the one option table (optable.c, parse.c). */
+/* cli.h - what the ringsim command's modes share: a run (`ringsim`),
+ * `ringsim bench`, `ringsim model`, `ringsim diff` and `ringsim step`. Each
+ * reads its command line through the one option table (optable.c,
+ * parse.c). */
 #ifndef RINGSIM_CLI_H
 #define RINGSIM_CLI_H
 

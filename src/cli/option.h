@@ -8,7 +8,7 @@
  * An interface header, with no option.c: it declares what optable.c (the
  * rows), optset.c (the setters), args.c (numbers, messages, algorithm
  * names), parse.c (the walk) and options.c (a run's checks) give each
- * other, so the calls between them run one way (cycles.py: none).
+ * other, so the calls between them run one way (no module calls back).
  */
 #ifndef RINGSIM_CLI_OPTION_H
 #define RINGSIM_CLI_OPTION_H

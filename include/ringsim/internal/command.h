@@ -8,7 +8,7 @@
  * library's layers (rs_one_line in base, rs_run_fail_after in run, the MPI
  * calls in mpi) and called by the command above them all. A header inside
  * one layer of src/ would make the lower layers include a higher one's
- * header (an arrow pointing up, ../shared/tools/cycles.py), and would give
+ * header (an arrow pointing up: tests/test_layers.py), and would give
  * the command src/ on its include path, where it sees only include/. Beside
  * ringsim.h, under internal/, it is one more contract between the library
  * and the command, and its path says it is nobody else's.

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""The layering of src/, checked: docs/architecture.md gives the folders'
+order in one line (`base < net < ... < cli`); a file may include a header
+of its own folder or of a folder before it, and may call a function owned
+by its own folder or one before it. A function is owned by the folder of
+the src/ header that declares it or defines it inline (core/mpi_run.h
+declares what mpi/ implements: core owns that interface), else by the folder of the .c file
+that defines it (the public calls of include/ringsim/, each by where it is
+implemented). Folders on one rung (`run, mpi`) may not reach each other.
+
+    test_layers.py RINGSIM SOURCE_DIR [Layers.test_name ...]   (RINGSIM unused:
+    every test file of tests/ is given the command first)
+"""
+import collections
+import os
+import re
+import sys
+import unittest
+
+ROOT = None
+
+STRIP = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.S)
+DEFINITION = re.compile(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(rs_\w+)\s*\([^;{]*?\)\s*\{",
+                        re.M | re.S)
+DECLARATION = re.compile(r"^(?!return\b)[A-Za-z_][\w \t*]*?\b(rs_\w+)\s*\([^;{]*?\)\s*"
+                         r"(?:__attribute__\s*\(\(.*?\)\))?\s*;", re.M | re.S)
+INLINE = re.compile(r"^static\s+inline\b[\w \t*]*?\b(rs_\w+)\s*\(", re.M)
+CALL = re.compile(r"\b(rs_\w+)\s*\(")
+INCLUDE = re.compile(r'#include "([a-z]+)/')
+
+
+def layer_order(architecture_md):
+    """{folder: rung} from the order line of docs/architecture.md."""
+    with open(architecture_md) as f:
+        lines = [l.strip() for l in f if re.match(r"^\s+base < ", l)]
+    if len(lines) != 1:
+        raise AssertionError(f"{architecture_md}: expected one 'base < ...' line, found "
+                             f"{len(lines)}")
+    rank = {}
+    for rung, group in enumerate(lines[0].split("<")):
+        for name in group.split(","):
+            rank[name.strip()] = rung
+    return rank
+
+
+def violations(src, rank):
+    """The includes and calls that reach up, or across a rung, as lines
+    'src/FOLDER/FILE: includes X/' or ': calls NAME (X/)'."""
+    texts = {}
+    for folder in rank:
+        for name in sorted(os.listdir(os.path.join(src, folder))):
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(src, folder, name)) as f:
+                    texts[(folder, name)] = f.read()
+    unknown = sorted(set(os.listdir(src)) - set(rank))
+    if unknown:
+        return [f"src/{u}/: a folder the order in docs/architecture.md leaves out"
+                for u in unknown]
+    owner = {}
+    for (folder, name), text in texts.items():
+        if name.endswith(".c"):
+            for m in DEFINITION.finditer(STRIP.sub(" ", text)):
+                owner.setdefault(m.group(1), folder)
+    for (folder, name), text in texts.items():
+        if name.endswith(".h"):
+            code = STRIP.sub(" ", text)
+            for pattern in (DECLARATION, INLINE):
+                for m in pattern.finditer(code):
+                    owner[m.group(1)] = folder
+    bad = set()
+    for (folder, name), text in texts.items():
+        for m in INCLUDE.finditer(text):
+            other = m.group(1)
+            if other in rank and other != folder and not rank[other] < rank[folder]:
+                bad.add(f"src/{folder}/{name}: includes {other}/")
+        for called in set(CALL.findall(STRIP.sub(" ", text))):
+            other = owner.get(called)
+            if other and other != folder and not rank[other] < rank[folder]:
+                bad.add(f"src/{folder}/{name}: calls {called} ({other}/)")
+    return sorted(bad)
+
+
+class Layers(unittest.TestCase):
+    # layers-1: every include and call of src/ goes down the order
+    def test_arrows_go_down(self):
+        rank = layer_order(os.path.join(ROOT, "docs", "architecture.md"))
+        self.assertIn("cli", rank)
+        self.assertEqual(violations(os.path.join(ROOT, "src"), rank), [])
+
+    # layers-2: the check sees an arrow up, of either kind (in a copy of
+    # two files: an include of run/ from net/, a call of rs_run_create
+    # from algo/), and a folder the order leaves out
+    def test_the_check_catches_an_arrow_up(self):
+        import shutil
+        import tempfile
+        rank = layer_order(os.path.join(ROOT, "docs", "architecture.md"))
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "src")
+            shutil.copytree(os.path.join(ROOT, "src"), src)
+            with open(os.path.join(src, "net", "up.c"), "w") as f:
+                f.write('#include "run/run.h"\n')
+            with open(os.path.join(src, "algo", "up.c"), "w") as f:
+                f.write("static int up(void) { return rs_run_create(0, 0, 0, 0); }\n")
+            self.assertEqual(violations(src, rank),
+                             ["src/algo/up.c: calls rs_run_create (run/)",
+                              "src/net/up.c: includes run/"])
+            os.mkdir(os.path.join(src, "extra"))
+            self.assertEqual(violations(src, rank),
+                             ["src/extra/: a folder the order in docs/architecture.md "
+                              "leaves out"])
+
+
+def main():
+    global ROOT
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_layers.py RINGSIM SOURCE_DIR [Layers.test_name ...]")
+    ROOT = os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+
+
+if __name__ == "__main__":
+    main()
