@@ -116,6 +116,10 @@ typedef enum rs_dtype {
 RS_API const char *rs_dtype_name(rs_dtype_t dtype);
 RS_API size_t rs_dtype_size(rs_dtype_t dtype);
 RS_API int rs_dtype_mantissa_bits(rs_dtype_t dtype);
+/* How many values of dtype lie between a and b (finite, each rounded to
+ * dtype first): 0 when they round alike, 1 for neighbours. The one ULP
+ * distance of the library: the check's and ringsim diff's. */
+RS_API uint64_t rs_dtype_ulps(rs_dtype_t dtype, double a, double b);
 /* Bytes per element in a worker's buffer: 8 (double) for f64, else 4
  * (float). */
 RS_API size_t rs_dtype_buffer_size(rs_dtype_t dtype);

@@ -244,3 +244,28 @@ void rs__unpack_bf16(float *dst, const void *src, size_t n) {
     memcpy(&dst[i], &x, sizeof x);
   }
 }
+
+/* x's encoding in dtype as a point on a line where adjacent values of the
+ * dtype are adjacent integers (sign-magnitude mapped to two's order). */
+static int64_t ordered(rs_dtype_t dtype, double x) {
+  if (dtype == RS_DTYPE_F64) {
+    int64_t i;
+    memcpy(&i, &x, sizeof i);
+    return i < 0 ? INT64_MIN - i : i;
+  }
+  const float f = (float)x;
+  if (dtype == RS_DTYPE_F32) {
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i < 0 ? (int64_t)INT32_MIN - i : i;
+  }
+  const uint16_t h =
+      dtype == RS_DTYPE_F16 ? rs__f32_to_f16(f) : rs__f32_to_bf16(f);
+  return h & 0x8000 ? -(int64_t)(h & 0x7fff) : (int64_t)h;
+}
+
+uint64_t rs_dtype_ulps(rs_dtype_t dtype, double a, double b) {
+  /* unsigned: two f64 encodings can be more than INT64_MAX apart */
+  const int64_t oa = ordered(dtype, a), ob = ordered(dtype, b);
+  return oa > ob ? (uint64_t)oa - (uint64_t)ob : (uint64_t)ob - (uint64_t)oa;
+}

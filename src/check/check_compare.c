@@ -11,46 +11,6 @@
 #include "check/check_internal.h"
 #include "io/model.h"
 
-/* Sign-magnitude bits of width bits (16 or 32) mapped to a line where
- * adjacent values are adjacent integers. */
-static int64_t ordered(uint64_t bits, int width) {
-  const uint64_t sign = (uint64_t)1 << (width - 1);
-  const int64_t mag = (int64_t)(bits & (sign - 1));
-  return bits & sign ? -mag : mag;
-}
-
-/* Distance in units in the last place between two finite values, in the
- * dtype the run sums in (run->dtype: the model's, or a compressing hook's;
- * f16 and bf16 values are held widened to float, and counted on their own
- * grid, not float's). */
-static uint64_t ulps_apart(const rs_run_t *run, double a, double b) {
-  int64_t la, lb;
-  if (run->dtype != RS_DTYPE_F64) { /* its own grid's bits, 16 or 32 */
-    uint64_t ba, bb;
-    int width = 16;
-    if (run->dtype == RS_DTYPE_F16) {
-      ba = rs__f32_to_f16((float)a), bb = rs__f32_to_f16((float)b);
-    } else if (run->dtype == RS_DTYPE_BF16) {
-      ba = rs__f32_to_bf16((float)a), bb = rs__f32_to_bf16((float)b);
-    } else {
-      float fa = (float)a, fb = (float)b;
-      uint32_t ia, ib;
-      memcpy(&ia, &fa, sizeof ia);
-      memcpy(&ib, &fb, sizeof ib);
-      ba = ia, bb = ib, width = 32;
-    }
-    la = ordered(ba, width), lb = ordered(bb, width);
-    return (uint64_t)(la > lb ? la - lb : lb - la);
-  }
-  memcpy(&la, &a, sizeof la);
-  memcpy(&lb, &b, sizeof lb);
-  /* map sign-magnitude to a line where adjacent values are adjacent ints;
-   * the distance fits in 64 unsigned bits */
-  la = la < 0 ? INT64_MIN - la : la;
-  lb = lb < 0 ? INT64_MIN - lb : lb;
-  return la > lb ? (uint64_t)la - (uint64_t)lb : (uint64_t)lb - (uint64_t)la;
-}
-
 /* A double's bits. */
 static inline uint64_t bits_of(double x) {
   uint64_t bits;
@@ -204,7 +164,7 @@ void rs__check_compare_block(const rs_run_t *run, const check_block_t *blk,
     c->differing += (uint64_t)differs;
     c->wrong += (uint64_t)(ratio > 1.0);
     if (fixed_of) {
-      uint64_t ulps = ulps_apart(run, got, array_at(run, fixed_of, j));
+      uint64_t ulps = rs_dtype_ulps(run->dtype, got, array_at(run, fixed_of, j));
       c->order_differing += ulps != 0;
       c->order_max_ulps = ulps > c->order_max_ulps ? ulps : c->order_max_ulps;
     }

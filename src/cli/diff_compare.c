@@ -59,26 +59,6 @@ double diff_value_at(const void *buf, rs_dtype_t dtype, size_t i) {
   return ((const float *)buf)[i];
 }
 
-/* The ordered integer of x's encoding in dtype: adjacent values of the
- * dtype differ by 1. */
-static int64_t ordered(rs_dtype_t dtype, double x) {
-  if (dtype == RS_DTYPE_F64) {
-    int64_t i;
-    memcpy(&i, &x, sizeof i);
-    return i < 0 ? INT64_MIN - i : i;
-  }
-  float f = (float)x;
-  if (dtype == RS_DTYPE_F32) {
-    int32_t i;
-    memcpy(&i, &f, sizeof i);
-    return i < 0 ? (int64_t)INT32_MIN - i : i;
-  }
-  uint16_t h;
-  rs_dtype_pack(dtype, &h, &f, 1);
-  int32_t i = h & 0x8000 ? -(int32_t)(h & 0x7fff) : (int32_t)h;
-  return i;
-}
-
 /* The smallest normal exponent of each dtype. */
 static int min_exponent(rs_dtype_t dtype) {
   return dtype == RS_DTYPE_F16 ? -14 : dtype == RS_DTYPE_F64 ? -1022 : -126;
@@ -88,10 +68,7 @@ double diff_ulps(double a, rs_dtype_t da, double b, rs_dtype_t db) {
   if (a == b)
     return 0;
   if (da == db) {
-    /* unsigned: two f64 encodings can be more than INT64_MAX apart */
-    int64_t oa = ordered(da, a), ob = ordered(da, b);
-    return (double)(oa > ob ? (uint64_t)oa - (uint64_t)ob
-                            : (uint64_t)ob - (uint64_t)oa);
+    return (double)rs_dtype_ulps(da, a, b);
   }
   rs_dtype_t dc =
       rs_dtype_mantissa_bits(db) < rs_dtype_mantissa_bits(da) ? db : da;
@@ -166,7 +143,9 @@ static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
   if (s->local > 1) {
     rs_config_t config = s->config;
     config.workers = s->contribs;
-    config.algo = RS_ALGO_RING; /* only its buffers are used */
+    /* the table's first (the ring, which runs anywhere): only its
+     * buffers are used */
+    config.algo = (rs_algorithm_t)0;
     if ((status = rs_run_create(&config, s->model, &from, errmsg)) != RS_OK)
       return status;
     cli_signals_watch(from); /* a signal stops its fill */
