@@ -17,7 +17,8 @@ runs this at configure time, and again whenever a test file changes).
         a test runs the program test_NAME. A test naming Class.test_name
         that its file does not define fails it too. Prints the tests this
         build registers but does not run (DISABLED), with the reason
-        (their RINGSIM_WHY).
+        (their RINGSIM_WHY). A test without LABELS fails it too
+        (tests/CMakeLists.txt's last block gives every test its labels).
 
 A class's own methods only: one that inherits test_* methods (test_reliability's
 Signals from Reliability) is run for the methods it defines, so each method
@@ -115,8 +116,9 @@ def check(ctest_file, tests_dir):
         if name.endswith(".c"):
             count += 1
             program = name[:-2]
-            if not any(os.path.basename(cmd[0]) == program
-                       for cmd in commands.values() if cmd):
+            # (the program, or a stand-in naming it where cmocka is missing)
+            if not any(os.path.basename(a) == program
+                       for cmd in commands.values() for a in cmd):
                 problems.append(f"{name}: no test runs {program}")
             continue
         runs = [cmd for cmd in commands.values()
@@ -144,13 +146,17 @@ def check(ctest_file, tests_dir):
         print(f"not registered: {p} (tests/CMakeLists.txt names each test "
               "file and class; a build reconfigures after a test file "
               "changes)")
+    unlabelled = sorted(t for t in commands if not props.get(t, {}).get("LABELS"))
+    for t in unlabelled:
+        print(f"no LABELS: {t} (tests/CMakeLists.txt's last block labels "
+              "every test: keep it last)")
     disabled = sorted(t for t, kv in props.items()
                       if kv.get("DISABLED", "").upper() in ("TRUE", "ON", "1"))
     print(f"{count} tests in {len(files)} files of {tests_dir}; "
           f"{len(commands)} CTest tests, {len(disabled)} disabled in this build:")
     for t in disabled:
         print(f"  {t}: {props[t].get('RINGSIM_WHY', '(no reason given)')}")
-    return 1 if problems else 0
+    return 1 if problems or unlabelled else 0
 
 
 def main(argv):
