@@ -11,9 +11,10 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = None
 EXAMPLES = None
@@ -236,12 +237,7 @@ class Auto(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_auto.py RINGSIM EXAMPLES [Auto.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
-    EXAMPLES = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

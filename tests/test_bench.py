@@ -8,9 +8,10 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = None
 
@@ -216,11 +217,7 @@ class Bench(unittest.TestCase):
 
 
 def main():
-    global RINGSIM
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_bench.py RINGSIM [Bench.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    helpers.main(globals(), "RINGSIM")
 
 
 if __name__ == "__main__":

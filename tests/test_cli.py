@@ -14,16 +14,15 @@ import tempfile
 import time
 import unittest
 
+import helpers
+
 import numpy as np
 
 RINGSIM = None
 EXAMPLES = None
 
 
-def run(*args, cwd=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
-                       text=True, timeout=600, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 def run_on_terminal(*args):
@@ -949,11 +948,7 @@ class Cli(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_cli.py RINGSIM EXAMPLES_DIR [Cli.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

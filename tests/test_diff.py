@@ -15,6 +15,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -27,10 +29,7 @@ RINGSIM = None
 PARAMS = [{"name": "layer.weight", "shape": [37, 5]}, {"name": "layer.bias", "shape": [23]}]
 
 
-def run(*args):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
-                       timeout=300)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 def write_grads(pattern, rows):
@@ -590,11 +589,7 @@ class Diff(unittest.TestCase):
 
 
 def main():
-    global RINGSIM
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_diff.py RINGSIM [Diff.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    helpers.main(globals(), "RINGSIM")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 RINGSIM = REPO = None
 
 # (substring of the command, why it is not run here)
@@ -469,11 +471,7 @@ class Docs(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, REPO
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_docs.py RINGSIM REPO_DIR [Docs.test_name ...]")
-    RINGSIM, REPO = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "REPO")
 
 
 if __name__ == "__main__":

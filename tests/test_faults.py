@@ -10,10 +10,11 @@ import os
 import sqlite3
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
+
+import helpers
 
 RINGSIM = EXAMPLES = None
 
@@ -448,11 +449,7 @@ class Faults(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_faults.py RINGSIM EXAMPLES_DIR [Faults.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

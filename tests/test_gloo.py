@@ -46,6 +46,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 import numpy as np
 
 RINGSIM = None
@@ -939,10 +941,7 @@ def ddp_half(rank, group, d):
 
 
 def main():
-    global RINGSIM
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_gloo.py RINGSIM [Gloo.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
+    cases = helpers.parse(globals(), "RINGSIM")
     # ringsim.torch (record_hook) from this tree, on this build's library
     # (the torch processes inherit both)
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -952,12 +951,9 @@ def main():
     library = os.path.join(os.path.dirname(RINGSIM), "libringsim.so")
     if os.path.exists(library):
         os.environ["RINGSIM_LIBRARY"] = library
-    try:
-        import torch.distributed  # noqa: F401
-    except ImportError as e:
-        sys.exit(f"test_gloo.py: needs torch with torch.distributed (Debian's "
-                 f"python3-torch; scripts/deps.sh test installs it): {e}")
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    # a peer: skipped without torch, failed under RINGSIM_REQUIRE_PEERS=1
+    helpers.import_peer("torch.distributed", "python3-torch")
+    helpers.run_tests(cases)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 import numpy as np
 
 RINGSIM = None
@@ -28,10 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import ringsim_st  # noqa: E402
 
 
-def run(*args):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
-                       text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 def bf16(x):
@@ -718,11 +717,7 @@ class Buckets(unittest.TestCase):
 
 
 def main():
-    global RINGSIM
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_hooks.py RINGSIM [Hooks.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    helpers.main(globals(), "RINGSIM")
 
 
 if __name__ == "__main__":

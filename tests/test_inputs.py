@@ -14,6 +14,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 RINGSIM = None
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import ringsim_st  # noqa: E402
@@ -225,11 +227,7 @@ class Inputs(unittest.TestCase):
 
 
 def main():
-    global RINGSIM
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_inputs.py RINGSIM [Inputs.test_name ...]")
-    RINGSIM = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    helpers.main(globals(), "RINGSIM")
 
 
 if __name__ == "__main__":

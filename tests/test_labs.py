@@ -13,9 +13,10 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = REPO = None
 LABS = None  # docs/labs
@@ -106,12 +107,10 @@ class Labs(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, REPO, LABS
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_labs.py RINGSIM REPO_DIR [Labs.test_name ...]")
-    RINGSIM, REPO = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    global LABS
+    cases = helpers.parse(globals(), "RINGSIM", "REPO")
     LABS = os.path.join(REPO, "docs", "labs")
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.run_tests(cases)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 import numpy as np
 
 RINGSIM = None
@@ -270,7 +272,9 @@ class Mpi(unittest.TestCase):
                          "Rabenseifner with count < 4 falls back to basic linear")
 
 
+def main():
+    helpers.main(globals(), "RINGSIM", "MPI_REF", "MPIRUN")
+
+
 if __name__ == "__main__":
-    RINGSIM, MPI_REF, MPIRUN = sys.argv[1:4]
-    del sys.argv[1:4]
-    unittest.main()
+    main()

@@ -6,21 +6,17 @@ tests/test_numbers.c), and a refusal quotes what the user typed.
     test_numbers_cli.py RINGSIM EXAMPLES_DIR [NumbersCli.test_name ...]
 """
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = EXAMPLES = None
 
 NET = "latency=5us,bandwidth=25GB/s"
 
 
-def run(*args, env=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
-                       text=True, timeout=120,
-                       env=dict(os.environ, **(env or {})))
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 class NumbersCli(unittest.TestCase):
@@ -138,12 +134,7 @@ class NumbersCli(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_numbers_cli.py RINGSIM EXAMPLES_DIR "
-                 "[NumbersCli.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ all-reduce's result and every field of the check must be equal.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = NOCLONES = None
 
@@ -85,6 +86,9 @@ class Paths(unittest.TestCase):
         self.assertEqual(cases, 4 * 3 * 3 + 3)
 
 
+def main():
+    helpers.main(globals(), "RINGSIM", "NOCLONES")
+
+
 if __name__ == "__main__":
-    RINGSIM, NOCLONES = sys.argv[1], sys.argv[2]
-    unittest.main(argv=sys.argv[:1] + sys.argv[3:])
+    main()

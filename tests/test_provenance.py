@@ -19,6 +19,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 RINGSIM = None
 MASK = (1 << 64) - 1
 
@@ -178,6 +180,9 @@ class Provenance(unittest.TestCase):
                                          "whole nodes" % (phase, step, src, dst, first, count))
 
 
+def main():
+    helpers.main(globals(), "RINGSIM")
+
+
 if __name__ == "__main__":
-    RINGSIM = sys.argv.pop(1)
-    unittest.main()
+    main()

@@ -9,9 +9,10 @@ input, before anything runs).
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = EXAMPLES = None
 NET = "latency=1us,bandwidth=1GB/s"  # one byte per ns
@@ -19,9 +20,7 @@ MIB = 262144  # f32 elements in 1 MiB
 
 
 def run(*args):
-    p = subprocess.run([RINGSIM, "step", *map(str, args)], capture_output=True,
-                       text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
+    return helpers.run("step", *args)
 
 
 def three_mib(backward_us=2000, extra=None):
@@ -315,11 +314,7 @@ class StepCli(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_step_cli.py RINGSIM EXAMPLES_DIR [StepCli.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

@@ -8,19 +8,16 @@ narrations, the simulated network (--net) in the report and the trace, and
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import unittest
+
+import helpers
 
 RINGSIM = EXAMPLES = GOLDEN = None
 NET = "latency=5us,bandwidth=10GB/s"
 
 
-def run(*args, cwd=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
-                       timeout=600, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 class Teaching(unittest.TestCase):
@@ -400,11 +397,7 @@ class Teaching(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES, GOLDEN
-    if len(sys.argv) < 4:
-        sys.exit("usage: test_teaching.py RINGSIM EXAMPLES_DIR GOLDEN_DIR [Teaching.test_name ...]")
-    RINGSIM, EXAMPLES, GOLDEN = (os.path.abspath(a) for a in sys.argv[1:4])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[4:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES", "GOLDEN")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import tempfile
 import time
 import unittest
 
+import helpers
+
 RINGSIM = EXAMPLES = TOOLS = None
 
 
@@ -510,13 +512,7 @@ class ToolInputs(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES, TOOLS
-    if len(sys.argv) < 4:
-        sys.exit("usage: test_tool_inputs.py RINGSIM EXAMPLES_DIR TOOLS_DIR "
-                 "[ToolInputs.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    TOOLS = os.path.abspath(sys.argv[3])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[4:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES", "TOOLS")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ import sys
 import tempfile
 import unittest
 
-RINGSIM = EXAMPLES = TOOL = None
+import helpers
+
+RINGSIM = EXAMPLES = TOOLS = TOOL = None
 
 
 def png_size(path):
@@ -1532,12 +1534,10 @@ def ringsim_plot_name(algo):
 
 
 def main():
-    global RINGSIM, EXAMPLES, TOOL
-    if len(sys.argv) < 4:
-        sys.exit("usage: test_tools.py RINGSIM EXAMPLES_DIR TOOLS_DIR [Tools.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    TOOL = os.path.join(os.path.abspath(sys.argv[3]), "ringsim_plot.py")
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[4:]])
+    global TOOL
+    cases = helpers.parse(globals(), "RINGSIM", "EXAMPLES", "TOOLS")
+    TOOL = os.path.join(TOOLS, "ringsim_plot.py")
+    helpers.run_tests(cases)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 RINGSIM = EXAMPLES = None
 
 # 2 nodes of 4 GPUs, 1 NIC each: 8 workers
@@ -25,10 +27,7 @@ TWO_BY_FOUR = "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s"
 NET = "latency=5us,bandwidth=25GB/s"
 
 
-def run(*args, cwd=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
-                       text=True, timeout=600, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 def trace_content(path):
@@ -507,11 +506,7 @@ print(json.dumps(errors))
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_topo_cli.py RINGSIM EXAMPLES_DIR [TopoCli.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import unittest
 
+import helpers
+
 RINGSIM = TOOLS = None
 
 
@@ -115,11 +117,10 @@ class Torch(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, TOOLS
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_torch.py RINGSIM TOOLS_DIR [Torch.test_name ...]")
-    RINGSIM, TOOLS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    cases = helpers.parse(globals(), "RINGSIM", "TOOLS")
+    # a peer: skipped without torch, failed under RINGSIM_REQUIRE_PEERS=1
+    helpers.import_peer("torch", "python3-torch")
+    helpers.run_tests(cases)
 
 
 if __name__ == "__main__":

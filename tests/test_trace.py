@@ -13,25 +13,21 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
+
+import helpers
 
 RINGSIM = None
 EXAMPLES = None
 
 
-def run(*args, cwd=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True,
-                       text=True, timeout=600, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
+run = helpers.run
 
 
 def run_env(env, *args, cwd=None):
-    p = subprocess.run([RINGSIM, *map(str, args)], capture_output=True, text=True,
-                       timeout=600, cwd=cwd, env=dict(os.environ, **env))
-    return p.returncode, p.stdout, p.stderr
+    return helpers.run(*args, cwd=cwd, env=env)
 
 
 def digest(path):
@@ -739,11 +735,7 @@ class Writers(TraceCase):
 
 
 def main():
-    global RINGSIM, EXAMPLES
-    if len(sys.argv) < 3:
-        sys.exit("usage: test_trace.py RINGSIM EXAMPLES_DIR [Trace.test_name ...]")
-    RINGSIM, EXAMPLES = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[3:]])
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
 
 
 if __name__ == "__main__":
