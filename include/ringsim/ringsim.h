@@ -277,7 +277,8 @@ typedef enum rs_collective {
                             (NCCL's ReduceScatter) */
 } rs_collective_t;
 
-/* The all-reduce algorithm (--algo; docs/algorithms.md). */
+/* The all-reduce algorithm (--algo; docs/algorithms.md). What each needs
+ * and offers is its row's to say: rs_algo_info. */
 typedef enum rs_algorithm {
   RS_ALGO_RING,      /* reduce-scatter then all-gather round a ring */
   RS_ALGO_RD,        /* recursive doubling: log2 W whole-buffer exchanges */
@@ -289,16 +290,50 @@ typedef enum rs_algorithm {
                         all-reduce across nodes, all-gather in the node */
   RS_ALGO_HIER_RD,   /* the same, recursive doubling across nodes */
   RS_ALGO_HIER_RHD,  /* the same, Rabenseifner across nodes */
+  /* (a new algorithm's value goes here, before the count) */
+  RS_ALGO_COUNT, /* how many algorithms there are (not one of them) */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model
-   * predicts fastest (rs_auto_choose; docs/algorithms.md). */
-  RS_ALGO_AUTO
+   * predicts fastest (rs_auto_choose; docs/algorithms.md). Its value stays
+   * 255 whatever algorithms are added. */
+  RS_ALGO_AUTO = 255
 } rs_algorithm_t;
-/* The algorithms themselves (RS_ALGO_AUTO is not counted). */
-#define RS_ALGO_COUNT 9
 /* "ring", "rd", "rhd", "linear", "tree", "gloo-ring", "hier", "hier:rd",
- * "hier:rhd", "auto"; and back (-1: no such name; "hier:ring" is "hier"). */
+ * "hier:rhd", "auto" ("?" for a value that names none); and back (-1: no
+ * such name; "hier:ring" is "hier"). */
 RS_API const char *rs_algorithm_name(rs_algorithm_t algo);
 RS_API int rs_algorithm_parse(const char *name);
+
+/* What an algorithm needs and offers, as its row in the algorithm table
+ * says (src/algo/list.c): the command, the run and the Python package ask
+ * this, never which algorithm it is. Each flag is 1 or 0. The struct only
+ * grows at its end: a field, once here, keeps its place and meaning. */
+typedef struct rs_algo_info {
+  const char *name;  /* --algo's name: "ring" (rs_algorithm_name) */
+  const char *title; /* --explain's: "ring all-reduce" */
+  /* The segment size it runs with unless told (--segment-bytes): gloo's
+   * ring cuts gloo's own (RS_GLOO_SEGMENT_BYTES), which decides its bits;
+   * 0 for one that takes the run's (RS_DEFAULT_SEGMENT_BYTES). */
+  size_t segment_bytes;
+  int needs_topology; /* runs only on nodes (a topology, --topo): hier */
+  int slices;         /* runs NCCL's slice loop order too (--loop slices) */
+  int reduce_scatter; /* is a reduce-scatter then an all-gather, and stops
+                         after the first when asked (RS_COLL_REDUCE_SCATTER) */
+  int auto_eligible;  /* --algo auto may choose it (not gloo-ring: it is the
+                         ring in gloo's order, there for PyTorch's bits) */
+  int in_nccl;        /* NCCL runs it (NCCL_ALGO_RING, NCCL_ALGO_TREE); hier
+                         is not NCCL's (NCCL has no algorithm by that name) */
+  int closed_formula; /* its prediction is a closed formula (predict;
+                         docs/algorithms.md), not its schedule simulated */
+  /* It is DESIGN.md's ring: W chunks of sizes differing by at most one
+   * element, each cut into segments, round the ring of neighbours in W-1
+   * reduce-scatter and W-1 all-gather steps; so 2(W-1) W segments a bucket,
+   * 2(W-1)/W x S bytes sent by each worker, RS_NETMODEL_FORMULA its cost,
+   * and reports state those against what it did. */
+  int textbook_ring;
+} rs_algo_info_t;
+/* Algorithm algo's row into *info. RS_OK; RS_EINVAL (info untouched) for
+ * RS_ALGO_AUTO, which is not one, or a value that names no algorithm. */
+RS_API int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info);
 
 /* Faults a run can inject, to show how a collective fails (--inject). */
 typedef enum rs_fault_kind {

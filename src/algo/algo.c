@@ -1,5 +1,7 @@
-/* algo/algo.c - the pieces of an rs_algo_t (algo.h) that several
- * algorithms share, and the one runner every algorithm's schedule
+/* algo/algo.c - the algorithms by number and name (the table is list.c's)
+ * and what each row tells (rs_algo_info), the public entry points that
+ * reach an algorithm's cost model, the pieces of an rs_algo_t (algo.h)
+ * that several algorithms share, and the one runner every algorithm's schedule
  * simulation goes through (rs__algo_simulate and its kin): the workers'
  * clocks and mailboxes (algo/simrun.h), the NIC load placed step by step,
  * the bound an argmin stops at, and buckets of one size in a row
@@ -8,6 +10,83 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "algo/list.h"
+
+const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
+  return (unsigned)algo < RS_ALGO_COUNT ? rs__algos[algo] : NULL;
+}
+
+const char *rs_algorithm_name(rs_algorithm_t algo) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  return a ? a->name : algo == RS_ALGO_AUTO ? "auto" : "?";
+}
+
+int rs_algorithm_parse(const char *name) {
+  for (int i = 0; i < RS_ALGO_COUNT; i++)
+    if (rs__algos[i] && strcmp(rs__algos[i]->name, name) == 0)
+      return i;
+  for (int i = 0; i < RS_ALGO_COUNT; i++)
+    if (rs__algos[i] && rs__algos[i]->alias &&
+        strcmp(rs__algos[i]->alias, name) == 0)
+      return i;
+  return strcmp(name, "auto") == 0 ? RS_ALGO_AUTO : -1;
+}
+
+int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  if (!a)
+    return RS_EINVAL;
+  memset(info, 0, sizeof *info);
+  info->name = a->name;
+  info->title = a->title;
+  info->segment_bytes = a->segment_bytes;
+  info->needs_topology = (a->caps & RS__CAP_TOPOLOGY) != 0;
+  info->slices = (a->caps & RS__CAP_SLICES) != 0;
+  info->reduce_scatter = (a->caps & RS__CAP_REDUCE_SCATTER) != 0;
+  info->auto_eligible = (a->caps & RS__CAP_AUTO) != 0;
+  info->in_nccl = (a->caps & RS__CAP_NCCL) != 0;
+  info->closed_formula = (a->caps & RS__CAP_FORMULA) != 0;
+  info->textbook_ring = (a->caps & RS__CAP_TEXTBOOK_RING) != 0;
+  return RS_OK;
+}
+
+uint64_t rs__predict_bounded(rs_algorithm_t algo, const rs_netmodel_t *m,
+                             int workers, size_t elems, size_t segs_per_chunk,
+                             size_t segment_bytes, size_t elem_size,
+                             uint64_t bound) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  if (a && m->topo.enabled) {
+    /* A topology has no closed formula (its NICs are shared as the
+     * schedule has it): the prediction is the bucket's schedule, alone,
+     * on the simulated clocks. */
+    const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
+    return rs__algo_simulate_bounded(a, m, workers, &bucket, 1, segment_bytes,
+                                     elem_size, bound);
+  }
+  size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  return a ? a->predict(m, rs__shape_of(m, workers), elems, segs_per_chunk, cap,
+                        elem_size)
+           : 0;
+}
+
+uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                  int workers, size_t elems,
+                                  size_t segs_per_chunk, size_t segment_bytes,
+                                  size_t elem_size) {
+  return rs__predict_bounded(algo, m, workers, elems, segs_per_chunk,
+                             segment_bytes, elem_size, UINT64_MAX);
+}
+
+uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                   int workers, const rs_bucket_t *buckets,
+                                   size_t bucket_count, size_t segment_bytes,
+                                   size_t elem_size) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  return a ? rs__algo_simulate(a, m, workers, buckets, bucket_count,
+                               segment_bytes, elem_size)
+           : 0;
+}
 
 size_t rs__algo_capped_elems(rs_shape_t shape, int from, int to, size_t elems,
                              size_t segs, size_t cap) {

@@ -12,12 +12,15 @@
  * - its narration (narrate, through algo/narrate.h's narrator) and the
  *   regions it cuts a bucket into (layout): --explain, diff's orders and
  *   regions, the pictures.
+ * - what it needs and offers (caps, segment_bytes): the rest of ringsim
+ *   asks its row (rs_algo_info, ringsim.h), never which algorithm it is.
  * The run (run.c) asks it which directed edges to create and how large
  * their messages get, then calls its loop once per bucket on every worker.
  *
  * To add an algorithm: write src/algo/NAME.h (its schedule) and
- * src/algo/NAME.c (its loop, its narration and its rs_algo_t), list it in
- * list.c, and test its schedule and its result (tests/test_schedule.c,
+ * src/algo/NAME.c (its loop, its narration and its rs_algo_t), give it a
+ * value in ringsim.h's rs_algorithm_t and a row in list.h's table, and
+ * test its schedule and its result (tests/test_schedule.c,
  * tests/test_ring.c's matrix).
  */
 #ifndef RINGSIM_ALGO_H
@@ -32,8 +35,24 @@
 /* Every entry that answers for the workers takes their shape first
  * (rs_shape_t, net/topo.h): W, and under a topology of several nodes the
  * GPUs of each; the flat shape (gpus = W) otherwise. */
+/* What an algorithm needs and offers: rs_algo_t's caps, one bit each, as
+ * rs_algo_info_t's flags (ringsim.h) say them in full. */
+#define RS__CAP_TOPOLOGY 0x01u      /* needs_topology: runs only on nodes */
+#define RS__CAP_SLICES 0x02u        /* slices: NCCL's loop order too */
+#define RS__CAP_REDUCE_SCATTER 0x04u /* reduce_scatter: stops after it */
+#define RS__CAP_AUTO 0x08u          /* auto_eligible */
+#define RS__CAP_NCCL 0x10u          /* in_nccl */
+#define RS__CAP_FORMULA 0x20u       /* closed_formula: predict is one */
+#define RS__CAP_TEXTBOOK_RING 0x40u /* textbook_ring: DESIGN.md's ring */
+
 typedef struct rs_algo {
   const char *name;
+  /* Another name --algo takes for it ("hier:ring": hier), or NULL. */
+  const char *alias;
+  /* What it needs and offers (RS__CAP_* above), and the segment size it
+   * runs with unless told (0: the run's, RS_DEFAULT_SEGMENT_BYTES). */
+  unsigned caps;
+  size_t segment_bytes;
   /* The peers worker rank sends to, and receives from, written to peers
    * (room for W); returns how many. Every worker's send peers and receive
    * peers agree: r sends to p iff p receives from r. */
@@ -190,15 +209,23 @@ int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
                             size_t elem_size, const uint64_t *ready,
                             rs_sim_spans_t *spans);
 
-/* The algorithms (algo/list.h has them by name). */
-extern const rs_algo_t rs__algo_ring;
-extern const rs_algo_t rs__algo_rd;
-extern const rs_algo_t rs__algo_rhd;
-extern const rs_algo_t rs__algo_linear;
-extern const rs_algo_t rs__algo_tree;
-extern const rs_algo_t rs__algo_gloo_ring;
-extern const rs_algo_t rs__algo_hier;
-extern const rs_algo_t rs__algo_hier_rd;
-extern const rs_algo_t rs__algo_hier_rhd;
+/* The algorithm table, one row per algorithm: X(VALUE, id) pairs
+ * RS_ALGO_<VALUE> (ringsim.h's rs_algorithm_t) with its rs_algo_t,
+ * rs__algo_<id>, which its own file defines. list.c makes of it the table
+ * indexed by rs_algorithm_t (rs__algos); nothing else names an algorithm. */
+#define RS__ALGO_TABLE(X)                                                      \
+  X(RING, ring)                                                                \
+  X(RD, rd)                                                                    \
+  X(RHD, rhd)                                                                  \
+  X(LINEAR, linear)                                                            \
+  X(TREE, tree)                                                                \
+  X(GLOO_RING, gloo_ring)                                                      \
+  X(HIER, hier)                                                                \
+  X(HIER_RD, hier_rd)                                                          \
+  X(HIER_RHD, hier_rhd)
+
+#define RS__ALGO_DECLARE(VALUE, id) extern const rs_algo_t rs__algo_##id;
+RS__ALGO_TABLE(RS__ALGO_DECLARE)
+#undef RS__ALGO_DECLARE
 
 #endif /* RINGSIM_ALGO_H */

@@ -9,10 +9,11 @@
  *   for the bucket: no other rule, so `ringsim model --algo all`, the
  *   report and the tests can recompute it from the printed predictions.
  * - The machine's model is measured, not assumed: src/machine.c.
- * - Never gloo-ring: it is the ring with gloo's direction, layout and order
- *   of additions, there to reproduce PyTorch's bits, not to be faster; its
- *   cost is the ring's within a segment's rounding, so choosing it would
- *   only change which bits a user gets. It is never eligible.
+ * - Only the algorithms whose row says so (RS__CAP_AUTO). Never gloo-ring:
+ *   it is the ring with gloo's direction, layout and order of additions,
+ *   there to reproduce PyTorch's bits, not to be faster; its cost is the
+ *   ring's within a segment's rounding, so choosing it would only change
+ *   which bits a user gets.
  */
 #include "algo/algo.h"
 #include "algo/list.h"
@@ -33,9 +34,9 @@ static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
   uint64_t least[RS_ALGO_COUNT];
   double work[RS_ALGO_COUNT];
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
-    if (!(eligible & (1u << a)) || a == RS_ALGO_GLOO_RING)
-      continue;
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    if (!(eligible & (1u << a)) || !(algo->caps & RS__CAP_AUTO))
+      continue;
     const int bounded = m->topo.enabled && (algo->least || algo->step_least);
     const uint64_t lb = bounded ? rs__algo_least(algo, m, workers, elems, segs,
                                                  segment_bytes, elem_size)
@@ -92,7 +93,8 @@ rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
   uint64_t best_ns = UINT64_MAX;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     uint64_t ns = UINT64_MAX;
-    if ((eligible & (1u << a)) && a != RS_ALGO_GLOO_RING) {
+    if ((eligible & (1u << a)) &&
+        (rs__algo_get((rs_algorithm_t)a)->caps & RS__CAP_AUTO)) {
       ns = rs_netmodel_predict_algo((rs_algorithm_t)a, m, workers, elems, segs,
                                     segment_bytes, elem_size);
       if (ns < best_ns || best_ns == UINT64_MAX) {

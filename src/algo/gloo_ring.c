@@ -168,8 +168,13 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
   return rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
+/* Never chosen by --algo auto (it is the ring in gloo's order, there for
+ * PyTorch's bits: choosing it would only change which bits a user gets);
+ * its segments are gloo's, whose size decides its bits. */
 const rs_algo_t rs__algo_gloo_ring = {
     .name = "gloo-ring",
+    .caps = RS__CAP_FORMULA,
+    .segment_bytes = RS_GLOO_SEGMENT_BYTES,
     .send_peers = send_peers,
     .recv_peers = recv_peers,
     .message_elems = message_elems,

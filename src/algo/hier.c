@@ -449,8 +449,10 @@ static int ring_ag(int nodes) { return nodes - 1; }
 static int no_ag(int nodes) { return (void)nodes, 0; }
 static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
 
-/* One rs_algo_t per inner algorithm: its hooks are hier's with its way. */
-#define HIER_ALGO(NAME, ID, INNER, COLS, AG, WORDS)                            \
+/* One rs_algo_t per inner algorithm: its hooks are hier's with its way. It
+ * needs nodes; its prediction is its schedule simulated (no closed
+ * formula); NCCL has no algorithm by its name. */
+#define HIER_ALGO(NAME, ALIAS, ID, INNER, COLS, AG, WORDS)                     \
   static const hier_way_t way_##ID = {&INNER, COLS, AG, WORDS};                \
   extern const rs_algo_t rs__algo_##ID;                                        \
   static int ID##_send_peers(rs_shape_t sh, int r, int *p) {                   \
@@ -497,6 +499,8 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
   }                                                                            \
   static int ID##_run(rs_worker_t *w) { return run(&way_##ID, w); }            \
   const rs_algo_t rs__algo_##ID = {.name = NAME,                               \
+                                   .alias = ALIAS,                             \
+                                   .caps = RS__CAP_TOPOLOGY | RS__CAP_AUTO,    \
                                    .send_peers = ID##_send_peers,              \
                                    .recv_peers = ID##_recv_peers,              \
                                    .message_elems = ID##_message_elems,        \
@@ -514,9 +518,9 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
                                    .narrate = ID##_narrate,                    \
                                    .run_bucket = ID##_run};
 
-HIER_ALGO("hier", hier, rs__algo_ring, ring_cols, ring_ag,
+HIER_ALGO("hier", "hier:ring", hier, rs__algo_ring, ring_cols, ring_ag,
           "all-reduce it round a ring (the ring all-reduce)")
-HIER_ALGO("hier:rd", hier_rd, rs__algo_rd, one_col, no_ag,
+HIER_ALGO("hier:rd", NULL, hier_rd, rs__algo_rd, one_col, no_ag,
           "all-reduce it by recursive doubling")
-HIER_ALGO("hier:rhd", hier_rhd, rs__algo_rhd, rhd_cols, rhd_ag,
+HIER_ALGO("hier:rhd", NULL, hier_rhd, rs__algo_rhd, rhd_cols, rhd_ag,
           "all-reduce it by Rabenseifner's halving and doubling")

@@ -252,6 +252,7 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
 
 const rs_algo_t rs__algo_linear = {
     .name = "linear",
+    .caps = RS__CAP_AUTO | RS__CAP_FORMULA,
     .send_peers = peers,
     .recv_peers = peers,
     .message_elems = rs__algo_capped_elems,

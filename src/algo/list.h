@@ -1,10 +1,16 @@
-/* algo/list.h - the algorithms by name. */
+/* algo/list.h - the algorithms by number and by name: the table
+ * (list.c) and the lookups into it (algo.c). */
 #ifndef RINGSIM_ALGO_LIST_H
 #define RINGSIM_ALGO_LIST_H
 
 #include "algo/algo.h"
 
-/* The algorithm's implementation, or NULL if it has none yet. */
+/* Every algorithm's row, indexed by rs_algorithm_t (algo.h's
+ * RS__ALGO_TABLE). */
+extern const rs_algo_t *const rs__algos[RS_ALGO_COUNT];
+
+/* The algorithm's implementation, or NULL for a value that names none
+ * (RS_ALGO_AUTO among them). */
 const rs_algo_t *rs__algo_get(rs_algorithm_t algo);
 
 /* rs_netmodel_predict_algo, stopping once the prediction passes bound (a

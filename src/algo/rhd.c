@@ -488,6 +488,7 @@ static int depth(rs_shape_t shape) { return rs__rd_depth(shape.workers); }
 
 const rs_algo_t rs__algo_rhd = {
     .name = "rhd",
+    .caps = RS__CAP_AUTO | RS__CAP_FORMULA,
     .send_peers = peers,
     .recv_peers = peers,
     .message_elems = rs__algo_capped_elems,

@@ -459,7 +459,15 @@ static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
   return elems / (size_t)shape.workers / segs;
 }
 
+/* NCCL's ring (NCCL_ALGO_RING), the only one with NCCL's slice order and
+ * a reduce-scatter alone: DESIGN.md's ring, which the reports hold to its
+ * counts and its formula (RS_NETMODEL_FORMULA). */
 const rs_algo_t rs__algo_ring = {.name = "ring",
+                                 .caps = RS__CAP_SLICES |
+                                         RS__CAP_REDUCE_SCATTER |
+                                         RS__CAP_AUTO | RS__CAP_NCCL |
+                                         RS__CAP_FORMULA |
+                                         RS__CAP_TEXTBOOK_RING,
                                  .send_peers = send_peers,
                                  .recv_peers = recv_peers,
                                  .message_elems = message_elems,

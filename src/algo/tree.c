@@ -510,7 +510,10 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
   return 2;
 }
 
+/* NCCL's (NCCL_ALGO_TREE). */
 const rs_algo_t rs__algo_tree = {.name = "tree",
+                                 .caps = RS__CAP_AUTO | RS__CAP_NCCL |
+                                         RS__CAP_FORMULA,
                                  .send_peers = neighbours,
                                  .recv_peers = neighbours,
                                  .message_elems = message_elems,

@@ -106,12 +106,14 @@ int rs_fault_parse(const char *spec, rs_fault_t *f) {
 static void algo_names(char *buf, size_t size) {
   size_t len = 0;
   buf[0] = '\0';
-  for (int a = 0; a <= RS_ALGO_AUTO && len < size; a++)
-    len += (size_t)snprintf(buf + len, size - len, "%s%s",
-                            a == 0              ? ""
-                            : a == RS_ALGO_AUTO ? " or "
-                                                : ", ",
-                            rs_algorithm_name((rs_algorithm_t)a));
+  for (int a = 0; a <= RS_ALGO_COUNT && len < size; a++)
+    len += (size_t)snprintf(
+        buf + len, size - len, "%s%s",
+        a == 0               ? ""
+        : a == RS_ALGO_COUNT ? " or "
+                             : ", ",
+        rs_algorithm_name(a == RS_ALGO_COUNT ? RS_ALGO_AUTO
+                                             : (rs_algorithm_t)a));
 }
 
 /* The option's name with '_' for '-', so "bucket-mb" and "bucket_mb" are
@@ -193,7 +195,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     /* The command's --like ddp-gloo (docs/ddp.md). */
     if (strcmp(value, "ddp-gloo"))
       FAIL("%.64s '%.100s': expected ddp-gloo", o, value);
-    config->algo = RS_ALGO_GLOO_RING;
+    config->algo = (rs_algorithm_t)rs_algorithm_parse("gloo-ring");
     config->op = RS_OP_AVG;
     config->average_pre = RS_AVERAGE_PRE_MUL;
     config->ddp_layout = 1;

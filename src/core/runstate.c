@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/list.h"
 #include "core/mpi_run.h"
 #include "base/util.h"
 
@@ -255,7 +256,8 @@ void rs__run_name_culprit(rs_run_t *run) {
              "one came to show it",
              waiter->progress.peer, waiter->rank, waiter->progress.peer,
              (unsigned long long)sent, waiter->rank, (unsigned long long)got);
-  else if (cycle && run->config.algo == RS_ALGO_RING)
+  else if (cycle && rs__algo_get(run->config.algo) &&
+           (rs__algo_get(run->config.algo)->caps & RS__CAP_TEXTBOOK_RING))
     snprintf(what, sizeof what,
              "every worker was waiting on its neighbour round the ring (a "
              "deadlock)");

@@ -22,23 +22,25 @@ void rs_config_init(rs_config_t *c) {
 }
 
 /* Why algorithm a cannot run under c's options (errmsg says it), or RS_OK:
- * what --algo NAME refuses and --algo auto leaves out. */
+ * what --algo NAME refuses and --algo auto leaves out, as a's row says
+ * what it needs and offers (algo.h's caps). */
 static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
   const rs_algo_t *algo = rs__algo_get(a);
   if (!algo)
     return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
                    rs_algorithm_name(a));
-  if (a >= RS_ALGO_HIER && a <= RS_ALGO_HIER_RHD && !c->net.topo.enabled)
+  if ((algo->caps & RS__CAP_TOPOLOGY) && !c->net.topo.enabled)
     return rs__err(errmsg, RS_EINVAL,
                    "algo: %s is hierarchical and needs nodes: give a "
                    "topology (--topo nodes=N,gpus=G)",
                    algo->name);
-  if (a != RS_ALGO_RING && c->slices)
+  if (!(algo->caps & RS__CAP_SLICES) && c->slices)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: slices is NCCL's loop order for the ring, not for "
                    "%s",
                    algo->name);
-  if (a != RS_ALGO_RING && c->collective != RS_COLL_ALLREDUCE)
+  if (!(algo->caps & RS__CAP_REDUCE_SCATTER) &&
+      c->collective != RS_COLL_ALLREDUCE)
     return rs__err(errmsg, RS_EINVAL,
                    "collective: a reduce-scatter alone is the ring's, not "
                    "%s's",
@@ -138,8 +140,8 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
     return rc;
   if (c->algo != RS_ALGO_AUTO && (rc = refusal(c, c->algo, errmsg)))
     return rc;
-  const rs_algo_t *algo =
-      rs__algo_get(c->algo == RS_ALGO_AUTO ? RS_ALGO_RING : c->algo);
+  /* (NULL for auto, which takes no --inject: refused above) */
+  const rs_algo_t *algo = rs__algo_get(c->algo);
   if (c->ddp_layout && c->direct)
     return rs__err(errmsg, RS_EINVAL,
                    "direct: peers read a bucket in place, so it cannot be "
@@ -166,7 +168,8 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
                      "inject: one worker has no ring steps to fault");
     const int steps =
         algo->steps(rs__shape_of(&c->net, c->workers), c->collective);
-    if ((f->step < 0 || f->step > steps - 1) && c->algo == RS_ALGO_RING)
+    if ((f->step < 0 || f->step > steps - 1) &&
+        (algo->caps & RS__CAP_TEXTBOOK_RING))
       return rs__err(errmsg, RS_EINVAL,
                      "inject: step %d does not exist (steps 0..%d: "
                      "reduce-scatter 0..%d, all-gather %d..%d)",
