@@ -30,7 +30,7 @@ static int check_bench(options_t *o) {
   if (rc >= 0)
     return rc;
   /* NCCL's slice loop is the ring's: the others run their own order. */
-  if (o->config.algo != RS_ALGO_RING && !o->given[OPT_LOOP])
+  if (!cli_algo_info(o->config.algo).slices && !o->given[OPT_LOOP])
     o->config.slices = 0;
   if (o->algo_all && o->config.direct)
     return cli_refuse(CLI_BENCH, "--direct is refused by rd and rhd (they "
@@ -437,12 +437,14 @@ int cli_bench(int argc, char **argv) {
       for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
         if (!o.algo_all && a != (int)o.config.algo)
           continue;
-        if (o.algo_all && (a == RS_ALGO_AUTO || a >= cli_algos(&o.config.net)))
+        if (o.algo_all && !cli_algo_fits(&o.config.net, (rs_algorithm_t)a))
           continue;
         options_t one = o;
         one.config.algo = (rs_algorithm_t)a;
         one.config.slices =
-            a == RS_ALGO_RING || !o.algo_all ? o.config.slices : 0;
+            cli_algo_info((rs_algorithm_t)a).slices || !o.algo_all
+                ? o.config.slices
+                : 0;
         size_rows[n].algo = one.config.algo;
         status = bench_one(&one, W, count ? count : 1,
                            o.config.algo == RS_ALGO_AUTO ? &machine : NULL,

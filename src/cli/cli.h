@@ -289,11 +289,32 @@ const char *cli_init_name(rs_init_t init);
 /* "  network    latency ..., bandwidth ... per link[, reduce ...]", no
  * newline: the network model's line in a report. */
 void cli_print_network(const rs_netmodel_t *net);
-/* How many algorithms --algo all shows under net: every one on a topology
- * (--topo); without one, those before the hierarchical ones (RS_ALGO_HIER
- * and after, which need nodes). */
+/* Algorithm a's row (rs_algo_info): what it needs and offers. For a value
+ * that names no algorithm (auto) every flag is 0 and segment_bytes 0. */
+static inline rs_algo_info_t cli_algo_info(rs_algorithm_t a) {
+  rs_algo_info_t info = {0};
+  (void)rs_algo_info(a, &info); /* (untouched when a is none) */
+  return info;
+}
+/* Can algorithm a run under net (--algo all shows it)? One that needs
+ * nodes (needs_topology: hier) only on a topology (--topo). */
+static inline int cli_algo_fits(const rs_netmodel_t *net, rs_algorithm_t a) {
+  return (unsigned)a < RS_ALGO_COUNT &&
+         (net->topo.enabled || !cli_algo_info(a).needs_topology);
+}
+/* How many algorithms --algo all shows under net, and the i-th of them
+ * (0 <= i < cli_algos(net)), in the table's order. */
 static inline int cli_algos(const rs_netmodel_t *net) {
-  return net->topo.enabled ? RS_ALGO_COUNT : RS_ALGO_HIER;
+  int n = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    n += cli_algo_fits(net, (rs_algorithm_t)a);
+  return n;
+}
+static inline rs_algorithm_t cli_algo_nth(const rs_netmodel_t *net, int i) {
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    if (cli_algo_fits(net, (rs_algorithm_t)a) && i-- == 0)
+      return (rs_algorithm_t)a;
+  return RS_ALGO_COUNT; /* (past the last) */
 }
 /* text for a text report: a copy in buf (cut to size, ending "...") with
  * control characters replaced by '?' (rs_one_line, as error messages do),

@@ -12,7 +12,7 @@
 #include "ringsim/ringsim.h"
 
 /* A prediction for the JSON: null for an algorithm auto may not choose
- * (UINT64_MAX: gloo-ring, never eligible). */
+ * (UINT64_MAX: one whose row says so, as gloo-ring's does). */
 static json_t *ns_json(uint64_t ns) {
   return ns == UINT64_MAX ? json_null() : json_integer((json_int_t)ns);
 }
@@ -106,12 +106,15 @@ typedef struct crossover {
 } crossover_t;
 
 /* (pred NULL: the argmin alone, which rs_auto_choose finds without
- * running every schedule to its end) */
+ * running every schedule to its end; among the algorithms that run under
+ * net, those auto may choose) */
 static rs_algorithm_t best_at(const options_t *opt, const rs_netmodel_t *net,
                               size_t elems, size_t elem_size, uint64_t *pred) {
+  unsigned fit = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    fit |= (unsigned)cli_algo_fits(net, (rs_algorithm_t)a) << a;
   return rs_auto_choose(net, opt->config.workers, elems,
-                        opt->config.segment_bytes, elem_size,
-                        (1u << cli_algos(net)) - 1, pred);
+                        opt->config.segment_bytes, elem_size, fit, pred);
 }
 
 /* One algorithm's prediction for one bucket of elems elements. */
@@ -164,7 +167,8 @@ static void cross_piece(void *ctx, int k) {
   const int at = k / RS_ALGO_COUNT % 2, a = k % RS_ALGO_COUNT;
   uint64_t *pred = at ? &c->at[a] : &c->below[a];
   *pred = UINT64_MAX;
-  if (cli_signal() || a >= cli_algos(j->net) || a == RS_ALGO_GLOO_RING ||
+  if (cli_signal() || !cli_algo_fits(j->net, (rs_algorithm_t)a) ||
+      !cli_algo_info((rs_algorithm_t)a).auto_eligible ||
       (!j->all && a != (int)c->from && a != (int)c->to))
     return;
   *pred = predict_at(j->opt, j->net, (rs_algorithm_t)a, c->elems - !at,
@@ -213,8 +217,9 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
   return count;
 }
 
-/* --algo all's simulations, which do not depend on one another: each
- * algorithm's time over the buckets (t), then the best algorithm at each
+/* --algo all's simulations, which do not depend on one another: the time
+ * over the buckets (t, by algorithm) of each algorithm shown (the first
+ * `shown` pieces, cli_algo_nth's), then the best algorithm at each
  * crossover sample (best): rs_parallel_for's pieces. */
 typedef struct model_all {
   const options_t *opt;
@@ -231,12 +236,12 @@ static void model_all_piece(void *ctx, int i) {
   const model_all_t *m = ctx;
   if (cli_signal())
     return; /* (stopped: the caller prints nothing) */
-  if (i < m->shown)
-    m->t[i] =
-        model_time((rs_algorithm_t)i, m->net, m->opt->config.workers,
-                   m->buckets, m->bucket_count, m->opt->config.segment_bytes,
-                   m->elem_size, m->predict);
-  else
+  if (i < m->shown) {
+    const rs_algorithm_t a = cli_algo_nth(m->net, i);
+    m->t[a] = model_time(a, m->net, m->opt->config.workers, m->buckets,
+                         m->bucket_count, m->opt->config.segment_bytes,
+                         m->elem_size, m->predict);
+  } else
     m->best[i - m->shown] =
         best_at(m->opt, m->net, m->sample[i - m->shown], m->elem_size, NULL);
 }
@@ -253,9 +258,13 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
                              opt->json, cross, &first);
   if (cli_signal())
     return EXIT_RUN;
-  const int W = opt->config.workers, shown = cli_algos(&opt->config.net);
-  int best = 0;
-  for (int a = 0; a < shown; a++) {
+  const int W = opt->config.workers;
+  /* (every loop over t: the algorithms shown, t's others unset) */
+#define SHOWN(a)                                                               \
+  for (int a = 0; a < RS_ALGO_COUNT; a++)                                      \
+    if (cli_algo_fits(&opt->config.net, (rs_algorithm_t)a))
+  int best = cli_algo_nth(&opt->config.net, 0);
+  SHOWN(a) {
     if (t[a].sim == UINT64_MAX)
       return EXIT_RUN;
     best = t[a].sim < t[best].sim ? a : best;
@@ -263,15 +272,15 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   /* Algorithms whose simulated time equals the best's, to the nanosecond,
    * tie: none of them is "the fastest" (rhd ties the ring at W = 4). */
   int tied = 0;
-  for (int a = 0; a < shown; a++)
-    tied += t[a].sim == t[best].sim;
+  SHOWN(a) { tied += t[a].sim == t[best].sim; }
   if (opt->json) {
     json_t *list = json_array(), *fastest = json_array();
-    for (int a = 0; a < shown; a++)
+    SHOWN(a) {
       if (t[a].sim == t[best].sim)
         json_array_append_new(fastest,
                               json_string(rs_algorithm_name(t[a].algo)));
-    for (int a = 0; a < shown; a++) {
+    }
+    SHOWN(a) {
       double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
       json_t *row = json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
                               rs_algorithm_name(t[a].algo), "sim_ns",
@@ -286,7 +295,7 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
     json_t *cl = json_array();
     for (size_t i = 0; i < ncross; i++) {
       json_t *below = json_object(), *at = json_object();
-      for (int a = 0; a < shown; a++) {
+      SHOWN(a) {
         const char *name = rs_algorithm_name((rs_algorithm_t)a);
         json_object_set_new(below, name, ns_json(cross[i].below[a]));
         json_object_set_new(at, name, ns_json(cross[i].at[a]));
@@ -319,12 +328,13 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   const int topo = opt->config.net.topo.enabled;
   /* the names' column as wide as the longest ("gloo-ring") */
   int width = 4;
-  for (int a = 0; a < shown; a++)
+  SHOWN(a) {
     if ((int)strlen(rs_algorithm_name(t[a].algo)) > width)
       width = (int)strlen(rs_algorithm_name(t[a].algo));
+  }
   printf("\n  %-*s %14s %14s %12s\n", width, "algo", "simulated us",
          topo ? "own NICs us" : "predicted us", "busbw GB/s");
-  for (int a = 0; a < shown; a++) {
+  SHOWN(a) {
     double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
     printf("  %-*s %14.3f %14.3f %12.3f%s\n", width,
            rs_algorithm_name(t[a].algo),
@@ -357,6 +367,7 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   if (ncross == CROSS_MAX)
     printf("    (stopped at %d changes)\n", CROSS_MAX);
   return 0;
+#undef SHOWN
 }
 
 /* `ringsim model` with a list of sizes (--workers 8,64,512 under --net,
@@ -367,7 +378,8 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
 typedef struct model_rows {
   model_time_t t[CLI_MODEL_MAX_ROWS][RS_ALGO_COUNT];
   int best[CLI_MODEL_MAX_ROWS];
-  int first, last; /* the algorithms of the rows */
+  rs_algorithm_t algos[RS_ALGO_COUNT]; /* the algorithms of the rows */
+  int count;
 } model_rows_t;
 
 /* Each row's times; 0, or the exit status (having said why). */
@@ -382,15 +394,15 @@ typedef struct rows_job {
 
 static void rows_piece(void *ctx, int k) {
   const rows_job_t *j = ctx;
-  const int algos = j->m->last - j->m->first + 1;
-  const int i = k / algos, a = j->m->first + k % algos;
+  const int i = k / j->m->count;
+  const rs_algorithm_t a = j->m->algos[k % j->m->count];
   if (cli_signal())
     return;
   rs_netmodel_t row = *j->net;
   if (j->net->topo.enabled)
     row.topo.nodes = j->opt->rows.nodes[i];
   j->m->t[i][a] =
-      model_time((rs_algorithm_t)a, &row, j->opt->rows.workers[i], j->buckets,
+      model_time(a, &row, j->opt->rows.workers[i], j->buckets,
                  j->bucket_count, j->opt->config.segment_bytes, j->elem_size,
                  j->opt->json);
 }
@@ -401,12 +413,13 @@ static int compute_rows(const options_t *opt, const rs_model_t *model,
                         size_t bucket_count, model_rows_t *m) {
   rows_job_t job = {
       opt, net, buckets, bucket_count, rs_dtype_size(rs_model_dtype(model)), m};
-  rs_parallel_for(opt->rows.count * (m->last - m->first + 1), rows_piece, &job);
+  rs_parallel_for(opt->rows.count * m->count, rows_piece, &job);
   if (cli_signal())
     return EXIT_RUN;
   for (int i = 0; i < opt->rows.count; i++) {
-    m->best[i] = m->first;
-    for (int a = m->first; a <= m->last; a++) {
+    m->best[i] = m->algos[0];
+    for (int k = 0; k < m->count; k++) {
+      const int a = m->algos[k];
       const model_time_t *t = &m->t[i][a];
       if (t->sim == UINT64_MAX) {
         fprintf(stderr, "ringsim: out of memory\n");
@@ -428,14 +441,15 @@ static int rows_json(const options_t *opt, const rs_model_t *model,
     const double algbw =
         m->t[i][best].sim ? bytes / (double)m->t[i][best].sim : 0;
     json_t *times = json_object();
-    for (int a = m->first; a <= m->last; a++) {
+    for (int k = 0; k < m->count; k++) {
+      const rs_algorithm_t a = m->algos[k];
       const model_time_t *t = &m->t[i][a];
       json_t *one = json_pack("{s:I, s:I}", "sim_ns", (json_int_t)t->sim,
                               "predicted_ns", (json_int_t)t->predicted);
       if (t->uncontended != UINT64_MAX)
         json_object_set_new(one, "uncontended_ns",
                             json_integer((json_int_t)t->uncontended));
-      json_object_set_new(times, rs_algorithm_name((rs_algorithm_t)a), one);
+      json_object_set_new(times, rs_algorithm_name(a), one);
     }
     json_t *r = json_pack("{s:i, s:o, s:s, s:f}", "workers", W, "algos", times,
                           "fastest", rs_algorithm_name((rs_algorithm_t)best),
@@ -465,8 +479,8 @@ static void rows_text(const options_t *opt, const rs_model_t *model,
   printf("\n  %7s %6s  simulated us%s\n  %7s %6s", "", "",
          topo && !all ? ", and with a NIC for every GPU (no NIC shared)" : "",
          "workers", topo ? "nodes" : "");
-  for (int a = m->first; a <= m->last; a++)
-    printf(" %10s", rs_algorithm_name((rs_algorithm_t)a));
+  for (int k = 0; k < m->count; k++)
+    printf(" %10s", rs_algorithm_name(m->algos[k]));
   if (topo && !all)
     printf(" %12s", "own NICs");
   printf(" %11s%s\n", all ? "best busbw" : "busbw GB/s",
@@ -480,10 +494,10 @@ static void rows_text(const options_t *opt, const rs_model_t *model,
       printf(" %6d", opt->rows.nodes[i]);
     else
       printf(" %6s", "");
-    for (int a = m->first; a <= m->last; a++)
-      printf(" %10.3f", (double)m->t[i][a].sim / 1e3);
+    for (int k = 0; k < m->count; k++)
+      printf(" %10.3f", (double)m->t[i][m->algos[k]].sim / 1e3);
     if (topo && !all)
-      printf(" %12.3f", (double)m->t[i][m->first].uncontended / 1e3);
+      printf(" %12.3f", (double)m->t[i][m->algos[0]].uncontended / 1e3);
     printf(" %11.3f%s%s\n", rs_busbw(algbw, W), all ? "  " : "",
            all ? rs_algorithm_name((rs_algorithm_t)best) : "");
   }
@@ -497,8 +511,9 @@ static int print_rows(const options_t *opt, const rs_model_t *model,
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;
   }
-  m->first = opt->algo_all ? 0 : (int)opt->config.algo;
-  m->last = opt->algo_all ? cli_algos(net) - 1 : (int)opt->config.algo;
+  m->count = opt->algo_all ? cli_algos(net) : 1;
+  for (int k = 0; k < m->count; k++)
+    m->algos[k] = opt->algo_all ? cli_algo_nth(net, k) : opt->config.algo;
   const double bytes = (double)rs_model_elems(model) *
                        (double)rs_dtype_size(rs_model_dtype(model));
   int rc = compute_rows(opt, model, net, buckets, bucket_count, m);
@@ -536,8 +551,8 @@ static int check_network(const options_t *opt, const rs_netmodel_t *net) {
   if (rs_netmodel_check(net, opt->config.workers, err))
     return cli_usage_error("model: %s", err);
   /* (as a run, step and diff refuse it: its nodes are the topology's) */
-  if (!opt->algo_all && (int)opt->config.algo < RS_ALGO_COUNT &&
-      (int)opt->config.algo >= cli_algos(net))
+  if (!opt->algo_all && (unsigned)opt->config.algo < RS_ALGO_COUNT &&
+      !cli_algo_fits(net, opt->config.algo))
     return cli_usage_error("model: --algo %s is hierarchical and needs "
                            "nodes: give a topology (--topo nodes=N,gpus=G)",
                            rs_algorithm_name(opt->config.algo));
@@ -576,7 +591,8 @@ static int print_one(const options_t *opt, const rs_model_t *model,
          rs_algorithm_name(algo),
          cli_safe(rs_model_name(model), name, sizeof name), W, size);
   cli_print_network(net);
-  if (algo == RS_ALGO_RING)
+  const rs_algo_info_t info = cli_algo_info(algo);
+  if (info.textbook_ring)
     printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
            "over the buckets\n",
            bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
@@ -589,7 +605,7 @@ static int print_one(const options_t *opt, const rs_model_t *model,
   printf("  predicted  %.3f us   %s%s\n", (double)t->predicted / 1e3,
          net->topo.enabled ? "each bucket's schedule alone (a topology has "
                              "no closed formula)"
-         : algo == RS_ALGO_RING
+         : info.textbook_ring
              ? RS_NETMODEL_FORMULA
              : "the algorithm's cost formula (algorithms.md)",
          net->link_count || net->straggler_count
@@ -656,8 +672,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     rs_parallel_for(m.shown + (int)samples, model_all_piece, &m);
     free(buckets);
     rc = cli_signal() ? EXIT_RUN : -1;
-    for (int a = 0; rc < 0 && a < m.shown; a++)
-      if (too_long(&t[a]))
+    for (int i = 0; rc < 0 && i < m.shown; i++)
+      if (too_long(&t[cli_algo_nth(net, i)]))
         rc = too_long_error();
     if (rc < 0) {
       rc = print_all(opt, net, model, t,

@@ -146,9 +146,11 @@ int cli_check_run(options_t *o) {
   if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0 ||
       (rc = check_iterations(o)) >= 0)
     return rc;
-  /* gloo's ring cuts segments of at most gloo's own maximum, unless told */
-  if (o->config.algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES])
-    o->config.segment_bytes = RS_GLOO_SEGMENT_BYTES;
+  /* an algorithm with a segment size of its own (gloo's ring: gloo's
+   * maximum) cuts segments of it, unless told */
+  const size_t own = cli_algo_info(o->config.algo).segment_bytes;
+  if (own && !o->given[OPT_SEGMENT_BYTES])
+    o->config.segment_bytes = own;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
   if ((rc = cli_topo_workers(o)) >= 0)

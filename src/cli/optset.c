@@ -358,7 +358,8 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
     return cli_bad_value(msg, opt, value, "%s", names);
   }
   o->algo_all = all;
-  o->config.algo = all ? RS_ALGO_RING : (rs_algorithm_t)algo;
+  if (!all) /* (all: the default stays until each is set in turn) */
+    o->config.algo = (rs_algorithm_t)algo;
   return 0;
 }
 

@@ -225,7 +225,7 @@ figures_t cli_report_figures(const report_t *r) {
     f.transfers_max = t > f.transfers_max ? t : f.transfers_max;
   }
   /* the ring's plan; other algorithms' counts vary by worker and step */
-  f.planned = rs_run_config(r->run)->algo == RS_ALGO_RING
+  f.planned = cli_algo_info(rs_run_config(r->run)->algo).textbook_ring
                   ? 2 * (uint64_t)(f.workers - 1) * (uint64_t)f.workers *
                         res->segs_per_chunk /* summed over the buckets */
                   : 0;
@@ -286,18 +286,18 @@ void cli_print_network(const rs_netmodel_t *net) {
 static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
                            double wall_s) {
   const rs_netmodel_t *net = &cfg->net;
+  const int ring = cli_algo_info(cfg->algo).textbook_ring;
   cli_print_network(net);
   printf("\n  simulated  %.3f us   predicted %s%s = %.3f us%s   measured "
          "wall %.3f us\n",
          (double)res->sim_ns / 1e3,
          net->topo.enabled ? "by each bucket's schedule alone (a topology "
                              "has no closed formula)"
-         : cfg->algo == RS_ALGO_RING ? RS_NETMODEL_FORMULA
+         : ring                      ? RS_NETMODEL_FORMULA
          : cfg->algo == RS_ALGO_AUTO ? "by each bucket's chosen algorithm's "
                                        "cost formula"
                                      : "by the cost formula of ",
-         net->topo.enabled || cfg->algo == RS_ALGO_RING ||
-                 cfg->algo == RS_ALGO_AUTO
+         net->topo.enabled || ring || cfg->algo == RS_ALGO_AUTO
              ? ""
              : rs_algorithm_name(cfg->algo),
          (double)res->predicted_ns / 1e3,
@@ -355,7 +355,6 @@ static void print_auto(const report_t *r) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(r->model));
   if (!m)
     return;
-  const int shown = cli_algos(m);
   if (m->topo.enabled)
     printf("  auto       by --topo's topology (each bucket's schedule "
            "simulated alone), reduce %.3f GB/s\n",
@@ -367,8 +366,9 @@ static void print_auto(const report_t *r) {
            (double)m->link.latency_ns / 1e3, (double)m->link.bandwidth / 1e9,
            (double)m->reduce_rate / 1e9);
   printf("             %-12s", "bucket size");
-  for (int a = 0; a < shown; a++)
-    printf(" %9s", rs_algorithm_name((rs_algorithm_t)a));
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    if (cli_algo_fits(m, (rs_algorithm_t)a))
+      printf(" %9s", rs_algorithm_name((rs_algorithm_t)a));
   printf("   predicted us, chosen\n");
   size_t lines = 0, sizes = 0;
   for (size_t b = 0; b < buckets; b++) {
@@ -387,8 +387,10 @@ static void print_auto(const report_t *r) {
     char size[32];
     cli_human_bytes((double)elems * (double)elem_size, size, sizeof size);
     printf("             %-12s", size);
-    for (int a = 0; a < shown; a++) {
+    for (int a = 0; a < RS_ALGO_COUNT; a++) {
       uint64_t ns = rs_run_bucket_predicted(r->run, b, (rs_algorithm_t)a);
+      if (!cli_algo_fits(m, (rs_algorithm_t)a))
+        continue;
       if (ns == UINT64_MAX)
         printf(" %9s", "-");
       else
@@ -615,7 +617,7 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
                            const rs_result_t *res, const figures_t *f) {
   const int W = f->workers;
   char chunk[64];
-  if (cfg->algo != RS_ALGO_RING) {
+  if (!cli_algo_info(cfg->algo).textbook_ring) {
     if (res->buckets > 1)
       print_buckets(r);
     printf("  messages   <= %zu element%s each, %d slot%s per channel\n",
@@ -709,7 +711,7 @@ static void print_traffic(const report_t *r, const rs_config_t *cfg,
   print_transfers(r, f);
   range_text(f->sent_min, f->sent_max, "byte", sent, sizeof sent);
   cli_human_bytes((double)f->sent_max, a, sizeof a);
-  if (cfg->algo == RS_ALGO_RING)
+  if (cli_algo_info(cfg->algo).textbook_ring)
     printf("  sent       %s per worker (%s); theory 2(W-1)/W x S = %.0f "
            "bytes\n",
            sent, a, f->sent_theory);

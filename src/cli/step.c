@@ -52,7 +52,7 @@ static int check_step(options_t *o) {
     return rc;
   if (rs_netmodel_check(net, o->config.workers, err))
     return cli_refuse(CLI_STEP, "%s", err);
-  if (!o->algo_all && (int)o->config.algo >= cli_algos(net))
+  if (!o->algo_all && !cli_algo_fits(net, o->config.algo))
     return cli_refuse(CLI_STEP,
                       "--algo %s is hierarchical and needs nodes: give a "
                       "topology (--topo nodes=N,gpus=G)",
@@ -200,8 +200,9 @@ static int run_threads(const options_t *o, const rs_model_t *model,
 static void set_algo(const options_t *o, rs_step_config_t *sc,
                      rs_algorithm_t algo) {
   sc->algo = algo;
-  sc->segment_bytes = algo == RS_ALGO_GLOO_RING && !o->given[OPT_SEGMENT_BYTES]
-                          ? RS_GLOO_SEGMENT_BYTES
+  sc->segment_bytes = cli_algo_info(algo).segment_bytes &&
+                              !o->given[OPT_SEGMENT_BYTES]
+                          ? cli_algo_info(algo).segment_bytes
                           : o->config.segment_bytes;
 }
 
@@ -639,7 +640,8 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   for (int a = 0; a < algos && !status; a++)
     for (int k = 0; k < caps && !status; k++) {
       step_row_t *row = &rows[count++];
-      row->algo = o->algo_all ? (rs_algorithm_t)a : o->config.algo;
+      row->algo =
+          o->algo_all ? cli_algo_nth(&o->config.net, a) : o->config.algo;
       row->cap = o->step.cap_count ? o->step.caps[k] : o->config.bucket_bytes;
       if (k > 0) { /* step 1 is one bucket, whatever the cap */
         row->shares_first = 1;
