@@ -16,10 +16,11 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
+
+import helpers
 
 RINGSIM = None
 MPIRUN = None
@@ -190,22 +191,21 @@ class MpiTransport(unittest.TestCase):
         self.check_cases(4)
 
     def test_crash_and_stall_end_every_process(self):
-        """A worker of process 1 crashes, or stalls past the timeout: every
-        process exits 3 within the timeout and a few seconds, rank 0 says
-        where each worker stopped once, and the trace holds the run."""
+        """A worker of process 1 crashes, or stalls past the timeout (for
+        10 minutes: only the timeout ends the job within mpirun's bound):
+        every process exits 3, rank 0 says where each worker stopped once,
+        and the trace holds the run. (How soon after the timeout: a
+        benchmark, bench/stop_latency.py.)"""
         timeout = 2
         for fault in ("crash:worker=3,step=1",
-                      "stall:worker=3,step=1,ms=30000"):
+                      "stall:worker=3,step=1,ms=600000"):
             with self.subTest(fault=fault):
                 trace = self.path("fail.db")
-                begin = time.monotonic()
                 run = self.mpirun(3, ["--params", self.model("f32"),
                                       "--workers", "7", "--timeout",
                                       str(timeout), "--inject", fault,
-                                      "--trace", trace])
-                elapsed = time.monotonic() - begin
+                                      "--trace", trace], timeout=120)
                 self.assertEqual(run.returncode, 3, run.stderr)
-                self.assertLess(elapsed, timeout + 6, run.stderr)
                 self.assertEqual(run.stderr.count("watchdog"), 1,
                                  run.stderr)
                 self.assertIn("worker 3", run.stderr)
@@ -402,20 +402,17 @@ class MpiTransport(unittest.TestCase):
         self.assertGreater(stream["received_during_run"], 0, stream)
 
     def test_trace_stream_keeps_failed_runs_records(self):
-        """A worker of process 1 crashes: every process exits 3 within the
-        timeout and a few seconds, and every record process 1 sent (many
-        batches) is in rank 0's trace, once."""
+        """A worker of process 1 crashes: every process exits 3, and every
+        record process 1 sent (many batches) is in rank 0's trace, once."""
         batch, timeout = 8, 2
         trace = self.path("crash.db")
-        begin = time.monotonic()
         run = self.mpirun(2, ["--params", self.stream_model(), "--workers",
                               "4", "--segment-bytes", "64", "--timeout",
                               str(timeout), "--inject",
                               "crash:worker=3,step=4", "--trace", trace],
-                          env={"RINGSIM_MPI_TRACE_BATCH": str(batch)})
-        elapsed = time.monotonic() - begin
+                          env={"RINGSIM_MPI_TRACE_BATCH": str(batch)},
+                          timeout=120)
         self.assertEqual(run.returncode, 3, run.stderr)
-        self.assertLess(elapsed, timeout + 6, run.stderr)
         db = sqlite3.connect(trace)
         status, stream = db.execute(
             "SELECT status, trace_stream_json FROM run").fetchone()
@@ -593,9 +590,8 @@ class MpiTransport(unittest.TestCase):
 
     def test_stopped_rank_ends_the_job(self):
         """A process that stops answering (SIGSTOP) in the run: the job
-        ends within the timeout and a few seconds, exit 3, rank 0 names
-        the rank, and the trace holds the failed run saying so (before:
-        the job never ended)."""
+        ends, exit 3, rank 0 names the rank, and the trace holds the failed
+        run saying so (before: the job never ended)."""
         timeout = 2
         trace = self.path("stopped.db")
         # worker 3 (rank 1) sleeps in a stall, so that rank 1 is stopped
@@ -604,7 +600,6 @@ class MpiTransport(unittest.TestCase):
                RINGSIM, "--transport", "mpi", "-p", self.model("f32"),
                "--workers", "4", "--timeout", str(timeout), "--inject",
                "stall:worker=3,step=1,ms=1500", "--trace", trace]
-        begin = time.monotonic()
         job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -613,7 +608,7 @@ class MpiTransport(unittest.TestCase):
             self.wait_for_run(trace)
             stopped = self.rank_pid(1)
             os.kill(stopped, signal.SIGSTOP)
-            out, err = job.communicate(timeout=30)
+            out, err = job.communicate(timeout=120)  # a hang's bound
         finally:
             if stopped:
                 for sig in (signal.SIGKILL, signal.SIGCONT):
@@ -622,14 +617,12 @@ class MpiTransport(unittest.TestCase):
                     except ProcessLookupError:
                         pass
             kill_group(job)
-        took = time.monotonic() - begin
         self.assertEqual(job.returncode, 3, err)
         said = [line for line in err.splitlines()
                 if line.startswith("ringsim: rank 1 ")]
         self.assertEqual(len(said), 1, err)
         self.assertIn("rank 1 (workers 2 to 3, on ", said[0])
         self.assertIn("did not answer within", said[0])
-        self.assertLess(took, 15, err)
         db = sqlite3.connect(trace)
         status, error = db.execute("SELECT status, error FROM run").fetchone()
         db.close()
@@ -737,6 +730,9 @@ class MpiTransport(unittest.TestCase):
         self.fail(f"no ringsim process of rank {rank}")
 
 
+def main():
+    helpers.main(globals(), "RINGSIM", "MPIRUN")
+
+
 if __name__ == "__main__":
-    RINGSIM, MPIRUN = sys.argv[1:3]
-    unittest.main(argv=[sys.argv[0]] + sys.argv[3:])
+    main()

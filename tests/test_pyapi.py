@@ -26,7 +26,11 @@ import time
 import unittest
 
 import numpy as np
-import torch
+
+import helpers
+
+# a peer: skipped without torch, failed under RINGSIM_REQUIRE_PEERS=1
+torch = helpers.import_peer("torch", "python3-torch")
 
 RINGSIM = LIBRARY = REPO = BUILD = None
 ringsim = None
@@ -683,8 +687,9 @@ class PyApi(unittest.TestCase):
             self.assertEqual(cli["watchdog"][2], e.watchdog[2])
             self.assertEqual(set(cli), set(e.report))
 
-    # pyapi-7: Ctrl-C during a run interrupts it at once (here a worker
-    # stalls for 20 s): KeyboardInterrupt, in well under the stall. The
+    # pyapi-7: Ctrl-C during a run interrupts it (here a worker stalls for
+    # 10 minutes, so nothing else ends it): KeyboardInterrupt. How soon is
+    # a benchmark (bench/stop_latency.py), not a test. The
     # signal is sent once the run is under way (readysignal), not after a
     # guessed sleep: the process has 4 threads more than it had just before
     # the call (it prints its count): the binding's thread that calls
@@ -697,7 +702,8 @@ class PyApi(unittest.TestCase):
                 "t = time.monotonic()\n"
                 "try:\n"
                 "    ringsim.ddp_allreduce_average_grads(\n"
-                "        grads, inject='stall:worker=1,step=0,ms=20000', timeout=60)\n"
+                "        grads, inject='stall:worker=1,step=0,ms=600000',\n"
+                "        timeout=900)\n"
                 "except KeyboardInterrupt:\n"
                 "    print('interrupted after %.1f s' % (time.monotonic() - t))\n")
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
@@ -712,20 +718,20 @@ class PyApi(unittest.TestCase):
                                     "the run's worker threads never started")
                     time.sleep(0.01)
                 p.send_signal(signal.SIGINT)
-                out, _ = p.communicate(timeout=15)
+                # (a bound for a hang: only the interrupt ends the stall)
+                out, _ = p.communicate(timeout=120)
             finally:
                 if p.poll() is None:
                     p.kill()
         self.assertEqual(p.returncode, 0, out)
         self.assertRegex(out, r"^interrupted after [0-9.]+ s$")
-        self.assertLess(float(out.split()[2]), 5)
 
     # pyapi-7b: Ctrl-C at an awkward moment still stops the run first. In
     # the middle of Thread.start() (the run's thread exists, the call has
     # not returned: no try there can tell), and delivered by the kernel to
     # the run's thread rather than the main one (the main thread then
     # sleeps on, unless its wait wakes to read Python's flag). Either way
-    # KeyboardInterrupt comes within a second of the 8 s stall, and only
+    # KeyboardInterrupt comes, not the end of the 10-minute stall, and only
     # once the run's worker threads are gone (the run is freed after it).
     def test_interrupt_any_moment(self):
         code = (
@@ -754,7 +760,8 @@ class PyApi(unittest.TestCase):
             "t = time.monotonic()\n"
             "try:\n"
             "    ringsim.ddp_allreduce_average_grads(\n"
-            "        grads, inject='stall:worker=1,step=0,ms=8000', timeout=60)\n"
+            "        grads, inject='stall:worker=1,step=0,ms=600000',\n"
+            "        timeout=900)\n"
             "except KeyboardInterrupt:\n"
             "    took = time.monotonic() - t\n"
             "    more = count() - before - (sender is not None)\n"
@@ -763,12 +770,11 @@ class PyApi(unittest.TestCase):
         for mode in ("start", "thread"):
             with self.subTest(mode=mode):
                 p = subprocess.run([sys.executable, "-c", code, mode], env=env,
-                                   capture_output=True, text=True, timeout=60)
+                                   capture_output=True, text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 m = re.fullmatch(r"interrupted after ([0-9.]+) s, "
                                  r"(-?\d+) threads more\n", p.stdout)
                 self.assertTrue(m, p.stdout + p.stderr)
-                self.assertLess(float(m.group(1)), 4)
                 # at most the run's Python thread, as it ends after join()
                 self.assertLessEqual(int(m.group(2)), 1, p.stdout)
 
@@ -817,7 +823,7 @@ class PyApi(unittest.TestCase):
     # key, but where the Qs came from, worded for each), from the same Qs
     # (ringsim's stream from seed 0); f64 refused as the command refuses
     # it; traced, its runs' ids in the report; Ctrl-C during a stalled
-    # all-reduce of the step ends it at once with KeyboardInterrupt.
+    # all-reduce of the step ends it with KeyboardInterrupt.
     def test_powersgd(self):
         g = torch.Generator().manual_seed(13)
         grads = [{"fc.weight": torch.randn(16, 12, generator=g),
@@ -864,8 +870,8 @@ class PyApi(unittest.TestCase):
                 "print('running', flush=True)\n"
                 "t = time.monotonic()\n"
                 "try:\n"
-                "    ringsim.allreduce(grads, hook='powersgd:rank=2', timeout=60,\n"
-                "                      inject='stall:worker=1,step=0,ms=20000')\n"
+                "    ringsim.allreduce(grads, hook='powersgd:rank=2', timeout=900,\n"
+                "                      inject='stall:worker=1,step=0,ms=600000')\n"
                 "except KeyboardInterrupt:\n"
                 "    print('interrupted after %.1f s' % (time.monotonic() - t))\n")
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
@@ -875,13 +881,13 @@ class PyApi(unittest.TestCase):
                 self.assertEqual(p.stdout.readline().strip(), "running")
                 time.sleep(1.0)  # in the stall: the first all-reduce's
                 p.send_signal(signal.SIGINT)
-                out, _ = p.communicate(timeout=15)
+                # (a bound for a hang: only the interrupt ends the stall)
+                out, _ = p.communicate(timeout=120)
             finally:
                 if p.poll() is None:
                     p.kill()
         self.assertEqual(p.returncode, 0, out)
         self.assertRegex(out, r"^interrupted after [0-9.]+ s$")
-        self.assertLess(float(out.split()[2]), 5)
 
     # pyapi-12: every string and path argument of the API goes through one
     # conversion: a value holding a NUL is refused (ValueError naming the
@@ -1082,19 +1088,15 @@ class PyApi(unittest.TestCase):
 
 
 def main():
-    global RINGSIM, LIBRARY, REPO, BUILD, ringsim
-    if len(sys.argv) < 5:
-        sys.exit("usage: test_pyapi.py RINGSIM LIBRARY REPO_DIR BUILD_DIR "
-                 "[PyApi.test_name ...]")
-    RINGSIM, LIBRARY, REPO, BUILD = (os.path.abspath(a)
-                                     for a in sys.argv[1:5])
+    global ringsim
+    cases = helpers.parse(globals(), "RINGSIM", "LIBRARY", "REPO", "BUILD")
     os.environ["RINGSIM_LIBRARY"] = LIBRARY
     sys.path.insert(0, os.path.join(REPO, "python"))
     import ringsim as module
     ringsim = module
     if ringsim.library_path() != LIBRARY:
         sys.exit(f"ringsim loaded {ringsim.library_path()}, not {LIBRARY}")
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[5:]])
+    helpers.run_tests(cases)
 
 
 if __name__ == "__main__":
