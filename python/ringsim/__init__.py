@@ -453,8 +453,12 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
             raise ValueError(f"like={like!r} sets algo gloo-ring, op avg and "
                              "average pre-mul; give none of them with it")
         algo = "gloo-ring"  # for its segments below; the run sets the rest
-    if algo == "gloo-ring" and segment_bytes is None:
-        segment_bytes = 1 << 20  # gloo's largest segment, as the command's
+    # an algorithm's own segment size (gloo-ring: gloo's largest), unless
+    # given, as the command's
+    own = _lib.algo_info(_c_string(algo, "algo")) \
+        if isinstance(algo, str) else None
+    if own is not None and own.segment_bytes and segment_bytes is None:
+        segment_bytes = own.segment_bytes
     hooked = hook not in (None, "none")
     # the average the run takes, as the command's trace names it: a hook's
     # (pre) and --like's (pre-mul) are theirs, given as no --average

@@ -25,6 +25,18 @@ SONAME = "libringsim.so.0"
 WATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
+class AlgoInfo(ctypes.Structure):
+    """rs_algo_info_t (ringsim.h): what an algorithm needs and offers, as
+    its row in the algorithm table says (each flag 1 or 0)."""
+    _fields_ = [("name", ctypes.c_char_p), ("title", ctypes.c_char_p),
+                ("segment_bytes", ctypes.c_size_t),
+                ("needs_topology", ctypes.c_int), ("slices", ctypes.c_int),
+                ("reduce_scatter", ctypes.c_int),
+                ("auto_eligible", ctypes.c_int), ("in_nccl", ctypes.c_int),
+                ("closed_formula", ctypes.c_int),
+                ("textbook_ring", ctypes.c_int)]
+
+
 def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     env = os.environ.get("RINGSIM_LIBRARY")
@@ -71,6 +83,8 @@ def _prototypes(lib):
     P, S, I, Z = c.c_void_p, c.c_size_t, c.c_int, c.c_char_p
     protos = {
         "rs_strerror": (Z, [I]),
+        "rs_algorithm_parse": (I, [Z]),
+        "rs_algo_info": (I, [I, c.POINTER(AlgoInfo)]),
         "rs_model_parse": (I, [Z, S, Z, c.POINTER(P), Z]),
         "rs_model_free": (None, [P]),
         "rs_model_elems": (S, [P]),
@@ -133,6 +147,17 @@ def path():
     """The path of the library in use."""
     load()
     return _PATH
+
+
+def algo_info(name):
+    """The AlgoInfo of the algorithm named name (bytes, as --algo takes
+    it), or None for auto or a name that is no algorithm."""
+    lib = load()
+    algo = lib.rs_algorithm_parse(name)
+    info = AlgoInfo()
+    if algo < 0 or lib.rs_algo_info(algo, ctypes.byref(info)):
+        return None
+    return info
 
 
 def new_config(lib, owned, settings, err, fail):

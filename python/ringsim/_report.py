@@ -8,6 +8,8 @@ order, so the numbers are the same doubles.
 """
 import math
 
+from . import _lib
+
 # Statuses after which the command prints the watchdog report: a run that
 # failed once started (exit status 3), except a trace that could not be
 # written (its ring completed).
@@ -66,8 +68,10 @@ def build(facts, model_name, dtype_name, dtype_size, source, trace, values):
     seconds = res["wall_ns"] / 1e9
     algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
     busbw = algbw * 2.0 * (workers - 1) / workers
+    # the ring's plan (rs_algo_info_t's textbook_ring), as report.c's
+    ring = _lib.algo_info(cfg["algo"].encode())
     planned = (2 * (workers - 1) * workers * res["segs_per_chunk"]
-               if cfg["algo"] == "ring" else 0)
+               if ring is not None and ring.textbook_ring else 0)
 
     def if_checked(x):
         return x if checked else None
