@@ -37,13 +37,13 @@
  * GPUs of each; the flat shape (gpus = W) otherwise. */
 /* What an algorithm needs and offers: rs_algo_t's caps, one bit each, as
  * rs_algo_info_t's flags (ringsim.h) say them in full. */
-#define RS__CAP_TOPOLOGY 0x01u      /* needs_topology: runs only on nodes */
-#define RS__CAP_SLICES 0x02u        /* slices: NCCL's loop order too */
+#define RS__CAP_TOPOLOGY 0x01u       /* needs_topology: runs only on nodes */
+#define RS__CAP_SLICES 0x02u         /* slices: NCCL's loop order too */
 #define RS__CAP_REDUCE_SCATTER 0x04u /* reduce_scatter: stops after it */
-#define RS__CAP_AUTO 0x08u          /* auto_eligible */
-#define RS__CAP_NCCL 0x10u          /* in_nccl */
-#define RS__CAP_FORMULA 0x20u       /* closed_formula: predict is one */
-#define RS__CAP_TEXTBOOK_RING 0x40u /* textbook_ring: DESIGN.md's ring */
+#define RS__CAP_AUTO 0x08u           /* auto_eligible */
+#define RS__CAP_NCCL 0x10u           /* in_nccl */
+#define RS__CAP_FORMULA 0x20u        /* closed_formula: predict is one */
+#define RS__CAP_TEXTBOOK_RING 0x40u  /* textbook_ring: DESIGN.md's ring */
 
 typedef struct rs_algo {
   const char *name;

@@ -462,24 +462,22 @@ static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
 /* NCCL's ring (NCCL_ALGO_RING), the only one with NCCL's slice order and
  * a reduce-scatter alone: DESIGN.md's ring, which the reports hold to its
  * counts and its formula (RS_NETMODEL_FORMULA). */
-const rs_algo_t rs__algo_ring = {.name = "ring",
-                                 .caps = RS__CAP_SLICES |
-                                         RS__CAP_REDUCE_SCATTER |
-                                         RS__CAP_AUTO | RS__CAP_NCCL |
-                                         RS__CAP_FORMULA |
-                                         RS__CAP_TEXTBOOK_RING,
-                                 .send_peers = send_peers,
-                                 .recv_peers = recv_peers,
-                                 .message_elems = message_elems,
-                                 .direct_slots = direct_slots,
-                                 .messages = messages,
-                                 .steps = rs__ring_steps,
-                                 .sends = sends,
-                                 .depth = rs__ring_depth,
-                                 .predict = predict,
-                                 .sim_bucket = sim_bucket,
-                                 .step_least = step_least,
-                                 .title = "ring all-reduce",
-                                 .layout = layout,
-                                 .narrate = narrate,
-                                 .run_bucket = ring_bucket};
+const rs_algo_t rs__algo_ring = {
+    .name = "ring",
+    .caps = RS__CAP_SLICES | RS__CAP_REDUCE_SCATTER | RS__CAP_AUTO |
+            RS__CAP_NCCL | RS__CAP_FORMULA | RS__CAP_TEXTBOOK_RING,
+    .send_peers = send_peers,
+    .recv_peers = recv_peers,
+    .message_elems = message_elems,
+    .direct_slots = direct_slots,
+    .messages = messages,
+    .steps = rs__ring_steps,
+    .sends = sends,
+    .depth = rs__ring_depth,
+    .predict = predict,
+    .sim_bucket = sim_bucket,
+    .step_least = step_least,
+    .title = "ring all-reduce",
+    .layout = layout,
+    .narrate = narrate,
+    .run_bucket = ring_bucket};

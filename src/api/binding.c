@@ -107,13 +107,13 @@ static void algo_names(char *buf, size_t size) {
   size_t len = 0;
   buf[0] = '\0';
   for (int a = 0; a <= RS_ALGO_COUNT && len < size; a++)
-    len += (size_t)snprintf(
-        buf + len, size - len, "%s%s",
-        a == 0               ? ""
-        : a == RS_ALGO_COUNT ? " or "
-                             : ", ",
-        rs_algorithm_name(a == RS_ALGO_COUNT ? RS_ALGO_AUTO
-                                             : (rs_algorithm_t)a));
+    len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                            a == 0               ? ""
+                            : a == RS_ALGO_COUNT ? " or "
+                                                 : ", ",
+                            rs_algorithm_name(a == RS_ALGO_COUNT
+                                                  ? RS_ALGO_AUTO
+                                                  : (rs_algorithm_t)a));
 }
 
 /* The option's name with '_' for '-', so "bucket-mb" and "bucket_mb" are

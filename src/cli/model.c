@@ -402,9 +402,8 @@ static void rows_piece(void *ctx, int k) {
   if (j->net->topo.enabled)
     row.topo.nodes = j->opt->rows.nodes[i];
   j->m->t[i][a] =
-      model_time(a, &row, j->opt->rows.workers[i], j->buckets,
-                 j->bucket_count, j->opt->config.segment_bytes, j->elem_size,
-                 j->opt->json);
+      model_time(a, &row, j->opt->rows.workers[i], j->buckets, j->bucket_count,
+                 j->opt->config.segment_bytes, j->elem_size, j->opt->json);
 }
 
 /* Every row's times, on the machine's cores, then the best of each. */
@@ -603,11 +602,10 @@ static int print_one(const options_t *opt, const rs_model_t *model,
   printf("  simulated  %.3f us   algbw %.3f GB/s   busbw %.3f GB/s\n",
          (double)sim / 1e3, algbw, busbw);
   printf("  predicted  %.3f us   %s%s\n", (double)t->predicted / 1e3,
-         net->topo.enabled ? "each bucket's schedule alone (a topology has "
-                             "no closed formula)"
-         : info.textbook_ring
-             ? RS_NETMODEL_FORMULA
-             : "the algorithm's cost formula (algorithms.md)",
+         net->topo.enabled    ? "each bucket's schedule alone (a topology has "
+                                "no closed formula)"
+         : info.textbook_ring ? RS_NETMODEL_FORMULA
+                              : "the algorithm's cost formula (algorithms.md)",
          net->link_count || net->straggler_count
              ? " (for a uniform ring: the overrides are not in it)"
              : "");

@@ -293,7 +293,7 @@ static void print_sim_line(const rs_config_t *cfg, const rs_result_t *res,
          (double)res->sim_ns / 1e3,
          net->topo.enabled ? "by each bucket's schedule alone (a topology "
                              "has no closed formula)"
-         : ring                      ? RS_NETMODEL_FORMULA
+         : ring            ? RS_NETMODEL_FORMULA
          : cfg->algo == RS_ALGO_AUTO ? "by each bucket's chosen algorithm's "
                                        "cost formula"
                                      : "by the cost formula of ",
