@@ -7,17 +7,26 @@
  * runs in NCCL's slice loop order unless --loop steps asks for the
  * textbook one that ringsim itself runs by default.
  *
+ * nccl-tests' table: each row has an out-of-place and an in-place block.
+ * ringsim's all-reduce is in place, so the two blocks are two runs of it,
+ * one after the other, each with its own warm-up, timed iterations and
+ * check: real times, which differ by the noise between runs. -J writes
+ * nccl-tests' JSON file (its keys, whole at the end, by a rename).
+ *
  * Without -n, a time budget keeps big rings from running for hours (W=4096
  * takes a minute per iteration): the warm-up stops once it has taken
  * BUDGET_WARMUP_S, and the timed iterations are cut to what fits in
  * BUDGET_TIMED_S at the warm-up's pace. A size that runs longer than a
  * second shows its progress on stderr.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,7 +50,151 @@ static int check_bench(options_t *o) {
                                  "runs the others too");
   if (o->bench.max_bytes < o->bench.min_bytes)
     return cli_refuse(CLI_BENCH, "--maxbytes is smaller than --minbytes");
+  /* nccl-tests' flags: -g is W, -t one thread, -a one time, -J a file */
+  if (o->given[OPT_NGPUS] && o->given[OPT_WORKERS])
+    return cli_refuse(CLI_BENCH, "--ngpus (-g) and --workers (-w) both give "
+                                 "W: give one");
+  if (o->given[OPT_NGPUS])
+    o->bench.worker_count = 1; /* (workers[0] holds it) */
+  if (o->bench.nthreads != 1)
+    return cli_refuse(CLI_BENCH,
+                      "--nthreads %d: one process drives every worker here "
+                      "(nccl-tests' -t 1); give the total as -g %d",
+                      o->bench.nthreads,
+                      o->bench.nthreads * o->bench.workers[0]);
+  if (o->config.mpi && o->bench.rank_average != 0 &&
+      o->given[OPT_RANK_AVERAGE])
+    return cli_refuse(CLI_BENCH,
+                      "--average %d: over --transport mpi the time is rank "
+                      "0's (nccl-tests' -a 0); the processes' times are not "
+                      "combined",
+                      o->bench.rank_average);
+  const char *file = o->bench.output_file;
+  if (file) {
+    const char *dot = strrchr(file, '.');
+    if (!dot || strchr(dot, '/') || strcasecmp(dot, ".json") != 0)
+      return cli_refuse(CLI_BENCH,
+                        "--output_file '%.200s': nccl-tests writes JSON only "
+                        "to a name ending .json",
+                        file);
+    if (o->bench.worker_count > 1)
+      return cli_refuse(CLI_BENCH, "--output_file: nccl-tests' JSON holds one "
+                                   "W; give one -w (or -g)");
+  }
   return -1;
+}
+
+/* -J: nccl-tests' JSON file, written whole at the end: a temporary file
+ * beside it, made before the sweep (so an unwritable place is refused
+ * first), renamed over it. */
+typedef struct json_file {
+  char *tmp;     /* NULL: no -J */
+  json_t *root;  /* the object, its "results" filled as rows come */
+  json_t *results;
+} json_file_t;
+
+static int json_file_open(const options_t *o, json_file_t *j) {
+  const char *path = o->bench.output_file;
+  size_t len = strlen(path);
+  j->tmp = malloc(len + 16);
+  if (!j->tmp)
+    abort();
+  snprintf(j->tmp, len + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(j->tmp);
+  if (fd < 0) {
+    int e = errno;
+    free(j->tmp);
+    j->tmp = NULL;
+    return cli_refuse(CLI_BENCH, "--output_file '%.200s': cannot write it: %s",
+                      path, strerror(e));
+  }
+  fchmod(fd, 0644); /* (mkstemp makes 0600; an output is for sharing) */
+  close(fd);
+  return -1;
+}
+
+static void json_file_drop(json_file_t *j) {
+  if (j->tmp) {
+    unlink(j->tmp);
+    free(j->tmp);
+  }
+  json_decref(j->root);
+  *j = (json_file_t){0};
+}
+
+/* nccl-tests writes its booleans as the strings "true" and "false". */
+static json_t *nccl_bool(int value) {
+  return json_string(value ? "true" : "false");
+}
+
+static json_t *now_text(void) {
+  char text[64];
+  time_t now = time(NULL);
+  strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", localtime(&now));
+  return json_string(text);
+}
+
+extern char **environ;
+
+/* The object up to its results: nccl-tests' version 3 file, for W. */
+static void json_file_begin(const options_t *o, int W, int argc, char **argv,
+                            json_file_t *j) {
+  json_t *root = json_object(), *args = json_array(), *env = json_array();
+  json_object_set_new(root, "version", json_integer(3));
+  json_object_set_new(root, "start_time", now_text());
+  json_array_append_new(args, json_string("ringsim"));
+  for (int i = 0; i < argc; i++)
+    json_array_append_new(args, json_string(argv[i]));
+  json_object_set_new(root, "args", args);
+  for (char **e = environ; e && *e; e++)
+    json_array_append_new(env, json_string(*e));
+  json_object_set_new(root, "env", env);
+  json_object_set_new(root, "nccl_version", json_null()); /* (no NCCL) */
+  json_object_set_new(root, "ringsim_version", json_string(RS_VERSION));
+  json_t *c = json_object();
+  json_object_set_new(c, "nthreads", json_integer(1));
+  json_object_set_new(c, "ngpus", json_integer(W));
+  json_object_set_new(c, "minimum_bytes",
+                      json_integer((json_int_t)o->bench.min_bytes));
+  json_object_set_new(c, "maximum_bytes",
+                      json_integer((json_int_t)o->bench.max_bytes));
+  if (o->bench.step_bytes)
+    json_object_set_new(c, "step_bytes",
+                        json_integer((json_int_t)o->bench.step_bytes));
+  else
+    json_object_set_new(c, "step_factor", json_integer(o->bench.factor));
+  json_object_set_new(c, "warmup_iters", json_integer(o->bench.warmup));
+  json_object_set_new(c, "iterations", json_integer(o->bench.iters));
+  json_object_set_new(c, "aggregated_iterations", json_integer(1));
+  json_object_set_new(c, "validation", json_integer(o->bench.check));
+  json_object_set_new(c, "graph", json_integer(0));
+  json_object_set_new(c, "blocking_collectives", nccl_bool(0));
+  json_object_set_new(c, "per_iter_timing", nccl_bool(0));
+  json_object_set_new(c, "per_iter_skip", json_integer(0));
+  json_object_set_new(c, "parallel_init", nccl_bool(0));
+  json_t *devices = json_array();
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  for (int r = 0; r < W; r++) {
+    json_t *d = json_object();
+    json_object_set_new(d, "rank", json_integer(r));
+    json_object_set_new(d, "group", json_integer(0));
+    /* (over MPI the workers of other processes are theirs) */
+    json_object_set_new(d, "pid", o->config.mpi ? json_null()
+                                                : json_integer(getpid()));
+    json_object_set_new(d, "hostname",
+                        o->config.mpi ? json_null() : json_string(host));
+    json_object_set_new(d, "device", json_integer(r));
+    json_object_set_new(d, "device_hex", json_string(""));
+    json_object_set_new(d, "device_info",
+                        json_string("ringsim worker thread"));
+    json_array_append_new(devices, d);
+  }
+  json_object_set_new(c, "devices", devices);
+  json_object_set_new(root, "config", c);
+  j->results = json_array();
+  json_object_set_new(root, "results", j->results);
+  j->root = root;
 }
 
 /* A pthread call on a mutex or condition variable of ours cannot fail
@@ -186,7 +339,7 @@ typedef struct row {
 /* One size on W workers: returns 0, or the failed run's exit status. */
 static int bench_one(const options_t *o, int W, size_t count,
                      const rs_netmodel_t *machine, rs_trace_t *trace,
-                     ticker_t *ticker, row_t *row) {
+                     ticker_t *ticker, int time_mpi, row_t *row) {
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
@@ -274,7 +427,7 @@ static int bench_one(const options_t *o, int W, size_t count,
     row->wrong = row->wrong ? row->wrong : 1;
   row->mpi_us = -1;
   uint64_t mpi_ns;
-  if (o->config.mpi &&
+  if (o->config.mpi && time_mpi &&
       rs_run_time_mpi_allreduce(run, o->bench.warmup, res->iterations, &mpi_ns,
                                 err) == RS_OK)
     row->mpi_us = (double)mpi_ns / 1e3;
@@ -321,16 +474,64 @@ static void print_header(const options_t *o, int W) {
   if (o->config.algo == RS_ALGO_AUTO)
     printf("# auto: per size the algorithm the alpha-beta model predicts "
            "fastest (algo: the one it ran)\n");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s%s\n", "size", "count",
-         "type", "redop", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
-         o->config.mpi ? "        mpi" : "",
+  printf("# out-of-place, in-place: two runs of ringsim's in-place "
+         "all-reduce, one after the other, each with its own warm-up, timed "
+         "iterations and check (no copy to another buffer)%s\n",
+         o->bench.check ? "" : "; -c 0: #wrong not reported (N/A)");
+  printf("#\n");
+  /* nccl-tests' three lines (writeResultHeader), then ringsim's columns */
+  printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                 "
+         "      in-place          \n",
+         "", "", "", "", "");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  "
+         "%6s  %10s  %8s%s%s\n",
+         "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+         "#wrong", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
+         o->config.mpi ? "         mpi" : "",
          o->algo_all || o->config.algo == RS_ALGO_AUTO ? "  algo" : "");
-  printf("# %12s %12s %6s %6s %10s %8s %8s %7s %10s %8s%s\n", "(B)",
-         "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",
-         o->config.mpi ? "       (us)" : "");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  "
+         "%6s  %10s  %8s%s\n",
+         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+         "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",
+         o->config.mpi ? "        (us)" : "");
 }
 
-static void print_row(const options_t *o, const row_t *r) {
+/* value in width characters, as nccl-tests prints its times and
+ * bandwidths: 2 decimals, else 1, else none, else an exponent. */
+static void fit(double value, int width, char *text, size_t size) {
+  static const char *const forms[] = {"%*.2f", "%*.1f", "%*.0f"};
+  for (int i = 0; i < 3; i++)
+    if (snprintf(text, size, forms[i], width, value) <= width)
+      return;
+  snprintf(text, size, width >= 7 ? "%*.1e" : "%*.0e", width, value);
+}
+
+/* One block of a row: time, algbw, busbw, #wrong (N/A unchecked). */
+static void print_block(const options_t *o, const row_t *r) {
+  char t[32], alg[32], bus[32];
+  fit(r->time_us, 7, t, sizeof t);
+  fit(r->algbw, 6, alg, sizeof alg);
+  fit(r->busbw, 6, bus, sizeof bus);
+  printf("  %7s  %6s  %6s", t, alg, bus);
+  if (o->bench.check)
+    printf("  %6g", (double)r->wrong);
+  else
+    printf("  %6s", "N/A");
+}
+
+/* A block of -J's row, and --json's out_of_place: nccl-tests' keys. */
+static json_t *nccl_block(const options_t *o, const row_t *r) {
+  json_t *b = json_object();
+  json_object_set_new(b, "time", json_real(r->time_us));
+  json_object_set_new(b, "alg_bw", json_real(r->algbw));
+  json_object_set_new(b, "bus_bw", json_real(r->busbw));
+  json_object_set_new(b, "nwrong", o->bench.check
+                                       ? json_real((double)r->wrong)
+                                       : json_null());
+  return b;
+}
+
+static void print_row(const options_t *o, const row_t *oop, const row_t *r) {
   const char *op = rs_op_name(o->config.op);
   if (o->json) {
     json_t *j = json_pack(
@@ -344,6 +545,20 @@ static void print_row(const options_t *o, const row_t *r) {
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
         "iters", r->iters, "fastest", r->fastest, "chosen",
         rs_algorithm_name(r->chosen));
+    json_object_set_new(j, "root", json_integer(-1));
+    if (!o->bench.check)
+      json_object_set_new(j, "wrong", json_null());
+    json_t *b = json_object(); /* the first run's (the table's first block) */
+    json_object_set_new(b, "time_us", json_real(oop->time_us));
+    json_object_set_new(b, "min_time_us", json_real(oop->min_us));
+    json_object_set_new(b, "algbw_gbs", json_real(oop->algbw));
+    json_object_set_new(b, "busbw_gbs", json_real(oop->busbw));
+    json_object_set_new(b, "wrong", o->bench.check
+                                        ? json_integer((json_int_t)oop->wrong)
+                                        : json_null());
+    json_object_set_new(b, "warmup", json_integer(oop->warmup));
+    json_object_set_new(b, "iters", json_integer(oop->iters));
+    json_object_set_new(j, "out_of_place", b);
     if (o->config.mpi) {
       json_object_set_new(j, "procs", json_integer(o->bench.procs));
       json_object_set_new(j, "ref_us", json_null()); /* (not timed) */
@@ -356,21 +571,24 @@ static void print_row(const options_t *o, const row_t *r) {
     free(line);
     json_decref(j);
   } else {
-    if (r->warmup != o->bench.warmup || r->iters != o->bench.iters)
-      printf("# %zu B: %d warm-up + %d timed iterations (the time budget)\n",
-             r->bytes, r->warmup, r->iters);
-    printf("  %12zu %12zu %6s %6s %10.2f %8.3f %8.3f %7llu", r->bytes, r->count,
-           cli_datatype_name(o->bench.dtype), op, r->time_us, r->algbw,
-           r->busbw, (unsigned long long)r->wrong);
+    if (r->warmup != o->bench.warmup || r->iters != o->bench.iters ||
+        oop->warmup != o->bench.warmup || oop->iters != o->bench.iters)
+      printf("# %zu B: out-of-place %d warm-up + %d, in-place %d warm-up + %d "
+             "timed iterations (the time budget)\n",
+             r->bytes, oop->warmup, oop->iters, r->warmup, r->iters);
+    printf("%12zu  %12zu  %8s  %6s  %6d", r->bytes, r->count,
+           cli_datatype_name(o->bench.dtype), op, -1);
+    print_block(o, oop);
+    print_block(o, r);
     if (o->config.mpi) /* (no ref over MPI: nothing was timed, docs/mpi.md) */
-      printf(" %10s %8s", "-", "-");
+      printf("  %10s  %8s", "-", "-");
     else
-      printf(" %10.2f %8.2f", r->ref_us,
+      printf("  %10.2f  %8.2f", r->ref_us,
              r->ref_us > 0 ? r->time_us / r->ref_us : 0.0);
     if (o->config.mpi && r->mpi_us >= 0)
-      printf(" %10.2f", r->mpi_us);
+      printf("  %10.2f", r->mpi_us);
     else if (o->config.mpi)
-      printf(" %10s", "-");
+      printf("  %10s", "-");
     if (o->algo_all)
       printf("  %s%s", rs_algorithm_name(r->algo), r->fastest ? " *" : "");
     else if (o->config.algo == RS_ALGO_AUTO)
@@ -378,6 +596,56 @@ static void print_row(const options_t *o, const row_t *r) {
     printf("\n");
   }
   fflush(stdout);
+}
+
+/* -J's row: nccl-tests' keys (root as its "%6i" text). */
+static json_t *nccl_row(const options_t *o, const row_t *oop, const row_t *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "size", json_integer((json_int_t)r->bytes));
+  json_object_set_new(j, "count", json_integer((json_int_t)r->count));
+  json_object_set_new(j, "type",
+                      json_string(cli_datatype_name(o->bench.dtype)));
+  json_object_set_new(j, "redop", json_string(rs_op_name(o->config.op)));
+  json_object_set_new(j, "root", json_string("    -1"));
+  json_object_set_new(j, "out_of_place", nccl_block(o, oop));
+  json_object_set_new(j, "in_place", nccl_block(o, r));
+  json_object_set_new(j, "actual_iterations", json_integer(r->iters));
+  /* (nccl-tests': ""; here the algorithm where the table names it) */
+  json_object_set_new(
+      j, "experiment_name",
+      json_string(o->algo_all ? rs_algorithm_name(r->algo)
+                  : o->config.algo == RS_ALGO_AUTO
+                      ? rs_algorithm_name(r->chosen)
+                      : ""));
+  return j;
+}
+
+/* -J's closing keys, the file written and renamed over its name: 0, or
+ * -1 having said why. */
+static int json_file_finish(const options_t *o, json_file_t *j,
+                            uint64_t wrong, double avg) {
+  json_t *bounds = json_object(), *bw = json_object();
+  json_object_set_new(bounds, "count", json_integer((json_int_t)wrong));
+  json_object_set_new(bounds, "okay", nccl_bool(wrong == 0));
+  json_object_set_new(j->root, "out_of_bounds", bounds);
+  json_object_set_new(bw, "bandwidth", json_real(avg));
+  json_object_set_new(bw, "okay", json_string("unchecked"));
+  json_object_set_new(j->root, "average_bus_bandwidth", bw);
+  json_object_set_new(j->root, "errors", json_array());
+  json_object_set_new(j->root, "end_time", now_text());
+  FILE *f = fopen(j->tmp, "w");
+  int ok = f && json_dumpf(j->root, f, JSON_PRESERVE_ORDER |
+                                           JSON_REAL_PRECISION(9)) == 0;
+  ok = f && fputc('\n', f) != EOF && ok;
+  ok = f && fclose(f) == 0 && ok;
+  if (ok && rename(j->tmp, o->bench.output_file) == 0) {
+    free(j->tmp);
+    j->tmp = NULL; /* (renamed: nothing to remove) */
+    return 0;
+  }
+  fprintf(stderr, "ringsim: bench: --output_file '%s': %s\n",
+          o->bench.output_file, strerror(errno));
+  return -1;
 }
 
 int cli_bench(int argc, char **argv) {
@@ -388,6 +656,7 @@ int cli_bench(int argc, char **argv) {
     rc = check_bench(&o);
   if (rc >= 0)
     return rc;
+  json_file_t jfile = {0};
   rs_trace_t *trace = NULL;
   char err[RS_ERRMSG_MAX];
   int rank = 0;
@@ -401,16 +670,26 @@ int cli_bench(int argc, char **argv) {
     fprintf(stderr, "ringsim: %s\n", err);
     return cli_exit_code(opened);
   }
+  if (o.bench.output_file && rank == 0 &&
+      (rc = json_file_open(&o, &jfile)) >= 0) {
+    rs_trace_close(trace);
+    return rc;
+  }
   ticker_t ticker;
   ticker_start(&ticker);
   int status = 0;
   uint64_t wrong = 0;
-  double busbw_sum = 0; /* for nccl-tests' closing average */
-  int rows = 0;
+  double busbw_sum = 0; /* for nccl-tests' closing average: over both */
+  int rows = 0;          /* blocks of every row */
   /* A signal stops the sweep between runs too (main exits 128 + it). */
   for (int k = 0; k < o.bench.worker_count && status == 0 && !cli_signal();
        k++) {
     int W = o.bench.workers[k];
+    if (jfile.tmp)
+      json_file_begin(&o, W, argc, argv, &jfile);
+    if (!o.json && jfile.tmp && k == 0)
+      printf("# Writing JSON output to %s (whole, at the end)\n",
+             o.bench.output_file);
     if (!o.json)
       print_header(&o, W);
     /* auto: this machine measured once for W, used at every size */
@@ -432,7 +711,7 @@ int cli_bench(int argc, char **argv) {
          bytes <= o.bench.max_bytes && status == 0 && !cli_signal();) {
       size_t count = bytes / rs_dtype_size(o.bench.dtype);
       /* One algorithm, or (--algo all) each in turn, the fastest marked. */
-      row_t size_rows[RS_ALGO_COUNT] = {{0}};
+      row_t size_rows[RS_ALGO_COUNT] = {{0}}, oop_rows[RS_ALGO_COUNT] = {{0}};
       int n = 0, best = 0;
       for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
         if (!o.algo_all && a != (int)o.config.algo)
@@ -445,20 +724,31 @@ int cli_bench(int argc, char **argv) {
             cli_algo_info((rs_algorithm_t)a).slices || !o.algo_all
                 ? o.config.slices
                 : 0;
-        size_rows[n].algo = one.config.algo;
+        size_rows[n].algo = oop_rows[n].algo = one.config.algo;
+        /* out-of-place, then in-place: two runs (MPI timed in the second) */
         status = bench_one(&one, W, count ? count : 1,
                            o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
-                           trace, &ticker, &size_rows[n]);
+                           trace, &ticker, 0, &oop_rows[n]);
+        if (status == 0 && !cli_signal())
+          status = bench_one(&one, W, count ? count : 1,
+                             o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
+                             trace, &ticker, 1, &size_rows[n]);
+        else if (status == 0)
+          break;
         if (status == 0 && size_rows[n].time_us < size_rows[best].time_us)
           best = n;
         n += status == 0;
       }
       size_rows[best].fastest = o.algo_all && n > 0;
       for (int i = 0; i < n; i++) {
-        print_row(&o, &size_rows[i]);
-        wrong += size_rows[i].wrong;
-        busbw_sum += size_rows[i].busbw;
-        rows++;
+        print_row(&o, &oop_rows[i], &size_rows[i]);
+        if (o.bench.check)
+          wrong += oop_rows[i].wrong + size_rows[i].wrong;
+        busbw_sum += oop_rows[i].busbw + size_rows[i].busbw;
+        rows += 2;
+        if (jfile.tmp)
+          json_array_append_new(jfile.results,
+                                nccl_row(&o, &oop_rows[i], &size_rows[i]));
       }
       size_t next = o.bench.step_bytes ? bytes + o.bench.step_bytes
                                        : bytes * (size_t)o.bench.factor;
@@ -469,12 +759,18 @@ int cli_bench(int argc, char **argv) {
     if (!o.json && k + 1 < o.bench.worker_count)
       printf("\n");
   }
-  if (!o.json && status == 0 && !cli_signal()) {
-    printf("# Out of bounds values : %llu %s\n", (unsigned long long)wrong,
-           wrong ? "FAILED" : "OK");
-    printf("# Avg bus bandwidth    : %g \n", rows ? busbw_sum / rows : 0.0);
+  double avg = rows ? busbw_sum / rows : 0.0;
+  if (!o.json && status == 0 && !cli_signal()) { /* (writeResultFooter's) */
+    printf("# %-20s : %llu %s\n", "Out of bounds values",
+           (unsigned long long)wrong, wrong ? "FAILED" : "OK");
+    printf("# %-20s : %g \n", "Avg bus bandwidth", avg);
+    printf("#\n# Collective test concluded: all_reduce_perf\n");
   }
   ticker_stop(&ticker);
   rs_trace_close(trace);
+  if (jfile.tmp && status == 0 && !cli_signal() &&
+      json_file_finish(&o, &jfile, wrong, avg))
+    status = EXIT_RUN;
+  json_file_drop(&jfile);
   return status ? status : wrong ? EXIT_CHECK : 0;
 }

@@ -51,6 +51,11 @@ typedef enum cli_opt {
   OPT_ITERS,
   OPT_WARMUP,
   OPT_DATATYPE,
+  OPT_NGPUS,       /* bench: nccl-tests' -g, -t, -c, -a, -J */
+  OPT_NTHREADS,
+  OPT_CHECK,
+  OPT_RANK_AVERAGE,
+  OPT_OUTPUT_FILE,
   OPT_DTYPE,
   OPT_INIT,
   OPT_SEED,
@@ -134,6 +139,10 @@ typedef struct options {
     int factor;
     int iters, warmup;
     rs_dtype_t dtype; /* -d */
+    /* nccl-tests' -t (1 only), -c (0: #wrong N/A), -a (0..3, one value
+     * here) and -J FILE (its JSON; NULL: none) */
+    int nthreads, check, rank_average;
+    const char *output_file;
     int procs;        /* --transport mpi: the processes */
   } bench;
   /* ringsim model: a row per size, from --workers 8,64,512 (with --net) or

@@ -62,10 +62,13 @@ static void print_option(cli_mode_t mode, const cli_option_t *opt) {
           ? "A,B"
           : opt->metavar;
   char left[96], text[1024];
-  int n =
-      snprintf(left, sizeof left, "  %c%c%s--%s%s%s", opt->letter ? '-' : ' ',
-               opt->letter ? opt->letter : ' ', opt->letter ? ", " : "  ",
-               opt->name, metavar ? " " : "", metavar ? metavar : "");
+  /* (a letter may be some modes' alone) */
+  char letter = opt->letter_modes && !(opt->letter_modes & CLI_IN(mode))
+                    ? 0
+                    : opt->letter;
+  int n = snprintf(left, sizeof left, "  %c%c%s--%s%s%s", letter ? '-' : ' ',
+                   letter ? letter : ' ', letter ? ", " : "  ", opt->name,
+                   metavar ? " " : "", metavar ? metavar : "");
   n = n + 2 > TEXT_COLUMN ? n + 2 : TEXT_COLUMN;
   printf("%-*s", n, left);
   expand(mode, h->text, text, sizeof text);
@@ -150,11 +153,22 @@ static void print_bench_help(void) {
   fputs("usage: ringsim bench [options]\n"
         "\n"
         "Sweep all-reduce sizes as nccl-tests' all_reduce_perf does, on W\n"
-        "worker threads created once per size, and print per size: size, "
+        "worker threads created once per size, and print its table: size, "
         "count,\n"
-        "type, redop, time, algbw, busbw, #wrong, and ref: the direct mean "
-        "of\n"
-        "the same W buffers on one thread, with the ratio time/ref.\n"
+        "type, redop, root (-1), then time, algbw, busbw, #wrong "
+        "out-of-place and\n"
+        "in-place; after them ringsim's ref (the direct mean of the same W\n"
+        "buffers on one thread) and time/ref. ringsim's all-reduce is in "
+        "place:\n"
+        "the out-of-place block is a first run of it, the in-place block a\n"
+        "second, each with its own warm-up, timed iterations and check (no "
+        "copy\n"
+        "to another buffer); they differ by run-to-run noise. nccl-tests' "
+        "flags\n"
+        "work as there, but -w is --workers and nccl-tests' -w is --warmup; "
+        "its\n"
+        "flags that mean nothing here are refused, saying why "
+        "(docs/cli.md).\n"
         "\n",
         stdout);
   print_options(CLI_BENCH, 0);

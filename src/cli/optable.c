@@ -52,7 +52,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
          {[CLI_RUN] = H("number of workers W, 1.." CLI_MAX_WORKERS_TEXT
                         " (default: the\nnumber of inline grads, else 4)"),
           [CLI_BENCH] = {"LIST", "W, or a list to sweep: 4 or 4,8,16 "
-                                 "(default 4)"},
+                                 "(default 4;\nnot nccl-tests' -w, which "
+                                 "is --warmup here)"},
           [CLI_MODEL] = {"LIST",
                          "number of workers W, 1.." CLI_MODEL_MAX_WORKERS_TEXT
                          ", or a list\n(4,8,16: a row each; default 4, "
@@ -137,7 +138,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                     NULL,
                     {[CLI_BENCH] = H("warm-up iterations per size (default "
                                      "5, fewer\nwhere they would take more "
-                                     "than 1 s)")}},
+                                     "than 1 s): nccl-tests'\n-w, "
+                                     "--warmup_iters")}},
     [OPT_DATATYPE] = {"datatype",
                       'd',
                       BENCH,
@@ -151,6 +153,72 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       {[CLI_BENCH] = H("float (default), double, half or "
                                        "bfloat16\n(nccl-tests' names for "
                                        "f32, f64, f16, bf16)")}},
+    [OPT_NGPUS] = {"ngpus",
+                   'g',
+                   BENCH,
+                   0,
+                   "N",
+                   cli_set_int,
+                   FIELD(bench.workers[0]),
+                   1,
+                   RS_MAX_WORKERS,
+                   NULL,
+                   {[CLI_BENCH] = H("nccl-tests' -g: W, one process driving N "
+                                    "workers\n(as -w N; not with -w)")}},
+    [OPT_NTHREADS] = {"nthreads",
+                      't',
+                      BENCH,
+                      0,
+                      "N",
+                      cli_set_int,
+                      FIELD(bench.nthreads),
+                      1,
+                      1000000,
+                      NULL,
+                      {[CLI_BENCH] = H("nccl-tests' -t: 1 only (one process "
+                                       "drives every\nworker; give the total "
+                                       "as -g)")}},
+    [OPT_CHECK] = {"check",
+                   'c',
+                   BENCH,
+                   0,
+                   "0|1",
+                   cli_set_int,
+                   FIELD(bench.check),
+                   0,
+                   1,
+                   NULL,
+                   {[CLI_BENCH] = H("nccl-tests' -c: 1 (default) reports "
+                                    "#wrong; 0\nprints N/A and the exit "
+                                    "status ignores it")}},
+    [OPT_RANK_AVERAGE] = {"average",
+                          'a',
+                          BENCH,
+                          0,
+                          "0..3",
+                          cli_set_int,
+                          FIELD(bench.rank_average),
+                          0,
+                          3,
+                          NULL,
+                          {[CLI_BENCH] = H("nccl-tests' -a: rank 0, avg, min "
+                                           "or max over\nprocesses; one here, "
+                                           "so all four are one time:\nthe "
+                                           "slowest worker's (over MPI: rank "
+                                           "0's, -a 0)")}},
+    [OPT_OUTPUT_FILE] = {"output_file",
+                         'J',
+                         BENCH,
+                         0,
+                         "FILE.json",
+                         cli_set_text,
+                         FIELD(bench.output_file),
+                         0,
+                         0,
+                         NULL,
+                         {[CLI_BENCH] = H("nccl-tests' -J: its JSON, its "
+                                          "keys, written\nwhole at the end "
+                                          "(replaces FILE; one W)")}},
     [OPT_DTYPE] = {"dtype",
                    0,
                    DIFF,
@@ -218,7 +286,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                  NULL,
                  {[CLI_RUN] = H("write the averaged grads as safetensors")}},
     [OPT_OP] = {"op",
-                0,
+                'o',
                 RUN | BENCH | DIFF,
                 CLI_DIFF_SAME,
                 "OP",
@@ -231,7 +299,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                 {[CLI_RUN] = H("sum, avg (SUM / W, the default), min, max, "
                                "prod"),
                  [CLI_BENCH] = H("sum (default, as nccl-tests), avg, min, "
-                                 "max,\nprod")}},
+                                 "max,\nprod (-o: bench's alone)")},
+                BENCH},
     [OPT_ORDER_REPORT] =
         {"order-report",
          0,
@@ -329,7 +398,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                     [CLI_BENCH] = H("slots per channel (default 8)"),
                     [CLI_DIFF] = SAME_SUMS}},
     [OPT_TIMEOUT] = {"timeout",
-                     0,
+                     'T',
                      RUN | BENCH | DIFF,
                      0,
                      "SEC",
@@ -340,7 +409,9 @@ const cli_option_t cli_options[OPT_COUNT] = {
                      NULL,
                      {[CLI_RUN] = H("longest a worker waits for a "
                                     "neighbour\n(default 10)"),
-                      [CLI_BENCH] = H("per wait (default 60)")}},
+                      [CLI_BENCH] = H("per wait (default 60; -T: bench's "
+                                      "alone)")},
+                     BENCH},
     [OPT_TRACE] = {"trace",
                    0,
                    RUN | BENCH | STEP,
@@ -715,4 +786,48 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       [CLI_BENCH] = H("the version"),
                       [CLI_MODEL] = H("the version"),
                       [CLI_DIFF] = H("the version")}},
+};
+
+/* nccl-tests' flags that mean nothing here, each refused with why (-w,
+ * -V and -h are ringsim's own: --workers, --version, --help). */
+#define NCCL(letter, name, why) {CLI_BENCH, letter, name, why}
+const cli_foreign_t cli_foreign[] = {
+    NCCL('m', "agg_iters",
+         "aggregates operations in one NCCL group: ringsim runs one "
+         "all-reduce per iteration; drop it"),
+    NCCL('N', "run_cycles", "repeats the sweep: run the command again"),
+    NCCL('p', "parallel_init",
+         "initializes NCCL communicators in parallel: there are none here; "
+         "drop it"),
+    NCCL('r', "root", "names a root: an all-reduce has none; drop it"),
+    NCCL('z', "blocking",
+         "sets CUDA stream blocking: every iteration here ends when its "
+         "workers are done; drop it"),
+    NCCL('y', "stream_null", "picks a CUDA stream: there are none; drop it"),
+    NCCL('G', "cudagraph", "launches CUDA graphs: there are none; drop it"),
+    NCCL('C', "report_cputime",
+         "reports CPU time: the time column already is the host's clock; "
+         "drop it"),
+    NCCL('S', "report_timestamps",
+         "adds a timestamp column: not here; drop it"),
+    NCCL('R', "local_register",
+         "registers NCCL buffers: there are none; drop it"),
+    NCCL('x', "cta_policy", "sets NCCL's CTA policy: no GPU here; drop it"),
+    NCCL('D', "device_implementation",
+         "picks NCCL's device API: no GPU here; drop it"),
+    NCCL('M', "memory", "reports GPU memory: no GPU here; drop it"),
+    NCCL('u', "unalign",
+         "misaligns CUDA buffers: the library allocates the workers' "
+         "buffers; drop it"),
+    NCCL('I', "per_iter_timing",
+         "times each iteration with CUDA events: --json gives min_time_us "
+         "beside the mean"),
+    NCCL('K', "per_iter_skip",
+         "skips -I's first samples: no -I here; drop it"),
+    NCCL('w', "warmup_iters",
+         "is --warmup here (ringsim's -w is --workers)"),
+    NCCL('V', "device_cta_count",
+         "sets CTAs for NCCL's device API: no GPU here (ringsim's -V is "
+         "--version)"),
+    {CLI_BENCH, 0, NULL, NULL},
 };

@@ -51,7 +51,18 @@ struct cli_option {
   long min, max;        /* set_int, set_size: the range */
   const char *diff_why; /* CLI_DIFF_SAME: why both sides take one value */
   cli_help_t help[CLI_MODES];
+  unsigned letter_modes; /* the modes its letter is in (0: all of modes):
+                            bench's -o and -T, nccl-tests' letters */
 };
+
+/* A letter or name another program gives that a mode refuses, saying
+ * why: nccl-tests' flags that mean nothing to `ringsim bench`. */
+typedef struct cli_foreign {
+  cli_mode_t mode;
+  char letter;      /* or 0 */
+  const char *name; /* the long name, without "--" */
+  const char *why;  /* what it is and what to do instead */
+} cli_foreign_t;
 
 /* optset.c: the setters a row names (cli_option_t.set). A flag: 1 in the
  * int at field; text kept as given at field (a const char *); an integer
@@ -70,6 +81,9 @@ cli_setter_t cli_set_flag, cli_set_text, cli_set_int, cli_set_size,
 
 /* optable.c: the rows, indexed by cli_opt_t. */
 extern const cli_option_t cli_options[OPT_COUNT];
+/* optable.c: the foreign flags, ending with a row of no letter and no
+ * name (parse.c refuses them with their why). */
+extern const cli_foreign_t cli_foreign[];
 
 /* optset.c: where a mode starts, before its command line: the library's
  * defaults, and the mode's own (bench: --op sum, --timeout 60, the slice

@@ -430,4 +430,7 @@ void cli_options_init(cli_mode_t mode, options_t *o) {
   o->bench.iters = 20;
   o->bench.warmup = 5;
   o->bench.dtype = RS_DTYPE_F32;
+  o->bench.nthreads = 1;
+  o->bench.check = 1;
+  o->bench.rank_average = 1; /* (nccl-tests' default) */
 }

@@ -44,19 +44,43 @@ static int refuse_elsewhere(const walk_t *w, const cli_option_t *opt) {
                     what_mode_is[w->mode]);
 }
 
+/* A foreign flag of the mode (cli_foreign: letter c, or the long name
+ * name[0..len)), refused saying why; 0 if it is none. */
+static int refuse_foreign(const walk_t *w, char c, const char *name,
+                          size_t len) {
+  for (const cli_foreign_t *f = cli_foreign; f->letter || f->name; f++)
+    if (f->mode == w->mode &&
+        (c ? f->letter == c
+           : strlen(f->name) == len && strncmp(f->name, name, len) == 0)) {
+      if (c)
+        cli_refuse(w->mode, "-%c (nccl-tests' --%s) %s", c, f->name, f->why);
+      else
+        cli_refuse(w->mode, "--%s (nccl-tests' -%c) %s", f->name, f->letter,
+                   f->why);
+      return 1;
+    }
+  return 0;
+}
+
 /* The option named name[0..len), as getopt_long finds it: the exact
- * name, or else the one option of the mode that it abbreviates. NULL if
- * none (said). */
+ * name (the mode's, where two modes' options share it), or else the one
+ * option of the mode that it abbreviates. NULL if none (said). */
 static const cli_option_t *find_long(const walk_t *w, const char *name,
                                      size_t len) {
+  const cli_option_t *elsewhere = NULL;
   for (int i = 0; i < OPT_COUNT; i++)
     if (strlen(cli_options[i].name) == len &&
         strncmp(cli_options[i].name, name, len) == 0) {
       if (cli_options[i].modes & CLI_IN(w->mode))
         return &cli_options[i];
-      refuse_elsewhere(w, &cli_options[i]);
-      return NULL;
+      elsewhere = elsewhere ? elsewhere : &cli_options[i];
     }
+  if (refuse_foreign(w, 0, name, len))
+    return NULL;
+  if (elsewhere) {
+    refuse_elsewhere(w, elsewhere);
+    return NULL;
+  }
   const cli_option_t *found = NULL;
   char names[RS_ERRMSG_MAX] = "";
   size_t n = 0, count = 0;
@@ -80,16 +104,26 @@ static const cli_option_t *find_long(const walk_t *w, const char *name,
   return NULL;
 }
 
-/* The option of letter c, or NULL (said). */
+/* The option of letter c in the mode (a letter may be one mode's alone:
+ * letter_modes), or NULL (said). */
 static const cli_option_t *find_short(const walk_t *w, char c) {
-  for (int i = 0; i < OPT_COUNT; i++)
-    if (cli_options[i].letter == c) {
-      if (cli_options[i].modes & CLI_IN(w->mode))
-        return &cli_options[i];
-      refuse_elsewhere(w, &cli_options[i]);
-      return NULL;
-    }
-  cli_refuse(w->mode, "unknown option '-%c'", c);
+  const cli_option_t *elsewhere = NULL;
+  for (int i = 0; i < OPT_COUNT; i++) {
+    const cli_option_t *opt = &cli_options[i];
+    if (opt->letter != c)
+      continue;
+    unsigned modes = opt->letter_modes ? opt->letter_modes : opt->modes;
+    if (modes & opt->modes & CLI_IN(w->mode))
+      return opt;
+    if (!opt->letter_modes)
+      elsewhere = elsewhere ? elsewhere : opt;
+  }
+  if (refuse_foreign(w, c, NULL, 0))
+    return NULL;
+  if (elsewhere)
+    refuse_elsewhere(w, elsewhere);
+  else
+    cli_refuse(w->mode, "unknown option '-%c'", c);
   return NULL;
 }
 
