@@ -277,6 +277,19 @@ class Outputs(Reliability):
         for s in (1, 2, 3):
             self.assertTrue(os.path.isfile(self.path(f"r{s}.st")), s)
 
+    # reliability-4.1b: a trace given as a link whose target does not
+    # exist yet (SQLite creates the target): --out naming that target, or
+    # its -wal, is the trace (the link could not be resolved, and the
+    # output replaced the run's new trace)
+    def test_out_is_a_dangling_links_target(self):
+        os.mkdir(self.path("sub"))
+        os.symlink("sub/real.db", self.path("dang.db"))
+        for out in ("sub/real.db", "sub/real.db-wal", "./sub/../sub/real.db"):
+            with self.subTest(out=out):
+                self.assert_refused(["-w", 2, "-p", self.model, "--trace", "dang.db",
+                                     "--out", out], "is the trace", [])
+        self.assertEqual(os.listdir(self.path("sub")), [])
+
     # reliability-4.2: the Q input (q=FILE, each step's {s}) and each
     # step's grads files are inputs too
     def test_out_is_not_a_q_or_step_grads_file(self):
@@ -600,6 +613,23 @@ class Refusals(Reliability):
                 self.assertIn(f"trace {name}: ", p.stderr)
                 self.assertEqual(sorted(os.listdir(self.dir)), ["empty.db"])
                 self.assertEqual(os.path.getsize(self.path("empty.db")), 0)
+
+    # reliability-4.13: a name of 5,000 bytes (--out, --params, --trace)
+    # is quoted by its end, so the one line still says what is wrong (it
+    # was cut off inside the name)
+    def test_long_names_leave_room_for_the_reason(self):
+        long = "y" * 5000
+        for args, reason in ((["-p", self.model, "--no-trace", "--out", long], "path too long"),
+                             (["-p", long, "--no-trace"], "cannot open: File name too long"),
+                             (["-p", self.model, "--trace", long],
+                              "cannot open: File name too long")):
+            with self.subTest(option=args[2]):
+                rc, out, err = self.ringsim("-w", 2, *args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn("..." + "y" * 40, err)
+                self.assertIn(reason, err)
+                self.assertLess(len(err), 300)
 
     # reliability-4.7: a Q file holding NaN or inf is refused as
     # non-finite gradients are (Gram-Schmidt once zeroed its column and

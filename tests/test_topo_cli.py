@@ -435,6 +435,16 @@ class TopoCli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["sim_ns"], sim)
         self.assertGreater(sim, 10**15)
+        # at the edge: two latencies of 2^62 ns in series on linear (its
+        # bound exactly 2^63, which a double cannot tell from 2^63 - 1)
+        # pass the limit, refused; just under it runs
+        edge = ["-w", 2, "--algo", "linear", "--net"]
+        self.refused([*edge, "latency=4611686018427387904ns,bandwidth=1TB/s"],
+                     ["passes 2^63 ns (292 years)"])
+        rc, out, err = run("-p", self.model, "--no-trace", "--json", *edge,
+                           "latency=4611686018427386880ns,bandwidth=1TB/s", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertGreater(json.loads(out)["sim_ns"], 2**62)
 
     # topo-cli-9: diff takes --topo for both sides.
     def test_diff_takes_topo(self):

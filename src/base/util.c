@@ -173,6 +173,15 @@ void rs_excerpt(const char *text, size_t at, size_t len, char *buf,
            text + from, to < total ? "..." : "");
 }
 
+const char *rs_quote_path(const char *path, char *buf, size_t size) {
+  const size_t total = strlen(path);
+  size_t from = total > RS_QUOTE_MAX ? total - (RS_QUOTE_MAX - 20) : 0;
+  while (from > 0 && !starts_char(path + from)) /* whole characters */
+    from++;
+  snprintf(buf, size, "%s%s", from ? "..." : "", path + from);
+  return buf;
+}
+
 int rs__err_at(char *errmsg, int code, const char *option, const char *input,
                size_t at, size_t len, const char *fmt, ...) {
   if (!errmsg)

@@ -147,32 +147,44 @@ static void gather_inputs(inputs_t *in, const options_t *o) {
 /* "--out 'o{s}.st' (step 2's 'o2.st')" or "--out 'o.st'", into buf. */
 static const char *out_name(const options_t *o, const char *path, int step,
                             char *buf, size_t size) {
+  char out[RS_QUOTE_MAX + 16], name[RS_QUOTE_MAX + 16];
+  rs_quote_path(o->out, out, sizeof out);
   if (step)
-    snprintf(buf, size, "--out '%s' (step %d's '%s')", o->out, step, path);
+    snprintf(buf, size, "--out '%s' (step %d's '%s')", out, step,
+             rs_quote_path(path, name, sizeof name));
   else
-    snprintf(buf, size, "--out '%s'", o->out);
+    snprintf(buf, size, "--out '%s'", out);
   return buf;
 }
 
+/* Names as a message quotes them (rs_quote_path): a long one cut at its
+ * start, so the line still says what is wrong. */
+typedef char quoted_t[RS_QUOTE_MAX + 16];
+#define QUOTE(text, buf) rs_quote_path((text), (buf), sizeof(buf))
+
 static int refuse_input(const options_t *o, const char *name,
                         const input_t *in) {
-  char what[PATH_MAX + 64], step[32] = "";
+  char what[4 * RS_QUOTE_MAX], step[32] = "";
+  quoted_t a, b;
   if (in->step)
     snprintf(step, sizeof step, "step %d's ", in->step);
   switch (in->kind) {
   case INPUT_MODEL:
-    snprintf(what, sizeof what, "the model file (--params '%s')", o->params);
+    snprintf(what, sizeof what, "the model file (--params '%s')",
+             QUOTE(o->params, a));
     break;
   case INPUT_GRADS:
     snprintf(what, sizeof what, "%sworker %d's grads file '%s' (--grads '%s')",
-             step, in->worker, in->path, o->grads);
+             step, in->worker, QUOTE(in->path, a), QUOTE(o->grads, b));
     break;
   case INPUT_Q:
     snprintf(what, sizeof what, "%sQ file '%s' (--hook ...,q=%s)",
-             in->step ? step : "the ", in->path, o->powersgd_q);
+             in->step ? step : "the ", QUOTE(in->path, a),
+             QUOTE(o->powersgd_q, b));
     break;
   default:
-    snprintf(what, sizeof what, "the trace (--trace '%s')", o->trace);
+    snprintf(what, sizeof what, "the trace (--trace '%s')",
+             QUOTE(o->trace, a));
   }
   return cli_usage_error("%s is %s: refusing to overwrite it", name, what);
 }
@@ -193,6 +205,37 @@ static int same_new_file(const char *a, const char *b) {
          sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* path with its symbolic links followed into out, the last one too where
+ * its target does not exist yet (SQLite creates a trace through a
+ * dangling link: the file it makes is the link's target). 1 if path was
+ * a link, else 0 (out untouched). */
+static int follow_links(const char *path, char *out, size_t size) {
+  char at[PATH_MAX], target[PATH_MAX];
+  struct stat st;
+  if (snprintf(at, sizeof at, "%s", path) >= (int)sizeof at)
+    return 0;
+  int links = 0;
+  while (links < 40 && lstat(at, &st) == 0 && S_ISLNK(st.st_mode)) {
+    ssize_t n = readlink(at, target, sizeof target - 1);
+    if (n < 0)
+      return 0;
+    target[n] = '\0';
+    if (target[0] != '/') { /* relative to the link's own directory */
+      char dir[PATH_MAX];
+      memcpy(dir, at, sizeof dir);
+      if (snprintf(at, sizeof at, "%s/%s", dirname(dir), target) >=
+          (int)sizeof at)
+        return 0;
+    } else if (snprintf(at, sizeof at, "%s", target) >= (int)sizeof at) {
+      return 0;
+    }
+    links++;
+  }
+  if (!links || snprintf(out, size, "%s", at) >= (int)size)
+    return 0;
+  return 1;
+}
+
 /* Is path the trace or one of SQLite's files beside it (beside the file
  * its path resolves to, through links, too)? Returns -1, or EXIT_USAGE
  * having said so. */
@@ -206,7 +249,7 @@ static int check_trace_sides(const options_t *o, const char *path,
   const char *traces[2] = {o->trace, NULL};
   if (!o->trace)
     return -1;
-  if (realpath(o->trace, real))
+  if (follow_links(o->trace, real, sizeof real))
     traces[1] = real;
   struct stat out_st;
   const int out_exists = stat(path, &out_st) == 0;
@@ -221,10 +264,11 @@ static int check_trace_sides(const options_t *o, const char *path,
                                   st.st_dev == out_st.st_dev &&
                                   st.st_ino == out_st.st_ino
                             : same_new_file(path, side);
+      quoted_t trace;
       if (same)
         return cli_usage_error("%s is the trace%s (--trace '%s'): refusing "
                                "to overwrite it",
-                               name, said[i], o->trace);
+                               name, said[i], QUOTE(o->trace, trace));
     }
   return -1;
 }
@@ -272,7 +316,7 @@ static int check_writable(const char *path, const char *name) {
 /* One name --out writes, against everything. */
 static int check_one(const options_t *o, const inputs_t *in, const char *path,
                      int step) {
-  char name[2 * PATH_MAX + 64];
+  char name[3 * RS_QUOTE_MAX];
   struct stat st;
   int rc;
   out_name(o, path, step, name, sizeof name);
@@ -303,7 +347,8 @@ int cli_check_out(const options_t *o) {
   char path[PATH_MAX];
   for (int s = K ? 1 : 0; rc < 0 && s <= K; s++) {
     if (s && cli_step_path(o->out, s, path, sizeof path)) {
-      rc = cli_usage_error("--out '%.200s': path too long", o->out);
+      quoted_t out;
+      rc = cli_usage_error("--out '%s': path too long", QUOTE(o->out, out));
       break;
     }
     rc = check_one(o, &in, s ? path : o->out, s);

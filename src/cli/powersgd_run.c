@@ -190,7 +190,8 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
       fprintf(stderr, "ringsim: %s\n", plain ? rs_run_errmsg(plain) : err);
       rs_run_free(plain);
       free(step_config);
-      rc = EXIT_USAGE;
+      /* (bad input before the first step; after it, the job has run) */
+      rc = s == 1 ? EXIT_USAGE : EXIT_RUN;
       goto out;
     }
     cli_signals_watch(plain);

@@ -19,6 +19,7 @@
 
 #include "base/util.h"
 #include "io/model.h"
+#include "ringsim/internal/command.h"
 
 /* Largest model accepted: 2^36 elements (256 GiB of f32 per worker). Bigger
  * sizes are refused before anything is allocated. */
@@ -592,10 +593,12 @@ static size_t read_counted(void *buffer, size_t len, void *data) {
 }
 
 int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
+  char qpath[RS_QUOTE_MAX + 16]; /* the name as messages quote it */
+  rs_quote_path(path, qpath, sizeof qpath);
   *out = NULL;
   counted_t text = {.f = rs__fopen_read(path)};
   if (!text.f)
-    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
+    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", qpath,
                    strerror(errno));
   json_error_t jerr;
   json_t *root =
@@ -605,8 +608,8 @@ int rs_model_load(const char *path, rs_model_t **out, char *errmsg) {
   if (!root) {
     if (read_error)
       return rs__err(errmsg, RS_EIO, "%s: cannot read (is it a directory?)",
-                     path);
-    return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", path, jerr.line,
+                     qpath);
+    return rs__err(errmsg, RS_EPARSE, "%s:%d:%d: %s", qpath, jerr.line,
                    jerr.column, jerr.text);
   }
   return from_json(root, text.bytes, path, out, errmsg);

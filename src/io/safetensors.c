@@ -22,6 +22,7 @@
 #include "base/dtype.h"
 #include "io/safetensors.h"
 #include "base/util.h"
+#include "ringsim/internal/command.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c assumes a little-endian machine"
@@ -335,14 +336,16 @@ done:
 
 int rs_safetensors_read(const char *path, const rs_model_t *model, void *data,
                         char *errmsg) {
+  char qpath[RS_QUOTE_MAX + 16]; /* the name as messages quote it */
+  rs_quote_path(path, qpath, sizeof qpath);
   FILE *f = rs__fopen_read(path);
   struct stat st;
   if (!f)
-    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", path,
+    return rs__err(errmsg, RS_EIO, "%s: cannot open: %s", qpath,
                    strerror(errno));
   int rc;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-    rc = rs__err(errmsg, RS_EIO, "%s: not a regular file", path);
+    rc = rs__err(errmsg, RS_EIO, "%s: not a regular file", qpath);
   else
     rc = rs__safetensors_read_stream(f, (uint64_t)st.st_size, path, model, data,
                                      errmsg);

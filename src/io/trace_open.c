@@ -20,6 +20,7 @@
 
 #include "base/util.h"
 #include "io/trace_internal.h"
+#include "ringsim/internal/command.h"
 
 const char *rs_trace_path(const rs_trace_t *trace) { return trace->path; }
 
@@ -37,16 +38,18 @@ void rs_trace_close(rs_trace_t *trace) {
  * ":memory:", and URIs ("file:...", which this SQLite interprets when built
  * with SQLITE_USE_URI, as Debian's is). A trace must be kept. */
 static int check_name(const char *path, char *errmsg) {
+  char qpath[RS_QUOTE_MAX + 16]; /* the name as messages quote it */
+  rs_quote_path(path, qpath, sizeof qpath);
   if (path[0] == '\0' || strcmp(path, ":memory:") == 0)
     return rs__err(errmsg, RS_EINVAL,
                    "trace '%s': not a file name, and an in-memory trace keeps "
                    "nothing (use --no-trace for no trace)",
-                   path);
+                   qpath);
   if (strncmp(path, "file:", 5) == 0)
     return rs__err(errmsg, RS_EINVAL,
                    "trace '%s': SQLite would read this as a URI; give a "
                    "plain file name (./%s for a file of that name)",
-                   path, path);
+                   qpath, qpath);
   return RS_OK;
 }
 
@@ -54,13 +57,15 @@ static int check_name(const char *path, char *errmsg) {
  * it? Asked before SQLite opens anything: SQLite would open a read-only
  * file read-only and leave -wal and -shm files of the same mode behind. */
 static int check_writable(const char *path, char *errmsg) {
+  char qpath[RS_QUOTE_MAX + 16]; /* the name as messages quote it */
+  rs_quote_path(path, qpath, sizeof qpath);
   struct stat st;
   char side[PATH_MAX + 8];
   if (stat(path, &st) == 0) {
     /* A directory, or a device such as /dev/null (which would keep nothing,
      * and beside which SQLite would create its journal). */
     if (!S_ISREG(st.st_mode))
-      return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", path,
+      return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", qpath,
                      S_ISDIR(st.st_mode) ? "a directory"
                                          : "not a regular file");
     if (access(path, R_OK | W_OK) != 0)
@@ -77,12 +82,12 @@ static int check_writable(const char *path, char *errmsg) {
                        path, side, strerror(errno));
     }
   } else if (errno != ENOENT) {
-    return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", path,
+    return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: %s", qpath,
                    strerror(errno));
   }
   if (snprintf(side, sizeof side, "%s", path) >= (int)sizeof side)
     return rs__err(errmsg, RS_EINVAL, "trace %s: cannot open: name too long",
-                   path);
+                   qpath);
   const char *dir = dirname(side);
   if (access(dir, W_OK | X_OK) != 0)
     return rs__err(errmsg, RS_EINVAL,
@@ -91,7 +96,7 @@ static int check_writable(const char *path, char *errmsg) {
                        : "trace %s: cannot open: its directory %s is not "
                          "writable (%s), and SQLite keeps -wal and -shm "
                          "files there",
-                   path, dir, strerror(errno));
+                   qpath, dir, strerror(errno));
   return RS_OK;
 }
 
@@ -189,12 +194,14 @@ int rs_trace_open(const char *path, rs_trace_t **out, char *errmsg) {
 
 int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
                           char *errmsg) {
+  char qpath[RS_QUOTE_MAX + 16]; /* the name as messages quote it */
+  rs_quote_path(path, qpath, sizeof qpath);
   *out = NULL;
   if (!(wait_s <= 1e6)) /* (NaN too) */
     return rs__err(errmsg, RS_EINVAL,
                    "trace %s: a wait of %g s for its lock: expected seconds "
                    "in [0, 1e6]",
-                   path, wait_s);
+                   qpath, wait_s);
   int rc = check_name(path, errmsg);
   if (rc)
     return rc;
@@ -204,7 +211,7 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
   rs_trace_t *t = calloc(1, sizeof *t);
   if (!t || !(t->path = strdup(path))) {
     free(t);
-    return rs__err(errmsg, RS_ENOMEM, "trace %s: out of memory", path);
+    return rs__err(errmsg, RS_ENOMEM, "trace %s: out of memory", qpath);
   }
   int fresh = 0;
   /* Which of the trace's files are already there: a trace this call
@@ -217,7 +224,7 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
   t->wait_s = wait_s < 0 ? RS_TRACE_WAIT_S : wait_s;
   if (sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       NULL) != SQLITE_OK) {
-    rc = rs__err(errmsg, RS_EIO, "trace %s: cannot open: %s", path,
+    rc = rs__err(errmsg, RS_EIO, "trace %s: cannot open: %s", qpath,
                  t->db ? sqlite3_errmsg(t->db) : "out of memory");
     goto fail;
   }
@@ -245,7 +252,7 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
                               SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
                               sql_process_gone, NULL, NULL) != SQLITE_OK)
     rc =
-        rs__err(errmsg, RS_ENOMEM, "trace %s: %s", path, sqlite3_errmsg(t->db));
+        rs__err(errmsg, RS_ENOMEM, "trace %s: %s", qpath, sqlite3_errmsg(t->db));
   if (rc)
     goto fail;
   if (gethostname(t->host, sizeof t->host) != 0)

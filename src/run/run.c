@@ -158,7 +158,9 @@ static int check_sim_time(const rs_run_t *run, char *errmsg) {
       (double)(seg < largest ? seg : largest) * (double)run->elem_size,
       (double)run->result.steps * (double)run->result.buckets *
           (double)c->workers);
-  if (!(bound > (double)RS_SIM_NS_MAX))
+  /* (>=: (double)RS_SIM_NS_MAX rounds up to 2^63 itself, and a bound of
+   * exactly 2^63 must be played out) */
+  if (!(bound >= (double)RS_SIM_NS_MAX))
     return RS_OK;
   if (iteration_ns(run, RS_SIM_NS_MAX) <= RS_SIM_NS_MAX)
     return RS_OK;

@@ -69,6 +69,11 @@ int rs_read_real(const char *text, double *out);
  * where it was cut (never inside a UTF-8 character). */
 void rs_excerpt(const char *text, size_t at, size_t len, char *buf,
                 size_t size);
+/* A file name as a message quotes it, into buf (RS_QUOTE_MAX + 16 bytes
+ * hold any): all of it up to RS_QUOTE_MAX bytes, else "..." and its last
+ * bytes (whole UTF-8 characters), so that the line still says what is
+ * wrong with it. Returns buf. */
+const char *rs_quote_path(const char *path, char *buf, size_t size);
 
 /* rs_topo_parse for ringsim model, whose --topo may list node counts
  * after nodes= (dgx-h100,nodes=1,8,64: a row each): up to room of them,
