@@ -510,6 +510,151 @@ class ToolInputs(unittest.TestCase):
                       new)
         self.assertEqual(sorted(os.listdir(where)), ["fake-ringsim", "page.md"])
 
+    # tool-inputs-11: a trace ringsim writes with times near its 2^63 ns
+    # limit (a 2^62 ns latency: two sends add up past 2^63) is read by
+    # every command, not refused as "integer overflow".
+    def test_trace_near_time_limit(self):
+        where = self.scratch()
+        db = os.path.join(where, "big.db")
+        self.ringsim("-p", self.model, "-w", 2, "--net",
+                     "latency=4611686018427386880ns,bandwidth=1TB/s", "--trace", db)
+        for cmd, out in (("timeline", "t.png"), ("chunks", "c.png"), ("links", "l.png"),
+                         ("export", "e.json"), ("html", "p.html")):
+            with self.subTest(cmd=cmd):
+                rc, _, err = self.plot_in(cmd, db, "-o", os.path.join(where, out))
+                self.assertEqual(rc, 0, err)
+        with open(os.path.join(where, "e.json")) as f:
+            events = json.load(f)["traceEvents"]
+        # the last receive ends past 2^63 - 2^62 ns, in us
+        self.assertGreater(max(e.get("ts", 0) + e.get("dur", 0) for e in events), 9.2e15)
+
+    # tool-inputs-12: JSON nested past Python's limit (a step or sweep
+    # report, a trace's net_model or config_json) is one line, exit 2,
+    # naming the file: no RecursionError traceback.
+    def test_nested_json_refused(self):
+        where = self.scratch()
+        deep = {"list.json": "[" * 100000 + "]" * 100000,
+                "object.json": '{"a": ' * 50000 + "1" + "}" * 50000,
+                "rows.json": '{"rows": ' + "[" * 5000 + "]" * 5000 + "}"}
+        for name, text in deep.items():
+            path = os.path.join(where, name)
+            with open(path, "w") as f:
+                f.write(text)
+            for cmd in ("step", "sweep"):
+                with self.subTest(name=name, cmd=cmd):
+                    rc, _, err = self.plot_in(cmd, path, "-o", os.path.join(where, "o.png"))
+                    self.assert_one_line(rc, err, path, "nested too deeply")
+            rc, _, err = self.plot_in("compare", "--bench", path, "-o",
+                                      os.path.join(where, "o.png"))
+            self.assert_one_line(rc, err, path, "nested too deeply")
+        nested = '{"topo": ' * 5000 + "1" + "}" * 5000
+        for column, word in (("net_model", "net_model"), ("config_json", None)):
+            db = os.path.join(where, column + ".db")
+            shutil.copy(self.topo, db)
+            con = sqlite3.connect(db)
+            with con:
+                con.execute(f"UPDATE run SET {column} = ?", (nested,))
+            con.close()
+            for cmd, out in (("timeline", "t.png"), ("export", "e.json"), ("html", "p.html"),
+                             ("topo", "g.png")):
+                with self.subTest(column=column, cmd=cmd):
+                    rc, _, err = self.plot_in(cmd, db, "-o", os.path.join(where, out))
+                    if word:
+                        self.assert_one_line(rc, err, db, word)
+                    else:  # config_json only adds the faults injected: none
+                        self.assertEqual(rc, 0, err)
+
+    # tool-inputs-13: an integer past 2^63 - 1 in a step or sweep report
+    # (ringsim writes none; past a float's range it failed where drawn)
+    # is one line naming the field, exit 2.
+    def test_report_integers_bounded(self):
+        where = self.scratch()
+        huge = 10 ** 400
+
+        def lane(d):
+            return d["rows"][0]["later"]["workers"][0]
+        for label, change, field in (
+                ("cap_bytes", lambda d: d["rows"][0].__setitem__("cap_bytes", huge), "cap_bytes"),
+                ("step_ns", lambda d: d["rows"][0]["later"].__setitem__("step_ns", huge),
+                 "step_ns"),
+                ("forward_ns", lambda d: lane(d).__setitem__("forward_ns", huge), "forward_ns"),
+                ("hidden_ns", lambda d: d["rows"][0]["later"].__setitem__("hidden_ns", -huge),
+                 "hidden_ns"),
+                ("span end", lambda d: lane(d)["allreduce"][0].__setitem__(1, huge),
+                 "allreduce[0]"),
+                ("2^63", lambda d: d["rows"][0].__setitem__("total_ns", 2 ** 63), "total_ns")):
+            with self.subTest(label=label):
+                doc = copy.deepcopy(self.report)
+                change(doc)
+                path = os.path.join(where, label.replace(" ", "_") + ".json")
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                rc, _, err = self.plot_in("step", path, "-o", os.path.join(where, "s.png"))
+                self.assert_one_line(rc, err, path, field, "2^63")
+        sweep = {"model": "m", "rows": [{"workers": 2, "fastest": "ring",
+                                         "algos": {"ring": {"sim_ns": 1000}}}]}
+        for label, change, field in (
+                ("sim_ns", lambda d: d["rows"][0]["algos"]["ring"].__setitem__("sim_ns", huge),
+                 "sim_ns"),
+                ("workers", lambda d: d["rows"][0].__setitem__("workers", huge), "workers")):
+            with self.subTest(label=label):
+                doc = copy.deepcopy(sweep)
+                change(doc)
+                path = os.path.join(where, "sweep-" + label + ".json")
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                rc, _, err = self.plot_in("sweep", path, "-o", os.path.join(where, "w.png"))
+                self.assert_one_line(rc, err, path, field)
+
+    # tool-inputs-14: a real report of 600 buckets a lane is drawn with the
+    # lanes' all-reduces merged (gaps under 1/500 of the step closed: at
+    # most 500 bars a lane, every all-reduce inside a bar), the title and
+    # stdout saying so; 5,000 buckets ran past 5 minutes, one bar each.
+    def test_step_report_of_many_buckets(self):
+        where = self.scratch()
+        model = os.path.join(where, "many.json")
+        with open(model, "w") as f:
+            json.dump({"name": "many", "params": [
+                {"name": f"p{i}", "shape": [262144], "backward_us": 1 + 60 * (i % 50 == 0),
+                 "forward_us": 1} for i in range(600)]}, f)
+        report = os.path.join(where, "r.json")
+        with open(report, "w") as f:
+            f.write(self.ringsim("step", "-p", model, "-w", 2, "--net",
+                                 "latency=5us,bandwidth=25GB/s", "--bucket-mb", 1, "--json"))
+        rc, stdout, err = self.plot_in("step", report, "-o", os.path.join(where, "r.png"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("600 buckets a lane, their all-reduces drawn merged", stdout)
+        with open(report) as f:
+            timeline = json.load(f)["rows"][0]["later"]
+        step = self.plot_module().step
+        spans, note = step.lane_spans(timeline, [0, 1])
+        self.assertIn("merged", note)
+        gap = -(-max(timeline["step_ns"], max(e for _, e in timeline["workers"][0]["allreduce"]))
+                // step.STEP_MERGE_PARTS)
+        for r, drawn in enumerate(spans):
+            self.assertLessEqual(len(drawn), step.STEP_MERGE_PARTS)
+            for (_, e0), (s1, _) in zip(drawn, drawn[1:]):
+                self.assertGreaterEqual(s1 - e0, gap)
+            for s, e in timeline["workers"][r]["allreduce"]:
+                self.assertTrue(any(a <= s and e <= b for a, b in drawn), (s, e))
+        # gaps of at least 1/500 of the step stay gaps
+        self.assertEqual(step.merged_spans([[0, 10], [12, 20], [50, 60]], 5),
+                         [[0, 20], [50, 60]])
+
+    # tool-inputs-15: step prints a row's algorithm as ringsim prints a
+    # name: an escape sequence in it reaches stdout as '?'.
+    def test_step_algo_is_cleaned(self):
+        where = self.scratch()
+        doc = copy.deepcopy(self.report)
+        doc["rows"][0]["algo"] = doc["rows"][1]["algo"] = "ring\u001b[2J\u001b[31mRED\r\n"
+        path = os.path.join(where, "esc.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        rc, stdout, err = self.plot_in("step", path, "-o", os.path.join(where, "e.png"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("ring?[2J?[31mRED??", stdout)
+        self.assertFalse(any(ord(c) < 0x20 and c != "\n" for c in stdout), repr(stdout))
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES", "TOOLS")

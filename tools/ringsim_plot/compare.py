@@ -102,6 +102,9 @@ def read_json_objects(path, what):
             obj, at = decoder.raw_decode(text, at)
         except ValueError as e:
             raise ToolError(f"{what} {path}: not JSON at character {at}: {e.msg}") from None
+        except RecursionError:  # Python's decoder's limit: ringsim nests 3 deep
+            raise ToolError(f"{what} {path}: not JSON ringsim writes at character {at}: "
+                            "nested too deeply") from None
         if not isinstance(obj, dict):
             raise ToolError(f"{what} {path}: expected JSON objects, found {type(obj).__name__}")
         objects.append(obj)

@@ -17,7 +17,7 @@ def links_data(con, run, clock):
     rid = run["run_id"]
     if clock == "sim":
         rate = ("sum(CASE WHEN sim_recv_ns IS NOT NULL THEN bytes END), "
-                "sum(sim_recv_ns - sim_send_ns)")
+                "total(sim_recv_ns - sim_send_ns)")
     else:
         rate = ("sum(CASE WHEN recv_end_ns IS NOT NULL THEN bytes END), "
                 "max(recv_end_ns) - min(send_begin_ns)")

@@ -143,6 +143,8 @@ def read_report(path, what):
         raise ToolError(f"{path}: {e.strerror or e}") from None
     except ValueError as e:
         raise ToolError(f"{path}: not {what} output: {e}") from None
+    except RecursionError:  # Python's decoder's limit: ringsim nests 5 deep
+        raise ToolError(f"{path}: not {what} output: JSON nested too deeply") from None
 
 
 def save(fig, out, title, tight=True):

@@ -25,6 +25,10 @@ TOPO_COUNTS = (("nodes", 65536), ("gpus", 4096), ("nics", 4096))
 TOPO_LINKS = ("intra_latency_ns", "intra_Bps", "nic_latency_ns", "nic_Bps")
 # --net's, each a count or a time or rate, in every net_model
 NET_FIELDS = ("latency_ns", "bandwidth_Bps", "reduce_Bps", "links", "stragglers")
+# the largest integer ringsim writes in a report (its times, counts and
+# sizes are int64_t or uint64_t below 2^63): a JSON integer past it is not
+# ringsim's, and past a float's range would fail where it is drawn
+MAX_INT = 2 ** 63 - 1
 
 
 def is_int(value):
@@ -34,7 +38,10 @@ def is_int(value):
 def describe(value):
     """A value as an error names it: short, and its type where that is
     what is wrong ('2' is text)."""
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    try:
+        text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    except (RecursionError, ValueError):  # nested past the encoder's limit
+        text = f"a {type(value).__name__} nested too deeply"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -69,7 +76,7 @@ def check_run_row(path, run):
         return
     try:
         net = json.loads(text) if isinstance(text, (str, bytes)) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's limit
         net = None
     if not isinstance(net, dict):
         raise bad(f"net_model is {describe(text)}, not the network model's JSON object")
@@ -130,7 +137,7 @@ TYPE_NAMES = {str: "text", int: "an integer", list: "a list", dict: "an object",
 
 def check_step_report(path, doc):
     """Refuse a step report that is not what `ringsim step --json` writes:
-    each level's fields present and of their type (integers not negative),
+    each level's fields present and of their type (integers 0 to 2^63 - 1),
     at least one row, each timeline's buckets, and its worker lanes (where
     it has them) one per worker, each with a [start, end] span per bucket,
     start <= end."""
@@ -154,6 +161,8 @@ def check_step_report(path, doc):
                 raise bad("", f"{name} is {describe(value)}, not {TYPE_NAMES[kind]}")
             if kind is int and value < 0 and key not in STEP_SIGNED:
                 raise bad("", f"{name} is {value}, negative")
+            if kind is int and abs(value) > MAX_INT:
+                raise bad("", f"{name} is {describe(value)}, past 2^63 - 1")
 
     fields(doc, "", STEP_ROOT, STEP_ROOT_MAYBE)
     W = doc["workers"]
@@ -185,17 +194,18 @@ def check_step_report(path, doc):
                                   f"{len(tl['buckets'])} buckets")
                 for b, span in enumerate(spans):
                     if not (isinstance(span, list) and len(span) == 2 and
-                            all(is_int(t) and t >= 0 for t in span) and span[0] <= span[1]):
+                            all(is_int(t) and 0 <= t <= MAX_INT for t in span) and
+                            span[0] <= span[1]):
                         raise bad("", f"{at}.allreduce[{b}] is {describe(span)}, not "
-                                      "[start_ns, end_ns] with start <= end")
+                                      "[start_ns, end_ns] with start <= end <= 2^63 - 1")
 
 
 def check_sweep_report(path, doc):
     """Refuse a `ringsim model --workers LIST --json` report (src/cli/
     model.c: rows of workers, algos {name: {sim_ns, predicted_ns}} and the
     fastest of them) that is not what ringsim writes: no rows, a W that is
-    not a count of at least 1, a time that is not an integer of ns, or a
-    fastest that is not one of its row's algorithms."""
+    not a count of at least 1, a time that is not an integer of ns (up to
+    2^63 - 1), or a fastest that is not one of its row's algorithms."""
     def bad(what):
         return ToolError(f"{path}: not `ringsim model --json` output: {what}")
     rows = doc.get("rows") if isinstance(doc, dict) else None
@@ -205,14 +215,15 @@ def check_sweep_report(path, doc):
         if not isinstance(row, dict):
             raise bad(f"rows[{i}] is {describe(row)}, not an object")
         W, algos, fastest = row.get("workers"), row.get("algos"), row.get("fastest")
-        if not is_int(W) or W < 1:
+        if not is_int(W) or not 1 <= W <= MAX_INT:
             raise bad(f"rows[{i}].workers is {describe(W)}, not a count of workers")
         if not isinstance(algos, dict) or not algos:
             raise bad(f"rows[{i}].algos is {describe(algos)}, not an object of algorithms")
         for name, t in algos.items():
             ns = t.get("sim_ns") if isinstance(t, dict) else None
-            if not is_int(ns) or ns < 0:
-                raise bad(f"rows[{i}].algos.{name}.sim_ns is {describe(ns)}, not a time in ns")
+            if not is_int(ns) or not 0 <= ns <= MAX_INT:
+                raise bad(f"rows[{i}].algos.{name}.sim_ns is {describe(ns)}, not a time in ns "
+                          "(0 to 2^63 - 1)")
         if fastest not in algos:
             raise bad(f"rows[{i}].fastest is {describe(fastest)}, not one of its algos "
                       f"({', '.join(algos)})")

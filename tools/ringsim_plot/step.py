@@ -22,13 +22,27 @@ STEP_MAX_LANES = 64
 # the height of this many, at least 0.2 inch a row (64 lanes: 27 inches,
 # their 6-point labels apart).
 STEP_FULL_HEIGHT_LANES = 16
+# The most all-reduces a lane draws one bar each. Past it (1 MiB buckets
+# of a large model: 5,000 buckets, 20,000 bars, ran past 5 minutes) each
+# lane draws its all-reduces merged where the gap between them is under
+# 1/STEP_MERGE_PARTS of the step: at most STEP_MERGE_PARTS bars a lane,
+# every instant of communication still inside a bar and every gap longer
+# than that still drawn; the title and stdout say so.
+STEP_MAX_BUCKETS = 256
+STEP_MERGE_PARTS = 500
 
 
 def load(path):
     """The step report, checked against what ringsim step writes
-    (schema.check_step_report)."""
+    (schema.check_step_report), its texts as ringsim prints a name
+    (control characters as '?': the title and stdout show them)."""
     doc = output.read_report(path, "`ringsim step --json`")
     check_step_report(path, doc)
+    for key in ("model", "hook"):
+        if key in doc:
+            doc[key] = clean(doc[key])
+    for row in doc["rows"]:
+        row["algo"] = clean(row["algo"])
     return doc
 
 
@@ -53,14 +67,47 @@ def chosen_lanes(timeline):
     return keep, note
 
 
+def merged_spans(spans, min_gap):
+    """spans ([start, end] pairs) as the fewest spans covering them where
+    every gap left between two is at least min_gap: sorted by start, a
+    span joined to the one before when it starts less than min_gap after
+    that one ends."""
+    out = []
+    for start, end in sorted(spans):
+        if out and start - out[-1][1] < min_gap:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def lane_spans(timeline, chosen):
+    """(per lane chosen, the spans its communication lane draws; a note
+    when they are the all-reduces merged, else ''): each bucket's
+    all-reduce up to STEP_MAX_BUCKETS buckets, past it merged_spans with
+    gaps under 1/STEP_MERGE_PARTS of the step closed."""
+    lanes = [timeline["workers"][r]["allreduce"] for r in chosen]
+    n = len(timeline["buckets"])
+    if n <= STEP_MAX_BUCKETS:
+        return [[list(s) for s in spans] for spans in lanes], ""
+    end = max([timeline["step_ns"]] + [e for spans in lanes for _, e in spans])
+    min_gap = max(1, -(-end // STEP_MERGE_PARTS))
+    drawn = [merged_spans(spans, min_gap) for spans in lanes]
+    most = max(len(d) for d in drawn)
+    return drawn, (f"{n} buckets a lane, their all-reduces drawn merged into at most {most} "
+                   f"bar{'s' if most != 1 else ''} a lane (gaps under {min_gap / 1e3:.3g} us "
+                   "closed)")
+
+
 def pick_row(doc):
     """The row the lanes show: the fastest in all (the first of a tie)."""
     rows = doc["rows"]
     return min(rows, key=lambda r: r.get("total_ns", 0))
 
 
-def draw_lanes(ax, timeline, title, chosen):
-    """The lanes of the workers chosen (chosen_lanes), top to bottom."""
+def draw_lanes(ax, timeline, title, chosen, spans, merged):
+    """The lanes of the workers chosen (chosen_lanes), top to bottom, their
+    communication lanes' spans (lane_spans; merged: not one a bucket)."""
     lanes = [timeline["workers"][r] for r in chosen]
     ms = 1e-6
     last_grad = timeline["forward_ns"] + timeline["backward_ns"]
@@ -69,18 +116,26 @@ def draw_lanes(ax, timeline, title, chosen):
         ax.broken_barh([(0, lane["forward_ns"] * ms)], (y + 1.05, 0.8), color="0.65")
         ax.broken_barh([(lane["forward_ns"] * ms, (lane["last_grad_ns"] - lane["forward_ns"]) * ms)],
                        (y + 1.05, 0.8), color="#1f77b4")
-        for b, (start, end) in enumerate(lane["allreduce"]):
+        # one collection per colour and part (hidden, exposed), not a bar each
+        bars = {}
+        for b, (start, end) in enumerate(spans[r]):
             colour = "#ff7f0e" if b % 2 == 0 else "#ffbb78"
             hidden_end = min(end, max(start, last_grad))
             if hidden_end > start:
-                ax.broken_barh([(start * ms, (hidden_end - start) * ms)], (y + 0.15, 0.8),
-                               color=colour, edgecolor="0.3", linewidth=0.4)
+                bars.setdefault((colour, False), []).append((start * ms, (hidden_end - start) * ms))
             if end > hidden_end:
-                ax.broken_barh([(hidden_end * ms, (end - hidden_end) * ms)], (y + 0.15, 0.8),
-                               color=colour, edgecolor=EXPOSED, hatch="///", linewidth=0.8)
-            if len(lanes) <= 8 and (end - start) * ms > 0.04 * timeline["step_ns"] * ms:
+                bars.setdefault((colour, True), []).append((hidden_end * ms,
+                                                            (end - hidden_end) * ms))
+            if not merged and len(lanes) <= 8 and \
+                    (end - start) * ms > 0.04 * timeline["step_ns"] * ms:
                 ax.text((start + end) / 2 * ms, y + 0.55, f"b{b}", ha="center", va="center",
                         fontsize=7)
+        for (colour, exposed), xs in bars.items():
+            if exposed:
+                ax.broken_barh(xs, (y + 0.15, 0.8), color=colour, edgecolor=EXPOSED, hatch="///",
+                               linewidth=0.8)
+            else:
+                ax.broken_barh(xs, (y + 0.15, 0.8), color=colour, edgecolor="0.3", linewidth=0.4)
     ax.axvline(last_grad * ms, color="0.2", lw=0.8, ls="--")
     ax.axvspan(last_grad * ms, timeline["step_ns"] * ms, color=EXPOSED, alpha=0.08)
     ax.text(last_grad * ms, 2 * len(lanes) + 0.1, " last gradient", fontsize=8, va="bottom")
@@ -90,7 +145,8 @@ def draw_lanes(ax, timeline, title, chosen):
     ax.set_ylim(0, 2 * len(lanes) + 0.8)
     ax.invert_yaxis()
     ax.set_xlabel("simulated time (ms) from the step's start: grey forward, blue backward, "
-                  "orange each bucket's all-reduce, hatched red its exposed part")
+                  + ("orange the all-reduces (merged), " if merged else
+                     "orange each bucket's all-reduce, ") + "hatched red their exposed part")
     ax.set_title(title, fontsize=10)
 
 
@@ -136,6 +192,8 @@ def cmd_step(args):
     if not lanes and not sweep:
         raise ToolError(f"{args.report}: the report has no worker lanes (ringsim step lists them "
                         f"for up to {STEP_MAX_LANES} workers) and one row: nothing to draw")
+    spans, merged = lane_spans(timeline, chosen) if lanes else ([], "")
+    note = "; ".join(n for n in (note, merged) if n)
     if note:
         title += f"; {note}"
     plt = pyplot()
@@ -150,7 +208,7 @@ def cmd_step(args):
                                                             for p in panels]})
     for ax, panel in zip(axes[:, 0], panels):
         if panel == "lanes":
-            draw_lanes(ax, timeline, fit_title(title, 11, 10), chosen)
+            draw_lanes(ax, timeline, fit_title(title, 11, 10), chosen, spans, bool(merged))
         else:
             draw_sweep(ax, doc)
             if not lanes:
