@@ -655,6 +655,95 @@ class ToolInputs(unittest.TestCase):
         self.assertIn("ring?[2J?[31mRED??", stdout)
         self.assertFalse(any(ord(c) < 0x20 and c != "\n" for c in stdout), repr(stdout))
 
+    def crashed_writer(self, where, name):
+        """A trace at where/name whose last run's error its -wal alone
+        holds: a writer that committed and died, its -shm gone."""
+        db = os.path.join(where, name)
+        self.ringsim("-p", self.model, "-w", 2, "--trace", db)
+        code = ("import os, sqlite3, sys\n"
+                "c = sqlite3.connect(sys.argv[1])\n"
+                "c.execute(\"UPDATE run SET error = 'only in the wal'\")\n"
+                "c.commit()\n"
+                "os._exit(0)\n")
+        subprocess.run([sys.executable, "-c", code, db], check=True)
+        os.unlink(db + "-shm")
+        self.assertGreater(os.path.getsize(db + "-wal"), 0)
+        return db
+
+    # tool-inputs-16: where the trace's -wal and -shm cannot be made (a
+    # file size limit standing in for a full disk) a trace is still read
+    # (read-only: it has no -wal) and no side file is left; a crashed
+    # writer's -wal, which needs a -shm, is one line saying the trace
+    # cannot be read here, exit 2, its -wal left as it was. The probe
+    # that keeps a live writer's -shm sees a connection holding it.
+    def test_reading_on_a_full_disk(self):
+        where = self.scratch()
+        outs = self.scratch()
+        db = os.path.join(where, "t.db")
+        self.ringsim("-p", self.model, "-w", 2, "--trace", db)
+        out = os.path.join(outs, "e.json")
+        rc, _, err = self.script([os.path.join(TOOLS, "ringsim_plot.py"), "export", db, "-o", out],
+                                 preexec_fn=file_limit(8192))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(os.listdir(where), ["t.db"])
+        with open(out) as f:
+            self.assertEqual(json.load(f)["otherData"]["workers"], 2)
+        crashed = self.crashed_writer(where, "c.db")
+        wal = digest(crashed + "-wal")
+        rc, _, err = self.script([os.path.join(TOOLS, "ringsim_plot.py"), "export", crashed,
+                                  "-o", out], preexec_fn=file_limit(8192))
+        self.assert_one_line(rc, err, crashed, "cannot read the trace here", "-shm", "full")
+        self.assertEqual(sorted(os.listdir(where)), ["c.db", "c.db-wal", "t.db"])
+        self.assertEqual(digest(crashed + "-wal"), wal)
+        # a writer in another process (a lock probe sees no lock of its own)
+        replay = self.plot_module().replay
+        code = ("import sqlite3, sys\n"
+                "c = sqlite3.connect(sys.argv[1])\n"
+                "c.execute('SELECT count(*) FROM run').fetchone()\n"
+                "print('open', flush=True)\n"
+                "sys.stdin.read()\n")
+        writer = subprocess.Popen([sys.executable, "-c", code, db], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(writer.stdout.readline(), "open\n")
+            self.assertTrue(replay.shm_in_use(db + "-shm"))
+        finally:
+            writer.communicate("")
+        self.assertFalse(replay.shm_in_use(db + "-shm"))
+
+    # tool-inputs-17: in a directory this user cannot write, a crashed
+    # writer's -wal without its -shm is one line saying so, exit 2 (not
+    # "not a ringsim trace"); a trace there with no -wal is read.
+    def test_crashed_writer_in_read_only_directory(self):
+        where = self.scratch()
+        crashed = self.crashed_writer(where, "w2.db")
+        shutil.copy(self.topo, os.path.join(where, "ok.db"))
+        outs = self.scratch()
+        kw = {}
+        if os.geteuid() == 0:  # root writes anywhere: read as nobody
+            os.chmod(outs, 0o777)
+            for name in os.listdir(where):
+                os.chmod(os.path.join(where, name), 0o644)
+
+            def nobody():
+                os.setgid(65534)
+                os.setuid(65534)
+            kw["preexec_fn"] = nobody
+            os.chmod(self.dir, 0o755)
+        os.chmod(where, 0o555)
+        try:
+            rc, _, err = self.script([os.path.join(TOOLS, "ringsim_plot.py"), "export", crashed,
+                                      "-o", os.path.join(outs, "e.json")], **kw)
+            self.assert_one_line(rc, err, crashed, "cannot read the trace here", "crashed",
+                                 "-shm")
+            rc, _, err = self.script([os.path.join(TOOLS, "ringsim_plot.py"), "export",
+                                      os.path.join(where, "ok.db"), "-o",
+                                      os.path.join(outs, "e.json")], **kw)
+            self.assertEqual(rc, 0, err)
+        finally:
+            os.chmod(where, 0o755)
+        self.assertEqual(sorted(os.listdir(where)), ["ok.db", "w2.db", "w2.db-wal"])
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES", "TOOLS")

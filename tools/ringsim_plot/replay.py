@@ -7,10 +7,13 @@ command's runs are loaded through here); the helpers that read a run's row
 region) that say whose contributions each worker's copy holds after each
 step, which the chunk diagram, the animation and the page draw.
 """
+import fcntl
 import json
 import os
 import pathlib
 import sqlite3
+import struct
+import sys
 
 from . import schema
 from .output import ToolError, clean
@@ -40,6 +43,54 @@ ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseif
 HIER_INNER = {"hier": "ring", "hier:ring": "ring", "hier:rd": "rd", "hier:rhd": "rhd"}
 
 
+# SQLite's result codes (sqlite3.h) that say the trace's -wal or -shm
+# could not be made or grown beside it: READONLY, IOERR (a full disk, a
+# file size limit), FULL, CANTOPEN
+SIDE_FILE_ERRORS = (8, 10, 13, 14)
+# the -shm byte every connection holds a read lock on while it has the
+# -shm open (SQLite's os_unix.c: UNIX_SHM_DMS, 120 + 8)
+SHM_DMS_BYTE = 128
+
+
+def shm_in_use(shm):
+    """Whether another process holds the -shm at shm open (its DMS byte
+    locked, fcntl F_GETLK). True where that cannot be told (not Linux's
+    struct flock, or the file cannot be opened): the caller keeps it."""
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        fd = os.open(shm, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        # struct flock: short l_type, l_whence; off_t l_start, l_len; pid_t
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, SHM_DMS_BYTE, 1, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def remove_side_files(name, had):
+    """Remove the -wal and -shm beside name that a connection of ours made
+    (had: which of them were there before) and that no other process has
+    come to use since: the -wal only while empty, neither while another
+    connection holds the -shm."""
+    if shm_in_use(name + "-shm"):
+        return
+    for side in ("-wal", "-shm"):
+        path = name + side
+        try:
+            if not had[side] and (side == "-shm" or os.path.getsize(path) == 0):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
 def connect(path):
     """A connection that reads the file at path, and only that file: its
     name given SQLite as a file: URI, percent-encoded (as a URI's text,
@@ -51,19 +102,51 @@ def connect(path):
     connection is opened read-write with query_only on: it writes
     nothing, and on closing, the last connection to the trace removes
     them, as ringsim's own does, while a writer still working keeps its
-    own. Elsewhere (a read-only trace, or directory), read-only:
-    immutable when there is no -wal (a writer would have made one: the
-    file holds every committed run), else with the writer's files."""
+    own. Elsewhere (a read-only trace, or directory), or where the -wal
+    and -shm cannot be made (a full disk, a file size limit: those it
+    made are removed), read-only: immutable when there is no -wal, or an
+    empty one (a writer would have one: the file holds every committed
+    run), else with the writer's files. A -wal left by a crashed writer
+    (no -shm beside it) SQLite cannot read without making a -shm: where
+    it cannot, one ToolError saying so."""
     name = os.path.abspath(path)
     uri = pathlib.Path(name).as_uri()  # percent-encoded: %, ?, #, spaces, any byte
     folder = os.path.dirname(name)
+    had = {side: os.path.lexists(name + side) for side in ("-wal", "-shm")}
+    failed = None
     if os.access(name, os.R_OK | os.W_OK) and os.access(folder, os.W_OK | os.X_OK):
         con = sqlite3.connect(f"{uri}?mode=rw", uri=True)
-        con.execute("PRAGMA query_only = ON")
-        return con
-    if not os.path.lexists(name + "-wal"):
+        try:
+            con.execute("PRAGMA query_only = ON")
+            con.execute("PRAGMA application_id").fetchone()  # opens the -wal and -shm
+            return con
+        except sqlite3.Error as e:
+            con.close()
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF not in SIDE_FILE_ERRORS:
+                raise
+            remove_side_files(name, had)
+            failed = e
+    try:
+        wal = os.path.getsize(name + "-wal")
+    except OSError:
+        wal = None
+    if wal is None or (wal == 0 and not shm_in_use(name + "-shm")):
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
-    return sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    con = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    try:
+        con.execute("PRAGMA application_id").fetchone()
+        return con
+    except sqlite3.Error as e:
+        con.close()
+        if getattr(e, "sqlite_errorcode", 0) & 0xFF not in SIDE_FILE_ERRORS or had["-shm"]:
+            raise
+        remove_side_files(name, had)
+        reason = ("the disk is full or the file size limit reached" if failed is not None else
+                  "a read-only directory" if not os.access(folder, os.W_OK) else str(e))
+        raise ToolError(f"{path}: cannot read the trace here: its -wal ({wal} bytes, a crashed "
+                        f"writer's: no -shm beside it) needs a -shm SQLite cannot make "
+                        f"({reason}); read a copy of the trace and its -wal where they can be "
+                        "written") from None
 
 
 def open_trace(path):
