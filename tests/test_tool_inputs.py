@@ -744,6 +744,61 @@ class ToolInputs(unittest.TestCase):
             os.chmod(where, 0o755)
         self.assertEqual(sorted(os.listdir(where)), ["ok.db", "w2.db", "w2.db-wal"])
 
+    # tool-inputs-18: torch_profile refuses an --out that is the source
+    # of the --model's module (writing model.json over it) and an --out
+    # ending in '/' (a directory not there: it wrote a file of that name),
+    # in one line, exit 2, the module left as it was, nothing written.
+    def test_torch_profile_out_not_source(self):
+        where = self.scratch()
+        source = ("import torch\n"
+                  "def tup():\n"
+                  "    torch.manual_seed(0)\n"
+                  "    return torch.nn.Linear(4, 3), torch.randn(8, 4)\n")
+        mods = os.path.join(where, "mods.py")
+        with open(mods, "w") as f:
+            f.write(source)
+        env = dict(os.environ, PYTHONPATH=where)
+        for out, words in (("mods.py", ["mods.py", "source of module 'mods'"]),
+                           (mods, [mods, "source of module 'mods'"]),
+                           ("nodir/", ["nodir/", "directory"])):
+            with self.subTest(out=out):
+                rc, _, err = self.script([os.path.join(TOOLS, "torch_profile.py"), "--model",
+                                          "mods:tup", "--out", out, "--iterations", 2,
+                                          "--warmup", 1], env=env, cwd=where)
+                self.assert_one_line(rc, err, *words)
+                with open(mods) as f:
+                    self.assertEqual(f.read(), source)
+                self.assertEqual(sorted(n for n in os.listdir(where) if n != "__pycache__"),
+                                 ["mods.py"])
+
+    # tool-inputs-19: torch_profile on a forward run under torch.no_grad()
+    # (no graph to take a backward of), and on a model function that
+    # raises: one line naming --model and why, exit 2, no traceback.
+    def test_torch_profile_model_failures(self):
+        where = self.scratch()
+        with open(os.path.join(where, "bad.py"), "w") as f:
+            f.write("import torch\n"
+                    "class NoGrad(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.a = torch.nn.Linear(4, 3)\n"
+                    "    def forward(self, x):\n"
+                    "        with torch.no_grad():\n"
+                    "            return self.a(x)\n"
+                    "def nograd():\n"
+                    "    return NoGrad(), torch.randn(8, 4)\n"
+                    "def raises():\n"
+                    "    raise RuntimeError('boom')\n")
+        out = os.path.join(where, "model.json")
+        for spec, words in (("bad:nograd", ["bad:nograd", "no autograd graph"]),
+                            ("bad:raises", ["bad:raises", "RuntimeError: boom"])):
+            with self.subTest(spec=spec):
+                rc, _, err = self.script([os.path.join(TOOLS, "torch_profile.py"), "--model",
+                                          spec, "--out", out, "--iterations", 2, "--warmup", 1],
+                                         env=dict(os.environ, PYTHONPATH=where))
+                self.assert_one_line(rc, err, *words)
+                self.assertFalse(os.path.exists(out))
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES", "TOOLS")

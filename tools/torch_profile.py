@@ -27,8 +27,12 @@ own params, shared among its params by their elements; the forward's time
 outside those layers (activations, the loss) goes to the first param.
 
 --out is checked before the profile runs (its directory must exist and
-be writable), and model.json is written whole or not at all (a new file
-beside it, renamed over it). A refusal is one line on stderr, exit 2.
+be writable; a name ending in '/' and the source file of a module loaded,
+as --model's own, are refused), and model.json is written whole or not at
+all (a new file beside it, renamed over it). A --model whose import,
+function, forward or backward raises, or whose forward's output has no
+autograd graph (torch.no_grad()), is refused too. A refusal is one line on
+stderr, exit 2.
 """
 import argparse
 import importlib
@@ -48,15 +52,44 @@ def refuse(message):
     raise SystemExit(f"torch_profile: {message}")
 
 
+def one_line(e):
+    """An exception as a refusal names it: its type and its first line."""
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}" + (f": {lines[0]}" if lines else "")
+
+
 def check_out(out):
     """Refuse an --out that cannot be written, before the profile runs."""
     if os.path.isdir(out):
         refuse(f"--out {out}: is a directory, not a file")
+    if out.endswith(os.sep) or (os.altsep and out.endswith(os.altsep)):
+        refuse(f"--out {out}: names a directory (it ends in '{out[-1]}'), not a file")
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         refuse(f"--out {out}: no directory {folder}")
     if not os.access(folder, os.W_OK | os.X_OK):
         refuse(f"--out {out}: cannot write in {folder}")
+
+
+def check_out_not_source(out, spec):
+    """Refuse an --out that is the source file of a module loaded (the
+    --model's module, one it imports, this tool's): writing model.json
+    would destroy it. Compared by device and inode (a link, another path)."""
+    try:
+        target = os.stat(out)
+    except OSError:  # nothing there yet: nothing to destroy
+        return
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+            refuse(f"--out {out}: is the source of module '{name}' (--model '{spec}' loads "
+                   "it): refusing to write over it; give another --out")
 
 
 def output_loss(out):
@@ -100,7 +133,12 @@ def load_model(spec, batch):
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
         refuse(f"--model '{spec}': {e}")
-    made = fn()
+    except Exception as e:  # the module's own code raised (a SyntaxError, ...)
+        refuse(f"--model '{spec}': importing {module} raised {one_line(e)}")
+    try:
+        made = fn()
+    except Exception as e:
+        refuse(f"--model '{spec}': {name}() raised {one_line(e)}")
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
         refuse(f"--model '{spec}': the function must return (model, batch), a "
                "torch.nn.Module and its input")
@@ -109,10 +147,12 @@ def load_model(spec, batch):
     return model, inputs, output_loss
 
 
-def profile(model, inputs, loss_of, warmup, iterations):
+def profile(model, inputs, loss_of, warmup, iterations, spec):
     """Per param that requires grad (model order): median forward seconds
     (its layer's share) and median seconds from the backward's start to
-    its gradient; and the median forward in all."""
+    its gradient; and the median forward in all. A forward or backward
+    that raises, or a loss autograd cannot differentiate (a forward under
+    torch.no_grad()), is refused naming --model spec."""
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     names = list(params)
     owners = [m for m in model.modules()
@@ -134,9 +174,19 @@ def profile(model, inputs, loss_of, warmup, iterations):
         model.zero_grad(set_to_none=True)
         ready.clear()
         t0 = time.perf_counter()
-        loss = loss_of(model(*inputs))
+        try:
+            out = model(*inputs)
+        except Exception as e:
+            refuse(f"--model '{spec}': its forward raised {one_line(e)}")
+        loss = loss_of(out)
         t1 = time.perf_counter()
-        loss.backward()
+        if not loss.requires_grad:
+            refuse(f"--model '{spec}': the forward's output has no autograd graph (computed "
+                   "under torch.no_grad(), or detached): no backward to profile")
+        try:
+            loss.backward()
+        except Exception as e:
+            refuse(f"--model '{spec}': its backward raised {one_line(e)}")
         if it < warmup:
             continue
         forward.append(t1 - t0)
@@ -201,7 +251,8 @@ def main(argv=None):
         print(f"torch_profile: left out {len(frozen)} frozen param{'s' if len(frozen) > 1 else ''}"
               f" (requires_grad=False: no gradient, so not in DDP's buckets): "
               f"{', '.join(frozen)}", file=sys.stderr)
-    fwd, ready, forward = profile(model, inputs, loss_of, a.warmup, a.iterations)
+    check_out_not_source(a.out, a.model)
+    fwd, ready, forward = profile(model, inputs, loss_of, a.warmup, a.iterations, a.model)
     fwd[names[0]] += max(0.0, forward - sum(fwd.values()))
     bwd = backward_us(names, ready)
     dtypes = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
