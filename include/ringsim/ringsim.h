@@ -1019,6 +1019,53 @@ RS_API void rs_dtype_pack(rs_dtype_t dtype, void *dst, const void *src,
  * finite are null. Returns a string the caller frees with rs_free, or NULL
  * when out of memory. */
 RS_API char *rs_run_facts_json(const rs_run_t *run, const rs_model_t *model);
+/* A run's figures, derived once for every report (src/api/report.c): the
+ * command's text and JSON and the Python package's report read these. */
+typedef struct rs_run_figures {
+  int workers;
+  size_t elems;
+  double bytes;                /* S: bytes per worker, in the dtype summed */
+  double model_bytes;          /* the same elements in the model's dtype */
+  double sent_theory;          /* 2(W-1)/W x S */
+  uint64_t sent_min, sent_max; /* bytes one worker sent */
+  /* messages one worker sent (linear's root, the tree's inner nodes,
+   * gloo's uneven segments send more than the others) */
+  uint64_t transfers_min, transfers_max;
+  uint64_t planned; /* transfers of a complete ring run (0: not the ring) */
+  double seconds, algbw, busbw; /* the wall time per iteration; GB/s */
+  /* A DDP communication hook's (docs/hooks.md), once checked: */
+  rs_dtype_t hook_dtype;      /* what it summed in */
+  uint64_t hook_sum_overflow; /* summed first (divided after): elements
+                                 whose exact sum is beyond its range */
+  uint64_t hook_saved;        /* of those, the ones the hook kept finite */
+  double hook_max_abs_mean;   /* the largest |exact mean| */
+  double hook_overflow_at;    /* its smallest magnitude that rounds to inf */
+  /* Summed first, the largest |mean| times W reaches hook_overflow_at from
+   * this W on (0 for a mean of 0). */
+  double hook_overflow_workers;
+} rs_run_figures_t;
+RS_API void rs_run_figures(const rs_run_t *run, const rs_model_t *model,
+                           rs_run_figures_t *out);
+
+/* A report shows the result's values up to this many elements (more with
+ * print_values). */
+#define RS_REPORT_VALUES_UP_TO 64
+
+/* What a report says that the run does not know. */
+typedef struct rs_report_opts {
+  const char *grads_source; /* where the grads came from, in words */
+  const char *trace;        /* the trace's path, or NULL */
+  int status;               /* how the run ended, as its caller saw it */
+  int print_values;         /* the result's values whatever its size */
+} rs_report_opts_t;
+
+/* The run's whole report as JSON text (docs/cli.md lists its fields: the
+ * command's --json prints it, and the Python package returns it parsed),
+ * indented; reals with 9 significant digits (17 for an f64 model), non-
+ * finite values null. A string the caller frees with rs_free, or NULL when
+ * out of memory. */
+RS_API char *rs_run_report_json(rs_run_t *run, const rs_model_t *model,
+                                const rs_report_opts_t *opts);
 /* --algo auto's choices as one JSON object (the --json report's "auto"):
  * model ("measured" or "net"), latency_ns, bandwidth_Bps, reduce_Bps and
  * per bucket its elems, algo and every algorithm's predicted_ns (null: not

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from . import _interrupt, _lib, _powersgd, _report
+from . import _interrupt, _lib, _powersgd
 
 __version__ = "0.1.0"
 __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
@@ -108,8 +108,10 @@ def _c_string(value, argument, path=False):
 class _Tensor:
     """One input tensor as ringsim reads it: kind ("torch", "numpy"), dtype
     name, shape, element count, and either the address of its elements (a
-    C-contiguous CPU tensor, read in place) or, for any other (a view, a
-    tensor on another device), ptr None: fill() has torch or numpy copy it
+    C-contiguous CPU tensor whose address is a multiple of its element's
+    size, read in place) or, for any other (a view, a tensor on another
+    device, one at an odd address: np.frombuffer(..., offset=1), which C
+    may not load a uint16_t from), ptr None: fill() has torch or numpy copy it
     straight into its worker's buffer once the run is made, after
     ringsim's memory check, never into a contiguous copy of its own (a
     broadcast view of a few bytes may stand for terabytes)."""
@@ -131,7 +133,8 @@ class _Tensor:
             self.shape = tuple(t.shape)
             self.elems = t.numel()
             in_place = (t.device.type == "cpu" and t.is_contiguous() and
-                        not t.is_neg() and not t.is_conj())
+                        not t.is_neg() and not t.is_conj() and
+                        t.data_ptr() % t.element_size() == 0)
             self.ptr = t.data_ptr() if in_place else None
         elif np is not None and isinstance(t, (np.ndarray, np.generic)):
             t = np.asarray(t)  # a numpy scalar is a 0-d array
@@ -143,7 +146,8 @@ class _Tensor:
                                  f"reduces {_SUPPORTED}")
             self.shape = tuple(t.shape)
             self.elems = t.size
-            in_place = t.flags.c_contiguous and t.dtype.isnative
+            in_place = (t.flags.c_contiguous and t.dtype.isnative and
+                        t.flags.aligned)
             self.ptr = t.__array_interface__["data"][0] if in_place else None
         else:
             raise TypeError(f"{where} is a {type(t).__module__}."
@@ -570,16 +574,27 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
                                   t.elems)
             offset += t.elems
             held[name] = out
-        values = None
-        if offset <= _report.PRINT_VALUES_UP_TO:
-            # the report shows small results, as the command's does (a
-            # failed run's too: what worker 0 held when it stopped)
-            values = {name: [v if v == v and abs(v) != float("inf") else None
-                             for v in out.reshape(-1).tolist()]
-                      for name, out in held.items()}
-        report = _report.build(
-            facts, str(model_name), dtype_name, _DTYPES[first[0].dtype][1],
-            "given by Python (ringsim.allreduce)", trace, values)
+        # The report is the library's, as the command's --json is
+        # (rs_run_report_json), but for the result's values: its JSON
+        # gives each in the shortest decimal that reads back as the same
+        # value of the dtype; here they are the values worker 0 holds, as
+        # Python floats (a failed run's too: what it held when it stopped).
+        opts = _lib.ReportOpts(b"given by Python (ringsim.allreduce)",
+                               os.fsencode(trace) if trace else None, status,
+                               0)
+        report_ptr = lib.rs_run_report_json(run, model_ptr, ctypes.byref(opts))
+        if not report_ptr:
+            raise MemoryError("ringsim: out of memory")
+        try:
+            report = json.loads(ctypes.string_at(report_ptr).decode())
+        finally:
+            lib.rs_free(report_ptr)
+        report["trace"] = trace  # (as given: a name JSON cannot hold too)
+        if "result" in report:
+            report["result"] = {
+                name: [v if v == v and abs(v) != float("inf") else None
+                       for v in out.reshape(-1).tolist()]
+                for name, out in held.items()}
         if status != _RS_OK:
             raise RunError(message, report)
         return held, report

@@ -37,6 +37,13 @@ class AlgoInfo(ctypes.Structure):
                 ("textbook_ring", ctypes.c_int)]
 
 
+class ReportOpts(ctypes.Structure):
+    """rs_report_opts_t (ringsim.h): what a run's report says that the run
+    does not know."""
+    _fields_ = [("grads_source", ctypes.c_char_p), ("trace", ctypes.c_char_p),
+                ("status", ctypes.c_int), ("print_values", ctypes.c_int)]
+
+
 def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     env = os.environ.get("RINGSIM_LIBRARY")
@@ -102,6 +109,7 @@ def _prototypes(lib):
         "rs_run_execute": (I, [P]),
         "rs_run_interrupt": (None, [P, Z]),
         "rs_run_facts_json": (P, [P, P]),
+        "rs_run_report_json": (P, [P, P, c.POINTER(ReportOpts)]),
         "rs_trace_open": (I, [Z, c.POINTER(P), Z]),
         "rs_trace_close": (None, [P]),
         "rs_dtype_unpack": (None, [I, P, P, S]),

@@ -1,5 +1,6 @@
 /* report.c - what the ringsim command prints of a run: the text summary
- * (the JSON report is report_json.c's), the watchdog report of a failed
+ * (the JSON report is the library's, rs_run_report_json; both read its
+ * figures, rs_run_figures), the watchdog report of a failed
  * run, the exit status, and the helpers every mode's output uses. */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,8 +12,9 @@
 
 #include "report.h"
 
-double cli_report_value_at(const rs_model_t *model, const void *values,
-                           size_t i) {
+/* Element i of the values, whatever the model's buffer type. */
+static double value_at(const rs_model_t *model, const void *values,
+                       size_t i) {
   if (rs_model_dtype(model) == RS_DTYPE_F64)
     return ((const double *)values)[i];
   return ((const float *)values)[i];
@@ -95,7 +97,7 @@ static void print_values(const rs_model_t *model, const void *values) {
     const rs_param_t *param = rs_model_param(model, p);
     printf("  %s: [", cli_safe(param->name, name, sizeof name));
     for (size_t i = 0; i < param->elems; i++) {
-      format_value(cli_report_value_at(model, values, param->elem_offset + i),
+      format_value(value_at(model, values, param->elem_offset + i),
                    dtype, num, sizeof num);
       printf("%s%s", i ? ", " : "", num);
     }
@@ -202,56 +204,6 @@ int cli_exit_code(int status) {
   default:
     return EXIT_RUN;
   }
-}
-
-figures_t cli_report_figures(const report_t *r) {
-  figures_t f = {0};
-  const rs_result_t *res = rs_run_result(r->run);
-  f.workers = rs_run_config(r->run)->workers;
-  f.elems = rs_model_elems(r->model);
-  const rs_dtype_t dtype = rs_model_dtype(r->model);
-  f.model_bytes = (double)f.elems * (double)rs_dtype_size(dtype);
-  f.bytes =
-      (double)f.elems *
-      (double)rs_dtype_size(rs_hook_dtype(rs_run_config(r->run)->hook, dtype));
-  f.sent_theory = rs_busbw_factor(f.workers) * f.bytes;
-  f.sent_min = f.transfers_min = UINT64_MAX;
-  for (int w = 0; w < f.workers; w++) {
-    const rs_worker_stats_t *s = rs_run_worker_stats(r->run, w);
-    f.sent_min = s->bytes_sent < f.sent_min ? s->bytes_sent : f.sent_min;
-    f.sent_max = s->bytes_sent > f.sent_max ? s->bytes_sent : f.sent_max;
-    uint64_t t = s->transfers_sent;
-    f.transfers_min = t < f.transfers_min ? t : f.transfers_min;
-    f.transfers_max = t > f.transfers_max ? t : f.transfers_max;
-  }
-  /* the ring's plan; other algorithms' counts vary by worker and step */
-  f.planned = cli_algo_info(rs_run_config(r->run)->algo).textbook_ring
-                  ? 2 * (uint64_t)(f.workers - 1) * (uint64_t)f.workers *
-                        res->segs_per_chunk /* summed over the buckets */
-                  : 0;
-  f.seconds = (double)res->wall_ns / 1e9;
-  f.algbw = f.seconds > 0 ? f.bytes / f.seconds / 1e9 : 0;
-  f.busbw = rs_busbw(f.algbw, f.workers);
-  return f;
-}
-
-hook_figures_t cli_hook_figures(const report_t *r) {
-  const rs_config_t *cfg = rs_run_config(r->run);
-  hook_figures_t h = {.dtype =
-                          rs_hook_dtype(cfg->hook, rs_model_dtype(r->model))};
-  /* float16's largest is 65504 and 65520 rounds to inf; bfloat16's
-   * (2 - 2^-7) 2^127, and (2 - 2^-8) 2^127 rounds to inf */
-  h.overflow_at = h.dtype == RS_DTYPE_F16 ? 65520.0 : ldexp(2 - 0x1p-8, 127);
-  for (size_t p = 0; p < rs_model_param_count(r->model); p++) {
-    const rs_param_check_t *c = rs_run_param_check(r->run, p);
-    h.sum_overflow += c->sum_overflow;
-    h.saved += c->sum_overflow_saved;
-    h.max_abs_mean =
-        c->max_abs_ref > h.max_abs_mean ? c->max_abs_ref : h.max_abs_mean;
-  }
-  h.overflow_workers =
-      h.max_abs_mean > 0 ? ceil(h.overflow_at / h.max_abs_mean) : 0;
-  return h;
 }
 
 void cli_print_network(const rs_netmodel_t *net) {
@@ -475,7 +427,7 @@ static void print_order_report(const report_t *r) {
  * as many as each really sent, beside the plan. */
 #define TRANSFER_LIST_WORKERS 16
 
-static void print_transfers(const report_t *r, const figures_t *f) {
+static void print_transfers(const report_t *r, const rs_run_figures_t *f) {
   const rs_result_t *res = rs_run_result(r->run);
   const int W = f->workers;
   if (res->checked) { /* the all-reduce completed */
@@ -530,35 +482,34 @@ static void print_hook_head(const rs_config_t *cfg, rs_dtype_t model, int W) {
 /* A compressing hook's losses, once checked: what its cast and its
  * division flushed or overflowed, and what summing first would have
  * overflowed (docs/hooks.md). */
-static void print_hook_check(const report_t *r, const rs_config_t *cfg,
-                             const rs_result_t *res, const figures_t *f) {
+static void print_hook_check(const rs_config_t *cfg, const rs_result_t *res,
+                             const rs_run_figures_t *f) {
   if (cfg->hook != RS_HOOK_FP16 && cfg->hook != RS_HOOK_BF16)
     return;
-  const hook_figures_t h = cli_hook_figures(r);
   const int W = f->workers;
   printf("  %-10s cast: %" PRIu64 " overflowed to inf, %" PRIu64
          " flushed to zero; dividing by %d: %" PRIu64
          " more flushed to zero (of %zu elements over the %d workers; "
          "largest |value| %.6g)\n",
-         h.dtype == RS_DTYPE_F16 ? "float16" : "bfloat16",
+         f->hook_dtype == RS_DTYPE_F16 ? "float16" : "bfloat16",
          res->hook_cast_overflow, res->hook_cast_flushed, W,
          res->hook_div_flushed, f->elems * (size_t)W, W, res->hook_max_abs);
   char from[128] = "";
-  if (h.overflow_workers > 0)
+  if (f->hook_overflow_workers > 0)
     snprintf(from, sizeof from,
-             h.overflow_workers < 1e9
+             f->hook_overflow_workers < 1e9
                  ? "; W gradients the size of the largest |mean| (%.6g) "
                    "overflow from W = %.0f"
                  : "; W gradients the size of the largest |mean| (%.6g) "
                    "overflow from W = %.3g",
-             h.max_abs_mean, h.overflow_workers);
+             f->hook_max_abs_mean, f->hook_overflow_workers);
   printf("             summed first, divided after: %" PRIu64 " element%s%s\n",
-         h.sum_overflow, h.sum_overflow == 1 ? " overflows" : "s overflow",
+         f->hook_sum_overflow, f->hook_sum_overflow == 1 ? " overflows" : "s overflow",
          from);
-  if (h.saved)
+  if (f->hook_saved)
     printf("             dividing first saved %" PRIu64 " of them from "
            "overflow\n",
-           h.saved);
+           f->hook_saved);
   else
     printf("             dividing first saved none here\n");
 }
@@ -568,7 +519,7 @@ static void print_hook_check(const report_t *r, const rs_config_t *cfg,
  * loop), what it moved and how long it took, and the check. Each gets the
  * report, its run's config and result, and the figures. */
 static void print_head(const report_t *r, const rs_config_t *cfg,
-                       const rs_result_t *res, const figures_t *f) {
+                       const rs_result_t *res, const rs_run_figures_t *f) {
   const int W = f->workers;
   char size[32], name[CLI_SAFE_MAX];
   cli_human_bytes(f->bytes, size, sizeof size);
@@ -614,7 +565,7 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
 }
 
 static void print_schedule(const report_t *r, const rs_config_t *cfg,
-                           const rs_result_t *res, const figures_t *f) {
+                           const rs_result_t *res, const rs_run_figures_t *f) {
   const int W = f->workers;
   char chunk[64];
   if (!cli_algo_info(cfg->algo).textbook_ring) {
@@ -705,7 +656,7 @@ static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
 }
 
 static void print_traffic(const report_t *r, const rs_config_t *cfg,
-                          const rs_result_t *res, const figures_t *f) {
+                          const rs_result_t *res, const rs_run_figures_t *f) {
   const int finished = res->checked; /* the all-reduce completed */
   char sent[64], a[32], name[CLI_SAFE_MAX];
   print_transfers(r, f);
@@ -751,7 +702,7 @@ static void print_traffic(const report_t *r, const rs_config_t *cfg,
 }
 
 static void print_check(const report_t *r, const rs_config_t *cfg,
-                        const rs_result_t *res, const figures_t *f) {
+                        const rs_result_t *res, const rs_run_figures_t *f) {
   const int W = f->workers;
   if (!res->checked || (r->status != RS_OK && r->status != RS_ECHECK)) {
     if (!res->checked)
@@ -781,9 +732,9 @@ static void print_check(const report_t *r, const rs_config_t *cfg,
            res->bound, res->worst_ratio);
   if (cfg->order_report)
     print_order_report(r);
-  print_hook_check(r, cfg, res, f);
+  print_hook_check(cfg, res, f);
   printf("  status     %s\n", r->status == RS_OK ? "ok" : "CHECK FAILED");
-  if (r->opt->print_values || f->elems <= PRINT_VALUES_UP_TO) {
+  if (r->opt->print_values || f->elems <= RS_REPORT_VALUES_UP_TO) {
     printf("result (every worker holds):\n");
     print_values(r->model, rs_run_buffer(r->run, 0));
   }
@@ -792,7 +743,8 @@ static void print_check(const report_t *r, const rs_config_t *cfg,
 void cli_print_text(const report_t *r) {
   const rs_result_t *res = rs_run_result(r->run);
   const rs_config_t *cfg = rs_run_config(r->run);
-  figures_t f = cli_report_figures(r);
+  rs_run_figures_t f;
+  rs_run_figures(r->run, r->model, &f);
   print_head(r, cfg, res, &f);
   print_schedule(r, cfg, res, &f);
   print_traffic(r, cfg, res, &f);
