@@ -546,6 +546,23 @@ class PyApi(unittest.TestCase):
             self.assertIn(f"{rec} already holds a recording (step1)",
                           str(cm.exception))
 
+    # pyapi-20: a record_hook directory whose path holds {r} or {s} (which
+    # the replay's --grads would replace, naming other files) is a
+    # ValueError naming it, before anything is made
+    def test_record_hook_directory_with_fields(self):
+        import ringsim.torch
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("run{r}", "a{s}/rec", "job-{r}-{s}"):
+                with self.subTest(name=name):
+                    rec = os.path.join(d, name)
+                    with self.assertRaises(ValueError) as cm:
+                        ringsim.torch.record_hook(rec)
+                    self.assertIn(rec, str(cm.exception))
+                    self.assertIn("{r}" if "{r}" in name else "{s}", str(cm.exception))
+                    self.assertNotIn("\n", str(cm.exception))
+            self.assertEqual(os.listdir(d), [])
+            ringsim.torch.record_hook(os.path.join(d, "run{x}"))  # any other brace is a name
+
     # pyapi-18: a write that fails (the file size capped, as a full disk
     # would) leaves no model.json and no temporary file, and says which
     # file and why; written, model.json has the mode the safetensors files

@@ -90,10 +90,19 @@ def _fail(message):
 
 def _ready_directory(directory):
     """directory made (or found empty of a recording) and writable, before
-    training starts; else ValueError naming it."""
+    training starts; else ValueError naming it. A path holding {r} or {s}
+    is refused, before anything is made: the replay line's --grads names
+    the files under it, and ringsim replaces every {r} and {s} in --grads
+    (the directory's too), so the line would read other files."""
     path = os.fsdecode(os.fspath(directory))
     if not path:
         raise _fail("the directory is an empty path: name one")
+    for field in ("{r}", "{s}"):
+        if field in path:
+            raise _fail(f"{path} holds '{field}', which ringsim's --grads "
+                        "replaces (with the rank, the step) wherever it is: "
+                        "the replay line would name other files; give a "
+                        "directory without {r} or {s}")
     try:
         os.makedirs(path, exist_ok=True)
         taken = sorted(e for e in os.listdir(path) if _RECORDING.fullmatch(e))
@@ -309,9 +318,10 @@ def record_hook(directory, inner=None, module=None):
     if None). module (the model DDP wraps) names the params; without it
     they are p0, p1, ... in model order, and recording must start at DDP's
     first backward. The directory is made, and must be new or hold no
-    recording (no step1, step2, ...; other files may be there), and be
-    writable: checked now, before training starts (ValueError naming
-    it). Nothing recorded is ever overwritten; each file is written
+    recording (no step1, step2, ...; other files may be there), be
+    writable, and have no {r} or {s} in its path (the replay's --grads
+    would replace them): checked now, before training starts (ValueError
+    naming it). Nothing recorded is ever overwritten; each file is written
     whole or not at all (a temporary file renamed into place), a write
     that fails an OSError naming the file."""
     if inner is not None and not callable(inner):
