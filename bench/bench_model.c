@@ -77,15 +77,14 @@ int main(int argc, char **argv) {
          "repeats s", "ratio", "at W=" /* filled below */);
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+    const rs_sim_job_t at_small = {algo, &small, Ws, buckets, count, seg, elem};
+    const rs_sim_job_t at_big = {algo, &big, Wb, buckets, count, seg, elem};
     double t0 = now_s();
-    const uint64_t p =
-        rs__algo_simulate_plain(algo, &small, Ws, buckets, count, seg, elem);
+    const uint64_t p = rs__algo_simulate_plain(&at_small);
     double t1 = now_s();
-    const uint64_t r =
-        rs__algo_simulate(algo, &small, Ws, buckets, count, seg, elem);
+    const uint64_t r = rs__algo_simulate(&at_small);
     double t2 = now_s();
-    const uint64_t rb =
-        rs__algo_simulate(algo, &big, Wb, buckets, count, seg, elem);
+    const uint64_t rb = rs__algo_simulate(&at_big);
     double t3 = now_s();
     if (p != r) {
       printf("MISMATCH %s: played %llu ns, repeats %llu ns\n", algo->name,

@@ -172,9 +172,10 @@ static void test_repeats_are_exact(void **state) {
             for (size_t nb = 1; nb <= 5; nb += 4) {
               const rs_bucket_t *first = nb == 1 ? &b[1] : b;
               uint64_t fast =
-                  rs__algo_simulate(algo, &net, W, first, nb, seg_bytes[gi], 4);
-              uint64_t plain = rs__algo_simulate_plain(algo, &net, W, first, nb,
-                                                       seg_bytes[gi], 4);
+                  rs__algo_simulate(
+                  &(rs_sim_job_t){algo, &net, W, first, nb, seg_bytes[gi], 4});
+              uint64_t plain = rs__algo_simulate_plain(
+                  &(rs_sim_job_t){algo, &net, W, first, nb, seg_bytes[gi], 4});
               if (fast != plain || fast == 0 || fast == UINT64_MAX)
                 fail_msg("%s on %s (variant %d), %zu buckets of %zu, seg %zu:"
                          " with repeats %llu, played %llu",
@@ -215,7 +216,7 @@ static void test_least_is_a_bound(void **state) {
                 rs__algo_least(algo, &net, W, elems,
                                rs_segs_per_chunk(elems, W, seg, 4), seg, 4);
             const uint64_t sim =
-                rs__algo_simulate_plain(algo, &net, W, &b, 1, seg, 4);
+                rs__algo_simulate_plain(&(rs_sim_job_t){algo, &net, W, &b, 1, seg, 4});
             if (least > sim ||
                 (least == 0 && (algo->least || algo->step_least)))
               fail_msg("%s on %s (variant %d), %zu elements, segments of %zu "

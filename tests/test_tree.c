@@ -351,9 +351,11 @@ static void test_simulate_and_predict(void **state) {
     rs_bucket_t small = {.elem_offset = 0, .elems = 1 << 12};
     rs_bucket_t big = {.elem_offset = 0, .elems = 1 << 20};
     uint64_t a =
-        rs__algo_simulate(&rs__algo_tree, &net, W, &small, 1, 1 << 14, 4);
+        rs__algo_simulate(
+            &(rs_sim_job_t){&rs__algo_tree, &net, W, &small, 1, 1 << 14, 4});
     uint64_t b =
-        rs__algo_simulate(&rs__algo_tree, &net, W, &big, 1, 1 << 14, 4);
+        rs__algo_simulate(
+            &(rs_sim_job_t){&rs__algo_tree, &net, W, &big, 1, 1 << 14, 4});
     assert_true(a > 0 && a < b);
     size_t segs = rs_segs_per_chunk(big.elems, W, 1 << 14, 4);
     uint64_t p = rs__algo_tree.predict(&net, rs__shape_flat(W), big.elems, segs,

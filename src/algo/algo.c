@@ -61,8 +61,9 @@ uint64_t rs__predict_bounded(rs_algorithm_t algo, const rs_netmodel_t *m,
      * schedule has it): the prediction is the bucket's schedule, alone,
      * on the simulated clocks. */
     const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-    return rs__algo_simulate_bounded(a, m, workers, &bucket, 1, segment_bytes,
-                                     elem_size, bound);
+    const rs_sim_job_t job = {a,       m, workers, &bucket, 1, segment_bytes,
+                              elem_size};
+    return rs__algo_simulate_bounded(&job, bound);
   }
   size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
   return a ? a->predict(m, rs__shape_of(m, workers), elems, segs_per_chunk, cap,
@@ -83,9 +84,9 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                    size_t bucket_count, size_t segment_bytes,
                                    size_t elem_size) {
   const rs_algo_t *a = rs__algo_get(algo);
-  return a ? rs__algo_simulate(a, m, workers, buckets, bucket_count,
-                               segment_bytes, elem_size)
-           : 0;
+  const rs_sim_job_t job = {a,           m,           workers, buckets,
+                            bucket_count, segment_bytes, elem_size};
+  return a ? rs__algo_simulate(&job) : 0;
 }
 
 size_t rs__algo_capped_elems(rs_shape_t shape, int from, int to, size_t elems,
@@ -201,14 +202,16 @@ uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
 
 /* The runner's state for W workers: every worker's clock, its mailbox,
  * and the algorithm's scratch. */
-static int simrun_init(rs_simrun_t *s, const rs_algo_t *a,
-                       const rs_netmodel_t *m, int workers,
-                       size_t segment_bytes, size_t elem_size, int plain) {
+static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
+  const rs_algo_t *a = job->algo;
+  const rs_netmodel_t *m = job->net;
+  const int workers = job->workers;
+  const size_t elem_size = job->elem_size;
   s->net = m;
   s->bound = UINT64_MAX;
   s->shape = rs__shape_of(m, workers);
   s->elem_size = elem_size;
-  s->cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
+  s->cap = job->segment_bytes / elem_size ? job->segment_bytes / elem_size : 1;
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
@@ -280,13 +283,15 @@ static void simrun_free(rs_simrun_t *s) {
  * schedule (rs__simrun_repeat_all): once one of them moves the whole state
  * uniformly, the rest are skipped. (Not with ready times: they do not
  * move with the state.) */
-static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
-                    const rs_bucket_t *buckets, size_t bucket_count,
-                    size_t segment_bytes, size_t elem_size,
-                    const uint64_t *ready, rs_sim_spans_t *spans,
-                    uint64_t bound, int plain) {
+static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
+                    rs_sim_spans_t *spans, uint64_t bound, int plain) {
+  const rs_algo_t *a = job->algo;
+  const int workers = job->workers;
+  const rs_bucket_t *buckets = job->buckets;
+  const size_t bucket_count = job->bucket_count;
+  const size_t segment_bytes = job->segment_bytes, elem_size = job->elem_size;
   rs_simrun_t s = {0};
-  if (simrun_init(&s, a, m, workers, segment_bytes, elem_size, plain)) {
+  if (simrun_init(&s, job, plain)) {
     simrun_free(&s);
     return RS_ENOMEM;
   }
@@ -351,50 +356,28 @@ static int simulate(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
   return RS_OK;
 }
 
-int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
-                            int workers, const rs_bucket_t *buckets,
-                            size_t bucket_count, size_t segment_bytes,
-                            size_t elem_size, const uint64_t *ready,
+int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
                             rs_sim_spans_t *spans) {
-  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
-                  elem_size, ready, spans, UINT64_MAX, 0);
+  return simulate(job, ready, spans, UINT64_MAX, 0);
 }
 
 /* A schedule's end: 0 when the model is off or W < 2, UINT64_MAX when out
  * of memory. */
-static uint64_t end_of(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
-                       const rs_bucket_t *buckets, size_t bucket_count,
-                       size_t segment_bytes, size_t elem_size, uint64_t bound,
-                       int plain) {
+static uint64_t end_of(const rs_sim_job_t *job, uint64_t bound, int plain) {
   rs_sim_spans_t spans = {0};
-  if (!m->enabled || workers < 2)
+  if (!job->net->enabled || job->workers < 2)
     return 0;
-  return simulate(a, m, workers, buckets, bucket_count, segment_bytes,
-                  elem_size, NULL, &spans, bound, plain)
-             ? UINT64_MAX
-             : spans.end_ns;
+  return simulate(job, NULL, &spans, bound, plain) ? UINT64_MAX : spans.end_ns;
 }
 
-uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
-                                   int workers, const rs_bucket_t *buckets,
-                                   size_t bucket_count, size_t segment_bytes,
-                                   size_t elem_size, uint64_t bound) {
-  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
-                bound, 0);
+uint64_t rs__algo_simulate_bounded(const rs_sim_job_t *job, uint64_t bound) {
+  return end_of(job, bound, 0);
 }
 
-uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
-                                 int workers, const rs_bucket_t *buckets,
-                                 size_t bucket_count, size_t segment_bytes,
-                                 size_t elem_size) {
-  return end_of(a, m, workers, buckets, bucket_count, segment_bytes, elem_size,
-                UINT64_MAX, 1);
+uint64_t rs__algo_simulate_plain(const rs_sim_job_t *job) {
+  return end_of(job, UINT64_MAX, 1);
 }
 
-uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
-                           int workers, const rs_bucket_t *buckets,
-                           size_t bucket_count, size_t segment_bytes,
-                           size_t elem_size) {
-  return rs__algo_simulate_bounded(a, m, workers, buckets, bucket_count,
-                                   segment_bytes, elem_size, UINT64_MAX);
+uint64_t rs__algo_simulate(const rs_sim_job_t *job) {
+  return rs__algo_simulate_bounded(job, UINT64_MAX);
 }

@@ -157,22 +157,28 @@ size_t rs__algo_never_direct(rs_shape_t shape, size_t min_segs, int slices);
 uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
                             size_t elem_size, int reduced);
 
-/* Algorithm a's schedule on simulated clocks alone, over the buckets in
- * order, each cut into segments of at most segment_bytes: the one runner
- * every algorithm's simulation goes through (rs_netmodel_simulate_algo).
- * 0 when the model is off or W < 2; UINT64_MAX when out of memory. */
-uint64_t rs__algo_simulate(const rs_algo_t *a, const rs_netmodel_t *m,
-                           int workers, const rs_bucket_t *buckets,
-                           size_t bucket_count, size_t segment_bytes,
-                           size_t elem_size);
+/* A schedule to simulate, the simulation family's one argument: algorithm
+ * algo's over buckets (in order, each cut into segments of at most
+ * segment_bytes of elem_size-byte elements) on W workers of network net. */
+typedef struct rs_sim_job {
+  const rs_algo_t *algo;
+  const rs_netmodel_t *net;
+  int workers;
+  const rs_bucket_t *buckets;
+  size_t bucket_count;
+  size_t segment_bytes;
+  size_t elem_size;
+} rs_sim_job_t;
+
+/* The job's schedule on simulated clocks alone: the one runner every
+ * algorithm's simulation goes through (rs_netmodel_simulate_algo). 0 when
+ * the model is off or W < 2; UINT64_MAX when out of memory. */
+uint64_t rs__algo_simulate(const rs_sim_job_t *job);
 
 /* The same, stopping once a worker's clock passes bound: its time if that
  * is at most bound, else some time above bound (a lower bound of its
  * own). */
-uint64_t rs__algo_simulate_bounded(const rs_algo_t *a, const rs_netmodel_t *m,
-                                   int workers, const rs_bucket_t *buckets,
-                                   size_t bucket_count, size_t segment_bytes,
-                                   size_t elem_size, uint64_t bound);
+uint64_t rs__algo_simulate_bounded(const rs_sim_job_t *job, uint64_t bound);
 
 /* No schedule of a's for one bucket of elems elements (segs segments per
  * chunk, of at most segment_bytes) ends sooner than this after it starts
@@ -185,10 +191,7 @@ uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
 /* rs__algo_simulate with every part of the schedule played, none
  * repeated at once (the steady repeats below): what the tests hold the
  * repeats to. */
-uint64_t rs__algo_simulate_plain(const rs_algo_t *a, const rs_netmodel_t *m,
-                                 int workers, const rs_bucket_t *buckets,
-                                 size_t bucket_count, size_t segment_bytes,
-                                 size_t elem_size);
+uint64_t rs__algo_simulate_plain(const rs_sim_job_t *job);
 
 /* When the buckets' all-reduces start and end (rs__algo_simulate_ready):
  * worker_start[b W + r] and worker_end[b W + r], worker r's clock when it
@@ -203,10 +206,7 @@ typedef struct rs_sim_spans {
  * ready[b W + r] on its clock (NULL: at once), as a training step's
  * gradients become ready (step.h), the buckets' spans into spans. RS_OK,
  * or RS_ENOMEM. */
-int rs__algo_simulate_ready(const rs_algo_t *a, const rs_netmodel_t *m,
-                            int workers, const rs_bucket_t *buckets,
-                            size_t bucket_count, size_t segment_bytes,
-                            size_t elem_size, const uint64_t *ready,
+int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
                             rs_sim_spans_t *spans);
 
 /* The algorithm table, one row per algorithm: X(VALUE, id) pairs

@@ -437,8 +437,9 @@ static uint64_t predict(const rs_algo_t *self, const rs_netmodel_t *m,
   if (!m->enabled || shape.workers < 2)
     return 0;
   const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-  return rs__algo_simulate(self, m, shape.workers, &bucket, 1, cap * elem_size,
-                           elem_size);
+  const rs_sim_job_t job = {self, m, shape.workers, &bucket, 1,
+                            cap * elem_size, elem_size};
+  return rs__algo_simulate(&job);
 }
 
 /* Columns and all-gather steps of the inner algorithms on N members. */

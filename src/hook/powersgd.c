@@ -428,10 +428,28 @@ OUTER(outer_d, double)
  * worker 0's result) out. */
 typedef void fill_fn(void *arg, int w, float *buf);
 
-static int allreduce(rs_powersgd_t *ps, size_t b, int which, size_t count,
-                     fill_fn *fill, void *arg, float *sums, rs_trace_t *trace,
-                     const char *config_json, rs_powersgd_watch_t watch,
-                     const rs_stop_flag_t *stop, char *errmsg) {
+/* What a step's all-reduces share: the plan, where they are traced (trace
+ * NULL: nowhere) with which config, who watches each run (a signal's
+ * taker), the stop flag, and the message buffer. */
+typedef struct step_io {
+  rs_powersgd_t *ps;
+  rs_trace_t *trace;
+  const char *config_json;
+  rs_powersgd_watch_t watch;
+  const rs_stop_flag_t *stop;
+  char *errmsg;
+} step_io_t;
+
+/* All-reduce `which` of bucket b (its reduce_elems[which] elements). */
+static int allreduce(const step_io_t *io, size_t b, int which, fill_fn *fill,
+                     void *arg, float *sums) {
+  rs_powersgd_t *ps = io->ps;
+  const size_t count = ps->bucket[b].reduce_elems[which];
+  rs_trace_t *trace = io->trace;
+  const char *config_json = io->config_json;
+  const rs_powersgd_watch_t watch = io->watch;
+  const rs_stop_flag_t *stop = io->stop;
+  char *errmsg = io->errmsg;
   static const char *const names[] = {"uncompressed", "P", "Q"};
   if (stop && __atomic_load_n(stop, __ATOMIC_SEQ_CST))
     return rs__err(errmsg, RS_EINTERRUPTED, "interrupted");
@@ -552,10 +570,8 @@ static void fill_q(void *arg, int w, float *buf) {
 }
 
 /* Bucket b's step: its three all-reduces, and its result in ps->result. */
-static int step_bucket(rs_powersgd_t *ps, size_t b, float *scratch,
-                       rs_trace_t *trace, const char *config_json,
-                       rs_powersgd_watch_t watch, const rs_stop_flag_t *stop,
-                       char *errmsg) {
+static int step_bucket(const step_io_t *io, size_t b, float *scratch) {
+  rs_powersgd_t *ps = io->ps;
   const rs_powersgd_bucket_t *pb = &ps->bucket[b];
   const size_t nu = pb->reduce_elems[RS_PSGD_UNCOMPRESSED];
   const size_t np = pb->reduce_elems[RS_PSGD_P];
@@ -573,12 +589,10 @@ static int step_bucket(rs_powersgd_t *ps, size_t b, float *scratch,
     orth_f(qhat + at, (size_t)x->m, (size_t)x->rank);
     at += mr;
   }
-  int rc = allreduce(ps, b, RS_PSGD_UNCOMPRESSED, nu, fill_uncompressed, &job,
-                     u, trace, config_json, watch, stop, errmsg);
+  int rc = allreduce(io, b, RS_PSGD_UNCOMPRESSED, fill_uncompressed, &job, u);
   int checked = rc == RS_OK;
   if (rc == RS_OK || rc == RS_ECHECK) {
-    int prc = allreduce(ps, b, RS_PSGD_P, np, fill_p, &job, p, trace,
-                        config_json, watch, stop, errmsg);
+    int prc = allreduce(io, b, RS_PSGD_P, fill_p, &job, p);
     checked &= prc == RS_OK;
     rc = rc == RS_OK ? prc : rc == RS_ECHECK && prc != RS_OK ? prc : rc;
   }
@@ -590,8 +604,7 @@ static int step_bucket(rs_powersgd_t *ps, size_t b, float *scratch,
         at += (size_t)x->n * (size_t)x->rank;
       }
     }
-    int qrc = allreduce(ps, b, RS_PSGD_Q, nq, fill_q, &job, q, trace,
-                        config_json, watch, stop, errmsg);
+    int qrc = allreduce(io, b, RS_PSGD_Q, fill_q, &job, q);
     checked &= qrc == RS_OK;
     rc = rc == RS_OK ? qrc : rc == RS_ECHECK && qrc != RS_OK ? qrc : rc;
   }
@@ -733,8 +746,8 @@ static int compress(rs_powersgd_t *ps, rs_trace_t *trace,
   int checked = 1, rc = RS_OK;
   for (size_t b = 0; b < ps->nbuckets && (rc == RS_OK || rc == RS_ECHECK);
        b++) {
-    int brc =
-        step_bucket(ps, b, scratch, trace, config_json, watch, stop, errmsg);
+    const step_io_t io = {ps, trace, config_json, watch, stop, errmsg};
+    int brc = step_bucket(&io, b, scratch);
     checked &= brc == RS_OK;
     rc = brc == RS_OK ? rc : brc;
   }

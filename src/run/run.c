@@ -128,9 +128,11 @@ static uint64_t iteration_ns(const rs_run_t *run, uint64_t limit) {
   for (size_t b = 1; b <= run->result.buckets && total <= limit; b++) {
     if (b < run->result.buckets && run->bucket_algo[b] == run->bucket_algo[first])
       continue;
-    uint64_t t = rs__algo_simulate_bounded(
-        run->bucket_algo[first], &c->net, c->workers, run->buckets + first,
-        b - first, c->segment_bytes, run->elem_size, limit - total);
+    const rs_sim_job_t job = {run->bucket_algo[first], &c->net,
+                              c->workers,              run->buckets + first,
+                              b - first,               c->segment_bytes,
+                              run->elem_size};
+    uint64_t t = rs__algo_simulate_bounded(&job, limit - total);
     total = rs__sat_add(total, t);
     first = b;
   }

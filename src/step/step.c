@@ -313,13 +313,12 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
                               : out->worker_start;
     spans.worker_end =
         psgd ? malloc(n * W * sizeof *spans.worker_end + 1) : out->worker_end;
+    const rs_sim_job_t job = {
+        a, &cfg->net, cfg->workers, psgd ? parts : buckets, n,
+        cfg->segment_bytes,
+        rs_dtype_size(rs_hook_dtype(cfg->hook, rs_model_dtype(model)))};
     rc = spans.worker_start && spans.worker_end
-             ? rs__algo_simulate_ready(a, &cfg->net, cfg->workers,
-                                       psgd ? parts : buckets, n,
-                                       cfg->segment_bytes,
-                                       rs_dtype_size(rs_hook_dtype(
-                                           cfg->hook, rs_model_dtype(model))),
-                                       psgd ? part_ready : ready, &spans)
+             ? rs__algo_simulate_ready(&job, psgd ? part_ready : ready, &spans)
              : RS_ENOMEM;
     if (rc == RS_OK && psgd)
       fold_parts(out, count, spans.worker_start, spans.worker_end);
