@@ -44,7 +44,7 @@ static void test_config_set(void **state) {
   set_ok(c, "reduce-rate", "10GB/s");
   assert_int_equal(c->workers, 7);
   assert_int_equal(c->op, RS_OP_MAX);
-  assert_int_equal(c->average_pre, 1);
+  assert_int_equal(c->average, 1);
   assert_int_equal(c->algo, RS_ALGO_RHD);
   assert_int_equal(c->bucket_bytes, 512 * 1024);
   assert_int_equal(c->segment_bytes, 4096);

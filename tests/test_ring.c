@@ -597,7 +597,7 @@ static void test_ops(void **state) {
         rs_config_init(&cfg);
         cfg.workers = W;
         cfg.op = ops[oi];
-        cfg.average_pre = ops[oi] == RS_OP_AVG;
+        cfg.average = ops[oi] == RS_OP_AVG;
         cfg.segment_bytes = 256;
         char err[RS_ERRMSG_MAX];
         rs_run_t *run;
@@ -982,7 +982,7 @@ static void test_streamed_check_is_the_kept_one(void **state) {
     rs_config_init(&cfg);
     cfg.workers = W;
     cfg.op = cases[k].op;
-    cfg.average_pre = cases[k].pre;
+    cfg.average = cases[k].pre;
     cfg.order_report = 1;
     cfg.segment_bytes = 8192;
     rs_run_t *run[2];

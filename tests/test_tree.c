@@ -249,7 +249,7 @@ static void test_edges_and_messages(void **state) {
 /* One run of the tree through the public API: exact inputs, so the result
  * is checked bit for bit against the reference. */
 static void run_tree(int W, size_t n, rs_op_t op, int direct, int slots,
-                     size_t segment_bytes, int average_pre) {
+                     size_t segment_bytes, int average) {
   char text[256], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"params\": [{\"name\": \"g\", \"shape\": [%zu]}]}", n);
@@ -264,7 +264,7 @@ static void run_tree(int W, size_t n, rs_op_t op, int direct, int slots,
   cfg.direct = direct;
   cfg.slots = slots;
   cfg.segment_bytes = segment_bytes;
-  cfg.average_pre = average_pre;
+  cfg.average = average;
   rs_run_t *run;
   if (rs_run_create(&cfg, m, &run, err))
     fail_msg("W=%d n=%zu: create: %s", W, n, err);
@@ -274,12 +274,12 @@ static void run_tree(int W, size_t n, rs_op_t op, int direct, int slots,
   if (rc != RS_OK || res->status != RS_OK || !res->identical)
     fail_msg("W=%d n=%zu op=%d direct=%d slots=%d seg=%zu pre=%d: %s (%s), "
              "identical %d",
-             W, n, (int)op, direct, slots, segment_bytes, average_pre,
+             W, n, (int)op, direct, slots, segment_bytes, average,
              rs_errname(rc), rs_run_errmsg(run), res->identical);
   assert_true(res->checked);
   /* Exact inputs sum exactly; a pre-division by W is exact only when W is
    * a power of two. */
-  if (!(average_pre && (W & (W - 1))) && res->max_abs_err != 0.0)
+  if (!(average && (W & (W - 1))) && res->max_abs_err != 0.0)
     fail_msg("W=%d n=%zu: max error %g, want 0", W, n, res->max_abs_err);
   rs_run_free(run);
   rs_model_free(m);

@@ -255,7 +255,7 @@ RS_API int rs_trace_mark_written(rs_trace_t *trace, const char *status,
 
 typedef enum rs_op {
   RS_OP_SUM,
-  RS_OP_AVG, /* sum, divided by W (after the sum, or before: average_pre) */
+  RS_OP_AVG, /* sum, divided by W (after the sum, or before: average) */
   RS_OP_MIN,
   RS_OP_MAX,
   RS_OP_PROD
@@ -512,7 +512,7 @@ RS_API int rs_machine_measure(int workers, size_t segment_bytes, int slots,
 RS_API size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
                                 size_t elem_size);
 
-/* When an average (RS_OP_AVG) divides by W: rs_config_t.average_pre,
+/* When an average (RS_OP_AVG) divides by W: rs_config_t.average,
  * --average post, pre or pre-mul. */
 typedef enum rs_average {
   RS_AVERAGE_POST,   /* "post": the sum, divided by W at its last addition */
@@ -530,9 +530,9 @@ RS_API int rs_average_parse(const char *name);
 /* A DDP communication hook (rs_config_t.hook, --hook), as PyTorch 1.13
  * writes it (torch/distributed/algorithms/ddp_comm_hooks/; docs/hooks.md).
  * A hook averages: it needs RS_OP_AVG, and its division by W before the
- * sum replaces average_pre (the reducer's own 1/W multiply is off). */
+ * sum replaces average (the reducer's own 1/W multiply is off). */
 typedef enum rs_hook {
-  RS_HOOK_NONE,      /* "none": op and average_pre as given */
+  RS_HOOK_NONE,      /* "none": op and average as given */
   RS_HOOK_ALLREDUCE, /* "allreduce": allreduce_hook: the bucket divided by
                         W, then summed */
   RS_HOOK_FP16,      /* "fp16": fp16_compress_hook: the bucket cast to
@@ -563,8 +563,8 @@ typedef struct rs_config {
   double timeout_s;     /* longest a worker waits for a peer */
   rs_op_t op;
   /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
-   * so a test `if (average_pre)` asks "does it divide first?"). */
-  rs_average_t average_pre;
+   * so a test `if (average)` asks "does it divide first?"). */
+  rs_average_t average;
   /* A DDP communication hook (default RS_HOOK_NONE), and PowerSGD's
    * matrix approximation rank R (RS_HOOK_POWERSGD; 1 and up). */
   rs_hook_t hook;

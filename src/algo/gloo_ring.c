@@ -29,7 +29,7 @@
  *
  * Averaging (op avg) is ringsim's, not gloo's (gloo only sums): after the
  * sum (the last reduce-scatter step divides), or before it by each worker
- * (average_pre, in run.c): divided by W, or, as PyTorch 1.13's DDP reducer
+ * (average, in run.c): divided by W, or, as PyTorch 1.13's DDP reducer
  * does, multiplied by 1/W rounded to the dtype (docs/ddp.md).
  */
 #include "algo/gloo_ring.h"

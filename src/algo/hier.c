@@ -112,7 +112,7 @@ static int across(const hier_way_t *h, rs_worker_t *w) {
 static int run(const hier_way_t *h, rs_worker_t *w) {
   const rs_shape_t shape = w->shape;
   const int G = shape.gpus, N = nodes_of(shape);
-  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  const int mean = w->op == RS_OP_AVG && !w->average;
   const int inner = inner_steps(h, shape);
   int rc;
   for (int s = 0; s < G - 1; s++) /* the sum is complete on one node */

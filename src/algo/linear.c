@@ -25,7 +25,7 @@ int rs__linear_bucket(rs_worker_t *w);
 int rs__linear_bucket(rs_worker_t *w) {
   const int W = w->workers, r = w->rank, root = RS_LINEAR_ROOT;
   const size_t n = w->elems, segs = rs__xfer_segs(w, n);
-  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  const int mean = w->op == RS_OP_AVG && !w->average;
   int rc;
   /* Reduce: W-1 steps, the root taking one worker's data in each. */
   for (int j = 0; j < W - 1; j++) {

@@ -30,7 +30,7 @@ int rs__rd_bucket(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   const int P = rs__pof2(W), extra = W - P, v = rs__rd_newrank(W, r);
   const size_t n = w->elems, segs = rs__xfer_segs(w, n);
-  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  const int mean = w->op == RS_OP_AVG && !w->average;
   const int partner = rs__pof2_fold_peer(W, r); /* -1: none */
   int step = 0, rc;
   if (extra) { /* fold-in: even r < 2E gives its data to r+1 */

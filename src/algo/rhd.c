@@ -64,7 +64,7 @@ int rs__rhd_bucket(rs_worker_t *w) {
   const int W = w->workers, r = w->rank;
   const int P = rs__pof2(W), extra = W - P, nsteps = rs__log2(P);
   const int v = rs__rhd_vrank(W, r);
-  const int mean = w->op == RS_OP_AVG && !w->average_pre;
+  const int mean = w->op == RS_OP_AVG && !w->average;
   int step = 0, rc = RS_OK;
   if (extra && (rc = fold_in(w, &step)))
     return rc;

@@ -38,7 +38,7 @@
  *
  * Averaging (op avg) happens where the sum completes: the last reduce-scatter
  * step divides by W, so the all-gather copies the mean. Or, as DDP's hook
- * does (average_pre), every worker divides its own gradient first.
+ * does (average), every worker divides its own gradient first.
  *
  * gloo's ring (gloo_ring.c) is this ring the other way round and cut
  * otherwise: the code below runs, simulates, narrates and lays out either
@@ -102,7 +102,7 @@ static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
   /* Reduce-scatter: W-1 steps, each adding one more contribution. */
   for (int s = 0; s < W - 1; s++) {
     rs_recv_action_t action = RS_RECV_REDUCE;
-    if (s == W - 2 && w->op == RS_OP_AVG && !w->average_pre)
+    if (s == W - 2 && w->op == RS_OP_AVG && !w->average)
       action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
     if ((rc = rs__xfer_step(w, RS, s, rs__ring_global_step(W, RS, s),
                             first_part)) ||

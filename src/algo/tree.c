@@ -95,7 +95,7 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
       .phase = RS_PHASE_REDUCE, .chunk = g.chunk, .segment = g.segment};
   for (int i = 0; i < n; i++) {
     rs_recv_action_t action = RS_RECV_REDUCE;
-    if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average_pre)
+    if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average)
       action = RS_RECV_REDUCE_MEAN; /* the root's sum is complete */
     rs__tree_contributors_in(w->shape, t, children[i], &tag.contrib_first,
                              &tag.contrib_count);

@@ -152,7 +152,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     int average = rs_average_parse(value); /* rs_average_name's names */
     if (average < 0)
       FAIL("%.64s '%.100s': expected pre, post or pre-mul", o, value);
-    config->average_pre = (rs_average_t)average;
+    config->average = (rs_average_t)average;
   } else if (is_option(o, "algo")) {
     int algo = rs_algorithm_parse(value);
     if (algo < 0) {
@@ -197,7 +197,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
       FAIL("%.64s '%.100s': expected ddp-gloo", o, value);
     config->algo = (rs_algorithm_t)rs_algorithm_parse("gloo-ring");
     config->op = RS_OP_AVG;
-    config->average_pre = RS_AVERAGE_PRE_MUL;
+    config->average = RS_AVERAGE_PRE_MUL;
     config->ddp_layout = 1;
   } else if (is_option(o, "bucket-mb")) {
     if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
@@ -303,7 +303,7 @@ static json_t *config_facts(const rs_config_t *c) {
       "{s:i, s:s, s:s, s:b, s:s, s:b, s:b, s:b, s:b, s:I, s:i, s:f, s:I, s:I, "
       "s:i, s:b, s:b}",
       "workers", c->workers, "op", rs_op_name(c->op), "algo",
-      rs_algorithm_name(c->algo), "average_pre", c->average_pre, "hook",
+      rs_algorithm_name(c->algo), "average", c->average, "hook",
       rs_hook_name(c->hook), "slices", c->slices, "direct", c->direct,
       "checksum", c->checksum, "order_report", c->order_report, "segment_bytes",
       (json_int_t)c->segment_bytes, "slots", c->slots, "timeout_s",

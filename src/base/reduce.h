@@ -119,7 +119,7 @@ static inline void rs__scale_div(rs_dtype_t dtype, void *dst, size_t n,
 }
 
 /* The pre-averaging of each worker's own gradient, as mode
- * (rs_config_t.average_pre) asks: RS_AVERAGE_PRE divides by W;
+ * (rs_config_t.average) asks: RS_AVERAGE_PRE divides by W;
  * RS_AVERAGE_PRE_MUL multiplies by 1/W rounded to the dtype first, as
  * PyTorch 1.13's DDP reducer does (at::mul_out by the wrapped scalar
  * 1./div_factor, which the CPU kernel casts to the tensor's type: float16's

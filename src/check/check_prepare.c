@@ -109,7 +109,7 @@ static int prepare_exact(rs_run_t *run) {
 static int prepare_fixed_order(rs_run_t *run) {
   const int W = run->config.workers;
   const size_t n = run->elems, size = run->buf_elem_bytes;
-  const int pre = run->config.op == RS_OP_AVG && run->config.average_pre;
+  const int pre = run->config.op == RS_OP_AVG && run->config.average;
   const int post = run->config.op == RS_OP_AVG && !pre;
   run->fixed = malloc((n ? n : 1) * size);
   if (!run->fixed)
@@ -128,7 +128,7 @@ static int prepare_fixed_order(rs_run_t *run) {
       const void *g = run->bufs[w] + start * size;
       if (pre) {
         memcpy(quotient, g, len * size);
-        rs__pre_average(run->dtype, quotient, len, W, run->config.average_pre);
+        rs__pre_average(run->dtype, quotient, len, W, run->config.average);
         g = quotient;
       }
       if (w == 0)
@@ -172,7 +172,7 @@ static void bound_constants(const rs_run_t *run, bound_k_t *k) {
                                         : run->dtype == RS_DTYPE_BF16 ? -133
                                                                       : -149);
   k->div = op == RS_OP_AVG ? W : 1;
-  k->pre = op == RS_OP_AVG && run->config.average_pre;
+  k->pre = op == RS_OP_AVG && run->config.average;
   k->post = op == RS_OP_AVG && !k->pre;
   /* The bound is  sum_rel * sum|g| + ref_rel * |ref| + sum_tiny  for sums
    * and averages: the W-1 roundings of the ring's additions (with the
@@ -189,7 +189,7 @@ static void bound_constants(const rs_run_t *run, bound_k_t *k) {
      * compressing hook's cast of x to its dtype, one more, and what the
      * cast flushes to zero: at most tiny / 2 an input, tiny over the W
      * after the division */
-    if (run->config.average_pre == RS_AVERAGE_PRE_MUL || run->hook_cast)
+    if (run->config.average == RS_AVERAGE_PRE_MUL || run->hook_cast)
       k->sum_rel += u / k->div * (1 + u);
     k->sum_tiny = (W + run->hook_cast) * tiny;
   } else if (op == RS_OP_AVG) {
@@ -218,7 +218,7 @@ static int exact_inputs(const rs_run_t *run) {
    * and 256 workers). */
   return run->init == RS_INIT_EXACT &&
          rs__exact_k(run->dtype, run->config.workers) > 0 && op != RS_OP_PROD &&
-         !(op == RS_OP_AVG && run->config.average_pre);
+         !(op == RS_OP_AVG && run->config.average);
 }
 
 int rs__check_fills_reference(const rs_run_t *run) {

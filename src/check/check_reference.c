@@ -151,7 +151,7 @@ static void fold_fixed(const rs_run_t *run, const check_plan_t *plan,
   const size_t size = run->buf_elem_bytes;
   if (plan->k.pre) {
     memcpy(s->quotient, g, len * size);
-    rs__pre_average(run->dtype, s->quotient, len, W, run->config.average_pre);
+    rs__pre_average(run->dtype, s->quotient, len, W, run->config.average);
     g = s->quotient;
   }
   if (w == 0)

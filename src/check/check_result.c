@@ -31,7 +31,7 @@ static void name_overflow(const rs_run_t *run, char *text, size_t size) {
       rs_model_param(run->model, rs__model_param_at(run->model, i));
   double got = value_at(run, run->first_local, i);
   const rs_config_t *c = &run->config;
-  int post_avg = c->op == RS_OP_AVG && c->average_pre == RS_AVERAGE_POST;
+  int post_avg = c->op == RS_OP_AVG && c->average == RS_AVERAGE_POST;
   if (run->result.hook_cast_overflow) { /* before the sum: the hook's cast */
     snprintf(text, size,
              ": the hook's cast to %s overflowed %" PRIu64

@@ -162,7 +162,7 @@ static json_t *sides_json(const diff_t *d) {
                   "algo", rs_algorithm_name(c->algo), "dtype",
                   rs_dtype_name(rs_model_dtype(s->model)), "workers",
                   c->workers, "op", rs_op_name(c->op), "average",
-                  c->op == RS_OP_AVG ? rs_average_name(c->average_pre) : NULL,
+                  c->op == RS_OP_AVG ? rs_average_name(c->average) : NULL,
                   "status", rs_status_name(s->status)));
   }
   return sides;

@@ -32,7 +32,7 @@ static char *config_json(const options_t *o, int argc, char **argv) {
   const char *average = o->config.op != RS_OP_AVG ? NULL
                         : o->config.hook != RS_HOOK_NONE
                             ? rs_average_name(RS_AVERAGE_PRE)
-                            : rs_average_name(o->config.average_pre);
+                            : rs_average_name(o->config.average);
   json_t *c = json_pack(
       "{s:s, s:i, s:s, s:s?, s:s?, s:s?, s:I, s:s, s:s, s:I, s:i, s:f, s:s, "
       "s:b, s:s, s:s, s:o}",

@@ -525,7 +525,7 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
   cli_human_bytes(f->bytes, size, sizeof size);
   /* an average says when it divides: "avg" after the sum, else how */
   const char *average =
-      cfg->op == RS_OP_AVG ? rs_average_name(cfg->average_pre) : NULL;
+      cfg->op == RS_OP_AVG ? rs_average_name(cfg->average) : NULL;
   int divides_first = average && strcmp(average, "post") != 0;
   printf("ringsim %s: %s all-reduce (%s%s%s) of model \"%s\" on %d worker%s\n",
          RS_VERSION, rs_algorithm_name(cfg->algo), rs_op_name(cfg->op),

@@ -473,7 +473,7 @@ static int allreduce(const step_io_t *io, size_t b, int which, fill_fn *fill,
   c.hook = RS_HOOK_NONE;
   c.powersgd_rank = 0;
   c.op = RS_OP_SUM;
-  c.average_pre = RS_AVERAGE_POST;
+  c.average = RS_AVERAGE_POST;
   c.bucket_bytes = 0; /* the hook's one flat buffer: one all-reduce */
   c.ddp_layout = 0;
   c.ready_ns = NULL;

@@ -128,7 +128,7 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
       "model=%s, %zu params, %zu elements, %s, digest %016llx\n"
       "RINGSIM_MPI_TRACE_BATCH=%s\n",
       c->workers, rs_algorithm_name(c->algo), rs_op_name(c->op),
-      rs_average_name(c->average_pre), c->segment_bytes, c->slots, c->timeout_s,
+      rs_average_name(c->average), c->segment_bytes, c->slots, c->timeout_s,
       faults, c->checksum ? "on" : "off", c->direct ? "on" : "off",
       c->slices ? "slices" : "steps", bucket, c->first_bucket_bytes, c->warmup,
       c->iterations, c->warmup_budget_s, c->timed_budget_s,

@@ -180,7 +180,7 @@ typedef struct rs_worker {
    * otherwise. */
   void (*unpack)(float *dst, const void *src, size_t n);
   float *unpacked;
-  int average_pre;
+  int average;
   /* A compressing hook (fp16, bf16): the bucket is cast to dtype before
    * the division (run_worker); in the checked iteration its losses are
    * counted here: overflowed by the cast, flushed to zero by the cast, by

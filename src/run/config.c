@@ -82,10 +82,10 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
                    c->timeout_s);
   if (c->op < RS_OP_SUM || c->op > RS_OP_PROD)
     return rs__err(errmsg, RS_EINVAL, "op: unknown op %d", (int)c->op);
-  if (c->average_pre < RS_AVERAGE_POST || c->average_pre > RS_AVERAGE_PRE_MUL)
+  if (c->average < RS_AVERAGE_POST || c->average > RS_AVERAGE_PRE_MUL)
     return rs__err(errmsg, RS_EINVAL,
                    "average: %d is not post (0), pre (1) or pre-mul (2)",
-                   c->average_pre);
+                   c->average);
   if (c->hook < RS_HOOK_NONE || c->hook > RS_HOOK_POWERSGD)
     return rs__err(errmsg, RS_EINVAL,
                    "hook: %d is not none (0), allreduce (1), fp16 (2), bf16 "

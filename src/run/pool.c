@@ -245,9 +245,9 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     if (w->hook_cast && w->iter == 0)
       hook_cast(w, (float *)(void *)(w->buf + w->base * w->buf_elem_bytes),
                 w->elems);
-    else if (w->op == RS_OP_AVG && w->average_pre)
+    else if (w->op == RS_OP_AVG && w->average)
       rs__pre_average(w->dtype, w->buf + w->base * w->buf_elem_bytes, w->elems,
-                      w->workers, w->average_pre);
+                      w->workers, w->average);
     if (w->relayout)
       ddp_layout(run, w, &run->buckets[b], 1);
     /* a training step: the bucket starts once backward has filled it */

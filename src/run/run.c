@@ -52,7 +52,7 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   run->hook_cast = config->hook == RS_HOOK_FP16 || config->hook == RS_HOOK_BF16;
   /* A hook averages by dividing each worker's bucket first. */
   if (config->hook != RS_HOOK_NONE)
-    run->config.average_pre = RS_AVERAGE_PRE;
+    run->config.average = RS_AVERAGE_PRE;
   run->elem_size = rs_dtype_size(run->dtype);
   run->buf_elem_bytes = rs_dtype_buffer_size(run->dtype);
   atomic_init(&run->abort_flag, 0);
@@ -308,7 +308,7 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->op = config->op;
     w->dtype = run->dtype;
     w->elem_size = run->elem_size;
-    w->average_pre = run->config.average_pre;
+    w->average = run->config.average;
     w->hook_cast = run->hook_cast;
     w->slices = config->slices;
     w->collective = config->collective;

@@ -423,7 +423,7 @@ static const rs_algo_t *narr_init(narr_t *x, FILE *out, const rs_run_t *run,
 
 /* Does each sum's last fold divide by W (op avg, not averaged before)? */
 static int mean_of(const rs_run_t *run) {
-  return run->config.op == RS_OP_AVG && !run->config.average_pre;
+  return run->config.op == RS_OP_AVG && !run->config.average;
 }
 
 static void narr_free(narr_t *x) {
@@ -531,11 +531,11 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
   }
   for (int r = 0; r < W; r++) {
     memcpy(x->vals[r], run->bufs[r] + x->base * x->eb, n * x->eb);
-    if (x->pub.op == RS_OP_AVG && run->config.average_pre)
-      rs__pre_average(x->dtype, x->vals[r], n, W, run->config.average_pre);
+    if (x->pub.op == RS_OP_AVG && run->config.average)
+      rs__pre_average(x->dtype, x->vals[r], n, W, run->config.average);
   }
   fprintf(x->out, "Under it, each worker's values%s.\n",
-          x->pub.op != RS_OP_AVG || !run->config.average_pre ? ""
+          x->pub.op != RS_OP_AVG || !run->config.average ? ""
           : run->hook_cast && run->dtype == RS_DTYPE_F16
               ? ", each already cast to float16 and divided by the number "
                 "of workers in it (--hook fp16)"
@@ -545,7 +545,7 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
           : run->config.hook == RS_HOOK_ALLREDUCE
               ? ", each already divided by the number of workers (--hook "
                 "allreduce)"
-          : run->config.average_pre == RS_AVERAGE_PRE_MUL
+          : run->config.average == RS_AVERAGE_PRE_MUL
               ? ", each already multiplied by 1/W rounded, as DDP's "
                 "reducer does (--average pre-mul)"
               : ", each already divided by the number of workers "
@@ -671,7 +671,7 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
   o->algo = algo;
   o->op = run->config.op;
   o->dtype = run->dtype;
-  o->pre_divided = run->config.op == RS_OP_AVG && run->config.average_pre;
+  o->pre_divided = run->config.op == RS_OP_AVG && run->config.average;
   o->bucket = b;
   o->region_word = x.col_word;
   o->region = x.col_word ? x.ecol : 0;
