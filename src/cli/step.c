@@ -98,22 +98,30 @@ static uint64_t comm_end(const rs_step_time_t *t) {
   return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
 }
 
-/* The run of one step's all-reduces on threads: `iters` iterations, laid
- * out as DDP lays out rebuilt buckets (ddp_layout) or not, each bucket
- * starting at its ready time; traced or not. */
-static rs_config_t thread_config(const options_t *o, const rs_step_config_t *sc,
-                                 int iters, int ddp_layout,
-                                 const uint64_t *ready, int traced) {
-  rs_config_t c = o->config;
-  c.algo = sc->algo;
-  c.bucket_bytes = sc->bucket_bytes;
-  c.segment_bytes = sc->segment_bytes;
-  c.iterations = iters;
-  c.warmup = 0;
-  c.ddp_layout = ddp_layout;
-  c.ready_ns = ready;
-  c.traced = traced; /* (its records counted in the memory check) */
-  return c;
+/* The run of one step's all-reduces on threads, into *c: `iters`
+ * iterations, laid out as DDP lays out rebuilt buckets (ddp_layout) or
+ * not, each bucket starting at its ready time (*ready, allocated: the
+ * caller frees it); traced or not. 0, or EXIT_RUN having said so. */
+static int thread_config(const options_t *o, const rs_model_t *model,
+                         const rs_step_config_t *sc, int iters, int ddp_layout,
+                         int traced, rs_config_t *c, uint64_t **ready) {
+  rs_bucket_t *buckets;
+  size_t count;
+  if (rs_step_ready(model, sc, ready, &buckets, &count)) {
+    fprintf(stderr, "ringsim: step: out of memory\n");
+    return EXIT_RUN;
+  }
+  free(buckets);
+  *c = o->config;
+  c->algo = sc->algo;
+  c->bucket_bytes = sc->bucket_bytes;
+  c->segment_bytes = sc->segment_bytes;
+  c->iterations = iters;
+  c->warmup = 0;
+  c->ddp_layout = ddp_layout;
+  c->ready_ns = *ready;
+  c->traced = traced; /* (its records counted in the memory check) */
+  return 0;
 }
 
 /* Can the threads' run of sc (iters iterations) be made: its memory,
@@ -124,15 +132,11 @@ static rs_config_t thread_config(const options_t *o, const rs_step_config_t *sc,
 static int threads_fit(const options_t *o, const rs_model_t *model,
                        const rs_step_config_t *sc, int iters, int ddp_layout) {
   uint64_t *ready;
-  rs_bucket_t *buckets;
-  size_t count;
   char err[RS_ERRMSG_MAX];
-  if (rs_step_ready(model, sc, &ready, &buckets, &count)) {
-    fprintf(stderr, "ringsim: step: out of memory\n");
+  rs_config_t c;
+  if (thread_config(o, model, sc, iters, ddp_layout, o->trace != 0, &c,
+                    &ready))
     return EXIT_RUN;
-  }
-  free(buckets);
-  rs_config_t c = thread_config(o, sc, iters, ddp_layout, ready, o->trace != 0);
   rs_run_t *run = NULL;
   int rc = rs_run_create(&c, model, &run, err);
   rs_run_free(run);
@@ -152,15 +156,10 @@ static int run_threads(const options_t *o, const rs_model_t *model,
                        const rs_step_time_t *want, rs_trace_t *trace) {
   const uint64_t want_ns = comm_end(want);
   uint64_t *ready;
-  rs_bucket_t *buckets;
-  size_t count;
   char err[RS_ERRMSG_MAX];
-  if (rs_step_ready(model, sc, &ready, &buckets, &count)) {
-    fprintf(stderr, "ringsim: step: out of memory\n");
+  rs_config_t c;
+  if (thread_config(o, model, sc, iters, ddp_layout, trace != 0, &c, &ready))
     return EXIT_RUN;
-  }
-  free(buckets);
-  rs_config_t c = thread_config(o, sc, iters, ddp_layout, ready, trace != 0);
   rs_run_t *run = NULL;
   int status = 0, rc;
   if ((rc = rs_run_create(&c, model, &run, err))) {
