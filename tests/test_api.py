@@ -2,7 +2,11 @@
 """The public API is what the headers say it is (docs/architecture.md).
 
     test_api.py exports LIBRINGSIM_SO REPO_DIR CC NM
-    test_api.py headers REPO_DIR CC CXX
+    test_api.py headers REPO_DIR CC CXX BUILD_INCLUDE_DIR
+
+The build generates ringsim/version.h (ringsim.h includes it): in
+BUILD_INCLUDE_DIR, or in include/ beside LIBRINGSIM_SO (macros alone, it
+is compiled through ringsim.h).
 
 exports: the functions include/ringsim/*.h declare with RS_API, read from
 the headers as the preprocessor gives them (RS_API defined as a marker),
@@ -28,6 +32,8 @@ import subprocess
 import sys
 
 MARKER = "__rs_api_marker__"
+# -I of the build's generated headers (ringsim/version.h), set by main
+GENERATED = []
 
 
 def fail(problems):
@@ -65,7 +71,7 @@ def declared_functions(repo, cc, header):
     headers it includes), read from `cc -E` with RS_API as a marker."""
     include = os.path.join(repo, "include")
     pre = subprocess.run(
-        [cc, "-E", "-x", "c", "-std=c11", "-I", include,
+        [cc, "-E", "-x", "c", "-std=c11", "-I", include, *GENERATED,
          "-DRS_API=" + MARKER, header],
         capture_output=True, text=True)
     if pre.returncode != 0:
@@ -182,7 +188,7 @@ def check_headers(repo, cc, cxx):
                                 f"<{name}>, which C++ has not got")
         for label, cmd in modes:
             r = subprocess.run(cmd + warn + ["-fsyntax-only", "-I", include,
-                                             h],
+                                             *GENERATED, h],
                                capture_output=True, text=True)
             count += 1
             if r.returncode != 0:
@@ -196,9 +202,12 @@ def check_headers(repo, cc, cxx):
 
 def main(argv):
     if len(argv) == 5 and argv[0] == "exports":
+        GENERATED[:] = ["-I", os.path.join(os.path.dirname(argv[1]),
+                                           "include")]
         check_exports(*argv[1:])
-    elif len(argv) == 4 and argv[0] == "headers":
-        check_headers(*argv[1:])
+    elif len(argv) == 5 and argv[0] == "headers":
+        GENERATED[:] = ["-I", argv[4]]
+        check_headers(*argv[1:4])
     else:
         sys.exit(__doc__)
 

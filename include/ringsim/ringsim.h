@@ -42,7 +42,10 @@ extern "C" {
 #endif
 #endif
 
-#define RS_VERSION "0.1.0"
+/* RS_VERSION_MAJOR, _MINOR, _PATCH and RS_VERSION ("MAJOR.MINOR.PATCH"):
+ * the version of the headers compiled against, generated from the build's
+ * project(VERSION); rs_version() is the library's. */
+#include "ringsim/version.h"
 
 /* Largest number of simulated workers, and longest error message. */
 #define RS_MAX_WORKERS 4096
@@ -75,6 +78,10 @@ enum {
 
 /* The message and the symbolic name ("RS_ETIMEDOUT") of a code. Never NULL. */
 RS_API const char *rs_strerror(int code);
+/* The version of the library linked or loaded, "MAJOR.MINOR.PATCH", the
+ * RS_VERSION it was built with (a program compiled against other headers
+ * may compare the two). A static string, never NULL. */
+RS_API const char *rs_version(void);
 RS_API const char *rs_errname(int code);
 /* A run's status code as its trace row and the --json report name it:
  * "ok" (RS_OK), "check_failed" (RS_ECHECK), "interrupted"

@@ -19,6 +19,9 @@ import sys
 
 from . import _interrupt, _lib, _powersgd
 
+# The package's version: project(VERSION) of the top CMakeLists.txt
+# (tests/test_install.py checks they are equal); the library loaded must be
+# of the same (_lib.load says otherwise at import, an ImportError).
 __version__ = "0.1.0"
 __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
            "library_path"]
@@ -39,9 +42,9 @@ _SUPPORTED = "float32, float64, float16 or bfloat16"
 _KIND = {"torch": "torch tensor", "numpy": "numpy array"}
 
 
-# Found and loaded on import, so that a missing library is an ImportError
-# that says where it was looked for.
-_lib.load()
+# Found and loaded on import, so that a missing library, or one of another
+# version, is an ImportError that says where it was looked for.
+_lib.load(__version__)
 
 
 class RunError(RuntimeError):

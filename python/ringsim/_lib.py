@@ -89,6 +89,7 @@ def _prototypes(lib):
     c = ctypes
     P, S, I, Z = c.c_void_p, c.c_size_t, c.c_int, c.c_char_p
     protos = {
+        "rs_version": (Z, []),
         "rs_strerror": (Z, [I]),
         "rs_algorithm_parse": (I, [Z]),
         "rs_algo_info": (I, [I, c.POINTER(AlgoInfo)]),
@@ -137,8 +138,11 @@ _LIB = None
 _PATH = None
 
 
-def load():
-    """The loaded library (loaded on first use, once per process)."""
+def load(version=None):
+    """The loaded library (loaded on first use, once per process). With
+    version (the package's __version__), a library whose rs_version() is
+    another, or that has no rs_version() (an older one), is an
+    ImportError naming both: the package's calls are its own version's."""
     global _LIB, _PATH
     if _LIB is None:
         path = _find()
@@ -147,6 +151,17 @@ def load():
         except OSError as e:
             raise ImportError(f"ringsim: {path}: cannot be loaded: {e}") \
                 from None
+        if version is not None:
+            try:
+                fn = lib.rs_version
+                fn.restype, fn.argtypes = ctypes.c_char_p, []
+                have = fn().decode("ascii", "replace")
+            except AttributeError:
+                have = "of a version without rs_version()"
+            if have != version:
+                raise ImportError(
+                    f"ringsim: {path} is libringsim {have}, this package is "
+                    f"ringsim {version}: install the two from the same build")
         _LIB, _PATH = _prototypes(lib), path
     return _LIB
 

@@ -30,6 +30,11 @@ The modules, each importing only those above it:
 tools/ringsim_plot.py (installed as ringsim-plot) finds this package and
 runs cli.main; `python3 -m ringsim_plot` does the same.
 """
+# ringsim-plot --version: project(VERSION) of the top CMakeLists.txt
+# (tests/test_install.py checks they are equal). Set before the imports
+# below: cli reads it.
+__version__ = "0.1.0"
+
 from . import output
 from .chunks import chunk_stages
 from .cli import main

@@ -6,6 +6,7 @@ import argparse
 import sqlite3
 import sys
 
+from . import __version__
 from .output import ToolError, check_output, clean
 from .replay import open_trace, pick_run
 from .timeline import cmd_timeline
@@ -51,6 +52,8 @@ def build_parser():
         prog="ringsim-plot", description="Pictures and a Perfetto export from a ringsim trace.",
         epilog="exit status: 0 done; 2 bad input (no such file, not a ringsim trace, no such run, "
                "an inconsistent trace, an output that is an input or cannot be written)")
+    parser.add_argument("--version", action="version", version=f"ringsim-plot {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
