@@ -781,7 +781,7 @@ class Cli(unittest.TestCase):
                 rc, out, err = run("-p", model, "-w", 3, "--no-trace", *args)
                 self.assertEqual(rc, 0, err)
                 first, second = out.splitlines()[:2]
-                self.assertEqual(first, f'ringsim 0.1.0: {head} of model "mlp-784-256-10" '
+                self.assertEqual(first, f'ringsim 0.2.0: {head} of model "mlp-784-256-10" '
                                         f'on 3 workers')
                 self.assertFalse(second.startswith("  like"))
         # (three params of 1 MiB: several buckets at a 1 MiB cap, at a
@@ -802,7 +802,7 @@ class Cli(unittest.TestCase):
                 rc, out, err = run("-p", model, "-w", 3, "--no-trace", "--like", "ddp-gloo", *extra)
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(out.splitlines()[:3], [
-                    'ringsim 0.1.0: gloo-ring all-reduce (avg, pre-mul) of model '
+                    'ringsim 0.2.0: gloo-ring all-reduce (avg, pre-mul) of model '
                     f'"{"mlp-784-256-10" if model != big else "step-three"}" on 3 workers',
                     "  like       PyTorch 1.13 DDP on gloo (--like ddp-gloo): gloo's ring, "
                     "pre-mul (each gradient times 1/W in its dtype, then the sum)",

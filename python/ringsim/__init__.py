@@ -22,7 +22,7 @@ from . import _interrupt, _lib, _powersgd
 # The package's version: project(VERSION) of the top CMakeLists.txt
 # (tests/test_install.py checks they are equal); the library loaded must be
 # of the same (_lib.load says otherwise at import, an ImportError).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["allreduce", "ddp_allreduce_average_grads", "RunError",
            "library_path"]
 

@@ -33,7 +33,7 @@ runs cli.main; `python3 -m ringsim_plot` does the same.
 # ringsim-plot --version: project(VERSION) of the top CMakeLists.txt
 # (tests/test_install.py checks they are equal). Set before the imports
 # below: cli reads it.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from . import output
 from .chunks import chunk_stages
