@@ -28,6 +28,27 @@ class CliConventions(unittest.TestCase):
             self.assertIn(f"ringsim {mode} ", usage)
             self.assertIn(f"{mode} --help", usage)
 
+    def test_help_command(self):
+        """`ringsim help` is `ringsim --help`; `ringsim help COMMAND` is
+        `ringsim COMMAND --help`; anything else one line, exit 2."""
+        rc, top, err = run("--help")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(run("help"), (0, top, ""))
+        for mode in MODES:
+            rc, own, err = run(mode, "--help")
+            self.assertEqual((rc, err), (0, ""))
+            self.assertNotEqual(own, top)
+            self.assertEqual(run("help", mode), (0, own, ""), mode)
+        for argv, named in ((["help", "bogus"], "'bogus'"),
+                            (["help", "bench", "extra"], "'extra'"),
+                            (["help", "--workers"], "'--workers'")):
+            rc, out, err = run(*argv)
+            self.assertEqual(rc, 2, argv)
+            self.assertEqual(out, "")
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertTrue(err.startswith("ringsim: help: "), err)
+            self.assertIn(named, err)
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES")

@@ -135,6 +135,8 @@ static void print_run_help(void) {
         "                                 (DDP's training step on the "
         "simulated\n"
         "                                 clock; step --help)\n"
+        "       ringsim help [COMMAND]    (this help, or COMMAND's: "
+        "COMMAND --help)\n"
         "\n"
         "Run a data-parallel gradient all-reduce as a real ring "
         "(reduce-scatter,\n"

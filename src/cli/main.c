@@ -354,6 +354,32 @@ static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
   return agreed > rc ? agreed : rc;
 }
 
+/* `ringsim help` is `ringsim --help`, `ringsim help COMMAND` is `ringsim
+ * COMMAND --help`; another COMMAND, or more after it, is refused. */
+static int help_command(int argc, char **argv) {
+  static const struct {
+    const char *name;
+    cli_mode_t mode;
+  } modes[] = {{"bench", CLI_BENCH},
+               {"model", CLI_MODEL},
+               {"diff", CLI_DIFF},
+               {"step", CLI_STEP}};
+  if (argc > 3)
+    return cli_usage_error("help: unexpected argument '%s'", argv[3]);
+  if (argc < 3) {
+    cli_print_help(CLI_RUN);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (strcmp(argv[2], modes[i].name) == 0) {
+      cli_print_help(modes[i].mode);
+      return 0;
+    }
+  return cli_usage_error("help: unknown command '%s': expected bench, model, "
+                         "diff or step",
+                         argv[2]);
+}
+
 static int command(int argc, char **argv) {
   /* A file size limit (ulimit -f) makes a write fail with EFBIG, which is
    * reported, instead of killing the process halfway through a file. */
@@ -361,6 +387,8 @@ static int command(int argc, char **argv) {
   /* SIGINT, SIGTERM and SIGHUP stop every mode the same way (signals.c):
    * taken before any thread exists, MPI's included. */
   cli_signals_start();
+  if (argc > 1 && strcmp(argv[1], "help") == 0)
+    return cli_signals_finish(help_command(argc, argv));
   if (argc > 1 && strcmp(argv[1], "diff") == 0)
     return cli_signals_finish(cli_diff(argc - 1, argv + 1));
   if (argc > 1 && strcmp(argv[1], "step") == 0)
