@@ -7,12 +7,22 @@ option winning (options that contradict each other still refused).
     test_cli_conventions.py RINGSIM EXAMPLES_DIR [CliConventions.test_name ...]
 """
 import os
+import tempfile
 import unittest
 
 import helpers
 
 RINGSIM = EXAMPLES = None
 MODES = ("bench", "model", "diff", "step")
+NET = "latency=1us,bandwidth=1GB/s"
+
+
+def model():
+    return os.path.join(EXAMPLES, "model.json")
+
+
+def in_dir(cwd, *args):
+    return helpers.run(*args, cwd=cwd, timeout=120)
 
 
 def run(*args):
@@ -48,6 +58,35 @@ class CliConventions(unittest.TestCase):
             self.assertEqual(err.count("\n"), 1, err)
             self.assertTrue(err.startswith("ringsim: help: "), err)
             self.assertIn(named, err)
+
+    def test_no_trace_wherever_no_trace_is_written(self):
+        """--no-trace changes nothing where no trace is written (model,
+        diff, step and bench without --trace): the same output, no file;
+        beside --trace it is still a contradiction."""
+        step = ["step", "-p", model(), "-w", 2, "--net", NET,
+                "--compute", "flops=1T,rows=32"]
+        same = (["model", "-p", model(), "-w", 4, "--net", NET],
+                ["diff", "-p", model(), "-w", 2, "--algo", "ring,rd"],
+                step + ["--no-threads"])
+        with tempfile.TemporaryDirectory() as cwd:
+            for argv in same:
+                rc, out, err = in_dir(cwd, *argv)
+                self.assertEqual((rc, err), (0, ""), argv)
+                self.assertEqual(in_dir(cwd, *argv, "--no-trace"),
+                                 (0, out, ""), argv)
+            for argv in (step, ["bench", "-w", 2, "-b", "1K", "-e", "4K", "-n", 2]):
+                rc, out, err = in_dir(cwd, *argv, "--no-trace")
+                self.assertEqual(rc, 0, err)
+                self.assertNotIn("--no-trace", err)
+            self.assertEqual(os.listdir(cwd), [])
+            for argv in (step, ["bench", "-w", 2]):
+                rc, out, err = in_dir(cwd, *argv, "--trace", "t.db", "--no-trace")
+                self.assertEqual(rc, 2, argv)
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn(f"ringsim: {argv[0]}: --trace and --no-trace "
+                              "contradict each other", err)
+            self.assertEqual(os.listdir(cwd), [])
 
 
 def main():

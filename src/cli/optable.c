@@ -432,7 +432,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                    "default)")}},
     [OPT_NO_TRACE] = {"no-trace",
                       0,
-                      RUN,
+                      ALL,
                       0,
                       NULL,
                       cli_set_flag,
@@ -440,7 +440,13 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       0,
                       0,
                       NULL,
-                      {[CLI_RUN] = H("do not write a trace")}},
+                      {[CLI_RUN] = H("do not write a trace"),
+                       [CLI_BENCH] = H("write no trace (the default)"),
+                       [CLI_MODEL] = H("taken, and changes nothing: the "
+                                       "schedule alone\nwrites no trace"),
+                       [CLI_DIFF] = H("taken, and changes nothing: diff "
+                                      "writes no\ntrace"),
+                       [CLI_STEP] = H("write no trace (the default)")}},
     [OPT_INJECT] = {"inject",
                     0,
                     RUN,

@@ -313,6 +313,8 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
   }
   if (extra)
     return cli_refuse(mode, "unexpected argument '%s'", extra);
+  if (o->given[OPT_TRACE] && o->given[OPT_NO_TRACE])
+    return cli_refuse(mode, "--trace and --no-trace contradict each other");
   if (two && w.dtype_two)
     for (int k = 0; k < two->sides; k++)
       label_add(&w, k, "dtype", w.side[k]->dtype_name);
