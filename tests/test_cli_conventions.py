@@ -6,6 +6,7 @@ option winning (options that contradict each other still refused).
 
     test_cli_conventions.py RINGSIM EXAMPLES_DIR [CliConventions.test_name ...]
 """
+import json
 import os
 import tempfile
 import unittest
@@ -87,6 +88,80 @@ class CliConventions(unittest.TestCase):
                 self.assertIn(f"ringsim: {argv[0]}: --trace and --no-trace "
                               "contradict each other", err)
             self.assertEqual(os.listdir(cwd), [])
+
+    def assert_same(self, given, last, cwd=None):
+        """given (an option repeated) does what last (its last value
+        alone) does: the same status, output and message."""
+        a = in_dir(cwd, *given) if cwd else run(*given)
+        b = in_dir(cwd, *last) if cwd else run(*last)
+        self.assertEqual(a, b, given)
+        self.assertEqual(a[0], 0, a[2])
+
+    def test_last_repeated_option_wins(self):
+        """As getopt's convention: a repeated option's last value wins,
+        whole (a list is not merged), for values and flags alike."""
+        m = model()
+        mod = ["model", "-p", m, "--net", NET]
+        self.assert_same(mod + ["-w", 2, "-w", 4], mod + ["-w", 4])
+        self.assert_same(["model", "-p", m, "-w", 4, "--net", "latency=5us,bandwidth=9GB/s",
+                          "--net", NET], mod + ["-w", 4])
+        self.assert_same(mod + ["-w", 4, "--json", "--json"], mod + ["-w", 4, "--json"])
+        # lists: the last one whole
+        self.assert_same(mod + ["-w", "8,64", "-w", 4], mod + ["-w", 4])
+        self.assert_same(mod + ["-w", 4, "-w", "8,64"], mod + ["-w", "8,64"])
+        self.assert_same(mod + ["-w", "2,4,8", "--workers=8,64"], mod + ["-w", "8,64"])
+        topo = ["model", "-p", m, "--topo"]
+        self.assert_same(topo + ["dgx-h100,nodes=1,2", "--topo", "dgx-h100,nodes=2"],
+                         topo + ["dgx-h100,nodes=2"])
+        self.assert_same(topo + ["dgx-h100,nodes=2", "--topo", "dgx-h100,nodes=1,2"],
+                         topo + ["dgx-h100,nodes=1,2"])
+        step = ["step", "-p", m, "-w", 2, "--net", NET, "--compute", "flops=1T,rows=32",
+                "--no-threads"]
+        self.assert_same(step + ["--bucket-mb", "sweep", "--bucket-mb", "1,5"],
+                         step + ["--bucket-mb", "1,5"])
+        self.assert_same(step + ["--bucket-mb", "1,5,25", "--bucket-mb", "5"],
+                         step + ["--bucket-mb", "5"])
+        self.assert_same(step + ["--iterations", 5, "--iterations", 3],
+                         step + ["--iterations", 3])
+        # diff: an A,B value replaced by a later one, or by one value
+        diff = ["diff", "-p", m, "-w", 2]
+        self.assert_same(diff + ["--algo", "ring,rd,rhd", "--algo", "ring,rd"],
+                         diff + ["--algo", "ring,rd"])
+        self.assert_same(diff + ["--algo", "ring,rd", "--slots", "2,4,8", "--slots", 2],
+                         diff + ["--algo", "ring,rd", "--slots", 2])
+        self.assert_same(diff + ["--dtype", "f32,f16", "--dtype", "f64", "--algo", "ring,rd"],
+                         diff + ["--dtype", "f64", "--algo", "ring,rd"])
+        with tempfile.TemporaryDirectory() as cwd:
+            bench = ["bench", "-b", "1K", "-e", "1K", "-n", 1, "--warmup", 0, "--json"]
+            rc, out, err = in_dir(cwd, *bench, "-w", "2,3", "-w", 2, "-n", 3, "-n", 1)
+            self.assertEqual(rc, 0, err)
+            rows = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual([(r["workers"], r["size"], r["iters"]) for r in rows],
+                             [(2, 1024, 1)])
+
+    def test_conflicting_options_stay_refused(self):
+        """Two options that contradict each other are refused however
+        often each is given: one line, exit 2, nothing run."""
+        m = model()
+        for argv, said in (
+                (["model", "-p", m, "-w", 8, "--net", NET, "--net", NET,
+                  "--topo", "dgx-h100,nodes=1"], "--topo and --net"),
+                (["bench", "-g", 2, "-w", 4, "-w", 2], "-g"),
+                (["bench", "-w", 2, "--trace", "a.db", "--trace", "b.db", "--no-trace"],
+                 "--trace and --no-trace contradict each other"),
+                (["-p", m, "--no-trace", "--trace", "a.db", "--no-trace"],
+                 "--trace and --no-trace contradict each other"),
+                (["-p", m, "--like", "ddp-gloo", "--algo", "ring", "--like", "ddp-gloo"],
+                 "--like"),
+                (["diff", "-p", m, "-w", 2, "--algo", "ring,rd", "--slots", "2,4,8"],
+                 "--slots 2,4,8: 3 values, where --algo gave 2")):
+            with tempfile.TemporaryDirectory() as cwd:
+                rc, out, err = in_dir(cwd, *argv)
+                self.assertEqual(rc, 2, (argv, err))
+                self.assertEqual(out, "")
+                self.assertEqual(err.count("\n"), 1, err)
+                self.assertIn(said, err)
+                self.assertEqual(os.listdir(cwd), [])
 
 
 def main():

@@ -386,7 +386,7 @@ class Docs(unittest.TestCase):
             ("model-json.md", "two", ["-w", "3"]),
             ("reliability.md", None, ["-p", "two_workers.json", "-w", "0"]),
             ("reliability.md", None, ["-p", "two_workers.json", "--bogus"]),
-            ("reliability.md", None, ["-p", "two_workers.json", "-w", "2", "-w", "2"]),
+            ("reliability.md", None, ["-p", "two_workers.json", "--trace", "t.db"]),
             ("reliability.md", None, ["-p", "missing.json"]),
             ("reliability.md", None, ["-p", "two_workers.json", "--out", "/nonexistent/x.st"]),
             ("reliability.md", None, ["-p", "two_workers.json", "--inject", "boom:worker=1"]),

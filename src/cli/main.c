@@ -274,18 +274,19 @@ done:
   return rc;
 }
 
-/* --transport mpi on the command line (before it is parsed: MPI starts
- * first, so that a usage error is said once). */
+/* --transport mpi on the command line, the last --transport given (before
+ * it is parsed: MPI starts first, so that a usage error is said once). */
 static int wants_mpi(int argc, char **argv) {
+  int mpi = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0)
       break;
-    if (strcmp(argv[i], "--transport=mpi") == 0 ||
-        (strcmp(argv[i], "--transport") == 0 && i + 1 < argc &&
-         strcmp(argv[i + 1], "mpi") == 0))
-      return 1;
+    if (strncmp(argv[i], "--transport=", 12) == 0)
+      mpi = strcmp(argv[i] + 12, "mpi") == 0;
+    else if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc)
+      mpi = strcmp(argv[++i], "mpi") == 0;
   }
-  return 0;
+  return mpi;
 }
 
 /* Over MPI, rank 0 alone speaks: the others' stdout is dropped and their

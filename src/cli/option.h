@@ -29,7 +29,7 @@ typedef struct cli_help {
 
 /* What else an option is (cli_option_t.flags). */
 enum {
-  CLI_REPEAT = 1,    /* may be given more than once (--inject) */
+  CLI_REPEAT = 1,    /* each one given adds (--inject); else the last wins */
   CLI_DIFF_TWO = 2,  /* diff: A,B gives each side its own value */
   CLI_DIFF_SAME = 4, /* diff: A,B is refused unless A is B (diff_why) */
 };

@@ -76,6 +76,7 @@ int cli_set_config(const cli_option_t *opt, options_t *o, const char *value,
 int cli_set_hook(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
   const char *q = strstr(value, ",q=");
+  o->powersgd_q = NULL; /* (a hook given again: the last one's, whole) */
   if (!q || strncmp(value, "powersgd:", 9) != 0)
     return cli_set_config(opt, o, value, msg);
   if (o->mode != CLI_RUN)
@@ -222,6 +223,8 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
     o->workers_given = 1;
     return 0;
   }
+  if (o->mode == CLI_MODEL && o->rows.count && !o->rows.nodes[0])
+    o->rows.count = 0; /* (a list of --workers given before: this one) */
   if (o->mode != CLI_BENCH) {
     long max = o->mode == CLI_MODEL || o->mode == CLI_STEP ? MODEL_MAX_WORKERS
                                                            : RS_MAX_WORKERS;
@@ -261,7 +264,8 @@ int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
     o->rows.count = n;
     for (int i = 0; i < n; i++)
       o->rows.workers[i] = o->rows.nodes[i] * topo.gpus;
-  } else {
+  } else if (o->rows.nodes[0]) { /* (a list of nodes given before) */
+    o->rows.count = 0;
     o->rows.nodes[0] = 0;
   }
   return 0;

@@ -8,14 +8,16 @@
  *   --iters does not apply to a run       (another mode's option)
  *   option '--workers' needs a value
  *   option '--json' takes no value
- *   --workers is given more than once     (but the repeatable ones)
+ *   --trace and --no-trace contradict each other
  *   --slots '0': expected an integer in 1..1024
  *   unexpected argument 'extra'
  *
  * An option is named by its long name, however it was written (-n 0,
- * --iters=0 and --it 0 are one mistake, one message). `ringsim diff`'s
- * A,B values are split here too, so each side's value is read as a run
- * reads it.
+ * --iters=0 and --it 0 are one mistake, one message). An option given
+ * again replaces its value, as getopt's callers do (the last one wins,
+ * a list whole), but the repeatable ones (--inject), which add to it.
+ * `ringsim diff`'s A,B values are split here too, so each side's value is
+ * read as a run reads it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +30,13 @@ typedef struct walk {
   int sides;      /* diff's: CLI_DIFF_MAX (two->sides of them used) */
   cli_two_t *two; /* diff's, else NULL */
   char *arena;    /* the rest of two->arena */
-  int dtype_two;  /* diff: --dtype was given as A,B */
+  /* diff: each option's values as last given A,B,... (n 0: not so), and
+   * the options in the order they were first given so */
+  int n[OPT_COUNT];
+  const char *v[OPT_COUNT][CLI_DIFF_MAX];
+  const char *text[OPT_COUNT]; /* A,B,... as given */
+  int order[OPT_COUNT];
+  int ordered;
 } walk_t;
 
 /* What each mode's options are about, for another mode's option. */
@@ -150,6 +158,38 @@ static void label_add(walk_t *w, int k, const char *name, const char *value) {
   snprintf(label + len, sizeof w->two->label[k] - len, " --%s %s", name, value);
 }
 
+/* diff: the options given as A,B,... (their last values) into two: how
+ * many, how many sides, the first, and each side's label (--dtype's
+ * last). Every one gives as many values, or it is refused: -1 to go on,
+ * or the exit status. */
+static int two_finish(walk_t *w) {
+  cli_two_t *two = w->two;
+  two->count = two->sides = 0;
+  two->first = NULL;
+  for (int i = 0; i < w->ordered; i++) {
+    const int id = w->order[i];
+    if (!w->n[id])
+      continue;
+    if (two->first && w->n[id] != two->sides)
+      return cli_refuse(w->mode,
+                        "--%s %.60s: %d values, where --%s gave %d: each "
+                        "option given so gives one value per side",
+                        cli_options[id].name, w->text[id], w->n[id],
+                        two->first, two->sides);
+    two->count++;
+    two->sides = w->n[id];
+    two->first = two->first ? two->first : cli_options[id].name;
+  }
+  for (int last = 0; last < 2; last++)
+    for (int i = 0; i < w->ordered; i++) {
+      const int id = w->order[i];
+      if (w->n[id] && (id == OPT_DTYPE) == last)
+        for (int k = 0; k < w->n[id]; k++)
+          label_add(w, k, cli_options[id].name, w->v[id][k]);
+    }
+  return -1;
+}
+
 /* diff: value "A,B[,C...]" of opt: A to side 0, B to side 1, and so on. */
 static int set_two(walk_t *w, const cli_option_t *opt, const char *value) {
   const char *v[CLI_DIFF_MAX];
@@ -179,19 +219,16 @@ static int set_two(walk_t *w, const cli_option_t *opt, const char *value) {
         return cli_refuse(w->mode, "%s", msg);
     return -1;
   }
-  if (w->two->sides && n != w->two->sides)
-    return cli_refuse(w->mode,
-                      "--%s %.60s: %d values, where --%s gave %d: each option "
-                      "given so gives one value per side",
-                      opt->name, value, n, w->two->first, w->two->sides);
-  w->two->sides = n;
-  w->two->first = opt->name;
-  w->two->count++;
-  if (opt == &cli_options[OPT_DTYPE])
-    w->dtype_two = 1; /* (labelled last) */
-  else
-    for (int k = 0; k < n; k++)
-      label_add(w, k, opt->name, v[k]);
+  const int id = (int)(opt - cli_options);
+  int seen = 0;
+  for (int i = 0; i < w->ordered; i++)
+    seen |= w->order[i] == id;
+  if (!seen)
+    w->order[w->ordered++] = id;
+  w->n[id] = n;
+  w->text[id] = value;
+  for (int k = 0; k < n; k++)
+    w->v[id][k] = v[k];
   char msg[RS_ERRMSG_MAX];
   for (int k = 0; k < n; k++)
     if (opt->set(opt, w->side[k], v[k], msg))
@@ -203,10 +240,11 @@ static int set_two(walk_t *w, const cli_option_t *opt, const char *value) {
  * -1 to go on, or the exit status. */
 static int take(walk_t *w, const cli_option_t *opt, const char *value) {
   const int id = (int)(opt - cli_options);
-  if (!(opt->flags & CLI_REPEAT) && w->side[0]->given[id])
-    return cli_refuse(w->mode, "--%s is given more than once", opt->name);
+  /* given again: this value replaces the last (a list whole; diff's A,B
+   * too), as the setters store it (those of CLI_REPEAT add to it) */
   for (int k = 0; k < w->sides; k++)
     w->side[k]->given[id] = 1;
+  w->n[id] = 0;
   if (id == OPT_HELP) {
     cli_print_help(w->mode);
     return 0;
@@ -315,8 +353,5 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
     return cli_refuse(mode, "unexpected argument '%s'", extra);
   if (o->given[OPT_TRACE] && o->given[OPT_NO_TRACE])
     return cli_refuse(mode, "--trace and --no-trace contradict each other");
-  if (two && w.dtype_two)
-    for (int k = 0; k < two->sides; k++)
-      label_add(&w, k, "dtype", w.side[k]->dtype_name);
-  return -1;
+  return two ? two_finish(&w) : -1;
 }
