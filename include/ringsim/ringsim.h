@@ -727,6 +727,13 @@ typedef struct rs_run rs_run_t;
  * which setting is wrong. */
 RS_API int rs_run_create(const rs_config_t *config, const rs_model_t *model,
                          rs_run_t **out, char *errmsg);
+/* Would rs_run_create accept config and model? Every check it makes
+ * (settings, memory, trace records included when config->traced, the
+ * simulated time), nothing allocated for the run's buffers: RS_OK, or its
+ * error with errmsg. For a job of several runs that must refuse before
+ * the first runs (ringsim step's). */
+RS_API int rs_run_check(const rs_config_t *config, const rs_model_t *model,
+                        char *errmsg);
 RS_API void rs_run_free(rs_run_t *run);
 RS_API const char *rs_run_errmsg(const rs_run_t *run);
 

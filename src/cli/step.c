@@ -126,7 +126,7 @@ static int thread_config(const options_t *o, const rs_model_t *model,
 
 /* Can the threads' run of sc (iters iterations) be made: its memory,
  * trace records included, and every other check a run makes before it
- * starts? Made and freed, before anything runs or the trace is opened,
+ * starts (rs_run_check)? Asked before anything runs or the trace is opened,
  * so that a step refused for the later steps' run has not run (nor
  * traced) its first. Returns -1 to go on, or EXIT_USAGE having said why. */
 static int threads_fit(const options_t *o, const rs_model_t *model,
@@ -137,9 +137,7 @@ static int threads_fit(const options_t *o, const rs_model_t *model,
   if (thread_config(o, model, sc, iters, ddp_layout, o->trace != 0, &c,
                     &ready))
     return EXIT_RUN;
-  rs_run_t *run = NULL;
-  int rc = rs_run_create(&c, model, &run, err);
-  rs_run_free(run);
+  int rc = rs_run_check(&c, model, err);
   free(ready);
   if (rc == RS_OK)
     return -1;

@@ -346,9 +346,12 @@ static int load_topology(rs_run_t *run) {
   return RS_OK;
 }
 
-int rs_run_create(const rs_config_t *config, const rs_model_t *model,
+/* rs_run_create, or with out NULL rs_run_check: every check, then (only
+ * for a run) the buffers, channels and workers. */
+static int create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
-  *out = NULL;
+  if (out)
+    *out = NULL;
   int rc = rs__run_check_config(config, errmsg);
   if (rc)
     return rc;
@@ -388,7 +391,7 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   }
   if (rc == RS_OK)
     rc = check_sim_time(run, errmsg);
-  if (rc == RS_OK) {
+  if (rc == RS_OK && out) {
     report_layout(run, &s);
     if (alloc_buffers(run) || open_edges(run, &s) ||
         rs__run_link_workers(run, s.peers) || init_workers(run, &s))
@@ -398,12 +401,22 @@ int rs_run_create(const rs_config_t *config, const rs_model_t *model,
   }
   free(s.edge_elems);
   free(s.peers);
-  if (rc) {
+  if (rc || !out) {
     rs_run_free(run);
     return rc;
   }
   *out = run;
   return RS_OK;
+}
+
+int rs_run_create(const rs_config_t *config, const rs_model_t *model,
+                  rs_run_t **out, char *errmsg) {
+  return create(config, model, out, errmsg);
+}
+
+int rs_run_check(const rs_config_t *config, const rs_model_t *model,
+                 char *errmsg) {
+  return create(config, model, NULL, errmsg);
 }
 
 void rs_run_free(rs_run_t *run) {
