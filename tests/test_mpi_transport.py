@@ -496,6 +496,16 @@ class MpiTransport(unittest.TestCase):
             "run_id = 2").fetchone()[0], 2)
         db.close()
 
+    def refused_by_rank_0(self, argvs, says):
+        """The job of one argv per rank is refused: exit 2, and rank 0 says
+        one line holding says. Returns the run."""
+        run, _ = self.mpmd(argvs)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        said = self.said(run)
+        self.assertEqual(len(said), 1, run.stderr)
+        self.assertIn(says, said[0])
+        return run
+
     def test_ranks_that_disagree_are_refused(self):
         """Processes given other options, or another model (a stale copy on
         one host), or another trace batch: before anything runs every
@@ -530,11 +540,7 @@ class MpiTransport(unittest.TestCase):
                  "rank 1's grads (generated: init 0, seed 0) differs from "
                  "rank 0's (given: --grads files or inline)")):
             with self.subTest(says=says):
-                run, _ = self.mpmd([common + a for a in per_rank])
-                self.assertEqual(run.returncode, 2, run.stderr)
-                said = self.said(run)
-                self.assertEqual(len(said), 1, run.stderr)
-                self.assertIn(says, said[0])
+                run = self.refused_by_rank_0([common + a for a in per_rank], says)
                 self.assertEqual(run.stdout, "")
 
     def test_ranks_that_disagree_name_the_option(self):
@@ -559,11 +565,7 @@ class MpiTransport(unittest.TestCase):
                 ([["--bucket-mb", "1"], ["--bucket-mb", "2"]],
                  "rank 1's --bucket-mb (2 MiB")):
             with self.subTest(says=says):
-                run, _ = self.mpmd([common + a for a in per_rank])
-                self.assertEqual(run.returncode, 2, run.stderr)
-                said = self.said(run)
-                self.assertEqual(len(said), 1, run.stderr)
-                self.assertIn(says, said[0])
+                self.refused_by_rank_0([common + a for a in per_rank], says)
 
     def test_usage_error_on_one_rank_ends_every_rank(self):
         """A usage error, --help (or -V), or no --transport mpi, on one

@@ -26,7 +26,7 @@
 #include "ringsim/ringsim.h"
 
 /* One input file, as found: what it is, for the message. */
-typedef struct input {
+typedef struct {
   dev_t dev;
   ino_t ino;
   int kind; /* INPUT_* */

@@ -30,15 +30,14 @@ static int placeholders(const char *sql) {
 /* Prepare sql, bind one value per letter of types, step once, finalize.
  * 'i' int64; 'I' int64, NULL if negative; 'd' double; 'D' double, NULL if
  * not finite; 't' text, NULL if the pointer is NULL. */
-static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...) {
+static int exec_bound_v(sqlite3 *db, const char *sql, const char *types,
+                        va_list ap) {
   sqlite3_stmt *st;
   /* One value per placeholder: anything else is a bug in this file. */
   assert((size_t)placeholders(sql) == strlen(types));
   int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
   if (rc != SQLITE_OK)
     return rc;
-  va_list ap;
-  va_start(ap, types);
   for (int i = 0; types[i]; i++) {
     int64_t n;
     double x;
@@ -66,10 +65,34 @@ static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...) {
       break;
     }
   }
-  va_end(ap);
   rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...) {
+  va_list ap;
+  va_start(ap, types);
+  const int rc = exec_bound_v(db, sql, types, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* exec_bound in a transaction of its own, waiting for the lock as every
+ * write does; rolled back if it fails. Returns the SQLite code. */
+static int exec_alone(rs_trace_t *t, const char *sql, const char *types, ...) {
+  int rc = rs__trace_exec_retry(t, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK)
+    return rc;
+  va_list ap;
+  va_start(ap, types);
+  rc = exec_bound_v(t->db, sql, types, ap);
+  va_end(ap);
+  if (rc == SQLITE_OK)
+    rc = rs__trace_exec_retry(t, "COMMIT");
+  if (rc != SQLITE_OK)
+    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
 }
 
 static void shape_json(const rs_param_t *p, char *buf, size_t size) {
@@ -322,20 +345,11 @@ static int mark_failed(rs_run_t *run, const char *error) {
 }
 
 int rs__trace_mark(rs_run_t *run, const char *status, const char *error) {
-  rs_trace_t *t = run->trace;
-  int rc = rs__trace_exec_retry(t, "BEGIN IMMEDIATE");
-  if (rc != SQLITE_OK)
-    return rc;
-  rc = exec_bound(t->db,
-                  "UPDATE run SET status = ?, error = ?, transfers = ?, "
-                  "wall_ns = ? WHERE run_id = ?",
-                  "ttiii", status, error, (int64_t)run->result.transfers,
-                  (int64_t)run->result.wall_ns, run->trace_run_id);
-  if (rc == SQLITE_OK)
-    rc = rs__trace_exec_retry(t, "COMMIT");
-  if (rc != SQLITE_OK)
-    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc;
+  return exec_alone(run->trace,
+                    "UPDATE run SET status = ?, error = ?, transfers = ?, "
+                    "wall_ns = ? WHERE run_id = ?",
+                    "ttiii", status, error, (int64_t)run->result.transfers,
+                    (int64_t)run->result.wall_ns, run->trace_run_id);
 }
 
 int rs_trace_mark_written(rs_trace_t *t, const char *status,
@@ -347,22 +361,16 @@ int rs_trace_mark_written(rs_trace_t *t, const char *status,
                    status);
   if (!t->first_run_id)
     return RS_OK; /* nothing written through it */
-  int rc = rs__trace_exec_retry(t, "BEGIN IMMEDIATE");
-  if (rc == SQLITE_OK)
-    rc = exec_bound(t->db,
-                    "UPDATE run SET status = ?, error = ? WHERE run_id >= ? "
-                    "AND status = 'ok' AND host IS ? AND pid = ? AND "
-                    "pid_start IS ?",
-                    "ttitiI", status, error, t->first_run_id,
-                    t->host[0] ? t->host : NULL, t->pid, t->pid_start);
-  if (rc == SQLITE_OK)
-    rc = rs__trace_exec_retry(t, "COMMIT");
+  const int rc = exec_alone(
+      t,
+      "UPDATE run SET status = ?, error = ? WHERE run_id >= ? AND status = "
+      "'ok' AND host IS ? AND pid = ? AND pid_start IS ?",
+      "ttitiI", status, error, t->first_run_id, t->host[0] ? t->host : NULL,
+      t->pid, t->pid_start);
   if (rc == SQLITE_OK)
     return RS_OK;
-  rs__err(errmsg, RS_EIO, "trace %s: cannot mark its runs %s: %s", t->path,
-          status, sqlite3_errmsg(t->db));
-  sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
-  return RS_EIO;
+  return rs__err(errmsg, RS_EIO, "trace %s: cannot mark its runs %s: %s",
+                 t->path, status, sqlite3_errstr(rc));
 }
 
 void rs__trace_detach(rs_run_t *run) {
