@@ -713,9 +713,9 @@ int cli_bench(int argc, char **argv) {
       /* One algorithm, or (--algo all) each in turn, the fastest marked. */
       row_t size_rows[RS_ALGO_COUNT] = {{0}}, oop_rows[RS_ALGO_COUNT] = {{0}};
       int n = 0, best = 0;
-      for (int a = 0; a <= RS_ALGO_AUTO && status == 0 && !cli_signal(); a++) {
-        if (!o.algo_all && a != (int)o.config.algo)
-          continue;
+      const int first = o.algo_all ? 0 : (int)o.config.algo;
+      const int last = o.algo_all ? RS_ALGO_COUNT - 1 : (int)o.config.algo;
+      for (int a = first; a <= last && status == 0 && !cli_signal(); a++) {
         if (o.algo_all && !cli_algo_fits(&o.config.net, (rs_algorithm_t)a))
           continue;
         options_t one = o;
