@@ -417,6 +417,11 @@ typedef struct rs_netmodel {
    * and a transfer takes its links and NICs (link is unused: --net and
    * --link are refused with it). */
   rs_topo_t topo;
+  /* Segments in flight on one connection (NCCL_STEPS, --slots): a
+   * streaming algorithm's segment leaves no sooner than the one `slots`
+   * before it on its link arrived (docs/algorithms.md, "Pipelined
+   * links"); 0 is the default, 8. A run takes its config's slots. */
+  int slots;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
    * once it is nonzero, returns at once, its result meaningless (a signal
