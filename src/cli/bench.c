@@ -480,20 +480,27 @@ static void print_header(const options_t *o, int W) {
          o->bench.check ? "" : "; -c 0: #wrong not reported (N/A)");
   printf("#\n");
   /* nccl-tests' three lines (writeResultHeader), then ringsim's columns */
+  char names[64], units[64];
+  snprintf(names, sizeof names, "  %10s  %8s%s%s", "ref", "time/ref",
+           o->config.mpi ? "         mpi" : "",
+           o->algo_all || o->config.algo == RS_ALGO_AUTO ? "  algo" : "");
+  snprintf(units, sizeof units, "  %10s  %8s%s", "(us)", "",
+           o->config.mpi ? "        (us)" : "");
+  cli_nccl_tests_head(names, units);
+}
+
+void cli_nccl_tests_head(const char *names, const char *units) {
   printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                 "
          "      in-place          \n",
          "", "", "", "", "");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  "
-         "%6s  %10s  %8s%s%s\n",
+         "%6s%s\n",
          "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-         "#wrong", "time", "algbw", "busbw", "#wrong", "ref", "time/ref",
-         o->config.mpi ? "         mpi" : "",
-         o->algo_all || o->config.algo == RS_ALGO_AUTO ? "  algo" : "");
+         "#wrong", "time", "algbw", "busbw", "#wrong", names);
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  "
-         "%6s  %10s  %8s%s\n",
+         "%6s%s\n",
          "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
-         "(us)", "(GB/s)", "(GB/s)", "", "(us)", "",
-         o->config.mpi ? "        (us)" : "");
+         "(us)", "(GB/s)", "(GB/s)", "", units);
 }
 
 /* value in width characters, as nccl-tests prints its times and
@@ -507,16 +514,34 @@ static void fit(double value, int width, char *text, size_t size) {
 }
 
 /* One block of a row: time, algbw, busbw, #wrong (N/A unchecked). */
-static void print_block(const options_t *o, const row_t *r) {
+void cli_nccl_tests_block(double time_us, double algbw, double busbw,
+                          int checked, uint64_t wrong) {
   char t[32], alg[32], bus[32];
-  fit(r->time_us, 7, t, sizeof t);
-  fit(r->algbw, 6, alg, sizeof alg);
-  fit(r->busbw, 6, bus, sizeof bus);
+  fit(time_us, 7, t, sizeof t);
+  fit(algbw, 6, alg, sizeof alg);
+  fit(busbw, 6, bus, sizeof bus);
   printf("  %7s  %6s  %6s", t, alg, bus);
-  if (o->bench.check)
-    printf("  %6g", (double)r->wrong);
+  if (checked)
+    printf("  %6g", (double)wrong);
   else
     printf("  %6s", "N/A");
+}
+
+static void print_block(const options_t *o, const row_t *r) {
+  cli_nccl_tests_block(r->time_us, r->algbw, r->busbw, o->bench.check,
+                       r->wrong);
+}
+
+void cli_nccl_tests_lead(size_t bytes, size_t count, const char *type,
+                         const char *redop) {
+  printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, type, redop, -1);
+}
+
+void cli_nccl_tests_foot(uint64_t wrong, double avg_busbw) {
+  printf("# %-20s : %llu %s\n", "Out of bounds values",
+         (unsigned long long)wrong, wrong ? "FAILED" : "OK");
+  printf("# %-20s : %g \n", "Avg bus bandwidth", avg_busbw);
+  printf("#\n# Collective test concluded: all_reduce_perf\n");
 }
 
 /* A block of -J's row, and --json's out_of_place: nccl-tests' keys. */
@@ -576,8 +601,8 @@ static void print_row(const options_t *o, const row_t *oop, const row_t *r) {
       printf("# %zu B: out-of-place %d warm-up + %d, in-place %d warm-up + %d "
              "timed iterations (the time budget)\n",
              r->bytes, oop->warmup, oop->iters, r->warmup, r->iters);
-    printf("%12zu  %12zu  %8s  %6s  %6d", r->bytes, r->count,
-           cli_datatype_name(o->bench.dtype), op, -1);
+    cli_nccl_tests_lead(r->bytes, r->count, cli_datatype_name(o->bench.dtype),
+                        op);
     print_block(o, oop);
     print_block(o, r);
     if (o->config.mpi) /* (no ref over MPI: nothing was timed, docs/mpi.md) */
@@ -760,12 +785,8 @@ int cli_bench(int argc, char **argv) {
       printf("\n");
   }
   double avg = rows ? busbw_sum / rows : 0.0;
-  if (!o.json && status == 0 && !cli_signal()) { /* (writeResultFooter's) */
-    printf("# %-20s : %llu %s\n", "Out of bounds values",
-           (unsigned long long)wrong, wrong ? "FAILED" : "OK");
-    printf("# %-20s : %g \n", "Avg bus bandwidth", avg);
-    printf("#\n# Collective test concluded: all_reduce_perf\n");
-  }
+  if (!o.json && status == 0 && !cli_signal()) /* (writeResultFooter's) */
+    cli_nccl_tests_foot(wrong, avg);
   ticker_stop(&ticker);
   rs_trace_close(trace);
   if (jfile.tmp && status == 0 && !cli_signal() &&

@@ -352,4 +352,18 @@ void cli_human_bytes(double bytes, char *buf, size_t size);
 /* model.c: `ringsim model`; returns the exit status. */
 int cli_run_model(const options_t *opt, const rs_model_t *model);
 
+/* bench.c: nccl-tests' table (src/common.cu writeResultHeader, its row
+ * format and writeResultFooter), for bench and model --like nccl: the
+ * three header lines, names and units appended to the column heads
+ * (each starts with its own spacing); a row's five leading columns
+ * (size, count, type, redop, root -1); one block (time, algbw, busbw,
+ * #wrong: N/A unless checked), a row having two (out-of-place,
+ * in-place); and the footer with the busbw averaged over every block. */
+void cli_nccl_tests_head(const char *names, const char *units);
+void cli_nccl_tests_lead(size_t bytes, size_t count, const char *type,
+                         const char *redop);
+void cli_nccl_tests_block(double time_us, double algbw, double busbw,
+                          int checked, uint64_t wrong);
+void cli_nccl_tests_foot(uint64_t wrong, double avg_busbw);
+
 #endif /* RINGSIM_CLI_H */
