@@ -246,6 +246,21 @@ static void model_all_piece(void *ctx, int i) {
         best_at(m->opt, m->net, m->sample[i - m->shown], m->elem_size, NULL);
 }
 
+/* The table's algorithms NCCL does not run, said under it: ringsim's
+ * own (rd, rhd, linear, hier) and gloo's ring. NCCL runs the ring and
+ * the tree of this table, and NVLS and NVLSTree (--like nccl). */
+static void print_not_nccl(const rs_netmodel_t *net) {
+  int n = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++)
+    if (cli_algo_fits(net, (rs_algorithm_t)a) &&
+        !cli_algo_info((rs_algorithm_t)a).in_nccl)
+      printf("%s%s", n++ ? ", " : "\n  not in NCCL: ",
+             rs_algorithm_name((rs_algorithm_t)a));
+  if (n)
+    printf(" (NCCL runs ring and tree here, and nvls, nvlstree: ringsim "
+           "model --like nccl)\n");
+}
+
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
 static int print_all(const options_t *opt, const rs_netmodel_t *net,
                      const rs_model_t *model, const model_time_t *t,
@@ -282,11 +297,12 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
     }
     SHOWN(a) {
       double algbw = t[a].sim ? bytes / (double)t[a].sim : 0;
-      json_t *row = json_pack("{s:s, s:I, s:I, s:f, s:f}", "algo",
-                              rs_algorithm_name(t[a].algo), "sim_ns",
-                              (json_int_t)t[a].sim, "predicted_ns",
-                              (json_int_t)t[a].predicted, "algbw_gbs", algbw,
-                              "busbw_gbs", rs_busbw(algbw, W));
+      json_t *row = json_pack(
+          "{s:s, s:I, s:I, s:f, s:f, s:b}", "algo",
+          rs_algorithm_name(t[a].algo), "sim_ns", (json_int_t)t[a].sim,
+          "predicted_ns", (json_int_t)t[a].predicted, "algbw_gbs", algbw,
+          "busbw_gbs", rs_busbw(algbw, W), "in_nccl",
+          cli_algo_info(t[a].algo).in_nccl);
       if (t[a].uncontended != UINT64_MAX)
         json_object_set_new(row, "uncontended_ns",
                             json_integer((json_int_t)t[a].uncontended));
@@ -366,6 +382,7 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   }
   if (ncross == CROSS_MAX)
     printf("    (stopped at %d changes)\n", CROSS_MAX);
+  print_not_nccl(net);
   return 0;
 #undef SHOWN
 }
@@ -581,6 +598,8 @@ static int print_one(const options_t *opt, const rs_model_t *model,
     if (o && t->uncontended != UINT64_MAX)
       json_object_set_new(o, "uncontended_ns",
                           json_integer((json_int_t)t->uncontended));
+    json_object_set_new(o, "in_nccl",
+                        json_boolean(cli_algo_info(algo).in_nccl));
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -591,6 +610,10 @@ static int print_one(const options_t *opt, const rs_model_t *model,
          cli_safe(rs_model_name(model), name, sizeof name), W, size);
   cli_print_network(net);
   const rs_algo_info_t info = cli_algo_info(algo);
+  if (!info.in_nccl)
+    printf("\n  nccl       %s is not in NCCL (it runs ring and tree, and "
+           "nvls, nvlstree: ringsim model --like nccl)",
+           rs_algorithm_name(algo));
   if (info.textbook_ring)
     printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
            "over the buckets\n",
