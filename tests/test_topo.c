@@ -57,7 +57,7 @@ static void test_refused(void **state) {
     const char *spec;
     const char *says;
   } bad[] = {
-      {"dgx-a100", "unknown item 'dgx-a100'"},
+      {"dgx-b200", "unknown item 'dgx-b200'"},
       {"dgx-h100,speed=3", "unknown item 'speed=3'"},
       {"dgx-h100,gpus=0", "'gpus=0': expected gpus=a number of GPUs"},
       {"dgx-h100,nodes=-2", "'nodes=-2': expected nodes="},

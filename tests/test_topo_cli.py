@@ -109,7 +109,7 @@ class TopoCli(unittest.TestCase):
 
     # topo-cli-2: an unknown preset, and an unknown key.
     def test_unknown_preset_and_key(self):
-        for spec, item in (("dgx-a100", "'dgx-a100'"),
+        for spec, item in (("dgx-b200", "'dgx-b200'"),
                            ("dgx-h100,foo=1", "'foo=1'"),
                            ("dgx-h100,ncis=4", "'ncis=4'"),
                            ("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s,"
@@ -476,7 +476,7 @@ assert np.array_equal(result["w"], want), result
 mean = ringsim.ddp_allreduce_average_grads(grads, topo="dgx-h100", algo="rhd")
 assert np.array_equal(mean["w"], want), mean
 errors = []
-for topo, n in (("dgx-a100", 8), ("dgx-h100", 4), ("dgx-h100,gpus=0", 8)):
+for topo, n in (("dgx-b200", 8), ("dgx-h100", 4), ("dgx-h100,gpus=0", 8)):
     try:
         ringsim.allreduce(grads[:n], topo=topo)
         errors.append(None)
@@ -507,7 +507,7 @@ print(json.dumps(errors))
         self.assertEqual(types, ["topo must be a str, not bytes", "topo must be a str, not int",
                                  "net must be a str, not list",
                                  "link[0] must be a str, not bytes (or a list of str)"])
-        self.assertIn("--topo 'dgx-a100': unknown item 'dgx-a100'", unknown or "")
+        self.assertIn("--topo 'dgx-b200': unknown item 'dgx-b200'", unknown or "")
         self.assertIn("--workers is 4", workers or "")
         self.assertIn("'gpus=0'", gpus or "")
         self.assertIn("--net", net or "")

@@ -396,7 +396,19 @@ typedef struct rs_topo {
   int nics;  /* K per node, 1..G */
   rs_link_model_t intra;
   rs_link_model_t nic;
+  /* What NCCL's model of the machine needs besides (src/algo/nccl.h);
+   * the simulated clocks do not read them. */
+  int cc;       /* the GPUs' compute capability x 10 (80 A100, 90 H100);
+                   0: not known */
+  int nvswitch; /* where a node's GPUs meet: RS_TOPO_SWITCH_* */
 } rs_topo_t;
+
+/* rs_topo_t.nvswitch: the GPUs' ports (intra) go to the host's PCIe, to
+ * an NVLink switch, or to one that also reduces (NVLink SHARP, which
+ * NCCL's NVLS and NVLSTree use). */
+#define RS_TOPO_SWITCH_NONE 0
+#define RS_TOPO_SWITCH_NVSWITCH 1
+#define RS_TOPO_SWITCH_NVLS 2
 
 typedef struct rs_netmodel {
   int enabled;
@@ -448,10 +460,11 @@ RS_API int rs_netmodel_parse_straggler(const char *spec, rs_netmodel_t *m,
 /* Check m against W workers: overrides name existing links and workers. */
 RS_API int rs_netmodel_check(const rs_netmodel_t *m, int workers, char *errmsg);
 
-/* Parse a topology: an optional preset first ("dgx-h100", "pcie";
- * docs/algorithms.md cites their numbers), then key=value items that set
- * or override: nodes=N, gpus=G, nics=K, intra=LATENCY/BANDWIDTH,
- * nic=LATENCY/BANDWIDTH (units as --net's: "dgx-h100,nodes=64",
+/* Parse a topology: an optional preset first ("dgx-h100", "dgx-a100",
+ * "pcie"; docs/topology.md cites their numbers), then key=value items
+ * that set or override: nodes=N, gpus=G, nics=K, intra=LATENCY/BANDWIDTH,
+ * nic=LATENCY/BANDWIDTH, cc=CC (compute capability x 10),
+ * switch=none|nvswitch|nvls (units as --net's: "dgx-h100,nodes=64",
  * "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s"). Enables t;
  * RS_EINVAL with a one-line message naming the item otherwise. */
 RS_API int rs_topo_parse(const char *spec, rs_topo_t *t, char *errmsg);

@@ -73,11 +73,13 @@ int rs__net_read_rate(const char *text, size_t len, uint64_t *bytes_per_s) {
 
 /* ---- topologies --------------------------------------------------------- */
 
-/* The presets, whose numbers docs/algorithms.md cites: the bandwidths
+/* The presets, whose numbers docs/topology.md cites: the bandwidths
  * from the vendors' published specifications; the latencies, which the
  * vendors do not publish, are the per-hop latencies NCCL's own tuning
  * model gives its LL protocol on a ring (src/graph/tuning.cc's hwLat:
- * NVLink 0.6 us, PCI 1.0 us, network 2.7 us). */
+ * NVLink 0.6 us, PCI 1.0 us, network 2.7 us). cc and nvswitch are what
+ * NCCL's model reads besides (algo/nccl.h): the GPU's compute capability
+ * and the switch between a node's GPUs. */
 typedef struct preset {
   const char *name;
   rs_topo_t topo;
@@ -93,7 +95,23 @@ static const preset_t presets[] = {
       .gpus = 8,
       .nics = 8,
       .intra = {.latency_ns = 600, .bandwidth = 450000000000ull},
-      .nic = {.latency_ns = 2700, .bandwidth = 50000000000ull}}},
+      .nic = {.latency_ns = 2700, .bandwidth = 50000000000ull},
+      .cc = 90, /* H100: sm_90 */
+      /* third-generation NVSwitch: NVLink SHARP (NVLS) */
+      .nvswitch = RS_TOPO_SWITCH_NVLS}},
+    /* DGX A100: 8 A100 SXM4 on NVLink 3 through 6 NVSwitch chips, 600
+     * GB/s per GPU both ways together (300 GB/s each way, 12 links of
+     * 25 GB/s); 8 ConnectX-6 NICs of 200 Gb/s (HDR) for the compute
+     * fabric, one per GPU. Its NVSwitch does not reduce. */
+    {"dgx-a100",
+     {.enabled = 1,
+      .nodes = 1,
+      .gpus = 8,
+      .nics = 8,
+      .intra = {.latency_ns = 600, .bandwidth = 300000000000ull},
+      .nic = {.latency_ns = 2700, .bandwidth = 25000000000ull},
+      .cc = 80, /* A100: sm_80 */
+      .nvswitch = RS_TOPO_SWITCH_NVSWITCH}},
     /* 8 GPUs on PCIe 4.0 x16 through the host (16 GT/s x 16 lanes,
      * 128b/130b: 31.5 GB/s each way), one 100 Gb/s NIC per node. */
     {"pcie",
@@ -102,7 +120,9 @@ static const preset_t presets[] = {
       .gpus = 8,
       .nics = 1,
       .intra = {.latency_ns = 1000, .bandwidth = 31500000000ull},
-      .nic = {.latency_ns = 2700, .bandwidth = 12500000000ull}}},
+      .nic = {.latency_ns = 2700, .bandwidth = 12500000000ull},
+      .cc = 0, /* any GPU: give cc= for NCCL's model */
+      .nvswitch = RS_TOPO_SWITCH_NONE}},
 };
 #define PRESETS (sizeof presets / sizeof *presets)
 
@@ -143,8 +163,10 @@ static int read_count(const char *text, size_t len, long max, int *out) {
 #define ITEM(len, item) (int)((len) < RS_QUOTE_MAX ? (len) : RS_QUOTE_MAX), item
 
 /* One key=value item (len bytes at item) into t; *given marks the keys
- * set (bits: nodes 1, gpus 2, nics 4, intra 8, nic 16; the same shifted by
- * 5 for those given as an item, not by the preset). */
+ * set (bits: nodes 1, gpus 2, nics 4, intra 8, nic 16, cc 32, switch 64;
+ * the same shifted by ITEM_SHIFT for those given as an item, not by the
+ * preset). */
+#define ITEM_SHIFT 8
 static int read_item(const char *spec, const char *item, size_t len,
                      rs_topo_t *t, unsigned *given, char *errmsg) {
   static const struct {
@@ -154,7 +176,11 @@ static int read_item(const char *spec, const char *item, size_t len,
               {"gpus", "a number of GPUs per node, 1 to 4096"},
               {"nics", "a number of NICs per node, 1 to 4096"},
               {"intra", "LATENCY/BANDWIDTH such as 1us/450GB/s"},
-              {"nic", "LATENCY/BANDWIDTH such as 5us/400Gbps"}};
+              {"nic", "LATENCY/BANDWIDTH such as 5us/400Gbps"},
+              {"cc", "a compute capability x 10 such as 80 (A100) or 90 "
+                     "(H100), 10 to 1000"},
+              {"switch", "none, nvswitch or nvls"}};
+  static const char *const switches[] = {"none", "nvswitch", "nvls"};
   const char *eq = memchr(item, '=', len);
   size_t key_len = eq ? (size_t)(eq - item) : len;
   for (unsigned k = 0; k < sizeof keys / sizeof *keys; k++) {
@@ -170,19 +196,30 @@ static int read_item(const char *spec, const char *item, size_t len,
       bad = read_count(value, value_len, 4096, &t->gpus);
     else if (!bad && k == 2)
       bad = read_count(value, value_len, 4096, &t->nics);
-    else if (!bad)
+    else if (!bad && k == 5)
+      bad = read_count(value, value_len, 1000, &t->cc) || t->cc < 10;
+    else if (!bad && k == 6) {
+      bad = 1;
+      for (int w = 0; w < 3; w++)
+        if (strlen(switches[w]) == value_len &&
+            strncmp(value, switches[w], value_len) == 0) {
+          t->nvswitch = w; /* RS_TOPO_SWITCH_NONE, _NVSWITCH, _NVLS */
+          bad = 0;
+        }
+    } else if (!bad)
       bad = read_link(value, value_len, k == 3 ? &t->intra : &t->nic);
     if (bad)
       return TOPO_ERR(spec, item, len, "'%.*s': expected %s=%s",
                       ITEM(len, item), keys[k].key, keys[k].expects);
-    if (*given & (32u << k))
+    if (*given & ((1u << ITEM_SHIFT) << k))
       return TOPO_ERR(spec, item, len, "%s= is given twice", keys[k].key);
-    *given |= (1u | 32u) << k; /* (bits 5..9: given as an item) */
+    *given |= (1u | (1u << ITEM_SHIFT)) << k;
     return RS_OK;
   }
   return TOPO_ERR(spec, item, len,
-                  "unknown item '%.*s' (a preset first: dgx-h100 or pcie; "
-                  "then nodes=, gpus=, nics=, intra=, nic=)",
+                  "unknown item '%.*s' (a preset first: dgx-h100, dgx-a100 "
+                  "or pcie; then nodes=, gpus=, nics=, intra=, nic=, cc=, "
+                  "switch=)",
                   ITEM(len, item));
 }
 
@@ -241,11 +278,11 @@ int rs_topo_parse_rows(const char *spec, rs_topo_t *t, int *rows, int room,
   if (!(given & 8) || !(given & 16))
     return TOPO_ERR(spec, spec, 0,
                     "give intra= and nic= (LATENCY/BANDWIDTH), or a preset");
+  const int nics_item = (given & ((1u << ITEM_SHIFT) << 2)) != 0;
   if (topo.nics > topo.gpus)
-    return TOPO_ERR(
-        spec, nics_at, given & (32u << 2) ? strcspn(nics_at, ",") : 0,
-        "%snics=%d is more NICs than the node's %d GPUs",
-        given & (32u << 2) ? "" : "the preset's ", topo.nics, topo.gpus);
+    return TOPO_ERR(spec, nics_at, nics_item ? strcspn(nics_at, ",") : 0,
+                    "%snics=%d is more NICs than the node's %d GPUs",
+                    nics_item ? "" : "the preset's ", topo.nics, topo.gpus);
   *t = topo;
   if (row_count)
     *row_count = counts;
