@@ -82,6 +82,8 @@ typedef enum cli_opt {
   OPT_BUCKET_MB,
   OPT_DIRECT,
   OPT_ALGO,
+  OPT_PROTO,    /* model --like nccl: NCCL_PROTO, NCCL_*_NCHANNELS */
+  OPT_CHANNELS,
   OPT_LOOP,
   OPT_PRINT,
   OPT_FAIL_ON_DIFF,
@@ -145,6 +147,20 @@ typedef struct options {
     const char *output_file;
     int procs;        /* --transport mpi: the processes */
   } bench;
+  /* ringsim model --like nccl (model.c): NCCL's tuner's pick, as
+   * NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS force it; without
+   * --params, nccl-tests' sweep (bench's min_bytes, max_bytes, factor,
+   * step_bytes, dtype) */
+  struct {
+    int on;           /* --like nccl */
+    int algo;         /* --algo as NCCL's (rs_nccl_algo_t); -1: NCCL's pick
+                         or not one of NCCL's */
+    int algo_foreign; /* --algo named NCCL's alone (nvls, nvlstree) */
+    const char *algo_text; /* --algo as given (messages name it) */
+    int proto;        /* --proto (rs_proto_t); -1: auto */
+    int channels;     /* --channels C; 0: NCCL's count */
+  } nccl;
+  const char *topo_spec; /* --topo as given (a report names it) */
   /* ringsim model: a row per size, from --workers 8,64,512 (with --net) or
    * --topo's nodes=1,8,64 (W = nodes x gpus each); count 0: one size, the
    * config's */
@@ -349,7 +365,8 @@ int cli_trace_open(const char *path, rs_trace_t **trace, char *err);
 /* "1.50 MiB" */
 void cli_human_bytes(double bytes, char *buf, size_t size);
 
-/* model.c: `ringsim model`; returns the exit status. */
+/* model.c: `ringsim model`; returns the exit status. model is NULL for
+ * --like nccl without --params (nccl-tests' sweep of single buffers). */
 int cli_run_model(const options_t *opt, const rs_model_t *model);
 
 /* bench.c: nccl-tests' table (src/common.cu writeResultHeader, its row

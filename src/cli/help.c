@@ -201,6 +201,10 @@ static void print_model_help(void) {
       "[options]\n"
       "       ringsim model --params MODEL.json --workers N --topo SPEC "
       "[options]\n"
+      "       ringsim model --like nccl --topo SPEC [-b N] [-e N] [-f F] "
+      "[--json]\n"
+      "       ringsim model --like nccl --topo SPEC --params MODEL.json "
+      "[--json]\n"
       "\n"
       "The simulated time of an all-reduce's schedule (the ring's unless\n"
       "--algo says) for the model's size under the alpha-beta network "
@@ -217,6 +221,13 @@ static void print_model_help(void) {
       "(k segments per chunk of b bytes; alpha the latency, beta the "
       "bandwidth,\n"
       "gamma the reduce rate).\n"
+      "\n"
+      "--like nccl: on a --topo, the algorithm, protocol and channels "
+      "NCCL's\ntuner picks for each all-reduce (--algo, --proto, "
+      "--channels force\nthem), ringsim's prediction of that pick and "
+      "NCCL's own estimate;\nwithout --params, nccl-tests' "
+      "all_reduce_perf table, one buffer a size\n(docs/cli.md, "
+      "docs/validation.md).\n"
       "\n",
       stdout);
   print_options(CLI_MODEL, 0);

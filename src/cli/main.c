@@ -411,7 +411,9 @@ static int command(int argc, char **argv) {
 
   char err[RS_ERRMSG_MAX];
   rs_model_t *model = NULL;
-  if (rs_model_load(opt.params, &model, err)) {
+  if (opt.model_only && !opt.params) { /* model --like nccl's sweep */
+    rc = cli_run_model(&opt, NULL);
+  } else if (rs_model_load(opt.params, &model, err)) {
     fprintf(stderr, "ringsim: %s\n", err);
     rc = EXIT_USAGE;
   } else if ((rc = cli_check_model_buckets(&opt, model)) >= 0) {

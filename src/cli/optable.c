@@ -68,7 +68,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                          " (threads up to 16:\ndocs/step.md)")}},
     [OPT_MINBYTES] = {"minbytes",
                       'b',
-                      BENCH,
+                      BENCH | MODEL,
                       0,
                       "N",
                       cli_set_size,
@@ -77,10 +77,13 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       1L << 40,
                       NULL,
                       {[CLI_BENCH] = H("smallest size per worker (default "
-                                       "8)")}},
+                                       "8)"),
+                       [CLI_MODEL] = H("--like nccl without --params: "
+                                       "nccl-tests' sweep,\nits smallest "
+                                       "buffer (default 8)")}},
     [OPT_MAXBYTES] = {"maxbytes",
                       'e',
-                      BENCH,
+                      BENCH | MODEL,
                       0,
                       "N",
                       cli_set_size,
@@ -89,10 +92,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       1L << 40,
                       NULL,
                       {[CLI_BENCH] = H("largest size per worker (default "
-                                       "64M)")}},
+                                       "64M)"),
+                       [CLI_MODEL] = H("--like nccl: the sweep's largest "
+                                       "buffer (default\n64M)")}},
     [OPT_STEPFACTOR] = {"stepfactor",
                         'f',
-                        BENCH,
+                        BENCH | MODEL,
                         0,
                         "F",
                         cli_set_int,
@@ -101,10 +106,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         1024,
                         NULL,
                         {[CLI_BENCH] = H("multiply the size by F each step "
-                                         "(default 2)")}},
+                                         "(default 2)"),
+                         [CLI_MODEL] = H("--like nccl: multiply the size by "
+                                         "F each step\n(default 2)")}},
     [OPT_STEPBYTES] = {"stepbytes",
                        'i',
-                       BENCH,
+                       BENCH | MODEL,
                        0,
                        "N",
                        cli_set_size,
@@ -112,7 +119,9 @@ const cli_option_t cli_options[OPT_COUNT] = {
                        0,
                        1L << 40,
                        NULL,
-                       {[CLI_BENCH] = H("or add N bytes each step instead")}},
+                       {[CLI_BENCH] = H("or add N bytes each step instead"),
+                        [CLI_MODEL] = H("--like nccl: or add N bytes each "
+                                        "step instead")}},
     [OPT_ITERS] = {"iters",
                    'n',
                    BENCH,
@@ -142,7 +151,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                      "--warmup_iters")}},
     [OPT_DATATYPE] = {"datatype",
                       'd',
-                      BENCH,
+                      BENCH | MODEL,
                       0,
                       "TYPE",
                       cli_set_datatype,
@@ -152,7 +161,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       NULL,
                       {[CLI_BENCH] = H("float (default), double, half or "
                                        "bfloat16\n(nccl-tests' names for "
-                                       "f32, f64, f16, bf16)")}},
+                                       "f32, f64, f16, bf16)"),
+                       [CLI_MODEL] = H("--like nccl: the sweep's type, "
+                                       "float (default),\ndouble, half or "
+                                       "bfloat16 (its count column)")}},
     [OPT_NGPUS] = {"ngpus",
                    'g',
                    BENCH,
@@ -287,7 +299,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                  {[CLI_RUN] = H("write the averaged grads as safetensors")}},
     [OPT_OP] = {"op",
                 'o',
-                RUN | BENCH | DIFF,
+                RUN | BENCH | MODEL | DIFF,
                 CLI_DIFF_SAME,
                 "OP",
                 cli_set_config,
@@ -299,8 +311,11 @@ const cli_option_t cli_options[OPT_COUNT] = {
                 {[CLI_RUN] = H("sum, avg (SUM / W, the default), min, max, "
                                "prod"),
                  [CLI_BENCH] = H("sum (default, as nccl-tests), avg, min, "
-                                 "max,\nprod (-o: bench's alone)")},
-                BENCH},
+                                 "max,\nprod (-o: bench's alone)"),
+                 [CLI_MODEL] = H("--like nccl: the redop column, sum "
+                                 "(default), avg,\nmin, max, prod (one "
+                                 "time for all: NCCL's tuner\ndoes not ask)")},
+                BENCH | MODEL},
     [OPT_ORDER_REPORT] =
         {"order-report",
          0,
@@ -333,10 +348,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                      "default)")}},
     [OPT_LIKE] = {"like",
                   0,
-                  RUN | DIFF,
+                  RUN | MODEL | DIFF,
                   0,
                   "ddp-gloo",
-                  cli_set_config,
+                  cli_set_like,
                   0,
                   0,
                   0,
@@ -344,7 +359,14 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("PyTorch 1.13 DDP on gloo, bit for bit: "
                                  "--algo\ngloo-ring --op avg --average "
                                  "pre-mul, and\nDDP's bucket order (the "
-                                 "params reversed)")}},
+                                 "params reversed)"),
+                   [CLI_MODEL] = {"nccl",
+                                  "NCCL on a --topo: per buffer (or per "
+                                  "bucket of --params) the algorithm, "
+                                  "protocol and channels NCCL's tuner "
+                                  "picks, timed by ringsim; without "
+                                  "--params nccl-tests' all_reduce_perf "
+                                  "table (-b, -e, -f, -i, -d, -o)"}}},
     [OPT_HOOK] = {"hook",
                   0,
                   RUN | DIFF | STEP,
@@ -507,13 +529,13 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   {[CLI_RUN] = H("nodes of GPUs, their links and NICs, "
                                  "instead of --net: dgx-h100,nodes=64 or "
                                  "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
-                                 "nic=5us/25GB/s (presets dgx-h100, pcie; "
+                                 "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
                                  "W must be nodes x gpus)"),
                    [CLI_MODEL] = H("nodes of GPUs, their links and NICs, "
                                    "instead of --net: dgx-h100,nodes=64 "
                                    "(nodes=1,8,64: a row each) or "
                                    "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
-                                   "nic=5us/25GB/s (presets dgx-h100, pcie; "
+                                   "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
                                    "W must be nodes x gpus)"),
                    [CLI_STEP] = H("nodes of GPUs, their links and NICs, "
                                   "instead of --net: dgx-h100,nodes=8")}},
@@ -634,9 +656,39 @@ const cli_option_t cli_options[OPT_COUNT] = {
           [CLI_MODEL] = H("{algos}, or all: every algorithm, the fastest "
                           "marked, and the crossovers: the sizes where the "
                           "best one by the predictions (--algo auto's pick) "
-                          "changes"),
+                          "changes; with --like nccl one of NCCL's (as "
+                          "NCCL_ALGO): ring, tree, nvls, nvlstree"),
           [CLI_DIFF] = H("e.g. ring,rd (any name --algo accepts)"),
           [CLI_STEP] = H("{algos}, or all: a row each")}},
+    [OPT_PROTO] = {"proto",
+                   0,
+                   MODEL,
+                   0,
+                   "NAME",
+                   cli_set_proto,
+                   0,
+                   0,
+                   0,
+                   NULL,
+                   {[CLI_MODEL] = H("--like nccl: NCCL's protocol, as "
+                                    "NCCL_PROTO: LL, LL128,\nSimple, or "
+                                    "auto (default: the tuner's)")}},
+    /* (MAXCHANNELS, src/include/device.h: 64 since NCCL 2.25) */
+    [OPT_CHANNELS] = {"channels",
+                      0,
+                      MODEL,
+                      0,
+                      "C",
+                      cli_set_int,
+                      FIELD(nccl.channels),
+                      1,
+                      64,
+                      NULL,
+                      {[CLI_MODEL] = H("--like nccl: C channels, as "
+                                       "NCCL_MIN_NCHANNELS =\n"
+                                       "NCCL_MAX_NCHANNELS = C (1..64, "
+                                       "MAXCHANNELS;\ndefault: NCCL's "
+                                       "count)")}},
     [OPT_LOOP] = {"loop",
                   0,
                   RUN | BENCH | DIFF,

@@ -77,7 +77,7 @@ cli_setter_t cli_set_flag, cli_set_text, cli_set_int, cli_set_size,
     cli_set_config, cli_set_workers, cli_set_seed, cli_set_init,
     cli_set_datatype, cli_set_dtype, cli_set_algo, cli_set_transport,
     cli_set_topo, cli_set_bucket_mb, cli_set_straggler, cli_set_compute,
-    cli_set_hook;
+    cli_set_hook, cli_set_like, cli_set_proto;
 
 /* optable.c: the rows, indexed by cli_opt_t. */
 extern const cli_option_t cli_options[OPT_COUNT];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../algo/nccl.h" /* --like nccl's algorithm names */
 #include "option.h"
 
 #define DEFAULT_TRACE "ringsim-trace.db"
@@ -15,12 +16,91 @@
  * defaults: 25 MiB, the first 1 MiB), all set by the library
  * (rs_config_set's "like") when it was read. */
 static int check_like(const options_t *o) {
-  if (!o->given[OPT_LIKE])
+  if (!o->given[OPT_LIKE] || o->mode == CLI_MODEL) /* (model: nccl's) */
     return -1;
   if (o->given[OPT_ALGO] || o->given[OPT_OP] || o->given[OPT_AVERAGE])
     return cli_refuse(o->mode, "--like ddp-gloo sets --algo gloo-ring, --op "
                                "avg and --average pre-mul; give none of them "
                                "with it");
+  return -1;
+}
+
+/* ringsim model --like nccl (model.c): what it takes and what it
+ * refuses, once read; the checks that need the machine (NVLS where the
+ * switch does not reduce) are model.c's, before anything runs. */
+static const cli_opt_t SWEEP[] = {OPT_MINBYTES, OPT_MAXBYTES, OPT_STEPFACTOR,
+                                  OPT_STEPBYTES, OPT_DATATYPE, OPT_OP};
+#define SWEEP_COUNT (sizeof SWEEP / sizeof *SWEEP)
+
+static int check_nccl(const options_t *o) {
+  if (o->mode != CLI_MODEL)
+    return -1;
+  if (!o->nccl.on) {
+    for (size_t i = 0; i < SWEEP_COUNT; i++)
+      if (o->given[SWEEP[i]])
+        return cli_refuse(o->mode,
+                          "--%s is nccl-tests' sweep's: give --like nccl "
+                          "(without --params)",
+                          cli_options[SWEEP[i]].name);
+    if (o->given[OPT_PROTO] || o->given[OPT_CHANNELS])
+      return cli_refuse(o->mode,
+                        "--%s forces NCCL's %s, which only --like nccl "
+                        "models: give --like nccl --topo SPEC",
+                        o->given[OPT_PROTO] ? "proto" : "channels",
+                        o->given[OPT_PROTO] ? "protocol" : "channel count");
+    if (o->nccl.algo_foreign)
+      return cli_refuse(o->mode,
+                        "--algo %s is NCCL's NVLink SHARP algorithm, not one "
+                        "ringsim schedules alone: give --like nccl",
+                        o->nccl.algo_text);
+    return -1;
+  }
+  if (!o->config.net.topo.enabled)
+    return cli_refuse(o->mode,
+                      "--like nccl models NCCL on nodes of GPUs and their "
+                      "NICs, as its topology detection sees them: give "
+                      "--topo (dgx-h100,nodes=N, ...)%s",
+                      o->config.net.enabled ? ", not a flat --net" : "");
+  if (o->algo_all)
+    return cli_refuse(o->mode, "--algo all with --like nccl: NCCL's tuner "
+                               "picks one; give --algo ring, tree, nvls or "
+                               "nvlstree to force it, or leave --algo out");
+  if (o->given[OPT_ALGO] && o->nccl.algo < 0)
+    return cli_refuse(o->mode,
+                      "--algo %s is not one of NCCL's algorithms (ring, "
+                      "tree, nvls, nvlstree): --like nccl models what NCCL "
+                      "runs",
+                      rs_algorithm_name(o->config.algo));
+  if (o->rows.count > 1)
+    return cli_refuse(o->mode, "--like nccl models one machine: give --topo "
+                               "one count of nodes, not a list");
+  static const cli_opt_t not_nccl[] = {OPT_LINK, OPT_STRAGGLER,
+                                       OPT_REDUCE_RATE, OPT_SEGMENT_BYTES};
+  for (size_t i = 0; i < sizeof not_nccl / sizeof *not_nccl; i++)
+    if (o->given[not_nccl[i]])
+      return cli_refuse(o->mode,
+                        "--%s does not apply to --like nccl (NCCL's own "
+                        "chunks, on the topology's links and NICs as they "
+                        "are)",
+                        cli_options[not_nccl[i]].name);
+  if (o->params) {
+    for (size_t i = 0; i < SWEEP_COUNT; i++)
+      if (o->given[SWEEP[i]])
+        return cli_refuse(o->mode,
+                          "--%s is nccl-tests' sweep's: with --params the "
+                          "model's buckets are the sizes (leave it out, or "
+                          "--params)",
+                          cli_options[SWEEP[i]].name);
+    return -1;
+  }
+  if (o->given[OPT_BUCKET_MB])
+    return cli_refuse(o->mode, "--bucket-mb cuts a model into buckets: "
+                               "without --params each size is one buffer");
+  if (o->bench.min_bytes > o->bench.max_bytes)
+    return cli_refuse(o->mode,
+                      "--minbytes %zu is larger than --maxbytes %zu: the "
+                      "sweep would be empty",
+                      o->bench.min_bytes, o->bench.max_bytes);
   return -1;
 }
 
@@ -143,7 +223,8 @@ static int check_iterations(const options_t *o) {
 
 int cli_check_run(options_t *o) {
   int rc;
-  if ((rc = check_like(o)) >= 0 || (rc = check_hook(o)) >= 0 ||
+  if ((rc = check_like(o)) >= 0 || (rc = check_nccl(o)) >= 0 ||
+      (rc = check_hook(o)) >= 0 ||
       (rc = check_iterations(o)) >= 0)
     return rc;
   /* an algorithm with a segment size of its own (gloo's ring: gloo's
@@ -161,8 +242,11 @@ int cli_check_run(options_t *o) {
     return cli_refuse(o->mode, "--trace and --no-trace contradict each other");
   if (!o->trace && !o->no_trace)
     o->trace = DEFAULT_TRACE;
-  if (!o->params)
-    return cli_refuse(o->mode, "--params MODEL.json is required");
+  if (!o->params && !(o->mode == CLI_MODEL && o->nccl.on))
+    return cli_refuse(o->mode, "--params MODEL.json is required%s",
+                      o->mode == CLI_MODEL
+                          ? " (or --like nccl: nccl-tests' sweep of buffers)"
+                          : "");
   if (o->grads && (o->init_given || o->seed_given))
     return cli_refuse(o->mode, "--init and --seed generate grads; they "
                                "cannot be used with --grads");

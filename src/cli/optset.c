@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algo/nccl.h" /* --like nccl's names: NCCL_ALGO, NCCL_PROTO */
 #include "option.h"
 #include "ringsim/step.h"
 
@@ -251,6 +252,7 @@ int cli_set_workers(const cli_option_t *opt, options_t *o, const char *value,
  * count). */
 int cli_set_topo(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
+  o->topo_spec = value;
   if (o->mode != CLI_MODEL)
     return cli_set_config(opt, o, value, msg);
   int n = 0;
@@ -345,6 +347,19 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
   int algo = rs_algorithm_parse(value);
   int all = strcmp(value, "all") == 0 && cli_algo_takes_all(o->mode);
+  /* model: NCCL's names too, for --like nccl (as NCCL_ALGO spells them:
+   * ring, tree, nvls, nvlstree); options.c refuses the ones that are
+   * NCCL's alone without it, and the ones that are not NCCL's with it */
+  const int nccl = o->mode == CLI_MODEL ? rs_nccl_algo_from_name(value) : -1;
+  if (o->mode == CLI_MODEL) {
+    o->nccl.algo = nccl;
+    o->nccl.algo_text = value;
+    o->nccl.algo_foreign = algo < 0 && nccl >= 0;
+    if (o->nccl.algo_foreign) {
+      o->algo_all = 0;
+      return 0;
+    }
+  }
   if (algo == RS_ALGO_AUTO && !cli_algo_takes_auto(o->mode)) {
     snprintf(msg, RS_ERRMSG_MAX,
              o->mode == CLI_STEP
@@ -359,11 +374,40 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
   if (algo < 0 && !all) {
     char names[256];
     cli_algo_names(o->mode, 0, names, sizeof names);
-    return cli_bad_value(msg, opt, value, "%s", names);
+    return cli_bad_value(msg, opt, value, "%s%s", names,
+                         o->mode == CLI_MODEL
+                             ? " (with --like nccl: ring, tree, nvls or "
+                               "nvlstree)"
+                             : "");
   }
   o->algo_all = all;
   if (!all) /* (all: the default stays until each is set in turn) */
     o->config.algo = (rs_algorithm_t)algo;
+  return 0;
+}
+
+/* --like: model's nccl (NCCL's tuner's pick, model.c), or the library's
+ * (ddp-gloo, a run's and diff's). */
+int cli_set_like(const cli_option_t *opt, options_t *o, const char *value,
+                 char *msg) {
+  if (o->mode != CLI_MODEL)
+    return cli_set_config(opt, o, value, msg);
+  if (strcmp(value, "nccl") != 0)
+    return cli_bad_value(msg, opt, value,
+                         "nccl (ringsim model's only --like: ddp-gloo is a "
+                         "run's)");
+  o->nccl.on = 1;
+  return 0;
+}
+
+/* --proto: NCCL's protocol as NCCL_PROTO names it, or auto (the tuner's
+ * pick). */
+int cli_set_proto(const cli_option_t *opt, options_t *o, const char *value,
+                  char *msg) {
+  const int proto = rs_proto_from_name(value);
+  if (proto < 0 && strcmp(value, "auto") != 0)
+    return cli_bad_value(msg, opt, value, "LL, LL128, Simple or auto");
+  o->nccl.proto = proto;
   return 0;
 }
 
@@ -420,20 +464,25 @@ void cli_options_init(cli_mode_t mode, options_t *o) {
     o->step.slow_worker = -1;
     o->step.slow = 1;
   }
-  if (mode != CLI_BENCH)
+  o->nccl.algo = -1;
+  o->nccl.proto = -1;
+  if (mode != CLI_BENCH && mode != CLI_MODEL)
     return;
-  /* nccl-tests' defaults: sum, its sizes, and NCCL's slice loop */
+  /* nccl-tests' defaults: sum, its sizes (bench's, and model --like
+   * nccl's sweep), and NCCL's slice loop */
   o->config.op = RS_OP_SUM;
+  o->bench.min_bytes = 8;
+  o->bench.max_bytes = (size_t)64 << 20;
+  o->bench.factor = 2;
+  o->bench.dtype = RS_DTYPE_F32;
+  if (mode == CLI_MODEL)
+    return;
   o->config.timeout_s = 60;
   o->config.slices = 1;
   o->bench.workers[0] = 4;
   o->bench.worker_count = 1;
-  o->bench.min_bytes = 8;
-  o->bench.max_bytes = (size_t)64 << 20;
-  o->bench.factor = 2;
   o->bench.iters = 20;
   o->bench.warmup = 5;
-  o->bench.dtype = RS_DTYPE_F32;
   o->bench.nthreads = 1;
   o->bench.check = 1;
   o->bench.rank_average = 1; /* (nccl-tests' default) */
