@@ -240,6 +240,14 @@ class NcclPerf(unittest.TestCase):
         self.assertEqual([(int(l[1]), l[2], l[3]) for l in lines],
                          [(b["bytes"], b["algo"], b["proto"]) for b in doc["buckets"]])
 
+    # nccl-8: docs/validation.md is what scripts/validation writes, and
+    # every row is within its tolerance or listed as a known miss.
+    def test_validation_check(self):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "validation"),
+                            "--ringsim", RINGSIM, "--check"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES", "ROOT")
