@@ -85,8 +85,9 @@ static void test_parsing(void **state) {
                    RS_EINVAL);
 }
 
-/* net-2: in a uniform ring the simulated time equals the formula
- * 2(W-1) k (alpha + b/beta) + (W-1) k b/gamma exactly, in the threaded run
+/* net-2: in a uniform ring the simulated time equals the formula (its
+ * segments streamed: ring.c's rs__ring_stream_step_ns) exactly, in the
+ * threaded run
  * and in the schedule-only simulation, for several W, sizes and segment
  * sizes. */
 static void test_formula_exact(void **state) {
@@ -137,10 +138,43 @@ static void test_threaded_equals_model(void **state) {
   }
 }
 
+/* net-6: pipelined links, worked by hand (docs/algorithms.md, "Pipelined
+ * links"). W = 3 on latency a = 3 us, 1 GB/s (a byte a ns), segments of
+ * 1000 bytes: w = 1 us on the wire. In a step a worker sends its chunk's
+ * k segments back to back; segment j leaves when the link is free and
+ * the segment K = slots before it has arrived (A_j = D_j + w + a), and
+ * the step ends with the last arrival (the reduction is free).
+ *   k = 2, K = 1: D = 0, 4;        A_1 = 8 us;  4 steps: 32 us
+ *   k = 2, K = 2: D = 0, 1;        A_1 = 5 us;  20 us = 2(W-1)(a + S/W b)
+ *   k = 3, K = 1: D = 0, 4, 8;     A_2 = 12 us; 48 us (each in series)
+ *   k = 3, K = 2: D = 0, 1, 4;     A_2 = 8 us;  32 us
+ *   k = 3, K = 8: D = 0, 1, 2;     A_2 = 6 us;  24 us
+ * The threaded run keeps the same clocks, and the formula agrees. */
+static void test_pipelined_ring_by_hand(void **state) {
+  (void)state;
+  const struct {
+    size_t k;
+    int slots;
+    uint64_t ns;
+  } cases[] = {{2, 1, 32000}, {2, 2, 20000}, {3, 1, 48000},
+               {3, 2, 32000}, {3, 8, 24000}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    rs_netmodel_t net = net_of("latency=3us,bandwidth=1GB/s", NULL);
+    net.slots = cases[i].slots;
+    const size_t elems = 3 * cases[i].k * 250; /* 250 floats a segment */
+    size_t segs;
+    assert_int_equal(simulate_one(&net, 3, elems, 1000), cases[i].ns);
+    assert_int_equal(threaded_sim(&net, 3, elems, 1000, &segs), cases[i].ns);
+    assert_int_equal(segs, cases[i].k);
+  }
+}
+
 /* net-4: a slow link slows the whole ring: the ring goes at the pace of its
  * slowest link, so one link 10x slower costs most (here at least 80%) of
- * making every link that slow; a straggler adds its delay at every step,
- * 2(W-1) times, to everyone. */
+ * making every link that slow. A straggler computes before each of its
+ * 2(W-1) steps; with its segments streamed, the others' steps hide
+ * behind its delay (100 us, longer than a step): the ring takes its
+ * 2(W-1) delays and the one step after the last. */
 static void test_slow_link_and_straggler(void **state) {
   (void)state;
   char err[RS_ERRMSG_MAX];
@@ -164,7 +198,7 @@ static void test_slow_link_and_straggler(void **state) {
   assert_int_equal(rs_netmodel_parse_straggler("worker=1,us=100", &lag, err),
                    RS_OK);
   uint64_t t_lag = simulate_one(&lag, W, elems, 8192);
-  assert_int_equal(t_lag, t_fast + 2 * (W - 1) * 100000);
+  assert_int_equal(t_lag, 2 * (W - 1) * 100000 + t_fast / (2 * (W - 1)));
   assert_int_equal(threaded_sim(&lag, W, elems, 8192, &got_segs), t_lag);
 }
 
@@ -223,6 +257,7 @@ int main(void) {
       cmocka_unit_test(test_formula_exact),
       cmocka_unit_test(test_threaded_equals_model),
       cmocka_unit_test(test_slow_link_and_straggler),
+      cmocka_unit_test(test_pipelined_ring_by_hand),
       cmocka_unit_test(test_net_ns_exact),
       cmocka_unit_test(test_big_ring_model),
   };

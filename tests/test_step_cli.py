@@ -58,8 +58,8 @@ class StepCli(unittest.TestCase):
     # Gradients 2 ms apart from the 5 us forward: every all-reduce ends
     # before the next gradient, so only the last is exposed. The first step
     # is one bucket of 3 MiB, chunks of 1.5 MiB in two segments of 786,432
-    # bytes, each received before the next is sent: 4 (1,000 + 786,432) ns
-    # after the last gradient, all exposed.
+    # bytes, streamed (the second leaves as the first is on the wire):
+    # 2 (1,000 + 2 x 786,432) ns after the last gradient, all exposed.
     def test_by_hand(self):
         m = self.model(three_mib())
         for threads in ([], ["--no-threads"]):
@@ -79,8 +79,9 @@ class StepCli(unittest.TestCase):
                                  (7055576, 1050576, 3 * 1050576))
                 first = row["first"]
                 self.assertEqual(len(first["buckets"]), 1)
-                self.assertEqual(first["step_ns"], 6005000 + 4 * (1000 + 786432))
-                self.assertEqual(first["exposed_ns"], 4 * (1000 + 786432))
+                # (2 steps, each a latency and its 2 segments streamed)
+                self.assertEqual(first["step_ns"], 6005000 + 2 * (1000 + 2 * 786432))
+                self.assertEqual(first["exposed_ns"], 2 * (1000 + 2 * 786432))
                 self.assertEqual(row["total_ns"], first["step_ns"] + 2 * later["step_ns"])
 
     # step-2: the text report says the same, and names the critical path.
@@ -288,7 +289,7 @@ class StepCli(unittest.TestCase):
             (["-p", good, "-w", 3, "--topo", "pcie,nodes=2"], "16"),
             (["-p", good, "-w", 2, "--net", NET, "--straggler", "worker=4294967297,compute=2"],
              "--straggler 'worker=4294967297,compute=2'"),
-            (["-p", good, "-w", 2, "--net", "latency=1e9s,bandwidth=1GB/s", "--no-threads"],
+            (["-p", good, "-w", 2, "--net", "latency=5e9s,bandwidth=1GB/s", "--no-threads"],
              "passes 2^63 ns"),
             (["-p", good, "-w", 2, "--net", NET, "--iterations", 1000000, "--compute",
               "flops=1e-12G,rows=1", "--no-threads"], "passes 2^63 ns"),

@@ -157,6 +157,17 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
     uint64_t there, home;
     if (!rounds || chain_hop(a, m, shape, k, w, bytes, &d, &there))
       continue; /* (w holds the chain) */
+    if (a->caps & RS__CAP_STREAM) {
+      /* A streaming step's segments do not wait for each other's
+       * receives, but the next step waits for all of them: d's next step
+       * starts no sooner than a latency after w's link has sent them. */
+      uint64_t latency;
+      const uint64_t wire =
+          rs__sim_hop_least_ns(m, shape.workers, w, d, bytes, &latency);
+      t = rs__sat_add(t, rs__sat_add(latency, sat_mul(wire, rounds)));
+      w = d;
+      continue;
+    }
     if (!chain_hop(a, m, shape, k, d, bytes, &back, &home) && back == w) {
       /* a pair: w, d, w, d, ... */
       t = rs__sat_add(t, sat_mul(there, (rounds + 1) / 2));
@@ -238,6 +249,24 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
+  /* A streaming algorithm's slots (netmodel.h): room for the most
+   * segments one step of any bucket sends, capped at the slots. */
+  if (a->caps & RS__CAP_STREAM) {
+    size_t most = 0;
+    for (size_t b = 0; b < job->bucket_count; b++) {
+      size_t segs = rs_segs_per_chunk(job->buckets[b].elems, workers,
+                                      job->segment_bytes, elem_size);
+      if (a->chunk_segs)
+        segs = a->chunk_segs(s->shape, job->buckets[b].elems, segs, s->cap);
+      most = segs > most ? segs : most;
+    }
+    const size_t cap = rs__sim_slot_cap(m, most);
+    if (cap && !(s->slot_mem = malloc((size_t)workers * cap * sizeof *s->slot_mem)))
+      return RS_ENOMEM;
+    for (int r = 0; r < workers; r++)
+      rs__sim_stream(&s->clocks[r], 1, cap ? s->slot_mem + (size_t)r * cap : NULL,
+                     cap);
+  }
   /* A topology of several nodes: its NICs' load under a's schedule (one
    * that does not hold the W workers, which rs_netmodel_check refuses,
    * is taken as one node). */
@@ -265,6 +294,7 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->arrive);
   free(s->wire);
   free(s->algo_mem);
+  free(s->slot_mem);
   if (s->track) {
     free(s->track->saved);
     free(s->track->seen);

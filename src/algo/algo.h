@@ -44,6 +44,9 @@
 #define RS__CAP_NCCL 0x10u           /* in_nccl */
 #define RS__CAP_FORMULA 0x20u        /* closed_formula: predict is one */
 #define RS__CAP_TEXTBOOK_RING 0x40u  /* textbook_ring: DESIGN.md's ring */
+/* A step sends only what earlier steps received: its segments stream
+ * (netmodel.h's rs__sim_stream; docs/algorithms.md, "Pipelined links"). */
+#define RS__CAP_STREAM 0x80u
 
 typedef struct rs_algo {
   const char *name;

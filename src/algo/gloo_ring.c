@@ -107,10 +107,9 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   const rs_gloo_layout_t l = rs__gloo_layout(elems, workers, cap);
   const uint64_t W = (uint64_t)workers, P = l.per_chunk;
   size_t seg_bytes = l.seg_elems * elem_size;
-  uint64_t per_segment =
-      m->link.latency_ns + rs__net_ns(seg_bytes, m->link.bandwidth);
-  return 2 * (W - 1) * P * per_segment +
-         (W - 1) * P * rs__net_ns(seg_bytes, m->reduce_rate);
+  /* every step P segments of seg_bytes, streamed (ring.c) */
+  return (W - 1) * (rs__ring_stream_step_ns(m, P, 0, 0, seg_bytes, 0) +
+                    rs__ring_stream_step_ns(m, P, 0, 0, seg_bytes, 1));
 }
 
 /* The edges: r -> r-1. */
@@ -173,7 +172,7 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
  * its segments are gloo's, whose size decides its bits. */
 const rs_algo_t rs__algo_gloo_ring = {
     .name = "gloo-ring",
-    .caps = RS__CAP_FORMULA,
+    .caps = RS__CAP_FORMULA | RS__CAP_STREAM,
     .segment_bytes = RS_GLOO_SEGMENT_BYTES,
     .send_peers = send_peers,
     .recv_peers = recv_peers,

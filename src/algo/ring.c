@@ -378,8 +378,42 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
   return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
-/* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments,
- * each a latency and a transfer, and (W-1) k reductions. */
+/* DESIGN: a streamed step in closed form. Segment j leaves at
+ * D_j = max(D_{j-1} + w_{j-1}, A_{j-K}) after the step's start (the link
+ * free, and the segment K = slots before it arrived) and arrives at
+ * A_j = D_j + w_j + a; the receiver's clock takes each on arrival and
+ * reduces it (f_j). The receiver's port never holds one up (the sender's
+ * link already spaces them by their wire times). With equal segments,
+ * D_{k-1} = max((k-1) w, floor((k-1)/K) (w + a) + ((k-1) mod K) w): the
+ * link's pace while K w >= w + a, else K segments a latency.
+ * docs/algorithms.md ("Pipelined links") has it with the ring's
+ * formula. */
+uint64_t rs__ring_stream_step_ns(const rs_netmodel_t *m, size_t k, size_t big,
+                                 size_t hi, size_t lo, int reduced) {
+  const uint64_t a = m->link.latency_ns;
+  const uint64_t w_hi = rs__net_ns(hi, m->link.bandwidth),
+                 w_lo = rs__net_ns(lo, m->link.bandwidth);
+  const uint64_t f_hi = reduced ? rs__net_ns(hi, m->reduce_rate) : 0,
+                 f_lo = reduced ? rs__net_ns(lo, m->reduce_rate) : 0;
+  const size_t K = (size_t)rs__sim_slots(m);
+  uint64_t arrived[RS_MAX_SLOTS]; /* A_j, the last K of them */
+  uint64_t link = 0, clock = 0;
+  for (size_t j = 0; j < k; j++) {
+    const uint64_t w = j < big ? w_hi : w_lo, f = j < big ? f_hi : f_lo;
+    uint64_t depart = link;
+    if (j >= K && arrived[j % K] > depart)
+      depart = arrived[j % K];
+    link = rs__sat_add(depart, w);
+    const uint64_t arrive = rs__sat_add(link, a);
+    arrived[j % K] = arrive;
+    clock = rs__sat_add(arrive > clock ? arrive : clock, f);
+  }
+  return clock;
+}
+
+/* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps, each k segments
+ * streamed (rs__ring_stream_step_ns), and reductions in the W-1 of
+ * reduce-scatter. */
 static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   const int workers = shape.workers;
@@ -390,16 +424,13 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   /* Segment j of every step goes at the pace of the largest segment j of
    * any chunk: the largest chunk's (ceil(n/W) elements; with fewer
    * elements than workers, one), cut as every chunk into segs near-equal
-   * segments, `big` of them one element longer. */
+   * segments, the first `big` of them one element longer. */
   const size_t chunk = elems / W + (elems % W != 0);
-  const uint64_t big = chunk % segs;
+  const size_t big = chunk % segs;
   const size_t lo = chunk / segs * elem_size, hi = lo + elem_size;
-  uint64_t step = segs * m->link.latency_ns +
-                  (segs - big) * rs__net_ns(lo, m->link.bandwidth) +
-                  big * rs__net_ns(hi, m->link.bandwidth);
-  uint64_t folds = (segs - big) * rs__net_ns(lo, m->reduce_rate) +
-                   big * rs__net_ns(hi, m->reduce_rate);
-  return 2 * (W - 1) * step + (W - 1) * folds;
+  const uint64_t step = rs__ring_stream_step_ns(m, segs, big, hi, lo, 0),
+                 fold_step = rs__ring_stream_step_ns(m, segs, big, hi, lo, 1);
+  return (W - 1) * step + (W - 1) * fold_step;
 }
 
 /* The ring's edges: r -> r+1. */
@@ -465,7 +496,8 @@ static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
 const rs_algo_t rs__algo_ring = {
     .name = "ring",
     .caps = RS__CAP_SLICES | RS__CAP_REDUCE_SCATTER | RS__CAP_AUTO |
-            RS__CAP_NCCL | RS__CAP_FORMULA | RS__CAP_TEXTBOOK_RING,
+            RS__CAP_NCCL | RS__CAP_FORMULA | RS__CAP_TEXTBOOK_RING |
+            RS__CAP_STREAM,
     .send_peers = send_peers,
     .recv_peers = recv_peers,
     .message_elems = message_elems,

@@ -342,7 +342,10 @@ void rs__simrun_step(rs_simrun_t *s) {
     s->nomem = s->over = 1;
     return;
   }
-  for (int r = 0; s->net->straggler_count && r < s->shape.workers; r++) {
+  /* (a streaming worker's step starts its sends: every clock's step) */
+  const int every = s->net->straggler_count || s->slot_mem ||
+                    (s->shape.workers && s->clocks[0].stream);
+  for (int r = 0; every && r < s->shape.workers; r++) {
     const int w = rs__group_worker(&s->group, r);
     if (s->clocks[w].straggler_ns)
       rs__simrun_touch(s, w); /* (its state before the straggler's step) */

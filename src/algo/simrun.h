@@ -60,6 +60,7 @@ typedef struct rs_simrun {
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
+  uint64_t *slot_mem; /* a streaming algorithm's slots, every worker's */
   int nomem;        /* an algorithm could not get memory a bucket needs */
   /* Whom the ranks in the runner's calls count (xfer.h): all zero, the
    * workers; in a group, its members, and shape is the group's, flat. */

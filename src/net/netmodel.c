@@ -202,6 +202,7 @@ void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
   c->net = net;
   c->rank = rank;
   c->out = out_link(net, rank);
+  c->slots = rs__sim_slots(net);
   for (int i = 0; i < net->straggler_count; i++)
     if (net->stragglers[i].worker == rank)
       c->straggler_ns += net->stragglers[i].delay_ns;

@@ -44,7 +44,26 @@ typedef struct rs_simclock {
   uint64_t clock;        /* this worker's simulated now */
   uint64_t link_free;    /* when the outgoing link can take a segment */
   uint64_t in_free;      /* when its incoming port has taken the last */
+  /* Streaming (rs__sim_stream: an algorithm whose step sends only what
+   * earlier steps received, RS__CAP_STREAM): a step's segments leave as
+   * soon as the link is free and the receiver has a slot, not after the
+   * step's own receives. step_ready: when the step began (its data was
+   * ready). slot_arrive: when the step's last segments arrive, a ring of
+   * slot_cap (min(slots, the most segments a step sends): the slot rule
+   * binds only from segment `slots` on); slot_n: the step's sends so far.
+   * docs/algorithms.md, "Pipelined links". */
+  int stream, slots;
+  uint64_t step_ready;
+  uint64_t *slot_arrive;
+  size_t slot_cap, slot_n;
 } rs_simclock_t;
+
+/* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
+static inline int rs__sim_slots(const rs_netmodel_t *m) {
+  if (!m || m->slots <= 0)
+    return 8;
+  return m->slots < RS_MAX_SLOTS ? m->slots : RS_MAX_SLOTS;
+}
 
 /* ceil(bytes * 1e9 / rate) nanoseconds; 0 for a zero rate (free). */
 static inline uint64_t rs__net_ns(size_t bytes, uint64_t rate) {
@@ -84,10 +103,35 @@ static inline void rs__sim_start_at(rs_simclock_t *c, uint64_t at) {
     c->clock = at;
 }
 
-/* A step begins: a straggler computes first. */
+/* A step begins: a straggler computes first. A streaming worker's step
+ * sends from then on, its slots all free (a step sends to one peer). */
 static inline void rs__sim_step(rs_simclock_t *c) {
-  if (c->net)
+  if (c->net) {
     c->clock = rs__sat_add(c->clock, c->straggler_ns);
+    c->step_ready = c->clock;
+    c->slot_n = 0;
+  }
+}
+
+/* Worker c runs a streaming algorithm's steps (stream 1) or sends each
+ * segment after its receive before it (0), with room for the arrivals
+ * of slot_cap segments (slot_arrive, the caller's: slot_cap entries). */
+static inline void rs__sim_stream(rs_simclock_t *c, int stream,
+                                  uint64_t *slot_arrive, size_t slot_cap) {
+  c->stream = stream;
+  c->slot_arrive = slot_arrive;
+  c->slot_cap = slot_cap;
+  c->slot_n = 0;
+  c->step_ready = c->clock;
+}
+
+/* The segments of one step a streaming schedule sends on one link at
+ * most: slot_cap need be no larger (its slots for segments in one step,
+ * capped at slots). */
+static inline size_t rs__sim_slot_cap(const rs_netmodel_t *m,
+                                      size_t step_segs) {
+  const size_t slots = (size_t)rs__sim_slots(m);
+  return step_segs < slots ? step_segs : slots;
 }
 
 /* A segment of bytes leaves for worker dst in the algorithm's global step
@@ -128,11 +172,24 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     c->wire_share = UINT32_MAX;
   }
   wire = c->wire_ns;
-  uint64_t depart = c->clock > c->link_free ? c->clock : c->link_free;
+  /* Pipelined links: a segment leaves once its data is ready (streaming:
+   * when its step began; else after the worker's last receive), the link
+   * is free, and (streaming) the receiver has a slot: the segment `slots`
+   * before it in the step has arrived. */
+  const uint64_t ready = c->stream ? c->step_ready : c->clock;
+  uint64_t depart = ready > c->link_free ? ready : c->link_free;
+  if (c->stream && c->slot_n >= (size_t)c->slots &&
+      c->slot_cap == (size_t)c->slots) {
+    const uint64_t freed = c->slot_arrive[c->slot_n % c->slot_cap];
+    depart = freed > depart ? freed : depart;
+  }
   c->link_free = rs__sat_add(depart, wire);
   *depart_ns = depart;
   *arrive_ns = rs__sat_add(c->link_free, latency);
   *wire_ns = wire;
+  if (c->stream && c->slot_cap)
+    c->slot_arrive[c->slot_n % c->slot_cap] = *arrive_ns;
+  c->slot_n++;
 }
 
 /* The time on the wire rs__sim_send would charge a segment of bytes

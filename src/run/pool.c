@@ -239,6 +239,9 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     /* a topology's contention: this bucket's algorithm's (net/topo.h) */
     const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
     rs__sim_set_load(&w->sim, load->pattern ? load : NULL);
+    /* pipelined links: a streaming algorithm's steps (netmodel.h) */
+    rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
+                   w->slot_arrive, w->slot_cap);
     /* Average, DDP's way: each worker divides its own gradient first (a
      * compressing hook casts it to its dtype before), and the algorithm
      * sums the quotients. */

@@ -41,6 +41,9 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (!run)
     return NULL;
   run->config = *config;
+  /* the pipelined links' slots are the channels' (--slots, NCCL_STEPS) */
+  if (run->config.net.slots <= 0)
+    run->config.net.slots = config->slots;
   run->shape = rs__shape_of(&run->config.net, run->config.workers);
   run->model = model;
   run->algo = rs__algo_get(config->algo); /* NULL for auto */
@@ -281,14 +284,33 @@ static int open_edges(rs_run_t *run, const sizing_t *s) {
   return RS_OK;
 }
 
+/* The most segments one step of a streaming bucket sends on a link
+ * (its algorithm's chunk cut), capped at the slots: each worker's room
+ * for the slot rule's arrivals (netmodel.h); 0 when no bucket streams. */
+static size_t stream_slot_cap(const rs_run_t *run) {
+  size_t most = 0;
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    const rs_algo_t *a = run->bucket_algo[b];
+    if (!(a->caps & RS__CAP_STREAM))
+      continue;
+    size_t segs = run->bucket_segs[b];
+    if (a->chunk_segs)
+      segs = a->chunk_segs(run->shape, run->buckets[b].elems, segs,
+                           rs__run_seg_cap(run));
+    most = segs > most ? segs : most;
+  }
+  return rs__sim_slot_cap(&run->config.net, most);
+}
+
 /* Every worker's own state: its rank, buffer and options, its simulated
  * clock, and its scratch (to unpack a message, a root's stash, DDP's
- * layout). */
+ * layout, the slot rule's arrivals). */
 static int init_workers(rs_run_t *run, const sizing_t *s) {
   const rs_config_t *config = &run->config;
   const int W = config->workers;
   const size_t elem_bytes = run->buf_elem_bytes;
   const size_t largest = rs__run_largest_bucket(run);
+  const size_t slot_cap = config->net.enabled ? stream_slot_cap(run) : 0;
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
     w->rc = RS_WORKER_NOT_STARTED;
@@ -316,6 +338,9 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
+    if (slot_cap && !(w->slot_arrive = malloc(slot_cap * sizeof *w->slot_arrive)))
+      return RS_ENOMEM;
+    w->slot_cap = slot_cap;
     w->seg_cap = rs__run_seg_cap(run);
     if (W > 1 && rs__run_stashes(run, r) &&
         !(w->stash = rs__aligned_alloc((largest ? largest : 1) * elem_bytes)))
@@ -431,6 +456,7 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].unpacked);
       free(run->workers[r].stash);
       free(run->workers[r].relayout);
+      free(run->workers[r].slot_arrive);
     }
   }
   for (int i = 0; i < run->edge_count; i++) {
