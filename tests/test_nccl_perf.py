@@ -116,7 +116,7 @@ class NcclPerf(unittest.TestCase):
         rc, out, err = model(*args, "--json")
         self.assertEqual(rc, 0, err)
         doc = json.loads(out)
-        self.assertEqual(doc["schema"], "ringsim-nccl-perf/1")
+        self.assertEqual(doc["schema"], "ringsim.model.sweep/1")
         self.assertEqual({k: doc["topology"][k] for k in ("nodes", "gpus", "ranks")},
                          {"nodes": 2, "gpus": 8, "ranks": 16})
         self.assertEqual(doc["topology"]["spec"], "dgx-h100,nodes=2")
@@ -225,7 +225,7 @@ class NcclPerf(unittest.TestCase):
                              "--json")
         self.assertEqual(rc, 0, err)
         doc = json.loads(out)
-        self.assertEqual(doc["schema"], "ringsim-nccl-model/1")
+        self.assertEqual(doc["schema"], "ringsim.model.nccl/1")
         self.assertGreater(len(doc["buckets"]), 1)
         self.assertEqual(sum(b["bytes"] for b in doc["buckets"]), doc["bytes"])
         self.assertAlmostEqual(doc["time_us"], sum(b["time_us"] for b in doc["buckets"]),

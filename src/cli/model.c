@@ -326,12 +326,13 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
                                       "predicted_ns_at", at));
     }
     json_t *o = json_pack(
-        "{s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}}", "model",
-        rs_model_name(model), "workers", W, "bytes", (json_int_t)bytes, "algos",
-        list, "fastest", rs_algorithm_name(t[best].algo), "fastest_tied",
-        fastest, "crossovers", "min_bytes", (json_int_t)(min_elems * elem_size),
-        "max_bytes", (json_int_t)(rs_model_elems(model) * elem_size),
-        "best_at_min", rs_algorithm_name(first), "changes", cl);
+        "{s:s, s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}}", "schema",
+        "ringsim.model.all/1", "model", rs_model_name(model), "workers", W,
+        "bytes", (json_int_t)bytes, "algos", list, "fastest",
+        rs_algorithm_name(t[best].algo), "fastest_tied", fastest, "crossovers",
+        "min_bytes", (json_int_t)(min_elems * elem_size), "max_bytes",
+        (json_int_t)(rs_model_elems(model) * elem_size), "best_at_min",
+        rs_algorithm_name(first), "changes", cl);
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -475,8 +476,10 @@ static int rows_json(const options_t *opt, const rs_model_t *model,
       json_object_set_new(r, "nodes", json_integer(opt->rows.nodes[i]));
     json_array_append_new(rows, r);
   }
-  return print_json(json_pack("{s:s, s:I, s:o}", "model", rs_model_name(model),
-                              "bytes", (json_int_t)bytes, "rows", rows));
+  return print_json(json_pack("{s:s, s:s, s:I, s:o}", "schema",
+                              "ringsim.model.rows/1", "model",
+                              rs_model_name(model), "bytes", (json_int_t)bytes,
+                              "rows", rows));
 }
 
 static void rows_text(const options_t *opt, const rs_model_t *model,
@@ -590,12 +593,13 @@ static int print_one(const options_t *opt, const rs_model_t *model,
   double busbw = rs_busbw(algbw, W); /* algbw is finite: 0 for one worker */
   if (opt->json) {
     json_t *o = json_pack(
-        "{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "model",
-        rs_model_name(model), "algo", rs_algorithm_name(algo), "workers", W,
-        "elems", (json_int_t)elems, "bytes", (json_int_t)(elems * elem_size),
-        "buckets", (json_int_t)bucket_count, "segs_per_chunk",
-        (json_int_t)t->segs, "sim_ns", (json_int_t)sim, "predicted_ns",
-        (json_int_t)t->predicted, "algbw_gbs", algbw, "busbw_gbs", busbw);
+        "{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
+        "schema", "ringsim.model/1", "model", rs_model_name(model), "algo",
+        rs_algorithm_name(algo), "workers", W, "elems", (json_int_t)elems,
+        "bytes", (json_int_t)(elems * elem_size), "buckets",
+        (json_int_t)bucket_count, "segs_per_chunk", (json_int_t)t->segs,
+        "sim_ns", (json_int_t)sim, "predicted_ns", (json_int_t)t->predicted,
+        "algbw_gbs", algbw, "busbw_gbs", busbw);
     if (o && t->uncontended != UINT64_MAX)
       json_object_set_new(o, "uncontended_ns",
                           json_integer((json_int_t)t->uncontended));
@@ -942,7 +946,7 @@ static int nccl_sweep(const options_t *opt, const rs_nccl_system_t *sys,
         opt->nccl.channels ? json_integer(opt->nccl.channels) : json_null());
     json_t *o = json_pack(
         "{s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:f}", "schema",
-        "ringsim-nccl-perf/1", "topology", nccl_topology_json(opt, sys),
+        "ringsim.model.sweep/1", "topology", nccl_topology_json(opt, sys),
         "type", type, "redop", redop, "slots", opt->config.slots, "forced",
         forced, "sizes", sizes, "avg_busbw_gbs",
         count ? busbw_sum / (double)count : 0.0);
@@ -1035,7 +1039,7 @@ static int nccl_buckets(const options_t *opt, const rs_model_t *model,
     free(rows);
     return print_json(json_pack(
         "{s:s, s:s, s:o, s:i, s:I, s:o, s:f, s:f, s:f, s:f}", "schema",
-        "ringsim-nccl-model/1", "model", rs_model_name(model), "topology",
+        "ringsim.model.nccl/1", "model", rs_model_name(model), "topology",
         nccl_topology_json(opt, sys), "workers", ranks, "bytes",
         (json_int_t)bytes, "buckets", list, "time_us",
         (double)total_ns / 1e3, "algbw_gbs", algbw, "busbw_gbs",

@@ -552,9 +552,10 @@ static int print_json(const options_t *o, const rs_model_t *model,
                   (json_int_t)rows[i].total_ns, "best", rows[i].best,
                   "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
   json_t *root =
-      json_pack("{ss si si sb ss so}", "model", rs_model_name(model), "workers",
-                o->config.workers, "iterations", o->step.iterations, "threads",
-                threads, "hook", hook, "rows", list);
+      json_pack("{ss ss si si sb ss so}", "schema", "ringsim.step/1", "model",
+                rs_model_name(model), "workers", o->config.workers,
+                "iterations", o->step.iterations, "threads", threads, "hook",
+                hook, "rows", list);
   if (!root)
     return EXIT_RUN;
   json_dumpf(root, stdout, JSON_INDENT(2));
