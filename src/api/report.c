@@ -249,6 +249,7 @@ static json_t *hook_json(const report_ctx_t *r, const rs_config_t *cfg,
 /* What ran: the model, the run's shape and its algorithm. */
 static void shape_json(json_t *o, const report_ctx_t *r, const rs_config_t *cfg,
                        const rs_result_t *res, const rs_run_figures_t *f) {
+  json_object_set_new(o, "schema", json_string("ringsim.run/1"));
   json_object_set_new(o, "version", json_string(RS_VERSION));
   json_object_set_new(o, "model", json_string(rs_model_name(r->model)));
   json_object_set_new(o, "workers", json_integer(f->workers));

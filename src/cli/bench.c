@@ -560,13 +560,14 @@ static void print_row(const options_t *o, const row_t *oop, const row_t *r) {
   const char *op = rs_op_name(o->config.op);
   if (o->json) {
     json_t *j = json_pack(
-        "{s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:f, "
-        "s:i, s:i, s:b, s:s}",
-        "algo", rs_algorithm_name(r->algo), "workers", r->workers, "size",
-        (json_int_t)r->bytes, "count", (json_int_t)r->count, "type",
-        cli_datatype_name(o->bench.dtype), "redop", op, "time_us", r->time_us,
-        "min_time_us", r->min_us, "algbw_gbs", r->algbw, "busbw_gbs", r->busbw,
-        "wrong", (json_int_t)r->wrong, "ref_us", r->ref_us, "time_over_ref",
+        "{s:s, s:s, s:i, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:f, "
+        "s:f, s:i, s:i, s:b, s:s}",
+        "schema", "ringsim.bench/1", "algo", rs_algorithm_name(r->algo),
+        "workers", r->workers, "size", (json_int_t)r->bytes, "count",
+        (json_int_t)r->count, "type", cli_datatype_name(o->bench.dtype),
+        "redop", op, "time_us", r->time_us, "min_time_us", r->min_us,
+        "algbw_gbs", r->algbw, "busbw_gbs", r->busbw, "wrong",
+        (json_int_t)r->wrong, "ref_us", r->ref_us, "time_over_ref",
         r->ref_us > 0 ? r->time_us / r->ref_us : 0.0, "warmup", r->warmup,
         "iters", r->iters, "fastest", r->fastest, "chosen",
         rs_algorithm_name(r->chosen));

@@ -256,7 +256,9 @@ static json_t *element_json(const diff_t *d) {
 json_t *diff_json(const diff_t *d) {
   const double pct =
       d->elems ? 100.0 * (double)d->differing / (double)d->elems : 0;
-  json_t *j = json_object();
+  /* the document's kind first (docs/json.md): also each comparison of
+   * diff_report_json_each's, a pair's whole report */
+  json_t *j = json_pack("{s:s}", "schema", "ringsim.diff/1");
   json_object_set_new(j, "sides", sides_json(d));
   json_object_set_new(j, "contributions", json_integer(d->big));
   json_object_set_new(j, "compared", json_integer((json_int_t)d->elems));
@@ -283,7 +285,7 @@ static void print_json(json_t *j) {
 void diff_report_json(const diff_t *d) { print_json(diff_json(d)); }
 
 void diff_report_json_each(const diff_t *d, json_t *comparisons) {
-  json_t *j = json_object();
+  json_t *j = json_pack("{s:s}", "schema", "ringsim.diff.each/1");
   json_t *sides = sides_json(d);
   json_object_set(j, "reference", json_array_get(sides, 0));
   json_decref(sides);

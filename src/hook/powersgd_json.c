@@ -81,16 +81,16 @@ char *rs_powersgd_json(const rs_powersgd_t *ps, int iterations, int status,
   int checked;
   json_t *steps = steps_json(ps, &checked);
   json_t *o = json_pack(
-      "{s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:i, s:s, s:s, s:o, s:o, s:o, s:I, "
-      "s:I, s:b, s:s?}",
-      "mode", "powersgd", "model", rs_model_name(model), "workers",
-      cfg->workers, "rank", cfg->powersgd_rank, "start", cfg->powersgd_start,
-      "feedback", cfg->powersgd_feedback, "warm", cfg->powersgd_warm,
-      "iterations", iterations, "algo", rs_algorithm_name(cfg->algo),
-      "initial_q", initial_q, "buckets", buckets_json(r), "tensors",
-      tensors_json(r, model), "steps", steps, "bytes", (json_int_t)r->bytes,
-      "plain_bytes", (json_int_t)r->plain_bytes, "passed",
-      ok && checked && status == RS_OK, "error",
+      "{s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:i, s:s, s:s, s:o, s:o, s:o, "
+      "s:I, s:I, s:b, s:s?}",
+      "schema", "ringsim.powersgd/1", "mode", "powersgd", "model",
+      rs_model_name(model), "workers", cfg->workers, "rank", cfg->powersgd_rank,
+      "start", cfg->powersgd_start, "feedback", cfg->powersgd_feedback, "warm",
+      cfg->powersgd_warm, "iterations", iterations, "algo",
+      rs_algorithm_name(cfg->algo), "initial_q", initial_q, "buckets",
+      buckets_json(r), "tensors", tensors_json(r, model), "steps", steps,
+      "bytes", (json_int_t)r->bytes, "plain_bytes", (json_int_t)r->plain_bytes,
+      "passed", ok && checked && status == RS_OK, "error",
       status == RS_OK ? NULL : errmsg);
   if (o && ok) {
     json_object_set_new(o, "max_abs_err", json_real(r->max_abs_err));
