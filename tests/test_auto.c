@@ -149,7 +149,7 @@ static void test_refusals_and_eligibility(void **state) {
   assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_EINVAL);
   assert_non_null(strstr(err, "inject"));
   cfg.fault_count = 0;
-  /* copy-free channels: rd and rhd are unsafe, so never chosen (the small
+  /* copy-free queues: rd and rhd are unsafe, so never chosen (the small
    * bucket would be rd's otherwise) */
   cfg.direct = 1;
   cfg.first_bucket_bytes = 4;

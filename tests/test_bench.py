@@ -35,7 +35,7 @@ class Bench(unittest.TestCase):
         self.assertEqual([int(r[0]) for r in rows], sizes * 2)
         self.assertEqual(out.count("# ringsim bench: ring all-reduce on 2 worker threads"), 1)
         self.assertEqual(out.count("# ringsim bench: ring all-reduce on 3 worker threads"), 1)
-        self.assertEqual(out.count("copying channels, NCCL's slice loop"), 2)  # the defaults
+        self.assertEqual(out.count("copying queues, NCCL's slice loop"), 2)  # the defaults
         for i, r in enumerate(rows):
             W = 2 if i < len(sizes) else 3
             self.assertEqual(len(r), 15, r)

@@ -256,11 +256,11 @@ class Cli(unittest.TestCase):
         rc, out, err = run("-p", two, "--no-trace", "--slots", 1)
         self.assertEqual(rc, 0, err)
         self.assertIn("  model      1 param, 2 elements, 8 B of f32 per worker\n", out)
-        self.assertIn("  chunks     2 of 1 element, 1 segment each (<= 1 element), 1 slot per channel\n", out)
+        self.assertIn("  chunks     2 of 1 element, 1 segment each (<= 1 element), 1 slot per queue\n", out)
         model = self.write("m.json", '{"params": [{"name": "g", "shape": [40]}]}')
         rc, out, err = run("-p", model, "-w", 4, "--segment-bytes", 4, "--no-trace")
         self.assertEqual(rc, 0, err)
-        self.assertIn("  chunks     4 of 10 elements, 10 segments each (<= 1 element), 8 slots per channel\n",
+        self.assertIn("  chunks     4 of 10 elements, 10 segments each (<= 1 element), 8 slots per queue\n",
                       out)
 
     def test_transfers_per_worker(self):

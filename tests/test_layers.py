@@ -8,6 +8,11 @@ declares what mpi/ implements: core owns that interface), else by the folder of 
 that defines it (the public calls of include/ringsim/, each by where it is
 implemented). Folders on one rung (`run, mpi`) may not reach each other.
 
+And one name: "channel" is NCCL's (one of C parallel rings, each over its
+share of the data); the bounded FIFO on an edge is a queue (net/queue.h).
+No line of src/ or include/ outside NCCL's files (src/algo/nccl*) says
+"channel" for the FIFO (fifo_channel_lines).
+
     test_layers.py RINGSIM SOURCE_DIR [Layers.test_name ...]   (RINGSIM unused:
     every test file of tests/ is given the command first)
 """
@@ -80,6 +85,41 @@ def violations(src, rank):
     return sorted(bad)
 
 
+# What "chan" may be on a line without meaning the FIFO: words that hold
+# it (change, unchanged, exchange), NCCL's names (NCCL_MIN_NCHANNELS,
+# MAXCHANNELS, OPT_CHANNELS, nChannels, --channels, the pick's .channels),
+# and in the trace's files the column of traces from before the rename.
+NOT_FIFO = re.compile(r"(?i:\w*chang\w*)|\w*CHANNELS\w*|nChannels|--channels|\"channels\"|"
+                      r"(?:\.|->)(?:min_|max_)?channels\b|\b(?:min|max)_channels\b")
+LEGACY = ("src/io/trace_schema.c", "src/io/trace_write.c", "src/io/trace_internal.h")
+# The FIFO's own words: a line with one of them and "chan" means the FIFO,
+# NCCL named nearby or not.
+FIFO_WORDS = re.compile(r"slot|fifo|copy-free|copying|direct|spin|\bhead\b|\btail\b|"
+                        r"\bchan\b|rs_+chan|channel\.[ch]\b|RS_CHAN|CHANNEL_H", re.I)
+
+
+def fifo_channel_lines(path, text):
+    """The lines of text (a file of src/ or include/ at path) that say
+    "chan" for the FIFO, as 'path:line: text'. A mention is NCCL's when the
+    line or one of the two before or after it names NCCL and the line has
+    none of the FIFO's words; NCCL's own files are not read."""
+    if re.match(r"src/algo/nccl", path):
+        return []
+    lines = text.splitlines()
+    bad = []
+    for i, line in enumerate(lines):
+        rest = NOT_FIFO.sub(" ", line)
+        if path in LEGACY:
+            rest = rest.replace("channel_slots", " ")
+        if "chan" not in rest.lower():
+            continue
+        nccl = any("nccl" in l.lower() for l in lines[max(0, i - 2):i + 3])
+        if nccl and not FIFO_WORDS.search(rest):
+            continue
+        bad.append(f"{path}:{i + 1}: {line.strip()}")
+    return bad
+
+
 class Layers(unittest.TestCase):
     # layers-1: every include and call of src/ goes down the order
     def test_arrows_go_down(self):
@@ -108,6 +148,47 @@ class Layers(unittest.TestCase):
             self.assertEqual(violations(src, rank),
                              ["src/extra/: a folder the order in docs/architecture.md "
                               "leaves out"])
+
+
+    # layers-3: "channel" is NCCL's; the FIFO on an edge is a queue. No
+    # line of src/ or include/ but NCCL's files uses "chan" for the FIFO
+    # (`grep -rn -i chan src include`, each hit judged as above).
+    def test_no_channel_means_the_fifo(self):
+        bad = []
+        for top in ("src", "include"):
+            for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
+                for name in sorted(names):
+                    if name.endswith((".c", ".h")):
+                        full = os.path.join(dirpath, name)
+                        with open(full) as f:
+                            bad += fifo_channel_lines(os.path.relpath(full, ROOT), f.read())
+        self.assertEqual(bad, [])
+        self.assertTrue(os.path.exists(os.path.join(ROOT, "src", "net", "queue.c")))
+        self.assertFalse(os.path.exists(os.path.join(ROOT, "src", "net", "channel.c")))
+
+    # layers-4: that check tells the FIFO from NCCL's channels
+    def test_the_check_tells_the_fifo_from_nccl(self):
+        text = "\n".join([
+            "/* a copying channel keeps 8 slots */",             # 1 the FIFO
+            "rs_chan_t *c = &e->chan;",                          # 2
+            "#include \"net/channel.h\"",                       # 3
+            "/* wakes every Channel */",                         # 4 no NCCL near
+            "",
+            "",
+            "/* NCCL runs 16 channels, */",                      # 7 NCCL's
+            "/* each a ring (its channels' rings) */",           # 8 NCCL a line off
+            "f.min_channels = opt->nccl.channels;",              # 9 NCCL's names
+            "/* exchange, unchanged */",                         # 10 other words
+            "int n; /* NCCL_STEPS slots per channel */",          # 11 NCCL, FIFO words
+            "\"segment_elems, channel_slots, timeout_s\"",       # 12 the old column
+            "H(\"copy-free channels (NCCL's direct mode)\")",     # 13 NCCL, FIFO words
+        ])
+        self.assertEqual([l.split(":")[1] for l in fifo_channel_lines("src/x/a.c", text)],
+                         ["1", "2", "3", "4", "11", "12", "13"])
+        self.assertEqual([l.split(":")[1] for l in
+                          fifo_channel_lines("src/io/trace_write.c", text)],
+                         ["1", "2", "3", "4", "11", "13"])
+        self.assertEqual(fifo_channel_lines("src/algo/nccl_tune.c", text), [])
 
 
 def main():

@@ -29,7 +29,7 @@ import ringsim_st  # noqa: E402
 
 
 def checksum(data):
-    """channel.c's rs_checksum, in Python."""
+    """queue.c's rs_checksum, in Python."""
     n = len(data)
     h = 0x9e3779b97f4a7c15 ^ n
     i = 0

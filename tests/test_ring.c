@@ -205,7 +205,7 @@ static int matrix_workers;
 
 /* ring-0.W: W workers against element counts 1, W-1, W, W+1 and 1000003
  * (525571 at W=64), with inline, normal and exact inputs, through copying
- * and direct channels, in the step and the slice loop order, in f32 and
+ * and direct queues, in the step and the slice loop order, in f32 and
  * f64; exact bit for bit, the rest within the bound,
  * all workers bitwise identical, traffic as the theory says. */
 static void test_matrix(void **state) {
@@ -218,7 +218,7 @@ static void test_matrix(void **state) {
       continue;
     for (int kind = 0; kind < 3; kind++)
       run_case(W, counts[c], (kind_t)kind, RS_OP_AVG, 0, 0, RS_DTYPE_F32);
-    /* the copy-free channels, on the same inputs */
+    /* the copy-free queues, on the same inputs */
     run_case(W, counts[c], KIND_EXACT, RS_OP_AVG, 1, 0, RS_DTYPE_F32);
     /* NCCL's slice order, copying and direct */
     run_case(W, counts[c], (kind_t)(c % 3), RS_OP_AVG, (int)(c % 2), 1,
@@ -337,9 +337,9 @@ static void test_many_workers_finish(void **state) {
   run_simple(1024, 5000, 64 * 1024, 8);
 }
 
-/* ring-4: one slot per channel and one-element segments still complete:
+/* ring-4: one slot per queue and one-element segments still complete:
  * the send-then-receive order cannot deadlock. */
-static void test_smallest_channel_and_segments(void **state) {
+static void test_smallest_queue_and_segments(void **state) {
   (void)state;
   run_simple(5, 97, 4, 1);
   run_simple(2, 1, 4, 1);
@@ -898,7 +898,7 @@ static void test_low_precision_many_workers(void **state) {
   }
 }
 
-/* ring-17: f16 and bf16 cross copying channels packed in 2 bytes (and
+/* ring-17: f16 and bf16 cross copying queues packed in 2 bytes (and
  * direct ones as the sender's floats): both give the same bits, so the
  * packing loses nothing, and the bytes counted are 2 an element. */
 static void test_half_precision_wire_is_exact(void **state) {
@@ -1208,7 +1208,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_two_worker_example),
       cmocka_unit_test(test_reduce_scatter_invariant),
       cmocka_unit_test(test_many_workers_finish),
-      cmocka_unit_test(test_smallest_channel_and_segments),
+      cmocka_unit_test(test_smallest_queue_and_segments),
       cmocka_unit_test(test_dead_worker_times_out),
       cmocka_unit_test(test_one_worker_is_identity),
       cmocka_unit_test(test_two_runs_at_once),

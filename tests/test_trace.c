@@ -22,7 +22,7 @@ static int64_t query_int(sqlite3 *db, const char *sql) {
 
 /* trace-c-1: a run that fails (worker 2 dies at step 1, a neighbour times
  * out) is still written: status failed with its error, every transfer sent
- * (received or left in a channel) has its row, and the workers' states say
+ * (received or left in a queue) has its row, and the workers' states say
  * who died and who timed out. */
 static void test_failed_run_is_written(void **state) {
   (void)state;

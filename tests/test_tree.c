@@ -184,7 +184,7 @@ static void test_contributors_are_the_subtree(void **state) {
 }
 
 /* tree-7: the two halves' segments tile the bucket in order, never larger
- * than the ring's segments (the run sizes channels for those). */
+ * than the ring's segments (the run sizes queues for those). */
 static void test_segments_tile_the_bucket(void **state) {
   (void)state;
   const size_t counts[] = {0, 1, 2, 3, 7, 64, 65, 1000, 100003};
@@ -302,7 +302,7 @@ static void test_runs(void **state) {
   }
 }
 
-/* tree-10: deep pipelines through the narrowest channels (one slot, one
+/* tree-10: deep pipelines through the narrowest queues (one slot, one
  * element a segment), copying and direct, pre-divided average: no
  * deadlock, exact results. */
 static void test_pipelined_one_slot(void **state) {

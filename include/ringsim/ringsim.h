@@ -108,7 +108,7 @@ typedef int rs_stop_flag_t;
 
 /* f32, f64, or f16/bf16 as NCCL reduces them: float32 accumulation per hop,
  * rounded to the dtype when stored and sent (their buffers hold float32
- * values the dtype can represent; copying channels carry them packed in
+ * values the dtype can represent; copying queues carry them packed in
  * the dtype's 2 bytes). An f64 model's buffers hold double, and every
  * algorithm adds in double. */
 typedef enum rs_dtype {
@@ -522,7 +522,7 @@ RS_API rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers,
 /* Measure this machine as a network model for --algo auto (tens of
  * milliseconds). latency_ns: one message's hand-off between worker
  * threads (the thread wake-up and the transfer primitive's work), from two
- * short ring runs of W worker threads (at most 16) through real channels
+ * short ring runs of W worker threads (at most 16) through real queues
  * (slots per edge, the copying transport or, with direct, the copy-free
  * one) that differ only in messages per step; bandwidth: bytes per second
  * one thread copies a message (0, free, for direct); reduce_rate: bytes
@@ -583,8 +583,8 @@ RS_API rs_dtype_t rs_hook_dtype(rs_hook_t hook, rs_dtype_t model_dtype);
 
 typedef struct rs_config {
   int workers;          /* W, 1..RS_MAX_WORKERS */
-  size_t segment_bytes; /* largest message through a channel */
-  int slots;            /* K, slots per channel */
+  size_t segment_bytes; /* largest message through a queue */
+  int slots;            /* K, slots per queue */
   double timeout_s;     /* longest a worker waits for a peer */
   rs_op_t op;
   /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
@@ -610,8 +610,8 @@ typedef struct rs_config {
   /* Per-segment checksums, verified by the receiver; forced on when any
    * fault is injected. */
   int checksum;
-  /* Copy-free channels: the receiver reduces straight from the sender's
-   * buffer (NCCL's direct mode). Faster; the copying channel, which models a
+  /* Copy-free queues: the receiver reduces straight from the sender's
+   * buffer (NCCL's direct mode). Faster; the copying queue, which models a
    * network, is the default. */
   int direct;
   /* Lay each bucket out as PyTorch's DDP reducer does once it has rebuilt
@@ -825,7 +825,7 @@ typedef struct rs_worker_stats {
   uint64_t transfers_sent;
   uint64_t bytes_sent;
   uint64_t bytes_received;
-  uint64_t wait_ns; /* time blocked on a full or empty channel */
+  uint64_t wait_ns; /* time blocked on a full or empty queue */
   /* With a topology of several nodes (--topo): of bytes_sent and
    * bytes_received, those to and from another node, through the NICs
    * (the rest crossed the node's own links); else 0. */
@@ -896,7 +896,7 @@ typedef struct rs_result {
   size_t segs_per_chunk; /* segments per chunk, summed over the buckets */
   int steps;             /* the algorithm's steps per bucket */
   size_t seg_elems;      /* largest segment in elements */
-  int slots; /* slots per channel in use: config's, or fewer in direct mode */
+  int slots; /* slots per queue in use: config's, or fewer in direct mode */
   /* Making the workers' inputs: rs_run_fill (generating them, on every
    * core, and the kernel's first touch of the buffers), or reading them
    * (rs_run_load_grads, rs_run_fill_inline); 0 if the caller filled them. */

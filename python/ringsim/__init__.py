@@ -7,7 +7,7 @@
     {'w': tensor([2., 3.])}
 
 One simulated worker (a POSIX thread of libringsim) per dict, real ring
-reduce-scatter and all-gather through bounded channels, every worker's
+reduce-scatter and all-gather through bounded queues, every worker's
 result checked against the direct mean. Standard library only (ctypes);
 torch or numpy only as the caller's tensors bring them. docs/python.md says
 everything; the library is found as ringsim._lib says.

@@ -23,7 +23,7 @@
  *
  * Pipelining: a chunk moves as segs_per_chunk segments. Within a step the
  * worker sends segment k, then receives and reduces segment k; the next
- * step's segment k depends only on this step's segment k, so with K channel
+ * step's segment k depends only on this step's segment k, so with K queue
  * slots neighbours overlap sending with reducing.
  *
  * Loop order. By default the worker runs step by step, each step moving

@@ -6,7 +6,7 @@
  * rounds to the dtype after every hop's float32 addition: exactly the
  * numbers NCCL's half-precision reduction (float32 accumulation per hop,
  * rounded when stored and sent) produces. The wire is counted at the
- * dtype's size, and a copying channel carries it at that size.
+ * dtype's size, and a copying queue carries it at that size.
  */
 #include <string.h>
 

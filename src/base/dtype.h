@@ -1,5 +1,5 @@
 /* dtype.h - dtype.c's internals: the 16-bit encodings of f16 and bf16, and
- * the half-precision wire of the copying channels. */
+ * the half-precision wire of the copying queues. */
 #ifndef RINGSIM_DTYPE_H
 #define RINGSIM_DTYPE_H
 
@@ -15,7 +15,7 @@ uint16_t rs__f32_to_bf16(float f);
 float rs__bf16_to_f32(uint16_t b);
 
 /* The half-precision wire: float values of an f16 or bf16 buffer, which
- * the dtype represents exactly, packed into 2-byte elements for a channel,
+ * the dtype represents exactly, packed into 2-byte elements for a queue,
  * and unpacked back. */
 void rs__pack_f16(void *dst, const void *src, size_t n);
 void rs__pack_bf16(void *dst, const void *src, size_t n);

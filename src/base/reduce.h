@@ -1,7 +1,7 @@
 /* reduce.h - the elementwise kernels a receiver applies to a segment.
  *
  * Plain loops over restrict pointers: the compiler vectorizes them at -O2
- * and above. dst is the receiver's own buffer, src the channel slot. Each
+ * and above. dst is the receiver's own buffer, src the queue slot. Each
  * kernel exists for float (suffix f32: the f32, f16 and bf16 runs) and for
  * double (f64); RS_DEFINE_KERNELS writes both from one text, so the two
  * families cannot drift apart. rs__fold and rs__scale_div pick the family for

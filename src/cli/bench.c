@@ -452,7 +452,7 @@ static void print_header(const options_t *o, int W) {
            "warm-up's pace; fewer iterations where they would take longer, "
            "as noted (-n fixes the count)\n",
            o->given[OPT_WARMUP] ? "" : "1 s of warm-up, ", BUDGET_TIMED_S);
-  printf("# segment %zu B, %d slots per channel%s, %s channels, %s loop; "
+  printf("# segment %zu B, %d slots per queue%s, %s queues, %s loop; "
          "ref = the direct mean of the same %d buffers on one thread\n",
          o->config.segment_bytes, o->config.slots,
          o->config.direct ? " (fewer where a sent region would be overwritten "

@@ -400,7 +400,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
          RS_MIN_SEGMENT_BYTES,
          (long)RS_MAX_SEGMENT_BYTES,
          NULL,
-         {[CLI_RUN] = H("largest message through a channel (default\n256K; "
+         {[CLI_RUN] = H("largest message through a queue (default\n256K; "
                         "suffixes K, M, G are powers of 1024)"),
           [CLI_BENCH] = H("largest message (default 256K)"),
           [CLI_MODEL] = H("largest message (default 256K)"),
@@ -416,8 +416,8 @@ const cli_option_t cli_options[OPT_COUNT] = {
                    0,
                    0,
                    NULL,
-                   {[CLI_RUN] = H("slots per channel (default 8)"),
-                    [CLI_BENCH] = H("slots per channel (default 8)"),
+                   {[CLI_RUN] = H("slots per queue (default 8)"),
+                    [CLI_BENCH] = H("slots per queue (default 8)"),
                     [CLI_DIFF] = SAME_SUMS}},
     [OPT_TIMEOUT] = {"timeout",
                      'T',
@@ -629,10 +629,10 @@ const cli_option_t cli_options[OPT_COUNT] = {
                     0,
                     0,
                     NULL,
-                    {[CLI_RUN] = H("copy-free channels: receivers reduce "
+                    {[CLI_RUN] = H("copy-free queues: receivers reduce "
                                    "straight\nfrom the sender's buffer "
                                    "(NCCL's direct mode)"),
-                     [CLI_BENCH] = H("copy-free channels (NCCL's direct "
+                     [CLI_BENCH] = H("copy-free queues (NCCL's direct "
                                      "mode)")}},
     [OPT_ALGO] =
         {"algo",

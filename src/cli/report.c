@@ -575,7 +575,7 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
   if (!cli_algo_info(cfg->algo).textbook_ring) {
     if (res->buckets > 1)
       print_buckets(r);
-    printf("  messages   <= %zu element%s each, %d slot%s per channel\n",
+    printf("  messages   <= %zu element%s each, %d slot%s per queue\n",
            res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
            res->slots == 1 ? "" : "s");
     if (cfg->algo == RS_ALGO_AUTO)
@@ -591,7 +591,7 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
                f->elems / (size_t)W + (f->elems % (size_t)W != 0), "element",
                chunk, sizeof chunk);
     printf("  chunks     %d of %s, %zu segment%s each (<= %zu element%s), %d "
-           "slot%s per channel\n",
+           "slot%s per queue\n",
            W, chunk, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
            res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
            res->slots == 1 ? "" : "s");
@@ -599,7 +599,7 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
   } else {
     print_buckets(r);
     printf("  chunks     %d per bucket, %zu segment%s per chunk over the "
-           "buckets (<= %zu element%s each), %d slot%s per channel\n",
+           "buckets (<= %zu element%s each), %d slot%s per queue\n",
            W, res->segs_per_chunk, res->segs_per_chunk == 1 ? "" : "s",
            res->seg_elems, res->seg_elems == 1 ? "" : "s", res->slots,
            res->slots == 1 ? "" : "s");

@@ -5,7 +5,7 @@
  *   blocks whose sizes differ by at most one (P <= W). It allocates and
  *   fills only its own workers' buffers and runs only their threads.
  * - An edge between two workers of one process stays a shared-memory
- *   channel (transport.h); an edge between processes is the MPI transport
+ *   queue (transport.h); an edge between processes is the MPI transport
  *   (rs__transport_mpi): the same contract (K slots, sequence numbers,
  *   checksums, end of stream, timeouts, abort) over nonblocking MPI
  *   point-to-point, called by the worker threads themselves

@@ -134,7 +134,7 @@ static void fail_at(rs_run_t *run, int worker, int code, const char *fmt, ...) {
 void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
   const rs_progress_t *p = &w->progress;
   /* The edge it failed on (none if it failed before its first transfer). */
-  const rs_chan_t *in = w->progress.edge ? &w->progress.edge->chan : NULL;
+  const rs_queue_t *in = w->progress.edge ? &w->progress.edge->queue : NULL;
   int peer = blocked_on(w);
   int sending = p->activity == RS_ACT_SENDING;
   if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
@@ -208,10 +208,10 @@ static int stalled_during_wait(const rs_run_t *run, const rs_worker_t *w) {
 static int lost_on(const rs_worker_t *w, uint64_t *sent, uint64_t *got) {
   if (w->progress.activity != RS_ACT_RECEIVING || !w->progress.edge)
     return 0;
-  const rs_chan_t *ch = &w->progress.edge->chan;
-  *sent = ch->send_seq;
-  *got = ch->recv_seq;
-  return ch->head == ch->tail && ch->send_seq > ch->recv_seq;
+  const rs_queue_t *q = &w->progress.edge->queue;
+  *sent = q->send_seq;
+  *got = q->recv_seq;
+  return q->head == q->tail && q->send_seq > q->recv_seq;
 }
 
 void rs__run_name_culprit(rs_run_t *run) {

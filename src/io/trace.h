@@ -12,7 +12,7 @@
  *   record through one prepared statement inside one transaction, along with
  *   per-worker totals, per-param check results and the run's outcome. A run
  *   that failed still writes every transfer that happened, including
- *   messages sent but never received (left in a channel).
+ *   messages sent but never received (left in a queue).
  * - Over MPI the records reach rank 0 during the run (mpi/stream.c's
  *   tracer, from per-worker rings of one batch): its tracer thread inserts
  *   them through the same statement into the transaction

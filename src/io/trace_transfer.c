@@ -28,7 +28,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
   sqlite3_bind_int64(st, i++, e->elems);
   sqlite3_bind_int64(st, i++, (int64_t)e->elems * (int64_t)run->elem_size);
   sqlite3_bind_int64(st, i++, (int64_t)e->seq);
-  if (run->edge_count && run->edges[0].chan.checksum)
+  if (run->edge_count && run->edges[0].queue.checksum)
     sqlite3_bind_int64(st, i++, (int64_t)e->checksum);
   else
     sqlite3_bind_null(st, i++);
@@ -132,10 +132,10 @@ int rs__trace_write_transfers(rs_run_t *run) {
    * trace keeps them, with no receive times. */
   for (int i = 0; i < run->edge_count && rc == SQLITE_OK; i++) {
     const rs_edge_t *edge = &run->edges[i];
-    const rs_chan_t *ch = &edge->chan;
-    for (uint64_t idx = ch->head; idx < ch->tail && rc == SQLITE_OK; idx++) {
+    const rs_queue_t *q = &edge->queue;
+    for (uint64_t idx = q->head; idx < q->tail && rc == SQLITE_OK; idx++) {
       rs_event_t e =
-          rs__event_of(rs__chan_peek(ch, idx), run->workers[edge->from].iter);
+          rs__event_of(rs__queue_peek(q, idx), run->workers[edge->from].iter);
       rc = insert_transfer(run, st, &e, edge->to, 0);
       run->result.trace_rows++;
     }

@@ -78,8 +78,8 @@ static void gather_states(rs_run_t *run) {
     if (ok && m->lost != 0) {
       for (int i = 0; i < E; i++) {
         const rs_edge_t *e = &run->edges[i];
-        seqs[2 * i] = rs__run_local(run, e->from) ? e->chan.send_seq : 0;
-        seqs[2 * i + 1] = rs__run_local(run, e->to) ? e->chan.recv_seq : 0;
+        seqs[2 * i] = rs__run_local(run, e->from) ? e->queue.send_seq : 0;
+        seqs[2 * i + 1] = rs__run_local(run, e->to) ? e->queue.recv_seq : 0;
       }
       for (int r = run->first_local; r < run->local_end; r++)
         pack_worker(run, &run->workers[r], &states[r]);
@@ -119,9 +119,9 @@ static void gather_states(rs_run_t *run) {
       for (int i = 0; i < E; i++) {
         rs_edge_t *e = &run->edges[i];
         if (rs__mpi_owner(W, run->procs, e->from) == p)
-          e->chan.send_seq = seqs[2 * i];
+          e->queue.send_seq = seqs[2 * i];
         if (rs__mpi_owner(W, run->procs, e->to) == p)
-          e->chan.recv_seq = seqs[2 * i + 1];
+          e->queue.recv_seq = seqs[2 * i + 1];
       }
     }
   }

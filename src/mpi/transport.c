@@ -1,5 +1,5 @@
 /* transport.c - the MPI transport (rs__transport_mpi): one directed edge
- * between two processes, with the contract of a shared-memory channel
+ * between two processes, with the contract of a shared-memory queue
  * (net/transport.h): K slots in flight, sequence numbers, checksums, the
  * end of stream, timeouts and abort, over nonblocking MPI point-to-point
  * on the run's data communicator (tag from * W + to), called by the
@@ -161,23 +161,23 @@ static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
                      const void *src, int corrupt, uint64_t begin,
                      uint64_t timeout_ns, uint64_t *wait_ns) {
   mpi_edge_t *m = e->mpi;
-  rs_chan_t *ch = &e->chan;
+  rs_queue_t *q = &e->queue;
   MPI_Request *req = &m->req[m->used % (uint64_t)m->slots];
   int rc = wait_req(m, req, timeout_ns, wait_ns, NULL);
   if (rc)
     return rc;
   rs_msg_t *msg = slot(m, m->used++);
-  size_t bytes = hdr->phase == PHASE_FIN ? 0 : hdr->elems * ch->elem_bytes;
+  size_t bytes = hdr->phase == PHASE_FIN ? 0 : hdr->elems * q->elem_bytes;
   unsigned char *payload = rs__msg_slot_payload(msg);
   *msg = *hdr;
   msg->seq = seq;
   msg->send_begin_ns = begin;
   msg->data = NULL;
-  if (ch->pack && bytes && src)
-    ch->pack(payload, src, hdr->elems);
+  if (q->pack && bytes && src)
+    q->pack(payload, src, hdr->elems);
   else if (bytes && src)
     memcpy(payload, src, bytes);
-  msg->checksum = ch->checksum ? rs__checksum(payload, bytes) : 0;
+  msg->checksum = q->checksum ? rs__checksum(payload, bytes) : 0;
   if (corrupt && bytes)
     payload[bytes / 2] ^= 0x10;
   else if (corrupt)
@@ -190,9 +190,9 @@ static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
 
 static int mpi_send(rs_edge_t *e, const rs_msg_t *hdr, const void *src,
                     rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
-  rs_chan_t *ch = &e->chan;
+  rs_queue_t *q = &e->queue;
   uint64_t begin = rs__now_ns();
-  uint64_t seq = ch->send_seq++;
+  uint64_t seq = q->send_seq++;
   if (wire == RS_WIRE_DROP)
     return RS_OK; /* its sequence number is never delivered */
   int rc = post_send(e, hdr, seq, src, wire == RS_WIRE_CORRUPT, begin,
@@ -221,9 +221,9 @@ static int next_message(rs_edge_t *e, rs_msg_t **out, uint64_t timeout_ns,
   if (got < sizeof *msg ||
       (msg->phase != PHASE_FIN &&
        (msg->elems > (got - sizeof *msg) /
-                         (e->chan.elem_bytes ? e->chan.elem_bytes : 1) ||
-        sizeof *msg + msg->elems * e->chan.elem_bytes != got))) {
-    e->chan.bad_seq = e->chan.recv_seq; /* (not a sequence fault) */
+                         (e->queue.elem_bytes ? e->queue.elem_bytes : 1) ||
+        sizeof *msg + msg->elems * e->queue.elem_bytes != got))) {
+    e->queue.bad_seq = e->queue.recv_seq; /* (not a sequence fault) */
     return RS_EPROTO;
   }
   /* The sender's times, into this process's clock. */
@@ -240,24 +240,24 @@ static void repost(mpi_edge_t *m) { post_recv(m, m->used++); }
 
 static int mpi_recv(rs_edge_t *e, rs_msg_t **out, uint64_t timeout_ns,
                     uint64_t *wait_ns) {
-  rs_chan_t *ch = &e->chan;
+  rs_queue_t *q = &e->queue;
   rs_msg_t *msg;
   int rc = next_message(e, &msg, timeout_ns, wait_ns);
   if (rc)
     return rc;
   if (msg->phase == PHASE_FIN) { /* finished without sending it: lost */
-    ch->bad_end = 1;
-    ch->bad_seq = msg->seq;
+    q->bad_end = 1;
+    q->bad_seq = msg->seq;
     return RS_EPROTO;
   }
-  if (msg->seq != ch->recv_seq) {
-    ch->bad_seq = msg->seq;
+  if (msg->seq != q->recv_seq) {
+    q->bad_seq = msg->seq;
     return RS_EPROTO;
   }
-  if (ch->checksum &&
-      rs__checksum(msg->data, msg->elems * ch->elem_bytes) != msg->checksum)
+  if (q->checksum &&
+      rs__checksum(msg->data, msg->elems * q->elem_bytes) != msg->checksum)
     return RS_ECORRUPT;
-  ch->recv_seq++;
+  q->recv_seq++;
   *out = msg;
   return RS_OK;
 }
@@ -265,29 +265,29 @@ static int mpi_recv(rs_edge_t *e, rs_msg_t **out, uint64_t timeout_ns,
 static void mpi_release(rs_edge_t *e) { repost(e->mpi); }
 
 static void mpi_finish(rs_edge_t *e) {
-  rs_chan_t *ch = &e->chan;
+  rs_queue_t *q = &e->queue;
   rs_msg_t fin = {.phase = PHASE_FIN};
   /* (a run that aborts meanwhile sends no end: nobody waits for it) */
-  post_send(e, &fin, ch->send_seq, NULL, 0, rs__now_ns(), UINT64_MAX, NULL);
+  post_send(e, &fin, q->send_seq, NULL, 0, rs__now_ns(), UINT64_MAX, NULL);
 }
 
 static int mpi_end(rs_edge_t *e, uint64_t timeout_ns, uint64_t *wait_ns) {
-  rs_chan_t *ch = &e->chan;
+  rs_queue_t *q = &e->queue;
   rs_msg_t *msg;
   int rc = next_message(e, &msg, timeout_ns, wait_ns);
   if (rc)
     return rc;
-  ch->bad_end = 1;
+  q->bad_end = 1;
   if (msg->phase != PHASE_FIN) { /* one left over: delivered twice */
-    ch->bad_seq = msg->seq;
+    q->bad_seq = msg->seq;
     return RS_EPROTO;
   }
-  if (msg->seq != ch->recv_seq) { /* the last one was lost */
-    ch->bad_seq = msg->seq;
+  if (msg->seq != q->recv_seq) { /* the last one was lost */
+    q->bad_seq = msg->seq;
     return RS_EPROTO;
   }
-  ch->bad_end = 0;
-  ch->ends_seen++;
+  q->bad_end = 0;
+  q->ends_seen++;
   repost(e->mpi);
   return RS_OK;
 }

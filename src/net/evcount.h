@@ -2,7 +2,7 @@
  * something, in a few microseconds and without a lock (Linux futex(2)).
  *
  * DESIGN
- * - The shared state a waiter waits on (a channel's head and tail, a
+ * - The shared state a waiter waits on (a queue's head and tail, a
  *   counter) is held in atomics of its own. The event count is a 32-bit
  *   sequence word beside it: whoever changes that state bumps the word
  *   afterwards (rs__ev_signal), and a waiter sleeps only while the word

@@ -4,7 +4,7 @@
  * without touching an algorithm.
  *
  * Two transports live in shared memory, each over a bounded FIFO of K slots
- * (channel.h: sequence numbers, checksums, end of stream, timeouts, abort):
+ * (queue.h: sequence numbers, checksums, end of stream, timeouts, abort):
  * - copy: the sender copies its segment into a slot (packing f16 and bf16
  *   into 2 bytes, as on a real wire), the receiver reads it there;
  * - direct: the slot carries a pointer to the sender's own buffer and the
@@ -15,13 +15,13 @@
  * A third, the MPI transport (mpi_run.h), joins workers of different
  * processes.
  *
- * The calls mean what channel.h's rs__chan_* calls mean; the return codes
+ * The calls mean what queue.h's rs__queue_* calls mean; the return codes
  * are the same.
  */
 #ifndef RINGSIM_TRANSPORT_H
 #define RINGSIM_TRANSPORT_H
 
-#include "net/channel.h"
+#include "net/queue.h"
 
 typedef struct rs_edge rs_edge_t;
 
@@ -51,9 +51,9 @@ extern const rs_transport_t rs__transport_direct;
 struct rs_edge {
   const rs_transport_t *tp;
   int from, to;
-  rs_chan_t chan; /* the shared-memory transports' FIFO; over MPI, its
+  rs_queue_t queue; /* the shared-memory transports' FIFO; over MPI, its
                      sequence numbers, checksum and packing settings */
-  void *mpi;      /* the MPI transport's side of the edge (mpi/transport.c) */
+  void *mpi;        /* the MPI transport's side of the edge (mpi/transport.c) */
 };
 
 #endif /* RINGSIM_TRANSPORT_H */

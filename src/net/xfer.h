@@ -6,7 +6,7 @@
  * where it is in the schedule and whose contributions it holds. Everything
  * around one message happens here, and nowhere in an algorithm:
  * - the transport (transport.h) that carries it, over the edge to the peer;
- * - packing of 2-byte dtypes, sequence numbers and checksums (the channel);
+ * - packing of 2-byte dtypes, sequence numbers and checksums (the queue);
  * - the fold itself, in the run's dtype (reduce.h), unpacking f16/bf16;
  * - the simulated clock (netmodel.h);
  * - the trace record (rs_event_t, one per message received);
@@ -46,7 +46,7 @@ typedef struct rs_event {
   uint32_t bucket;
   uint16_t step; /* < 2 RS_MAX_WORKERS: any algorithm's phase step */
   uint16_t
-      share; /* the message's sim_share (channel.h), at most a node's GPUs */
+      share; /* the message's sim_share (queue.h), at most a node's GPUs */
   uint32_t chunk;
   uint32_t segment;
   /* The sender (the receiver is whoever holds the record) and the
@@ -125,7 +125,7 @@ typedef struct rs_tag {
   int step;
   int chunk;
   int segment;
-  int contrib_first, contrib_count; /* provenance (channel.h's rs_msg_t) */
+  int contrib_first, contrib_count; /* provenance (queue.h's rs_msg_t) */
 } rs_tag_t;
 
 /* The workers an algorithm runs among when it runs on some of them, as an

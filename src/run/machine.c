@@ -1,5 +1,5 @@
 /* machine.c - this machine as a network model, for --algo auto: measured
- * with short real runs (threads, channels, the transfer primitive), so it
+ * with short real runs (threads, queues, the transfer primitive), so it
  * sits above the run (run.c never calls it): the command, bench and the
  * bindings measure and hand the model to the run in config.machine.
  *

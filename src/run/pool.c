@@ -44,13 +44,13 @@ typedef struct gate {
  * iteration records its time and starts the next itself, a barrier among
  * the workers with no hand-off to the main thread and back, which sleeps
  * meanwhile and only looks in on the count now and then (progress). The
- * workers yield a while before they sleep, where their channels do (small
+ * workers yield a while before they sleep, where their queues do (small
  * messages); the main thread sleeps at once (it would take a core from
  * them). */
 typedef struct pool {
   gate_t gate;
   int workers;
-  uint64_t spin_ns;    /* how long a worker's wait yields (its channels') */
+  uint64_t spin_ns;    /* how long a worker's wait yields (its queues') */
   int busy;            /* ... or spins without yielding (rs_ev_spin_t) */
   atomic_int arrived;  /* workers done with the running iteration */
   atomic_int released; /* iterations started */
@@ -375,11 +375,12 @@ static void choose_spin(rs_run_t *run, pool_t *pool) {
   if (!rs__ev_cores_idle()) {
     pool->spin_ns = 0;
     for (int i = 0; i < run->edge_count; i++)
-      run->edges[i].chan.spin_ns = 0;
+      run->edges[i].queue.spin_ns = 0;
   } else if (pool->workers <= rs__cores() && !run->mpi) {
     pool->busy = 1;
     for (int i = 0; i < run->edge_count; i++)
-      run->edges[i].chan.send_spin.busy = run->edges[i].chan.recv_spin.busy = 1;
+      run->edges[i].queue.send_spin.busy = run->edges[i].queue.recv_spin.busy =
+          1;
   }
 }
 
@@ -503,8 +504,8 @@ int rs__run_threads(rs_run_t *run) {
                  .run = run,
                  .timing = &timing,
                  .own_ns = calloc((size_t)L, sizeof(uint64_t)),
-                 .spin_ns = rs__chan_spin_for(run->result.seg_elems *
-                                              run->buf_elem_bytes)};
+                 .spin_ns = rs__queue_spin_for(run->result.seg_elems *
+                                               run->buf_elem_bytes)};
   if (!threads || !args || !pool.own_ns) {
     free(threads);
     free(args);

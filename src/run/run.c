@@ -7,7 +7,7 @@
  * that cannot fit in memory before allocating any of it. rs_run_execute
  * prepares the check and the trace, runs the worker threads (pool.c) and
  * writes the trace. The first fault (a timeout, a bad message) sets the
- * run's error and the abort flag, and wakes every channel, so no worker
+ * run's error and the abort flag, and wakes every queue, so no worker
  * is left waiting.
  */
 #include <stdlib.h>
@@ -30,7 +30,7 @@ typedef struct sizing {
   size_t seg_elems;   /* the largest message of any edge, in elements */
   int packed;         /* f16 and bf16 packed into 2 bytes on the wire */
   size_t wire_bytes;  /* one element's bytes on the wire */
-  int slots;          /* per channel */
+  int slots;          /* per queue */
 } sizing_t;
 
 /* A run of config on model, its dtype known, nothing laid out yet; NULL
@@ -41,7 +41,7 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (!run)
     return NULL;
   run->config = *config;
-  /* the pipelined links' slots are the channels' (--slots, NCCL_STEPS) */
+  /* the pipelined links' slots are the queues' (--slots, NCCL_STEPS) */
   if (run->config.net.slots <= 0)
     run->config.net.slots = config->slots;
   run->shape = rs__shape_of(&run->config.net, run->config.workers);
@@ -90,9 +90,9 @@ static int make_buckets(rs_run_t *run, sizing_t *s) {
   return RS_OK;
 }
 
-/* The channels, once the edges are listed: the largest message, what an
- * element takes on the wire, and the slots per channel. */
-static void size_channels(const rs_run_t *run, sizing_t *s) {
+/* The queues, once the edges are listed: the largest message, what an
+ * element takes on the wire, and the slots per queue. */
+static void size_queues(const rs_run_t *run, sizing_t *s) {
   const rs_config_t *c = &run->config;
   const int W = c->workers;
   s->seg_elems = 0;
@@ -100,12 +100,12 @@ static void size_channels(const rs_run_t *run, sizing_t *s) {
     s->seg_elems =
         s->edge_elems[i] > s->seg_elems ? s->edge_elems[i] : s->seg_elems;
   /* The copy transport carries the dtype's size: f16 and bf16 are packed
-   * into 2 bytes (channel.h); the direct one carries no payload. */
+   * into 2 bytes (queue.h); the direct one carries no payload. */
   s->packed =
       !c->direct && (run->dtype == RS_DTYPE_F16 || run->dtype == RS_DTYPE_BF16);
   s->wire_bytes = s->packed ? rs_dtype_size(run->dtype) : run->buf_elem_bytes;
   s->slots = c->slots;
-  /* With direct channels, the fewest slots any algorithm of the run needs
+  /* With direct queues, the fewest slots any algorithm of the run needs
    * to be safe (check_config refused, or auto left out, the unsafe). */
   size_t safe = (size_t)s->slots;
   for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
@@ -256,7 +256,7 @@ static int alloc_buffers(rs_run_t *run) {
   return RS_OK;
 }
 
-/* Open every edge: a channel between two of this process's workers, the
+/* Open every edge: a queue between two of this process's workers, the
  * MPI transport where it leaves or enters this process. */
 static int open_edges(rs_run_t *run, const sizing_t *s) {
   const rs_config_t *config = &run->config;
@@ -271,15 +271,16 @@ static int open_edges(rs_run_t *run, const sizing_t *s) {
         return RS_ENOMEM;
     } else if (!from_here) { /* between two other processes' workers */
       e->tp = &rs__transport_mpi;
-    } else if (rs__chan_init(&e->chan, s->slots, payload, &run->abort_flag)) {
+    } else if (rs__queue_init(&e->queue, s->slots, payload, &run->abort_flag)) {
       return RS_ENOMEM;
     }
-    e->chan.elem_bytes = s->wire_bytes;
-    e->chan.spin_ns = rs__chan_spin_for(s->edge_elems[i] * run->buf_elem_bytes);
+    e->queue.elem_bytes = s->wire_bytes;
+    e->queue.spin_ns =
+        rs__queue_spin_for(s->edge_elems[i] * run->buf_elem_bytes);
     if (s->packed)
-      e->chan.pack = run->dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
+      e->queue.pack = run->dtype == RS_DTYPE_F16 ? rs__pack_f16 : rs__pack_bf16;
     /* Faults are caught by sequence numbers and, here, checksums. */
-    e->chan.checksum = config->checksum || config->fault_count > 0;
+    e->queue.checksum = config->checksum || config->fault_count > 0;
   }
   return RS_OK;
 }
@@ -372,7 +373,7 @@ static int load_topology(rs_run_t *run) {
 }
 
 /* rs_run_create, or with out NULL rs_run_check: every check, then (only
- * for a run) the buffers, channels and workers. */
+ * for a run) the buffers, queues and workers. */
 static int create(const rs_config_t *config, const rs_model_t *model,
                   rs_run_t **out, char *errmsg) {
   if (out)
@@ -411,7 +412,7 @@ static int create(const rs_config_t *config, const rs_model_t *model,
   if (rc == RS_OK && rs__run_list_edges(run, s.peers, &s.edge_elems))
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK) {
-    size_channels(run, &s);
+    size_queues(run, &s);
     rc = check_memory(run, &s, errmsg);
   }
   if (rc == RS_OK)
@@ -461,7 +462,7 @@ void rs_run_free(rs_run_t *run) {
   }
   for (int i = 0; i < run->edge_count; i++) {
     rs__mpi_edge_close(&run->edges[i]);
-    rs__chan_destroy(&run->edges[i].chan);
+    rs__queue_destroy(&run->edges[i].queue);
   }
   rs__mpi_close(run);
   free(run->trace_config_json);
@@ -490,7 +491,7 @@ void rs_run_free(rs_run_t *run) {
 }
 
 void rs_run_interrupt(rs_run_t *run, const char *signal_name) {
-  /* Atomics and the channels' own locks only: the run's status and error
+  /* Atomics and the queues' own locks only: the run's status and error
    * belong to the thread that runs it (rs__run_take_interrupt). */
   const char *none = NULL;
   atomic_compare_exchange_strong(&run->interrupted_by, &none, signal_name);
