@@ -485,10 +485,10 @@ class Signals(Reliability):
                                   (victim.pid, None, "elsewhere"), (victim.pid, None, None)):
             con.execute("INSERT INTO run (started_at, version, model, workers, algo, collective, "
                         "dtype, op, elems, bytes, buckets, segment_bytes, segs_per_chunk, "
-                        "segment_elems, channel_slots, timeout_s, status, host, pid, pid_start) "
+                        "segment_elems, queue_slots, timeout_s, status, host, pid, pid_start) "
                         "SELECT started_at, version, model, workers, algo, collective, dtype, op, "
                         "elems, bytes, buckets, segment_bytes, segs_per_chunk, segment_elems, "
-                        "channel_slots, timeout_s, 'running', ?, ?, ? FROM run WHERE run_id = 1",
+                        "queue_slots, timeout_s, 'running', ?, ?, ? FROM run WHERE run_id = 1",
                         (where, pid, start))
         con.commit()
         con.close()
@@ -516,7 +516,7 @@ class Signals(Reliability):
         con.execute("ALTER TABLE run DROP COLUMN pid_start")
         con.execute("INSERT INTO run SELECT run_id, started_at, version, model, workers, algo, "
                     "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
-                    "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
+                    "segs_per_chunk, segment_elems, queue_slots, timeout_s, net_model, "
                     "'running', error, transfers, wall_ns, ref_ns, sim_ns, algbw_gbs, busbw_gbs, "
                     "identical, max_abs_err, bound, config_json, procs, clock_offsets_json, "
                     "trace_stream_json FROM t.run WHERE run_id = 1")

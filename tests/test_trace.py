@@ -13,6 +13,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -28,6 +29,49 @@ run = helpers.run
 
 def run_env(env, *args, cwd=None):
     return helpers.run(*args, cwd=cwd, env=env)
+
+
+# The run table as ringsim created it before its --slots column was renamed
+# queue_slots (src/io/trace_schema.c at that time): a trace an older ringsim
+# began has it.
+OLD_RUN_TABLE = """CREATE TABLE IF NOT EXISTS run (
+  run_id INTEGER PRIMARY KEY,
+  started_at TEXT NOT NULL,
+  version TEXT NOT NULL,
+  model TEXT NOT NULL,
+  workers INTEGER NOT NULL,
+  algo TEXT NOT NULL,
+  collective TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  op TEXT NOT NULL,
+  elems INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  buckets INTEGER NOT NULL,
+  segment_bytes INTEGER NOT NULL,
+  segs_per_chunk INTEGER NOT NULL,
+  segment_elems INTEGER NOT NULL,
+  channel_slots INTEGER NOT NULL,
+  timeout_s REAL NOT NULL,
+  net_model TEXT,
+  status TEXT NOT NULL,
+  error TEXT,
+  transfers INTEGER,
+  wall_ns INTEGER,
+  ref_ns INTEGER,
+  sim_ns INTEGER,
+  algbw_gbs REAL,
+  busbw_gbs REAL,
+  identical INTEGER,
+  max_abs_err REAL,
+  bound REAL,
+  config_json TEXT,
+  procs INTEGER,
+  clock_offsets_json TEXT,
+  trace_stream_json TEXT,
+  host TEXT,
+  pid INTEGER,
+  pid_start INTEGER
+)"""
 
 
 def digest(path):
@@ -313,6 +357,79 @@ class Trace(TraceCase):
                                    .replace(":elem", "500")).fetchall()
                 self.assertGreater(len(rows), 0, q)
         con.close()
+
+    # trace-9: the run's --slots column is queue_slots (the FIFO on an edge
+    # is a queue; "channel" is NCCL's). A trace an older ringsim began has
+    # channel_slots instead (its run table below, as trace_schema.c created
+    # it): it opens, takes new runs with both columns filled, keeps its
+    # runs and their rows, gets queue_slots filled for them (and for a run
+    # an older ringsim appends later, at the next open), and the tools read
+    # its old and new runs.
+    def test_trace_from_before_queue_slots(self):
+        rid = self.traced_run(3, 100, "--slots", 3)
+        con = sqlite3.connect(self.db)
+        run_columns = [c for c, in con.execute("SELECT name FROM pragma_table_info('run')")]
+        self.assertIn("queue_slots", run_columns)
+        self.assertNotIn("channel_slots", run_columns)
+        self.assertEqual(con.execute("SELECT queue_slots FROM run WHERE run_id = ?",
+                                     (rid,)).fetchone(), (3,))
+        con.close()
+        old = os.path.join(self.dir, "old.db")
+        con = sqlite3.connect(old)
+        con.execute("ATTACH ? AS t", (self.db,))
+        con.execute(OLD_RUN_TABLE)
+        for (name, sql) in con.execute("SELECT name, sql FROM t.sqlite_schema WHERE "
+                                       "type = 'table' AND name != 'run'").fetchall():
+            con.execute(sql)
+            con.execute(f"INSERT INTO {name} SELECT * FROM t.{name}")
+        # the old run table's columns in the new one's order (queue_slots
+        # where channel_slots was)
+        con.execute("INSERT INTO run SELECT * FROM t.run")
+        con.commit()
+        con.execute("DETACH t")
+        con.execute("PRAGMA application_id = %d" % 0x5253696d)
+        con.execute("PRAGMA user_version = 1")
+        con.execute("PRAGMA journal_mode = WAL")
+        before = con.execute("SELECT count(*), sum(bytes) FROM transfer").fetchone()
+        con.close()
+        self.assertGreater(before[0], 0)
+
+        def runs():
+            with sqlite3.connect(old) as c:
+                return c.execute(
+                    "SELECT run_id, channel_slots, queue_slots, status, (SELECT count(*) FROM "
+                    "transfer t WHERE t.run_id = r.run_id) FROM run r ORDER BY run_id").fetchall()
+        rc, out, err = run("-w", 3, "-p", self.model(100), "--trace", old, "--slots", 5)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"trace      {old}, run 2\n", out)
+        self.assertEqual(runs(), [(1, 3, 3, "ok", before[0]), (2, 5, 5, "ok", before[0])])
+        with sqlite3.connect(old) as c:
+            self.assertEqual(c.execute("SELECT count(*), sum(bytes) FROM transfer WHERE "
+                                       "run_id = 1").fetchone(), before)
+            # an older ringsim appends a run: channel_slots alone
+            c.execute("INSERT INTO run (started_at, version, model, workers, algo, collective, "
+                      "dtype, op, elems, bytes, buckets, segment_bytes, segs_per_chunk, "
+                      "segment_elems, channel_slots, timeout_s, status) SELECT started_at, "
+                      "version, model, workers, algo, collective, dtype, op, elems, bytes, "
+                      "buckets, segment_bytes, segs_per_chunk, segment_elems, 7, timeout_s, "
+                      "'ok' FROM run WHERE run_id = 1")
+        rc, out, err = run("-w", 3, "-p", self.model(100), "--trace", old)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([r[:4] for r in runs()], [(1, 3, 3, "ok"), (2, 5, 5, "ok"),
+                                                   (3, 7, 7, "ok"), (4, 8, 8, "ok")])
+        # the tools read the old run and the new ones
+        tool = os.path.join(os.path.dirname(EXAMPLES), "tools", "ringsim_plot.py")
+        for run_id in (1, 2, 4):
+            with self.subTest(run=run_id):
+                out_json = os.path.join(self.dir, f"run{run_id}.json")
+                p = subprocess.run([sys.executable, tool, "export", old, "--run", str(run_id),
+                                    "-o", out_json], capture_output=True, text=True,
+                                   timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(out_json) as f:
+                    events = json.load(f)["traceEvents"]
+                self.assertEqual(sum(e["ph"] == "X" and e["name"].startswith("send c")
+                                     for e in events), before[0])
 
     # trace-8: docs/trace-schema.md says what the columns hold: a column it
     # calls NULL is NULL in a run with every feature on; every op the

@@ -44,6 +44,9 @@ struct rs_trace {
   char host[256];
   int64_t pid, pid_start;
   int64_t first_run_id; /* the first run begun through this handle, or 0 */
+  /* The run table has channel_slots (a trace from before queue_slots,
+   * trace_schema.c): a new run's row fills it too. */
+  int channel_slots;
 };
 
 /* ---- trace_lock.c ---- */

@@ -31,7 +31,7 @@ static const char schema_sql[] =
     "  segment_bytes INTEGER NOT NULL,\n"
     "  segs_per_chunk INTEGER NOT NULL,\n"
     "  segment_elems INTEGER NOT NULL,\n"
-    "  channel_slots INTEGER NOT NULL,\n"
+    "  queue_slots INTEGER NOT NULL,\n"
     "  timeout_s REAL NOT NULL,\n"
     "  net_model TEXT,\n"
     "  status TEXT NOT NULL,\n"
@@ -378,7 +378,8 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
                                            {"run", "pid INTEGER"},
                                            {"run", "pid_start INTEGER"},
                                            {"transfer", "link TEXT"},
-                                           {"transfer", "share INTEGER"}};
+                                           {"transfer", "share INTEGER"},
+                                           {"run", "queue_slots INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);
@@ -397,13 +398,36 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
   return RS_OK;
 }
 
+/* ringsim took NCCL's meaning of "channel" (one of C parallel rings, each
+ * over its share of the data), so the bounded FIFO on an edge is a queue
+ * (net/queue.h) and a new trace's --slots column queue_slots, where it
+ * was channel_slots. A trace from before keeps channel_slots (NOT NULL:
+ * an older ringsim still appends to it, naming that column) and gets
+ * queue_slots as add_columns adds any column; here every run whose
+ * queue_slots is NULL (those from before, and any an older ringsim
+ * appended since) gets its channel_slots, and t remembers that a new
+ * run's row must fill both. A reader reads queue_slots, in every trace. */
+static int fill_queue_slots(rs_trace_t *t, char *errmsg) {
+  t->channel_slots =
+      pragma_int(t->db, "SELECT count(*) FROM pragma_table_info('run') "
+                        "WHERE name = 'channel_slots'") > 0;
+  if (!t->channel_slots ||
+      !pragma_int(t->db, "SELECT count(*) FROM run WHERE queue_slots IS NULL"))
+    return RS_OK; /* (a read only: nothing to fill, nothing written) */
+  return rs__trace_exec(
+      t, "UPDATE run SET queue_slots = channel_slots WHERE queue_slots IS NULL",
+      errmsg);
+}
+
 /* The tables and columns added after schema version 1: bucket_algo,
- * step_interval, and add_columns' columns. */
+ * step_interval, add_columns' columns, and queue_slots' values. */
 int rs__trace_upgrade(rs_trace_t *t, char *errmsg) {
   int rc = rs__trace_exec(t, bucket_algo_sql, errmsg);
   if (rc == RS_OK)
     rc = rs__trace_exec(t, step_interval_sql, errmsg);
   if (rc == RS_OK)
     rc = add_columns(t, errmsg);
+  if (rc == RS_OK)
+    rc = fill_queue_slots(t, errmsg);
   return rc;
 }

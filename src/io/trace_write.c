@@ -164,22 +164,34 @@ int rs__trace_begin(rs_run_t *run) {
     rs__trace_fail_sql(run, "mark abandoned runs");
     goto rollback;
   }
+  /* A trace from before queue_slots also has channel_slots, NOT NULL:
+   * it gets the same value, the last argument (trace_schema.c). */
+  const int old_slots = run->trace->channel_slots;
   rc = exec_bound(
       db,
-      "INSERT INTO run (started_at, version, model, workers, algo, "
-      "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
-      "segs_per_chunk, segment_elems, channel_slots, timeout_s, net_model, "
-      "status, config_json, host, pid, pid_start) VALUES (?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-      "tttittttiiiiiiidtttiI", started, RS_VERSION, rs_model_name(run->model),
-      (int64_t)c->workers, rs_algorithm_name(c->algo),
+      old_slots
+          ? "INSERT INTO run (started_at, version, model, workers, algo, "
+            "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
+            "segs_per_chunk, segment_elems, queue_slots, timeout_s, "
+            "net_model, status, config_json, host, pid, pid_start, "
+            "channel_slots) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)"
+          : "INSERT INTO run (started_at, version, model, workers, algo, "
+            "collective, dtype, op, elems, bytes, buckets, segment_bytes, "
+            "segs_per_chunk, segment_elems, queue_slots, timeout_s, "
+            "net_model, status, config_json, host, pid, pid_start) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', "
+            "?, ?, ?, ?)",
+      old_slots ? "tttittttiiiiiiidtttiIi" : "tttittttiiiiiiidtttiI", started,
+      RS_VERSION, rs_model_name(run->model), (int64_t)c->workers,
+      rs_algorithm_name(c->algo),
       c->collective == RS_COLL_ALLREDUCE ? "all_reduce" : "reduce_scatter",
       rs_dtype_name(run->dtype), rs_op_name(c->op), (int64_t)run->elems,
       (int64_t)(run->elems * run->elem_size), (int64_t)run->result.buckets,
       (int64_t)c->segment_bytes, (int64_t)run->result.segs_per_chunk,
       (int64_t)run->result.seg_elems, (int64_t)c->slots, c->timeout_s, net_text,
       run->trace_config_json, run->trace->host[0] ? run->trace->host : NULL,
-      run->trace->pid, run->trace->pid_start);
+      run->trace->pid, run->trace->pid_start, (int64_t)c->slots);
   if (rc != SQLITE_OK) {
     rs__trace_fail_sql(run, "insert the run");
     goto rollback;
