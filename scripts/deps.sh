@@ -6,11 +6,13 @@
 #   ringsim_install_deps test     also what the tests need: cmocka, clang and
 #                                 libFuzzer, PyTorch for the round-trip test,
 #                                 Open MPI for the bit-for-bit comparison,
-#                                 Chromium and Selenium for the viewer (html)
+#                                 Chromium and Selenium for the viewer (html),
+#                                 jsonschema for the --json schemas
 RINGSIM_PACKAGES="build-essential cmake pkg-config libjansson-dev
   libsqlite3-dev sqlite3 python3 python3-numpy python3-matplotlib"
 RINGSIM_TEST_PACKAGES="libcmocka-dev clang libclang-rt-dev python3-torch
-  openmpi-bin libopenmpi-dev chromium chromium-driver python3-selenium"
+  openmpi-bin libopenmpi-dev chromium chromium-driver python3-selenium
+  python3-jsonschema"
 
 ringsim_install_deps() {
   local wanted=$RINGSIM_PACKAGES missing=()
