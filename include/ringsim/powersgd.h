@@ -145,7 +145,8 @@ RS_API const rs_powersgd_report_t *rs_powersgd_report(const rs_powersgd_t *ps);
  * (RS_OK or RS_ECHECK); owned by ps, moved by the next step. */
 RS_API const rs_powersgd_report_t *rs_powersgd_steps(const rs_powersgd_t *ps,
                                                      int *count);
-/* The steps' report as JSON text (docs/cli.md): the plan, every step's
+/* The steps' report as JSON text (docs/cli.md; "schema":
+ * "ringsim.powersgd/1", docs/schema/powersgd.json): the plan, every step's
  * figures and the last step's, for iterations steps asked; status and
  * errmsg how they ended (errmsg read unless RS_OK), initial_q where the
  * Qs came from. The command's --json and the Python API print the same.

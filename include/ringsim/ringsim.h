@@ -1093,9 +1093,10 @@ typedef struct rs_report_opts {
 
 /* The run's whole report as JSON text (docs/cli.md lists its fields: the
  * command's --json prints it, and the Python package returns it parsed),
- * indented; reals with 9 significant digits (17 for an f64 model), non-
- * finite values null. A string the caller frees with rs_free, or NULL when
- * out of memory. */
+ * its first key "schema": "ringsim.run/1" (docs/json.md; its JSON Schema
+ * docs/schema/run.json), indented; reals with 9 significant digits (17 for
+ * an f64 model), non-finite values null. A string the caller frees with
+ * rs_free, or NULL when out of memory. */
 RS_API char *rs_run_report_json(rs_run_t *run, const rs_model_t *model,
                                 const rs_report_opts_t *opts);
 /* --algo auto's choices as one JSON object (the --json report's "auto"):
