@@ -208,7 +208,7 @@ def printed_paths(schemas, kind, doc):
         if not node.get("$ref", "#").startswith("#"):
             return  # (as described_paths)
         node, where = deref(schemas, node, where)
-        if "oneOf" in node:  # the branch value is
+        if "oneOf" in node:  # the branch the value matches
             for sub in node["oneOf"]:
                 b, bw = deref(schemas, sub, where)
                 if jsonschema.Draft202012Validator(b).is_valid(value):
