@@ -26,20 +26,23 @@ The modules, each importing only those above it:
     timeline, chunks, links, compare, animate, export, html
               one subcommand each (animate draws chunks' panels)
     cli       the command line: the parser and main
+    figures   the pictures as matplotlib figures, for Python (a notebook):
+              figures.timeline(trace), chunks, links, sweep
 
-tools/ringsim_plot.py (installed as ringsim-plot) finds this package and
-runs cli.main; `python3 -m ringsim_plot` does the same.
+tools/ringsim_plot.py finds this package and runs cli.main; `python3 -m
+ringsim_plot` does the same. Installed (pip, or cmake --install), the
+package is on Python's path and ringsim-plot runs cli.main.
 """
 # ringsim-plot --version: project(VERSION) of the top CMakeLists.txt
 # (tests/test_install.py checks they are equal). Set before the imports
 # below: cli reads it.
 __version__ = "0.2.0"
 
-from . import output
+from . import figures, output
 from .chunks import chunk_stages
 from .cli import main
 from .output import ToolError, clean
 from .replay import open_trace, pick_run, replay_holdings, replay_regions
 
-__all__ = ["ToolError", "chunk_stages", "clean", "main", "open_trace", "output", "pick_run",
-           "replay_holdings", "replay_regions"]
+__all__ = ["ToolError", "chunk_stages", "clean", "figures", "main", "open_trace", "output",
+           "pick_run", "replay_holdings", "replay_regions"]

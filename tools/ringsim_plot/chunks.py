@@ -9,7 +9,7 @@ from . import output  # output.save, looked up when called (tests watch what is 
 from .output import ToolError
 from .replay import (algo_name, algo_steps, average_pre, phase_label, replay_holdings,
     replay_regions, ring_ranges, run_algo, run_failed, worker_states)
-from .style import fit_title, pyplot, titled
+from .style import figure, fit_title, titled
 
 
 CHUNKS_MAX_WORKERS = 16  # the ring's chunk diagram
@@ -225,7 +225,6 @@ def widest_label(stages, W):
 
 def chunks_figure(con, run):
     """The chunk diagram's figure and title (cmd_chunks saves it)."""
-    plt = pyplot()
     stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
@@ -253,8 +252,8 @@ def chunks_figure(con, run):
     title = titled(title, run)
     shown = fit_title(title, width, 10)
     lines = shown.count("\n") + 1
-    fig, axes = plt.subplots(rows, cols, figsize=(width, rows * panel_h + 0.2 * lines + 0.2),
-                             squeeze=False, layout="constrained")
+    fig = figure(figsize=(width, rows * panel_h + 0.2 * lines + 0.2), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
     for i, ax in enumerate(axes.flat):
         if i < len(stages):
             draw_chunks_stage(ax, stages[i], W, ctx, regions)
@@ -267,4 +266,3 @@ def chunks_figure(con, run):
 def cmd_chunks(con, run, args):
     fig, title = chunks_figure(con, run)
     output.save(fig, args.out, title, tight=False)
-    pyplot().close(fig)

@@ -5,7 +5,7 @@ a table on stdout.
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError
 from .replay import algo_name, pick_clock, run_algo, run_failed
-from .style import fit_title, pyplot, titled
+from .style import figure, fit_title, titled
 
 
 def links_data(con, run, clock):
@@ -30,22 +30,17 @@ def links_data(con, run, clock):
     return links
 
 
-def cmd_links(con, run, args):
-    plt = pyplot()
+def links_figure(con, run, clock=None):
+    """The figure, its title (unwrapped: the file's metadata) and the links
+    drawn (links_data) of run (pick_run's row) on clock: "sim", "wall" or
+    None (simulated when the run has it)."""
     W, rid = run["workers"], run["run_id"]
-    clock = pick_clock(con, run, args.clock)
+    clock = pick_clock(con, run, clock)
     links = links_data(con, run, clock)
     if not links:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
     end_col = "sim_recv_ns" if clock == "sim" else "recv_end_ns"
     labels = [f"{link['src']}->{link['dst']}" for link in links]
-    # the numbers drawn, as a table on stdout
-    rate = "GB/s simulated (bytes / time in flight)" if clock == "sim" else \
-        "GB/s wall (first send to last receive)"
-    print(f"{'link':<10} {'transfers':>9} {'received':>8} {'bytes':>14}  {rate}")
-    for label, link in zip(labels, links):
-        print(f"{label:<10} {link['transfers']:>9} {link['received']:>8} {link['bytes']:>14}  "
-              f"{link['gbs']:.4f}")
     mib = [link["bytes"] / 2**20 for link in links]
     gbs = [link["gbs"] for link in links]
     never = sum(link["transfers"] - link["received"] for link in links)
@@ -57,8 +52,8 @@ def cmd_links(con, run, args):
             f"SELECT src, min(CAST({end_col} / ? AS INTEGER), ?), sum(bytes) FROM transfer "
             f"WHERE run_id = ? AND {end_col} IS NOT NULL GROUP BY src, 2", (width, bins - 1, rid)):
         heat[src][b] += nbytes / 2**20
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(11, 9.5), gridspec_kw={"height_ratios": [1, 1, 1.4]},
-                                     layout="constrained")
+    fig = figure(figsize=(11, 9.5), layout="constrained")
+    a1, a2, a3 = fig.subplots(3, 1, gridspec_kw={"height_ratios": [1, 1, 1.4]})
     step = max(1, W // 32)
     a1.bar(range(len(links)), mib, color="#1f77b4")
     a1.set_ylabel("MiB sent")
@@ -85,5 +80,17 @@ def cmd_links(con, run, args):
     what = "per link r -> r+1" if ring else f"per link src -> dst, {algo_name(run)} all-reduce"
     title = titled(f"run {rid}: traffic {what} ({W} workers), {unit} time{lost}", run)
     a1.set_title(fit_title(title, 11, 12), color="#c0392b" if run_failed(run) else "black")
+    return fig, title, links
+
+
+def cmd_links(con, run, args):
+    fig, title, links = links_figure(con, run, args.clock)
+    # the numbers drawn, as a table on stdout
+    rate = "GB/s simulated (bytes / time in flight)" if pick_clock(con, run, args.clock) == "sim" \
+        else "GB/s wall (first send to last receive)"
+    print(f"{'link':<10} {'transfers':>9} {'received':>8} {'bytes':>14}  {rate}")
+    for link in links:
+        label = f"{link['src']}->{link['dst']}"
+        print(f"{label:<10} {link['transfers']:>9} {link['received']:>8} {link['bytes']:>14}  "
+              f"{link['gbs']:.4f}")
     output.save(fig, args.out, title)
-    plt.close(fig)

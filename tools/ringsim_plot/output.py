@@ -153,7 +153,9 @@ def save(fig, out, title, tight=True):
     file's metadata (PNG tEXt, SVG and PDF title). tight=False for a
     figure whose layout engine already fits it: a tight bounding box draws
     the figure twice."""
-    with replacing(out) as tmp:
+    import matplotlib
+    # SVG text stays text (searchable), whoever made the figure
+    with replacing(out) as tmp, matplotlib.rc_context({"svg.fonttype": "none"}):
         fig.savefig(tmp, dpi=120, bbox_inches="tight" if tight else None,
                     metadata={"Title": title})
     progress(f"wrote {out}")

@@ -20,6 +20,19 @@ def pyplot():
     return plt
 
 
+def figure(**kw):
+    """A new matplotlib Figure (kw: Figure's, figsize and layout) on an Agg
+    canvas of its own, made without pyplot: no backend chosen for the
+    caller and no figure kept open, so that ringsim_plot.figures can hand
+    it to a caller (a notebook shows it; savefig writes it) and a command
+    need not close it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(**kw)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def phase_colour(phase):
     """The phase's colour; grey for a phase this tool does not know."""
     return PHASE_COLOURS.get(phase, "#7f7f7f")

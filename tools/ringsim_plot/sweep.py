@@ -8,7 +8,7 @@ class, without a shell loop (docs/tools.md).
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import clean
 from .schema import check_sweep_report
-from .style import pyplot
+from .style import figure
 
 
 def load(path):
@@ -30,11 +30,13 @@ def changes(rows):
             if f0 != f1]
 
 
-def cmd_sweep(args):
-    doc, rows = load(args.report)
+def sweep_figure(path):
+    """The figure, its title and the report's rows (load) of the model
+    report at path."""
+    doc, rows = load(path)
     algos = list(rows[0][2])
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
+    fig = figure(figsize=(8, 5.2), layout="constrained")
+    ax = fig.subplots()
     for i, algo in enumerate(algos):
         mine = [(w, t[algo]) for w, _, t, _ in rows if algo in t]
         ax.plot([w for w, _ in mine], [t for _, t in mine], "o-", color=f"C{i}",
@@ -56,8 +58,12 @@ def cmd_sweep(args):
              + (f", {size:,} bytes per worker" if isinstance(size, int) else "")
              + " (ringsim model, schedules alone)")
     ax.set_title(title, fontsize=9)
+    return fig, title, rows
+
+
+def cmd_sweep(args):
+    fig, title, rows = sweep_figure(args.report)
     output.save(fig, args.out, title, tight=False)
-    plt.close(fig)
     lines = [f"W={w}: fastest {f} ({t[f]:.3f} us)" for w, _, t, f in rows]
     lines += [f"crossover {f0} -> {f1} between W={w0} and W={w1}"
               for w0, w1, f0, f1 in changes(rows)]

@@ -6,7 +6,7 @@ from . import output  # output.save, looked up when called (tests watch what is 
 from .output import ToolError, progress
 from .replay import (PHASES, algo_name, phase_abbrev, phase_label, phases_present, pick_clock,
     run_failed, stop_times, time_columns, transfer_count)
-from .style import fit_title, phase_colour, pyplot, shade, titled
+from .style import figure, fit_title, phase_colour, shade, titled
 
 
 # Above this many transfers, the timeline draws one bar per worker and step
@@ -52,14 +52,16 @@ TIMELINE_LABEL_ROWS = 6
 TIMELINE_MIN_BAR = 1 / 500
 
 
-def cmd_timeline(con, run, args):
-    plt = pyplot()
+def timeline_figure(con, run, clock=None):
+    """The timeline's figure and title (unwrapped: the file's metadata) of
+    run (pick_run's row) on clock: "sim", "wall" or None (simulated when
+    the run has it)."""
     from matplotlib.patches import Patch
     W, rid = run["workers"], run["run_id"]
     n = transfer_count(con, rid)
     if n == 0:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
-    clock_key = pick_clock(con, run, args.clock)
+    clock_key = pick_clock(con, run, clock)
     sb, se, rb, re_, clock = time_columns(clock_key)
     simulated = clock == "simulated"
     span = con.execute(f"SELECT max(max({se}), max(coalesce({re_}, 0))) FROM transfer "
@@ -72,7 +74,8 @@ def cmd_timeline(con, run, args):
 
     def bar(t0, t1):
         return (t0 / scale, max((t1 - t0) / scale, least))
-    fig, ax = plt.subplots(figsize=(12, 1.4 + 0.45 * min(W, 64)))
+    fig = figure(figsize=(12, 1.4 + 0.45 * min(W, 64)))
+    ax = fig.subplots()
     detail = n <= TIMELINE_DETAIL_LIMIT
     never = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
                         (rid,)).fetchone()[0]
@@ -212,5 +215,9 @@ def cmd_timeline(con, run, args):
                    f"{run['bytes']:,} bytes per worker, {n} transfers, {clock} time", run)
     ax.set_title(fit_title(title, 12, 12), pad=24 + 14 * (legend_rows - 1),
                  color="#c0392b" if run_failed(run) else "black")
+    return fig, title
+
+
+def cmd_timeline(con, run, args):
+    fig, title = timeline_figure(con, run, args.clock)
     output.save(fig, args.out, title)  # the metadata's title unwrapped
-    plt.close(fig)
