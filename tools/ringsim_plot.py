@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """ringsim-plot: turn a ringsim trace into pictures and a Perfetto trace.
 
-The command's entry point (installed as ringsim-plot): the tool is the
-package ringsim_plot (its __init__ says what each module holds), found
-beside this script (tools/ringsim_plot/ in the source tree) or, installed,
-in ../share/ringsim/ringsim_plot/.
+The command's entry point in the source tree: the tool is the package
+ringsim_plot (its __init__ says what each module holds), beside this
+script (tools/ringsim_plot/). Installed (pip, or cmake --install), the
+package is on Python's path and the command ringsim-plot runs its
+cli.main.
 
     tools/ringsim_plot.py --help
 """
@@ -12,20 +13,12 @@ import os
 import sys
 
 
-def package_folders():
-    """Where the package ringsim_plot/ may be: beside this script (the
-    source tree), then in ../share/ringsim (installed)."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    return [here, os.path.join(os.path.dirname(here), "share", "ringsim")]
-
-
 if __name__ == "__main__":
-    folders = [f for f in package_folders()
-               if os.path.isfile(os.path.join(f, "ringsim_plot", "__init__.py"))]
-    if not folders:
-        print(f"ringsim-plot: its package ringsim_plot/ is in neither "
-              f"{' nor '.join(package_folders())} (it is installed with the tool)", file=sys.stderr)
+    here = os.path.dirname(os.path.realpath(__file__))
+    if not os.path.isfile(os.path.join(here, "ringsim_plot", "__init__.py")):
+        print(f"ringsim-plot: its package ringsim_plot/ is not in {here}, beside this script",
+              file=sys.stderr)
         sys.exit(2)
-    sys.path.insert(0, folders[0])
+    sys.path.insert(0, here)
     from ringsim_plot.cli import main
     sys.exit(main())

@@ -6,7 +6,8 @@ The library is looked for, first found wins:
    build under test this way);
 2. the build tree: build/libringsim.so beside python/ of the repository this
    package sits in (PYTHONPATH=python after `cmake --build build`);
-3. beside the package: ringsim/libringsim.so;
+3. beside the package: ringsim/libringsim.so (where pip's install puts
+   it, README.md "Installing");
 4. the system: under the prefix the package was installed to (`cmake
    --install` puts it in PREFIX/lib or PREFIX/lib/<multiarch>), then the
    dynamic loader's own search (libringsim.so.0).
@@ -53,7 +54,7 @@ def _candidates():
     repo = os.path.dirname(os.path.dirname(here))
     yield "build tree", os.path.join(repo, "build", "libringsim.so")
     yield "beside the package", os.path.join(here, "libringsim.so")
-    # PREFIX/lib/python3*/dist-packages/ringsim -> PREFIX
+    # PREFIX/lib/python3*/{site,dist}-packages/ringsim -> PREFIX
     prefix = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.dirname(here))))
     lib = os.path.join(prefix, "lib")

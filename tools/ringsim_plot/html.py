@@ -17,7 +17,8 @@ from .topo import MAX_GPUS, MAX_NODES, run_topology, topo_data
 
 
 # The page's template: HTML, styles and script in one file, beside this
-# package (tools/ in the source tree, PREFIX/share/ringsim installed).
+# package in the source tree (tools/), inside it installed (pip, cmake
+# --install).
 VIEWER_TEMPLATE = "ringsim_viewer.html"
 VIEWER_DATA_MARK = "/*RINGSIM_DATA*/null"
 # Without --run, the page holds the trace's latest runs, at most this many.
@@ -45,19 +46,21 @@ def json_row(row):
 
 
 def viewer_template():
-    """The template's text, from beside this package: tools/ in the source
-    tree, PREFIX/share/ringsim installed (both hold ringsim_plot/ and
-    ringsim_viewer.html)."""
-    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    path = os.path.join(here, VIEWER_TEMPLATE)
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        if VIEWER_DATA_MARK not in text:
-            raise ToolError(f"{path}: not the viewer's template (no data mark)")
-        return text
-    raise ToolError(f"{VIEWER_TEMPLATE}: not found in {here}, beside the package ringsim_plot "
-                    "(the page's template is installed with the tool)")
+    """The template's text, from inside this package (installed: pip and
+    cmake --install put it there), else beside it (tools/ in the source
+    tree holds ringsim_plot/ and ringsim_viewer.html)."""
+    package = os.path.dirname(os.path.realpath(__file__))
+    folders = (package, os.path.dirname(package))
+    for here in folders:
+        path = os.path.join(here, VIEWER_TEMPLATE)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if VIEWER_DATA_MARK not in text:
+                raise ToolError(f"{path}: not the viewer's template (no data mark)")
+            return text
+    raise ToolError(f"{VIEWER_TEMPLATE}: not found in {' nor '.join(folders)}, in or beside the "
+                    "package ringsim_plot (the page's template is installed with the tool)")
 
 
 def message_details(con, run, bucket, ring):
