@@ -169,6 +169,97 @@ static void test_ring_orders_no_switch(void **state) {
   }
 }
 
+/* ---- fewer NICs than GPUs ------------------------------------------------
+ *
+ * A DGX A100 node with 4 NICs as NCCL sees it (nccl-tests#252's machine):
+ * 8 A100 (cc 80) on an NVSwitch, 12 NVLinks x SM80_NVLINK_BW 20 = 240 GB/s
+ * (topo.h); PCIe Gen4 x16, 16 x 120 / 80 = 24 GB/s; 200 Gb/s NICs,
+ * 200000 / 8000 = 25 GB/s; NIC k next to GPUs 2k and 2k+1 (one PCIe
+ * switch each). */
+static rs_nccl_system_t a100_nics(int nodes, int nics) {
+  rs_nccl_system_t s = {
+      .nodes = nodes,
+      .gpus = G8,
+      .nics = nics,
+      .cc = 80,
+      .nvswitch = 1,
+      .nvls = 0,
+      .nvlink_gbs = 12 * 20.0,
+      .pci_gbs = 24,
+      .nic_gbs = 25,
+      .net_latency_us = 0,
+  };
+  return s;
+}
+
+/* Derived by hand from NCCL v2.30.7-1 for 4 NICs, two GPUs a NIC:
+ * ncclTopoCompute searches with crossNic = 0 first (rail-aligned: a
+ * channel leaves by the NIC it entered at, ncclTopoSearchCheckNet) and
+ * typeInter PIX; search channel k starts at NIC k (ncclTopoSearchRecNet,
+ * nets[(nChannels + i) % netCount]) entering at its localGpu 2k
+ * (ncclTopoGetLocalGpu: the first local GPU whose channel-0 NIC it is);
+ * with an NVSwitch ncclTopoSearchNextGpuSort offers index-1 first, so the
+ * path descends and ends at GPU 2k+1, which reaches NIC k through their
+ * PCIe switch (PIX): found, and never beaten by crossNic = 2 (the NICs
+ * bound both at 4 channels of 24 GB/s; ncclTopoCompareGraphs wants
+ * strictly more). crossNicRing is 0, so ncclTopoPostset does not swap
+ * odd nodes' channels; execution channels 4..7 replay 0..3. */
+static const int rings_a100_4nics_2_nodes[4][16] = {
+    {0, 7, 6, 5, 4, 3, 2, 1, 8, 15, 14, 13, 12, 11, 10, 9},
+    {2, 1, 0, 7, 6, 5, 4, 3, 10, 9, 8, 15, 14, 13, 12, 11},
+    {4, 3, 2, 1, 0, 7, 6, 5, 12, 11, 10, 9, 8, 15, 14, 13},
+    {6, 5, 4, 3, 2, 1, 0, 7, 14, 13, 12, 11, 10, 9, 8, 15},
+};
+
+/* rings-6: A100, 2 nodes, 4 NICs: the table; channels 4..7 replay 0..3. */
+static void test_ring_orders_a100_4_nics(void **state) {
+  (void)state;
+  const rs_nccl_system_t s = a100_nics(2, 4);
+  int got[16];
+  for (int c = 0; c < 8; c++) {
+    rs_nccl_ring_order(&s, c, got);
+    for (int i = 0; i < 16; i++)
+      if (got[i] != rings_a100_4nics_2_nodes[c % 4][i])
+        fail_msg("A100 4 NICs, channel %d: position %d is rank %d, the "
+                 "table says %d",
+                 c, i, got[i], rings_a100_4nics_2_nodes[c % 4][i]);
+  }
+}
+
+/* rings-7: fewer NICs than GPUs (K = 1, 2, 4 of 8), 2 to 5 nodes: over
+ * the K search channels each NIC of each node takes exactly one channel
+ * in and one out, and every hop between nodes joins two GPUs of the same
+ * NIC index (a rail). */
+static void test_ring_orders_fewer_nics_rails(void **state) {
+  (void)state;
+  for (int K = 1; K <= 4; K *= 2)
+    for (int nodes = 2; nodes <= 5; nodes++) {
+      const rs_nccl_system_t s = a100_nics(nodes, K);
+      const int W = nodes * G8;
+      int in[5 * 4] = {0}, out[5 * 4] = {0}, order[5 * G8];
+      for (int c = 0; c < K; c++) {
+        rs_nccl_ring_order(&s, c, order);
+        for (int i = 0; i < W; i++) {
+          const int from = order[i], to = order[(i + 1) % W];
+          if (from / G8 == to / G8)
+            continue;
+          const int nic_from = from % G8 * K / G8, nic_to = to % G8 * K / G8;
+          if (nic_from != nic_to)
+            fail_msg("%d NICs, %d nodes, channel %d: rank %d (NIC %d) sends "
+                     "to rank %d (NIC %d) across rails",
+                     K, nodes, c, from, nic_from, to, nic_to);
+          out[from / G8 * K + nic_from]++;
+          in[to / G8 * K + nic_to]++;
+        }
+      }
+      for (int n = 0; n < nodes * K; n++)
+        if (in[n] != 1 || out[n] != 1)
+          fail_msg("%d NICs, %d nodes: NIC %d of node %d takes %d channels "
+                   "in, %d out (1 and 1 wanted)",
+                   K, nodes, n % K, n / K, in[n], out[n]);
+    }
+}
+
 /* ---- pipelined links by hand ---------------------------------------------
  *
  * A ring of W = 3 (4 steps), hops alike: latency a = 10 ns, a segment
@@ -452,6 +543,25 @@ static void test_predict_published_dgx_h100(void **state) {
     fail_msg("%d of %d predictions outside their tolerance", bad, n);
 }
 
+/* predict-6: fewer NICs than GPUs. 2 x 8 A100, 4 x 200G a node, Ring
+ * forced, 8 GiB: nccl-tests#252 (ismailguzel; AddyLaddy, NVIDIA,
+ * 2024-09-24: 93.5-97.5 GB/s busbw, "about 24GB/s per NIC"). NCCL runs 8
+ * execution channels (4 search channels doubled), two on each NIC and
+ * each GPU's PCIe path, 24/2 = 12 GB/s a channel: 4 NICs' worth, 96 GB/s
+ * at most; within 15% of the measured 95.5. */
+static void test_predict_a100_4_nics(void **state) {
+  (void)state;
+  const rs_nccl_system_t s = a100_nics(2, 4);
+  const uint64_t S = 8ull << 30;
+  const uint64_t ns =
+      rs_nccl_predict_ns(&s, RS_NCCL_RING, RS_PROTO_SIMPLE, 8, 8, S);
+  const double busbw = (double)S / (double)ns * 2 * 15 / 16;
+  if (busbw > 96.0 || fabs(busbw / 95.5 - 1) > 0.15)
+    fail_msg("A100 2 nodes 4 NICs, Ring/Simple 8 channels, 8 GiB: busbw "
+             "%.2f GB/s, measured 95.5 (at most 4 x 24 = 96)",
+             busbw);
+}
+
 /* predict-4: 128 nodes at 8 GiB stays bandwidth-bound: a ring's busbw at
  * most the 16 channels x 24 GB/s of the NIC paths (each GPU's path carries
  * two channels) and within 5% of it; NVLSTree at most the switch's. */
@@ -510,6 +620,8 @@ int main(void) {
       cmocka_unit_test(test_ring_orders_four_nodes),
       cmocka_unit_test(test_ring_orders_rails),
       cmocka_unit_test(test_ring_orders_no_switch),
+      cmocka_unit_test(test_ring_orders_a100_4_nics),
+      cmocka_unit_test(test_ring_orders_fewer_nics_rails),
       cmocka_unit_test(test_ring_pipe_2_segments_1_slot),
       cmocka_unit_test(test_ring_pipe_2_segments_2_slots),
       cmocka_unit_test(test_ring_pipe_3_segments_1_slot),
@@ -522,6 +634,7 @@ int main(void) {
       cmocka_unit_test(test_predict_protocols),
       cmocka_unit_test(test_predict_refusals),
       cmocka_unit_test(test_predict_published_dgx_h100),
+      cmocka_unit_test(test_predict_a100_4_nics),
       cmocka_unit_test(test_predict_128_nodes),
       cmocka_unit_test(test_predict_dgx_h100_preset),
   };

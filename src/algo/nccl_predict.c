@@ -212,12 +212,13 @@ static int machine_of(const rs_nccl_system_t *sys, machine_t *mc) {
   return 0;
 }
 
-/* The NIC GPU g uses, and NIC j's GPU (its localGpu). */
+/* The NIC GPU g uses, and NIC j's GPU (its localGpu: the first GPU that
+ * uses it, src/graph/topo.cc ncclTopoGetLocalGpu). */
 static int nic_of(const machine_t *mc, int g) {
   return (int)((long)g * mc->K / mc->G);
 }
 static int gpu_of_nic(const machine_t *mc, int j) {
-  return (int)((long)j * mc->G / mc->K);
+  return (int)(((long)j * mc->G + mc->K - 1) / mc->K);
 }
 
 /* A NET hop's latency (ns) for algorithm a, protocol p: hwLatencies' NET
