@@ -58,8 +58,8 @@ class StepCli(unittest.TestCase):
     # Gradients 2 ms apart from the 5 us forward: every all-reduce ends
     # before the next gradient, so only the last is exposed. The first step
     # is one bucket of 3 MiB, chunks of 1.5 MiB in two segments of 786,432
-    # bytes, streamed (the second leaves as the first is on the wire):
-    # 2 (1,000 + 2 x 786,432) ns after the last gradient, all exposed.
+    # bytes, streamed (each leaves as the link frees: the link is the
+    # busier): 4 x 786,432 + 1,000 ns after the last gradient, all exposed.
     def test_by_hand(self):
         m = self.model(three_mib())
         for threads in ([], ["--no-threads"]):
@@ -79,9 +79,10 @@ class StepCli(unittest.TestCase):
                                  (7055576, 1050576, 3 * 1050576))
                 first = row["first"]
                 self.assertEqual(len(first["buckets"]), 1)
-                # (2 steps, each a latency and its 2 segments streamed)
-                self.assertEqual(first["step_ns"], 6005000 + 2 * (1000 + 2 * 786432))
-                self.assertEqual(first["exposed_ns"], 2 * (1000 + 2 * 786432))
+                # (2 steps of 2 segments streamed: the link busy throughout,
+                # 4 segments and one latency)
+                self.assertEqual(first["step_ns"], 6005000 + 4 * 786432 + 1000)
+                self.assertEqual(first["exposed_ns"], 4 * 786432 + 1000)
                 self.assertEqual(row["total_ns"], first["step_ns"] + 2 * later["step_ns"])
 
     # step-2: the text report says the same, and names the critical path.

@@ -474,7 +474,7 @@ RS_API int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg);
 /* The ring's cost formula as reports print it: alpha the latency, beta the
  * bandwidth, gamma the reduce rate (docs/ring-walkthrough.md uses the same;
  * every algorithm's formula: docs/algorithms.md). */
-#define RS_NETMODEL_FORMULA "2(W-1)(alpha + k b/beta) + (W-1) b/gamma"
+#define RS_NETMODEL_FORMULA "alpha + k b/beta + (2W-3) max(alpha + b/beta, k b/beta) + reductions"
 
 /* nccl-tests' bus bandwidth factor 2(W-1)/W: the share of its buffer each
  * worker of a ring all-reduce sends (0 for one worker). nccl-tests applies

@@ -148,7 +148,7 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
   const rs_shape_t shape = rs__shape_of(m, workers);
   const int steps = a->steps(shape, RS_COLL_ALLREDUCE);
   int w = 0;
-  uint64_t t = 0;
+  uint64_t t = 0, tail = 0; /* (tail: a streamed last step's segments) */
   for (int k = 0; k < steps && t != UINT64_MAX; k++) {
     size_t rounds;
     const size_t bytes =
@@ -158,13 +158,14 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
     if (!rounds || chain_hop(a, m, shape, k, w, bytes, &d, &there))
       continue; /* (w holds the chain) */
     if (a->caps & RS__CAP_STREAM) {
-      /* A streaming step's segments do not wait for each other's
-       * receives, but the next step waits for all of them: d's next step
-       * starts no sooner than a latency after w's link has sent them. */
+      /* A streamed segment waits only for its own data: the chain is one
+       * segment a step, w's first to d; the last step's other segments
+       * follow it through the same link (below). */
       uint64_t latency;
       const uint64_t wire =
           rs__sim_hop_least_ns(m, shape.workers, w, d, bytes, &latency);
-      t = rs__sat_add(t, rs__sat_add(latency, sat_mul(wire, rounds)));
+      t = rs__sat_add(t, rs__sat_add(latency, wire));
+      tail = sat_mul(wire, rounds - 1);
       w = d;
       continue;
     }
@@ -195,7 +196,7 @@ static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
       }
     }
   }
-  return t;
+  return rs__sat_add(t, tail);
 }
 
 uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
@@ -209,6 +210,31 @@ uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
   return a->step_least ? chain_least(a, m, workers, elems, segs ? segs : 1, cap,
                                      elem_size)
                        : 0;
+}
+
+/* The segments per chunk bucket b of job is cut into, as its algorithm
+ * cuts them (gloo-ring: gloo's layout). */
+static size_t bucket_segs(const rs_sim_job_t *job, const rs_simrun_t *s,
+                          size_t b) {
+  const size_t segs = rs_segs_per_chunk(job->buckets[b].elems, job->workers,
+                                        job->segment_bytes, job->elem_size);
+  return job->algo->chunk_segs
+             ? job->algo->chunk_segs(s->shape, job->buckets[b].elems, segs,
+                                     s->cap)
+             : segs;
+}
+
+/* A bucket of a streaming schedule begins: every worker's segments'
+ * data ready at its clock, no slot taken (netmodel.h). */
+static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
+  if (!s->seg_mem)
+    return;
+  const size_t segs = bucket_segs(job, s, b);
+  for (int r = 0; r < job->workers; r++)
+    rs__sim_stream(&s->clocks[r], 1, segs, s->seg_mem + (size_t)r * s->seg_cap,
+                   s->seg_cap, s->slot_mem + (size_t)r * s->slot_cap,
+                   s->slot_cap);
+  s->seg_n = segs;
 }
 
 /* The runner's state for W workers: every worker's clock, its mailbox,
@@ -249,23 +275,22 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
-  /* A streaming algorithm's slots (netmodel.h): room for the most
-   * segments one step of any bucket sends, capped at the slots. */
+  /* A streaming algorithm's clocks (netmodel.h): a ready time for each
+   * segment of the most any bucket cuts a chunk into, and the slots'
+   * arrivals (each bucket sets them going: stream_bucket). */
   if (a->caps & RS__CAP_STREAM) {
     size_t most = 0;
     for (size_t b = 0; b < job->bucket_count; b++) {
-      size_t segs = rs_segs_per_chunk(job->buckets[b].elems, workers,
-                                      job->segment_bytes, elem_size);
-      if (a->chunk_segs)
-        segs = a->chunk_segs(s->shape, job->buckets[b].elems, segs, s->cap);
+      const size_t segs = bucket_segs(job, s, b);
       most = segs > most ? segs : most;
     }
-    const size_t cap = rs__sim_slot_cap(m, most);
-    if (cap && !(s->slot_mem = malloc((size_t)workers * cap * sizeof *s->slot_mem)))
+    s->seg_cap = most;
+    s->slot_cap = rs__sim_slot_cap(m, 2 * (size_t)workers * most);
+    if (most && (!(s->seg_mem = calloc((size_t)workers * most,
+                                       sizeof *s->seg_mem)) ||
+                 !(s->slot_mem = calloc((size_t)workers * s->slot_cap,
+                                        sizeof *s->slot_mem))))
       return RS_ENOMEM;
-    for (int r = 0; r < workers; r++)
-      rs__sim_stream(&s->clocks[r], 1, cap ? s->slot_mem + (size_t)r * cap : NULL,
-                     cap);
   }
   /* A topology of several nodes: its NICs' load under a's schedule (one
    * that does not hold the W workers, which rs_netmodel_check refuses,
@@ -294,6 +319,7 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->arrive);
   free(s->wire);
   free(s->algo_mem);
+  free(s->seg_mem);
   free(s->slot_mem);
   if (s->track) {
     free(s->track->saved);
@@ -346,6 +372,7 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
       if (spans->worker_start)
         spans->worker_start[b * W + r] = s.clocks[r].clock;
     }
+    stream_bucket(&s, job, b);
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(
         &s, buckets[b].elems,

@@ -108,8 +108,8 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   const uint64_t W = (uint64_t)workers, P = l.per_chunk;
   size_t seg_bytes = l.seg_elems * elem_size;
   /* every step P segments of seg_bytes, streamed (ring.c) */
-  return (W - 1) * (rs__ring_stream_step_ns(m, P, 0, 0, seg_bytes, 0) +
-                    rs__ring_stream_step_ns(m, P, 0, 0, seg_bytes, 1));
+  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), P, 0, 0,
+                            seg_bytes);
 }
 
 /* The edges: r -> r-1. */

@@ -196,7 +196,12 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
   const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
   size_t *table = NULL;
   rs_simstate_t *saved = NULL;
-  if (T && !(saved = malloc(2 * (size_t)W * sizeof *saved))) {
+  /* (streaming: every worker's segments and slots too, saved beside) */
+  const size_t len = s->seg_mem ? rs__simstream_len(s) : 0;
+  uint64_t *streams = NULL;
+  if (T && (!(saved = malloc(2 * (size_t)W * sizeof *saved)) ||
+            (len && !(streams = malloc(2 * (size_t)W * len * sizeof *streams))))) {
+    free(saved);
     s->nomem = 1;
     return;
   }
@@ -204,6 +209,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
     table = malloc(cut.per_chunk * (size_t)W * sizeof *table);
     if (!table) {
       free(saved);
+      free(streams);
       s->nomem = 1;
       return;
     }
@@ -223,9 +229,12 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       if (T && saved_at < 0 && step + T < W - 1 && !rs__simrun_stopped(s)) {
-        for (int r = 0; r < W; r++)
-          saved[r] =
-              rs__simstate_of(&s->clocks[rs__group_worker(&s->group, r)]);
+        for (int r = 0; r < W; r++) {
+          const rs_simclock_t *c = &s->clocks[rs__group_worker(&s->group, r)];
+          saved[r] = rs__simstate_of(c);
+          if (streams)
+            rs__simstream_save(s, c, streams + (size_t)r * len);
+        }
         saved_at = step;
       }
       rs__simrun_step(s);
@@ -240,14 +249,14 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
              r++, c = c + 1 == W ? 0 : c + 1, to = to + 1 == W ? 0 : to + 1) {
           size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
-            rs__simrun_send(s, r, to, n);
+            rs__simrun_send_seg(s, r, to, n, seg);
         }
         for (int r = 0, c = recv0, from = prev0; r < W; r++,
                  c = c + 1 == W ? 0 : c + 1,
                  from = from + 1 == W ? 0 : from + 1) {
           size_t n = sim_len(way, &cut, table, c, seg);
           if (n || !way->skip_empty)
-            rs__simrun_recv(s, r, from, reduced ? n : 0);
+            rs__simrun_recv_seg(s, r, from, reduced ? n : 0, seg);
         }
       }
       const int k = step + 1 - saved_at; /* (steps since the save) */
@@ -259,7 +268,12 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
           way->send_chunk(W, 0, ph, 0) - way->send_chunk(W, 0, ph, 1), W);
       const int turn = (int)((long long)k * travel % W);
       const int m = (W - 2 - step) / k;
-      if (m && rs__simrun_repeat_all(s, saved, turn, (uint64_t)m, saved + W)) {
+      s->stream_before = streams;
+      s->stream_scratch = streams ? streams + (size_t)W * len : NULL;
+      const uint64_t moved =
+          m ? rs__simrun_repeat_all(s, saved, turn, (uint64_t)m, saved + W) : 0;
+      s->stream_before = s->stream_scratch = NULL;
+      if (moved) {
         rs__simrun_repeat_steps(s, m * k);
         step += m * k;
         saved_at = -1;
@@ -269,6 +283,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
     }
   }
   free(saved);
+  free(streams);
   free(table);
 }
 
@@ -378,42 +393,51 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
   return rs__ring_layout(&way, workers, elems, cap, offsets, word, words);
 }
 
-/* DESIGN: a streamed step in closed form. Segment j leaves at
- * D_j = max(D_{j-1} + w_{j-1}, A_{j-K}) after the step's start (the link
- * free, and the segment K = slots before it arrived) and arrives at
- * A_j = D_j + w_j + a; the receiver's clock takes each on arrival and
- * reduces it (f_j). The receiver's port never holds one up (the sender's
- * link already spaces them by their wire times). With equal segments,
- * D_{k-1} = max((k-1) w, floor((k-1)/K) (w + a) + ((k-1) mod K) w): the
- * link's pace while K w >= w + a, else K segments a latency.
- * docs/algorithms.md ("Pipelined links") has it with the ring's
- * formula. */
-uint64_t rs__ring_stream_step_ns(const rs_netmodel_t *m, size_t k, size_t big,
-                                 size_t hi, size_t lo, int reduced) {
+/* DESIGN: the streamed ring in closed form. On a uniform ring every
+ * worker runs the same schedule at the same times (chunks of equal size;
+ * else each segment at the largest chunk's, an upper bound), so one
+ * worker's clocks tell all: in step s it sends segment j at
+ *   D(s,j) = max(R(s-1,j), D(s,j-1) + w_{j-1}, A(s,j) - K messages back)
+ * (its data, received in step s-1, or the bucket's start; its link; a
+ * slot: the message K = slots before it on the connection arrived) and
+ * receives its predecessor's, sent at the same time, at
+ * A(s,j) = D(s,j) + w_j + a, taking it once the one before it is done:
+ * R(s,j) = max(R(s,j-1), A(s,j)) + f_j (its reduction, in reduce-scatter).
+ * The recurrence is played in O(steps x k); docs/algorithms.md
+ * ("Pipelined links") gives its closed forms. */
+uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
+                            size_t k, size_t big, size_t hi, size_t lo) {
   const uint64_t a = m->link.latency_ns;
   const uint64_t w_hi = rs__net_ns(hi, m->link.bandwidth),
                  w_lo = rs__net_ns(lo, m->link.bandwidth);
-  const uint64_t f_hi = reduced ? rs__net_ns(hi, m->reduce_rate) : 0,
-                 f_lo = reduced ? rs__net_ns(lo, m->reduce_rate) : 0;
+  const uint64_t f_hi = rs__net_ns(hi, m->reduce_rate),
+                 f_lo = rs__net_ns(lo, m->reduce_rate);
   const size_t K = (size_t)rs__sim_slots(m);
-  uint64_t arrived[RS_MAX_SLOTS]; /* A_j, the last K of them */
+  uint64_t arrived[RS_MAX_SLOTS]; /* A of the last K messages */
+  uint64_t *ready = calloc(k ? k : 1, sizeof *ready); /* R(s-1, j) */
+  if (!ready)
+    return UINT64_MAX;
   uint64_t link = 0, clock = 0;
-  for (size_t j = 0; j < k; j++) {
-    const uint64_t w = j < big ? w_hi : w_lo, f = j < big ? f_hi : f_lo;
-    uint64_t depart = link;
-    if (j >= K && arrived[j % K] > depart)
-      depart = arrived[j % K];
-    link = rs__sat_add(depart, w);
-    const uint64_t arrive = rs__sat_add(link, a);
-    arrived[j % K] = arrive;
-    clock = rs__sat_add(arrive > clock ? arrive : clock, f);
-  }
+  size_t sent = 0;
+  for (int s = 0; s < steps; s++)
+    for (size_t j = 0; j < k; j++, sent++) {
+      const uint64_t w = j < big ? w_hi : w_lo;
+      const uint64_t f = s < reduced ? (j < big ? f_hi : f_lo) : 0;
+      uint64_t depart = ready[j] > link ? ready[j] : link;
+      if (sent >= K && arrived[sent % K] > depart)
+        depart = arrived[sent % K];
+      link = rs__sat_add(depart, w);
+      const uint64_t arrive = rs__sat_add(link, a);
+      arrived[sent % K] = arrive;
+      clock = rs__sat_add(arrive > clock ? arrive : clock, f);
+      ready[j] = clock;
+    }
+  free(ready);
   return clock;
 }
 
-/* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps, each k segments
- * streamed (rs__ring_stream_step_ns), and reductions in the W-1 of
- * reduce-scatter. */
+/* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments
+ * streamed (rs__ring_stream_ns), reduced in the W-1 of reduce-scatter. */
 static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   const int workers = shape.workers;
@@ -428,9 +452,8 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   const size_t chunk = elems / W + (elems % W != 0);
   const size_t big = chunk % segs;
   const size_t lo = chunk / segs * elem_size, hi = lo + elem_size;
-  const uint64_t step = rs__ring_stream_step_ns(m, segs, big, hi, lo, 0),
-                 fold_step = rs__ring_stream_step_ns(m, segs, big, hi, lo, 1);
-  return (W - 1) * step + (W - 1) * fold_step;
+  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), segs, big,
+                            hi, lo);
 }
 
 /* The ring's edges: r -> r+1. */

@@ -64,13 +64,13 @@ int rs__ring_layout(const rs_ring_way_t *way, int workers, size_t elems,
  * starts at one worker and gains one addition per hop), and one message
  * per segment of every step. */
 int rs__ring_steps(rs_shape_t shape, rs_collective_t collective);
-/* One step of a ring on the uniform network m, its segments streamed
- * (netmodel.h's pipelined links): k segments, the first `big` of hi bytes
- * and the rest of lo, sent back to back as the link and m's slots allow,
- * each reduced as it arrives when `reduced`. The time from the step's
- * start to its last receive: the cost formulas' step. */
-uint64_t rs__ring_stream_step_ns(const rs_netmodel_t *m, size_t k, size_t big,
-                                 size_t hi, size_t lo, int reduced);
+/* A ring of `steps` steps on the uniform network m, the first `reduced`
+ * of them reducing, its segments streamed (netmodel.h's pipelined
+ * links): k segments a step, the first `big` of hi bytes and the rest of
+ * lo, each sent once its data is in, the link free and a slot free. Its
+ * time (the cost formulas'); UINT64_MAX when out of memory. */
+uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
+                            size_t k, size_t big, size_t hi, size_t lo);
 int rs__ring_depth(rs_shape_t shape);
 size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
                          size_t segs, size_t cap, rs_collective_t collective);

@@ -110,6 +110,51 @@ static rs_simclock_t *member(rs_simrun_t *s, int k) {
   return &s->clocks[rs__group_worker(&s->group, k)];
 }
 
+void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
+                        uint64_t *out) {
+  const size_t len = rs__simstream_len(s), n = s->seg_cap;
+  memset(out, 0, len * sizeof *out);
+  for (size_t j = 0; j < s->seg_n && j < n; j++)
+    out[j] = c->seg_ready[j];
+  const size_t taken = c->slot_n < s->slot_cap ? c->slot_n : s->slot_cap;
+  out[n] = taken;
+  out[n + 1] = c->slot_n;
+  for (size_t i = 0; i < taken; i++) /* (oldest first) */
+    out[n + 2 + i] = c->slot_arrive[(c->slot_n - taken + i) % s->slot_cap];
+}
+
+/* Has c's streaming state moved on from before (rs__simstream_save's)
+ * by delta? (tmp: room for one.) Its slots' count aside, every time. */
+static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
+                        const uint64_t *before, uint64_t delta,
+                        uint64_t *tmp) {
+  const size_t n = s->seg_cap;
+  rs__simstream_save(s, c, tmp);
+  if (tmp[n] != before[n])
+    return 0;
+  for (size_t j = 0; j < s->seg_n && j < n; j++)
+    if (tmp[j] < before[j] || tmp[j] - before[j] != delta)
+      return 0;
+  for (size_t i = 0; i < tmp[n]; i++)
+    if (tmp[n + 2 + i] < before[n + 2 + i] ||
+        tmp[n + 2 + i] - before[n + 2 + i] != delta)
+      return 0;
+  return 1;
+}
+
+/* c takes the streaming state from (rs__simstream_save's), moved on by
+ * by. */
+static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
+                        const uint64_t *from, uint64_t by) {
+  const size_t n = s->seg_cap, taken = (size_t)from[n];
+  for (size_t j = 0; j < s->seg_n && j < n; j++)
+    c->seg_ready[j] = from[j] + by;
+  c->slot_n = (size_t)from[n + 1];
+  for (size_t i = 0; i < taken; i++)
+    c->slot_arrive[(c->slot_n - taken + i) % s->slot_cap] =
+        from[n + 2 + i] + by;
+}
+
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
                                int turn, uint64_t times,
                                rs_simstate_t *scratch) {
@@ -119,23 +164,37 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
   const uint64_t by = delta * times;
   if (s->over || !delta || !times || by / times != delta)
     return 0;
+  /* (a streaming schedule's segments and slots too: stream_before) */
+  const size_t len = rs__simstream_len(s);
+  uint64_t *const sb = s->stream_before, *const ss = s->stream_scratch;
   for (int r = 0; r < W; r++)
     if (!moved_by(member(s, (r + turn) % W), &before[r],
                   MOVE_CLOCK | MOVE_LINK | MOVE_PORT, delta) ||
-        !room_for(member(s, r), by))
+        !room_for(member(s, r), by) ||
+        (sb && !stream_moved(s, member(s, (r + turn) % W),
+                             sb + (size_t)r * len, delta, ss)))
       return 0;
   /* (where worker r's state goes: times more turns on) */
   const int to = (int)((long long)turn * (long long)(times % (uint64_t)W) % W);
   if (to && !scratch)
     return 0;
-  for (int r = 0; to && r < W; r++)
+  for (int r = 0; to && r < W; r++) {
     scratch[r] = rs__simstate_of(member(s, r));
+    if (sb)
+      rs__simstream_save(s, member(s, r), ss + (size_t)r * len);
+  }
   for (int r = 0; r < W; r++) {
     rs_simclock_t *c = member(s, (r + to) % W);
     const rs_simstate_t from = to ? scratch[r] : rs__simstate_of(c);
     c->clock = from.clock + by;
     c->link_free = from.link_free + by;
     c->in_free = from.in_free + by;
+    if (sb && to)
+      stream_take(s, c, ss + (size_t)r * len, by);
+    else if (sb) {
+      rs__simstream_save(s, c, ss);
+      stream_take(s, c, ss, by);
+    }
     if (c->clock > s->bound)
       s->over = 1;
   }
@@ -342,10 +401,7 @@ void rs__simrun_step(rs_simrun_t *s) {
     s->nomem = s->over = 1;
     return;
   }
-  /* (a streaming worker's step starts its sends: every clock's step) */
-  const int every = s->net->straggler_count || s->slot_mem ||
-                    (s->shape.workers && s->clocks[0].stream);
-  for (int r = 0; every && r < s->shape.workers; r++) {
+  for (int r = 0; s->net->straggler_count && r < s->shape.workers; r++) {
     const int w = rs__group_worker(&s->group, r);
     if (s->clocks[w].straggler_ns)
       rs__simrun_touch(s, w); /* (its state before the straggler's step) */

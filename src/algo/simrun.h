@@ -60,7 +60,17 @@ typedef struct rs_simrun {
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
-  uint64_t *slot_mem; /* a streaming algorithm's slots, every worker's */
+  /* A streaming algorithm's clocks, every worker's (netmodel.h's
+   * rs__sim_stream): seg_cap segments' ready times and slot_cap
+   * arrivals each. */
+  uint64_t *seg_mem, *slot_mem;
+  size_t seg_cap, slot_cap;
+  size_t seg_n; /* the bucket's segments per chunk */
+  /* The steady repeats of a streaming schedule (rs__simrun_repeat_all)
+   * also need every worker's segments and slots as they were before:
+   * stream_before (W x rs__simstream_len), stream_scratch as many; NULL:
+   * no streaming state to check. */
+  uint64_t *stream_before, *stream_scratch;
   int nomem;        /* an algorithm could not get memory a bucket needs */
   /* Whom the ranks in the runner's calls count (xfer.h): all zero, the
    * workers; in a group, its members, and shape is the group's, flat. */
@@ -187,7 +197,7 @@ static inline void rs__simlog_max(rs_simrun_t *s, uint64_t a, uint64_t b) {
  * the tree's broadcast to its children, keeps each in its receiver's
  * mailbox, to). */
 static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
-                                   size_t elems) {
+                                   size_t elems, size_t seg) {
   const rs_group_t *g = &s->group;
   uint64_t depart;
   box = rs__group_worker(g, box);
@@ -195,26 +205,33 @@ static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
   rs__simrun_touch(s, from);
   rs__simlog_max(s, s->clocks[from].clock, s->clocks[from].link_free);
   rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
-               elems * s->elem_size, &depart, &s->arrive[box], &s->wire[box]);
+               elems * s->elem_size, seg, &depart, &s->arrive[box],
+               &s->wire[box]);
   if (s->track)
     s->track->sent_at[from] = s->track->touch_id;
 }
 
 static inline void rs__simrun_send(rs_simrun_t *s, int from, int to,
                                    size_t elems) {
-  rs__simrun_mail(s, from, to, from, elems);
+  rs__simrun_mail(s, from, to, from, elems, 0);
 }
 
 static inline void rs__simrun_post(rs_simrun_t *s, int from, int to,
                                    size_t elems) {
-  rs__simrun_mail(s, from, to, to, elems);
+  rs__simrun_mail(s, from, to, to, elems, 0);
+}
+
+/* A streaming schedule's send: segment seg of its chunk (netmodel.h). */
+static inline void rs__simrun_send_seg(rs_simrun_t *s, int from, int to,
+                                       size_t elems, size_t seg) {
+  rs__simrun_mail(s, from, to, from, elems, seg);
 }
 
 /* Worker to receives the message in mailbox box (the sender's, after
  * send), reducing reduced_elems of it. (Inline, as send: the schedule
  * simulation's innermost calls.) */
-static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
-                                   size_t reduced_elems) {
+static inline void rs__simrun_recv_seg(rs_simrun_t *s, int to, int box,
+                                       size_t reduced_elems, size_t seg) {
   box = rs__group_worker(&s->group, box);
   to = rs__group_worker(&s->group, to);
   rs__simrun_touch(s, to);
@@ -226,9 +243,25 @@ static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
     rs__simlog_max(s, s->arrive[box], port);
     rs__simlog_max(s, port > s->arrive[box] ? port : s->arrive[box], c->clock);
   }
-  rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size);
+  rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size,
+               seg);
   if (c->clock > s->bound)
     s->over = 1;
 }
+
+static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
+                                   size_t reduced_elems) {
+  rs__simrun_recv_seg(s, to, box, reduced_elems, 0);
+}
+
+/* A streaming worker's segments and slots (netmodel.h) as the steady
+ * repeats compare them: rs__simstream_len values, saved by
+ * rs__simstream_save (segment ready times, then how many slots are
+ * taken and their arrivals, oldest first). */
+static inline size_t rs__simstream_len(const rs_simrun_t *s) {
+  return s->seg_cap + 2 + s->slot_cap;
+}
+void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
+                        uint64_t *out);
 
 #endif /* RINGSIM_SIMRUN_H */

@@ -44,18 +44,18 @@ typedef struct rs_simclock {
   uint64_t clock;        /* this worker's simulated now */
   uint64_t link_free;    /* when the outgoing link can take a segment */
   uint64_t in_free;      /* when its incoming port has taken the last */
-  /* Streaming (rs__sim_stream: an algorithm whose step sends only what
-   * earlier steps received, RS__CAP_STREAM): a step's segments leave as
-   * soon as the link is free and the receiver has a slot, not after the
-   * step's own receives. step_ready: when the step began (its data was
-   * ready). slot_arrive: when the step's last segments arrive, a ring of
-   * slot_cap (min(slots, the most segments a step sends): the slot rule
-   * binds only from segment `slots` on); slot_n: the step's sends so far.
-   * docs/algorithms.md, "Pipelined links". */
+  /* Streaming (rs__sim_stream: an algorithm whose segment j of a step
+   * sends what segment j of the step before received, RS__CAP_STREAM):
+   * a segment leaves as soon as its data is ready, the link is free and
+   * the receiver has a slot, not after the worker's other receives.
+   * seg_ready[j]: when segment j's data is ready (its last receive done,
+   * or the bucket's start), seg_cap of them. slot_arrive: when the last
+   * segments sent arrive, a ring of slot_cap (min(slots, the messages a
+   * bucket sends): the slot rule binds from message `slots` on); slot_n:
+   * the bucket's sends so far. docs/algorithms.md, "Pipelined links". */
   int stream, slots;
-  uint64_t step_ready;
-  uint64_t *slot_arrive;
-  size_t slot_cap, slot_n;
+  uint64_t *seg_ready, *slot_arrive;
+  size_t seg_cap, slot_cap, slot_n;
 } rs_simclock_t;
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
@@ -103,43 +103,48 @@ static inline void rs__sim_start_at(rs_simclock_t *c, uint64_t at) {
     c->clock = at;
 }
 
-/* A step begins: a straggler computes first. A streaming worker's step
- * sends from then on, its slots all free (a step sends to one peer). */
+/* A step begins: a straggler computes first (a streaming worker's
+ * straggler delays each segment it sends instead: rs__sim_send). */
 static inline void rs__sim_step(rs_simclock_t *c) {
-  if (c->net) {
+  if (c->net && !c->stream)
     c->clock = rs__sat_add(c->clock, c->straggler_ns);
-    c->step_ready = c->clock;
-    c->slot_n = 0;
-  }
 }
 
-/* Worker c runs a streaming algorithm's steps (stream 1) or sends each
- * segment after its receive before it (0), with room for the arrivals
- * of slot_cap segments (slot_arrive, the caller's: slot_cap entries). */
-static inline void rs__sim_stream(rs_simclock_t *c, int stream,
+/* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
+ * or sends each segment after its receive before it (0). Streaming, the
+ * data of its first `segs` segments is ready now, in seg_ready (the
+ * caller's, seg_cap entries), and none of its slots is taken (slot_arrive,
+ * the caller's, slot_cap entries). */
+static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
+                                  uint64_t *seg_ready, size_t seg_cap,
                                   uint64_t *slot_arrive, size_t slot_cap) {
-  c->stream = stream;
+  c->stream = stream && seg_cap;
+  c->seg_ready = seg_ready;
+  c->seg_cap = seg_cap;
   c->slot_arrive = slot_arrive;
   c->slot_cap = slot_cap;
   c->slot_n = 0;
-  c->step_ready = c->clock;
+  for (size_t j = 0; c->stream && j < segs && j < seg_cap; j++)
+    seg_ready[j] = c->clock;
 }
 
-/* The segments of one step a streaming schedule sends on one link at
- * most: slot_cap need be no larger (its slots for segments in one step,
- * capped at slots). */
+/* The room a streaming worker needs for a schedule whose chunks are cut
+ * into at most segs segments and which sends at most `messages` messages
+ * on a connection in a bucket: seg_cap (segs) and slot_cap (the slots,
+ * or fewer where fewer messages go: then the slot rule never binds). */
 static inline size_t rs__sim_slot_cap(const rs_netmodel_t *m,
-                                      size_t step_segs) {
+                                      size_t messages) {
   const size_t slots = (size_t)rs__sim_slots(m);
-  return step_segs < slots ? step_segs : slots;
+  return messages < slots ? messages : slots;
 }
 
-/* A segment of bytes leaves for worker dst in the algorithm's global step
- * `step`: when the worker and its link are both ready; it arrives latency
+/* Segment seg (of its chunk) of bytes leaves for worker dst in the
+ * algorithm's global step `step`: when its data, the worker's link and (a
+ * streaming worker's) a slot at the receiver are ready; it arrives latency
  * + bytes/bandwidth later, having taken wire_ns on the wire. The link is
  * out, or under a topology the one topo.h gives the transfer. */
 static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
-                                size_t bytes, uint64_t *depart_ns,
+                                size_t bytes, size_t seg, uint64_t *depart_ns,
                                 uint64_t *arrive_ns, uint64_t *wire_ns) {
   if (!c->net) {
     *depart_ns = *arrive_ns = *wire_ns = 0;
@@ -173,10 +178,14 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   }
   wire = c->wire_ns;
   /* Pipelined links: a segment leaves once its data is ready (streaming:
-   * when its step began; else after the worker's last receive), the link
-   * is free, and (streaming) the receiver has a slot: the segment `slots`
-   * before it in the step has arrived. */
-  const uint64_t ready = c->stream ? c->step_ready : c->clock;
+   * segment seg's last receive, and a straggler's compute; else after the
+   * worker's last receive), the link is free, and (streaming) the
+   * receiver has a slot: the message `slots` before it on the connection
+   * has arrived. */
+  const uint64_t ready =
+      c->stream && seg < c->seg_cap
+          ? rs__sat_add(c->seg_ready[seg], c->straggler_ns)
+          : c->clock;
   uint64_t depart = ready > c->link_free ? ready : c->link_free;
   if (c->stream && c->slot_n >= (size_t)c->slots &&
       c->slot_cap == (size_t)c->slots) {
@@ -212,10 +221,11 @@ static inline uint64_t rs__sim_wire_ns(const rs_simclock_t *c, int dst,
  * a segment comes in after the one it received before it (so a root that
  * many send to takes their segments one after another; a ring's, which its
  * one sender spaces already, are never held up). The clock moves to then if
- * it is later, and reduced_bytes of it are reduced. Returns when it was
- * received. */
+ * it is later, and reduced_bytes of it are reduced: segment seg's data is
+ * then ready (streaming). Returns when it was received. */
 static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
-                                    uint64_t wire_ns, size_t reduced_bytes) {
+                                    uint64_t wire_ns, size_t reduced_bytes,
+                                    size_t seg) {
   if (!c->net)
     return 0;
   if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
@@ -226,6 +236,9 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
   uint64_t received = c->clock;
   c->clock =
       rs__sat_add(c->clock, rs__net_ns(reduced_bytes, c->net->reduce_rate));
+  if (c->stream && seg < c->seg_cap) /* (segment seg's data, for its next
+                                        step's send) */
+    c->seg_ready[seg] = c->clock;
   return received;
 }
 

@@ -142,7 +142,7 @@ int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
                   .elem_offset = off,
                   .elems = elems};
   rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
-               &hdr.sim_send_ns, &hdr.sim_arrive_ns,
+               (size_t)tag->segment, &hdr.sim_send_ns, &hdr.sim_arrive_ns,
                &hdr.sim_wire_ns); /* simulated time, when modelled */
   hdr.sim_share = w->sim.last_share;
   w->progress.chunk = tag->chunk;
@@ -244,7 +244,8 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
   }
   uint64_t sim_recv =
       rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
-                   action == RS_RECV_COPY ? 0 : elems * w->elem_size);
+                   action == RS_RECV_COPY ? 0 : elems * w->elem_size,
+                   (size_t)msg->segment);
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
   count_off_node(&w->stats, msg, elems * w->elem_size, 0); /* (msg: the slot) */
   e->tp->release(e);

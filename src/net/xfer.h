@@ -204,10 +204,11 @@ typedef struct rs_worker {
   rs_progress_t progress;
   rs_worker_stats_t stats;
   rs_simclock_t sim;     /* simulated time (alpha-beta model), if on */
-  /* Room for the slot rule's arrivals when a bucket streams (netmodel.h's
-   * rs__sim_stream): slot_cap of them, the worker's own. */
-  uint64_t *slot_arrive;
-  size_t slot_cap;
+  /* Room for a streaming bucket's clocks (netmodel.h's rs__sim_stream):
+   * when each segment's data is ready (ready_cap), and the slot rule's
+   * arrivals (slot_cap), the worker's own. */
+  uint64_t *seg_ready, *slot_arrive;
+  size_t ready_cap, slot_cap;
   rs_event_buf_t events; /* transfers received, when tracing */
   int iter;              /* which iteration of the run is running */
   int rc;                /* what the worker's run returned */

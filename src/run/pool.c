@@ -239,9 +239,6 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     /* a topology's contention: this bucket's algorithm's (net/topo.h) */
     const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
     rs__sim_set_load(&w->sim, load->pattern ? load : NULL);
-    /* pipelined links: a streaming algorithm's steps (netmodel.h) */
-    rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
-                   w->slot_arrive, w->slot_cap);
     /* Average, DDP's way: each worker divides its own gradient first (a
      * compressing hook casts it to its dtype before), and the algorithm
      * sums the quotients. */
@@ -258,6 +255,10 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
       rs__sim_start_at(
           &w->sim,
           run->config.ready_ns[b * (size_t)w->workers + (size_t)w->rank]);
+    /* pipelined links: a streaming algorithm's segments (netmodel.h) */
+    rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
+                   w->ready_cap, w->seg_ready, w->ready_cap, w->slot_arrive,
+                   w->slot_cap);
     int rc = run->bucket_algo[b]->run_bucket(w);
     if (w->relayout)
       ddp_layout(run, w, &run->buckets[b], 0);

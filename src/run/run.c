@@ -285,10 +285,10 @@ static int open_edges(rs_run_t *run, const sizing_t *s) {
   return RS_OK;
 }
 
-/* The most segments one step of a streaming bucket sends on a link
- * (its algorithm's chunk cut), capped at the slots: each worker's room
- * for the slot rule's arrivals (netmodel.h); 0 when no bucket streams. */
-static size_t stream_slot_cap(const rs_run_t *run) {
+/* The most segments a streaming bucket cuts a chunk into (its
+ * algorithm's cut): each worker's room for their ready times
+ * (netmodel.h); 0 when no bucket streams. */
+static size_t stream_segs(const rs_run_t *run) {
   size_t most = 0;
   for (size_t b = 0; b < run->result.buckets; b++) {
     const rs_algo_t *a = run->bucket_algo[b];
@@ -300,7 +300,7 @@ static size_t stream_slot_cap(const rs_run_t *run) {
                            rs__run_seg_cap(run));
     most = segs > most ? segs : most;
   }
-  return rs__sim_slot_cap(&run->config.net, most);
+  return most;
 }
 
 /* Every worker's own state: its rank, buffer and options, its simulated
@@ -311,7 +311,11 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   const int W = config->workers;
   const size_t elem_bytes = run->buf_elem_bytes;
   const size_t largest = rs__run_largest_bucket(run);
-  const size_t slot_cap = config->net.enabled ? stream_slot_cap(run) : 0;
+  /* a streaming bucket's clocks: a ready time per segment, and the
+   * arrivals of the last slots messages of 2(W-1) steps' */
+  const size_t seg_cap = config->net.enabled ? stream_segs(run) : 0;
+  const size_t slot_cap =
+      seg_cap ? rs__sim_slot_cap(&config->net, 2 * (size_t)W * seg_cap) : 0;
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
     w->rc = RS_WORKER_NOT_STARTED;
@@ -339,8 +343,11 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
-    if (slot_cap && !(w->slot_arrive = malloc(slot_cap * sizeof *w->slot_arrive)))
+    if (seg_cap &&
+        (!(w->seg_ready = malloc(seg_cap * sizeof *w->seg_ready)) ||
+         !(w->slot_arrive = malloc(slot_cap * sizeof *w->slot_arrive))))
       return RS_ENOMEM;
+    w->ready_cap = seg_cap;
     w->slot_cap = slot_cap;
     w->seg_cap = rs__run_seg_cap(run);
     if (W > 1 && rs__run_stashes(run, r) &&
@@ -457,6 +464,7 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].unpacked);
       free(run->workers[r].stash);
       free(run->workers[r].relayout);
+      free(run->workers[r].seg_ready);
       free(run->workers[r].slot_arrive);
     }
   }
