@@ -532,10 +532,6 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
          divides_first ? ", " : "", divides_first ? average : "",
          cli_safe(rs_model_name(r->model), name, sizeof name), W,
          W == 1 ? "" : "s");
-  if (cfg->algo != RS_ALGO_AUTO && !cli_algo_info(cfg->algo).in_nccl)
-    printf("  nccl       %s is not in NCCL (it runs ring and tree, and nvls, "
-           "nvlstree: ringsim model --like nccl)\n",
-           rs_algorithm_name(cfg->algo));
   if (cfg->ddp_layout) { /* --like ddp-gloo (docs/ddp.md) */
     char cap[32], first[32];
     cli_human_bytes((double)cfg->bucket_bytes, cap, sizeof cap);
@@ -555,6 +551,11 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
              "DDP's rebuilt buckets (params last to first)\n",
              res->buckets, res->buckets == 1 ? "" : "s", cap, first);
   }
+  /* (after --like ddp-gloo's lines, which say what the run is) */
+  if (cfg->algo != RS_ALGO_AUTO && !cli_algo_info(cfg->algo).in_nccl)
+    printf("  nccl       %s is not in NCCL (it runs ring and tree, and nvls, "
+           "nvlstree: ringsim model --like nccl)\n",
+           rs_algorithm_name(cfg->algo));
   print_hook_head(cfg, rs_model_dtype(r->model), W);
   if (cfg->mpi) /* (docs/mpi.md) */
     printf("  transport  mpi, %d process%s\n", rs_run_procs(r->run),
