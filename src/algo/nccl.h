@@ -48,8 +48,13 @@ typedef enum rs_proto {
   RS_PROTOS
 } rs_proto_t;
 
-/* Names as NCCL_ALGO / NCCL_PROTO spell them ("ring", "nvlstree"; "LL",
- * "LL128", "Simple"), and back (case-insensitive; -1: not one). */
+/* Names in NCCL's own spelling, as its logs and tuning tables print them
+ * (src/init.cc ncclAlgoStr and ncclProtoStr, declared in
+ * src/include/device.h): rs_nccl_algo_name returns "Tree", "Ring", "NVLS",
+ * "NVLSTree"; rs_proto_name "LL", "LL128", "Simple"; "?" for no such
+ * value. The _from_name functions take them back in any case, as
+ * NCCL_ALGO and NCCL_PROTO do (src/graph/tuning.cc parseList compares
+ * with strcasecmp: "ring", "nvlstree"); -1: not one. */
 const char *rs_nccl_algo_name(rs_nccl_algo_t a);
 const char *rs_proto_name(rs_proto_t p);
 int rs_nccl_algo_from_name(const char *name);
