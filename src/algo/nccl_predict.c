@@ -34,6 +34,10 @@
  *   head (one per NIC-local GPU) a double binary tree across nodes of its
  *   S/heads share through its NIC; reduce and broadcast pipelined; the
  *   slower of the two stages sets the pace.
+ * - Caps NCCL's tuner puts on rates the links would allow, taken here as
+ *   limits of the machine (NVIDIA's calibrations, cited below): LL's
+ *   busbw at most llMaxBws (the GPU's threads bound it, not the links);
+ *   NVLSTree's busbw at most heads x perChMaxNVLSTreeBws.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -74,6 +78,27 @@ static const double hw_lat_us[HW_TYPES][RS_NCCL_ALGOS][RS_PROTOS] = {
                 [RS_NCCL_NVLS] = {0, 0, 18},
                 [RS_NCCL_NVLSTREE] = {0, 0, 20.9}},
 };
+
+/* The tuner's bandwidth caps that ringsim's model takes as limits of the
+ * hardware (src/graph/tuning.cc, ncclTunerConstantsDefaults; rows Volta,
+ * Ampere, Hopper, Blackwell; columns 1 node, 2 nodes, 3 or more, NCCL's
+ * index2). Both are NVIDIA's calibrations, not figures ringsim derives:
+ * - llMaxBws (GB/s of busbw): what LL reaches at most, whatever the links
+ *   carry (each 8-byte store of 4 data bytes and a flag is the GPU's
+ *   threads' work, polled by the receiver's: prims_ll.h). One node is
+ *   indexed by the GPU, several by the host's CPU (ncclTopoTuneModel:
+ *   "for multi-node, we look at CPU type"): ringsim assumes Intel, row 0,
+ *   as nccl_tune.c does. NCCL caps Ring/LL and Tree/LL with it.
+ * - perChMaxNVLSTreeBws (GB/s per NVLS graph channel, one per head):
+ *   NVLSTree's per-head rate across nodes (v2.28 on). */
+static const double ll_max_bws[4][3] = {{39.0, 39.0, 20.4},
+                                        {87.7, 22.5, 19.0},
+                                        {141.0, 45.0, 35.0},
+                                        {282.0, 90.0, 70.0}};
+static const double per_ch_max_nvlstree_bws[4][3] = {{26.5, 18.5, 10.0},
+                                                     {24.0, 23.6, 17.8},
+                                                     {0.0, 57.7, 45.5},
+                                                     {0.0, 96.0, 80.0}};
 
 /* Data bytes in one NCCL step (stepSize = buffSize / NCCL_STEPS,
  * src/init.cc's DEFAULT_*_BUFFSIZE; src/enqueue.cc calcCollChunking):
@@ -212,6 +237,19 @@ static int machine_of(const rs_nccl_system_t *sys, machine_t *mc) {
   return 0;
 }
 
+/* tuning.cc's compCapIndex and index2 for the caps above. */
+static int cc_row(const machine_t *mc) {
+  const int cc = mc->sys->cc;
+  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+}
+static int nodes_col(const machine_t *mc) { return mc->N <= 2 ? mc->N - 1 : 2; }
+
+/* llMaxBws for this machine: the GPU's row on one node, the (Intel)
+ * host's, row 0, on several. */
+static double ll_max_gbs(const machine_t *mc) {
+  return ll_max_bws[mc->N == 1 ? cc_row(mc) : 0][nodes_col(mc)];
+}
+
 /* The NIC GPU g uses, and NIC j's GPU (its localGpu: the first GPU that
  * uses it, src/graph/topo.cc ncclTopoGetLocalGpu). */
 static int nic_of(const machine_t *mc, int g) {
@@ -345,6 +383,11 @@ static double ring_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
     if (pace[c] > pace[slow])
       slow = c;
   }
+  /* LL: the C channels together carry at most llMaxBws of busbw, about
+   * C times a channel's data rate for a ring: a channel's data at most
+   * llMaxBws / C, its wire bytes (twice the data) at most twice that */
+  if (p == RS_PROTO_LL)
+    pace[slow] = max2(pace[slow], (double)C / (2 * ll_max_gbs(mc)));
   const int *o = order + (size_t)slow * W;
   for (int i = 0; i < W; i++)
     hop_ns[i] = o[i] / mc->G == o[(i + 1) % W] / mc->G
@@ -461,13 +504,22 @@ static double tree_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
     const int t = tree_of(c, C);
     pace[t] = max2(pace[t], tree_channel(mc, &ld, c, C, 0));
   }
+  /* LL: busbw at most llMaxBws; a tree's busbw is about 2 C times a
+   * channel's data rate (each channel's S/C goes up and comes down
+   * pipelined, and busbw counts 2(W-1)/W of S), so a channel's data at
+   * most llMaxBws / 2C, its wire bytes at most llMaxBws / C. The bound is
+   * on the channel's throughput, as NCCL charges it (S / bw, once), not
+   * on every hop: a stage of its own ahead of the chain (cap_ns a wire
+   * byte, no latency), which a segment crosses once. */
+  const int capped = p == RS_PROTO_LL;
+  const double cap_ns = capped ? (double)C / ll_max_gbs(mc) : 0;
   const uint64_t share = ceil_div(bytes, (uint64_t)C);
   const uint64_t seg =
       p == RS_PROTO_LL128 ? tree_ll128_chunk(mc, C, bytes) : step_bytes[p];
   int segs;
   uint64_t last;
   segment(share, seg, &segs, &last);
-  const int max_hops = 2 * (G - 1 + N);
+  const int max_hops = 2 * (G - 1 + N) + capped;
   seg_ns = malloc((size_t)max_hops * sizeof *seg_ns);
   hop_ns = malloc((size_t)max_hops * sizeof *hop_ns);
   if (!seg_ns || !hop_ns)
@@ -481,14 +533,19 @@ static double tree_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
       depth = d > depth ? d : depth;
     }
     const int H = 2 * (G - 1 + depth);
+    const double seg_wire = (double)rs_proto_wire_bytes(p, seg);
+    if (capped) {
+      seg_ns[0] = seg_wire * cap_ns;
+      hop_ns[0] = 0;
+    }
     for (int i = 0; i < H; i++) {
       const int net = i >= G - 1 && i < G - 1 + 2 * depth;
-      hop_ns[i] = net ? net_hop_ns(mc, RS_NCCL_TREE, p)
-                      : intra_hop_ns(mc, RS_NCCL_TREE, p);
-      seg_ns[i] = (double)rs_proto_wire_bytes(p, seg) * pace[t];
+      hop_ns[capped + i] = net ? net_hop_ns(mc, RS_NCCL_TREE, p)
+                               : intra_hop_ns(mc, RS_NCCL_TREE, p);
+      seg_ns[capped + i] = seg_wire * pace[t];
     }
     const rs__nccl_chain_pipe_t pipe = {
-        .hops = H,
+        .hops = capped + H,
         .segs = segs,
         .slots = slots,
         .last_scale = (double)rs_proto_wire_bytes(p, last) /
@@ -631,8 +688,14 @@ static double nvlstree_ns(const machine_t *mc, int C, int slots,
   }
   const double inter_ns = bytes / (double)heads * busiest / 2 / nic_gbs;
   const double nvls_ns_total = bytes / nvls_gbs;
-  /* the slower stage sets the pace of every hop */
-  const double pace = max2(inter_ns, nvls_ns_total);
+  /* NCCL's per-head rate across nodes, perChMaxNVLSTreeBws: busbw at most
+   * heads x that, so S takes at least S 2(W-1)/W over it */
+  const double cap_gbs =
+      heads * per_ch_max_nvlstree_bws[cc_row(mc)][nodes_col(mc)];
+  const double cap_ns =
+      cap_gbs > 0 ? bytes * 2.0 * (mc->W - 1) / mc->W / cap_gbs : 0;
+  /* the slowest of the stages and the cap sets the pace of every hop */
+  const double pace = max2(max2(inter_ns, nvls_ns_total), cap_ns);
   const int H = 2 + 2 * depth;
   double *total = malloc((size_t)3 * H * sizeof *total);
   if (!total)
