@@ -257,11 +257,83 @@ static void test_model_fields(void **state) {
   rs_model_free(m);
 }
 
+/* allreduce_ns for test_given_times: 3,000 ns + a ns a byte, noting the
+ * bytes it was asked for; a bucket of `refuse` bytes has no time. */
+typedef struct given {
+  uint64_t asked[4];
+  int calls;
+  uint64_t refuse;
+} given_t;
+
+static uint64_t given_ns(void *ctx, uint64_t bytes) {
+  given_t *g = ctx;
+  if (g->calls < 4)
+    g->asked[g->calls] = bytes;
+  g->calls++;
+  return bytes == g->refuse ? UINT64_MAX : 3000 + bytes;
+}
+
+/* Each bucket as one collective of a given time (allreduce_ns, NCCL's
+ * way): it starts at the latest of its ready times over the workers and
+ * the bucket before's end, and ends its time later on every worker. 1 us
+ * a gradient, worker 1 computing 1.5 times as long: worker 0's gradients
+ * at 6, 7 and 8 us, worker 1's at 9, 10.5 and 12 us. A bucket of 250
+ * elements (1,000 bytes) takes 4,000 ns: 9-13, 13-17 (the one before's
+ * end), 17-21 us. After the last gradient (12 us): 1 + 4 + 4 = 9 us
+ * exposed. With the fp16 hook a bucket moves 500 bytes: 3,500 ns. */
+static void test_given_times(void **state) {
+  (void)state;
+  fixture_t f;
+  setup(&f, 1, 0);
+  f.cfg.slow_worker = 1;
+  f.cfg.slow = 1.5;
+  f.cfg.net = (rs_netmodel_t){0}; /* (not read) */
+  f.cfg.algo = RS_ALGO_AUTO;      /* (not read either) */
+  given_t g = {.refuse = 1};
+  f.cfg.allreduce_ns = given_ns;
+  f.cfg.allreduce_ctx = &g;
+  rs_step_time_t t = simulate(&f);
+  assert_int_equal(g.calls, 3);
+  assert_int_equal(g.asked[0], 1000);
+  expect_bucket(&t.buckets[0], 9000, 9000, 13000, 1000);
+  expect_bucket(&t.buckets[1], 10500, 13000, 17000, 4000);
+  expect_bucket(&t.buckets[2], 12000, 17000, 21000, 4000);
+  for (size_t b = 0; b < 3; b++)
+    for (size_t r = 0; r < 2; r++) {
+      assert_int_equal(t.worker_start[b * 2 + r], t.buckets[b].start_ns);
+      assert_int_equal(t.worker_end[b * 2 + r], t.buckets[b].end_ns);
+    }
+  assert_int_equal(t.step_ns, 21000);
+  assert_int_equal(t.comm_ns, 12000);
+  assert_int_equal(t.exposed_ns, 9000);
+  rs_step_time_free(&t);
+
+  f.cfg.hook = RS_HOOK_FP16;
+  g.calls = 0;
+  t = simulate(&f);
+  assert_int_equal(g.asked[0], 500);
+  expect_bucket(&t.buckets[2], 12000, 16000, 19500, 3500);
+  rs_step_time_free(&t);
+
+  /* a bucket without a time, and the powersgd hook: RS_EINVAL, said */
+  char err[RS_ERRMSG_MAX];
+  g.refuse = 500;
+  assert_int_equal(rs_step_simulate(f.model, &f.cfg, &t, err), RS_EINVAL);
+  assert_non_null(strstr(err, "bucket 0's all-reduce of 500 bytes"));
+  assert_null(t.buckets);
+  f.cfg.hook = RS_HOOK_POWERSGD;
+  f.cfg.powersgd_rank = 1;
+  assert_int_equal(rs_step_simulate(f.model, &f.cfg, &t, err), RS_EINVAL);
+  assert_non_null(strstr(err, "not supported yet"));
+  teardown(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compute_bound), cmocka_unit_test(test_comm_bound),
       cmocka_unit_test(test_one_bucket),    cmocka_unit_test(test_straggler),
       cmocka_unit_test(test_compute),       cmocka_unit_test(test_model_fields),
+      cmocka_unit_test(test_given_times),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

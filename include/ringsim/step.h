@@ -71,6 +71,20 @@ typedef struct rs_step_config {
    * matmuls charged nothing. */
   rs_hook_t hook;
   int powersgd_rank;
+  /* Each bucket's all-reduce as one collective of a given time, as NCCL
+   * runs a communicator's collectives (`ringsim step --like nccl`). NULL:
+   * the algorithm's own schedule on net, worker by worker. Else
+   * allreduce_ns(allreduce_ctx, bytes) is the time of one all-reduce of
+   * bytes (the bucket's elements in the hook's dtype), in ns, and algo,
+   * net and segment_bytes are not read: one stream runs the collectives
+   * one after another, and a collective ends only once every worker has
+   * joined, so bucket b starts at the latest of its ready times over the
+   * workers and bucket b-1's end, and ends its time later, on every
+   * worker alike. It may be called from several threads at once;
+   * UINT64_MAX from it (no time for those bytes) makes rs_step_simulate
+   * fail with RS_EINVAL. Not with the powersgd hook (RS_EINVAL). */
+  uint64_t (*allreduce_ns)(void *ctx, uint64_t bytes);
+  void *allreduce_ctx;
 } rs_step_config_t;
 
 /* A bucket's part of the step, in ns from the step's start. */

@@ -1,7 +1,8 @@
 /* step/step.c - the training step (step.h): each param's compute, the
  * buckets' ready times, and the step's timeline on the simulated clocks,
  * the buckets all-reduced through the algorithms' own schedule
- * simulation (algo.h's rs__algo_simulate_ready). */
+ * simulation (algo.h's rs__algo_simulate_ready), or each as one
+ * collective of a given time (step.h's allreduce_ns: NCCL's way). */
 #include "ringsim/step.h"
 
 #include <math.h>
@@ -269,14 +270,51 @@ static void fold_parts(rs_step_time_t *out, size_t count, const uint64_t *start,
     }
 }
 
+/* Each bucket as one collective of cfg->allreduce_ns's time (as NCCL
+ * runs them): it starts once it is ready on every worker and the bucket
+ * before has ended (one stream; a collective ends only when every rank
+ * has joined), and ends its time later, on every worker alike. RS_OK, or
+ * RS_EINVAL (errmsg) where allreduce_ns has no time for a bucket. */
+static int collective_spans(const rs_step_config_t *cfg,
+                            const rs_bucket_t *buckets, size_t count,
+                            size_t elem_size, const uint64_t *ready,
+                            rs_step_time_t *out, char *errmsg) {
+  const size_t W = (size_t)cfg->workers;
+  uint64_t before = 0; /* the bucket before's end */
+  for (size_t b = 0; b < count; b++) {
+    uint64_t start = before;
+    for (size_t r = 0; r < W; r++)
+      start = ready[b * W + r] > start ? ready[b * W + r] : start;
+    const uint64_t bytes = (uint64_t)buckets[b].elems * elem_size;
+    const uint64_t ns = cfg->allreduce_ns(cfg->allreduce_ctx, bytes);
+    if (ns == UINT64_MAX)
+      return rs__err(errmsg, RS_EINVAL,
+                     "step: bucket %zu's all-reduce of %llu bytes has no "
+                     "time (allreduce_ns)",
+                     b, (unsigned long long)bytes);
+    const uint64_t end = rs__sat_add(start, ns);
+    for (size_t r = 0; r < W; r++) {
+      out->worker_start[b * W + r] = start;
+      out->worker_end[b * W + r] = end;
+    }
+    before = end;
+  }
+  return RS_OK;
+}
+
 int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
                      rs_step_time_t *out, char *errmsg) {
   memset(out, 0, sizeof *out);
-  const rs_algo_t *a = rs__algo_get(cfg->algo);
-  if (!a)
+  const int given = cfg->allreduce_ns != NULL; /* each bucket's time */
+  const rs_algo_t *a = given ? NULL : rs__algo_get(cfg->algo);
+  if (!given && !a)
     return rs__err(errmsg, RS_EINVAL,
                    "step: an algorithm of its own for every bucket "
                    "(not auto)");
+  if (given && cfg->hook == RS_HOOK_POWERSGD)
+    return rs__err(errmsg, RS_EINVAL,
+                   "step: the powersgd hook's three all-reduces a bucket "
+                   "with given times (allreduce_ns): not supported yet");
   if (cfg->hook == RS_HOOK_POWERSGD) {
     int rc = rs__powersgd_check_rank(model, cfg->powersgd_rank, errmsg);
     if (rc != RS_OK)
@@ -307,7 +345,14 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
   if (rc == RS_OK && psgd)
     rc = powersgd_parts(model, cfg, buckets, count, ready, out, &parts,
                         &part_ready);
-  if (rc == RS_OK) {
+  int failed = 0; /* rc is an error errmsg holds already */
+  if (rc == RS_OK && given) {
+    rc = collective_spans(
+        cfg, buckets, count,
+        rs_dtype_size(rs_hook_dtype(cfg->hook, rs_model_dtype(model))), ready,
+        out, errmsg);
+    failed = rc != RS_OK;
+  } else if (rc == RS_OK) {
     const size_t n = psgd ? count * RS_PSGD_REDUCES : count;
     spans.worker_start = psgd ? malloc(n * W * sizeof *spans.worker_start + 1)
                               : out->worker_start;
@@ -347,5 +392,7 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
   }
   free(buckets);
   free(ready);
+  if (failed)
+    return rc;
   return rc ? rs__err(errmsg, rc, "step: out of memory") : RS_OK;
 }
