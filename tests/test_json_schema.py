@@ -110,6 +110,8 @@ CASES = {
         (["step", "-p", "STEP", "-w", "128", "--net", NET, "--json"], 0, None),
         (["step", "-p", "STEP", "-w", "16", "--topo", "dgx-h100,nodes=2",
           "--json"], 0, None),
+        (["step", "-p", "MODEL", "--like", "nccl", "--topo", "dgx-h100,nodes=2",
+          "--compute", COMPUTE, "--bucket-mb", "0,1", "--json"], 0, None),
     ],
     "diff": [
         (["diff", "-p", "MODEL", "-w", "4", "--algo", "ring,rd", "--json"], 0, None),

@@ -348,7 +348,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                      "default)")}},
     [OPT_LIKE] = {"like",
                   0,
-                  RUN | MODEL | DIFF,
+                  RUN | MODEL | DIFF | STEP,
                   0,
                   "ddp-gloo",
                   cli_set_like,
@@ -366,7 +366,13 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                   "protocol and channels NCCL's tuner "
                                   "picks, timed by ringsim; without "
                                   "--params nccl-tests' all_reduce_perf "
-                                  "table (-b, -e, -f, -i, -d, -o)"}}},
+                                  "table (-b, -e, -f, -i, -d, -o)"},
+                   [CLI_STEP] = {"nccl",
+                                 "NCCL on a --topo: each bucket's all-reduce "
+                                 "the algorithm, protocol and channels "
+                                 "NCCL's tuner picks, timed by ringsim, one "
+                                 "after another (the schedule alone: "
+                                 "docs/step.md)"}}},
     [OPT_HOOK] = {"hook",
                   0,
                   RUN | DIFF | STEP,
@@ -659,10 +665,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                           "changes; with --like nccl one of NCCL's (as "
                           "NCCL_ALGO): ring, tree, nvls, nvlstree"),
           [CLI_DIFF] = H("e.g. ring,rd (any name --algo accepts)"),
-          [CLI_STEP] = H("{algos}, or all: a row each")}},
+          [CLI_STEP] = H("{algos}, or all: a row each; with --like nccl "
+                         "one of NCCL's (as NCCL_ALGO): ring, tree, nvls, "
+                         "nvlstree")}},
     [OPT_PROTO] = {"proto",
                    0,
-                   MODEL,
+                   MODEL | STEP,
                    0,
                    "NAME",
                    cli_set_proto,
@@ -672,11 +680,14 @@ const cli_option_t cli_options[OPT_COUNT] = {
                    NULL,
                    {[CLI_MODEL] = H("--like nccl: NCCL's protocol, as "
                                     "NCCL_PROTO: LL, LL128,\nSimple, or "
-                                    "auto (default: the tuner's)")}},
+                                    "auto (default: the tuner's)"),
+                    [CLI_STEP] = H("--like nccl: NCCL's protocol, as "
+                                   "NCCL_PROTO: LL, LL128, Simple, or "
+                                   "auto (default: the tuner's)")}},
     /* (MAXCHANNELS, src/include/device.h: 64 since NCCL 2.25) */
     [OPT_CHANNELS] = {"channels",
                       0,
-                      MODEL,
+                      MODEL | STEP,
                       0,
                       "C",
                       cli_set_int,
@@ -688,7 +699,12 @@ const cli_option_t cli_options[OPT_COUNT] = {
                                        "NCCL_MIN_NCHANNELS =\n"
                                        "NCCL_MAX_NCHANNELS = C (1..64, "
                                        "MAXCHANNELS;\ndefault: NCCL's "
-                                       "count)")}},
+                                       "count)"),
+                       [CLI_STEP] = H("--like nccl: C channels, as "
+                                      "NCCL_MIN_NCHANNELS =\n"
+                                      "NCCL_MAX_NCHANNELS = C (1..64, "
+                                      "MAXCHANNELS;\ndefault: NCCL's "
+                                      "count)")}},
     [OPT_LOOP] = {"loop",
                   0,
                   RUN | BENCH | DIFF,

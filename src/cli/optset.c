@@ -347,11 +347,13 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
   int algo = rs_algorithm_parse(value);
   int all = strcmp(value, "all") == 0 && cli_algo_takes_all(o->mode);
-  /* model: NCCL's names too, for --like nccl (as NCCL_ALGO spells them:
-   * ring, tree, nvls, nvlstree); options.c refuses the ones that are
-   * NCCL's alone without it, and the ones that are not NCCL's with it */
-  const int nccl = o->mode == CLI_MODEL ? rs_nccl_algo_from_name(value) : -1;
-  if (o->mode == CLI_MODEL) {
+  /* model and step: NCCL's names too, for --like nccl (as NCCL_ALGO
+   * spells them: ring, tree, nvls, nvlstree); options.c (step_nccl.c for
+   * step) refuses the ones that are NCCL's alone without it, and the ones
+   * that are not NCCL's with it */
+  const int takes_nccl = o->mode == CLI_MODEL || o->mode == CLI_STEP;
+  const int nccl = takes_nccl ? rs_nccl_algo_from_name(value) : -1;
+  if (takes_nccl) {
     o->nccl.algo = nccl;
     o->nccl.algo_text = value;
     o->nccl.algo_foreign = algo < 0 && nccl >= 0;
@@ -375,10 +377,9 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
     char names[256];
     cli_algo_names(o->mode, 0, names, sizeof names);
     return cli_bad_value(msg, opt, value, "%s%s", names,
-                         o->mode == CLI_MODEL
-                             ? " (with --like nccl: ring, tree, nvls or "
-                               "nvlstree)"
-                             : "");
+                         takes_nccl ? " (with --like nccl: ring, tree, nvls "
+                                      "or nvlstree)"
+                                    : "");
   }
   o->algo_all = all;
   if (!all) /* (all: the default stays until each is set in turn) */
@@ -386,16 +387,17 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
   return 0;
 }
 
-/* --like: model's nccl (NCCL's tuner's pick, model.c), or the library's
- * (ddp-gloo, a run's and diff's). */
+/* --like: model's and step's nccl (NCCL's tuner's pick, model.c and
+ * step_nccl.c), or the library's (ddp-gloo, a run's and diff's). */
 int cli_set_like(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
-  if (o->mode != CLI_MODEL)
+  if (o->mode != CLI_MODEL && o->mode != CLI_STEP)
     return cli_set_config(opt, o, value, msg);
   if (strcmp(value, "nccl") != 0)
     return cli_bad_value(msg, opt, value,
-                         "nccl (ringsim model's only --like: ddp-gloo is a "
-                         "run's)");
+                         "nccl (ringsim %s's only --like: ddp-gloo is a "
+                         "run's)",
+                         o->mode == CLI_MODEL ? "model" : "step");
   o->nccl.on = 1;
   return 0;
 }

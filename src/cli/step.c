@@ -4,7 +4,9 @@
  * buckets), each timed by the step's simulation; for one configuration
  * of at most STEP_MAX_THREADS workers the all-reduces also run on
  * threads with the same ready times, checked as a run's are, and their
- * simulated end must be the simulation's.
+ * simulated end must be the simulation's. With --like nccl each bucket's
+ * all-reduce is NCCL's pick, one collective of ringsim's predicted time
+ * (step_nccl.c): the schedule alone.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -17,6 +19,7 @@
 #include "cli.h"
 #include "option.h"
 #include "ringsim/step.h"
+#include "step_nccl.h"
 
 /* The longest simulated time the report holds: 2^63 - 1 ns, as ringsim
  * model's. */
@@ -52,6 +55,8 @@ static int check_step(options_t *o) {
     return rc;
   if (rs_netmodel_check(net, o->config.workers, err))
     return cli_refuse(CLI_STEP, "%s", err);
+  if ((rc = step_nccl_check(o)) >= 0)
+    return rc;
   if (!o->algo_all && !cli_algo_fits(net, o->config.algo))
     return cli_refuse(CLI_STEP,
                       "--algo %s is hierarchical and needs nodes: give a "
@@ -88,10 +93,17 @@ static int check_step(options_t *o) {
  * few workers, unless --no-threads. */
 static int on_threads(const options_t *o) {
   /* (powersgd's three all-reduces a bucket are runs of their own in a
-   * run, rs_powersgd_execute; here the schedule alone times them) */
+   * run, rs_powersgd_execute; here the schedule alone times them; and
+   * the threaded run has no NCCL algorithms yet) */
   return !o->step.no_threads && !o->algo_all && o->step.cap_count <= 1 &&
          o->config.workers <= STEP_MAX_THREADS &&
-         o->config.hook != RS_HOOK_POWERSGD;
+         o->config.hook != RS_HOOK_POWERSGD && !o->nccl.on;
+}
+
+/* A row's algorithm as the report names it: NCCL's pick per bucket, or
+ * ringsim's own. */
+static const char *row_algo(const options_t *o, const step_row_t *row) {
+  return o->nccl.on ? "nccl" : rs_algorithm_name(row->algo);
 }
 
 static uint64_t comm_end(const rs_step_time_t *t) {
@@ -354,11 +366,17 @@ static void print_iteration(const char *label, const rs_step_time_t *t,
          us(t->exposed_ns), what);
 }
 
+/* The buckets' table; with --like nccl (nccl not NULL) each one's pick,
+ * for the bytes it moves (its elements of move_size bytes). */
 static void print_buckets(const rs_step_time_t *t, size_t elem_size,
-                          int powersgd) {
-  printf("  %8s %7s %12s %12s %12s %12s %12s%s\n", "bucket", "params", "bytes",
-         "ready us", "start us", "end us", "exposed us",
-         powersgd ? "  all-reduced elements (uncompressed, P, Q)" : "");
+                          int powersgd, const step_nccl_t *nccl,
+                          size_t move_size) {
+  char cols[160] = "";
+  if (nccl)
+    step_nccl_columns(NULL, cols, sizeof cols);
+  printf("  %8s %7s %12s %12s %12s %12s %12s%s%s\n", "bucket", "params",
+         "bytes", "ready us", "start us", "end us", "exposed us",
+         powersgd ? "  all-reduced elements (uncompressed, P, Q)" : "", cols);
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
     printf("  %8zu %7zu %12zu %12s %12s %12s %12s", b, k->params,
@@ -367,6 +385,12 @@ static void print_buckets(const rs_step_time_t *t, size_t elem_size,
     if (powersgd)
       printf("  %zu, %zu, %zu", k->reduce_elems[0], k->reduce_elems[1],
              k->reduce_elems[2]);
+    if (nccl) {
+      step_nccl_columns(
+          step_nccl_find(nccl, (uint64_t)k->elems * move_size), cols,
+          sizeof cols);
+      fputs(cols, stdout);
+    }
     putchar('\n');
   }
 }
@@ -412,20 +436,38 @@ static void print_hook(const options_t *o, const rs_model_t *model) {
            rs_hook_name(h), o->config.workers);
 }
 
+/* The bytes an element of model moves under the hook. */
+static size_t move_size(const options_t *o, const rs_model_t *model) {
+  return rs_dtype_size(rs_hook_dtype(o->config.hook, rs_model_dtype(model)));
+}
+
+/* What the network is: the topology as NCCL sees it and what a bucket's
+ * time is (--like nccl), or the network model's line. */
+static void print_network(const options_t *o, const step_nccl_t *nccl) {
+  if (nccl) {
+    step_nccl_print_head(o, nccl);
+    return;
+  }
+  cli_print_network(&o->config.net);
+  putchar('\n');
+}
+
 static void print_one(const options_t *o, const rs_model_t *model,
-                      const step_row_t *row, int threads) {
+                      const step_row_t *row, int threads,
+                      const step_nccl_t *nccl) {
   char name[CLI_SAFE_MAX];
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
   const int K = o->step.iterations;
   printf("ringsim step: %s all-reduce of \"%s\" on %d worker%s, %d step%s "
          "(%s)\n",
-         rs_algorithm_name(row->algo),
+         nccl ? "NCCL's" : rs_algorithm_name(row->algo),
          cli_safe(rs_model_name(model), name, sizeof name), o->config.workers,
          o->config.workers == 1 ? "" : "s", K, K == 1 ? "" : "s",
          threads ? "the all-reduces ran on threads and were checked"
+         : nccl  ? "the schedule alone: no threads, no data; the threaded "
+                   "run has no NCCL algorithms yet"
                  : "the schedule alone: no threads, no data");
-  cli_print_network(&o->config.net);
-  putchar('\n');
+  print_network(o, nccl);
   print_hook(o, model);
   printf("  compute    forward %s us, backward %s us (%s)",
          us(row->later.forward_ns), us(row->later.backward_ns),
@@ -450,21 +492,22 @@ static void print_one(const options_t *o, const rs_model_t *model,
   const rs_step_time_t *t = K > 1 ? &row->later : &row->first;
   printf("  buckets of step %d, in launch order (us from the step's start):\n",
          K > 1 ? 2 : 1);
-  print_buckets(t, elem_size, o->config.hook == RS_HOOK_POWERSGD);
+  print_buckets(t, elem_size, o->config.hook == RS_HOOK_POWERSGD, nccl,
+                move_size(o, model));
   print_critical(t);
 }
 
 /* A row per algorithm and cap: the best of each algorithm marked, and
  * DDP's default cap. */
 static void print_rows(const options_t *o, const rs_model_t *model,
-                       const step_row_t *rows, int n) {
+                       const step_row_t *rows, int n,
+                       const step_nccl_t *nccl) {
   char name[CLI_SAFE_MAX];
   printf("ringsim step: \"%s\" on %d workers, %d step%s each (the schedule "
          "alone: no threads, no data)\n",
          cli_safe(rs_model_name(model), name, sizeof name), o->config.workers,
          o->step.iterations, o->step.iterations == 1 ? "" : "s");
-  cli_print_network(&o->config.net);
-  putchar('\n');
+  print_network(o, nccl);
   print_hook(o, model);
   printf("  steps after the first (DDP's rebuilt buckets), us:\n");
   printf("  %-10s %8s %8s %12s %12s %12s %7s\n", "algo", "cap MiB", "buckets",
@@ -473,7 +516,7 @@ static void print_rows(const options_t *o, const rs_model_t *model,
     const rs_step_time_t *t = &rows[i].later;
     const uint64_t hidden = t->comm_ns - t->exposed_ns;
     printf("  %-10s %8g %8zu %12s %12s %12s %6.1f%%%s%s\n",
-           rs_algorithm_name(rows[i].algo), (double)rows[i].cap / (1 << 20),
+           row_algo(o, &rows[i]), (double)rows[i].cap / (1 << 20),
            t->bucket_count, us(t->step_ns), us(t->exposed_ns), us(t->comm_ns),
            t->comm_ns ? 100.0 * (double)hidden / (double)t->comm_ns : 0.0,
            rows[i].best ? "  best" : "",
@@ -505,7 +548,8 @@ static json_t *lanes_json(const rs_step_time_t *t) {
 }
 
 static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size,
-                             int powersgd) {
+                             int powersgd, const step_nccl_t *nccl,
+                             size_t move_size) {
   json_t *buckets = json_array();
   for (size_t b = 0; b < t->bucket_count; b++) {
     const rs_step_bucket_t *k = &t->buckets[b];
@@ -520,6 +564,10 @@ static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size,
                           json_pack("[I I I]", (json_int_t)k->reduce_elems[0],
                                     (json_int_t)k->reduce_elems[1],
                                     (json_int_t)k->reduce_elems[2]));
+    if (o && nccl) /* NCCL's pick for the bytes it moves */
+      json_object_set_new(o, "nccl",
+                          step_nccl_pick_json(step_nccl_find(
+                              nccl, (uint64_t)k->elems * move_size)));
     json_array_append_new(buckets, o);
   }
   json_t *o =
@@ -534,8 +582,10 @@ static json_t *timeline_json(const rs_step_time_t *t, size_t elem_size,
 }
 
 static int print_json(const options_t *o, const rs_model_t *model,
-                      const step_row_t *rows, int n, int threads) {
+                      const step_row_t *rows, int n, int threads,
+                      const step_nccl_t *nccl) {
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const size_t moved = move_size(o, model);
   const int psgd = o->config.hook == RS_HOOK_POWERSGD;
   char hook[48]; /* powersgd with its rank, as --hook takes it */
   snprintf(hook, sizeof hook, psgd ? "%s:rank=%d" : "%s",
@@ -544,11 +594,12 @@ static int print_json(const options_t *o, const rs_model_t *model,
   for (int i = 0; i < n; i++)
     json_array_append_new(
         list,
-        json_pack("{ss sI so so sI sb sb}", "algo",
-                  rs_algorithm_name(rows[i].algo), "cap_bytes",
-                  (json_int_t)rows[i].cap, "first",
-                  timeline_json(&rows[i].first, elem_size, psgd), "later",
-                  timeline_json(&rows[i].later, elem_size, psgd), "total_ns",
+        json_pack("{ss sI so so sI sb sb}", "algo", row_algo(o, &rows[i]),
+                  "cap_bytes", (json_int_t)rows[i].cap, "first",
+                  timeline_json(&rows[i].first, elem_size, psgd, nccl, moved),
+                  "later",
+                  timeline_json(&rows[i].later, elem_size, psgd, nccl, moved),
+                  "total_ns",
                   (json_int_t)rows[i].total_ns, "best", rows[i].best,
                   "ddp_default", rows[i].cap == RS_DEFAULT_BUCKET_BYTES));
   json_t *root =
@@ -556,6 +607,8 @@ static int print_json(const options_t *o, const rs_model_t *model,
                 rs_model_name(model), "workers", o->config.workers,
                 "iterations", o->step.iterations, "threads", threads, "hook",
                 hook, "rows", list);
+  if (root && nccl) /* the machine as NCCL sees it, what was forced */
+    json_object_set_new(root, "nccl", step_nccl_json(o, nccl));
   if (!root)
     return EXIT_RUN;
   json_dumpf(root, stdout, JSON_INDENT(2));
@@ -623,6 +676,15 @@ static int step_model(const options_t *o, const rs_model_t *model) {
                          .hook = o->config.hook,
                          .powersgd_rank = o->config.powersgd_rank};
   sc.net.stop = cli_signal_flag();
+  /* --like nccl: every bucket's pick, made before anything runs */
+  step_nccl_t nccl_picks = {0};
+  const step_nccl_t *nccl = NULL;
+  if (!status && o->nccl.on &&
+      !(status = step_nccl_prepare(o, model, &nccl_picks))) {
+    nccl = &nccl_picks;
+    sc.allreduce_ns = step_nccl_ns;
+    sc.allreduce_ctx = &nccl_picks;
+  }
   if (!status) {
     const int fits = check_threads(o, model, sc);
     status = fits < 0 ? 0 : fits;
@@ -660,11 +722,11 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   if (!status) {
     mark_best(o, rows, count);
     if (o->json)
-      status = print_json(o, model, rows, count, on_threads(o));
+      status = print_json(o, model, rows, count, on_threads(o), nccl);
     else if (count == 1)
-      print_one(o, model, &rows[0], on_threads(o));
+      print_one(o, model, &rows[0], on_threads(o), nccl);
     else
-      print_rows(o, model, rows, count);
+      print_rows(o, model, rows, count, nccl);
     if (cli_stdout_lost("the report", err, sizeof err)) {
       fprintf(stderr, "ringsim: step: %s\n", err);
       status = EXIT_RUN;
@@ -688,6 +750,7 @@ static int step_model(const options_t *o, const rs_model_t *model) {
   free(rows);
   free(fwd);
   free(bwd);
+  step_nccl_free(&nccl_picks);
   rs_trace_close(trace);
   return status;
 }
