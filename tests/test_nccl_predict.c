@@ -595,6 +595,25 @@ static void test_predict_ll_capped(void **state) {
   }
 }
 
+/* predict-9: the LL cap bounds a tree channel's throughput, once, as
+ * NCCL's model charges S / bw once: not every hop of the chain. 4 DGX
+ * H100 nodes, Tree/LL on 16 channels, 64 KiB (what NCCL picks there):
+ * within 25% of NCCL's own estimate (47.8 us); charged per hop it would
+ * be 150.9. */
+static void test_predict_ll_cap_once(void **state) {
+  (void)state;
+  const rs_nccl_system_t s = dgx_h100(4);
+  rs_nccl_cost_t cost[RS_NCCL_ALGOS][RS_PROTOS];
+  rs_nccl_tune(&s, cost);
+  const uint64_t S = 65536;
+  const double nccl = rs_nccl_time_us(&s, cost, RS_NCCL_TREE, RS_PROTO_LL, S);
+  const double got =
+      rs_nccl_predict_ns(&s, RS_NCCL_TREE, RS_PROTO_LL, 16, 8, S) / 1e3;
+  if (!(nccl > 0) || fabs(got / nccl - 1) > 0.25)
+    fail_msg("4 nodes, Tree/LL, 64 KiB: %.2f us, NCCL's model %.2f", got,
+             nccl);
+}
+
 /* predict-8: NVLSTree is capped per head as NCCL's tuner caps it
  * (tuning.cc perChMaxNVLSTreeBws, Hopper: 57.7 GB/s on 2 nodes, 45.5 on
  * 3 or more; 8 heads on DGX H100): at 8 GiB busbw within 5% under
@@ -690,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_predict_published_dgx_h100),
       cmocka_unit_test(test_predict_a100_4_nics),
       cmocka_unit_test(test_predict_ll_capped),
+      cmocka_unit_test(test_predict_ll_cap_once),
       cmocka_unit_test(test_predict_nvlstree_capped),
       cmocka_unit_test(test_predict_128_nodes),
       cmocka_unit_test(test_predict_dgx_h100_preset),
