@@ -610,8 +610,7 @@ static void test_predict_ll_cap_once(void **state) {
   const double got =
       rs_nccl_predict_ns(&s, RS_NCCL_TREE, RS_PROTO_LL, 16, 8, S) / 1e3;
   if (!(nccl > 0) || fabs(got / nccl - 1) > 0.25)
-    fail_msg("4 nodes, Tree/LL, 64 KiB: %.2f us, NCCL's model %.2f", got,
-             nccl);
+    fail_msg("4 nodes, Tree/LL, 64 KiB: %.2f us, NCCL's model %.2f", got, nccl);
 }
 
 /* predict-8: NVLSTree is capped per head as NCCL's tuner caps it

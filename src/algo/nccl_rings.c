@@ -107,8 +107,8 @@ void rs_nccl_ring_order(const rs_nccl_system_t *sys, int channel, int *order) {
   const int sc = channel % search;
   /* rule 6: only a crossNic = 2 graph (two NICs or more, not rail
    * aligned) with an even channel count swaps */
-  const int swap = N > 1 && sys->nvswitch && K >= 2 && K % 2 == 0 &&
-                   !rail_aligned(sys, K);
+  const int swap =
+      N > 1 && sys->nvswitch && K >= 2 && K % 2 == 0 && !rail_aligned(sys, K);
   for (int n = 0; n < N; n++) { /* rule 7: node after node */
     int *local = order + (size_t)n * G;
     node_path(sys, (swap && (n & 1)) ? sc ^ 1 : sc, local);
