@@ -171,6 +171,47 @@ static void test_pipelined_ring_by_hand(void **state) {
   }
 }
 
+/* net-7: NCCL's protocols (net/proto.h), worked by hand. W = 2 on --net
+ * latency=1us,bandwidth=1GB/s (a byte a ns), one chunk of 251 floats
+ * (1004 bytes) a worker in one segment, 2 steps. Each protocol puts its
+ * wire bytes on the link, and its launch latency (tuning.cc's
+ * baseLatencies, the ring's) comes first; --net keeps its own 1 us hop:
+ *   LL:     ceil(1004/8) x 16 = 2016 bytes; 6.6 us + 2 (1 us + 2016 ns)
+ *   LL128:  ceil(1004/120) x 128 = 1152;   14 us + 2 (1 us + 1152 ns)
+ *   Simple: 1004;                          8.4 us + 2 (1 us + 1004 ns)
+ * On a topology whose GPUs NCCL's model knows, the hop is NCCL's for the
+ * link: two nodes of one H100 each (cc=90), one NIC each, a hop of the
+ * network (hwLatencies NET: LL 2.7, LL128 4.0, Simple 14 us) at 50 GB/s
+ * (20 ns for 1004 bytes, 40.32 for LL's 2016, 23.04 for LL128's 1152).
+ * The threaded run keeps the same clocks. */
+static void test_protocols_by_hand(void **state) {
+  (void)state;
+  const struct {
+    rs_protocol_t proto;
+    uint64_t flat, nodes;
+  } cases[] = {
+      {RS_PROTOCOL_LL, 6600 + 2 * (1000 + 2016), 6600 + 2 * (2700 + 41)},
+      {RS_PROTOCOL_LL128, 14000 + 2 * (1000 + 1152), 14000 + 2 * (4000 + 24)},
+      {RS_PROTOCOL_SIMPLE, 8400 + 2 * (1000 + 1004), 8400 + 2 * (14000 + 21)}};
+  char err[RS_ERRMSG_MAX];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    rs_netmodel_t net = net_of("latency=1us,bandwidth=1GB/s", NULL);
+    net.proto = cases[i].proto;
+    size_t segs;
+    assert_int_equal(simulate_one(&net, 2, 2 * 251, 1 << 20), cases[i].flat);
+    assert_int_equal(threaded_sim(&net, 2, 2 * 251, 1 << 20, &segs),
+                     cases[i].flat);
+    rs_netmodel_t topo = {0};
+    assert_int_equal(rs_topo_parse("nodes=2,gpus=1,nics=1,intra=1us/100GB/s,"
+                                   "nic=9us/50GB/s,cc=90,switch=nvls",
+                                   &topo.topo, err),
+                     RS_OK);
+    topo.enabled = 1;
+    topo.proto = cases[i].proto;
+    assert_int_equal(simulate_one(&topo, 2, 2 * 251, 1 << 20), cases[i].nodes);
+  }
+}
+
 /* net-4: a slow link slows the whole ring: the ring goes at the pace of its
  * slowest link, so one link 10x slower costs most (here at least 80%) of
  * making every link that slow. A straggler computes before each segment
@@ -263,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_threaded_equals_model),
       cmocka_unit_test(test_slow_link_and_straggler),
       cmocka_unit_test(test_pipelined_ring_by_hand),
+      cmocka_unit_test(test_protocols_by_hand),
       cmocka_unit_test(test_net_ns_exact),
       cmocka_unit_test(test_big_ring_model),
   };

@@ -410,6 +410,18 @@ typedef struct rs_topo {
 #define RS_TOPO_SWITCH_NVSWITCH 1
 #define RS_TOPO_SWITCH_NVLS 2
 
+/* The protocol a network model moves its bytes with (--proto;
+ * docs/algorithms.md, "Protocols"): NONE, the bytes as they are over the
+ * links' own latencies; NCCL's LL, LL128 and Simple, each with its wire
+ * format, NCCL's launch latency, and on a topology whose GPUs NCCL's
+ * model knows (its cc=) NCCL's hop latencies for the link's kind. */
+typedef enum rs_protocol {
+  RS_PROTOCOL_NONE,
+  RS_PROTOCOL_LL,
+  RS_PROTOCOL_LL128,
+  RS_PROTOCOL_SIMPLE
+} rs_protocol_t;
+
 typedef struct rs_netmodel {
   int enabled;
   rs_link_model_t link; /* every link, unless overridden */
@@ -434,6 +446,8 @@ typedef struct rs_netmodel {
    * before it on its link arrived (docs/algorithms.md, "Pipelined
    * links"); 0 is the default, 8. A run takes its config's slots. */
   int slots;
+  /* NCCL's protocol, or none (rs_protocol_t above). */
+  rs_protocol_t proto;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
    * once it is nonzero, returns at once, its result meaningless (a signal

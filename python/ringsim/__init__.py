@@ -299,7 +299,7 @@ def _text(value):
 # inject, link and straggler a list of them. (The others take numbers or
 # booleans, written as the command line would.)
 _TEXT_OPTIONS = ("op", "algo", "average", "loop", "net", "topo", "link",
-                 "straggler", "reduce_rate", "inject", "like", "hook")
+                 "straggler", "reduce_rate", "inject", "like", "hook", "proto")
 
 
 def _settings(workers, options):
@@ -367,7 +367,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
               loop=None, direct=False, checksum=False, order_report=False,
               net=None, topo=None, link=None, straggler=None,
               reduce_rate=None, inject=None, trace=None, model_name="python",
-              like=None, hook=None):
+              like=None, hook=None, proto=None):
     """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
     worker; same names, shapes and dtype in every dict; torch tensors or
     numpy arrays of float32, float64, float16 or bfloat16) on W threads as
@@ -390,7 +390,9 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     (nodes of GPUs, their links and NICs, instead of net: "dgx-h100,nodes=1"
     for W=8, or "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/25GB/s";
     W must be nodes x gpus; docs/topology.md), link and
-    straggler (a spec or a list), reduce_rate ("10GB/s"), inject (a fault
+    straggler (a spec or a list), reduce_rate ("10GB/s"), proto (NCCL's
+    protocol the network model moves bytes with: "LL", "LL128", "Simple";
+    docs/algorithms.md), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
     a SQLite trace to append the run to: a str, bytes or os.PathLike, as
     open() takes); model_name names the model in the
@@ -479,7 +481,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "timeout": timeout, "loop": loop, "direct": direct,
         "checksum": checksum, "order_report": order_report, "net": net,
         "topo": topo, "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
-        "inject": inject,
+        "proto": proto, "inject": inject,
         "hook": hook[:hook.index(",q=")] if q_file else hook})
     settings, argv = _settings(W, options)
     if q_file:  # the command line names the file

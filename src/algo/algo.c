@@ -66,9 +66,14 @@ uint64_t rs__predict_bounded(rs_algorithm_t algo, const rs_netmodel_t *m,
     return rs__algo_simulate_bounded(&job, bound);
   }
   size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;
-  return a ? a->predict(m, rs__shape_of(m, workers), elems, segs_per_chunk, cap,
-                        elem_size)
-           : 0;
+  if (!a)
+    return 0;
+  const uint64_t t = a->predict(m, rs__shape_of(m, workers), elems,
+                                segs_per_chunk, cap, elem_size);
+  /* (the protocol's launch before the schedule: net/proto.h) */
+  return m->enabled && workers > 1
+             ? rs__sat_add(rs__proto_launch_ns(m->proto), t)
+             : t;
 }
 
 uint64_t rs_netmodel_predict_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
@@ -106,7 +111,7 @@ uint64_t rs__algo_region_ns(const rs_netmodel_t *m, size_t elems, size_t cap,
   uint64_t t = 0;
   for (size_t k = 0; k < segs; k++) {
     size_t bytes = rs__chunk_elems(elems, (int)segs, (int)k) * elem_size;
-    t += m->link.latency_ns + rs__net_ns(bytes, m->link.bandwidth) +
+    t += m->link.latency_ns + rs__net_wire_ns(m, bytes) +
          (reduced ? rs__net_ns(bytes, m->reduce_rate) : 0);
   }
   return t;
@@ -372,6 +377,8 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
       if (spans->worker_start)
         spans->worker_start[b * W + r] = s.clocks[r].clock;
     }
+    for (size_t r = 0; r < W; r++) /* (the protocol's launch) */
+      rs__sim_launch(&s.clocks[r]);
     stream_bucket(&s, job, b);
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(

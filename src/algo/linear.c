@@ -141,7 +141,7 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   uint64_t wire = 0, paced = 0;
   for (size_t k = 0; k < n_segs; k++) {
     size_t bytes = rs__chunk_elems(elems, (int)n_segs, (int)k) * elem_size;
-    uint64_t w = rs__net_ns(bytes, m->link.bandwidth);
+    uint64_t w = rs__net_wire_ns(m, bytes);
     uint64_t f = rs__net_ns(bytes, m->reduce_rate);
     wire += w;
     paced += w > f ? w : f;

@@ -408,8 +408,7 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
 uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
                             size_t k, size_t big, size_t hi, size_t lo) {
   const uint64_t a = m->link.latency_ns;
-  const uint64_t w_hi = rs__net_ns(hi, m->link.bandwidth),
-                 w_lo = rs__net_ns(lo, m->link.bandwidth);
+  const uint64_t w_hi = rs__net_wire_ns(m, hi), w_lo = rs__net_wire_ns(m, lo);
   const uint64_t f_hi = rs__net_ns(hi, m->reduce_rate),
                  f_lo = rs__net_ns(lo, m->reduce_rate);
   const size_t K = (size_t)rs__sim_slots(m);

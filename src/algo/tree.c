@@ -201,7 +201,7 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
     }
   /* the largest segment, as the ring's */
   const size_t seg_bytes = (elems + 2 * S - 1) / (2 * S) * elem_size;
-  const uint64_t wire = rs__net_ns(seg_bytes, m->link.bandwidth);
+  const uint64_t wire = rs__net_wire_ns(m, seg_bytes);
   const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
   const uint64_t up = d * (m->link.latency_ns + wire) +
                       (S - 1) * c * (wire > fold ? wire : fold) + 2 * fold;

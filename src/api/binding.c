@@ -267,6 +267,14 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
   } else if (is_option(o, "reduce-rate")) {
     if (rs_netmodel_parse_rate(value, &config->net.reduce_rate, err))
       FAIL("%.64s %.400s", o, err);
+  } else if (is_option(o, "proto")) { /* (net/proto.h) */
+    static const char *const names[] = {"none", "LL", "LL128", "Simple"};
+    size_t p = 0;
+    while (p < sizeof names / sizeof *names && strcmp(value, names[p]))
+      p++;
+    if (p == sizeof names / sizeof *names)
+      FAIL("proto '%.100s': expected LL, LL128, Simple or none", value);
+    config->net.proto = (rs_protocol_t)p;
   } else {
     FAIL("unknown option '%.100s'", o);
   }

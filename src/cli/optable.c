@@ -670,7 +670,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
                          "nvlstree")}},
     [OPT_PROTO] = {"proto",
                    0,
-                   MODEL | STEP,
+                   RUN | MODEL | STEP,
                    0,
                    "NAME",
                    cli_set_proto,
@@ -678,12 +678,20 @@ const cli_option_t cli_options[OPT_COUNT] = {
                    0,
                    0,
                    NULL,
-                   {[CLI_MODEL] = H("--like nccl: NCCL's protocol, as "
-                                    "NCCL_PROTO: LL, LL128,\nSimple, or "
-                                    "auto (default: the tuner's)"),
-                    [CLI_STEP] = H("--like nccl: NCCL's protocol, as "
-                                   "NCCL_PROTO: LL, LL128, Simple, or "
-                                   "auto (default: the tuner's)")}},
+                   {[CLI_RUN] = H("NCCL's protocol the network model "
+                                  "moves bytes with: LL,\nLL128 or Simple "
+                                  "(its wire bytes and latencies;\ndefault: "
+                                  "none, the bytes as they are)"),
+                    [CLI_MODEL] = H("NCCL's protocol the network model "
+                                    "moves bytes with: LL,\nLL128 or Simple; "
+                                    "with --like nccl it forces NCCL's\n"
+                                    "(NCCL_PROTO), or auto (default: the "
+                                    "tuner's)"),
+                    [CLI_STEP] = H("NCCL's protocol the network model "
+                                   "moves bytes with: LL,\nLL128 or Simple; "
+                                   "with --like nccl it forces NCCL's\n"
+                                   "(NCCL_PROTO), or auto (default: the "
+                                   "tuner's)")}},
     /* (MAXCHANNELS, src/include/device.h: 64 since NCCL 2.25) */
     [OPT_CHANNELS] = {"channels",
                       0,

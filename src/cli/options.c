@@ -32,9 +32,25 @@ static const cli_opt_t SWEEP[] = {OPT_MINBYTES, OPT_MAXBYTES, OPT_STEPFACTOR,
                                   OPT_STEPBYTES, OPT_DATATYPE, OPT_OP};
 #define SWEEP_COUNT (sizeof SWEEP / sizeof *SWEEP)
 
+/* --proto without --like nccl: the network model's protocol
+ * (net/proto.h), which needs a model; auto is NCCL's tuner's. */
+static int check_proto(const options_t *o) {
+  if (!o->given[OPT_PROTO] || o->nccl.on)
+    return -1;
+  if (o->nccl.proto < 0)
+    return cli_refuse(o->mode, "--proto auto is NCCL's tuner's pick: give "
+                               "--like nccl, or LL, LL128 or Simple");
+  if (!o->config.net.enabled)
+    return cli_refuse(o->mode,
+                      "--proto %s: a protocol is how a network model moves "
+                      "bytes: give --net or --topo",
+                      rs_proto_name((rs_proto_t)o->nccl.proto));
+  return -1;
+}
+
 static int check_nccl(const options_t *o) {
   if (o->mode != CLI_MODEL)
-    return -1;
+    return check_proto(o);
   if (!o->nccl.on) {
     for (size_t i = 0; i < SWEEP_COUNT; i++)
       if (o->given[SWEEP[i]])
@@ -42,12 +58,13 @@ static int check_nccl(const options_t *o) {
                           "--%s is nccl-tests' sweep's: give --like nccl "
                           "(without --params)",
                           cli_options[SWEEP[i]].name);
-    if (o->given[OPT_PROTO] || o->given[OPT_CHANNELS])
+    if (o->given[OPT_CHANNELS])
       return cli_refuse(o->mode,
-                        "--%s forces NCCL's %s, which only --like nccl "
-                        "models: give --like nccl --topo SPEC",
-                        o->given[OPT_PROTO] ? "proto" : "channels",
-                        o->given[OPT_PROTO] ? "protocol" : "channel count");
+                        "--channels forces NCCL's channel count, which only "
+                        "--like nccl models: give --like nccl --topo SPEC");
+    const int rc = check_proto(o);
+    if (rc >= 0)
+      return rc;
     if (o->nccl.algo_foreign)
       return cli_refuse(o->mode,
                         "--algo %s is NCCL's NVLink SHARP algorithm, not one "

@@ -410,6 +410,10 @@ int cli_set_proto(const cli_option_t *opt, options_t *o, const char *value,
   if (proto < 0 && strcmp(value, "auto") != 0)
     return cli_bad_value(msg, opt, value, "LL, LL128, Simple or auto");
   o->nccl.proto = proto;
+  /* (without --like nccl, the network model's protocol: net/proto.h;
+   * rs_protocol_t counts from none, NCCL's index from LL) */
+  o->config.net.proto =
+      proto < 0 ? RS_PROTOCOL_NONE : (rs_protocol_t)(proto + RS_PROTOCOL_LL);
   return 0;
 }
 

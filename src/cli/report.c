@@ -226,6 +226,11 @@ void cli_print_network(const rs_netmodel_t *net) {
   }
   if (net->reduce_rate)
     printf(", reduce %.3f GB/s", (double)net->reduce_rate / 1e9);
+  static const char *const protos[] = {"", "LL", "LL128", "Simple"};
+  if (net->proto > RS_PROTOCOL_NONE && net->proto <= RS_PROTOCOL_SIMPLE)
+    printf(", protocol %s (NCCL's wire bytes and latencies%s)",
+           protos[net->proto],
+           t->enabled && t->cc > 0 ? "" : "; the links' own hops");
   /* (every mode's line: ringsim step's and model's took them too, and
    * did not say so) */
   if (net->link_count || net->straggler_count)

@@ -92,7 +92,8 @@ static const char schema_sql[] =
     "  src_host TEXT,\n"
     "  dst_host TEXT,\n"
     "  link TEXT,\n"
-    "  share INTEGER\n"
+    "  share INTEGER,\n"
+    "  wire_bytes INTEGER\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS worker (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -379,7 +380,8 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
                                            {"run", "pid_start INTEGER"},
                                            {"transfer", "link TEXT"},
                                            {"transfer", "share INTEGER"},
-                                           {"run", "queue_slots INTEGER"}};
+                                           {"run", "queue_slots INTEGER"},
+                                           {"transfer", "wire_bytes INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);

@@ -9,6 +9,7 @@
 #include "core/mpi_run.h"
 #include "core/runstate.h"
 #include "io/trace_internal.h"
+#include "net/proto.h"
 
 static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
                            int dst, int received) {
@@ -79,6 +80,13 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
     sqlite3_bind_null(st, i++);
     sqlite3_bind_null(st, i++);
   }
+  if (run->config.net.enabled) /* what the protocol put on the wire */
+    sqlite3_bind_int64(
+        st, i++,
+        (int64_t)rs__proto_wire_bytes(run->config.net.proto,
+                                      (uint64_t)e->elems * run->elem_size));
+  else
+    sqlite3_bind_null(st, i++);
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -91,9 +99,9 @@ static int prepare_insert(rs_run_t *run, sqlite3_stmt **st) {
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
           "contrib_first, contrib_count, sim_send_ns, sim_recv_ns, src_rank, "
-          "dst_rank, src_host, dst_host, link, share) VALUES (?, ?, ?, ?, "
+          "dst_rank, src_host, dst_host, link, share, wire_bytes) VALUES (?, "
           "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-          "?, ?, ?)",
+          "?, ?, ?, ?, ?, ?, ?)",
           -1, st, NULL) != SQLITE_OK)
     return rs__trace_fail_sql(run, "prepare the transfer insert");
   return RS_OK;

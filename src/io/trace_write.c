@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "core/mpi_run.h"
 #include "core/runstate.h"
+#include "net/proto.h"
 #include "io/trace_internal.h"
 
 #ifndef NDEBUG
@@ -125,6 +126,9 @@ static const char *net_json(const rs_netmodel_t *m, char *buf, size_t size) {
         (unsigned long long)t->intra.bandwidth,
         (unsigned long long)t->nic.latency_ns,
         (unsigned long long)t->nic.bandwidth);
+  if (m->proto != RS_PROTOCOL_NONE && len > 0 && (size_t)len < size)
+    len += snprintf(buf + len, size - (size_t)len, ", \"proto\": \"%s\"",
+                    rs__proto_label(m->proto));
   if (len > 0 && (size_t)len < size)
     snprintf(buf + len, size - (size_t)len, "}");
   return buf;

@@ -194,6 +194,24 @@ static rs_link_model_t out_link(const rs_netmodel_t *net, int rank) {
   return out;
 }
 
+/* The latencies of a hop within a node and between nodes under net: the
+ * links' own, or, with a protocol on a topology whose GPUs NCCL's model
+ * knows (cc), NCCL's for the protocol and the link's kind (net/proto.h:
+ * NVLink through a switch, else PCIe; the network between nodes). */
+static void hop_latencies(const rs_netmodel_t *net, uint64_t *intra,
+                          uint64_t *nic) {
+  const rs_topo_t *t = &net->topo;
+  if (net->proto != RS_PROTOCOL_NONE && t->enabled && t->cc > 0) {
+    *intra = rs__proto_hop_ns(
+        t->nvswitch != RS_TOPO_SWITCH_NONE ? RS_HW_NVLINK : RS_HW_PCI,
+        net->proto);
+    *nic = rs__proto_hop_ns(RS_HW_NET, net->proto);
+  } else {
+    *intra = t->enabled ? t->intra.latency_ns : net->link.latency_ns;
+    *nic = t->nic.latency_ns;
+  }
+}
+
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank) {
   memset(c, 0, sizeof *c);
@@ -203,6 +221,12 @@ void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
   c->rank = rank;
   c->out = out_link(net, rank);
   c->slots = rs__sim_slots(net);
+  c->proto = net->proto;
+  c->launch_ns = rs__proto_launch_ns(net->proto);
+  if (net->proto != RS_PROTOCOL_NONE && net->topo.enabled)
+    hop_latencies(net, &c->out.latency_ns, &c->nic_latency_ns);
+  else
+    c->nic_latency_ns = net->topo.nic.latency_ns;
   for (int i = 0; i < net->straggler_count; i++)
     if (net->stragglers[i].worker == rank)
       c->straggler_ns += net->stragglers[i].delay_ns;
@@ -215,13 +239,15 @@ uint64_t rs__sim_hop_least_ns(const rs_netmodel_t *net, int workers, int from,
   if (!net || !net->enabled)
     return 0;
   const rs_topo_t *t = &net->topo;
+  uint64_t intra, nic;
+  hop_latencies(net, &intra, &nic);
   if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers &&
       rs__topo_node(t, from) != rs__topo_node(t, to)) {
-    *latency_ns = t->nic.latency_ns;
+    *latency_ns = nic;
     return rs__topo_wire_ns(t, 1, bytes);
   }
   const rs_link_model_t out = out_link(net, from);
-  *latency_ns = out.latency_ns;
+  *latency_ns = t->enabled ? intra : out.latency_ns;
   return rs__net_ns(bytes, out.bandwidth);
 }
 
@@ -271,7 +297,17 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
     return 0;
   double rate, latency, straggle = 0;
   extremes(m, &rate, &latency);
-  const double wire = rate > 0 ? max_bytes * 1e9 / rate : 0;
+  uint64_t intra, nic; /* (a protocol's latencies, and its launch) */
+  hop_latencies(m, &intra, &nic);
+  latency = (double)intra > latency ? (double)intra : latency;
+  latency = (double)nic > latency ? (double)nic : latency;
+  latency += (double)rs__proto_launch_ns(m->proto);
+  /* (LL's wire: twice the bytes and a line) */
+  const double on_wire = m->proto == RS_PROTOCOL_LL ? 2 * max_bytes + 16
+                         : m->proto == RS_PROTOCOL_LL128
+                             ? max_bytes * 128.0 / 120.0 + 128
+                             : max_bytes;
+  const double wire = rate > 0 ? on_wire * 1e9 / rate : 0;
   const double fold = m->reduce_rate ? max_bytes * 1e9 / m->reduce_rate : 0;
   for (int i = 0; i < m->straggler_count; i++)
     if ((double)m->stragglers[i].delay_ns > straggle)

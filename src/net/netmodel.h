@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/proto.h"
 #include "net/topo.h"
 #include "ringsim/ringsim.h"
 
@@ -56,6 +57,11 @@ typedef struct rs_simclock {
   int stream, slots;
   uint64_t *seg_ready, *slot_arrive;
   size_t seg_cap, slot_cap, slot_n;
+  /* The protocol (net/proto.h): its wire bytes; its launch latency, paid
+   * at each bucket's start (rs__sim_launch); a transfer between nodes'
+   * latency (rs__sim_init: the NIC's, or the protocol's NET hop). */
+  rs_protocol_t proto;
+  uint64_t launch_ns, nic_latency_ns;
 } rs_simclock_t;
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
@@ -74,6 +80,13 @@ static inline uint64_t rs__net_ns(size_t bytes, uint64_t rate) {
   unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
   unsigned __int128 ns = (num + rate - 1) / rate;
   return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+}
+
+/* The time on the flat network m's link of bytes of data: its
+ * protocol's wire bytes at the link's bandwidth (the cost formulas'). */
+static inline uint64_t rs__net_wire_ns(const rs_netmodel_t *m, size_t bytes) {
+  return rs__net_ns((size_t)rs__proto_wire_bytes(m->proto, bytes),
+                    m->link.bandwidth);
 }
 
 /* a + b, or UINT64_MAX where it would wrap: a simulated clock saturates
@@ -101,6 +114,12 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
 static inline void rs__sim_start_at(rs_simclock_t *c, uint64_t at) {
   if (c->net && at > c->clock)
     c->clock = at;
+}
+
+/* A bucket's all-reduce is launched: its protocol's launch latency. */
+static inline void rs__sim_launch(rs_simclock_t *c) {
+  if (c->net)
+    c->clock = rs__sat_add(c->clock, c->launch_ns);
 }
 
 /* A step begins: a straggler computes first (a streaming worker's
@@ -153,6 +172,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   /* the link: out (a topology's intra link), or between nodes the NIC's
    * latency and its share of the NIC (topo.h) */
   uint64_t latency = c->out.latency_ns, wire;
+  bytes = (size_t)rs__proto_wire_bytes(c->proto, bytes); /* (on the wire) */
   c->last_share = 0;
   if (c->load && (unsigned)(dst - c->node_first) >=
                      (unsigned)c->load->topo.gpus) { /* (another node) */
@@ -165,7 +185,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
       c->memo_step = step;
     }
     c->last_share = c->memo_share;
-    latency = c->load->topo.nic.latency_ns;
+    latency = c->nic_latency_ns;
     if (c->wire_bytes != bytes || c->wire_share != c->memo_share) {
       c->wire_ns = rs__topo_wire_ns(&c->load->topo, c->memo_share, bytes);
       c->wire_bytes = bytes;
@@ -209,6 +229,7 @@ static inline uint64_t rs__sim_wire_ns(const rs_simclock_t *c, int dst,
                                        int step, size_t bytes) {
   if (!c->net)
     return 0;
+  bytes = (size_t)rs__proto_wire_bytes(c->proto, bytes);
   if (c->load &&
       (unsigned)(dst - c->node_first) >= (unsigned)c->load->topo.gpus)
     return rs__topo_wire_ns(

@@ -255,6 +255,7 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
       rs__sim_start_at(
           &w->sim,
           run->config.ready_ns[b * (size_t)w->workers + (size_t)w->rank]);
+    rs__sim_launch(&w->sim); /* the protocol's launch (net/proto.h) */
     /* pipelined links: a streaming algorithm's segments (netmodel.h) */
     rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
                    w->ready_cap, w->seg_ready, w->ready_cap, w->slot_arrive,
