@@ -187,8 +187,10 @@ class NcclPerf(unittest.TestCase):
         cases = [
             (["--like", "nccl", "--net", NET], "give --topo"),
             (["--like", "nccl"], "give --topo"),
-            (["--proto", "LL", "--net", NET], "--proto"),
-            (["--proto", "LL", "--topo", "dgx-h100"], "--proto"),
+            # (--proto without --like nccl is the network model's protocol,
+            # test_proto_cli.py; auto is the tuner's, and it needs a model)
+            (["--proto", "auto", "--net", NET, "-p", mlp, "-w", 2], "--proto auto"),
+            (["--proto", "LL", "-p", mlp, "-w", 2], "--proto LL"),
             (["--like", "nccl", "--topo", "pcie", "--algo", "nvls"], "--algo nvls"),
             (["--like", "nccl", "--topo", "dgx-a100", "--algo", "nvls"], "--algo nvls"),
             (["--like", "nccl", "--topo", "dgx-h100,nodes=2", "--algo", "nvls"],
