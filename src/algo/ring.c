@@ -55,6 +55,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "algo/algo.h"
 #include "algo/narrate.h"
@@ -405,6 +406,58 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
  * R(s,j) = max(R(s,j-1), A(s,j)) + f_j (its reduction, in reduce-scatter).
  * The recurrence is played in O(steps x k); docs/algorithms.md
  * ("Pipelined links") gives its closed forms. */
+/* The state the streamed ring's recurrence carries from step to step:
+ * R(s, j), the link, the clock, the last `slots` arrivals (a ring by
+ * message number, `sent` of them so far). */
+typedef struct stream_state {
+  uint64_t *ready, *arrived;
+  uint64_t link, clock;
+  size_t sent;
+} stream_state_t;
+
+/* The i-th of the last `held` arrivals, oldest first. */
+static uint64_t *held_arrival(const stream_state_t *x, size_t K, size_t held,
+                              size_t i) {
+  return &x->arrived[(x->sent - held + i) % K];
+}
+
+/* Has x moved on from before (a step earlier) by the same delta in every
+ * field? Then each later step like it moves it on by delta again (every
+ * operation is a max or a sum: the DESIGN of simrun.h's steady repeats). */
+static int stream_moved_by(const stream_state_t *x, const stream_state_t *before,
+                           size_t k, size_t K, uint64_t *delta) {
+  const size_t held = x->sent < K ? x->sent : K;
+  if (x->clock < before->clock ||
+      held != (before->sent < K ? before->sent : K))
+    return 0;
+  const uint64_t d = *delta = x->clock - before->clock;
+  if (x->link - before->link != d)
+    return 0;
+  for (size_t j = 0; j < k; j++)
+    if (x->ready[j] - before->ready[j] != d)
+      return 0;
+  for (size_t i = 0; i < held; i++)
+    if (*held_arrival(x, K, held, i) - *held_arrival(before, K, held, i) != d)
+      return 0;
+  return d > 0;
+}
+
+/* Play n more steps of d each at once: every time on by n d. */
+static void stream_skip(stream_state_t *x, size_t k, size_t K, uint64_t n,
+                        uint64_t d, uint64_t *scratch) {
+  const uint64_t by = n && d > UINT64_MAX / n ? UINT64_MAX : n * d;
+  const size_t held = x->sent < K ? x->sent : K;
+  for (size_t i = 0; i < held; i++) /* (oldest first, where they go next) */
+    scratch[i] = rs__sat_add(*held_arrival(x, K, held, i), by);
+  x->sent += (size_t)n * k;
+  for (size_t i = 0; i < held; i++)
+    *held_arrival(x, K, held, i) = scratch[i];
+  for (size_t j = 0; j < k; j++)
+    x->ready[j] = rs__sat_add(x->ready[j], by);
+  x->link = rs__sat_add(x->link, by);
+  x->clock = rs__sat_add(x->clock, by);
+}
+
 uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
                             size_t k, size_t big, size_t hi, size_t lo) {
   const uint64_t a = m->link.latency_ns;
@@ -412,27 +465,47 @@ uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
   const uint64_t f_hi = rs__net_ns(hi, m->reduce_rate),
                  f_lo = rs__net_ns(lo, m->reduce_rate);
   const size_t K = (size_t)rs__sim_slots(m);
-  uint64_t arrived[RS_MAX_SLOTS]; /* A of the last K messages */
-  uint64_t *ready = calloc(k ? k : 1, sizeof *ready); /* R(s-1, j) */
-  if (!ready)
+  /* (x, and the state a step before it, for the steady repeats) */
+  uint64_t *mem = calloc(2 * (k + K) + K, sizeof *mem);
+  if (!mem)
     return UINT64_MAX;
-  uint64_t link = 0, clock = 0;
-  size_t sent = 0;
-  for (int s = 0; s < steps; s++)
-    for (size_t j = 0; j < k; j++, sent++) {
+  stream_state_t x = {mem, mem + k, 0, 0, 0},
+                 before = {mem + k + K, mem + 2 * k + K, 0, 0, 0};
+  uint64_t *scratch = mem + 2 * (k + K);
+  int have_before = 0;
+  for (int s = 0; s < steps && !rs__sim_stopped(m); s++) {
+    for (size_t j = 0; j < k; j++, x.sent++) {
       const uint64_t w = j < big ? w_hi : w_lo;
       const uint64_t f = s < reduced ? (j < big ? f_hi : f_lo) : 0;
-      uint64_t depart = ready[j] > link ? ready[j] : link;
-      if (sent >= K && arrived[sent % K] > depart)
-        depart = arrived[sent % K];
-      link = rs__sat_add(depart, w);
-      const uint64_t arrive = rs__sat_add(link, a);
-      arrived[sent % K] = arrive;
-      clock = rs__sat_add(arrive > clock ? arrive : clock, f);
-      ready[j] = clock;
+      uint64_t depart = x.ready[j] > x.link ? x.ready[j] : x.link;
+      if (x.sent >= K && x.arrived[x.sent % K] > depart)
+        depart = x.arrived[x.sent % K];
+      x.link = rs__sat_add(depart, w);
+      const uint64_t arrive = rs__sat_add(x.link, a);
+      x.arrived[x.sent % K] = arrive;
+      x.clock = rs__sat_add(arrive > x.clock ? arrive : x.clock, f);
+      x.ready[j] = x.clock;
     }
-  free(ready);
-  return clock;
+    /* steps of one kind (reducing or not) that move the state on alike:
+     * the rest of the kind at once */
+    const int kind_end = s < reduced ? reduced : steps;
+    uint64_t d;
+    if (have_before && s + 1 < kind_end && stream_moved_by(&x, &before, k, K, &d)) {
+      stream_skip(&x, k, K, (uint64_t)(kind_end - (s + 1)), d, scratch);
+      s = kind_end - 1;
+      have_before = 0;
+      continue;
+    }
+    memcpy(before.ready, x.ready, k * sizeof *x.ready);
+    memcpy(before.arrived, x.arrived, K * sizeof *x.arrived);
+    before.link = x.link;
+    before.clock = x.clock;
+    before.sent = x.sent;
+    have_before = s + 1 < kind_end;
+  }
+  const uint64_t t = x.clock;
+  free(mem);
+  return t;
 }
 
 /* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments
