@@ -2,12 +2,15 @@
 """The ringsim command's conventions across its modes (issue 49, item 7):
 every mode named in the top-level help, `ringsim help [COMMAND]`,
 --no-trace taken wherever no trace is written, and the last of a repeated
-option winning (options that contradict each other still refused).
+option winning (options that contradict each other still refused), and
+the progress line: on a terminal alone, silenced by --quiet.
 
     test_cli_conventions.py RINGSIM EXAMPLES_DIR [CliConventions.test_name ...]
 """
 import json
 import os
+import pty
+import subprocess
 import tempfile
 import unittest
 
@@ -28,6 +31,31 @@ def in_dir(cwd, *args):
 
 def run(*args):
     return helpers.run(*args, timeout=120)
+
+
+def on_terminal(*args):
+    """ringsim with stderr on a pseudo-terminal, stdout on a pipe, and the
+    progress line drawn from a stage's start (RINGSIM_TEST_PROGRESS_AFTER=0,
+    so no slow machine is needed): (exit status, stdout, what the terminal
+    was sent)."""
+    master, slave = pty.openpty()
+    env = dict(os.environ, RINGSIM_TEST_PROGRESS_AFTER="0")
+    p = subprocess.Popen([RINGSIM, *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = p.stdout.read()
+    rc = p.wait(timeout=600)
+    os.close(master)
+    return rc, out.decode(), shown.decode(errors="replace")
 
 
 class CliConventions(unittest.TestCase):
@@ -162,6 +190,37 @@ class CliConventions(unittest.TestCase):
                 self.assertEqual(err.count("\n"), 1, err)
                 self.assertIn(said, err)
                 self.assertEqual(os.listdir(cwd), [])
+
+    # ringsim model at 512 DGX H100 nodes, every algorithm: over a second
+    # of simulations on the development machine
+    SLOW_MODEL = ("model", "--topo", "dgx-h100,nodes=512", "--algo", "all")
+
+    def test_model_progress_on_a_terminal(self):
+        """A progress line on the terminal, counting the simulations,
+        redrawn in place and erased at the end; stdout as on a pipe."""
+        argv = (*self.SLOW_MODEL, "-p", os.path.join(EXAMPLES, "gpt2_small.json"))
+        rc, piped, err = run(*argv)
+        self.assertEqual((rc, err), (0, ""), "a pipe gets no progress line")
+        rc, out, shown = on_terminal(*argv)
+        self.assertEqual(rc, 0, shown)
+        self.assertEqual(out, piped)
+        self.assertRegex(shown, r"\rringsim: model: simulating: \d+/\d+ "
+                         r"algorithms and size samples, \d+ s\x1b\[K")
+        self.assertTrue(shown.endswith("\r\x1b[K"), repr(shown[-80:]))
+
+    def test_quiet_silences_progress(self):
+        """--quiet in every mode: nothing on the terminal."""
+        gpt2 = os.path.join(EXAMPLES, "gpt2_small.json")
+        for argv in ((*self.SLOW_MODEL, "-p", gpt2, "--quiet"),
+                     (*self.SLOW_MODEL, "-p", gpt2, "--quiet", "--json"),
+                     ("-p", model(), "-w", 2, "--no-trace", "--quiet"),
+                     ("bench", "-w", 2, "-b", 64, "-e", 64, "-n", 1, "--quiet"),
+                     ("step", "-p", model(), "-w", 2, "--net", NET, "--compute",
+                      "flops=312T,rows=4096", "--quiet"),
+                     ("diff", "-p", model(), "--algo", "ring,rd", "--quiet")):
+            rc, out, shown = on_terminal(*argv)
+            self.assertEqual((rc, shown), (0, ""), argv)
+            self.assertNotEqual(out, "", argv)
 
 
 def main():

@@ -273,7 +273,7 @@ static void *ticker_main(void *arg) {
   return NULL;
 }
 
-static void ticker_start(ticker_t *t) {
+static void ticker_start(ticker_t *t, int quiet) {
   pthread_condattr_t attr;
   *t = (ticker_t){.tty = isatty(STDERR_FILENO)};
   PT_CHECK(pthread_mutex_init(&t->mu, NULL));
@@ -281,8 +281,9 @@ static void ticker_start(ticker_t *t) {
   PT_CHECK(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC));
   PT_CHECK(pthread_cond_init(&t->cond, &attr));
   PT_CHECK(pthread_condattr_destroy(&attr));
-  /* Without the thread there is no progress, but the sweep still runs. */
-  t->started = pthread_create(&t->thread, NULL, ticker_main, t) == 0;
+  /* Without the thread (--quiet, or none could start) there is no
+   * progress, but the sweep still runs. */
+  t->started = !quiet && pthread_create(&t->thread, NULL, ticker_main, t) == 0;
 }
 
 static void ticker_stop(ticker_t *t) {
@@ -702,7 +703,7 @@ int cli_bench(int argc, char **argv) {
     return rc;
   }
   ticker_t ticker;
-  ticker_start(&ticker);
+  ticker_start(&ticker, o.quiet);
   int status = 0;
   uint64_t wrong = 0;
   double busbw_sum = 0; /* for nccl-tests' closing average: over both */

@@ -92,6 +92,7 @@ typedef enum cli_opt {
   OPT_COMPUTE,
   OPT_ITERATIONS,
   OPT_NO_THREADS,
+  OPT_QUIET, /* no progress line on stderr */
   OPT_HELP,
   OPT_VERSION,
   OPT_COUNT
@@ -120,6 +121,7 @@ typedef struct options {
   int init_given;
   int print_values;
   int json;
+  int quiet;    /* --quiet: no progress line (progress.c) */
   int algo_all; /* --algo all (model, bench) */
   int explain;
   int average_given;
@@ -283,6 +285,10 @@ cli_progress_t *cli_progress_start(rs_run_t *run);
  * updated by other threads): "ringsim: <what>: 40%, 3 s". */
 cli_progress_t *cli_progress_count(const char *what, const atomic_int *done,
                                    int total);
+/* The same, counting the pieces by name: "ringsim: <what>: 3/9 <unit>,
+ * 2 s" (ringsim model: "model: simulating", "algorithms"). */
+cli_progress_t *cli_progress_pieces(const char *what, const char *unit,
+                                    const atomic_int *done, int total);
 void cli_progress_stop(cli_progress_t *progress); /* NULL: nothing */
 
 /* report.c */

@@ -240,7 +240,7 @@ static int run_main(options_t *opt, rs_model_t *model, int argc, char **argv) {
   if ((rc = mpi_gate(opt, 0)))
     goto done;
   /* a line on stderr while a stage takes long (a terminal, not --json) */
-  if (!opt->json)
+  if (!opt->json && !opt->quiet)
     progress = cli_progress_start(run);
   char source[RS_ERRMSG_MAX];
   int status = fill(opt, run, use_inline, source, sizeof source);

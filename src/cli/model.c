@@ -12,6 +12,31 @@
 #include "option.h"        /* cli_datatype_name */
 #include "ringsim/ringsim.h"
 
+/* rs_parallel_for's pieces, counted for a progress line on a terminal
+ * ("ringsim: model: simulating: 3/9 algorithms, 2 s"; none with --quiet
+ * or off a terminal: progress.c). */
+typedef struct counted {
+  void (*fn)(void *ctx, int i);
+  void *ctx;
+  atomic_int done;
+} counted_t;
+
+static void counted_piece(void *ctx, int i) {
+  counted_t *c = ctx;
+  c->fn(c->ctx, i);
+  atomic_fetch_add(&c->done, 1);
+}
+
+static void parallel_for(const options_t *opt, const char *unit, int n,
+                         void (*fn)(void *ctx, int i), void *ctx) {
+  counted_t c = {fn, ctx, 0};
+  cli_progress_t *progress =
+      opt->quiet ? NULL
+                 : cli_progress_pieces("model: simulating", unit, &c.done, n);
+  rs_parallel_for(n, counted_piece, &c);
+  cli_progress_stop(progress);
+}
+
 /* A prediction for the JSON: null for an algorithm auto may not choose
  * (UINT64_MAX: one whose row says so, as gloo-ring's does). */
 static json_t *ns_json(uint64_t ns) {
@@ -214,7 +239,8 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
     lo = hi;
   }
   cross_job_t job = {opt, net, elem_size, all, out};
-  rs_parallel_for((int)count * 2 * RS_ALGO_COUNT, cross_piece, &job);
+  parallel_for(opt, "crossover predictions", (int)count * 2 * RS_ALGO_COUNT,
+               cross_piece, &job);
   return count;
 }
 
@@ -431,7 +457,8 @@ static int compute_rows(const options_t *opt, const rs_model_t *model,
                         size_t bucket_count, model_rows_t *m) {
   rows_job_t job = {
       opt, net, buckets, bucket_count, rs_dtype_size(rs_model_dtype(model)), m};
-  rs_parallel_for(opt->rows.count * m->count, rows_piece, &job);
+  parallel_for(opt, m->count > 1 ? "rows x algorithms" : "rows",
+               opt->rows.count * m->count, rows_piece, &job);
   if (cli_signal())
     return EXIT_RUN;
   for (int i = 0; i < opt->rows.count; i++) {
@@ -699,7 +726,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
                      .t = t,
                      .sample = sample,
                      .best = best};
-    rs_parallel_for(m.shown + (int)samples, model_all_piece, &m);
+    parallel_for(opt, "algorithms and size samples", m.shown + (int)samples,
+                 model_all_piece, &m);
     free(buckets);
     rc = cli_signal() ? EXIT_RUN : -1;
     for (int i = 0; rc < 0 && i < m.shown; i++)
@@ -716,8 +744,11 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     free(best);
     return rc;
   }
+  cli_progress_t *progress =
+      opt->quiet ? NULL : cli_progress_count("model: simulating", NULL, 0);
   model_time_t t = model_time(opt->config.algo, net, W, buckets, bucket_count,
                               seg_bytes, elem_size, 1);
+  cli_progress_stop(progress);
   free(buckets);
   if (cli_signal())
     return EXIT_RUN;

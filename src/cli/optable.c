@@ -839,6 +839,22 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         {[CLI_STEP] = H("the schedule alone, as ringsim model "
                                         "(the same\nclocks): no threads, no "
                                         "data, no check")}},
+    [OPT_QUIET] = {"quiet",
+                   0,
+                   ALL,
+                   0,
+                   NULL,
+                   cli_set_flag,
+                   FIELD(quiet),
+                   0,
+                   0,
+                   NULL,
+                   {[CLI_RUN] = H("no progress line on stderr (drawn only "
+                                  "on a\nterminal, for work over a second)"),
+                    [CLI_BENCH] = H("no progress line on stderr"),
+                    [CLI_MODEL] = H("no progress line on stderr"),
+                    [CLI_DIFF] = H("no progress line on stderr"),
+                    [CLI_STEP] = H("no progress line on stderr")}},
     [OPT_HELP] = {"help",
                   'h',
                   ALL,

@@ -8,7 +8,7 @@
  * place, and clears it when the stage or the run ends.
  * Only on a terminal: a pipe or a file gets nothing, and neither does
  * --json (cli_progress_start is not called), so no output is ever mixed
- * with it.
+ * with it; --quiet (every mode) starts none.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,8 +25,10 @@
 struct cli_progress {
   rs_run_t *run;          /* a run's stages, or */
   const char *what;       /* the counted work: what it is, */
+  const char *unit;       /* what a piece is (NULL: show a percentage), */
   const atomic_int *done; /* how many pieces are done, */
   int total;              /* of how many */
+  double after_s;         /* a stage's time before the line is drawn */
   pthread_mutex_t mu;
   pthread_cond_t cond;
   pthread_t thread;
@@ -75,8 +77,11 @@ static void *progress_main(void *arg) {
       since = now;
     }
     const char *name = p->run ? stage_name(stage) : p->what;
-    if (name && now - since >= PROGRESS_AFTER_S) {
-      if (fraction >= 0)
+    if (name && now - since >= p->after_s) {
+      if (!p->run && p->unit)
+        fprintf(stderr, "\rringsim: %s: %d/%d %s, %.0f s\033[K", name,
+                atomic_load(p->done), p->total, p->unit, now - since);
+      else if (fraction >= 0)
         fprintf(stderr, "\rringsim: %s: %.0f%%, %.0f s\033[K", name,
                 100 * fraction, now - since);
       else
@@ -105,7 +110,7 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
-static cli_progress_t *start(rs_run_t *run, const char *what,
+static cli_progress_t *start(rs_run_t *run, const char *what, const char *unit,
                              const atomic_int *done, int total) {
   if (!isatty(STDERR_FILENO))
     return NULL;
@@ -114,8 +119,12 @@ static cli_progress_t *start(rs_run_t *run, const char *what,
     return NULL; /* no progress line; the work goes on */
   p->run = run;
   p->what = what;
+  p->unit = unit;
   p->done = done;
   p->total = total;
+  /* (a test's knob: 0 draws at once, so a test needs no slow machine) */
+  const char *after = getenv("RINGSIM_TEST_PROGRESS_AFTER");
+  p->after_s = after ? atof(after) : PROGRESS_AFTER_S;
   pthread_condattr_t attr;
   if (pthread_mutex_init(&p->mu, NULL) || pthread_condattr_init(&attr) ||
       pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
@@ -131,12 +140,17 @@ static cli_progress_t *start(rs_run_t *run, const char *what,
 }
 
 cli_progress_t *cli_progress_start(rs_run_t *run) {
-  return start(run, NULL, NULL, 0);
+  return start(run, NULL, NULL, NULL, 0);
 }
 
 cli_progress_t *cli_progress_count(const char *what, const atomic_int *done,
                                    int total) {
-  return start(NULL, what, done, total);
+  return start(NULL, what, NULL, done, total);
+}
+
+cli_progress_t *cli_progress_pieces(const char *what, const char *unit,
+                                    const atomic_int *done, int total) {
+  return start(NULL, what, unit, done, total);
 }
 
 void cli_progress_stop(cli_progress_t *p) {

@@ -284,7 +284,9 @@ static int simulate_rows(const options_t *o, const rs_model_t *model,
   }
   sim_job_t job = {o, model, sc, rows, piece, rc, err, 0};
   cli_progress_t *progress =
-      cli_progress_count("step: simulating the schedules", &job.done, n);
+      o->quiet
+          ? NULL
+          : cli_progress_count("step: simulating the schedules", &job.done, n);
   rs_parallel_for(n, sim_piece, &job);
   cli_progress_stop(progress);
   int status = 0;
