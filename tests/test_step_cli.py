@@ -314,6 +314,63 @@ class StepCli(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(named, p.stderr)
 
+    # step-9: the shipped compute profiles (scripts/compute-profiles) are
+    # the script's output, their layers' FLOPs worked by hand at 100
+    # TFLOP/s (1e5 FLOPs a ns), and ringsim step takes them as they are
+    def test_compute_profiles(self):
+        script = os.path.join(os.path.dirname(EXAMPLES), "scripts", "compute-profiles")
+        p = subprocess.run([script, "--check"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        docs = {}
+        for name in ("resnet18", "gpt2_small"):
+            with open(os.path.join(EXAMPLES, f"{name}_profile.json")) as f:
+                doc = json.load(f)
+            with open(os.path.join(EXAMPLES, f"{name}.json")) as f:
+                plain = json.load(f)
+            self.assertEqual([(q["name"], q["shape"]) for q in doc["params"]],
+                             [(q["name"], q["shape"]) for q in plain["params"]])
+            docs[name] = {q["name"]: q for q in doc["params"]}
+        r18, gpt = docs["resnet18"], docs["gpt2_small"]
+        # conv1: 2 x 3 x 64 x 7 x 7 x 112 x 112 x 32 images; layer4's
+        # 3x3 512->512 at 7 x 7; fc 2 x 512 x 1000 x 32 on its bias, the
+        # layer's first gradient; a BatchNorm costs nothing
+        for name, flops in (("conv1.weight", 2 * 3 * 64 * 49 * 112 * 112 * 32),
+                            ("layer4.1.conv2.weight", 2 * 512 * 512 * 9 * 49 * 32),
+                            ("fc.bias", 2 * 512 * 1000 * 32), ("layer4.1.bn2.bias", 0)):
+            fwd_ns = -(-flops // 100000)
+            self.assertEqual(round(r18[name]["forward_us"] * 1000), fwd_ns, name)
+            self.assertEqual(round(r18[name]["backward_us"] * 1000), 2 * fwd_ns, name)
+        self.assertEqual(r18["fc.weight"]["backward_us"], 0)
+        # GPT-2, 8 x 1024 tokens: c_attn's product plus attention's two
+        # (2 x 1024 x 1024 x 768 each a sequence); the tied head's forward
+        # on wte, its backward the wait before the first gradient (ln_f's)
+        tokens = 8 * 1024
+        c_attn = 2 * 768 * 2304 * tokens + 2 * 2 * 1024 * 1024 * 768 * 8
+        self.assertEqual(round(gpt["h.5.attn.c_attn.bias"]["forward_us"] * 1000),
+                         -(-c_attn // 100000))
+        head = 2 * 768 * 50257 * tokens
+        self.assertEqual(round(gpt["wte.weight"]["forward_us"] * 1000), -(-head // 100000))
+        self.assertEqual(round(gpt["ln_f.bias"]["backward_us"] * 1000), -(-2 * head // 100000))
+        self.assertEqual(gpt["wte.weight"]["backward_us"], 0)
+        fwd = sum(q["forward_us"] for q in r18.values())
+        bwd = sum(q["backward_us"] for q in r18.values())  # 2 x each layer's, rounded up
+        rc, out, err = run("-p", os.path.join(EXAMPLES, "resnet18_profile.json"), "-w", 2,
+                           "--net", NET, "--no-threads")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"forward {fwd:.3f} us, backward {bwd:.3f} us (model.json's)", out)
+        # another batch: the compute scales with it, the params stay
+        p = subprocess.run([script, "--model", "resnet18", "--batch", "64"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        b64 = {q["name"]: q for q in json.loads(p.stdout)["params"]}
+        self.assertEqual(b64["layer4.1.conv2.weight"]["forward_us"],
+                         2 * r18["layer4.1.conv2.weight"]["forward_us"])
+        p = subprocess.run([script, "--model", "resnet18", "--batch", "0"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stderr, "compute-profiles: argument --batch: '0': a whole "
+                                   "number from 1 to 1048576 (scripts/compute-profiles --help)\n")
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "EXAMPLES")
