@@ -363,6 +363,8 @@ class Cli(unittest.TestCase):
             (["-p", model, "--loop", "slices", "--net", "latency=5us,bandwidth=1GB/s"],
              "loop: the network model simulates the step order"),
             (["-p", model, "--like", "ddp"], "--like 'ddp': expected ddp-gloo"),
+            # (NCCL's run is the model's and the step's, not yet the threads')
+            (["-p", model, "--like", "nccl"], "ringsim model --like nccl"),
             (["-p", model, "--like", "ddp-gloo", "--op", "sum"],
              "--like ddp-gloo sets --algo gloo-ring, --op avg and --average pre-mul"),
             (["-p", model, "--like", "ddp-gloo", "--direct"],

@@ -48,36 +48,10 @@
 
 /* ---- NCCL's constants (v2.30.7-1) -------------------------------------- */
 
-/* Link types of tuning.cc's hwLatencies (NCCL_HW_NVLINK, _PCI, _NET). */
-enum { HW_NVLINK, HW_PCI, HW_NET, HW_TYPES };
-
-/* src/graph/tuning.cc, ncclTunerConstantsDefaults.baseLatencies (us): per
- * collective, once. NVLS and NVLSTree have none (their hwLatency is their
- * whole latency, ncclTopoTuneModel). */
-static const double base_lat_us[RS_NCCL_ALGOS][RS_PROTOS] = {
-    [RS_NCCL_TREE] = {6.8, 14.0, 8.4},
-    [RS_NCCL_RING] = {6.6, 14.0, 8.4},
-    [RS_NCCL_NVLS] = {0, 0, 0},
-    [RS_NCCL_NVLSTREE] = {0, 0, 0},
-};
-
-/* src/graph/tuning.cc, ncclTunerConstantsDefaults.hwLatencies (us): per
- * hop of a link type, per algorithm and protocol. NVLS's and NVLSTree's
- * NVLINK value is the whole switch stage's, counted once. */
-static const double hw_lat_us[HW_TYPES][RS_NCCL_ALGOS][RS_PROTOS] = {
-    [HW_NVLINK] = {[RS_NCCL_TREE] = {0.6, 1.25, 4.0},
-                   [RS_NCCL_RING] = {0.6, 1.9, 3.4},
-                   [RS_NCCL_NVLS] = {0, 0, 25},
-                   [RS_NCCL_NVLSTREE] = {0, 0, 25}},
-    [HW_PCI] = {[RS_NCCL_TREE] = {1.0, 1.9, 4.0},
-                [RS_NCCL_RING] = {1.0, 2.5, 5.7},
-                [RS_NCCL_NVLS] = {0, 0, 0},
-                [RS_NCCL_NVLSTREE] = {0, 0, 0}},
-    [HW_NET] = {[RS_NCCL_TREE] = {5.0, 8.5, 14},
-                [RS_NCCL_RING] = {2.7, 4.0, 14.0},
-                [RS_NCCL_NVLS] = {0, 0, 18},
-                [RS_NCCL_NVLSTREE] = {0, 0, 20.9}},
-};
+/* tuning.cc's baseLatencies and hwLatencies (us): net/proto.h's
+ * rs__nccl_base_us and rs__nccl_hw_us, the one copy. Link types
+ * NCCL_HW_NVLINK, _PCI, _NET. */
+enum { HW_NVLINK = RS_HW_NVLINK, HW_PCI = RS_HW_PCI, HW_NET = RS_HW_NET };
 
 /* The tuner's bandwidth caps that ringsim's model takes as limits of the
  * hardware (src/graph/tuning.cc, ncclTunerConstantsDefaults; rows Volta,
@@ -265,7 +239,7 @@ static int gpu_of_nic(const machine_t *mc, int j) {
  * are fully exposed"). */
 static double net_hop_ns(const machine_t *mc, rs_nccl_algo_t a, rs_proto_t p) {
   const rs_nccl_algo_t row = mc->G == 1 ? RS_NCCL_TREE : a;
-  double us = hw_lat_us[HW_NET][row][p] + mc->sys->net_latency_us;
+  double us = rs__nccl_hw_us(HW_NET, row, p) + mc->sys->net_latency_us;
   if (p == RS_PROTO_SIMPLE)
     us += mc->sys->net_latency_us;
   return 1000.0 * us;
@@ -273,7 +247,7 @@ static double net_hop_ns(const machine_t *mc, rs_nccl_algo_t a, rs_proto_t p) {
 
 static double intra_hop_ns(const machine_t *mc, rs_nccl_algo_t a,
                            rs_proto_t p) {
-  return 1000.0 * hw_lat_us[mc->intra_hw][a][p];
+  return 1000.0 * rs__nccl_hw_us(mc->intra_hw, a, p);
 }
 
 /* How many hops cross each resource, each way. */
@@ -750,5 +724,5 @@ uint64_t rs_nccl_predict_ns(const rs_nccl_system_t *sys, rs_nccl_algo_t a,
   }
   if (ns < 0) /* no memory, or no NVLS graph on this switch */
     return UINT64_MAX;
-  return (uint64_t)llround(ns + 1000.0 * base_lat_us[a][p]);
+  return (uint64_t)llround(ns + 1000.0 * rs__nccl_base_us(a, p));
 }

@@ -59,28 +59,10 @@ int rs_proto_from_name(const char *name) {
   return -1;
 }
 
-/* ceil(n / data) lines of line bytes, without overflowing: the lines are
- * counted first (n / data, plus one for a remainder), and a count whose
- * bytes would pass UINT64_MAX saturates there. */
-static uint64_t lines_bytes(uint64_t n, uint64_t data, uint64_t line) {
-  const uint64_t lines = n / data + (n % data != 0);
-  return lines > UINT64_MAX / line ? UINT64_MAX : lines * line;
-}
-
+/* The protocols' line formats are net/proto.c's (the network model moves
+ * bytes with them too): one copy. */
 uint64_t rs_proto_wire_bytes(rs_proto_t p, uint64_t n) {
-  switch (p) {
-  case RS_PROTO_LL:
-    /* device.h union ncclLLFifoLine: 16 bytes, data1 flag1 data2 flag2 of
-     * 4 bytes each, so 8 data bytes a line (prims_ll.h, EltPerLine). */
-    return lines_bytes(n, 8, 16);
-  case RS_PROTO_LL128:
-    /* device.h NCCL_LL128_LINESIZE 128, NCCL_LL128_DATAELEMS 15 of
-     * NCCL_LL128_LINEELEMS 16 uint64: 120 data bytes a line. */
-    return lines_bytes(n, 120, 128);
-  default:
-    /* prims_simple.h: the data as it is; the step counters travel apart */
-    return n;
-  }
+  return rs__proto_wire_bytes((rs_protocol_t)(p + RS_PROTOCOL_LL), n);
 }
 
 /* topo.h: SM70_NVLINK_BW 20.0, SM80_NVLINK_BW 20.0, SM86_NVLINK_BW 12.0,

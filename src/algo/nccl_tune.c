@@ -48,19 +48,11 @@
  * Indexed by ringsim's algorithms (Tree, Ring, NVLS, NVLSTree: NCCL's 0, 1,
  * 4, 5) and protocols (LL, LL128, Simple). */
 
-/* tuning.cc ncclTunerConstantsDefaults.baseLatencies (us) */
-static const double base_lat[RS_NCCL_ALGOS][RS_PROTOS] = {
-    {6.8, 14.0, 8.4}, /* Tree */
-    {6.6, 14.0, 8.4}, /* Ring */
-    {0, 0, 0},        /* NVLS */
-    {0, 0, 0}};       /* NVLSTree */
-
-/* tuning.cc ncclTunerConstantsDefaults.hwLatencies[hw] (us) */
-enum { HW_NVLINK, HW_PCI, HW_NET, HWS };
-static const double hw_lat[HWS][RS_NCCL_ALGOS][RS_PROTOS] = {
-    /* NVLINK */ {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
-    /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
-    /* NET */ {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}}};
+/* tuning.cc's baseLatencies and hwLatencies: net/proto.h's
+ * rs__nccl_base_us and rs__nccl_hw_us, the one copy. */
+#define HW_NVLINK RS_HW_NVLINK
+#define HW_PCI RS_HW_PCI
+#define HW_NET RS_HW_NET
 
 /* tuning.cc ncclTopoTuneModel's compCapIndex: Volta, Ampere, Hopper */
 static int cc_index(int cc) { return cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
@@ -485,12 +477,14 @@ static void tune(const rs_nccl_system_t *s, tuned_t *t) {
       c->algbw_gbs = bus * (a == RS_NCCL_TREE ? .5 : (double)W / nsteps);
 
       /* latency */
-      double lat = base_lat[a][p];
-      double intra_lat = hw_lat[nvls_family ? HW_NVLINK : intra_hw][a][p];
+      double lat = rs__nccl_base_us(a, p);
+      double intra_lat =
+          rs__nccl_hw_us(nvls_family ? HW_NVLINK : intra_hw, a, p);
       /* with one GPU per node latencies are fully exposed: the NET Tree
        * row; the NIC's own latency, twice for Simple ("flush") */
       double inter_lat =
-          ppn == 1 ? hw_lat[HW_NET][RS_NCCL_TREE][p] : hw_lat[HW_NET][a][p];
+          ppn == 1 ? rs__nccl_hw_us(HW_NET, RS_NCCL_TREE, p)
+                   : rs__nccl_hw_us(HW_NET, a, p);
       inter_lat += s->net_latency_us;
       if (p == RS_PROTO_SIMPLE)
         inter_lat += s->net_latency_us;

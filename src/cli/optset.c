@@ -391,8 +391,14 @@ int cli_set_algo(const cli_option_t *opt, options_t *o, const char *value,
  * step_nccl.c), or the library's (ddp-gloo, a run's and diff's). */
 int cli_set_like(const cli_option_t *opt, options_t *o, const char *value,
                  char *msg) {
-  if (o->mode != CLI_MODEL && o->mode != CLI_STEP)
+  if (o->mode != CLI_MODEL && o->mode != CLI_STEP) {
+    if (strcmp(value, "nccl") == 0) /* (not yet on threads: issue 48) */
+      return cli_bad_value(msg, opt, value,
+                           "ddp-gloo (a run's threads have no NCCL channels "
+                           "or NVLS yet: ringsim model --like nccl, or "
+                           "ringsim step --like nccl, predict NCCL's run)");
     return cli_set_config(opt, o, value, msg);
+  }
   if (strcmp(value, "nccl") != 0)
     return cli_bad_value(msg, opt, value,
                          "nccl (ringsim %s's only --like: ddp-gloo is a "

@@ -24,8 +24,21 @@
 
 #include "ringsim/ringsim.h"
 
-/* The kinds of link tuning.cc's hwLatencies has a row for. */
+/* The kinds of link tuning.cc's hwLatencies has a row for, and the
+ * algorithms its tables have a row for (NCCL's Tree, Ring, NVLS,
+ * NVLSTree: algo/nccl.h's rs_nccl_algo_t, in that order). */
 enum { RS_HW_NVLINK, RS_HW_PCI, RS_HW_NET };
+enum { RS_LAT_TREE, RS_LAT_RING, RS_LAT_NVLS, RS_LAT_NVLSTREE };
+
+/* NCCL's latencies in us (tuning.cc ncclTunerConstantsDefaults,
+ * v2.30.7-1) for algorithm row a and protocol index p (0 LL, 1 LL128,
+ * 2 Simple: NCCL's NCCL_PROTO_* order): a collective's launch
+ * (baseLatencies), and a hop over a link of kind hw (hwLatencies; NVLS's
+ * and NVLSTree's NVLINK value is their whole switch stage). The one copy
+ * of these numbers: the tuner, the prediction and the network model read
+ * them here. */
+double rs__nccl_base_us(int a, int p);
+double rs__nccl_hw_us(int hw, int a, int p);
 
 /* The bytes protocol p puts on the wire for n data bytes: LL
  * ceil(n/8) x 16, LL128 ceil(n/120) x 128, Simple and none n
