@@ -465,6 +465,55 @@ class Tools(unittest.TestCase):
         self.assertEqual(cells.count("all"), 16 + 32 + 256)
         self.assertTrue(any("divide by 16" in t for t in texts), "where the division happens")
 
+    # tools-17: the chunk diagram fits its canvas at W=2, 3, 4, 8 and 16:
+    # drawn as the file is (120 dpi), every text's and arrow's box (the
+    # renderer's window extent) lies inside the figure, and no two titles
+    # (the figure's, the panels') overlap. At W=2 the start's title ran
+    # into its neighbour's; at W=3 it was clipped ("tart: each worker").
+    def test_chunks_fit_their_canvas(self):
+        model = self.out("fit.json")
+        with open(model, "w") as f:
+            json.dump({"name": "fit", "params": [{"name": "g", "shape": [1001]}]}, f)
+        for W in (2, 3, 4, 8, 16):
+            db = self.out(f"fit{W}.db")
+            p = subprocess.run([RINGSIM, "-w", str(W), "-p", model, "--trace", db],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            fig = self.plot_module().figures.chunks(db)
+            fig.set_dpi(120)  # output.save's
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            canvas = fig.bbox
+            boxes, titles = [], []
+            for text in fig.texts:
+                titles.append(("suptitle", text.get_window_extent(renderer)))
+            for ax in fig.axes:
+                if not ax.axison:
+                    continue
+                titles.append((ax.get_title().split("\n")[0],
+                               ax.title.get_window_extent(renderer)))
+                for text in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts:
+                    if text.get_text():
+                        boxes.append((f"text {text.get_text()!r}", text.get_window_extent(renderer)))
+                    arrow = getattr(text, "arrow_patch", None)
+                    if arrow is not None:
+                        boxes.append(("arrow", arrow.get_window_extent(renderer)))
+                for patch in ax.patches:
+                    boxes.append(("patch", patch.get_window_extent(renderer)))
+            self.assertGreater(sum(1 for name, _ in boxes if name == "arrow"), 2 * (W - 1))
+            for name, box in boxes + titles:
+                with self.subTest(W=W, artist=name):
+                    # half a pixel for rounding
+                    self.assertTrue(box.x0 >= -0.5 and box.y0 >= -0.5 and
+                                    box.x1 <= canvas.x1 + 0.5 and box.y1 <= canvas.y1 + 0.5,
+                                    f"{name} at {box.extents} off the canvas {canvas.extents}")
+            for i, (one, box) in enumerate(titles):
+                for other, box2 in titles[i + 1:]:
+                    with self.subTest(W=W, titles=(one, other)):
+                        self.assertFalse(box.overlaps(box2),
+                                         f"{one!r} at {box.extents} overlaps {other!r} at "
+                                         f"{box2.extents}")
+
     # tools-11: a failed run's chunk diagram and timeline say so: the title
     # (and the PNG's Title) carries the error, the crashed worker is marked,
     # transfers never received are drawn as such.

@@ -114,7 +114,10 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     lost = sum(1 for m in moves if not m[4])
     if lost:
         title += f"\n{lost} sent, never received"
-    ax.set_title(title, fontsize=min(9, font + 2))
+    title_pt = min(9, font + 2)
+    # wrapped to the panel: at W=2 and 3 a line as long as the start's
+    # ran past its neighbour's title and off the canvas
+    ax.set_title(wrap_to(title, ctx.get("panel_w"), title_pt), fontsize=title_pt)
 
 
 def chunk_stages(con, run):
@@ -204,6 +207,19 @@ def chunks_layout(stages, W):
     return cols, rows, panel, panel
 
 
+def wrap_to(text, width_inches, fontsize):
+    """text wrapped, line by line, to what width_inches holds at fontsize
+    (DejaVu Sans: about 0.6 em a character on average; unlike fit_title,
+    no floor of 30 characters: a panel at W=2 is 1.8 inches wide). None:
+    text as it is."""
+    if not width_inches:
+        return text
+    import textwrap
+    chars = max(12, int(width_inches * 72 / (fontsize * 0.6)))
+    return "\n".join(part for line in text.split("\n")
+                     for part in (textwrap.wrap(line, chars) or [""]))
+
+
 def ring_example(W):
     """The title's key to a range round the ring ('; {3-1} is 3, 0, 1'),
     where W workers can hold one (W >= 4)."""
@@ -254,11 +270,17 @@ def chunks_figure(con, run):
     lines = shown.count("\n") + 1
     fig = figure(figsize=(width, rows * panel_h + 0.2 * lines + 0.2), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
+    ctx["panel_w"] = panel_w
     for i, ax in enumerate(axes.flat):
         if i < len(stages):
             draw_chunks_stage(ax, stages[i], W, ctx, regions)
         else:
             ax.axis("off")
+    # a row whose titles wrapped past two lines gets their height, so
+    # its cells keep theirs
+    extra = sum(max([0] + [ax.get_title().count("\n") - 1 for ax in row]) *
+                row[0].title.get_fontsize() * 1.25 / 72 for row in axes)
+    fig.set_figheight(fig.get_figheight() + extra)
     fig.suptitle(shown, fontsize=10, color="#c0392b" if run_failed(run) else "black")
     return fig, title  # the metadata's title unwrapped
 
