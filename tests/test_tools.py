@@ -1480,23 +1480,55 @@ class Tools(unittest.TestCase):
                 doc = json.loads(p.stdout)
                 fig, title = self.figure_of("step", report, "-o", self.out("step.png"))
                 self.assertIn("1.051 ms exposed", title)
-                # per worker: forward, backward, and each bucket's bar: its
-                # part before the last gradient plain, after it hatched
+                self.assertIn("2 workers, ring, hook none, cap 1 MiB", title)
+                # the two workers' lanes are the same: one lane for both,
+                # forward, backward, and each bucket's bar: its part before
+                # the last gradient plain, after it hatched, each labelled
                 later = [r for r in doc["rows"] if r["best"]][0]["later"]
+                self.assertEqual(later["workers"][0], later["workers"][1])
                 last = later["forward_ns"] + later["backward_ns"]
-                spans = [s for w in later["workers"] for s in w["allreduce"]]
-                self.assertEqual(len(spans), 2 * len(later["buckets"]))
+                spans = later["workers"][0]["allreduce"]
+                self.assertEqual(len(spans), len(later["buckets"]))
                 bars = fig.axes[0].collections
                 hatched = [c for c in bars if c.get_hatch()]
                 self.assertEqual(len(hatched), sum(e > last for _, e in spans))
                 self.assertEqual(len(bars) - len(hatched),
-                                 4 + sum(min(e, max(s, last)) > s for s, e in spans))
+                                 2 + sum(min(e, max(s, last)) > s for s, e in spans))
+                self.assertEqual([t.get_text() for t in fig.axes[0].get_yticklabels()],
+                                 ["every worker (w0-w1 alike) comm",
+                                  "every worker (w0-w1 alike) compute"])
+                self.assertEqual([t.get_text() for t in fig.axes[0].texts
+                                  if t.get_text().startswith("b")],
+                                 [f"b{b}" for b in range(len(spans))])
                 self.assertGreater(len(hatched), 0)
                 self.assertEqual(len(fig.axes), 2 if "," in caps else 1)
                 if "," in caps:
                     best = [r["cap_bytes"] >> 20 for r in doc["rows"] if r["best"]]
                     stars = [l for l in fig.axes[1].lines if l.get_marker() == "*"]
                     self.assertEqual([l.get_xdata()[0] for l in stars], best)
+        # a straggler: the workers differ, each drawn; --compare: a second
+        # report (fp16 here) below, on the same time axis, its hook named
+        slow, fp16 = self.out("slow.json"), self.out("fp16.json")
+        for path, extra in ((slow, ["--straggler", "worker=1,compute=1.5"]),
+                            (fp16, ["--hook", "fp16"])):
+            p = subprocess.run([RINGSIM, "step", "-p", model, "-w", "2", "--net",
+                                "latency=1us,bandwidth=1GB/s", "--segment-bytes", "1M",
+                                "--bucket-mb", "1", "--json", *extra],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(path, "w") as f:
+                f.write(p.stdout)
+        fig, title = self.figure_of("step", slow, "-o", self.out("slow.png"))
+        self.assertEqual([t.get_text() for t in fig.axes[0].get_yticklabels()],
+                         ["w0 comm", "w0 compute", "w1 comm", "w1 compute"])
+        fig, title = self.figure_of("step", fp16, "--compare", slow, "-o", self.out("both.png"))
+        self.assertEqual(len(fig.axes), 2)
+        self.assertIn("hook fp16, cap 1 MiB", fig.axes[0].get_title())
+        self.assertIn("hook none, cap 1 MiB", fig.axes[1].get_title())
+        self.assertEqual(fig.axes[0].get_xlim(), fig.axes[1].get_xlim())
+        with open(slow) as f:
+            slow_ns = json.load(f)["rows"][0]["later"]["step_ns"]
+        self.assertGreaterEqual(fig.axes[0].get_xlim()[1], slow_ns / 1e6)
         with open(self.out("not-step.json"), "w") as f:
             json.dump({"model": "m"}, f)
         rc, out, err = self.tool("step", self.out("not-step.json"), "-o", self.out("x.png"))

@@ -72,6 +72,9 @@ def build_parser():
             p.add_argument("report", help="`ringsim step --json` output")
             p.add_argument("--first", action="store_true",
                            help="draw step 1 (one bucket: DDP's first backward), not a later one")
+            p.add_argument("--compare", metavar="REPORT",
+                           help="another `ringsim step --json` output, its lanes drawn below on "
+                                "the same time axis (no sweep panel)")
         elif name == "sweep":
             p.add_argument("report", help="`ringsim model --workers LIST --algo all --json` "
                                           "output (or --topo ...,nodes=LIST)")
@@ -99,7 +102,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         check_output(args.command, args.out,
-                     [getattr(args, k, None) for k in ("trace", "bench", "model", "report")])
+                     [getattr(args, k, None)
+                      for k in ("trace", "bench", "model", "report", "compare")])
         if args.command in ("step", "sweep"):
             COMMANDS[args.command][0](args)
             return 0

@@ -2,9 +2,11 @@
 (docs/step.md). Per worker a compute lane (forward, then backward up to its
 last gradient) and a communication lane (each bucket's all-reduce), the
 part of the all-reduces after the step's last gradient shaded as exposed;
-for the steps after the first, or for step 1 with --first. With several
-rows (a list of caps, sweep, --algo all), also the step time against the
-cap, per algorithm, the best of each and DDP's default marked.
+for the steps after the first, or for step 1 with --first; one lane for
+every worker when their lanes are the same. With several rows (a list of
+caps, sweep, --algo all), also the step time against the cap, per
+algorithm, the best of each and DDP's default marked. --compare REPORT
+draws a second report's lanes below, on the same time axis.
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, clean
@@ -67,6 +69,17 @@ def chosen_lanes(timeline):
     return keep, note
 
 
+def representative(timeline, chosen):
+    """(the lanes drawn, their labels): one lane, labelled "every worker",
+    when every chosen worker's forward, last gradient and all-reduces are
+    the same (no straggler, the ring's symmetric schedule), else each
+    chosen worker's own."""
+    lanes = timeline.get("workers") or []
+    if len(chosen) > 1 and all(lanes[r] == lanes[chosen[0]] for r in chosen):
+        return [chosen[0]], [f"every worker (w0-w{len(lanes) - 1} alike)"]
+    return chosen, [f"w{r}" for r in chosen]
+
+
 def merged_spans(spans, min_gap):
     """spans ([start, end] pairs) as the fewest spans covering them where
     every gap left between two is at least min_gap: sorted by start, a
@@ -105,9 +118,13 @@ def pick_row(doc):
     return min(rows, key=lambda r: r.get("total_ns", 0))
 
 
-def draw_lanes(ax, timeline, title, chosen, spans, merged):
+def draw_lanes(ax, timeline, title, chosen, spans, merged, labels=None):
     """The lanes of the workers chosen (chosen_lanes), top to bottom, their
-    communication lanes' spans (lane_spans; merged: not one a bucket)."""
+    communication lanes' spans (lane_spans; merged: not one a bucket),
+    each lane named by labels (default w0, w1, ...). Unless merged, every
+    bucket's bar is labelled b0, b1, ...: inside it where it is wide
+    enough, else written upright over it."""
+    labels = labels or [f"w{r}" for r in chosen]
     lanes = [timeline["workers"][r] for r in chosen]
     ms = 1e-6
     last_grad = timeline["forward_ns"] + timeline["backward_ns"]
@@ -126,10 +143,11 @@ def draw_lanes(ax, timeline, title, chosen, spans, merged):
             if end > hidden_end:
                 bars.setdefault((colour, True), []).append((hidden_end * ms,
                                                             (end - hidden_end) * ms))
-            if not merged and len(lanes) <= 8 and \
-                    (end - start) * ms > 0.04 * timeline["step_ns"] * ms:
+            if not merged:
+                wide = (end - start) > 0.03 * max(1, timeline["step_ns"])
                 ax.text((start + end) / 2 * ms, y + 0.55, f"b{b}", ha="center", va="center",
-                        fontsize=7)
+                        fontsize=7 if wide else 5, rotation=0 if wide else 90,
+                        clip_on=True)
         for (colour, exposed), xs in bars.items():
             if exposed:
                 ax.broken_barh(xs, (y + 0.15, 0.8), color=colour, edgecolor=EXPOSED, hatch="///",
@@ -140,13 +158,14 @@ def draw_lanes(ax, timeline, title, chosen, spans, merged):
     ax.axvspan(last_grad * ms, timeline["step_ns"] * ms, color=EXPOSED, alpha=0.08)
     ax.text(last_grad * ms, 2 * len(lanes) + 0.1, " last gradient", fontsize=8, va="bottom")
     ax.set_yticks([2 * r + t for r in range(len(lanes)) for t in (0.55, 1.45)])
-    ax.set_yticklabels([f"w{r} {k}" for r in chosen for k in ("comm", "compute")],
+    ax.set_yticklabels([f"{name} {k}" for name in labels for k in ("comm", "compute")],
                        fontsize=7 if len(lanes) <= STEP_FULL_HEIGHT_LANES else 6)
     ax.set_ylim(0, 2 * len(lanes) + 0.8)
     ax.invert_yaxis()
     ax.set_xlabel("simulated time (ms) from the step's start: grey forward, blue backward, "
                   + ("orange the all-reduces (merged), " if merged else
-                     "orange each bucket's all-reduce, ") + "hatched red their exposed part")
+                     "orange each bucket's all-reduce, ") + "hatched red their exposed part",
+                  fontsize=8)
     ax.set_title(title, fontsize=10)
 
 
@@ -174,48 +193,87 @@ def draw_sweep(ax, doc):
     ax.legend(fontsize=8)
 
 
-def cmd_step(args):
-    doc = load(args.report)
+def picked(doc, report, first_only):
+    """What a report's lanes show: (row, timeline, title, lanes drawn,
+    their labels, spans, merged note, note). The title names the model,
+    W, the algorithm, the hook (when the report has one), the cap and the
+    step."""
     row = pick_row(doc)
     # a run of one step has no later ones: its first is drawn
-    first = args.first or doc.get("iterations") == 1
+    first = first_only or doc.get("iterations") == 1
     timeline = row["first"] if first else row["later"]
     which = "step 1 (one bucket: DDP's first backward)" if first else \
         "a step after the first (DDP's rebuilt buckets)"
     exposed, step = timeline["exposed_ns"], timeline["step_ns"]
+    hook = f"hook {doc['hook']}, " if doc.get("hook") else ""
     title = (f"{clean(doc.get('model', '?'))}, {doc.get('workers')} workers, {row['algo']}, "
-             f"cap {row['cap_bytes'] / 2 ** 20:g} MiB: {which}; step {step / 1e6:.3f} ms, "
+             f"{hook}cap {row['cap_bytes'] / 2 ** 20:g} MiB: {which}; step {step / 1e6:.3f} ms, "
              f"{exposed / 1e6:.3f} ms exposed ({100 * exposed / step if step else 0:.1f}%)")
-    sweep = len(doc["rows"]) > 1
     chosen, note = chosen_lanes(timeline)
+    chosen, labels = representative(timeline, chosen)
+    spans, merged = lane_spans(timeline, chosen) if chosen else ([], "")
+    note = "; ".join(n for n in (note, merged) if n)
+    if note:
+        title += f"; {note}"
+    return row, timeline, title, chosen, labels, spans, merged, note
+
+
+def cmd_step(args):
+    doc = load(args.report)
+    row, timeline, title, chosen, labels, spans, merged, note = picked(doc, args.report,
+                                                                        args.first)
+    exposed, step = timeline["exposed_ns"], timeline["step_ns"]
+    sweep = len(doc["rows"]) > 1 and not args.compare
     lanes = len(chosen)
     if not lanes and not sweep:
         raise ToolError(f"{args.report}: the report has no worker lanes (ringsim step lists them "
                         f"for up to {STEP_MAX_LANES} workers) and one row: nothing to draw")
-    spans, merged = lane_spans(timeline, chosen) if lanes else ([], "")
-    note = "; ".join(n for n in (note, merged) if n)
-    if note:
-        title += f"; {note}"
+    other = None
+    if args.compare:
+        other_doc = load(args.compare)
+        other = picked(other_doc, args.compare, args.first)
+        if not other[3]:
+            raise ToolError(f"{args.compare}: the report has no worker lanes (ringsim step lists "
+                            f"them for up to {STEP_MAX_LANES} workers): nothing to compare")
     plt = pyplot()
-    row_in = 0.45 if lanes <= STEP_FULL_HEIGHT_LANES else \
-        max(0.2, 0.45 * STEP_FULL_HEIGHT_LANES / lanes)
-    height = 1.2 + row_in * 2 * lanes
-    panels = [p for p in (lanes and "lanes", sweep and "sweep") if p]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, (height if lanes else 0) +
-                                                      (4 if sweep else 0)),
+
+    def lane_height(n):
+        row_in = 0.45 if n <= STEP_FULL_HEIGHT_LANES else \
+            max(0.2, 0.45 * STEP_FULL_HEIGHT_LANES / n)
+        return 1.2 + row_in * 2 * n
+
+    panels = [p for p in (lanes and "lanes", other and "other", sweep and "sweep") if p]
+    heights = {"lanes": lane_height(lanes), "sweep": 4,
+               "other": lane_height(len(other[3])) if other else 0}
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, sum(heights[p] for p in panels)),
                              squeeze=False, layout="constrained",
-                             gridspec_kw={"height_ratios": [height if p == "lanes" else 4
-                                                            for p in panels]})
+                             gridspec_kw={"height_ratios": [heights[p] for p in panels]})
     for ax, panel in zip(axes[:, 0], panels):
         if panel == "lanes":
-            draw_lanes(ax, timeline, fit_title(title, 11, 10), chosen, spans, bool(merged))
+            draw_lanes(ax, timeline, fit_title(title, 11, 10), chosen, spans, bool(merged),
+                       labels)
+        elif panel == "other":
+            _, o_timeline, o_title, o_chosen, o_labels, o_spans, o_merged, _ = other
+            draw_lanes(ax, o_timeline, fit_title(o_title, 11, 10), o_chosen, o_spans,
+                       bool(o_merged), o_labels)
         else:
             draw_sweep(ax, doc)
             if not lanes:
                 ax.set_title(fit_title(title + " (no lanes: more than 64 workers)", 11, 10),
                              fontsize=10)
+    if other:  # one time axis: both from 0 to the longer step's end
+        lane_axes = [ax for ax, p in zip(axes[:, 0], panels) if p in ("lanes", "other")]
+        right = max(ax.get_xlim()[1] for ax in lane_axes)
+        for ax in lane_axes:
+            ax.set_xlim(0, right)
+        title = f"{title} | against: {other[2]}"
     output.save(fig, args.out, title, tight=False)
     plt.close(fig)
     print(f"{row['algo']} cap {row['cap_bytes'] / 2 ** 20:g} MiB: step {step / 1e3:.3f} us, "
           f"exposed {exposed / 1e3:.3f} us, {len(timeline['buckets'])} buckets"
           + (f"; {note}" if note else ""))
+    if other:
+        o_row, o_timeline = other[0], other[1]
+        print(f"against {args.compare}: {o_row['algo']} cap {o_row['cap_bytes'] / 2 ** 20:g} "
+              f"MiB: step {o_timeline['step_ns'] / 1e3:.3f} us, exposed "
+              f"{o_timeline['exposed_ns'] / 1e3:.3f} us, {len(o_timeline['buckets'])} buckets")
