@@ -94,6 +94,25 @@ class Labs(unittest.TestCase):
                             "--check"], capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    # labs-3b: a reason is tested as a number is: with PCIe no longer made
+    # free in Lab 2's experiment (a ringsim that runs intra=1us/31.5GB/s
+    # where the page asks 100TB/s), rhd no longer wins there, and
+    # lab-answers --check fails naming the reason, though every number it
+    # quotes is still read off the output
+    def test_wrong_reason_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "ringsim")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\n"
+                        f'exec {shlex.quote(RINGSIM)} $(echo "$@" | '
+                        "sed 's|intra=1us/100TB/s|intra=1us/31.5GB/s|')\n")
+            os.chmod(fake, 0o755)
+            p = subprocess.run([os.path.join(REPO, "scripts", "lab-answers"), "--ringsim",
+                                fake, "--check", "--lab", "2"],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("lab 2 Q5: rhd carries fewer NIC bytes", p.stderr)
+
     # labs-4: the index lists every lab, and the teacher's guide each
     def test_index(self):
         with open(os.path.join(LABS, "README.md")) as f:
