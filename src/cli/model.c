@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../algo/nccl.h" /* --like nccl */
+#include "nccl_pick.h"
 #include "option.h"        /* cli_datatype_name */
 #include "ringsim/ringsim.h"
 
@@ -776,25 +777,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
  * billions of rows) */
 #define NCCL_MAX_SIZES 4096
 
-typedef struct nccl_row {
-  uint64_t bytes;
-  rs_nccl_choice_t pick; /* NCCL's (time_us: NCCL's estimate) */
-  uint64_t ns;           /* ringsim's prediction of the pick */
-  int has_runner;
-  rs_nccl_choice_t runner; /* the runner-up, forced alone */
-  uint64_t runner_ns;
-} nccl_row_t;
-
-/* The force options as NCCL's environment gives them. */
-static rs_nccl_force_t nccl_force(const options_t *opt) {
-  rs_nccl_force_t f = {0};
-  if (opt->nccl.algo >= 0)
-    f.algos = 1u << opt->nccl.algo;
-  if (opt->nccl.proto >= 0)
-    f.protos = 1u << opt->nccl.proto;
-  f.min_channels = f.max_channels = opt->nccl.channels;
-  return f;
-}
+/* One all-reduce of bytes (nccl_pick.h). */
+typedef cli_nccl_pick_t nccl_row_t;
 
 /* What NCCL cannot run on sys, refused naming the value: -1, or the exit
  * status. */
@@ -826,37 +810,7 @@ static int nccl_check_force(const options_t *opt,
 static int nccl_row(const options_t *opt, const rs_nccl_system_t *sys,
                     const rs_nccl_force_t *force, uint64_t bytes,
                     nccl_row_t *row) {
-  char err[RS_ERRMSG_MAX] = "";
-  *row = (nccl_row_t){.bytes = bytes};
-  if (rs_nccl_choose(sys, force, bytes, &row->pick, err) != RS_OK) {
-    char forced[96] = "";
-    if (opt->nccl.algo >= 0)
-      snprintf(forced, sizeof forced, " --algo %.40s", opt->nccl.algo_text);
-    if (opt->nccl.proto >= 0)
-      snprintf(forced + strlen(forced), sizeof forced - strlen(forced),
-               " --proto %s", rs_proto_name((rs_proto_t)opt->nccl.proto));
-    return cli_usage_error("model: --like nccl%s: %s", forced, err);
-  }
-  const int slots = opt->config.slots;
-  row->ns = rs_nccl_predict_ns(sys, row->pick.algo, row->pick.proto,
-                               row->pick.channels, slots, bytes);
-  if (row->ns == UINT64_MAX)
-    return cli_usage_error("model: --like nccl: NCCL picks %s/%s, which "
-                           "ringsim cannot run on this topology",
-                           rs_nccl_algo_name(row->pick.algo),
-                           rs_proto_name(row->pick.proto));
-  if (row->pick.runner_time_us < 0)
-    return 0;
-  rs_nccl_force_t alone = *force;
-  alone.algos = 1u << row->pick.runner_algo;
-  alone.protos = 1u << row->pick.runner_proto;
-  if (rs_nccl_choose(sys, &alone, bytes, &row->runner, err) != RS_OK)
-    return 0; /* (none to show) */
-  row->runner_ns = rs_nccl_predict_ns(sys, row->runner.algo,
-                                      row->runner.proto, row->runner.channels,
-                                      slots, bytes);
-  row->has_runner = row->runner_ns != UINT64_MAX;
-  return 0;
+  return cli_nccl_pick(opt, sys, force, opt->config.slots, bytes, row);
 }
 
 static json_t *nccl_topology_json(const options_t *opt,
@@ -895,16 +849,7 @@ static json_t *nccl_row_json(const nccl_row_t *r, int ranks) {
 /* "# ..." lines: the machine as NCCL sees it, and what time means. */
 static void nccl_says(const options_t *opt, const rs_nccl_system_t *sys,
                       const char *lead) {
-  printf("%stopology   --topo %s: %d node%s x %d GPUs, %d NIC%s a node; "
-         "NCCL sees compute capability %d.%d, %s, NVLink %.1f GB/s a GPU, "
-         "NIC %.1f GB/s\n",
-         lead, opt->topo_spec ? opt->topo_spec : "", sys->nodes,
-         sys->nodes == 1 ? "" : "s", sys->gpus, sys->nics,
-         sys->nics == 1 ? "" : "s", sys->cc / 10, sys->cc % 10,
-         sys->nvls       ? "an NVLink switch that reduces (NVLS)"
-         : sys->nvswitch ? "an NVLink switch (no NVLS)"
-                         : "no NVLink switch",
-         sys->nvlink_gbs, sys->nic_gbs);
+  cli_nccl_print_system(lead, opt, sys);
   printf("%stime       ringsim's prediction (its channels' rings and trees "
          "on the topology's links and NICs, %d slots a connection) of the "
          "algorithm, protocol and channels NCCL's tuner picks (its cost "
@@ -1123,7 +1068,7 @@ static int model_nccl(const options_t *opt, const rs_model_t *model) {
                            opt->topo_spec ? opt->topo_spec : "", err);
   if ((rc = nccl_check_force(opt, &sys)) >= 0)
     return rc;
-  const rs_nccl_force_t force = nccl_force(opt);
+  const rs_nccl_force_t force = cli_nccl_force(opt);
   return model ? nccl_buckets(opt, model, &sys, &force)
                : nccl_sweep(opt, &sys, &force);
 }

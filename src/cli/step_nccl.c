@@ -121,43 +121,10 @@ static int by_bytes(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* "--like nccl --algo X --proto Y", as forced, into buf. */
-static void forced_text(const options_t *o, char *buf, size_t size) {
-  snprintf(buf, size, "--like nccl%s%.40s%s%s",
-           o->nccl.algo >= 0 ? " --algo " : "",
-           o->nccl.algo >= 0 ? o->nccl.algo_text : "",
-           o->nccl.proto >= 0 ? " --proto " : "",
-           o->nccl.proto >= 0 ? rs_proto_name((rs_proto_t)o->nccl.proto) : "");
-}
-
 /* One all-reduce of bytes: 0, or EXIT_USAGE having said why. */
 static int pick(const options_t *o, const step_nccl_t *n, uint64_t bytes,
                 step_nccl_pick_t *p) {
-  char err[RS_ERRMSG_MAX] = "", forced[96];
-  *p = (step_nccl_pick_t){.bytes = bytes};
-  if (rs_nccl_choose(&n->sys, &n->force, bytes, &p->pick, err) != RS_OK) {
-    forced_text(o, forced, sizeof forced);
-    return cli_refuse(CLI_STEP, "%s: %s", forced, err);
-  }
-  p->ns = rs_nccl_predict_ns(&n->sys, p->pick.algo, p->pick.proto,
-                             p->pick.channels, n->slots, bytes);
-  if (p->ns == UINT64_MAX)
-    return cli_refuse(CLI_STEP,
-                      "--like nccl: NCCL picks %s/%s for %llu bytes, which "
-                      "ringsim cannot run on this topology",
-                      rs_nccl_algo_name(p->pick.algo),
-                      rs_proto_name(p->pick.proto), (unsigned long long)bytes);
-  if (p->pick.runner_time_us < 0)
-    return 0;
-  rs_nccl_force_t alone = n->force;
-  alone.algos = 1u << p->pick.runner_algo;
-  alone.protos = 1u << p->pick.runner_proto;
-  if (rs_nccl_choose(&n->sys, &alone, bytes, &p->runner, err) != RS_OK)
-    return 0; /* (none to show) */
-  p->runner_ns = rs_nccl_predict_ns(&n->sys, p->runner.algo, p->runner.proto,
-                                    p->runner.channels, n->slots, bytes);
-  p->has_runner = p->runner_ns != UINT64_MAX;
-  return 0;
+  return cli_nccl_pick(o, &n->sys, &n->force, n->slots, bytes, p);
 }
 
 /* The bytes each bucket of cap moves, appended to *sizes (grown). */
@@ -186,11 +153,7 @@ int step_nccl_prepare(const options_t *o, const rs_model_t *model,
   if (rs_nccl_system_of(&o->config.net.topo, &n->sys, err) != RS_OK)
     return cli_refuse(CLI_STEP, "--like nccl: --topo %s: %s",
                       o->topo_spec ? o->topo_spec : "", err);
-  if (o->nccl.algo >= 0)
-    n->force.algos = 1u << o->nccl.algo;
-  if (o->nccl.proto >= 0)
-    n->force.protos = 1u << o->nccl.proto;
-  n->force.min_channels = n->force.max_channels = o->nccl.channels;
+  n->force = cli_nccl_force(o);
   n->slots = o->config.slots;
   /* every bucket of every row: step 1's one (cap 0), each cap's */
   const size_t move_size =
@@ -251,16 +214,7 @@ uint64_t step_nccl_ns(void *ctx, uint64_t bytes) {
 
 void step_nccl_print_head(const options_t *o, const step_nccl_t *n) {
   const rs_nccl_system_t *sys = &n->sys;
-  printf("  topology   --topo %s: %d node%s x %d GPUs, %d NIC%s a node; "
-         "NCCL sees compute capability %d.%d, %s, NVLink %.1f GB/s a GPU, "
-         "NIC %.1f GB/s\n",
-         o->topo_spec ? o->topo_spec : "", sys->nodes,
-         sys->nodes == 1 ? "" : "s", sys->gpus, sys->nics,
-         sys->nics == 1 ? "" : "s", sys->cc / 10, sys->cc % 10,
-         sys->nvls       ? "an NVLink switch that reduces (NVLS)"
-         : sys->nvswitch ? "an NVLink switch (no NVLS)"
-                         : "no NVLink switch",
-         sys->nvlink_gbs, sys->nic_gbs);
+  cli_nccl_print_system("  ", o, sys);
   printf("  nccl       each bucket's all-reduce is the algorithm, protocol "
          "and channels NCCL's tuner picks for the bytes it moves%s, for the "
          "time ringsim predicts (%d slots a connection); one stream runs "

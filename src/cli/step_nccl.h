@@ -10,18 +10,13 @@
 #include <jansson.h>
 
 #include "../algo/nccl.h"
+#include "nccl_pick.h"
 #include "option.h"
 
 /* One all-reduce of `bytes` (a bucket's, as it moves: its elements in
- * the hook's dtype): NCCL's pick, ringsim's time for it, the runner-up. */
-typedef struct step_nccl_pick {
-  uint64_t bytes;
-  rs_nccl_choice_t pick; /* NCCL's (its time_us: NCCL's own estimate) */
-  uint64_t ns;           /* ringsim's prediction of the pick */
-  int has_runner;
-  rs_nccl_choice_t runner; /* the tuner's next best pair, forced alone */
-  uint64_t runner_ns;      /* ringsim's prediction of it */
-} step_nccl_pick_t;
+ * the hook's dtype): NCCL's pick, ringsim's time for it, the runner-up
+ * (nccl_pick.h). */
+typedef cli_nccl_pick_t step_nccl_pick_t;
 
 /* The machine as NCCL sees it, what the user forces, and the pick of
  * every distinct size the step's buckets move (ascending bytes). */
