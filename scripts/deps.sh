@@ -14,7 +14,8 @@ RINGSIM_PACKAGES="build-essential cmake pkg-config libjansson-dev
   libsqlite3-dev sqlite3 python3 python3-numpy python3-matplotlib"
 RINGSIM_TEST_PACKAGES="libcmocka-dev clang libclang-rt-dev python3-torch
   openmpi-bin libopenmpi-dev chromium chromium-driver python3-selenium
-  python3-jsonschema python3-venv python3-setuptools python3-wheel"
+  python3-jsonschema python3-venv python3-setuptools python3-wheel
+  groff-base"
 
 ringsim_install_deps() {
   local wanted=$RINGSIM_PACKAGES missing=()

@@ -160,6 +160,17 @@ class Install(unittest.TestCase):
                             ("PATCH", patch)):
             self.assertRegex(header, rf"#define RS_VERSION_{name} {value}\n")
         self.assertIn(f'#define RS_VERSION "{version}"\n', header)
+        # the man page (of this version) and the completion scripts,
+        # generated at build time from the option table
+        with open(os.path.join(prefix(), "share", "man", "man1",
+                               "ringsim.1")) as f:
+            self.assertRegex(f.read(), rf'\.TH RINGSIM 1 "" "ringsim {version}"')
+        for script, line in (("bash-completion/completions/ringsim",
+                              "complete -F _ringsim ringsim\n"),
+                             ("zsh/site-functions/_ringsim",
+                              "#compdef ringsim\n")):
+            with open(os.path.join(prefix(), "share", script)) as f:
+                self.assertIn(line, f.read(), script)
         rc, out, _ = helpers.run("--version")
         self.assertEqual((rc, out), (0, f"ringsim {version}\n"))
         lib = os.path.join(BUILD, "libringsim.so")

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ringsim/explain.h"          /* --explain, diff's orders */
 #include "ringsim/internal/command.h" /* the command's own calls */
@@ -237,8 +238,15 @@ int cli_check_out(const options_t *o);
 /* pattern with each {s} replaced by step; 0, or -1 if out is too small. */
 int cli_step_path(const char *pattern, int step, char *out, size_t size);
 
-/* help.c: the mode's --help, on stdout. */
+/* help.c: the mode's --help, on stdout, or on out. */
 void cli_print_help(cli_mode_t mode);
+void cli_write_help(cli_mode_t mode, FILE *out);
+/* manpage.c: `ringsim help --man`, the man page (roff, section 1) made
+ * from every mode's --help. 0, or -1 out of memory. */
+int cli_write_man(FILE *out);
+/* complete.c: `ringsim help --completion SHELL`, the completion script
+ * for bash or zsh made from the option table. 0, or -1: no such shell. */
+int cli_write_completion(const char *shell, FILE *out);
 
 /* `ringsim bench ...`: argv[0] is "bench". Returns the exit status. */
 int cli_bench(int argc, char **argv);

@@ -14,12 +14,12 @@ enum { TEXT_COLUMN = 26, WIDTH = 78 };
 /* Print text from column `at` (the cursor is there), continuing at
  * column `indent`: its own line breaks kept, and a line that would pass
  * the width broken between words. */
-static void print_wrapped(const char *text, int at, int indent) {
+static void print_wrapped(FILE *out, const char *text, int at, int indent) {
   int col = at, first = 1; /* first: no word on this line yet */
   while (*text) {
     if (*text == '\n' || *text == ' ') {
       if (*text == '\n') {
-        printf("\n%*s", indent, "");
+        fprintf(out, "\n%*s", indent, "");
         col = indent;
         first = 1;
       }
@@ -28,13 +28,13 @@ static void print_wrapped(const char *text, int at, int indent) {
     }
     int word = (int)strcspn(text, " \n");
     if (!first && col + 1 + word > WIDTH) {
-      printf("\n%*s", indent, "");
+      fprintf(out, "\n%*s", indent, "");
       col = indent;
     } else if (!first) {
-      putchar(' ');
+      fputc(' ', out);
       col++;
     }
-    printf("%.*s", word, text);
+    fprintf(out, "%.*s", word, text);
     col += word;
     first = 0;
     text += word;
@@ -54,7 +54,7 @@ static void expand(cli_mode_t mode, const char *text, char *buf, size_t size) {
 }
 
 /* One option's line(s) in mode's text. */
-static void print_option(cli_mode_t mode, const cli_option_t *opt) {
+static void print_option(FILE *out, cli_mode_t mode, const cli_option_t *opt) {
   const cli_help_t *h = &opt->help[mode];
   const char *metavar =
       h->metavar ? h->metavar
@@ -70,20 +70,20 @@ static void print_option(cli_mode_t mode, const cli_option_t *opt) {
                    letter ? letter : ' ', letter ? ", " : "  ", opt->name,
                    metavar ? " " : "", metavar ? metavar : "");
   n = n + 2 > TEXT_COLUMN ? n + 2 : TEXT_COLUMN;
-  printf("%-*s", n, left);
+  fprintf(out, "%-*s", n, left);
   expand(mode, h->text, text, sizeof text);
-  print_wrapped(text, n, TEXT_COLUMN);
-  putchar('\n');
+  print_wrapped(out, text, n, TEXT_COLUMN);
+  fputc('\n', out);
 }
 
 /* The options mode lists, in the table's order; for diff, those given
  * as A,B (two) or its own (not two). */
-static void print_options(cli_mode_t mode, int two) {
+static void print_options(FILE *out, cli_mode_t mode, int two) {
   for (int i = 0; i < OPT_COUNT; i++) {
     const cli_option_t *opt = &cli_options[i];
     int is_two = mode == CLI_DIFF && (opt->flags & CLI_DIFF_TWO);
     if (opt->help[mode].text && is_two == two)
-      print_option(mode, opt);
+      print_option(out, mode, opt);
   }
 }
 
@@ -115,7 +115,7 @@ static int diff_refuses(const cli_option_t *opt) {
   return (opt->modes & CLI_IN(CLI_RUN)) && !(opt->modes & CLI_IN(CLI_DIFF));
 }
 
-static void print_run_help(void) {
+static void print_run_help(FILE *out) {
   fputs("usage: ringsim --params MODEL.json [options]\n"
         "       ringsim bench [options]   (nccl-tests style sweep; bench "
         "--help)\n"
@@ -137,14 +137,18 @@ static void print_run_help(void) {
         "                                 clock; step --help)\n"
         "       ringsim help [COMMAND]    (this help, or COMMAND's: "
         "COMMAND --help)\n"
+        "       ringsim help --man        (the man page, roff: all of "
+        "these)\n"
+        "       ringsim help --completion bash|zsh   (a completion "
+        "script)\n"
         "\n"
         "Run a data-parallel gradient all-reduce as a real ring "
         "(reduce-scatter,\n"
         "then all-gather) on one thread per simulated worker, check every\n"
         "worker's result against the direct mean, and report.\n"
         "\n",
-        stdout);
-  print_options(CLI_RUN, 0);
+        out);
+  print_options(out, CLI_RUN, 0);
   fputs("\n"
         "exit status: 0 all good; 1 the check failed; 2 bad usage or bad "
         "input\n"
@@ -153,10 +157,10 @@ static void print_run_help(void) {
         "run was aborted, or its output could not be written); 130, 143 or "
         "129\n"
         "when SIGINT, SIGTERM or SIGHUP stopped it\n",
-        stdout);
+        out);
 }
 
-static void print_bench_help(void) {
+static void print_bench_help(FILE *out) {
   fputs("usage: ringsim bench [options]\n"
         "\n"
         "Sweep all-reduce sizes as nccl-tests' all_reduce_perf does, on W\n"
@@ -177,8 +181,8 @@ static void print_bench_help(void) {
         "flags that mean nothing here are refused, saying why "
         "(docs/cli.md).\n"
         "\n",
-        stdout);
-  print_options(CLI_BENCH, 0);
+        out);
+  print_options(out, CLI_BENCH, 0);
   fputs("\n"
         "Sizes take K, M, G suffixes (powers of 1024). algbw = S/t, busbw =\n"
         "algbw x 2(W-1)/W, in GB/s (10^9). Inputs are exact (multiples of "
@@ -192,10 +196,10 @@ static void print_bench_help(void) {
         "exit status: 0 all good; 1 some #wrong; 2 bad usage; 3 a run "
         "failed;\n"
         "130, 143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n",
-        stdout);
+        out);
 }
 
-static void print_model_help(void) {
+static void print_model_help(FILE *out) {
   fputs(
       "usage: ringsim model --params MODEL.json --workers N --net SPEC "
       "[options]\n"
@@ -229,15 +233,15 @@ static void print_model_help(void) {
       "all_reduce_perf table, one buffer a size\n(docs/cli.md, "
       "docs/validation.md).\n"
       "\n",
-      stdout);
-  print_options(CLI_MODEL, 0);
+      out);
+  print_options(out, CLI_MODEL, 0);
   fputs("\n"
         "exit status: 0 ok; 2 bad usage or bad input; 3 out of memory; 130,\n"
         "143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n",
-        stdout);
+        out);
 }
 
-static void print_diff_help(void) {
+static void print_diff_help(FILE *out) {
   fputs("usage: ringsim diff --params MODEL.json [run options] OPTION A,B "
         "[OPTION A,B ...]\n"
         "\n"
@@ -253,8 +257,8 @@ static void print_diff_help(void) {
         "\n"
         "Options given with two values, A for the first side and B for the\n"
         "second (at least one):\n",
-        stdout);
-  print_options(CLI_DIFF, 1);
+        out);
+  print_options(out, CLI_DIFF, 1);
   char same[256], refused[512], text[1024];
   option_list(diff_same, same, sizeof same);
   option_list(diff_refuses, refused, sizeof refused);
@@ -264,9 +268,9 @@ static void print_diff_help(void) {
            "--timeout, ... Both sides get the same gradients: %s take one "
            "value. %s do not apply (diff writes no trace).",
            same, refused);
-  print_wrapped(text, 0, 0);
-  fputs("\n\n", stdout);
-  print_options(CLI_DIFF, 0);
+  print_wrapped(out, text, 0, 0);
+  fputs("\n\n", out);
+  print_options(out, CLI_DIFF, 0);
   fputs("\n"
         "The orders are written out for 1 to 8 workers.\n"
         "\n"
@@ -282,10 +286,10 @@ static void print_diff_help(void) {
         "usage or bad input (refused before anything runs); 3 a run "
         "failed;\n"
         "130, 143, 129: SIGINT, SIGTERM or SIGHUP stopped it\n",
-        stdout);
+        out);
 }
 
-static void print_step_help(void) {
+static void print_step_help(FILE *out) {
   fputs("usage: ringsim step --params MODEL.json --workers N --net SPEC "
         "[options]\n"
         "       ringsim step --params MODEL.json --workers N --topo SPEC "
@@ -307,32 +311,34 @@ static void print_step_help(void) {
         "the\n"
         "schedule alone (the same clocks). docs/step.md.\n"
         "\n",
-        stdout);
-  print_options(CLI_STEP, 0);
+        out);
+  print_options(out, CLI_STEP, 0);
   fputs("\n"
         "exit status: 0 ok; 1 an all-reduce's check failed; 2 bad usage or "
         "bad\n"
         "input; 3 a run failed or out of memory; 130, 143, 129: SIGINT, "
         "SIGTERM\n"
         "or SIGHUP stopped it\n",
-        stdout);
+        out);
 }
 
-void cli_print_help(cli_mode_t mode) {
+void cli_write_help(cli_mode_t mode, FILE *out) {
   switch (mode) {
   case CLI_BENCH:
-    print_bench_help();
+    print_bench_help(out);
     break;
   case CLI_MODEL:
-    print_model_help();
+    print_model_help(out);
     break;
   case CLI_DIFF:
-    print_diff_help();
+    print_diff_help(out);
     break;
   case CLI_STEP:
-    print_step_help();
+    print_step_help(out);
     break;
   default:
-    print_run_help();
+    print_run_help(out);
   }
 }
+
+void cli_print_help(cli_mode_t mode) { cli_write_help(mode, stdout); }

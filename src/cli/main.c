@@ -356,7 +356,10 @@ static int mpi_finish(mpi_cli_t *m, const options_t *opt, int rc) {
 }
 
 /* `ringsim help` is `ringsim --help`, `ringsim help COMMAND` is `ringsim
- * COMMAND --help`; another COMMAND, or more after it, is refused. */
+ * COMMAND --help`; `ringsim help --man` the man page and `ringsim help
+ * --completion bash|zsh` a completion script, all from the option table
+ * (manpage.c, complete.c); another COMMAND, or more after it, is
+ * refused. */
 static int help_command(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -365,8 +368,24 @@ static int help_command(int argc, char **argv) {
                {"model", CLI_MODEL},
                {"diff", CLI_DIFF},
                {"step", CLI_STEP}};
+  if (argc > 2 && strcmp(argv[2], "--completion") == 0) {
+    if (argc < 4)
+      return cli_usage_error("help: --completion needs a shell: bash or zsh");
+    if (argc > 4)
+      return cli_usage_error("help: unexpected argument '%s'", argv[4]);
+    if (cli_write_completion(argv[3], stdout))
+      return cli_usage_error("help: --completion '%s': expected bash or zsh",
+                             argv[3]);
+    return 0;
+  }
   if (argc > 3)
     return cli_usage_error("help: unexpected argument '%s'", argv[3]);
+  if (argc == 3 && strcmp(argv[2], "--man") == 0) {
+    if (cli_write_man(stdout) == 0)
+      return 0;
+    fprintf(stderr, "ringsim: out of memory\n");
+    return EXIT_RUN;
+  }
   if (argc < 3) {
     cli_print_help(CLI_RUN);
     return 0;

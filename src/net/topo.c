@@ -3,6 +3,7 @@
  * schedule's load on the NICs, and the link a transfer takes under it
  * (topo.h). And the readers of times and rates --net shares. */
 #include "net/topo.h"
+#include "ringsim/internal/command.h" /* rs_topo_preset_name */
 
 #include <math.h>
 #include <stdio.h>
@@ -125,6 +126,10 @@ static const preset_t presets[] = {
       .nvswitch = RS_TOPO_SWITCH_NONE}},
 };
 #define PRESETS (sizeof presets / sizeof *presets)
+
+const char *rs_topo_preset_name(int i) {
+  return i >= 0 && (size_t)i < PRESETS ? presets[i].name : NULL;
+}
 
 /* "LATENCY/BANDWIDTH" (len bytes of text) into link. */
 static int read_link(const char *text, size_t len, rs_link_model_t *link) {

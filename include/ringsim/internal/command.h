@@ -82,6 +82,9 @@ const char *rs_quote_path(const char *path, char *buf, size_t size);
  * message quotes spec as given. */
 int rs_topo_parse_rows(const char *spec, rs_topo_t *t, int *rows, int room,
                        int *row_count, char *errmsg);
+/* The name of --topo's i-th preset ("dgx-h100"), or NULL past the last:
+ * shell completion offers them. */
+const char *rs_topo_preset_name(int i);
 
 /* rs_trace_open, with the longest a writer waits for the trace's lock:
  * wait_s seconds (0 to 1e6; negative: the default, 5 minutes). The
