@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import subprocess
+import tarfile
 import tempfile
 import unittest
 
@@ -127,6 +128,41 @@ class Labs(unittest.TestCase):
         self.assertEqual(listed, lab_pages())
         for page in lab_pages():
             self.assertIn(f"]({page})", guide)
+
+    # labs-5: scripts/handout makes the students' copy: every lab page and
+    # the index, as a folder and as a .tar.gz, with no answers page, no link
+    # to one, no answer's text and no teacher's guide; an OUT that exists
+    # is refused (one line, exit 2)
+    def test_handout(self):
+        script = os.path.join(REPO, "scripts", "handout")
+        answers = []
+        for page in lab_pages():
+            with open(os.path.join(LABS, "answers", page)) as f:
+                answers += [l for l in f.read().splitlines()[4:]
+                            if len(l) > 40 and not l.startswith("    ")]
+        with tempfile.TemporaryDirectory() as d:
+            archive = os.path.join(d, "labs.tar.gz")
+            p = subprocess.run([script, archive], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with tarfile.open(archive) as tar:
+                names = sorted(tar.getnames())
+                tar.extractall(os.path.join(d, "x"))
+            self.assertEqual(names, ["labs"] + [f"labs/{n}" for n in
+                                                sorted(lab_pages() + ["README.md"])])
+            folder = os.path.join(d, "folder")
+            p = subprocess.run([script, folder], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(os.listdir(folder)), sorted(lab_pages() + ["README.md"]))
+            for where in (folder, os.path.join(d, "x", "labs")):
+                for name in os.listdir(where):
+                    with open(os.path.join(where, name)) as f:
+                        text = f.read()
+                    self.assertNotIn("answers/", text, name)
+                    self.assertNotIn("teachers.md", text, name)
+                    self.assertEqual([l for l in answers if l in text], [], name)
+            p = subprocess.run([script, folder], capture_output=True, text=True, timeout=60)
+            self.assertEqual((p.returncode, len(p.stderr.splitlines())), (2, 1), p.stderr)
+            self.assertIn(folder, p.stderr)
 
 
 def main():
