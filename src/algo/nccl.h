@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net/proto.h"
 #include "ringsim/ringsim.h"
 
 /* NCCL's all-reduce algorithms ringsim models, in NCCL's own index order
@@ -49,13 +48,6 @@ typedef enum rs_proto {
   RS_PROTOS
 } rs_proto_t;
 
-/* (net/proto.h's latency tables are indexed in these orders) */
-_Static_assert(RS_NCCL_TREE == RS_LAT_TREE && RS_NCCL_RING == RS_LAT_RING &&
-                   RS_NCCL_NVLS == RS_LAT_NVLS &&
-                   RS_NCCL_NVLSTREE == RS_LAT_NVLSTREE &&
-                   RS_PROTO_LL + 1 == RS_PROTOCOL_LL &&
-                   RS_PROTO_SIMPLE + 1 == RS_PROTOCOL_SIMPLE,
-               "rs_nccl_algo_t and rs_proto_t follow net/proto.h's tables");
 
 /* Names in NCCL's own spelling, as its logs and tuning tables print them
  * (src/init.cc ncclAlgoStr and ncclProtoStr, declared in

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 
 #include "algo/nccl.h"
+#include "net/proto.h"
 #include "algo/nccl_pipe.h"
 #include "algo/tree.h"
 

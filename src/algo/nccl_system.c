@@ -22,6 +22,7 @@
  *   net->net.bw): 400 Gb/s, 50 GB/s.
  * - The NIC's own latency (graph->latencyInter): IB reports 0. */
 #include "algo/nccl.h"
+#include "net/proto.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,6 +59,15 @@ int rs_proto_from_name(const char *name) {
       return p;
   return -1;
 }
+
+/* (net/proto.h's latency tables are indexed in these orders) */
+_Static_assert((int)RS_NCCL_TREE == RS_LAT_TREE &&
+                   (int)RS_NCCL_RING == RS_LAT_RING &&
+                   (int)RS_NCCL_NVLS == RS_LAT_NVLS &&
+                   (int)RS_NCCL_NVLSTREE == RS_LAT_NVLSTREE &&
+                   (int)RS_PROTO_LL + 1 == (int)RS_PROTOCOL_LL &&
+                   (int)RS_PROTO_SIMPLE + 1 == (int)RS_PROTOCOL_SIMPLE,
+               "rs_nccl_algo_t and rs_proto_t follow net/proto.h's tables");
 
 /* The protocols' line formats are net/proto.c's (the network model moves
  * bytes with them too): one copy. */

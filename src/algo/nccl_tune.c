@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "algo/nccl.h"
+#include "net/proto.h"
 #include "base/util.h"
 
 /* ---- constants ----------------------------------------------------------
