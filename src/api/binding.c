@@ -221,7 +221,9 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (rs_read_int(value, 1, RS_MAX_SLOTS, &v))
       FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
            RS_MAX_SLOTS);
-    config->slots = (int)v;
+    /* the queues' slots, and the network model's (its pipelined links'
+     * slot rule: the same NCCL_STEPS) */
+    config->slots = config->net.slots = (int)v;
   } else if (is_option(o, "timeout")) {
     if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
       FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);

@@ -414,7 +414,7 @@ const cli_option_t cli_options[OPT_COUNT] = {
           [CLI_STEP] = H("largest message (default 256K)")}},
     [OPT_SLOTS] = {"slots",
                    0,
-                   RUN | BENCH | DIFF,
+                   RUN | BENCH | DIFF | MODEL | STEP,
                    CLI_DIFF_TWO,
                    "K",
                    cli_set_config,
@@ -422,8 +422,16 @@ const cli_option_t cli_options[OPT_COUNT] = {
                    0,
                    0,
                    NULL,
-                   {[CLI_RUN] = H("slots per queue (default 8)"),
+                   {[CLI_RUN] = H("slots per queue (default 8), and the "
+                                  "network model's:\na segment waits for "
+                                  "the one K before it to arrive"),
                     [CLI_BENCH] = H("slots per queue (default 8)"),
+                    [CLI_MODEL] = H("segments in flight on a connection "
+                                    "(NCCL_STEPS; default 8):\na segment "
+                                    "waits for the one K before it to "
+                                    "arrive"),
+                    [CLI_STEP] = H("segments in flight on a connection "
+                                   "(NCCL_STEPS; default 8)"),
                     [CLI_DIFF] = SAME_SUMS}},
     [OPT_TIMEOUT] = {"timeout",
                      'T',
