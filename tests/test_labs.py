@@ -166,6 +166,15 @@ class Labs(unittest.TestCase):
             self.assertIn(folder, p.stderr)
 
 
+    # labs-6: the examples the labs read that scripts write (the gradients
+    # of Lab 6, the compute profiles of Lab 5) are what the scripts write
+    # today
+    def test_generated_examples(self):
+        for script in ("realistic-grads", "compute-profiles"):
+            p = subprocess.run([os.path.join(REPO, "scripts", script), "--check"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
 def main():
     global LABS
     cases = helpers.parse(globals(), "RINGSIM", "REPO")
