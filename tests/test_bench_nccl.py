@@ -119,8 +119,15 @@ class BenchNccl(unittest.TestCase):
         self.assertIn("the out-of-place block is a first run of it", out)
 
     # nccl-4: -c 0 reports no #wrong (N/A in both blocks, 0 OK), -o each
-    # op by nccl-tests' name, -a 0..3 (one time here), -T seconds, -t 1.
+    # op by nccl-tests' name, -a 0..3 (one time here), -T seconds, -t 1;
+    # -f 1 steps by -i's bytes (1M unless given), as nccl-tests does.
     def test_flags(self):
+        for extra, sizes in (([], ["1048576", "2097152", "3145728"]),
+                             (["-i", "512K"], ["1048576", "1572864", "2097152",
+                                               "2621440", "3145728"])):
+            rc, out, err = bench("-g", 2, "-b", "1M", "-e", "3M", "-f", 1, *extra, *FAST)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([f[0] for f in table(out)], sizes)
         rc, out, err = bench("-g", 3, "-b", 64, "-e", 64, *FAST, "-c", 0)
         self.assertEqual(rc, 0, err)
         f = table(out)[0]

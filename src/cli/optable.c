@@ -102,13 +102,16 @@ const cli_option_t cli_options[OPT_COUNT] = {
                         "F",
                         cli_set_int,
                         FIELD(bench.factor),
-                        2,
+                        1,
                         1024,
                         NULL,
                         {[CLI_BENCH] = H("multiply the size by F each step "
-                                         "(default 2)"),
+                                         "(default 2; 1: add\n--stepbytes' "
+                                         "bytes instead, 1M unless given)"),
                          [CLI_MODEL] = H("--like nccl: multiply the size by "
-                                         "F each step\n(default 2)")}},
+                                         "F each step\n(default 2; 1: add "
+                                         "--stepbytes' bytes, 1M unless "
+                                         "given)")}},
     [OPT_STEPBYTES] = {"stepbytes",
                        'i',
                        BENCH | MODEL,

@@ -353,5 +353,8 @@ int cli_walk(cli_mode_t mode, int argc, char **argv, options_t *o,
     return cli_refuse(mode, "unexpected argument '%s'", extra);
   if (o->given[OPT_TRACE] && o->given[OPT_NO_TRACE])
     return cli_refuse(mode, "--trace and --no-trace contradict each other");
+  /* nccl-tests' -f 1: step by -i's bytes instead, 1M unless given */
+  if (o->bench.factor == 1 && !o->bench.step_bytes)
+    o->bench.step_bytes = (size_t)1 << 20;
   return two ? two_finish(&w) : -1;
 }
