@@ -316,6 +316,78 @@ class Diff(unittest.TestCase):
         i = self.check_orders(report, (a, b), (flat, flat), (np.float32, bf16))
         self.assertEqual(u[i], u.max())
 
+    # diff-8: each difference against its element's scale, the check's
+    # (the mean of |g| over the workers for avg, the sum for sum), beside
+    # ULPs, and the differing elements whose ULPs mean little counted: the
+    # two results differ in sign, or either is under 1/1024 of the scale.
+    # Numbers against numpy's of the two --out files and this test's
+    # inputs, in JSON and in the text report.
+    def test_scaled_differences_and_caveats(self):
+        w = 4
+        # the last worker's first 64 elements cancel the others' sum to
+        # within its rounding: results near zero, of either sign by order
+        g32 = self.inputs[w].copy()
+        g32[w - 1, :64] = -g32[:w - 1, :64].astype(np.float64).sum(axis=0)
+        grads = write_grads(os.path.join(self.dir, "cancel_{r}.safetensors"), g32)
+        g = g32.astype(np.float64)
+        seen = {"sign_change": 0, "near_zero": 0}
+        for op, side_a, side_b, option, values in (
+                ("avg", ["--algo", "ring"], ["--algo", "rd"], "--algo", "ring,rd"),
+                ("sum", ["--algo", "ring"], ["--algo", "tree"], "--algo", "ring,tree"),
+                ("avg", ["--hook", "allreduce"], ["--hook", "fp16"], "--hook", "allreduce,fp16")):
+            with self.subTest(op=op, values=values):
+                common = ["--op", op] if "--hook" not in side_a else []
+                rc, out, err = run("diff", "-p", self.model, "-w", w, "--grads", grads,
+                                   option, values, *common, "--json")
+                self.assertEqual(rc, 0, err)
+                report = json.loads(out)
+                source = ["--grads", grads]
+                a = self.out(w, side_a + common, "sa.safetensors", source=source).astype(np.float64)
+                b = self.out(w, side_b + common, "sb.safetensors", source=source).astype(np.float64)
+                scale = np.abs(g).sum(axis=0) / (w if op == "avg" else 1)
+                differ = a != b
+                scaled = np.where(differ, np.abs(a - b) / scale, 0)
+                sign = differ & (((a < 0) & (b > 0)) | ((a > 0) & (b < 0)))
+                near = differ & ~sign & (np.minimum(np.abs(a), np.abs(b)) < scale / 1024)
+                self.assertEqual(report["near_zero_below"], 1 / 1024)
+                self.assertEqual(report["ulps_caveats"],
+                                 {"sign_change": int(sign.sum()), "near_zero": int(near.sum())})
+                # (the scale is kept as a float32: 7 digits)
+                self.assertAlmostEqual(report["max_scaled"] / scaled.max(), 1, places=6)
+                off = 0
+                for p, got in zip(PARAMS, report["params"]):
+                    n = int(np.prod(p["shape"]))
+                    self.assertAlmostEqual(got["max_scaled"] / scaled[off:off + n].max(), 1,
+                                           places=6, msg=p["name"])
+                    off += n
+                el = report["element"]
+                i = el["index"]
+                self.assertAlmostEqual(el["scale"] / scale[i], 1, places=6)
+                self.assertAlmostEqual(el["scaled"] / scaled[i], 1, places=6)
+                want = "sign change" if sign[i] else "near zero" if near[i] else None
+                self.assertEqual(el.get("ulps_caveat"), want, el)
+                for key in seen:
+                    seen[key] += report["ulps_caveats"][key]
+                rc, text, err = run("diff", "-p", self.model, "-w", w, "--grads", grads,
+                                    option, values, *common)
+                self.assertEqual(rc, 0, err)
+                self.assertIn("scaled     largest %.3g of the scale (|a - b| / the %s of |g| over "
+                              "the workers)" % (report["max_scaled"],
+                                                "mean" if op == "avg" else "sum"), text)
+                caveats = int(sign.sum() + near.sum())
+                if caveats:
+                    self.assertIn("caveat     ULPs mean little for %d of the %d: %d change sign, "
+                                  "%d near zero (under 1/1024 of the scale)"
+                                  % (caveats, int(differ.sum()), int(sign.sum()), int(near.sum())),
+                                  text)
+                else:
+                    self.assertNotIn("caveat", text)
+                self.assertRegex(text, r"differs most: [\d.]+ ULPs, %s of its scale "
+                                 % re.escape("%.3g" % el["scaled"]))
+        # these inputs hold both kinds
+        self.assertGreater(seen["sign_change"], 0, seen)
+        self.assertGreater(seen["near_zero"], 0, seen)
+
     # diff-3: identical configurations (and options that never change a
     # sum) report 0 differing and no element; --fail-on-diff exits 1 only
     # when some element differs.

@@ -142,6 +142,7 @@ static void pair_of(diff_t *d, const diff_cmd_t *c, int k) {
     memcpy(s->label, c->label[from[j]], sizeof s->label);
     s->contribs = c->big;
     s->local = c->big / s->opt.config.workers;
+    s->want_scale = j == 0; /* the same contributions on both sides */
   }
 }
 
@@ -225,6 +226,7 @@ static void diff_free(diff_t *d) {
     rs_model_free(d->s[k].model);
     free(d->s[k].result);
     free(d->s[k].at_contribs);
+    free(d->s[k].scale);
   }
   free(d->pd);
   free(d);

@@ -83,6 +83,53 @@ double diff_relative(double a, double b) {
   return m == 0 ? 0 : fabs(a - b) / m;
 }
 
+double diff_scale(const double *c, int n, rs_op_t op) {
+  double scale = op == RS_OP_PROD ? 1 : 0;
+  for (int j = 0; j < n; j++)
+    scale = op == RS_OP_PROD ? scale * fmax(1, fabs(c[j])) : scale + fabs(c[j]);
+  return op == RS_OP_AVG ? scale / n : scale;
+}
+
+const char *diff_ulps_caveat(double a, double b, double scale) {
+  if ((a < 0 && b > 0) || (a > 0 && b < 0))
+    return "sign change";
+  if (fmin(fabs(a), fabs(b)) < DIFF_NEAR_ZERO * scale)
+    return "near zero";
+  return NULL;
+}
+
+double diff_scaled(double a, double b, double scale) {
+  double err = fabs(a - b);
+  return scale > 0 ? err / scale : err > 0 ? INFINITY : 0;
+}
+
+/* Each element's scale (diff_scale) of the n contributions in from's
+ * buffers, into s->scale. On error, errmsg says why. */
+static int keep_scale(side_t *s, rs_run_t *from, int n, char *errmsg) {
+  const rs_dtype_t dtype = rs_model_dtype(s->model);
+  const size_t elems = rs_model_elems(s->model);
+  double *c = malloc((size_t)n * sizeof *c);
+  s->scale = malloc((elems ? elems : 1) * sizeof *s->scale);
+  if (!c || !s->scale) {
+    free(c);
+    snprintf(errmsg, RS_ERRMSG_MAX, "out of memory");
+    return RS_ENOMEM;
+  }
+  for (size_t i = 0; i < elems; i++) {
+    if (i % 65536 == 0 && cli_signal()) { /* (signals.c) */
+      free(c);
+      snprintf(errmsg, RS_ERRMSG_MAX, "interrupted by %s",
+               cli_signal_name(cli_signal()));
+      return RS_EINTERRUPTED;
+    }
+    for (int j = 0; j < n; j++)
+      c[j] = diff_value_at(rs_run_buffer(from, j), dtype, i);
+    s->scale[i] = (float)diff_scale(c, n, s->config.op);
+  }
+  free(c);
+  return RS_OK;
+}
+
 /* One worker's local fold of its k contributions c[0..k-1], left to right
  * in the dtype, as gradient accumulation adds into .grad: each fold in
  * float32 (f64: double), rounded to the dtype; for --op avg the last
@@ -154,6 +201,9 @@ static int fill_side(side_t *s, rs_run_t *run, char *errmsg) {
     snprintf(errmsg, RS_ERRMSG_MAX, "%s", rs_run_errmsg(from));
     goto done;
   }
+  if (s->want_scale && !s->scale &&
+      (status = keep_scale(s, from, s->contribs, errmsg)) != RS_OK)
+    goto done;
   if (s->at_contribs)
     for (int i = 0; i < s->contribs; i++)
       s->at_contribs[i] = diff_value_at(rs_run_buffer(from, i), dtype, s->at);
@@ -272,11 +322,17 @@ int diff_compare(diff_t *d) {
       if (a == b)
         continue;
       double u = diff_ulps(a, d->da, b, d->db), rel = diff_relative(a, b);
+      double scale = d->s[0].scale[i], scaled = diff_scaled(a, b, scale);
+      const char *caveat = diff_ulps_caveat(a, b, scale);
       d->differing++;
       pd->differing++;
+      d->sign_changes += caveat && caveat[0] == 's';
+      d->near_zero += caveat && caveat[0] == 'n';
       pd->max_ulps = fmax(pd->max_ulps, u);
       pd->max_rel = fmax(pd->max_rel, rel);
+      pd->max_scaled = fmax(pd->max_scaled, scaled);
       d->max_rel = fmax(d->max_rel, rel);
+      d->max_scaled = fmax(d->max_scaled, scaled);
       if (u > d->max_ulps || d->worst == SIZE_MAX) {
         d->max_ulps = fmax(d->max_ulps, u);
         d->worst = i;

@@ -13,6 +13,12 @@
  * two world sizes (each worker's local fold expands into its own). */
 enum { MAX_CONTRIBS_WRITTEN = 64 };
 
+/* A result under this share of its element's scale (diff_scale) is near
+ * zero: its additions cancelled more than 10 of its bits, so one rounding
+ * of a partial sum, about u x scale, is more than 1024 of its ULPs, and
+ * a count of ULPs says how far it cancelled, not how wrong it is. */
+#define DIFF_NEAR_ZERO (1.0 / 1024)
+
 /* One side: its options, model and, after its run, its result. */
 typedef struct diff_side {
   options_t opt; /* opt.dtype_name: --dtype's value, or NULL: the model's */
@@ -26,6 +32,8 @@ typedef struct diff_side {
   int contribs, local;
   size_t at;           /* the element whose contributions to keep, */
   double *at_contribs; /* there (NULL: none kept) */
+  int want_scale;      /* keep the scale of every element (side A) */
+  float *scale;        /* per element, diff_scale's of the contributions */
   int status;
   void *result; /* worker 0's buffer, copied */
   char label[160];
@@ -43,6 +51,7 @@ typedef struct leaves {
 typedef struct param_diff {
   uint64_t differing;
   double max_ulps, max_rel;
+  double max_scaled; /* the largest |a - b| / scale */
 } param_diff_t;
 
 /* A comparison: the two sides, and what their results are found to be. */
@@ -57,7 +66,10 @@ typedef struct diff {
   size_t elems, params;
   param_diff_t *pd; /* per param */
   uint64_t differing;
-  double max_ulps, max_rel;
+  double max_ulps, max_rel, max_scaled;
+  /* differing elements whose ULPs mean little (diff_ulps_caveat): the
+   * results differ in sign; either is near zero */
+  uint64_t sign_changes, near_zero;
   size_t worst;       /* the element that differs most (SIZE_MAX: none) */
   size_t worst_param; /* its param */
   /* per region (chunk, part, half) of each side's algorithm, and the
@@ -78,6 +90,17 @@ double diff_value_at(const void *buf, rs_dtype_t dtype, size_t i);
  * dtypes, |a - b| over the coarser one's spacing at max(|a|, |b|). */
 double diff_ulps(double a, rs_dtype_t da, double b, rs_dtype_t db);
 double diff_relative(double a, double b);
+/* The scale of an element, as the check's bound takes it (src/check/
+ * check_reference.c): the sum of the magnitudes of its n contributions c,
+ * over n for --op avg (the scale of a mean); for prod the product of
+ * max(1, |c|). */
+double diff_scale(const double *c, int n, rs_op_t op);
+/* Why a and b's distance in ULPs means little, or NULL: "sign change" (a
+ * and b differ in sign: the count crosses every tiny value between),
+ * "near zero" (either is under DIFF_NEAR_ZERO x scale). */
+const char *diff_ulps_caveat(double a, double b, double scale);
+/* |a - b| over the scale (inf when the scale is 0 and they differ). */
+double diff_scaled(double a, double b, double scale);
 /* One worker's local fold of its k contributions c[0..k-1] (see
  * diff_compare.c); steps[j - 1] gets the value after folding c[j] (steps
  * may be NULL). */

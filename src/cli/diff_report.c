@@ -18,6 +18,27 @@ static void ulps_text(double u, char *buf, size_t size) {
   snprintf(buf, size, u == floor(u) && u < 1e15 ? "%.0f" : "%.2f", u);
 }
 
+/* A number for JSON: null where it is not finite (a difference over a
+ * scale of 0). */
+static json_t *json_finite(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* What an element's scale is (diff_scale), in words. */
+static const char *scale_words(const diff_t *d) {
+  switch (d->s[0].config.op) {
+  case RS_OP_AVG:
+    return d->sizes ? "the mean of |c| over the contributions"
+                    : "the mean of |g| over the workers";
+  case RS_OP_PROD:
+    return d->sizes ? "the product of max(1, |c|)"
+                    : "the product of max(1, |g|)";
+  default:
+    return d->sizes ? "the sum of |c| over the contributions"
+                    : "the sum of |g| over the workers";
+  }
+}
+
 /* The shortest decimal that reads back as v in dtype's buffer type. */
 static void number(double v, rs_dtype_t dtype, char *buf, size_t size) {
   for (int digits = 1; digits <= 17; digits++) {
@@ -173,11 +194,12 @@ static json_t *params_json(const diff_t *d) {
   for (size_t p = 0; p < d->params; p++) {
     const rs_param_t *param = rs_model_param(d->s[0].model, p);
     const param_diff_t *pd = &d->pd[p];
-    json_array_append_new(jp, json_pack("{s:s, s:I, s:I, s:f, s:f}", "name",
-                                        param->name, "elems",
-                                        (json_int_t)param->elems, "differing",
-                                        (json_int_t)pd->differing, "max_ulps",
-                                        pd->max_ulps, "max_rel", pd->max_rel));
+    json_array_append_new(
+        jp, json_pack("{s:s, s:I, s:I, s:f, s:f, s:o}", "name", param->name,
+                      "elems", (json_int_t)param->elems, "differing",
+                      (json_int_t)pd->differing, "max_ulps", pd->max_ulps,
+                      "max_rel", pd->max_rel, "max_scaled",
+                      json_finite(pd->max_scaled)));
   }
   return jp;
 }
@@ -243,14 +265,18 @@ static json_t *element_json(const diff_t *d) {
   const rs_param_t *param = rs_model_param(d->s[0].model, d->worst_param);
   double a = diff_value_at(d->s[0].result, d->da, d->worst),
          b = diff_value_at(d->s[1].result, d->db, d->worst);
+  const double scale = d->s[0].scale[d->worst];
+  const char *caveat = diff_ulps_caveat(a, b, scale);
   json_t *orders = json_array();
   for (int k = 0; k < 2; k++)
     json_array_append_new(orders, order_json(d, k));
-  return json_pack("{s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:o}", "index",
-                   (json_int_t)d->worst, "param", param->name, "param_index",
-                   (json_int_t)(d->worst - param->elem_offset), "a", a, "b", b,
-                   "ulps", diff_ulps(a, d->da, b, d->db), "rel",
-                   diff_relative(a, b), "orders", orders);
+  return json_pack("{s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:o, s:s?, s:o}",
+                   "index", (json_int_t)d->worst, "param", param->name,
+                   "param_index", (json_int_t)(d->worst - param->elem_offset),
+                   "a", a, "b", b, "ulps", diff_ulps(a, d->da, b, d->db), "rel",
+                   diff_relative(a, b), "scale", scale, "scaled",
+                   json_finite(diff_scaled(a, b, scale)), "ulps_caveat", caveat,
+                   "orders", orders);
 }
 
 json_t *diff_json(const diff_t *d) {
@@ -268,6 +294,12 @@ json_t *diff_json(const diff_t *d) {
   json_object_set_new(j, "max_ulps", json_real(d->max_ulps));
   json_object_set_new(j, "ulps_of", json_string(rs_dtype_name(d->coarse)));
   json_object_set_new(j, "max_rel", json_real(d->max_rel));
+  json_object_set_new(j, "max_scaled", json_finite(d->max_scaled));
+  json_object_set_new(j, "near_zero_below", json_real(DIFF_NEAR_ZERO));
+  json_object_set_new(j, "ulps_caveats",
+                      json_pack("{s:I, s:I}", "sign_change",
+                                (json_int_t)d->sign_changes, "near_zero",
+                                (json_int_t)d->near_zero));
   json_object_set_new(j, "params", params_json(d));
   json_object_set_new(j, "regions", regions_json(d));
   json_object_set_new(j, "element", element_json(d));
@@ -306,9 +338,10 @@ static void print_where(const diff_t *d) {
       continue;
     const rs_param_t *param = rs_model_param(d->s[0].model, p);
     ulps_text(pd->max_ulps, num, sizeof num);
-    printf("  %-24s %" PRIu64 " of %zu differ, largest %s ULPs\n",
+    printf("  %-24s %" PRIu64 " of %zu differ, largest %s ULPs, %.3g of the "
+           "scale\n",
            cli_safe(param->name, name, sizeof name), pd->differing,
-           param->elems, num);
+           param->elems, num, pd->max_scaled);
   }
   for (int k = 0; k < 2; k++) {
     if (!d->region_word[k])
@@ -391,10 +424,14 @@ void diff_report_line(const diff_t *d, int first, int n) {
   ulps_text(d->max_ulps, num, sizeof num);
   printf(
       ": %" PRIu64 " of %zu differ (%.2f%%), largest %s ULPs (of %s), "
-      "relative %.3g, at %s[%zu]\n",
+      "relative %.3g, %.3g of the scale, at %s[%zu]",
       d->differing, d->elems, 100.0 * (double)d->differing / (double)d->elems,
-      num, rs_dtype_name(d->coarse), d->max_rel,
+      num, rs_dtype_name(d->coarse), d->max_rel, d->max_scaled,
       cli_safe(param->name, name, sizeof name), d->worst - param->elem_offset);
+  if (d->sign_changes + d->near_zero)
+    printf("; ULPs mean little for %" PRIu64 " (sign change or near zero)",
+           d->sign_changes + d->near_zero);
+  printf("\n");
 }
 
 void diff_report_text(const diff_t *d) {
@@ -416,14 +453,34 @@ void diff_report_text(const diff_t *d) {
   ulps_text(d->max_ulps, num, sizeof num);
   printf("largest    %s ULPs (of %s), relative %.3g\n", num,
          rs_dtype_name(d->coarse), d->max_rel);
+  printf("scaled     largest %.3g of the scale (|a - b| / %s)\n", d->max_scaled,
+         scale_words(d));
+  if (d->sign_changes + d->near_zero)
+    printf("caveat     ULPs mean little for %" PRIu64 " of the %" PRIu64
+           ": %" PRIu64 " change sign, %" PRIu64
+           " near zero (under 1/%.0f of the scale)\n",
+           d->sign_changes + d->near_zero, d->differing, d->sign_changes,
+           d->near_zero, 1 / DIFF_NEAR_ZERO);
   print_where(d);
   const rs_param_t *param = rs_model_param(s[0].model, d->worst_param);
   double a = diff_value_at(s[0].result, d->da, d->worst),
          b = diff_value_at(s[1].result, d->db, d->worst);
+  const double scale = s[0].scale[d->worst];
+  const char *caveat = diff_ulps_caveat(a, b, scale);
+  char scale_num[40];
   ulps_text(diff_ulps(a, d->da, b, d->db), num, sizeof num);
-  printf("element %zu (%s[%zu]) differs most: %s ULPs\n", d->worst,
-         cli_safe(param->name, name, sizeof name),
-         d->worst - param->elem_offset, num);
+  number(scale, RS_DTYPE_F32, scale_num, sizeof scale_num);
+  printf("element %zu (%s[%zu]) differs most: %s ULPs, %.3g of its scale "
+         "%s",
+         d->worst, cli_safe(param->name, name, sizeof name),
+         d->worst - param->elem_offset, num, diff_scaled(a, b, scale),
+         scale_num);
+  if (caveat && caveat[0] == 's')
+    printf(" (ULPs mean little: the sides differ in sign)");
+  else if (caveat)
+    printf(" (ULPs mean little: near zero, under 1/%.0f of the scale)",
+           1 / DIFF_NEAR_ZERO);
+  printf("\n");
   for (int k = 0; k < 2; k++)
     print_order(d, k);
 }
