@@ -469,6 +469,42 @@ class Docs(unittest.TestCase):
         with open(os.path.join(REPO, "docs", "algorithms.md")) as f:
             self.assertIn("| 512 | 4,096 | 1 GiB |", f.read())
 
+    # docs-7: docs/cli.md's --op and --average rows say where avg divides in
+    # each mode the command takes, and who divides that way: --op avg is not
+    # "SUM divided by W, as DDP does" (DDP's reducer multiplies by a rounded
+    # 1/W before the sum; its hooks divide first); ncclAvg on floats is
+    # pre-mul (NCCL's hostToDevRedOp: ncclDevPreMulSum), post only on
+    # integers. Each mode runs, and pre and pre-mul differ at W=3 as the row
+    # says (not the same bits when W is not a power of two).
+    def test_average_modes(self):
+        with open(os.path.join(REPO, "docs", "cli.md")) as f:
+            rows = {}  # each option's first row: the run's table
+            for m in re.finditer(r"^\| `(--op|--average)[^`]*` \|.*$", f.read(), re.M):
+                rows.setdefault(m.group(1), m.group(0))
+        self.assertNotIn("as DDP does", rows["--op"])
+        row = rows["--average"]
+        for mode, who in (("post", "integer"), ("pre", "allreduce_hook"),
+                          ("pre-mul", "PyTorch 1.13's DDP reducer")):
+            with self.subTest(mode=mode):
+                m = re.search(r"`%s`: ([^.]*)" % re.escape(mode), row)
+                self.assertIsNotNone(m, row)
+                self.assertIn("W", m.group(1))
+        self.assertRegex(row, r"`pre-mul`:[^|]*DDP reducer[^|]*`ncclAvg` on float16, bfloat16, "
+                              r"float32 and float64")
+        self.assertRegex(row, r"`post`:[^|]*`ncclAvg` does this only on integer types")
+        self.assertRegex(row, r"`pre`:[^|]*DDP's communication hooks")
+        outs = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for mode in ("post", "pre", "pre-mul"):
+                out = os.path.join(tmp, f"{mode}.safetensors")
+                p = subprocess.run([RINGSIM, "-w", "3", "-p", os.path.join(REPO, "examples",
+                                    "model.json"), "--average", mode, "--no-trace", "--out", out],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(out, "rb") as f:
+                    outs[mode] = f.read()
+        self.assertNotEqual(outs["pre"], outs["pre-mul"], "W=3: 1/3 rounds")
+
 
 def main():
     helpers.main(globals(), "RINGSIM", "REPO")
