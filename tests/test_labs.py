@@ -175,6 +175,7 @@ class Labs(unittest.TestCase):
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
 
+
 def main():
     global LABS
     cases = helpers.parse(globals(), "RINGSIM", "REPO")
