@@ -81,6 +81,9 @@ CASES = {
           "--json"], 0, None),
         (["model", "-p", "MODEL", "-w", "16", "--topo", "pcie,nodes=2",
           "--algo", "all", "--json"], 0, None),
+        # (a topology NCCL's model knows: the nccl key is an object)
+        (["model", "-p", "MODEL", "--topo", "dgx-h100,nodes=2",
+          "--algo", "all", "--json"], 0, None),
     ],
     "model.rows": [
         (["model", "-p", "MODEL", "-w", "8,64,512", "--net", NET, "--json"], 0, None),

@@ -43,6 +43,25 @@ class NcclPerf(unittest.TestCase):
         self.assertEqual(marks, {"ring": True, "rd": False, "rhd": False,
                                  "linear": False, "tree": True,
                                  "gloo-ring": False})
+        self.assertIsNone(json.loads(out)["nccl"])  # (a flat --net: no NCCL)
+        # on nodes NCCL's model knows, what NCCL would do is said under the
+        # table: --like nccl --params's pick and time, the buckets in turn
+        resnet = os.path.join(EXAMPLES, "resnet18.json")
+        topo = ["-p", resnet, "--topo", "dgx-h100,nodes=2"]
+        rc, out, err = model(*topo, "--algo", "all", "--json")
+        self.assertEqual(rc, 0, err)
+        would = json.loads(out)["nccl"]
+        rc, out, err = model(*topo, "--like", "nccl", "--json")
+        self.assertEqual(rc, 0, err)
+        like = json.loads(out)
+        self.assertEqual(would["sim_ns"], round(like["time_us"] * 1000), (would, like["time_us"]))
+        big = max(like["buckets"], key=lambda b: b["bytes"])
+        self.assertEqual((would["algo"], would["proto"], would["channels"]),
+                         (big["algo"], big["proto"], big["channels"]))
+        rc, out, err = model(*topo, "--algo", "all")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"  nccl       NCCL would run it as {would['algo']}/{would['proto']} "
+                      f"on {would['channels']} channels", out)
 
     # nccl-2: forcing one of ringsim's own algorithms says it is not in
     # NCCL, in ringsim model's report and in a run's; NCCL's ring is not

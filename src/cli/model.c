@@ -289,6 +289,65 @@ static void print_not_nccl(const rs_netmodel_t *net) {
            "model --like nccl)\n");
 }
 
+/* What NCCL would do with the model's buckets on net's topology, beside
+ * --algo all's table of ringsim's own schedules (one channel each): its
+ * tuner's pick per bucket, timed by ringsim's prediction, one after
+ * another (model --like nccl --params). Into *ns and the pick of the
+ * largest bucket; 0 if net's topology is not one NCCL's model knows. */
+static int nccl_would(const options_t *opt, const rs_netmodel_t *net,
+                      const rs_model_t *model, uint64_t *ns,
+                      cli_nccl_pick_t *largest) {
+  rs_nccl_system_t sys;
+  char err[RS_ERRMSG_MAX];
+  if (!net->topo.enabled || rs_nccl_system_of(&net->topo, &sys, err) != RS_OK)
+    return 0;
+  rs_bucket_t *buckets;
+  size_t count;
+  if (rs_model_buckets(model, opt->config.first_bucket_bytes,
+                       opt->config.bucket_bytes, &buckets, &count))
+    return 0;
+  const rs_nccl_force_t none = {0};
+  const size_t elem = rs_dtype_size(rs_model_dtype(model));
+  cli_nccl_pick_t row = {0};
+  *ns = 0;
+  int ok = count > 0;
+  for (size_t k = 0; k < count && ok; k++) {
+    const uint64_t bytes = (uint64_t)buckets[k].elems * elem;
+    if (!(k > 0 && bytes == row.bytes)) { /* (DDP's buckets repeat) */
+      rs_nccl_choice_t pick;
+      ok = rs_nccl_choose(&sys, &none, bytes, &pick, err) == RS_OK;
+      row = (cli_nccl_pick_t){.bytes = bytes, .pick = pick};
+      row.ns = ok ? rs_nccl_predict_ns(&sys, pick.algo, pick.proto,
+                                       pick.channels, opt->config.slots, bytes)
+                  : UINT64_MAX;
+      ok = ok && row.ns != UINT64_MAX;
+    }
+    *ns = *ns > UINT64_MAX - row.ns ? UINT64_MAX : *ns + row.ns;
+    if (k == 0 || bytes >= largest->bytes)
+      *largest = row;
+  }
+  free(buckets);
+  return ok;
+}
+
+/* The line under --algo all's table that says it. */
+static void print_nccl_would(const options_t *opt, const rs_netmodel_t *net,
+                             const rs_model_t *model, int workers) {
+  uint64_t ns;
+  cli_nccl_pick_t big;
+  if (!nccl_would(opt, net, model, &ns, &big))
+    return;
+  const double bytes = (double)rs_model_elems(model) *
+                       (double)rs_dtype_size(rs_model_dtype(model));
+  printf("  nccl       NCCL would run it as %s/%s on %d channels (its largest "
+         "bucket's pick): %.3f us, busbw %.3f GB/s, ringsim's prediction "
+         "(the table's are ringsim's own schedules, one channel: ringsim "
+         "model --like nccl)\n",
+         rs_nccl_algo_name(big.pick.algo), rs_proto_name(big.pick.proto),
+         big.pick.channels, (double)ns / 1e3,
+         ns ? rs_busbw(bytes / (double)ns, workers) : 0.0);
+}
+
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
 static int print_all(const options_t *opt, const rs_netmodel_t *net,
                      const rs_model_t *model, const model_time_t *t,
@@ -352,14 +411,23 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
                                       "predicted_ns_one_element_below", below,
                                       "predicted_ns_at", at));
     }
+    uint64_t nccl_ns;
+    cli_nccl_pick_t big;
+    json_t *nccl = json_null();
+    if (nccl_would(opt, net, model, &nccl_ns, &big))
+      nccl = json_pack("{s:I, s:s, s:s, s:i}", "sim_ns", (json_int_t)nccl_ns,
+                       "algo", rs_nccl_algo_name(big.pick.algo), "proto",
+                       rs_proto_name(big.pick.proto), "channels",
+                       big.pick.channels);
     json_t *o = json_pack(
-        "{s:s, s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}}", "schema",
+        "{s:s, s:s, s:i, s:I, s:o, s:s, s:o, s:{s:I, s:I, s:s, s:o}, s:o}",
+        "schema",
         "ringsim.model.all/1", "model", rs_model_name(model), "workers", W,
         "bytes", (json_int_t)bytes, "algos", list, "fastest",
         rs_algorithm_name(t[best].algo), "fastest_tied", fastest, "crossovers",
         "min_bytes", (json_int_t)(min_elems * elem_size), "max_bytes",
         (json_int_t)(rs_model_elems(model) * elem_size), "best_at_min",
-        rs_algorithm_name(first), "changes", cl);
+        rs_algorithm_name(first), "changes", cl, "nccl", nccl);
     return print_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -412,6 +480,7 @@ static int print_all(const options_t *opt, const rs_netmodel_t *net,
   if (ncross == CROSS_MAX)
     printf("    (stopped at %d changes)\n", CROSS_MAX);
   print_not_nccl(net);
+  print_nccl_would(opt, net, model, W);
   return 0;
 #undef SHOWN
 }
