@@ -232,7 +232,7 @@ static size_t bucket_segs(const rs_sim_job_t *job, const rs_simrun_t *s,
 /* A bucket of a streaming schedule begins: every worker's segments'
  * data ready at its clock, no slot taken (netmodel.h). */
 static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
-  if (!s->seg_mem)
+  if (!s->seg_mem || rs__simrun_stopped(s))
     return;
   const size_t segs = bucket_segs(job, s, b);
   for (int r = 0; r < job->workers; r++)
@@ -364,7 +364,10 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
   if (!ready && !plain && bucket_count > 2 &&
       !(before = malloc(W * sizeof *before)))
     s.nomem = 1;
-  for (size_t b = 0; b < bucket_count && !s.nomem; b++) {
+  /* (a stopped simulation's buckets are not played: its result means
+   * nothing, and a streaming bucket's set-up alone is W x segments) */
+  for (size_t b = 0; b < bucket_count && !s.nomem && !rs__simrun_stopped(&s);
+       b++) {
     size_t same = b; /* the last bucket of b's size in a row */
     while (before && same + 1 < bucket_count &&
            buckets[same + 1].elems == buckets[b].elems)
