@@ -43,9 +43,9 @@
 #include <stdlib.h>
 
 #include "algo/nccl.h"
-#include "net/proto.h"
 #include "algo/nccl_pipe.h"
 #include "algo/tree.h"
+#include "net/proto.h"
 
 /* ---- NCCL's constants (v2.30.7-1) -------------------------------------- */
 
@@ -156,18 +156,18 @@ done:
 }
 
 double rs__nccl_chain_pipe_ns(const rs__nccl_chain_pipe_t *p) {
-  const int H = p->hops, m = p->segs, slots = p->slots;
-  if (H <= 0 || m <= 0)
+  const int hops_n = p->hops, m = p->segs, slots = p->slots;
+  if (hops_n <= 0 || m <= 0)
     return 0;
-  double *slot = calloc((size_t)H * slots, sizeof *slot);
-  double *port = calloc((size_t)H, sizeof *port);
+  double *slot = calloc((size_t)hops_n * slots, sizeof *slot);
+  double *port = calloc((size_t)hops_n, sizeof *port);
   double end = -1;
   if (!slot || !port)
     goto done;
   for (int k = 0; k < m; k++) {
     const double scale = k == m - 1 ? p->last_scale : 1.0;
     double t_in = 0; /* segment k is at hop 0's sender from the start */
-    for (int h = 0; h < H; h++) {
+    for (int h = 0; h < hops_n; h++) {
       const double w = p->seg_ns[h] * scale;
       double t = max2(t_in, port[h]);
       double *held = &slot[(size_t)h * slots + k % slots];
@@ -187,15 +187,15 @@ done:
 /* ---- the machine -------------------------------------------------------- */
 
 /* A prediction's inputs, checked and derived once. */
-typedef struct machine {
+typedef struct nccl_machine {
   const rs_nccl_system_t *sys;
   int N, G, K, W;
   double port_gbs; /* a GPU's intra-node port, each way */
   int intra_hw;    /* HW_NVLINK or HW_PCI */
-} machine_t;
+} nccl_machine_t;
 
 /* 0, or -1 where sys is no machine this model can run on. */
-static int machine_of(const rs_nccl_system_t *sys, machine_t *mc) {
+static int machine_of(const rs_nccl_system_t *sys, nccl_machine_t *mc) {
   if (!sys || sys->nodes < 1 || sys->gpus < 1)
     return -1;
   mc->sys = sys;
@@ -213,24 +213,26 @@ static int machine_of(const rs_nccl_system_t *sys, machine_t *mc) {
 }
 
 /* tuning.cc's compCapIndex and index2 for the caps above. */
-static int cc_row(const machine_t *mc) {
+static int cc_row(const nccl_machine_t *mc) {
   const int cc = mc->sys->cc;
   return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
 }
-static int nodes_col(const machine_t *mc) { return mc->N <= 2 ? mc->N - 1 : 2; }
+static int nodes_col(const nccl_machine_t *mc) {
+  return mc->N <= 2 ? mc->N - 1 : 2;
+}
 
 /* llMaxBws for this machine: the GPU's row on one node, the (Intel)
  * host's, row 0, on several. */
-static double ll_max_gbs(const machine_t *mc) {
+static double ll_max_gbs(const nccl_machine_t *mc) {
   return ll_max_bws[mc->N == 1 ? cc_row(mc) : 0][nodes_col(mc)];
 }
 
 /* The NIC GPU g uses, and NIC j's GPU (its localGpu: the first GPU that
  * uses it, src/graph/topo.cc ncclTopoGetLocalGpu). */
-static int nic_of(const machine_t *mc, int g) {
+static int nic_of(const nccl_machine_t *mc, int g) {
   return (int)((long)g * mc->K / mc->G);
 }
-static int gpu_of_nic(const machine_t *mc, int j) {
+static int gpu_of_nic(const nccl_machine_t *mc, int j) {
   return (int)(((long)j * mc->G + mc->K - 1) / mc->K);
 }
 
@@ -238,28 +240,29 @@ static int gpu_of_nic(const machine_t *mc, int j) {
  * row plus the NIC's own latency, twice for Simple (ncclTopoTuneModel:
  * "flush extra latency"); with one GPU per node the Tree row ("latencies
  * are fully exposed"). */
-static double net_hop_ns(const machine_t *mc, rs_nccl_algo_t a, rs_proto_t p) {
-  const rs_nccl_algo_t row = mc->G == 1 ? RS_NCCL_TREE : a;
-  double us = rs__nccl_hw_us(HW_NET, row, p) + mc->sys->net_latency_us;
+static double net_hop_ns(const nccl_machine_t *mc, rs_nccl_algo_t a,
+                         rs_proto_t p) {
+  const rs_nccl_algo_t lat_row = mc->G == 1 ? RS_NCCL_TREE : a;
+  double us = rs__nccl_hw_us(HW_NET, lat_row, p) + mc->sys->net_latency_us;
   if (p == RS_PROTO_SIMPLE)
     us += mc->sys->net_latency_us;
   return 1000.0 * us;
 }
 
-static double intra_hop_ns(const machine_t *mc, rs_nccl_algo_t a,
+static double intra_hop_ns(const nccl_machine_t *mc, rs_nccl_algo_t a,
                            rs_proto_t p) {
   return 1000.0 * rs__nccl_hw_us(mc->intra_hw, a, p);
 }
 
 /* How many hops cross each resource, each way. */
-typedef struct load {
+typedef struct nic_load {
   int *port_out, *port_in; /* [W]: GPU ports */
   int *pci_out, *pci_in;   /* [W]: GPU <-> NIC paths */
   int *nic_out, *nic_in;   /* [N K] */
   int *all;
 } load_t;
 
-static int load_init(const machine_t *mc, load_t *ld) {
+static int load_init(const nccl_machine_t *mc, load_t *ld) {
   const size_t W = (size_t)mc->W, NK = (size_t)mc->N * (mc->K > 0 ? mc->K : 1);
   ld->all = calloc(4 * W + 2 * NK, sizeof *ld->all);
   if (!ld->all)
@@ -274,13 +277,14 @@ static int load_init(const machine_t *mc, load_t *ld) {
 }
 
 /* Rank r's NIC, as an index of nic_out/nic_in. */
-static int nic_slot(const machine_t *mc, int r) {
+static int nic_slot(const nccl_machine_t *mc, int r) {
   return (r / mc->G) * mc->K + nic_of(mc, r % mc->G);
 }
 
 /* Count (add = 1) one hop src -> dst, or give its pace (add = 0): the
  * ns per wire byte at the share of its most loaded resource. */
-static double hop(const machine_t *mc, load_t *ld, int src, int dst, int add) {
+static double hop(const nccl_machine_t *mc, load_t *ld, int src, int dst,
+                  int add) {
   if (src / mc->G == dst / mc->G) {
     ld->port_out[src] += add;
     ld->port_in[dst] += add;
@@ -329,7 +333,7 @@ static uint64_t ring_segment(rs_proto_t p, uint64_t step) {
   return half > slice / 32 ? half : slice / 32;
 }
 
-static double ring_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
+static double ring_ns(const nccl_machine_t *mc, rs_proto_t p, int C, int slots,
                       uint64_t bytes) {
   const int W = mc->W;
   if (W == 1)
@@ -414,7 +418,7 @@ static int tree_of(int c, int C) { return c >= (C + 1) / 2; }
 /* Channel c's chain inside a node starts at its NIC's GPU and goes up by
  * index (the tree graph's pattern TREE on H100: ncclTopoSearchNextGpuSort
  * offers only index+1); on one node, or without a switch, 0 1 ... G-1. */
-static int chain_head(const machine_t *mc, int c) {
+static int chain_head(const nccl_machine_t *mc, int c) {
   if (mc->N == 1 || !mc->sys->nvswitch)
     return 0;
   return gpu_of_nic(mc, c % mc->K);
@@ -422,7 +426,7 @@ static int chain_head(const machine_t *mc, int c) {
 
 /* Count (add = 1) or pace (add = 0) every hop of channel c: its chain up
  * and down in every node, its node's NIC to the parent and children. */
-static double tree_channel(const machine_t *mc, load_t *ld, int c, int C,
+static double tree_channel(const nccl_machine_t *mc, load_t *ld, int c, int C,
                            int add) {
   const int G = mc->G, N = mc->N, t = tree_of(c, C), h = chain_head(mc, c);
   double pace = 0;
@@ -446,7 +450,8 @@ static double tree_channel(const machine_t *mc, load_t *ld, int c, int C,
 
 /* NCCL's chunk for Tree LL128 (enqueue.cc, calcCollChunking): halved
  * while a channel would get too few steps for the tree's depth. */
-static uint64_t tree_ll128_chunk(const machine_t *mc, int C, uint64_t bytes) {
+static uint64_t tree_ll128_chunk(const nccl_machine_t *mc, int C,
+                                 uint64_t bytes) {
   int log2n = 0;
   while ((2 << log2n) <= mc->N)
     log2n++;
@@ -462,7 +467,7 @@ static uint64_t tree_ll128_chunk(const machine_t *mc, int C, uint64_t bytes) {
   return chunk;
 }
 
-static double tree_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
+static double tree_ns(const nccl_machine_t *mc, rs_proto_t p, int C, int slots,
                       uint64_t bytes) {
   const int G = mc->G, N = mc->N;
   if (mc->W == 1)
@@ -507,20 +512,20 @@ static double tree_ns(const machine_t *mc, rs_proto_t p, int C, int slots,
       const int d = rs__tree_depth(N, t, v);
       depth = d > depth ? d : depth;
     }
-    const int H = 2 * (G - 1 + depth);
+    const int hops_n = 2 * (G - 1 + depth);
     const double seg_wire = (double)rs_proto_wire_bytes(p, seg);
     if (capped) {
       seg_ns[0] = seg_wire * cap_ns;
       hop_ns[0] = 0;
     }
-    for (int i = 0; i < H; i++) {
+    for (int i = 0; i < hops_n; i++) {
       const int net = i >= G - 1 && i < G - 1 + 2 * depth;
       hop_ns[capped + i] = net ? net_hop_ns(mc, RS_NCCL_TREE, p)
                                : intra_hop_ns(mc, RS_NCCL_TREE, p);
       seg_ns[capped + i] = seg_wire * pace[t];
     }
     const rs__nccl_chain_pipe_t pipe = {
-        .hops = capped + H,
+        .hops = capped + hops_n,
         .segs = segs,
         .slots = slots,
         .last_scale = (double)rs_proto_wire_bytes(p, last) /
@@ -554,7 +559,7 @@ done:
  * from each GPU and twice from its head (ncclTopoSearchTryNvls):
  * (heads + 1) x speed <= nvlink. DGX H100: 9 x 40 <= 370.8, so
  * 8 x 40 x 0.85 = 272 GB/s (docs/nccl-reference.md 4.3). */
-static double nvls_switch_gbs(const machine_t *mc, int heads) {
+static double nvls_switch_gbs(const nccl_machine_t *mc, int heads) {
   const rs_nccl_system_t *sys = mc->sys;
   const double eff = sys->cc >= 100 ? 0.74 : sys->cc >= 90 ? 0.85 : 0;
   const int multi = mc->N > 1, sm100 = sys->cc >= 100;
@@ -585,7 +590,7 @@ static uint64_t nvls_chunk(uint64_t bytes, int C, int heads) {
   return chunk;
 }
 
-static uint64_t nvlstree_chunk(const machine_t *mc, uint64_t bytes, int C,
+static uint64_t nvlstree_chunk(const nccl_machine_t *mc, uint64_t bytes, int C,
                                int heads) {
   const uint64_t ops = (uint64_t)C * heads;
   uint64_t chunk = mc->N >= 4 ? NVLSTREE_MAX_CHUNK_4N : NVLS_CHUNK;
@@ -602,17 +607,17 @@ static uint64_t nvlstree_chunk(const machine_t *mc, uint64_t bytes, int C,
 
 /* The stages as a chain for one channel: total_ns[i], the whole stage's
  * time for all S bytes at its rate, spread over the channel's segments. */
-static double stages_ns(int C, int slots, uint64_t bytes, uint64_t chunk, int H,
-                        const double *total_ns, const double *lat_ns,
-                        double *seg_ns) {
+static double stages_ns(int C, int slots, uint64_t bytes, uint64_t chunk,
+                        int hops_n, const double *total_ns,
+                        const double *lat_ns, double *seg_ns) {
   const uint64_t share = ceil_div(bytes, (uint64_t)C);
   int segs;
   uint64_t last;
   segment(share, chunk, &segs, &last);
-  for (int i = 0; i < H; i++) /* a channel's share of the stage's rate */
+  for (int i = 0; i < hops_n; i++) /* a channel's share of the stage's rate */
     seg_ns[i] = total_ns[i] * (double)chunk * C / (double)bytes;
   const rs__nccl_chain_pipe_t pipe = {
-      .hops = H,
+      .hops = hops_n,
       .segs = segs,
       .slots = slots,
       .last_scale = (double)last / (double)chunk,
@@ -622,7 +627,8 @@ static double stages_ns(int C, int slots, uint64_t bytes, uint64_t chunk, int H,
   return rs__nccl_chain_pipe_ns(&pipe);
 }
 
-static double nvls_ns(const machine_t *mc, int C, int slots, uint64_t bytes) {
+static double nvls_ns(const nccl_machine_t *mc, int C, int slots,
+                      uint64_t bytes) {
   const int heads = mc->G;
   const double sw = nvls_switch_gbs(mc, heads);
   if (!(sw > 0))
@@ -637,7 +643,7 @@ static double nvls_ns(const machine_t *mc, int C, int slots, uint64_t bytes) {
                    seg);
 }
 
-static double nvlstree_ns(const machine_t *mc, int C, int slots,
+static double nvlstree_ns(const nccl_machine_t *mc, int C, int slots,
                           uint64_t bytes) {
   const int N = mc->N;
   const int heads = mc->K < mc->G ? mc->K : mc->G; /* NIC-local GPUs */
@@ -671,19 +677,20 @@ static double nvlstree_ns(const machine_t *mc, int C, int slots,
       cap_gbs > 0 ? bytes * 2.0 * (mc->W - 1) / mc->W / cap_gbs : 0;
   /* the slowest of the stages and the cap sets the pace of every hop */
   const double pace = max2(max2(inter_ns, nvls_ns_total), cap_ns);
-  const int H = 2 + 2 * depth;
-  double *total = malloc((size_t)3 * H * sizeof *total);
+  const int hops_n = 2 + 2 * depth;
+  double *total = malloc((size_t)3 * hops_n * sizeof *total);
   if (!total)
     return -1;
-  double *lat = total + H, *seg = lat + H;
-  for (int i = 0; i < H; i++) {
+  double *lat = total + hops_n, *seg = lat + hops_n;
+  for (int i = 0; i < hops_n; i++) {
     total[i] = pace;
     lat[i] = net_hop_ns(mc, RS_NCCL_NVLSTREE, RS_PROTO_SIMPLE);
   }
   lat[0] = intra_hop_ns(mc, RS_NCCL_NVLSTREE, RS_PROTO_SIMPLE);
-  lat[H - 1] = 0;
-  const double end = stages_ns(
-      C, slots, bytes, nvlstree_chunk(mc, bytes, C, heads), H, total, lat, seg);
+  lat[hops_n - 1] = 0;
+  const double end =
+      stages_ns(C, slots, bytes, nvlstree_chunk(mc, bytes, C, heads), hops_n,
+                total, lat, seg);
   free(total);
   return end;
 }
@@ -693,7 +700,7 @@ static double nvlstree_ns(const machine_t *mc, int C, int slots,
 uint64_t rs_nccl_predict_ns(const rs_nccl_system_t *sys, rs_nccl_algo_t a,
                             rs_proto_t p, int channels, int slots,
                             uint64_t bytes) {
-  machine_t mc;
+  nccl_machine_t mc;
   if (machine_of(sys, &mc) || channels < 1 || slots < 1 || (int)a < 0 ||
       a >= RS_NCCL_ALGOS || (int)p < 0 || p >= RS_PROTOS)
     return UINT64_MAX;
