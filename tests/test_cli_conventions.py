@@ -193,12 +193,15 @@ class CliConventions(unittest.TestCase):
 
     # ringsim model at 512 DGX H100 nodes, every algorithm: over a second
     # of simulations on the development machine
-    SLOW_MODEL = ("model", "--topo", "dgx-h100,nodes=512", "--algo", "all")
+    # (the progress line shows from a stage's start here: on_terminal's
+    # RINGSIM_TEST_PROGRESS_AFTER=0; a small model keeps it quick under
+    # the sanitizers, where GPT-2 on 512 nodes took over 120 s)
+    SLOW_MODEL = ("model", "--topo", "dgx-h100,nodes=8", "--algo", "all")
 
     def test_model_progress_on_a_terminal(self):
         """A progress line on the terminal, counting the simulations,
         redrawn in place and erased at the end; stdout as on a pipe."""
-        argv = (*self.SLOW_MODEL, "-p", os.path.join(EXAMPLES, "gpt2_small.json"))
+        argv = (*self.SLOW_MODEL, "-p", os.path.join(EXAMPLES, "model.json"))
         rc, piped, err = run(*argv)
         self.assertEqual((rc, err), (0, ""), "a pipe gets no progress line")
         rc, out, shown = on_terminal(*argv)
@@ -210,9 +213,9 @@ class CliConventions(unittest.TestCase):
 
     def test_quiet_silences_progress(self):
         """--quiet in every mode: nothing on the terminal."""
-        gpt2 = os.path.join(EXAMPLES, "gpt2_small.json")
-        for argv in ((*self.SLOW_MODEL, "-p", gpt2, "--quiet"),
-                     (*self.SLOW_MODEL, "-p", gpt2, "--quiet", "--json"),
+        mlp = os.path.join(EXAMPLES, "model.json")
+        for argv in ((*self.SLOW_MODEL, "-p", mlp, "--quiet"),
+                     (*self.SLOW_MODEL, "-p", mlp, "--quiet", "--json"),
                      ("-p", model(), "-w", 2, "--no-trace", "--quiet"),
                      ("bench", "-w", 2, "-b", 64, "-e", 64, "-n", 1, "--quiet"),
                      ("step", "-p", model(), "-w", 2, "--net", NET, "--compute",

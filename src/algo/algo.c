@@ -235,7 +235,7 @@ static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
   if (!s->seg_mem || rs__simrun_stopped(s))
     return;
   const size_t segs = bucket_segs(job, s, b);
-  for (int r = 0; r < job->workers; r++)
+  for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
     rs__sim_stream(&s->clocks[r], 1, segs, s->seg_mem + (size_t)r * s->seg_cap,
                    s->seg_cap, s->slot_mem + (size_t)r * s->slot_cap,
                    s->slot_cap);

@@ -214,7 +214,8 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       s->nomem = 1;
       return;
     }
-    for (size_t seg = 0; seg < cut.per_chunk; seg++) {
+    for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
+         seg++) { /* (W x segments of them: a stop is looked at) */
       size_t off;
       for (int c = 0; c < W; c++)
         way->segment(&cut, c, seg, &off, &table[seg * (size_t)W + (size_t)c]);
@@ -230,7 +231,7 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
       if (T && saved_at < 0 && step + T < W - 1 && !rs__simrun_stopped(s)) {
-        for (int r = 0; r < W; r++) {
+        for (int r = 0; r < W && !rs__simrun_stopped(s); r++) {
           const rs_simclock_t *c = &s->clocks[rs__group_worker(&s->group, r)];
           saved[r] = rs__simstate_of(c);
           if (streams)
