@@ -223,10 +223,8 @@ static size_t bucket_segs(const rs_sim_job_t *job, const rs_simrun_t *s,
                           size_t b) {
   const size_t segs = rs_segs_per_chunk(job->buckets[b].elems, job->workers,
                                         job->segment_bytes, job->elem_size);
-  return job->algo->chunk_segs
-             ? job->algo->chunk_segs(s->shape, job->buckets[b].elems, segs,
-                                     s->cap)
-             : segs;
+  return rs__algo_chunk_segs(job->algo, s->shape, job->buckets[b].elems, segs,
+                             s->cap);
 }
 
 /* A bucket of a streaming schedule begins: every worker's segments'

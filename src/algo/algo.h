@@ -146,6 +146,14 @@ typedef struct rs_algo {
   int (*run_bucket)(rs_worker_t *w);
 } rs_algo_t;
 
+/* The segments per chunk a cuts a bucket of elems elements into (its
+ * chunk_segs: gloo-ring's layout; else the run's segs). */
+static inline size_t rs__algo_chunk_segs(const rs_algo_t *a, rs_shape_t shape,
+                                         size_t elems, size_t segs,
+                                         size_t cap) {
+  return a->chunk_segs ? a->chunk_segs(shape, elems, segs, cap) : segs;
+}
+
 /* Shared pieces: message_elems for an algorithm that moves whole regions
  * cut into segments of at most cap (schedule.h's rs__segs); direct_slots
  * for one that reduces into regions its peers may still be reading. */

@@ -17,6 +17,7 @@
 
 #include "base/dtype.h"
 #include "hook/spec.h"
+#include "net/proto.h"
 #include "ringsim/internal/command.h" /* rs_one_line */
 #include "ringsim/ringsim.h"
 
@@ -270,13 +271,12 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (rs_netmodel_parse_rate(value, &config->net.reduce_rate, err))
       FAIL("%.64s %.400s", o, err);
   } else if (is_option(o, "proto")) { /* (net/proto.h) */
-    static const char *const names[] = {"none", "LL", "LL128", "Simple"};
-    size_t p = 0;
-    while (p < sizeof names / sizeof *names && strcmp(value, names[p]))
+    rs_protocol_t p = RS_PROTOCOL_NONE;
+    while (p <= RS_PROTOCOL_SIMPLE && strcmp(value, rs__proto_label(p)))
       p++;
-    if (p == sizeof names / sizeof *names)
+    if (p > RS_PROTOCOL_SIMPLE)
       FAIL("proto '%.100s': expected LL, LL128, Simple or none", value);
-    config->net.proto = (rs_protocol_t)p;
+    config->net.proto = p;
   } else {
     FAIL("unknown option '%.100s'", o);
   }

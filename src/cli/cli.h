@@ -320,6 +320,9 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
 
 void cli_print_text(const report_t *r);
 void cli_print_json(const report_t *r);
+/* o (a jansson object), pretty-printed on stdout and freed: 0. */
+struct json_t;
+int cli_dump_json(struct json_t *o);
 /* Where each worker stopped, on stderr, after a fault ended the run. */
 void cli_print_watchdog(rs_run_t *run);
 /* The exit status for a run's status code. */

@@ -5,6 +5,31 @@
 #include "cli.h"
 #include "nccl_pick.h"
 
+int cli_nccl_check_force(const options_t *o, const rs_nccl_system_t *sys) {
+  const int a = o->nccl.algo;
+  const char *name = o->nccl.algo_text; /* (as given) */
+  if ((a == RS_NCCL_NVLS || a == RS_NCCL_NVLSTREE) && !sys->nvls)
+    return cli_refuse(
+        o->mode,
+        "--algo %s: NVLink SHARP needs GPUs on an NVLink switch that "
+        "reduces (NVSwitch 3, compute capability 9.0 and later); on --topo "
+        "%s the GPUs %s",
+        name, o->topo_spec ? o->topo_spec : "",
+        sys->nvswitch ? "meet at a switch that does not reduce"
+                      : "have no NVLink switch");
+  if (a == RS_NCCL_NVLS && sys->nodes > 1)
+    return cli_refuse(o->mode,
+                      "--algo nvls runs within one node (across nodes NCCL "
+                      "needs CollNet for it): on %d nodes give --algo "
+                      "nvlstree",
+                      sys->nodes);
+  if (a == RS_NCCL_NVLSTREE && sys->nodes == 1)
+    return cli_refuse(o->mode, "--algo nvlstree is NVLS within each node "
+                                "and a tree across nodes: on one node give "
+                                "--algo nvls");
+  return -1;
+}
+
 rs_nccl_force_t cli_nccl_force(const options_t *o) {
   rs_nccl_force_t f = {0};
   if (o->nccl.algo >= 0)

@@ -8,8 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "../algo/nccl.h"
 #include "option.h"
+
 
 /* One all-reduce of `bytes`: NCCL's pick, ringsim's time for it, the
  * runner-up (the tuner's next best pair, forced alone). */
@@ -25,6 +28,11 @@ typedef struct cli_nccl_pick {
 /* What --algo, --proto and --channels force, as NCCL_ALGO, NCCL_PROTO
  * and NCCL_MIN/MAX_NCHANNELS would. */
 rs_nccl_force_t cli_nccl_force(const options_t *o);
+
+/* What NCCL cannot run on sys that --algo forces (NVLS without a switch
+ * that reduces, NVLS across nodes, NVLSTree on one), refused naming the
+ * value: -1, or EXIT_USAGE having said why. */
+int cli_nccl_check_force(const options_t *o, const rs_nccl_system_t *sys);
 
 /* The pick for bytes on sys under force, `slots` a connection: 0, or
  * EXIT_USAGE having said why (nothing left to pick; a pick ringsim

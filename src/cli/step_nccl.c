@@ -35,33 +35,6 @@ static int check_without(const options_t *o) {
   return -1;
 }
 
-/* What NCCL cannot run on sys, refused naming the value (as ringsim
- * model --like nccl refuses it). */
-static int check_force(const options_t *o, const rs_nccl_system_t *sys) {
-  const int a = o->nccl.algo;
-  const char *name = o->nccl.algo_text; /* (as given) */
-  if ((a == RS_NCCL_NVLS || a == RS_NCCL_NVLSTREE) && !sys->nvls)
-    return cli_refuse(
-        CLI_STEP,
-        "--algo %s: NVLink SHARP needs GPUs on an NVLink switch that "
-        "reduces (NVSwitch 3, compute capability 9.0 and later); on --topo "
-        "%s the GPUs %s",
-        name, o->topo_spec ? o->topo_spec : "",
-        sys->nvswitch ? "meet at a switch that does not reduce"
-                      : "have no NVLink switch");
-  if (a == RS_NCCL_NVLS && sys->nodes > 1)
-    return cli_refuse(CLI_STEP,
-                      "--algo nvls runs within one node (across nodes NCCL "
-                      "needs CollNet for it): on %d nodes give --algo "
-                      "nvlstree",
-                      sys->nodes);
-  if (a == RS_NCCL_NVLSTREE && sys->nodes == 1)
-    return cli_refuse(CLI_STEP, "--algo nvlstree is NVLS within each node "
-                                "and a tree across nodes: on one node give "
-                                "--algo nvls");
-  return -1;
-}
-
 int step_nccl_check(const options_t *o) {
   if (!o->nccl.on)
     return check_without(o);
@@ -111,7 +84,7 @@ int step_nccl_check(const options_t *o) {
                       "messages in ringsim's schedules, not in NCCL's "
                       "prediction: with --like nccl give "
                       "worker=R,compute=F (a slower compute)");
-  return check_force(o, &sys);
+  return cli_nccl_check_force(o, &sys);
 }
 
 /* ---- the picks ---------------------------------------------------------- */

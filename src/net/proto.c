@@ -2,23 +2,6 @@
  * NCCL's cost model charges them (net/proto.h). */
 #include "net/proto.h"
 
-/* ceil(n / data) lines of `line` bytes each. */
-static uint64_t lines_bytes(uint64_t n, uint64_t data, uint64_t line) {
-  const uint64_t lines = n / data + (n % data != 0);
-  return lines > UINT64_MAX / line ? UINT64_MAX : lines * line;
-}
-
-uint64_t rs__proto_wire_bytes(rs_protocol_t p, uint64_t n) {
-  switch (p) {
-  case RS_PROTOCOL_LL: /* device.h union ncclLLFifoLine: 4 + 4 + 4 + 4 */
-    return lines_bytes(n, 8, 16);
-  case RS_PROTOCOL_LL128: /* device.h: 16 uint64 a line, 15 of data */
-    return lines_bytes(n, 120, 128);
-  default: /* Simple (prims_simple.h) and none: the data as it is */
-    return n;
-  }
-}
-
 /* tuning.cc ncclTunerConstantsDefaults.baseLatencies (us), by algorithm
  * (Tree, Ring, NVLS, NVLSTree) and protocol (LL, LL128, Simple). NVLS and
  * NVLSTree have none: their hwLatency is their whole latency

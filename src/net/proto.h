@@ -40,10 +40,23 @@ enum { RS_LAT_TREE, RS_LAT_RING, RS_LAT_NVLS, RS_LAT_NVLSTREE };
 double rs__nccl_base_us(int a, int p);
 double rs__nccl_hw_us(int hw, int a, int p);
 
+/* ceil(n / data) lines of `line` bytes each (UINT64_MAX where that
+ * would not fit). */
+static inline uint64_t rs__proto_lines(uint64_t n, uint64_t data,
+                                       uint64_t line) {
+  const uint64_t lines = n / data + (n % data != 0);
+  return lines > UINT64_MAX / line ? UINT64_MAX : lines * line;
+}
+
 /* The bytes protocol p puts on the wire for n data bytes: LL
- * ceil(n/8) x 16, LL128 ceil(n/120) x 128, Simple and none n
- * (UINT64_MAX where that would not fit). */
-uint64_t rs__proto_wire_bytes(rs_protocol_t p, uint64_t n);
+ * ceil(n/8) x 16 (device.h union ncclLLFifoLine: 4 + 4 + 4 + 4), LL128
+ * ceil(n/120) x 128 (device.h: 16 uint64 a line, 15 of data), Simple and
+ * none n (prims_simple.h). Inline: every simulated send asks it. */
+static inline uint64_t rs__proto_wire_bytes(rs_protocol_t p, uint64_t n) {
+  return p == RS_PROTOCOL_LL      ? rs__proto_lines(n, 8, 16)
+         : p == RS_PROTOCOL_LL128 ? rs__proto_lines(n, 120, 128)
+                                  : n;
+}
 
 /* NCCL's latencies of a ring all-reduce under p, in ns: its launch
  * (baseLatencies), and one hop over a link of kind hw (hwLatencies);

@@ -231,9 +231,8 @@ static void report_layout(rs_run_t *run, const sizing_t *s) {
   for (size_t b = 0; b < run->result.buckets; b++) {
     const rs_algo_t *a = run->bucket_algo[b];
     run->result.segs_per_chunk +=
-        a->chunk_segs ? a->chunk_segs(run->shape, run->buckets[b].elems,
-                                      run->bucket_segs[b], rs__run_seg_cap(run))
-                      : run->bucket_segs[b];
+        rs__algo_chunk_segs(a, run->shape, run->buckets[b].elems,
+                            run->bucket_segs[b], rs__run_seg_cap(run));
   }
   run->result.seg_elems = s->seg_elems;
   run->result.slots = s->slots;
@@ -294,10 +293,9 @@ static size_t stream_segs(const rs_run_t *run) {
     const rs_algo_t *a = run->bucket_algo[b];
     if (!(a->caps & RS__CAP_STREAM))
       continue;
-    size_t segs = run->bucket_segs[b];
-    if (a->chunk_segs)
-      segs = a->chunk_segs(run->shape, run->buckets[b].elems, segs,
-                           rs__run_seg_cap(run));
+    const size_t segs =
+        rs__algo_chunk_segs(a, run->shape, run->buckets[b].elems,
+                            run->bucket_segs[b], rs__run_seg_cap(run));
     most = segs > most ? segs : most;
   }
   return most;
