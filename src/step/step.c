@@ -145,24 +145,35 @@ static uint64_t worker_grads(const rs_model_t *model,
   return forward;
 }
 
-/* rs_step_ready, and each worker's forward end and last gradient into
- * forward[r] and last_grad[r] (either NULL: not wanted). */
+/* What the step's all-reduces run on: count buckets (each of the
+ * model's, or a powersgd all-reduce's part of one) and when each is
+ * ready on each worker, ready[b W + r]; both allocated. */
+typedef struct timeline {
+  rs_bucket_t *buckets;
+  size_t count;
+  uint64_t *ready;
+} timeline_t;
+
+static void timeline_free(timeline_t *tl) {
+  free(tl->buckets);
+  free(tl->ready);
+  memset(tl, 0, sizeof *tl);
+}
+
+/* rs_step_ready into *tl, and each worker's forward end and last
+ * gradient into forward[r] and last_grad[r] (either NULL: not wanted). */
 static int step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
-                      uint64_t **ready, rs_bucket_t **buckets, size_t *count,
-                      uint64_t *forward, uint64_t *last_grad) {
+                      timeline_t *tl, uint64_t *forward, uint64_t *last_grad) {
   const size_t n = rs_model_param_count(model), W = (size_t)cfg->workers;
-  *ready = NULL;
+  memset(tl, 0, sizeof *tl);
   if (rs_model_buckets(model, cfg->first_bucket_bytes, cfg->bucket_bytes,
-                       buckets, count))
+                       &tl->buckets, &tl->count))
     return RS_ENOMEM;
   uint64_t *grad = malloc(n * sizeof *grad);
-  *ready = malloc(*count * W * sizeof **ready);
-  if (!grad || !*ready) {
+  tl->ready = malloc(tl->count * W * sizeof *tl->ready);
+  if (!grad || !tl->ready) {
     free(grad);
-    free(*ready);
-    free(*buckets);
-    *ready = NULL;
-    *buckets = NULL;
+    timeline_free(tl);
     return RS_ENOMEM;
   }
   for (size_t r = 0; r < W; r++) {
@@ -172,8 +183,8 @@ static int step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
     if (last_grad)
       last_grad[r] = grad[0]; /* (the first param's comes last) */
     /* a bucket's params are consecutive; its first is produced last */
-    for (size_t b = 0; b < *count; b++)
-      (*ready)[b * W + r] = grad[(*buckets)[b].first_param];
+    for (size_t b = 0; b < tl->count; b++)
+      tl->ready[b * W + r] = grad[tl->buckets[b].first_param];
   }
   free(grad);
   return RS_OK;
@@ -181,7 +192,12 @@ static int step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
 
 int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
                   uint64_t **ready, rs_bucket_t **buckets, size_t *count) {
-  return step_ready(model, cfg, ready, buckets, count, NULL, NULL);
+  timeline_t tl;
+  const int rc = step_ready(model, cfg, &tl, NULL, NULL);
+  *ready = tl.ready;
+  *buckets = tl.buckets;
+  *count = tl.count;
+  return rc;
 }
 
 void rs_step_time_free(rs_step_time_t *t) {
@@ -196,9 +212,11 @@ void rs_step_time_free(rs_step_time_t *t) {
 /* Each bucket's part of the step: its params, its ready time, start and
  * end over the workers (the latest of each), and its exposed part; and
  * the step's communication and exposed time. */
-static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
-                         const uint64_t *ready, uint64_t last_grad) {
+static void time_buckets(rs_step_time_t *out, const timeline_t *tl,
+                         uint64_t last_grad) {
   const size_t W = (size_t)out->workers;
+  const rs_bucket_t *buckets = tl->buckets;
+  const uint64_t *ready = tl->ready;
   uint64_t before = 0; /* the bucket before's end */
   for (size_t b = 0; b < out->bucket_count; b++) {
     rs_step_bucket_t *o = &out->buckets[b];
@@ -227,32 +245,30 @@ static void time_buckets(rs_step_time_t *out, const rs_bucket_t *buckets,
  * Q) as buckets of their own, ready when the bucket is, so that the
  * simulation runs them back to back on the bucket's stream, as the hook
  * issues each from the one before's callback; their counts into out's
- * buckets' reduce_elems. *parts and *part_ready are allocated. */
+ * buckets' reduce_elems. parts is allocated (timeline_free). */
 static int powersgd_parts(const rs_model_t *model, const rs_step_config_t *cfg,
-                          const rs_bucket_t *buckets, size_t count,
-                          const uint64_t *ready, rs_step_time_t *out,
-                          rs_bucket_t **parts, uint64_t **part_ready) {
+                          const timeline_t *tl, rs_step_time_t *out,
+                          timeline_t *parts) {
   const size_t W = (size_t)cfg->workers, K = RS_PSGD_REDUCES;
+  const size_t count = tl->count;
   size_t *elems = malloc(count * K * sizeof *elems + 1);
-  *parts = calloc(count * K + 1, sizeof **parts);
-  *part_ready = malloc(count * K * W * sizeof **part_ready + 1);
-  if (!elems || !*parts || !*part_ready ||
-      rs_powersgd_split(model, buckets, count, cfg->powersgd_rank, elems)) {
+  parts->count = count * K;
+  parts->buckets = calloc(count * K + 1, sizeof *parts->buckets);
+  parts->ready = malloc(count * K * W * sizeof *parts->ready + 1);
+  if (!elems || !parts->buckets || !parts->ready ||
+      rs_powersgd_split(model, tl->buckets, count, cfg->powersgd_rank, elems)) {
     free(elems);
-    free(*parts);
-    free(*part_ready);
-    *parts = NULL;
-    *part_ready = NULL;
+    timeline_free(parts);
     return RS_ENOMEM;
   }
   for (size_t b = 0; b < count; b++)
     for (size_t k = 0; k < K; k++) {
-      rs_bucket_t *p = &(*parts)[b * K + k];
-      *p = buckets[b];
+      rs_bucket_t *p = &parts->buckets[b * K + k];
+      *p = tl->buckets[b];
       p->elems = elems[b * K + k];
       out->buckets[b].reduce_elems[k] = p->elems;
       for (size_t r = 0; r < W; r++)
-        (*part_ready)[(b * K + k) * W + r] = ready[b * W + r];
+        parts->ready[(b * K + k) * W + r] = tl->ready[b * W + r];
     }
   free(elems);
   return RS_OK;
@@ -275,11 +291,12 @@ static void fold_parts(rs_step_time_t *out, size_t count, const uint64_t *start,
  * before has ended (one stream; a collective ends only when every rank
  * has joined), and ends its time later, on every worker alike. RS_OK, or
  * RS_EINVAL (errmsg) where allreduce_ns has no time for a bucket. */
-static int collective_spans(const rs_step_config_t *cfg,
-                            const rs_bucket_t *buckets, size_t count,
-                            size_t elem_size, const uint64_t *ready,
-                            rs_step_time_t *out, char *errmsg) {
-  const size_t W = (size_t)cfg->workers;
+static int collective_spans(const rs_step_config_t *cfg, const timeline_t *tl,
+                            size_t elem_size, rs_step_time_t *out,
+                            char *errmsg) {
+  const size_t W = (size_t)cfg->workers, count = tl->count;
+  const rs_bucket_t *buckets = tl->buckets;
+  const uint64_t *ready = tl->ready;
   uint64_t before = 0; /* the bucket before's end */
   for (size_t b = 0; b < count; b++) {
     uint64_t start = before;
@@ -320,21 +337,18 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
     if (rc != RS_OK)
       return rc;
   }
-  rs_bucket_t *buckets = NULL;
-  uint64_t *ready = NULL;
-  size_t count = 0;
+  timeline_t tl = {0}, parts = {0};
   const size_t W = (size_t)cfg->workers;
   out->workers = cfg->workers;
   out->worker_forward = malloc(W * sizeof *out->worker_forward);
   out->worker_last_grad = malloc(W * sizeof *out->worker_last_grad);
   int rc = out->worker_forward && out->worker_last_grad
-               ? step_ready(model, cfg, &ready, &buckets, &count,
-                            out->worker_forward, out->worker_last_grad)
+               ? step_ready(model, cfg, &tl, out->worker_forward,
+                            out->worker_last_grad)
                : RS_ENOMEM;
   rs_sim_spans_t spans = {0};
   const int psgd = cfg->hook == RS_HOOK_POWERSGD;
-  rs_bucket_t *parts = NULL;
-  uint64_t *part_ready = NULL;
+  const size_t count = tl.count;
   if (rc == RS_OK) {
     out->buckets = calloc(count, sizeof *out->buckets);
     out->worker_start = malloc(count * W * sizeof *out->worker_start);
@@ -343,27 +357,31 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
       rc = RS_ENOMEM;
   }
   if (rc == RS_OK && psgd)
-    rc = powersgd_parts(model, cfg, buckets, count, ready, out, &parts,
-                        &part_ready);
+    rc = powersgd_parts(model, cfg, &tl, out, &parts);
   int failed = 0; /* rc is an error errmsg holds already */
   if (rc == RS_OK && given) {
     rc = collective_spans(
-        cfg, buckets, count,
-        rs_dtype_size(rs_hook_dtype(cfg->hook, rs_model_dtype(model))), ready,
-        out, errmsg);
+        cfg, &tl,
+        rs_dtype_size(rs_hook_dtype(cfg->hook, rs_model_dtype(model))), out,
+        errmsg);
     failed = rc != RS_OK;
   } else if (rc == RS_OK) {
-    const size_t n = psgd ? count * RS_PSGD_REDUCES : count;
+    const timeline_t *run = psgd ? &parts : &tl;
+    const size_t n = run->count;
     spans.worker_start = psgd ? malloc(n * W * sizeof *spans.worker_start + 1)
                               : out->worker_start;
     spans.worker_end =
         psgd ? malloc(n * W * sizeof *spans.worker_end + 1) : out->worker_end;
     const rs_sim_job_t job = {
-        a, &cfg->net, cfg->workers, psgd ? parts : buckets, n,
+        a,
+        &cfg->net,
+        cfg->workers,
+        run->buckets,
+        n,
         cfg->segment_bytes,
         rs_dtype_size(rs_hook_dtype(cfg->hook, rs_model_dtype(model)))};
     rc = spans.worker_start && spans.worker_end
-             ? rs__algo_simulate_ready(&job, psgd ? part_ready : ready, &spans)
+             ? rs__algo_simulate_ready(&job, run->ready, &spans)
              : RS_ENOMEM;
     if (rc == RS_OK && psgd)
       fold_parts(out, count, spans.worker_start, spans.worker_end);
@@ -372,8 +390,7 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
       free(spans.worker_end);
     }
   }
-  free(parts);
-  free(part_ready);
+  timeline_free(&parts);
   if (rc == RS_OK) {
     out->bucket_count = count;
     /* the slowest worker's compute: the one whose last gradient is last */
@@ -384,14 +401,13 @@ int rs_step_simulate(const rs_model_t *model, const rs_step_config_t *cfg,
         out->forward_ns = out->worker_forward[r];
       }
     out->backward_ns = last_grad - out->forward_ns;
-    time_buckets(out, buckets, ready, last_grad);
+    time_buckets(out, &tl, last_grad);
     const uint64_t comm_end = count ? out->buckets[count - 1].end_ns : 0;
     out->step_ns = comm_end > last_grad ? comm_end : last_grad;
   } else {
     rs_step_time_free(out);
   }
-  free(buckets);
-  free(ready);
+  timeline_free(&tl);
   if (failed)
     return rc;
   return rc ? rs__err(errmsg, rc, "step: out of memory") : RS_OK;
