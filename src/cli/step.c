@@ -110,13 +110,24 @@ static uint64_t comm_end(const rs_step_time_t *t) {
   return t->bucket_count ? t->buckets[t->bucket_count - 1].end_ns : 0;
 }
 
-/* The run of one step's all-reduces on threads, into *c: `iters`
- * iterations, laid out as DDP lays out rebuilt buckets (ddp_layout) or
- * not, each bucket starting at its ready time (*ready, allocated: the
- * caller frees it); traced or not. 0, or EXIT_RUN having said so. */
+/* One of the step's two runs on threads: the first step's (one
+ * iteration, DDP's first layout) or the later steps' together (the
+ * iterations after the first, laid out as DDP lays out rebuilt
+ * buckets), sc's all-reduces each. */
+typedef struct thread_run {
+  const rs_step_config_t *sc;
+  int iters;
+  int ddp_layout;
+} thread_run_t;
+
+/* The run tr on threads, into *c: each bucket starting at its ready
+ * time (*ready, allocated: the caller frees it); traced or not. 0, or
+ * EXIT_RUN having said so. */
 static int thread_config(const options_t *o, const rs_model_t *model,
-                         const rs_step_config_t *sc, int iters, int ddp_layout,
-                         int traced, rs_config_t *c, uint64_t **ready) {
+                         const thread_run_t *tr, int traced, rs_config_t *c,
+                         uint64_t **ready) {
+  const rs_step_config_t *sc = tr->sc;
+  const int iters = tr->iters, ddp_layout = tr->ddp_layout;
   rs_bucket_t *buckets;
   size_t count;
   if (rs_step_ready(model, sc, ready, &buckets, &count)) {
@@ -136,25 +147,24 @@ static int thread_config(const options_t *o, const rs_model_t *model,
   return 0;
 }
 
-/* Can the threads' run of sc (iters iterations) be made: its memory,
+/* Can the threads' run tr be made: its memory,
  * trace records included, and every other check a run makes before it
  * starts (rs_run_check)? Asked before anything runs or the trace is opened,
  * so that a step refused for the later steps' run has not run (nor
  * traced) its first. Returns -1 to go on, or EXIT_USAGE having said why. */
 static int threads_fit(const options_t *o, const rs_model_t *model,
-                       const rs_step_config_t *sc, int iters, int ddp_layout) {
+                       const thread_run_t *tr) {
   uint64_t *ready;
   char err[RS_ERRMSG_MAX];
   rs_config_t c;
-  if (thread_config(o, model, sc, iters, ddp_layout, o->trace != 0, &c,
-                    &ready))
+  if (thread_config(o, model, tr, o->trace != 0, &c, &ready))
     return EXIT_RUN;
   int rc = rs_run_check(&c, model, err);
   free(ready);
   if (rc == RS_OK)
     return -1;
   fprintf(stderr, "ringsim: step: %s%s\n",
-          iters > 1 ? "the threads' run of the later steps: " : "", err);
+          tr->iters > 1 ? "the threads' run of the later steps: " : "", err);
   return rc == RS_ENOMEM || rc == RS_EINVAL ? EXIT_USAGE : cli_exit_code(rc);
 }
 
@@ -162,13 +172,13 @@ static int threads_fit(const options_t *o, const rs_model_t *model,
  * thread_config says); its simulated end must be the simulation's.
  * Returns 0, or an exit status (said on stderr). */
 static int run_threads(const options_t *o, const rs_model_t *model,
-                       const rs_step_config_t *sc, int iters, int ddp_layout,
-                       const rs_step_time_t *want, rs_trace_t *trace) {
+                       const thread_run_t *tr, const rs_step_time_t *want,
+                       rs_trace_t *trace) {
   const uint64_t want_ns = comm_end(want);
   uint64_t *ready;
   char err[RS_ERRMSG_MAX];
   rs_config_t c;
-  if (thread_config(o, model, sc, iters, ddp_layout, trace != 0, &c, &ready))
+  if (thread_config(o, model, tr, trace != 0, &c, &ready))
     return EXIT_RUN;
   rs_run_t *run = NULL;
   int status = 0, rc;
@@ -194,7 +204,7 @@ static int run_threads(const options_t *o, const rs_model_t *model,
             rs_run_result(run)->sim_ns, want_ns);
     status = EXIT_RUN;
   } else if (trace && (rc = rs_trace_add_step(trace, rs_run_trace_id(run), want,
-                                              iters, err))) {
+                                              tr->iters, err))) {
     fprintf(stderr, "ringsim: step: %s\n", err);
     status = cli_exit_code(rc);
   }
@@ -225,10 +235,10 @@ static int check_threads(const options_t *o, const rs_model_t *model,
     return -1;
   set_algo(o, &sc, o->config.algo);
   sc.bucket_bytes = 0;
-  int rc = threads_fit(o, model, &sc, 1, 0);
+  int rc = threads_fit(o, model, &(thread_run_t){&sc, 1, 0});
   sc.bucket_bytes = o->step.cap_count ? o->step.caps[0] : o->config.bucket_bytes;
   if (rc < 0 && o->step.iterations > 1)
-    rc = threads_fit(o, model, &sc, o->step.iterations - 1, 1);
+    rc = threads_fit(o, model, &(thread_run_t){&sc, o->step.iterations - 1, 1});
   return rc;
 }
 
@@ -336,11 +346,11 @@ static int finish_row(const options_t *o, const rs_model_t *model,
     return 0;
   set_algo(o, sc, row->algo);
   sc->bucket_bytes = 0;
-  rc = run_threads(o, model, sc, 1, 0, &row->first, trace);
+  rc = run_threads(o, model, &(thread_run_t){sc, 1, 0}, &row->first, trace);
   sc->bucket_bytes = row->cap;
   if (!rc && o->step.iterations > 1)
-    rc = run_threads(o, model, sc, o->step.iterations - 1, 1, &row->later,
-                     trace);
+    rc = run_threads(o, model, &(thread_run_t){sc, o->step.iterations - 1, 1},
+                     &row->later, trace);
   return rc;
 }
 
