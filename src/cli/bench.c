@@ -337,10 +337,22 @@ typedef struct row {
   double mpi_us;     /* --transport mpi: MPI_Allreduce's time; -1: none */
 } row_t;
 
-/* One size on W workers: returns 0, or the failed run's exit status. */
-static int bench_one(const options_t *o, int W, size_t count,
-                     const rs_netmodel_t *machine, rs_trace_t *trace,
-                     ticker_t *ticker, int time_mpi, row_t *row) {
+/* What every run of the sweep on W workers shares: --algo auto's model
+ * of this machine, measured for W (else NULL), the trace (or NULL) and
+ * the progress line. */
+typedef struct sweep {
+  const rs_netmodel_t *machine;
+  rs_trace_t *trace;
+  ticker_t *ticker;
+} sweep_t;
+
+/* One size on W workers (MPI_Allreduce timed too: time_mpi): returns 0,
+ * or the failed run's exit status. */
+static int bench_one(const options_t *o, const sweep_t *sw, int W, size_t count,
+                     int time_mpi, row_t *row) {
+  const rs_netmodel_t *machine = sw->machine;
+  rs_trace_t *trace = sw->trace;
+  ticker_t *ticker = sw->ticker;
   char text[128], err[RS_ERRMSG_MAX];
   snprintf(text, sizeof text,
            "{\"name\": \"bench\", \"params\": [{\"name\": \"g\", \"shape\": "
@@ -734,6 +746,8 @@ int cli_bench(int argc, char **argv) {
              W, (double)machine.link.latency_ns / 1e3,
              (double)machine.link.bandwidth / 1e9,
              (double)machine.reduce_rate / 1e9);
+    const sweep_t sweep = {o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
+                           trace, &ticker};
     for (size_t bytes = o.bench.min_bytes;
          bytes <= o.bench.max_bytes && status == 0 && !cli_signal();) {
       size_t count = bytes / rs_dtype_size(o.bench.dtype);
@@ -753,13 +767,10 @@ int cli_bench(int argc, char **argv) {
                 : 0;
         size_rows[n].algo = oop_rows[n].algo = one.config.algo;
         /* out-of-place, then in-place: two runs (MPI timed in the second) */
-        status = bench_one(&one, W, count ? count : 1,
-                           o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
-                           trace, &ticker, 0, &oop_rows[n]);
+        status = bench_one(&one, &sweep, W, count ? count : 1, 0, &oop_rows[n]);
         if (status == 0 && !cli_signal())
-          status = bench_one(&one, W, count ? count : 1,
-                             o.config.algo == RS_ALGO_AUTO ? &machine : NULL,
-                             trace, &ticker, 1, &size_rows[n]);
+          status =
+              bench_one(&one, &sweep, W, count ? count : 1, 1, &size_rows[n]);
         else if (status == 0)
           break;
         if (status == 0 && size_rows[n].time_us < size_rows[best].time_us)
