@@ -69,11 +69,20 @@ static void operands(const rs_order_t *o, const rs_order_node_t *node,
   *second = swap ? node->left : node->right;
 }
 
+/* An order as the report writes it: its folds (order), and how its
+ * leaves are written (leaves; NULL: worker R's gR). */
+typedef struct written {
+  const rs_order_t *order;
+  const leaves_t *leaves;
+} written_t;
+
 /* Worker r's local fold up to its contribution upto (0..k-1) as text:
  * c0, then (c0+c1), ((c0+c1)+c2), ...; the last fold of --op avg is
  * (a+b)/k; top: without the outermost brackets of a sum. */
-static void local_text(const rs_order_t *o, const leaves_t *lv, int r, int upto,
-                       int top, char *buf, size_t size) {
+static void local_text(const written_t *w, int r, int upto, int top, char *buf,
+                       size_t size) {
+  const rs_order_t *o = w->order;
+  const leaves_t *lv = w->leaves;
   const int k = lv->local, first = r * k;
   char prev[2048];
   snprintf(buf, size, "c%d", first);
@@ -90,15 +99,17 @@ static void local_text(const rs_order_t *o, const leaves_t *lv, int r, int upto,
   }
 }
 
-/* Node k of an order as an expression over g0..g{W-1}, or with lv over
- * the contributions (lv may be NULL). */
-static void expr_text(const rs_order_t *o, const leaves_t *lv, int k, int top,
-                      char *buf, size_t size) {
+/* Node k of an order as an expression over g0..g{W-1}, or with its
+ * leaves over the contributions. */
+static void expr_text(const written_t *w, int k, int top, char *buf,
+                      size_t size) {
+  const rs_order_t *o = w->order;
+  const leaves_t *lv = w->leaves;
   const rs_order_node_t *node = &o->nodes[k];
   if (node->worker >= 0) {
     char leaf[2048];
     if (lv && lv->local)
-      local_text(o, lv, node->worker, lv->local - 1, 0, leaf, sizeof leaf);
+      local_text(w, node->worker, lv->local - 1, 0, leaf, sizeof leaf);
     else
       snprintf(leaf, sizeof leaf, "g%d", node->worker);
     if (o->pre_divided)
@@ -118,8 +129,8 @@ static void expr_text(const rs_order_t *o, const leaves_t *lv, int k, int top,
   }
   int first, second;
   operands(o, node, &first, &second);
-  expr_text(o, lv, first, 0, l, len);
-  expr_text(o, lv, second, 0, r, len);
+  expr_text(w, first, 0, l, len);
+  expr_text(w, second, 0, r, len);
   if (o->op == RS_OP_MIN || o->op == RS_OP_MAX)
     snprintf(buf, size, "%s(%s,%s)", o->op == RS_OP_MIN ? "min" : "max", l, r);
   else if (node->mean)
@@ -145,9 +156,11 @@ static void partial(const char *text, double value, rs_dtype_t dtype,
 }
 
 /* The folds under node k, in the order they are computed (children first;
- * with lv, a leaf's local folds too), onto arr (JSON) or printed. */
-static void partials(const rs_order_t *o, const leaves_t *lv, int k,
-                     json_t *arr, FILE *out) {
+ * with local leaves, a leaf's local folds too), onto arr (JSON) or
+ * printed. */
+static void partials(const written_t *w, int k, json_t *arr, FILE *out) {
+  const rs_order_t *o = w->order;
+  const leaves_t *lv = w->leaves;
   const rs_order_node_t *node = &o->nodes[k];
   char text[4096];
   if (node->worker >= 0) {
@@ -157,16 +170,16 @@ static void partials(const rs_order_t *o, const leaves_t *lv, int k,
     diff_local_fold(lv->contribs + (size_t)node->worker * (size_t)lv->local,
                     lv->local, o->op, o->dtype, steps);
     for (int j = 1; j < lv->local; j++) {
-      local_text(o, lv, node->worker, j, 1, text, sizeof text);
+      local_text(w, node->worker, j, 1, text, sizeof text);
       partial(text, steps[j - 1], o->dtype, arr, out);
     }
     return;
   }
   int first, second;
   operands(o, node, &first, &second);
-  partials(o, lv, first, arr, out);
-  partials(o, lv, second, arr, out);
-  expr_text(o, lv, k, 1, text, sizeof text);
+  partials(w, first, arr, out);
+  partials(w, second, arr, out);
+  expr_text(w, k, 1, text, sizeof text);
   partial(text, node->value, o->dtype, arr, out);
 }
 
@@ -241,12 +254,13 @@ static json_t *order_json(const diff_t *d, int k) {
   const leaves_t *lv = &d->lv[k];
   if (!o)
     return json_pack("{s:i, s:s}", "side", k, "error", d->order_err[k]);
+  const written_t w = {o, lv};
   char text[4096];
-  expr_text(o, lv, o->root, 1, text, sizeof text);
+  expr_text(&w, o->root, 1, text, sizeof text);
   json_t *inputs = json_array(), *parts = json_array();
   for (int r = 0; r < (lv->local ? d->big : o->workers); r++)
     json_array_append_new(inputs, json_real(shown_input(d, k, r)));
-  partials(o, lv, o->root, parts, NULL);
+  partials(&w, o->root, parts, NULL);
   json_t *jo =
       json_pack("{s:i, s:s, s:s, s:f, s:o, s:o, s:I, s:s?, s:i}", "side", k,
                 "algo", rs_algorithm_name(o->algo), "expr", text, "value",
@@ -363,8 +377,9 @@ static void print_order(const diff_t *d, int k) {
     printf("  side %c: %s\n", k == 0 ? 'A' : 'B', d->order_err[k]);
     return;
   }
+  const written_t w = {o, lv};
   char text[4096], num[40];
-  expr_text(o, lv, o->root, 1, text, sizeof text);
+  expr_text(&w, o->root, 1, text, sizeof text);
   number(o->nodes[o->root].value, o->dtype, num, sizeof num);
   printf("  side %c (%s", k == 0 ? 'A' : 'B', rs_algorithm_name(o->algo));
   if (o->region_word)
@@ -379,7 +394,7 @@ static void print_order(const diff_t *d, int k) {
     printf(" %c%d = %s%s", lv->local ? 'c' : 'g', r, num,
            r + 1 < n_in ? "," : "\n");
   }
-  partials(o, lv, o->root, NULL, stdout);
+  partials(&w, o->root, NULL, stdout);
 }
 
 /* Side s's label and what runs: "  B: --algo rd  (rd, f32)", no newline. */
