@@ -71,13 +71,27 @@ static int too_long_error(void) {
                    "the report holds: give faster links or a smaller model");
 }
 
+/* What `ringsim model` simulates an algorithm on (the arguments of
+ * rs_netmodel_simulate_algo after the algorithm): the model's buckets, of
+ * elem_size-byte elements cut into segments of at most segment_bytes, on
+ * W workers of network net. */
+typedef struct sim_args {
+  const rs_netmodel_t *net;
+  int workers;
+  const rs_bucket_t *buckets;
+  size_t bucket_count, segment_bytes, elem_size;
+} sim_args_t;
+
 /* (predict 0: not the predictions, which the text does not print for
  * --algo all on a topology, where each is a simulation of its own, nor
  * for rows) */
-static model_time_t model_time(rs_algorithm_t algo, const rs_netmodel_t *net,
-                               int W, const rs_bucket_t *buckets,
-                               size_t bucket_count, size_t seg_bytes,
-                               size_t elem_size, int predict) {
+static model_time_t model_time(rs_algorithm_t algo, const sim_args_t *s,
+                               int predict) {
+  const rs_netmodel_t *net = s->net;
+  const int W = s->workers;
+  const rs_bucket_t *buckets = s->buckets;
+  const size_t bucket_count = s->bucket_count, seg_bytes = s->segment_bytes,
+               elem_size = s->elem_size;
   model_time_t t = {.algo = algo};
   t.sim = rs_netmodel_simulate_algo(algo, net, W, buckets, bucket_count,
                                     seg_bytes, elem_size);
@@ -195,15 +209,44 @@ static void cross_piece(void *ctx, int k) {
                      j->elem_size);
 }
 
-/* The crossovers (at most CROSS_MAX) along the samples (cross_samples)
- * and the best algorithm at each (best), and the best at the smallest;
+/* --algo all's simulations, which do not depend on one another: the time
+ * over the buckets (t, by algorithm) of each algorithm shown (the first
+ * `shown` pieces, cli_algo_nth's), then the best algorithm at each
+ * crossover sample (best): rs_parallel_for's pieces. */
+typedef struct model_all {
+  const options_t *opt;
+  sim_args_t sim; /* (sim.net: the network of every piece) */
+  int shown, predict;
+  model_time_t *t;
+  const size_t *sample;
+  rs_algorithm_t *best;
+  size_t samples;
+} model_all_t;
+
+static void model_all_piece(void *ctx, int i) {
+  const model_all_t *m = ctx;
+  if (cli_signal())
+    return; /* (stopped: the caller prints nothing) */
+  if (i < m->shown) {
+    const rs_algorithm_t a = cli_algo_nth(m->sim.net, i);
+    m->t[a] = model_time(a, &m->sim, m->predict);
+  } else
+    m->best[i - m->shown] = best_at(m->opt, m->sim.net, m->sample[i - m->shown],
+                                    m->sim.elem_size, NULL);
+}
+
+/* The crossovers (at most CROSS_MAX) along m's samples (cross_samples)
+ * and the best algorithm at each (m->best), and the best at the smallest;
  * every algorithm's predictions at each (all), or the two that cross's.
  * Between two samples whose best differ, the change is found by
  * bisection; the predictions are worked out on the cores. */
-static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
-                         size_t elem_size, const size_t *sample,
-                         const rs_algorithm_t *sample_best, size_t samples,
-                         int all, crossover_t *out, rs_algorithm_t *first) {
+static size_t crossovers(const model_all_t *m, int all, crossover_t *out,
+                         rs_algorithm_t *first) {
+  const options_t *opt = m->opt;
+  const rs_netmodel_t *net = m->sim.net;
+  const size_t elem_size = m->sim.elem_size, *sample = m->sample;
+  const rs_algorithm_t *sample_best = m->best;
+  const size_t samples = m->samples;
   size_t count = 0, lo = sample[0];
   rs_algorithm_t best = *first = sample_best[0];
   for (size_t i = 1; i < samples && count < CROSS_MAX && !cli_signal(); i++) {
@@ -215,12 +258,12 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
       rs_algorithm_t to = b;
       while (z - a > 1 && !cli_signal()) {
         size_t mid = a + (z - a) / 2;
-        const rs_algorithm_t m = best_at(opt, net, mid, elem_size, NULL);
-        if (m == best) {
+        const rs_algorithm_t at = best_at(opt, net, mid, elem_size, NULL);
+        if (at == best) {
           a = mid;
         } else {
           z = mid;
-          to = m;
+          to = at;
         }
       }
       crossover_t *c = &out[count++];
@@ -236,35 +279,6 @@ static size_t crossovers(const options_t *opt, const rs_netmodel_t *net,
   parallel_for(opt, "crossover predictions", (int)count * 2 * RS_ALGO_COUNT,
                cross_piece, &job);
   return count;
-}
-
-/* --algo all's simulations, which do not depend on one another: the time
- * over the buckets (t, by algorithm) of each algorithm shown (the first
- * `shown` pieces, cli_algo_nth's), then the best algorithm at each
- * crossover sample (best): rs_parallel_for's pieces. */
-typedef struct model_all {
-  const options_t *opt;
-  const rs_netmodel_t *net;
-  const rs_bucket_t *buckets;
-  size_t bucket_count, elem_size;
-  int shown, predict;
-  model_time_t *t;
-  const size_t *sample;
-  rs_algorithm_t *best;
-} model_all_t;
-
-static void model_all_piece(void *ctx, int i) {
-  const model_all_t *m = ctx;
-  if (cli_signal())
-    return; /* (stopped: the caller prints nothing) */
-  if (i < m->shown) {
-    const rs_algorithm_t a = cli_algo_nth(m->net, i);
-    m->t[a] = model_time(a, m->net, m->opt->config.workers, m->buckets,
-                         m->bucket_count, m->opt->config.segment_bytes,
-                         m->elem_size, m->predict);
-  } else
-    m->best[i - m->shown] =
-        best_at(m->opt, m->net, m->sample[i - m->shown], m->elem_size, NULL);
 }
 
 /* The table's algorithms NCCL does not run, said under it: ringsim's
@@ -283,15 +297,16 @@ static void print_not_nccl(const rs_netmodel_t *net) {
 }
 
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
-static int print_all(const options_t *opt, const rs_netmodel_t *net,
-                     const rs_model_t *model, const model_time_t *t,
-                     double bytes, const model_all_t *m, size_t samples) {
+static int print_all(const model_all_t *m, const rs_model_t *model,
+                     double bytes) {
+  const options_t *opt = m->opt;
+  const rs_netmodel_t *net = m->sim.net;
+  const model_time_t *t = m->t;
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
   crossover_t cross[CROSS_MAX];
   rs_algorithm_t first;
   const size_t min_elems = m->sample[0];
-  size_t ncross = crossovers(opt, net, elem_size, m->sample, m->best, samples,
-                             opt->json, cross, &first);
+  size_t ncross = crossovers(m, opt->json, cross, &first);
   if (cli_signal())
     return EXIT_RUN;
   const int W = opt->config.workers;
@@ -435,9 +450,7 @@ typedef struct model_rows {
 /* compute_rows' pieces (rs_parallel_for): one row's algorithm each. */
 typedef struct rows_job {
   const options_t *opt;
-  const rs_netmodel_t *net;
-  const rs_bucket_t *buckets;
-  size_t bucket_count, elem_size;
+  sim_args_t sim; /* (net and workers: each row's own) */
   model_rows_t *m;
 } rows_job_t;
 
@@ -447,20 +460,24 @@ static void rows_piece(void *ctx, int k) {
   const rs_algorithm_t a = j->m->algos[k % j->m->count];
   if (cli_signal())
     return;
-  rs_netmodel_t row = *j->net;
-  if (j->net->topo.enabled)
+  rs_netmodel_t row = *j->sim.net;
+  if (j->sim.net->topo.enabled)
     row.topo.nodes = j->opt->rows.nodes[i];
-  j->m->t[i][a] =
-      model_time(a, &row, j->opt->rows.workers[i], j->buckets, j->bucket_count,
-                 j->opt->config.segment_bytes, j->elem_size, j->opt->json);
+  sim_args_t sim = j->sim;
+  sim.net = &row;
+  sim.workers = j->opt->rows.workers[i];
+  j->m->t[i][a] = model_time(a, &sim, j->opt->json);
 }
 
 /* Every row's times, on the machine's cores, then the best of each. */
 static int compute_rows(const options_t *opt, const rs_model_t *model,
                         const rs_netmodel_t *net, const rs_bucket_t *buckets,
                         size_t bucket_count, model_rows_t *m) {
-  rows_job_t job = {
-      opt, net, buckets, bucket_count, rs_dtype_size(rs_model_dtype(model)), m};
+  rows_job_t job = {opt,
+                    {net, opt->config.workers, buckets, bucket_count,
+                     opt->config.segment_bytes,
+                     rs_dtype_size(rs_model_dtype(model))},
+                    m};
   parallel_for(opt, m->count > 1 ? "rows x algorithms" : "rows",
                opt->rows.count * m->count, rows_piece, &job);
   if (cli_signal())
@@ -697,8 +714,9 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;
   }
-  const size_t seg_bytes = opt->config.segment_bytes;
   const size_t elem_size = rs_dtype_size(rs_model_dtype(model));
+  const sim_args_t sim = {
+      net, W, buckets, bucket_count, opt->config.segment_bytes, elem_size};
   if (opt->rows.count > 1) {
     rc = print_rows(opt, model, net, buckets, bucket_count);
     free(buckets);
@@ -721,15 +739,13 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
     }
     cross_samples(elem_size, rs_model_elems(model), sample);
     model_all_t m = {.opt = opt,
-                     .net = net,
-                     .buckets = buckets,
-                     .bucket_count = bucket_count,
-                     .elem_size = elem_size,
+                     .sim = sim,
                      .shown = cli_algos(net),
                      .predict = opt->json || !net->topo.enabled,
                      .t = t,
                      .sample = sample,
-                     .best = best};
+                     .best = best,
+                     .samples = samples};
     parallel_for(opt, "algorithms and size samples", m.shown + (int)samples,
                  model_all_piece, &m);
     free(buckets);
@@ -738,9 +754,8 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
       if (too_long(&t[cli_algo_nth(net, i)]))
         rc = too_long_error();
     if (rc < 0) {
-      rc = print_all(opt, net, model, t,
-                     (double)rs_model_elems(model) * (double)elem_size, &m,
-                     samples);
+      rc = print_all(&m, model,
+                     (double)rs_model_elems(model) * (double)elem_size);
       if (rc && !cli_signal())
         fprintf(stderr, "ringsim: out of memory\n");
     }
@@ -750,8 +765,7 @@ int cli_run_model(const options_t *opt, const rs_model_t *model) {
   }
   cli_progress_t *progress =
       opt->quiet ? NULL : cli_progress_count("model: simulating", NULL, 0);
-  model_time_t t = model_time(opt->config.algo, net, W, buckets, bucket_count,
-                              seg_bytes, elem_size, 1);
+  model_time_t t = model_time(opt->config.algo, &sim, 1);
   cli_progress_stop(progress);
   free(buckets);
   if (cli_signal())
