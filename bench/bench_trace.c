@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 static int cmp_u64(const void *a, const void *b) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -23,6 +23,7 @@
 #include "algo/gloo_ring.h"
 #include "algo/rd.h"
 #include "algo/tree.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 static int matrix_workers;

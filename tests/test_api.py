@@ -3,6 +3,7 @@
 
     test_api.py exports LIBRINGSIM_SO REPO_DIR CC NM
     test_api.py headers REPO_DIR CC CXX BUILD_INCLUDE_DIR
+    test_api.py opaque REPO_DIR CC BUILD_INCLUDE_DIR
 
 The build generates ringsim/version.h (ringsim.h includes it): in
 BUILD_INCLUDE_DIR, or in include/ beside LIBRINGSIM_SO (macros alone, it
@@ -24,12 +25,22 @@ as C++ (C++11 and the compiler's default), -Wall -Wextra -Werror -pedantic
 member, no C11 atomics); and none includes a C header that C++ has not
 got (<stdatomic.h>, <threads.h>, ...), which a C++ compiler may accept on
 its own.
+
+opaque: rs_config_t is opaque to a program outside ringsim. Against the
+public headers alone (include/ringsim/ without internal/, as installed), a
+C file that takes sizeof(rs_config_t) must fail to compile, for the type's
+being incomplete, while one that makes a config through rs_config_new and
+rs_config_set compiles; and with include/ringsim/internal/config.h (the
+library's, the command's and the C tests' view) sizeof compiles, so the
+layout is still there for them.
 """
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 MARKER = "__rs_api_marker__"
 # -I of the build's generated headers (ringsim/version.h), set by main
@@ -200,6 +211,65 @@ def check_headers(repo, cc, cxx):
           f"({count} compilations)")
 
 
+def check_opaque(repo, cc):
+    public = [os.path.relpath(h, os.path.join(repo, "include"))
+              for h in headers(repo)]
+    includes = "".join(f'#include "{h}"\n' for h in public)
+    uses = {
+        "sizeof": "size_t rs_config_size(void);\n"
+                  "size_t rs_config_size(void) { return sizeof(rs_config_t); }\n",
+        "the calls": "int make(void);\nint make(void) {\n"
+                     "  char err[RS_ERRMSG_MAX];\n"
+                     "  rs_config_t *c = rs_config_new();\n"
+                     "  int rc = rs_config_set(c, \"workers\", \"2\", err);\n"
+                     "  rs_config_free(c);\n  return rc;\n}\n",
+    }
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # the installed view: include/ringsim/ without internal/
+        shutil.copytree(os.path.join(repo, "include", "ringsim"),
+                        os.path.join(tmp, "include", "ringsim"),
+                        ignore=shutil.ignore_patterns("internal"))
+
+        def compile_(name, text, include):
+            path = os.path.join(tmp, name + ".c")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return subprocess.run(
+                [cc, "-std=c11", "-Wall", "-Wextra", "-Werror",
+                 "-fsyntax-only", "-I", include, *GENERATED, path],
+                capture_output=True, text=True)
+
+        installed = os.path.join(tmp, "include")
+        r = compile_("size", includes + uses["sizeof"], installed)
+        if r.returncode == 0:
+            problems.append(
+                "sizeof(rs_config_t) compiles against the public headers "
+                f"({', '.join(public)}): one of them defines struct "
+                "rs_config; its layout belongs in "
+                "include/ringsim/internal/config.h")
+        elif "incomplete" not in r.stderr:
+            problems.append("sizeof(rs_config_t) against the public headers "
+                            "failed, but not for an incomplete type:\n"
+                            + r.stderr.strip())
+        r = compile_("calls", includes + uses["the calls"], installed)
+        if r.returncode != 0:
+            problems.append("a config made through rs_config_new and "
+                            "rs_config_set does not compile against the "
+                            "public headers:\n" + r.stderr.strip())
+        r = compile_("internal", includes + '#include '
+                     '"ringsim/internal/config.h"\n' + uses["sizeof"],
+                     os.path.join(repo, "include"))
+        if r.returncode != 0:
+            problems.append("sizeof(rs_config_t) with "
+                            "ringsim/internal/config.h does not compile:\n"
+                            + r.stderr.strip())
+    if problems:
+        fail(problems)
+    print(f"ok: rs_config_t is incomplete in the {len(public)} public "
+          f"headers, whole with ringsim/internal/config.h")
+
+
 def main(argv):
     if len(argv) == 5 and argv[0] == "exports":
         GENERATED[:] = ["-I", os.path.join(os.path.dirname(argv[1]),
@@ -208,6 +278,9 @@ def main(argv):
     elif len(argv) == 5 and argv[0] == "headers":
         GENERATED[:] = ["-I", argv[4]]
         check_headers(*argv[1:4])
+    elif len(argv) == 4 and argv[0] == "opaque":
+        GENERATED[:] = ["-I", argv[3]]
+        check_opaque(*argv[1:3])
     else:
         sys.exit(__doc__)
 

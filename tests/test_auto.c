@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 /* auto-1: for many networks, W, sizes and sets of eligible algorithms, the

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "net/netmodel.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 /* The schedule-only simulation of a one-bucket model. */

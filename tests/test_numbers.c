@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ringsim/internal/command.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/step.h"
 
 #define OK 1

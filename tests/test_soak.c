@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 #include "ringsim/step.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algo/list.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 /* The threaded run's simulated time: algo on W workers under net, one

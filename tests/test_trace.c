@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 #include "io/trace.h"
 

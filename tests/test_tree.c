@@ -10,6 +10,7 @@
 #include "algo/algo.h"
 #include "algo/list.h"
 #include "algo/tree.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 enum { MAX_W = 64 };

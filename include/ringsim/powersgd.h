@@ -11,12 +11,12 @@
  *   4. the result P Q^T; the error-feedback residual g_w - result on each
  *      worker (what the hook's error_dict keeps for the next step).
  *
- * Over steps, PowerSGDState's (config's powersgd_start, _feedback,
- * _warm): a step before start is the hook's vanilla all-reduce
- * (allreduce_hook's); with feedback each compressed step adds the last
- * one's residuals to its grads first (step 1 above then sees g_w + e_w);
- * with warm start the Qs of a compressed step after the first are the
- * step before's all-reduced Q / W, not a draw.
+ * Over steps, PowerSGDState's (the config's hook
+ * powersgd:rank=R,start=S,feedback=on|off,warm=on|off): a step before start is
+ * the hook's vanilla all-reduce (allreduce_hook's); with feedback each
+ * compressed step adds the last one's residuals to its grads first (step 1
+ * above then sees g_w + e_w); with warm start the Qs of a compressed step after
+ * the first are the step before's all-reduced Q / W, not a draw.
  *
  * Each all-reduce is a run of its own (rs_run_create), on the config's
  * algorithm, checked and traced: three a bucket. Float32 models only, as
@@ -93,7 +93,7 @@ RS_API int rs_powersgd_split(const rs_model_t *model,
                              const rs_bucket_t *buckets, size_t count, int rank,
                              size_t *elems);
 
-/* The plan for config (its hook RS_HOOK_POWERSGD, its powersgd_rank R)
+/* The plan for config (its hook RS_HOOK_POWERSGD, of rank R)
  * over model's buckets (config's caps, or the model's own). Refused, with
  * errmsg: another dtype than f32, MPI, R below 1 or above every param's
  * min(n, m). */

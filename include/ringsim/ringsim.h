@@ -18,8 +18,10 @@
  * The header is C11 and C++ alike (a test compiles every public header as
  * both). libringsim.so exports the functions marked RS_API here and in
  * the other headers of include/ringsim/ (explain.h, the teaching calls;
- * powersgd.h; step.h; internal/command.h, the command's own), and nothing
- * else; a test compares its dynamic symbols with these declarations.
+ * powersgd.h; step.h), and nothing else: not what internal/ declares
+ * (command.h, the command's own calls; config.h, rs_config_t's layout),
+ * which is not installed. A test compares its dynamic symbols with these
+ * declarations.
  */
 #ifndef RINGSIM_RINGSIM_H
 #define RINGSIM_RINGSIM_H
@@ -551,8 +553,8 @@ RS_API int rs_machine_measure(int workers, size_t segment_bytes, int slots,
 RS_API size_t rs_segs_per_chunk(size_t elems, int workers, size_t segment_bytes,
                                 size_t elem_size);
 
-/* When an average (RS_OP_AVG) divides by W: rs_config_t.average,
- * --average post, pre or pre-mul. */
+/* When an average (RS_OP_AVG) divides by W: the config's average
+ * (rs_config_set), --average post, pre or pre-mul. */
 typedef enum rs_average {
   RS_AVERAGE_POST,   /* "post": the sum, divided by W at its last addition */
   RS_AVERAGE_PRE,    /* "pre": each worker's gradient divided by W before
@@ -566,7 +568,7 @@ typedef enum rs_average {
  * and the value for a name, or -1. */
 RS_API const char *rs_average_name(rs_average_t average);
 RS_API int rs_average_parse(const char *name);
-/* A DDP communication hook (rs_config_t.hook, --hook), as PyTorch 1.13
+/* A DDP communication hook (the config's hook, --hook), as PyTorch 1.13
  * writes it (torch/distributed/algorithms/ddp_comm_hooks/; docs/hooks.md).
  * A hook averages: it needs RS_OP_AVG, and its division by W before the
  * sum replaces average (the reducer's own 1/W multiply is off). */
@@ -579,8 +581,8 @@ typedef enum rs_hook {
                         (half the bytes), cast back to the model's dtype */
   RS_HOOK_BF16,      /* "bf16": bf16_compress_hook's arithmetic, in
                         bfloat16 */
-  RS_HOOK_POWERSGD   /* "powersgd": powerSGD_hook's step, of rank
-                        rs_config_t.powersgd_rank: three all-reduces a
+  RS_HOOK_POWERSGD   /* "powersgd": powerSGD_hook's step, of rank R
+                        (powersgd:rank=R): three all-reduces a
                         bucket, each a run of its own (ringsim/powersgd.h;
                         rs_run_create refuses it) */
 } rs_hook_t;
@@ -595,132 +597,21 @@ RS_API rs_dtype_t rs_hook_dtype(rs_hook_t hook, rs_dtype_t model_dtype);
  * leaves as it is): --algo gloo-ring's segment bytes unless given. */
 #define RS_GLOO_SEGMENT_BYTES ((size_t)1 << 20)
 
-typedef struct rs_config {
-  int workers;          /* W, 1..RS_MAX_WORKERS */
-  size_t segment_bytes; /* largest message through a queue */
-  int slots;            /* K, slots per queue */
-  double timeout_s;     /* longest a worker waits for a peer */
-  rs_op_t op;
-  /* For RS_OP_AVG: when it divides by W (default RS_AVERAGE_POST; zero,
-   * so a test `if (average)` asks "does it divide first?"). */
-  rs_average_t average;
-  /* A DDP communication hook (default RS_HOOK_NONE), and PowerSGD's
-   * matrix approximation rank R (RS_HOOK_POWERSGD; 1 and up). */
-  rs_hook_t hook;
-  int powersgd_rank;
-  /* PowerSGDState's state carried from step to step (ringsim/powersgd.h):
-   * start_powerSGD_iter (the steps before it are the hook's vanilla
-   * all-reduce), use_error_feedback and warm_start (0 or 1). Either of
-   * the two needs a start of 2 or more, as PowerSGDState demands. All 0
-   * by default: every step from fresh state. */
-  int powersgd_start;
-  int powersgd_feedback;
-  int powersgd_warm;
-  /* Also compute the result in a fixed order (worker 0, 1, ..., W-1, in
-   * float) and count how the algorithm's order changes it (rs_param_check_t's
-   * order_ fields). Costs one more buffer. */
-  int order_report;
-  rs_collective_t collective;
-  /* Per-segment checksums, verified by the receiver; forced on when any
-   * fault is injected. */
-  int checksum;
-  /* Copy-free queues: the receiver reduces straight from the sender's
-   * buffer (NCCL's direct mode). Faster; the copying queue, which models a
-   * network, is the default. */
-  int direct;
-  /* Lay each bucket out as PyTorch's DDP reducer does once it has rebuilt
-   * its buckets (every iteration after the first): its params in reverse
-   * order, each param's elements in their own order. The algorithm moves
-   * regions of that layout (the trace's elem_offset counts in it); the
-   * result comes back in the model's. For gloo-ring's bits (--like
-   * ddp-gloo; docs/ddp.md). Not with direct. */
-  int ddp_layout;
-  /* The loop order. 0 (the default): step by step, each step moving a whole
-   * region segment by segment, as the algorithm is taught. 1 (the ring
-   * only): NCCL's loop: the bucket is cut into slices of one segment per
-   * chunk, and the whole ring (all 2(W-1) steps) runs on one slice before
-   * the next, so what a
-   * step writes is still in cache when the next step reads it. Same
-   * messages, same sums, bit for bit; a different order in time. Not with
-   * the network model, which simulates the step order. */
-  int slices;
-  /* The algorithm (default RS_ALGO_RING). */
-  rs_algorithm_t algo;
-  /* DDP buckets: the model is all-reduced bucket by bucket, in DDP's order
-   * (rs_model_buckets). Defaults: 25 MiB and 1 MiB; bucket_bytes 0 makes
-   * one bucket of the whole model. */
-  size_t bucket_bytes;
-  size_t first_bucket_bytes;
-  /* A training step (ringsim/step.h): bucket b starts on worker r's
-   * simulated clock no earlier than ready_ns[b W + r], when its last
-   * gradient is ready there (rs_step_ready, for these buckets), in every
-   * iteration; NULL: at once. The caller keeps the array for the run. */
-  const uint64_t *ready_ns;
-  /* Run the collective warmup + iterations times on the same threads (as
-   * nccl-tests does); the result is checked after the first, and timed over
-   * the last `iterations`. Defaults: 0 and 1. */
-  int warmup;
-  int iterations;
-  /* A time budget (ringsim bench without -n), 0 for none: the warm-up ends
-   * early once it has taken warmup_budget_s (after at least one
-   * iteration), and then only as many timed iterations run as fit in
-   * timed_budget_s at the last warm-up iteration's pace (at least one).
-   * Needs warmup >= 1. rs_result_t's warmup and iterations say what ran. */
-  double warmup_budget_s;
-  double timed_budget_s;
-  /* Called on the main thread with the iterations done and the warm-up
-   * and timed counts planned then: after each iteration the main thread
-   * starts (the first; with a time budget, the warm-up's), and while the
-   * workers run the others back to back, every 100 ms and after the last;
-   * NULL for none. */
-  void (*on_iteration)(void *arg, int done, int warmup, int iterations);
-  void *on_iteration_arg;
-  /* The run will be traced (rs_run_set_trace): rs_run_create counts its
-   * event buffers (one record per transfer, over every iteration) in the
-   * memory it needs before allocating anything. */
-  int traced;
-  /* How many times to compute the reference, for a steadier ref_ns
-   * (default 1). */
-  int ref_reps;
-  /* Threads for the reference and the check: 0 (default) one per online
-   * core, at most 64. With exactly 1, and generated inputs, the reference
-   * is computed before the run as for any other inputs, so ref_ns times
-   * the direct mean on one thread (what `ringsim bench` calls ref). */
-  int check_threads;
-  int fault_count;
-  rs_fault_t faults[RS_MAX_FAULTS];
-  rs_netmodel_t net; /* simulated time; off unless net.enabled */
-  /* --algo auto: the model it chooses by. With net.enabled, net (the
-   * simulated network); else this one if machine.enabled (measured before,
-   * rs_machine_measure or rs_config_measure_machine: bench measures once
-   * for its sizes); else rs_run_create refuses the run. */
-  rs_netmodel_t machine;
-  /* Run over MPI (rs_mpi_init first, in every process of the job): the W
-   * workers are spread over the processes in contiguous blocks, each
-   * process runs its own block's threads, and edges between processes go
-   * over MPI point-to-point (docs/mpi.md). Every process creates and
-   * executes the same run; rank 0 writes the trace. 0: one process. */
-  int mpi;
-  /* Test knobs, as text ("" for none, the default). The library reads no
-   * environment: the command and the Python package copy these from the
-   * variables named here (rs_config_set's "test-flip" and
-   * "mpi-trace-batch").
-   * - test_flip, RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...] (up to 64 pairs):
-   *   flip the lowest bit of those elements of those workers' results
-   *   after the first iteration, before the check, as silent memory
-   *   corruption would (docs/reliability.md).
-   * - mpi_trace_batch, RINGSIM_MPI_TRACE_BATCH=N: trace records per batch
-   *   to rank 0 over MPI, the same in every process (docs/mpi.md).
-   * rs_run_create refuses a value it cannot read, naming the variable. */
-  char test_flip[1024];
-  char mpi_trace_batch[32];
-} rs_config_t;
+/* A run's configuration, opaque: rs_config_new makes one with the
+ * defaults below (4 workers, the ring, avg, ...), rs_config_set and
+ * rs_config_get set and read a setting by the command's option name, and
+ * a few typed setters (rs_config_set_ready, rs_config_set_on_iteration,
+ * rs_config_set_machine) take what text cannot carry; rs_config_free
+ * frees it. The layout is the library's own: it may grow without a
+ * program noticing. */
+typedef struct rs_config rs_config_t;
 
 /* MPI (docs/mpi.md), for a program started by mpirun. rs_mpi_init
  * initialises MPI (MPI_THREAD_MULTIPLE) and says this process's rank and
  * the number of processes; RS_EINVAL with errmsg saying so when ringsim
  * was built without MPI or MPI cannot give threads. Call it once, before
- * any run with config.mpi, and rs_mpi_finalize once at the end. */
+ * any run with transport mpi (rs_config_set), and rs_mpi_finalize once at
+ * the end. */
 RS_API int rs_mpi_init(int *rank, int *procs, char *errmsg);
 RS_API void rs_mpi_finalize(void);
 /* Collective over every process: the largest of their codes. A process
@@ -744,12 +635,12 @@ RS_API int rs_mpi_agree(int code, char *msg, size_t size);
 #define RS_MIN_SEGMENT_BYTES 4
 #define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0
-RS_API void rs_config_init(rs_config_t *config);
 /* What a caller does before rs_run_create for --algo auto: with neither
  * net nor machine set, measure this machine (rs_machine_measure, with the
- * config's workers, segment_bytes, slots and direct) into config->machine;
- * otherwise nothing. rs_run_create refuses an auto run with no model (the
- * run never measures: measuring runs rings itself). */
+ * config's workers, segment-bytes, slots and direct) into the config's
+ * machine (as rs_config_set_machine); otherwise nothing. rs_run_create
+ * refuses an auto run with no model (the run never measures: measuring
+ * runs rings itself). */
 RS_API int rs_config_measure_machine(rs_config_t *config, char *errmsg);
 
 typedef struct rs_run rs_run_t;
@@ -990,8 +881,9 @@ RS_API const rs_worker_stats_t *rs_run_worker_stats(const rs_run_t *run,
                                                     int worker);
 RS_API const rs_param_check_t *rs_run_param_check(const rs_run_t *run,
                                                   size_t param);
+/* The run's config (rs_config_get reads it). */
 RS_API const rs_config_t *rs_run_config(const rs_run_t *run);
-/* The processes a run is spread over: 1 unless config.mpi (then the MPI
+/* The processes a run is spread over: 1 unless transport mpi (then the MPI
  * job's, after rs_run_create). */
 RS_API int rs_run_procs(const rs_run_t *run);
 
@@ -1021,24 +913,78 @@ RS_API size_t rs_run_mismatches(const rs_run_t *run,
  * a binding without a C compiler (ctypes) never depends on the layout of
  * rs_config_t or rs_result_t. */
 
-/* A configuration on the heap, with rs_config_init's defaults; NULL when out
- * of memory. Free it with rs_config_free. */
+/* A configuration on the heap, with the defaults (4 workers, the ring, avg,
+ * RS_DEFAULT_SEGMENT_BYTES, RS_DEFAULT_SLOTS, RS_DEFAULT_TIMEOUT_S, DDP's
+ * buckets, one iteration); NULL when out of memory. Free it with
+ * rs_config_free (NULL is fine). rs_config_t is opaque: this is the one
+ * way to make one. */
 RS_API rs_config_t *rs_config_new(void);
 RS_API void rs_config_free(rs_config_t *config);
 /* Set one option of config from text, by the command's long option name
- * ("bucket-mb", or "bucket_mb"): workers, op, average (pre, post,
- * pre-mul), algo, like (ddp-gloo: sets algo, op, average and DDP's bucket
- * layout, as --like does), bucket-mb, segment-bytes (a plain number of bytes),
- * slots, timeout (seconds), loop (steps, slices), checksum, direct,
- * order-report (true, false, 1, 0), inject (adds a fault, as --inject), net,
- * link, straggler (as --net, --link, --straggler), reduce-rate, and traced (the
- * config's field: the run will have a trace). On error (RS_EINVAL) the config
- * is unchanged, but for a half-parsed net, link or straggler, and errmsg holds
- * one line naming the option, the value and what was expected. Checks
- * across options (average applies to op avg only) are the caller's. The
- * command parses these options through it too, so both say the same. */
+ * ("bucket-mb", or "bucket_mb"):
+ * - workers; op; average (pre, post, pre-mul); algo; hook (none,
+ *   allreduce, fp16, bf16, powersgd:rank=R[,start=S][,feedback=on|off]
+ *   [,warm=on|off]); like (ddp-gloo: sets algo, op, average and
+ *   ddp-layout, as --like does); collective (allreduce, reduce-scatter);
+ *   transport (shm, mpi: the run spreads over the MPI job's processes,
+ *   rs_mpi_init first; docs/mpi.md);
+ * - bucket-mb and first-bucket-mb (MiB; 0 for one bucket); segment-bytes
+ *   (a plain number of bytes); slots; timeout (seconds); loop (steps,
+ *   slices);
+ * - checksum, direct, order-report, ddp-layout (DDP's bucket layout,
+ *   reversed params) and traced (the run will have a trace: its records
+ *   are counted in the memory rs_run_create checks): true, false, 1, 0;
+ * - warmup (0..) and iterations (1..): runs of the collective on the same
+ *   threads, the result checked after the first and timed over the last
+ *   iterations; warmup-budget and timed-budget (seconds, 0 for none: with
+ *   warmup 1 or more, the warm-up ends once it has taken its budget, and
+ *   only as many timed iterations run as fit in theirs; rs_result_t says
+ *   what ran); ref-reps (1..1000: the reference computed so many times,
+ *   for a steadier ref_ns); check-threads (0, one per core, ..64);
+ * - inject (adds a fault, as --inject); net, link, straggler, topo,
+ *   reduce-rate, proto (as --net, --link, --straggler, --topo,
+ *   --reduce-rate, --proto);
+ * - test-flip and mpi-trace-batch: test knobs (RINGSIM_TEST_FLIP and
+ *   RINGSIM_MPI_TRACE_BATCH, which the command and the Python package copy
+ *   here: docs/reliability.md, docs/mpi.md); rs_run_create refuses a value
+ *   it cannot read.
+ * On error (RS_EINVAL) the config is unchanged, but for a half-parsed net,
+ * link or straggler, and errmsg holds one line naming the option, the
+ * value and what was expected. Checks across options (average applies to
+ * op avg only) are rs_run_create's. The command parses these options
+ * through it too, so both say the same. */
 RS_API int rs_config_set(rs_config_t *config, const char *option,
                          const char *value, char *errmsg);
+/* The value of one option of config as text that rs_config_set takes back
+ * (the same names), NUL-terminated into value (size bytes): every option
+ * above but like, inject, net, link, straggler, topo and reduce-rate,
+ * which add to or parse into several settings (RS_EINVAL; a run's
+ * report, rs_run_report_json, says what it used). RS_EINVAL with errmsg
+ * for an unknown option or a value longer than size - 1. */
+RS_API int rs_config_get(const rs_config_t *config, const char *option,
+                         char *value, size_t size, char *errmsg);
+/* What text cannot carry:
+ * - ready_ns: a training step (ringsim/step.h): bucket b starts on worker
+ *   r's simulated clock no earlier than ready_ns[b W + r], when its last
+ *   gradient is ready there (rs_step_ready, for these buckets), in every
+ *   iteration; NULL (the default): at once. The caller keeps the array
+ *   until the run is freed.
+ * - on_iteration: fn(arg, done, warmup, iterations), on the thread that
+ *   calls rs_run_execute, with the iterations done and the warm-up and
+ *   timed counts planned then: after each iteration that thread starts
+ *   (the first; with a time budget, the warm-up's), and while the workers
+ *   run the others back to back, every 100 ms and after the last; fn NULL
+ *   (the default) for none.
+ * - machine: --algo auto's model of this machine when there is no net
+ *   (rs_machine_measure's, measured once for several configs; or
+ *   rs_config_measure_machine measures into the config); NULL for none. */
+RS_API void rs_config_set_ready(rs_config_t *config, const uint64_t *ready_ns);
+RS_API void rs_config_set_on_iteration(rs_config_t *config,
+                                       void (*fn)(void *arg, int done,
+                                                  int warmup, int iterations),
+                                       void *arg);
+RS_API void rs_config_set_machine(rs_config_t *config,
+                                  const rs_netmodel_t *machine);
 /* A fault as --inject writes it, KIND:key=value,... (crash, stall, corrupt,
  * drop, dup; keys worker and step, default 0, and ms, a stall's length,
  * required for stall) into f. Returns 0, or -1 if spec is not one. */

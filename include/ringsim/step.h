@@ -133,9 +133,9 @@ RS_API int rs_step_ready(const rs_model_t *model, const rs_step_config_t *cfg,
                          size_t *count);
 
 /* One step's timeline on the simulated clocks without threads: the same
- * clocks a threaded run with these ready times keeps (rs_config_t's
- * ready_ns). RS_OK, RS_EINVAL (config: errmsg says why) or RS_ENOMEM;
- * free out with rs_step_time_free. */
+ * clocks a threaded run with these ready times keeps (rs_config_set_ready).
+ * RS_OK, RS_EINVAL (config: errmsg says why) or RS_ENOMEM; free out with
+ * rs_step_time_free. */
 RS_API int rs_step_simulate(const rs_model_t *model,
                             const rs_step_config_t *cfg, rs_step_time_t *out,
                             char *errmsg);

@@ -16,16 +16,27 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "base/parallel.h" /* RS_PARALLEL_MAX */
 #include "hook/spec.h"
 #include "net/proto.h"
 #include "ringsim/internal/command.h" /* rs_one_line */
+#include "ringsim/internal/config.h"  /* rs_config_t's fields */
 #include "ringsim/ringsim.h"
 
+/* rs_config_new's block: the config first (rs_config_free frees the
+ * block through it), its test knobs beside it. */
+typedef struct config_block {
+  rs_config_t config;
+  rs_test_knobs_t test;
+} config_block_t;
+
 rs_config_t *rs_config_new(void) {
-  rs_config_t *config = malloc(sizeof *config);
-  if (config)
-    rs_config_init(config);
-  return config;
+  config_block_t *block = calloc(1, sizeof *block);
+  if (!block)
+    return NULL;
+  rs_config_init(&block->config);
+  block->config.test = &block->test;
+  return &block->config;
 }
 
 void rs_config_free(rs_config_t *config) { free(config); }
@@ -133,10 +144,48 @@ static int is_option(const char *option, const char *name) {
     return RS_EINVAL;                                                          \
   } while (0)
 
+/* The options that are a flag (true, false, 1, 0): their field, or NULL. */
+static int *flag_field(rs_config_t *c, const char *o) {
+  return is_option(o, "checksum")       ? &c->checksum
+         : is_option(o, "direct")       ? &c->direct
+         : is_option(o, "order-report") ? &c->order_report
+         : is_option(o, "traced")       ? &c->traced
+         : is_option(o, "ddp-layout")   ? &c->ddp_layout
+                                        : NULL;
+}
+
+/* The options that are a count: their field, and in *lo and *hi the
+ * values rs_run_create takes; or NULL. */
+static int *count_field(rs_config_t *c, const char *o, long *lo, long *hi) {
+  *lo = 0;
+  *hi = 1000000;
+  if (is_option(o, "warmup"))
+    return &c->warmup;
+  *lo = 1;
+  if (is_option(o, "iterations"))
+    return &c->iterations;
+  *hi = 1000;
+  if (is_option(o, "ref-reps"))
+    return &c->ref_reps;
+  *lo = 0;
+  *hi = RS_PARALLEL_MAX; /* 0: one per core, at most that */
+  return is_option(o, "check-threads") ? &c->check_threads : NULL;
+}
+
+static const char *const collective_names[] = {"allreduce", "reduce-scatter"};
+
+static int collective_parse(const char *name) {
+  for (int c = 0; c < 2; c++)
+    if (strcmp(name, collective_names[c]) == 0)
+      return c;
+  return -1;
+}
+
 int rs_config_set(rs_config_t *config, const char *option, const char *value,
                   char *errmsg) {
-  long v;
+  long v, lo, hi;
   double d;
+  int *count;
   char err[RS_ERRMSG_MAX];
   const char *o = option;
   if (is_option(o, "workers")) {
@@ -163,11 +212,13 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     }
     config->algo = (rs_algorithm_t)algo;
   } else if (is_option(o, "test-flip") || is_option(o, "mpi-trace-batch")) {
-    /* the test knobs, as text (rs_config_t says what they do) */
+    /* the test knobs, as text (rs_test_knobs_t says what they do) */
+    if (!config->test)
+      FAIL("%.64s: this config has no test knobs (rs_config_new's has)", o);
     int flip = is_option(o, "test-flip");
-    char *to = flip ? config->test_flip : config->mpi_trace_batch;
+    char *to = flip ? config->test->flip : config->test->mpi_trace_batch;
     size_t size =
-        flip ? sizeof config->test_flip : sizeof config->mpi_trace_batch;
+        flip ? sizeof config->test->flip : sizeof config->test->mpi_trace_batch;
     if (strlen(value) >= size)
       FAIL("%.64s '%.100s': longer than %zu bytes", o, value, size - 1);
     memcpy(to, value, strlen(value) + 1);
@@ -200,7 +251,7 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     config->op = RS_OP_AVG;
     config->average = RS_AVERAGE_PRE_MUL;
     config->ddp_layout = 1;
-  } else if (is_option(o, "bucket-mb")) {
+  } else if (is_option(o, "bucket-mb") || is_option(o, "first-bucket-mb")) {
     if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
       FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
            value);
@@ -209,9 +260,11 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (d > 0 && d * 1048576.0 < 1)
       FAIL("%.64s '%.100s': less than a byte (0 alone makes one bucket)", o,
            value);
-    config->bucket_bytes = (size_t)(d * 1048576.0);
-    if (d > 0 && config->bucket_bytes < sizeof(float))
-      config->bucket_bytes = sizeof(float);
+    size_t *cap = is_option(o, "bucket-mb") ? &config->bucket_bytes
+                                            : &config->first_bucket_bytes;
+    *cap = (size_t)(d * 1048576.0);
+    if (d > 0 && *cap < sizeof(float))
+      *cap = sizeof(float);
   } else if (is_option(o, "segment-bytes")) {
     if (rs_read_int(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES,
                     &v))
@@ -235,15 +288,29 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (strcmp(value, "steps") && strcmp(value, "slices"))
       FAIL("%.64s '%.100s': expected steps or slices", o, value);
     config->slices = strcmp(value, "slices") == 0;
-  } else if (is_option(o, "checksum") || is_option(o, "direct") ||
-             is_option(o, "order-report") || is_option(o, "traced")) {
+  } else if (flag_field(config, o)) {
     int flag;
     if (parse_flag(value, &flag))
       FAIL("%.64s '%.100s': expected true or false", o, value);
-    *(is_option(o, "checksum")       ? &config->checksum
-      : is_option(o, "direct")       ? &config->direct
-      : is_option(o, "order-report") ? &config->order_report
-                                     : &config->traced) = flag;
+    *flag_field(config, o) = flag;
+  } else if ((count = count_field(config, o, &lo, &hi))) {
+    if (rs_read_int(value, lo, hi, &v))
+      FAIL("%.64s '%.100s': expected an integer in %ld..%ld", o, value, lo, hi);
+    *count = (int)v;
+  } else if (is_option(o, "warmup-budget") || is_option(o, "timed-budget")) {
+    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1e6))
+      FAIL("%.64s '%.100s': expected seconds in [0, 1e6] (0: none)", o, value);
+    *(is_option(o, "warmup-budget") ? &config->warmup_budget_s
+                                    : &config->timed_budget_s) = d;
+  } else if (is_option(o, "transport")) {
+    if (strcmp(value, "shm") && strcmp(value, "mpi"))
+      FAIL("%.64s '%.100s': expected shm or mpi", o, value);
+    config->mpi = strcmp(value, "mpi") == 0;
+  } else if (is_option(o, "collective")) {
+    int c = collective_parse(value);
+    if (c < 0)
+      FAIL("%.64s '%.100s': expected allreduce or reduce-scatter", o, value);
+    config->collective = (rs_collective_t)c;
   } else if (is_option(o, "inject")) {
     if (config->fault_count == RS_MAX_FAULTS)
       FAIL("%.64s: at most %d faults", o, RS_MAX_FAULTS);
@@ -281,6 +348,103 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     FAIL("unknown option '%.100s'", o);
   }
   return RS_OK;
+}
+
+/* rs_config_get's answer: text into value (size bytes), or RS_EINVAL
+ * when it does not fit. */
+static int answer(const char *o, const char *text, char *value, size_t size,
+                  char *errmsg) {
+  size_t len = strlen(text);
+  if (!value || len >= size)
+    FAIL("%.64s: its value takes %zu bytes and a NUL, the buffer has %zu", o,
+         len, value ? size : 0);
+  memcpy(value, text, len + 1);
+  return RS_OK;
+}
+
+int rs_config_get(const rs_config_t *config, const char *option, char *value,
+                  size_t size, char *errmsg) {
+  /* (the field finders serve rs_config_set too; nothing here writes) */
+  rs_config_t *c = (rs_config_t *)config;
+  const char *o = option;
+  char text[sizeof c->test->flip + 64];
+  long lo, hi;
+  const int *count = count_field(c, o, &lo, &hi);
+  if (is_option(o, "workers") || count)
+    snprintf(text, sizeof text, "%d", count ? *count : c->workers);
+  else if (is_option(o, "op"))
+    snprintf(text, sizeof text, "%s", rs_op_name(c->op));
+  else if (is_option(o, "average"))
+    snprintf(text, sizeof text, "%s", rs_average_name(c->average));
+  else if (is_option(o, "algo"))
+    snprintf(text, sizeof text, "%s", rs_algorithm_name(c->algo));
+  else if (is_option(o, "hook") && c->hook == RS_HOOK_POWERSGD)
+    snprintf(text, sizeof text, "powersgd:rank=%d,start=%d,feedback=%s,warm=%s",
+             c->powersgd_rank, c->powersgd_start,
+             c->powersgd_feedback ? "on" : "off",
+             c->powersgd_warm ? "on" : "off");
+  else if (is_option(o, "hook"))
+    snprintf(text, sizeof text, "%s", rs_hook_name(c->hook));
+  else if (is_option(o, "bucket-mb") || is_option(o, "first-bucket-mb"))
+    snprintf(text, sizeof text, "%.17g",
+             (double)(is_option(o, "bucket-mb") ? c->bucket_bytes
+                                                : c->first_bucket_bytes) /
+                 1048576.0);
+  else if (is_option(o, "segment-bytes"))
+    snprintf(text, sizeof text, "%zu", c->segment_bytes);
+  else if (is_option(o, "slots"))
+    snprintf(text, sizeof text, "%d", c->slots);
+  else if (is_option(o, "timeout") || is_option(o, "warmup-budget") ||
+           is_option(o, "timed-budget"))
+    snprintf(text, sizeof text, "%.17g",
+             is_option(o, "timeout")         ? c->timeout_s
+             : is_option(o, "warmup-budget") ? c->warmup_budget_s
+                                             : c->timed_budget_s);
+  else if (is_option(o, "loop"))
+    snprintf(text, sizeof text, "%s", c->slices ? "slices" : "steps");
+  else if (flag_field(c, o))
+    snprintf(text, sizeof text, "%s", *flag_field(c, o) ? "true" : "false");
+  else if (is_option(o, "transport"))
+    snprintf(text, sizeof text, "%s", c->mpi ? "mpi" : "shm");
+  else if (is_option(o, "collective"))
+    snprintf(text, sizeof text, "%s",
+             collective_names[c->collective == RS_COLL_REDUCE_SCATTER]);
+  else if (is_option(o, "proto"))
+    snprintf(text, sizeof text, "%s", rs__proto_label(c->net.proto));
+  else if (is_option(o, "test-flip") || is_option(o, "mpi-trace-batch"))
+    snprintf(text, sizeof text, "%s",
+             !c->test                    ? ""
+             : is_option(o, "test-flip") ? c->test->flip
+                                         : c->test->mpi_trace_batch);
+  else if (is_option(o, "like") || is_option(o, "inject") ||
+           is_option(o, "net") || is_option(o, "link") ||
+           is_option(o, "straggler") || is_option(o, "topo") ||
+           is_option(o, "reduce-rate"))
+    FAIL("%.64s: set only (it adds to or parses into several settings); "
+         "a run's report says what it used",
+         o);
+  else
+    FAIL("unknown option '%.100s'", o);
+  return answer(o, text, value, size, errmsg);
+}
+
+void rs_config_set_ready(rs_config_t *config, const uint64_t *ready_ns) {
+  config->ready_ns = ready_ns;
+}
+
+void rs_config_set_on_iteration(rs_config_t *config,
+                                void (*fn)(void *arg, int done, int warmup,
+                                           int iterations),
+                                void *arg) {
+  config->on_iteration = fn;
+  config->on_iteration_arg = arg;
+}
+
+void rs_config_set_machine(rs_config_t *config, const rs_netmodel_t *machine) {
+  if (machine)
+    config->machine = *machine;
+  else
+    memset(&config->machine, 0, sizeof config->machine);
 }
 
 void rs_dtype_unpack(rs_dtype_t dtype, void *dst, const void *src, size_t n) {

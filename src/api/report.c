@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ringsim/internal/config.h" /* rs_run_config's fields */
 #include "ringsim/ringsim.h"
 
 /* What the report is built from. */

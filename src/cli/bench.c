@@ -369,9 +369,7 @@ static int bench_one(const options_t *o, const sweep_t *sw, int W, size_t count,
   rs_config_init(&cfg);
   cfg.workers = W;
   /* (the test knobs: the environment's, as for every run) */
-  memcpy(cfg.test_flip, o->config.test_flip, sizeof cfg.test_flip);
-  memcpy(cfg.mpi_trace_batch, o->config.mpi_trace_batch,
-         sizeof cfg.mpi_trace_batch);
+  cfg.test = o->config.test;
   cfg.op = o->config.op;
   cfg.segment_bytes = o->config.segment_bytes;
   cfg.slots = o->config.slots;

@@ -12,6 +12,7 @@
 
 #include "ringsim/explain.h"          /* --explain, diff's orders */
 #include "ringsim/internal/command.h" /* the command's own calls */
+#include "ringsim/internal/config.h"  /* rs_config_t's fields */
 #include "ringsim/powersgd.h"         /* --hook powersgd */
 #include "ringsim/ringsim.h"
 
@@ -112,6 +113,7 @@ typedef struct options {
   cli_mode_t mode;
   unsigned char given[OPT_COUNT]; /* how often each option was given */
   rs_config_t config;
+  rs_test_knobs_t test; /* the environment's test knobs: config.test */
   int workers_given;
   const char *params;
   const char *grads;

@@ -135,7 +135,7 @@ int cli_check_auto_mpi(const options_t *o);
 const char *cli_datatype_name(rs_dtype_t dtype);
 
 /* optset.c: the test knobs, copied from the environment into config's
- * text (rs_config_t: the library reads no environment):
+ * (rs_test_knobs_t: the library reads no environment):
  * RINGSIM_TEST_FLIP and RINGSIM_MPI_TRACE_BATCH; rs_run_create reads
  * them. -1 with msg (RS_ERRMSG_MAX bytes) when one is too long. */
 int cli_test_knobs(rs_config_t *config, char *msg);

@@ -437,9 +437,9 @@ int cli_test_knobs(rs_config_t *config, char *msg) {
     char *to;
     size_t size;
   } knobs[] = {
-      {"RINGSIM_TEST_FLIP", config->test_flip, sizeof config->test_flip},
-      {"RINGSIM_MPI_TRACE_BATCH", config->mpi_trace_batch,
-       sizeof config->mpi_trace_batch}};
+      {"RINGSIM_TEST_FLIP", config->test->flip, sizeof config->test->flip},
+      {"RINGSIM_MPI_TRACE_BATCH", config->test->mpi_trace_batch,
+       sizeof config->test->mpi_trace_batch}};
   for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) {
     const char *value = getenv(knobs[i].name);
     if (!value)
@@ -471,6 +471,7 @@ void cli_options_init(cli_mode_t mode, options_t *o) {
   o->mode = mode;
   memset(o->given, 0, sizeof o->given);
   rs_config_init(&o->config);
+  o->config.test = &o->test; /* (cli_test_knobs fills them) */
   if (mode == CLI_STEP) {
     o->step.iterations = 2; /* the first, and one on rebuilt buckets */
     o->step.slow_worker = -1;

@@ -17,6 +17,7 @@
 #include "algo/algo.h"
 #include "net/transport.h"
 #include "net/xfer.h"
+#include "ringsim/internal/config.h" /* the run keeps its config */
 #include "ringsim/ringsim.h"
 
 /* The constants of the error bound, one set per run (check_prepare.c's
@@ -39,7 +40,10 @@ typedef struct check_plan {
 } check_plan_t;
 
 struct rs_run {
-  rs_config_t config;
+  rs_config_t config; /* its test knobs: test below */
+  /* The config's test knobs, copied (its caller may free them after
+   * rs_run_create): config.test points here. */
+  rs_test_knobs_t test;
   const rs_model_t *model;
   size_t elems;
   /* The dtype the algorithm sums in: values rounded to it, the wire sized
@@ -112,7 +116,7 @@ struct rs_run {
   uint64_t *mismatches;
   rs_mismatch_t first_mismatches[RS_MISMATCH_LIST];
   size_t mismatches_listed;
-  /* config.test_flip (run/flips.c): bits to flip in worker results before the
+  /* test.flip (run/flips.c): bits to flip in worker results before the
    * check, for tests of the check. */
   int flip_count;
   struct {

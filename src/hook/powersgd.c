@@ -31,7 +31,8 @@
 #include "hook/powersgd_int.h"
 
 struct rs_powersgd {
-  rs_config_t config;
+  rs_config_t config;   /* its test knobs: test below */
+  rs_test_knobs_t test; /* the caller's, copied: its runs get them */
   const rs_model_t *model;
   int workers;
   size_t elems;
@@ -194,6 +195,9 @@ int rs_powersgd_create(const rs_config_t *config, const rs_model_t *model,
   if (!ps)
     return rs__err(errmsg, RS_ENOMEM, "out of memory");
   ps->config = *config;
+  if (config->test)
+    ps->test = *config->test;
+  ps->config.test = &ps->test;
   ps->model = model;
   ps->workers = config->workers;
   ps->elems = rs_model_elems(model);

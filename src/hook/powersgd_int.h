@@ -4,6 +4,7 @@
 #ifndef RINGSIM_HOOK_POWERSGD_INT_H
 #define RINGSIM_HOOK_POWERSGD_INT_H
 
+#include "ringsim/internal/config.h" /* what the plan keeps */
 #include "ringsim/powersgd.h"
 
 const rs_config_t *rs__powersgd_config(const rs_powersgd_t *ps);

@@ -11,6 +11,7 @@
 
 #include "base/util.h"
 #include "ringsim/internal/command.h" /* rs_read_int */
+#include "ringsim/internal/config.h"  /* PowerSGD's fields */
 
 static int on_off(const char *text, size_t len, int *out) {
   if (len == 2 && strncmp(text, "on", 2) == 0)

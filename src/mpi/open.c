@@ -273,7 +273,7 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
                             ? (uint64_t)(run->config.timeout_s * 1e9)
                             : AGREE_WAIT_NS;
   long batch;
-  int rc = compare_config(run, run->config.mpi_trace_batch, &batch, errmsg);
+  int rc = compare_config(run, run->test.mpi_trace_batch, &batch, errmsg);
   if (rc)
     return rc;
   struct rs_mpi *m = new_state(procs, run->config.traced, batch);

@@ -7,13 +7,13 @@
 #include "base/util.h"
 #include "run/run.h"
 
-/* The test knob test_flip, RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...]
- * (rs_config_t; docs/reliability.md): flip the lowest bit of those
+/* The test knob flip, RINGSIM_TEST_FLIP=WORKER:ELEMENT[,...]
+ * (rs_test_knobs_t; docs/reliability.md): flip the lowest bit of those
  * elements of those workers' results after the all-reduce, before the
  * check, as silent memory corruption would, to test the check's listing
  * of workers that differ. Numbers as rs_read_digits reads them. */
 int rs__run_parse_flips(rs_run_t *run, char *errmsg) {
-  const char *text = run->config.test_flip;
+  const char *text = run->test.flip;
   if (!text[0])
     return RS_OK;
   const int max = (int)(sizeof run->flips / sizeof *run->flips);

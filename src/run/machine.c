@@ -20,6 +20,7 @@
 
 #include "base/reduce.h"
 #include "base/util.h"
+#include "ringsim/internal/config.h" /* its runs' configs */
 
 /* The measurement runs at most this many worker threads (a ring step at
  * W=4096 on two cores takes far longer than a calibration may); beyond,

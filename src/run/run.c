@@ -41,6 +41,9 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (!run)
     return NULL;
   run->config = *config;
+  if (config->test)
+    run->test = *config->test;
+  run->config.test = &run->test;
   /* the pipelined links' slots are the queues' (--slots, NCCL_STEPS) */
   if (run->config.net.slots <= 0)
     run->config.net.slots = config->slots;
