@@ -45,17 +45,18 @@ static void test_rows_say_what_the_docs_say(void **state) {
   static const struct {
     const char *name;
     size_t segment_bytes;
-    int topo, slices, rs, autoc, nccl, formula, textbook;
+    int topo, slices, rs, autoc, nccl, formula, textbook, nvls;
   } want[] = {
-      {"ring", 0, 0, 1, 1, 1, 1, 1, 1},
-      {"rd", 0, 0, 0, 0, 1, 0, 1, 0},
-      {"rhd", 0, 0, 0, 0, 1, 0, 1, 0},
-      {"linear", 0, 0, 0, 0, 1, 0, 1, 0},
-      {"tree", 0, 0, 0, 0, 1, 1, 1, 0},
-      {"gloo-ring", RS_GLOO_SEGMENT_BYTES, 0, 0, 0, 0, 0, 1, 0},
-      {"hier", 0, 1, 0, 0, 1, 0, 0, 0},
-      {"hier:rd", 0, 1, 0, 0, 1, 0, 0, 0},
-      {"hier:rhd", 0, 1, 0, 0, 1, 0, 0, 0},
+      {"ring", 0, 0, 1, 1, 1, 1, 1, 1, 0},
+      {"rd", 0, 0, 0, 0, 1, 0, 1, 0, 0},
+      {"rhd", 0, 0, 0, 0, 1, 0, 1, 0, 0},
+      {"linear", 0, 0, 0, 0, 1, 0, 1, 0, 0},
+      {"tree", 0, 0, 0, 0, 1, 1, 1, 0, 0},
+      {"gloo-ring", RS_GLOO_SEGMENT_BYTES, 0, 0, 0, 0, 0, 1, 0, 0},
+      {"hier", 0, 1, 0, 0, 1, 0, 0, 0, 0},
+      {"hier:rd", 0, 1, 0, 0, 1, 0, 0, 0, 0},
+      {"hier:rhd", 0, 1, 0, 0, 1, 0, 0, 0, 0},
+      {"nvls", 0, 0, 0, 0, 0, 1, 0, 0, 1},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     rs_algo_info_t info;
@@ -75,7 +76,9 @@ static void test_rows_say_what_the_docs_say(void **state) {
     assert_int_equal(info.in_nccl, want[i].nccl);
     assert_int_equal(info.closed_formula, want[i].formula);
     assert_int_equal(info.textbook_ring, want[i].textbook);
+    assert_int_equal(info.needs_nvls_switch, want[i].nvls);
   }
+  assert_int_equal(sizeof want / sizeof *want, RS_ALGO_COUNT);
 }
 
 /* caps-3: the run refuses what a row does not offer, and only that; auto
@@ -84,7 +87,7 @@ static void test_rows_say_what_the_docs_say(void **state) {
 static void test_refusals_follow_the_rows(void **state) {
   (void)state;
   char err[RS_ERRMSG_MAX];
-  rs_config_t flat, topo;
+  rs_config_t flat, topo, nvls;
   rs_config_init(&flat);
   flat.workers = 4;
   rs_config_init(&topo);
@@ -93,6 +96,10 @@ static void test_refusals_follow_the_rows(void **state) {
   assert_int_equal(rs_topo_parse("dgx-h100,nodes=2,gpus=2,nics=2",
                                  &topo.net.topo, err),
                    RS_OK);
+  rs_config_init(&nvls);
+  nvls.workers = 8;
+  nvls.net.enabled = 1;
+  assert_int_equal(rs_topo_parse("dgx-h100", &nvls.net.topo, err), RS_OK);
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     rs_algo_info_t info;
     assert_int_equal(rs_algo_info((rs_algorithm_t)a, &info), RS_OK);
@@ -100,16 +107,26 @@ static void test_refusals_follow_the_rows(void **state) {
     c.algo = (rs_algorithm_t)a;
     const int flat_rc = rs__run_check_config(&c, err);
     print_message("%-9s flat: %s\n", info.name, flat_rc ? err : "ok");
-    assert_int_equal(flat_rc != RS_OK, info.needs_topology);
+    assert_int_equal(flat_rc != RS_OK,
+                     info.needs_topology || info.needs_nvls_switch);
     if (info.needs_topology)
       assert_non_null(strstr(err, "needs nodes"));
+    if (info.needs_nvls_switch) {
+      assert_non_null(strstr(err, "NVLink switch that reduces"));
+      c = topo; /* (nodes, and a switch: but two nodes) */
+      c.algo = (rs_algorithm_t)a;
+      assert_int_equal(rs__run_check_config(&c, err), RS_EINVAL);
+      assert_non_null(strstr(err, "NVLSTree"));
+    }
     /* where it runs (on nodes if it needs them): the slice order (which
      * no network model times: flat alone) and a reduce-scatter alone */
-    const rs_config_t base = info.needs_topology ? topo : flat;
+    const rs_config_t base = info.needs_nvls_switch ? nvls
+                             : info.needs_topology  ? topo
+                                                    : flat;
     c = base;
     c.algo = (rs_algorithm_t)a;
     assert_int_equal(rs__run_check_config(&c, err), RS_OK);
-    if (!info.needs_topology) {
+    if (!info.needs_topology && !info.needs_nvls_switch) {
       c.slices = 1;
       const int rc = rs__run_check_config(&c, err);
       assert_int_equal(rc != RS_OK, !info.slices);
@@ -125,14 +142,15 @@ static void test_refusals_follow_the_rows(void **state) {
     /* eligible under the options: what the config refuses, left out */
     c = flat;
     c.algo = RS_ALGO_AUTO;
-    assert_int_equal((rs__run_eligible(&c) >> a) & 1, !info.needs_topology);
+    assert_int_equal((rs__run_eligible(&c) >> a) & 1,
+                     !info.needs_topology && !info.needs_nvls_switch);
     /* alone in the mask, an algorithm auto may not choose is not chosen
      * (the ring stands in), and has no prediction */
     const rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
     uint64_t pred[RS_ALGO_COUNT];
     const rs_algorithm_t got =
         rs_auto_choose(&net, 4, 1000, 1 << 18, 4, 1u << a, pred);
-    if (!info.needs_topology) {
+    if (!info.needs_topology && !info.needs_nvls_switch) {
       assert_int_equal(got, info.auto_eligible ? a : RS_ALGO_RING);
       assert_int_equal(pred[a] == UINT64_MAX, !info.auto_eligible);
     }

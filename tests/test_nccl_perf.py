@@ -222,7 +222,10 @@ class NcclPerf(unittest.TestCase):
             (["--like", "foo", "--topo", "dgx-h100"], "--like 'foo'"),
             (["--like", "nccl", "--topo", "dgx-h100", "--proto", "LL129"], "--proto 'LL129'"),
             (["--like", "nccl", "--topo", "dgx-h100", "--algo", "all"], "--algo all"),
-            (["--topo", "dgx-h100", "-p", mlp, "--algo", "nvls"], "--algo nvls"),
+            (["--topo", "dgx-h100,nodes=2", "-p", mlp, "--algo", "nvls"], "NVLSTree"),
+            (["--topo", "dgx-a100", "-p", mlp, "--algo", "nvls"], "does not reduce"),
+            (["--topo", "dgx-h100", "-p", mlp, "--algo", "nvls", "--proto", "LL"],
+             "only Simple's bytes"),
             (["--topo", "dgx-h100", "-p", mlp, "-b", 8], "--minbytes"),
             (["--like", "nccl", "--topo", "dgx-h100", "-p", mlp, "-e", "1M"], "--maxbytes"),
         ]

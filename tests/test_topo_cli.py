@@ -237,6 +237,47 @@ class TopoCli(unittest.TestCase):
                       "100.000 GB/s per GPU port; nic 5.000 us, 25.000 GB/s per NIC",
                       out)
 
+    # topo-cli-7b: nvls (NVLink SHARP) on one node of dgx-h100: the threads
+    # move the data (the check passes, the two-worker example holds
+    # [2, 3]) and its simulated time is `ringsim model`'s, to the ns;
+    # --algo all has its column on one node and "-" (no time, not in
+    # --json) on the rows of several nodes.
+    def test_nvls_on_one_node(self):
+        rc, out, err = run("-p", self.model, "--topo", "dgx-h100", "--algo", "nvls",
+                           "--no-trace", "--json", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["status"], r["checked"], r["identical"]), ("ok", True, True))
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100",
+                           "--algo", "nvls", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sim_ns"], r["sim_ns"])
+        rc, out, err = run("-w", 2, "-p", os.path.join(EXAMPLES, "two_workers.json"),
+                           "--topo", "nodes=1,gpus=2,switch=nvls,intra=1us/1GB/s,"
+                           "nic=1us/1GB/s", "--algo", "nvls", "--no-trace", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("w: [2, 3]", out)
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
+                           "--algo", "all")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        head = next(i for i, l in enumerate(lines) if "fastest" in l)
+        self.assertEqual(lines[head].split()[-4], "nvls")  # (best busbw fastest)
+        one, two = lines[head + 1].split(), lines[head + 2].split()
+        self.assertRegex(one[-3], r"^\d+\.\d{3}$")
+        self.assertEqual(two[-3], "-")
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
+                           "--algo", "all", "--json")
+        self.assertEqual(rc, 0, err)
+        rows = json.loads(out)["rows"]
+        self.assertIn("nvls", rows[0]["algos"])
+        self.assertNotIn("nvls", rows[1]["algos"])
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
+                           "--algo", "nvls")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("--algo nvls needs one node", err)
+        self.assertEqual(err.count("\n"), 1, err)
+
     # topo-cli-8: one node whose GPU links are --net's link is --net, to
     # the nanosecond, for every algorithm; one NIC shared by a node's GPUs
     # is slower than one each.

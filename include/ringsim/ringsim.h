@@ -299,6 +299,7 @@ typedef enum rs_algorithm {
                         all-reduce across nodes, all-gather in the node */
   RS_ALGO_HIER_RD,   /* the same, recursive doubling across nodes */
   RS_ALGO_HIER_RHD,  /* the same, Rabenseifner across nodes */
+  RS_ALGO_NVLS,      /* NVLink SHARP: the node's switch reduces (one node) */
   /* (a new algorithm's value goes here, before the count) */
   RS_ALGO_COUNT, /* how many algorithms there are (not one of them) */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model
@@ -339,6 +340,8 @@ typedef struct rs_algo_info {
    * 2(W-1)/W x S bytes sent by each worker, RS_NETMODEL_FORMULA its cost,
    * and reports state those against what it did. */
   int textbook_ring;
+  int needs_nvls_switch; /* runs only on one node whose NVLink switch
+                            reduces (NVLink SHARP, --topo dgx-h100): nvls */
 } rs_algo_info_t;
 /* Algorithm algo's row into *info. RS_OK; RS_EINVAL (info untouched) for
  * RS_ALGO_AUTO, which is not one, or a value that names no algorithm. */

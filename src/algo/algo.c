@@ -42,6 +42,7 @@ int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
   info->title = a->title;
   info->segment_bytes = a->segment_bytes;
   info->needs_topology = (a->caps & RS__CAP_TOPOLOGY) != 0;
+  info->needs_nvls_switch = (a->caps & RS__CAP_NVLS) != 0;
   info->slices = (a->caps & RS__CAP_SLICES) != 0;
   info->reduce_scatter = (a->caps & RS__CAP_REDUCE_SCATTER) != 0;
   info->auto_eligible = (a->caps & RS__CAP_AUTO) != 0;

@@ -47,6 +47,8 @@
 /* A step sends only what earlier steps received: its segments stream
  * (netmodel.h's rs__sim_stream; docs/algorithms.md, "Pipelined links"). */
 #define RS__CAP_STREAM 0x80u
+/* needs_nvls_switch: runs only on one node whose NVLink switch reduces */
+#define RS__CAP_NVLS 0x100u
 
 typedef struct rs_algo {
   const char *name;
@@ -233,7 +235,8 @@ int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
   X(GLOO_RING, gloo_ring)                                                      \
   X(HIER, hier)                                                                \
   X(HIER_RD, hier_rd)                                                          \
-  X(HIER_RHD, hier_rhd)
+  X(HIER_RHD, hier_rhd)                                                        \
+  X(NVLS, nvls)
 
 #define RS__ALGO_DECLARE(VALUE, id) extern const rs_algo_t rs__algo_##id;
 RS__ALGO_TABLE(RS__ALGO_DECLARE)

@@ -340,11 +340,11 @@ static inline rs_algo_info_t cli_algo_info(rs_algorithm_t a) {
   (void)rs_algo_info(a, &info); /* (untouched when a is none) */
   return info;
 }
-/* Can algorithm a run under net (--algo all shows it)? One that needs
- * nodes (needs_topology: hier) only on a topology (--topo). */
+/* Can algorithm a run under net (--algo all shows it)? As a run says
+ * (rs_algo_fits): hier only on nodes, nvls only on one node whose switch
+ * reduces. */
 static inline int cli_algo_fits(const rs_netmodel_t *net, rs_algorithm_t a) {
-  return (unsigned)a < RS_ALGO_COUNT &&
-         (net->topo.enabled || !cli_algo_info(a).needs_topology);
+  return (unsigned)a < RS_ALGO_COUNT && rs_algo_fits(net, a, NULL) == RS_OK;
 }
 /* How many algorithms --algo all shows under net, and the i-th of them
  * (0 <= i < cli_algos(net)), in the table's order. */

@@ -282,8 +282,8 @@ static size_t crossovers(const model_all_t *m, int all, crossover_t *out,
 }
 
 /* The table's algorithms NCCL does not run, said under it: ringsim's
- * own (rd, rhd, linear, hier) and gloo's ring. NCCL runs the ring and
- * the tree of this table, and NVLS and NVLSTree (--like nccl). */
+ * own (rd, rhd, linear, hier) and gloo's ring. NCCL runs the ring, the
+ * tree and nvls of this table, and NVLSTree (--like nccl). */
 static void print_not_nccl(const rs_netmodel_t *net) {
   int n = 0;
   for (int a = 0; a < RS_ALGO_COUNT; a++)
@@ -292,8 +292,8 @@ static void print_not_nccl(const rs_netmodel_t *net) {
       printf("%s%s", n++ ? ", " : "\n  not in NCCL: ",
              rs_algorithm_name((rs_algorithm_t)a));
   if (n)
-    printf(" (NCCL runs ring and tree here, and nvls, nvlstree: ringsim "
-           "model --like nccl)\n");
+    printf(" (NCCL runs ring, tree, nvls and nvlstree: ringsim model "
+           "--like nccl)\n");
 }
 
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
@@ -441,6 +441,9 @@ static int print_all(const model_all_t *m, const rs_model_t *model,
  * printed, so a failure prints nothing on stdout. */
 typedef struct model_rows {
   model_time_t t[CLI_MODEL_MAX_ROWS][RS_ALGO_COUNT];
+  /* An algorithm of the columns that does not run on a row's nodes (nvls
+   * on one node alone): no time, "-" */
+  unsigned char absent[CLI_MODEL_MAX_ROWS][RS_ALGO_COUNT];
   int best[CLI_MODEL_MAX_ROWS];
   rs_algorithm_t algos[RS_ALGO_COUNT]; /* the algorithms of the rows */
   int count;
@@ -463,6 +466,10 @@ static void rows_piece(void *ctx, int k) {
   rs_netmodel_t row = *j->sim.net;
   if (j->sim.net->topo.enabled)
     row.topo.nodes = j->opt->rows.nodes[i];
+  if (!cli_algo_fits(&row, a)) {
+    j->m->absent[i][a % RS_ALGO_COUNT] = 1; /* (a is one: cli_algo_fits) */
+    return;
+  }
   sim_args_t sim = j->sim;
   sim.net = &row;
   sim.workers = j->opt->rows.workers[i];
@@ -483,17 +490,20 @@ static int compute_rows(const options_t *opt, const rs_model_t *model,
   if (cli_signal())
     return EXIT_RUN;
   for (int i = 0; i < opt->rows.count; i++) {
-    m->best[i] = m->algos[0];
+    m->best[i] = -1;
     for (int k = 0; k < m->count; k++) {
       const int a = m->algos[k];
       const model_time_t *t = &m->t[i][a];
+      if (m->absent[i][a])
+        continue;
       if (t->sim == UINT64_MAX) {
         fprintf(stderr, "ringsim: out of memory\n");
         return EXIT_RUN;
       }
       if (too_long(t))
         return too_long_error();
-      m->best[i] = t->sim < m->t[i][m->best[i]].sim ? a : m->best[i];
+      m->best[i] =
+          m->best[i] < 0 || t->sim < m->t[i][m->best[i]].sim ? a : m->best[i];
     }
   }
   return 0;
@@ -510,6 +520,8 @@ static int rows_json(const options_t *opt, const rs_model_t *model,
     for (int k = 0; k < m->count; k++) {
       const rs_algorithm_t a = m->algos[k];
       const model_time_t *t = &m->t[i][a];
+      if (m->absent[i][a])
+        continue;
       json_t *one = json_pack("{s:I, s:I}", "sim_ns", (json_int_t)t->sim,
                               "predicted_ns", (json_int_t)t->predicted);
       if (t->uncontended != UINT64_MAX)
@@ -563,7 +575,10 @@ static void rows_text(const options_t *opt, const rs_model_t *model,
     else
       printf(" %6s", "");
     for (int k = 0; k < m->count; k++)
-      printf(" %10.3f", (double)m->t[i][m->algos[k]].sim / 1e3);
+      if (m->absent[i][m->algos[k]])
+        printf(" %10s", "-");
+      else
+        printf(" %10.3f", (double)m->t[i][m->algos[k]].sim / 1e3);
     if (topo && !all)
       printf(" %12.3f", (double)m->t[i][m->algos[0]].uncontended / 1e3);
     printf(" %11.3f%s%s\n", rs_busbw(algbw, W), all ? "  " : "",
@@ -615,15 +630,16 @@ static int check_network(const options_t *opt, const rs_netmodel_t *net) {
       row.topo.nodes = opt->rows.nodes[i];
     if (rs_netmodel_check(&row, opt->rows.workers[i], err))
       return cli_usage_error("model: %s", err);
+    if (!opt->algo_all && (unsigned)opt->config.algo < RS_ALGO_COUNT &&
+        rs_algo_fits(&row, opt->config.algo, err))
+      return cli_usage_error("model: --algo %s", err);
   }
   if (rs_netmodel_check(net, opt->config.workers, err))
     return cli_usage_error("model: %s", err);
   /* (as a run, step and diff refuse it: its nodes are the topology's) */
   if (!opt->algo_all && (unsigned)opt->config.algo < RS_ALGO_COUNT &&
-      !cli_algo_fits(net, opt->config.algo))
-    return cli_usage_error("model: --algo %s is hierarchical and needs "
-                           "nodes: give a topology (--topo nodes=N,gpus=G)",
-                           rs_algorithm_name(opt->config.algo));
+      rs_algo_fits(net, opt->config.algo, err))
+    return cli_usage_error("model: --algo %s", err);
   return -1;
 }
 

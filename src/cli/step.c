@@ -57,11 +57,9 @@ static int check_step(options_t *o) {
     return cli_refuse(CLI_STEP, "%s", err);
   if ((rc = step_nccl_check(o)) >= 0)
     return rc;
-  if (!o->algo_all && !cli_algo_fits(net, o->config.algo))
-    return cli_refuse(CLI_STEP,
-                      "--algo %s is hierarchical and needs nodes: give a "
-                      "topology (--topo nodes=N,gpus=G)",
-                      rs_algorithm_name(o->config.algo));
+  if (!o->algo_all && (unsigned)o->config.algo < RS_ALGO_COUNT &&
+      rs_algo_fits(net, o->config.algo, err))
+    return cli_refuse(CLI_STEP, "--algo %s", err);
   if (o->config.hook == RS_HOOK_POWERSGD &&
       (o->config.powersgd_start || o->config.powersgd_feedback ||
        o->config.powersgd_warm))

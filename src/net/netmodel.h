@@ -62,7 +62,22 @@ typedef struct rs_simclock {
    * latency (rs__sim_init: the NIC's, or the protocol's NET hop). */
   rs_protocol_t proto;
   uint64_t launch_ns, nic_latency_ns;
+  /* NVLink SHARP (algo/nvls.c): the route of the transfer at hand
+   * (RS_ROUTE_*, set around one send or receive), when the switch holds
+   * every contribution to the sum this worker heads so far, and the last
+   * send's times (a multicast's copies leave with it). */
+  int route;
+  uint64_t switch_ready;
+  uint64_t stream_start; /* streaming: the bucket's start (rs__sim_stream) */
+  uint64_t last_depart, last_arrive, last_wire;
 } rs_simclock_t;
+
+/* How a transfer goes (rs_simclock_t's route): over the link; into the
+ * NVLink switch, which sums the contributions itself (a send leaves on
+ * the sender's link; its receipt is the switch's, not the head's port);
+ * or as one more copy of the multicast just sent (the switch replicates
+ * it: no more time on the sender's link). */
+enum { RS_ROUTE_LINK, RS_ROUTE_SWITCH, RS_ROUTE_MULTICAST };
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
 static inline int rs__sim_slots(const rs_netmodel_t *m) {
@@ -143,6 +158,7 @@ static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
   c->slot_arrive = slot_arrive;
   c->slot_cap = slot_cap;
   c->slot_n = 0;
+  c->stream_start = c->clock;
   for (size_t j = 0; c->stream && j < segs && j < seg_cap; j++)
     seg_ready[j] = c->clock;
 }
@@ -167,6 +183,12 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
                                 uint64_t *arrive_ns, uint64_t *wire_ns) {
   if (!c->net) {
     *depart_ns = *arrive_ns = *wire_ns = 0;
+    return;
+  }
+  if (c->route == RS_ROUTE_MULTICAST) { /* (a copy of the one just sent) */
+    *depart_ns = c->last_depart;
+    *arrive_ns = c->last_arrive;
+    *wire_ns = c->last_wire;
     return;
   }
   /* the link: out (a topology's intra link), or between nodes the NIC's
@@ -198,14 +220,16 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   }
   wire = c->wire_ns;
   /* Pipelined links: a segment leaves once its data is ready (streaming:
-   * segment seg's last receive, and a straggler's compute; else after the
-   * worker's last receive), the link is free, and (streaming) the
+   * segment seg's last receive, and a straggler's compute; a put into the
+   * NVLink switch, the worker's own data: the bucket's start; else after
+   * the worker's last receive), the link is free, and (streaming) the
    * receiver has a slot: the message `slots` before it on the connection
    * has arrived. */
-  const uint64_t ready =
-      c->stream && seg < c->seg_cap
-          ? rs__sat_add(c->seg_ready[seg], c->straggler_ns)
-          : c->clock;
+  uint64_t ready = c->clock;
+  if (c->stream && c->route == RS_ROUTE_SWITCH)
+    ready = rs__sat_add(c->stream_start, c->straggler_ns);
+  else if (c->stream && seg < c->seg_cap)
+    ready = rs__sat_add(c->seg_ready[seg], c->straggler_ns);
   uint64_t depart = ready > c->link_free ? ready : c->link_free;
   if (c->stream && c->slot_n >= (size_t)c->slots &&
       c->slot_cap == (size_t)c->slots) {
@@ -219,6 +243,9 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   if (c->stream && c->slot_cap)
     c->slot_arrive[c->slot_n % c->slot_cap] = *arrive_ns;
   c->slot_n++;
+  c->last_depart = depart;
+  c->last_arrive = *arrive_ns;
+  c->last_wire = wire;
 }
 
 /* The time on the wire rs__sim_send would charge a segment of bytes
@@ -249,6 +276,11 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
                                     size_t seg) {
   if (!c->net)
     return 0;
+  if (c->route == RS_ROUTE_SWITCH) { /* (the switch takes it and sums) */
+    if (arrive_ns > c->switch_ready)
+      c->switch_ready = arrive_ns;
+    return arrive_ns;
+  }
   if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(c->in_free, wire_ns);
   c->in_free = arrive_ns;
@@ -257,10 +289,49 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
   uint64_t received = c->clock;
   c->clock =
       rs__sat_add(c->clock, rs__net_ns(reduced_bytes, c->net->reduce_rate));
-  if (c->stream && seg < c->seg_cap) /* (segment seg's data, for its next
-                                        step's send) */
+  if (c->stream && seg < c->seg_cap &&
+      c->route != RS_ROUTE_MULTICAST) /* (segment seg's data, for its next
+                                         step's send; a multicast's copy is
+                                         sent on by no one) */
     c->seg_ready[seg] = c->clock;
   return received;
+}
+
+/* NVLink SHARP: the worker puts its own contribution of bytes to the sum
+ * it heads into the switch (over its link, as any put). */
+static inline void rs__sim_switch_put(rs_simclock_t *c, int step, size_t bytes,
+                                      size_t seg) {
+  uint64_t depart, arrive, wire;
+  if (!c->net)
+    return;
+  const int route = c->route;
+  c->route = RS_ROUTE_SWITCH;
+  rs__sim_send(c, c->rank, step, bytes, seg, &depart, &arrive, &wire);
+  c->route = route;
+  if (arrive > c->switch_ready)
+    c->switch_ready = arrive;
+}
+
+/* The switch, holding every contribution, sends the sum of bytes (segment
+ * seg) down to the worker that heads it: a latency and its wire time after
+ * the last came in, through the worker's incoming port. The worker has it
+ * then (streaming: segment seg's data is ready to multicast). */
+static inline void rs__sim_switch_result(rs_simclock_t *c, size_t bytes,
+                                         size_t seg) {
+  if (!c->net)
+    return;
+  const uint64_t wire = rs__net_ns(
+      (size_t)rs__proto_wire_bytes(c->proto, bytes), c->out.bandwidth);
+  uint64_t at = rs__sat_add(rs__sat_add(c->switch_ready, c->out.latency_ns),
+                            wire);
+  if (rs__sat_add(c->in_free, wire) > at)
+    at = rs__sat_add(c->in_free, wire);
+  c->in_free = at;
+  if (at > c->clock)
+    c->clock = at;
+  if (c->stream && seg < c->seg_cap)
+    c->seg_ready[seg] = at;
+  c->switch_ready = 0;
 }
 
 /* Has the simulation under m been asked to stop (rs_netmodel_t's stop)?

@@ -253,6 +253,14 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
   return RS_OK;
 }
 
+void rs__xfer_switch_put(rs_worker_t *w, size_t elems, size_t seg) {
+  rs__sim_switch_put(&w->sim, w->global_step, elems * w->elem_size, seg);
+}
+
+void rs__xfer_switch_result(rs_worker_t *w, size_t elems, size_t seg) {
+  rs__sim_switch_result(&w->sim, elems * w->elem_size, seg);
+}
+
 size_t rs__xfer_segs(const rs_worker_t *w, size_t elems) {
   return rs__segs(elems, w->seg_cap);
 }

@@ -218,6 +218,16 @@ typedef struct rs_worker {
 #define RS_WORKER_CRASHED 1
 #define RS_WORKER_NOT_STARTED 2
 
+/* NVLink SHARP (algo/nvls.c), on the simulated clock alone: the worker
+ * puts its own contribution of elems elements (segment seg) to the sum it
+ * heads into the switch; and it takes the sum of segment seg down from the
+ * switch once every contribution is in (netmodel.h's rs__sim_switch_put and
+ * rs__sim_switch_result). The data itself moves by rs__xfer_send and
+ * rs__xfer_recv, the worker's clock's route (w->sim.route, netmodel.h's
+ * RS_ROUTE_*) set around them. */
+void rs__xfer_switch_put(rs_worker_t *w, size_t elems, size_t seg);
+void rs__xfer_switch_result(rs_worker_t *w, size_t elems, size_t seg);
+
 /* A step begins: note where the worker is (phase, step; global_step counts
  * every step of the collective from 0, as --inject does), charge a
  * straggler's compute, and apply the faults injected into this worker at

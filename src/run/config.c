@@ -5,6 +5,7 @@
 
 #include "algo/list.h"
 #include "base/util.h"
+#include "ringsim/internal/command.h"
 #include "run/run.h"
 
 void rs_config_init(rs_config_t *c) {
@@ -21,19 +22,47 @@ void rs_config_init(rs_config_t *c) {
   c->ref_reps = 1;
 }
 
+int rs_algo_fits(const rs_netmodel_t *net, rs_algorithm_t a, char *errmsg) {
+  char scratch[RS_ERRMSG_MAX];
+  const rs_algo_t *algo = rs__algo_get(a);
+  const rs_topo_t *t = &net->topo;
+  errmsg = errmsg ? errmsg : scratch;
+  if (!algo)
+    return rs__err(errmsg, RS_EINVAL, "%s is not implemented yet",
+                   rs_algorithm_name(a));
+  if ((algo->caps & RS__CAP_TOPOLOGY) && !t->enabled)
+    return rs__err(errmsg, RS_EINVAL,
+                   "%s is hierarchical and needs nodes: give a "
+                   "topology (--topo nodes=N,gpus=G)",
+                   algo->name);
+  if (!(algo->caps & RS__CAP_NVLS))
+    return RS_OK;
+  if (!(t->enabled && t->nvswitch == RS_TOPO_SWITCH_NVLS && t->nodes == 1))
+    return rs__err(errmsg, RS_EINVAL,
+                   "%s needs one node of GPUs on an NVLink switch "
+                   "that reduces (--topo dgx-h100, or switch=nvls); %s",
+                   algo->name,
+                   !t->enabled ? "give --topo"
+                   : t->nodes > 1
+                       ? "across nodes NCCL runs NVLSTree (ringsim model "
+                         "--like nccl)"
+                       : "this topology's switch does not reduce");
+  if (net->proto != RS_PROTOCOL_NONE && net->proto != RS_PROTOCOL_SIMPLE)
+    return rs__err(errmsg, RS_EINVAL,
+                   "%s moves only Simple's bytes (NCCL has no LL or LL128 "
+                   "for NVLS: tuning.cc)",
+                   algo->name);
+  return RS_OK;
+}
+
 /* Why algorithm a cannot run under c's options (errmsg says it), or RS_OK:
  * what --algo NAME refuses and --algo auto leaves out, as a's row says
  * what it needs and offers (algo.h's caps). */
 static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
   const rs_algo_t *algo = rs__algo_get(a);
-  if (!algo)
-    return rs__err(errmsg, RS_EINVAL, "algo: %s is not implemented yet",
-                   rs_algorithm_name(a));
-  if ((algo->caps & RS__CAP_TOPOLOGY) && !c->net.topo.enabled)
-    return rs__err(errmsg, RS_EINVAL,
-                   "algo: %s is hierarchical and needs nodes: give a "
-                   "topology (--topo nodes=N,gpus=G)",
-                   algo->name);
+  char why[RS_ERRMSG_MAX];
+  if (rs_algo_fits(&c->net, a, why))
+    return rs__err(errmsg, RS_EINVAL, "algo: %s", why);
   if (!(algo->caps & RS__CAP_SLICES) && c->slices)
     return rs__err(errmsg, RS_EINVAL,
                    "loop: slices is NCCL's loop order for the ring, not for "

@@ -37,6 +37,14 @@ void rs_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
  * through it too. */
 void rs_one_line(char *text);
 
+/* Can algorithm a run under net, as its row says what it needs (nodes, an
+ * NVLink switch that reduces, Simple's bytes)? RS_OK, or RS_EINVAL and
+ * the reason in errmsg (NULL: not wanted), one line that begins with the
+ * algorithm's name ("hier is hierarchical and needs nodes: ..."): what a
+ * run refuses ("algo: " before it), and what `ringsim model`, `step` and
+ * `--algo all` test before they simulate (src/run/config.c). */
+int rs_algo_fits(const rs_netmodel_t *net, rs_algorithm_t a, char *errmsg);
+
 /* Numbers as ringsim reads them everywhere: the command's options and
  * the specs inside them, rs_config_set's values and the test knobs; the
  * grammar is written once, above these functions in src/base/util.c (and

@@ -1,0 +1,36 @@
+/* algo/nvls.h - NVLink SHARP's all-reduce (NCCL_ALGO_NVLS), as its
+ * schedule: one node of W GPUs on an NVLink switch that reduces (NVSwitch
+ * 3, H100). The bucket is cut into W shards, shard i headed by GPU i
+ * (NCCL's NVLS heads: src/device/all_reduce.h, RunWorkColl for
+ * NCCL_ALGO_NVLS).
+ *
+ * Step 0, reduce: for each segment, every GPU j puts its copy of shard i
+ * into the switch for head i (NCCL: multimem.ld_reduce, the switch reading
+ * every GPU's copy), and its own shard's for itself; the switch sums them
+ * and sends the sum down to the head. ringsim sums at the head, in this
+ * order: the head's own data first, then the GPU before it's, the one
+ * before that's, ... (r-1, r-2, ... mod W). NVIDIA does not document the
+ * order in which the switch adds.
+ * Step 1, multicast: each head sends its shard's sum once into the switch
+ * (multimem.st), which writes it to every other GPU.
+ * Each GPU sends S + S/W bytes and receives S/W + (W-1)/W S: about S each
+ * way, against the ring's 2(W-1)/W S.
+ */
+#ifndef RINGSIM_ALGO_NVLS_H
+#define RINGSIM_ALGO_NVLS_H
+
+/* The d-th head GPU r puts a shard into in step 0 (d = 1..W-1): r + d. */
+static inline int rs__nvls_head(int workers, int rank, int d) {
+  return (rank + d) % workers;
+}
+
+/* The d-th GPU a head multicasts to in step 1, and the head GPU r takes
+ * its d-th shard from (d = 1..W-1). */
+static inline int rs__nvls_to(int workers, int rank, int d) {
+  return (rank + d) % workers;
+}
+static inline int rs__nvls_from(int workers, int rank, int d) {
+  return (rank - d + workers) % workers;
+}
+
+#endif /* RINGSIM_ALGO_NVLS_H */

@@ -1,0 +1,168 @@
+/* test_nvls.c - NVLink SHARP's all-reduce (algo/nvls.c): its result on
+ * threads, its simulated time worked by hand, the threaded run and the
+ * schedule simulation to the nanosecond, and where it is refused. */
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ringsim/internal/config.h" /* stack configs */
+#include "ringsim/ringsim.h"
+
+/* One node of W GPUs on a switch that reduces, each port (latency, rate). */
+static rs_netmodel_t nvls_node(int W, const char *link) {
+  char spec[160], err[RS_ERRMSG_MAX];
+  snprintf(spec, sizeof spec,
+           "nodes=1,gpus=%d,nics=1,intra=%s,nic=1us/1GB/s,cc=90,switch=nvls",
+           W, link);
+  rs_netmodel_t net;
+  memset(&net, 0, sizeof net);
+  if (rs_topo_parse(spec, &net.topo, err))
+    fail_msg("%s", err);
+  net.enabled = 1;
+  return net;
+}
+
+/* A threaded run of nvls on W workers of elems elements: its simulated
+ * time; the result checked (exact inputs: bit for bit). */
+static uint64_t run_nvls(const rs_netmodel_t *net, int W, size_t elems,
+                         size_t segment_bytes, rs_op_t op) {
+  rs_model_t *m = model_of(elems);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.workers = W;
+  cfg.algo = RS_ALGO_NVLS;
+  cfg.op = op;
+  cfg.segment_bytes = segment_bytes;
+  cfg.net = *net;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(&cfg, m, &run, err))
+    fail_msg("create: %s", err);
+  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  const rs_result_t *res = rs_run_result(run);
+  assert_true(res->identical);
+  assert_true(res->exact);
+  const uint64_t sim = res->sim_ns;
+  rs_run_free(run);
+  rs_model_free(m);
+  return sim;
+}
+
+static uint64_t model_nvls(const rs_netmodel_t *net, int W, size_t elems,
+                           size_t segment_bytes) {
+  rs_bucket_t b = {.elem_offset = 0, .elems = elems, .params = 1};
+  return rs_netmodel_simulate_algo(RS_ALGO_NVLS, net, W, &b, 1, segment_bytes,
+                                   4);
+}
+
+/* nvls-1: W = 2, ports of 1 us and 1 GB/s (a byte a ns), a shard of 250
+ * floats (1000 bytes) each, one segment:
+ *   reduce: each puts the other's shard into the switch (leaves at 0,
+ *   arrives at 2 us), then its own (its link free at 1 us: arrives at
+ *   3 us); the switch sends the sum down a latency and 1000 ns later: 5 us;
+ *   multicast: the sum leaves at 5 us, arrives at 7 us.
+ * 7 us, threaded and simulated; the ring takes 2 (1 + 1) = 4 us here,
+ * so on two GPUs the switch's extra hop costs more than it saves. */
+static void test_by_hand(void **state) {
+  (void)state;
+  const rs_netmodel_t net = nvls_node(2, "1us/1GB/s");
+  assert_int_equal(model_nvls(&net, 2, 500, 1 << 20), 7000);
+  assert_int_equal(run_nvls(&net, 2, 500, 1 << 20, RS_OP_SUM), 7000);
+}
+
+/* nvls-1b: the same GPUs and shards in two segments of 500 bytes (500 ns
+ * on a link), the multicast of a segment one round after its reduce, so
+ * a GPU puts segment 1 in while segment 0's sum comes down. Each GPU:
+ *   round 0: put(0) for the other head leaves at 0 (there at 1.5 us), its
+ *     own at 0.5 us (there at 2 us); sum(0) down at 2 + 1 + 0.5 = 3.5 us;
+ *   round 1: put(1) at 1 us (there 2.5), its own at 1.5 us (there 3);
+ *     sum(1) down at 3 + 1.5 = 4.5 us; multicast(0), ready since 3.5 us
+ *     and the link free since 2 us, leaves at 3.5 us: there at 5 us;
+ *   round 2: multicast(1) leaves at 4.5 us, arrives at 6 us.
+ * 6 us; with the phases one after the other, multicast(0) would wait for
+ * sum(1) (4.5 us) and the last arrive at 7 us. */
+static void test_overlap_by_hand(void **state) {
+  (void)state;
+  const rs_netmodel_t net = nvls_node(2, "1us/1GB/s");
+  assert_int_equal(model_nvls(&net, 2, 500, 500), 6000);
+  assert_int_equal(run_nvls(&net, 2, 500, 500, RS_OP_SUM), 6000);
+}
+
+/* nvls-2: on 3 to 8 GPUs, one or several segments a shard, uneven
+ * shards, sum and avg: every worker holds the exact sum, and the threaded
+ * run's simulated time is the schedule simulation's to the ns. */
+static void test_run_equals_model(void **state) {
+  (void)state;
+  const int workers[] = {3, 5, 8};
+  const size_t elems[] = {1001, 40000};
+  const size_t segment[] = {1 << 20, 4096};
+  for (size_t a = 0; a < sizeof workers / sizeof *workers; a++)
+    for (size_t b = 0; b < sizeof elems / sizeof *elems; b++)
+      for (size_t c = 0; c < sizeof segment / sizeof *segment; c++) {
+        const rs_netmodel_t net = nvls_node(workers[a], "600ns/450GB/s");
+        const uint64_t sim = model_nvls(&net, workers[a], elems[b], segment[c]);
+        assert_true(sim > 0);
+        assert_int_equal(
+            run_nvls(&net, workers[a], elems[b], segment[c],
+                     c ? RS_OP_AVG : RS_OP_SUM),
+            sim);
+      }
+}
+
+/* nvls-3: with big buffers the switch's bytes win: each GPU moves about
+ * (W+1)/W S each way (its puts and its multicast out; the sum and the
+ * other heads' multicasts in), the ring 2(W-1)/W S, so on 8 GPUs nvls
+ * needs 1.125 / 1.75 of the ring's time on the wire: with 64 KiB
+ * segments (64 rounds: the first reduce and the last multicast are not
+ * overlapped) it takes less than three quarters of the ring's. */
+static void test_beats_the_ring_on_eight(void **state) {
+  (void)state;
+  const rs_netmodel_t net = nvls_node(8, "600ns/450GB/s");
+  rs_bucket_t b = {.elem_offset = 0, .elems = 8 << 20, .params = 1};
+  const uint64_t nvls = rs_netmodel_simulate_algo(RS_ALGO_NVLS, &net, 8, &b, 1,
+                                                  64 << 10, 4);
+  const uint64_t ring = rs_netmodel_simulate_algo(RS_ALGO_RING, &net, 8, &b, 1,
+                                                  64 << 10, 4);
+  print_message("8 GPUs, 32 MiB: nvls %llu ns, ring %llu ns\n",
+                (unsigned long long)nvls, (unsigned long long)ring);
+  assert_true(nvls * 4 < ring * 3);
+}
+
+/* nvls-4: refused without its switch: no topology, a switch that does
+ * not reduce, several nodes; one line each, naming what is missing. */
+static void test_refusals(void **state) {
+  (void)state;
+  rs_model_t *m = model_of(1000);
+  char err[RS_ERRMSG_MAX];
+  const char *specs[] = {NULL, "dgx-a100", "dgx-h100,nodes=2"};
+  const char *said[] = {"give --topo", "does not reduce", "NVLSTree"};
+  for (size_t i = 0; i < 3; i++) {
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = 8;
+    cfg.algo = RS_ALGO_NVLS;
+    if (specs[i]) {
+      assert_int_equal(rs_topo_parse(specs[i], &cfg.net.topo, err), RS_OK);
+      cfg.net.enabled = 1;
+      cfg.workers = cfg.net.topo.nodes * cfg.net.topo.gpus;
+    }
+    rs_run_t *run = NULL;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_EINVAL);
+    assert_non_null(strstr(err, said[i]));
+    assert_null(strchr(err, '\n'));
+  }
+  rs_model_free(m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_by_hand),
+      cmocka_unit_test(test_overlap_by_hand),
+      cmocka_unit_test(test_run_equals_model),
+      cmocka_unit_test(test_beats_the_ring_on_eight),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
