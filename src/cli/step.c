@@ -57,7 +57,7 @@ static int check_step(options_t *o) {
     return cli_refuse(CLI_STEP, "%s", err);
   if ((rc = step_nccl_check(o)) >= 0)
     return rc;
-  if (!o->algo_all && (unsigned)o->config.algo < RS_ALGO_COUNT &&
+  if (!o->nccl.on && !o->algo_all && (unsigned)o->config.algo < RS_ALGO_COUNT &&
       rs_algo_fits(net, o->config.algo, err))
     return cli_refuse(CLI_STEP, "--algo %s", err);
   if (o->config.hook == RS_HOOK_POWERSGD &&

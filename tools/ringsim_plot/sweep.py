@@ -34,7 +34,9 @@ def sweep_figure(path):
     """The figure, its title and the report's rows (load) of the model
     report at path."""
     doc, rows = load(path)
-    algos = list(rows[0][2])
+    # every row's algorithms, in order (a row leaves out one that cannot
+    # run on its nodes: nvls on one node alone)
+    algos = list(dict.fromkeys(a for _, _, t, _ in rows for a in t))
     fig = figure(figsize=(8, 5.2), layout="constrained")
     ax = fig.subplots()
     for i, algo in enumerate(algos):
