@@ -340,7 +340,7 @@ typedef struct row {
 /* What every run of the sweep on W workers shares: --algo auto's model
  * of this machine, measured for W (else NULL), the trace (or NULL) and
  * the progress line. */
-typedef struct sweep {
+typedef struct bench_sweep {
   const rs_netmodel_t *machine;
   rs_trace_t *trace;
   ticker_t *ticker;

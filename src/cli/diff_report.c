@@ -71,7 +71,7 @@ static void operands(const rs_order_t *o, const rs_order_node_t *node,
 
 /* An order as the report writes it: its folds (order), and how its
  * leaves are written (leaves; NULL: worker R's gR). */
-typedef struct written {
+typedef struct written_order {
   const rs_order_t *order;
   const leaves_t *leaves;
 } written_t;

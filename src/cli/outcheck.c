@@ -37,7 +37,7 @@ typedef struct {
 
 enum { INPUT_MODEL, INPUT_GRADS, INPUT_Q, INPUT_TRACE };
 
-typedef struct inputs {
+typedef struct input_list {
   input_t *item;
   size_t count, cap;
   int oom;
