@@ -314,17 +314,12 @@ static int flatten_nested(json_t *v, flatten_t *f, int dim) {
   return RS_OK;
 }
 
-/* A param's values: nested as the shape, or one flat list, or (for a
- * scalar) a bare number. */
-static int parse_values(json_t *v, const rs_param_t *p, rs_dtype_t dtype,
-                        double *out, const char *source, const char *where,
-                        char *errmsg) {
-  flatten_t f = {.p = p,
-                 .dtype = dtype,
-                 .out = out,
-                 .source = source,
-                 .where = where,
-                 .errmsg = errmsg};
+/* A param's values into f (f.pos 0): nested as the shape, or one flat
+ * list, or (for a scalar) a bare number. */
+static int parse_values(json_t *v, flatten_t f) {
+  const rs_param_t *p = f.p;
+  const char *source = f.source, *where = f.where;
+  char *errmsg = f.errmsg;
   int nested = p->ndim > 1 && json_is_array(v) && json_array_size(v) > 0 &&
                json_is_array(json_array_get(v, 0));
   if ((p->ndim == 0 && json_is_number(v)) || nested)
@@ -390,9 +385,13 @@ static int parse_grads(rs_model_t *m, json_t *jgrads, size_t text_len,
       json_t *jv = json_object_get(jw, p->name);
       if (!jv)
         return rs__err(errmsg, RS_EPARSE, "%s: %s: missing", source, where);
-      int rc =
-          parse_values(jv, p, m->dtype, m->inline_grads[w] + p->elem_offset,
-                       source, where, errmsg);
+      int rc = parse_values(
+          jv, (flatten_t){.p = p,
+                          .dtype = m->dtype,
+                          .out = m->inline_grads[w] + p->elem_offset,
+                          .source = source,
+                          .where = where,
+                          .errmsg = errmsg});
       if (rc)
         return rc;
     }

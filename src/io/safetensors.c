@@ -99,9 +99,22 @@ static int write_elems(FILE *f, rs_dtype_t dtype, const void *data, size_t n,
   return 0;
 }
 
-static int check_tensor(json_t *t, const rs_param_t *p, rs_dtype_t want,
-                        uint64_t data_bytes, const char *path, uint64_t *begin,
-                        char *errmsg) {
+/* A file's header being checked: its JSON (root), the size of the data
+ * buffer after it, and the names its messages give (path: errmsg). */
+typedef struct st_header {
+  json_t *root;
+  uint64_t data_bytes;
+  const char *path;
+  char *errmsg;
+} st_header_t;
+
+/* Tensor t of the header, the model's param p in dtype want: its data's
+ * offset in the buffer into *begin. */
+static int check_tensor(const st_header_t *h, json_t *t, const rs_param_t *p,
+                        rs_dtype_t want, uint64_t *begin) {
+  const uint64_t data_bytes = h->data_bytes;
+  const char *path = h->path;
+  char *errmsg = h->errmsg;
   if (!json_is_object(t))
     return rs__err(errmsg, RS_EPARSE, "%s: tensor \"%.100s\": not an object",
                    path, p->name);
@@ -169,8 +182,11 @@ static int range_order(const void *a, const void *b) {
  * cover the data buffer exactly: the first begins at 0, each begins where
  * the one before it ends (no hole, no overlap), the last ends at the end
  * of the file (no trailing bytes). */
-static int check_layout(json_t *root, uint64_t data_bytes, const char *path,
-                        char *errmsg) {
+static int check_layout(const st_header_t *h) {
+  json_t *root = h->root;
+  const uint64_t data_bytes = h->data_bytes;
+  const char *path = h->path;
+  char *errmsg = h->errmsg;
   size_t n = 0;
   const char *key;
   json_t *t;
@@ -288,6 +304,7 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
     goto done;
   }
   uint64_t data_start = 8 + header_len;
+  const st_header_t h = {root, file_size - data_start, path, errmsg};
   size_t count = rs_model_param_count(model);
   begins = malloc((count + 1) * sizeof *begins);
   if (!begins) {
@@ -304,12 +321,11 @@ int rs__safetensors_read_stream(FILE *f, uint64_t file_size, const char *path,
           rs__err(errmsg, RS_EPARSE, "%s: no tensor \"%.100s\"", path, p->name);
       goto done;
     }
-    rc = check_tensor(t, p, rs_model_dtype(model), file_size - data_start, path,
-                      &begins[i], errmsg);
+    rc = check_tensor(&h, t, p, rs_model_dtype(model), &begins[i]);
     if (rc)
       goto done;
   }
-  rc = check_layout(root, file_size - data_start, path, errmsg);
+  rc = check_layout(&h);
   if (rc)
     goto done;
   for (size_t i = 0; i < count; i++) {

@@ -8,21 +8,27 @@
 #include "io/trace_internal.h"
 #include "ringsim/step.h"
 
-/* One interval; bucket < 0: a compute interval (NULL). */
-static int insert(sqlite3_stmt *st, int64_t run_id, int iter, int worker,
-                  const char *kind, int64_t bucket, uint64_t start,
-                  uint64_t end) {
+/* One row of step_interval, after its run_id; bucket < 0: a compute
+ * interval (NULL). */
+typedef struct interval {
+  int iter, worker;
+  const char *kind;
+  int64_t bucket;
+  uint64_t start_ns, end_ns;
+} interval_t;
+
+static int insert(sqlite3_stmt *st, int64_t run_id, const interval_t *row) {
   sqlite3_reset(st);
   sqlite3_bind_int64(st, 1, run_id);
-  sqlite3_bind_int(st, 2, iter);
-  sqlite3_bind_int(st, 3, worker);
-  sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-  if (bucket < 0)
+  sqlite3_bind_int(st, 2, row->iter);
+  sqlite3_bind_int(st, 3, row->worker);
+  sqlite3_bind_text(st, 4, row->kind, -1, SQLITE_STATIC);
+  if (row->bucket < 0)
     sqlite3_bind_null(st, 5);
   else
-    sqlite3_bind_int64(st, 5, bucket);
-  sqlite3_bind_int64(st, 6, (int64_t)start);
-  sqlite3_bind_int64(st, 7, (int64_t)end);
+    sqlite3_bind_int64(st, 5, row->bucket);
+  sqlite3_bind_int64(st, 6, (int64_t)row->start_ns);
+  sqlite3_bind_int64(st, 7, (int64_t)row->end_ns);
   return sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
 }
 
@@ -39,14 +45,19 @@ int rs_trace_add_step(rs_trace_t *t, int64_t run_id, const rs_step_time_t *st,
   const size_t W = (size_t)st->workers;
   for (int it = 0; rc == SQLITE_OK && it < iterations; it++)
     for (size_t r = 0; rc == SQLITE_OK && r < W; r++) {
-      rc = insert(ins, run_id, it, (int)r, "forward", -1, 0,
-                  st->worker_forward[r]);
+      rc = insert(
+          ins, run_id,
+          &(interval_t){it, (int)r, "forward", -1, 0, st->worker_forward[r]});
       if (rc == SQLITE_OK)
-        rc = insert(ins, run_id, it, (int)r, "backward", -1,
-                    st->worker_forward[r], st->worker_last_grad[r]);
+        rc = insert(ins, run_id,
+                    &(interval_t){it, (int)r, "backward", -1,
+                                  st->worker_forward[r],
+                                  st->worker_last_grad[r]});
       for (size_t b = 0; rc == SQLITE_OK && b < st->bucket_count; b++)
-        rc = insert(ins, run_id, it, (int)r, "allreduce", (int64_t)b,
-                    st->worker_start[b * W + r], st->worker_end[b * W + r]);
+        rc = insert(ins, run_id,
+                    &(interval_t){it, (int)r, "allreduce", (int64_t)b,
+                                  st->worker_start[b * W + r],
+                                  st->worker_end[b * W + r]});
     }
   if (rc == SQLITE_OK)
     rc = rs__trace_exec_retry(t, "COMMIT");
