@@ -25,14 +25,21 @@ int rs__check_prepare(rs_run_t *run);
 /* Compare every worker's buffer with the reference (after). */
 void rs__check_result(rs_run_t *run);
 
-/* Workers that differ from worker 0 (the listing, rs_run_mismatches):
- * compare this process's workers' elements start .. start+len-1 with
- * worker 0's (ref0, that block of its buffer), element by element,
- * adding to counts (per worker) and to list (the first
- * RS_MISMATCH_LIST, by element then worker; *listed of them). */
+/* A listing of the workers that differ from worker 0 as it is made
+ * (rs_run_mismatches): how many elements each worker differs in
+ * (counts[w]), and the first RS_MISMATCH_LIST mismatches, by element then
+ * worker (list, *listed of them). */
+typedef struct mismatch_tally {
+  uint64_t *counts;
+  rs_mismatch_t *list;
+  size_t *listed;
+} mismatch_tally_t;
+
+/* Workers that differ from worker 0: compare this process's workers'
+ * elements start .. start+len-1 with worker 0's (ref0, that block of its
+ * buffer), element by element, adding to the tally. */
 void rs__check_list_block(const rs_run_t *run, size_t start, size_t len,
-                          const void *ref0, uint64_t *counts,
-                          rs_mismatch_t *list, size_t *listed);
+                          const void *ref0, const mismatch_tally_t *tally);
 /* Merge n listed mismatches into list (the same order and bound). */
 void rs__check_list_merge(rs_mismatch_t *list, size_t *listed,
                           const rs_mismatch_t *from, size_t n);

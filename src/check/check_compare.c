@@ -215,8 +215,7 @@ void rs__check_list_merge(rs_mismatch_t *list, size_t *listed,
 }
 
 void rs__check_list_block(const rs_run_t *run, size_t start, size_t len,
-                          const void *ref0, uint64_t *counts,
-                          rs_mismatch_t *list, size_t *listed) {
+                          const void *ref0, const mismatch_tally_t *tally) {
   const size_t size = run->buf_elem_bytes;
   const unsigned char *want = ref0;
   for (int w = run->first_local > 0 ? run->first_local : 1; w < run->local_end;
@@ -228,7 +227,7 @@ void rs__check_list_block(const rs_run_t *run, size_t start, size_t len,
     for (size_t j = 0; j < len; j++) {
       if (memcmp(got + j * size, want + j * size, size) == 0)
         continue;
-      counts[w]++;
+      tally->counts[w]++;
       const size_t i = start + j;
       while (i >= rs_model_param(run->model, p)->elem_offset +
                       rs_model_param(run->model, p)->elems)
@@ -238,7 +237,7 @@ void rs__check_list_block(const rs_run_t *run, size_t start, size_t len,
                          .elem = i,
                          .value = array_at(run, got, j),
                          .worker0_value = array_at(run, want, j)};
-      list_insert(list, listed, &m);
+      list_insert(tally->list, tally->listed, &m);
     }
   }
 }

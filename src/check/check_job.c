@@ -89,6 +89,7 @@ static void *check_pieces(void *arg) {
       job->after ? calloc((size_t)run->config.workers, sizeof *counts) : NULL;
   rs_mismatch_t list[RS_MISMATCH_LIST];
   size_t listed = 0;
+  const mismatch_tally_t tally = {counts, list, &listed};
   char errmsg[RS_ERRMSG_MAX];
   int rc = RS_OK, identical = 1;
   size_t piece = 0;
@@ -137,7 +138,7 @@ static void *check_pieces(void *arg) {
         identical &= same;
         if (!same && !run->mpi) /* (first is worker 0) */
           rs__check_list_block(run, start, len, run->bufs[0] + start * size,
-                               counts, list, &listed);
+                               &tally);
         const void *fixed =
             !plan->fixed   ? NULL
             : plan->stream ? (const void *)s.fixed

@@ -163,11 +163,13 @@ static void decide(const agree_in_t *in, int procs, int lost, uint64_t wait_ns,
     }
 }
 
-/* One agreement (above): code is this process's status (0: fine; 1, 2,
- * 3 as the CLI's exit status), msg its line, data what must be the same
- * everywhere. */
-void rs__mpi_agree_on(int stage, int code, const char *msg, const int64_t *aux,
-                      const char *data, uint64_t wait_ns, agree_out_t *out) {
+/* One agreement (above) on what this process brings (says): its code,
+ * line, aux and data (agree_mine_t). */
+void rs__mpi_agree_on(const agree_mine_t *says, uint64_t wait_ns,
+                      agree_out_t *out) {
+  const int stage = says->stage, code = says->code;
+  const char *msg = says->msg, *data = says->data;
+  const int64_t *aux = says->aux;
   if (rs__mpi_job.ended) {
     *out = rs__mpi_job.end;
     return;
@@ -300,24 +302,24 @@ void rs__mpi_coll_wait(MPI_Request *req, const char *what) {
 /* The collectives of the run's check and after (on coll): each waits as
  * an agreement waits (coll_wait), never for ever. */
 void rs__mpi_allreduce(const void *in, void *out, int n, MPI_Datatype type,
-                       MPI_Op op, MPI_Comm comm, const char *what) {
+                       MPI_Op op, const mpi_coll_t *on) {
   MPI_Request req;
-  MPI_Iallreduce(in, out, n, type, op, comm, &req);
-  rs__mpi_coll_wait(&req, what);
+  MPI_Iallreduce(in, out, n, type, op, on->comm, &req);
+  rs__mpi_coll_wait(&req, on->what);
 }
 
-void rs__mpi_bcast(void *buf, int n, MPI_Datatype type, int root, MPI_Comm comm,
-                   const char *what) {
+void rs__mpi_bcast(void *buf, int n, MPI_Datatype type, int root,
+                   const mpi_coll_t *on) {
   MPI_Request req;
-  MPI_Ibcast(buf, n, type, root, comm, &req);
-  rs__mpi_coll_wait(&req, what);
+  MPI_Ibcast(buf, n, type, root, on->comm, &req);
+  rs__mpi_coll_wait(&req, on->what);
 }
 
 void rs__mpi_gather(const void *in, int n, MPI_Datatype type, void *out,
-                    int root, MPI_Comm comm, const char *what) {
+                    int root, const mpi_coll_t *on) {
   MPI_Request req;
-  MPI_Igather(in, n, type, out, n, type, root, comm, &req);
-  rs__mpi_coll_wait(&req, what);
+  MPI_Igather(in, n, type, out, n, type, root, on->comm, &req);
+  rs__mpi_coll_wait(&req, on->what);
 }
 
 /* The job's size from mpirun's environment, before MPI starts (0: not
@@ -364,8 +366,9 @@ int rs_mpi_init(int *rank, int *procs, char *errmsg) {
   *procs = rs__mpi_job.procs;
   if (first) { /* every process was given --transport mpi, or none */
     agree_out_t out;
-    rs__mpi_agree_on(STAGE_TRANSPORT, 0, NULL, NULL, "--transport=mpi",
-                     rs__mpi_job.wait_ns, &out);
+    rs__mpi_agree_on(
+        &(agree_mine_t){.stage = STAGE_TRANSPORT, .data = "--transport=mpi"},
+        rs__mpi_job.wait_ns, &out);
     if (out.code) {
       rs__err(errmsg, RS_EINVAL, "%s",
               strncmp(out.msg, "ringsim: ", 9) ? out.msg : out.msg + 9);
@@ -390,8 +393,9 @@ int rs_mpi_check_alone(char *errmsg) {
   if (start_mpi(err))
     return RS_OK; /* (no MPI to ask: run alone, as before) */
   agree_out_t out;
-  rs__mpi_agree_on(STAGE_TRANSPORT, 0, NULL, NULL, "--transport=shm",
-                   rs__mpi_job.wait_ns, &out);
+  rs__mpi_agree_on(
+      &(agree_mine_t){.stage = STAGE_TRANSPORT, .data = "--transport=shm"},
+      rs__mpi_job.wait_ns, &out);
   int code = out.code;
   if (code && rs__mpi_job.rank == 0)
     rs__err(errmsg, RS_EINVAL, "%s",
@@ -419,7 +423,8 @@ void rs_mpi_finalize(void) {
 int rs_mpi_agree(int code, char *msg, size_t size) {
   agree_out_t out;
   int stage = msg ? STAGE_FINAL : STAGE_GATE + ++rs__mpi_job.gates;
-  rs__mpi_agree_on(stage, code, msg, NULL, NULL, rs__mpi_job.wait_ns, &out);
+  rs__mpi_agree_on(&(agree_mine_t){.stage = stage, .code = code, .msg = msg},
+                   rs__mpi_job.wait_ns, &out);
   if (out.code != code && msg && size)
     snprintf(msg, size, "%s",
              rs__mpi_job.said_interrupt && out.code > 128 ? "" : out.msg);

@@ -144,8 +144,11 @@ void rs__mpi_finish(rs_run_t *run) {
                           run->result.status};
   agree_out_t out;
   if (m->lost < 0) {
-    rs__mpi_agree_on(STAGE_FINISH, failed ? 3 : 0, failed ? run->errmsg : NULL,
-                     aux, NULL, rs__mpi_finish_wait(run), &out);
+    rs__mpi_agree_on(&(agree_mine_t){.stage = STAGE_FINISH,
+                                     .code = failed ? 3 : 0,
+                                     .msg = failed ? run->errmsg : NULL,
+                                     .aux = aux},
+                     rs__mpi_finish_wait(run), &out);
     if (out.lost >= 0)
       m->lost = out.lost;
   }

@@ -23,6 +23,7 @@
 static void list_mismatches(rs_run_t *run, const uint64_t *lo,
                             const uint64_t *hi, size_t blocks) {
   struct rs_mpi *m = run->mpi;
+  const mpi_coll_t check = {m->coll, "the check"};
   const size_t n = run->elems, size = run->buf_elem_bytes;
   const int W = run->config.workers;
   unsigned char *differ = calloc(blocks, 1);
@@ -44,7 +45,7 @@ static void list_mismatches(rs_run_t *run, const uint64_t *lo,
                  run->bufs[run->first_local] + start * size, len * size) != 0;
   }
   rs__mpi_allreduce(MPI_IN_PLACE, differ, (int)blocks, MPI_UNSIGNED_CHAR,
-                    MPI_MAX, m->coll, "the check");
+                    MPI_MAX, &check);
   for (size_t b = 0; b < blocks; b++) {
     if (!differ[b])
       continue;
@@ -52,16 +53,16 @@ static void list_mismatches(rs_run_t *run, const uint64_t *lo,
     size_t len = n - start < HASH_ELEMS ? n - start : HASH_ELEMS;
     if (run->proc == 0)
       memcpy(block, run->bufs[0] + start * size, len * size);
-    rs__mpi_bcast(block, (int)(len * size), MPI_BYTE, 0, m->coll, "the check");
-    rs__check_list_block(run, start, len, block, run->mismatches, mine,
-                         &mine_listed);
+    rs__mpi_bcast(block, (int)(len * size), MPI_BYTE, 0, &check);
+    rs__check_list_block(
+        run, start, len, block,
+        &(mismatch_tally_t){run->mismatches, mine, &mine_listed});
   }
   rs__mpi_allreduce(MPI_IN_PLACE, run->mismatches, W, MPI_UINT64_T, MPI_SUM,
-                    m->coll, "the check");
+                    &check);
   uint64_t count = mine_listed;
-  rs__mpi_gather(&count, 1, MPI_UINT64_T, listed, 0, m->coll, "the check");
-  rs__mpi_gather(mine, (int)sizeof mine, MPI_BYTE, all, 0, m->coll,
-                 "the check");
+  rs__mpi_gather(&count, 1, MPI_UINT64_T, listed, 0, &check);
+  rs__mpi_gather(mine, (int)sizeof mine, MPI_BYTE, all, 0, &check);
   run->mismatches_listed = 0;
   for (int p = 0; run->proc == 0 && p < run->procs; p++)
     rs__check_list_merge(run->first_mismatches, &run->mismatches_listed,
@@ -75,6 +76,7 @@ done:
 
 void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   struct rs_mpi *m = run->mpi;
+  const mpi_coll_t check = {m->coll, "the check"};
   const size_t n = run->elems, size = run->buf_elem_bytes;
   const size_t blocks = n ? (n + HASH_ELEMS - 1) / HASH_ELEMS : 1;
   const size_t params = rs_model_param_count(run->model);
@@ -98,9 +100,9 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
   }
   memcpy(hi, lo, blocks * sizeof *hi); /* every hash's least and most */
   rs__mpi_allreduce(MPI_IN_PLACE, lo, (int)blocks, MPI_UINT64_T, MPI_MIN,
-                    m->coll, "the check");
+                    &check);
   rs__mpi_allreduce(MPI_IN_PLACE, hi, (int)blocks, MPI_UINT64_T, MPI_MAX,
-                    m->coll, "the check");
+                    &check);
   for (size_t b = 0; b < blocks; b++)
     same &= lo[b] == hi[b];
   *identical = same;
@@ -119,9 +121,9 @@ void rs__mpi_check_merge(rs_run_t *run, int *identical) {
     counts[4 * p + 3] = c->order_max_ulps;
   }
   rs__mpi_allreduce(MPI_IN_PLACE, worst, (int)(4 * params), MPI_DOUBLE, MPI_MAX,
-                    m->coll, "the check");
+                    &check);
   rs__mpi_allreduce(MPI_IN_PLACE, counts, (int)(4 * params), MPI_UINT64_T,
-                    MPI_MAX, m->coll, "the check");
+                    MPI_MAX, &check);
   for (size_t p = 0; p < params; p++) {
     rs_param_check_t *c = &run->checks[p];
     c->max_abs_err = worst[4 * p];
@@ -148,8 +150,7 @@ void rs__mpi_reduce_sums(const rs_run_t *run, void *acc, void *amp, size_t len,
                   : op == RS_OP_PROD ? MPI_PROD
                                      : MPI_SUM;
   MPI_Op amp_op = op == RS_OP_PROD ? MPI_PROD : MPI_SUM;
-  rs__mpi_allreduce(MPI_IN_PLACE, acc, (int)len, type, acc_op, ctx(run)->coll,
-                    "the reference of the inputs");
-  rs__mpi_allreduce(MPI_IN_PLACE, amp, (int)len, type, amp_op, ctx(run)->coll,
-                    "the reference of the inputs");
+  const mpi_coll_t inputs = {ctx(run)->coll, "the reference of the inputs"};
+  rs__mpi_allreduce(MPI_IN_PLACE, acc, (int)len, type, acc_op, &inputs);
+  rs__mpi_allreduce(MPI_IN_PLACE, amp, (int)len, type, amp_op, &inputs);
 }

@@ -160,25 +160,38 @@ void rs__mpi_sleep(uint64_t ns);
  * it failed (-1: a message longer than its buffer; the communicators
  * return errors rather than end the job). */
 int rs__mpi_poll(MPI_Request *req, uint64_t deadline, MPI_Status *st);
-/* One agreement (above) at stage: code is this process's status (0:
- * fine; 1, 2, 3 as the CLI's exit status), msg its line, aux three
- * numbers the outcome carries from the process with the highest code,
- * data what must be the same everywhere; waits up to wait_ns. */
-void rs__mpi_agree_on(int stage, int code, const char *msg, const int64_t *aux,
-                      const char *data, uint64_t wait_ns, agree_out_t *out);
+/* What this process brings to an agreement (above) at stage: code is
+ * its status (0: fine; 1, 2, 3 as the CLI's exit status), msg its line,
+ * aux three numbers the outcome carries from the process with the
+ * highest code, data what must be the same everywhere (each NULL: none). */
+typedef struct agree_mine {
+  int stage, code;
+  const char *msg;
+  const int64_t *aux;
+  const char *data;
+} agree_mine_t;
+/* One agreement on mine, waiting up to wait_ns; its outcome into *out. */
+void rs__mpi_agree_on(const agree_mine_t *mine, uint64_t wait_ns,
+                      agree_out_t *out);
 /* A collective (or a message) that every process reached after an
  * agreement: wait for it as an agreement waits; past that the job ends,
  * from this process (it cannot tell which other did not answer). */
 void rs__mpi_coll_wait_st(MPI_Request *req, MPI_Status *st, const char *what);
 void rs__mpi_coll_wait(MPI_Request *req, const char *what);
+/* Where a collective runs (comm: the run's coll) and what it is for,
+ * which the line says if another process does not answer. */
+typedef struct mpi_coll {
+  MPI_Comm comm;
+  const char *what;
+} mpi_coll_t;
 /* The collectives of the run's check and after (on coll): each waits as
  * an agreement waits, never for ever. */
 void rs__mpi_allreduce(const void *in, void *out, int n, MPI_Datatype type,
-                       MPI_Op op, MPI_Comm comm, const char *what);
-void rs__mpi_bcast(void *buf, int n, MPI_Datatype type, int root, MPI_Comm comm,
-                   const char *what);
+                       MPI_Op op, const mpi_coll_t *on);
+void rs__mpi_bcast(void *buf, int n, MPI_Datatype type, int root,
+                   const mpi_coll_t *on);
 void rs__mpi_gather(const void *in, int n, MPI_Datatype type, void *out,
-                    int root, MPI_Comm comm, const char *what);
+                    int root, const mpi_coll_t *on);
 /* How long, once this process's workers stopped, it waits for the
  * others to end theirs. */
 uint64_t rs__mpi_finish_wait(const rs_run_t *run);

@@ -202,8 +202,12 @@ static int compare_config(const rs_run_t *run, const char *text, long *batch,
   if (code)
     snprintf(line, sizeof line, "ringsim: %s", local);
   agree_out_t out;
-  rs__mpi_agree_on(STAGE_CONFIG, code ? (code == RS_EINVAL ? 2 : 3) : 0, line,
-                   NULL, desc, rs__mpi_job.wait_ns, &out);
+  rs__mpi_agree_on(
+      &(agree_mine_t){.stage = STAGE_CONFIG,
+                      .code = code ? (code == RS_EINVAL ? 2 : 3) : 0,
+                      .msg = line,
+                      .data = desc},
+      rs__mpi_job.wait_ns, &out);
   free(desc);
   if (out.code && code && out.from == rs__mpi_job.rank)
     return rs__err(errmsg, code, "%s", local); /* (said once, by rank 0) */
@@ -279,9 +283,13 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
   struct rs_mpi *m = new_state(procs, run->config.traced, batch);
   /* (out of memory here: every process learns it, and none goes on) */
   agree_out_t out;
-  rs__mpi_agree_on(STAGE_ALL, m ? 0 : 3,
-                   m ? NULL : "ringsim: out of memory for the run's MPI state",
-                   NULL, NULL, rs__mpi_job.wait_ns, &out);
+  rs__mpi_agree_on(
+      &(agree_mine_t){.stage = STAGE_ALL,
+                      .code = m ? 0 : 3,
+                      .msg = m ? NULL
+                               : "ringsim: out of memory for the run's MPI "
+                                 "state"},
+      rs__mpi_job.wait_ns, &out);
   if (!m || out.code) {
     free_state(m);
     return !m ? rs__err(errmsg, RS_ENOMEM, "out of memory")
@@ -342,8 +350,8 @@ int rs__mpi_inputs(rs_run_t *run) {
   else
     snprintf(desc, sizeof desc, "grads=given: --grads files or inline\n");
   agree_out_t out;
-  rs__mpi_agree_on(STAGE_INPUTS, 0, NULL, NULL, desc, rs__mpi_job.wait_ns,
-                   &out);
+  rs__mpi_agree_on(&(agree_mine_t){.stage = STAGE_INPUTS, .data = desc},
+                   rs__mpi_job.wait_ns, &out);
   return out.code ? rs__mpi_fail_agreed(run, &out) : RS_OK;
 }
 
@@ -355,7 +363,7 @@ int rs__mpi_start(rs_run_t *run) {
 int rs__mpi_all(rs_run_t *run, int ok) {
   (void)run;
   agree_out_t out;
-  rs__mpi_agree_on(STAGE_ALL, ok ? 0 : 3, NULL, NULL, NULL, rs__mpi_job.wait_ns,
-                   &out);
+  rs__mpi_agree_on(&(agree_mine_t){.stage = STAGE_ALL, .code = ok ? 0 : 3},
+                   rs__mpi_job.wait_ns, &out);
   return out.code == 0;
 }

@@ -43,8 +43,8 @@ int rs_run_time_mpi_allreduce(rs_run_t *run, int warmup, int iterations,
   uint64_t mine = (rs__now_ns() - t0) /
                   (uint64_t)(iterations > 0 ? iterations : 1),
            slowest = 0;
-  rs__mpi_allreduce(&mine, &slowest, 1, MPI_UINT64_T, MPI_MAX, m->coll,
-                    "timing MPI_Allreduce");
+  rs__mpi_allreduce(&mine, &slowest, 1, MPI_UINT64_T, MPI_MAX,
+                    &(mpi_coll_t){m->coll, "timing MPI_Allreduce"});
   *ns = slowest;
   free(in);
   free(out);

@@ -156,10 +156,10 @@ void rs__mpi_edge_close(rs_edge_t *e) {
 }
 
 /* Take the next slot (waiting for its last send to complete), fill it
- * with hdr and its payload, and send it. */
-static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
-                     const void *src, int corrupt, uint64_t begin,
-                     uint64_t timeout_ns, uint64_t *wait_ns) {
+ * with hdr (its seq and send_begin_ns the sender's) and its payload from
+ * src (corrupted on the wire: corrupt), and send it. */
+static int post_send(rs_edge_t *e, const rs_msg_t *hdr, const void *src,
+                     int corrupt, uint64_t timeout_ns, uint64_t *wait_ns) {
   mpi_edge_t *m = e->mpi;
   rs_queue_t *q = &e->queue;
   MPI_Request *req = &m->req[m->used % (uint64_t)m->slots];
@@ -170,8 +170,6 @@ static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
   size_t bytes = hdr->phase == PHASE_FIN ? 0 : hdr->elems * q->elem_bytes;
   unsigned char *payload = rs__msg_slot_payload(msg);
   *msg = *hdr;
-  msg->seq = seq;
-  msg->send_begin_ns = begin;
   msg->data = NULL;
   if (q->pack && bytes && src)
     q->pack(payload, src, hdr->elems);
@@ -191,14 +189,15 @@ static int post_send(rs_edge_t *e, const rs_msg_t *hdr, uint64_t seq,
 static int mpi_send(rs_edge_t *e, const rs_msg_t *hdr, const void *src,
                     rs_wire_t wire, uint64_t timeout_ns, uint64_t *wait_ns) {
   rs_queue_t *q = &e->queue;
-  uint64_t begin = rs__now_ns();
-  uint64_t seq = q->send_seq++;
+  rs_msg_t sent = *hdr;
+  sent.send_begin_ns = rs__now_ns();
+  sent.seq = q->send_seq++;
   if (wire == RS_WIRE_DROP)
     return RS_OK; /* its sequence number is never delivered */
-  int rc = post_send(e, hdr, seq, src, wire == RS_WIRE_CORRUPT, begin,
-                     timeout_ns, wait_ns);
+  int rc =
+      post_send(e, &sent, src, wire == RS_WIRE_CORRUPT, timeout_ns, wait_ns);
   if (rc == RS_OK && wire == RS_WIRE_DUP)
-    rc = post_send(e, hdr, seq, src, 0, begin, timeout_ns, wait_ns);
+    rc = post_send(e, &sent, src, 0, timeout_ns, wait_ns);
   return rc;
 }
 
@@ -266,9 +265,10 @@ static void mpi_release(rs_edge_t *e) { repost(e->mpi); }
 
 static void mpi_finish(rs_edge_t *e) {
   rs_queue_t *q = &e->queue;
-  rs_msg_t fin = {.phase = PHASE_FIN};
+  rs_msg_t fin = {
+      .phase = PHASE_FIN, .seq = q->send_seq, .send_begin_ns = rs__now_ns()};
   /* (a run that aborts meanwhile sends no end: nobody waits for it) */
-  post_send(e, &fin, q->send_seq, NULL, 0, rs__now_ns(), UINT64_MAX, NULL);
+  post_send(e, &fin, NULL, 0, UINT64_MAX, NULL);
 }
 
 static int mpi_end(rs_edge_t *e, uint64_t timeout_ns, uint64_t *wait_ns) {
