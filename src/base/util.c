@@ -182,10 +182,12 @@ const char *rs_quote_path(const char *path, char *buf, size_t size) {
   return buf;
 }
 
-int rs__err_at(char *errmsg, int code, const char *option, const char *input,
-               size_t at, size_t len, const char *fmt, ...) {
+int rs__err_where(char *errmsg, int code, const rs_err_where_t *where,
+                  const char *fmt, ...) {
   if (!errmsg)
     return code;
+  const char *option = where->option, *input = where->input;
+  const size_t at = where->at, len = where->len;
   char problem[RS_ERRMSG_MAX];
   va_list ap;
   va_start(ap, fmt);

@@ -18,15 +18,26 @@
 int rs__err(char *errmsg, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* rs__err for a fault at bytes at .. at+len of the user's input to an
- * option (option: its name as the user typed it, "--topo"): "OPTION
- * 'INPUT': PROBLEM" when the input has at most RS_QUOTE_MAX bytes, as
- * every message quotes its input; else the problem first, then where and
- * an excerpt (rs_excerpt), "OPTION: PROBLEM (at byte AT of N:
- * '...EXCERPT...')", so a long input never crowds out what is wrong. */
-int rs__err_at(char *errmsg, int code, const char *option, const char *input,
-               size_t at, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+/* Where in the user's input a fault is: bytes at .. at+len of input,
+ * given to option (its name as the user typed it, "--topo"). */
+typedef struct rs_err_where {
+  const char *option, *input;
+  size_t at, len;
+} rs_err_where_t;
+
+/* rs__err for a fault where says: "OPTION 'INPUT': PROBLEM" when the
+ * input has at most RS_QUOTE_MAX bytes, as every message quotes its
+ * input; else the problem first, then where and an excerpt (rs_excerpt),
+ * "OPTION: PROBLEM (at byte AT of N: '...EXCERPT...')", so a long input
+ * never crowds out what is wrong. */
+int rs__err_where(char *errmsg, int code, const rs_err_where_t *where,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* rs__err_where with the place's four parts in a row:
+ * rs__err_at(errmsg, code, option, input, at, len, fmt, ...). */
+#define rs__err_at(errmsg, code, option, input, at, len, ...)                  \
+  rs__err_where((errmsg), (code),                                              \
+                &(const rs_err_where_t){(option), (input), (at), (len)},       \
+                __VA_ARGS__)
 
 static inline uint64_t rs__now_ns(void) {
   struct timespec ts;
