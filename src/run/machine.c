@@ -31,11 +31,18 @@
 /* The latency: a chunk of this many floats, one per message. */
 #define CAL_SEGS 8
 
-/* The fastest iteration of a ring (ring reduce-scatter alone, with rs) of
- * W chunks of chunk_elems floats per worker, in ns; 0 on error. */
-static uint64_t time_ring(int workers, size_t chunk_elems, size_t seg_bytes,
-                          int slots, int direct, int rs, int *rc,
-                          char *errmsg) {
+/* The ring the measurement runs: its worker threads, and its queues'
+ * slots, copying or copy-free (direct), as the run measured for has. */
+typedef struct cal_ring {
+  int workers, slots, direct;
+} cal_ring_t;
+
+/* The fastest iteration of ring's all-reduce of W chunks of chunk_elems
+ * floats per worker, cut into segments of seg_bytes, in ns; 0 on error
+ * (*rc). */
+static uint64_t time_ring(const cal_ring_t *ring, size_t chunk_elems,
+                          size_t seg_bytes, int *rc, char *errmsg) {
+  const int workers = ring->workers;
   char text[160];
   snprintf(text, sizeof text,
            "{\"name\": \"calibration\", \"params\": [{\"name\": \"g\", "
@@ -51,10 +58,10 @@ static uint64_t time_ring(int workers, size_t chunk_elems, size_t seg_bytes,
   rs_config_init(&c);
   c.workers = workers;
   c.segment_bytes = seg_bytes;
-  c.slots = slots;
-  c.direct = direct;
+  c.slots = ring->slots;
+  c.direct = ring->direct;
   c.op = RS_OP_SUM;
-  c.collective = rs ? RS_COLL_REDUCE_SCATTER : RS_COLL_ALLREDUCE;
+  c.collective = RS_COLL_ALLREDUCE;
   c.bucket_bytes = 0; /* one bucket */
   c.warmup = 2;       /* the first touches fresh pages */
   c.iterations = 10;
@@ -105,10 +112,10 @@ int rs_machine_measure(int workers, size_t segment_bytes, int slots, int direct,
    * least 100 ns a message). */
   const int W = workers < CAL_MAX_WORKERS ? workers : CAL_MAX_WORKERS;
   int rc = RS_OK;
-  uint64_t one = time_ring(W, 1, segment_bytes, slots, direct, 0, &rc, errmsg);
+  const cal_ring_t ring = {W, slots, direct};
+  uint64_t one = time_ring(&ring, 1, segment_bytes, &rc, errmsg);
   uint64_t many =
-      rc ? 0
-         : time_ring(W, CAL_SEGS, sizeof(float), slots, direct, 0, &rc, errmsg);
+      rc ? 0 : time_ring(&ring, CAL_SEGS, sizeof(float), &rc, errmsg);
   if (rc)
     return rc;
   double alpha =
