@@ -36,6 +36,13 @@ typedef struct hier_way {
   const char *words;          /* what it does, for the narration */
 } hier_way_t;
 
+/* hier with one inner algorithm (h) on the workers' shape: what each
+ * entry of its rs_algo_t hands the helpers below. */
+typedef struct hier_on {
+  const hier_way_t *h;
+  rs_shape_t shape;
+} hier_on_t;
+
 static int nodes_of(rs_shape_t shape) { return shape.workers / shape.gpus; }
 
 /* The inner algorithm's steps (none on one node). */
@@ -180,7 +187,9 @@ static size_t cut_bytes(rs_shape_t shape) {
   return ((size_t)shape.gpus * sizeof(node_cut_t) + 63) / 64 * 64;
 }
 
-static size_t sim_scratch(const hier_way_t *h, rs_shape_t shape) {
+static size_t sim_scratch(const hier_on_t *on) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const rs_algo_t *a = h->inner;
   return cut_bytes(shape) +
          (a->sim_scratch ? a->sim_scratch(rs__shape_flat(nodes_of(shape))) : 0);
@@ -213,9 +222,10 @@ static void sim(const hier_way_t *h, rs_simrun_t *s, size_t n, size_t segs) {
 /* A step's rounds and smallest segment (algo.h): a node step's blocks,
  * n / G rounded down or up, each cut as the largest; across, the inner
  * algorithm's for a block of either size, the fewer and the smaller. */
-static size_t step_least(const hier_way_t *h, rs_shape_t shape, int step,
-                         size_t elems, size_t segs, size_t cap,
-                         size_t *rounds) {
+static size_t step_least(const hier_on_t *on, int step, size_t elems,
+                         size_t segs, size_t cap, size_t *rounds) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus, inner = inner_steps(h, shape);
   const size_t block = elems / (size_t)G;
   if (step < G - 1 || step >= G - 1 + inner) {
@@ -233,8 +243,9 @@ static size_t step_least(const hier_way_t *h, rs_shape_t shape, int step,
 }
 
 /* Edges: the node's ring, and the inner algorithm's among the group. */
-static int peers(const hier_way_t *h, rs_shape_t shape, int rank, int *peers,
-                 int sending) {
+static int peers(const hier_on_t *on, int rank, int *peers, int sending) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus, N = nodes_of(shape);
   int count = 0;
   if (G > 1)
@@ -251,8 +262,10 @@ static int peers(const hier_way_t *h, rs_shape_t shape, int rank, int *peers,
   return count;
 }
 
-static size_t message_elems(const hier_way_t *h, rs_shape_t shape, int from,
-                            int to, size_t elems, size_t segs, size_t cap) {
+static size_t message_elems(const hier_on_t *on, int from, int to, size_t elems,
+                            size_t segs, size_t cap) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus;
   const size_t block = rs__chunk_elems(elems, G, 0);
   if (from / G == to / G) { /* a segment of the largest block */
@@ -263,8 +276,10 @@ static size_t message_elems(const hier_way_t *h, rs_shape_t shape, int from,
                                  to / G, block, segs, cap);
 }
 
-static size_t messages(const hier_way_t *h, rs_shape_t shape, int rank,
-                       size_t elems, size_t segs, size_t cap) {
+static size_t messages(const hier_on_t *on, int rank, size_t elems, size_t segs,
+                       size_t cap) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus, N = nodes_of(shape);
   const size_t block = rs__chunk_elems(elems, G, 0);
   size_t count = 2 * (size_t)(G - 1) * block_segs(shape, elems, cap);
@@ -274,14 +289,17 @@ static size_t messages(const hier_way_t *h, rs_shape_t shape, int rank,
   return count;
 }
 
-static int steps(const hier_way_t *h, rs_shape_t shape) {
+static int steps(const hier_on_t *on) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   return 2 * (shape.gpus - 1) + inner_steps(h, shape);
 }
 
 /* Within the node every step sends to the next worker round it; across,
  * the inner algorithm's sends, among the group. */
-static int sends(const hier_way_t *h, rs_shape_t shape, int step, int rank,
-                 int *dst, int max) {
+static int sends(const hier_on_t *on, int step, int rank, int *dst, int max) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus, inner = inner_steps(h, shape);
   if (step < G - 1 || step >= G - 1 + inner) {
     dst[0] = rs__hier_next(shape, rank);
@@ -294,16 +312,19 @@ static int sends(const hier_way_t *h, rs_shape_t shape, int step, int rank,
   return k;
 }
 
-static int depth(const hier_way_t *h, rs_shape_t shape) {
+static int depth(const hier_on_t *on) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int N = nodes_of(shape);
   return shape.gpus - 1 + (N > 1 ? h->inner->depth(rs__shape_flat(N)) : 0);
 }
 
 /* The regions: each block cut as the inner algorithm cuts it (one region
  * per block on one node), block after block. */
-static int layout(const hier_way_t *h, rs_shape_t shape, size_t elems,
-                  size_t cap, size_t *offsets, const char **word,
-                  const char **words) {
+static int layout(const hier_on_t *on, size_t elems, size_t cap,
+                  size_t *offsets, const char **word, const char **words) {
+  const hier_way_t *h = on->h;
+  const rs_shape_t shape = on->shape;
   const int G = shape.gpus, N = nodes_of(shape);
   int count = 0;
   *word = "block";
@@ -457,29 +478,32 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
   static const hier_way_t way_##ID = {&INNER, COLS, AG, WORDS};                \
   extern const rs_algo_t rs__algo_##ID;                                        \
   static int ID##_send_peers(rs_shape_t sh, int r, int *p) {                   \
-    return peers(&way_##ID, sh, r, p, 1);                                      \
+    return peers(&(hier_on_t){&way_##ID, sh}, r, p, 1);                        \
   }                                                                            \
   static int ID##_recv_peers(rs_shape_t sh, int r, int *p) {                   \
-    return peers(&way_##ID, sh, r, p, 0);                                      \
+    return peers(&(hier_on_t){&way_##ID, sh}, r, p, 0);                        \
   }                                                                            \
   static size_t ID##_message_elems(rs_shape_t sh, int from, int to, size_t n,  \
                                    size_t segs, size_t cap) {                  \
-    return message_elems(&way_##ID, sh, from, to, n, segs, cap);               \
+    return message_elems(&(hier_on_t){&way_##ID, sh}, from, to, n, segs, cap); \
   }                                                                            \
   static size_t ID##_messages(rs_shape_t sh, int r, size_t n, size_t segs,     \
                               size_t cap, rs_collective_t c) {                 \
-    return (void)c, messages(&way_##ID, sh, r, n, segs, cap);                  \
+    return (void)c, messages(&(hier_on_t){&way_##ID, sh}, r, n, segs, cap);    \
   }                                                                            \
   static int ID##_steps(rs_shape_t sh, rs_collective_t c) {                    \
-    return (void)c, steps(&way_##ID, sh);                                      \
+    return (void)c, steps(&(hier_on_t){&way_##ID, sh});                        \
   }                                                                            \
   static int ID##_sends(rs_shape_t sh, int step, int r, int *dst, int max) {   \
-    return sends(&way_##ID, sh, step, r, dst, max);                            \
+    return sends(&(hier_on_t){&way_##ID, sh}, step, r, dst, max);              \
   }                                                                            \
-  static int ID##_depth(rs_shape_t sh) { return depth(&way_##ID, sh); }        \
+  static int ID##_depth(rs_shape_t sh) {                                       \
+    return depth(&(hier_on_t){&way_##ID, sh});                                 \
+  }                                                                            \
   static size_t ID##_step_least(rs_shape_t sh, int step, size_t n,             \
                                 size_t segs, size_t cap, size_t *rounds) {     \
-    return step_least(&way_##ID, sh, step, n, segs, cap, rounds);              \
+    return step_least(&(hier_on_t){&way_##ID, sh}, step, n, segs, cap,         \
+                      rounds);                                                 \
   }                                                                            \
   static uint64_t ID##_predict(const rs_netmodel_t *m, rs_shape_t sh,          \
                                size_t n, size_t segs, size_t cap, size_t es) { \
@@ -489,11 +513,11 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
     sim(&way_##ID, s, n, segs);                                                \
   }                                                                            \
   static size_t ID##_scratch(rs_shape_t sh) {                                  \
-    return sim_scratch(&way_##ID, sh);                                         \
+    return sim_scratch(&(hier_on_t){&way_##ID, sh});                           \
   }                                                                            \
   static int ID##_layout(rs_shape_t sh, size_t n, size_t cap, size_t *off,     \
                          const char **word, const char **words) {              \
-    return layout(&way_##ID, sh, n, cap, off, word, words);                    \
+    return layout(&(hier_on_t){&way_##ID, sh}, n, cap, off, word, words);      \
   }                                                                            \
   static void ID##_narrate(rs_narrator_t *nr, int mean) {                      \
     narrate(&way_##ID, nr, mean);                                              \

@@ -605,11 +605,22 @@ static uint64_t nvlstree_chunk(const nccl_machine_t *mc, uint64_t bytes, int C,
   return chunk;
 }
 
-/* The stages as a chain for one channel: total_ns[i], the whole stage's
- * time for all S bytes at its rate, spread over the channel's segments. */
+/* The stages of a pipeline, hop after hop (hops of them): total_ns[i],
+ * the whole stage's time for all S bytes at its rate; lat_ns[i], its
+ * hop's latency; seg_ns, room for hops segment times. */
+typedef struct stages {
+  int hops;
+  const double *total_ns, *lat_ns;
+  double *seg_ns;
+} stages_t;
+
+/* The stages as a chain for one channel, each stage's total time spread
+ * over the channel's segments of chunk bytes. */
 static double stages_ns(int C, int slots, uint64_t bytes, uint64_t chunk,
-                        int hops_n, const double *total_ns,
-                        const double *lat_ns, double *seg_ns) {
+                        const stages_t *st) {
+  const int hops_n = st->hops;
+  const double *total_ns = st->total_ns, *lat_ns = st->lat_ns;
+  double *seg_ns = st->seg_ns;
   const uint64_t share = ceil_div(bytes, (uint64_t)C);
   int segs;
   uint64_t last;
@@ -639,8 +650,8 @@ static double nvls_ns(const nccl_machine_t *mc, int C, int slots,
   const double total[2] = {bytes / up_gbs, bytes / mc->port_gbs};
   const double lat[2] = {intra_hop_ns(mc, RS_NCCL_NVLS, RS_PROTO_SIMPLE), 0};
   double seg[2];
-  return stages_ns(C, slots, bytes, nvls_chunk(bytes, C, heads), 2, total, lat,
-                   seg);
+  return stages_ns(C, slots, bytes, nvls_chunk(bytes, C, heads),
+                   &(stages_t){2, total, lat, seg});
 }
 
 static double nvlstree_ns(const nccl_machine_t *mc, int C, int slots,
@@ -689,8 +700,8 @@ static double nvlstree_ns(const nccl_machine_t *mc, int C, int slots,
   lat[0] = intra_hop_ns(mc, RS_NCCL_NVLSTREE, RS_PROTO_SIMPLE);
   lat[hops_n - 1] = 0;
   const double end =
-      stages_ns(C, slots, bytes, nvlstree_chunk(mc, bytes, C, heads), hops_n,
-                total, lat, seg);
+      stages_ns(C, slots, bytes, nvlstree_chunk(mc, bytes, C, heads),
+                &(stages_t){hops_n, total, lat, seg});
   free(total);
   return end;
 }

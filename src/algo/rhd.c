@@ -78,8 +78,11 @@ int rs__rhd_bucket(rs_worker_t *w) {
       continue;
     const int peer = rs__rhd_rank(W, v ^ m);
     const size_t size = k ? rcount[k - 1] : w->elems; /* the window */
-    rs__rhd_halving(W, r, w->elems, k, &sindex[k], &scount[k], &rindex[k],
-                    &rcount[k]);
+    const rs_rhd_halves_t halves = rs__rhd_halving(W, r, w->elems, k);
+    sindex[k] = halves.give_off;
+    scount[k] = halves.give_len;
+    rindex[k] = halves.keep_off;
+    rcount[k] = halves.keep_len;
     rs_part_t out = {
         peer, sindex[k], scount[k], {RS_PHASE_REDUCE_SCATTER, k, 0, 0, 0, 0}};
     rs_part_t in = {
@@ -228,10 +231,11 @@ static size_t same_rounds(const sim_part_t *part, const sim_cut_t *cut, int P,
 }
 
 /* One halving (reduced) or doubling (copied) on simulated clocks: every
- * virtual rank v exchanges with v ^ mask, segment by segment, in lock
- * step. */
-static void sim_round(rs_simrun_t *s, int W, int P, int mask,
-                      const sim_part_t *part, sim_cut_t *cut, int reduced) {
+ * virtual rank v (of P, s's W workers' power of two) exchanges with
+ * v ^ mask, segment by segment, in lock step. */
+static void sim_round(rs_simrun_t *s, int mask, const sim_part_t *part,
+                      sim_cut_t *cut, int reduced) {
+  const int W = s->shape.workers, P = rs__pof2(W);
   size_t most = 0, last = 0;
   for (int v = 0; v < P; v++) {
     const sim_part_t *p = &part[v];
@@ -353,7 +357,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
     }
     for (int v = 0; v < P; v++)
       round[v] = part[v][k];
-    sim_round(s, W, P, mask, round, cut, 1);
+    sim_round(s, mask, round, cut, 1);
   }
   for (int k = nsteps - 1; k >= 0; k--) { /* doubling: the same back */
     rs__simrun_step(s);
@@ -362,7 +366,7 @@ static void sim_bucket(rs_simrun_t *s, size_t n, size_t chunk_segs) {
       const size_t big = h.recv > h.send ? h.recv : h.send;
       round[v] = (sim_part_t){h.recv, h.send, rs__segs(big, s->cap)};
     }
-    sim_round(s, W, P, 1 << k, round, cut, 0);
+    sim_round(s, 1 << k, round, cut, 0);
   }
   if (E) { /* fold-out */
     const size_t segs = rs__segs(n, s->cap);
@@ -416,10 +420,9 @@ static void narrate(rs_narrator_t *n, int mean) {
     rs__narr_begin(n);
     for (int v = 0; v < P; v++) {
       const int r = rs__rhd_rank(W, v);
-      size_t go = 0, gl = 0, ko = 0, kl = 0;
-      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
-      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)go,
-                    (int)(go + gl),
+      const rs_rhd_halves_t h = rs__rhd_halving(W, r, (size_t)P, k);
+      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)h.give_off,
+                    (int)(h.give_off + h.give_len),
                     mean && k == K - 1 ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
     }
     snprintf(title, sizeof title, "reduce-scatter step %d (distance %d)", k,
@@ -437,10 +440,9 @@ static void narrate(rs_narrator_t *n, int mean) {
     rs__narr_begin(n);
     for (int v = 0; v < P; v++) {
       const int r = rs__rhd_rank(W, v);
-      size_t go = 0, gl = 0, ko = 0, kl = 0;
-      rs__rhd_halving(W, r, (size_t)P, k, &go, &gl, &ko, &kl);
-      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)ko,
-                    (int)(ko + kl), RS_RECV_COPY);
+      const rs_rhd_halves_t h = rs__rhd_halving(W, r, (size_t)P, k);
+      rs__narr_send(n, r, rs__rhd_rank(W, v ^ (1 << k)), (int)h.keep_off,
+                    (int)(h.keep_off + h.keep_len), RS_RECV_COPY);
     }
     snprintf(title, sizeof title, "all-gather step %d (distance %d)", j,
              1 << k);

@@ -46,29 +46,37 @@ static inline void rs__rhd_contributors(int workers, int v, int m, int *first,
   rs__rd_contributors(workers, v, m, first, count);
 }
 
-/* Worker rank's part of the halving at distance 2^k (k = 0 .. log2 P - 1)
- * of an elems-element bucket; rank must take part (vrank >= 0). Its window
- * before the step is the half it kept in the step before (the whole bucket
- * before step 0); the lower real rank of the pair keeps the left half,
- * size/2 rounded down, the higher the right: *keep_off, *keep_len is the
- * half it keeps (receives its partner's copy of, and adds), *give_off,
- * *give_len the half it sends. The all-gather step at the same distance
- * sends the kept half and receives the given one. */
-static inline void rs__rhd_halving(int workers, int rank, size_t elems, int k,
-                                   size_t *give_off, size_t *give_len,
-                                   size_t *keep_off, size_t *keep_len) {
+/* A worker's two halves of its window in one halving: the half it keeps
+ * (receives its partner's copy of, and adds) and the half it gives
+ * (sends), each an offset and a length in the bucket. */
+typedef struct rs_rhd_halves {
+  size_t give_off, give_len;
+  size_t keep_off, keep_len;
+} rs_rhd_halves_t;
+
+/* Worker rank's halves in the halving at distance 2^k (k = 0 .. log2 P -
+ * 1) of an elems-element bucket; rank must take part (vrank >= 0). Its
+ * window before the step is the half it kept in the step before (the
+ * whole bucket before step 0); the lower real rank of the pair keeps the
+ * left half, size/2 rounded down, the higher the right. The all-gather
+ * step at the same distance sends the kept half and receives the given
+ * one. */
+static inline rs_rhd_halves_t rs__rhd_halving(int workers, int rank,
+                                              size_t elems, int k) {
   const int v = rs__rhd_vrank(workers, rank);
+  rs_rhd_halves_t h = {0, 0, 0, 0};
   size_t start = 0, size = elems;
   for (int j = 0; j <= k; j++) {
     const int peer = rs__rhd_rank(workers, v ^ (1 << j));
     const size_t half = size / 2;
-    *keep_off = rank < peer ? start : start + half;
-    *keep_len = rank < peer ? half : size - half;
-    *give_off = rank < peer ? start + half : start;
-    *give_len = size - *keep_len;
-    start = *keep_off;
-    size = *keep_len;
+    h.keep_off = rank < peer ? start : start + half;
+    h.keep_len = rank < peer ? half : size - half;
+    h.give_off = rank < peer ? start + half : start;
+    h.give_len = size - h.keep_len;
+    start = h.keep_off;
+    size = h.keep_len;
   }
+  return h;
 }
 
 #endif /* RINGSIM_ALGO_RHD_H */
