@@ -105,11 +105,12 @@ int main(int argc, char **argv) {
   const size_t most = rs_model_elems(model);
   for (size_t elems = 2, k = 0; k < 32 && elems <= most; elems *= 2, k++) {
     double t0 = now_s();
-    const rs_algorithm_t x = rs_auto_choose(&big, Wb, elems, seg, elem,
-                                            (1u << RS_ALGO_COUNT) - 1, pred);
+    const rs_sim_setup_t on = {&big, Wb, seg, elem};
+    const rs_algorithm_t x =
+        rs_auto_choose(&on, elems, (1u << RS_ALGO_COUNT) - 1, pred);
     double t1 = now_s();
-    const rs_algorithm_t y = rs_auto_choose(&big, Wb, elems, seg, elem,
-                                            (1u << RS_ALGO_COUNT) - 1, NULL);
+    const rs_algorithm_t y =
+        rs_auto_choose(&on, elems, (1u << RS_ALGO_COUNT) - 1, NULL);
     double t2 = now_s();
     full += t1 - t0;
     alone += t2 - t1;

@@ -30,8 +30,8 @@ static void test_choice_is_argmin(void **state) {
           for (size_t elems = 1; elems <= ((size_t)1 << 24); elems *= 3) {
             const int W = workers[wi];
             uint64_t pred[RS_ALGO_COUNT];
-            rs_algorithm_t got = rs_auto_choose(
-                &nets[k], W, elems, seg_bytes[si], 4, masks[mi], pred);
+            const rs_sim_setup_t on = {&nets[k], W, seg_bytes[si], 4};
+            rs_algorithm_t got = rs_auto_choose(&on, elems, masks[mi], pred);
             size_t segs = rs_segs_per_chunk(elems, W, seg_bytes[si], 4);
             int want = -1;
             uint64_t want_ns = 0;
@@ -97,8 +97,8 @@ static void run_mixed(int W, size_t seg_bytes) {
     const rs_bucket_t *k = rs_run_bucket(run, b);
     uint64_t pred[RS_ALGO_COUNT];
     /* (hier, refused without a topology, is not eligible: no prediction) */
-    chosen[b] = rs_auto_choose(&cfg.net, W, k->elems, cfg.segment_bytes, 4,
-                               (1u << RS_ALGO_HIER) - 1, pred);
+    const rs_sim_setup_t on = {&cfg.net, W, cfg.segment_bytes, 4};
+    chosen[b] = rs_auto_choose(&on, k->elems, (1u << RS_ALGO_HIER) - 1, pred);
     assert_int_equal(rs_run_bucket_algo(run, b), chosen[b]);
     for (int a = 0; a < RS_ALGO_COUNT; a++)
       assert_true(rs_run_bucket_predicted(run, b, (rs_algorithm_t)a) ==

@@ -384,7 +384,7 @@ static void test_knobs_stay(void **state) {
     fail_msg("plain: %s", err);
   assert_int_equal(rs_run_fill(plain, RS_INIT_UNIFORM, 1), RS_OK);
   rs_powersgd_random_q(ps, 1);
-  int rc = rs_powersgd_execute(ps, plain, NULL, NULL, NULL, NULL, err);
+  int rc = rs_powersgd_execute(ps, plain, NULL, err);
   if (rc != RS_ECHECK)
     fail_msg("powersgd's step: %s (%s), expected a failed check",
              rs_errname(rc), err);

@@ -148,8 +148,8 @@ static void test_refusals_follow_the_rows(void **state) {
      * (the ring stands in), and has no prediction */
     const rs_netmodel_t net = net_of("latency=5us,bandwidth=25GB/s", NULL);
     uint64_t pred[RS_ALGO_COUNT];
-    const rs_algorithm_t got =
-        rs_auto_choose(&net, 4, 1000, 1 << 18, 4, 1u << a, pred);
+    const rs_algorithm_t got = rs_auto_choose(
+        &(rs_sim_setup_t){&net, 4, 1 << 18, 4}, 1000, 1u << a, pred);
     if (!info.needs_topology && !info.needs_nvls_switch) {
       assert_int_equal(got, info.auto_eligible ? a : RS_ALGO_RING);
       assert_int_equal(pred[a] == UINT64_MAX, !info.auto_eligible);

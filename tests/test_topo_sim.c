@@ -267,10 +267,10 @@ static void test_argmin_is_the_choice(void **state) {
     for (size_t mi = 0; mi < 2; mi++)
       for (size_t elems = 2; elems < ((size_t)1 << 24); elems = elems * 3 + 1) {
         uint64_t pred[RS_ALGO_COUNT];
-        const rs_algorithm_t full =
-            rs_auto_choose(&net, W, elems, 1 << 18, 4, masks[mi], pred);
+        const rs_sim_setup_t on = {&net, W, 1 << 18, 4};
+        const rs_algorithm_t full = rs_auto_choose(&on, elems, masks[mi], pred);
         const rs_algorithm_t alone =
-            rs_auto_choose(&net, W, elems, 1 << 18, 4, masks[mi], NULL);
+            rs_auto_choose(&on, elems, masks[mi], NULL);
         if (full != alone)
           fail_msg("%s, %zu elements, eligible %#x: with predictions %s, "
                    "alone %s",

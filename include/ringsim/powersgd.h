@@ -121,20 +121,28 @@ RS_API int rs_powersgd_draws_q(const rs_powersgd_t *ps);
 /* Called with each run before it executes and with NULL after, on the
  * caller's thread (to interrupt it from a signal: rs_run_interrupt). */
 typedef void (*rs_powersgd_watch_t)(rs_run_t *run);
+/* What a step's runs are told, each NULL for none: the trace each
+ * all-reduce is traced in, with the config row config_json; who watches
+ * each run (watch); the flag that stops the step before its next run
+ * (stop). The caller keeps all of them for the call's length. */
+typedef struct rs_powersgd_io {
+  rs_trace_t *trace;
+  const char *config_json;
+  rs_powersgd_watch_t watch;
+  const rs_stop_flag_t *stop;
+} rs_powersgd_io_t;
 /* The next step: plain is a run of the same model and workers with the
  * allreduce hook (allreduce_hook: the bytes of DDP's plain all-reduce),
  * its buffers filled and not executed: its inputs are the step's grads;
  * a fresh one each step. It runs plain (for the bytes without PowerSGD;
  * before start its result is the step's), then the three all-reduces of
- * each bucket, each traced in trace (if not NULL) with config_json, and
- * carries the state to the next step. Stops at the first run that fails,
- * or at *stop. Returns RS_OK, RS_ECHECK (an all-reduce failed its check),
- * or that run's error (errmsg says which all-reduce); after another
- * error the state is undefined: free ps. */
+ * each bucket, each traced as io says (io NULL: none traced, watched or
+ * stopped), and carries the state to the next step. Stops at the first
+ * run that fails, or at *io->stop. Returns RS_OK, RS_ECHECK (an
+ * all-reduce failed its check), or that run's error (errmsg says which
+ * all-reduce); after another error the state is undefined: free ps. */
 RS_API int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain,
-                               rs_trace_t *trace, const char *config_json,
-                               rs_powersgd_watch_t watch,
-                               const rs_stop_flag_t *stop, char *errmsg);
+                               const rs_powersgd_io_t *io, char *errmsg);
 /* After RS_OK or RS_ECHECK: the step's result every worker holds (float,
  * model layout), its report, and worker w's residual (float, model
  * layout; a vanilla step's is its input). */

@@ -525,19 +525,25 @@ RS_API uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo,
                                           size_t bucket_count,
                                           size_t segment_bytes,
                                           size_t elem_size);
+/* What a schedule is timed on: network net, with `workers` workers,
+ * moving elements of elem_size bytes in segments of at most
+ * segment_bytes. */
+typedef struct rs_sim_setup {
+  const rs_netmodel_t *net;
+  int workers;
+  size_t segment_bytes;
+  size_t elem_size;
+} rs_sim_setup_t;
 /* --algo auto (docs/algorithms.md): of the algorithms in the bit mask
  * eligible (bit a for rs_algorithm_t a < RS_ALGO_COUNT), the one whose cost
- * formula (rs_netmodel_predict_algo) under m is smallest for a bucket of
- * elems elements of elem_size bytes on W workers, segments of at most
- * segment_bytes; a tie goes to the lower rs_algorithm_t (the ring first).
- * predicted (room for RS_ALGO_COUNT, or NULL) gets every algorithm's
- * prediction, UINT64_MAX for one not eligible (gloo-ring never is: it is
- * the ring in gloo's order, for PyTorch's bits). Returns RS_ALGO_RING if
- * eligible is 0. */
-RS_API rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers,
-                                     size_t elems, size_t segment_bytes,
-                                     size_t elem_size, unsigned eligible,
-                                     uint64_t *predicted);
+ * formula (rs_netmodel_predict_algo) on `on` is smallest for a bucket of
+ * elems elements; a tie goes to the lower rs_algorithm_t (the ring
+ * first). predicted (room for RS_ALGO_COUNT, or NULL) gets every
+ * algorithm's prediction, UINT64_MAX for one not eligible (gloo-ring
+ * never is: it is the ring in gloo's order, for PyTorch's bits). Returns
+ * RS_ALGO_RING if eligible is 0. */
+RS_API rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *on, size_t elems,
+                                     unsigned eligible, uint64_t *predicted);
 /* Measure this machine as a network model for --algo auto (tens of
  * milliseconds). latency_ns: one message's hand-off between worker
  * threads (the thread wake-up and the transfer primitive's work), from two

@@ -38,6 +38,14 @@ class AlgoInfo(ctypes.Structure):
                 ("textbook_ring", ctypes.c_int)]
 
 
+class PowersgdIo(ctypes.Structure):
+    """rs_powersgd_io_t (ringsim/powersgd.h): what a PowerSGD step's runs
+    are told: the trace and its config row, who watches each run, the
+    stop flag."""
+    _fields_ = [("trace", ctypes.c_void_p), ("config_json", ctypes.c_char_p),
+                ("watch", WATCH), ("stop", ctypes.POINTER(ctypes.c_int))]
+
+
 class ReportOpts(ctypes.Structure):
     """rs_report_opts_t (ringsim.h): what a run's report says that the run
     does not know."""
@@ -125,7 +133,7 @@ def _prototypes(lib):
         "rs_powersgd_q_model": (P, [P]),
         "rs_powersgd_q": (P, [P]),
         "rs_powersgd_random_q": (None, [P, c.c_uint64]),
-        "rs_powersgd_execute": (I, [P, P, P, Z, WATCH, c.POINTER(I), Z]),
+        "rs_powersgd_execute": (I, [P, P, c.POINTER(PowersgdIo), Z]),
         "rs_powersgd_result": (P, [P]),
         "rs_powersgd_json": (P, [P, I, I, Z, Z]),
     }

@@ -44,9 +44,9 @@ def _execute(lib, ps, plain, trace, conf):
             if current[0]:
                 lib.rs_run_interrupt(current[0], why)
 
+    io = _lib.PowersgdIo(trace, conf, c_watch, ctypes.pointer(stop))
     status = _interrupt.call(
-        lambda: lib.rs_powersgd_execute(ps, plain, trace, conf, c_watch,
-                                        ctypes.byref(stop), err),
+        lambda: lib.rs_powersgd_execute(ps, plain, ctypes.byref(io), err),
         interrupt, "ringsim-powersgd")
     return status, err.value.decode(errors="replace")
 

@@ -26,9 +26,11 @@
  * (rs__predict_bounded). Those without a bound come last, cheapest to
  * simulate first (rs_algo_t's sim_work). A tie goes to the lower index,
  * as in rs_auto_choose's own loop. */
-static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
-                             size_t segs, size_t segment_bytes,
-                             size_t elem_size, unsigned eligible) {
+static rs_algorithm_t argmin(const rs_sim_setup_t *on, size_t elems,
+                             size_t segs, unsigned eligible) {
+  const rs_netmodel_t *m = on->net;
+  const int workers = on->workers;
+  const size_t segment_bytes = on->segment_bytes, elem_size = on->elem_size;
   const rs_shape_t shape = rs__shape_of(m, workers);
   int order[RS_ALGO_COUNT], n = 0;
   uint64_t least[RS_ALGO_COUNT];
@@ -82,13 +84,15 @@ static rs_algorithm_t argmin(const rs_netmodel_t *m, int workers, size_t elems,
   return best;
 }
 
-rs_algorithm_t rs_auto_choose(const rs_netmodel_t *m, int workers, size_t elems,
-                              size_t segment_bytes, size_t elem_size,
+rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *on, size_t elems,
                               unsigned eligible, uint64_t *predicted) {
+  const rs_netmodel_t *m = on->net;
+  const int workers = on->workers;
+  const size_t segment_bytes = on->segment_bytes, elem_size = on->elem_size;
   const size_t segs =
       rs_segs_per_chunk(elems, workers, segment_bytes, elem_size);
   if (!predicted)
-    return argmin(m, workers, elems, segs, segment_bytes, elem_size, eligible);
+    return argmin(on, elems, segs, eligible);
   rs_algorithm_t best = RS_ALGO_RING;
   uint64_t best_ns = UINT64_MAX;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {

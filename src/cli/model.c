@@ -147,8 +147,9 @@ static rs_algorithm_t best_at(const options_t *opt, const rs_netmodel_t *net,
   unsigned fit = 0;
   for (int a = 0; a < RS_ALGO_COUNT; a++)
     fit |= (unsigned)cli_algo_fits(net, (rs_algorithm_t)a) << a;
-  return rs_auto_choose(net, opt->config.workers, elems,
-                        opt->config.segment_bytes, elem_size, fit, pred);
+  const rs_sim_setup_t on = {net, opt->config.workers,
+                             opt->config.segment_bytes, elem_size};
+  return rs_auto_choose(&on, elems, fit, pred);
 }
 
 /* One algorithm's prediction for one bucket of elems elements. */

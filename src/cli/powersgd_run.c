@@ -205,8 +205,9 @@ int cli_powersgd_main(options_t *opt, rs_model_t *model, int use_inline,
                opt->config.powersgd_rank, opt->powersgd_q, err);
       snprintf(err, sizeof err, "%s", what);
     } else {
-      status = rs_powersgd_execute(ps, plain, trace, step_config,
-                                   cli_signals_watch, cli_signal_flag(), err);
+      const rs_powersgd_io_t io = {trace, step_config, cli_signals_watch,
+                                   cli_signal_flag()};
+      status = rs_powersgd_execute(ps, plain, &io, err);
     }
     rs_run_free(plain);
     free(step_config);

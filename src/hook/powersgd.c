@@ -735,9 +735,8 @@ static void residuals(rs_powersgd_t *ps) {
 }
 
 /* The three all-reduces of every bucket, the result in ps->result. */
-static int compress(rs_powersgd_t *ps, rs_trace_t *trace,
-                    const char *config_json, rs_powersgd_watch_t watch,
-                    const rs_stop_flag_t *stop, char *errmsg) {
+static int compress(rs_powersgd_t *ps, const rs_powersgd_io_t *told,
+                    char *errmsg) {
   size_t most = 1;
   for (size_t b = 0; b < ps->nbuckets; b++) {
     const size_t *e = ps->bucket[b].reduce_elems;
@@ -750,7 +749,8 @@ static int compress(rs_powersgd_t *ps, rs_trace_t *trace,
   int checked = 1, rc = RS_OK;
   for (size_t b = 0; b < ps->nbuckets && (rc == RS_OK || rc == RS_ECHECK);
        b++) {
-    const step_io_t io = {ps, trace, config_json, watch, stop, errmsg};
+    const step_io_t io = {ps,          told->trace, told->config_json,
+                          told->watch, told->stop,  errmsg};
     int brc = step_bucket(&io, b, scratch);
     checked &= brc == RS_OK;
     rc = brc == RS_OK ? rc : brc;
@@ -780,9 +780,11 @@ static int check_q_finite(const rs_powersgd_t *ps, char *errmsg) {
   return RS_OK;
 }
 
-int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
-                        const char *config_json, rs_powersgd_watch_t watch,
-                        const rs_stop_flag_t *stop, char *errmsg) {
+int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain,
+                        const rs_powersgd_io_t *io, char *errmsg) {
+  static const rs_powersgd_io_t none = {0};
+  const rs_powersgd_io_t *told = io ? io : &none;
+  const rs_powersgd_watch_t watch = told->watch;
   const rs_config_t *pc = rs_run_config(plain);
   if (pc->workers != ps->workers || pc->hook != RS_HOOK_ALLREDUCE ||
       rs_model_elems(ps->model) != ps->elems)
@@ -841,7 +843,7 @@ int rs_powersgd_execute(rs_powersgd_t *ps, rs_run_t *plain, rs_trace_t *trace,
               r->step, rs_run_errmsg(plain));
     return keep(ps, errmsg) ? RS_ENOMEM : rc;
   }
-  rc = compress(ps, trace, config_json, watch, stop, errmsg);
+  rc = compress(ps, told, errmsg);
   if (rc != RS_OK && rc != RS_ECHECK)
     return rc;
   r->bytes = r->sim_ns = 0;

@@ -48,8 +48,9 @@ int rs__run_choose_algos(rs_run_t *run, char *errmsg) {
       a = run->bucket_choice[b - 1];
       memcpy(pred, pred - RS_ALGO_COUNT, RS_ALGO_COUNT * sizeof *pred);
     } else if (autoc) {
-      a = rs_auto_choose(&run->auto_model, c->workers, run->buckets[b].elems,
-                         c->segment_bytes, run->elem_size, mask, pred);
+      const rs_sim_setup_t on = {&run->auto_model, c->workers, c->segment_bytes,
+                                 run->elem_size};
+      a = rs_auto_choose(&on, run->buckets[b].elems, mask, pred);
     }
     run->bucket_choice[b] = a;
     run->bucket_algo[b] = rs__algo_get(a);
