@@ -9,13 +9,14 @@
 #                                 Chromium and Selenium for the viewer (html),
 #                                 jsonschema for the --json schemas, venv,
 #                                 setuptools and wheel for pip's install
-#                                 (tests/test_pip.py)
+#                                 (tests/test_pip.py), universal-ctags for
+#                                 the parameter count (tests/test_params.py)
 RINGSIM_PACKAGES="build-essential cmake pkg-config libjansson-dev
   libsqlite3-dev sqlite3 python3 python3-numpy python3-matplotlib"
 RINGSIM_TEST_PACKAGES="libcmocka-dev clang libclang-rt-dev python3-torch
   openmpi-bin libopenmpi-dev chromium chromium-driver python3-selenium
   python3-jsonschema python3-venv python3-setuptools python3-wheel
-  groff-base"
+  groff-base universal-ctags"
 
 ringsim_install_deps() {
   local wanted=$RINGSIM_PACKAGES missing=()
