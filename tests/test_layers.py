@@ -3,8 +3,8 @@
 order in one line (`base < net < ... < cli`); a file may include a header
 of its own folder or of a folder before it, and may call a function owned
 by its own folder or one before it. A function is owned by the folder of
-the src/ header that declares it or defines it inline (core/mpi_run.h
-declares what mpi/ implements: core owns that interface), else by the folder of the .c file
+the src/ header that declares it or defines it inline (core/job.h
+declares the table mpi/ fills: core owns that interface), else by the folder of the .c file
 that defines it (the public calls of include/ringsim/, each by where it is
 implemented). Folders on one rung (`run, mpi`) may not reach each other.
 

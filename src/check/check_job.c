@@ -10,7 +10,6 @@
 #include "base/parallel.h"
 #include "base/util.h"
 #include "check/check_internal.h"
-#include "core/mpi_run.h"
 #include "io/model.h"
 
 /* A thread's scratch_t, in one allocation (s->memory). */
@@ -136,7 +135,7 @@ static void *check_pieces(void *arg) {
           same = memcmp(run->bufs[w] + start * size,
                         run->bufs[first] + start * size, len * size) == 0;
         identical &= same;
-        if (!same && !run->mpi) /* (first is worker 0) */
+        if (!same && run->job->all_here) /* (first is worker 0) */
           rs__check_list_block(run, start, len, run->bufs[0] + start * size,
                                &tally);
         const void *fixed =

@@ -36,7 +36,6 @@
 #include "base/reduce.h"
 #include "base/util.h"
 #include "check/check_internal.h"
-#include "core/mpi_run.h"
 
 /* The direct mean (or op) on one thread, for float and for double, as
  * torch.stack(grads).mean(dim=0) computes it: out[i] = (sum_w grads[w][i])
@@ -222,7 +221,8 @@ static int exact_inputs(const rs_run_t *run) {
 }
 
 int rs__check_fills_reference(const rs_run_t *run) {
-  return exact_inputs(run) && !run->mpi && !run->config.order_report &&
+  return exact_inputs(run) && run->job->all_here &&
+         !run->config.order_report &&
          run->config.check_threads != 1 && run->config.ref_reps == 1;
 }
 
@@ -264,12 +264,13 @@ int rs__check_prepare(rs_run_t *run) {
    * its block's, block by block on one thread, and an MPI reduction sums
    * the processes' (mpi/merge.c). The order report's fixed order needs every
    * input in one place. */
-  if (run->mpi && plan->fixed)
+  if (!run->job->all_here && plan->fixed)
     return rs__run_fail(run, RS_EINVAL,
                         "transport mpi: --order-report needs generated "
                         "grads over MPI (its fixed order needs every "
                         "worker's inputs in one process)");
-  if (run->mpi && plan->exact) /* (the CLI's exact inputs stream) */
+  /* (the CLI's exact inputs stream) */
+  if (!run->job->all_here && plan->exact)
     return rs__run_fail(run, RS_EINVAL,
                         "transport mpi: a reference timed before the run "
                         "(check_threads 1, ref_reps > 1) is not made over "
@@ -309,7 +310,8 @@ int rs__check_prepare(rs_run_t *run) {
                         "out of memory for the reference (%zu elements)", n);
   uint64_t t0 = rs__now_ns();
   int threads = plan->threads;
-  if (run->mpi) /* one thread: the reductions in the same order everywhere */
+  /* one thread: the reductions in the same order everywhere */
+  if (run->job->ordered_check)
     plan->threads = 1;
   rc = rs__check_run_job(run, 0);
   plan->threads = threads;

@@ -13,7 +13,6 @@
 #include "base/reduce.h"
 #include "base/util.h"
 #include "check/check_internal.h"
-#include "core/mpi_run.h"
 #include "io/grads.h"
 #include "io/model.h"
 
@@ -243,9 +242,9 @@ int rs__check_block_reference(const rs_run_t *run, const check_plan_t *plan,
     if (plan->fixed && plan->stream)
       fold_fixed(run, plan, s, w, g, len);
   }
-  if (run->mpi && !plan->stream) /* (exact inputs are generated: streamed) */
-    rs__mpi_reduce_sums(run, f64 ? (void *)s->acc_l : (void *)s->acc,
-                        f64 ? (void *)s->amp_l : (void *)s->amp, len, f64);
+  if (!plan->stream) /* (exact inputs are generated: streamed) */
+    run->job->reduce_sums(run, f64 ? (void *)s->acc_l : (void *)s->acc,
+                          f64 ? (void *)s->amp_l : (void *)s->amp, len, f64);
   if (plan->exact) {
     exact_finish(run, exact, len);
     return RS_OK;

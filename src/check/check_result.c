@@ -10,7 +10,6 @@
 
 #include "base/util.h"
 #include "check/check_internal.h"
-#include "core/mpi_run.h"
 #include "io/model.h"
 
 /* For a result outside its bound: the inputs are finite (refused
@@ -77,13 +76,10 @@ void rs__check_result(rs_run_t *run) {
   run->mismatches_listed = 0; /* (out of memory: no listing) */
   uint64_t t0 = rs__now_ns();
   int rc = rs__check_run_job(run, 1);
-  if (run->mpi) { /* every process checked its own workers: merge */
-    if (!rs__mpi_all(run, rc == RS_OK))
-      return; /* interrupted somewhere: not checked */
-    rs__mpi_check_merge(run, &res->identical);
-  } else if (rc != RS_OK) {
-    return; /* interrupted: not checked */
-  }
+  /* every process checked its own workers: merge */
+  if (!run->job->all(run, rc == RS_OK))
+    return; /* interrupted somewhere: not checked */
+  run->job->check_merge(run, &res->identical);
   res->check_ns = rs__now_ns() - t0;
   for (size_t p = 0; p < rs_model_param_count(run->model); p++) {
     const rs_param_check_t *c = &run->checks[p];

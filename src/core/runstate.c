@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "algo/list.h"
-#include "core/mpi_run.h"
 #include "base/util.h"
 
 /* Set the run's status and error, unless a fault set them first; note
@@ -28,8 +27,8 @@ static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
   }
   RS_PTHREAD_CHECK(pthread_mutex_unlock(&run->err_mu));
   /* Over MPI, a worker's fault stops the other processes' workers too. */
-  if (first && worker >= 0 && run->mpi)
-    rs__mpi_tell_fault(run, worker, code, told);
+  if (first && worker >= 0)
+    run->job->tell_fault(run, worker, code, told);
 }
 
 void rs__run_fail_from(rs_run_t *run, int worker, int code, uint64_t fault_ns,
@@ -293,7 +292,9 @@ void rs__run_name_culprit(rs_run_t *run) {
 
 void rs__run_name_crashes(rs_run_t *run) {
   const int W = run->config.workers;
-  if (run->result.status != RS_OK || (run->mpi && run->first_local != 0))
+  /* (only where every worker's state is: the process of worker 0, to
+   * which the job's finish gathered them) */
+  if (run->result.status != RS_OK || !rs__run_local(run, 0))
     return;
   enum { NAMED = 4 }; /* crashes named one by one; the rest counted */
   char where[RS_ERRMSG_MAX] = "";

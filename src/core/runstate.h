@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "algo/algo.h"
+#include "core/job.h"
 #include "net/transport.h"
 #include "net/xfer.h"
 #include "ringsim/internal/config.h" /* the run keeps its config */
@@ -133,8 +134,11 @@ struct rs_run {
   int64_t trace_run_id;
   int trace_failed;
   char trace_errmsg[RS_ERRMSG_MAX];
-  /* Over MPI (mpi_run.h): this process's rank of procs, and its workers
-   * first_local .. local_end-1; one process: 0 of 1, all W. */
+  /* Where the workers live (core/job.h): this process alone
+   * (rs__job_one), or the processes of an MPI job (rs__job_mpi); chosen
+   * once, by run_new. This process's rank of procs, and its workers
+   * first_local .. local_end-1; alone: 0 of 1, all W. */
+  const rs_job_ops_t *job;
   void *mpi; /* src/mpi's own state (opaque here); NULL for one process */
   int proc, procs;
   int first_local, local_end;

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "base/util.h"
-#include "core/mpi_run.h"
 #include "core/runstate.h"
 #include "io/trace_internal.h"
 #include "net/proto.h"
@@ -56,14 +55,17 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
     sqlite3_bind_null(st, i++);
     sqlite3_bind_null(st, i++);
   }
-  if (run->mpi) { /* which process, on which host, each side was */
+  /* which process, on which host, each side was (over MPI) */
+  if (run->job->trace_places) {
     const int W = run->config.workers;
-    int src_rank = rs__mpi_owner(W, run->procs, e->src);
-    int dst_rank = rs__mpi_owner(W, run->procs, dst);
+    int src_rank = rs__job_owner(W, run->procs, e->src);
+    int dst_rank = rs__job_owner(W, run->procs, dst);
     sqlite3_bind_int64(st, i++, src_rank);
     sqlite3_bind_int64(st, i++, dst_rank);
-    sqlite3_bind_text(st, i++, rs__mpi_host(run, src_rank), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, rs__mpi_host(run, dst_rank), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, run->job->host(run, src_rank), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, run->job->host(run, dst_rank), -1,
+                      SQLITE_STATIC);
   } else {
     for (int k = 0; k < 4; k++)
       sqlite3_bind_null(st, i++);

@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "base/util.h"
-#include "core/mpi_run.h"
 #include "core/runstate.h"
 #include "net/proto.h"
 #include "io/trace_internal.h"
@@ -312,7 +311,7 @@ static int write_totals(rs_run_t *run) {
       run->checked ? res->max_abs_err : NAN, run->checked ? res->bound : NAN,
       run->config.net.enabled && run->checked ? (int64_t)res->sim_ns : -1,
       run->trace_run_id);
-  if (rc == SQLITE_OK && run->mpi) {
+  if (rc == SQLITE_OK && run->job->trace_places) {
     /* every process's host, first worker, and clock against rank 0's */
     size_t cap = (size_t)run->procs * 400 + 8, len = 0;
     char *json = malloc(cap);
@@ -321,7 +320,7 @@ static int write_totals(rs_run_t *run) {
     len += (size_t)snprintf(json + len, cap - len, "[");
     for (int p = 0; p < run->procs; p++) {
       char host[200];
-      snprintf(host, sizeof host, "%s", rs__mpi_host(run, p));
+      snprintf(host, sizeof host, "%s", run->job->host(run, p));
       for (char *h = host; *h; h++)
         if (*h == '"' || *h == '\\' || (unsigned char)*h < 0x20)
           *h = '?';
@@ -329,16 +328,16 @@ static int write_totals(rs_run_t *run) {
           json + len, cap - len,
           "%s{\"rank\": %d, \"host\": \"%s\", \"first_worker\": %d, "
           "\"workers\": %d, \"offset_ns\": %lld, \"rtt_ns\": %llu}",
-          p ? ", " : "", p, host, rs__mpi_first(W, run->procs, p),
-          rs__mpi_first(W, run->procs, p + 1) - rs__mpi_first(W, run->procs, p),
-          (long long)rs__mpi_offset(run, p),
-          (unsigned long long)rs__mpi_rtt(run, p));
+          p ? ", " : "", p, host, rs__job_first(W, run->procs, p),
+          rs__job_first(W, run->procs, p + 1) - rs__job_first(W, run->procs, p),
+          (long long)run->job->offset(run, p),
+          (unsigned long long)run->job->rtt(run, p));
     }
     snprintf(json + len, cap - len, "]");
     /* how the records came to rank 0 during the run (mpi/stream.c's tracer) */
     size_t stream_cap = (size_t)run->procs * 320 + 160;
     char *stream = malloc(stream_cap);
-    if (stream && !rs__mpi_trace_json(run, stream, stream_cap)) {
+    if (stream && !run->job->trace_json(run, stream, stream_cap)) {
       free(stream); /* (not traced during the run) */
       stream = NULL;
     }

@@ -462,8 +462,8 @@ void rs__mpi_lose(rs_run_t *run, int p, uint64_t waited_ns, const char *what) {
     snprintf(rs__mpi_job.end.msg, sizeof rs__mpi_job.end.msg,
              "ringsim: rank %d (workers %d to %d, on %s) did not answer "
              "within %.3g s (%s): the job ends",
-             p, rs__mpi_first(W, run->procs, p),
-             rs__mpi_first(W, run->procs, p + 1) - 1, m->hosts[p],
+             p, rs__job_first(W, run->procs, p),
+             rs__job_first(W, run->procs, p + 1) - 1, m->hosts[p],
              (double)waited_ns / 1e9, what);
     if (run->proc != 0)
       say(rs__mpi_job.end.msg);

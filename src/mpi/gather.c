@@ -99,8 +99,8 @@ static void gather_states(rs_run_t *run) {
     for (int p = 1; p < run->procs && ok; p++) {
       if (p == m->lost)
         continue;
-      const int first = rs__mpi_first(W, run->procs, p);
-      const int L = rs__mpi_first(W, run->procs, p + 1) - first;
+      const int first = rs__job_first(W, run->procs, p);
+      const int L = rs__job_first(W, run->procs, p + 1) - first;
       MPI_Request req[2];
       MPI_Status st[2];
       int got[2] = {0, 0};
@@ -118,9 +118,9 @@ static void gather_states(rs_run_t *run) {
         unpack_worker(run, &run->workers[r], p, &states[r]);
       for (int i = 0; i < E; i++) {
         rs_edge_t *e = &run->edges[i];
-        if (rs__mpi_owner(W, run->procs, e->from) == p)
+        if (rs__job_owner(W, run->procs, e->from) == p)
           e->queue.send_seq = seqs[2 * i];
-        if (rs__mpi_owner(W, run->procs, e->to) == p)
+        if (rs__job_owner(W, run->procs, e->to) == p)
           e->queue.recv_seq = seqs[2 * i + 1];
       }
     }

@@ -1,5 +1,5 @@
 /* mpi_internal.h - between the files of src/mpi/: a run over the
- * processes of an MPI job (core/mpi_run.h says what it does).
+ * processes of an MPI job (mpi/mpi_run.h says what it does).
  *
  *   agree.c      the job (rs_mpi_init ... rs_mpi_finalize) and every
  *                agreement between its processes, each with a deadline;
@@ -32,7 +32,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "core/mpi_run.h"
+#include "mpi/mpi_run.h"
 #include "core/runstate.h"
 
 enum {

@@ -1,6 +1,6 @@
 /* mpi_none.c - mpi_run.h for a ringsim built without MPI: --transport mpi is
  * refused, saying so; nothing else here is ever reached. */
-#include "core/mpi_run.h"
+#include "mpi/mpi_run.h"
 
 #include <stdio.h>
 

@@ -299,8 +299,8 @@ int rs__mpi_open(rs_run_t *run, char *errmsg) {
   run->mpi = m;
   run->proc = rank;
   run->procs = procs;
-  run->first_local = rs__mpi_first(W, procs, rank);
-  run->local_end = rs__mpi_first(W, procs, rank + 1);
+  run->first_local = rs__job_first(W, procs, rank);
+  run->local_end = rs__job_first(W, procs, rank + 1);
   return RS_OK;
 }
 

@@ -190,7 +190,7 @@ static int batch_ok(const rs_run_t *run, const trace_msg_t *in, int from,
   const int W = run->config.workers;
   return in->dst < 0
              ? in->dst == -1 && in->count == 0
-             : in->dst < W && rs__mpi_owner(W, run->procs, in->dst) == from;
+             : in->dst < W && rs__job_owner(W, run->procs, in->dst) == from;
 }
 
 static void trace_write(rs_run_t *run) {

@@ -101,7 +101,7 @@ int rs__mpi_edge_open(rs_run_t *run, rs_edge_t *e, size_t payload_bytes,
     goto fail;
   m->comm = ctx->data;
   m->sending = rs__run_local(run, e->from);
-  m->peer = rs__mpi_owner(W, run->procs, m->sending ? e->to : e->from);
+  m->peer = rs__job_owner(W, run->procs, m->sending ? e->to : e->from);
   m->tag = e->from * W + e->to;
   m->slots = slots;
   m->slot_bytes = stride;

@@ -20,7 +20,6 @@
 #include "base/reduce.h"
 #include "base/util.h"
 #include "check/check.h"
-#include "core/mpi_run.h"
 #include "net/evcount.h"
 #include "run/run.h"
 
@@ -351,8 +350,7 @@ static void report_iterations(rs_run_t *run, int done) {
 static void check_first(rs_run_t *run) {
   int ok = rs__run_take_interrupt(run) == RS_OK &&
            run->config.collective == RS_COLL_ALLREDUCE;
-  if (run->mpi) /* the check is collective: every process, or none */
-    ok = rs__mpi_all(run, ok);
+  ok = run->job->all(run, ok); /* every process checks, or none does */
   for (int r = run->first_local; r < run->local_end && run->hook_cast; r++) {
     const rs_worker_t *w = &run->workers[r];
     rs_result_t *res = &run->result;
@@ -378,7 +376,7 @@ static void choose_spin(rs_run_t *run, pool_t *pool) {
     pool->spin_ns = 0;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].queue.spin_ns = 0;
-  } else if (pool->workers <= rs__cores() && !run->mpi) {
+  } else if (pool->workers <= rs__cores() && run->job->own_cores) {
     pool->busy = 1;
     for (int i = 0; i < run->edge_count; i++)
       run->edges[i].queue.send_spin.busy = run->edges[i].queue.recv_spin.busy =
@@ -462,15 +460,14 @@ static void drive(rs_run_t *run, pool_t *pool, timing_t *timing) {
 static void conclude(rs_run_t *run, const pool_t *pool, timing_t *timing,
                      int go, uint64_t end_ns) {
   const int W = run->config.workers;
-  if (run->mpi) /* every worker's state and records, to rank 0 */
-    rs__mpi_finish(run);
+  run->job->finish(run); /* (every worker's state and records, to rank 0) */
   rs__run_take_interrupt(run);
   rs__run_name_culprit(run);
   rs__run_name_crashes(run);
   if (pool->iterations == 1 || !go) {
     record_iteration(run, timing, run->config.warmup,
                      go ? slowest(pool) : end_ns - run->t0_ns);
-    if (go || run->mpi)
+    if (go || run->job->collective_check)
       check_first(run);
   }
   run->result.warmup = run->config.warmup;
@@ -527,7 +524,7 @@ int rs__run_threads(rs_run_t *run) {
   run->t0_ns = rs__now_ns();
   /* (over MPI, with its tracer: when tracing, the workers' rings need it) */
   int go = started == L;
-  if (run->mpi && go && rs__mpi_trace_start(run) != RS_OK) {
+  if (go && run->job->trace_start(run) != RS_OK) {
     rs__run_abort(run);
     go = 0;
   }

@@ -18,7 +18,6 @@
 #include "base/dtype.h"
 #include "base/util.h"
 #include "check/check.h"
-#include "core/mpi_run.h"
 #include "io/trace.h"
 #include "run/run.h"
 
@@ -68,6 +67,8 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   atomic_init(&run->phase_total, 0);
   run->fault_worker = -1;
   RS_PTHREAD_CHECK(pthread_mutex_init(&run->err_mu, NULL));
+  /* the one place that asks where the workers live */
+  run->job = config->mpi ? &rs__job_mpi : &rs__job_one;
   run->procs = 1;
   run->local_end = config->workers;
   return run;
@@ -187,8 +188,9 @@ static int check_memory(const rs_run_t *run, const sizing_t *s, char *errmsg) {
   const size_t n = run->elems, elem_bytes = run->buf_elem_bytes;
   double events =
       config->traced ? rs__run_events_total(run) * sizeof(rs_event_t) : 0;
-  if (config->traced && run->mpi) /* a ring per worker, and a batch */
-    events = (double)(local + 1) * (double)rs__mpi_trace_batch(run) *
+  /* streamed during the run: a ring per worker, and a batch */
+  if (config->traced && run->job->streams_trace)
+    events = (double)(local + 1) * (double)run->job->trace_batch(run) *
              sizeof(rs_event_t);
   double edges = 0;
   for (int i = 0; i < run->edge_count; i++) {
@@ -259,7 +261,7 @@ static int alloc_buffers(rs_run_t *run) {
 }
 
 /* Open every edge: a queue between two of this process's workers, the
- * MPI transport where it leaves or enters this process. */
+ * job's transport (MPI's) where it leaves or enters this process. */
 static int open_edges(rs_run_t *run, const sizing_t *s) {
   const rs_config_t *config = &run->config;
   for (int i = 0; i < run->edge_count; i++) {
@@ -268,11 +270,10 @@ static int open_edges(rs_run_t *run, const sizing_t *s) {
     e->tp = config->direct ? &rs__transport_direct : &rs__transport_copy;
     int from_here = rs__run_local(run, e->from);
     int to_here = rs__run_local(run, e->to);
-    if (from_here != to_here) { /* between processes: MPI copies */
-      if (rs__mpi_edge_open(run, e, s->edge_elems[i] * s->wire_bytes, s->slots))
+    if (!from_here || !to_here) { /* between processes: the job's */
+      if (run->job->edge_open(run, e, s->edge_elems[i] * s->wire_bytes,
+                              s->slots))
         return RS_ENOMEM;
-    } else if (!from_here) { /* between two other processes' workers */
-      e->tp = &rs__transport_mpi;
     } else if (rs__queue_init(&e->queue, s->slots, payload, &run->abort_flag)) {
       return RS_ENOMEM;
     }
@@ -409,8 +410,8 @@ static int create(const rs_config_t *config, const rs_model_t *model,
                  rs_model_name(model));
   if (rc == RS_OK)
     rc = rs__run_parse_flips(run, errmsg);
-  if (rc == RS_OK && config->mpi)
-    rc = rs__mpi_open(run, errmsg);
+  if (rc == RS_OK)
+    rc = run->job->open(run, errmsg);
   if (rc == RS_OK && make_buckets(run, &s))
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK)
@@ -470,10 +471,10 @@ void rs_run_free(rs_run_t *run) {
     }
   }
   for (int i = 0; i < run->edge_count; i++) {
-    rs__mpi_edge_close(&run->edges[i]);
+    run->job->edge_close(run, &run->edges[i]);
     rs__queue_destroy(&run->edges[i].queue);
   }
-  rs__mpi_close(run);
+  run->job->close(run);
   free(run->trace_config_json);
   free(run->buckets);
   free(run->bucket_segs);
@@ -527,8 +528,8 @@ static int alloc_events(rs_run_t *run) {
     if (!per_worker || !rs__run_local(run, r))
       continue;
     rs_event_buf_t *buf = &run->workers[r].events;
-    if (run->mpi) {
-      size_t batch = rs__mpi_trace_batch(run);
+    if (run->job->streams_trace) {
+      size_t batch = run->job->trace_batch(run);
       buf->ring = 1;
       atomic_init(&buf->written, 0);
       atomic_init(&buf->taken, 0);
@@ -570,14 +571,15 @@ int rs_run_execute(rs_run_t *run) {
     return rs__run_fail(run, RS_EINVAL, "the workers' buffers were not filled");
   /* (over MPI, every process's inputs made alike first: the check's
    * reference is collective for some and not for others) */
-  int rc = run->mpi ? rs__mpi_inputs(run) : RS_OK;
+  int rc = run->job->inputs(run);
   if (rc == RS_OK)
     rc = rs__check_prepare(run);
   if (rc == RS_OK && run->trace) {
     uint64_t t0 = rs__now_ns();
     rc = alloc_events(run);
     if (rc == RS_OK && (rs__trace_begin(run) != RS_OK ||
-                        (run->mpi && rs__trace_stream_open(run) != RS_OK))) {
+                        (run->job->streams_trace &&
+                         rs__trace_stream_open(run) != RS_OK))) {
       run->trace_failed = 1;
       if (atomic_load(&run->interrupted_by)) /* it stopped the wait */
         rc = rs__run_take_interrupt(run);
@@ -586,16 +588,17 @@ int rs_run_execute(rs_run_t *run) {
     }
     run->result.trace_ns += rs__now_ns() - t0;
   }
-  if (rc == RS_OK && !run->trace && run->mpi && run->config.traced)
+  if (rc == RS_OK && !run->trace && run->job->streams_trace &&
+      run->config.traced)
     rc = alloc_events(run); /* for rank 0's trace */
   /* Over MPI every process starts the workers, or none does. */
-  if (run->mpi && !rs__mpi_all(run, rc == RS_OK) && rc == RS_OK)
+  if (!run->job->all(run, rc == RS_OK) && rc == RS_OK)
     rc = rs__run_fail(run, RS_EABORTED,
                       "another MPI process could not start the run");
-  if (rc == RS_OK && run->mpi)
-    rc = rs__mpi_start(run);
+  if (rc == RS_OK)
+    rc = run->job->start(run);
   if (rc) {
-    if (run->trace && run->mpi)
+    if (run->trace && run->job->streams_trace)
       rs__trace_stream_abandon(run); /* (if it was opened) */
     return rc;
   }

@@ -1,9 +1,12 @@
-/* mpi_run.h - a run spread over the processes of an MPI job (docs/mpi.md).
+/* mpi_run.h - a run spread over the processes of an MPI job (docs/mpi.md):
+ * what src/mpi/ implements, and the job table rs__job_mpi (core/job.h,
+ * mpi/job.c) hands to the run; nothing outside src/mpi/ includes it.
  *
  * DESIGN
- * - Process p of P hosts workers first(p) .. first(p+1)-1, contiguous
- *   blocks whose sizes differ by at most one (P <= W). It allocates and
- *   fills only its own workers' buffers and runs only their threads.
+ * - Process p of P hosts workers rs__job_first(p) .. rs__job_first(p+1)-1,
+ *   contiguous blocks whose sizes differ by at most one (P <= W). It
+ *   allocates and fills only its own workers' buffers and runs only their
+ *   threads.
  * - An edge between two workers of one process stays a shared-memory
  *   queue (transport.h); an edge between processes is the MPI transport
  *   (rs__transport_mpi): the same contract (K slots, sequence numbers,
@@ -37,19 +40,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/job.h"
 #include "net/transport.h"
 
 typedef struct rs_run rs_run_t;
-
-/* The first worker of process p of procs, for W workers (p = procs: W). */
-static inline int rs__mpi_first(int workers, int procs, int p) {
-  return (int)((int64_t)p * workers / procs);
-}
-
-/* The process that hosts worker r. */
-static inline int rs__mpi_owner(int workers, int procs, int r) {
-  return (int)(((int64_t)(r + 1) * procs - 1) / workers);
-}
 
 extern const rs_transport_t rs__transport_mpi;
 
