@@ -46,7 +46,7 @@ static void test_toy_is_named_by_its_row(void **state) {
   (void)state;
   assert_int_equal(rs_algorithm_parse("toy"), TOY);
   assert_string_equal(rs_algorithm_name(TOY), "toy");
-  assert_int_equal(rs_algorithm_parse("nvls"), -1);
+  assert_int_equal(rs_algorithm_parse("nvlstree"), -1);
   rs_algo_info_t info;
   assert_int_equal(rs_algo_info(TOY, &info), RS_OK);
   assert_string_equal(info.name, "toy");

@@ -97,7 +97,7 @@ class Bench(unittest.TestCase):
         self.assertIn("# ringsim bench: rhd all-reduce on 3 worker threads", out)
         rc, out, err = bench("--algo", "ringg")
         self.assertEqual(rc, 2)
-        self.assertIn("expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls, auto or all", err)
+        self.assertIn("expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls, nvlstree, auto or all", err)
         rc, out, err = bench("--algo", "all", "--loop", "slices")
         self.assertEqual(rc, 2)
         self.assertIn("--loop slices is the ring's", err)

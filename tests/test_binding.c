@@ -124,7 +124,7 @@ static void test_config_refusals(void **state) {
       {"workers", "4097", "workers '4097': expected an integer in 1..4096"},
       {"op", "mean", "op 'mean': expected sum, avg, min, max or prod"},
       {"average", "middle", "average 'middle': expected pre, post or pre-mul"},
-      {"algo", "ringg", "algo 'ringg': expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls or auto"},
+      {"algo", "ringg", "algo 'ringg': expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls, nvlstree or auto"},
       {"bucket_mb", "-1",
        "bucket_mb '-1': expected MiB from 0 (one bucket) to 1048576"},
       {"bucket_mb", "nan",

@@ -57,6 +57,7 @@ static void test_rows_say_what_the_docs_say(void **state) {
       {"hier:rd", 0, 1, 0, 0, 1, 0, 0, 0, 0},
       {"hier:rhd", 0, 1, 0, 0, 1, 0, 0, 0, 0},
       {"nvls", 0, 0, 0, 0, 0, 1, 0, 0, 1},
+      {"nvlstree", 0, 1, 0, 0, 0, 1, 0, 0, 1},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     rs_algo_info_t info;
@@ -87,7 +88,7 @@ static void test_rows_say_what_the_docs_say(void **state) {
 static void test_refusals_follow_the_rows(void **state) {
   (void)state;
   char err[RS_ERRMSG_MAX];
-  rs_config_t flat, topo, nvls;
+  rs_config_t flat, topo, nvls, a100;
   rs_config_init(&flat);
   flat.workers = 4;
   rs_config_init(&topo);
@@ -100,6 +101,12 @@ static void test_refusals_follow_the_rows(void **state) {
   nvls.workers = 8;
   nvls.net.enabled = 1;
   assert_int_equal(rs_topo_parse("dgx-h100", &nvls.net.topo, err), RS_OK);
+  rs_config_init(&a100); /* (nodes, and a switch that does not reduce) */
+  a100.workers = 4;
+  a100.net.enabled = 1;
+  assert_int_equal(rs_topo_parse("dgx-a100,nodes=2,gpus=2,nics=2",
+                                 &a100.net.topo, err),
+                   RS_OK);
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
     rs_algo_info_t info;
     assert_int_equal(rs_algo_info((rs_algorithm_t)a, &info), RS_OK);
@@ -111,18 +118,26 @@ static void test_refusals_follow_the_rows(void **state) {
                      info.needs_topology || info.needs_nvls_switch);
     if (info.needs_topology)
       assert_non_null(strstr(err, "needs nodes"));
-    if (info.needs_nvls_switch) {
+    else if (info.needs_nvls_switch)
       assert_non_null(strstr(err, "NVLink switch that reduces"));
-      c = topo; /* (nodes, and a switch: but two nodes) */
+    if (info.needs_nvls_switch) {
+      /* nvls on two nodes (NVLSTree's), nvlstree on one (NVLS's); both
+       * where the switch does not reduce */
+      c = info.needs_topology ? nvls : topo;
       c.algo = (rs_algorithm_t)a;
       assert_int_equal(rs__run_check_config(&c, err), RS_EINVAL);
-      assert_non_null(strstr(err, "NVLSTree"));
+      assert_non_null(strstr(err, info.needs_topology ? "NCCL runs NVLS"
+                                                      : "NCCL runs NVLSTree"));
+      c = a100;
+      c.algo = (rs_algorithm_t)a;
+      assert_int_equal(rs__run_check_config(&c, err), RS_EINVAL);
+      assert_non_null(strstr(err, "does not reduce"));
     }
     /* where it runs (on nodes if it needs them): the slice order (which
      * no network model times: flat alone) and a reduce-scatter alone */
-    const rs_config_t base = info.needs_nvls_switch ? nvls
-                             : info.needs_topology  ? topo
-                                                    : flat;
+    const rs_config_t base = info.needs_topology      ? topo
+                             : info.needs_nvls_switch ? nvls
+                                                      : flat;
     c = base;
     c.algo = (rs_algorithm_t)a;
     assert_int_equal(rs__run_check_config(&c, err), RS_OK);

@@ -223,6 +223,8 @@ class NcclPerf(unittest.TestCase):
             (["--like", "nccl", "--topo", "dgx-h100", "--proto", "LL129"], "--proto 'LL129'"),
             (["--like", "nccl", "--topo", "dgx-h100", "--algo", "all"], "--algo all"),
             (["--topo", "dgx-h100,nodes=2", "-p", mlp, "--algo", "nvls"], "NVLSTree"),
+            (["--topo", "dgx-h100", "-p", mlp, "--algo", "NVLS"],
+             "--algo NVLS is NCCL_ALGO's spelling"),
             (["--topo", "dgx-a100", "-p", mlp, "--algo", "nvls"], "does not reduce"),
             (["--topo", "dgx-h100", "-p", mlp, "--algo", "nvls", "--proto", "LL"],
              "only Simple's bytes"),

@@ -1,6 +1,7 @@
-/* test_nvls.c - NVLink SHARP's all-reduce (algo/nvls.c): its result on
- * threads, its simulated time worked by hand, the threaded run and the
- * schedule simulation to the nanosecond, and where it is refused. */
+/* test_nvls.c - NVLink SHARP's all-reduce (algo/nvls.c) and NVLSTree
+ * (algo/nvlstree.c): their results on threads, nvls's simulated time
+ * worked by hand, the threaded run and the schedule simulation to the
+ * nanosecond, and where they are refused. */
 #include "test.h"
 
 #include <stdio.h>
@@ -23,15 +24,16 @@ static rs_netmodel_t nvls_node(int W, const char *link) {
   return net;
 }
 
-/* A threaded run of nvls on W workers of elems elements: its simulated
- * time; the result checked (exact inputs: bit for bit). */
-static uint64_t run_nvls(const rs_netmodel_t *net, int W, size_t elems,
-                         size_t segment_bytes, rs_op_t op) {
+/* A threaded run of algo (nvls, nvlstree) on W workers of elems
+ * elements: its simulated time; the result checked (exact inputs: bit for
+ * bit). */
+static uint64_t run_algo(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
+                         size_t elems, size_t segment_bytes, rs_op_t op) {
   rs_model_t *m = model_of(elems);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
-  cfg.algo = RS_ALGO_NVLS;
+  cfg.algo = algo;
   cfg.op = op;
   cfg.segment_bytes = segment_bytes;
   cfg.net = *net;
@@ -50,11 +52,20 @@ static uint64_t run_nvls(const rs_netmodel_t *net, int W, size_t elems,
   return sim;
 }
 
+static uint64_t run_nvls(const rs_netmodel_t *net, int W, size_t elems,
+                         size_t segment_bytes, rs_op_t op) {
+  return run_algo(RS_ALGO_NVLS, net, W, elems, segment_bytes, op);
+}
+
+static uint64_t model_algo(rs_algorithm_t algo, const rs_netmodel_t *net,
+                           int W, size_t elems, size_t segment_bytes) {
+  rs_bucket_t b = {.elem_offset = 0, .elems = elems, .params = 1};
+  return rs_netmodel_simulate_algo(algo, net, W, &b, 1, segment_bytes, 4);
+}
+
 static uint64_t model_nvls(const rs_netmodel_t *net, int W, size_t elems,
                            size_t segment_bytes) {
-  rs_bucket_t b = {.elem_offset = 0, .elems = elems, .params = 1};
-  return rs_netmodel_simulate_algo(RS_ALGO_NVLS, net, W, &b, 1, segment_bytes,
-                                   4);
+  return model_algo(RS_ALGO_NVLS, net, W, elems, segment_bytes);
 }
 
 /* nvls-1: W = 2, ports of 1 us and 1 GB/s (a byte a ns), a shard of 250
@@ -156,6 +167,68 @@ static void test_refusals(void **state) {
   rs_model_free(m);
 }
 
+/* nvlstree-1: 2 to 4 nodes of 2 to 8 GPUs, one NIC a GPU or fewer,
+ * uneven shards, one or several segments, sum and avg: every worker holds
+ * the exact result, and the threaded run's simulated time is the schedule
+ * simulation's to the ns. */
+static void test_nvlstree_run_equals_model(void **state) {
+  (void)state;
+  static const struct {
+    int nodes, gpus, nics;
+  } shapes[] = {{2, 2, 2}, {3, 4, 2}, {2, 8, 8}, {4, 2, 1}};
+  const size_t elems[] = {1001, 40000};
+  const size_t segment[] = {1 << 20, 4096};
+  for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++)
+    for (size_t b = 0; b < sizeof elems / sizeof *elems; b++)
+      for (size_t c = 0; c < sizeof segment / sizeof *segment; c++) {
+        char spec[160], err[RS_ERRMSG_MAX];
+        snprintf(spec, sizeof spec, "dgx-h100,nodes=%d,gpus=%d,nics=%d",
+                 shapes[a].nodes, shapes[a].gpus, shapes[a].nics);
+        rs_netmodel_t net;
+        memset(&net, 0, sizeof net);
+        if (rs_topo_parse(spec, &net.topo, err))
+          fail_msg("%s", err);
+        net.enabled = 1;
+        const int W = shapes[a].nodes * shapes[a].gpus;
+        const uint64_t sim =
+            model_algo(RS_ALGO_NVLSTREE, &net, W, elems[b], segment[c]);
+        const uint64_t run = run_algo(RS_ALGO_NVLSTREE, &net, W, elems[b],
+                                      segment[c], c ? RS_OP_AVG : RS_OP_SUM);
+        if (sim == 0 || run != sim)
+          fail_msg("%s n=%zu seg=%zu: threaded %llu, model %llu", spec,
+                   elems[b], segment[c], (unsigned long long)run,
+                   (unsigned long long)sim);
+      }
+}
+
+/* nvlstree-2: refused without nodes, on one node (NVLS's), and where the
+ * switch does not reduce; one line each. */
+static void test_nvlstree_refusals(void **state) {
+  (void)state;
+  rs_model_t *m = model_of(1000);
+  char err[RS_ERRMSG_MAX];
+  const char *specs[] = {NULL, "dgx-h100", "dgx-a100,nodes=2"};
+  const char *said[] = {"needs nodes", "NCCL runs NVLS (--algo nvls)",
+                        "does not reduce"};
+  for (size_t i = 0; i < 3; i++) {
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.workers = 8;
+    cfg.algo = RS_ALGO_NVLSTREE;
+    if (specs[i]) {
+      assert_int_equal(rs_topo_parse(specs[i], &cfg.net.topo, err), RS_OK);
+      cfg.net.enabled = 1;
+      cfg.workers = cfg.net.topo.nodes * cfg.net.topo.gpus;
+    }
+    rs_run_t *run = NULL;
+    assert_int_equal(rs_run_create(&cfg, m, &run, err), RS_EINVAL);
+    if (!strstr(err, said[i]))
+      fail_msg("%s: %s", specs[i] ? specs[i] : "no topology", err);
+    assert_null(strchr(err, '\n'));
+  }
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_by_hand),
@@ -163,6 +236,8 @@ int main(void) {
       cmocka_unit_test(test_run_equals_model),
       cmocka_unit_test(test_beats_the_ring_on_eight),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_nvlstree_run_equals_model),
+      cmocka_unit_test(test_nvlstree_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -644,7 +644,7 @@ class PyApi(unittest.TestCase):
         options = [
             ({"algo": "ringg"}, "algo 'ringg': expected ring, rd, rhd, "
                                 "linear, tree, gloo-ring, hier, hier:rd, "
-                                "hier:rhd, nvls or auto"),
+                                "hier:rhd, nvls, nvlstree or auto"),
             ({"bucket_mb": -1}, "bucket_mb '-1': expected MiB from 0"),
             ({"slots": 0}, "slots '0': expected an integer in 1..1024"),
             ({"op": "mean"}, "op 'mean': expected sum, avg, min, max or "

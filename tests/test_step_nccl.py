@@ -246,8 +246,9 @@ class StepNccl(unittest.TestCase):
             # NCCL's own: without --like nccl
             (["--topo", TOPO, "--proto", "LL"], "--proto forces NCCL's protocol"),
             (["--topo", TOPO, "--channels", 4], "--channels forces NCCL's channel count"),
-            (["--topo", TOPO, "--algo", "nvlstree"],
-             "--algo nvlstree is NCCL's NVLink SHARP algorithm"),
+            (["--topo", TOPO, "--algo", "NVLSTree"],
+             "--algo NVLSTree is NCCL_ALGO's spelling, which --like nccl takes; "
+             "ringsim's own schedule is --algo nvlstree"),
         ]
         for args, named in cases:
             with self.subTest(args=args):

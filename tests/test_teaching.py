@@ -248,7 +248,7 @@ class Teaching(unittest.TestCase):
         self.assertEqual(json.loads(out)["auto"]["buckets"][0]["algo"], fastest)
         rc, out, err = run("-p", model, "--algo", "all", "--no-trace")
         self.assertEqual(rc, 2)
-        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls or auto", err)
+        self.assertIn("--algo 'all': expected ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls, nvlstree or auto", err)
 
     def test_model_all_marks_ties(self):
         """`ringsim model --algo all` marks every algorithm whose simulated

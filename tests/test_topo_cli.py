@@ -262,21 +262,55 @@ class TopoCli(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         lines = out.splitlines()
         head = next(i for i, l in enumerate(lines) if "fastest" in l)
-        self.assertEqual(lines[head].split()[-4], "nvls")  # (best busbw fastest)
+        cols = lines[head].replace("best busbw", "best_busbw").split()
         one, two = lines[head + 1].split(), lines[head + 2].split()
-        self.assertRegex(one[-3], r"^\d+\.\d{3}$")
-        self.assertEqual(two[-3], "-")
+        nvls, tree = cols.index("nvls"), cols.index("nvlstree")
+        self.assertRegex(one[nvls], r"^\d+\.\d{3}$")
+        self.assertEqual(two[nvls], "-")
+        self.assertEqual(one[tree], "-")
+        self.assertRegex(two[tree], r"^\d+\.\d{3}$")
         rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
                            "--algo", "all", "--json")
         self.assertEqual(rc, 0, err)
         rows = json.loads(out)["rows"]
         self.assertIn("nvls", rows[0]["algos"])
         self.assertNotIn("nvls", rows[1]["algos"])
+        self.assertNotIn("nvlstree", rows[0]["algos"])
+        self.assertIn("nvlstree", rows[1]["algos"])
         rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100,nodes=1,2",
                            "--algo", "nvls")
         self.assertEqual((rc, out), (2, ""))
         self.assertIn("--algo nvls needs one node", err)
         self.assertEqual(err.count("\n"), 1, err)
+
+    # topo-cli-7c: nvlstree on two dgx-h100 nodes: the check passes, the
+    # threaded run's simulated time is `ringsim model`'s; every GPU heads a
+    # shard and crosses the nodes through its own NIC (the same bytes off
+    # node for all), where the ring crosses through one GPU a node.
+    def test_nvlstree_on_nodes(self):
+        spec = "dgx-h100,nodes=2,gpus=4,nics=4"
+        got = {}
+        for algo in ("nvlstree", "ring"):
+            rc, out, err = run("-p", self.model, "--topo", spec, "--algo", algo,
+                               "--no-trace", "--json", cwd=self.dir)
+            self.assertEqual(rc, 0, err)
+            got[algo] = r = json.loads(out)
+            self.assertEqual((r["status"], r["checked"], r["identical"]),
+                             ("ok", True, True))
+            rc, out, err = run("model", "-p", self.model, "--topo", spec,
+                               "--algo", algo, "--json")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out)["sim_ns"], r["sim_ns"])
+        off = got["nvlstree"]["bytes_sent_off_node"]
+        self.assertTrue(all(o > 0 for o in off), off)
+        self.assertLessEqual(max(off) - min(off), 8, off)
+        self.assertEqual(sum(1 for o in got["ring"]["bytes_sent_off_node"] if o), 2)
+        self.assertLess(got["nvlstree"]["sim_ns"], got["ring"]["sim_ns"])
+        rc, out, err = run("model", "-p", self.model, "--topo", "dgx-h100",
+                           "--algo", "nvlstree")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("--algo nvlstree needs nodes", err)
+        self.assertIn("on one node NCCL runs NVLS (--algo nvls)", err)
 
     # topo-cli-8: one node whose GPU links are --net's link is --net, to
     # the nanosecond, for every algorithm; one NIC shared by a node's GPUs
@@ -377,7 +411,7 @@ class TopoCli(unittest.TestCase):
                            "--algo", "all")
         self.assertEqual(rc, 0, err)
         self.assertIn("network    each row's nodes x 8 GPUs", out)
-        self.assertRegex(out, r"\n +16 +2 +[0-9. ]+ +- +[0-9.]+ +rhd\n")  # (- nvls)
+        self.assertRegex(out, r"\n +16 +2 +[0-9. ]+ +- +[0-9.]+ +[0-9.]+ +rhd\n")  # (- nvls)
         for args, says in (
                 (["--topo", "pcie,nodes=1,2", "-w", 8], "--workers with a list of nodes"),
                 (["--topo", "pcie", "-w", "8,16"], "a list of --workers with --topo"),

@@ -300,6 +300,7 @@ typedef enum rs_algorithm {
   RS_ALGO_HIER_RD,   /* the same, recursive doubling across nodes */
   RS_ALGO_HIER_RHD,  /* the same, Rabenseifner across nodes */
   RS_ALGO_NVLS,      /* NVLink SHARP: the node's switch reduces (one node) */
+  RS_ALGO_NVLSTREE,  /* NVLS in each node, NCCL's tree across the nodes */
   /* (a new algorithm's value goes here, before the count) */
   RS_ALGO_COUNT, /* how many algorithms there are (not one of them) */
   /* Not an algorithm: per bucket, the one of the above the alpha-beta model

@@ -236,7 +236,8 @@ int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
   X(HIER, hier)                                                                \
   X(HIER_RD, hier_rd)                                                          \
   X(HIER_RHD, hier_rhd)                                                        \
-  X(NVLS, nvls)
+  X(NVLS, nvls)                                                                \
+  X(NVLSTREE, nvlstree)
 
 #define RS__ALGO_DECLARE(VALUE, id) extern const rs_algo_t rs__algo_##id;
 RS__ALGO_TABLE(RS__ALGO_DECLARE)

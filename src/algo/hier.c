@@ -389,6 +389,17 @@ static void narr_owners(rs_narrator_t *n, const char *phase) {
 static const rs_narrate_ops_t across_ops = {
     narr_vsay, narr_begin, narr_send, narr_stash, narr_end, narr_owners};
 
+void rs__hier_narrate_across(rs_narrator_t *n, const rs_algo_t *inner,
+                             int cols, int mean) {
+  const int N = nodes_of(n->shape);
+  hier_narr_t across = {.pub = *n, .outer = n, .cols = cols};
+  across.pub.ops = &across_ops;
+  across.pub.workers = N;
+  across.pub.shape = rs__shape_flat(N);
+  across.pub.steps = 0;
+  inner->narrate(&across.pub, mean);
+}
+
 /* The node's ring steps of one phase, told. */
 static void narrate_node(rs_narrator_t *n, int cols, rs_phase_t phase,
                          int mean) {
@@ -430,12 +441,7 @@ static void narrate(const hier_way_t *h, rs_narrator_t *n, int mean) {
                  "\nacross the nodes: the %d workers of each local rank l, "
                  "one per node, %s on block l; the %d local ranks at once.\n",
                  N, h->words, G);
-    hier_narr_t across = {.pub = *n, .outer = n, .cols = cols};
-    across.pub.ops = &across_ops;
-    across.pub.workers = N;
-    across.pub.shape = rs__shape_flat(N);
-    across.pub.steps = 0;
-    h->inner->narrate(&across.pub, mean);
+    rs__hier_narrate_across(n, h->inner, cols, mean);
     rs__narr_owners(n, "the all-reduce across nodes");
   }
   rs__narr_say(n,

@@ -66,4 +66,14 @@ static inline void rs__hier_contributors(rs_shape_t shape, int rank, int s,
   *count = s + 1;
 }
 
+/* The narration across the nodes (algo/hier.c; nvlstree's too): inner
+ * narrates its group of N members (one a node) to n, which tells each of
+ * its messages for every local rank's group at once, local rank l's
+ * columns l x cols .. (l + 1) x cols - 1 (the inner layout's regions of
+ * l's block). */
+struct rs_narrator;
+struct rs_algo;
+void rs__hier_narrate_across(struct rs_narrator *n, const struct rs_algo *inner,
+                             int cols, int mean);
+
 #endif /* RINGSIM_ALGO_HIER_H */

@@ -39,33 +39,32 @@
  * single order per edge, a fixed lag is how one thread overlaps them. */
 #define NVLS_LAG 1
 
-/* Segment k of shard c of the bucket: the ring's cut (schedule.h). */
-static void shard_seg(const rs_worker_t *w, int c, size_t k, size_t *off,
-                      size_t *len) {
-  rs__segment(w->elems, w->workers, w->segs_per_chunk, c, k, off, len);
+/* Segment k of shard c of the bucket, cut into segs segments a shard
+ * (the ring's cut: schedule.h). */
+static void shard_seg(const rs_worker_t *w, size_t segs, int c, size_t k,
+                      size_t *off, size_t *len) {
+  rs__segment(w->elems, w->workers, segs, c, k, off, len);
 }
 
-/* Round k's reduce (k < segs): GPU r puts its copy of segment k of every
- * other shard into the switch for its head, and its own shard's for
- * itself; as head it takes in the W-1 copies of its own shard's segment
- * (the switch's sum, added here: nvls.h's order), and the sum comes down. */
-static int reduce_round(rs_worker_t *w, size_t k, int mean) {
+int rs__nvls_reduce_round(rs_worker_t *w, size_t segs, size_t k, int mean) {
   const int W = w->workers, r = w->rank;
+  const int me = rs__group_worker(&w->group, r); /* (the run's worker) */
   size_t off, len;
   int rc = RS_OK;
   w->sim.route = RS_ROUTE_SWITCH;
   for (int d = 1; d < W && !rc; d++) {
     const int head = rs__nvls_head(W, r, d);
-    const rs_tag_t put = {RS_PHASE_REDUCE_SCATTER, 0, head, (int)k, r, 1};
-    shard_seg(w, head, k, &off, &len);
+    const rs_tag_t put = {RS_PHASE_REDUCE_SCATTER, 0, head, (int)k, me, 1};
+    shard_seg(w, segs, head, k, &off, &len);
     rc = rs__xfer_send(w, head, off, len, &put);
   }
-  shard_seg(w, r, k, &off, &len);
+  shard_seg(w, segs, r, k, &off, &len);
   if (!rc)
     rs__xfer_switch_put(w, len, k); /* (its own copy, into the switch) */
   for (int d = 1; d < W && !rc; d++) { /* (r-1, r-2, ...: nvls.h) */
     const int j = rs__nvls_from(W, r, d);
-    const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, (int)k, j, 1};
+    const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, (int)k,
+                          rs__group_worker(&w->group, j), 1};
     rc = rs__xfer_recv(w, j, off, len, &sum,
                        d == W - 1 && mean ? RS_RECV_REDUCE_MEAN
                                           : RS_RECV_REDUCE);
@@ -76,15 +75,12 @@ static int reduce_round(rs_worker_t *w, size_t k, int mean) {
   return rc;
 }
 
-/* Round k's multicast of segment k - 1 (NVLS_LAG): GPU r sends its
- * shard's sum into the switch once, which writes it to every other GPU,
- * and takes in the other heads' sums. */
-static int multicast_round(rs_worker_t *w, size_t k) {
-  const int W = w->workers, r = w->rank;
+int rs__nvls_multicast_round(rs_worker_t *w, size_t segs, size_t k) {
+  const int W = w->workers, r = w->rank, all = w->shape.workers;
   size_t off, len;
   int rc = RS_OK;
-  shard_seg(w, r, k, &off, &len);
-  const rs_tag_t out = {RS_PHASE_ALL_GATHER, 0, r, (int)k, 0, W};
+  shard_seg(w, segs, r, k, &off, &len);
+  const rs_tag_t out = {RS_PHASE_ALL_GATHER, 0, r, (int)k, 0, all};
   for (int d = 1; d < W && !rc; d++) {
     w->sim.route = d == 1 ? RS_ROUTE_LINK : RS_ROUTE_MULTICAST;
     rc = rs__xfer_send(w, rs__nvls_to(W, r, d), off, len, &out);
@@ -92,8 +88,8 @@ static int multicast_round(rs_worker_t *w, size_t k) {
   w->sim.route = RS_ROUTE_MULTICAST; /* (a copy: no segment of its own) */
   for (int d = 1; d < W && !rc; d++) {
     const int head = rs__nvls_from(W, r, d);
-    const rs_tag_t in = {RS_PHASE_ALL_GATHER, 0, head, (int)k, 0, W};
-    shard_seg(w, head, k, &off, &len);
+    const rs_tag_t in = {RS_PHASE_ALL_GATHER, 0, head, (int)k, 0, all};
+    shard_seg(w, segs, head, k, &off, &len);
     rc = rs__xfer_recv(w, head, off, len, &in, RS_RECV_COPY);
   }
   w->sim.route = RS_ROUTE_LINK;
@@ -110,59 +106,70 @@ static int nvls_bucket(rs_worker_t *w) {
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE_SCATTER, 0, 0, 1)))
     return rc;
   for (size_t k = 0; k < segs + NVLS_LAG; k++) {
-    if (k < segs && (rc = reduce_round(w, k, mean)))
+    if (k < segs && (rc = rs__nvls_reduce_round(w, segs, k, mean)))
       return rc;
     if (k == NVLS_LAG && (rc = rs__xfer_step(w, RS_PHASE_ALL_GATHER, 0, 1, 1)))
       return rc;
-    if (k >= NVLS_LAG && (rc = multicast_round(w, k - NVLS_LAG)))
+    if (k >= NVLS_LAG && (rc = rs__nvls_multicast_round(w, segs, k - NVLS_LAG)))
       return rc;
   }
   return RS_OK;
+}
+
+void rs__nvls_sim_reduce_round(rs_simrun_t *s, int first, int G, size_t elems,
+                               size_t segs, size_t k) {
+  size_t off, len;
+  for (int l = 0; l < G; l++) {
+    rs_simclock_t *c = &s->clocks[first + l];
+    c->route = RS_ROUTE_SWITCH;
+    for (int d = 1; d < G; d++) { /* (puts: the switch keeps the latest) */
+      const int head = rs__nvls_head(G, l, d);
+      uint64_t depart, arrive, wire;
+      rs__segment(elems, G, segs, head, k, &off, &len);
+      rs__sim_send(c, first + head, s->step, len * s->elem_size, k, &depart,
+                   &arrive, &wire);
+      if (arrive > s->clocks[first + head].switch_ready)
+        s->clocks[first + head].switch_ready = arrive;
+    }
+    c->route = RS_ROUTE_LINK;
+    rs__segment(elems, G, segs, l, k, &off, &len);
+    rs__sim_switch_put(c, s->step, len * s->elem_size, k);
+  }
+  for (int l = 0; l < G; l++) {
+    rs__segment(elems, G, segs, l, k, &off, &len);
+    rs__sim_switch_result(&s->clocks[first + l], len * s->elem_size, k);
+    if (s->clocks[first + l].clock > s->bound)
+      s->over = 1;
+  }
+}
+
+void rs__nvls_sim_multicast_round(rs_simrun_t *s, int first, int G,
+                                  size_t elems, size_t segs, size_t k) {
+  size_t off, len;
+  for (int l = 0; l < G; l++) { /* (one send: its copies are free) */
+    rs__segment(elems, G, segs, l, k, &off, &len);
+    rs__simrun_send_seg(s, first + l, first + rs__nvls_to(G, l, 1), len, k);
+  }
+  for (int l = 0; l < G; l++) {
+    s->clocks[first + l].route = RS_ROUTE_MULTICAST;
+    for (int d = 1; d < G; d++)
+      rs__simrun_recv(s, first + l, first + rs__nvls_from(G, l, d), 0);
+    s->clocks[first + l].route = RS_ROUTE_LINK;
+  }
 }
 
 /* One bucket on simulated clocks alone, round by round as the threads run
  * it (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->shape.workers;
-  size_t off, len;
   rs__simrun_step(s);
   for (size_t k = 0; k < segs + NVLS_LAG && !rs__simrun_stopped(s); k++) {
-    for (int r = 0; k < segs && r < W; r++) {
-      rs_simclock_t *c = &s->clocks[r];
-      c->route = RS_ROUTE_SWITCH;
-      for (int d = 1; d < W; d++) { /* (puts: the switch keeps the latest) */
-        const int head = rs__nvls_head(W, r, d);
-        uint64_t depart, arrive, wire;
-        rs__segment(elems, W, segs, head, k, &off, &len);
-        rs__sim_send(c, head, s->step, len * s->elem_size, k, &depart, &arrive,
-                     &wire);
-        if (arrive > s->clocks[head].switch_ready)
-          s->clocks[head].switch_ready = arrive;
-      }
-      c->route = RS_ROUTE_LINK;
-      rs__segment(elems, W, segs, r, k, &off, &len);
-      rs__sim_switch_put(c, s->step, len * s->elem_size, k);
-    }
-    for (int r = 0; k < segs && r < W; r++) {
-      rs__segment(elems, W, segs, r, k, &off, &len);
-      rs__sim_switch_result(&s->clocks[r], len * s->elem_size, k);
-      if (s->clocks[r].clock > s->bound)
-        s->over = 1;
-    }
+    if (k < segs)
+      rs__nvls_sim_reduce_round(s, 0, W, elems, segs, k);
     if (k == NVLS_LAG)
       rs__simrun_step(s);
-    if (k < NVLS_LAG)
-      continue;
-    for (int r = 0; r < W; r++) { /* (one send: its copies are free) */
-      rs__segment(elems, W, segs, r, k - NVLS_LAG, &off, &len);
-      rs__simrun_send_seg(s, r, rs__nvls_to(W, r, 1), len, k - NVLS_LAG);
-    }
-    for (int r = 0; r < W; r++) {
-      s->clocks[r].route = RS_ROUTE_MULTICAST;
-      for (int d = 1; d < W; d++)
-        rs__simrun_recv(s, r, rs__nvls_from(W, r, d), 0);
-      s->clocks[r].route = RS_ROUTE_LINK;
-    }
+    if (k >= NVLS_LAG)
+      rs__nvls_sim_multicast_round(s, 0, W, elems, segs, k - NVLS_LAG);
   }
 }
 

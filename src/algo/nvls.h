@@ -19,6 +19,8 @@
 #ifndef RINGSIM_ALGO_NVLS_H
 #define RINGSIM_ALGO_NVLS_H
 
+#include <stddef.h>
+
 /* The d-th head GPU r puts a shard into in step 0 (d = 1..W-1): r + d. */
 static inline int rs__nvls_head(int workers, int rank, int d) {
   return (rank + d) % workers;
@@ -32,5 +34,29 @@ static inline int rs__nvls_to(int workers, int rank, int d) {
 static inline int rs__nvls_from(int workers, int rank, int d) {
   return (rank - d + workers) % workers;
 }
+
+/* The rounds, for nvls and for nvlstree's nodes (algo/nvls.c, algo/
+ * nvlstree.c). On threads, worker w among w->workers GPUs of a node
+ * (w->group: the node's, or none), the bucket's shards cut into segs
+ * segments each:
+ * - rs__nvls_reduce_round: round k's reduce. The GPU puts its copy of
+ *   segment k of every other shard into the switch for its head, and its
+ *   own shard's for itself; as head it takes in the others' copies of
+ *   its shard's segment (the switch's sum, added here in nvls.h's order;
+ *   mean: the last add divides by the run's W), and the sum comes down.
+ * - rs__nvls_multicast_round: segment k's multicast. The GPU sends its
+ *   shard's sum into the switch once, which writes it to every other GPU
+ *   of the node, and takes in the other heads' sums.
+ * On simulated clocks alone, the same rounds of the G GPUs first ..
+ * first + G - 1 of a bucket of elems elements (rs__nvls_sim_*). */
+struct rs_worker;
+struct rs_simrun;
+int rs__nvls_reduce_round(struct rs_worker *w, size_t segs, size_t k,
+                          int mean);
+int rs__nvls_multicast_round(struct rs_worker *w, size_t segs, size_t k);
+void rs__nvls_sim_reduce_round(struct rs_simrun *s, int first, int G,
+                               size_t elems, size_t segs, size_t k);
+void rs__nvls_sim_multicast_round(struct rs_simrun *s, int first, int G,
+                                  size_t elems, size_t segs, size_t k);
 
 #endif /* RINGSIM_ALGO_NVLS_H */

@@ -80,14 +80,23 @@
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
+/* The trees' shape: the run's (on nodes, NCCL's chain in each node and
+ * trees across), or, run on a group by another algorithm (nvlstree's
+ * heads, one a node: xfer.h's rs_group_t), the flat trees of its
+ * members. */
+static rs_shape_t tree_shape(const rs_worker_t *w) {
+  return w->group.stride ? rs__shape_flat(w->workers) : w->shape;
+}
+
 /* Reduce sweep (segment index, tree t): fold the children's segment into
  * ours, own data first, then down[0], down[1]; send the sum to the
  * parent. */
 static int reduce_up(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
+  const rs_shape_t shape = tree_shape(w);
   int children[RS_TREE_MAX_CHILDREN];
-  const int n = rs__tree_children_in(w->shape, t, r, children);
-  const int parent = rs__tree_parent_in(w->shape, t, r);
+  const int n = rs__tree_children_in(shape, t, r, children);
+  const int parent = rs__tree_parent_in(shape, t, r);
   const rs_tree_seg_t g =
       rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
   const size_t off = g.offset, len = g.len;
@@ -97,7 +106,7 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
     rs_recv_action_t action = RS_RECV_REDUCE;
     if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average)
       action = RS_RECV_REDUCE_MEAN; /* the root's sum is complete */
-    rs__tree_contributors_in(w->shape, t, children[i], &tag.contrib_first,
+    rs__tree_contributors_in(shape, t, children[i], &tag.contrib_first,
                              &tag.contrib_count);
     int rc = rs__xfer_recv(w, children[i], off, len, &tag, action);
     if (rc)
@@ -105,7 +114,7 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
   }
   if (parent < 0)
     return RS_OK;
-  rs__tree_contributors_in(w->shape, t, r, &tag.contrib_first,
+  rs__tree_contributors_in(shape, t, r, &tag.contrib_first,
                            &tag.contrib_count);
   return rs__xfer_send(w, parent, off, len, &tag);
 }
@@ -114,9 +123,10 @@ static int reduce_up(rs_worker_t *w, int t, size_t index) {
  * pass it to the children. */
 static int broadcast_down(rs_worker_t *w, int t, size_t index) {
   const int W = w->workers, r = w->rank;
+  const rs_shape_t shape = tree_shape(w);
   int children[RS_TREE_MAX_CHILDREN], rc;
-  const int n = rs__tree_children_in(w->shape, t, r, children);
-  const int parent = rs__tree_parent_in(w->shape, t, r);
+  const int n = rs__tree_children_in(shape, t, r, children);
+  const int parent = rs__tree_parent_in(shape, t, r);
   const rs_tree_seg_t g =
       rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
   const size_t off = g.offset, len = g.len;

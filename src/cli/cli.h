@@ -160,7 +160,8 @@ typedef struct options {
     int on;           /* --like nccl */
     int algo;         /* --algo as NCCL's (rs_nccl_algo_t); -1: NCCL's pick
                          or not one of NCCL's */
-    int algo_foreign; /* --algo named NCCL's alone (nvls, nvlstree) */
+    int algo_foreign; /* --algo named NCCL's as NCCL_ALGO spells it
+                         ("NVLSTree"), not as ringsim does */
     const char *algo_text; /* --algo as given (messages name it) */
     int proto;        /* --proto (rs_proto_t); -1: auto */
     int channels;     /* --channels C; 0: NCCL's count */
@@ -222,6 +223,10 @@ const char *cli_mode_prefix(cli_mode_t mode);
 /* The same, for a mode: "bench: " (cli_mode_prefix) before the message. */
 int cli_refuse(cli_mode_t mode, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* options.c: --algo NVLSTree (NCCL_ALGO's spelling, as "Ring", "NVLS")
+ * without --like nccl, refused, naming ringsim's spelling (exit 2). */
+int cli_refuse_nccl_spelling(const options_t *o);
 
 /* options.c: a run's command line (argv[0] the program), or `ringsim
  * model`'s (argv[0] "model") with o->model_only set, into o. Returns -1 to

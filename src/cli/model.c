@@ -595,9 +595,22 @@ static int print_rows(const options_t *opt, const rs_model_t *model,
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;
   }
-  m->count = opt->algo_all ? cli_algos(net) : 1;
-  for (int k = 0; k < m->count; k++)
-    m->algos[k] = opt->algo_all ? cli_algo_nth(net, k) : opt->config.algo;
+  /* the columns: every algorithm that runs on some row (nvls on one
+   * node, nvlstree on several), in the table's order */
+  m->count = 0;
+  for (int a = 0; a < RS_ALGO_COUNT && opt->algo_all; a++) {
+    int fits = 0;
+    for (int i = 0; i < opt->rows.count && !fits; i++) {
+      rs_netmodel_t row = *net;
+      if (net->topo.enabled)
+        row.topo.nodes = opt->rows.nodes[i];
+      fits = cli_algo_fits(&row, (rs_algorithm_t)a);
+    }
+    if (fits)
+      m->algos[m->count++] = (rs_algorithm_t)a;
+  }
+  if (!opt->algo_all)
+    m->algos[m->count++] = opt->config.algo;
   const double bytes = (double)rs_model_elems(model) *
                        (double)rs_dtype_size(rs_model_dtype(model));
   int rc = compute_rows(opt, model, net, buckets, bucket_count, m);

@@ -158,8 +158,8 @@ void cli_expect_size(size_t min, size_t max, char *buf, size_t size);
 /* args.c: the algorithms a mode's --algo takes, from the library's table
  * (rs_algorithm_name over RS_ALGO_COUNT, then RS_ALGO_AUTO where the mode
  * takes auto, then "all" where it takes all):
- * "ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls
- * or auto". With help set, the usage text's form: the default marked, and
+ * "ring, rd, rhd, linear, tree, gloo-ring, hier, hier:rd, hier:rhd, nvls,
+ * nvlstree or auto". With help set, the usage text's form: the default marked, and
  * no last "or" part, which
  * the help line writes itself ("ring (default), rd, ..., gloo-ring"). */
 void cli_algo_names(cli_mode_t mode, int help, char *buf, size_t size);

@@ -3,6 +3,7 @@
  * checked option against option. Bad usage is refused here, before
  * anything runs, with one line and exit 2.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,18 @@ static const cli_opt_t SWEEP[] = {OPT_MINBYTES, OPT_MAXBYTES, OPT_STEPFACTOR,
 
 /* --proto without --like nccl: the network model's protocol
  * (net/proto.h), which needs a model; auto is NCCL's tuner's. */
+int cli_refuse_nccl_spelling(const options_t *o) {
+  char lower[32];
+  size_t i = 0;
+  for (; o->nccl.algo_text[i] && i + 1 < sizeof lower; i++)
+    lower[i] = (char)tolower((unsigned char)o->nccl.algo_text[i]);
+  lower[i] = '\0';
+  return cli_refuse(o->mode,
+                    "--algo %s is NCCL_ALGO's spelling, which --like nccl "
+                    "takes; ringsim's own schedule is --algo %s",
+                    o->nccl.algo_text, lower);
+}
+
 static int check_proto(const options_t *o) {
   if (!o->given[OPT_PROTO] || o->nccl.on)
     return -1;
@@ -66,10 +79,7 @@ static int check_nccl(const options_t *o) {
     if (rc >= 0)
       return rc;
     if (o->nccl.algo_foreign)
-      return cli_refuse(o->mode,
-                        "--algo %s is NCCL's NVLink SHARP algorithm, not one "
-                        "ringsim schedules alone: give --like nccl",
-                        o->nccl.algo_text);
+      return cli_refuse_nccl_spelling(o);
     return -1;
   }
   if (!o->config.net.topo.enabled)

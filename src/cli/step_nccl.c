@@ -28,10 +28,7 @@ static int check_without(const options_t *o) {
                       o->given[OPT_PROTO] ? "proto" : "channels",
                       o->given[OPT_PROTO] ? "protocol" : "channel count");
   if (o->nccl.algo_foreign)
-    return cli_refuse(CLI_STEP,
-                      "--algo %s is NCCL's NVLink SHARP algorithm, not one "
-                      "ringsim schedules alone: give --like nccl",
-                      o->nccl.algo_text);
+    return cli_refuse_nccl_spelling(o);
   return -1;
 }
 

@@ -37,16 +37,20 @@ int rs_algo_fits(const rs_netmodel_t *net, rs_algorithm_t a, char *errmsg) {
                    algo->name);
   if (!(algo->caps & RS__CAP_NVLS))
     return RS_OK;
-  if (!(t->enabled && t->nvswitch == RS_TOPO_SWITCH_NVLS && t->nodes == 1))
+  const int across = (algo->caps & RS__CAP_TOPOLOGY) != 0; /* (nvlstree) */
+  if (!(t->enabled && t->nvswitch == RS_TOPO_SWITCH_NVLS &&
+        (across ? t->nodes > 1 : t->nodes == 1)))
     return rs__err(errmsg, RS_EINVAL,
-                   "%s needs one node of GPUs on an NVLink switch "
-                   "that reduces (--topo dgx-h100, or switch=nvls); %s",
-                   algo->name,
+                   "%s needs %s of GPUs on an NVLink switch that reduces "
+                   "(--topo dgx-h100%s, or switch=nvls); %s",
+                   algo->name, across ? "nodes" : "one node",
+                   across ? ",nodes=N" : "",
                    !t->enabled ? "give --topo"
-                   : t->nodes > 1
-                       ? "across nodes NCCL runs NVLSTree (ringsim model "
-                         "--like nccl)"
-                       : "this topology's switch does not reduce");
+                   : t->nvswitch != RS_TOPO_SWITCH_NVLS
+                       ? "this topology's switch does not reduce"
+                   : across ? "on one node NCCL runs NVLS (--algo nvls)"
+                            : "across nodes NCCL runs NVLSTree (--algo "
+                              "nvlstree)");
   if (net->proto != RS_PROTOCOL_NONE && net->proto != RS_PROTOCOL_SIMPLE)
     return rs__err(errmsg, RS_EINVAL,
                    "%s moves only Simple's bytes (NCCL has no LL or LL128 "
