@@ -24,8 +24,7 @@
 #include <stdint.h>
 
 #include "net/transport.h"
-
-typedef struct rs_run rs_run_t;
+#include "ringsim/ringsim.h" /* rs_run_t */
 
 /* The first worker of process p of procs, for W workers (p = procs: W):
  * contiguous blocks whose sizes differ by at most one (procs <= W). */
