@@ -58,6 +58,20 @@ static inline rs_netmodel_t net_of(const char *spec, const char *reduce) {
   return net;
 }
 
+/* A topology as --topo reads it, in a network model as the command makes
+ * one (enabled, link unset), with a reduce rate (NULL: none). */
+static inline rs_netmodel_t topo_of(const char *spec, const char *reduce) {
+  rs_netmodel_t net;
+  memset(&net, 0, sizeof net);
+  char err[RS_ERRMSG_MAX];
+  if (rs_topo_parse(spec, &net.topo, err))
+    fail_msg("%s: %s", spec, err);
+  net.enabled = 1;
+  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
+    fail_msg("%s", err);
+  return net;
+}
+
 /* A model of one f32 parameter of elems elements ("g"). */
 static inline rs_model_t *model_of(size_t elems) {
   char text[128], err[RS_ERRMSG_MAX];

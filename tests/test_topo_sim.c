@@ -50,24 +50,10 @@ static uint64_t simulated(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
   return rs_netmodel_simulate_algo(algo, net, W, &bucket, 1, segment_bytes, 4);
 }
 
-/* A topology as --topo reads it, in a network model as the command makes
- * one (enabled, link unset), with a reduce rate. */
-static rs_netmodel_t topo_net(const char *spec, const char *reduce) {
-  rs_netmodel_t net;
-  memset(&net, 0, sizeof net);
-  char err[RS_ERRMSG_MAX];
-  if (rs_topo_parse(spec, &net.topo, err))
-    fail_msg("%s: %s", spec, err);
-  net.enabled = 1;
-  if (reduce && rs_netmodel_parse_rate(reduce, &net.reduce_rate, err))
-    fail_msg("%s", err);
-  return net;
-}
-
 /* Topology spec as it is (variant 0), with a reduce rate (1), or with a
  * slower link 3 -> 4 and a straggler, worker 5 (2). */
 static rs_netmodel_t variant_net(const char *spec, int variant) {
-  rs_netmodel_t net = topo_net(spec, variant == 1 ? "40GB/s" : NULL);
+  rs_netmodel_t net = topo_of(spec, variant == 1 ? "40GB/s" : NULL);
   char err[RS_ERRMSG_MAX];
   if (variant == 2 &&
       (rs_netmodel_parse_link("3-4:bandwidth=5GB/s,latency=2us", &net, err) ||
@@ -92,7 +78,7 @@ static void test_one_node_is_net(void **state) {
           char spec[128];
           snprintf(spec, sizeof spec,
                    "nodes=1,gpus=%d,intra=3us/10GB/s,nic=9us/1GB/s", W);
-          rs_netmodel_t topo = topo_net(spec, "40GB/s");
+          rs_netmodel_t topo = topo_of(spec, "40GB/s");
           char err[RS_ERRMSG_MAX];
           assert_int_equal(rs_netmodel_check(&topo, W, err), RS_OK);
           /* hier needs a topology (refused under --net): on one node its
@@ -134,7 +120,7 @@ static void test_threaded_is_simulated(void **state) {
           snprintf(spec, sizeof spec,
                    "nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/25GB/s",
                    nics);
-          rs_netmodel_t net = topo_net(spec, si == 1 ? "50GB/s" : NULL);
+          rs_netmodel_t net = topo_of(spec, si == 1 ? "50GB/s" : NULL);
           uint64_t t = threaded(algo, &net, 8, sizes[si], seg_bytes[gi]);
           uint64_t s = simulated(algo, &net, 8, sizes[si], seg_bytes[gi]);
           if (t == 0 || t != s)
@@ -256,7 +242,7 @@ static void test_argmin_is_the_choice(void **state) {
       "nodes=32,gpus=1,nics=1,intra=1us/100GB/s,nic=2us/25GB/s",
       "nodes=6,gpus=4,nics=2,intra=1us/100GB/s,nic=5us/25GB/s"};
   for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++) {
-    rs_netmodel_t net = topo_net(specs[ti], ti == 3 ? "40GB/s" : NULL);
+    rs_netmodel_t net = topo_of(specs[ti], ti == 3 ? "40GB/s" : NULL);
     const int W = net.topo.nodes * net.topo.gpus;
     /* every algorithm; and the tree against the ring and linear alone,
      * so that it wins and its early stop is held to its choices too */
@@ -333,7 +319,7 @@ static void test_by_hand(void **state) {
     snprintf(spec, sizeof spec,
              "nodes=2,gpus=4,nics=%d,intra=1us/100GB/s,nic=5us/30GB/s",
              cases[i].nics);
-    rs_netmodel_t net = topo_net(spec, NULL);
+    rs_netmodel_t net = topo_of(spec, NULL);
     assert_int_equal(rs_netmodel_check(&net, 8, err), RS_OK);
     const uint64_t sim = simulated(cases[i].algo, &net, 8, 80000, 1 << 20);
     const uint64_t run = threaded(cases[i].algo, &net, 8, 80000, 1 << 20);
@@ -359,7 +345,7 @@ static void test_tree_on_nodes(void **state) {
     char spec[128];
     snprintf(spec, sizeof spec,
              "nodes=%d,gpus=%d,nics=1,intra=1us/100GB/s,nic=5us/25GB/s", N, G);
-    rs_netmodel_t net = topo_net(spec, "50GB/s");
+    rs_netmodel_t net = topo_of(spec, "50GB/s");
     for (size_t n = 999; n <= 60000; n += 59001) {
       const uint64_t t = threaded(RS_ALGO_TREE, &net, W, n, 4000);
       const uint64_t m = simulated(RS_ALGO_TREE, &net, W, n, 4000);
@@ -383,7 +369,7 @@ static void test_refused(void **state) {
   (void)state;
   char err[RS_ERRMSG_MAX];
   rs_netmodel_t net =
-      topo_net("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
+      topo_of("nodes=2,gpus=4,nics=1,intra=1us/100GB/s,nic=5us/30GB/s", NULL);
   assert_int_equal(rs_netmodel_check(&net, 6, err), RS_EINVAL);
   assert_non_null(strstr(err, "2 nodes of 4 GPUs are 8 workers"));
   rs_netmodel_t with_net = net;

@@ -447,3 +447,14 @@ uint64_t rs__algo_simulate_plain(const rs_sim_job_t *job) {
 uint64_t rs__algo_simulate(const rs_sim_job_t *job) {
   return rs__algo_simulate_bounded(job, UINT64_MAX);
 }
+
+uint64_t rs__algo_predict_alone(const rs_algo_t *a, const rs_netmodel_t *m,
+                                rs_shape_t shape, size_t elems, size_t cap,
+                                size_t elem_size) {
+  if (!m->enabled || shape.workers < 2)
+    return 0;
+  const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
+  const rs_sim_job_t job = {a,           m,          shape.workers, &bucket, 1,
+                            cap * elem_size, elem_size};
+  return rs__algo_simulate(&job);
+}

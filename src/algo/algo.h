@@ -188,6 +188,13 @@ typedef struct rs_sim_job {
  * the model is off or W < 2; UINT64_MAX when out of memory. */
 uint64_t rs__algo_simulate(const rs_sim_job_t *job);
 
+/* The predict of an algorithm with no closed formula (hier, nvls,
+ * nvlstree): one bucket of elems elements alone, segments of at most cap
+ * elements, on simulated clocks (0 when m is off or W < 2). */
+uint64_t rs__algo_predict_alone(const rs_algo_t *a, const rs_netmodel_t *m,
+                                rs_shape_t shape, size_t elems, size_t cap,
+                                size_t elem_size);
+
 /* The same, stopping once a worker's clock passes bound: its time if that
  * is at most bound, else some time above bound (a lower bound of its
  * own). */

@@ -457,18 +457,6 @@ static void narrate(const hier_way_t *h, rs_narrator_t *n, int mean) {
                inner_steps(h, shape));
 }
 
-/* The prediction: one bucket alone on simulated clocks. */
-static uint64_t predict(const rs_algo_t *self, const rs_netmodel_t *m,
-                        rs_shape_t shape, size_t elems, size_t cap,
-                        size_t elem_size) {
-  if (!m->enabled || shape.workers < 2)
-    return 0;
-  const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-  const rs_sim_job_t job = {self, m, shape.workers, &bucket, 1,
-                            cap * elem_size, elem_size};
-  return rs__algo_simulate(&job);
-}
-
 /* Columns and all-gather steps of the inner algorithms on N members. */
 static int ring_cols(int nodes) { return nodes; }
 static int one_col(int nodes) { return (void)nodes, 1; }
@@ -513,7 +501,8 @@ static int rhd_ag(int nodes) { return rs__log2(rs__pof2(nodes)); }
   }                                                                            \
   static uint64_t ID##_predict(const rs_netmodel_t *m, rs_shape_t sh,          \
                                size_t n, size_t segs, size_t cap, size_t es) { \
-    return (void)segs, predict(&rs__algo_##ID, m, sh, n, cap, es);             \
+    return (void)segs,                                                         \
+           rs__algo_predict_alone(&rs__algo_##ID, m, sh, n, cap, es);          \
   }                                                                            \
   static void ID##_sim(rs_simrun_t *s, size_t n, size_t segs) {                \
     sim(&way_##ID, s, n, segs);                                                \

@@ -219,12 +219,8 @@ static int depth(rs_shape_t shape) { return shape.workers - 1; }
 static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   (void)segs;
-  if (!m->enabled || shape.workers < 2)
-    return 0;
-  const rs_bucket_t bucket = {.elem_offset = 0, .elems = elems, .params = 1};
-  const rs_sim_job_t job = {&rs__algo_nvls, m,         shape.workers, &bucket,
-                            1,              cap * elem_size, elem_size};
-  return rs__algo_simulate(&job);
+  return rs__algo_predict_alone(&rs__algo_nvls, m, shape, elems, cap,
+                                elem_size);
 }
 
 /* --explain's narration (algo/narrate.h). */
