@@ -832,6 +832,43 @@ class Tools(unittest.TestCase):
                 tables.append(rows)
         return tables
 
+    # tools-15b: NVLink SHARP's (nvls on one node, nvlstree on two): the
+    # chunk diagram's stages are the run's steps in the order it runs them
+    # (the switch's reduce, nvlstree's tree up and down, the multicast),
+    # each holding what --explain's table holds at that step's end (its
+    # rounds told one a table: the last of each), and every region
+    # complete at the end.
+    def test_chunks_nvls_steps_in_order(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import ringsim_plot
+        model = self.out("eight.json")
+        with open(model, "w") as f:
+            json.dump({"name": "eight", "params": [{"name": "g", "shape": [8]}]}, f)
+        links = "intra=1us/100GB/s,nic=5us/25GB/s,switch=nvls"
+        for algo, N, G, phases in (
+                ("nvls", 1, 4, ["reduce_scatter", "all_gather"]),
+                ("nvlstree", 2, 2, ["reduce_scatter", "reduce", "broadcast", "all_gather"]),
+                ("nvlstree", 2, 4, ["reduce_scatter", "reduce", "broadcast", "all_gather"])):
+            db = self.out(f"{algo}-{N}x{G}.db")
+            p = subprocess.run([RINGSIM, "-p", model, "--topo", f"nodes={N},gpus={G},{links}",
+                                "--algo", algo, "--segment-bytes", "8", "--explain",
+                                "--trace", db], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            W = N * G
+            want = self.explain_tables(p.stdout[:p.stdout.index("\nringsim ")], W)
+            con = ringsim_plot.open_trace(db)
+            run = ringsim_plot.pick_run(con, db, None)
+            stages, _ = ringsim_plot.chunk_stages(con, run)
+            con.close()
+            got = [[[ringsim_plot.replay.ring_ranges(h, W) for h in row] for row in st[1]]
+                   for st in stages]
+            with self.subTest(algo=algo, N=N, G=G):
+                self.assertEqual([st[3]["phase"] for st in stages[1:]], phases)
+                self.assertEqual(got[0], want[0])  # each its own
+                self.assertEqual(got[1], want[G - 1])  # the switch's last round
+                self.assertEqual(got[-1], want[-1])
+                self.assertTrue(all(h == "all" for row in got[-1] for h in row))
+
     # tools-15: the chunk diagram of every algorithm, replayed from the
     # trace (segments merged into messages; W = 2..8, W not a power of two
     # folding workers in; hier, hier:rd and hier:rhd on 1 to 4 nodes of 1 to

@@ -35,6 +35,8 @@ ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseif
               "hier": "hierarchical (hier, the ring across nodes)",
               "hier:rd": "hierarchical (hier:rd, recursive doubling across nodes)",
               "hier:rhd": "hierarchical (hier:rhd, Rabenseifner across nodes)",
+              "nvls": "NVLink SHARP (nvls, the switch reduces)",
+              "nvlstree": "NVLSTree (nvlstree: NVLS in each node, a tree across)",
               "auto": "auto (an algorithm per bucket: table bucket_algo)"}
 
 
@@ -427,6 +429,11 @@ def algo_steps(run):
         return phase("reduce", W - 1) + phase("broadcast", W - 1)
     if algo == "tree":
         return phase("reduce", 1) + phase("broadcast", 1)
+    if algo == "nvls":  # the switch's reduce, then its multicast
+        return phase("reduce_scatter", 1) + phase("all_gather", 1)
+    if algo == "nvlstree":  # NVLS's reduce in the node, the tree across, the multicast
+        return (phase("reduce_scatter", 1) + phase("reduce", 1) + phase("broadcast", 1)
+                + phase("all_gather", 1))
     return phase("reduce_scatter", W - 1) + phase("all_gather", W - 1)
 
 
