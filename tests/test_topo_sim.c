@@ -353,7 +353,7 @@ static void test_tree_on_nodes(void **state) {
         fail_msg("tree on %d x %d, n=%zu: threaded %llu, model %llu", N, G, n,
                  (unsigned long long)t, (unsigned long long)m);
     }
-    const rs_shape_t shape = {W, G};
+    const rs_shape_t shape = {.workers = W, .gpus = G};
     const rs_algo_t *tree = rs__algo_get(RS_ALGO_TREE);
     int dst[RS_TOPO_MAX_SENDS];
     for (int r = 0; r < W; r++)

@@ -385,7 +385,7 @@ static void test_multinode_is_nccls(void **state) {
     for (int G = 1; G <= 4; G++)
       for (int t = 0; t < 2; t++) {
         const int W = N * G;
-        const rs_shape_t shape = {W, G};
+        const rs_shape_t shape = {.workers = W, .gpus = G};
         for (int r = 0; r < W; r++) { /* ncclTopoPreset: the chains */
           up[r] = r % G ? r - 1 : -1;
           down[r][0] = r % G < G - 1 ? r + 1 : -1;

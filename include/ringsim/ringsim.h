@@ -343,6 +343,8 @@ typedef struct rs_algo_info {
   int textbook_ring;
   int needs_nvls_switch; /* runs only on one node whose NVLink switch
                             reduces (NVLink SHARP, --topo dgx-h100): nvls */
+  int channels; /* runs on NCCL's channels (rs_netmodel_t's channels,
+                   --channels): C rings, each on its part of a bucket */
 } rs_algo_info_t;
 /* Algorithm algo's row into *info. RS_OK; RS_EINVAL (info untouched) for
  * RS_ALGO_AUTO, which is not one, or a value that names no algorithm. */
@@ -454,6 +456,11 @@ typedef struct rs_netmodel {
   int slots;
   /* NCCL's protocol, or none (rs_protocol_t above). */
   rs_protocol_t proto;
+  /* NCCL's channels the ring runs (--channels): C rings side by side, each
+   * over its own part of every bucket (docs/algorithms.md, "Channels");
+   * 0 or 1: one ring. The ring alone takes more than one; a run and its
+   * schedule simulation read it here, with or without a model. */
+  int channels;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
    * once it is nonzero, returns at once, its result meaningless (a signal
@@ -642,6 +649,9 @@ RS_API int rs_mpi_agree(int code, char *msg, size_t size);
 /* The limits rs_run_create accepts: slots 1..RS_MAX_SLOTS, segment_bytes
  * RS_MIN_SEGMENT_BYTES (one float) .. RS_MAX_SEGMENT_BYTES (1 GiB). */
 #define RS_MAX_SLOTS 1024
+/* The most channels the ring runs (rs_netmodel_t's channels): NCCL's
+ * MAXCHANNELS (src/include/device.h: 32 up to v2.24, 64 since v2.25.1). */
+#define RS_MAX_CHANNELS 64
 #define RS_MIN_SEGMENT_BYTES 4
 #define RS_MAX_SEGMENT_BYTES ((size_t)1 << 30)
 #define RS_DEFAULT_TIMEOUT_S 10.0

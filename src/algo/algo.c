@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/channels.h"
 #include "algo/list.h"
 
 const rs_algo_t *rs__algo_get(rs_algorithm_t algo) {
@@ -49,6 +50,7 @@ int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
   info->in_nccl = (a->caps & RS__CAP_NCCL) != 0;
   info->closed_formula = (a->caps & RS__CAP_FORMULA) != 0;
   info->textbook_ring = (a->caps & RS__CAP_TEXTBOOK_RING) != 0;
+  info->channels = (a->caps & RS__CAP_CHANNELS) != 0;
   return RS_OK;
 }
 
@@ -235,8 +237,8 @@ static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
     return;
   const size_t segs = bucket_segs(job, s, b);
   for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
-    rs__sim_stream(&s->clocks[r], 1, segs, s->seg_mem + (size_t)r * s->seg_cap,
-                   s->seg_cap, s->slot_mem + (size_t)r * s->slot_cap,
+    rs__sim_stream(&s->clocks[r], 1, segs,
+                   s->seg_mem + (size_t)r * s->stream_words, s->seg_cap,
                    s->slot_cap);
   s->seg_n = segs;
 }
@@ -251,6 +253,18 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   s->net = m;
   s->bound = UINT64_MAX;
   s->shape = rs__shape_of(m, workers);
+  /* the ring's channels, and their orders (algo/channels.h) */
+  s->channels = rs__shape_channels(s->shape);
+  s->live = -1;
+  if (s->channels > 1) {
+    if (!(s->rings = malloc(sizeof *s->rings)) ||
+        rs__rings_make(s->rings, m, workers, job->elem_size)) {
+      free(s->rings);
+      s->rings = NULL;
+      return RS_ENOMEM;
+    }
+    s->shape.rings = s->rings;
+  }
   s->elem_size = elem_size;
   s->cap = job->segment_bytes / elem_size ? job->segment_bytes / elem_size : 1;
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
@@ -290,10 +304,9 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     }
     s->seg_cap = most;
     s->slot_cap = rs__sim_slot_cap(m, 2 * (size_t)workers * most);
-    if (most && (!(s->seg_mem = calloc((size_t)workers * most,
-                                       sizeof *s->seg_mem)) ||
-                 !(s->slot_mem = calloc((size_t)workers * s->slot_cap,
-                                        sizeof *s->slot_mem))))
+    s->stream_words = rs__sim_stream_words(s->channels, most, s->slot_cap);
+    if (most && !(s->seg_mem = calloc((size_t)workers * s->stream_words,
+                                      sizeof *s->seg_mem)))
       return RS_ENOMEM;
   }
   /* A topology of several nodes: its NICs' load under a's schedule (one
@@ -303,8 +316,9 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   if (t->enabled && t->nodes > 1 && t->nodes * t->gpus == workers) {
     if (!(s->load = malloc(sizeof *s->load)))
       return RS_ENOMEM;
-    if (rs__topo_load_lazy(s->load, t, a->steps(s->shape, RS_COLL_ALLREDUCE),
-                           a->sends)) {
+    if (rs__topo_load_shape_lazy(s->load, t, s->shape,
+                                 a->steps(s->shape, RS_COLL_ALLREDUCE),
+                                 a->sends)) {
       free(s->load);
       s->load = NULL;
       return RS_ENOMEM;
@@ -324,7 +338,9 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->wire);
   free(s->algo_mem);
   free(s->seg_mem);
-  free(s->slot_mem);
+  if (s->rings)
+    rs__rings_free(s->rings);
+  free(s->rings);
   if (s->track) {
     free(s->track->saved);
     free(s->track->seen);

@@ -49,6 +49,10 @@
 #define RS__CAP_STREAM 0x80u
 /* needs_nvls_switch: runs only on one node whose NVLink switch reduces */
 #define RS__CAP_NVLS 0x100u
+/* Runs on NCCL's channels (rs_shape_t's channels; algo/channels.h): its
+ * send_peers and recv_peers name one peer per channel, channel i's at i,
+ * and each channel has its own queue on an edge. */
+#define RS__CAP_CHANNELS 0x200u
 
 typedef struct rs_algo {
   const char *name;
@@ -59,7 +63,7 @@ typedef struct rs_algo {
   unsigned caps;
   size_t segment_bytes;
   /* The peers worker rank sends to, and receives from, written to peers
-   * (room for W); returns how many. Every worker's send peers and receive
+   * (room for W, and for RS_MAX_CHANNELS); returns how many. Every worker's send peers and receive
    * peers agree: r sends to p iff p receives from r. */
   int (*send_peers)(rs_shape_t shape, int rank, int *peers);
   int (*recv_peers)(rs_shape_t shape, int rank, int *peers);

@@ -108,8 +108,9 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   const uint64_t W = (uint64_t)workers, P = l.per_chunk;
   size_t seg_bytes = l.seg_elems * elem_size;
   /* every step P segments of seg_bytes, streamed (ring.c) */
-  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), P, 0, 0,
-                            seg_bytes);
+  const rs_stream_sizes_t sizes = {0, 0, seg_bytes};
+  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), P, &sizes,
+                            1);
 }
 
 /* The edges: r -> r-1. */

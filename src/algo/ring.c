@@ -58,44 +58,148 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/channels.h"
 #include "algo/narrate.h"
 #include "algo/ring_way.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
 
+/* Channels (algo/channels.h). The bucket is cut between C channels as
+ * NCCL cuts an all-reduce's data (rs__rings_part), and channel c runs
+ * this ring over its part along its own ring order: the worker at
+ * position p of channel c's ring plays rank p of the ring above. Within
+ * a step, segment by segment, the worker moves each channel's segment
+ * in turn (channel 0's, then 1's, ...), each on its own queue: so its
+ * port takes the channels' segments turn about, as the channels share a
+ * link. One channel is the ring above, unchanged. */
+typedef struct part {
+  int channel;
+  size_t base;       /* its part's first element in the bucket */
+  rs_ring_cut_t cut; /* its part, cut into W chunks */
+} part_t;
+
+/* The busy channels of the worker's bucket, into parts (room for
+ * RS_MAX_CHANNELS), each part cut into segs segments a chunk: the
+ * largest part's chunk in messages of at most the worker's cap (the run's
+ * segs with one channel). Returns how many. */
+typedef struct bucket_cut {
+  size_t elems, elem_size; /* the bucket */
+  int workers, channels;
+  rs_protocol_t proto;
+  size_t segs, cap; /* the run's segments per chunk, and a message's most */
+} bucket_cut_t;
+
+static int cut_parts(const rs_ring_way_t *way, const bucket_cut_t *b,
+                     part_t *parts) {
+  const int C = b->channels, W = b->workers;
+  if (C <= 1) {
+    parts[0] = (part_t){0, 0, way->cut(b->elems, W, b->segs, b->cap)};
+    return 1;
+  }
+  const int busy = rs__rings_busy(b->elems, b->elem_size, C, b->proto);
+  size_t most = 0, off, len;
+  for (int c = 0; c < busy; c++) {
+    rs__rings_part(b->elems, b->elem_size, C, b->proto, c, &off, &len);
+    most = len > most ? len : most;
+  }
+  const size_t segs = rs_segs_per_chunk(most, W, b->cap, 1);
+  for (int c = 0; c < busy; c++) {
+    rs__rings_part(b->elems, b->elem_size, C, b->proto, c, &off, &len);
+    parts[c] = (part_t){c, off, way->cut(len, W, segs, b->cap)};
+  }
+  return busy;
+}
+
+/* Of the busy channels, how many worker r sends on to another node (its
+ * next on them is on another node of the shape's). */
+static int off_node(rs_shape_t sh, const part_t *parts, int busy, int r) {
+  int n = 0;
+  if (sh.gpus >= sh.workers)
+    return 0;
+  const int p = rs__rings_pos(sh, 0, r);
+  for (int c = 0; c < busy; c++) {
+    const int ch = parts[c].channel;
+    const int next = rs__rings_worker(
+        sh, ch, rs__ring_next(sh.workers, c ? rs__rings_pos(sh, ch, r) : p));
+    n += next / sh.gpus != r / sh.gpus;
+  }
+  return n;
+}
+
+static int parts_of(const rs_ring_way_t *way, const rs_worker_t *w,
+                    part_t *parts) {
+  const bucket_cut_t b = {w->elems,       w->elem_size, w->workers,
+                          rs__shape_channels(w->shape), w->sim.proto,
+                          w->segs_per_chunk, w->seg_cap};
+  return cut_parts(way, &b, parts);
+}
+
+/* What worker w sends and receives on one channel in a step: its peers,
+ * as workers, and the two messages' tags (their segment aside). */
+typedef struct channel_step {
+  int next, prev;
+  rs_tag_t out, in;
+} channel_step_t;
+
+static channel_step_t channel_step(const rs_ring_way_t *way, const rs_worker_t *w,
+                             int channel, rs_phase_t phase, int s) {
+  const int W = w->workers;
+  const rs_shape_t sh = w->shape;
+  /* (its position in the channel's ring plays its rank; without channels
+   * both are the rank) */
+  const int p = rs__rings_pos(sh, channel, w->rank), prev = way->prev(W, p);
+  channel_step_t t = {.next = rs__rings_worker(sh, channel, way->next(W, p)),
+                   .prev = rs__rings_worker(sh, channel, prev),
+                   .out = {.phase = phase, .step = s}};
+  t.in = t.out;
+  t.out.chunk = way->send_chunk(W, p, phase, s);
+  t.in.chunk = way->recv_chunk(W, p, phase, s);
+  way->contributors(W, p, phase, s, &t.out.contrib_first,
+                    &t.out.contrib_count);
+  way->contributors(W, prev, phase, s, &t.in.contrib_first,
+                    &t.in.contrib_count);
+  /* (a payload's contributors: workers round the channel's ring from the
+   * first) */
+  t.out.contrib_first = rs__rings_worker(sh, channel, t.out.contrib_first);
+  t.in.contrib_first = rs__rings_worker(sh, channel, t.in.contrib_first);
+  return t;
+}
+
 /* One step on segments seg_first..seg_end-1 of its chunks (all of them,
  * or one slice): send our chunk to the next worker, receive the previous
- * worker's and do action with it, segment by segment. */
-static int ring_step(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+ * worker's and do action with it, segment by segment, each segment on
+ * every busy channel in turn. */
+static int ring_step(const rs_ring_way_t *way, const part_t *parts, int busy,
                      rs_worker_t *w, rs_phase_t phase, int s,
                      rs_recv_action_t action, size_t seg_first,
                      size_t seg_end) {
-  const int W = w->workers, r = w->rank;
-  const int next = way->next(W, r), prev = way->prev(W, r);
-  rs_tag_t out = {.phase = phase, .step = s}, in = out;
-  out.chunk = way->send_chunk(W, r, phase, s);
-  in.chunk = way->recv_chunk(W, r, phase, s);
-  way->contributors(W, r, phase, s, &out.contrib_first, &out.contrib_count);
-  way->contributors(W, prev, phase, s, &in.contrib_first, &in.contrib_count);
-  for (size_t seg = seg_first; seg < seg_end; seg++) {
-    size_t off, len;
-    int rc;
-    out.segment = in.segment = (int)seg;
-    way->segment(cut, out.chunk, seg, &off, &len);
-    if ((len || !way->skip_empty) &&
-        (rc = rs__xfer_send(w, next, off, len, &out)))
-      return rc;
-    way->segment(cut, in.chunk, seg, &off, &len);
-    if ((len || !way->skip_empty) &&
-        (rc = rs__xfer_recv(w, prev, off, len, &in, action)))
-      return rc;
-  }
+  channel_step_t t[RS_MAX_CHANNELS];
+  for (int c = 0; c < busy; c++)
+    t[c] = channel_step(way, w, parts[c].channel, phase, s);
+  for (size_t seg = seg_first; seg < seg_end; seg++)
+    for (int c = 0; c < busy; c++) {
+      size_t off, len;
+      int rc;
+      w->channel = parts[c].channel; /* (its queues, its clock's state) */
+      t[c].out.segment = t[c].in.segment = (int)seg;
+      way->segment(&parts[c].cut, t[c].out.chunk, seg, &off, &len);
+      if ((len || !way->skip_empty) &&
+          (rc = rs__xfer_send(w, t[c].next, parts[c].base + off, len,
+                              &t[c].out)))
+        return rc;
+      way->segment(&parts[c].cut, t[c].in.chunk, seg, &off, &len);
+      if ((len || !way->skip_empty) &&
+          (rc = rs__xfer_recv(w, t[c].prev, parts[c].base + off, len,
+                              &t[c].in, action)))
+        return rc;
+    }
+  w->channel = 0;
   return RS_OK;
 }
 
-/* The ring on segments seg_first..seg_end-1 of every chunk of the bucket:
- * reduce-scatter, then all-gather. */
-static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
+/* The ring on segments seg_first..seg_end-1 of every chunk of the bucket
+ * (of every busy channel's part): reduce-scatter, then all-gather. */
+static int ring(const rs_ring_way_t *way, const part_t *parts, int busy,
                 rs_worker_t *w, size_t seg_first, size_t seg_end) {
   const int W = w->workers, first_part = seg_first == 0;
   const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
@@ -107,7 +211,8 @@ static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
       action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
     if ((rc = rs__xfer_step(w, RS, s, rs__ring_global_step(W, RS, s),
                             first_part)) ||
-        (rc = ring_step(way, cut, w, RS, s, action, seg_first, seg_end)))
+        (rc = ring_step(way, parts, busy, w, RS, s, action, seg_first,
+                        seg_end)))
       return rc;
   }
   /* Now every worker holds one reduced chunk (ring.h, gloo_ring.h). */
@@ -117,7 +222,8 @@ static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
   for (int s = 0; s < W - 1; s++)
     if ((rc = rs__xfer_step(w, AG, s, rs__ring_global_step(W, AG, s),
                             first_part)) ||
-        (rc = ring_step(way, cut, w, AG, s, RS_RECV_COPY, seg_first, seg_end)))
+        (rc = ring_step(way, parts, busy, w, AG, s, RS_RECV_COPY, seg_first,
+                        seg_end)))
       return rc;
   return RS_OK;
 }
@@ -125,24 +231,25 @@ static int ring(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
 /* One bucket: every step over whole chunks, or (NCCL's loop) every step
  * over one slice, slice after slice. */
 int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
-  const rs_ring_cut_t cut =
-      way->cut(w->elems, w->workers, w->segs_per_chunk, w->seg_cap);
+  part_t parts[RS_MAX_CHANNELS];
+  const int busy = parts_of(way, w, parts);
+  const size_t segs = parts[0].cut.per_chunk; /* (every channel's) */
+  /* (the channels share the worker's ports: netmodel.h) */
+  rs__sim_busy(&w->sim, busy, off_node(w->shape, parts, busy, w->rank));
   if (!way->slices || !w->slices)
-    return ring(way, &cut, w, 0, cut.per_chunk);
-  for (size_t seg = 0; seg < cut.per_chunk; seg++) {
-    int rc = ring(way, &cut, w, seg, seg + 1);
+    return ring(way, parts, busy, w, 0, segs);
+  for (size_t seg = 0; seg < segs; seg++) {
+    int rc = ring(way, parts, busy, w, seg, seg + 1);
     if (rc)
       return rc;
   }
   return RS_OK;
 }
 
-/* Segment seg of chunk c: from the simulation's table, if it has one. */
+/* Segment seg of chunk c, where the simulation has no table. */
 static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
-                      const size_t *table, int c, size_t seg) {
+                      int c, size_t seg) {
   size_t off, len;
-  if (table)
-    return table[seg * (size_t)cut->workers + (size_t)c];
   way->segment(cut, c, seg, &off, &len);
   return len;
 }
@@ -166,9 +273,27 @@ static size_t sim_len(const rs_ring_way_t *way, const rs_ring_cut_t *cut,
 
 /* The ring's period in workers, or 0 when the workers are not alike under
  * it. */
+/* Does every channel's ring map onto itself moved on by T workers (the
+ * worker at position p + T is the one at p plus T)? NCCL's rings swap
+ * two channels' paths on odd nodes (nccl_rings.c's rule 6): they repeat
+ * every two nodes. */
+static int rings_repeat(rs_shape_t sh, int T) {
+  const int W = sh.workers;
+  if (W % T)
+    return 0;
+  for (int c = 0; c < rs__shape_channels(sh); c++)
+    for (int p = 0; p < W; p++)
+      if (rs__rings_worker(sh, c, (p + T) % W) !=
+          (rs__rings_worker(sh, c, p) + T) % W)
+        return 0;
+  return 1;
+}
+
 static int ring_period(const rs_simrun_t *s) {
   const int W = s->shape.workers;
-  const int T = s->shape.gpus < W ? s->shape.gpus : 1;
+  int T = s->shape.gpus < W ? s->shape.gpus : 1;
+  if (s->shape.rings && !rings_repeat(s->shape, T))
+    T = rings_repeat(s->shape, 2 * T) ? 2 * T : W;
   if (!rs__simrun_may_repeat(s) || W < 3 * T)
     return 0;
   for (int r = 0; r < W; r++) {
@@ -190,11 +315,48 @@ static int ring_period(const rs_simrun_t *s) {
 /* One bucket of the ring on simulated clocks alone, no data (algo.h): in
  * lock step, within a segment every worker sends, then every worker
  * receives, which is each worker's own program order. Periods of steps
- * that repeat the one before, turned, are skipped (the DESIGN above). */
-void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
-                  size_t segs) {
+ * that repeat the one before, turned, are skipped (the DESIGN above).
+ * sim_pass plays the channels given (one, or the ring's only), each
+ * segment on each in turn. */
+/* One round of a step: segment seg of every worker's chunk, sent, then
+ * received; the workers in a channel's ring order (NULL: the identity).
+ * (Called with order NULL or not, so that each is compiled alone.) */
+typedef struct round {
+  const rs_ring_way_t *way;
+  const rs_ring_cut_t *cut;
+  const size_t *table; /* the segments' sizes, or NULL */
+  int send0, recv0, next0, prev0, reduced;
+} round_t;
+
+static inline void sim_round(rs_simrun_t *s, const round_t *rd, size_t seg,
+                             const int *order) {
+  const int W = s->shape.workers, skip = rd->way->skip_empty;
+  const int reduced = rd->reduced, next0 = rd->next0, prev0 = rd->prev0;
+  const size_t *row = rd->table ? rd->table + seg * (size_t)W : NULL;
+  for (int p = 0, c = rd->send0, to = next0; p < W;
+       p++, c = c + 1 == W ? 0 : c + 1, to = to + 1 == W ? 0 : to + 1) {
+    size_t n = row ? row[c] : sim_len(rd->way, rd->cut, c, seg);
+    if (n || !skip)
+      rs__simrun_send_seg(s, order ? order[p] : p, order ? order[to] : to, n,
+                          seg);
+  }
+  for (int p = 0, c = rd->recv0, from = prev0; p < W;
+       p++, c = c + 1 == W ? 0 : c + 1, from = from + 1 == W ? 0 : from + 1) {
+    size_t n = row ? row[c] : sim_len(rd->way, rd->cut, c, seg);
+    if (n || !skip)
+      rs__simrun_recv_seg(s, order ? order[p] : p,
+                          order ? order[from] : from, reduced ? n : 0, seg);
+  }
+}
+
+static void sim_pass(const rs_ring_way_t *way, rs_simrun_t *s,
+                     const part_t *ch) {
   const int W = s->shape.workers, T = ring_period(s);
-  const rs_ring_cut_t cut = way->cut(elems, W, segs, s->cap);
+  const rs_rings_t *g = s->shape.rings;
+  /* (the workers in the channel's ring order; NULL: the identity) */
+  const int *const order =
+      g && !g->identity ? g->order + (size_t)ch->channel * (size_t)W : NULL;
+  const size_t per_chunk = ch->cut.per_chunk;
   size_t *table = NULL;
   rs_simstate_t *saved = NULL;
   /* (streaming: every worker's segments and slots too, saved beside) */
@@ -206,27 +368,32 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
     s->nomem = 1;
     return;
   }
-  if (cut.per_chunk <= SIM_TABLE_MAX / (size_t)W) {
-    table = malloc(cut.per_chunk * (size_t)W * sizeof *table);
+  if (per_chunk <= SIM_TABLE_MAX / (size_t)W) {
+    table = malloc(per_chunk * (size_t)W * sizeof *table);
     if (!table) {
       free(saved);
       free(streams);
       s->nomem = 1;
       return;
     }
-    for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
+    for (size_t seg = 0; seg < per_chunk && !rs__simrun_stopped(s);
          seg++) { /* (W x segments of them: a stop is looked at) */
       size_t off;
       for (int c = 0; c < W; c++)
-        way->segment(&cut, c, seg, &off, &table[seg * (size_t)W + (size_t)c]);
+        way->segment(&ch->cut, c, seg, &off, &table[seg * (size_t)W + (size_t)c]);
     }
   }
-  /* worker r's neighbours are worker 0's plus r (ring_way.h) */
+  /* worker r's neighbours are worker 0's plus r (ring_way.h), in each
+   * channel's ring by position */
   const int next0 = way->next(W, 0), prev0 = way->prev(W, 0);
   assert(way->next(W, W - 1) == (next0 + W - 1) % W &&
          way->prev(W, W - 1) == (prev0 + W - 1) % W);
   for (int phase = 0; phase < 2; phase++) {
     int saved_at = -1; /* the step the state was saved before */
+    /* (the longest period looked for before the state is saved again: a
+     * channel played alone starts looking at 2 T, twice as long at each
+     * save) */
+    int window = s->live >= 0 ? 2 * T : RING_PERIOD_MAX * T;
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
@@ -240,27 +407,19 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
         saved_at = step;
       }
       rs__simrun_step(s);
-      /* worker r's chunks are worker 0's plus r (ring_way.h) */
+      /* the worker at position p's chunks are position 0's plus p
+       * (ring_way.h) */
       const int send0 = way->send_chunk(W, 0, ph, step);
       const int recv0 = way->recv_chunk(W, 0, ph, step);
       assert(way->send_chunk(W, W - 1, ph, step) == (send0 + W - 1) % W &&
              way->recv_chunk(W, W - 1, ph, step) == (recv0 + W - 1) % W);
-      for (size_t seg = 0; seg < cut.per_chunk && !rs__simrun_stopped(s);
-           seg++) {
-        for (int r = 0, c = send0, to = next0; r < W;
-             r++, c = c + 1 == W ? 0 : c + 1, to = to + 1 == W ? 0 : to + 1) {
-          size_t n = sim_len(way, &cut, table, c, seg);
-          if (n || !way->skip_empty)
-            rs__simrun_send_seg(s, r, to, n, seg);
-        }
-        for (int r = 0, c = recv0, from = prev0; r < W; r++,
-                 c = c + 1 == W ? 0 : c + 1,
-                 from = from + 1 == W ? 0 : from + 1) {
-          size_t n = sim_len(way, &cut, table, c, seg);
-          if (n || !way->skip_empty)
-            rs__simrun_recv_seg(s, r, from, reduced ? n : 0, seg);
-        }
-      }
+      const round_t rd = {way, &ch->cut, table, send0, recv0, next0, prev0,
+                          reduced};
+      for (size_t seg = 0; seg < per_chunk && !rs__simrun_stopped(s); seg++)
+        if (order)
+          sim_round(s, &rd, seg, order);
+        else
+          sim_round(s, &rd, seg, NULL);
       const int k = step + 1 - saved_at; /* (steps since the save) */
       if (saved_at < 0 || k % T || rs__simrun_stopped(s))
         continue;
@@ -279,14 +438,93 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
         rs__simrun_repeat_steps(s, m * k);
         step += m * k;
         saved_at = -1;
-      } else if (k >= RING_PERIOD_MAX * T || !m) {
+      } else if (k >= window || !m) {
         saved_at = -1; /* (still settling: save again) */
+        window = window < RING_PERIOD_MAX * T ? 2 * window : window;
       }
     }
   }
   free(saved);
   free(streams);
   free(table);
+}
+
+/* On channels. They share nothing on the clocks but what no order
+ * changes (netmodel.h: each its share of the ports, its slots and its
+ * clock; the worker's clock the latest of theirs), so the channels are
+ * played one after the other, each alone, its steps' repeats found as
+ * one ring's are: the worker's clock, link and port stand for the
+ * channel's while it plays (s->live), and take the latest of all after.
+ * A channel whose ring and part are an earlier one's moves exactly as
+ * that one did: it is not played (NCCL's rings repeat every K channels;
+ * on --net every ring is the identity). */
+static int same_as(const rs_simrun_t *s, const part_t *a, const part_t *b) {
+  const rs_rings_t *g = s->shape.rings;
+  if (a->cut.elems != b->cut.elems)
+    return 0;
+  if (!g || g->identity)
+    return 1;
+  const size_t W = (size_t)g->workers;
+  return memcmp(g->order + (size_t)a->channel * W,
+                g->order + (size_t)b->channel * W, W * sizeof *g->order) == 0;
+}
+
+void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
+                  size_t segs) {
+  const int W = s->shape.workers;
+  part_t parts[RS_MAX_CHANNELS];
+  const bucket_cut_t b = {elems, s->elem_size, W, s->channels, s->net->proto,
+                          segs, s->cap};
+  const int busy = cut_parts(way, &b, parts);
+  if (s->channels <= 1) {
+    sim_pass(way, s, parts);
+    return;
+  }
+  rs_simstate_t *all = malloc((size_t)W * sizeof *all);
+  if (!all) {
+    s->nomem = 1;
+    return;
+  }
+  for (int r = 0; r < W; r++) { /* (netmodel.h) */
+    rs__sim_busy(&s->clocks[r], busy, off_node(s->shape, parts, busy, r));
+    all[r] = rs__simstate_of(&s->clocks[r]);
+  }
+  const int step0 = s->step;
+  for (int k = 0; k < busy && !rs__simrun_stopped(s); k++) {
+    int seen = 0;
+    for (int j = 0; j < k && !seen; j++)
+      seen = same_as(s, &parts[j], &parts[k]);
+    if (seen)
+      continue;
+    const int ch = parts[k].channel;
+    for (int r = 0; r < W; r++) { /* (the clock stands for channel ch's) */
+      rs_simclock_t *c = &s->clocks[r];
+      c->clock = RS_SIM_CHANNEL(c, CLOCK)[ch];
+      c->link_free = RS_SIM_CHANNEL(c, LINK)[ch];
+      c->in_free = RS_SIM_CHANNEL(c, IN)[ch];
+    }
+    s->live = ch;
+    s->step = step0;
+    for (int r = 0; r < W; r++) /* (its messages are channel ch's) */
+      s->clocks[r].channel = (uint8_t)ch;
+    sim_pass(way, s, &parts[k]);
+    for (int r = 0; r < W; r++) { /* (the latest of all) */
+      rs_simclock_t *c = &s->clocks[r];
+      all[r].clock = c->clock > all[r].clock ? c->clock : all[r].clock;
+      all[r].link_free =
+          c->link_free > all[r].link_free ? c->link_free : all[r].link_free;
+      all[r].in_free =
+          c->in_free > all[r].in_free ? c->in_free : all[r].in_free;
+    }
+  }
+  s->live = -1;
+  for (int r = 0; r < W; r++) {
+    s->clocks[r].channel = 0;
+    s->clocks[r].clock = all[r].clock;
+    s->clocks[r].link_free = all[r].link_free;
+    s->clocks[r].in_free = all[r].in_free;
+  }
+  free(all);
 }
 
 /* The narration's two phases: W-1 steps of reduce-scatter, W-1 of
@@ -411,151 +649,234 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
  * R(s, j), the link, the clock, the last `slots` arrivals (a ring by
  * message number, `sent` of them so far). */
 typedef struct stream_state {
-  uint64_t *ready, *arrived;
-  uint64_t link, clock;
-  size_t sent;
+  uint64_t *ready, *arrived, *clock, *link; /* channel by channel: k, K,
+                                               1, 1 (its share of the
+                                               port) */
+  size_t sent; /* the messages each channel has sent */
 } stream_state_t;
 
-/* The i-th of the last `held` arrivals, oldest first. */
-static uint64_t *held_arrival(const stream_state_t *x, size_t K, size_t held,
-                              size_t i) {
-  return &x->arrived[(x->sent - held + i) % K];
+/* The i-th of the last `held` arrivals on channel ch, oldest first. */
+static uint64_t *held_arrival(const stream_state_t *x, size_t ch, size_t K,
+                              size_t held, size_t i) {
+  return &x->arrived[ch * K + (x->sent - held + i) % K];
 }
 
 /* Has x moved on from before (a step earlier) by the same delta in every
- * field? Then each later step like it moves it on by delta again (every
- * operation is a max or a sum: the DESIGN of simrun.h's steady repeats). */
+ * field, on each of its C channels? Then each later step like it moves it
+ * on by delta again (every operation is a max or a sum: the DESIGN of
+ * simrun.h's steady repeats). */
 static int stream_moved_by(const stream_state_t *x, const stream_state_t *before,
-                           size_t k, size_t K, uint64_t *delta) {
+                           size_t C, size_t k, size_t K, uint64_t *delta) {
   const size_t held = x->sent < K ? x->sent : K;
-  if (x->clock < before->clock ||
+  if (x->clock[0] < before->clock[0] ||
       held != (before->sent < K ? before->sent : K))
     return 0;
-  const uint64_t d = *delta = x->clock - before->clock;
-  if (x->link - before->link != d)
-    return 0;
-  for (size_t j = 0; j < k; j++)
-    if (x->ready[j] - before->ready[j] != d)
+  const uint64_t d = *delta = x->clock[0] - before->clock[0];
+  for (size_t ch = 0; ch < C; ch++) {
+    if (x->clock[ch] - before->clock[ch] != d ||
+        x->link[ch] - before->link[ch] != d)
       return 0;
-  for (size_t i = 0; i < held; i++)
-    if (*held_arrival(x, K, held, i) - *held_arrival(before, K, held, i) != d)
-      return 0;
+    for (size_t j = 0; j < k; j++)
+      if (x->ready[ch * k + j] - before->ready[ch * k + j] != d)
+        return 0;
+    for (size_t i = 0; i < held; i++)
+      if (*held_arrival(x, ch, K, held, i) -
+              *held_arrival(before, ch, K, held, i) !=
+          d)
+        return 0;
+  }
   return d > 0;
 }
 
 /* Play n more steps of d each at once: every time on by n d. */
-static void stream_skip(stream_state_t *x, size_t k, size_t K, uint64_t n,
-                        uint64_t d, uint64_t *scratch) {
+static void stream_skip(stream_state_t *x, size_t C, size_t k, size_t K,
+                        uint64_t n, uint64_t d, uint64_t *scratch) {
   const uint64_t by = n && d > UINT64_MAX / n ? UINT64_MAX : n * d;
   const size_t held = x->sent < K ? x->sent : K;
-  for (size_t i = 0; i < held; i++) /* (oldest first, where they go next) */
-    scratch[i] = rs__sat_add(*held_arrival(x, K, held, i), by);
+  for (size_t i = 0; i < C * held; i++) /* (oldest first, where they go) */
+    scratch[i] = rs__sat_add(*held_arrival(x, i / held, K, held, i % held), by);
   x->sent += (size_t)n * k;
-  for (size_t i = 0; i < held; i++)
-    *held_arrival(x, K, held, i) = scratch[i];
-  for (size_t j = 0; j < k; j++)
+  for (size_t i = 0; i < C * held; i++)
+    *held_arrival(x, i / held, K, held, i % held) = scratch[i];
+  for (size_t j = 0; j < C * k; j++)
     x->ready[j] = rs__sat_add(x->ready[j], by);
-  x->link = rs__sat_add(x->link, by);
-  x->clock = rs__sat_add(x->clock, by);
+  for (size_t ch = 0; ch < C; ch++) {
+    x->clock[ch] = rs__sat_add(x->clock[ch], by);
+    x->link[ch] = rs__sat_add(x->link[ch], by);
+  }
+}
+
+/* x's fields (C rings of k segments, K arrivals kept), from mem. */
+static stream_state_t stream_at(uint64_t *mem, size_t C, size_t k, size_t K) {
+  return (stream_state_t){mem, mem + C * k, mem + C * (k + K),
+                          mem + C * (k + K + 1), 0};
 }
 
 uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
-                            size_t k, size_t big, size_t hi, size_t lo) {
+                            size_t k, const rs_stream_sizes_t *sizes,
+                            int channels) {
   const uint64_t a = m->link.latency_ns;
-  const uint64_t w_hi = rs__net_wire_ns(m, hi), w_lo = rs__net_wire_ns(m, lo);
-  const uint64_t f_hi = rs__net_ns(hi, m->reduce_rate),
-                 f_lo = rs__net_ns(lo, m->reduce_rate);
+  const size_t C = (size_t)(channels > 1 ? channels : 1);
+  uint64_t w_hi[RS_MAX_CHANNELS], w_lo[RS_MAX_CHANNELS],
+      f_hi[RS_MAX_CHANNELS], f_lo[RS_MAX_CHANNELS];
+  for (size_t ch = 0; ch < C; ch++) { /* (C channels share the port) */
+    w_hi[ch] = rs__sat_mul(rs__net_wire_ns(m, sizes[ch].hi), C);
+    w_lo[ch] = rs__sat_mul(rs__net_wire_ns(m, sizes[ch].lo), C);
+    f_hi[ch] = rs__net_ns(sizes[ch].hi, m->reduce_rate);
+    f_lo[ch] = rs__net_ns(sizes[ch].lo, m->reduce_rate);
+  }
   const size_t K = (size_t)rs__sim_slots(m);
+  const size_t one = C * (k + K + 2); /* (a state's words) */
   /* (x, and the state a step before it, for the steady repeats) */
-  uint64_t *mem = calloc(2 * (k + K) + K, sizeof *mem);
+  uint64_t *mem = calloc(2 * one + C * K, sizeof *mem);
   if (!mem)
     return UINT64_MAX;
-  stream_state_t x = {mem, mem + k, 0, 0, 0},
-                 before = {mem + k + K, mem + 2 * k + K, 0, 0, 0};
-  uint64_t *scratch = mem + 2 * (k + K);
+  stream_state_t x = stream_at(mem, C, k, K),
+                 before = stream_at(mem + one, C, k, K);
+  uint64_t *scratch = mem + 2 * one;
   int have_before = 0;
   for (int s = 0; s < steps && !rs__sim_stopped(m); s++) {
-    for (size_t j = 0; j < k; j++, x.sent++) {
-      const uint64_t w = j < big ? w_hi : w_lo;
-      const uint64_t f = s < reduced ? (j < big ? f_hi : f_lo) : 0;
-      uint64_t depart = x.ready[j] > x.link ? x.ready[j] : x.link;
-      if (x.sent >= K && x.arrived[x.sent % K] > depart)
-        depart = x.arrived[x.sent % K];
-      x.link = rs__sat_add(depart, w);
-      const uint64_t arrive = rs__sat_add(x.link, a);
-      x.arrived[x.sent % K] = arrive;
-      x.clock = rs__sat_add(arrive > x.clock ? arrive : x.clock, f);
-      x.ready[j] = x.clock;
-    }
+    for (size_t j = 0; j < k; j++, x.sent++)
+      for (size_t ch = 0; ch < C; ch++) { /* (each on its share) */
+        const size_t big = sizes[ch].big;
+        const uint64_t w = j < big ? w_hi[ch] : w_lo[ch];
+        const uint64_t f = s < reduced ? (j < big ? f_hi[ch] : f_lo[ch]) : 0;
+        uint64_t *ready = &x.ready[ch * k + j], *clock = &x.clock[ch];
+        uint64_t *slot = &x.arrived[ch * K + x.sent % K], *link = &x.link[ch];
+        uint64_t depart = *ready > *link ? *ready : *link;
+        if (x.sent >= K && *slot > depart)
+          depart = *slot;
+        *link = rs__sat_add(depart, w);
+        const uint64_t arrive = rs__sat_add(*link, a);
+        *slot = arrive;
+        *clock = rs__sat_add(arrive > *clock ? arrive : *clock, f);
+        *ready = *clock;
+      }
     /* steps of one kind (reducing or not) that move the state on alike:
      * the rest of the kind at once */
     const int kind_end = s < reduced ? reduced : steps;
     uint64_t d;
-    if (have_before && s + 1 < kind_end && stream_moved_by(&x, &before, k, K, &d)) {
-      stream_skip(&x, k, K, (uint64_t)(kind_end - (s + 1)), d, scratch);
+    if (have_before && s + 1 < kind_end &&
+        stream_moved_by(&x, &before, C, k, K, &d)) {
+      stream_skip(&x, C, k, K, (uint64_t)(kind_end - (s + 1)), d, scratch);
       s = kind_end - 1;
       have_before = 0;
       continue;
     }
-    memcpy(before.ready, x.ready, k * sizeof *x.ready);
-    memcpy(before.arrived, x.arrived, K * sizeof *x.arrived);
-    before.link = x.link;
-    before.clock = x.clock;
+    memcpy(before.ready, x.ready, one * sizeof *x.ready);
     before.sent = x.sent;
     have_before = s + 1 < kind_end;
   }
-  const uint64_t t = x.clock;
+  uint64_t t = 0;
+  for (size_t ch = 0; ch < C; ch++)
+    t = x.clock[ch] > t ? x.clock[ch] : t;
   free(mem);
   return t;
 }
 
+/* Segment j of every step goes at the pace of the largest segment j of
+ * any chunk: the largest chunk's (ceil(n/W) elements; with fewer
+ * elements than workers, one), cut as every chunk into segs near-equal
+ * segments, the first `big` of them one element longer. */
+static rs_stream_sizes_t stream_sizes(size_t elems, size_t workers,
+                                      size_t segs, size_t elem_size) {
+  const size_t chunk = elems / workers + (elems % workers != 0);
+  const size_t lo = chunk / segs * elem_size;
+  return (rs_stream_sizes_t){chunk % segs, lo + elem_size, lo};
+}
+
 /* The cost formula (RS_NETMODEL_FORMULA): 2(W-1) steps of k segments
- * streamed (rs__ring_stream_ns), reduced in the W-1 of reduce-scatter. */
+ * streamed (rs__ring_stream_ns), reduced in the W-1 of reduce-scatter;
+ * on C channels (a flat network's: every channel on every link), each
+ * its part's. */
 static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   const int workers = shape.workers;
-  (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
   const uint64_t W = (uint64_t)workers;
-  /* Segment j of every step goes at the pace of the largest segment j of
-   * any chunk: the largest chunk's (ceil(n/W) elements; with fewer
-   * elements than workers, one), cut as every chunk into segs near-equal
-   * segments, the first `big` of them one element longer. */
-  const size_t chunk = elems / W + (elems % W != 0);
-  const size_t big = chunk % segs;
-  const size_t lo = chunk / segs * elem_size, hi = lo + elem_size;
-  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), segs, big,
-                            hi, lo);
+  const int C = rs__shape_channels(shape);
+  rs_stream_sizes_t sizes[RS_MAX_CHANNELS];
+  if (C == 1) {
+    sizes[0] = stream_sizes(elems, W, segs, elem_size);
+    return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1), segs,
+                              sizes, 1);
+  }
+  part_t parts[RS_MAX_CHANNELS];
+  const bucket_cut_t b = {elems, elem_size, workers, C, m->proto, segs, cap};
+  const int busy = cut_parts(&way, &b, parts);
+  for (int c = 0; c < busy; c++)
+    sizes[c] = stream_sizes(parts[c].cut.elems, W, parts[c].cut.per_chunk,
+                            elem_size);
+  return rs__ring_stream_ns(m, (int)(2 * (W - 1)), (int)(W - 1),
+                            parts[0].cut.per_chunk, sizes, busy);
 }
 
-/* The ring's edges: r -> r+1. */
+/* The ring's edges: r -> r+1, on each channel its next in the channel's
+ * ring (RS__CAP_CHANNELS: channel c's at c). */
 static int send_peers(rs_shape_t shape, int rank, int *peers) {
-  const int workers = shape.workers;
-  peers[0] = rs__ring_next(workers, rank);
-  return 1;
+  const int W = shape.workers, C = rs__shape_channels(shape);
+  for (int c = 0; c < C; c++)
+    peers[c] = rs__rings_worker(
+        shape, c, rs__ring_next(W, rs__rings_pos(shape, c, rank)));
+  return C;
 }
 
 static int recv_peers(rs_shape_t shape, int rank, int *peers) {
-  const int workers = shape.workers;
-  peers[0] = rs__ring_prev(workers, rank);
-  return 1;
+  const int W = shape.workers, C = rs__shape_channels(shape);
+  for (int c = 0; c < C; c++)
+    peers[c] = rs__rings_worker(
+        shape, c, rs__ring_prev(W, rs__rings_pos(shape, c, rank)));
+  return C;
 }
 
-/* In every step each worker sends to r+1 (ring.h). */
+/* In every step each worker sends to r+1 (ring.h): on channels, to each
+ * channel's next, each once (a channel idle in a small bucket still
+ * counts: topo.h counts the schedule, not the sizes). */
 static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
-  const int workers = shape.workers;
-  (void)step, (void)max;
-  dst[0] = rs__ring_next(workers, rank);
-  return 1;
+  int peers[RS_MAX_CHANNELS], n = 0;
+  const int C = send_peers(shape, rank, peers);
+  (void)step;
+  for (int c = 0; c < C; c++) {
+    int seen = 0;
+    for (int i = 0; i < n && !seen; i++)
+      seen = dst[i] == peers[c];
+    if (!seen && n < max)
+      dst[n++] = peers[c];
+  }
+  return n;
+}
+
+/* The cut of a bucket between the channels, as the shape's rings say
+ * (elements' bytes and protocol); without them, C channels alike and no
+ * smaller than the whole: bounds. Returns how many are busy, their
+ * parts' largest in *most and the segments a chunk of each in *segs. */
+static int shape_parts(rs_shape_t shape, size_t elems, size_t *segs,
+                       size_t cap, size_t *most) {
+  const int C = rs__shape_channels(shape);
+  const rs_rings_t *g = shape.rings;
+  *most = elems;
+  if (C == 1 || !g)
+    return C;
+  part_t parts[RS_MAX_CHANNELS];
+  const bucket_cut_t b = {elems, g->elem_size, shape.workers, C, g->proto,
+                          *segs, cap};
+  const int busy = cut_parts(&way, &b, parts);
+  *most = 0;
+  for (int c = 0; c < busy; c++)
+    *most = parts[c].cut.elems > *most ? parts[c].cut.elems : *most;
+  *segs = parts[0].cut.per_chunk;
+  return busy;
 }
 
 /* Every message is one segment of a chunk: the largest chunk has
- * ceil(elems/W) elements, its largest segment ceil of that over segs. */
+ * ceil(elems/W) elements (of the largest channel's part), its largest
+ * segment ceil of that over segs. */
 static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
   const int workers = shape.workers;
-  (void)from, (void)to, (void)cap;
+  (void)from, (void)to;
+  shape_parts(shape, elems, &segs, cap, &elems);
   size_t chunk = elems / (size_t)workers + (elems % (size_t)workers != 0);
   return chunk ? (chunk + segs - 1) / segs : 0;
 }
@@ -573,8 +894,11 @@ static size_t direct_slots(rs_shape_t shape, size_t min_segs, int slices) {
 static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   const int workers = shape.workers;
+  size_t most;
   (void)rank;
-  return rs__ring_messages(&way, workers, elems, segs, cap, collective);
+  const int busy = shape_parts(shape, elems, &segs, cap, &most);
+  return (size_t)busy *
+         rs__ring_messages(&way, workers, elems, segs, cap, collective);
 }
 
 /* Every step a worker sends one chunk in segs segments, empty or not; the
@@ -593,7 +917,7 @@ const rs_algo_t rs__algo_ring = {
     .name = "ring",
     .caps = RS__CAP_SLICES | RS__CAP_REDUCE_SCATTER | RS__CAP_AUTO |
             RS__CAP_NCCL | RS__CAP_FORMULA | RS__CAP_TEXTBOOK_RING |
-            RS__CAP_STREAM,
+            RS__CAP_STREAM | RS__CAP_CHANNELS,
     .send_peers = send_peers,
     .recv_peers = recv_peers,
     .message_elems = message_elems,

@@ -68,9 +68,16 @@ int rs__ring_steps(rs_shape_t shape, rs_collective_t collective);
  * of them reducing, its segments streamed (netmodel.h's pipelined
  * links): k segments a step, the first `big` of hi bytes and the rest of
  * lo, each sent once its data is in, the link free and a slot free. Its
- * time (the cost formulas'); UINT64_MAX when out of memory. */
+ * time (the cost formulas'); UINT64_MAX when out of memory. On C
+ * channels (NCCL's: algo/channels.h), each with its own segments
+ * (sizes[c]) and slots, side by side on the one link, segment j of
+ * every channel in turn. */
+typedef struct rs_stream_sizes {
+  size_t big, hi, lo;
+} rs_stream_sizes_t;
 uint64_t rs__ring_stream_ns(const rs_netmodel_t *m, int steps, int reduced,
-                            size_t k, size_t big, size_t hi, size_t lo);
+                            size_t k, const rs_stream_sizes_t *sizes,
+                            int channels);
 int rs__ring_depth(rs_shape_t shape);
 size_t rs__ring_messages(const rs_ring_way_t *way, int workers, size_t elems,
                          size_t segs, size_t cap, rs_collective_t collective);

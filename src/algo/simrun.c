@@ -110,17 +110,45 @@ static rs_simclock_t *member(rs_simrun_t *s, int k) {
   return &s->clocks[rs__group_worker(&s->group, k)];
 }
 
+/* One channel's part of a saved streaming state: its length; and the
+ * channels. */
+static size_t channel_len(const rs_simrun_t *s) {
+  return s->seg_cap + 5 + s->slot_cap;
+}
+
+static int channels(const rs_simrun_t *s) {
+  return s->channels > 1 ? s->channels : 1;
+}
+
+/* The channels whose state is saved: the live one, or all. */
+static int channel_first(const rs_simrun_t *s) { return s->live > 0 ? s->live : 0; }
+static int channel_end(const rs_simrun_t *s) {
+  return s->live >= 0 ? s->live + 1 : channels(s);
+}
+
 void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
                         uint64_t *out) {
-  const size_t len = rs__simstream_len(s), n = s->seg_cap;
+  const size_t len = rs__simstream_len(s), n = s->seg_cap, K = s->slot_cap;
   memset(out, 0, len * sizeof *out);
-  for (size_t j = 0; j < s->seg_n && j < n; j++)
-    out[j] = c->seg_ready[j];
-  const size_t taken = c->slot_n < s->slot_cap ? c->slot_n : s->slot_cap;
-  out[n] = taken;
-  out[n + 1] = c->slot_n;
-  for (size_t i = 0; i < taken; i++) /* (oldest first) */
-    out[n + 2 + i] = c->slot_arrive[(c->slot_n - taken + i) % s->slot_cap];
+  for (int ch = channel_first(s); ch < channel_end(s); ch++, out += channel_len(s)) {
+    const uint64_t *ready = c->seg_ready + (size_t)ch * n,
+                   *arrive = c->slot_arrive + (size_t)ch * K;
+    const int many = channels(s) > 1;
+    const uint64_t *const sent_on = &RS_SIM_CHANNEL(c, SENT)[ch];
+    const uint64_t sent = many ? *sent_on : c->slot_n;
+    for (size_t j = 0; j < s->seg_n && j < n; j++)
+      out[j] = ready[j];
+    const size_t taken = sent < K ? (size_t)sent : K;
+    out[n] = taken;
+    out[n + 1] = sent;
+    for (size_t i = 0; i < taken; i++) /* (oldest first) */
+      out[n + 2 + i] = arrive[(sent - taken + i) % K];
+    if (channels(s) > 1) { /* (its clock and shares of the ports) */
+      out[n + 2 + K] = RS_SIM_CHANNEL(c, CLOCK)[ch];
+      out[n + 3 + K] = RS_SIM_CHANNEL(c, LINK)[ch];
+      out[n + 4 + K] = RS_SIM_CHANNEL(c, IN)[ch];
+    }
+  }
 }
 
 /* Has c's streaming state moved on from before (rs__simstream_save's)
@@ -128,17 +156,23 @@ void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
 static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
                         const uint64_t *before, uint64_t delta,
                         uint64_t *tmp) {
-  const size_t n = s->seg_cap;
+  const size_t n = s->seg_cap, K = s->slot_cap;
   rs__simstream_save(s, c, tmp);
-  if (tmp[n] != before[n])
-    return 0;
-  for (size_t j = 0; j < s->seg_n && j < n; j++)
-    if (tmp[j] < before[j] || tmp[j] - before[j] != delta)
+  for (int ch = channel_first(s); ch < channel_end(s);
+       ch++, tmp += channel_len(s), before += channel_len(s)) {
+    if (tmp[n] != before[n])
       return 0;
-  for (size_t i = 0; i < tmp[n]; i++)
-    if (tmp[n + 2 + i] < before[n + 2 + i] ||
-        tmp[n + 2 + i] - before[n + 2 + i] != delta)
-      return 0;
+    for (size_t f = n + 2 + K; channels(s) > 1 && f < channel_len(s); f++)
+      if (tmp[f] < before[f] || tmp[f] - before[f] != delta)
+        return 0; /* (its clock and ports) */
+    for (size_t j = 0; j < s->seg_n && j < n; j++)
+      if (tmp[j] < before[j] || tmp[j] - before[j] != delta)
+        return 0;
+    for (size_t i = 0; i < tmp[n]; i++)
+      if (tmp[n + 2 + i] < before[n + 2 + i] ||
+          tmp[n + 2 + i] - before[n + 2 + i] != delta)
+        return 0;
+  }
   return 1;
 }
 
@@ -146,13 +180,26 @@ static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
  * by. */
 static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
                         const uint64_t *from, uint64_t by) {
-  const size_t n = s->seg_cap, taken = (size_t)from[n];
-  for (size_t j = 0; j < s->seg_n && j < n; j++)
-    c->seg_ready[j] = from[j] + by;
-  c->slot_n = (size_t)from[n + 1];
-  for (size_t i = 0; i < taken; i++)
-    c->slot_arrive[(c->slot_n - taken + i) % s->slot_cap] =
-        from[n + 2 + i] + by;
+  const size_t n = s->seg_cap, K = s->slot_cap;
+  for (int ch = channel_first(s); ch < channel_end(s); ch++, from += channel_len(s)) {
+    uint64_t *ready = c->seg_ready + (size_t)ch * n,
+             *arrive = c->slot_arrive + (size_t)ch * K;
+    const size_t taken = (size_t)from[n];
+    for (size_t j = 0; j < s->seg_n && j < n; j++)
+      ready[j] = from[j] + by;
+    const uint64_t sent = from[n + 1];
+    if (channels(s) > 1)
+      RS_SIM_CHANNEL(c, SENT)[ch] = sent;
+    else
+      c->slot_n = (size_t)sent;
+    for (size_t i = 0; i < taken; i++)
+      arrive[(sent - taken + i) % K] = from[n + 2 + i] + by;
+    if (channels(s) > 1) {
+      RS_SIM_CHANNEL(c, CLOCK)[ch] = from[n + 2 + K] + by;
+      RS_SIM_CHANNEL(c, LINK)[ch] = from[n + 3 + K] + by;
+      RS_SIM_CHANNEL(c, IN)[ch] = from[n + 4 + K] + by;
+    }
+  }
 }
 
 uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,

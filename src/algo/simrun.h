@@ -61,11 +61,16 @@ typedef struct rs_simrun {
   uint64_t *wire;   /* and how long it took on the wire */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
   /* A streaming algorithm's clocks, every worker's (netmodel.h's
-   * rs__sim_stream): seg_cap segments' ready times and slot_cap
-   * arrivals each. */
-  uint64_t *seg_mem, *slot_mem;
-  size_t seg_cap, slot_cap;
+   * rs__sim_stream): on each of its channels, seg_cap segments' ready
+   * times and slot_cap arrivals (stream_words words a worker). */
+  uint64_t *seg_mem;
+  size_t seg_cap, slot_cap, stream_words;
   size_t seg_n; /* the bucket's segments per chunk */
+  int channels; /* the ring's channels (shape.channels; at least 1) */
+  struct rs_rings *rings; /* their orders, shape.rings (the runner's) */
+  /* The channel the ring plays alone (ring.c's rs__ring_sim), whose
+   * streaming state alone the steady repeats compare; -1: all. */
+  int live;
   /* The steady repeats of a streaming schedule (rs__simrun_repeat_all)
    * also need every worker's segments and slots as they were before:
    * stream_before (W x rs__simstream_len), stream_scratch as many; NULL:
@@ -196,8 +201,10 @@ static inline void rs__simlog_max(rs_simrun_t *s, uint64_t a, uint64_t b) {
  * in the receiver's (post: a sender of several messages in a round, as
  * the tree's broadcast to its children, keeps each in its receiver's
  * mailbox, to). */
-static inline void rs__simrun_mail(rs_simrun_t *s, int from, int to, int box,
-                                   size_t elems, size_t seg) {
+/* (always inlined: every schedule simulation's innermost call) */
+__attribute__((always_inline)) static inline void
+rs__simrun_mail(rs_simrun_t *s, int from, int to, int box, size_t elems,
+                size_t seg) {
   const rs_group_t *g = &s->group;
   uint64_t depart;
   box = rs__group_worker(g, box);
@@ -256,10 +263,12 @@ static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
 
 /* A streaming worker's segments and slots (netmodel.h) as the steady
  * repeats compare them: rs__simstream_len values, saved by
- * rs__simstream_save (segment ready times, then how many slots are
- * taken and their arrivals, oldest first). */
+ * rs__simstream_save (channel by channel: segment ready times, then how
+ * many slots are taken, the messages sent, their arrivals, oldest first,
+ * the channel's clock, and on channels its shares of the ports). */
 static inline size_t rs__simstream_len(const rs_simrun_t *s) {
-  return s->seg_cap + 2 + s->slot_cap;
+  return (size_t)(s->channels > 1 && s->live < 0 ? s->channels : 1) *
+         (s->seg_cap + 5 + s->slot_cap);
 }
 void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
                         uint64_t *out);

@@ -90,6 +90,8 @@ struct rs_run {
   const rs_algo_t **bucket_algo;
   unsigned algos_used; /* bit a: some bucket runs algorithm a */
   rs_shape_t shape;    /* the workers and their nodes (net/topo.h) */
+  struct rs_rings *rings; /* shape's channels' rings (algo/channels.h),
+                             the run's; NULL with one channel */
   /* With a topology of several nodes (net/topo.h): each used algorithm's
    * load on the NICs, which its buckets' clocks take (pool.c); else
    * empty. */

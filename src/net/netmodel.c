@@ -215,6 +215,7 @@ static void hop_latencies(const rs_netmodel_t *net, uint64_t *intra,
 void rs__sim_init(rs_simclock_t *c, const rs_netmodel_t *net, int workers,
                   int rank) {
   memset(c, 0, sizeof *c);
+  c->channels = (uint8_t)(net && net->channels > 1 ? net->channels : 1);
   if (!net || !net->enabled)
     return;
   c->net = net;
@@ -313,4 +314,74 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
     if ((double)m->stragglers[i].delay_ns > straggle)
       straggle = (double)m->stragglers[i].delay_ns;
   return messages * (latency + 2 * wire + fold) + steps * straggle;
+}
+
+/* ---- channels ------------------------------------------------------------
+ * NCCL's channels on a streaming worker's clock (netmodel.h's rs_simclock_t:
+ * each channel its own segments, messages in flight, clock and share of
+ * the ports). */
+
+/* The time a segment of bytes (on the wire) that takes wire alone takes
+ * on its channel's share of the ports: busy times the port's time (the
+ * busy channels share the port equally); between nodes at least its time
+ * through the NIC as topo.h shares it among GPUs, times the channels of
+ * this GPU that cross it (they share its side of the NIC too). */
+static uint64_t channel_wire(const rs_simclock_t *c, size_t bytes, uint64_t wire) {
+  const uint64_t busy = (uint64_t)c->busy;
+  if (c->last_share == 0) /* (within a node, or flat: the port) */
+    return rs__sat_mul(wire, busy);
+  const uint64_t port =
+      rs__sat_mul(rs__net_ns(bytes, c->load->topo.intra.bandwidth), busy);
+  const uint64_t nic =
+      rs__sat_mul(wire, (uint64_t)(c->off_node > 1 ? c->off_node : 1));
+  return port > nic ? port : nic;
+}
+
+void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
+                       uint64_t wire, uint64_t latency, uint64_t *depart_ns,
+                       uint64_t *arrive_ns, uint64_t *wire_ns) {
+  const size_t ch = (size_t)c->channel;
+  uint64_t *const link = &RS_SIM_CHANNEL(c, LINK)[ch];
+  uint64_t *const slot = c->slot_arrive + ch * c->slot_cap;
+  const uint64_t ready =
+      seg < c->seg_cap
+          ? rs__sat_add(c->seg_ready[ch * c->seg_cap + seg], c->straggler_ns)
+          : RS_SIM_CHANNEL(c, CLOCK)[ch];
+  wire = channel_wire(c, bytes, wire);
+  uint64_t depart = ready > *link ? ready : *link;
+  uint64_t *const sent = &RS_SIM_CHANNEL(c, SENT)[ch];
+  if (*sent >= (uint64_t)c->slots && c->slot_cap == (size_t)c->slots) {
+    const uint64_t freed = slot[*sent % c->slot_cap];
+    depart = freed > depart ? freed : depart;
+  }
+  *link = rs__sat_add(depart, wire);
+  if (*link > c->link_free)
+    c->link_free = *link;
+  *depart_ns = depart;
+  *arrive_ns = rs__sat_add(*link, latency);
+  *wire_ns = wire;
+  if (c->slot_cap)
+    slot[*sent % c->slot_cap] = *arrive_ns;
+  (*sent)++;
+}
+
+uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
+                           uint64_t wire_ns, size_t reduced_bytes, size_t seg) {
+  const size_t ch = (size_t)c->channel;
+  /* (its share of the port: wire_ns is the sender's, busy times its own) */
+  uint64_t *const in = &RS_SIM_CHANNEL(c, IN)[ch], *const now = &RS_SIM_CHANNEL(c, CLOCK)[ch];
+  if (rs__sat_add(*in, wire_ns) > arrive_ns)
+    arrive_ns = rs__sat_add(*in, wire_ns);
+  *in = arrive_ns;
+  if (arrive_ns > c->in_free)
+    c->in_free = arrive_ns;
+  if (arrive_ns > *now)
+    *now = arrive_ns;
+  const uint64_t received = *now;
+  *now = rs__sat_add(*now, rs__net_ns(reduced_bytes, c->net->reduce_rate));
+  if (seg < c->seg_cap) /* (segment seg's data, for its next step's send) */
+    c->seg_ready[ch * c->seg_cap + seg] = *now;
+  if (*now > c->clock)
+    c->clock = *now;
+  return received;
 }

@@ -53,8 +53,25 @@ typedef struct rs_simclock {
    * or the bucket's start), seg_cap of them. slot_arrive: when the last
    * segments sent arrive, a ring of slot_cap (min(slots, the messages a
    * bucket sends): the slot rule binds from message `slots` on); slot_n:
-   * the bucket's sends so far. docs/algorithms.md, "Pipelined links". */
+   * the bucket's sends so far. docs/algorithms.md, "Pipelined links".
+   * Channels (the ring's: rs_netmodel_t's channels; else 1): each has
+   * all of that of its own, channel ch's at seg_ready + ch seg_cap, the
+   * arrivals at slot_arrive + ch slot_cap,
+   * RS_SIM_CHANNEL(c, SENT)[ch] (its messages sent), and its own clock,
+   * RS_SIM_CHANNEL(c, CLOCK)[ch], when its last receive was taken and
+   * reduced (each channel reduces on its own SMs, as NCCL gives each its
+   * own thread block). The worker's two ports are shared equally by its
+   * `busy` channels (those with data in the bucket), as topo.h shares a
+   * NIC: channel ch's share of the outgoing port is free at
+   * RS_SIM_CHANNEL(c, LINK)[ch], of the incoming one at
+   * RS_SIM_CHANNEL(c, IN)[ch], and a segment takes busy times its wire
+   * time on it; link_free and in_free are then the latest of them, and
+   * clock the latest of the channels' clocks. channel: the channel of the
+   * next rs__sim_send or rs__sim_recv, which its caller sets. One channel
+   * is the ring as it was: the whole ports, link_free and in_free. */
   int stream, slots;
+  uint8_t channels, channel, busy;
+  uint8_t off_node; /* of the busy channels, those it sends off node */
   uint64_t *seg_ready, *slot_arrive;
   size_t seg_cap, slot_cap, slot_n;
   /* The protocol (net/proto.h): its wire bytes; its launch latency, paid
@@ -78,6 +95,13 @@ typedef struct rs_simclock {
  * or as one more copy of the multicast just sent (the switch replicates
  * it: no more time on the sender's link). */
 enum { RS_ROUTE_LINK, RS_ROUTE_SWITCH, RS_ROUTE_MULTICAST };
+/* A streaming clock's words for each of its channels after the arrivals:
+ * each channel's clock, messages sent, and shares of the two ports
+ * (RS_SIM_CHANNEL(c, CLOCK)[ch], ...). */
+enum { RS_SIM_CHANNEL_CLOCK, RS_SIM_CHANNEL_SENT, RS_SIM_CHANNEL_LINK, RS_SIM_CHANNEL_IN };
+#define RS_SIM_CHANNEL(c, which)                                                   \
+  ((c)->slot_arrive + (size_t)(c)->channels * (c)->slot_cap +                  \
+   (size_t)RS_SIM_CHANNEL_##which * (c)->channels)
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
 static inline int rs__sim_slots(const rs_netmodel_t *m) {
@@ -144,24 +168,68 @@ static inline void rs__sim_step(rs_simclock_t *c) {
     c->clock = rs__sat_add(c->clock, c->straggler_ns);
 }
 
-/* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
- * or sends each segment after its receive before it (0). Streaming, the
- * data of its first `segs` segments is ready now, in seg_ready (the
- * caller's, seg_cap entries), and none of its slots is taken (slot_arrive,
- * the caller's, slot_cap entries). */
-static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
-                                  uint64_t *seg_ready, size_t seg_cap,
-                                  uint64_t *slot_arrive, size_t slot_cap) {
-  c->stream = stream && seg_cap;
-  c->seg_ready = seg_ready;
-  c->seg_cap = seg_cap;
-  c->slot_arrive = slot_arrive;
-  c->slot_cap = slot_cap;
-  c->slot_n = 0;
-  c->stream_start = c->clock;
-  for (size_t j = 0; c->stream && j < segs && j < seg_cap; j++)
-    seg_ready[j] = c->clock;
+/* The words of memory a streaming worker's clock needs for `rings`
+ * rings of seg_cap segments and slot_cap arrivals kept each
+ * (rs__sim_stream's mem). */
+static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
+                                          size_t slot_cap) {
+  return (size_t)(rings > 1 ? rings : 1) * (seg_cap + slot_cap + 4);
 }
+
+/* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
+ * or sends each segment after its receive before it (0). Streaming, on
+ * each of its channels the data of its first `segs` segments is ready
+ * now, and none of its slots is taken: in mem, the caller's
+ * (rs__sim_stream_words of c->channels, seg_cap and slot_cap). */
+static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
+                                  uint64_t *mem, size_t seg_cap,
+                                  size_t slot_cap) {
+  const size_t C = (size_t)c->channels;
+  c->stream = stream && seg_cap && mem;
+  c->seg_cap = seg_cap;
+  c->slot_cap = slot_cap;
+  c->channel = 0;
+  c->stream_start = c->clock;
+  if (!c->stream)
+    return;
+  c->seg_ready = mem;
+  c->slot_arrive = mem + C * seg_cap;
+  c->slot_n = 0;
+  c->busy = (int)C;
+  for (size_t ch = 0; ch < C; ch++) {
+    for (size_t j = 0; j < segs && j < seg_cap; j++)
+      c->seg_ready[ch * seg_cap + j] = c->clock;
+    RS_SIM_CHANNEL(c, CLOCK)[ch] = c->clock;
+    RS_SIM_CHANNEL(c, SENT)[ch] = 0;
+    RS_SIM_CHANNEL(c, LINK)[ch] = c->link_free;
+    RS_SIM_CHANNEL(c, IN)[ch] = c->in_free;
+  }
+}
+
+/* The bucket under way has data on `busy` of c's channels (the first
+ * ones: algo/channels.h), which share its ports; on off_node of them it
+ * sends to another node, through its NIC. */
+static inline void rs__sim_busy(rs_simclock_t *c, int busy, int off_node) {
+  if (c->stream && c->channels > 1) {
+    c->busy = (uint8_t)(busy > 1 ? busy : 1);
+    c->off_node = (uint8_t)off_node;
+  }
+}
+
+/* a x b, or UINT64_MAX where it would wrap. */
+static inline uint64_t rs__sat_mul(uint64_t a, uint64_t b) {
+  return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* rs__sim_send and rs__sim_recv on NCCL's channels (streaming, c->channels
+ * > 1), on channel c->channel: its own segments, clock and messages in
+ * flight, its share
+ * of the ports (netmodel.c). bytes: on the wire; wire: their time alone. */
+void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
+                       uint64_t wire, uint64_t latency, uint64_t *depart_ns,
+                       uint64_t *arrive_ns, uint64_t *wire_ns);
+uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
+                           uint64_t wire_ns, size_t reduced_bytes, size_t seg);
 
 /* The room a streaming worker needs for a schedule whose chunks are cut
  * into at most segs segments and which sends at most `messages` messages
@@ -225,6 +293,11 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
    * the worker's last receive), the link is free, and (streaming) the
    * receiver has a slot: the message `slots` before it on the connection
    * has arrived. */
+  if (__builtin_expect(c->stream && c->channels > 1, 0)) { /* (channels) */
+    rs__sim_send_channel(c, seg, bytes, wire, latency, depart_ns, arrive_ns,
+                         wire_ns);
+    return;
+  }
   uint64_t ready = c->clock;
   if (c->stream && c->route == RS_ROUTE_SWITCH)
     ready = rs__sat_add(c->stream_start, c->straggler_ns);
@@ -281,6 +354,8 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
       c->switch_ready = arrive_ns;
     return arrive_ns;
   }
+  if (__builtin_expect(c->stream && c->channels > 1, 0)) /* (channels) */
+    return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg);
   if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(c->in_free, wire_ns);
   c->in_free = arrive_ns;

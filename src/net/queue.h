@@ -79,6 +79,7 @@ typedef struct rs_msg {
   uint64_t sim_arrive_ns;
   uint64_t sim_wire_ns;
   uint32_t sim_share; /* the sender's clock's last_share (netmodel.h) */
+  int32_t channel;    /* NCCL's channel that carries it (xfer.h's rs_tag_t) */
 } rs_msg_t;
 
 /* What the wire does to one message (fault injection). */

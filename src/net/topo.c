@@ -319,6 +319,7 @@ int rs_topo_check(const rs_topo_t *t, int workers, char *errmsg) {
 typedef struct rs_topo_builder {
   const rs_topo_t *t;
   int workers;
+  rs_shape_t shape; /* what sends is asked with */
   rs_topo_sends_t sends;
   uint32_t *count;   /* per NIC side (2 N K), zero between steps */
   int *sent, *got;   /* per worker: the last step it was counted in */
@@ -347,8 +348,7 @@ static void count_step(builder_t *b, int s) {
   int dst[RS_TOPO_MAX_SENDS];
   b->touched_n = 0;
   for (int r = 0; r < b->workers; r++) {
-    const rs_shape_t shape = {b->workers, t->gpus};
-    int n = b->sends(shape, s, r, dst, RS_TOPO_MAX_SENDS);
+    int n = b->sends(b->shape, s, r, dst, RS_TOPO_MAX_SENDS);
     for (int i = 0; i < n; i++) {
       if (rs__topo_node(t, r) == rs__topo_node(t, dst[i]))
         continue;
@@ -482,6 +482,13 @@ static void builder_free(builder_t *b) {
 
 int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                        rs_topo_sends_t sends) {
+  const rs_shape_t shape = {t->nodes * t->gpus, t->gpus, 1, NULL};
+  return rs__topo_load_shape_lazy(l, t, shape, steps, sends);
+}
+
+int rs__topo_load_shape_lazy(rs_topo_load_t *l, const rs_topo_t *t,
+                             rs_shape_t shape, int steps,
+                             rs_topo_sends_t sends) {
   memset(l, 0, sizeof *l);
   l->topo = *t;
   /* A NIC for every GPU: no NIC side is crossed by two GPUs, every share
@@ -493,7 +500,8 @@ int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
   if (!b)
     return RS_ENOMEM;
   *b = (builder_t){
-      .t = &l->topo, .workers = W, .sends = sends, .table_size = 16};
+      .t = &l->topo, .workers = W, .shape = shape, .sends = sends,
+      .table_size = 16};
   l->builder = b;
   while (b->table_size < 2 * (uint32_t)l->steps + 2)
     b->table_size *= 2;
@@ -542,7 +550,13 @@ int rs__topo_load_repeat(rs_topo_load_t *l, int step, int count) {
 
 int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                   rs_topo_sends_t sends) {
-  int rc = rs__topo_load_lazy(l, t, steps, sends);
+  const rs_shape_t shape = {t->nodes * t->gpus, t->gpus, 1, NULL};
+  return rs__topo_load_shape(l, t, shape, steps, sends);
+}
+
+int rs__topo_load_shape(rs_topo_load_t *l, const rs_topo_t *t,
+                        rs_shape_t shape, int steps, rs_topo_sends_t sends) {
+  int rc = rs__topo_load_shape_lazy(l, t, shape, steps, sends);
   if (rc == RS_OK)
     rc = rs__topo_load_step(l, l->steps - 1);
   if (rc)

@@ -62,23 +62,32 @@ static inline int rs__topo_nic(const rs_topo_t *t, int r) {
  * topology, or on one node, G = W: one node, the flat shape. An
  * algorithm whose schedule follows the nodes reads gpus; the others only
  * workers. */
+struct rs_rings; /* algo/channels.h: the channels' ring orders */
 typedef struct rs_shape {
   int workers;
   int gpus;
+  /* NCCL's channels the ring runs (rs_netmodel_t's channels; 0 reads as
+   * 1), and their ring orders (algo/channels.h), which whoever runs or
+   * simulates the schedule makes; NULL: every channel's ring is the
+   * identity. Only the ring reads them. */
+  int channels;
+  const struct rs_rings *rings;
 } rs_shape_t;
 
 static inline rs_shape_t rs__shape_flat(int workers) {
-  rs_shape_t shape = {workers, workers};
+  rs_shape_t shape = {workers, workers, 1, NULL};
   return shape;
 }
 
 /* The shape of W workers under net: its topology's nodes when it has
- * several, else flat. */
+ * several, else flat; its channels (without their orders). */
 static inline rs_shape_t rs__shape_of(const rs_netmodel_t *net, int workers) {
   rs_shape_t shape = rs__shape_flat(workers);
   if (net && net->topo.enabled && net->topo.gpus > 0 &&
       net->topo.gpus < workers && workers % net->topo.gpus == 0)
     shape.gpus = net->topo.gpus;
+  if (net && net->channels > 1)
+    shape.channels = net->channels;
   return shape;
 }
 
@@ -125,6 +134,14 @@ int rs__topo_load(rs_topo_load_t *l, const rs_topo_t *t, int steps,
  * (rs_simrun_t's bound) counts only the steps it ran. */
 int rs__topo_load_lazy(rs_topo_load_t *l, const rs_topo_t *t, int steps,
                        rs_topo_sends_t sends);
+/* The same two for a schedule whose sends read more of the shape than
+ * its workers and GPUs (the ring's channels): shape is what sends is
+ * asked with. */
+int rs__topo_load_shape(rs_topo_load_t *l, const rs_topo_t *t,
+                        rs_shape_t shape, int steps, rs_topo_sends_t sends);
+int rs__topo_load_shape_lazy(rs_topo_load_t *l, const rs_topo_t *t,
+                             rs_shape_t shape, int steps,
+                             rs_topo_sends_t sends);
 /* Place the steps up to `step` (in order; those placed stay). RS_OK or
  * RS_ENOMEM. */
 int rs__topo_load_step(rs_topo_load_t *l, int step);

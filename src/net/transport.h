@@ -51,6 +51,7 @@ extern const rs_transport_t rs__transport_direct;
 struct rs_edge {
   const rs_transport_t *tp;
   int from, to;
+  int channel;      /* NCCL's channel whose queue it is (the ring's; 0) */
   rs_queue_t queue; /* the shared-memory transports' FIFO; over MPI, its
                      sequence numbers, checksum and packing settings */
   void *mpi;        /* the MPI transport's side of the edge (mpi/transport.c) */

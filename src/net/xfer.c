@@ -28,7 +28,8 @@ rs_event_t rs__event_of(const rs_msg_t *msg, int iter) {
       .src = (uint16_t)msg->src,
       .contrib_first = (uint16_t)msg->contrib_first,
       .contrib_count = (uint16_t)msg->contrib_count,
-      .phase = (uint8_t)msg->phase};
+      .phase = (uint8_t)msg->phase,
+      .channel = (uint8_t)msg->channel};
   return e;
 }
 
@@ -52,10 +53,10 @@ static void count_off_node(rs_worker_stats_t *st, const rs_msg_t *m,
  * the last one was found: a root that walks its W-1 peers in order finds
  * each at once. */
 static rs_edge_t *edge_to(const rs_link_t *links, int count, int peer,
-                          int *last) {
+                          int channel, int *last) {
   for (int k = 0; k < count; k++) {
     int i = (*last + k) % count;
-    if (links[i].peer == peer) {
+    if (links[i].peer == peer && links[i].channel == channel) {
       *last = i;
       return links[i].edge;
     }
@@ -129,7 +130,8 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
 int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
                   const rs_tag_t *tag) {
   const int peer = worker(w, member);
-  rs_edge_t *e = edge_to(w->out, w->out_count, peer, &w->out_last);
+  rs_edge_t *e =
+      edge_to(w->out, w->out_count, peer, w->channel, &w->out_last);
   size_t off = w->base + offset; /* of the flat buffer */
   rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
                   .phase = tag->phase,
@@ -139,8 +141,10 @@ int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
                   .src = self(w),
                   .contrib_first = run_contrib(w, tag->contrib_first),
                   .contrib_count = run_contrib(w, tag->contrib_count),
+                  .channel = w->channel,
                   .elem_offset = off,
                   .elems = elems};
+  w->sim.channel = (uint8_t)w->channel; /* (its channel's streaming state) */
   rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
                (size_t)tag->segment, &hdr.sim_send_ns, &hdr.sim_arrive_ns,
                &hdr.sim_wire_ns); /* simulated time, when modelled */
@@ -199,7 +203,8 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
 int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
                   const rs_tag_t *tag, rs_recv_action_t action) {
   const int peer = worker(w, member);
-  rs_edge_t *e = edge_to(w->in, w->in_count, peer, &w->in_last);
+  rs_edge_t *e =
+      edge_to(w->in, w->in_count, peer, w->channel, &w->in_last);
   size_t off = w->base + offset;
   rs_msg_t *msg;
   w->progress.chunk = tag->chunk;
@@ -212,7 +217,8 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
     return rc;
   /* The sender must have sent exactly the region we expect, holding the
    * contributions its schedule says. */
-  if (msg->chunk != tag->chunk || msg->elem_offset != off ||
+  if (msg->chunk != tag->chunk || msg->channel != w->channel ||
+      msg->elem_offset != off ||
       msg->elems != elems ||
       msg->contrib_first != run_contrib(w, tag->contrib_first) ||
       msg->contrib_count != run_contrib(w, tag->contrib_count)) {
@@ -242,6 +248,7 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
       memcpy(dst, src, elems * w->buf_elem_bytes);
     break;
   }
+  w->sim.channel = (uint8_t)w->channel;
   uint64_t sim_recv =
       rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
                    action == RS_RECV_COPY ? 0 : elems * w->elem_size,

@@ -54,7 +54,10 @@ typedef struct rs_event {
   uint16_t src;
   uint16_t contrib_first, contrib_count;
   uint8_t phase;
+  uint8_t channel; /* < RS_MAX_CHANNELS */
 } rs_event_t;
+_Static_assert(RS_MAX_CHANNELS <= UINT8_MAX,
+               "rs_event_t holds a channel in 8 bits");
 _Static_assert(RS_MAX_WORKERS <= UINT16_MAX,
                "rs_event_t holds ranks in 16 bits");
 _Static_assert(2 * RS_MAX_WORKERS <= UINT16_MAX,
@@ -105,9 +108,11 @@ typedef struct rs_progress {
   uint64_t stall_end_ns;
 } rs_progress_t;
 
-/* An edge a worker sends or receives on, and the worker at its other end. */
+/* An edge a worker sends or receives on, and the worker at its other end
+ * (and the channel whose queue it is: each channel has its own). */
 typedef struct rs_link {
   int peer;
+  int channel;
   rs_edge_t *edge;
 } rs_link_t;
 
@@ -196,6 +201,9 @@ typedef struct rs_worker {
   rs_wire_t step_wire; /* what the wire does to this step's first message */
   int global_step;     /* the step under way (rs__xfer_step's global_step):
                           a topology's contention is counted per step */
+  int channel; /* NCCL's channel of the messages it moves next (the ring
+                  sets it, on its channels; else 0): each channel has its
+                  own queue on an edge and its own streaming state */
   rs_link_t *out;      /* the edges it sends on */
   int out_count;
   rs_link_t *in; /* the edges it receives on */
@@ -204,10 +212,11 @@ typedef struct rs_worker {
   rs_progress_t progress;
   rs_worker_stats_t stats;
   rs_simclock_t sim;     /* simulated time (alpha-beta model), if on */
-  /* Room for a streaming bucket's clocks (netmodel.h's rs__sim_stream):
-   * when each segment's data is ready (ready_cap), and the slot rule's
-   * arrivals (slot_cap), the worker's own. */
-  uint64_t *seg_ready, *slot_arrive;
+  /* Room for a streaming bucket's clocks (netmodel.h's rs__sim_stream),
+   * the worker's own: on each channel, when each segment's data is ready
+   * (ready_cap), the slot rule's arrivals (slot_cap), its clock and its
+   * count. */
+  uint64_t *stream_mem;
   size_t ready_cap, slot_cap;
   rs_event_buf_t events; /* transfers received, when tracing */
   int iter;              /* which iteration of the run is running */

@@ -78,6 +78,11 @@ static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
                    "collective: a reduce-scatter alone is the ring's, not "
                    "%s's",
                    algo->name);
+  if (c->net.channels > 1 && !(algo->caps & RS__CAP_CHANNELS))
+    return rs__err(errmsg, RS_EINVAL,
+                   "channels: %d are NCCL's channels, each a ring of its "
+                   "own: the ring runs on them, %s runs one schedule",
+                   c->net.channels, algo->name);
   if (c->direct && c->workers > 1 &&
       algo->direct_slots(rs__shape_of(&c->net, c->workers), 1, 0) == 0)
     return rs__err(errmsg, RS_EINVAL,
@@ -105,6 +110,21 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
   if (c->slots < 1 || c->slots > RS_MAX_SLOTS)
     return rs__err(errmsg, RS_EINVAL, "slots: %d is not in 1..%d", c->slots,
                    RS_MAX_SLOTS);
+  if (c->net.channels < 0 || c->net.channels > RS_MAX_CHANNELS)
+    return rs__err(errmsg, RS_EINVAL,
+                   "channels: %d is not in 1..%d (NCCL's MAXCHANNELS)",
+                   c->net.channels, RS_MAX_CHANNELS);
+  if (c->net.channels > 1 && c->algo == RS_ALGO_AUTO)
+    return rs__err(errmsg, RS_EINVAL,
+                   "channels: %d are NCCL's channels, each a ring of its "
+                   "own: give algo ring, not auto (which chooses among "
+                   "schedules of one channel)",
+                   c->net.channels);
+  if (c->net.channels > 1 && c->mpi)
+    return rs__err(errmsg, RS_EINVAL,
+                   "channels: %d channels' queues live in one process: over "
+                   "MPI the ring runs on one channel",
+                   c->net.channels);
   if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
       c->segment_bytes > RS_MAX_SEGMENT_BYTES)
     return rs__err(errmsg, RS_EINVAL, "segment bytes: %zu is not in %d..%zu",

@@ -45,11 +45,17 @@ double rs__run_events_total(const rs_run_t *run) {
 
 /* The edge from -> to, if some algorithm of the run declared it (the
  * edges from a worker lie together: run->edge_start). */
-static rs_edge_t *find_edge(rs_run_t *run, int from, int to) {
+static rs_edge_t *find_edge(rs_run_t *run, int from, int to, int channel) {
   for (int i = run->edge_start[from]; i < run->edge_start[from + 1]; i++)
-    if (run->edges[i].to == to)
+    if (run->edges[i].to == to && run->edges[i].channel == channel)
       return &run->edges[i];
   return NULL;
+}
+
+/* The channel of an algorithm's i-th peer: i on NCCL's channels (each
+ * its own queue on an edge), else 0. */
+static int peer_channel(const rs_algo_t *algo, int i) {
+  return algo->caps & RS__CAP_CHANNELS ? i : 0;
 }
 
 /* The directed edges of every algorithm the buckets run (with --algo auto,
@@ -78,11 +84,13 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
       int n = algo->send_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++) {
         run->edge_start[r + 1] = run->edge_count;
-        rs_edge_t *e = find_edge(run, r, peers[i]);
+        const int channel = peer_channel(algo, i);
+        rs_edge_t *e = find_edge(run, r, peers[i], channel);
         if (!e) {
           e = &run->edges[run->edge_count++];
           e->from = r;
           e->to = peers[i];
+          e->channel = channel;
         }
         size_t *most = &(*edge_elems)[e - run->edges];
         for (size_t b = 0; b < run->result.buckets; b++) {
@@ -100,12 +108,14 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
   return RS_OK;
 }
 
-/* Add peer's edge to a worker's list of links, unless it is there. */
-static void add_link(rs_link_t *list, int *count, int peer, rs_edge_t *edge) {
+/* Add peer's edge (of a channel) to a worker's list of links, unless it
+ * is there. */
+static void add_link(rs_link_t *list, int *count, int peer, int channel,
+                     rs_edge_t *edge) {
   for (int i = 0; i < *count; i++)
-    if (list[i].peer == peer)
+    if (list[i].peer == peer && list[i].channel == channel)
       return;
-  list[(*count)++] = (rs_link_t){peer, edge};
+  list[(*count)++] = (rs_link_t){peer, channel, edge};
 }
 
 /* Give every worker its links: the edges it sends on and receives on, for
@@ -123,18 +133,22 @@ int rs__run_link_workers(rs_run_t *run, int *peers) {
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       if (!(run->algos_used & (1u << a)))
         continue;
-      int n = rs__algo_get((rs_algorithm_t)a)->send_peers(run->shape, r, peers);
+      const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+      int n = algo->send_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++)
-        add_link(w->out, &w->out_count, peers[i], find_edge(run, r, peers[i]));
+        add_link(w->out, &w->out_count, peers[i], peer_channel(algo, i),
+                 find_edge(run, r, peers[i], peer_channel(algo, i)));
     }
     w->in = w->out + w->out_count;
     w->in_count = 0;
     for (int a = 0; a < RS_ALGO_COUNT; a++) {
       if (!(run->algos_used & (1u << a)))
         continue;
-      int n = rs__algo_get((rs_algorithm_t)a)->recv_peers(run->shape, r, peers);
+      const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
+      int n = algo->recv_peers(run->shape, r, peers);
       for (int i = 0; i < n; i++)
-        add_link(w->in, &w->in_count, peers[i], find_edge(run, peers[i], r));
+        add_link(w->in, &w->in_count, peers[i], peer_channel(algo, i),
+                 find_edge(run, peers[i], r, peer_channel(algo, i)));
     }
     next = w->in + w->in_count;
     for (rs_link_t *l = w->out; l < next; l++)

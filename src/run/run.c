@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/channels.h"
 #include "algo/list.h"
 #include "base/dtype.h"
 #include "base/util.h"
@@ -72,6 +73,22 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   run->procs = 1;
   run->local_end = config->workers;
   return run;
+}
+
+/* NCCL's channels' rings, for the ring on several (algo/channels.h):
+ * the run's shape carries them to every worker and schedule. */
+static int make_rings(rs_run_t *run) {
+  if (rs__shape_channels(run->shape) == 1)
+    return RS_OK;
+  if (!(run->rings = malloc(sizeof *run->rings)) ||
+      rs__rings_make(run->rings, &run->config.net, run->config.workers,
+                     run->elem_size)) {
+    free(run->rings);
+    run->rings = NULL;
+    return RS_ENOMEM;
+  }
+  run->shape.rings = run->rings;
+  return RS_OK;
 }
 
 /* Buckets, then segments: each chunk of a bucket (at most ceil(elems/W)
@@ -345,9 +362,10 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
-    if (seg_cap &&
-        (!(w->seg_ready = malloc(seg_cap * sizeof *w->seg_ready)) ||
-         !(w->slot_arrive = malloc(slot_cap * sizeof *w->slot_arrive))))
+    if (seg_cap && !(w->stream_mem = malloc(
+                         rs__sim_stream_words(w->sim.channels, seg_cap,
+                                              slot_cap) *
+                         sizeof *w->stream_mem)))
       return RS_ENOMEM;
     w->ready_cap = seg_cap;
     w->slot_cap = slot_cap;
@@ -374,8 +392,9 @@ static int load_topology(rs_run_t *run) {
     if (!(run->algos_used & (1u << a)))
       continue;
     const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
-    if (rs__topo_load(&run->topo_load[a], t,
-                      algo->steps(run->shape, c->collective), algo->sends))
+    if (rs__topo_load_shape(&run->topo_load[a], t, run->shape,
+                            algo->steps(run->shape, c->collective),
+                            algo->sends))
       return RS_ENOMEM;
   }
   return RS_OK;
@@ -391,7 +410,10 @@ static int create(const rs_config_t *config, const rs_model_t *model,
   if (rc)
     return rc;
   rs_run_t *run = run_new(config, model);
-  sizing_t s = {.peers = malloc((size_t)config->workers * sizeof *s.peers)};
+  /* (peers: room for W, or for a channel's each: algo.h) */
+  const int room =
+      config->workers > RS_MAX_CHANNELS ? config->workers : RS_MAX_CHANNELS;
+  sizing_t s = {.peers = malloc((size_t)room * sizeof *s.peers)};
   if (!run || !s.peers)
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   else if (config->hook == RS_HOOK_POWERSGD)
@@ -412,6 +434,8 @@ static int create(const rs_config_t *config, const rs_model_t *model,
     rc = rs__run_parse_flips(run, errmsg);
   if (rc == RS_OK)
     rc = run->job->open(run, errmsg);
+  if (rc == RS_OK && make_rings(run))
+    rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK && make_buckets(run, &s))
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
   if (rc == RS_OK)
@@ -458,6 +482,9 @@ void rs_run_free(rs_run_t *run) {
   if (!run)
     return;
   rs__trace_detach(run);
+  if (run->rings)
+    rs__rings_free(run->rings);
+  free(run->rings);
   for (int r = 0; r < run->config.workers; r++) {
     if (run->bufs)
       free(run->bufs[r]);
@@ -466,8 +493,7 @@ void rs_run_free(rs_run_t *run) {
       free(run->workers[r].unpacked);
       free(run->workers[r].stash);
       free(run->workers[r].relayout);
-      free(run->workers[r].seg_ready);
-      free(run->workers[r].slot_arrive);
+      free(run->workers[r].stream_mem);
     }
   }
   for (int i = 0; i < run->edge_count; i++) {
