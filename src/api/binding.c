@@ -278,6 +278,13 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     /* the queues' slots, and the network model's (its pipelined links'
      * slot rule: the same NCCL_STEPS) */
     config->slots = config->net.slots = (int)v;
+  } else if (is_option(o, "channels")) {
+    if (rs_read_int(value, 1, RS_MAX_CHANNELS, &v))
+      FAIL("%.64s '%.100s': expected an integer in 1..%d (NCCL's "
+           "MAXCHANNELS)",
+           o, value, RS_MAX_CHANNELS);
+    /* NCCL's channels the ring runs (the network model times them) */
+    config->net.channels = (int)v;
   } else if (is_option(o, "timeout")) {
     if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
       FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);

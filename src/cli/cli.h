@@ -236,6 +236,11 @@ int cli_parse_args(int argc, char **argv, options_t *o);
  * job's) beside --bucket-mb, refused (run, step, diff). Returns -1 to go
  * on, or EXIT_USAGE having said why. */
 int cli_check_model_buckets(const options_t *o, const rs_model_t *model);
+/* --channels C without --like nccl: refused (one line) unless the
+ * algorithm is the ring, on one process; else the network model's
+ * channels (rs_netmodel_t's, which a run, `model` and `step` read).
+ * Returns -1 to go on, or EXIT_USAGE having said why. */
+int cli_check_channels(options_t *o);
 
 /* outcheck.c: --out refused, before anything runs, where a name it will
  * write (each {s} step's with --hook powersgd) cannot be written or is an

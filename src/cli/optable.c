@@ -706,24 +706,32 @@ const cli_option_t cli_options[OPT_COUNT] = {
     /* (MAXCHANNELS, src/include/device.h: 64 since NCCL 2.25) */
     [OPT_CHANNELS] = {"channels",
                       0,
-                      MODEL | STEP,
+                      RUN | MODEL | STEP,
                       0,
                       "C",
                       cli_set_int,
                       FIELD(nccl.channels),
                       1,
-                      64,
+                      RS_MAX_CHANNELS,
                       NULL,
-                      {[CLI_MODEL] = H("--like nccl: C channels, as "
-                                       "NCCL_MIN_NCHANNELS =\n"
-                                       "NCCL_MAX_NCHANNELS = C (1..64, "
-                                       "MAXCHANNELS;\ndefault: NCCL's "
-                                       "count)"),
-                       [CLI_STEP] = H("--like nccl: C channels, as "
-                                      "NCCL_MIN_NCHANNELS =\n"
-                                      "NCCL_MAX_NCHANNELS = C (1..64, "
-                                      "MAXCHANNELS;\ndefault: NCCL's "
-                                      "count)")}},
+                      {[CLI_RUN] = H("the ring on C of NCCL's channels "
+                                     "(1..64, MAXCHANNELS;\ndefault 1): "
+                                     "each bucket cut between them as\n"
+                                     "NCCL cuts it, each channel a ring "
+                                     "on its part,\nalong its own order "
+                                     "on a --topo NCCL knows"),
+                       [CLI_MODEL] = H("the ring on C of NCCL's channels "
+                                       "(1..64, MAXCHANNELS;\ndefault 1); "
+                                       "with --like nccl, C channels, as\n"
+                                       "NCCL_MIN_NCHANNELS = "
+                                       "NCCL_MAX_NCHANNELS = C\n(default: "
+                                       "NCCL's count)"),
+                       [CLI_STEP] = H("the ring on C of NCCL's channels "
+                                      "(1..64, MAXCHANNELS;\ndefault 1); "
+                                      "with --like nccl, C channels, as\n"
+                                      "NCCL_MIN_NCHANNELS = "
+                                      "NCCL_MAX_NCHANNELS = C\n(default: "
+                                      "NCCL's count)")}},
     [OPT_LOOP] = {"loop",
                   0,
                   RUN | BENCH | DIFF,

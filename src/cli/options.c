@@ -71,10 +71,6 @@ static int check_nccl(const options_t *o) {
                           "--%s is nccl-tests' sweep's: give --like nccl "
                           "(without --params)",
                           cli_options[SWEEP[i]].name);
-    if (o->given[OPT_CHANNELS])
-      return cli_refuse(o->mode,
-                        "--channels forces NCCL's channel count, which only "
-                        "--like nccl models: give --like nccl --topo SPEC");
     const int rc = check_proto(o);
     if (rc >= 0)
       return rc;
@@ -248,9 +244,36 @@ static int check_iterations(const options_t *o) {
                     o->step.iterations);
 }
 
+/* --channels C without --like nccl: the ring on C of NCCL's channels
+ * (rs_netmodel_t's channels), which the ring alone runs. With --like
+ * nccl it forces NCCL's count (nccl.channels) instead. */
+int cli_check_channels(options_t *o) {
+  if (!o->given[OPT_CHANNELS] || o->nccl.on)
+    return -1;
+  const int C = o->nccl.channels;
+  if (o->algo_all || o->config.algo == RS_ALGO_AUTO ||
+      !cli_algo_info(o->config.algo).channels)
+    return cli_refuse(o->mode,
+                      "--channels %d: NCCL's channels are rings, each on its "
+                      "part of a bucket; --algo %s %s (give --algo ring)",
+                      C,
+                      o->algo_all ? "all" : rs_algorithm_name(o->config.algo),
+                      o->algo_all || o->config.algo == RS_ALGO_AUTO
+                          ? "chooses among schedules of one channel"
+                          : "is not a ring on channels");
+  if (o->config.mpi)
+    return cli_refuse(o->mode,
+                      "--channels %d: the channels' queues live in one "
+                      "process; over MPI the ring runs on one channel",
+                      C);
+  o->config.net.channels = C;
+  return -1;
+}
+
 int cli_check_run(options_t *o) {
   int rc;
   if ((rc = check_like(o)) >= 0 || (rc = check_nccl(o)) >= 0 ||
+      (rc = cli_check_channels(o)) >= 0 ||
       (rc = check_hook(o)) >= 0 ||
       (rc = check_iterations(o)) >= 0)
     return rc;

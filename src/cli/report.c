@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algo/nccl.h" /* whose rings the channels run on */
 #include "report.h"
 
 /* Element i of the values, whatever the model's buffer type. */
@@ -574,6 +575,22 @@ static void print_head(const report_t *r, const rs_config_t *cfg,
   printf("  grads      %s\n", cli_safe(r->source, name, sizeof name));
 }
 
+/* --channels C: the ring on C of NCCL's channels, and whose rings. */
+static void print_channels(const rs_config_t *cfg, int W) {
+  rs_nccl_system_t sys;
+  char err[RS_ERRMSG_MAX];
+  const rs_topo_t *t = &cfg->net.topo;
+  const int nccl = t->enabled && (long long)t->nodes * t->gpus == W &&
+                   rs_nccl_system_of(t, &sys, err) == RS_OK;
+  printf("  channels   %d of NCCL's: each bucket cut between them as NCCL "
+         "cuts it, each a ring on its part (the chunks above are the "
+         "bucket's; each channel's are its part's), %s\n",
+         cfg->net.channels,
+         nccl ? "on NCCL's rings (docs/algorithms.md, the channels' rings)"
+              : "every one on the ring 0, 1, ..., W-1 (they share every "
+                "link)");
+}
+
 static void print_schedule(const report_t *r, const rs_config_t *cfg,
                            const rs_result_t *res, const rs_run_figures_t *f) {
   const int W = f->workers;
@@ -616,6 +633,8 @@ static void print_schedule(const report_t *r, const rs_config_t *cfg,
     printf("  loop       NCCL's: all %d steps on one slice (a segment of each "
            "chunk), then the next; %zu slices\n",
            2 * (W - 1), res->segs_per_chunk);
+  if (cfg->net.channels > 1)
+    print_channels(cfg, W);
 }
 
 /* On a topology of several nodes: what each worker sent to other nodes,

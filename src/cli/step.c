@@ -55,7 +55,7 @@ static int check_step(options_t *o) {
     return rc;
   if (rs_netmodel_check(net, o->config.workers, err))
     return cli_refuse(CLI_STEP, "%s", err);
-  if ((rc = step_nccl_check(o)) >= 0)
+  if ((rc = step_nccl_check(o)) >= 0 || (rc = cli_check_channels(o)) >= 0)
     return rc;
   if (!o->nccl.on && !o->algo_all && (unsigned)o->config.algo < RS_ALGO_COUNT &&
       rs_algo_fits(net, o->config.algo, err))

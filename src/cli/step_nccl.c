@@ -21,12 +21,10 @@
 
 /* Without --like nccl: what forces NCCL alone. */
 static int check_without(const options_t *o) {
-  if (o->given[OPT_PROTO] || o->given[OPT_CHANNELS])
+  if (o->given[OPT_PROTO])
     return cli_refuse(CLI_STEP,
-                      "--%s forces NCCL's %s, which only --like nccl "
-                      "models: give --like nccl --topo SPEC",
-                      o->given[OPT_PROTO] ? "proto" : "channels",
-                      o->given[OPT_PROTO] ? "protocol" : "channel count");
+                      "--proto forces NCCL's protocol, which only --like "
+                      "nccl models: give --like nccl --topo SPEC");
   if (o->nccl.algo_foreign)
     return cli_refuse_nccl_spelling(o);
   return -1;

@@ -93,7 +93,8 @@ static const char schema_sql[] =
     "  dst_host TEXT,\n"
     "  link TEXT,\n"
     "  share INTEGER,\n"
-    "  wire_bytes INTEGER\n"
+    "  wire_bytes INTEGER,\n"
+    "  channel INTEGER\n"
     ");\n"
     "CREATE TABLE IF NOT EXISTS worker (\n"
     "  run_id INTEGER NOT NULL REFERENCES run(run_id),\n"
@@ -381,7 +382,8 @@ static int add_columns(rs_trace_t *t, char *errmsg) {
                                            {"transfer", "link TEXT"},
                                            {"transfer", "share INTEGER"},
                                            {"run", "queue_slots INTEGER"},
-                                           {"transfer", "wire_bytes INTEGER"}};
+                                           {"transfer", "wire_bytes INTEGER"},
+                                           {"transfer", "channel INTEGER"}};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
     char name[64], sql[256];
     snprintf(name, sizeof name, "%s", columns[i][1]);

@@ -89,6 +89,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
                                       (uint64_t)e->elems * run->elem_size));
   else
     sqlite3_bind_null(st, i++);
+  sqlite3_bind_int64(st, i++, e->channel); /* (NCCL's: the ring's on C) */
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -101,9 +102,9 @@ static int prepare_insert(rs_run_t *run, sqlite3_stmt **st) {
           "chunk, segment, elem_offset, elems, bytes, seq, checksum, "
           "send_begin_ns, send_end_ns, recv_begin_ns, recv_end_ns, wait_ns, "
           "contrib_first, contrib_count, sim_send_ns, sim_recv_ns, src_rank, "
-          "dst_rank, src_host, dst_host, link, share, wire_bytes) VALUES (?, "
-          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-          "?, ?, ?, ?, ?, ?, ?)",
+          "dst_rank, src_host, dst_host, link, share, wire_bytes, channel) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           -1, st, NULL) != SQLITE_OK)
     return rs__trace_fail_sql(run, "prepare the transfer insert");
   return RS_OK;

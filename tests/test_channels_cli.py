@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""--channels on the command line: the ring on NCCL's channels
+(docs/algorithms.md, "Channels"): the threaded run and `ringsim model`
+agree to the ns, one channel is the ring as it was, byte for byte, the
+trace says which channel carried each transfer (and a trace from before
+gets the column), and what is refused.
+
+    test_channels_cli.py RINGSIM EXAMPLES [ChannelsCli.test_name ...]
+"""
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import unittest
+
+import helpers
+
+RINGSIM = EXAMPLES = None
+
+NET = ["--net", "latency=5us,bandwidth=25GB/s"]
+TOPO = ["--topo", "dgx-h100,nodes=2"]
+
+
+def masked(text):
+    """The command's output without what the machine's speed changes."""
+    text = re.sub(r'"(wall_ns|fill_ns|check_ns|algbw_gbs|busbw_gbs|measured_[a-z_]+)": '
+                  r'[0-9.e+-]+', r'"\1": X', text)
+    return re.sub(r"[0-9]+\.[0-9]+ (s|us|GB/s)", "X", text)
+
+
+class ChannelsCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.big = os.path.join(EXAMPLES, "bucket_1mib.json")
+        self.small = os.path.join(EXAMPLES, "mlp.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    # chan-1: the threaded run and the model agree to the ns on 1, 2, 4
+    # and 8 channels, on --net and on two DGX H100 nodes. On --net the
+    # channels share every link: the time hardly moves (within 0.1%); on
+    # the nodes each channel leaves through another NIC: more channels
+    # are faster.
+    def test_run_equals_model(self):
+        for where in ([*NET, "-w", 8], TOPO):
+            times = []
+            for c in (1, 2, 4, 8):
+                with self.subTest(where=where, channels=c):
+                    rc, out, err = helpers.run("-p", self.big, *where, "--channels", c,
+                                               "--json", "--no-trace")
+                    self.assertEqual(rc, 0, err)
+                    report = json.loads(out)
+                    self.assertEqual(report["status"], "ok")
+                    rc, out, err = helpers.run("model", "-p", self.big, *where,
+                                               "--channels", c, "--json")
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(json.loads(out)["sim_ns"], report["sim_ns"])
+                    times.append(report["sim_ns"])
+            if where == TOPO:
+                self.assertEqual(times, sorted(times, reverse=True), times)
+                self.assertLess(times[-1], 0.8 * times[0], times)
+            else:
+                for t in times:
+                    self.assertLess(abs(t - times[0]), times[0] / 1000, times)
+
+    # chan-2: --channels 1 is the ring as it was: text and --json byte
+    # for byte (what the machine's speed changes aside), run and model.
+    def test_one_channel_is_the_ring(self):
+        for args in (["-p", self.small, "-w", 4, *NET, "--no-trace"],
+                     ["-p", self.small, "-w", 4, *NET, "--no-trace", "--json"],
+                     ["-p", self.big, *TOPO, "--no-trace"],
+                     ["model", "-p", self.big, *TOPO, "--json"]):
+            with self.subTest(args=args):
+                rc, plain, err = helpers.run(*args)
+                self.assertEqual(rc, 0, err)
+                rc, one, err = helpers.run(*args, "--channels", 1)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(masked(one), masked(plain))
+
+    # chan-3: the trace's channel column: each channel's transfers go
+    # round its own ring (NCCL's on the nodes: channel 0 enters node 0 at
+    # GPU 0 and goes down, 0 -> 7; channel 1 another way), every channel
+    # moves its part of the bucket, and every transfer of a one-channel
+    # run is channel 0.
+    def test_trace_channel(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        rc, out, err = helpers.run("-p", self.big, *TOPO, "--channels", 4, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = helpers.run("-p", self.small, "-w", 4, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        self.assertEqual(con.execute("SELECT DISTINCT channel FROM transfer WHERE run_id = 2")
+                         .fetchall(), [(0,)])
+        rows = con.execute("SELECT channel, src, dst, bytes FROM transfer "
+                           "WHERE run_id = 1").fetchall()
+        self.assertEqual(sorted({r[0] for r in rows}), [0, 1, 2, 3])
+        for c in range(4):
+            nexts = {src: dst for ch, src, dst, _ in rows if ch == c}
+            self.assertEqual(len(nexts), 16)
+            seen, r = [], 0  # one cycle through all 16 GPUs
+            while r not in seen:
+                seen.append(r)
+                r = nexts[r]
+            self.assertEqual(len(seen), 16, (c, nexts))
+            # each worker sends 2(W-1)/W of its channel's part
+            sent = sum(b for ch, src, _, b in rows if ch == c and src == 0)
+            self.assertEqual(sent, 2 * 15 * (1 << 20) // 4 // 16)
+        self.assertEqual({src: dst for ch, src, dst, _ in rows if ch == 0}[0], 7)
+        self.assertNotEqual({src: dst for ch, src, dst, _ in rows if ch == 0},
+                            {src: dst for ch, src, dst, _ in rows if ch == 1})
+        con.close()
+
+    # chan-4: a trace made before the channel column (dropped here, as an
+    # older ringsim made it) keeps its runs and gets the column, NULL in
+    # its earlier runs.
+    def test_trace_from_before_channel(self):
+        db = os.path.join(self.tmp.name, "old.db")
+        rc, out, err = helpers.run("-p", self.small, "-w", 3, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        before = con.execute("SELECT * FROM transfer").fetchall()
+        con.execute("ALTER TABLE transfer DROP COLUMN channel")
+        con.commit()
+        con.close()
+        rc, out, err = helpers.run("-p", self.big, "-w", 4, *NET, "--channels", 2,
+                                   "--trace", db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        self.assertEqual([r[:-1] for r in con.execute(
+            "SELECT * FROM transfer WHERE run_id = 1").fetchall()],
+                         [r[:-1] for r in before])
+        self.assertEqual(con.execute("SELECT count(*) FROM transfer WHERE run_id = 1 "
+                                     "AND channel IS NOT NULL").fetchone()[0], 0)
+        self.assertEqual(con.execute("SELECT DISTINCT channel FROM transfer WHERE run_id = 2 "
+                                     "ORDER BY channel").fetchall(), [(0,), (1,)])
+        con.close()
+
+    # chan-5: what is refused, one line naming the value, exit 2, nothing
+    # on stdout; --like nccl keeps its own count.
+    def test_refusals(self):
+        cases = [(["-p", self.small, "--channels", 0], "--channels '0'"),
+                 (["-p", self.small, "--channels", 65], "--channels '65'"),
+                 (["-p", self.small, "--algo", "rd", "--channels", 2],
+                  "--channels 2: NCCL's channels are rings"),
+                 (["-p", self.small, "--algo", "auto", "--channels", 2], "--algo auto"),
+                 (["model", "-p", self.small, *NET, "--algo", "all", "--channels", 4],
+                  "--algo all"),
+                 (["model", "-p", self.small, *NET, "--algo", "tree", "--channels", 4],
+                  "--algo tree"),
+                 (["step", "-p", self.small, *NET, "--algo", "rhd", "--channels", 2],
+                  "--algo rhd")]
+        for args, named in cases:
+            with self.subTest(args=args):
+                rc, out, err = helpers.run(*args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(named, err)
+        rc, out, err = helpers.run("model", "--like", "nccl", *TOPO, "-b", "1M", "-e", "1M",
+                                   "--channels", 4, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sizes"][0]["channels"], 4)
+
+    # chan-6: ringsim step times the ring's buckets on the channels too,
+    # as `ringsim model` does.
+    def test_step(self):
+        profile = os.path.join(EXAMPLES, "resnet18_profile.json")
+        steps = []
+        for c in (1, 4):
+            rc, out, err = helpers.run("step", "-p", profile, *TOPO, "--channels", c,
+                                       "--json")
+            self.assertEqual(rc, 0, err)
+            steps.append(out)
+        self.assertNotEqual(steps[0], steps[1])
+
+
+def main():
+    helpers.main(globals(), "RINGSIM", "EXAMPLES")
+
+
+if __name__ == "__main__":
+    main()
