@@ -11,6 +11,7 @@
 #include "algo/channels.h"
 #include "algo/list.h"
 #include "algo/nccl.h"
+#include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
 /* A run's simulated time: the ring on net's channels over W workers, one

@@ -235,11 +235,13 @@ static size_t bucket_segs(const rs_sim_job_t *job, const rs_simrun_t *s,
 static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
   if (!s->seg_mem || rs__simrun_stopped(s))
     return;
-  const size_t segs = bucket_segs(job, s, b);
+  const size_t segs = bucket_segs(job, s, b), C = (size_t)s->channels;
   for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
     rs__sim_stream(&s->clocks[r], 1, segs,
-                   s->seg_mem + (size_t)r * s->stream_words, s->seg_cap,
-                   s->slot_cap);
+                   (rs_sim_mem_t){s->seg_mem + (size_t)r * C * s->seg_cap,
+                                  s->slot_mem + (size_t)r * C * s->slot_cap,
+                                  s->channel_mem + (size_t)r * 4 * C},
+                   s->seg_cap, s->slot_cap);
   s->seg_n = segs;
 }
 
@@ -304,9 +306,11 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     }
     s->seg_cap = most;
     s->slot_cap = rs__sim_slot_cap(m, 2 * (size_t)workers * most);
-    s->stream_words = rs__sim_stream_words(s->channels, most, s->slot_cap);
-    if (most && !(s->seg_mem = calloc((size_t)workers * s->stream_words,
-                                      sizeof *s->seg_mem)))
+    const size_t C = (size_t)s->channels, W = (size_t)workers;
+    if (most &&
+        (!(s->seg_mem = calloc(W * C * most, sizeof *s->seg_mem)) ||
+         !(s->slot_mem = calloc(W * C * s->slot_cap, sizeof *s->slot_mem)) ||
+         !(s->channel_mem = calloc(W * 4 * C, sizeof *s->channel_mem))))
       return RS_ENOMEM;
   }
   /* A topology of several nodes: its NICs' load under a's schedule (one
@@ -338,6 +342,8 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->wire);
   free(s->algo_mem);
   free(s->seg_mem);
+  free(s->slot_mem);
+  free(s->channel_mem);
   if (s->rings)
     rs__rings_free(s->rings);
   free(s->rings);

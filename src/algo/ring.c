@@ -169,10 +169,17 @@ static channel_step_t channel_step(const rs_ring_way_t *way, const rs_worker_t *
  * or one slice): send our chunk to the next worker, receive the previous
  * worker's and do action with it, segment by segment, each segment on
  * every busy channel in turn. */
-static int ring_step(const rs_ring_way_t *way, const part_t *parts, int busy,
+typedef struct busy_parts {
+  const part_t *part;
+  int busy;
+} busy_parts_t;
+
+static int ring_step(const rs_ring_way_t *way, const busy_parts_t *bp,
                      rs_worker_t *w, rs_phase_t phase, int s,
                      rs_recv_action_t action, size_t seg_first,
                      size_t seg_end) {
+  const part_t *const parts = bp->part;
+  const int busy = bp->busy;
   channel_step_t t[RS_MAX_CHANNELS];
   for (int c = 0; c < busy; c++)
     t[c] = channel_step(way, w, parts[c].channel, phase, s);
@@ -199,7 +206,7 @@ static int ring_step(const rs_ring_way_t *way, const part_t *parts, int busy,
 
 /* The ring on segments seg_first..seg_end-1 of every chunk of the bucket
  * (of every busy channel's part): reduce-scatter, then all-gather. */
-static int ring(const rs_ring_way_t *way, const part_t *parts, int busy,
+static int ring(const rs_ring_way_t *way, const busy_parts_t *bp,
                 rs_worker_t *w, size_t seg_first, size_t seg_end) {
   const int W = w->workers, first_part = seg_first == 0;
   const rs_phase_t RS = RS_PHASE_REDUCE_SCATTER, AG = RS_PHASE_ALL_GATHER;
@@ -211,8 +218,7 @@ static int ring(const rs_ring_way_t *way, const part_t *parts, int busy,
       action = RS_RECV_REDUCE_MEAN; /* the sum is complete: make it the mean */
     if ((rc = rs__xfer_step(w, RS, s, rs__ring_global_step(W, RS, s),
                             first_part)) ||
-        (rc = ring_step(way, parts, busy, w, RS, s, action, seg_first,
-                        seg_end)))
+        (rc = ring_step(way, bp, w, RS, s, action, seg_first, seg_end)))
       return rc;
   }
   /* Now every worker holds one reduced chunk (ring.h, gloo_ring.h). */
@@ -222,7 +228,7 @@ static int ring(const rs_ring_way_t *way, const part_t *parts, int busy,
   for (int s = 0; s < W - 1; s++)
     if ((rc = rs__xfer_step(w, AG, s, rs__ring_global_step(W, AG, s),
                             first_part)) ||
-        (rc = ring_step(way, parts, busy, w, AG, s, RS_RECV_COPY, seg_first,
+        (rc = ring_step(way, bp, w, AG, s, RS_RECV_COPY, seg_first,
                         seg_end)))
       return rc;
   return RS_OK;
@@ -236,10 +242,11 @@ int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
   const size_t segs = parts[0].cut.per_chunk; /* (every channel's) */
   /* (the channels share the worker's ports: netmodel.h) */
   rs__sim_busy(&w->sim, busy, off_node(w->shape, parts, busy, w->rank));
+  const busy_parts_t bp = {parts, busy};
   if (!way->slices || !w->slices)
-    return ring(way, parts, busy, w, 0, segs);
+    return ring(way, &bp, w, 0, segs);
   for (size_t seg = 0; seg < segs; seg++) {
-    int rc = ring(way, parts, busy, w, seg, seg + 1);
+    int rc = ring(way, &bp, w, seg, seg + 1);
     if (rc)
       return rc;
   }

@@ -62,9 +62,12 @@ typedef struct rs_simrun {
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
   /* A streaming algorithm's clocks, every worker's (netmodel.h's
    * rs__sim_stream): on each of its channels, seg_cap segments' ready
-   * times and slot_cap arrivals (stream_words words a worker). */
-  uint64_t *seg_mem;
-  size_t seg_cap, slot_cap, stream_words;
+   * times (seg_mem), slot_cap arrivals (slot_mem) and 4 words of its own
+   * (channel_mem), each array the workers' one after the other (a worker's
+   * ready times for the next lie close by). */
+  uint64_t *seg_mem, *slot_mem;
+  uint64_t *channel_mem;
+  size_t seg_cap, slot_cap;
   size_t seg_n; /* the bucket's segments per chunk */
   int channels; /* the ring's channels (shape.channels; at least 1) */
   struct rs_rings *rings; /* their orders, shape.rings (the runner's) */

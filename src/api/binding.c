@@ -401,6 +401,8 @@ int rs_config_get(const rs_config_t *config, const char *option, char *value,
     snprintf(text, sizeof text, "%zu", c->segment_bytes);
   else if (is_option(o, "slots"))
     snprintf(text, sizeof text, "%d", c->slots);
+  else if (is_option(o, "channels"))
+    snprintf(text, sizeof text, "%d", c->net.channels > 1 ? c->net.channels : 1);
   else if (is_option(o, "timeout") || is_option(o, "warmup-budget") ||
            is_option(o, "timed-budget"))
     snprintf(text, sizeof text, "%.17g",

@@ -73,6 +73,7 @@ typedef struct rs_simclock {
   uint8_t channels, channel, busy;
   uint8_t off_node; /* of the busy channels, those it sends off node */
   uint64_t *seg_ready, *slot_arrive;
+  uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
   size_t seg_cap, slot_cap, slot_n;
   /* The protocol (net/proto.h): its wire bytes; its launch latency, paid
    * at each bucket's start (rs__sim_launch); a transfer between nodes'
@@ -99,9 +100,8 @@ enum { RS_ROUTE_LINK, RS_ROUTE_SWITCH, RS_ROUTE_MULTICAST };
  * each channel's clock, messages sent, and shares of the two ports
  * (RS_SIM_CHANNEL(c, CLOCK)[ch], ...). */
 enum { RS_SIM_CHANNEL_CLOCK, RS_SIM_CHANNEL_SENT, RS_SIM_CHANNEL_LINK, RS_SIM_CHANNEL_IN };
-#define RS_SIM_CHANNEL(c, which)                                                   \
-  ((c)->slot_arrive + (size_t)(c)->channels * (c)->slot_cap +                  \
-   (size_t)RS_SIM_CHANNEL_##which * (c)->channels)
+#define RS_SIM_CHANNEL(c, which)                                               \
+  ((c)->channel_words + (size_t)RS_SIM_CHANNEL_##which * (c)->channels)
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
 static inline int rs__sim_slots(const rs_netmodel_t *m) {
@@ -178,22 +178,37 @@ static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
 
 /* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
  * or sends each segment after its receive before it (0). Streaming, on
- * each of its channels the data of its first `segs` segments is ready
- * now, and none of its slots is taken: in mem, the caller's
- * (rs__sim_stream_words of c->channels, seg_cap and slot_cap). */
+ * each of its C = c->channels channels the data of its first `segs`
+ * segments is ready now, and none of its slots is taken: the caller's
+ * memory, seg_ready (C seg_cap words), slot_arrive (C slot_cap) and
+ * channel_words (4 C); mem_of lays out one block of rs__sim_stream_words. */
+typedef struct rs_sim_mem {
+  uint64_t *seg_ready, *slot_arrive;
+  uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
+} rs_sim_mem_t;
+
+static inline rs_sim_mem_t rs__sim_mem_of(uint64_t *mem, int channels,
+                                          size_t seg_cap, size_t slot_cap) {
+  const size_t C = (size_t)(channels > 1 ? channels : 1);
+  rs_sim_mem_t m = {mem, mem ? mem + C * seg_cap : NULL,
+                    mem ? mem + C * (seg_cap + slot_cap) : NULL};
+  return m;
+}
+
 static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
-                                  uint64_t *mem, size_t seg_cap,
+                                  rs_sim_mem_t mem, size_t seg_cap,
                                   size_t slot_cap) {
   const size_t C = (size_t)c->channels;
-  c->stream = stream && seg_cap && mem;
+  c->stream = stream && seg_cap && mem.seg_ready;
   c->seg_cap = seg_cap;
   c->slot_cap = slot_cap;
   c->channel = 0;
   c->stream_start = c->clock;
   if (!c->stream)
     return;
-  c->seg_ready = mem;
-  c->slot_arrive = mem + C * seg_cap;
+  c->seg_ready = mem.seg_ready;
+  c->slot_arrive = mem.slot_arrive;
+  c->channel_words = mem.channel_words;
   c->slot_n = 0;
   c->busy = (int)C;
   for (size_t ch = 0; ch < C; ch++) {

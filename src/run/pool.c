@@ -257,7 +257,10 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     rs__sim_launch(&w->sim); /* the protocol's launch (net/proto.h) */
     /* pipelined links: a streaming algorithm's segments (netmodel.h) */
     rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
-                   w->ready_cap, w->stream_mem, w->ready_cap, w->slot_cap);
+                   w->ready_cap,
+                   rs__sim_mem_of(w->stream_mem, w->sim.channels, w->ready_cap,
+                                  w->slot_cap),
+                   w->ready_cap, w->slot_cap);
     int rc = run->bucket_algo[b]->run_bucket(w);
     if (w->relayout)
       ddp_layout(run, w, &run->buckets[b], 0);
