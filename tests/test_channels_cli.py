@@ -11,6 +11,8 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -162,6 +164,57 @@ class ChannelsCli(unittest.TestCase):
                                    "--channels", 4, "--json")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["sizes"][0]["channels"], 4)
+
+    # chan-7: --explain and the report say the channels: each one's part
+    # of the bucket and its ring (NCCL's on a topology its model knows:
+    # two nodes of four GPUs with a switch and a NIC each), an idle one as
+    # idle.
+    def test_explain_and_report(self):
+        topo = ["--topo", "nodes=2,gpus=4,nics=4,cc=90,switch=nvswitch,"
+                "intra=1us/100GB/s,nic=5us/25GB/s"]
+        rc, out, err = helpers.run("-p", self.big, *topo, "--channels", 4, "--explain",
+                                   "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("The ring runs on 4 of NCCL's channels", out)
+        for line in ("  channel 0: elements 0..65535, ring 0 3 2 1 5 6 7 4",
+                     "  channel 1: elements 65536..131071, ring 1 2 3 0 4 7 6 5",
+                     "  channel 3: elements 196608..262143, ring 3 0 1 2 6 5 4 7"):
+            self.assertIn(line + "\n", out)
+        self.assertIn("on NCCL's rings", out)
+        rc, out, err = helpers.run("-p", self.small, "-w", 4, "--channels", 2, "--explain",
+                                   "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  channel 0: elements 0..25, ring 0 1 2 3\n", out)
+        self.assertIn("  channel 1: idle", out)
+        self.assertIn("they share every link", out)
+        rc, out, err = helpers.run("-p", self.small, "-w", 4, "--explain", "--no-trace")
+        self.assertNotIn("channel", out)
+
+    # chan-8: the Perfetto export says each transfer's channel, and in
+    # simulated time gives each channel a lane of its own on a link.
+    def test_export(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        rc, out, err = helpers.run("-p", self.big, "-w", 4, *NET, "--channels", 4,
+                                   "--trace", db)
+        self.assertEqual(rc, 0, err)
+        tool = os.path.join(os.path.dirname(EXAMPLES), "tools", "ringsim_plot.py")
+        doc_path = os.path.join(self.tmp.name, "t.json")
+        p = subprocess.run([sys.executable, tool, "export", db, "-o", doc_path],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(doc_path) as f:
+            events = json.load(f)["traceEvents"]
+        names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        for c in range(4):
+            self.assertIn(f"link 0->1 channel {c}", names)
+        moved = [e for e in events if e["ph"] == "X" and "channel" in e.get("args", {})]
+        con = sqlite3.connect(db)
+        want = con.execute("SELECT channel, count(*) FROM transfer GROUP BY channel").fetchall()
+        con.close()
+        got = {}
+        for e in moved:
+            got[e["args"]["channel"]] = got.get(e["args"]["channel"], 0) + 1
+        self.assertEqual(sorted(got.items()), want)
 
     # chan-6: ringsim step times the ring's buckets on the channels too,
     # as `ringsim model` does.

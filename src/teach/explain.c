@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/channels.h"
 #include "algo/list.h"
 #include "algo/narrate.h"
 #include "base/reduce.h"
@@ -552,6 +553,45 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
                 "(--average pre)");
 }
 
+/* On NCCL's channels (--channels): how the bucket is cut between them,
+ * and each one's ring (algo/channels.h). The steps below are one ring's,
+ * as each channel runs them on its part. */
+static void explain_channels(const narr_t *x, const rs_run_t *run) {
+  const int C = rs__shape_channels(run->shape), W = x->pub.workers;
+  if (C == 1)
+    return;
+  fprintf(x->out,
+          "\nThe ring runs on %d of NCCL's channels: the bucket is cut "
+          "between them as NCCL cuts an all-reduce's data (whole cells of "
+          "16 KiB, a channel at least 32 KiB of traffic, the last the "
+          "rest), and each channel runs the steps below on its part, the "
+          "worker at place p of its ring doing what worker p does below, "
+          "sharing each link with the other channels.\n",
+          C);
+  for (int c = 0; c < C; c++) {
+    size_t off, len;
+    rs__rings_part(x->n, run->elem_size, C, run->config.net.proto, c, &off,
+                   &len);
+    if (len == 0) {
+      fprintf(x->out, "  channel %d: idle (the bucket is too small for it)\n",
+                c);
+      continue;
+    }
+    fprintf(x->out, "  channel %d: elements %zu..%zu, ring", c, x->base + off,
+            x->base + off + len - 1);
+    for (int p = 0; p < W; p++)
+      fprintf(x->out, " %d", rs__rings_worker(run->shape, c, p));
+    fprintf(x->out, "\n");
+  }
+  const rs_rings_t *g = run->shape.rings;
+  fprintf(x->out, "%s\n",
+          g && g->nccl
+              ? "(the rings NCCL's graph search builds on this topology: "
+                "docs/algorithms.md, \"The channels' rings\")"
+              : "(every ring 0, 1, ..., W-1: on this network the channels "
+                "share every link)");
+}
+
 int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
   int rc = rs_explain_check(run, errmsg);
   if (rc)
@@ -566,6 +606,7 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
     return RS_OK;
   }
   explain_columns(&x, run->result.buckets > 1 ? "bucket" : "flat buffer");
+  explain_channels(&x, run);
   explain_values(&x, run);
   fprintf(out, "\nstart\n");
   print_table(&x);

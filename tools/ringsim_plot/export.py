@@ -18,6 +18,13 @@ EXPORT_COLUMNS = ("iter, bucket, phase, step, src, dst, chunk, segment, elem_off
                   "seq, contrib_first, contrib_count, wait_ns")
 
 
+def channel_column(con):
+    """The transfer's channel (NCCL's, `ringsim --channels`) as a select
+    expression: 0 in a trace from before the column, or in its older runs."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(transfer)")}
+    return "coalesce(channel, 0)" if "channel" in cols else "0"
+
+
 def step_name(phase, step):
     return f"{phase_abbrev(phase)} step {step}"
 
@@ -41,6 +48,11 @@ def export_events(con, run, clock):
     tracks keep the buckets and steps. Instants mark each injected fault and
     where each worker that did not finish stopped."""
     W, rid, dtype = run["workers"], run["run_id"], run["dtype"]
+    # NCCL's channels (--channels): each transfer says its channel, and in
+    # simulated time each channel has a lane of its own on a link
+    chan = channel_column(con)
+    channels = con.execute(f"SELECT max({chan}) FROM transfer WHERE run_id = ?",
+                           (rid,)).fetchone()[0] or 0
     # hier's G (None for the others), per bucket as table bucket_algo has
     # them: an auto run's buckets may run hier or not
     gpus = {b: run_gpus(dict(run, algo=a)) for b, a in bucket_algos(con, run).items()}
@@ -74,9 +86,9 @@ def export_events(con, run, clock):
     # A receipt sorts before a send at the same time (simulated time: the
     # chunk arrives, then goes on).
     cur = con.execute(
-        f"SELECT src, 0, {times[0]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
+        f"SELECT src, 0, {times[0]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns, {chan} "
         f"FROM transfer WHERE run_id = ? UNION ALL "
-        f"SELECT dst, 1, {times[1]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns "
+        f"SELECT dst, 1, {times[1]}, {EXPORT_COLUMNS}, recv_begin_ns, recv_end_ns, {chan} "
         f"FROM transfer WHERE run_id = ? AND {times[2]} ORDER BY 1, 3, 2 DESC", (rid, rid))
     runs = {"bucket": None, "step": None}
 
@@ -107,7 +119,7 @@ def export_events(con, run, clock):
 
     done = 0
     for w, is_recv, t0, t1, received, *row in cur:
-        row, (r0, r1) = row[:15], row[15:]
+        row, (r0, r1, ch) = row[:15], row[15:]
         if t0 is None:
             continue
         it, bucket, phase, step, src, dst, chunk, seg, _, _, _, seq, _, _, wait = row
@@ -118,7 +130,10 @@ def export_events(con, run, clock):
         if sim:
             continue  # transfers go on the link tracks
         args = common(row)
-        flow = src * 1_000_000_000 + seq  # unique per (link, seq) within the run
+        if channels:
+            args["channel"] = ch
+        # unique per (link, channel, seq) within the run
+        flow = (ch * W + src) * 1_000_000_000 + seq
         if not is_recv:
             if received:
                 yield {"ph": "X", "name": f"send c{chunk}", "cat": phase, "pid": rid, "tid": src,
@@ -150,12 +165,14 @@ def export_events(con, run, clock):
 
     if sim:  # each transfer on its link src -> dst, in lanes where they overlap
         # tracks[src]: the sender's link tracks in order of creation, each
-        # [dst, lane, end of its last slice]; its k-th is tid W * (1 + k) + src
-        # (the ring: one link per sender, so k is the lane)
+        # [(dst, channel), lane, end of its last slice]; its k-th is tid
+        # W * (1 + k) + src (the ring: one link per sender, so k is the
+        # lane; on NCCL's channels a lane or more per channel)
         tracks = {}
 
         def track(src, dst, t0=None):
-            """The index of a track of link src -> dst free at t0 (None: its first)."""
+            """The index of a track of link src -> dst (and channel) free at t0
+            (None: its first)."""
             mine = tracks.setdefault(src, [])
             lanes = [k for k, (d, _, _) in enumerate(mine) if d == dst]
             for k in lanes:
@@ -163,27 +180,29 @@ def export_events(con, run, clock):
                     return k
             mine.append([dst, len(lanes), 0])
             return len(mine) - 1
-        for row in con.execute(f"SELECT sim_send_ns, sim_recv_ns, {EXPORT_COLUMNS} FROM transfer "
-                               "WHERE run_id = ? AND sim_send_ns IS NOT NULL ORDER BY src, sim_send_ns",
-                               (rid,)):
-            t0, t1, row = row[0], row[1], row[2:]
+        for row in con.execute(f"SELECT sim_send_ns, sim_recv_ns, {chan}, {EXPORT_COLUMNS} "
+                               "FROM transfer WHERE run_id = ? AND sim_send_ns IS NOT NULL "
+                               "ORDER BY src, sim_send_ns", (rid,)):
+            t0, t1, ch, row = row[0], row[1], row[2], row[3:]
             src, dst, chunk, phase = row[4], row[5], row[6], row[2]
+            args = dict(common(row), channel=ch) if channels else common(row)
             if t1 is None:
-                k = track(src, dst)
+                k = track(src, (dst, ch))
                 yield {"ph": "i", "s": "t", "name": f"c{chunk} sent, never received", "cat": phase,
                        "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us,
-                       "args": dict(common(row), to=dst, received=False)}
+                       "args": dict(args, to=dst, received=False)}
             else:
-                k = track(src, dst, t0)
+                k = track(src, (dst, ch), t0)
                 tracks[src][k][2] = t1
                 yield {"ph": "X", "name": f"c{chunk} {step_name(phase, row[3])}", "cat": phase,
                        "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
-                       "args": dict(common(row), **{"from": src, "to": dst})}
+                       "args": dict(args, **{"from": src, "to": dst})}
         for src, mine in tracks.items():
-            for k, (dst, lane, _) in enumerate(mine):
+            for k, ((dst, ch), lane, _) in enumerate(mine):
                 tid = W * (1 + k) + src
+                name = f"link {src}->{dst}" + (f" channel {ch}" if channels else "")
                 yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": tid,
-                       "args": {"name": f"link {src}->{dst}" + (f" ({lane + 1})" if lane else "")}}
+                       "args": {"name": name + (f" ({lane + 1})" if lane else "")}}
                 yield {"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": tid,
                        "args": {"sort_index": 1000 * src + 1 + k}}
     yield from fault_events(con, run, clock)
