@@ -966,7 +966,8 @@ class PyApi(unittest.TestCase):
                 "inject": ("stall:worker=1,step=0,ms=1", {}),
                 "trace": (os.path.join(d, "runs"), {}),
                 "model_name": ("m", {}), "like": ("ddp-gloo", {}),
-                "hook": ("fp16", {}), "proto": ("LL", {"net": net})}
+                "hook": ("fp16", {}), "proto": ("LL", {"net": net}),
+                "channels": ("2", {})}
             # every argument of every public function is here
             for fn in (ringsim.allreduce, ringsim.ddp_allreduce_average_grads):
                 params = set(inspect.signature(fn).parameters)

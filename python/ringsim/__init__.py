@@ -367,7 +367,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
               loop=None, direct=False, checksum=False, order_report=False,
               net=None, topo=None, link=None, straggler=None,
               reduce_rate=None, inject=None, trace=None, model_name="python",
-              like=None, hook=None, proto=None):
+              like=None, hook=None, proto=None, channels=None):
     """All-reduce worker_grads (a list of W dicts {name: tensor}, one per
     worker; same names, shapes and dtype in every dict; torch tensors or
     numpy arrays of float32, float64, float16 or bfloat16) on W threads as
@@ -392,6 +392,8 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     W must be nodes x gpus; docs/topology.md), link and
     straggler (a spec or a list), reduce_rate ("10GB/s"), proto (NCCL's
     protocol the network model moves bytes with: "LL", "LL128", "Simple";
+    docs/algorithms.md), channels (the ring on C of NCCL's channels, 1 to
+    64: each bucket cut between them, each a ring on its part;
     docs/algorithms.md), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
     a SQLite trace to append the run to: a str, bytes or os.PathLike, as
@@ -481,7 +483,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
         "timeout": timeout, "loop": loop, "direct": direct,
         "checksum": checksum, "order_report": order_report, "net": net,
         "topo": topo, "link": link, "straggler": straggler, "reduce_rate": reduce_rate,
-        "proto": proto, "inject": inject,
+        "proto": proto, "channels": channels, "inject": inject,
         "hook": hook[:hook.index(",q=")] if q_file else hook})
     settings, argv = _settings(W, options)
     if q_file:  # the command line names the file
