@@ -216,6 +216,29 @@ class ChannelsCli(unittest.TestCase):
             got[e["args"]["channel"]] = got.get(e["args"]["channel"], 0) + 1
         self.assertEqual(sorted(got.items()), want)
 
+    # chan-9: the viewer's page says which channel carried each message
+    # (each of NCCL's rings its own messages), and a one-channel run's
+    # messages say nothing of channels.
+    def test_viewer(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        for args in (["-p", self.big, *TOPO, "--channels", 4], ["-p", self.small, "-w", 4]):
+            rc, out, err = helpers.run(*args, "--trace", db)
+            self.assertEqual(rc, 0, err)
+        tool = os.path.join(os.path.dirname(EXAMPLES), "tools", "ringsim_plot.py")
+        page = os.path.join(self.tmp.name, "t.html")
+        p = subprocess.run([sys.executable, tool, "html", db, "-o", page],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(page) as f:
+            text = f.read()
+        counts = {}
+        for m in re.findall(r'"channels":\[([0-9,]*)\]', text):
+            counts[m] = counts.get(m, 0) + 1
+        # run 1: 4 channels of one bucket, 2(W-1) W = 480 messages each, one
+        # channel each (their rings differ); run 2: none said
+        self.assertEqual(counts, {"0": 480, "1": 480, "2": 480, "3": 480}, counts)
+        self.assertIn('"channel" + (m.channels.length > 1', text)
+
     # chan-6: ringsim step times the ring's buckets on the channels too,
     # as `ringsim model` does.
     def test_step(self):

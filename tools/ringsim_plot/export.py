@@ -5,7 +5,7 @@ fit in memory as events).
 import json
 
 from .output import progress, replacing
-from .replay import (bucket_algos, contributors, injected_faults, phase_abbrev, pick_clock,
+from .replay import (bucket_algos, channel_column, contributors, injected_faults, phase_abbrev, pick_clock,
     run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
 
 
@@ -16,13 +16,6 @@ PHASE_WORK = {"reduce_scatter": "reduce", "all_gather": "copy", "exchange": "red
 
 EXPORT_COLUMNS = ("iter, bucket, phase, step, src, dst, chunk, segment, elem_offset, elems, bytes, "
                   "seq, contrib_first, contrib_count, wait_ns")
-
-
-def channel_column(con):
-    """The transfer's channel (NCCL's, `ringsim --channels`) as a select
-    expression: 0 in a trace from before the column, or in its older runs."""
-    cols = {r[1] for r in con.execute("PRAGMA table_info(transfer)")}
-    return "coalesce(channel, 0)" if "channel" in cols else "0"
 
 
 def step_name(phase, step):

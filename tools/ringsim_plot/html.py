@@ -8,7 +8,7 @@ import sqlite3
 import os
 
 from .output import ToolError, clean, progress, replacing
-from .replay import (ALGO_NAMES, algo_name, bucket_algos, contributors, has_sim_times,
+from .replay import (ALGO_NAMES, algo_name, bucket_algos, channel_column, contributors, has_sim_times,
     injected_faults, phases_present, pick_run, replay_holdings, replay_regions, ring_ranges,
     run_algo, run_failed, run_gpus, schedule_messages, status_line, time_columns, transfer_count,
     tree_chunks)
@@ -77,10 +77,12 @@ def message_details(con, run, bucket, ring):
     CF, CC, S0, R1 = (col[c] for c in ("contrib_first", "contrib_count", "send_begin_ns",
                                        "recv_end_ns"))
     SS, SR = col["sim_send_ns"], col["sim_recv_ns"]
-    for row in con.execute(
-            f"SELECT {cols} FROM transfer WHERE run_id = ? AND bucket = ? AND iter = "
-            "(SELECT min(iter) FROM transfer WHERE run_id = ?) ORDER BY seq",
-            (run["run_id"], bucket, run["run_id"])):
+    # (each transfer's channel, NCCL's: a message merges those of its
+    # chunk on every channel that moves it between the two workers)
+    for *row, channel in con.execute(
+            f"SELECT {cols}, {channel_column(con)} FROM transfer WHERE run_id = ? "
+            "AND bucket = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+            "ORDER BY seq", (run["run_id"], bucket, run["run_id"])):
         if ring:
             key = (row[PH], row[ST], row[SRC], row[DST], row[CH])
         else:
@@ -90,8 +92,9 @@ def message_details(con, run, bucket, ring):
         if d is None:
             out[key] = {"row": json_row(row), "bytes": row[BY], "segs": 1, "t0": row[S0],
                         "t1": row[R1], "s0": row[SS], "s1": row[SR], "first": row[CF],
-                        "count": row[CC]}
+                        "count": row[CC], "channels": {channel}}
             continue
+        d["channels"].add(channel)
         d["bytes"] += row[BY]
         d["segs"] += 1
         d["t0"] = min(d["t0"], row[S0])
@@ -119,6 +122,9 @@ def chunk_view_bucket(con, run, bucket, algo):
         stages, regions = replay_regions(con, brun, bucket)
         rows = [{"label": name, "off": off, "elems": n} for name, off, n in regions]
     details = message_details(con, brun, bucket, ring)
+    # on NCCL's channels (ringsim --channels) each message says its channels
+    multi = con.execute(f"SELECT max({channel_column(con)}) FROM transfer WHERE run_id = ?",
+                        (run["run_id"],)).fetchone()[0]
     by_arrow = {}
     if not ring:
         for m in schedule_messages(con, brun, bucket):
@@ -152,13 +158,15 @@ def chunk_view_bucket(con, run, bucket, algo):
             first, count = d.get("first"), d.get("count")
             index[key] = len(messages)
             ids.append(len(messages))
+            channels = sorted(d.get("channels") or {0})
             messages.append({"src": src, "dst": dst, "a": a, "b": b, "received": bool(received),
                              "phase": info["phase"], "step": info["step"],
                              "bytes": d.get("bytes"), "segs": d.get("segs"), "t0": d.get("t0"),
                              "t1": d.get("t1"), "s0": d.get("s0"), "s1": d.get("s1"),
                              "contrib": ring_ranges(contributors(first, count, W, gpus, src, dst),
                                                     W) if count is not None else None,
-                             "row": d.get("row")})
+                             "row": d.get("row"),
+                             **({"channels": channels} if multi else {})})
         out_stages.append({"title": title, "phase": info["phase"], "step": info["step"],
                            "cells": cells, "arrows": ids})
     return {"bucket": bucket, "algo": algo, "algo_name": ALGO_NAMES.get(algo, algo),

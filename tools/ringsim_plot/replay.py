@@ -759,3 +759,10 @@ def replay_regions(con, run, bucket=None):
                            snapshot(holds), [],
                            {"phase": phase, "step": step}))
     return stages, regions
+
+
+def channel_column(con):
+    """The transfer's channel (NCCL's, `ringsim --channels`) as a select
+    expression: 0 in a trace from before the column, or in its older runs."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(transfer)")}
+    return "coalesce(channel, 0)" if "channel" in cols else "0"
