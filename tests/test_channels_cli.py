@@ -239,6 +239,34 @@ class ChannelsCli(unittest.TestCase):
         self.assertEqual(counts, {"0": 480, "1": 480, "2": 480, "3": 480}, counts)
         self.assertIn('"channel" + (m.channels.length > 1', text)
 
+    # chan-10: the timeline in simulated time gives each channel a lane in
+    # each worker's row (a one-channel run keeps its two segment lanes)
+    def test_timeline_lanes(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        for args in (["-p", self.big, "-w", 4, *NET, "--channels", 4],
+                     ["-p", self.big, "-w", 4, *NET, "--segment-bytes", "64K"]):
+            rc, out, err = helpers.run(*args, "--trace", db)
+            self.assertEqual(rc, 0, err)
+        sys.path.insert(0, os.path.join(os.path.dirname(EXAMPLES), "tools"))
+        import matplotlib
+        matplotlib.use("Agg")
+        import ringsim_plot
+        from ringsim_plot.timeline import timeline_figure
+        con = sqlite3.connect(db)
+        for rid, lanes, said in ((1, 4, "a lane per channel"), (2, 2, "even and odd segments")):
+            run = ringsim_plot.pick_run(con, db, rid)
+            fig, _ = timeline_figure(con, run, "sim")
+            ax = fig.axes[0]
+            bottoms = set()
+            for coll in ax.collections:
+                for path in coll.get_paths():
+                    y = round(float(path.vertices[:, 1].min()), 3)
+                    if -0.5 < y < 0.5:  # worker 0's row
+                        bottoms.add(y)
+            self.assertEqual(len(bottoms), lanes, (rid, sorted(bottoms)))
+            self.assertIn(said, ax.get_xlabel().replace("\n", " "))
+        con.close()
+
     # chan-6: ringsim step times the ring's buckets on the channels too,
     # as `ringsim model` does.
     def test_step(self):

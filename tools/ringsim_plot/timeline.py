@@ -4,7 +4,7 @@ step, aggregated in SQL), on the simulated or the wall clock.
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, progress
-from .replay import (PHASES, algo_name, phase_abbrev, phase_label, phases_present, pick_clock,
+from .replay import (PHASES, algo_name, channel_column, phase_abbrev, phase_label, phases_present, pick_clock,
     run_failed, stop_times, time_columns, transfer_count)
 from .style import figure, fit_title, phase_colour, shade, titled
 
@@ -83,23 +83,35 @@ def timeline_figure(con, run, clock=None):
     # shared in that step (share > 1) went slower: outlined in simulated time
     has_share = any(c[1] == "share" for c in con.execute("PRAGMA table_info(transfer)"))
     shared = {}
+    # NCCL's channels (ringsim --channels): in simulated time a lane per
+    # channel in each worker's row, channel 0 on top (else the segments'
+    # two lanes, even and odd)
+    chan = channel_column(con)
+    channels = 1 + (con.execute(f"SELECT max({chan}) FROM transfer WHERE run_id = ?",
+                                (rid,)).fetchone()[0] or 0)
+    lanes = channels if simulated and channels > 1 else 2
+
+    def lane_at(w, lane):
+        """(bottom, height) of a lane of worker w's row, in simulated time."""
+        return (w - 0.4 + 0.52 / lanes * lane, 0.52 / lanes - 0.02)
     if detail:
         progress(f"drawing {n} transfers")
         rows = con.execute(
             f"SELECT phase, step, segment, src, dst, {sb}, {se}, {rb}, {re_}, wait_ns, "
-            f"{'share' if has_share else 'NULL'} FROM transfer WHERE run_id = ?", (rid,)).fetchall()
+            f"{'share' if has_share else 'NULL'}, {chan} FROM transfer WHERE run_id = ?",
+            (rid,)).fetchall()
         sends = {}
         recvs = {}
         waits = {}
         lost = []
-        for phase, step, seg, src, dst, s0, s1, r0, r1, wait, share in rows:
+        for phase, step, seg, src, dst, s0, s1, r0, r1, wait, share, ch in rows:
             # Simulated time: shades alternate by step, and even and odd
             # segments take the upper and lower half of the row, so back-to-
             # back steps (a uniform ring) and segments in flight together
             # (the pipeline) stay apart. Wall time needs neither: a worker
             # does one thing at a time.
             tone = 0.35 if simulated and step % 2 else 0.0
-            lane = seg % 2 if simulated else 0
+            lane = (ch if channels > 1 else seg % 2) if simulated else 0
             if not simulated:
                 sends.setdefault((phase, tone), {}).setdefault(src, []).append(bar(s0, s1))
             if r1 is not None:
@@ -112,11 +124,11 @@ def timeline_figure(con, run, clock=None):
                 lost.append((s0 / scale, dst))
         for (phase, tone, lane), by_worker in recvs.items():
             for w, spans in by_worker.items():
-                rows_at = (w - 0.4 + 0.26 * lane, 0.24) if simulated else (w - 0.4, 0.5)
+                rows_at = lane_at(w, lane) if simulated else (w - 0.4, 0.5)
                 ax.broken_barh(spans, rows_at, facecolors=shade(phase_colour(phase), tone),
                                edgecolors="white", linewidth=0.5 if simulated else 0)
         for (lane, w), spans in shared.items():
-            ax.broken_barh(spans, (w - 0.4 + 0.26 * lane, 0.24), facecolors="none",
+            ax.broken_barh(spans, lane_at(w, lane), facecolors="none",
                            edgecolors="#c0392b", hatch="\\\\\\", linewidth=0.8)
         for (phase, tone), by_worker in sends.items():
             for w, spans in by_worker.items():
@@ -185,7 +197,9 @@ def timeline_figure(con, run, clock=None):
     # the ring's RS and AG need no key; other phases' abbreviations do
     key = ", ".join(f"{phase_abbrev(p)} {phase_label(p)}" for p in phases if p not in PHASES)
     xlabel = f"{clock} time since the run's start ({unit})" + (
-        "; shades alternate by step, even and odd segments in the upper and lower half of a row"
+        ("; shades alternate by step, a lane per channel in each row (NCCL's, channel 0 on "
+         "top)" if channels > 1 else
+         "; shades alternate by step, even and odd segments in the upper and lower half of a row")
         if simulated and detail else "") + (f"; steps: {key}" if key else "")
     xlabel += f"; every bar at least {least:.3g} {unit} wide"
     if left_out:
