@@ -237,7 +237,7 @@ class ChannelsCli(unittest.TestCase):
         # run 1: 4 channels of one bucket, 2(W-1) W = 480 messages each, one
         # channel each (their rings differ); run 2: none said
         self.assertEqual(counts, {"0": 480, "1": 480, "2": 480, "3": 480}, counts)
-        self.assertIn('"channel" + (m.channels.length > 1', text)
+        self.assertIn('", channel" + (m.channels.length > 1', text)
 
     # chan-10: the timeline in simulated time gives each channel a lane in
     # each worker's row (a one-channel run keeps its two segment lanes)
