@@ -286,7 +286,7 @@ class Tools(unittest.TestCase):
 
     # tools-topo: topo draws a --topo run's nodes, GPUs and NICs, and prints
     # the bytes of each link it colours: GPU to GPU within a node, NIC to
-    # NIC between nodes (GPU g on NIC g mod K), each SUM(bytes) of the
+    # NIC between nodes (GPU g on NIC floor(g K / G)), each SUM(bytes) of the
     # transfers from SQL; a run without --topo is refused in one line.
     def test_topo_counts_every_link(self):
         db = os.path.join(self.dir, "topo.db")
@@ -309,7 +309,7 @@ class Tools(unittest.TestCase):
             for src, dst, nbytes in self.rows(db, "SELECT src, dst, sum(bytes) FROM transfer "
                                                   f"WHERE run_id = {run} GROUP BY src, dst"):
                 key = (("GPU", src, dst) if src // 4 == dst // 4 else
-                       ("NIC", src // 4 * 2 + src % 2, dst // 4 * 2 + dst % 2))
+                       ("NIC", src // 4 * 2 + src % 4 // 2, dst // 4 * 2 + dst % 4 // 2))
                 want[key] = want.get(key, 0) + nbytes
             self.assertEqual(shown, want, algo)
             self.assertTrue(any(k[0] == "NIC" for k in shown), shown)

@@ -155,13 +155,16 @@ static uint64_t pace(const rs_topo_load_t *l, int src, int dst, int step) {
 static void test_nodes_and_nics(void **state) {
   (void)state;
   rs_topo_t t = two_by_four(2);
-  /* 3: node 0, GPU 3, NIC 3 mod 2 = 1 of node 0 (NIC 1 of 4); 6: node 1,
-   * GPU 2, NIC 0 of node 1 (NIC 2 of 4) */
+  /* GPU g on NIC floor(g K / G) (NCCL's placement: NIC k next to GPUs
+   * 2k and 2k+1 here). 3: node 0, GPU 3, NIC 1 of node 0 (NIC 1 of 4);
+   * 6: node 1, GPU 2, NIC 1 of node 1 (NIC 3 of 4); 5: node 1, GPU 1,
+   * NIC 0 of node 1 (NIC 2 of 4); 1: node 0, GPU 1, NIC 0 */
   assert_int_equal(rs__topo_node(&t, 3), 0);
   assert_int_equal(rs__topo_nic(&t, 3), 1);
   assert_int_equal(rs__topo_node(&t, 6), 1);
-  assert_int_equal(rs__topo_nic(&t, 6), 2);
-  assert_int_equal(rs__topo_nic(&t, 5), 3);
+  assert_int_equal(rs__topo_nic(&t, 6), 3);
+  assert_int_equal(rs__topo_nic(&t, 5), 2);
+  assert_int_equal(rs__topo_nic(&t, 1), 0);
 }
 
 /* rhd's longest exchange on 2 x 4 with one NIC per node (the worked

@@ -312,6 +312,27 @@ class TopoCli(unittest.TestCase):
         self.assertIn("--algo nvlstree needs nodes", err)
         self.assertIn("on one node NCCL runs NVLS (--algo nvls)", err)
 
+    # topo-cli-7d: with fewer NICs than GPUs, GPU g uses NIC g K / G, where
+    # NCCL's topology places it (NIC k next to GPUs 2k and 2k+1 for 4 on
+    # 8): NCCL's rings, on 16 channels, leave every node through every NIC
+    # (each NIC sends what its two GPUs send), and the ring reaches the 4
+    # NICs' 200 GB/s, where with GPU g on NIC g mod K they left through
+    # half the NICs (100 GB/s).
+    def test_channels_leave_by_every_nic(self):
+        spec = "dgx-h100,nodes=2,nics=4"
+        rc, out, err = run("-p", self.model, "--topo", spec, "--channels", 16,
+                           "--no-trace", "--json", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        off = json.loads(out)["bytes_sent_off_node"]
+        per_nic = [off[n * 8 + 2 * k] + off[n * 8 + 2 * k + 1]
+                   for n in range(2) for k in range(4)]
+        self.assertTrue(all(b > 0 for b in per_nic), per_nic)
+        self.assertLessEqual(max(per_nic) - min(per_nic), max(per_nic) // 4, per_nic)
+        rc, out, err = run("model", "-p", os.path.join(EXAMPLES, "bucket_25mib.json"),
+                           "--topo", spec, "--channels", 16, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertGreater(json.loads(out)["busbw_gbs"], 180)
+
     # topo-cli-8: one node whose GPU links are --net's link is --net, to
     # the nanosecond, for every algorithm; one NIC shared by a node's GPUs
     # is slower than one each.

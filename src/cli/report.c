@@ -651,12 +651,15 @@ static void print_off_node(const report_t *r, const rs_topo_t *t, int W) {
   uint64_t shared_ns = 0, sharing = 0;
   for (int k = 0; k < nics; k++)
     for (int side = 0; side < 2; side++) {
-      /* NIC k: node k / K, its GPUs g with g % K == k % K; the time it was
-       * shared is its GPUs' longest (they shared it at the same steps) */
+      /* NIC k: node k / K, its GPUs g with floor(g K / G) = k mod K
+       * (net/topo.h); the time it was shared is its GPUs' longest (they
+       * shared it at the same steps) */
       uint64_t sum = 0, ns = 0, n = 0;
-      for (int g = k % t->nics; g < t->gpus; g += t->nics) {
-        const rs_worker_stats_t *st =
-            rs_run_worker_stats(r->run, k / t->nics * t->gpus + g);
+      for (int g = 0; g < t->gpus; g++) {
+        const int w = k / t->nics * t->gpus + g;
+        if ((long long)g * t->nics / t->gpus != k % t->nics)
+          continue;
+        const rs_worker_stats_t *st = rs_run_worker_stats(r->run, w);
         sum += side ? st->bytes_received_off_node : st->bytes_sent_off_node;
         const uint64_t g_ns =
             side ? st->received_shared_ns : st->sent_shared_ns;

@@ -2,7 +2,10 @@
  *
  * The model. With net.topo.enabled (net.enabled is then 1 too; net.link
  * is unused), the W workers are N nodes x G GPUs: worker r is on node
- * r / G, GPU r % G, and GPU g uses NIC g % K of its node.
+ * r / G, GPU r % G, and GPU g uses NIC floor(g K / G) of its node: NIC k
+ * is next to GPUs k G / K ... (k + 1) G / K - 1, as NCCL's topology model
+ * places them (algo/nccl_rings.c; DGX A100 with 4 NICs, a NIC to two
+ * GPUs), so NCCL's rings leave each node through the NICs NCCL means.
  * - A transfer within a node has latency topo.intra.latency_ns and
  *   bandwidth topo.intra.bandwidth, through the sender's outgoing port and
  *   the receiver's incoming port, which serialize exactly as --net's link
@@ -54,7 +57,8 @@ static inline int rs__topo_node(const rs_topo_t *t, int r) {
   return r / t->gpus;
 }
 static inline int rs__topo_nic(const rs_topo_t *t, int r) {
-  return r / t->gpus * t->nics + r % t->gpus % t->nics;
+  return r / t->gpus * t->nics +
+         (int)((long long)(r % t->gpus) * t->nics / t->gpus);
 }
 
 /* The workers a schedule is cut for: W, and the GPUs of each node, G

@@ -14,6 +14,12 @@ from .style import fit_title, pyplot, titled
 MAX_NODES, MAX_GPUS = 16, 16
 
 
+
+def nic_of(r, G, K):
+    """Worker r's NIC among the cluster's (node r // G's NIC floor(g K / G)
+    for its GPU g: src/net/topo.h)."""
+    return r // G * K + (r % G) * K // G
+
 def run_topology(run):
     """The run's topology from its net_model (nodes, gpus, nics), or a
     ToolError for a run without --topo."""
@@ -34,7 +40,7 @@ def topo_data(con, run, topo):
         if src // G == dst // G:
             intra[(src, dst)] = intra.get((src, dst), 0) + nbytes
         else:
-            key = (src // G * K + src % G % K, dst // G * K + dst % G % K)
+            key = (nic_of(src, G, K), nic_of(dst, G, K))
             inter[key] = inter.get(key, 0) + nbytes
     return intra, inter
 
@@ -90,7 +96,7 @@ def cmd_topo(con, run, args):
                                 "shrinkA": 6, "shrinkB": 6,
                                 "connectionstyle": "arc3,rad=-0.25"})
     for r, (x, y) in gpu_at.items():  # each GPU's path to its NIC
-        nx, ny = nic_at[r // G * K + r % G % K]
+        nx, ny = nic_at[nic_of(r, G, K)]
         ax.plot([x, nx], [y, ny], color="#dddddd", linewidth=0.6, zorder=0)
         ax.add_patch(plt.Circle((x, y), 0.2, color="#f2f2f2", ec="#333333", zorder=3))
         ax.text(x, y, str(r), fontsize=7, ha="center", va="center", zorder=4)
