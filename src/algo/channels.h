@@ -27,18 +27,8 @@
 #include "net/topo.h"
 #include "ringsim/ringsim.h"
 
-/* The C channels' rings over W workers: worker order[c W + p] sits at
- * position p of channel c's ring, and worker r at position pos[c W + r].
- * identity: every ring is 0, 1, ..., W-1 (order and pos NULL). nccl: the
- * orders are NCCL's (rs_nccl_ring_order). And what cuts a bucket between
- * them (rs__rings_part): its elements' bytes and the protocol. */
-typedef struct rs_rings {
-  int channels, workers;
-  int identity, nccl;
-  int *order, *pos;
-  size_t elem_size;
-  rs_protocol_t proto;
-} rs_rings_t;
+/* (rs_rings_t, the channels' rings, is net/topo.h's: rs_shape_t holds
+ * them.) */
 
 /* The rings of net->channels channels (at least 1) over W workers of
  * elem_size-byte elements under net (identity where NCCL's model does

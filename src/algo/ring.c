@@ -72,7 +72,7 @@
  * in turn (channel 0's, then 1's, ...), each on its own queue: so its
  * port takes the channels' segments turn about, as the channels share a
  * link. One channel is the ring above, unchanged. */
-typedef struct part {
+typedef struct ring_part {
   int channel;
   size_t base;       /* its part's first element in the bucket */
   rs_ring_cut_t cut; /* its part, cut into W chunks */

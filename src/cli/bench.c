@@ -325,7 +325,7 @@ static void ticker_iteration(void *arg, int done, int warmup, int iterations) {
   PT_CHECK(pthread_mutex_unlock(&t->mu));
 }
 
-typedef struct row {
+typedef struct bench_row {
   rs_algorithm_t algo;
   rs_algorithm_t chosen; /* --algo auto: the algorithm the run chose */
   int fastest;           /* --algo all: the fastest at its size */

@@ -66,7 +66,20 @@ static inline int rs__topo_nic(const rs_topo_t *t, int r) {
  * topology, or on one node, G = W: one node, the flat shape. An
  * algorithm whose schedule follows the nodes reads gpus; the others only
  * workers. */
-struct rs_rings; /* algo/channels.h: the channels' ring orders */
+/* The C channels' rings over W workers (made by algo/channels.h's
+ * rs__rings_make): worker order[c W + p] sits at position p of channel
+ * c's ring, and worker r at position pos[c W + r]. identity: every ring
+ * is 0, 1, ..., W-1 (order and pos NULL). nccl: the orders are NCCL's
+ * (rs_nccl_ring_order). And what cuts a bucket between them
+ * (rs__rings_part): its elements' bytes and the protocol. */
+typedef struct rs_rings {
+  int channels, workers;
+  int identity, nccl;
+  int *order, *pos;
+  size_t elem_size;
+  rs_protocol_t proto;
+} rs_rings_t;
+
 typedef struct rs_shape {
   int workers;
   int gpus;
@@ -75,7 +88,7 @@ typedef struct rs_shape {
    * simulates the schedule makes; NULL: every channel's ring is the
    * identity. Only the ring reads them. */
   int channels;
-  const struct rs_rings *rings;
+  const rs_rings_t *rings;
 } rs_shape_t;
 
 static inline rs_shape_t rs__shape_flat(int workers) {
