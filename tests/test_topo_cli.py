@@ -191,6 +191,7 @@ class TopoCli(unittest.TestCase):
                     r = json.loads(out)
                     self.assertEqual((r["status"], r["checked"], r["identical"]),
                                      ("ok", True, True))
+                    self.assertEqual(r["channels"], 1)
                     self.assertGreater(r["sim_ns"], 0)
                     rc, out, err = run("model", "-p", self.model, "-w", 8,
                                        "--topo", spec, "--algo", algo, "--json")
@@ -323,6 +324,7 @@ class TopoCli(unittest.TestCase):
         rc, out, err = run("-p", self.model, "--topo", spec, "--channels", 16,
                            "--no-trace", "--json", cwd=self.dir)
         self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["channels"], 16)
         off = json.loads(out)["bytes_sent_off_node"]
         per_nic = [off[n * 8 + 2 * k] + off[n * 8 + 2 * k + 1]
                    for n in range(2) for k in range(4)]

@@ -273,6 +273,9 @@ static void shape_json(json_t *o, const report_ctx_t *r, const rs_config_t *cfg,
   json_object_set_new(o, "loop", json_string(cfg->slices ? "slices" : "steps"));
   json_object_set_new(o, "direct", json_boolean(cfg->direct));
   json_object_set_new(o, "algo", json_string(rs_algorithm_name(cfg->algo)));
+  json_object_set_new(o, "channels", /* (NCCL's, the ring's: --channels) */
+                      json_integer(cfg->net.channels > 1 ? cfg->net.channels
+                                                         : 1));
   json_object_set_new(o, "steps", json_integer(res->steps));
   json_object_set_new(o, "auto", auto_json(r));
 }
