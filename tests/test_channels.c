@@ -51,16 +51,6 @@ static uint64_t simulated(const rs_netmodel_t *net, int W, size_t elems,
                                    segment_bytes, 4);
 }
 
-static rs_netmodel_t topo_net(const char *spec) {
-  rs_netmodel_t net;
-  memset(&net, 0, sizeof net);
-  char err[RS_ERRMSG_MAX];
-  if (rs_topo_parse(spec, &net.topo, err))
-    fail_msg("%s: %s", spec, err);
-  net.enabled = 1;
-  return net;
-}
-
 /* (1) The cut, against NCCL's scheduleCollTasksToPlan worked by hand for
  * one all-reduce alone: cells of 16 KiB (LL: 4 KiB), a channel's share
  * ceil(traffic / C / 16) x 16 bytes of traffic in whole cells, the last
@@ -115,7 +105,7 @@ static void test_parts_as_nccl(void **state) {
  * not know) every channel's is the identity. */
 static void test_rings(void **state) {
   (void)state;
-  rs_netmodel_t net = topo_net("dgx-h100,nodes=2");
+  rs_netmodel_t net = topo_of("dgx-h100,nodes=2", NULL);
   net.channels = 4;
   rs_rings_t r;
   assert_int_equal(rs__rings_make(&r, &net, 16, 4), RS_OK);
@@ -157,7 +147,7 @@ static void test_threaded_is_simulated(void **state) {
         if (RS_TEST_SANITIZED && si == 2)
           continue;
         for (int C = 1; C <= 8; C *= 2) {
-          rs_netmodel_t net = topo ? topo_net("dgx-h100,nodes=2")
+          rs_netmodel_t net = topo ? topo_of("dgx-h100,nodes=2", NULL)
                                    : net_of("latency=2us,bandwidth=20GB/s",
                                             "80GB/s");
           const int W = topo ? 16 : 6;
@@ -192,7 +182,7 @@ static void test_repeats_are_exact(void **state) {
   for (size_t ti = 0; ti < sizeof specs / sizeof *specs; ti++)
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
       for (int C = 2; C <= 16; C *= 4) {
-        rs_netmodel_t net = topo_net(specs[ti]);
+        rs_netmodel_t net = topo_of(specs[ti], NULL);
         net.channels = C;
         const int W = net.topo.nodes * net.topo.gpus;
         rs_bucket_t b[3] = {{.elems = sizes[si], .params = 1},

@@ -181,13 +181,17 @@ static int collective_parse(const char *name) {
   return -1;
 }
 
-int rs_config_set(rs_config_t *config, const char *option, const char *value,
-                  char *errmsg) {
+/* rs_config_set's groups: RS_OK, RS_EINVAL (errmsg says why), or
+ * NOT_MINE for an option the group does not hold. */
+#define NOT_MINE 1
+
+/* What runs: W, the op, the algorithm, the pipeline's sizes, the loop,
+ * the flags and counts, the time limits, the transport. */
+static int set_run(rs_config_t *config, const char *o, const char *value,
+                   char *errmsg) {
   long v, lo, hi;
   double d;
   int *count;
-  char err[RS_ERRMSG_MAX];
-  const char *o = option;
   if (is_option(o, "workers")) {
     if (rs_read_int(value, 1, RS_MAX_WORKERS, &v))
       FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
@@ -211,7 +215,76 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
       FAIL("%.64s '%.100s': expected %s", o, value, names);
     }
     config->algo = (rs_algorithm_t)algo;
-  } else if (is_option(o, "test-flip") || is_option(o, "mpi-trace-batch")) {
+  } else if (is_option(o, "bucket-mb") || is_option(o, "first-bucket-mb")) {
+    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
+      FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
+           value);
+    /* a positive cap is a cap: one of less than a byte (1e-300) is not
+     * the 0 that makes one bucket; up to an element, it is one */
+    if (d > 0 && d * 1048576.0 < 1)
+      FAIL("%.64s '%.100s': less than a byte (0 alone makes one bucket)", o,
+           value);
+    size_t *cap = is_option(o, "bucket-mb") ? &config->bucket_bytes
+                                            : &config->first_bucket_bytes;
+    *cap = (size_t)(d * 1048576.0);
+    if (d > 0 && *cap < sizeof(float))
+      *cap = sizeof(float);
+  } else if (is_option(o, "segment-bytes")) {
+    if (rs_read_int(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES,
+                    &v))
+      FAIL("%.64s '%.100s': expected a number of bytes from %d to %ld", o,
+           value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES);
+    config->segment_bytes = (size_t)v;
+  } else if (is_option(o, "slots")) {
+    if (rs_read_int(value, 1, RS_MAX_SLOTS, &v))
+      FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
+           RS_MAX_SLOTS);
+    /* the queues' slots, and the network model's (its pipelined links'
+     * slot rule: the same NCCL_STEPS) */
+    config->slots = config->net.slots = (int)v;
+  } else if (is_option(o, "timeout")) {
+    if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
+      FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);
+    if (d * 1e9 < 1) /* (a worker's clock counts ns: it would be 0) */
+      FAIL("%.64s '%.100s': less than a nanosecond", o, value);
+    config->timeout_s = d;
+  } else if (is_option(o, "loop")) {
+    if (strcmp(value, "steps") && strcmp(value, "slices"))
+      FAIL("%.64s '%.100s': expected steps or slices", o, value);
+    config->slices = strcmp(value, "slices") == 0;
+  } else if (flag_field(config, o)) {
+    int flag;
+    if (parse_flag(value, &flag))
+      FAIL("%.64s '%.100s': expected true or false", o, value);
+    *flag_field(config, o) = flag;
+  } else if ((count = count_field(config, o, &lo, &hi))) {
+    if (rs_read_int(value, lo, hi, &v))
+      FAIL("%.64s '%.100s': expected an integer in %ld..%ld", o, value, lo, hi);
+    *count = (int)v;
+  } else if (is_option(o, "warmup-budget") || is_option(o, "timed-budget")) {
+    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1e6))
+      FAIL("%.64s '%.100s': expected seconds in [0, 1e6] (0: none)", o, value);
+    *(is_option(o, "warmup-budget") ? &config->warmup_budget_s
+                                    : &config->timed_budget_s) = d;
+  } else if (is_option(o, "transport")) {
+    if (strcmp(value, "shm") && strcmp(value, "mpi"))
+      FAIL("%.64s '%.100s': expected shm or mpi", o, value);
+    config->mpi = strcmp(value, "mpi") == 0;
+  } else if (is_option(o, "collective")) {
+    int c = collective_parse(value);
+    if (c < 0)
+      FAIL("%.64s '%.100s': expected allreduce or reduce-scatter", o, value);
+    config->collective = (rs_collective_t)c;
+  } else
+    return NOT_MINE;
+  return RS_OK;
+}
+
+/* The test knobs, the DDP hook and --like. */
+static int set_hook(rs_config_t *config, const char *o, const char *value,
+                    char *errmsg) {
+  char err[RS_ERRMSG_MAX];
+  if (is_option(o, "test-flip") || is_option(o, "mpi-trace-batch")) {
     /* the test knobs, as text (rs_test_knobs_t says what they do) */
     if (!config->test)
       FAIL("%.64s: this config has no test knobs (rs_config_new's has)", o);
@@ -251,74 +324,18 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     config->op = RS_OP_AVG;
     config->average = RS_AVERAGE_PRE_MUL;
     config->ddp_layout = 1;
-  } else if (is_option(o, "bucket-mb") || is_option(o, "first-bucket-mb")) {
-    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1048576))
-      FAIL("%.64s '%.100s': expected MiB from 0 (one bucket) to 1048576", o,
-           value);
-    /* a positive cap is a cap: one of less than a byte (1e-300) is not
-     * the 0 that makes one bucket; up to an element, it is one */
-    if (d > 0 && d * 1048576.0 < 1)
-      FAIL("%.64s '%.100s': less than a byte (0 alone makes one bucket)", o,
-           value);
-    size_t *cap = is_option(o, "bucket-mb") ? &config->bucket_bytes
-                                            : &config->first_bucket_bytes;
-    *cap = (size_t)(d * 1048576.0);
-    if (d > 0 && *cap < sizeof(float))
-      *cap = sizeof(float);
-  } else if (is_option(o, "segment-bytes")) {
-    if (rs_read_int(value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES,
-                    &v))
-      FAIL("%.64s '%.100s': expected a number of bytes from %d to %ld", o,
-           value, RS_MIN_SEGMENT_BYTES, (long)RS_MAX_SEGMENT_BYTES);
-    config->segment_bytes = (size_t)v;
-  } else if (is_option(o, "slots")) {
-    if (rs_read_int(value, 1, RS_MAX_SLOTS, &v))
-      FAIL("%.64s '%.100s': expected an integer in 1..%d", o, value,
-           RS_MAX_SLOTS);
-    /* the queues' slots, and the network model's (its pipelined links'
-     * slot rule: the same NCCL_STEPS) */
-    config->slots = config->net.slots = (int)v;
-  } else if (is_option(o, "channels")) {
-    if (rs_read_int(value, 1, RS_MAX_CHANNELS, &v))
-      FAIL("%.64s '%.100s': expected an integer in 1..%d (NCCL's "
-           "MAXCHANNELS)",
-           o, value, RS_MAX_CHANNELS);
-    /* NCCL's channels the ring runs (the network model times them) */
-    config->net.channels = (int)v;
-  } else if (is_option(o, "timeout")) {
-    if (rs_read_real(value, &d) || !(d > 0 && d <= 1e6))
-      FAIL("%.64s '%.100s': expected seconds in (0, 1e6]", o, value);
-    if (d * 1e9 < 1) /* (a worker's clock counts ns: it would be 0) */
-      FAIL("%.64s '%.100s': less than a nanosecond", o, value);
-    config->timeout_s = d;
-  } else if (is_option(o, "loop")) {
-    if (strcmp(value, "steps") && strcmp(value, "slices"))
-      FAIL("%.64s '%.100s': expected steps or slices", o, value);
-    config->slices = strcmp(value, "slices") == 0;
-  } else if (flag_field(config, o)) {
-    int flag;
-    if (parse_flag(value, &flag))
-      FAIL("%.64s '%.100s': expected true or false", o, value);
-    *flag_field(config, o) = flag;
-  } else if ((count = count_field(config, o, &lo, &hi))) {
-    if (rs_read_int(value, lo, hi, &v))
-      FAIL("%.64s '%.100s': expected an integer in %ld..%ld", o, value, lo, hi);
-    *count = (int)v;
-  } else if (is_option(o, "warmup-budget") || is_option(o, "timed-budget")) {
-    if (rs_read_real(value, &d) || !(d >= 0 && d <= 1e6))
-      FAIL("%.64s '%.100s': expected seconds in [0, 1e6] (0: none)", o, value);
-    *(is_option(o, "warmup-budget") ? &config->warmup_budget_s
-                                    : &config->timed_budget_s) = d;
-  } else if (is_option(o, "transport")) {
-    if (strcmp(value, "shm") && strcmp(value, "mpi"))
-      FAIL("%.64s '%.100s': expected shm or mpi", o, value);
-    config->mpi = strcmp(value, "mpi") == 0;
-  } else if (is_option(o, "collective")) {
-    int c = collective_parse(value);
-    if (c < 0)
-      FAIL("%.64s '%.100s': expected allreduce or reduce-scatter", o, value);
-    config->collective = (rs_collective_t)c;
-  } else if (is_option(o, "inject")) {
+  } else
+    return NOT_MINE;
+  return RS_OK;
+}
+
+/* The simulated network and what runs on it: faults, --net/--link/
+ * --straggler, --topo, the reduce rate, the protocol, the channels. */
+static int set_net(rs_config_t *config, const char *o, const char *value,
+                   char *errmsg) {
+  long v;
+  char err[RS_ERRMSG_MAX];
+  if (is_option(o, "inject")) {
     if (config->fault_count == RS_MAX_FAULTS)
       FAIL("%.64s: at most %d faults", o, RS_MAX_FAULTS);
     rs_fault_t fault;
@@ -351,10 +368,28 @@ int rs_config_set(rs_config_t *config, const char *option, const char *value,
     if (p > RS_PROTOCOL_SIMPLE)
       FAIL("proto '%.100s': expected LL, LL128, Simple or none", value);
     config->net.proto = p;
-  } else {
-    FAIL("unknown option '%.100s'", o);
-  }
+  } else if (is_option(o, "channels")) {
+    if (rs_read_int(value, 1, RS_MAX_CHANNELS, &v))
+      FAIL("%.64s '%.100s': expected an integer in 1..%d (NCCL's "
+           "MAXCHANNELS)",
+           o, value, RS_MAX_CHANNELS);
+    /* NCCL's channels the ring runs (the network model times them) */
+    config->net.channels = (int)v;
+  } else
+    return NOT_MINE;
   return RS_OK;
+}
+
+int rs_config_set(rs_config_t *config, const char *option, const char *value,
+                  char *errmsg) {
+  int rc = set_run(config, option, value, errmsg);
+  if (rc == NOT_MINE)
+    rc = set_hook(config, option, value, errmsg);
+  if (rc == NOT_MINE)
+    rc = set_net(config, option, value, errmsg);
+  if (rc == NOT_MINE)
+    FAIL("unknown option '%.100s'", option);
+  return rc;
 }
 
 /* rs_config_get's answer: text into value (size bytes), or RS_EINVAL

@@ -194,17 +194,7 @@ static int nccl_sweep(const options_t *opt, const rs_nccl_system_t *sys,
       busbw_sum += json_real_value(json_object_get(r, "busbw_gbs"));
       json_array_append_new(sizes, r);
     }
-    json_t *forced = json_pack(
-        "{s:o, s:o, s:o}", "algo",
-        opt->nccl.algo >= 0
-            ? json_string(rs_nccl_algo_name((rs_nccl_algo_t)opt->nccl.algo))
-            : json_null(),
-        "proto",
-        opt->nccl.proto >= 0
-            ? json_string(rs_proto_name((rs_proto_t)opt->nccl.proto))
-            : json_null(),
-        "channels",
-        opt->nccl.channels ? json_integer(opt->nccl.channels) : json_null());
+    json_t *forced = cli_nccl_forced_json(opt);
     json_t *o = json_pack(
         "{s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:f}", "schema",
         "ringsim.model.sweep/1", "topology", nccl_topology_json(opt, sys),

@@ -88,3 +88,13 @@ void cli_nccl_print_system(const char *lead, const options_t *o,
                          : "no NVLink switch",
          sys->nvlink_gbs, sys->nic_gbs);
 }
+
+json_t *cli_nccl_forced_json(const options_t *o) {
+  const int a = o->nccl.algo, p = o->nccl.proto;
+  return json_pack(
+      "{s:o, s:o, s:o}", "algo",
+      a >= 0 ? json_string(rs_nccl_algo_name((rs_nccl_algo_t)a)) : json_null(),
+      "proto", p >= 0 ? json_string(rs_proto_name((rs_proto_t)p)) : json_null(),
+      "channels",
+      o->nccl.channels ? json_integer(o->nccl.channels) : json_null());
+}

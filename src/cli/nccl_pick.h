@@ -41,6 +41,10 @@ int cli_nccl_pick(const options_t *o, const rs_nccl_system_t *sys,
                   const rs_nccl_force_t *force, int slots, uint64_t bytes,
                   cli_nccl_pick_t *p);
 
+/* --json's "forced": {"algo", "proto", "channels"}, each what --algo,
+ * --proto and --channels force (NCCL's spelling) or null. */
+json_t *cli_nccl_forced_json(const options_t *o);
+
 /* "<lead>topology   --topo SPEC: ... NCCL sees ...": the machine as
  * NCCL's topology detection sees it, one line. */
 void cli_nccl_print_system(const char *lead, const options_t *o,

@@ -222,16 +222,7 @@ json_t *step_nccl_json(const options_t *o, const step_nccl_t *n) {
       "nics", sys->nics, "ranks", sys->nodes * sys->gpus, "cc", sys->cc,
       "nvswitch", sys->nvswitch, "nvls", sys->nvls, "nvlink_gbs",
       sys->nvlink_gbs, "pci_gbs", sys->pci_gbs, "nic_gbs", sys->nic_gbs);
-  json_t *forced = json_pack(
-      "{s:o, s:o, s:o}", "algo",
-      o->nccl.algo >= 0
-          ? json_string(rs_nccl_algo_name((rs_nccl_algo_t)o->nccl.algo))
-          : json_null(),
-      "proto",
-      o->nccl.proto >= 0 ? json_string(rs_proto_name((rs_proto_t)o->nccl.proto))
-                         : json_null(),
-      "channels",
-      o->nccl.channels ? json_integer(o->nccl.channels) : json_null());
+  json_t *forced = cli_nccl_forced_json(o);
   return json_pack("{s:o, s:i, s:o}", "topology", topology, "slots", n->slots,
                    "forced", forced);
 }

@@ -268,7 +268,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     *depart_ns = *arrive_ns = *wire_ns = 0;
     return;
   }
-  if (c->route == RS_ROUTE_MULTICAST) { /* (a copy of the one just sent) */
+  if (__builtin_expect(c->route == RS_ROUTE_MULTICAST, 0)) { /* (a copy) */
     *depart_ns = c->last_depart;
     *arrive_ns = c->last_arrive;
     *wire_ns = c->last_wire;
@@ -364,7 +364,8 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
                                     size_t seg) {
   if (!c->net)
     return 0;
-  if (c->route == RS_ROUTE_SWITCH) { /* (the switch takes it and sums) */
+  /* (into the switch, which sums it: not this port) */
+  if (__builtin_expect(c->route == RS_ROUTE_SWITCH, 0)) {
     if (arrive_ns > c->switch_ready)
       c->switch_ready = arrive_ns;
     return arrive_ns;
