@@ -190,6 +190,86 @@ class MpiTransport(unittest.TestCase):
     def test_bits_four_processes(self):
         self.check_cases(4)
 
+    # (CASES' columns, and the channel and simulated times of a transfer)
+    CHANNEL_KEY = ("iter, bucket, phase, step, src, dst, chunk, segment, "
+                   "elem_offset, elems, bytes, seq, checksum, contrib_first, "
+                   "contrib_count, channel, sim_send_ns, sim_recv_ns, share, "
+                   "wire_bytes")
+
+    def test_channels_as_one_process(self):
+        """The ring on 2 and 4 of NCCL's channels (--channels) over MPI:
+        each channel's edge its own MPI tag, so two channels between the
+        same two workers (every ring is the identity on --net) do not mix.
+        The same bits as one process, the same simulated time as one
+        process and as `ringsim model` to the ns, and rank 0's trace holds
+        every channel's transfers, each row as one process's (its channel
+        and simulated times too). A bucket of 1 MiB and a smaller one: on
+        the nodes the channels leave through other NICs; 3 and 4
+        processes, so channels cross processes. (Before: refused.)"""
+        model = self.path("channels.json")
+        with open(model, "w") as f:
+            json.dump({"name": "channels", "params": [
+                {"name": "w", "shape": [512, 512], "dtype": "f32"},
+                {"name": "b", "shape": [3000], "dtype": "f32"}]}, f)
+        net = ["--net", "latency=5us,bandwidth=25GB/s"]
+        # (channels, options of the run and the model, of the run alone)
+        cases = ((2, ["-w", "8", *net], ["--op", "avg"]),
+                 (4, ["-w", "5", *net, "--segment-bytes", "64K"], []),
+                 (2, ["--topo", "dgx-h100,nodes=2"], ["--checksum"]),
+                 (4, ["--topo", "dgx-h100,nodes=2", "--bucket-mb", "0.5"], []))
+        for channels, where, run_only in cases:
+            for procs in (3, 4):
+                with self.subTest(channels=channels, where=where, procs=procs):
+                    tag = f"{channels}-{procs}-{len(where)}"
+                    common = ["-p", model, *where, "--channels", str(channels),
+                              "--json"]
+                    one_db = self.path(f"{tag}-one.db")
+                    one = self.ringsim(common + run_only + ["--seed", "3",
+                                                            "--trace", one_db,
+                                                 "--out", self.path(f"{tag}.one")])
+                    self.assertEqual(one.returncode, 0, one.stderr)
+                    trace = self.path(f"{tag}-mpi.db")
+                    run = self.mpirun(procs, common + run_only + ["--seed", "3",
+                                                                  "--trace",
+                                                       trace, "--out",
+                                                       self.path(f"{tag}.mpi")])
+                    self.assertEqual(run.returncode, 0, run.stderr)
+                    with open(self.path(f"{tag}.one"), "rb") as f:
+                        expected = f.read()
+                    with open(self.path(f"{tag}.mpi"), "rb") as f:
+                        self.assertEqual(f.read(), expected,
+                                         "--out differs from one process")
+                    report, alone = json.loads(run.stdout), json.loads(one.stdout)
+                    self.assertTrue(report["checked"] and report["identical"])
+                    self.assertEqual((report["transport"], report["processes"]),
+                                     ("mpi", procs))
+                    for key in ("sim_ns", "transfers", "channels"):
+                        self.assertEqual(report[key], alone[key], key)
+                    modeled = subprocess.run(
+                        [RINGSIM, "model", *common], capture_output=True,
+                        text=True, timeout=60)
+                    self.assertEqual(modeled.returncode, 0, modeled.stderr)
+                    self.assertEqual(report["sim_ns"],
+                                     json.loads(modeled.stdout)["sim_ns"])
+                    rows = []
+                    for db_path in (one_db, trace):
+                        db = sqlite3.connect(db_path)
+                        rows.append(sorted(db.execute(
+                            f"SELECT {self.CHANNEL_KEY} FROM transfer")))
+                        db.close()
+                    self.assertEqual(len(rows[1]), report["transfers"])
+                    self.assertEqual(sorted({r[15] for r in rows[1]}),
+                                     list(range(channels)))
+                    self.assertEqual(rows[1], rows[0],
+                                     "the trace differs from one process's")
+                    db = sqlite3.connect(trace)
+                    crossing = db.execute(
+                        "SELECT count(DISTINCT channel) FROM transfer WHERE "
+                        "src_rank != dst_rank").fetchone()[0]
+                    db.close()
+                    self.assertEqual(crossing, channels,
+                                     "a channel never crossed processes")
+
     def test_crash_and_stall_end_every_process(self):
         """A worker of process 1 crashes, or stalls past the timeout (for
         10 minutes: only the timeout ends the job within mpirun's bound):
@@ -544,9 +624,10 @@ class MpiTransport(unittest.TestCase):
                 self.assertEqual(run.stdout, "")
 
     def test_ranks_that_disagree_name_the_option(self):
-        """Ranks given another --topo, --straggler, --link, --reduce-rate
-        or --bucket-mb: rank 0 names the option as typed (they were all
-        "--net", and --bucket-mb "--bucket-bytes", no option of ringsim's)."""
+        """Ranks given another --topo, --straggler, --link, --reduce-rate,
+        --bucket-mb or --channels: rank 0 names the option as typed (they
+        were all "--net", and --bucket-mb "--bucket-bytes", no option of
+        ringsim's; --channels was refused over MPI)."""
         model = self.model("f32")
         net = ["--net", "latency=1us,bandwidth=1GB/s"]
         common = ["--transport", "mpi", "--no-trace", "--timeout", "2", "-p",
@@ -563,7 +644,9 @@ class MpiTransport(unittest.TestCase):
                 ([net, ["--net", "latency=2us,bandwidth=1GB/s"]],
                  "rank 1's --net ("),
                 ([["--bucket-mb", "1"], ["--bucket-mb", "2"]],
-                 "rank 1's --bucket-mb (2 MiB")):
+                 "rank 1's --bucket-mb (2 MiB"),
+                ([["--channels", "2"], ["--channels", "4"]],
+                 "rank 1's --channels (4) differs from rank 0's (2)")):
             with self.subTest(says=says):
                 self.refused_by_rank_0([common + a for a in per_rank], says)
 

@@ -261,11 +261,6 @@ int cli_check_channels(options_t *o) {
                       o->algo_all || o->config.algo == RS_ALGO_AUTO
                           ? "chooses among schedules of one channel"
                           : "is not a ring on channels");
-  if (o->config.mpi)
-    return cli_refuse(o->mode,
-                      "--channels %d: the channels' queues live in one "
-                      "process; over MPI the ring runs on one channel",
-                      C);
   o->config.net.channels = C;
   return -1;
 }

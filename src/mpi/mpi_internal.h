@@ -20,9 +20,9 @@
  *   time.c       MPI_Allreduce's own time beside ringsim's (ringsim bench)
  *
  * Four communicators per run, duplicated from MPI_COMM_WORLD, keep the
- * traffic apart: data (the edges: tag from * W + to), ctrl (faults),
- * trace (the tracers' batches of records, during the run) and coll
- * (clocks, the gather, the check's merge).
+ * traffic apart: data (the edges: tag (channel W + from) W + to), ctrl
+ * (faults), trace (the tracers' batches of records, during the run) and
+ * coll (clocks, the gather, the check's merge).
  */
 #ifndef RINGSIM_MPI_INTERNAL_H
 #define RINGSIM_MPI_INTERNAL_H

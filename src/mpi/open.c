@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "mpi/mpi_internal.h"
+#include "net/proto.h"
 
 /* Trace records per batch, and per worker's ring (the test knob
  * mpi_trace_batch, RINGSIM_MPI_TRACE_BATCH, sets it, up to BATCH_MAX). */
@@ -124,7 +125,8 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
       "timed budget=%g s\n"
       "--trace or --no-trace=%s\n--order-report=%s\n--like's bucket "
       "layout=%s\n--net=%s\n--topo=%s\n--link=%s\n--straggler=%s\n"
-      "--reduce-rate=%s\ncollective=%d\nref reps=%d\n"
+      "--reduce-rate=%s\n--channels=%d\n--proto=%s\ncollective=%d\n"
+      "ref reps=%d\n"
       "model=%s, %zu params, %zu elements, %s, digest %016llx\n"
       "RINGSIM_MPI_TRACE_BATCH=%s\n",
       c->workers, rs_algorithm_name(c->algo), rs_op_name(c->op),
@@ -134,6 +136,7 @@ static void describe_config(const rs_run_t *run, const char *batch, char *buf,
       c->iterations, c->warmup_budget_s, c->timed_budget_s,
       c->traced ? "--trace" : "--no-trace", c->order_report ? "on" : "off",
       c->ddp_layout ? "ddp" : "none", net, topo, links, stragglers, rate,
+      n->channels > 1 ? n->channels : 1, rs__proto_label(n->proto),
       (int)c->collective, c->ref_reps, rs_model_name(m),
       rs_model_param_count(m), rs_model_elems(m),
       rs_dtype_name(rs_model_dtype(m)), (unsigned long long)model_digest(m),
@@ -187,12 +190,24 @@ static int compare_config(const rs_run_t *run, const char *text, long *batch,
                    "(each process needs a worker: give --workers %d or "
                    "more)",
                    W, procs, procs);
+  /* Each channel's edge r -> q its own tag (transport.c): C W^2 of them,
+   * at most 64 x 4096^2 = 2^30, within Open MPI's 2^31 - 1; an MPI with
+   * the standard's least, 32767, holds 181 workers on one channel, 22 on
+   * 64. */
+  const int C = run->config.net.channels > 1 ? run->config.net.channels : 1;
+  const int64_t tags = (int64_t)C * W * W;
   int *tag_ub = NULL, flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-  if (!code && flag && (int64_t)W * W > *tag_ub)
+  if (!code && flag && tags > *tag_ub && C == 1)
     code = rs__err(local, RS_EINVAL,
                    "workers: %d workers need %lld MPI tags; this MPI has %d", W,
-                   (long long)W * W, *tag_ub);
+                   (long long)tags, *tag_ub);
+  else if (!code && flag && tags > *tag_ub)
+    code = rs__err(local, RS_EINVAL,
+                   "channels: %d channels of %d workers need %lld MPI tags "
+                   "(one per channel's edge); this MPI has %d: give fewer "
+                   "channels or workers",
+                   C, W, (long long)tags, *tag_ub);
   char *desc = malloc(AGREE_DATA);
   if (!desc)
     code = rs__err(local, RS_ENOMEM, "out of memory");

@@ -2,9 +2,16 @@
  * between two processes, with the contract of a shared-memory queue
  * (net/transport.h): K slots in flight, sequence numbers, checksums, the
  * end of stream, timeouts and abort, over nonblocking MPI point-to-point
- * on the run's data communicator (tag from * W + to), called by the
- * worker threads themselves (MPI_THREAD_MULTIPLE). Message order on an
- * edge is MPI's non-overtaking rule for one (source, tag, communicator).
+ * on the run's data communicator, called by the worker threads themselves
+ * (MPI_THREAD_MULTIPLE). Message order on an edge is MPI's non-overtaking
+ * rule for one (source, tag, communicator), so every edge has a tag of
+ * its own: (channel W + from) W + to, each of NCCL's channels (the ring's
+ * --channels) its own queue between the same two workers, as in one
+ * process. Tags rather than a communicator per channel: a tag costs
+ * nothing, where each communicator is a collective to make and holds one
+ * of MPI's limited context ids, up to 64 more per run; C W^2 tags fit
+ * Open MPI's MPI_TAG_UB (rs__mpi_open refuses, in one line, what an MPI
+ * with fewer cannot tag).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -102,7 +109,7 @@ int rs__mpi_edge_open(rs_run_t *run, rs_edge_t *e, size_t payload_bytes,
   m->comm = ctx->data;
   m->sending = rs__run_local(run, e->from);
   m->peer = rs__job_owner(W, run->procs, m->sending ? e->to : e->from);
-  m->tag = e->from * W + e->to;
+  m->tag = (e->channel * W + e->from) * W + e->to; /* (< C W^2: open.c) */
   m->slots = slots;
   m->slot_bytes = stride;
   m->abort_flag = &run->abort_flag;

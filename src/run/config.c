@@ -120,11 +120,6 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
                    "own: give algo ring, not auto (which chooses among "
                    "schedules of one channel)",
                    c->net.channels);
-  if (c->net.channels > 1 && c->mpi)
-    return rs__err(errmsg, RS_EINVAL,
-                   "channels: %d channels' queues live in one process: over "
-                   "MPI the ring runs on one channel",
-                   c->net.channels);
   if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
       c->segment_bytes > RS_MAX_SEGMENT_BYTES)
     return rs__err(errmsg, RS_EINVAL, "segment bytes: %zu is not in %d..%zu",
