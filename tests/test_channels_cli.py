@@ -267,6 +267,43 @@ class ChannelsCli(unittest.TestCase):
             self.assertIn(said, ax.get_xlabel().replace("\n", " "))
         con.close()
 
+    # chan-11: an idle channel shares no NIC. Two DGX H100 nodes with 5
+    # NICs (GPU g on NIC 5g/8: GPUs 0 and 1 share NIC 0): channel 0's
+    # ring leaves node 0 through GPU 1 (1 -> 8) and node 1 through GPU 9
+    # (9 -> 0), channel 4's through GPUs 0 and 8 (0 -> 15, 8 -> 7), on the
+    # same NICs. A bucket of 4096 floats is one of NCCL's 16 KiB cells:
+    # channel 0 alone carries it, channels 1-4 idle, so GPU 1 has NIC 0's
+    # send side to itself (share 1). By hand: 16 workers, chunks of 1 KiB
+    # (one segment each); a hop in a node takes 600 ns + ceil(1024 B /
+    # 450 GB/s) = 603 ns, one between nodes 2700 ns + ceil(1024 B /
+    # 50 GB/s) = 2721 ns; each worker's send waits for its receive of the
+    # step before, so the time is the longest chain of 2(W-1) = 30 hops
+    # round the ring, which holds both node crossings twice:
+    # 4 x 2721 + 26 x 603 = 26562 ns, the one-channel ring's. (Before:
+    # 26642, channel 4 counted on NIC 0, each crossing 2700 + 41 ns.) And
+    # buckets of 1, 2 and 4 cells (1, 2, 4 busy channels) take the same
+    # time on 5 and 8 channels as on only their busy ones, run and model.
+    def test_idle_channels_share_no_nic(self):
+        topo = ["--topo", "dgx-h100,nodes=2,nics=5"]
+        times = {}
+        for elems, busy in ((4096, 1), (8192, 2), (16384, 4)):
+            model = os.path.join(self.tmp.name, f"b{elems}.json")
+            with open(model, "w") as f:
+                json.dump({"name": "b", "params": [{"name": "g", "shape": [elems]}]}, f)
+            for c in (busy, 5, 8):
+                for mode in ([], ["model"]):
+                    with self.subTest(elems=elems, channels=c, mode=mode):
+                        rc, out, err = helpers.run(*mode, "-p", model, *topo,
+                                                   "--channels", c, "--json",
+                                                   *([] if mode else ["--no-trace"]))
+                        self.assertEqual(rc, 0, err)
+                        times[elems, c, tuple(mode)] = json.loads(out)["sim_ns"]
+            for c in (5, 8):
+                for mode in ((), ("model",)):
+                    self.assertEqual(times[elems, c, mode], times[elems, busy, ()],
+                                     (elems, c, mode, times))
+        self.assertEqual(times[4096, 5, ()], 4 * (2700 + 21) + 26 * (600 + 3))
+
     # chan-6: ringsim step times the ring's buckets on the channels too,
     # as `ringsim model` does.
     def test_step(self):

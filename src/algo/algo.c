@@ -329,14 +329,45 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     }
     for (int r = 0; r < workers; r++)
       rs__sim_set_load(&s->clocks[r], s->load);
+    s->full_load = s->load;
   }
   return RS_OK;
 }
 
+/* Bucket b's load on the NICs: on NCCL's channels, that of its busy
+ * channels alone (algo/channels.h's rs__rings_busy_shape), as the
+ * threaded run takes it (run.c's rs__run_bucket_load), made the first
+ * time a bucket needs it. RS_OK or RS_ENOMEM. */
+static int bucket_load(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
+  const rs_algo_t *a = job->algo;
+  if (!s->full_load || s->channels <= 1 || !(a->caps & RS__CAP_CHANNELS))
+    return RS_OK;
+  const rs_shape_t shape =
+      rs__rings_busy_shape(s->shape, job->buckets[b].elems);
+  rs_topo_load_t *load = s->full_load;
+  if (shape.channels < s->channels) {
+    if (!s->busy_loads &&
+        !(s->busy_loads = calloc((size_t)s->channels, sizeof *s->busy_loads)))
+      return RS_ENOMEM;
+    load = &s->busy_loads[shape.channels];
+    if (!load->pattern &&
+        rs__topo_load_shape_lazy(load, &job->net->topo, shape,
+                                 a->steps(shape, RS_COLL_ALLREDUCE), a->sends))
+      return RS_ENOMEM;
+  }
+  s->load = load;
+  for (int r = 0; r < job->workers; r++)
+    rs__sim_set_load(&s->clocks[r], load);
+  return RS_OK;
+}
+
 static void simrun_free(rs_simrun_t *s) {
-  if (s->load)
-    rs__topo_unload(s->load);
-  free(s->load);
+  if (s->full_load)
+    rs__topo_unload(s->full_load);
+  free(s->full_load);
+  for (int b = 0; s->busy_loads && b < s->channels; b++)
+    rs__topo_unload(&s->busy_loads[b]);
+  free(s->busy_loads);
   free(s->clocks);
   free(s->arrive);
   free(s->wire);
@@ -404,6 +435,10 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
     for (size_t r = 0; r < W; r++) /* (the protocol's launch) */
       rs__sim_launch(&s.clocks[r]);
     stream_bucket(&s, job, b);
+    if (bucket_load(&s, job, b)) {
+      s.nomem = 1;
+      break;
+    }
     s.step = -1; /* (the first rs__simrun_step makes it 0) */
     a->sim_bucket(
         &s, buckets[b].elems,

@@ -68,4 +68,18 @@ void rs__rings_part(size_t elems, size_t elem_size, int channels,
 int rs__rings_busy(size_t elems, size_t elem_size, int channels,
                       rs_protocol_t proto);
 
+/* The shape a bucket of elems elements runs on: shape with only its busy
+ * channels (the first rs__rings_busy, as the shape's rings cut it), all of
+ * them when the bucket fills every one, or without rings. An idle channel
+ * sends nothing, so it shares no NIC: the NICs' load a bucket's clocks
+ * take (net/topo.h) is made from this shape, not from every channel's
+ * rings. */
+static inline rs_shape_t rs__rings_busy_shape(rs_shape_t shape, size_t elems) {
+  const rs_rings_t *g = shape.rings;
+  if (g && rs__shape_channels(shape) > 1)
+    shape.channels =
+        rs__rings_busy(elems, g->elem_size, shape.channels, g->proto);
+  return shape;
+}
+
 #endif /* RINGSIM_ALGO_CHANNELS_H */

@@ -697,8 +697,9 @@ static int recv_peers(rs_shape_t shape, int rank, int *peers) {
 }
 
 /* In every step each worker sends to r+1 (ring.h): on channels, to each
- * channel's next, each once (a channel idle in a small bucket still
- * counts: topo.h counts the schedule, not the sizes). */
+ * of the shape's channels' next, each once. A small bucket's load is
+ * counted on a shape of its busy channels alone (algo/channels.h's
+ * rs__rings_busy_shape): an idle channel sends nothing. */
 static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
   int peers[RS_MAX_CHANNELS], n = 0;
   const int C = send_peers(shape, rank, peers);

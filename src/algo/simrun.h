@@ -56,6 +56,12 @@ typedef struct rs_simrun {
    * step; NULL otherwise. A pointer: a copy of the runner (hier's groups)
    * places into the same one. */
   rs_topo_load_t *load;
+  /* On NCCL's channels (algo.c's bucket_load): the load with every
+   * channel busy, which load is while a bucket fills them all, and
+   * busy_loads[b], with only the first b busy (a small bucket's: an idle
+   * channel loads no NIC), made as buckets need them (C of them; NULL:
+   * none yet). */
+  rs_topo_load_t *full_load, *busy_loads;
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */

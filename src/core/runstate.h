@@ -96,6 +96,12 @@ struct rs_run {
    * load on the NICs, which its buckets' clocks take (pool.c); else
    * empty. */
   rs_topo_load_t topo_load[RS_ALGO_COUNT];
+  /* ... and on NCCL's channels, where a bucket is too small for all of
+   * them: busy_load[b], the load of the channels' algorithm with only
+   * its first b busy (algo/channels.h's rs__rings_busy_shape), b < C,
+   * for each b some bucket has (run.c's rs__run_bucket_load picks a
+   * bucket's); NULL: no bucket leaves a channel idle. */
+  rs_topo_load_t *busy_load;
   int depth; /* the worst depth (algo.h) of those: the check's */
   /* --algo auto: the model it chose by (measured, or --net's), and every
    * algorithm's prediction per bucket (bucket x RS_ALGO_COUNT; UINT64_MAX

@@ -324,8 +324,11 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
 /* The time a segment of bytes (on the wire) that takes wire alone takes
  * on its channel's share of the ports: busy times the port's time (the
  * busy channels share the port equally); between nodes at least its time
- * through the NIC as topo.h shares it among GPUs, times the channels of
- * this GPU that cross it (they share its side of the NIC too). */
+ * through the NIC as topo.h shares it among GPUs, times the busy channels
+ * of this GPU that cross it (they share its side of the NIC too). An idle
+ * channel counts in neither: off_node is the busy ones', and the load
+ * that shares the NIC among GPUs is the bucket's busy channels' (run.c's
+ * rs__run_bucket_load, algo.c's bucket_load). */
 static uint64_t channel_wire(const rs_simclock_t *c, size_t bytes, uint64_t wire) {
   const uint64_t busy = (uint64_t)c->busy;
   if (c->last_share == 0) /* (within a node, or flat: the port) */

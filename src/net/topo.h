@@ -19,7 +19,9 @@
  *   another node through the receiver's NIC in that step. Each GPU counts
  *   once per step, whatever its number of segments or peers, since its own
  *   port serializes its transfers; it counts where the schedule has it
- *   send, whatever the size of the region (an empty one too).
+ *   send, whatever the size of the region (an empty one too). On NCCL's
+ *   channels the schedule is the bucket's busy channels' (an idle channel
+ *   has no schedule: algo/channels.h's rs__rings_busy_shape).
  * "Step" is the algorithm's global step within one bucket (the --inject
  * step: rs__xfer_step's global_step in the threaded run, one per
  * rs__simrun_step in the schedule simulation). This is "each resource's

@@ -235,9 +235,9 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
     w->base = run->buckets[b].elem_offset;
     w->elems = run->buckets[b].elems;
     w->segs_per_chunk = run->bucket_segs[b];
-    /* a topology's contention: this bucket's algorithm's (net/topo.h) */
-    const rs_topo_load_t *load = &run->topo_load[run->bucket_choice[b]];
-    rs__sim_set_load(&w->sim, load->pattern ? load : NULL);
+    /* a topology's contention: this bucket's algorithm's, on its busy
+     * channels (net/topo.h) */
+    rs__sim_set_load(&w->sim, rs__run_bucket_load(run, b));
     /* Average, DDP's way: each worker divides its own gradient first (a
      * compressing hook casts it to its dtype before), and the algorithm
      * sums the quotients. */

@@ -381,11 +381,23 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   return RS_OK;
 }
 
+/* The channels bucket b runs on: its busy ones (algo/channels.h), or
+ * all of the shape's. */
+static int bucket_busy(const rs_run_t *run, size_t b) {
+  if (!(run->bucket_algo[b]->caps & RS__CAP_CHANNELS))
+    return rs__shape_channels(run->shape);
+  return rs__shape_channels(
+      rs__rings_busy_shape(run->shape, run->buckets[b].elems));
+}
+
 /* With a topology of several nodes: the NICs' load under the schedule of
- * every algorithm the buckets run (net/topo.h), each once. */
+ * every algorithm the buckets run (net/topo.h), each once; on channels,
+ * also under each count of busy channels a small bucket has (an idle
+ * channel loads no NIC). */
 static int load_topology(rs_run_t *run) {
   const rs_config_t *c = &run->config;
   const rs_topo_t *t = &c->net.topo;
+  const int C = rs__shape_channels(run->shape);
   if (!c->net.enabled || !t->enabled || t->nodes < 2 || c->workers < 2)
     return RS_OK;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
@@ -397,7 +409,30 @@ static int load_topology(rs_run_t *run) {
                             algo->sends))
       return RS_ENOMEM;
   }
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    const int busy = bucket_busy(run, b);
+    if (busy >= C || (run->busy_load && run->busy_load[busy].pattern))
+      continue;
+    if (!run->busy_load &&
+        !(run->busy_load = calloc((size_t)C, sizeof *run->busy_load)))
+      return RS_ENOMEM;
+    rs_shape_t shape = run->shape;
+    shape.channels = busy;
+    const rs_algo_t *algo = run->bucket_algo[b];
+    if (rs__topo_load_shape(&run->busy_load[busy], t, shape,
+                            algo->steps(shape, c->collective), algo->sends))
+      return RS_ENOMEM;
+  }
   return RS_OK;
+}
+
+const rs_topo_load_t *rs__run_bucket_load(const rs_run_t *run, size_t b) {
+  const int busy = bucket_busy(run, b);
+  const rs_topo_load_t *load =
+      busy < rs__shape_channels(run->shape) && run->busy_load
+          ? &run->busy_load[busy]
+          : &run->topo_load[run->bucket_choice[b]];
+  return load->pattern ? load : NULL;
 }
 
 /* rs_run_create, or with out NULL rs_run_check: every check, then (only
@@ -509,6 +544,9 @@ void rs_run_free(rs_run_t *run) {
   free(run->bucket_predicted);
   for (int a = 0; a < RS_ALGO_COUNT; a++)
     rs__topo_unload(&run->topo_load[a]);
+  for (int b = 0; run->busy_load && b < rs__shape_channels(run->shape); b++)
+    rs__topo_unload(&run->busy_load[b]);
+  free(run->busy_load);
   free(run->bufs);
   free(run->edges);
   free(run->edge_start);

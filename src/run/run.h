@@ -29,6 +29,11 @@ unsigned rs__run_eligible(const rs_config_t *c);
  * and run->algos_used. */
 int rs__run_choose_algos(rs_run_t *run, char *errmsg);
 
+/* run.c: the NICs' load bucket b's clocks take (net/topo.h): its
+ * algorithm's, on its busy channels alone (an idle one loads no NIC);
+ * NULL without a topology of several nodes. */
+const rs_topo_load_t *rs__run_bucket_load(const rs_run_t *run, size_t b);
+
 /* edges.c: the most elements of any bucket. */
 size_t rs__run_largest_bucket(const rs_run_t *run);
 /* edges.c: the most elements one message carries: segment_bytes of the
