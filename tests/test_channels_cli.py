@@ -190,6 +190,59 @@ class ChannelsCli(unittest.TestCase):
         rc, out, err = helpers.run("-p", self.small, "-w", 4, "--explain", "--no-trace")
         self.assertNotIn("channel", out)
 
+    # chan-11: --explain narrates each busy channel's steps along its own
+    # ring over its own chunks: every message it narrates (who sends which
+    # chunk to whom, at which step) is the trace's of that channel, and
+    # its chunks' elements are the trace's; a channel on an earlier
+    # channel's ring order is said in one line, not narrated again.
+    def test_explain_each_channel(self):
+        model = os.path.join(self.tmp.name, "m.json")
+        with open(model, "w") as f:
+            json.dump({"name": "m", "params": [{"name": "g", "shape": [20000]}]}, f)
+        db = os.path.join(self.tmp.name, "t.db")
+        cases = ((["-p", self.big, "--topo", "nodes=2,gpus=4,nics=4,cc=90,switch=nvswitch,"
+                   "intra=1us/100GB/s,nic=5us/25GB/s", "--channels", 4], 8, {}),
+                 (["-p", model, "--topo", "dgx-h100,nodes=2,gpus=2,nics=2", "--channels", 3],
+                  4, {2: 0}))
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        for rid, (args, W, repeats) in enumerate(cases, 1):
+            rc, out, err = helpers.run(*args, "--explain", "--trace", db)
+            self.assertEqual(rc, 0, err)
+            text = out[:out.index("\nringsim ")]
+            said = {}  # (channel, phase, step) -> {(src, dst, chunk)}
+            title = None
+            for line in text.splitlines():
+                m = re.fullmatch(r"channel (\d+), (reduce-scatter|all-gather) step (\d+)", line)
+                if m:
+                    title = (int(m[1]), m[2].replace("-", "_"), int(m[3]))
+                    said[title] = set()
+                    continue
+                m = re.match(r"  worker (\d+) sends chunk (\d+), .* to worker (\d+),", line)
+                if m and title:
+                    said[title].add((int(m[1]), int(m[3]), int(m[2])))
+                elif not line.startswith("  "):
+                    title = None
+            want = {}
+            for ch, ph, st, src, dst, chunk in con.execute(
+                    "SELECT channel, phase, step, src, dst, chunk FROM transfer WHERE run_id = ? "
+                    "AND segment = 0", (rid,)):
+                if ch not in repeats:
+                    want.setdefault((ch, ph, st), set()).add((src, dst, chunk))
+            self.assertEqual(said, want, f"run {rid}")
+            self.assertIn((1, "reduce_scatter", 0), said)
+            for ch, earlier in repeats.items():
+                self.assertIn(f"Its ring is channel {earlier}'s: its steps are channel "
+                              f"{earlier}'s", text)
+            # each channel's chunks where the trace moves them
+            for ch, chunk, first, last in con.execute(
+                    "SELECT channel, chunk, min(elem_offset), max(elem_offset + elems) - 1 "
+                    "FROM transfer WHERE run_id = ? GROUP BY channel, chunk", (rid,)):
+                part = re.search(rf"Each worker's part of channel {ch} is cut into {W} "
+                                 r"chunks: (.*)\.\n", text)
+                self.assertIsNotNone(part, (rid, ch))
+                self.assertIn(f"chunk {chunk} = elements {first}..{last}", part[1])
+
     # chan-8: the Perfetto export says each transfer's channel, and in
     # simulated time gives each channel a lane of its own on a link.
     def test_export(self):

@@ -57,6 +57,8 @@ struct rs_narrator {
   int steps;               /* steps narrated so far */
   const char *fold_phrase; /* "adds to its own copy" (and the chunk...) */
   const char *result;      /* "summed over" (all W workers) */
+  const char *whole;       /* what the regions cut: "its buffer", or on
+                              one of NCCL's channels "its part" */
 };
 
 static inline void rs__narr_say(rs_narrator_t *n, const char *fmt, ...)

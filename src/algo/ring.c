@@ -629,9 +629,9 @@ static void narrate(rs_narrator_t *n, int mean) {
   rs__narr_say(n,
                "\nEvery worker now holds every chunk %s all %d "
                "workers: %d steps, each worker sending %d chunks, 2(W-1)/W of "
-               "its buffer.\n",
+               "%s.\n",
                n->result, n->workers, 2 * (n->workers - 1),
-               2 * (n->workers - 1));
+               2 * (n->workers - 1), n->whole ? n->whole : "its buffer");
 }
 
 static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,

@@ -61,6 +61,11 @@ typedef struct narr {
   unsigned char *sent; /* room for one snapshot of every worker */
   msg_t msgs[MAX_MSGS];
   int msg_count;
+  /* On one of NCCL's channels: the worker at each place of its ring (the
+   * narration's ranks are places), and the channel's name before each
+   * step's title ("channel 1, "). Else the identity, and "". */
+  int ring[EXPLAIN_MAX_WORKERS];
+  char title_prefix[32];
   /* rs_run_element_order follows one element, in column ecol (-1: none):
    * the node (in order->nodes) each worker's copy of it holds, and its
    * copy set aside. */
@@ -246,13 +251,15 @@ static void say(narr_t *x, const char *fmt, ...) {
 
 static void step_begin(rs_narrator_t *n) { ((narr_t *)n)->msg_count = 0; }
 
-/* Worker src sends columns first .. end-1 to dst, which does action. */
+/* Worker src sends columns first .. end-1 to dst, which does action (on a
+ * channel, src and dst are places in its ring: the workers there). */
 static void send(rs_narrator_t *n, int src, int dst, int first, int end,
                  rs_recv_action_t action) {
   narr_t *x = (narr_t *)n;
   assert(x->msg_count < MAX_MSGS && 0 <= first && first < end &&
          end <= x->cols);
-  x->msgs[x->msg_count++] = (msg_t){src, dst, first, end, action};
+  x->msgs[x->msg_count++] =
+      (msg_t){x->ring[src], x->ring[dst], first, end, action};
 }
 
 /* Worker r sets its own data aside (linear's root). */
@@ -306,7 +313,7 @@ static void step_end(rs_narrator_t *n, const char *title) {
   char a[32], b[32], what[64];
   unsigned sent_held[MAX_MSGS];
   int sent_expr[MAX_MSGS];
-  say(x, "\n%s\n", title);
+  say(x, "\n%s%s\n", x->title_prefix, title);
   x->pub.steps++;
   /* What each sender holds as the step begins. */
   for (int i = 0; i < x->msg_count; i++) {
@@ -390,6 +397,18 @@ static const rs_narrate_ops_t narr_ops = {.vsay = vsay,
                                           .step_end = step_end,
                                           .say_owners = say_owners};
 
+/* x's columns: the algorithm's regions (its layout) of x's elements, every
+ * worker's copy of each holding its own contribution alone. */
+static void narr_layout(narr_t *x, const rs_run_t *run, const rs_algo_t *a) {
+  x->cols =
+      a->layout(run->shape, x->n, run->config.segment_bytes / run->elem_size,
+                x->col_off, &x->col_word, &x->col_words);
+  assert(x->cols <= MAX_COLS);
+  for (int r = 0; r < x->pub.workers; r++)
+    for (int c = 0; c < x->cols; c++)
+      x->held[r][c] = 1u << r;
+}
+
 /* x, ready to replay bucket b of run under algo (out NULL: an element
  * followed silently): the columns are the algorithm's regions (its
  * layout), and every worker's copy of each holds its own contribution
@@ -405,21 +424,27 @@ static const rs_algo_t *narr_init(narr_t *x, FILE *out, const rs_run_t *run,
                         .shape = run->shape,
                         .op = op,
                         .fold_phrase = words_of(op)->fold_phrase,
-                        .result = words_of(op)->result},
+                        .result = words_of(op)->result,
+                        .whole = "its buffer"},
                 .out = out,
                 .ecol = -1,
                 .dtype = run->dtype,
                 .n = run->buckets[b].elems,
                 .base = run->buckets[b].elem_offset,
                 .eb = run->buf_elem_bytes};
-  x->cols =
-      a->layout(run->shape, x->n, run->config.segment_bytes / run->elem_size,
-                x->col_off, &x->col_word, &x->col_words);
-  assert(x->cols <= MAX_COLS);
-  for (int r = 0; r < W; r++)
-    for (int c = 0; c < x->cols; c++)
-      x->held[r][c] = 1u << r;
+  for (int p = 0; p < W; p++)
+    x->ring[p] = p;
+  narr_layout(x, run, a);
   return a;
+}
+
+/* x (just made by narr_init) narrowed to elements [off, off + len) of its
+ * bucket: one channel's part, cut into the algorithm's regions. */
+static void narr_part(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
+                      size_t off, size_t len) {
+  x->base += off;
+  x->n = len;
+  narr_layout(x, run, a);
 }
 
 /* Does each sum's last fold divide by W (op avg, not averaged before)? */
@@ -480,8 +505,9 @@ static void explain_title(narr_t *x, const rs_run_t *run, const char *title) {
 }
 
 /* The columns: the regions the algorithm moves, where they lie in what
- * (the bucket, or the flat buffer), and what a cell lists. */
-static void explain_columns(const narr_t *x, const char *what) {
+ * (the bucket, or the flat buffer), and what a cell lists; and, with
+ * notation, how a run of workers is written. */
+static void explain_columns(const narr_t *x, const char *what, int notation) {
   const char *cell_verb = words_of(x->pub.op)->cell_verb;
   if (x->cols > 1) {
     fprintf(x->out, "\nEach worker's %s is cut into %d %s:", what, x->cols,
@@ -506,7 +532,7 @@ static void explain_columns(const narr_t *x, const char *what) {
             "%s.\n",
             what, x->base, x->base + x->n - 1, cell_verb);
   }
-  if (x->pub.workers >= 4) /* set_text's ranges: W >= 4 can hold one */
+  if (notation && x->pub.workers >= 4) /* set_text's: W >= 4 holds one */
     fprintf(x->out,
             "Three or more workers in a row round the ring are written "
             "first-last: {%d-1} is %d, 0, 1.\n",
@@ -553,20 +579,36 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
                 "(--average pre)");
 }
 
+/* Do channels a and b run one ring order (the same worker at every
+ * place, so the same steps)? */
+static int same_ring(rs_shape_t shape, int a, int b) {
+  for (int p = 0; p < shape.workers; p++)
+    if (rs__rings_worker(shape, a, p) != rs__rings_worker(shape, b, p))
+      return 0;
+  return 1;
+}
+
+/* Channel ch's part of bucket 0 and its ring, on one line. */
+static void channel_line(FILE *out, const rs_run_t *run, int ch, size_t base,
+                         size_t off, size_t len) {
+  fprintf(out, "channel %d: elements %zu..%zu, ring", ch, base + off,
+          base + off + len - 1);
+  for (int p = 0; p < run->config.workers; p++)
+    fprintf(out, " %d", rs__rings_worker(run->shape, ch, p));
+  fprintf(out, "\n");
+}
+
 /* On NCCL's channels (--channels): how the bucket is cut between them,
- * and each one's ring (algo/channels.h). The steps below are one ring's,
- * as each channel runs them on its part. */
+ * each one's ring, and the rule the narration follows. */
 static void explain_channels(const narr_t *x, const rs_run_t *run) {
   const int C = rs__shape_channels(run->shape), W = x->pub.workers;
-  if (C == 1)
-    return;
   fprintf(x->out,
           "\nThe ring runs on %d of NCCL's channels: the bucket is cut "
           "between them as NCCL cuts an all-reduce's data (whole cells of "
           "16 KiB, a channel at least 32 KiB of traffic, the last the "
-          "rest), and each channel runs the steps below on its part, the "
-          "worker at place p of its ring doing what worker p does below, "
-          "sharing each link with the other channels.\n",
+          "rest), and each channel runs the ring's steps on its part along "
+          "its own ring (the worker at place p of it doing what rank p does "
+          "in a ring), sharing each link with the other channels.\n",
           C);
   for (int c = 0; c < C; c++) {
     size_t off, len;
@@ -574,14 +616,11 @@ static void explain_channels(const narr_t *x, const rs_run_t *run) {
                    &len);
     if (len == 0) {
       fprintf(x->out, "  channel %d: idle (the bucket is too small for it)\n",
-                c);
+              c);
       continue;
     }
-    fprintf(x->out, "  channel %d: elements %zu..%zu, ring", c, x->base + off,
-            x->base + off + len - 1);
-    for (int p = 0; p < W; p++)
-      fprintf(x->out, " %d", rs__rings_worker(run->shape, c, p));
-    fprintf(x->out, "\n");
+    fprintf(x->out, "  ");
+    channel_line(x->out, run, c, x->base, off, len);
   }
   const rs_rings_t *g = run->shape.rings;
   fprintf(x->out, "%s\n",
@@ -590,6 +629,72 @@ static void explain_channels(const narr_t *x, const rs_run_t *run) {
                 "docs/algorithms.md, \"The channels' rings\")"
               : "(every ring 0, 1, ..., W-1: on this network the channels "
                 "share every link)");
+  /* A channel on an earlier channel's ring order sends the same chunk
+   * numbers between the same workers at every step: its tables would be
+   * that channel's again, over other elements. A teacher shows each ring
+   * once, and says which channels repeat it. */
+  fprintf(x->out,
+          "The channels run side by side, each a ring of its own. Below, "
+          "each busy channel in turn, its part cut into %d chunks: its "
+          "steps in full where its ring order is new; a channel on an "
+          "earlier channel's ring order runs that channel's steps on its "
+          "own chunks, said in one line.\n",
+          W);
+  if (W >= 4) /* set_text's ranges, which count workers, not places */
+    fprintf(x->out,
+            "Three or more workers numbered in a row (%d wrapping round to "
+            "0) are written first-last: {%d-1} is %d, 0, 1.\n",
+            W - 1, W - 1, W - 1);
+}
+
+/* Every busy channel's narration (explain_channels's rule): its part
+ * (bucket 0's), cut into the algorithm's regions, replayed along its
+ * ring. */
+static int explain_each_channel(FILE *out, const rs_run_t *run,
+                                const narr_t *bucket) {
+  const int C = rs__shape_channels(run->shape), W = bucket->pub.workers;
+  explain_channels(bucket, run);
+  for (int c = 0; c < C; c++) {
+    size_t off, len;
+    rs__rings_part(bucket->n, run->elem_size, C, run->config.net.proto, c, &off,
+                   &len);
+    if (len == 0)
+      continue; /* (an idle channel has no part after it) */
+    int earlier = -1;
+    for (int j = 0; j < c && earlier < 0; j++)
+      if (same_ring(run->shape, j, c))
+        earlier = j;
+    narr_t x;
+    const rs_algo_t *a = narr_init(&x, out, run, run->config.algo, 0);
+    narr_part(&x, run, a, off, len);
+    for (int p = 0; p < W; p++)
+      x.ring[p] = rs__rings_worker(run->shape, c, p);
+    snprintf(x.title_prefix, sizeof x.title_prefix, "channel %d, ", c);
+    x.pub.whole = "its part";
+    fprintf(out, "\n");
+    channel_line(out, run, c, bucket->base, off, len);
+    char what[32];
+    snprintf(what, sizeof what, "part of channel %d", c);
+    explain_columns(&x, what, 0);
+    if (earlier >= 0) {
+      fprintf(out,
+              "Its ring is channel %d's: its steps are channel %d's, the "
+              "same workers sending the same chunk numbers to the same "
+              "workers, on channel %d's chunks.\n",
+              earlier, earlier, c);
+      continue;
+    }
+    explain_values(&x, run);
+    fprintf(out, "\nchannel %d, start\n", c);
+    print_table(&x);
+    a->narrate(&x.pub, mean_of(run));
+    for (int r = 0; r < W; r++)
+      for (int k = 0; k < x.cols; k++)
+        assert(x.held[r][k] == (1u << W) - 1); /* the schedule all-reduces */
+    narr_free(&x);
+  }
+  fprintf(out, "\n");
+  return RS_OK;
 }
 
 int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
@@ -605,8 +710,9 @@ int rs_explain(FILE *out, const rs_run_t *run, char *errmsg) {
                  "step, no transfer.\n");
     return RS_OK;
   }
-  explain_columns(&x, run->result.buckets > 1 ? "bucket" : "flat buffer");
-  explain_channels(&x, run);
+  if (rs__shape_channels(run->shape) > 1)
+    return explain_each_channel(out, run, &x);
+  explain_columns(&x, run->result.buckets > 1 ? "bucket" : "flat buffer", 1);
   explain_values(&x, run);
   fprintf(out, "\nstart\n");
   print_table(&x);
