@@ -210,6 +210,81 @@ class Tools(unittest.TestCase):
             self.assertEqual(im.format, "GIF")
             self.assertEqual(im.n_frames, 2 * (3 - 1) + 1)
 
+    # tools-channels: on NCCL's channels (--channels 2 on two nodes of two
+    # GPUs: rings 0 1 3 2 and 1 0 2 3) the chunk picture draws each
+    # channel's block of panels, titled with the channel, its part and its
+    # ring, its columns in its ring's order; each channel's replay counts
+    # a payload's contributors round its own ring, so after reduce-scatter
+    # step s the worker at place p holds, of chunk p-s-1, the places
+    # p-s-1 .. p; animate draws every channel's frames in turn.
+    def test_chunks_on_channels(self):
+        model = self.out("ch.json")
+        with open(model, "w") as f:
+            json.dump({"name": "ch", "params": [{"name": "g", "shape": [20000]}]}, f)
+        db = self.out("channels.db")
+        p = subprocess.run([RINGSIM, "-p", model, "--topo", "dgx-h100,nodes=2,gpus=2,nics=2",
+                            "--channels", "2", "--trace", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        W = 4
+        want = self.rows(db, "SELECT channel, min(elem_offset), max(elem_offset + elems) "
+                             "FROM transfer GROUP BY channel ORDER BY channel")
+        self.assertEqual([c for c, _, _ in want], [0, 1])
+        orders = {}
+        for c, _, _ in want:
+            senders = dict(self.rows(db, "SELECT chunk, src FROM transfer WHERE channel = ? AND "
+                                         "phase = 'reduce_scatter' AND step = 0 AND segment = 0",
+                                     c))
+            orders[c] = [senders[k] for k in range(W)]
+        self.assertNotEqual(orders[0], orders[1])
+        fig, title = self.figure_of("chunks", db, "-o", self.out("channels.png"))
+        self.assertIn("on 2 of NCCL's channels", title)
+        self.assertEqual(len(fig.subfigs), 2)
+        for sub, (c, a, b) in zip(fig.subfigs, want):
+            self.assertEqual(sub._suptitle.get_text(),
+                             f"channel {c}: elements [{a}, {b}), ring "
+                             + " ".join(map(str, orders[c])))
+            for ax in sub.axes:
+                if ax.axison:
+                    self.assertEqual([t.get_text() for t in ax.get_xticklabels()],
+                                     [f"w{w}" for w in orders[c]])
+        self.assert_image(self.out("channels.png"))
+        rc, _, err = self.tool_in("animate", db, "-o", self.out("channels.gif"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("(14 frames, 2 channels' in turn)", err)
+        from PIL import Image
+        with Image.open(self.out("channels.gif")) as im:
+            self.assertEqual(im.n_frames, 2 * (2 * (W - 1) + 1))
+        ringsim_plot = self.plot_module()
+        from ringsim_plot.replay import replay_holdings, run_channels
+        con = ringsim_plot.open_trace(db)
+        run = ringsim_plot.pick_run(con, db, None)
+        channels = run_channels(con, run)
+        self.assertEqual([(ch["channel"], ch["off"], ch["end"], ch["order"]) for ch in channels],
+                         [(c, a, b, orders[c]) for c, a, b in want])
+        for ch in channels:
+            order = ch["order"]
+            stages = replay_holdings(con, run, channel=ch)
+            self.assertEqual(len(stages), 2 * (W - 1) + 1)
+            for s in range(W - 1):
+                holds = stages[1 + s][1]
+                for p_ in range(W):
+                    c = (p_ - s - 1) % W
+                    self.assertEqual(holds[order[p_]][c],
+                                     {order[(p_ - k) % W] for k in range(s + 2)},
+                                     f"channel {ch['channel']} step {s} place {p_}")
+            self.assertTrue(all(cell == set(range(W)) for row in stages[-1][1] for cell in row))
+        con.close()
+        # a trace from before the channel column draws its one ring as ever
+        old = self.out("before-channels.db")
+        shutil.copy(self.db, old)
+        con = sqlite3.connect(old)
+        con.execute("ALTER TABLE transfer DROP COLUMN channel")
+        con.commit()
+        con.close()
+        for cmd, out in (("chunks", "before.png"), ("html", "before.html")):
+            rc, _, err = self.tool_in(cmd, old, "--run", 2, "-o", self.out(out))
+            self.assertEqual(rc, 0, err)
+
     def svg_texts(self, path):
         """The text elements of an SVG the tool wrote (text stays text)."""
         import xml.etree.ElementTree as ET

@@ -489,6 +489,71 @@ class Viewer(BrowserCase):
         self.shot("hier")
         self.assert_no_console_errors()
 
+    # viewer-channels: on NCCL's channels (--channels 2 on two nodes of
+    # two GPUs: rings 0 1 3 2 and 1 0 2 3) the bucket selector lists each
+    # channel with its part and ring; channel 1's view puts its columns in
+    # its ring's order, and every cell at every step holds what that
+    # channel's transfers say, their contributors counted round its ring
+    # (trace-schema.md); every arrow but the wrap goes one column right.
+    def test_channels_every_step(self):
+        model = os.path.join(self.dir, "ch.json")
+        with open(model, "w") as f:
+            json.dump({"name": "ch", "params": [{"name": "g", "shape": [20000]}]}, f)
+        db, page = os.path.join(self.dir, "channels.db"), os.path.join(self.dir, "channels.html")
+        p = run_ringsim("-p", model, "--topo", "dgx-h100,nodes=2,gpus=2,nics=2", "--channels", 2,
+                        "--trace", db)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run_tool("html", db, "-o", page)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        W, ch = 4, 1
+        senders = dict(con.execute("SELECT chunk, src FROM transfer WHERE channel = ? AND "
+                                   "phase = 'reduce_scatter' AND step = 0 AND segment = 0", (ch,)))
+        order = [senders[k] for k in range(W)]
+        self.assertNotEqual(order, sorted(order))
+        part = con.execute("SELECT min(elem_offset), max(elem_offset + elems) FROM transfer "
+                           "WHERE channel = ?", (ch,)).fetchone()
+        self.open(page)
+        options = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('select.bucket option')]"
+            ".map(o => o.textContent)", self.pane())
+        label = f"channel {ch}: elements [{part[0]}, {part[1]}), ring {' '.join(map(str, order))}"
+        self.assertEqual(len(options), 2, options)
+        self.assertTrue(options[1].endswith(label), options)
+        self.select_bucket(1)
+        heads = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('svg text.head')]"
+            ".map(t => [+t.dataset.col, t.textContent])", self.pane())
+        self.assertEqual([name for _, name in sorted(heads)], [f"w{w}" for w in order])
+        rank = {w: i for i, w in enumerate(order)}
+        held = {(w, c): {w} for w in range(W) for c in range(W)}
+        rows = con.execute(
+            "SELECT phase, step, dst, chunk, contrib_first, contrib_count FROM transfer "
+            "WHERE channel = ? AND segment = 0 ORDER BY phase = 'all_gather', step",
+            (ch,)).fetchall()
+        stages = [("reduce_scatter", s) for s in range(W - 1)] + \
+            [("all_gather", s) for s in range(W - 1)]
+        for i in range(len(stages) + 1):
+            if i:
+                self.click(".next")
+                for ph, st, dst, chunk, first, count in rows:
+                    if (ph, st) == stages[i - 1]:
+                        payload = {order[(rank[first] + k) % W] for k in range(count)}
+                        held[(dst, chunk)] = payload | {dst} if ph == "reduce_scatter" else payload
+            (n, phase, step, text), cells = self.read()
+            self.assertEqual(n, i, text)
+            self.assertIn(f"bucket 0, {label}; step {i} ", text)
+            got = {k: parse_held(v, W) for k, v in cells.items()}
+            self.assertEqual(got, held, f"channel {ch}, stage {i}: {text}")
+            if i == 1:  # the ring's neighbours are neighbouring columns
+                paths = self.driver.execute_script(
+                    "return [...arguments[0].querySelectorAll('svg .arrow')]"
+                    ".map(a => a.getAttribute('d'))", self.pane())
+                self.assertEqual(len(paths), W)
+                self.assertEqual(sum(" M" in d for d in paths), 1, paths)  # one wrap
+        self.assert_no_console_errors()
+
     # viewer-2: a cell's history lists the transfers into it (SQL's, with
     # their bytes); clicking one shows its trace row; an arrow does too.
     def test_cell_history_and_trace_row(self):

@@ -8,12 +8,15 @@ import math
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError
 from .replay import (algo_name, algo_steps, average_pre, phase_label, replay_holdings,
-    replay_regions, ring_ranges, run_algo, run_failed, worker_states)
+    replay_regions, ring_ranges, run_algo, run_channels, run_failed, worker_states)
 from .style import figure, fit_title, titled
 
 
 CHUNKS_MAX_WORKERS = 16  # the ring's chunk diagram
 CHUNKS_MAX_WORKERS_OTHER = 8  # every other algorithm's, as --explain
+# NCCL's channels (ringsim --channels) one picture or animation draws, a
+# block of panels each; the page (html) shows every one
+CHUNKS_MAX_CHANNELS = 4
 
 
 def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
@@ -21,7 +24,9 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     (the ring) or region (regions: replay_regions's; its moves are (src,
     dst, first region, end region, received)). ctx: {'op', 'pre', 'crashed':
     {worker: (phase, step)}, 'steps': the algorithm's steps in order} from
-    chunk_context (None: a plain sum)."""
+    chunk_context (None: a plain sum); on one of NCCL's channels its
+    'order': the workers column by column, along its ring (else worker w
+    is column w)."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
@@ -29,12 +34,15 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     title, holds, moves, info = stage
     ring = regions is None
     R = W if ring else len(regions)
+    columns = ctx.get("order") or list(range(W))  # the worker in each column
+    col = {w: i for i, w in enumerate(columns)}
     if ring:
         moves = [(src, dst, c, c + 1, received) for src, dst, c, received in moves]
     cmap = mcolors.LinearSegmentedColormap.from_list("held", ["#f2f2f2", "#2a7a3b"])
     ax.set_xlim(-0.75, W - 0.25)
     ax.set_ylim(R - 0.5, -0.5)
-    cell_pt = 72 * ax.get_position().width * ax.figure.get_figwidth() / (W + 0.5)
+    root = ax.figure if hasattr(ax.figure, "get_figwidth") else ax.figure.figure  # (a subfigure's)
+    cell_pt = 72 * ax.get_position().width * root.get_figwidth() / (W + 0.5)
     # the figure's widest label (chunks_figure, animate) fits its cell
     font = ctx.get("font") or max(3.5, min(8.0, cell_pt * 0.92 / ctx.get("widest", 3.0)))
     rs_done = ring and (info["phase"] == "all_gather" or
@@ -44,23 +52,24 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     order = {ps: i for i, ps in enumerate(steps)}
     dead_columns = []
     cells, colours, outlined, hatched = [], [], [], []
-    for w in range(W):
+    for x, w in enumerate(columns):
         crash = ctx["crashed"].get(w)
         dead = crash is not None and info["phase"] is not None and \
             order.get((info["phase"], info["step"]), -1) >= order.get(tuple(crash), len(order))
         for c in range(R):
             held = holds[w][c]
-            owner = rs_done and c == (w + 1) % W
-            cells.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+            # the ring's rank x owns chunk x + 1 (the worker at place x of a channel's ring)
+            owner = rs_done and c == (x + 1) % W
+            cells.append(Rectangle((x - 0.45, c - 0.42), 0.9, 0.84))
             colours.append(cmap(len(held) / W))
             if owner:
-                outlined.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+                outlined.append(Rectangle((x - 0.45, c - 0.42), 0.9, 0.84))
             if dead:
-                hatched.append(Rectangle((w - 0.45, c - 0.42), 0.9, 0.84))
+                hatched.append(Rectangle((x - 0.45, c - 0.42), 0.9, 0.84))
             label = ring_ranges(held, W)
             # out of the layout: thousands of labels at W=16 would make
             # the layout engine measure each one
-            ax.text(w, c - 0.12, label, ha="center", va="center", fontsize=font,
+            ax.text(x, c - 0.12, label, ha="center", va="center", fontsize=font,
                     color="white" if len(held) > W / 2 else "black").set_in_layout(False)
         dead_columns.append(dead)
     # one collection each (a patch per cell is slow at W=16)
@@ -72,8 +81,8 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
         ax.add_collection(PatchCollection(hatched, facecolors="none", edgecolors="#c0392b",
                                           linewidths=0, hatch="///"))
     # an arrow on every row (chunk or region) the transfer carries
-    for src, dst, first, end, received in [(m[0], m[1], c, c + 1, m[4]) for m in moves
-                                           for c in range(m[2], m[3])]:
+    for src, dst, first, end, received in [(col[m[0]], col[m[1]], c, c + 1, m[4])
+                                           for m in moves for c in range(m[2], m[3])]:
         colour = "#c0392b" if received else "0.45"
         style = dict(arrowstyle="->", color=colour, lw=1.1, linestyle="-" if received else "--",
                      shrinkA=0, shrinkB=0)
@@ -94,8 +103,8 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
             ax.text(dst - 0.2, y, "\u00d7", color="#c0392b", fontsize=font * 1.4, ha="center",
                     va="center", fontweight="bold")
     ax.set_xticks(range(W))
-    ax.set_xticklabels([f"w{w}\ncrashed" if dead_columns[w] else f"w{w}" for w in range(W)],
-                       fontsize=min(7, font + 1))
+    ax.set_xticklabels([f"w{w}\ncrashed" if dead_columns[x] else f"w{w}"
+                        for x, w in enumerate(columns)], fontsize=min(7, font + 1))
     for w, tick in enumerate(ax.get_xticklabels()):
         if dead_columns[w]:
             tick.set_color("#c0392b")
@@ -120,10 +129,9 @@ def draw_chunks_stage(ax, stage, W, ctx=None, regions=None):
     ax.set_title(wrap_to(title, ctx.get("panel_w"), title_pt), fontsize=title_pt)
 
 
-def chunk_stages(con, run):
-    """(stages, regions) of the run's chunk diagram: the ring's by chunk
-    (replay_holdings; regions None), any other algorithm's by region
-    (replay_regions). Refuses runs too large to draw."""
+def check_drawable(run):
+    """Refuse a run the chunk diagram cannot draw: auto's, too many
+    workers, one worker."""
     W, algo = run["workers"], run_algo(run)
     if algo == "auto":
         raise ToolError(f"run {run['run_id']} chose an algorithm per bucket (--algo auto); the "
@@ -136,9 +144,56 @@ def chunk_stages(con, run):
     if W < 2:
         raise ToolError(f"run {run['run_id']} has 1 worker: there is no "
                         f"{'ring' if algo == 'ring' else 'transfer'} to draw")
-    if algo == "ring":
+
+
+def chunk_stages(con, run):
+    """(stages, regions) of the run's chunk diagram: the ring's by chunk
+    (replay_holdings; regions None), any other algorithm's by region
+    (replay_regions). Refuses runs too large to draw."""
+    check_drawable(run)
+    if run_algo(run) == "ring":
         return replay_holdings(con, run), None
     return replay_regions(con, run)
+
+
+def chunk_channels(con, run):
+    """The chunk diagram channel by channel: a list of (channel, stages,
+    regions), stages and regions as chunk_stages's. On one channel one
+    entry, channel None: the diagram as it always was. On NCCL's channels
+    (the trace's channel column) each busy channel's own: its chunks (the
+    ring) or regions of its part, channel run_channels's dict (its number,
+    part and ring order), the first CHUNKS_MAX_CHANNELS of them; and
+    every channel there was (run_channels's list)."""
+    check_drawable(run)
+    channels = run_channels(con, run)
+    if len(channels) <= 1:
+        return [(None, *chunk_stages(con, run))], channels
+    out = []
+    for ch in channels[:CHUNKS_MAX_CHANNELS]:
+        if run_algo(run) == "ring":
+            out.append((ch, replay_holdings(con, run, channel=ch), None))
+        else:
+            out.append((ch, *replay_regions(con, run, channel=ch)))
+    return out, channels
+
+
+def channel_label(ch):
+    """A channel's name, part and ring: 'channel 1: elements [8192, 16384),
+    ring 1 0 2 3'."""
+    text = f"channel {ch['channel']}: elements [{ch['off']}, {ch['end']})"
+    if ch["order"]:
+        text += ", ring " + " ".join(map(str, ch["order"]))
+    return text
+
+
+def channels_left_out(drawn, channels):
+    """The sentence naming the channels a picture leaves out ('' none)."""
+    left = [ch["channel"] for ch in channels[len(drawn):]]
+    if not left:
+        return ""
+    names = f"{left[0]}-{left[-1]}" if len(left) > 2 else ", ".join(map(str, left))
+    return (f"channel{'s' if len(left) > 1 else ''} {names} of {len(channels)} not drawn "
+            f"(ringsim-plot html shows every one)")
 
 
 def chunk_context(con, run):
@@ -241,6 +296,9 @@ def widest_label(stages, W):
 
 def chunks_figure(con, run):
     """The chunk diagram's figure and title (cmd_chunks saves it)."""
+    drawn, channels = chunk_channels(con, run)
+    if drawn[0][0] is not None:
+        return channels_figure(con, run, drawn, channels)
     stages, regions = chunk_stages(con, run)
     ctx = chunk_context(con, run)
     W = run["workers"]
@@ -283,6 +341,66 @@ def chunks_figure(con, run):
     fig.set_figheight(fig.get_figheight() + extra)
     fig.suptitle(shown, fontsize=10, color="#c0392b" if run_failed(run) else "black")
     return fig, title  # the metadata's title unwrapped
+
+
+def channels_figure(con, run, drawn, channels):
+    """The chunk diagram on NCCL's channels: a block of panels per channel
+    drawn (chunk_channels), one under the other, each titled with its
+    channel, its part and its ring, its columns the workers in its ring's
+    order (so every arrow but the ring's wrap goes one column right), its
+    panels as one channel's (chunk_panels, chunks_layout)."""
+    ctx = chunk_context(con, run)
+    W = run["workers"]
+    ctx["widest"] = max(widest_label(stages, W) for _, stages, _ in drawn)
+    blocks, notes = [], []
+    for ch, stages, regions in drawn:
+        shown, left_out = chunk_panels(stages, W, regions is None)
+        if left_out:
+            notes.append(left_out)
+        blocks.append((ch, shown, regions, chunks_layout(shown, W)))
+    cols = max(b[3][0] for b in blocks)
+    panel_w, panel_h = blocks[0][3][2], blocks[0][3][3]
+    if W > CHUNKS_ALL_STEPS_UP_TO:  # a cell's width, as chunks_figure's
+        ctx["font"] = min(10.0, 72 * panel_w * 0.88 / (W + 0.5) * 0.92 / ctx["widest"])
+    width = cols * panel_w
+    buckets = f" (the first of {run['buckets']} buckets)" if run["buckets"] > 1 else ""
+    what = "chunk" if drawn[0][2] is None else "region"
+    title = (f"run {run['run_id']}: {algo_name(run)} all-reduce, {W} workers on "
+             f"{len(channels)} of NCCL's channels: whose contributions each worker (column) "
+             f"holds for each {what} (row) of each channel's part{buckets}, a block of panels "
+             f"per channel, its columns in its ring's order{ring_example(W)}\n"
+             f"arrows: that step's transfers (dashed with \u00d7: never received)"
+             + ("; outlined: the chunk's owner after reduce-scatter" if what == "chunk" else ""))
+    left = channels_left_out(drawn, channels)
+    for note in ([left] if left else []) + notes[:1]:
+        title += "\n" + note
+    title = titled(title, run)
+    shown_title = fit_title(title, width, 10)
+    lines = shown_title.count("\n") + 1
+    heights = [b[3][1] * panel_h + 0.45 for b in blocks]
+    fig = figure(figsize=(width, sum(heights) + 0.2 * lines + 0.2), layout="constrained")
+    subfigs = fig.subfigures(len(blocks), 1, squeeze=False, height_ratios=heights).flat
+    ctx["panel_w"] = panel_w
+    all_rows = []
+    for sub, (ch, shown, regions, (_, rows, _, _)) in zip(subfigs, blocks):
+        label = channel_label(ch)
+        if regions is not None:
+            label += "; " + ", ".join(f"{name} = elements {off}..{off + n - 1}"
+                                      for name, off, n in regions)
+        sub.suptitle(fit_title(label, width, 9), fontsize=9, fontweight="bold")
+        axes = sub.subplots(rows, cols, squeeze=False)
+        chctx = dict(ctx, order=ch["order"])
+        for i, ax in enumerate(axes.flat):
+            if i < len(shown):
+                draw_chunks_stage(ax, shown[i], W, chctx, regions)
+            else:
+                ax.axis("off")
+        all_rows.extend(axes)
+    extra = sum(max([0] + [ax.get_title().count("\n") - 1 for ax in row]) *
+                row[0].title.get_fontsize() * 1.25 / 72 for row in all_rows)
+    fig.set_figheight(fig.get_figheight() + extra)
+    fig.suptitle(shown_title, fontsize=10, color="#c0392b" if run_failed(run) else "black")
+    return fig, title
 
 
 def cmd_chunks(con, run, args):

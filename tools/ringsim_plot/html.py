@@ -10,8 +10,8 @@ import os
 from .output import ToolError, clean, progress, replacing
 from .replay import (ALGO_NAMES, algo_name, bucket_algos, channel_column, contributors, has_sim_times,
     injected_faults, phases_present, pick_run, replay_holdings, replay_regions, ring_ranges,
-    run_algo, run_failed, run_gpus, schedule_messages, status_line, time_columns, transfer_count,
-    tree_chunks)
+    run_algo, run_channels, run_failed, run_gpus, schedule_messages, status_line, time_columns,
+    transfer_count, tree_chunks)
 from .timeline import TIMELINE_DETAIL_LIMIT
 from .topo import MAX_GPUS, MAX_NODES, run_topology, topo_data
 
@@ -63,11 +63,12 @@ def viewer_template():
                     "package ringsim_plot (the page's template is installed with the tool)")
 
 
-def message_details(con, run, bucket, ring):
+def message_details(con, run, bucket, ring, channel=None):
     """The transfers of one bucket (first iteration) merged into messages as
     the replays merge them: {key: detail}; the key is (phase, step, src,
     dst, chunk) for the ring, (phase, step, src, dst, contrib_first,
-    contrib_count, half) otherwise (schedule_messages's)."""
+    contrib_count, half) otherwise (schedule_messages's). channel: one of
+    NCCL's channels' number (its transfers alone; None: every one)."""
     H = tree_chunks(run["workers"])
     tree = run_algo(run) == "tree"
     cols = ", ".join(TRANSFER_COLUMNS)
@@ -79,10 +80,12 @@ def message_details(con, run, bucket, ring):
     SS, SR = col["sim_send_ns"], col["sim_recv_ns"]
     # (each transfer's channel, NCCL's: a message merges those of its
     # chunk on every channel that moves it between the two workers)
+    chan = channel_column(con)
+    only = (f"AND {chan} = ? ", (channel,)) if channel is not None else ("", ())
     for *row, channel in con.execute(
-            f"SELECT {cols}, {channel_column(con)} FROM transfer WHERE run_id = ? "
+            f"SELECT {cols}, {chan} FROM transfer WHERE run_id = ? "
             "AND bucket = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
-            "ORDER BY seq", (run["run_id"], bucket, run["run_id"])):
+            + only[0] + "ORDER BY seq", (run["run_id"], bucket, run["run_id"]) + only[1]):
         if ring:
             key = (row[PH], row[ST], row[SRC], row[DST], row[CH])
         else:
@@ -105,29 +108,34 @@ def message_details(con, run, bucket, ring):
     return out
 
 
-def chunk_view_bucket(con, run, bucket, algo):
+def chunk_view_bucket(con, run, bucket, algo, channel=None):
     """One bucket's chunk view: its rows (chunks or regions), and per stage
     the cells that changed (worker, row, contributors as ranges round the
     ring) and the messages it carried, each with its bytes, times,
     contributors and first trace row. The replay is the chunks command's
-    (replay_holdings, replay_regions), so the page and the picture agree."""
+    (replay_holdings, replay_regions), so the page and the picture agree.
+    channel: one of NCCL's channels (run_channels's dict): that channel's
+    view of the bucket, its chunks of its part, which says the channel,
+    its part and its ring's order (the page's columns)."""
     W = run["workers"]
     brun = dict(run, algo=algo)
     gpus = run_gpus(brun)
     ring = algo == "ring"
+    number = channel["channel"] if channel else None
+    order = channel["order"] if channel else None
     if ring:
-        stages, regions = replay_holdings(con, brun, bucket), None
+        stages, regions = replay_holdings(con, brun, bucket, channel), None
         rows = [{"label": f"c{c}", "off": None, "elems": None} for c in range(W)]
     else:
-        stages, regions = replay_regions(con, brun, bucket)
+        stages, regions = replay_regions(con, brun, bucket, channel)
         rows = [{"label": name, "off": off, "elems": n} for name, off, n in regions]
-    details = message_details(con, brun, bucket, ring)
+    details = message_details(con, brun, bucket, ring, number)
     # on NCCL's channels (ringsim --channels) each message says its channels
     multi = con.execute(f"SELECT max({channel_column(con)}) FROM transfer WHERE run_id = ?",
                         (run["run_id"],)).fetchone()[0]
     by_arrow = {}
     if not ring:
-        for m in schedule_messages(con, brun, bucket):
+        for m in schedule_messages(con, brun, bucket, number):
             ks = [k for k, (_, a, n) in enumerate(regions) if m["off"] <= a and a + n <= m["end"]]
             span = (ks[0], ks[-1] + 1) if ks else (0, 0)
             by_arrow.setdefault((m["phase"], m["step"], m["src"], m["dst"], *span), []).append(
@@ -163,14 +171,18 @@ def chunk_view_bucket(con, run, bucket, algo):
                              "phase": info["phase"], "step": info["step"],
                              "bytes": d.get("bytes"), "segs": d.get("segs"), "t0": d.get("t0"),
                              "t1": d.get("t1"), "s0": d.get("s0"), "s1": d.get("s1"),
-                             "contrib": ring_ranges(contributors(first, count, W, gpus, src, dst),
+                             "contrib": ring_ranges(contributors(first, count, W, gpus, src, dst,
+                                                                 order),
                                                     W) if count is not None else None,
                              "row": d.get("row"),
                              **({"channels": channels} if multi else {})})
         out_stages.append({"title": title, "phase": info["phase"], "step": info["step"],
                            "cells": cells, "arrows": ids})
-    return {"bucket": bucket, "algo": algo, "algo_name": ALGO_NAMES.get(algo, algo),
+    view = {"bucket": bucket, "algo": algo, "algo_name": ALGO_NAMES.get(algo, algo),
             "ring": ring, "rows": rows, "stages": out_stages, "messages": messages}
+    if channel:
+        view.update(channel=number, part=[channel["off"], channel["end"]], order=order)
+    return view
 
 
 def timeline_view(con, run, clock):
@@ -256,7 +268,8 @@ def html_run(con, run):
             (rid, rid))]
         total = 0
         for bucket in buckets:
-            if len(out["chunks"]) >= HTML_CHUNK_BUCKETS or total >= HTML_CHUNK_MESSAGES:
+            if len({v["bucket"] for v in out["chunks"]}) >= HTML_CHUNK_BUCKETS or \
+                    total >= HTML_CHUNK_MESSAGES:
                 out["chunk_note"] = (f"the chunk view holds buckets {buckets[0]}-{bucket - 1} of "
                                      f"{len(buckets)} (the first {HTML_CHUNK_MESSAGES:,} messages "
                                      f"or {HTML_CHUNK_BUCKETS} buckets); the timeline has them all")
@@ -264,9 +277,12 @@ def html_run(con, run):
             algo = algos.get(bucket, run_algo(run))
             if algo == "auto":
                 algo = "ring"
-            view = chunk_view_bucket(con, run, bucket, algo)
-            total += len(view["messages"])
-            out["chunks"].append(view)
+            # on NCCL's channels a view per channel (the selector's entries)
+            channels = run_channels(con, dict(run, algo=algo), bucket)
+            for channel in channels if len(channels) > 1 else [None]:
+                view = chunk_view_bucket(con, run, bucket, algo, channel)
+                total += len(view["messages"])
+                out["chunks"].append(view)
     out["clocks"] = {"wall": timeline_view(con, run, "wall")} if n else {}
     if n and has_sim_times(con, run):
         out["clocks"]["sim"] = timeline_view(con, run, "sim")

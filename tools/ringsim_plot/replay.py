@@ -278,11 +278,16 @@ def transfer_count(con, run_id):
     return con.execute("SELECT count(*) FROM transfer WHERE run_id = ?", (run_id,)).fetchone()[0]
 
 
-def contributors(first, count, workers, gpus=None, src=None, dst=None):
+def contributors(first, count, workers, gpus=None, src=None, dst=None, order=None):
     """The workers whose contributions a payload holds: contrib_first ..
-    +contrib_count round all W; a hier run's message within a node (gpus:
-    its G, from run_gpus; src and dst on one node) that holds fewer than
-    all W, round that node's G workers (docs/trace-schema.md)."""
+    +contrib_count round all W; on one of NCCL's channels (order: its ring,
+    the workers in its order) round that ring from contrib_first; a hier
+    run's message within a node (gpus: its G, from run_gpus; src and dst
+    on one node) that holds fewer than all W, round that node's G workers
+    (docs/trace-schema.md)."""
+    if order is not None and first in order:
+        p = order.index(first)
+        return {order[(p + k) % workers] for k in range(count)}
     if gpus and src // gpus == dst // gpus and count < workers:
         node = src // gpus * gpus
         return {node + (first + k) % gpus for k in range(count)}
@@ -564,7 +569,15 @@ def snapshot(holds):
     return [list(row) for row in holds]
 
 
-def replay_holdings(con, run, bucket=None):
+def channel_clause(con, channel):
+    """SQL and its parameters for the channel a replay reads (None: every
+    transfer, as on one channel)."""
+    if channel is None:
+        return "", ()
+    return f"AND {channel_column(con)} = ? ", (channel,)
+
+
+def replay_holdings(con, run, bucket=None, channel=None):
     """Replay the ring from the trace: after each step, whose contributions
     each worker's copy of each chunk holds. Returns a list of
     (title, holds, arrows, info) per stage, starting with the inputs;
@@ -572,17 +585,21 @@ def replay_holdings(con, run, bucket=None):
     received), info a dict with the stage's phase and step (None at the start).
     A transfer sent but never received (a failed run) is an arrow with
     received False and changes nothing. bucket: which bucket (default the
-    first)."""
+    first). channel: one of NCCL's channels (run_channels's dict), whose
+    chunks of its part are replayed, the contributors counted round its
+    ring; None: every transfer (a run on one channel)."""
     W = run["workers"]
     holds = [[{w} for _ in range(W)] for w in range(W)]
     stages = [("start: each worker holds its own gradient", snapshot(holds),
                [], {"phase": None, "step": None})]
+    chan, chan_args = channel_clause(con, channel and channel["channel"])
+    order = channel["order"] if channel else None
     rows = con.execute(
         "SELECT phase, step, src, dst, chunk, contrib_first, contrib_count, "
         "recv_end_ns IS NOT NULL FROM transfer "
         "WHERE run_id = ? AND segment = 0 AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
-        + bucket_clause(bucket) + "ORDER BY phase = 'all_gather', step, src",
-        (run["run_id"],) * (2 if bucket is not None else 3)).fetchall()
+        + bucket_clause(bucket) + chan + "ORDER BY phase = 'all_gather', step, src",
+        (run["run_id"],) * (2 if bucket is not None else 3) + chan_args).fetchall()
     by_step = {}
     for row in rows:
         by_step.setdefault((row[0], row[1]), []).append(row)
@@ -594,7 +611,7 @@ def replay_holdings(con, run, bucket=None):
             for ph, st, src, dst, chunk, first, count, received in arrivals:
                 if not received:
                     continue
-                payload = contributors(first, count, W)
+                payload = contributors(first, count, W, order=order)
                 if ph == "reduce_scatter":
                     holds[dst][chunk] = holds[dst][chunk] | payload
                 else:
@@ -625,21 +642,24 @@ def receives_by_copy(algo, phase, step):
         (algo == "rhd" and phase == "reduce" and step == 1)
 
 
-def schedule_messages(con, run, bucket=None):
+def schedule_messages(con, run, bucket=None, channel=None):
     """The messages of the first bucket of the first iteration, read from
     the trace: the segments of one message (same phase, step, sender,
     receiver and contributors; for the tree, the same half) merged into one
     region. A list of dicts (phase, step, src, dst, first, count, off, end,
     received, t, half), in the order they were sent; off and end count
     elements from the bucket's start. bucket: which bucket (default the
-    first)."""
+    first); channel: one of NCCL's channels' number (its messages alone;
+    None: every one)."""
     rid = run["run_id"]
+    chan, chan_args = channel_clause(con, channel)
+    where = ("WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+             + bucket_clause(bucket))
+    args = (rid,) * (2 if bucket is not None else 3)
     rows = con.execute(
         "SELECT phase, step, src, dst, chunk, elem_offset, elems, contrib_first, contrib_count, "
         "recv_end_ns IS NOT NULL, send_begin_ns FROM transfer "
-        "WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
-        + bucket_clause(bucket) + "ORDER BY send_begin_ns, src, seq",
-        (rid,) * (2 if bucket is not None else 3)).fetchall()
+        + where + chan + "ORDER BY send_begin_ns, src, seq", args + chan_args).fetchall()
     H = tree_chunks(run["workers"])
     tree = run_algo(run) == "tree"
     messages = {}
@@ -655,6 +675,9 @@ def schedule_messages(con, run, bucket=None):
             m["off"], m["end"] = min(m["off"], off), max(m["end"], off + elems)
             m["received"] = m["received"] and bool(received)
     base = min((m["off"] for m in messages.values()), default=0)
+    if channel is not None:  # from the bucket's start, not the channel's part's
+        base = con.execute("SELECT min(elem_offset) FROM transfer " + where,
+                           args).fetchone()[0] or 0
     for m in messages.values():
         m["off"] -= base
         m["end"] -= base
@@ -674,7 +697,7 @@ def tree_depths(messages, phase, half):
     return depth
 
 
-def replay_regions(con, run, bucket=None):
+def replay_regions(con, run, bucket=None, channel=None):
     """Replay any algorithm from its trace (the ring's as replay_holdings
     does, by chunk): whose contributions each worker's copy of each region
     holds after each step. The regions are the pieces the messages cut the
@@ -691,10 +714,12 @@ def replay_regions(con, run, bucket=None):
     folds the payload's contributors (the trace's contrib_first,
     contrib_count) into its region's, or copies them (receives_by_copy);
     linear's root adds its own data, set aside, after the last reduce.
-    bucket: which bucket (default the first)."""
+    bucket: which bucket (default the first); channel: one of NCCL's
+    channels (run_channels's dict: its messages alone, its regions those
+    of its part; None: every message)."""
     W, algo = run["workers"], run_algo(run)
     gpus = run_gpus(run)
-    messages = schedule_messages(con, run, bucket)
+    messages = schedule_messages(con, run, bucket, channel and channel["channel"])
     cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
     if not cuts:
         raise ToolError(f"run {run['run_id']} has no transfers to draw")
@@ -766,3 +791,35 @@ def channel_column(con):
     expression: 0 in a trace from before the column, or in its older runs."""
     cols = {r[1] for r in con.execute("PRAGMA table_info(transfer)")}
     return "coalesce(channel, 0)" if "channel" in cols else "0"
+
+
+def run_channels(con, run, bucket=None):
+    """NCCL's channels (ringsim --channels) that moved the bucket (default
+    the first) in the first iteration, from the trace's channel column:
+    a list of dicts, channel by channel: channel (its number), off and
+    end (its part: elements [off, end) of the flat buffer) and order (the
+    ring's: the workers along it, position p the sender of chunk p at
+    reduce-scatter step 0, as rank p sends chunk p; None for another
+    algorithm, or where the trace cannot say). One entry for a run on one
+    channel (channel 0), as for a trace from before the column."""
+    rid = run["run_id"]
+    chan = channel_column(con)
+    where = ("WHERE run_id = ? AND iter = (SELECT min(iter) FROM transfer WHERE run_id = ?) "
+             + bucket_clause(bucket))
+    args = (rid,) * (2 if bucket is not None else 3)
+    # (by the name: a trace from before the column groups by the constant 0)
+    rows = con.execute(f"SELECT {chan} AS ch, min(elem_offset), max(elem_offset + elems) "
+                       "FROM transfer " + where + "GROUP BY ch ORDER BY ch", args).fetchall()
+    out = []
+    W = run["workers"]
+    for ch, off, end in rows:
+        order = None
+        if run_algo(run) == "ring":
+            senders = dict(con.execute(
+                "SELECT chunk, src FROM transfer " + where + f"AND {chan} = ? "
+                "AND phase = 'reduce_scatter' AND step = 0 AND segment = 0", args + (ch,)))
+            order = [senders.get(p) for p in range(W)]
+            if sorted(w for w in order if w is not None) != list(range(W)):
+                order = None
+        out.append({"channel": ch, "off": off, "end": end, "order": order})
+    return out
