@@ -231,11 +231,21 @@ static size_t bucket_segs(const rs_sim_job_t *job, const rs_simrun_t *s,
 }
 
 /* A bucket of a streaming schedule begins: every worker's segments'
- * data ready at its clock, no slot taken (netmodel.h). */
+ * data ready at its clock, no slot taken (netmodel.h); of one on
+ * channels, every channel at its clock. */
 static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
+  const size_t C = (size_t)s->channels;
+  if (!s->seg_mem && s->channel_mem) { /* (channels, not streaming) */
+    for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
+      rs__sim_stream(&s->clocks[r], 0, 0,
+                     (rs_sim_mem_t){NULL, NULL,
+                                    s->channel_mem + (size_t)r * 4 * C},
+                     0, 0);
+    return;
+  }
   if (!s->seg_mem || rs__simrun_stopped(s))
     return;
-  const size_t segs = bucket_segs(job, s, b), C = (size_t)s->channels;
+  const size_t segs = bucket_segs(job, s, b);
   for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
     rs__sim_stream(&s->clocks[r], 1, segs,
                    (rs_sim_mem_t){s->seg_mem + (size_t)r * C * s->seg_cap,
@@ -312,6 +322,10 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
          !(s->slot_mem = calloc(W * C * s->slot_cap, sizeof *s->slot_mem)) ||
          !(s->channel_mem = calloc(W * 4 * C, sizeof *s->channel_mem))))
       return RS_ENOMEM;
+  } else if (s->channels > 1 && (a->caps & RS__CAP_CHANNELS) &&
+             !(s->channel_mem = calloc((size_t)workers * 4 * (size_t)s->channels,
+                                       sizeof *s->channel_mem))) {
+    return RS_ENOMEM; /* (channels without streaming: their clocks alone) */
   }
   /* A topology of several nodes: its NICs' load under a's schedule (one
    * that does not hold the W workers, which rs_netmodel_check refuses,

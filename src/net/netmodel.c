@@ -317,9 +317,9 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
 }
 
 /* ---- channels ------------------------------------------------------------
- * NCCL's channels on a streaming worker's clock (netmodel.h's rs_simclock_t:
- * each channel its own segments, messages in flight, clock and share of
- * the ports). */
+ * NCCL's channels on a worker's clock (netmodel.h's rs_simclock_t: each
+ * channel its own clock and share of the ports, and streaming its own
+ * segments and messages in flight). */
 
 /* The time a segment of bytes (on the wire) that takes wire alone takes
  * on its channel's share of the ports: busy times the port's time (the
@@ -345,7 +345,8 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
                        uint64_t *arrive_ns, uint64_t *wire_ns) {
   const size_t ch = (size_t)c->channel;
   uint64_t *const link = &RS_SIM_CHANNEL(c, LINK)[ch];
-  uint64_t *const slot = c->slot_arrive + ch * c->slot_cap;
+  /* (its slots' arrivals: none without streaming, slot_cap 0) */
+  uint64_t *const slot = c->slot_cap ? c->slot_arrive + ch * c->slot_cap : NULL;
   const uint64_t ready =
       seg < c->seg_cap
           ? rs__sat_add(c->seg_ready[ch * c->seg_cap + seg], c->straggler_ns)

@@ -68,9 +68,14 @@ typedef struct rs_simclock {
    * time on it; link_free and in_free are then the latest of them, and
    * clock the latest of the channels' clocks. channel: the channel of the
    * next rs__sim_send or rs__sim_recv, which its caller sets. One channel
-   * is the ring as it was: the whole ports, link_free and in_free. */
+   * is the ring as it was: the whole ports, link_free and in_free.
+   * A schedule that does not stream (the tree) runs on channels too:
+   * each its own clock and shares of the ports, as above, but no
+   * segments or slots of its own (seg_cap and slot_cap 0: a segment
+   * leaves after its channel's last receive, as one channel's does).
+   * on_channels: either way, c->channels > 1 with its words set. */
   int stream, slots;
-  uint8_t channels, channel, busy;
+  uint8_t channels, channel, busy, on_channels;
   uint8_t off_node; /* of the busy channels, those it sends off node */
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
@@ -164,8 +169,12 @@ static inline void rs__sim_launch(rs_simclock_t *c) {
 /* A step begins: a straggler computes first (a streaming worker's
  * straggler delays each segment it sends instead: rs__sim_send). */
 static inline void rs__sim_step(rs_simclock_t *c) {
-  if (c->net && !c->stream)
-    c->clock = rs__sat_add(c->clock, c->straggler_ns);
+  if (!c->net || c->stream)
+    return;
+  c->clock = rs__sat_add(c->clock, c->straggler_ns);
+  for (size_t ch = 0; c->on_channels && ch < c->channels; ch++)
+    RS_SIM_CHANNEL(c, CLOCK)[ch] =
+        rs__sat_add(RS_SIM_CHANNEL(c, CLOCK)[ch], c->straggler_ns);
 }
 
 /* The words of memory a streaming worker's clock needs for `rings`
@@ -204,15 +213,23 @@ static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
   c->slot_cap = slot_cap;
   c->channel = 0;
   c->stream_start = c->clock;
-  if (!c->stream)
-    return;
-  c->seg_ready = mem.seg_ready;
-  c->slot_arrive = mem.slot_arrive;
+  c->on_channels = 0;
+  if (!c->stream) {
+    /* (channels without streaming: their clocks and ports alone) */
+    if (C < 2 || !mem.channel_words)
+      return;
+    c->seg_cap = c->slot_cap = 0;
+    segs = 0;
+  } else {
+    c->seg_ready = mem.seg_ready;
+    c->slot_arrive = mem.slot_arrive;
+  }
   c->channel_words = mem.channel_words;
+  c->on_channels = C > 1;
   c->slot_n = 0;
-  c->busy = (int)C;
+  c->busy = (uint8_t)C;
   for (size_t ch = 0; ch < C; ch++) {
-    for (size_t j = 0; j < segs && j < seg_cap; j++)
+    for (size_t j = 0; j < segs && j < c->seg_cap; j++)
       c->seg_ready[ch * seg_cap + j] = c->clock;
     RS_SIM_CHANNEL(c, CLOCK)[ch] = c->clock;
     RS_SIM_CHANNEL(c, SENT)[ch] = 0;
@@ -225,7 +242,7 @@ static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
  * ones: algo/channels.h), which share its ports; on off_node of them it
  * sends to another node, through its NIC. */
 static inline void rs__sim_busy(rs_simclock_t *c, int busy, int off_node) {
-  if (c->stream && c->channels > 1) {
+  if (c->on_channels) {
     c->busy = (uint8_t)(busy > 1 ? busy : 1);
     c->off_node = (uint8_t)off_node;
   }
@@ -236,8 +253,8 @@ static inline uint64_t rs__sat_mul(uint64_t a, uint64_t b) {
   return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-/* rs__sim_send and rs__sim_recv on NCCL's channels (streaming, c->channels
- * > 1), on channel c->channel: its own segments, clock and messages in
+/* rs__sim_send and rs__sim_recv on NCCL's channels (c->on_channels),
+ * on channel c->channel: its own segments, clock and messages in
  * flight, its share
  * of the ports (netmodel.c). bytes: on the wire; wire: their time alone. */
 void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
@@ -308,7 +325,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
    * the worker's last receive), the link is free, and (streaming) the
    * receiver has a slot: the message `slots` before it on the connection
    * has arrived. */
-  if (__builtin_expect(c->stream && c->channels > 1, 0)) { /* (channels) */
+  if (__builtin_expect(c->on_channels, 0)) { /* (channels) */
     rs__sim_send_channel(c, seg, bytes, wire, latency, depart_ns, arrive_ns,
                          wire_ns);
     return;
@@ -370,7 +387,7 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
       c->switch_ready = arrive_ns;
     return arrive_ns;
   }
-  if (__builtin_expect(c->stream && c->channels > 1, 0)) /* (channels) */
+  if (__builtin_expect(c->on_channels, 0)) /* (channels) */
     return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg);
   if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(c->in_free, wire_ns);

@@ -322,6 +322,19 @@ static size_t stream_segs(const rs_run_t *run) {
   return most;
 }
 
+/* Does a bucket run on NCCL's channels (more than one, RS__CAP_CHANNELS)
+ * without streaming? Its workers' clocks then need their channels' words
+ * (netmodel.h). */
+static int channels_clocked(const rs_run_t *run) {
+  if (rs__shape_channels(run->shape) < 2)
+    return 0;
+  for (size_t b = 0; b < run->result.buckets; b++)
+    if ((run->bucket_algo[b]->caps & RS__CAP_CHANNELS) &&
+        !(run->bucket_algo[b]->caps & RS__CAP_STREAM))
+      return 1;
+  return 0;
+}
+
 /* Every worker's own state: its rank, buffer and options, its simulated
  * clock, and its scratch (to unpack a message, a root's stash, DDP's
  * layout, the slot rule's arrivals). */
@@ -335,6 +348,9 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   const size_t seg_cap = config->net.enabled ? stream_segs(run) : 0;
   const size_t slot_cap =
       seg_cap ? rs__sim_slot_cap(&config->net, 2 * (size_t)W * seg_cap) : 0;
+  /* a schedule on channels that does not stream (the tree): its
+   * channels' clocks alone */
+  const int chan_clocks = config->net.enabled && channels_clocked(run);
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
     w->rc = RS_WORKER_NOT_STARTED;
@@ -362,7 +378,7 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
-    if (seg_cap && !(w->stream_mem = malloc(
+    if ((seg_cap || chan_clocks) && !(w->stream_mem = malloc(
                          rs__sim_stream_words(w->sim.channels, seg_cap,
                                               slot_cap) *
                          sizeof *w->stream_mem)))
@@ -445,9 +461,10 @@ static int create(const rs_config_t *config, const rs_model_t *model,
   if (rc)
     return rc;
   rs_run_t *run = run_new(config, model);
-  /* (peers: room for W, or for a channel's each: algo.h) */
-  const int room =
-      config->workers > RS_MAX_CHANNELS ? config->workers : RS_MAX_CHANNELS;
+  /* (peers: room for W, or for the channels' each: algo.h) */
+  const int room = config->workers > RS__CHANNEL_PEERS_MAX
+                       ? config->workers
+                       : RS__CHANNEL_PEERS_MAX;
   sizing_t s = {.peers = malloc((size_t)room * sizeof *s.peers)};
   if (!run || !s.peers)
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
