@@ -271,7 +271,8 @@ static void test_by_hand(void **state) {
 }
 
 /* (6) What a run refuses: a count out of 1..64, channels for an
- * algorithm that is not a ring on channels, or for auto. */
+ * algorithm that runs on none (only the ring and the tree do), or for
+ * auto. */
 static void test_refused(void **state) {
   (void)state;
   rs_model_t *m = model_of(1000);
@@ -283,7 +284,7 @@ static void test_refused(void **state) {
                {-1, RS_ALGO_RING, "channels: -1 is not in 1..64"},
                {2, RS_ALGO_RD, "rd runs one schedule"},
                {2, RS_ALGO_GLOO_RING, "gloo-ring runs one schedule"},
-               {4, RS_ALGO_AUTO, "give algo ring, not auto"}};
+               {4, RS_ALGO_AUTO, "give algo ring or tree, not auto"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     rs_config_t cfg;
     rs_config_init(&cfg);

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""--channels on the command line: the ring on NCCL's channels
-(docs/algorithms.md, "Channels"): the threaded run and `ringsim model`
-agree to the ns, one channel is the ring as it was, byte for byte, the
-trace says which channel carried each transfer (and a trace from before
-gets the column), and what is refused.
+"""--channels on the command line: the ring and the tree on NCCL's
+channels (docs/algorithms.md, "Channels"): the threaded run and `ringsim
+model` agree to the ns, one channel is the ring (the tree) as it was,
+byte for byte, the trace says which channel carried each transfer (and a
+trace from before gets the column), and what is refused.
 
     test_channels_cli.py RINGSIM EXAMPLES [ChannelsCli.test_name ...]
 """
@@ -149,8 +149,8 @@ class ChannelsCli(unittest.TestCase):
                  (["-p", self.small, "--algo", "auto", "--channels", 2], "--algo auto"),
                  (["model", "-p", self.small, *NET, "--algo", "all", "--channels", 4],
                   "--algo all"),
-                 (["model", "-p", self.small, *NET, "--algo", "tree", "--channels", 4],
-                  "--algo tree"),
+                 (["model", "-p", self.small, *NET, "--algo", "linear", "--channels", 4],
+                  "--algo linear"),
                  (["step", "-p", self.small, *NET, "--algo", "rhd", "--channels", 2],
                   "--algo rhd")]
         for args, named in cases:
@@ -164,6 +164,74 @@ class ChannelsCli(unittest.TestCase):
                                    "--channels", 4, "--json")
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["sizes"][0]["channels"], 4)
+
+    # chan-11: the tree on channels (NCCL's trees: docs/algorithms.md,
+    # "The channels' trees"): the threaded run and the model agree to the
+    # ns on 1, 2, 4 and 8 channels, every worker's result checked, on
+    # --net and on two DGX H100 nodes, where channels are faster than one
+    # (each crosses through its own NIC); and --channels 1 is the tree as
+    # it was, byte for byte (refused before: --channels was the ring's).
+    def test_tree_run_equals_model(self):
+        for where in ([*NET, "-w", 8], TOPO):
+            times = []
+            for c in (1, 2, 4, 8):
+                with self.subTest(where=where, channels=c):
+                    rc, out, err = helpers.run("-p", self.big, *where, "--algo", "tree",
+                                               "--channels", c, "--json", "--no-trace")
+                    self.assertEqual(rc, 0, err)
+                    report = json.loads(out)
+                    self.assertEqual((report["status"], report["checked"],
+                                      report["identical"], report["channels"]),
+                                     ("ok", True, True, c))
+                    rc, out, err = helpers.run("model", "-p", self.big, *where, "--algo",
+                                               "tree", "--channels", c, "--json")
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(json.loads(out)["sim_ns"], report["sim_ns"])
+                    times.append(report["sim_ns"])
+            if where == TOPO:
+                self.assertTrue(all(t < 0.8 * times[0] for t in times[1:]), times)
+        for args in (["-p", self.small, "-w", 5, *NET, "--algo", "tree", "--no-trace"],
+                     ["-p", self.big, *TOPO, "--algo", "tree", "--no-trace", "--json"],
+                     ["model", "-p", self.big, *TOPO, "--algo", "tree", "--json"]):
+            with self.subTest(args=args):
+                rc, plain, err = helpers.run(*args)
+                self.assertEqual(rc, 0, err)
+                rc, one, err = helpers.run(*args, "--channels", 1)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(masked(one), masked(plain))
+
+    # chan-12: the tree's trace on 4 channels of two DGX H100 nodes (a NIC
+    # a GPU): channel c's chain heads are GPU c of each node, which alone
+    # cross (rail-aligned, through NIC c); channels 0 and 1 run tree 0
+    # (node 0 the root: the reduce crosses 8+c -> c), 2 and 3 tree 1 (node
+    # 1 the root); each channel moves its own part of the bucket, every
+    # worker but its root receiving all of it in the broadcast.
+    def test_tree_trace_channel(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        rc, out, err = helpers.run("-p", self.big, *TOPO, "--algo", "tree",
+                                   "--channels", 4, "--trace", db)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT channel, phase, src, dst, elem_offset, elems "
+                           "FROM transfer").fetchall()
+        con.close()
+        part = (1 << 20) // 4 // 4
+        for c in range(4):
+            across = sorted({(ph, s, d) for ch, ph, s, d, _, _ in rows
+                             if ch == c and s // 8 != d // 8})
+            root, leaf = (c, 8 + c) if c < 2 else (8 + c, c)
+            self.assertEqual(across, [("broadcast", root, leaf), ("reduce", leaf, root)],
+                             (c, across))
+            for w in range(16):
+                got = sorted((o, n) for ch, ph, s, d, o, n in rows
+                             if ch == c and ph == "broadcast" and d == w)
+                if w == root:
+                    self.assertEqual(got, [])
+                    continue
+                self.assertEqual(sum(n for _, n in got), part, (c, w))
+                self.assertEqual(got[0][0], c * part)
+                for (o1, n1), (o2, _) in zip(got, got[1:]):
+                    self.assertEqual(o1 + n1, o2)
 
     # chan-7: --explain and the report say the channels: each one's part
     # of the bucket and its ring (NCCL's on a topology its model knows:

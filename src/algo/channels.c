@@ -1,5 +1,6 @@
-/* algo/channels.c - NCCL's channels for the ring (algo/channels.h): the
- * rings' orders and NCCL's cut of a bucket between the channels. The cut
+/* algo/channels.c - NCCL's channels for the ring and the tree
+ * (algo/channels.h): the rings' orders, the trees' heads and NCCL's cut
+ * of a bucket between the channels. The cut
  * is learnt from NCCL v2.30.7-1's src/enqueue.cc (scheduleCollTasksToPlan)
  * and src/include/device.h (ncclCollCbdPart) and written anew. */
 #include "algo/channels.h"
@@ -26,7 +27,8 @@ int rs__rings_make(rs_rings_t *r, const rs_netmodel_t *net, int workers,
   const size_t W = (size_t)workers, C = (size_t)r->channels;
   r->order = malloc(C * W * sizeof *r->order);
   r->pos = malloc(C * W * sizeof *r->pos);
-  if (!r->order || !r->pos) {
+  r->tree_head = malloc(C * sizeof *r->tree_head);
+  if (!r->order || !r->pos || !r->tree_head) {
     rs__rings_free(r);
     return RS_ENOMEM;
   }
@@ -34,6 +36,7 @@ int rs__rings_make(rs_rings_t *r, const rs_netmodel_t *net, int workers,
   for (size_t c = 0; c < C; c++) {
     int *order = r->order + c * W;
     rs_nccl_ring_order(&sys, (int)c, order);
+    r->tree_head[c] = rs_nccl_tree_head(&sys, (int)c);
     for (size_t p = 0; p < W; p++) {
       r->pos[c * W + (size_t)order[p]] = (int)p;
       identity &= order[p] == (int)p;
@@ -47,7 +50,8 @@ int rs__rings_make(rs_rings_t *r, const rs_netmodel_t *net, int workers,
 void rs__rings_free(rs_rings_t *r) {
   free(r->order);
   free(r->pos);
-  r->order = r->pos = NULL;
+  free(r->tree_head);
+  r->order = r->pos = r->tree_head = NULL;
 }
 
 static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }

@@ -157,6 +157,23 @@ int rs_nccl_channels(const rs_nccl_system_t *sys, rs_nccl_algo_t a);
  * order starting at order[0]. */
 void rs_nccl_ring_order(const rs_nccl_system_t *sys, int channel, int *order);
 
+/* ---- the channels' trees (nccl_rings.c) --------------------------------- */
+
+/* Which tree of NCCL's double binary tree channel c of `channels` runs:
+ * the first half of the channels tree 0, the rest tree 1
+ * (src/graph/connect.cc, connectTrees: channel c gets tree 0 and its copy
+ * c + nChannels tree 1). */
+int rs_nccl_tree_of(int channel, int channels);
+
+/* The local GPU at the head of channel c's chain in every node: the
+ * GPU its tree enters and leaves the node by, through that GPU's NIC
+ * (the tree graph's search channel c mod K starts at NIC c mod K, whose
+ * localGpu this is, and its TREE pattern leaves by the NIC it entered
+ * by: search.cc, ncclTopoSearchRecNet, "Trees are symmetric"); 0 on one
+ * node or without an NVLink switch. The chain then goes up by index
+ * (ncclTopoSearchNextGpuSort offers the TREE pattern index+1 alone). */
+int rs_nccl_tree_head(const rs_nccl_system_t *sys, int channel);
+
 /* ---- ringsim's prediction (nccl_predict.c) ------------------------------ */
 
 /* How long one all-reduce of bytes takes on sys run as NCCL runs it with

@@ -227,13 +227,10 @@ static double ll_max_gbs(const nccl_machine_t *mc) {
   return ll_max_bws[mc->N == 1 ? cc_row(mc) : 0][nodes_col(mc)];
 }
 
-/* The NIC GPU g uses, and NIC j's GPU (its localGpu: the first GPU that
- * uses it, src/graph/topo.cc ncclTopoGetLocalGpu). */
+/* The NIC GPU g uses (NIC j's GPU, its localGpu, the first GPU that uses
+ * it: src/graph/topo.cc ncclTopoGetLocalGpu, is nccl_rings.c's). */
 static int nic_of(const nccl_machine_t *mc, int g) {
   return (int)((long)g * mc->K / mc->G);
-}
-static int gpu_of_nic(const nccl_machine_t *mc, int j) {
-  return (int)(((long)j * mc->G + mc->K - 1) / mc->K);
 }
 
 /* A NET hop's latency (ns) for algorithm a, protocol p: hwLatencies' NET
@@ -413,15 +410,14 @@ done:
 
 /* Channel c's tree: the first half of the channels tree 0, the rest tree
  * 1 (connect.cc: channel c and c + nChannels get the two trees). */
-static int tree_of(int c, int C) { return c >= (C + 1) / 2; }
+static int tree_of(int c, int C) { return rs_nccl_tree_of(c, C); }
 
 /* Channel c's chain inside a node starts at its NIC's GPU and goes up by
  * index (the tree graph's pattern TREE on H100: ncclTopoSearchNextGpuSort
- * offers only index+1); on one node, or without a switch, 0 1 ... G-1. */
+ * offers only index+1); on one node, or without a switch, 0 1 ... G-1
+ * (nccl_rings.c: the threaded tree on channels runs the same). */
 static int chain_head(const nccl_machine_t *mc, int c) {
-  if (mc->N == 1 || !mc->sys->nvswitch)
-    return 0;
-  return gpu_of_nic(mc, c % mc->K);
+  return rs_nccl_tree_head(mc->sys, c);
 }
 
 /* Count (add = 1) or pace (add = 0) every hop of channel c: its chain up

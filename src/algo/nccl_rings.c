@@ -116,3 +116,14 @@ void rs_nccl_ring_order(const rs_nccl_system_t *sys, int channel, int *order) {
       local[i] += n * G;
   }
 }
+
+int rs_nccl_tree_of(int channel, int channels) {
+  return channel >= (channels + 1) / 2;
+}
+
+int rs_nccl_tree_head(const rs_nccl_system_t *sys, int channel) {
+  const int G = sys->gpus, K = sys->nics > 0 ? sys->nics : 1;
+  if (sys->nodes == 1 || !sys->nvswitch)
+    return 0;
+  return first_gpu_of_nic(channel % K, G, K) % G;
+}

@@ -76,6 +76,8 @@
 #include <stdio.h>
 
 #include "algo/algo.h"
+#include "algo/channels.h"
+#include "algo/nccl.h"
 #include "algo/narrate.h"
 #include "net/netmodel.h"
 #include "net/xfer.h"
@@ -88,51 +90,54 @@ static rs_shape_t tree_shape(const rs_worker_t *w) {
   return w->group.stride ? rs__shape_flat(w->workers) : w->shape;
 }
 
-/* Reduce sweep (segment index, tree t): fold the children's segment into
+/* The tree a worker moves a region along: tree t of channel ch (with one
+ * channel, ch 0: the pair's tree t as tree.h builds it). */
+typedef struct tree_at {
+  rs_shape_t shape;
+  int ch, t;
+} tree_at_t;
+
+/* Reduce sweep (segment g of a tree): fold the children's segment into
  * ours, own data first, then down[0], down[1]; send the sum to the
  * parent. */
-static int reduce_up(rs_worker_t *w, int t, size_t index) {
-  const int W = w->workers, r = w->rank;
-  const rs_shape_t shape = tree_shape(w);
+static int reduce_up(rs_worker_t *w, const tree_at_t *q,
+                     const rs_tree_seg_t *g) {
+  const int r = w->rank;
   int children[RS_TREE_MAX_CHILDREN];
-  const int n = rs__tree_children_in(shape, t, r, children);
-  const int parent = rs__tree_parent_in(shape, t, r);
-  const rs_tree_seg_t g =
-      rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
-  const size_t off = g.offset, len = g.len;
+  const int n = rs__tree_ch_children(q->shape, q->ch, q->t, r, children);
+  const int parent = rs__tree_ch_parent(q->shape, q->ch, q->t, r);
+  const size_t off = g->offset, len = g->len;
   rs_tag_t tag = {
-      .phase = RS_PHASE_REDUCE, .chunk = g.chunk, .segment = g.segment};
+      .phase = RS_PHASE_REDUCE, .chunk = g->chunk, .segment = g->segment};
   for (int i = 0; i < n; i++) {
     rs_recv_action_t action = RS_RECV_REDUCE;
     if (parent < 0 && i == n - 1 && w->op == RS_OP_AVG && !w->average)
       action = RS_RECV_REDUCE_MEAN; /* the root's sum is complete */
-    rs__tree_contributors_in(shape, t, children[i], &tag.contrib_first,
-                             &tag.contrib_count);
+    rs__tree_ch_contributors(q->shape, q->ch, q->t, children[i],
+                             &tag.contrib_first, &tag.contrib_count);
     int rc = rs__xfer_recv(w, children[i], off, len, &tag, action);
     if (rc)
       return rc;
   }
   if (parent < 0)
     return RS_OK;
-  rs__tree_contributors_in(shape, t, r, &tag.contrib_first,
+  rs__tree_ch_contributors(q->shape, q->ch, q->t, r, &tag.contrib_first,
                            &tag.contrib_count);
   return rs__xfer_send(w, parent, off, len, &tag);
 }
 
-/* Broadcast sweep (segment index, tree t): take the parent's final value,
+/* Broadcast sweep (segment g of a tree): take the parent's final value,
  * pass it to the children. */
-static int broadcast_down(rs_worker_t *w, int t, size_t index) {
+static int broadcast_down(rs_worker_t *w, const tree_at_t *q,
+                          const rs_tree_seg_t *g) {
   const int W = w->workers, r = w->rank;
-  const rs_shape_t shape = tree_shape(w);
   int children[RS_TREE_MAX_CHILDREN], rc;
-  const int n = rs__tree_children_in(shape, t, r, children);
-  const int parent = rs__tree_parent_in(shape, t, r);
-  const rs_tree_seg_t g =
-      rs__tree_segment(w->elems, W, w->segs_per_chunk, t, index);
-  const size_t off = g.offset, len = g.len;
+  const int n = rs__tree_ch_children(q->shape, q->ch, q->t, r, children);
+  const int parent = rs__tree_ch_parent(q->shape, q->ch, q->t, r);
+  const size_t off = g->offset, len = g->len;
   rs_tag_t tag = {.phase = RS_PHASE_BROADCAST,
-                  .chunk = g.chunk,
-                  .segment = g.segment,
+                  .chunk = g->chunk,
+                  .segment = g->segment,
                   .contrib_first = 0,
                   .contrib_count = W};
   if (parent >= 0 &&
@@ -144,29 +149,149 @@ static int broadcast_down(rs_worker_t *w, int t, size_t index) {
   return RS_OK;
 }
 
+/* ---- on NCCL's channels --------------------------------------------------
+ * (tree.h: channel c runs tree rs_nccl_tree_of(c, C), renamed by its
+ * chain head, over its own part of the bucket.) The bucket is cut between
+ * the channels as the ring's is (rs__rings_part: NCCL's cut), and each
+ * channel's part as a tree's half is: H = ceil(W/2) chunks of segs
+ * segments, segs as many as keep a segment within the run's cap (the
+ * largest part's). Each channel has its own queues on its edges and its
+ * own clock, and the busy channels share the worker's ports (netmodel.h,
+ * as the ring's do): so the worker moves segment i of every busy channel
+ * in turn (channel 0's, then 1's, ...), sweep by sweep, and no channel
+ * waits on another's messages on the simulated clock. The deadlock
+ * argument of the head comment holds as it is: every worker runs the same
+ * sequence of sweeps, each one channel's tree's, on that channel's
+ * queues. */
+typedef struct tree_part {
+  int channel, tree; /* its channel, and the tree it runs */
+  size_t base, len;  /* its part of the bucket */
+} tree_part_t;
+
+typedef struct tree_cut {
+  int busy;    /* the channels with data (the first ones) */
+  size_t segs; /* segments a chunk, every part's */
+  tree_part_t part[RS_MAX_CHANNELS];
+} tree_cut_t;
+
+/* The cut of a bucket of elems elements of elem_size bytes between the
+ * shape's C channels under protocol proto (messages of at most cap
+ * elements). */
+static void cut_channels(rs_shape_t shape, size_t elems, size_t elem_size,
+                         rs_protocol_t proto, size_t cap, tree_cut_t *cut) {
+  const int C = rs__shape_channels(shape), H = rs__tree_chunks(shape.workers);
+  size_t most = 0;
+  cut->busy = rs__rings_busy(elems, elem_size, C, proto);
+  for (int c = 0; c < cut->busy; c++) {
+    tree_part_t *p = &cut->part[c];
+    p->channel = c;
+    p->tree = rs_nccl_tree_of(c, C);
+    rs__rings_part(elems, elem_size, C, proto, c, &p->base, &p->len);
+    most = p->len > most ? p->len : most;
+  }
+  cut->segs = rs_segs_per_chunk(most, H, cap ? cap : 1, 1);
+}
+
+/* Segment `index` (0 .. H segs - 1) of a channel's part: its region in
+ * the bucket and its tag (tree t's chunk c is tagged t H + c, as a
+ * half's). */
+static rs_tree_seg_t part_segment(const tree_part_t *p, int workers,
+                                  size_t segs, size_t index) {
+  const int H = rs__tree_chunks(workers);
+  const int c = (int)(index / segs);
+  rs_tree_seg_t g = {.chunk = p->tree * H + c, .segment = (int)(index % segs)};
+  rs__segment(p->len, H, segs, c, (size_t)g.segment, &g.offset, &g.len);
+  g.offset += p->base;
+  return g;
+}
+
+/* Has worker r a parent or a child on another node in tree t of channel
+ * ch? */
+static int crosses_nodes(rs_shape_t shape, int ch, int t, int r) {
+  int peers[RS_TREE_MAX_CHILDREN + 1];
+  const int G = shape.gpus;
+  int n = rs__tree_ch_children(shape, ch, t, r, peers);
+  peers[n++] = rs__tree_ch_parent(shape, ch, t, r);
+  for (int i = 0; i < n; i++)
+    if (peers[i] >= 0 && peers[i] / G != r / G)
+      return 1;
+  return 0;
+}
+
+/* Of the busy channels, on how many worker r sends to another node (so
+ * through its NIC: netmodel.h's rs__sim_busy). */
+static int off_node(rs_shape_t shape, const tree_cut_t *cut, int r) {
+  int n = 0;
+  for (int c = 0; c < cut->busy && shape.gpus < shape.workers; c++)
+    n += crosses_nodes(shape, cut->part[c].channel, cut->part[c].tree, r);
+  return n;
+}
+
+static int channels_bucket(rs_worker_t *w) {
+  tree_cut_t cut;
+  int rc;
+  cut_channels(w->shape, w->elems, w->elem_size, w->sim.proto, w->seg_cap,
+               &cut);
+  const size_t S = rs__tree_segments(w->workers, cut.segs);
+  rs__sim_busy(&w->sim, cut.busy, off_node(w->shape, &cut, w->rank));
+  for (int phase = 0; phase < 2; phase++) {
+    const rs_phase_t ph = phase == 0 ? RS_PHASE_REDUCE : RS_PHASE_BROADCAST;
+    if ((rc = rs__xfer_step(w, ph, 0, rs__tree_global_step(ph), 1)))
+      return rc;
+    /* the parts climb (then descend) their trees, segment by segment,
+     * each segment on every busy channel in turn */
+    for (size_t i = 0; i < S; i++)
+      for (int c = 0; c < cut.busy; c++) {
+        const tree_part_t *p = &cut.part[c];
+        const tree_at_t q = {w->shape, p->channel, p->tree};
+        const rs_tree_seg_t g = part_segment(p, w->workers, cut.segs, i);
+        w->channel = p->channel; /* (its queues, its clock) */
+        rc = phase == 0 ? reduce_up(w, &q, &g) : broadcast_down(w, &q, &g);
+        if (rc)
+          return rc;
+      }
+  }
+  w->channel = 0;
+  return RS_OK;
+}
+
 /* One bucket: the reduce over every segment of both trees, then the
- * broadcast, each as one --inject step. */
+ * broadcast, each as one --inject step (on channels: every channel's
+ * tree). */
 static int tree_bucket(rs_worker_t *w) {
   const size_t S = rs__tree_segments(w->workers, w->segs_per_chunk);
+  const rs_shape_t shape = tree_shape(w);
   int rc;
   if (w->workers < 2)
     return RS_OK;
+  if (rs__shape_channels(shape) > 1)
+    return channels_bucket(w);
   /* Reduce: the halves climb their trees, segment by segment. */
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0,
                           rs__tree_global_step(RS_PHASE_REDUCE), 1)))
     return rc;
-  for (int t = 0; t < 2; t++)
-    for (size_t i = 0; i < S; i++)
-      if ((rc = reduce_up(w, t, i)))
+  for (int t = 0; t < 2; t++) {
+    const tree_at_t q = {shape, 0, t};
+    for (size_t i = 0; i < S; i++) {
+      const rs_tree_seg_t g =
+          rs__tree_segment(w->elems, w->workers, w->segs_per_chunk, t, i);
+      if ((rc = reduce_up(w, &q, &g)))
         return rc;
+    }
+  }
   /* Now each root holds its half's result. Broadcast it down. */
   if ((rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0,
                           rs__tree_global_step(RS_PHASE_BROADCAST), 1)))
     return rc;
-  for (int t = 0; t < 2; t++)
-    for (size_t i = 0; i < S; i++)
-      if ((rc = broadcast_down(w, t, i)))
+  for (int t = 0; t < 2; t++) {
+    const tree_at_t q = {shape, 0, t};
+    for (size_t i = 0; i < S; i++) {
+      const rs_tree_seg_t g =
+          rs__tree_segment(w->elems, w->workers, w->segs_per_chunk, t, i);
+      if ((rc = broadcast_down(w, &q, &g)))
         return rc;
+    }
+  }
   return RS_OK;
 }
 
@@ -193,12 +318,16 @@ static int height(rs_shape_t shape, int t) {
  * c is the most children any worker has: 2, or 1 when W is 2 or 3;
  * netmodel.h). The trees run one after the other, so the total is twice
  * their sum. sim_bucket plays the exact schedule. */
+static uint64_t predict_channels(const rs_netmodel_t *m, rs_shape_t shape,
+                                 size_t elems, size_t cap, size_t elem_size);
+
 static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                         size_t segs, size_t cap, size_t elem_size) {
   const int workers = shape.workers;
-  (void)cap;
   if (!m->enabled || workers < 2)
     return 0;
+  if (rs__shape_channels(shape) > 1)
+    return predict_channels(m, shape, elems, cap, elem_size);
   const uint64_t S = rs__tree_segments(workers, segs);
   const int d0 = height(shape, 0), d1 = height(shape, 1);
   const uint64_t d = (uint64_t)(d0 > d1 ? d0 : d1);
@@ -219,14 +348,46 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   return 2 * (up + down);
 }
 
-/* The workers of tree t, root first, each after its parent (breadth
- * first), into order[W]. */
-static void top_down(rs_shape_t shape, int t, int *order) {
+/* On channels: each busy channel one tree of the formula above over its
+ * part (S = H segs' segments of it, segs its cut's), a segment taking busy
+ * times its wire time (the channels share the ports: netmodel.h), the
+ * channels side by side: the slowest's time. */
+static uint64_t predict_channels(const rs_netmodel_t *m, rs_shape_t shape,
+                                 size_t elems, size_t cap, size_t elem_size) {
+  const int workers = shape.workers;
+  tree_cut_t cut;
+  cut_channels(shape, elems, elem_size, m->proto, cap, &cut);
+  const uint64_t S = rs__tree_segments(workers, cut.segs);
+  uint64_t most = 0;
+  for (int k = 0; k < cut.busy; k++) {
+    const int t = cut.part[k].tree;
+    const uint64_t d = (uint64_t)height(shape, t);
+    uint64_t c = 1;
+    for (int r = 0; r < workers; r++) {
+      int children[RS_TREE_MAX_CHILDREN];
+      uint64_t n = (uint64_t)rs__tree_children_in(shape, t, r, children);
+      c = n > c ? n : c;
+    }
+    const size_t seg_bytes = (cut.part[k].len + S - 1) / S * elem_size;
+    const uint64_t wire =
+        rs__sat_mul(rs__net_wire_ns(m, seg_bytes), (uint64_t)cut.busy);
+    const uint64_t fold = rs__net_ns(seg_bytes, m->reduce_rate);
+    const uint64_t up = d * (m->link.latency_ns + wire) +
+                        (S - 1) * c * (wire > fold ? wire : fold) + 2 * fold;
+    const uint64_t down = d * (m->link.latency_ns + wire) + (S - 1) * c * wire;
+    most = up + down > most ? up + down : most;
+  }
+  return most;
+}
+
+/* The workers of tree t of channel ch, root first, each after its parent
+ * (breadth first), into order[W]. */
+static void top_down(rs_shape_t shape, int ch, int t, int *order) {
   int n = 0;
-  order[n++] = rs__tree_root_in(shape, t);
+  order[n++] = rs__tree_ch_root(shape, ch, t);
   for (int i = 0; i < n; i++) {
     int children[RS_TREE_MAX_CHILDREN];
-    int k = rs__tree_children_in(shape, t, order[i], children);
+    int k = rs__tree_ch_children(shape, ch, t, order[i], children);
     for (int j = 0; j < k; j++)
       order[n++] = children[j];
   }
@@ -239,10 +400,12 @@ typedef struct sweep_at {
 } sweep_at_t;
 
 /* The simulation's scratch: both trees' workers top down (2W ranks),
- * then each one's edges in that order (2W). */
+ * then each one's edges in that order (2W); on C channels, each
+ * channel's tree's (C W of each). */
 static size_t sim_scratch(rs_shape_t shape) {
-  const int workers = shape.workers;
-  return 2 * (size_t)workers * (sizeof(int) + sizeof(sweep_at_t));
+  const int workers = shape.workers, C = rs__shape_channels(shape);
+  return (size_t)(C > 2 ? C : 2) * (size_t)workers *
+         (sizeof(int) + sizeof(sweep_at_t));
 }
 
 /* Segment i of tree t's sweep in phase 0 (reduce) or 1 (broadcast) on
@@ -295,13 +458,62 @@ static int reduce_can_end(rs_simrun_t *s, int t, size_t left, size_t shortest) {
  * sweep-by-sweep interleaving of the head comment, in which every worker
  * makes the same clock calls with the same arrival times as in a threaded
  * run. */
+/* The workers of tree t of channel ch as the sweeps visit them, top down,
+ * into at[W] (order: W ranks of scratch). */
+static void sweep_order(rs_shape_t shape, int ch, int t, int *order,
+                        sweep_at_t *at) {
+  top_down(shape, ch, t, order);
+  for (int k = 0; k < shape.workers; k++) {
+    sweep_at_t *a = &at[k];
+    a->x = order[k];
+    a->parent = rs__tree_ch_parent(shape, ch, t, a->x);
+    a->n = rs__tree_ch_children(shape, ch, t, a->x, a->children);
+  }
+}
+
+/* On channels: channels_bucket's order, sweep by sweep, each segment on
+ * every busy channel in turn (each worker's clock calls on a channel's
+ * clock, as its thread makes them). The channels' clocks are their own,
+ * so no steady repeat is looked for (they compare a worker's one clock). */
+static void sim_channels(rs_simrun_t *s, size_t elems) {
+  const rs_shape_t shape = s->shape;
+  const int W = shape.workers;
+  tree_cut_t cut;
+  cut_channels(shape, elems, s->elem_size, s->net->proto, s->cap, &cut);
+  const size_t S = rs__tree_segments(W, cut.segs);
+  int *order = s->algo_mem;
+  sweep_at_t *at = (sweep_at_t *)(order + (size_t)cut.busy * W);
+  for (int c = 0; c < cut.busy; c++)
+    sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
+                order + (size_t)c * W, at + (size_t)c * W);
+  for (int r = 0; r < W; r++)
+    rs__sim_busy(&s->clocks[r], cut.busy, off_node(shape, &cut, r));
+  for (int phase = 0; phase < 2; phase++) {
+    rs__simrun_step(s);
+    for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++)
+      for (int c = 0; c < cut.busy; c++) {
+        const tree_part_t *p = &cut.part[c];
+        for (int r = 0; r < W; r++) /* (its messages are channel c's) */
+          s->clocks[r].channel = (uint8_t)p->channel;
+        sim_sweep(s, at + (size_t)c * W, phase,
+                  part_segment(p, W, cut.segs, i).len);
+      }
+  }
+  for (int r = 0; r < W; r++)
+    s->clocks[r].channel = 0;
+}
+
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->shape.workers;
   const size_t S = rs__tree_segments(W, segs);
+  if (rs__shape_channels(s->shape) > 1) {
+    sim_channels(s, elems);
+    return;
+  }
   int *order = s->algo_mem;
   sweep_at_t *at = (sweep_at_t *)(order + 2 * W);
-  top_down(s->shape, 0, order);
-  top_down(s->shape, 1, order + W);
+  top_down(s->shape, 0, 0, order);
+  top_down(s->shape, 0, 1, order + W);
   for (int k = 0; k < 2 * W; k++) {
     const int t = k / W;
     sweep_at_t *a = &at[k];
@@ -339,20 +551,68 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   }
 }
 
+/* The cut of a bucket as the shape's rings say (its elements' bytes and
+ * protocol: algo/channels.h); without them, every channel busy with the
+ * whole bucket: bounds. */
+static void shape_cut(rs_shape_t shape, size_t elems, size_t cap,
+                      tree_cut_t *cut) {
+  const rs_rings_t *g = shape.rings;
+  if (g) {
+    cut_channels(shape, elems, g->elem_size, g->proto, cap, cut);
+    return;
+  }
+  const int C = rs__shape_channels(shape);
+  cut->busy = C;
+  for (int c = 0; c < C; c++)
+    cut->part[c] = (tree_part_t){c, rs_nccl_tree_of(c, C), 0, elems};
+  cut->segs = rs_segs_per_chunk(elems, rs__tree_chunks(shape.workers),
+                                cap ? cap : 1, 1);
+}
+
 /* Its simulation's clock calls: every worker, in both trees' sweeps of
- * every segment up and down. */
+ * every segment up and down (on channels about as many: the channels'
+ * parts are cut into segments of the same cap). */
 static double sim_work(rs_shape_t shape, size_t elems, size_t segs) {
   (void)elems;
   return 4.0 * (double)rs__tree_segments(shape.workers, segs) *
          (double)shape.workers;
 }
 
+/* On channels: each channel's tree's parent and children, each once a
+ * channel, channel by channel; their channels into chans (NULL: not
+ * wanted). */
+static int channel_peers(rs_shape_t shape, int rank, int *peers, int *chans) {
+  const int C = rs__shape_channels(shape);
+  int n = 0;
+  for (int c = 0; c < C && shape.workers > 1; c++) {
+    const int t = rs_nccl_tree_of(c, C), first = n;
+    int cand[RS_TREE_MAX_CHILDREN + 1];
+    int k = rs__tree_ch_children(shape, c, t, rank, cand);
+    const int parent = rs__tree_ch_parent(shape, c, t, rank);
+    if (parent >= 0)
+      cand[k++] = parent;
+    for (int i = 0; i < k; i++) {
+      int seen = 0;
+      for (int j = first; j < n; j++)
+        seen |= peers[j] == cand[i];
+      if (seen)
+        continue;
+      if (chans)
+        chans[n] = c;
+      peers[n++] = cand[i];
+    }
+  }
+  return n;
+}
+
 /* Parent and children in both trees, each worker once: the edges run both
  * ways (reduce up, broadcast down), so the send and receive peers are the
- * same set. */
+ * same set. On channels, each channel's (channel_peers). */
 static int neighbours(rs_shape_t shape, int rank, int *peers) {
   const int workers = shape.workers;
   int n = 0;
+  if (rs__shape_channels(shape) > 1)
+    return channel_peers(shape, rank, peers, NULL);
   for (int t = 0; t < 2 && workers > 1; t++) {
     int cand[RS_TREE_MAX_CHILDREN + 1];
     int k = rs__tree_children_in(shape, t, rank, cand);
@@ -370,17 +630,34 @@ static int neighbours(rs_shape_t shape, int rank, int *peers) {
   return n;
 }
 
+/* The channel of each of neighbours' peers (algo.h's peer_channels). */
+static void peer_channels(rs_shape_t shape, int rank, int sending,
+                          int *chans) {
+  int peers[RS__CHANNEL_PEERS_MAX];
+  (void)sending;
+  if (rs__shape_channels(shape) > 1) {
+    channel_peers(shape, rank, peers, chans);
+    return;
+  }
+  const int n = neighbours(shape, rank, peers);
+  for (int i = 0; i < n; i++)
+    chans[i] = 0;
+}
+
 /* Whom rank sends to in each step: in the reduce (step 0) its parent in
  * either tree, in the broadcast (step 1) its children in both; each
  * worker once (it may be linked to the same one in both trees). */
 static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
-  const int workers = shape.workers;
+  const int workers = shape.workers, C = rs__shape_channels(shape);
   int n = 0;
-  for (int t = 0; t < 2 && workers > 1; t++) {
-    int cand[RS_TREE_MAX_CHILDREN];
-    int k = step == 0 ? 0 : rs__tree_children_in(shape, t, rank, cand);
-    if (step == 0 && rs__tree_parent_in(shape, t, rank) >= 0)
-      cand[k++] = rs__tree_parent_in(shape, t, rank);
+  /* (on channels: every channel's tree, an idle one's too: topo.h counts
+   * the schedule, not the sizes) */
+  for (int x = 0; x < (C > 1 ? C : 2) && workers > 1; x++) {
+    const int ch = C > 1 ? x : 0, t = C > 1 ? rs_nccl_tree_of(x, C) : x;
+    int cand[RS_TREE_MAX_CHILDREN + 1];
+    int k = step == 0 ? 0 : rs__tree_ch_children(shape, ch, t, rank, cand);
+    if (step == 0 && rs__tree_ch_parent(shape, ch, t, rank) >= 0)
+      cand[k++] = rs__tree_ch_parent(shape, ch, t, rank);
     for (int i = 0; i < k && n < max; i++) {
       int seen = 0;
       for (int j = 0; j < n; j++)
@@ -397,8 +674,17 @@ static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
 static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
                             size_t segs, size_t cap) {
   const int workers = shape.workers;
-  (void)from, (void)to, (void)cap;
+  (void)from, (void)to;
   const size_t H = (size_t)rs__tree_chunks(workers);
+  if (rs__shape_channels(shape) > 1) { /* (the largest part's chunk) */
+    tree_cut_t cut;
+    size_t most = 0;
+    shape_cut(shape, elems, cap, &cut);
+    for (int c = 0; c < cut.busy; c++)
+      most = cut.part[c].len > most ? cut.part[c].len : most;
+    const size_t chunk = most / H + (most % H != 0);
+    return chunk ? (chunk + cut.segs - 1) / cut.segs : 0;
+  }
   size_t half = elems / 2 + elems % 2;
   size_t chunk = half / H + (half % H != 0);
   return chunk ? (chunk + segs - 1) / segs : 0;
@@ -423,8 +709,20 @@ static int steps(rs_shape_t shape, rs_collective_t collective) {
 static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   const int workers = shape.workers;
-  (void)collective, (void)elems, (void)cap;
+  (void)collective;
   size_t per_index = 0;
+  if (rs__shape_channels(shape) > 1 && workers > 1) {
+    tree_cut_t cut; /* (each busy channel's tree's) */
+    shape_cut(shape, elems, cap, &cut);
+    for (int c = 0; c < cut.busy; c++) {
+      int children[RS_TREE_MAX_CHILDREN];
+      const tree_part_t *p = &cut.part[c];
+      per_index += (size_t)rs__tree_ch_children(shape, p->channel, p->tree,
+                                                rank, children) +
+                   (rs__tree_ch_parent(shape, p->channel, p->tree, rank) >= 0);
+    }
+    return per_index * rs__tree_segments(workers, cut.segs);
+  }
   for (int t = 0; t < 2 && workers > 1; t++) {
     int children[RS_TREE_MAX_CHILDREN];
     per_index += (size_t)rs__tree_children_in(shape, t, rank, children) +
@@ -523,9 +821,10 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
 /* NCCL's (NCCL_ALGO_TREE). */
 const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .caps = RS__CAP_AUTO | RS__CAP_NCCL |
-                                         RS__CAP_FORMULA,
+                                         RS__CAP_FORMULA | RS__CAP_CHANNELS,
                                  .send_peers = neighbours,
                                  .recv_peers = neighbours,
+                                 .peer_channels = peer_channels,
                                  .message_elems = message_elems,
                                  .direct_slots = direct_slots,
                                  .messages = messages,

@@ -253,6 +253,89 @@ static inline void rs__tree_contributors_in(rs_shape_t shape, int tree,
   }
 }
 
+/* ---- on NCCL's channels (--channels C > 1: algo/channels.h) ------------
+ *
+ * NCCL runs its trees on channels (src/graph/connect.cc): the tree graph's
+ * search (search.cc, ncclTopoCompute) finds each channel's chain through
+ * a node, NIC -> GPU -> ... -> GPU, and ncclTopoPreset gives each GPU of
+ * it its chain parent (tree.up, the GPU before it) and child (down[0],
+ * the GPU after it); connectTrees then links the nodes' chain heads
+ * (treeToParent, treeToChild0/1: the chain's first GPU, in the TREE
+ * pattern) into the double binary tree across nodes (ncclGetDtree), tree
+ * 0 on channel c and tree 1 on its copy c + nChannels. Here channel c of
+ * C runs one tree, rs_nccl_tree_of's (the first half of the channels tree
+ * 0, the rest tree 1), over its own part of the bucket, with its chain
+ * starting in every node at local GPU h = rs_nccl_tree_head (the GPU of
+ * NIC c mod K, on a topology NCCL's model knows; else 0) and going up by
+ * index: h, h+1, ..., h-1 (mod G). So the channels enter and leave a node
+ * through different GPUs and NICs, as NCCL's do.
+ *
+ * Channel c's tree is the multi-node tree above with every node's GPUs
+ * renamed: position i of node n's chain (worker n G + i above) is worker
+ * n G + (h + i) mod G. A message's contributors then count round the
+ * channel's order (rs__tree_ch_worker): the positions from that of
+ * contrib_first on, as the ring's on channels count round its ring. On
+ * one node, or without a topology, the order is the identity and channel
+ * c runs the flat tree t over W. One channel is the pair of trees above,
+ * unchanged. */
+
+/* Channel ch's chain head (a local GPU), 0 with one channel or no
+ * heads. */
+static inline int rs__tree_ch_head(rs_shape_t shape, int ch) {
+  const rs_rings_t *g = shape.rings;
+  return shape.channels > 1 && g && g->tree_head ? g->tree_head[ch] : 0;
+}
+
+/* The worker at position p of channel ch's order, and worker r's
+ * position in it. */
+static inline int rs__tree_ch_worker(rs_shape_t shape, int ch, int p) {
+  const int G = shape.gpus, h = rs__tree_ch_head(shape, ch);
+  if (p < 0 || h == 0 || rs__tree_nodes_of(shape) == 1)
+    return p;
+  return p / G * G + (p % G + h) % G;
+}
+
+static inline int rs__tree_ch_pos(rs_shape_t shape, int ch, int r) {
+  const int G = shape.gpus, h = rs__tree_ch_head(shape, ch);
+  if (h == 0 || rs__tree_nodes_of(shape) == 1)
+    return r;
+  return r / G * G + (r % G + G - h) % G;
+}
+
+/* Worker rank's parent in tree t of channel ch, or -1 at the root. */
+static inline int rs__tree_ch_parent(rs_shape_t shape, int ch, int t,
+                                     int rank) {
+  return rs__tree_ch_worker(
+      shape, ch,
+      rs__tree_parent_in(shape, t, rs__tree_ch_pos(shape, ch, rank)));
+}
+
+/* Its children there, in the order it reduces them; returns how many. */
+static inline int rs__tree_ch_children(rs_shape_t shape, int ch, int t,
+                                       int rank, int *children) {
+  const int n = rs__tree_children_in(shape, t, rs__tree_ch_pos(shape, ch, rank),
+                                     children);
+  for (int i = 0; i < n; i++)
+    children[i] = rs__tree_ch_worker(shape, ch, children[i]);
+  return n;
+}
+
+/* The root of tree t of channel ch. */
+static inline int rs__tree_ch_root(rs_shape_t shape, int ch, int t) {
+  return rs__tree_ch_worker(shape, ch, rs__tree_root_in(shape, t));
+}
+
+/* Whose contributions the reduce message `sender` sends its parent in
+ * tree t of channel ch holds: *count workers of the channel's order from
+ * *first's position on (mod W). */
+static inline void rs__tree_ch_contributors(rs_shape_t shape, int ch, int t,
+                                            int sender, int *first,
+                                            int *count) {
+  rs__tree_contributors_in(shape, t, rs__tree_ch_pos(shape, ch, sender), first,
+                           count);
+  *first = rs__tree_ch_worker(shape, ch, *first);
+}
+
 /* Chunks per half: ceil(W/2). */
 static inline int rs__tree_chunks(int workers) { return (workers + 1) / 2; }
 

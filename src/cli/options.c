@@ -244,8 +244,8 @@ static int check_iterations(const options_t *o) {
                     o->step.iterations);
 }
 
-/* --channels C without --like nccl: the ring on C of NCCL's channels
- * (rs_netmodel_t's channels), which the ring alone runs. With --like
+/* --channels C without --like nccl: the ring or the tree on C of NCCL's
+ * channels (rs_netmodel_t's channels), which they alone run. With --like
  * nccl it forces NCCL's count (nccl.channels) instead. */
 int cli_check_channels(options_t *o) {
   if (!o->given[OPT_CHANNELS] || o->nccl.on)
@@ -254,13 +254,14 @@ int cli_check_channels(options_t *o) {
   if (o->algo_all || o->config.algo == RS_ALGO_AUTO ||
       !cli_algo_info(o->config.algo).channels)
     return cli_refuse(o->mode,
-                      "--channels %d: NCCL's channels are rings, each on its "
-                      "part of a bucket; --algo %s %s (give --algo ring)",
+                      "--channels %d: NCCL's channels are rings or trees, "
+                      "each on its part of a bucket; --algo %s %s (give "
+                      "--algo ring or tree)",
                       C,
                       o->algo_all ? "all" : rs_algorithm_name(o->config.algo),
                       o->algo_all || o->config.algo == RS_ALGO_AUTO
                           ? "chooses among schedules of one channel"
-                          : "is not a ring on channels");
+                          : "runs on no channels");
   o->config.net.channels = C;
   return -1;
 }

@@ -72,12 +72,16 @@ static inline int rs__topo_nic(const rs_topo_t *t, int r) {
  * rs__rings_make): worker order[c W + p] sits at position p of channel
  * c's ring, and worker r at position pos[c W + r]. identity: every ring
  * is 0, 1, ..., W-1 (order and pos NULL). nccl: the orders are NCCL's
- * (rs_nccl_ring_order). And what cuts a bucket between them
- * (rs__rings_part): its elements' bytes and the protocol. */
+ * (rs_nccl_ring_order). The trees' (the tree on channels, algo/tree.h):
+ * tree_head[c], the local GPU at the head of channel c's chain in every
+ * node (rs_nccl_tree_head; NULL: GPU 0 for every channel). And what
+ * cuts a bucket between them (rs__rings_part): its elements' bytes and
+ * the protocol. */
 typedef struct rs_rings {
   int channels, workers;
   int identity, nccl;
   int *order, *pos;
+  int *tree_head;
   size_t elem_size;
   rs_protocol_t proto;
 } rs_rings_t;
@@ -88,7 +92,7 @@ typedef struct rs_shape {
   /* NCCL's channels the ring runs (rs_netmodel_t's channels; 0 reads as
    * 1), and their ring orders (algo/channels.h), which whoever runs or
    * simulates the schedule makes; NULL: every channel's ring is the
-   * identity. Only the ring reads them. */
+   * identity. Only the ring and the tree read them. */
   int channels;
   const rs_rings_t *rings;
 } rs_shape_t;

@@ -80,8 +80,9 @@ static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
                    algo->name);
   if (c->net.channels > 1 && !(algo->caps & RS__CAP_CHANNELS))
     return rs__err(errmsg, RS_EINVAL,
-                   "channels: %d are NCCL's channels, each a ring of its "
-                   "own: the ring runs on them, %s runs one schedule",
+                   "channels: %d are NCCL's channels, each a ring or a "
+                   "tree of its own: the ring and the tree run on them, %s "
+                   "runs one schedule",
                    c->net.channels, algo->name);
   if (c->direct && c->workers > 1 &&
       algo->direct_slots(rs__shape_of(&c->net, c->workers), 1, 0) == 0)
@@ -116,9 +117,9 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
                    c->net.channels, RS_MAX_CHANNELS);
   if (c->net.channels > 1 && c->algo == RS_ALGO_AUTO)
     return rs__err(errmsg, RS_EINVAL,
-                   "channels: %d are NCCL's channels, each a ring of its "
-                   "own: give algo ring, not auto (which chooses among "
-                   "schedules of one channel)",
+                   "channels: %d are NCCL's channels, each a ring or a "
+                   "tree of its own: give algo ring or tree, not auto (which "
+                   "chooses among schedules of one channel)",
                    c->net.channels);
   if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
       c->segment_bytes > RS_MAX_SEGMENT_BYTES)
