@@ -140,7 +140,8 @@ class ChannelsCli(unittest.TestCase):
         con.close()
 
     # chan-5: what is refused, one line naming the value, exit 2, nothing
-    # on stdout; --like nccl keeps its own count.
+    # on stdout (--explain of the tree on channels: it narrates one
+    # channel's pair of trees); --like nccl keeps its own count.
     def test_refusals(self):
         cases = [(["-p", self.small, "--channels", 0], "--channels '0'"),
                  (["-p", self.small, "--channels", 65], "--channels '65'"),
@@ -151,6 +152,8 @@ class ChannelsCli(unittest.TestCase):
                   "--algo all"),
                  (["model", "-p", self.small, *NET, "--algo", "linear", "--channels", 4],
                   "--algo linear"),
+                 (["-p", self.small, "-w", 4, "--algo", "tree", "--channels", 2, "--explain"],
+                  "--channels 2: --explain narrates the tree on one channel"),
                  (["step", "-p", self.small, *NET, "--algo", "rhd", "--channels", 2],
                   "--algo rhd")]
         for args, named in cases:
@@ -205,7 +208,8 @@ class ChannelsCli(unittest.TestCase):
     # cross (rail-aligned, through NIC c); channels 0 and 1 run tree 0
     # (node 0 the root: the reduce crosses 8+c -> c), 2 and 3 tree 1 (node
     # 1 the root); each channel moves its own part of the bucket, every
-    # worker but its root receiving all of it in the broadcast.
+    # worker but its root receiving all of it in the broadcast; the report
+    # says so.
     def test_tree_trace_channel(self):
         db = os.path.join(self.tmp.name, "t.db")
         rc, out, err = helpers.run("-p", self.big, *TOPO, "--algo", "tree",
@@ -215,6 +219,12 @@ class ChannelsCli(unittest.TestCase):
         rows = con.execute("SELECT channel, phase, src, dst, elem_offset, elems "
                            "FROM transfer").fetchall()
         con.close()
+        rc, out, err = helpers.run("-p", self.big, *TOPO, "--algo", "tree",
+                                   "--channels", 4, "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  channels   4 of NCCL's: each bucket cut between them as NCCL "
+                      "cuts it, each one of the two trees on its part (the first half "
+                      "tree 0), its chain through each node from its NIC's GPU", out)
         part = (1 << 20) // 4 // 4
         for c in range(4):
             across = sorted({(ph, s, d) for ch, ph, s, d, _, _ in rows

@@ -582,6 +582,16 @@ static void print_channels(const rs_config_t *cfg, int W) {
   const rs_topo_t *t = &cfg->net.topo;
   const int nccl = t->enabled && (long long)t->nodes * t->gpus == W &&
                    rs_nccl_system_of(t, &sys, err) == RS_OK;
+  if (cfg->algo == RS_ALGO_TREE) {
+    printf("  channels   %d of NCCL's: each bucket cut between them as NCCL "
+           "cuts it, each one of the two trees on its part (the first half "
+           "tree 0), %s\n",
+           cfg->net.channels,
+           nccl ? "its chain through each node from its NIC's GPU "
+                  "(docs/algorithms.md, the channels' trees)"
+                : "every channel's tree alike (they share every link)");
+    return;
+  }
   printf("  channels   %d of NCCL's: each bucket cut between them as NCCL "
          "cuts it, each a ring on its part (the chunks above are the "
          "bucket's; each channel's are its part's), %s\n",
