@@ -167,11 +167,12 @@ int rs_nccl_tree_of(int channel, int channels);
 
 /* The local GPU at the head of channel c's chain in every node: the
  * GPU its tree enters and leaves the node by, through that GPU's NIC
- * (the tree graph's search channel c mod K starts at NIC c mod K, whose
- * localGpu this is, and its TREE pattern leaves by the NIC it entered
- * by: search.cc, ncclTopoSearchRecNet, "Trees are symmetric"); 0 on one
- * node or without an NVLink switch. The chain then goes up by index
- * (ncclTopoSearchNextGpuSort offers the TREE pattern index+1 alone). */
+ * (the tree graph's search channel c mod K starts at NIC c mod K,
+ * search.cc's ncclTopoSearchRecNet, entering at its localGpu, and the
+ * TREE pattern leaves by the NIC it entered by: ncclTopoSearchCheckNet,
+ * "Trees are symmetric"); 0 on one node or without an NVLink switch. The
+ * chain then goes up by index (ncclTopoSearchNextGpuSort offers the TREE
+ * pattern index+1 alone). */
 int rs_nccl_tree_head(const rs_nccl_system_t *sys, int channel);
 
 /* ---- ringsim's prediction (nccl_predict.c) ------------------------------ */
