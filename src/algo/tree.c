@@ -67,6 +67,10 @@
  * n; in exchange a segment crosses about log2 W links instead of 2(W-1)
  * (predict, below).
  *
+ * On NCCL's channels (--channels C > 1) each channel runs one of the two
+ * trees over its own part of the bucket, as NCCL does ("on NCCL's
+ * channels" below; tree.h): the same sweeps, channel by channel.
+ *
  * This file is the algorithm alone; moving a segment, and everything around
  * it, is the transfer primitive's (xfer.h).
  */
