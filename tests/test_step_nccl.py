@@ -245,10 +245,10 @@ class StepNccl(unittest.TestCase):
             (["--like", "ddp-gloo", "--topo", TOPO], "--like 'ddp-gloo': expected nccl"),
             # NCCL's own: without --like nccl
             (["--topo", TOPO, "--proto", "LL"], "--proto forces NCCL's protocol"),
-            # (--channels C alone runs the ring on C channels:
+            # (--channels C alone runs the ring or the tree on C channels:
             # test_channels_cli.py; with another algorithm it is refused)
-            (["--topo", TOPO, "--algo", "tree", "--channels", 4],
-             "--channels 4: NCCL's channels are rings"),
+            (["--topo", TOPO, "--algo", "hier", "--channels", 4],
+             "--channels 4: NCCL's channels are rings or trees"),
             (["--topo", TOPO, "--algo", "NVLSTree"],
              "--algo NVLSTree is NCCL_ALGO's spelling, which --like nccl takes; "
              "ringsim's own schedule is --algo nvlstree"),

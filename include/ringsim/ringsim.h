@@ -344,7 +344,8 @@ typedef struct rs_algo_info {
   int needs_nvls_switch; /* runs only on one node whose NVLink switch
                             reduces (NVLink SHARP, --topo dgx-h100): nvls */
   int channels; /* runs on NCCL's channels (rs_netmodel_t's channels,
-                   --channels): C rings, each on its part of a bucket */
+                   --channels): C rings (or trees), each on its part of a
+                   bucket */
 } rs_algo_info_t;
 /* Algorithm algo's row into *info. RS_OK; RS_EINVAL (info untouched) for
  * RS_ALGO_AUTO, which is not one, or a value that names no algorithm. */
@@ -457,9 +458,10 @@ typedef struct rs_netmodel {
   /* NCCL's protocol, or none (rs_protocol_t above). */
   rs_protocol_t proto;
   /* NCCL's channels the ring runs (--channels): C rings side by side, each
-   * over its own part of every bucket (docs/algorithms.md, "Channels");
-   * 0 or 1: one ring. The ring alone takes more than one; a run and its
-   * schedule simulation read it here, with or without a model. */
+   * over its own part of every bucket (docs/algorithms.md, "Channels"), or
+   * with the tree C trees; 0 or 1: one ring (one pair of trees). The ring
+   * and the tree alone take more than one; a run and its schedule
+   * simulation read it here, with or without a model. */
   int channels;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,

@@ -56,7 +56,7 @@
 #define RS__CAP_CHANNELS 0x200u
 /* The most peers an algorithm on channels names (send_peers, recv_peers):
  * the tree's parent and three children on each channel. */
-#define RS__CHANNEL_PEERS_MAX (RS_MAX_CHANNELS * 4)
+#define RS__MAX_CHANNEL_PEERS (RS_MAX_CHANNELS * 4)
 
 typedef struct rs_algo {
   const char *name;
@@ -67,14 +67,14 @@ typedef struct rs_algo {
   unsigned caps;
   size_t segment_bytes;
   /* The peers worker rank sends to, and receives from, written to peers
-   * (room for W, and for RS__CHANNEL_PEERS_MAX); returns how many. Every
+   * (room for W, and for RS__MAX_CHANNEL_PEERS); returns how many. Every
    * worker's send peers and receive peers agree: r sends to p iff p
    * receives from r. */
   int (*send_peers)(rs_shape_t shape, int rank, int *peers);
   int (*recv_peers)(rs_shape_t shape, int rank, int *peers);
   /* On channels (RS__CAP_CHANNELS), the channel of each peer send_peers
    * (sending 1) or recv_peers (0) names, in its order, into channels
-   * (room for RS__CHANNEL_PEERS_MAX); NULL: peer i's is channel i. */
+   * (room for RS__MAX_CHANNEL_PEERS); NULL: peer i's is channel i. */
   void (*peer_channels)(rs_shape_t shape, int rank, int sending,
                         int *channels);
   /* The most elements one message from `from` to `to` carries, for a

@@ -583,9 +583,10 @@ static double sim_work(rs_shape_t shape, size_t elems, size_t segs) {
 }
 
 /* On channels: each channel's tree's parent and children, each once a
- * channel, channel by channel; their channels into chans (NULL: not
- * wanted). */
-static int channel_peers(rs_shape_t shape, int rank, int *peers, int *chans) {
+ * channel, channel by channel; their channels into peer_channel (NULL:
+ * not wanted). */
+static int channel_peers(rs_shape_t shape, int rank, int *peers,
+                         int *peer_channel) {
   const int C = rs__shape_channels(shape);
   int n = 0;
   for (int c = 0; c < C && shape.workers > 1; c++) {
@@ -601,8 +602,8 @@ static int channel_peers(rs_shape_t shape, int rank, int *peers, int *chans) {
         seen |= peers[j] == cand[i];
       if (seen)
         continue;
-      if (chans)
-        chans[n] = c;
+      if (peer_channel)
+        peer_channel[n] = c;
       peers[n++] = cand[i];
     }
   }
@@ -636,16 +637,16 @@ static int neighbours(rs_shape_t shape, int rank, int *peers) {
 
 /* The channel of each of neighbours' peers (algo.h's peer_channels). */
 static void peer_channels(rs_shape_t shape, int rank, int sending,
-                          int *chans) {
-  int peers[RS__CHANNEL_PEERS_MAX];
+                          int *peer_channel) {
+  int peers[RS__MAX_CHANNEL_PEERS];
   (void)sending;
   if (rs__shape_channels(shape) > 1) {
-    channel_peers(shape, rank, peers, chans);
+    channel_peers(shape, rank, peers, peer_channel);
     return;
   }
   const int n = neighbours(shape, rank, peers);
   for (int i = 0; i < n; i++)
-    chans[i] = 0;
+    peer_channel[i] = 0;
 }
 
 /* Whom rank sends to in each step: in the reduce (step 0) its parent in

@@ -279,8 +279,8 @@ static inline void rs__tree_contributors_in(rs_shape_t shape, int tree,
  * c runs the flat tree t over W. One channel is the pair of trees above,
  * unchanged. */
 
-/* Channel ch's chain head (a local GPU), 0 with one channel or no
- * heads. */
+/* The local GPU that leads channel ch's chain in every node (0 with
+ * one channel, or none given). */
 static inline int rs__tree_ch_head(rs_shape_t shape, int ch) {
   const rs_rings_t *g = shape.rings;
   return shape.channels > 1 && g && g->tree_head ? g->tree_head[ch] : 0;

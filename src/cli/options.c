@@ -186,14 +186,17 @@ static int check_explain(const options_t *o) {
     return cli_refuse(o->mode, "--explain narrates one algorithm; --algo "
                                "auto chooses one per bucket (give --algo "
                                "NAME)");
-  if (o->config.algo == RS_ALGO_TREE && o->given[OPT_CHANNELS] &&
+  /* (of the schedules on NCCL's channels, --explain narrates the ring's
+   * alone: the tree's, as one channel's pair of trees) */
+  const rs_algo_info_t info = cli_algo_info(o->config.algo);
+  if (info.channels && !info.textbook_ring && o->given[OPT_CHANNELS] &&
       !o->nccl.on && o->nccl.channels > 1)
     return cli_refuse(o->mode,
-                      "--channels %d: --explain narrates the tree on one "
-                      "channel (its pair of trees), not on NCCL's channels "
-                      "(give --channels 1; the trace's channel column says "
-                      "each channel's transfers)",
-                      o->nccl.channels);
+                      "--channels %d: --explain narrates the %s on one "
+                      "channel, not on NCCL's channels (give --channels 1; "
+                      "the trace's channel column says each channel's "
+                      "transfers)",
+                      o->nccl.channels, info.name);
   return -1;
 }
 

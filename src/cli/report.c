@@ -582,7 +582,8 @@ static void print_channels(const rs_config_t *cfg, int W) {
   const rs_topo_t *t = &cfg->net.topo;
   const int nccl = t->enabled && (long long)t->nodes * t->gpus == W &&
                    rs_nccl_system_of(t, &sys, err) == RS_OK;
-  if (cfg->algo == RS_ALGO_TREE) {
+  /* (on channels: the ring, DESIGN.md's textbook ring, or the tree) */
+  if (!cli_algo_info(cfg->algo).textbook_ring) {
     printf("  channels   %d of NCCL's: each bucket cut between them as NCCL "
            "cuts it, each one of the two trees on its part (the first half "
            "tree 0), %s\n",

@@ -73,7 +73,7 @@ static inline int rs__topo_nic(const rs_topo_t *t, int r) {
  * c's ring, and worker r at position pos[c W + r]. identity: every ring
  * is 0, 1, ..., W-1 (order and pos NULL). nccl: the orders are NCCL's
  * (rs_nccl_ring_order). The trees' (the tree on channels, algo/tree.h):
- * tree_head[c], the local GPU at the head of channel c's chain in every
+ * tree_head[c], the local GPU that leads channel c's chain in every
  * node (rs_nccl_tree_head; NULL: GPU 0 for every channel). And what
  * cuts a bucket between them (rs__rings_part): its elements' bytes and
  * the protocol. */

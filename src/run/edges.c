@@ -53,24 +53,24 @@ static rs_edge_t *find_edge(rs_run_t *run, int from, int to, int channel) {
 }
 
 /* The channels of an algorithm's n peers of worker r (send_peers'
- * when sending, else recv_peers'), into chans: on NCCL's channels (each
+ * when sending, else recv_peers'), into peer_channel: on NCCL's channels (each
  * its own queue on an edge) its peer_channels', or peer i's channel i;
  * else 0. */
 static void peer_channels(const rs_algo_t *algo, rs_shape_t shape, int r,
-                          int sending, int n, int *chans) {
-  assert(n <= RS__CHANNEL_PEERS_MAX || !(algo->caps & RS__CAP_CHANNELS));
+                          int sending, int n, int *peer_channel) {
+  assert(n <= RS__MAX_CHANNEL_PEERS || !(algo->caps & RS__CAP_CHANNELS));
   if ((algo->caps & RS__CAP_CHANNELS) && algo->peer_channels) {
-    algo->peer_channels(shape, r, sending, chans);
+    algo->peer_channels(shape, r, sending, peer_channel);
     return;
   }
-  for (int i = 0; i < n && i < RS__CHANNEL_PEERS_MAX; i++)
-    chans[i] = algo->caps & RS__CAP_CHANNELS ? i : 0;
+  for (int i = 0; i < n && i < RS__MAX_CHANNEL_PEERS; i++)
+    peer_channel[i] = algo->caps & RS__CAP_CHANNELS ? i : 0;
 }
 
-/* The channel of peer i (chans as peer_channels filled it: room for
- * RS__CHANNEL_PEERS_MAX; past it, an algorithm not on channels: 0). */
-static int channel_of(const int *chans, int i) {
-  return i < RS__CHANNEL_PEERS_MAX ? chans[i] : 0;
+/* The channel of peer i (peer_channel as peer_channels filled it: room for
+ * RS__MAX_CHANNEL_PEERS; past it, an algorithm not on channels: 0). */
+static int channel_at(const int *peer_channel, int i) {
+  return i < RS__MAX_CHANNEL_PEERS ? peer_channel[i] : 0;
 }
 
 /* The directed edges of every algorithm the buckets run (with --algo auto,
@@ -97,11 +97,11 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
       if (!(run->algos_used & (1u << a)))
         continue;
       int n = algo->send_peers(run->shape, r, peers);
-      int chans[RS__CHANNEL_PEERS_MAX];
-      peer_channels(algo, run->shape, r, 1, n, chans);
+      int peer_channel[RS__MAX_CHANNEL_PEERS];
+      peer_channels(algo, run->shape, r, 1, n, peer_channel);
       for (int i = 0; i < n; i++) {
         run->edge_start[r + 1] = run->edge_count;
-        const int channel = channel_of(chans, i);
+        const int channel = channel_at(peer_channel, i);
         rs_edge_t *e = find_edge(run, r, peers[i], channel);
         if (!e) {
           e = &run->edges[run->edge_count++];
@@ -139,7 +139,7 @@ static void add_link(rs_link_t *list, int *count, int peer, int channel,
  * every algorithm the buckets run. */
 int rs__run_link_workers(rs_run_t *run, int *peers) {
   const int W = run->config.workers;
-  int chans[RS__CHANNEL_PEERS_MAX];
+  int peer_channel[RS__MAX_CHANNEL_PEERS];
   run->links = calloc(2 * (size_t)run->edge_count + 1, sizeof *run->links);
   if (!run->links)
     return RS_ENOMEM;
@@ -153,10 +153,10 @@ int rs__run_link_workers(rs_run_t *run, int *peers) {
         continue;
       const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
       int n = algo->send_peers(run->shape, r, peers);
-      peer_channels(algo, run->shape, r, 1, n, chans);
+      peer_channels(algo, run->shape, r, 1, n, peer_channel);
       for (int i = 0; i < n; i++)
-        add_link(w->out, &w->out_count, peers[i], channel_of(chans, i),
-                 find_edge(run, r, peers[i], channel_of(chans, i)));
+        add_link(w->out, &w->out_count, peers[i], channel_at(peer_channel, i),
+                 find_edge(run, r, peers[i], channel_at(peer_channel, i)));
     }
     w->in = w->out + w->out_count;
     w->in_count = 0;
@@ -165,10 +165,10 @@ int rs__run_link_workers(rs_run_t *run, int *peers) {
         continue;
       const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
       int n = algo->recv_peers(run->shape, r, peers);
-      peer_channels(algo, run->shape, r, 0, n, chans);
+      peer_channels(algo, run->shape, r, 0, n, peer_channel);
       for (int i = 0; i < n; i++)
-        add_link(w->in, &w->in_count, peers[i], channel_of(chans, i),
-                 find_edge(run, peers[i], r, channel_of(chans, i)));
+        add_link(w->in, &w->in_count, peers[i], channel_at(peer_channel, i),
+                 find_edge(run, peers[i], r, channel_at(peer_channel, i)));
     }
     next = w->in + w->in_count;
     for (rs_link_t *l = w->out; l < next; l++)

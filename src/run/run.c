@@ -350,7 +350,7 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
       seg_cap ? rs__sim_slot_cap(&config->net, 2 * (size_t)W * seg_cap) : 0;
   /* a schedule on channels that does not stream (the tree): its
    * channels' clocks alone */
-  const int chan_clocks = config->net.enabled && channels_clocked(run);
+  const int channel_clocks = config->net.enabled && channels_clocked(run);
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
     w->rc = RS_WORKER_NOT_STARTED;
@@ -378,7 +378,7 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
-    if ((seg_cap || chan_clocks) && !(w->stream_mem = malloc(
+    if ((seg_cap || channel_clocks) && !(w->stream_mem = malloc(
                          rs__sim_stream_words(w->sim.channels, seg_cap,
                                               slot_cap) *
                          sizeof *w->stream_mem)))
@@ -462,9 +462,9 @@ static int create(const rs_config_t *config, const rs_model_t *model,
     return rc;
   rs_run_t *run = run_new(config, model);
   /* (peers: room for W, or for the channels' each: algo.h) */
-  const int room = config->workers > RS__CHANNEL_PEERS_MAX
+  const int room = config->workers > RS__MAX_CHANNEL_PEERS
                        ? config->workers
-                       : RS__CHANNEL_PEERS_MAX;
+                       : RS__MAX_CHANNEL_PEERS;
   sizing_t s = {.peers = malloc((size_t)room * sizeof *s.peers)};
   if (!run || !s.peers)
     rc = rs__err(errmsg, RS_ENOMEM, "out of memory");
