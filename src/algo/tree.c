@@ -154,7 +154,7 @@ static int broadcast_down(rs_worker_t *w, const tree_at_t *q,
 }
 
 /* ---- on NCCL's channels --------------------------------------------------
- * (tree.h: channel c runs tree rs_nccl_tree_of(c, C), renamed by its
+ * (tree.h: channel c runs tree rs__tree_ch_tree(c), renamed by its
  * chain head, over its own part of the bucket.) The bucket is cut between
  * the channels as the ring's is (rs__rings_part: NCCL's cut), and each
  * channel's part as a tree's half is: H = ceil(W/2) chunks of segs
@@ -183,13 +183,13 @@ typedef struct tree_cut {
  * elements). */
 static void cut_channels(rs_shape_t shape, size_t elems, size_t elem_size,
                          rs_protocol_t proto, size_t cap, tree_cut_t *cut) {
-  const int C = rs__shape_channels(shape), H = rs__tree_chunks(shape.workers);
+  const int C = rs__tree_channels(shape), H = rs__tree_chunks(shape.workers);
   size_t most = 0;
   cut->busy = rs__rings_busy(elems, elem_size, C, proto);
   for (int c = 0; c < cut->busy; c++) {
     tree_part_t *p = &cut->part[c];
     p->channel = c;
-    p->tree = rs_nccl_tree_of(c, C);
+    p->tree = rs__tree_ch_tree(shape, c);
     rs__rings_part(elems, elem_size, C, proto, c, &p->base, &p->len);
     most = p->len > most ? p->len : most;
   }
@@ -268,7 +268,7 @@ static int tree_bucket(rs_worker_t *w) {
   int rc;
   if (w->workers < 2)
     return RS_OK;
-  if (rs__shape_channels(shape) > 1)
+  if (rs__tree_channels(shape) > 1)
     return channels_bucket(w);
   /* Reduce: the halves climb their trees, segment by segment. */
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0,
@@ -330,7 +330,7 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
   const int workers = shape.workers;
   if (!m->enabled || workers < 2)
     return 0;
-  if (rs__shape_channels(shape) > 1)
+  if (rs__tree_channels(shape) > 1)
     return predict_channels(m, shape, elems, cap, elem_size);
   const uint64_t S = rs__tree_segments(workers, segs);
   const int d0 = height(shape, 0), d1 = height(shape, 1);
@@ -407,7 +407,7 @@ typedef struct sweep_at {
  * then each one's edges in that order (2W); on C channels, each
  * channel's tree's (C W of each). */
 static size_t sim_scratch(rs_shape_t shape) {
-  const int workers = shape.workers, C = rs__shape_channels(shape);
+  const int workers = shape.workers, C = rs__tree_channels(shape);
   return (size_t)(C > 2 ? C : 2) * (size_t)workers *
          (sizeof(int) + sizeof(sweep_at_t));
 }
@@ -510,7 +510,7 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->shape.workers;
   const size_t S = rs__tree_segments(W, segs);
-  if (rs__shape_channels(s->shape) > 1) {
+  if (rs__tree_channels(s->shape) > 1) {
     sim_channels(s, elems);
     return;
   }
@@ -568,7 +568,7 @@ static void shape_cut(rs_shape_t shape, size_t elems, size_t cap,
   const int C = rs__shape_channels(shape);
   cut->busy = C;
   for (int c = 0; c < C; c++)
-    cut->part[c] = (tree_part_t){c, rs_nccl_tree_of(c, C), 0, elems};
+    cut->part[c] = (tree_part_t){c, rs__tree_ch_tree(shape, c), 0, elems};
   cut->segs = rs_segs_per_chunk(elems, rs__tree_chunks(shape.workers),
                                 cap ? cap : 1, 1);
 }
@@ -587,10 +587,10 @@ static double sim_work(rs_shape_t shape, size_t elems, size_t segs) {
  * not wanted). */
 static int channel_peers(rs_shape_t shape, int rank, int *peers,
                          int *peer_channel) {
-  const int C = rs__shape_channels(shape);
+  const int C = rs__tree_channels(shape);
   int n = 0;
   for (int c = 0; c < C && shape.workers > 1; c++) {
-    const int t = rs_nccl_tree_of(c, C), first = n;
+    const int t = rs__tree_ch_tree(shape, c), first = n;
     int cand[RS_TREE_MAX_CHILDREN + 1];
     int k = rs__tree_ch_children(shape, c, t, rank, cand);
     const int parent = rs__tree_ch_parent(shape, c, t, rank);
@@ -616,7 +616,7 @@ static int channel_peers(rs_shape_t shape, int rank, int *peers,
 static int neighbours(rs_shape_t shape, int rank, int *peers) {
   const int workers = shape.workers;
   int n = 0;
-  if (rs__shape_channels(shape) > 1)
+  if (rs__tree_channels(shape) > 1)
     return channel_peers(shape, rank, peers, NULL);
   for (int t = 0; t < 2 && workers > 1; t++) {
     int cand[RS_TREE_MAX_CHILDREN + 1];
@@ -640,7 +640,7 @@ static void peer_channels(rs_shape_t shape, int rank, int sending,
                           int *peer_channel) {
   int peers[RS__MAX_CHANNEL_PEERS];
   (void)sending;
-  if (rs__shape_channels(shape) > 1) {
+  if (rs__tree_channels(shape) > 1) {
     channel_peers(shape, rank, peers, peer_channel);
     return;
   }
@@ -653,12 +653,14 @@ static void peer_channels(rs_shape_t shape, int rank, int sending,
  * either tree, in the broadcast (step 1) its children in both; each
  * worker once (it may be linked to the same one in both trees). */
 static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
-  const int workers = shape.workers, C = rs__shape_channels(shape);
+  const int workers = shape.workers, on = rs__tree_channels(shape) > 1;
   int n = 0;
-  /* (on channels: every channel's tree, an idle one's too: topo.h counts
-   * the schedule, not the sizes) */
-  for (int x = 0; x < (C > 1 ? C : 2) && workers > 1; x++) {
-    const int ch = C > 1 ? x : 0, t = C > 1 ? rs_nccl_tree_of(x, C) : x;
+  /* (on channels: the shape's channels' trees, a bucket's busy ones when
+   * the NICs' load is made for it: algo/channels.h's
+   * rs__rings_busy_shape) */
+  for (int x = 0; x < (on ? rs__shape_channels(shape) : 2) && workers > 1;
+       x++) {
+    const int ch = on ? x : 0, t = on ? rs__tree_ch_tree(shape, x) : x;
     int cand[RS_TREE_MAX_CHILDREN + 1];
     int k = step == 0 ? 0 : rs__tree_ch_children(shape, ch, t, rank, cand);
     if (step == 0 && rs__tree_ch_parent(shape, ch, t, rank) >= 0)
@@ -681,7 +683,7 @@ static size_t message_elems(rs_shape_t shape, int from, int to, size_t elems,
   const int workers = shape.workers;
   (void)from, (void)to;
   const size_t H = (size_t)rs__tree_chunks(workers);
-  if (rs__shape_channels(shape) > 1) { /* (the largest part's chunk) */
+  if (rs__tree_channels(shape) > 1) { /* (the largest part's chunk) */
     tree_cut_t cut;
     size_t most = 0;
     shape_cut(shape, elems, cap, &cut);
@@ -716,7 +718,7 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
   const int workers = shape.workers;
   (void)collective;
   size_t per_index = 0;
-  if (rs__shape_channels(shape) > 1 && workers > 1) {
+  if (rs__tree_channels(shape) > 1 && workers > 1) {
     tree_cut_t cut; /* (each busy channel's tree's) */
     shape_cut(shape, elems, cap, &cut);
     for (int c = 0; c < cut.busy; c++) {

@@ -49,6 +49,7 @@
 
 #include <stddef.h>
 
+#include "algo/nccl.h"
 #include "base/schedule.h"
 #include "net/topo.h"
 
@@ -279,11 +280,26 @@ static inline void rs__tree_contributors_in(rs_shape_t shape, int tree,
  * c runs the flat tree t over W. One channel is the pair of trees above,
  * unchanged. */
 
+/* The channels the tree runs on: the shape's, or all its rings' where
+ * the shape counts a bucket's busy ones alone (algo/channels.h's
+ * rs__rings_busy_shape, which the NICs' load is made from); 1: the pair
+ * of trees above. */
+static inline int rs__tree_channels(rs_shape_t shape) {
+  const rs_rings_t *g = shape.rings;
+  const int C = shape.channels > 1 ? shape.channels : 1;
+  return g && g->channels > C ? g->channels : C;
+}
+
+/* The tree channel ch runs (of rs__tree_channels'). */
+static inline int rs__tree_ch_tree(rs_shape_t shape, int ch) {
+  return rs_nccl_tree_of(ch, rs__tree_channels(shape));
+}
+
 /* The local GPU that leads channel ch's chain in every node (0 with
  * one channel, or none given). */
 static inline int rs__tree_ch_head(rs_shape_t shape, int ch) {
   const rs_rings_t *g = shape.rings;
-  return shape.channels > 1 && g && g->tree_head ? g->tree_head[ch] : 0;
+  return g && g->tree_head ? g->tree_head[ch] : 0;
 }
 
 /* The worker at position p of channel ch's order, and worker r's
