@@ -20,8 +20,8 @@ static rs_netmodel_t nvls_node(int W, const char *link) {
 }
 
 /* A threaded run of algo (nvls, nvlstree) on W workers of elems
- * elements: its simulated time; the result checked (exact inputs: bit for
- * bit). */
+ * elements, with net's slots a queue (its own, or the default): its
+ * simulated time; the result checked (exact inputs: bit for bit). */
 static uint64_t run_algo(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
                          size_t elems, size_t segment_bytes, rs_op_t op) {
   rs_model_t *m = model_of(elems);
@@ -32,6 +32,8 @@ static uint64_t run_algo(rs_algorithm_t algo, const rs_netmodel_t *net, int W,
   cfg.op = op;
   cfg.segment_bytes = segment_bytes;
   cfg.net = *net;
+  if (net->slots > 0)
+    cfg.slots = net->slots;
   char err[RS_ERRMSG_MAX];
   rs_run_t *run;
   if (rs_run_create(&cfg, m, &run, err))
@@ -174,34 +176,77 @@ static void test_refusals(void **state) {
   rs_model_free(m);
 }
 
-/* nvlstree-1: 2 to 4 nodes of 2 to 8 GPUs, one NIC a GPU or fewer,
- * uneven shards, one or several segments, sum and avg: every worker holds
- * the exact result, and the threaded run's simulated time is the schedule
- * simulation's to the ns. */
+/* nvlstree-1: 2 to 8 nodes of 2 to 8 GPUs, one NIC a GPU or fewer,
+ * uneven shards, one or several units, 8, 1 or 2 slots a queue (one slot:
+ * no deadlock), sum and avg: every worker holds the exact result, and the
+ * threaded run's simulated time is the schedule simulation's to the ns. */
 static void test_nvlstree_run_equals_model(void **state) {
   (void)state;
   static const struct {
     int nodes, gpus, nics;
-  } shapes[] = {{2, 2, 2}, {3, 4, 2}, {2, 8, 8}, {4, 2, 1}};
+  } shapes[] = {{2, 2, 2}, {3, 4, 2}, {2, 8, 8}, {4, 2, 1}, {5, 3, 3},
+                {8, 2, 2}};
   const size_t elems[] = {1001, 40000};
   const size_t segment[] = {1 << 20, 4096};
+  const int slots[] = {0, 1, 2}; /* (0: the default, 8) */
   for (size_t a = 0; a < sizeof shapes / sizeof *shapes; a++)
     for (size_t b = 0; b < sizeof elems / sizeof *elems; b++)
       for (size_t c = 0; c < sizeof segment / sizeof *segment; c++) {
         char spec[160];
         snprintf(spec, sizeof spec, "dgx-h100,nodes=%d,gpus=%d,nics=%d",
                  shapes[a].nodes, shapes[a].gpus, shapes[a].nics);
-        const rs_netmodel_t net = topo_of(spec, NULL);
+        rs_netmodel_t net = topo_of(spec, NULL);
+        net.slots = slots[(a + b + c) % 3];
         const int W = shapes[a].nodes * shapes[a].gpus;
         const uint64_t sim =
             model_algo(RS_ALGO_NVLSTREE, &net, W, elems[b], segment[c]);
         const uint64_t run = run_algo(RS_ALGO_NVLSTREE, &net, W, elems[b],
                                       segment[c], c ? RS_OP_AVG : RS_OP_SUM);
         if (sim == 0 || run != sim)
-          fail_msg("%s n=%zu seg=%zu: threaded %llu, model %llu", spec,
-                   elems[b], segment[c], (unsigned long long)run,
-                   (unsigned long long)sim);
+          fail_msg("%s n=%zu seg=%zu slots=%d: threaded %llu, model %llu",
+                   spec, elems[b], segment[c], net.slots,
+                   (unsigned long long)run, (unsigned long long)sim);
       }
+}
+
+/* nvlstree-2: the stages pipelined, by hand. 2 nodes of 2 GPUs, one NIC
+ * each; NVLink 1 us and 1 GB/s, a NIC 2 us and 1 GB/s (a byte a ns on
+ * either); 2000 floats, so 2 shards of 2 halves of 2 units of 250 floats
+ * (1000 bytes: 1 us on any wire). Tree 0 (halves 0) has its root on node
+ * 0, tree 1 on node 1; D = 1, so a unit's reduce is in round u, its climb
+ * in round u + 1 (the root takes it then), its way down in round u + 2,
+ * its multicast in round u + 3 (nvlstree.c). Unit (h, u) is half h's
+ * unit u. GPU 0 (root of tree 0; GPU 1 alike, its shard's), GPU 2 (root
+ * of tree 1; GPU 3 alike):
+ *   round 0: each puts (0,0) for the other head (port 0-1 us), its own
+ *     (1-2 us, in the switch at 3 us): the sum down at 3 + 1 + 1 = 5 us;
+ *     (1,0) alike a round of the port later: puts 2-4 us, sum at 7 us.
+ *   round 1: (0,1) and (1,1) alike: puts 4-6 and 6-8 us, sums at 9 and
+ *     11 us. Climb: GPU 2 sends (0,0) up at 8 us (its port's next free),
+ *     there at 8 + 1 + 2 = 11 us, taken by GPU 0 at 12 (its port busy
+ *     with the sum (1,1) until 11); GPU 0 sends (1,0) up at 8, GPU 2
+ *     takes it at 12.
+ *   round 2: GPU 2 sends (0,1) up at 9 us (ready since 9), GPU 0 takes
+ *     it at 13; GPU 0 sends (0,0) down at 12 (its sum since 12), then
+ *     (1,1) up at 13, there at 15 and 16; GPU 2 takes them at 15 and 16;
+ *     GPU 2 sends (1,0) down at 12, GPU 0 takes it at 15.
+ *   round 3: GPU 0 sends (0,1) down at 14, GPU 2 takes it at 17; GPU 2
+ *     sends (1,1) down at 16 (its sum since 16), GPU 0 takes it at 19.
+ *     Multicasts: GPU 0's (0,0) at 15, (1,0) at 16 (there at 17, 18 us),
+ *     taken at 20 and 21 (its port busy until 19); GPU 2's (0,0) at 17,
+ *     (1,0) at 18, taken at 19 and 20.
+ *   round 4: GPU 0 multicasts (0,1) at 17 and (1,1) at 19 (down since
+ *     19), taken at 22 and 23; GPU 2 its at 19 and 20, taken at 21, 22.
+ * 23 us, threaded and simulated. With the stages one after another (the
+ * tree's sends after every receive before them) it took 33 us. */
+static void test_nvlstree_pipelined_by_hand(void **state) {
+  (void)state;
+  const rs_netmodel_t net = topo_of("nodes=2,gpus=2,nics=2,intra=1us/1GB/s,"
+                                    "nic=2us/1GB/s,cc=90,switch=nvls",
+                                    NULL);
+  assert_int_equal(model_algo(RS_ALGO_NVLSTREE, &net, 4, 2000, 1000), 23000);
+  assert_int_equal(run_algo(RS_ALGO_NVLSTREE, &net, 4, 2000, 1000, RS_OP_SUM),
+                   23000);
 }
 
 int main(void) {
@@ -212,6 +257,7 @@ int main(void) {
       cmocka_unit_test(test_beats_the_ring_on_eight),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_nvlstree_run_equals_model),
+      cmocka_unit_test(test_nvlstree_pipelined_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

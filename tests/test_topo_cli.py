@@ -434,7 +434,7 @@ class TopoCli(unittest.TestCase):
                            "--algo", "all")
         self.assertEqual(rc, 0, err)
         self.assertIn("network    each row's nodes x 8 GPUs", out)
-        self.assertRegex(out, r"\n +16 +2 +[0-9. ]+ +- +[0-9.]+ +[0-9.]+ +rhd\n")  # (- nvls)
+        self.assertRegex(out, r"\n +16 +2 +[0-9. ]+ +- +[0-9.]+ +[0-9.]+ +nvlstree\n")  # (- nvls)
         for args, says in (
                 (["--topo", "pcie,nodes=1,2", "-w", 8], "--workers with a list of nodes"),
                 (["--topo", "pcie", "-w", "8,16"], "a list of --workers with --topo"),

@@ -39,31 +39,34 @@
  * single order per edge, a fixed lag is how one thread overlaps them. */
 #define NVLS_LAG 1
 
-/* Segment k of shard c of the bucket, cut into segs segments a shard
- * (the ring's cut: schedule.h). */
-static void shard_seg(const rs_worker_t *w, size_t segs, int c, size_t k,
-                      size_t *off, size_t *len) {
-  rs__segment(w->elems, w->workers, segs, c, k, off, len);
+/* Segment k of shard c of the bucket, cut as cut says (nvls.h). */
+static void shard_seg(const rs_worker_t *w, const rs_nvls_cut_t *cut, int c,
+                      size_t k, size_t *off, size_t *len) {
+  const rs_nvls_piece_t p = rs__nvls_piece(w->elems, w->workers, cut, c, k);
+  *off = p.off;
+  *len = p.len;
 }
 
-int rs__nvls_reduce_round(rs_worker_t *w, size_t segs, size_t k, int mean) {
+int rs__nvls_reduce_round(rs_worker_t *w, const rs_nvls_cut_t *cut, size_t k,
+                          int mean) {
   const int W = w->workers, r = w->rank;
   const int me = rs__group_worker(&w->group, r); /* (the run's worker) */
+  const int seg = (int)rs__nvls_seg(cut, k);
   size_t off, len;
   int rc = RS_OK;
   w->sim.route = RS_ROUTE_SWITCH;
   for (int d = 1; d < W && !rc; d++) {
     const int head = rs__nvls_head(W, r, d);
-    const rs_tag_t put = {RS_PHASE_REDUCE_SCATTER, 0, head, (int)k, me, 1};
-    shard_seg(w, segs, head, k, &off, &len);
+    const rs_tag_t put = {RS_PHASE_REDUCE_SCATTER, 0, head, seg, me, 1};
+    shard_seg(w, cut, head, k, &off, &len);
     rc = rs__xfer_send(w, head, off, len, &put);
   }
-  shard_seg(w, segs, r, k, &off, &len);
+  shard_seg(w, cut, r, k, &off, &len);
   if (!rc)
-    rs__xfer_switch_put(w, len, k); /* (its own copy, into the switch) */
+    rs__xfer_switch_put(w, len, (size_t)seg); /* (its own, into the switch) */
   for (int d = 1; d < W && !rc; d++) { /* (r-1, r-2, ...: nvls.h) */
     const int j = rs__nvls_from(W, r, d);
-    const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, (int)k,
+    const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, seg,
                           rs__group_worker(&w->group, j), 1};
     rc = rs__xfer_recv(w, j, off, len, &sum,
                        d == W - 1 && mean ? RS_RECV_REDUCE_MEAN
@@ -71,16 +74,18 @@ int rs__nvls_reduce_round(rs_worker_t *w, size_t segs, size_t k, int mean) {
   }
   w->sim.route = RS_ROUTE_LINK;
   if (!rc)
-    rs__xfer_switch_result(w, len, k);
+    rs__xfer_switch_result(w, len, (size_t)seg);
   return rc;
 }
 
-int rs__nvls_multicast_round(rs_worker_t *w, size_t segs, size_t k) {
+int rs__nvls_multicast_round(rs_worker_t *w, const rs_nvls_cut_t *cut,
+                             size_t k) {
   const int W = w->workers, r = w->rank, all = w->shape.workers;
+  const int seg = (int)rs__nvls_seg(cut, k);
   size_t off, len;
   int rc = RS_OK;
-  shard_seg(w, segs, r, k, &off, &len);
-  const rs_tag_t out = {RS_PHASE_ALL_GATHER, 0, r, (int)k, 0, all};
+  shard_seg(w, cut, r, k, &off, &len);
+  const rs_tag_t out = {RS_PHASE_ALL_GATHER, 0, r, seg, 0, all};
   for (int d = 1; d < W && !rc; d++) {
     w->sim.route = d == 1 ? RS_ROUTE_LINK : RS_ROUTE_MULTICAST;
     rc = rs__xfer_send(w, rs__nvls_to(W, r, d), off, len, &out);
@@ -88,8 +93,8 @@ int rs__nvls_multicast_round(rs_worker_t *w, size_t segs, size_t k) {
   w->sim.route = RS_ROUTE_MULTICAST; /* (a copy: no segment of its own) */
   for (int d = 1; d < W && !rc; d++) {
     const int head = rs__nvls_from(W, r, d);
-    const rs_tag_t in = {RS_PHASE_ALL_GATHER, 0, head, (int)k, 0, all};
-    shard_seg(w, segs, head, k, &off, &len);
+    const rs_tag_t in = {RS_PHASE_ALL_GATHER, 0, head, seg, 0, all};
+    shard_seg(w, cut, head, k, &off, &len);
     rc = rs__xfer_recv(w, head, off, len, &in, RS_RECV_COPY);
   }
   w->sim.route = RS_ROUTE_LINK;
@@ -101,54 +106,58 @@ int rs__nvls_multicast_round(rs_worker_t *w, size_t segs, size_t k) {
  * separate warps overlap them. */
 static int nvls_bucket(rs_worker_t *w) {
   const size_t segs = w->segs_per_chunk;
+  const rs_nvls_cut_t cut = {segs, 0, 1};
   const int mean = w->op == RS_OP_AVG && !w->average;
   int rc;
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE_SCATTER, 0, 0, 1)))
     return rc;
   for (size_t k = 0; k < segs + NVLS_LAG; k++) {
-    if (k < segs && (rc = rs__nvls_reduce_round(w, segs, k, mean)))
+    if (k < segs && (rc = rs__nvls_reduce_round(w, &cut, k, mean)))
       return rc;
     if (k == NVLS_LAG && (rc = rs__xfer_step(w, RS_PHASE_ALL_GATHER, 0, 1, 1)))
       return rc;
-    if (k >= NVLS_LAG && (rc = rs__nvls_multicast_round(w, segs, k - NVLS_LAG)))
+    if (k >= NVLS_LAG && (rc = rs__nvls_multicast_round(w, &cut, k - NVLS_LAG)))
       return rc;
   }
   return RS_OK;
 }
 
 void rs__nvls_sim_reduce_round(rs_simrun_t *s, int first, int G, size_t elems,
-                               size_t segs, size_t k) {
-  size_t off, len;
+                               const rs_nvls_cut_t *cut, size_t k) {
+  const size_t seg = rs__nvls_seg(cut, k);
+  size_t len;
   for (int l = 0; l < G; l++) {
     rs_simclock_t *c = &s->clocks[first + l];
     c->route = RS_ROUTE_SWITCH;
     for (int d = 1; d < G; d++) { /* (puts: the switch keeps the latest) */
       const int head = rs__nvls_head(G, l, d);
       uint64_t depart, arrive, wire;
-      rs__segment(elems, G, segs, head, k, &off, &len);
-      rs__sim_send(c, first + head, s->step, len * s->elem_size, k, &depart,
+      len = rs__nvls_piece(elems, G, cut, head, k).len;
+      rs__sim_send(c, first + head, s->step, len * s->elem_size, seg, &depart,
                    &arrive, &wire);
       if (arrive > s->clocks[first + head].switch_ready)
         s->clocks[first + head].switch_ready = arrive;
     }
     c->route = RS_ROUTE_LINK;
-    rs__segment(elems, G, segs, l, k, &off, &len);
-    rs__sim_switch_put(c, s->step, len * s->elem_size, k);
+    len = rs__nvls_piece(elems, G, cut, l, k).len;
+    rs__sim_switch_put(c, s->step, len * s->elem_size, seg);
   }
   for (int l = 0; l < G; l++) {
-    rs__segment(elems, G, segs, l, k, &off, &len);
-    rs__sim_switch_result(&s->clocks[first + l], len * s->elem_size, k);
+    len = rs__nvls_piece(elems, G, cut, l, k).len;
+    rs__sim_switch_result(&s->clocks[first + l], len * s->elem_size, seg);
     if (s->clocks[first + l].clock > s->bound)
       s->over = 1;
   }
 }
 
 void rs__nvls_sim_multicast_round(rs_simrun_t *s, int first, int G,
-                                  size_t elems, size_t segs, size_t k) {
-  size_t off, len;
+                                  size_t elems, const rs_nvls_cut_t *cut,
+                                  size_t k) {
+  const size_t seg = rs__nvls_seg(cut, k);
+  size_t len;
   for (int l = 0; l < G; l++) { /* (one send: its copies are free) */
-    rs__segment(elems, G, segs, l, k, &off, &len);
-    rs__simrun_send_seg(s, first + l, first + rs__nvls_to(G, l, 1), len, k);
+    len = rs__nvls_piece(elems, G, cut, l, k).len;
+    rs__simrun_send_seg(s, first + l, first + rs__nvls_to(G, l, 1), len, seg);
   }
   for (int l = 0; l < G; l++) {
     s->clocks[first + l].route = RS_ROUTE_MULTICAST;
@@ -162,14 +171,15 @@ void rs__nvls_sim_multicast_round(rs_simrun_t *s, int first, int G,
  * it (algo.h). */
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   const int W = s->shape.workers;
+  const rs_nvls_cut_t cut = {segs, 0, 1};
   rs__simrun_step(s);
   for (size_t k = 0; k < segs + NVLS_LAG && !rs__simrun_stopped(s); k++) {
     if (k < segs)
-      rs__nvls_sim_reduce_round(s, 0, W, elems, segs, k);
+      rs__nvls_sim_reduce_round(s, 0, W, elems, &cut, k);
     if (k == NVLS_LAG)
       rs__simrun_step(s);
     if (k >= NVLS_LAG)
-      rs__nvls_sim_multicast_round(s, 0, W, elems, segs, k - NVLS_LAG);
+      rs__nvls_sim_multicast_round(s, 0, W, elems, &cut, k - NVLS_LAG);
   }
 }
 

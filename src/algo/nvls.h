@@ -21,6 +21,8 @@
 
 #include <stddef.h>
 
+#include "base/schedule.h"
+
 /* The d-th head GPU r puts a shard into in step 0 (d = 1..W-1): r + d. */
 static inline int rs__nvls_head(int workers, int rank, int d) {
   return (rank + d) % workers;
@@ -35,10 +37,40 @@ static inline int rs__nvls_from(int workers, int rank, int d) {
   return (rank - d + workers) % workers;
 }
 
+/* Where a round's segments lie: each shard is cut into `parts` parts
+ * (nvls: 1; nvlstree: 2, the halves its two trees carry), part `part`
+ * into segs segments (the ring's cut: schedule.h). Segment k of it is
+ * the streaming clock's segment part x segs + k (netmodel.h), and the
+ * messages' tag segment. */
+typedef struct rs_nvls_cut {
+  size_t segs;
+  int part, parts;
+} rs_nvls_cut_t;
+
+/* Segment k of part cut->part of shard c of a bucket of elems elements
+ * cut into `shards`: its offset and length. */
+typedef struct rs_nvls_piece {
+  size_t off, len;
+} rs_nvls_piece_t;
+
+static inline rs_nvls_piece_t rs__nvls_piece(size_t elems, int shards,
+                                             const rs_nvls_cut_t *cut, int c,
+                                             size_t k) {
+  rs_nvls_piece_t p;
+  rs__segment(rs__chunk_elems(elems, shards, c), cut->parts, cut->segs,
+              cut->part, k, &p.off, &p.len);
+  p.off += rs__chunk_offset(elems, shards, c);
+  return p;
+}
+
+/* Its segment on the streaming clock (and in its messages' tags). */
+static inline size_t rs__nvls_seg(const rs_nvls_cut_t *cut, size_t k) {
+  return (size_t)cut->part * cut->segs + k;
+}
+
 /* The rounds, for nvls and for nvlstree's nodes (algo/nvls.c, algo/
  * nvlstree.c). On threads, worker w among w->workers GPUs of a node
- * (w->group: the node's, or none), the bucket's shards cut into segs
- * segments each:
+ * (w->group: the node's, or none), the bucket's shards cut as cut says:
  * - rs__nvls_reduce_round: round k's reduce. The GPU puts its copy of
  *   segment k of every other shard into the switch for its head, and its
  *   own shard's for itself; as head it takes in the others' copies of
@@ -51,12 +83,15 @@ static inline int rs__nvls_from(int workers, int rank, int d) {
  * first + G - 1 of a bucket of elems elements (rs__nvls_sim_*). */
 struct rs_worker;
 struct rs_simrun;
-int rs__nvls_reduce_round(struct rs_worker *w, size_t segs, size_t k,
-                          int mean);
-int rs__nvls_multicast_round(struct rs_worker *w, size_t segs, size_t k);
+int rs__nvls_reduce_round(struct rs_worker *w, const rs_nvls_cut_t *cut,
+                          size_t k, int mean);
+int rs__nvls_multicast_round(struct rs_worker *w, const rs_nvls_cut_t *cut,
+                             size_t k);
 void rs__nvls_sim_reduce_round(struct rs_simrun *s, int first, int G,
-                               size_t elems, size_t segs, size_t k);
+                               size_t elems, const rs_nvls_cut_t *cut,
+                               size_t k);
 void rs__nvls_sim_multicast_round(struct rs_simrun *s, int first, int G,
-                                  size_t elems, size_t segs, size_t k);
+                                  size_t elems, const rs_nvls_cut_t *cut,
+                                  size_t k);
 
 #endif /* RINGSIM_ALGO_NVLS_H */
