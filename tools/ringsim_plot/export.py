@@ -5,8 +5,8 @@ fit in memory as events).
 import json
 
 from .output import progress, replacing
-from .replay import (bucket_algos, channel_column, contributors, injected_faults, phase_abbrev, pick_clock,
-    run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
+from .replay import (bucket_algos, channel_column, contributors, injected_faults, participants,
+    phase_abbrev, pick_clock, run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
 
 
 # What a receiver does with a payload of the phase: adds it in, or copies it
@@ -55,8 +55,10 @@ def export_events(con, run, clock):
            "args": {"name": f"ringsim run {rid}: {run['model']}, {run_algo(run)}, W={W}, "
                             f"{'simulated' if sim else 'wall'} time"
                     + (f" ({status_line(run)})" if status_line(run) else "")}}
-    for w in range(W):
-        yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": w, "args": {"name": f"worker {w}"}}
+    P = participants(run)  # the workers' tracks, then nvls's switches' (W + node)
+    for w in range(P):
+        yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": w,
+               "args": {"name": f"worker {w}" if w < W else f"switch {w - W}"}}
         yield {"ph": "M", "name": "thread_sort_index", "pid": rid, "tid": w,
                "args": {"sort_index": 1000 * w}}
 
@@ -126,7 +128,7 @@ def export_events(con, run, clock):
         if channels:
             args["channel"] = ch
         # unique per (link, channel, seq) within the run
-        flow = (ch * W + src) * 1_000_000_000 + seq
+        flow = (ch * P + src) * 1_000_000_000 + seq
         if not is_recv:
             if received:
                 yield {"ph": "X", "name": f"send c{chunk}", "cat": phase, "pid": rid, "tid": src,
@@ -159,8 +161,9 @@ def export_events(con, run, clock):
     if sim:  # each transfer on its link src -> dst, in lanes where they overlap
         # tracks[src]: the sender's link tracks in order of creation, each
         # [(dst, channel), lane, end of its last slice]; its k-th is tid
-        # W * (1 + k) + src (the ring: one link per sender, so k is the
-        # lane; on NCCL's channels a lane or more per channel)
+        # P * (1 + k) + src (P: the workers and switches; the ring: one
+        # link per sender, so k is the lane; on NCCL's channels a lane or
+        # more per channel)
         tracks = {}
 
         def track(src, dst, t0=None):
@@ -182,17 +185,17 @@ def export_events(con, run, clock):
             if t1 is None:
                 k = track(src, (dst, ch))
                 yield {"ph": "i", "s": "t", "name": f"c{chunk} sent, never received", "cat": phase,
-                       "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us,
+                       "pid": rid, "tid": P * (1 + k) + src, "ts": t0 * us,
                        "args": dict(args, to=dst, received=False)}
             else:
                 k = track(src, (dst, ch), t0)
                 tracks[src][k][2] = t1
                 yield {"ph": "X", "name": f"c{chunk} {step_name(phase, row[3])}", "cat": phase,
-                       "pid": rid, "tid": W * (1 + k) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
+                       "pid": rid, "tid": P * (1 + k) + src, "ts": t0 * us, "dur": (t1 - t0) * us,
                        "args": dict(args, **{"from": src, "to": dst})}
         for src, mine in tracks.items():
             for k, ((dst, ch), lane, _) in enumerate(mine):
-                tid = W * (1 + k) + src
+                tid = P * (1 + k) + src
                 name = f"link {src}->{dst}" + (f" channel {ch}" if channels else "")
                 yield {"ph": "M", "name": "thread_name", "pid": rid, "tid": tid,
                        "args": {"name": name + (f" ({lane + 1})" if lane else "")}}

@@ -4,7 +4,7 @@ a table on stdout.
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError
-from .replay import algo_name, pick_clock, run_algo, run_failed
+from .replay import algo_name, participants, pick_clock, run_algo, run_failed
 from .style import figure, fit_title, titled
 
 
@@ -47,7 +47,8 @@ def links_figure(con, run, clock=None):
     end = con.execute(f"SELECT max({end_col}) FROM transfer WHERE run_id = ?", (rid,)).fetchone()[0] or 1
     bins = min(100, max(10, sum(link["transfers"] for link in links) // max(W, 1)))
     width = max(end // bins, 1)
-    heat = [[0.0] * bins for _ in range(W)]
+    P = participants(run)  # the workers, then nvls's switches (W + node)
+    heat = [[0.0] * bins for _ in range(P)]
     for src, b, nbytes in con.execute(
             f"SELECT src, min(CAST({end_col} / ? AS INTEGER), ?), sum(bytes) FROM transfer "
             f"WHERE run_id = ? AND {end_col} IS NOT NULL GROUP BY src, 2", (width, bins - 1, rid)):
@@ -71,8 +72,11 @@ def links_figure(con, run, clock=None):
         ax.set_xticklabels(labels[::every], fontsize=7, rotation=90 if len(links) > 16 else 0)
     unit = "simulated" if clock == "sim" else "wall"
     im = a3.imshow(heat, aspect="auto", cmap="viridis", interpolation="nearest",
-                   extent=(0, end / 1e6, W - 0.5, -0.5))
+                   extent=(0, end / 1e6, P - 0.5, -0.5))
     a3.set_yticks(range(0, W, step))
+    if P > W:  # the switches' rows, after the workers'
+        a3.set_yticks(list(range(0, W, step)) + list(range(W, P)),
+                      [str(w) for w in range(0, W, step)] + [f"sw{n}" for n in range(P - W)])
     a3.set_ylabel("link (from worker)" if ring else "sending worker (all its links)")
     a3.set_xlabel(f"{unit} time since the run's start (ms)")
     fig.colorbar(im, ax=a3, label="MiB received in the interval")

@@ -43,6 +43,9 @@ ALGO_NAMES = {"ring": "ring", "rd": "recursive-doubling (rd)", "rhd": "Rabenseif
 # hier's algorithm across the nodes (docs/algorithms.md; the trace's algo
 # says hier for hier:ring)
 HIER_INNER = {"hier": "ring", "hier:ring": "ring", "hier:rd": "rd", "hier:rhd": "rhd"}
+# The algorithms whose NVLink switches are participants of the run, each
+# numbered after the W workers (participants)
+SWITCH_ALGOS = ("nvls", "nvlstree")
 
 
 # SQLite's result codes (sqlite3.h) that say the trace's -wal or -shm
@@ -249,7 +252,8 @@ def check_run(con, path, run):
         raise bad(f"its transfer rows hold values of the wrong type in {', '.join(mistyped)}")
     if not n:
         return
-    for name, lo, hi, most in (("src", src0, src1, W - 1), ("dst", dst0, dst1, W - 1),
+    P = participants(run)  # (the GPUs, then an NVLink switch a node)
+    for name, lo, hi, most in (("src", src0, src1, P - 1), ("dst", dst0, dst1, P - 1),
                                ("chunk", chunk0, chunk1, 2 * W - 1), ("step", step0, step1, W - 1),
                                ("contrib_first", cf0, cf1, W - 1), ("contrib_count", cc0, cc1, W),
                                ("bucket", b0, b1, max(run["buckets"], 1) - 1)):
@@ -371,6 +375,17 @@ def run_topology(run):
     """The --topo of a run loaded by pick_run (its net_model checked:
     schema.check_run_row): nodes, gpus, nics, ...; or None."""
     return schema.run_topology(run)
+
+
+def participants(run):
+    """The run's participants: its W workers (GPUs), then, for nvls and
+    nvlstree, each node's NVLink switch, which sums: node n's is W + n in
+    the transfer table's src and dst (docs/trace-schema.md)."""
+    W = run["workers"]
+    if run_algo(run) not in SWITCH_ALGOS:
+        return W
+    nodes = (run_topology(run) or {}).get("nodes")
+    return W + (nodes if isinstance(nodes, int) and 1 <= nodes <= W else 1)
 
 
 def run_gpus(run):
@@ -720,7 +735,13 @@ def replay_regions(con, run, bucket=None, channel=None):
     W, algo = run["workers"], run_algo(run)
     gpus = run_gpus(run)
     messages = schedule_messages(con, run, bucket, channel and channel["channel"])
-    cuts = sorted({m["off"] for m in messages} | {m["end"] for m in messages})
+    # nvls, nvlstree: what a worker takes from its node's switch (the sum
+    # it heads, the multicast's copies) is what it holds; the copies put
+    # into the switch (participants W and up) are neither drawn nor held
+    switched = [m for m in messages if m["src"] >= W or m["dst"] >= W]
+    messages = [m for m in messages if m["dst"] < W]
+    cuts = sorted({m["off"] for m in messages + switched} |
+                  {m["end"] for m in messages + switched})
     if not cuts:
         raise ToolError(f"run {run['run_id']} has no transfers to draw")
     labels = {"rhd": "part", "tree": "half", "gloo-ring": "chunk",
@@ -773,7 +794,8 @@ def replay_regions(con, run, bucket=None, channel=None):
             title = (f"tree {key[3]} {phase}, level {level} up to {level - 1}" if phase == "reduce"
                      else f"tree {key[3]} {phase}, level {level - 1} down to {level}")
         stages.append((title, snapshot(holds),
-                       [(m["src"], m["dst"], *span(m), m["received"]) for m in ms],
+                       [(m["src"], m["dst"], *span(m), m["received"]) for m in ms
+                        if m["src"] < W],
                        {"phase": phase, "step": step}))
         last_reduce = phase == "reduce" and (i + 1 == len(keys) or keys[i + 1][1] != "reduce")
         if algo == "linear" and last_reduce and all(m["received"] for m in ms):

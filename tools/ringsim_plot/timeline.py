@@ -4,8 +4,8 @@ step, aggregated in SQL), on the simulated or the wall clock.
 """
 from . import output  # output.save, looked up when called (tests watch what is saved)
 from .output import ToolError, progress
-from .replay import (PHASES, algo_name, channel_column, phase_abbrev, phase_label, phases_present, pick_clock,
-    run_failed, stop_times, time_columns, transfer_count)
+from .replay import (PHASES, algo_name, channel_column, participants, phase_abbrev, phase_label,
+                     phases_present, pick_clock, run_failed, stop_times, time_columns, transfer_count)
 from .style import figure, fit_title, phase_colour, shade, titled
 
 
@@ -58,6 +58,7 @@ def timeline_figure(con, run, clock=None):
     the run has it)."""
     from matplotlib.patches import Patch
     W, rid = run["workers"], run["run_id"]
+    P = participants(run)  # a row each: the workers, then nvls's switches
     n = transfer_count(con, rid)
     if n == 0:
         raise ToolError(f"run {rid} has no transfers to draw (W = {W})")
@@ -74,7 +75,7 @@ def timeline_figure(con, run, clock=None):
 
     def bar(t0, t1):
         return (t0 / scale, max((t1 - t0) / scale, least))
-    fig = figure(figsize=(12, 1.4 + 0.45 * min(W, 64)))
+    fig = figure(figsize=(12, 1.4 + 0.45 * min(P, 64)))
     ax = fig.subplots()
     detail = n <= TIMELINE_DETAIL_LIMIT
     never = con.execute("SELECT count(*) FROM transfer WHERE run_id = ? AND recv_end_ns IS NULL",
@@ -187,12 +188,13 @@ def timeline_figure(con, run, clock=None):
     # a row of labels: 9 points, in y units (a worker's row is about 0.45 inch)
     row_y = 9 / (72 * 0.45)
     for x, label, row in drawn:
-        ax.text(x, W - 0.35 + row * row_y, label, fontsize=7, color="0.35")
-    ax.set_ylim(W + 0.1 + (rows_used - 1) * row_y, -0.6)
+        ax.text(x, P - 0.35 + row * row_y, label, fontsize=7, color="0.35")
+    ax.set_ylim(P + 0.1 + (rows_used - 1) * row_y, -0.6)
     ax.set_xlim(-0.01 * x_end, 1.01 * x_end)
-    ticks = range(W) if W <= 64 else range(0, W, max(1, W // 32))
+    ticks = list(range(W) if W <= 64 else range(0, W, max(1, W // 32))) + list(range(W, P))
     ax.set_yticks(ticks)
-    ax.set_yticklabels([f"worker {w}" for w in ticks], fontsize=8)
+    ax.set_yticklabels([f"worker {w}" if w < W else f"switch {w - W}" for w in ticks],
+                       fontsize=8)
     phases = phases_present(con, rid)
     # the ring's RS and AG need no key; other phases' abbreviations do
     key = ", ".join(f"{phase_abbrev(p)} {phase_label(p)}" for p in phases if p not in PHASES)

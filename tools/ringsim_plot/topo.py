@@ -32,12 +32,15 @@ def run_topology(run):
 def topo_data(con, run, topo):
     """Bytes per GPU pair within a node, and per NIC pair between nodes
     (NIC i of node n is n * nics + i; GPU g uses NIC g mod nics)."""
-    G, K = topo["gpus"], topo["nics"]
+    G, K, W = topo["gpus"], topo["nics"], run["workers"]
+
+    def node(p):  # a GPU's node; nvls's switch W + n is node n's
+        return p - W if p >= W else p // G
     intra, inter = {}, {}
     for src, dst, nbytes in con.execute(
             "SELECT src, dst, sum(bytes) FROM transfer WHERE run_id = ? GROUP BY src, dst",
             (run["run_id"],)):
-        if src // G == dst // G:
+        if node(src) == node(dst):
             intra[(src, dst)] = intra.get((src, dst), 0) + nbytes
         else:
             key = (nic_of(src, G, K), nic_of(dst, G, K))
@@ -56,10 +59,14 @@ def cmd_topo(con, run, args):
     intra, inter = topo_data(con, run, topo)
     if not intra and not inter:
         raise ToolError(f"run {run['run_id']} has no transfers to draw (W = {run['workers']})")
+    W = run["workers"]
+
+    def name(p):  # nvls, nvlstree: node n's NVLink switch is participant W + n
+        return f"switch {p - W}" if p >= W else f"GPU {p}"
     # the numbers drawn, as a table on stdout
     print(f"{'link':<22} {'bytes':>14}")
     for (s, d), b in sorted(intra.items()):
-        print(f"{f'GPU {s} -> GPU {d}':<22} {b:>14}")
+        print(f"{f'{name(s)} -> {name(d)}':<22} {b:>14}")
     for (s, d), b in sorted(inter.items()):
         print(f"{f'NIC {s} -> NIC {d}':<22} {b:>14}")
     most = max(list(intra.values()) + list(inter.values()))
@@ -82,6 +89,8 @@ def cmd_topo(con, run, args):
         for g in range(G):  # the GPUs on a circle, the NICs below it
             a = 2 * math.pi * g / G + math.pi / 2
             gpu_at[n * G + g] = (x0 + 1.6 + 0.9 * math.cos(a), y0 + 1.75 + 0.9 * math.sin(a))
+        if any(W + n in pair for pair in intra):  # its switch, amid its GPUs
+            gpu_at[W + n] = (x0 + 1.6, y0 + 1.75)
         for k in range(K):
             nic_at[n * K + k] = (x0 + 3.2 * (k + 1) / (K + 1), y0 + 0.35)
     for (s, d), b in sorted(intra.items(), key=lambda i: i[1]):
@@ -96,6 +105,11 @@ def cmd_topo(con, run, args):
                                 "shrinkA": 6, "shrinkB": 6,
                                 "connectionstyle": "arc3,rad=-0.25"})
     for r, (x, y) in gpu_at.items():  # each GPU's path to its NIC
+        if r >= W:
+            ax.add_patch(plt.Rectangle((x - 0.22, y - 0.15), 0.44, 0.3, color="#d5e8f2",
+                                       ec="#333333", zorder=3))
+            ax.text(x, y, "switch", fontsize=6, ha="center", va="center", zorder=4)
+            continue
         nx, ny = nic_at[nic_of(r, G, K)]
         ax.plot([x, nx], [y, ny], color="#dddddd", linewidth=0.6, zorder=0)
         ax.add_patch(plt.Circle((x, y), 0.2, color="#f2f2f2", ec="#333333", zorder=3))
