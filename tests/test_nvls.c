@@ -249,6 +249,89 @@ static void test_nvlstree_pipelined_by_hand(void **state) {
                    23000);
 }
 
+/* nvls-5: the switch adds shard i's copies in its documented order (algo/
+ * nvls.h): GPU i-1's, then i-2's, ..., i+1's, and the head's own last.
+ * Inputs where the order shows in the float sum: on each node of G = 3
+ * GPUs, element i (shard i, one element a shard) is 1 on local GPU i,
+ * 2^24 on GPU i-1 and -2^24 on GPU i+1 (mod 3). The switch's order gives
+ * (2^24 - 2^24) + 1 = 1 a node; the head's own first (what the GPUs did
+ * before the switch summed) gives (1 + 2^24) - 2^24 = 0, 2^24 + 1 being no
+ * float. So nvls holds 1 everywhere, and nvlstree on 2 nodes 1 + 1 = 2,
+ * on every GPU, bit for bit. */
+static void test_switch_order(void **state) {
+  (void)state;
+  static const struct {
+    rs_algorithm_t algo;
+    const char *spec;
+    float want;
+  } cases[] = {
+      {RS_ALGO_NVLS, "nodes=1,gpus=3,nics=1,intra=1us/1GB/s,nic=1us/1GB/s,"
+                     "cc=90,switch=nvls",
+       1.0f},
+      {RS_ALGO_NVLSTREE, "nodes=2,gpus=3,nics=1,intra=1us/1GB/s,"
+                         "nic=1us/1GB/s,cc=90,switch=nvls",
+       2.0f},
+  };
+  rs_model_t *m = model_of(3);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.net = topo_of(cases[c].spec, NULL);
+    cfg.workers = cfg.net.topo.nodes * 3;
+    cfg.algo = cases[c].algo;
+    cfg.op = RS_OP_SUM;
+    char err[RS_ERRMSG_MAX];
+    rs_run_t *run;
+    if (rs_run_create(&cfg, m, &run, err))
+      fail_msg("create: %s", err);
+    for (int r = 0; r < cfg.workers; r++) {
+      float *g = rs_run_buffer(run, r);
+      for (int i = 0; i < 3; i++)
+        g[i] = r % 3 == i             ? 1.0f
+               : r % 3 == (i + 2) % 3 ? 16777216.0f
+                                      : -16777216.0f;
+    }
+    rs_run_mark_filled(run);
+    rs_run_execute(run); /* (the check's verdict aside: the bits below) */
+    for (int r = 0; r < cfg.workers; r++) {
+      const float *g = rs_run_buffer(run, r);
+      for (int i = 0; i < 3; i++)
+        if (g[i] != cases[c].want)
+          fail_msg("%s: GPU %d holds %g in element %d, not %g",
+                   rs_algorithm_name(cases[c].algo), r, (double)g[i], i,
+                   (double)cases[c].want);
+    }
+    rs_run_free(run);
+  }
+  rs_model_free(m);
+}
+
+/* nvls-6: the switches are threads of one process: over MPI, nvls and
+ * nvlstree are refused, in one line. */
+static void test_refused_over_mpi(void **state) {
+  (void)state;
+  static const struct {
+    rs_algorithm_t algo;
+    const char *spec;
+  } cases[] = {{RS_ALGO_NVLS, "dgx-h100"},
+               {RS_ALGO_NVLSTREE, "dgx-h100,nodes=2"}};
+  rs_model_t *m = model_of(1000);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    rs_config_t cfg;
+    rs_config_init(&cfg);
+    cfg.net = topo_of(cases[i].spec, NULL);
+    cfg.workers = cfg.net.topo.nodes * cfg.net.topo.gpus;
+    cfg.algo = cases[i].algo;
+    cfg.mpi = 1;
+    char err[RS_ERRMSG_MAX];
+    assert_int_equal(rs_run_check(&cfg, m, err), RS_EINVAL);
+    if (!strstr(err, "switches are threads of one process"))
+      fail_msg("%s over MPI: %s", rs_algorithm_name(cases[i].algo), err);
+    assert_null(strchr(err, '\n'));
+  }
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_by_hand),
@@ -258,6 +341,8 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_nvlstree_run_equals_model),
       cmocka_unit_test(test_nvlstree_pipelined_by_hand),
+      cmocka_unit_test(test_switch_order),
+      cmocka_unit_test(test_refused_over_mpi),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

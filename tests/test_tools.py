@@ -911,8 +911,9 @@ class Tools(unittest.TestCase):
     # chunk diagram's stages are the run's steps in the order it runs them
     # (the switch's reduce, nvlstree's tree up and down, the multicast),
     # each holding what --explain's table holds at that step's end (its
-    # rounds told one a table: the last of each), and every region
-    # complete at the end.
+    # rounds told one a table: the last of each; the reduce's G-1 copies
+    # and the head's own), and every region complete at the end. What the
+    # GPUs put into their switch (participant W + node) is not a GPU's.
     def test_chunks_nvls_steps_in_order(self):
         sys.path.insert(0, os.path.dirname(TOOL))
         import ringsim_plot
@@ -940,7 +941,7 @@ class Tools(unittest.TestCase):
             with self.subTest(algo=algo, N=N, G=G):
                 self.assertEqual([st[3]["phase"] for st in stages[1:]], phases)
                 self.assertEqual(got[0], want[0])  # each its own
-                self.assertEqual(got[1], want[G - 1])  # the switch's last round
+                self.assertEqual(got[1], want[G])  # the switch's last round
                 self.assertEqual(got[-1], want[-1])
                 self.assertTrue(all(h == "all" for row in got[-1] for h in row))
 

@@ -313,6 +313,80 @@ class TopoCli(unittest.TestCase):
         self.assertIn("--algo nvlstree needs nodes", err)
         self.assertIn("on one node NCCL runs NVLS (--algo nvls)", err)
 
+    # topo-cli-7e: the NVLink switch is a participant of its own, node n's
+    # numbered W + n in the trace: every nvls transfer goes into the switch
+    # or comes out of it (none from GPU to GPU, none holding a partial sum
+    # but the switch's): each GPU puts its copy of every shard's segment
+    # (W^2 a segment, its own data alone), the switch sends each head its
+    # shard's sum (all W), stamped with the time the last copy reached it,
+    # takes each head's multicast once and writes it to the other W-1. It
+    # took shard i's copies from GPU i-1, i-2, ..., and the head's own last
+    # (its order of additions: docs/algorithms.md). nvlstree's transfers
+    # within a node are its switch's too; across the nodes, the heads'.
+    # The run's counts, its worker table and the check are the GPUs'.
+    def test_switch_in_the_trace(self):
+        model = os.path.join(self.dir, "sixteen.json")
+        with open(model, "w") as f:
+            json.dump({"name": "sixteen", "params": [{"name": "g", "shape": [16]}]}, f)
+        links = "intra=1us/100GB/s,nic=5us/25GB/s,switch=nvls"
+        db = os.path.join(self.dir, "switch.db")
+        rc, out, err = run("-p", model, "--topo", f"nodes=1,gpus=4,{links}", "--algo",
+                           "nvls", "--segment-bytes", 8, "--trace", db, "--json",
+                           cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["status"], r["identical"]), ("ok", True))
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT phase, src, dst, chunk, segment, contrib_first, "
+                           "contrib_count, link, sim_send_ns, sim_recv_ns FROM transfer "
+                           "WHERE iter = 0 ORDER BY rowid").fetchall()
+        W, S, segs = 4, 4, 2
+        self.assertFalse([x for x in rows if x[1] < W and x[2] < W])
+        self.assertEqual({x[7] for x in rows}, {"intra"})
+        puts = [x for x in rows if x[2] == S and x[0] == "reduce_scatter"]
+        self.assertEqual(len(puts), W * W * segs)
+        self.assertTrue(all(x[5:7] == (x[1], 1) for x in puts), puts)
+        for i in range(W):  # the switch's order: GPU i-1, i-2, ..., i
+            for k in range(segs):
+                got = [x[1] for x in puts if x[3] == i and x[4] == k]
+                self.assertEqual(got, [(i - d) % W for d in range(1, W + 1)])
+        sums = [x for x in rows if x[1] == S and x[0] == "reduce_scatter"]
+        self.assertEqual(sorted((x[2], x[4]) for x in sums),
+                         [(i, k) for i in range(W) for k in range(segs)])
+        for x in sums:
+            self.assertEqual((x[3], x[5], x[6]), (x[2], 0, W))
+            self.assertEqual(x[8], max(p[9] for p in puts if p[3:5] == x[3:5]))
+        casts = [x for x in rows if x[2] == S and x[0] == "all_gather"]
+        copies = [x for x in rows if x[1] == S and x[0] == "all_gather"]
+        self.assertEqual(sorted((x[1], x[3]) for x in casts),
+                         sorted((i, i) for i in range(W) for _ in range(segs)))
+        self.assertEqual(len(copies), W * (W - 1) * segs)
+        self.assertFalse([x for x in copies if x[2] == x[3]])
+        self.assertEqual(len(rows), len(puts) + len(sums) + len(casts) + len(copies))
+        self.assertEqual(con.execute("SELECT workers FROM run").fetchone()[0], W)
+        self.assertEqual(con.execute("SELECT count(*) FROM worker").fetchone()[0], W)
+        self.assertEqual(con.execute("SELECT transfers FROM run").fetchone()[0],
+                         con.execute("SELECT count(*) FROM transfer WHERE src < ?",
+                                     (W,)).fetchone()[0])
+        con.close()
+        rc, out, err = run("model", "-p", model, "--topo", f"nodes=1,gpus=4,{links}",
+                           "--algo", "nvls", "--segment-bytes", 8, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sim_ns"], r["sim_ns"])
+        db = os.path.join(self.dir, "switches.db")
+        rc, out, err = run("-p", model, "--topo", f"nodes=2,gpus=2,{links}", "--algo",
+                           "nvlstree", "--segment-bytes", 8, "--trace", db, cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        con = sqlite3.connect(db)
+        pairs = con.execute("SELECT DISTINCT src, dst, link FROM transfer").fetchall()
+        con.close()
+        W = 4
+        within = {(s, d) for s, d, link in pairs if link == "intra"}
+        across = {(s, d) for s, d, link in pairs if link == "nic"}
+        self.assertEqual(within, {(g, W + g // 2) for g in range(W)} |
+                         {(W + g // 2, g) for g in range(W)})
+        self.assertEqual(across, {(0, 2), (2, 0), (1, 3), (3, 1)})
+
     # topo-cli-7d: with fewer NICs than GPUs, GPU g uses NIC g K / G, where
     # NCCL's topology places it (NIC k next to GPUs 2k and 2k+1 for 4 on
     # 8): NCCL's rings, on 16 channels, leave every node through every NIC

@@ -388,7 +388,9 @@ static void test_refused(void **state) {
 
 /* Every algorithm's sends (the destinations per step the counts come
  * from) against its edges: each step's are send peers, never itself, each
- * at most once; and over the steps every send peer is named. */
+ * at most once; and over the steps every send peer is named. (NVLS names
+ * the GPUs of its node its data reaches; its edge to them is its node's
+ * switch's, participant W + node: xfer.h.) */
 static void test_sends_are_the_edges(void **state) {
   (void)state;
   int peers[64], dst[RS_TOPO_MAX_SENDS];
@@ -407,8 +409,12 @@ static void test_sends_are_the_edges(void **state) {
           assert_true(n >= 0 && n <= RS_TOPO_MAX_SENDS);
           for (int i = 0; i < n; i++) {
             int at = -1;
+            const int via =
+                algo->run_switch && dst[i] / flat.gpus == r / flat.gpus
+                    ? rs__switch_of(flat, r)
+                    : dst[i];
             for (int j = 0; j < np; j++)
-              at = peers[j] == dst[i] ? j : at;
+              at = peers[j] == via ? j : at;
             if (at < 0 || dst[i] == r)
               fail_msg("%s W=%d: %d sends to %d in step %d, not an edge",
                        algo->name, W, r, dst[i], s);

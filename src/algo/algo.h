@@ -160,6 +160,10 @@ typedef struct rs_algo {
    * w->elems, w->segs_per_chunk). Returns RS_OK or the first error of the
    * transfer primitive. */
   int (*run_bucket)(rs_worker_t *w);
+  /* The part of a node's NVLink switch, a participant of its own (xfer.h's
+   * rs__switch_of: worker numbers W + node), in the same bucket; NULL:
+   * the algorithm has no switch. */
+  int (*run_switch)(rs_worker_t *sw);
 } rs_algo_t;
 
 /* The segments per chunk a cuts a bucket of elems elements into (its

@@ -1,14 +1,19 @@
-/* algo/nvls.c - NVLink SHARP's all-reduce, as one GPU runs it (the
- * schedule is in algo/nvls.h): one node whose NVLink switch reduces.
+/* algo/nvls.c - NVLink SHARP's all-reduce, as one GPU and its node's
+ * switch run it (the schedule is in algo/nvls.h): one node whose NVLink
+ * switch reduces.
  *
- * The data moves for real between the worker threads: GPU j sends its
- * copy of shard i to head i, which adds them into its own, and each head
- * sends its shard's sum to every other GPU. What the switch does differs
- * only on the simulated clock (netmodel.h's routes): a copy put into the
- * switch leaves on the sender's link but does not pass the head's port;
- * the head takes the sum once, a latency and its wire time after the last
- * copy reached the switch (rs__xfer_switch_result); and a multicast
- * leaves the head's link once, its copies made by the switch. So each GPU
+ * The switch is a participant of its own, a thread beside the GPUs'
+ * (node n's: participant W + n, xfer.h), and the data moves for real
+ * through its queues: GPU j puts its copy of every shard into the switch,
+ * which adds each shard's copies (in nvls.h's order) and sends the sum
+ * down to the shard's head; each head puts its sum into the switch once,
+ * which copies it to every other GPU. The GPUs add nothing of each
+ * other's. On the simulated clock the switch is netmodel.h's routes: a
+ * put leaves on the sender's link but does not pass the head's port; the
+ * head takes the sum once, a latency and its wire time after the last
+ * copy reached the switch (the switch stamps the sum with that time: its
+ * thread has no clock of its own); and a multicast leaves the head's link
+ * once, its copies the switch's, stamped with the head's put. So each GPU
  * sends about S + S/W and receives about S, where the ring moves
  * 2(W-1)/W S each way, and a step is a latency a segment, not W-1.
  *
@@ -18,10 +23,10 @@
  * GPU putting segment k of every shard in before it takes segment k's
  * sum, as NCCL's NVLS kernel works through its chunks, and multicasting
  * segment k - 1 in the same round (NVLS_LAG): the two phases overlap.
- *
- * The threads hand each multicast copy to its GPU's queue, so a run's
- * report counts 2(W-1)/W S sent per GPU; on the wire the copies are the
- * switch's.
+ * The switch runs the same rounds: it takes every put of round k pass by
+ * pass (each GPU's d-th put in pass d, so no GPU waits on a queue the
+ * switch is not about to empty, whatever the slots), sends the sums, then
+ * takes the heads' multicasts of segment k - 1 and copies them out.
  */
 #include "algo/nvls.h"
 
@@ -47,34 +52,25 @@ static void shard_seg(const rs_worker_t *w, const rs_nvls_cut_t *cut, int c,
   *len = p.len;
 }
 
-int rs__nvls_reduce_round(rs_worker_t *w, const rs_nvls_cut_t *cut, size_t k,
-                          int mean) {
+int rs__nvls_reduce_round(rs_worker_t *w, const rs_nvls_cut_t *cut, size_t k) {
   const int W = w->workers, r = w->rank;
   const int me = rs__group_worker(&w->group, r); /* (the run's worker) */
+  const int first = me - r;                      /* (its node's first) */
   const int seg = (int)rs__nvls_seg(cut, k);
   size_t off, len;
   int rc = RS_OK;
   w->sim.route = RS_ROUTE_SWITCH;
-  for (int d = 1; d < W && !rc; d++) {
+  for (int d = 1; d <= W && !rc; d++) { /* (d = W: its own shard, last) */
     const int head = rs__nvls_head(W, r, d);
     const rs_tag_t put = {RS_PHASE_REDUCE_SCATTER, 0, head, seg, me, 1};
     shard_seg(w, cut, head, k, &off, &len);
-    rc = rs__xfer_send(w, head, off, len, &put);
-  }
-  shard_seg(w, cut, r, k, &off, &len);
-  if (!rc)
-    rs__xfer_switch_put(w, len, (size_t)seg); /* (its own, into the switch) */
-  for (int d = 1; d < W && !rc; d++) { /* (r-1, r-2, ...: nvls.h) */
-    const int j = rs__nvls_from(W, r, d);
-    const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, seg,
-                          rs__group_worker(&w->group, j), 1};
-    rc = rs__xfer_recv(w, j, off, len, &sum,
-                       d == W - 1 && mean ? RS_RECV_REDUCE_MEAN
-                                          : RS_RECV_REDUCE);
+    rc = rs__xfer_put(w, off, len, &put);
   }
   w->sim.route = RS_ROUTE_LINK;
+  shard_seg(w, cut, r, k, &off, &len);
+  const rs_tag_t sum = {RS_PHASE_REDUCE_SCATTER, 0, r, seg, first, W};
   if (!rc)
-    rs__xfer_switch_result(w, len, (size_t)seg);
+    rc = rs__xfer_take(w, off, len, &sum, 1); /* (the switch's sum) */
   return rc;
 }
 
@@ -86,18 +82,90 @@ int rs__nvls_multicast_round(rs_worker_t *w, const rs_nvls_cut_t *cut,
   int rc = RS_OK;
   shard_seg(w, cut, r, k, &off, &len);
   const rs_tag_t out = {RS_PHASE_ALL_GATHER, 0, r, seg, 0, all};
-  for (int d = 1; d < W && !rc; d++) {
-    w->sim.route = d == 1 ? RS_ROUTE_LINK : RS_ROUTE_MULTICAST;
-    rc = rs__xfer_send(w, rs__nvls_to(W, r, d), off, len, &out);
-  }
+  if (W > 1) /* (once: the switch makes the copies) */
+    rc = rs__xfer_put(w, off, len, &out);
   w->sim.route = RS_ROUTE_MULTICAST; /* (a copy: no segment of its own) */
   for (int d = 1; d < W && !rc; d++) {
     const int head = rs__nvls_from(W, r, d);
     const rs_tag_t in = {RS_PHASE_ALL_GATHER, 0, head, seg, 0, all};
     shard_seg(w, cut, head, k, &off, &len);
-    rc = rs__xfer_recv(w, head, off, len, &in, RS_RECV_COPY);
+    rc = rs__xfer_take(w, off, len, &in, 0);
   }
   w->sim.route = RS_ROUTE_LINK;
+  return rc;
+}
+
+/* The switch sw's node: its G GPUs, the first of them. */
+static int switch_first(const rs_worker_t *sw) {
+  return (sw->rank - sw->shape.workers) * sw->shape.gpus;
+}
+
+int rs__nvls_switch_reduce_round(rs_worker_t *sw, const rs_nvls_cut_t *cut,
+                                 size_t k, int mean) {
+  const int G = sw->workers, first = switch_first(sw);
+  const int seg = (int)rs__nvls_seg(cut, k);
+  rs_sim_times_t got = {0};
+  int rc = RS_OK;
+  for (int i = 0; i < G; i++)
+    sw->held[i] = (rs_sim_times_t){0};
+  /* Pass d takes each GPU j's d-th put, its copy of shard j + d: so shard
+   * i's copies come in from GPU i - 1, i - 2, ..., i + 1, and the head's
+   * own last (nvls.h); the first is copied, the others added, the last
+   * add divides for mean. */
+  for (int d = 1; d <= G && !rc; d++)
+    for (int j = 0; j < G && !rc; j++) {
+      const int head = rs__nvls_head(G, j, d);
+      const rs_nvls_piece_t p = rs__nvls_piece(sw->elems, G, cut, head, k);
+      const rs_part_t put = {
+          first + j,
+          p.off,
+          p.len,
+          {RS_PHASE_REDUCE_SCATTER, 0, head, seg, first + j, 1}};
+      rc = rs__xfer_switch_take(sw, &put,
+                                d == 1           ? RS_RECV_COPY
+                                : d == G && mean ? RS_RECV_REDUCE_MEAN
+                                                 : RS_RECV_REDUCE,
+                                &got);
+      if (got.arrive > sw->held[head].arrive)
+        sw->held[head].arrive = got.arrive;
+    }
+  /* Each sum down to its head, stamped with when the last copy was in
+   * (the head's clock adds the way down: rs__xfer_take). */
+  for (int i = 0; i < G && !rc; i++) {
+    const rs_nvls_piece_t p = rs__nvls_piece(sw->elems, G, cut, i, k);
+    const rs_part_t sum = {first + i,
+                           p.off,
+                           p.len,
+                           {RS_PHASE_REDUCE_SCATTER, 0, i, seg, first, G}};
+    sw->held[i].depart = sw->held[i].arrive;
+    rc = rs__xfer_switch_give(sw, &sum, &sw->held[i]);
+  }
+  return rc;
+}
+
+int rs__nvls_switch_multicast_round(rs_worker_t *sw, const rs_nvls_cut_t *cut,
+                                    size_t k) {
+  const int G = sw->workers, first = switch_first(sw), all = sw->shape.workers;
+  const int seg = (int)rs__nvls_seg(cut, k);
+  int rc = RS_OK;
+  if (G < 2) /* (nobody to copy to: no head puts) */
+    return RS_OK;
+  for (int l = 0; l < G && !rc; l++) { /* (every head's, held) */
+    const rs_nvls_piece_t p = rs__nvls_piece(sw->elems, G, cut, l, k);
+    const rs_part_t in = {
+        first + l, p.off, p.len, {RS_PHASE_ALL_GATHER, 0, l, seg, 0, all}};
+    rc = rs__xfer_switch_take(sw, &in, RS_RECV_COPY, &sw->held[l]);
+  }
+  /* GPU j takes the heads' in its order, j - 1, j - 2, ..., each copy
+   * stamped with its head's put (the switch copies it on the way). */
+  for (int j = 0; j < G && !rc; j++)
+    for (int d = 1; d < G && !rc; d++) {
+      const int head = rs__nvls_from(G, j, d);
+      const rs_nvls_piece_t p = rs__nvls_piece(sw->elems, G, cut, head, k);
+      const rs_part_t out = {
+          first + j, p.off, p.len, {RS_PHASE_ALL_GATHER, 0, head, seg, 0, all}};
+      rc = rs__xfer_switch_give(sw, &out, &sw->held[head]);
+    }
   return rc;
 }
 
@@ -107,16 +175,32 @@ int rs__nvls_multicast_round(rs_worker_t *w, const rs_nvls_cut_t *cut,
 static int nvls_bucket(rs_worker_t *w) {
   const size_t segs = w->segs_per_chunk;
   const rs_nvls_cut_t cut = {segs, 0, 1};
-  const int mean = w->op == RS_OP_AVG && !w->average;
   int rc;
   if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE_SCATTER, 0, 0, 1)))
     return rc;
   for (size_t k = 0; k < segs + NVLS_LAG; k++) {
-    if (k < segs && (rc = rs__nvls_reduce_round(w, &cut, k, mean)))
+    if (k < segs && (rc = rs__nvls_reduce_round(w, &cut, k)))
       return rc;
     if (k == NVLS_LAG && (rc = rs__xfer_step(w, RS_PHASE_ALL_GATHER, 0, 1, 1)))
       return rc;
     if (k >= NVLS_LAG && (rc = rs__nvls_multicast_round(w, &cut, k - NVLS_LAG)))
+      return rc;
+  }
+  return RS_OK;
+}
+
+/* The switch's part of a bucket: the GPUs' rounds, each round's reduce
+ * of all shards, then the multicast of the segment before. */
+static int nvls_switch_bucket(rs_worker_t *sw) {
+  const size_t segs = sw->segs_per_chunk;
+  const rs_nvls_cut_t cut = {segs, 0, 1};
+  const int mean = sw->op == RS_OP_AVG && !sw->average;
+  int rc;
+  for (size_t k = 0; k < segs + NVLS_LAG; k++) {
+    if (k < segs && (rc = rs__nvls_switch_reduce_round(sw, &cut, k, mean)))
+      return rc;
+    if (k >= NVLS_LAG &&
+        (rc = rs__nvls_switch_multicast_round(sw, &cut, k - NVLS_LAG)))
       return rc;
   }
   return RS_OK;
@@ -183,12 +267,10 @@ static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
   }
 }
 
-/* Everyone to everyone: the heads are every GPU. */
+/* A GPU's edges go to its node's switch and back; the switch's, to and
+ * from each of its node's GPUs (rs__nvls_peers). */
 static int peers(rs_shape_t shape, int rank, int *out) {
-  int n = 0;
-  for (int d = 1; d < shape.workers; d++)
-    out[n++] = rs__nvls_to(shape.workers, rank, d);
-  return n;
+  return rs__nvls_peers(shape, rank, out);
 }
 
 static int steps(rs_shape_t shape, rs_collective_t collective) {
@@ -205,11 +287,13 @@ static int sends(rs_shape_t shape, int step, int rank, int *dst, int max) {
   return n;
 }
 
-/* A GPU receives W-1 copies a segment of its shard, and W-1 sums. */
+/* A segment a GPU takes its shard's sum and W-1 heads' multicast copies;
+ * the switch takes each GPU's W puts and each head's sum. */
 static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
-  (void)rank, (void)elems, (void)cap, (void)collective;
-  return 2 * (size_t)(shape.workers - 1) * segs;
+  (void)elems, (void)cap, (void)collective;
+  const size_t W = (size_t)shape.workers;
+  return (rank < shape.workers ? W : W * (W + 1)) * segs;
 }
 
 /* Every message is one segment of a shard: the ring's. */
@@ -239,23 +323,31 @@ static void narrate(rs_narrator_t *n, int mean) {
   char title[64];
   rs__narr_say(n,
                "\nreduce: 1 step; every GPU puts its copy of each shard into "
-               "the NVLink switch for the shard's head, and the switch sends "
-               "the sum down to the head. Here the head adds them, its own "
-               "first, then the GPU before it, the one before that, ... "
-               "(NVIDIA does not say in which order the switch adds): told "
-               "as %d round%s, one copy a head.\n",
-               W - 1, W == 2 ? "" : "s");
+               "the NVLink switch, and the switch sends the sum down to the "
+               "shard's head. The switch adds them (in ringsim it is a "
+               "participant of its own), starting from the copy of the GPU "
+               "before the head, then the one before that, ..., the head's "
+               "own last (NVIDIA does not say in which order the hardware "
+               "adds): told as %d round%s, each shown at the shard's head "
+               "as the switch's sum so far.\n",
+               W, W == 2 ? "" : "s");
+  for (int head = 0; head < W; head++) /* (its own, added last) */
+    rs__narr_stash(n, head);
   for (int d = 1; d < W; d++) {
     rs__narr_begin(n);
     for (int j = 0; j < W; j++) {
       const int head = rs__nvls_head(W, j, d);
       rs__narr_send(n, j, head, head, head + 1,
-                    d == W - 1 && mean ? RS_RECV_REDUCE_MEAN
-                                       : RS_RECV_REDUCE);
+                    d == 1 ? RS_RECV_COPY : RS_RECV_REDUCE);
     }
     snprintf(title, sizeof title, "reduce through the switch, round %d", d);
     rs__narr_end(n, title);
   }
+  rs__narr_begin(n);
+  for (int head = 0; head < W; head++)
+    rs__narr_send(n, head, head, head, head + 1,
+                  mean ? RS_RECV_REDUCE_MEAN : RS_RECV_REDUCE);
+  rs__narr_end(n, "reduce through the switch: the head's own copy, last");
   rs__narr_owners(n, "the reduce");
   rs__narr_say(n, "\nmulticast: 1 step; each head sends its shard's sum "
                   "into the switch once, which writes it to every GPU: told "
@@ -306,4 +398,5 @@ const rs_algo_t rs__algo_nvls = {
     .title = "NVLink SHARP all-reduce (NCCL's NVLS)",
     .layout = layout,
     .narrate = narrate,
-    .run_bucket = nvls_bucket};
+    .run_bucket = nvls_bucket,
+    .run_switch = nvls_switch_bucket};

@@ -6,13 +6,15 @@
  *
  * Step 0, reduce: for each segment, every GPU j puts its copy of shard i
  * into the switch for head i (NCCL: multimem.ld_reduce, the switch reading
- * every GPU's copy), and its own shard's for itself; the switch sums them
- * and sends the sum down to the head. ringsim sums at the head, in this
- * order: the head's own data first, then the GPU before it's, the one
- * before that's, ... (r-1, r-2, ... mod W). NVIDIA does not document the
- * order in which the switch adds.
+ * every GPU's copy), its own shard's last; the switch sums them and sends
+ * the sum down to the head. The switch is a participant of the run, a
+ * thread of its own (node n's is participant W + n: xfer.h), and it adds
+ * shard i's copies in the order it takes them: GPU i-1's first, then
+ * i-2's, ..., i+1's, and the head's own last (mod W). NVIDIA does not
+ * document the order in which the hardware adds.
  * Step 1, multicast: each head sends its shard's sum once into the switch
- * (multimem.st), which writes it to every other GPU.
+ * (multimem.st), which writes it to every other GPU (GPU j takes the heads'
+ * in the order j-1, j-2, ...).
  * Each GPU sends S + S/W bytes and receives S/W + (W-1)/W S: about S each
  * way, against the ring's 2(W-1)/W S.
  */
@@ -22,6 +24,21 @@
 #include <stddef.h>
 
 #include "base/schedule.h"
+#include "net/topo.h"
+
+/* The edges of NVLS within a node: a GPU's to its node's switch and back
+ * (participant W + node, xfer.h's rs__switch_of); the switch's to and from
+ * each GPU of its node. */
+static inline int rs__nvls_peers(rs_shape_t shape, int rank, int *out) {
+  if (rank < shape.workers) {
+    out[0] = shape.workers + rank / shape.gpus;
+    return 1;
+  }
+  const int first = (rank - shape.workers) * shape.gpus;
+  for (int l = 0; l < shape.gpus; l++)
+    out[l] = first + l;
+  return shape.gpus;
+}
 
 /* The d-th head GPU r puts a shard into in step 0 (d = 1..W-1): r + d. */
 static inline int rs__nvls_head(int workers, int rank, int d) {
@@ -72,21 +89,31 @@ static inline size_t rs__nvls_seg(const rs_nvls_cut_t *cut, size_t k) {
  * nvlstree.c). On threads, worker w among w->workers GPUs of a node
  * (w->group: the node's, or none), the bucket's shards cut as cut says:
  * - rs__nvls_reduce_round: round k's reduce. The GPU puts its copy of
- *   segment k of every other shard into the switch for its head, and its
- *   own shard's for itself; as head it takes in the others' copies of
- *   its shard's segment (the switch's sum, added here in nvls.h's order;
- *   mean: the last add divides by the run's W), and the sum comes down.
- * - rs__nvls_multicast_round: segment k's multicast. The GPU sends its
- *   shard's sum into the switch once, which writes it to every other GPU
- *   of the node, and takes in the other heads' sums.
+ *   segment k of every other shard into the switch, then its own shard's,
+ *   and takes its shard's sum down from the switch.
+ * - rs__nvls_multicast_round: segment k's multicast. The GPU puts its
+ *   shard's sum into the switch once, and takes the other heads' copies.
+ * The switch sw (participant W + node; sw->workers: its node's GPUs) runs
+ * the same rounds:
+ * - rs__nvls_switch_reduce_round: it takes every GPU's puts of round k,
+ *   adds each shard's in the order above (mean: the last add divides by
+ *   the run's W), and sends each sum down to its head.
+ * - rs__nvls_switch_multicast_round: it takes each head's sum of segment
+ *   k and writes it to every other GPU of the node.
  * On simulated clocks alone, the same rounds of the G GPUs first ..
- * first + G - 1 of a bucket of elems elements (rs__nvls_sim_*). */
+ * first + G - 1 of a bucket of elems elements (rs__nvls_sim_*): the
+ * switch is the routes, and the same on threads (it stamps what it sends
+ * with the routes' times: xfer.h). */
 struct rs_worker;
 struct rs_simrun;
 int rs__nvls_reduce_round(struct rs_worker *w, const rs_nvls_cut_t *cut,
-                          size_t k, int mean);
+                          size_t k);
 int rs__nvls_multicast_round(struct rs_worker *w, const rs_nvls_cut_t *cut,
                              size_t k);
+int rs__nvls_switch_reduce_round(struct rs_worker *sw, const rs_nvls_cut_t *cut,
+                                 size_t k, int mean);
+int rs__nvls_switch_multicast_round(struct rs_worker *sw,
+                                    const rs_nvls_cut_t *cut, size_t k);
 void rs__nvls_sim_reduce_round(struct rs_simrun *s, int first, int G,
                                size_t elems, const rs_nvls_cut_t *cut,
                                size_t k);

@@ -7,7 +7,8 @@
  * tree over the N nodes (algo/tree.h); each half into U units of at most
  * a segment (the same U for every half). A unit goes through four stages:
  * 1. Within its node, NVLS's reduce (algo/nvls.h): every GPU puts its
- *    copy into the switch, the head (local rank l) takes the node's sum.
+ *    copy into the node's switch (a participant of its own, W + node:
+ *    xfer.h), which adds them; the head (local rank l) takes the sum.
  * 2. Up tree t, among the N heads of shard l (local rank l, one a node,
  *    each through its own NIC: GPU l's): a head folds its children's sums
  *    into its own, its own first, then down[0]'s, down[1]'s (NCCL's
@@ -55,15 +56,16 @@
  * rounds and, in a round, the same parts in the same order: each node
  * reduce or multicast of a half, and each tree's up sends, up receives,
  * down sends and down receives. Take the parts one after another, every
- * worker's at once. A node's reduce or multicast of a half is one of
- * nvls.c's rounds: every GPU sends one message on each of its node's
- * edges, then takes them. In a tree's part every message goes on an edge
- * of that tree (a head's to its parent, or to each child), at most one an
- * edge, and the next part takes them all. So every part leaves every edge
- * as empty as it found it, and each send finds a free slot. (Were a
- * message taken a round after it was sent, an edge that both trees use,
- * as the two nodes' heads' do, would hold two at once: with K = 1 that
- * deadlocks.)
+ * worker's (and switch's) at once. A node's reduce or multicast of a half
+ * is one of nvls.c's rounds: every GPU puts its messages into its node's
+ * switch, which takes them pass by pass (a GPU's next put needs only its
+ * last taken), then sends each GPU what it takes next. In a tree's part
+ * every message goes on an edge of that tree (a head's to its parent, or
+ * to each child), at most one an edge, and the next part takes them all.
+ * So every part leaves every edge as empty as it found it, and each send
+ * finds a free slot. (Were a message taken a round after it was sent, an
+ * edge that both trees use, as the two nodes' heads' do, would hold two
+ * at once: with K = 1 that deadlocks.)
  */
 #include <stdio.h>
 
@@ -269,7 +271,7 @@ static int nvlstree_bucket(rs_worker_t *w) {
     if (unit_of(&p, k, 0, &unit) && !(rc = enter(w, STAGE_REDUCE, &me)))
       for (int t = 0; t < 2 && !rc; t++) { /* (the tree's root divides) */
         const rs_nvls_cut_t cut = half_cut(&p, t);
-        rc = rs__nvls_reduce_round(w, &cut, unit, 0);
+        rc = rs__nvls_reduce_round(w, &cut, unit);
       }
     for (int t = 0; t < 2 && !rc; t++)
       rc = tree_part(w, &p, &me, t, k);
@@ -283,6 +285,25 @@ static int nvlstree_bucket(rs_worker_t *w) {
   w->group = (rs_group_t){0};
   w->rank = r;
   w->workers = W;
+  return rc;
+}
+
+/* The switch's part of a bucket: its node's parts of the rounds, the
+ * GPUs' (the head comment), the tree's root dividing (mean 0 here). */
+static int nvlstree_switch_bucket(rs_worker_t *sw) {
+  const pipe_t p = pipe_of(sw->shape, sw->elems, sw->seg_cap);
+  size_t unit;
+  int rc = RS_OK;
+  for (size_t k = 0; k < p.U + cast_lag(&p) && !rc; k++) {
+    for (int t = 0; t < 2 && !rc && unit_of(&p, k, 0, &unit); t++) {
+      const rs_nvls_cut_t cut = half_cut(&p, t);
+      rc = rs__nvls_switch_reduce_round(sw, &cut, unit, 0);
+    }
+    for (int t = 0; t < 2 && !rc && unit_of(&p, k, cast_lag(&p), &unit); t++) {
+      const rs_nvls_cut_t cut = half_cut(&p, t);
+      rc = rs__nvls_switch_multicast_round(sw, &cut, unit);
+    }
+  }
   return rc;
 }
 
@@ -380,13 +401,13 @@ static size_t sim_scratch(rs_shape_t shape) {
          2 * (size_t)shape.gpus * sizeof(rs_cut_t);
 }
 
-/* Edges: every other GPU of the node, and the tree's across the nodes
- * among the same local rank. */
+/* Edges: the node's switch (a switch's: its node's GPUs), and the tree's
+ * across the nodes among the same local rank. */
 static int peers(rs_shape_t shape, int rank, int *out, int sending) {
-  const int G = shape.gpus, first = rank / G * G;
-  int n = 0;
-  for (int d = 1; d < G; d++)
-    out[n++] = first + rs__nvls_to(G, rank % G, d);
+  const int G = shape.gpus;
+  int n = rs__nvls_peers(shape, rank, out);
+  if (rank >= shape.workers)
+    return n;
   const rs_algo_t *t = &rs__algo_tree;
   const int k = (sending ? t->send_peers : t->recv_peers)(
       rs__shape_flat(nodes_of(shape)), rank / G, out + n);
@@ -418,14 +439,17 @@ static size_t chunk_segs(rs_shape_t shape, size_t elems, size_t segs,
   return 2 * units(shape, elems, cap);
 }
 
-/* Per unit of each half, a head takes G-1 copies and every GPU G-1
- * multicast sums; a head takes a message from each child in each tree and
- * one from its parent. */
+/* Per unit of each half, a GPU takes its shard's sum and G-1 multicast
+ * copies, and as a head a message from each child in each tree and one
+ * from its parent; the switch takes each GPU's G puts and each head's sum
+ * (none alone on its node). */
 static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
                        size_t cap, rs_collective_t collective) {
   (void)segs, (void)collective;
   const int G = shape.gpus, N = nodes_of(shape);
-  size_t per_unit = 4 * (size_t)(G - 1);
+  if (rank >= shape.workers)
+    return 2 * (size_t)(G * G + (G > 1 ? G : 0)) * units(shape, elems, cap);
+  size_t per_unit = 2 * (size_t)G;
   for (int t = 0; t < 2; t++) {
     int children[2];
     per_unit += (size_t)rs__tree_children(N, t, rank / G, children) +
@@ -488,8 +512,10 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
   return count;
 }
 
-/* Every node's GPUs at once: round d of its NVLS reduce (to) or
- * multicast (from a head), over shard columns of cols each. */
+/* Every node's GPUs at once: round d of its NVLS reduce (to; the switch's
+ * sum so far shown at the head: its first copy copied, round G the head's
+ * own, set aside) or multicast (from a head), over shard columns of cols
+ * each. */
 static void node_round(rs_narrator_t *n, int d, int cols, int reduce) {
   const int G = n->shape.gpus;
   rs__narr_begin(n);
@@ -498,7 +524,7 @@ static void node_round(rs_narrator_t *n, int d, int cols, int reduce) {
     const int to = first + rs__nvls_to(G, l, d);
     const int shard = reduce ? to % G : l;
     rs__narr_send(n, j, to, shard * cols, (shard + 1) * cols,
-                  reduce ? RS_RECV_REDUCE : RS_RECV_COPY);
+                  !reduce || d == 1 ? RS_RECV_COPY : RS_RECV_REDUCE);
   }
 }
 
@@ -515,11 +541,15 @@ static void narrate(rs_narrator_t *n, int mean) {
                "reduced in the node and the ones before come down and are "
                "multicast (told here stage by stage).\n\nwithin each node, "
                "NVLS's reduce: every GPU puts its copy of each shard into "
-               "the switch for the shard's head, which takes the node's sum "
-               "(here the head adds them, its own first, then the GPU before "
-               "it, ...: NVIDIA does not say in which order the switch "
-               "adds): told as %d round%s.\n",
-               N, G, G, G - 1, G == 2 ? "" : "s");
+               "the switch, which adds them and sends the node's sum to the "
+               "shard's head (the switch adds the copy of the GPU before "
+               "the head first, then the one before that, ..., the head's "
+               "own last: NVIDIA does not say in which order the hardware "
+               "adds): told as %d round%s, each shown at the shard's head "
+               "as the switch's sum so far.\n",
+               N, G, G, G, G == 2 ? "" : "s");
+  for (int j = 0; j < n->workers; j++) /* (its own, added last) */
+    rs__narr_stash(n, j);
   for (int d = 1; d < G; d++) {
     node_round(n, d, cols, 1);
     snprintf(title, sizeof title,
@@ -528,6 +558,11 @@ static void narrate(rs_narrator_t *n, int mean) {
              d);
     rs__narr_end(n, title);
   }
+  rs__narr_begin(n);
+  for (int j = 0; j < n->workers; j++)
+    rs__narr_send(n, j, j, j % G * cols, (j % G + 1) * cols, RS_RECV_REDUCE);
+  rs__narr_end(n, "within nodes, reduce through the switch: the head's own "
+                  "copy, last");
   rs__narr_say(n,
                "\nacross the nodes: the %d heads of each shard, one a node, "
                "each through its own NIC, all-reduce it with NCCL's double "
@@ -570,4 +605,5 @@ const rs_algo_t rs__algo_nvlstree = {
              "across)",
     .layout = layout,
     .narrate = narrate,
-    .run_bucket = nvlstree_bucket};
+    .run_bucket = nvlstree_bucket,
+    .run_switch = nvlstree_switch_bucket};

@@ -109,6 +109,12 @@ struct rs_run {
   rs_netmodel_t auto_model;
   int auto_measured;
   uint64_t *bucket_predicted;
+  /* NVLink SHARP: the participants beyond the W GPUs, one a node whose
+   * switch reduces for some bucket's algorithm (its run_switch), numbered
+   * W + node (xfer.h's rs__switch_of); 0 for every other run. They have
+   * threads, buffers, edges and trace records like the GPUs; the check,
+   * the worker table and the report count the GPUs alone. */
+  int switches;
   rs_edge_t *edges; /* the directed edges the algorithm declared */
   int edge_count;
   int *edge_start;  /* edges from worker r: edge_start[r] .. [r+1] - 1 */
@@ -152,9 +158,16 @@ struct rs_run {
   int first_local, local_end;
 };
 
-/* Does this process host worker r? */
+/* Does this process host worker r (or switch r: the switches run on
+ * threads of one process, never over MPI)? */
 static inline int rs__run_local(const rs_run_t *run, int r) {
-  return r >= run->first_local && r < run->local_end;
+  return (r >= run->first_local && r < run->local_end) ||
+         (r >= run->config.workers && run->procs == 1);
+}
+
+/* The run's participants: its W GPUs, then its switches. */
+static inline int rs__run_participants(const rs_run_t *run) {
+  return run->config.workers + run->switches;
 }
 
 /* Exact inputs (RS_INIT_EXACT) are k/16 with |k| <= rs__exact_k: the

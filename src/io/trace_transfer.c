@@ -10,6 +10,12 @@
 #include "io/trace_internal.h"
 #include "net/proto.h"
 
+/* Participant p's node (a topology's): a GPU's, or switch W + n's, n. */
+static int node_of(const rs_run_t *run, int p) {
+  const int W = run->config.workers;
+  return p >= W ? p - W : p / run->config.net.topo.gpus;
+}
+
 static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
                            int dst, int received) {
   const int64_t t0 = (int64_t)run->t0_ns;
@@ -72,7 +78,7 @@ static int insert_transfer(rs_run_t *run, sqlite3_stmt *st, const rs_event_t *e,
   }
   const rs_topo_t *topo = &run->config.net.topo;
   if (topo->enabled) { /* its link class; between nodes, its NIC's share */
-    const int nic = e->src / topo->gpus != dst / topo->gpus;
+    const int nic = node_of(run, e->src) != node_of(run, dst);
     sqlite3_bind_text(st, i++, nic ? "nic" : "intra", -1, SQLITE_STATIC);
     if (nic)
       sqlite3_bind_int64(st, i++, e->share);
@@ -120,7 +126,7 @@ int rs__trace_write_transfers(rs_run_t *run) {
   /* Receiver by receiver, in the order the algorithm's edges first reach
    * them (for the ring, sender 0's transfers first, as (src, seq) keys
    * run), each receiver's record once, in the order it received. */
-  unsigned char *done = calloc((size_t)run->config.workers, 1);
+  unsigned char *done = calloc((size_t)rs__run_participants(run), 1);
   if (!done) {
     if (!streamed)
       sqlite3_finalize(st);

@@ -423,11 +423,12 @@ static inline void rs__sim_switch_put(rs_simclock_t *c, int step, size_t bytes,
 /* The switch, holding every contribution, sends the sum of bytes (segment
  * seg) down to the worker that heads it: a latency and its wire time after
  * the last came in, through the worker's incoming port. The worker has it
- * then (streaming: segment seg's data is ready to multicast). */
-static inline void rs__sim_switch_result(rs_simclock_t *c, size_t bytes,
-                                         size_t seg) {
+ * then (streaming: segment seg's data is ready to multicast); returns
+ * when. */
+static inline uint64_t rs__sim_switch_result(rs_simclock_t *c, size_t bytes,
+                                             size_t seg) {
   if (!c->net)
-    return;
+    return 0;
   const uint64_t wire = rs__net_ns(
       (size_t)rs__proto_wire_bytes(c->proto, bytes), c->out.bandwidth);
   uint64_t at = rs__sat_add(rs__sat_add(c->switch_ready, c->out.latency_ns),
@@ -440,6 +441,7 @@ static inline void rs__sim_switch_result(rs_simclock_t *c, size_t bytes,
   if (c->stream && seg < c->seg_cap)
     c->seg_ready[seg] = at;
   c->switch_ready = 0;
+  return at;
 }
 
 /* Has the simulation under m been asked to stop (rs_netmodel_t's stop)?

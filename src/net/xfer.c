@@ -127,12 +127,18 @@ int rs__xfer_step(rs_worker_t *w, rs_phase_t phase, int step, int global_step,
   return RS_OK;
 }
 
-int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
-                  const rs_tag_t *tag) {
-  const int peer = worker(w, member);
+/* Send part's region to worker part->peer, its clock charging a transfer
+ * to worker clock_dst (a put into the switch: as to a GPU of its own
+ * node), or, given times, stamping the message with them (the switch's,
+ * which has no clock of its own: xfer.h). */
+static int send_msg(rs_worker_t *w, const rs_part_t *part, int clock_dst,
+                    const rs_sim_times_t *times) {
+  const int peer = part->peer;
+  const size_t elems = part->elems;
+  const rs_tag_t *tag = &part->tag;
   rs_edge_t *e =
       edge_to(w->out, w->out_count, peer, w->channel, &w->out_last);
-  size_t off = w->base + offset; /* of the flat buffer */
+  size_t off = w->base + part->offset; /* of the flat buffer */
   rs_msg_t hdr = {.bucket = (int32_t)w->bucket,
                   .phase = tag->phase,
                   .step = run_step(w, tag),
@@ -145,10 +151,17 @@ int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
                   .elem_offset = off,
                   .elems = elems};
   w->sim.channel = (uint8_t)w->channel; /* (its channel's streaming state) */
-  rs__sim_send(&w->sim, peer, w->global_step, elems * w->elem_size,
-               (size_t)tag->segment, &hdr.sim_send_ns, &hdr.sim_arrive_ns,
-               &hdr.sim_wire_ns); /* simulated time, when modelled */
-  hdr.sim_share = w->sim.last_share;
+  if (times) {
+    hdr.sim_send_ns = times->depart;
+    hdr.sim_arrive_ns = times->arrive;
+    hdr.sim_wire_ns = times->wire;
+    hdr.sim_share = times->share;
+  } else {
+    rs__sim_send(&w->sim, clock_dst, w->global_step, elems * w->elem_size,
+                 (size_t)tag->segment, &hdr.sim_send_ns, &hdr.sim_arrive_ns,
+                 &hdr.sim_wire_ns); /* simulated time, when modelled */
+    hdr.sim_share = w->sim.last_share;
+  }
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_SENDING;
   w->progress.peer = peer;
@@ -163,6 +176,12 @@ int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
   w->stats.bytes_sent += elems * w->elem_size;
   count_off_node(&w->stats, &hdr, elems * w->elem_size, 1);
   return RS_OK;
+}
+
+int rs__xfer_send(rs_worker_t *w, int member, size_t offset, size_t elems,
+                  const rs_tag_t *tag) {
+  const rs_part_t part = {worker(w, member), offset, elems, *tag};
+  return send_msg(w, &part, part.peer, NULL);
 }
 
 /* Append the transfer msg, just reduced or copied by its receiver, to the
@@ -200,12 +219,21 @@ static void record(rs_worker_t *w, const rs_msg_t *msg, uint64_t recv_begin_ns,
   }
 }
 
-int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
-                  const rs_tag_t *tag, rs_recv_action_t action) {
-  const int peer = worker(w, member);
+/* How a receive moves the receiver's clock: as any (rs__sim_recv); as the
+ * switch's sum coming down to its head, the message saying when the switch
+ * held every copy (rs__sim_switch_result); or not at all (the switch,
+ * which has no clock: the message's times go to *times). */
+typedef enum { CLOCK_RECV, CLOCK_SUM, CLOCK_NONE } clocking_t;
+
+static int recv_msg(rs_worker_t *w, const rs_part_t *part,
+                    rs_recv_action_t action, clocking_t clocking,
+                    rs_sim_times_t *times) {
+  const int peer = part->peer;
+  const size_t elems = part->elems;
+  const rs_tag_t *tag = &part->tag;
   rs_edge_t *e =
       edge_to(w->in, w->in_count, peer, w->channel, &w->in_last);
-  size_t off = w->base + offset;
+  size_t off = w->base + part->offset;
   rs_msg_t *msg;
   w->progress.chunk = tag->chunk;
   w->progress.activity = RS_ACT_RECEIVING;
@@ -249,10 +277,19 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
     break;
   }
   w->sim.channel = (uint8_t)w->channel;
-  uint64_t sim_recv =
-      rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
-                   action == RS_RECV_COPY ? 0 : elems * w->elem_size,
-                   (size_t)msg->segment);
+  uint64_t sim_recv = msg->sim_arrive_ns;
+  if (clocking == CLOCK_RECV) {
+    sim_recv = rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
+                            action == RS_RECV_COPY ? 0 : elems * w->elem_size,
+                            (size_t)msg->segment);
+  } else if (clocking == CLOCK_SUM) {
+    w->sim.switch_ready = msg->sim_arrive_ns;
+    sim_recv = rs__sim_switch_result(&w->sim, elems * w->elem_size,
+                                     (size_t)msg->segment);
+  } else {
+    *times = (rs_sim_times_t){msg->sim_send_ns, msg->sim_arrive_ns,
+                              msg->sim_wire_ns, msg->sim_share};
+  }
   record(w, msg, recv_begin, w->stats.wait_ns - waited, sim_recv);
   count_off_node(&w->stats, msg, elems * w->elem_size, 0); /* (msg: the slot) */
   e->tp->release(e);
@@ -260,12 +297,34 @@ int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
   return RS_OK;
 }
 
-void rs__xfer_switch_put(rs_worker_t *w, size_t elems, size_t seg) {
-  rs__sim_switch_put(&w->sim, w->global_step, elems * w->elem_size, seg);
+int rs__xfer_recv(rs_worker_t *w, int member, size_t offset, size_t elems,
+                  const rs_tag_t *tag, rs_recv_action_t action) {
+  const rs_part_t part = {worker(w, member), offset, elems, *tag};
+  return recv_msg(w, &part, action, CLOCK_RECV, NULL);
 }
 
-void rs__xfer_switch_result(rs_worker_t *w, size_t elems, size_t seg) {
-  rs__sim_switch_result(&w->sim, elems * w->elem_size, seg);
+int rs__xfer_put(rs_worker_t *w, size_t offset, size_t elems,
+                 const rs_tag_t *tag) {
+  const rs_part_t part = {rs__switch_of(w->shape, self(w)), offset, elems,
+                          *tag};
+  return send_msg(w, &part, self(w), NULL);
+}
+
+int rs__xfer_take(rs_worker_t *w, size_t offset, size_t elems,
+                  const rs_tag_t *tag, int sum) {
+  const rs_part_t part = {rs__switch_of(w->shape, self(w)), offset, elems,
+                          *tag};
+  return recv_msg(w, &part, RS_RECV_COPY, sum ? CLOCK_SUM : CLOCK_RECV, NULL);
+}
+
+int rs__xfer_switch_take(rs_worker_t *sw, const rs_part_t *from,
+                         rs_recv_action_t action, rs_sim_times_t *times) {
+  return recv_msg(sw, from, action, CLOCK_NONE, times);
+}
+
+int rs__xfer_switch_give(rs_worker_t *sw, const rs_part_t *to,
+                         const rs_sim_times_t *times) {
+  return send_msg(sw, to, to->peer, times);
 }
 
 size_t rs__xfer_segs(const rs_worker_t *w, size_t elems) {

@@ -155,6 +155,13 @@ static inline int rs__group_worker(const rs_group_t *g, int k) {
   return g->stride ? g->first + g->stride * k : k;
 }
 
+/* A message's simulated times: departure, arrival, time on the wire, and
+ * its NIC's sharing (queue.h's rs_msg_t). */
+typedef struct rs_sim_times {
+  uint64_t depart, arrive, wire;
+  uint32_t share;
+} rs_sim_times_t;
+
 /* Everything one worker thread needs. The run fills it in; the thread owns
  * it while it runs. Aligned so workers never share a cache line. */
 typedef struct rs_worker {
@@ -218,6 +225,10 @@ typedef struct rs_worker {
    * count. */
   uint64_t *stream_mem;
   size_t ready_cap, slot_cap;
+  /* A switch's (algo/nvls.c): per shard of its node, what it holds of
+   * the round under way (when every copy was in; a multicast's times);
+   * NULL for a GPU. */
+  rs_sim_times_t *held;
   rs_event_buf_t events; /* transfers received, when tracing */
   int iter;              /* which iteration of the run is running */
   int rc;                /* what the worker's run returned */
@@ -227,15 +238,37 @@ typedef struct rs_worker {
 #define RS_WORKER_CRASHED 1
 #define RS_WORKER_NOT_STARTED 2
 
-/* NVLink SHARP (algo/nvls.c), on the simulated clock alone: the worker
- * puts its own contribution of elems elements (segment seg) to the sum it
- * heads into the switch; and it takes the sum of segment seg down from the
- * switch once every contribution is in (netmodel.h's rs__sim_switch_put and
- * rs__sim_switch_result). The data itself moves by rs__xfer_send and
- * rs__xfer_recv, the worker's clock's route (w->sim.route, netmodel.h's
- * RS_ROUTE_*) set around them. */
-void rs__xfer_switch_put(rs_worker_t *w, size_t elems, size_t seg);
-void rs__xfer_switch_result(rs_worker_t *w, size_t elems, size_t seg);
+/* NVLink SHARP (algo/nvls.c): each node's switch is a participant of the
+ * run, a thread of its own (run/pool.c) numbered after the W GPUs: node
+ * n's is participant W + n (docs/trace-schema.md). A GPU puts its copies
+ * into it and takes sums and multicast copies from it; the switch sums
+ * and copies. On the simulated clock the switch is the routes
+ * (netmodel.h's RS_ROUTE_*): it has no clock of its own, and stamps what
+ * it sends with the times the routes give. */
+static inline int rs__switch_of(rs_shape_t shape, int worker) {
+  return shape.workers + worker / shape.gpus;
+}
+
+/* A GPU puts elems elements at offset into its node's switch (its clock
+ * charges the transfer on its route, w->sim.route, as to a GPU of its
+ * node); and takes elems elements at offset from it, copied over its own:
+ * the sum it heads (sum 1: its clock takes it as the switch's result,
+ * netmodel.h's rs__sim_switch_result, the message saying when the switch
+ * held every copy) or a multicast copy (sum 0: a receive as any). The
+ * tag's contributors are the run's workers. */
+int rs__xfer_put(rs_worker_t *w, size_t offset, size_t elems,
+                 const rs_tag_t *tag);
+int rs__xfer_take(rs_worker_t *w, size_t offset, size_t elems,
+                  const rs_tag_t *tag, int sum);
+
+/* The switch sw's side: take what GPU from->peer put, the region and
+ * tag from says (do action with it; its times to *times), and give GPU
+ * to->peer the region to says, stamped with times (rs_part_t: below). */
+struct rs_part;
+int rs__xfer_switch_take(rs_worker_t *sw, const struct rs_part *from,
+                         rs_recv_action_t action, rs_sim_times_t *times);
+int rs__xfer_switch_give(rs_worker_t *sw, const struct rs_part *to,
+                         const rs_sim_times_t *times);
 
 /* A step begins: note where the worker is (phase, step; global_step counts
  * every step of the collective from 0, as --inject does), charge a

@@ -84,6 +84,11 @@ static int refusal(const rs_config_t *c, rs_algorithm_t a, char *errmsg) {
                    "tree of its own: the ring and the tree run on them, %s "
                    "runs one schedule",
                    c->net.channels, algo->name);
+  if (algo->run_switch && c->mpi)
+    return rs__err(errmsg, RS_EINVAL,
+                   "algo: %s's NVLink switches are threads of one process: "
+                   "it does not run over MPI",
+                   algo->name);
   if (c->direct && c->workers > 1 &&
       algo->direct_slots(rs__shape_of(&c->net, c->workers), 1, 0) == 0)
     return rs__err(errmsg, RS_EINVAL,

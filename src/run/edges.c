@@ -29,16 +29,17 @@ size_t rs__run_events_of(const rs_run_t *run, int r) {
   const rs_config_t *c = &run->config;
   size_t msgs = 0;
   for (size_t b = 0; b < run->result.buckets && c->workers > 1; b++)
-    msgs += run->bucket_algo[b]->messages(run->shape, r, run->buckets[b].elems,
-                                          run->bucket_segs[b],
-                                          rs__run_seg_cap(run), c->collective);
+    if (r < c->workers || run->bucket_algo[b]->run_switch) /* (a switch's) */
+      msgs += run->bucket_algo[b]->messages(
+          run->shape, r, run->buckets[b].elems, run->bucket_segs[b],
+          rs__run_seg_cap(run), c->collective);
   return msgs * (size_t)(c->warmup + c->iterations);
 }
 
 /* ... and for every worker together. */
 double rs__run_events_total(const rs_run_t *run) {
   double total = 0;
-  for (int r = 0; r < run->config.workers; r++)
+  for (int r = 0; r < rs__run_participants(run); r++)
     total += (double)rs__run_events_of(run, r);
   return total;
 }
@@ -81,16 +82,22 @@ int rs__run_list_edges(rs_run_t *run, int *peers, size_t **edge_elems) {
   const int W = run->config.workers;
   const size_t cap = rs__run_seg_cap(run);
   int count = 0;
+  run->switches = 0; /* (a switch a node, if some algorithm has one) */
+  for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++)
+    if ((run->algos_used & (1u << a)) &&
+        rs__algo_get((rs_algorithm_t)a)->run_switch)
+      run->switches = W / run->shape.gpus;
+  const int P = rs__run_participants(run);
   for (int a = 0; a < RS_ALGO_COUNT; a++)
-    for (int r = 0; r < W && W > 1 && (run->algos_used & (1u << a)); r++)
+    for (int r = 0; r < P && W > 1 && (run->algos_used & (1u << a)); r++)
       count +=
           rs__algo_get((rs_algorithm_t)a)->send_peers(run->shape, r, peers);
   run->edges = calloc((size_t)count ? (size_t)count : 1, sizeof *run->edges);
-  run->edge_start = calloc((size_t)W + 1, sizeof *run->edge_start);
+  run->edge_start = calloc((size_t)P + 1, sizeof *run->edge_start);
   *edge_elems = calloc((size_t)count ? (size_t)count : 1, sizeof **edge_elems);
   if (!run->edges || !run->edge_start || !*edge_elems)
     return RS_ENOMEM;
-  for (int r = 0; r < W; r++) {
+  for (int r = 0; r < P; r++) {
     run->edge_start[r] = run->edge_count;
     for (int a = 0; a < RS_ALGO_COUNT && W > 1; a++) {
       const rs_algo_t *algo = rs__algo_get((rs_algorithm_t)a);
@@ -138,13 +145,13 @@ static void add_link(rs_link_t *list, int *count, int peer, int channel,
 /* Give every worker its links: the edges it sends on and receives on, for
  * every algorithm the buckets run. */
 int rs__run_link_workers(rs_run_t *run, int *peers) {
-  const int W = run->config.workers;
+  const int W = run->config.workers, P = rs__run_participants(run);
   int peer_channel[RS__MAX_CHANNEL_PEERS];
   run->links = calloc(2 * (size_t)run->edge_count + 1, sizeof *run->links);
   if (!run->links)
     return RS_ENOMEM;
   rs_link_t *next = run->links;
-  for (int r = 0; r < W && W > 1; r++) {
+  for (int r = 0; r < P && W > 1; r++) {
     rs_worker_t *w = &run->workers[r];
     w->out = next;
     w->out_count = 0;

@@ -222,7 +222,27 @@ static void hook_cast(rs_worker_t *w, float *g, size_t n) {
  * end-of-stream check on every edge. *done_ns: when the all-reduce itself
  * ended, before that check (which waits for the neighbours to end theirs:
  * MPI_Allreduce has no such wait), if it got that far. */
+/* A switch's part of one iteration (runstate.h's switches): the
+ * switch's side of each bucket whose algorithm has one, then the
+ * end-of-stream check on its edges, as a worker's. */
+static int run_switch(rs_run_t *run, rs_worker_t *sw, uint64_t *done_ns) {
+  for (size_t b = 0; b < run->result.buckets; b++) {
+    const rs_algo_t *algo = run->bucket_algo[b];
+    sw->bucket = b;
+    sw->base = run->buckets[b].elem_offset;
+    sw->elems = run->buckets[b].elems;
+    sw->segs_per_chunk = run->bucket_segs[b];
+    int rc = algo->run_switch ? algo->run_switch(sw) : RS_OK;
+    if (rc)
+      return rc;
+  }
+  *done_ns = rs__now_ns();
+  return rs__xfer_finish(sw);
+}
+
 static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
+  if (w->rank >= run->config.workers) /* (a switch: no group, its rank) */
+    return run_switch(run, w, done_ns);
   w->sim.clock = w->sim.link_free = w->sim.in_free =
       0;                 /* each iteration's time from 0 */
   if (w->workers == 1) { /* one worker: its gradient already is the mean */
@@ -401,16 +421,17 @@ static void pool_destroy(pool_t *pool) {
   RS_PTHREAD_CHECK(pthread_mutex_destroy(&pool->gate.mu));
 }
 
-/* Start a thread for each of this process's workers (they wait at the
- * gate); returns how many started. If one cannot start, the run has
- * failed and is aborted, and no more are started. */
+/* Start a thread for each of this process's workers, then each switch
+ * (they wait at the gate); returns how many started. If one cannot start,
+ * the run has failed and is aborted, and no more are started. */
 static int start_threads(rs_run_t *run, pool_t *pool, pthread_t *threads,
                          thread_arg_t *args, const pthread_attr_t *attr) {
-  const int first = run->first_local;
+  const int first = run->first_local, L = run->local_end - first;
   int started = 0;
   for (; started < pool->workers; started++) {
-    args[started] =
-        (thread_arg_t){run, &run->workers[first + started], pool, started};
+    const int who =
+        started < L ? first + started : run->config.workers + (started - L);
+    args[started] = (thread_arg_t){run, &run->workers[who], pool, started};
     int err =
         pthread_create(&threads[started], attr, worker_main, &args[started]);
     if (err) {
@@ -494,8 +515,9 @@ static void conclude(rs_run_t *run, const pool_t *pool, timing_t *timing,
 }
 
 int rs__run_threads(rs_run_t *run) {
-  /* this process's workers: all W, or its block over MPI */
-  const int L = run->local_end - run->first_local;
+  /* this process's workers: all W, or its block over MPI; and the
+   * switches (runstate.h: never over MPI) */
+  const int L = run->local_end - run->first_local + run->switches;
   pthread_t *threads = calloc((size_t)L, sizeof *threads);
   thread_arg_t *args = calloc((size_t)L, sizeof *args);
   timing_t timing = {.min_ns = UINT64_MAX};
@@ -522,7 +544,8 @@ int rs__run_threads(rs_run_t *run) {
 
   int started = start_threads(run, &pool, threads, args, &attr);
   rs__progress_begin(run, RS_STAGE_ALLREDUCE,
-                     run->elems * (size_t)L * (size_t)pool.iterations);
+                     run->elems * (size_t)(L - run->switches) *
+                         (size_t)pool.iterations);
   run->t0_ns = rs__now_ns();
   /* (over MPI, with its tracer: when tracing, the workers' rings need it) */
   int go = started == L;

@@ -224,8 +224,8 @@ static int check_memory(const rs_run_t *run, const sizing_t *s, char *errmsg) {
                (config->ddp_layout ? bucket : 0);
   /* (The check keeps no reference for generated inputs; for others it
    * asks for its own, rs__check_prepare.) */
-  double need =
-      (double)local * (double)n * elem_bytes + edges + scratch + events;
+  double need = (double)(local + run->switches) * (double)n * elem_bytes +
+                edges + scratch + events;
   double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (!(have > 0 && need > 0.9 * have))
     return RS_OK;
@@ -263,16 +263,17 @@ static void report_layout(rs_run_t *run, const sizing_t *s) {
 /* This process's workers' buffers, and room for every worker's state and
  * every param's check. */
 static int alloc_buffers(rs_run_t *run) {
-  const size_t W = (size_t)run->config.workers;
-  run->bufs = calloc(W, sizeof *run->bufs);
-  run->workers = rs__aligned_alloc(W * sizeof *run->workers);
+  const size_t P = (size_t)rs__run_participants(run); /* (and switches) */
+  run->bufs = calloc(P, sizeof *run->bufs);
+  run->workers = rs__aligned_alloc(P * sizeof *run->workers);
   if (run->workers) /* (before anything can fail: rs_run_free reads it) */
-    memset(run->workers, 0, W * sizeof *run->workers);
+    memset(run->workers, 0, P * sizeof *run->workers);
   run->checks = calloc(rs_model_param_count(run->model), sizeof *run->checks);
   if (!run->bufs || !run->workers || !run->checks)
     return RS_ENOMEM;
-  for (int r = run->first_local; r < run->local_end; r++)
-    if (!(run->bufs[r] = rs__aligned_alloc(run->elems * run->buf_elem_bytes)))
+  for (int r = 0; r < (int)P; r++)
+    if (rs__run_local(run, r) &&
+        !(run->bufs[r] = rs__aligned_alloc(run->elems * run->buf_elem_bytes)))
       return RS_ENOMEM;
   return RS_OK;
 }
@@ -335,6 +336,38 @@ static int channels_clocked(const rs_run_t *run) {
   return 0;
 }
 
+/* Switch r's state (a participant, not a worker: runstate.h): its node's
+ * GPUs, its buffer, the options its sums need; no clock of its own (it
+ * stamps what it sends with the routes' times: xfer.h), no faults. */
+static int init_switch(rs_run_t *run, const sizing_t *s, rs_worker_t *w,
+                       int r) {
+  const rs_config_t *config = &run->config;
+  w->rc = RS_WORKER_NOT_STARTED;
+  w->rank = r;
+  w->workers = run->shape.gpus;
+  w->shape = run->shape;
+  w->buf = run->bufs[r];
+  w->buf_elem_bytes = run->buf_elem_bytes;
+  w->progress.peer = -1;
+  if (s->packed) {
+    w->unpack = run->dtype == RS_DTYPE_F16 ? rs__unpack_f16 : rs__unpack_bf16;
+    w->unpacked = rs__aligned_alloc((s->seg_elems ? s->seg_elems : 1) *
+                                    sizeof *w->unpacked);
+    if (!w->unpacked)
+      return RS_ENOMEM;
+  }
+  w->op = config->op;
+  w->dtype = run->dtype;
+  w->elem_size = run->elem_size;
+  w->average = config->average;
+  w->collective = config->collective;
+  w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
+  rs__sim_init(&w->sim, NULL, config->workers, r);
+  w->seg_cap = rs__run_seg_cap(run);
+  w->held = calloc((size_t)run->shape.gpus, sizeof *w->held);
+  return w->held ? RS_OK : RS_ENOMEM;
+}
+
 /* Every worker's own state: its rank, buffer and options, its simulated
  * clock, and its scratch (to unpack a message, a root's stash, DDP's
  * layout, the slot rule's arrivals). */
@@ -394,6 +427,9 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
               rs__aligned_alloc((largest ? largest : 1) * elem_bytes)))
       return RS_ENOMEM;
   }
+  for (int r = W; r < rs__run_participants(run); r++)
+    if (init_switch(run, s, &run->workers[r], r))
+      return RS_ENOMEM;
   return RS_OK;
 }
 
@@ -537,10 +573,11 @@ void rs_run_free(rs_run_t *run) {
   if (run->rings)
     rs__rings_free(run->rings);
   free(run->rings);
-  for (int r = 0; r < run->config.workers; r++) {
+  for (int r = 0; r < rs__run_participants(run); r++) {
     if (run->bufs)
       free(run->bufs[r]);
     if (run->workers) {
+      free(run->workers[r].held);
       free(run->workers[r].events.events);
       free(run->workers[r].unpacked);
       free(run->workers[r].stash);
@@ -603,8 +640,7 @@ int rs_run_set_trace(rs_run_t *run, rs_trace_t *trace,
  * so recording never allocates; over MPI, each of this process's workers
  * a ring of at most a trace batch, which the tracer drains (mpi/stream.c). */
 static int alloc_events(rs_run_t *run) {
-  const int W = run->config.workers;
-  for (int r = 0; r < W; r++) {
+  for (int r = 0; r < rs__run_participants(run); r++) {
     size_t per_worker = rs__run_events_of(run, r);
     if (!per_worker || !rs__run_local(run, r))
       continue;
