@@ -67,19 +67,43 @@ class ChannelsCli(unittest.TestCase):
                 for t in times:
                     self.assertLess(abs(t - times[0]), times[0] / 1000, times)
 
-    # chan-2: --channels 1 is the ring as it was: text and --json byte
-    # for byte (what the machine's speed changes aside), run and model.
-    def test_one_channel_is_the_ring(self):
-        for args in (["-p", self.small, "-w", 4, *NET, "--no-trace"],
-                     ["-p", self.small, "-w", 4, *NET, "--no-trace", "--json"],
-                     ["-p", self.big, *TOPO, "--no-trace"],
-                     ["model", "-p", self.big, *TOPO, "--json"]):
+    # chan-2: unless told, the ring runs on NCCL's count of channels
+    # where NCCL's model knows the topology (the count `--like nccl`
+    # gives the ring there: 16 on two DGX H100 nodes, 24 on one), and on
+    # one on a flat --net: text and --json byte for byte what --channels
+    # with that count prints (what the machine's speed changes aside),
+    # run and model.
+    def test_default_is_nccls_count(self):
+        counts = {}
+        for topo in (TOPO, ["--topo", "dgx-h100"]):
+            rc, out, err = helpers.run("model", "--like", "nccl", *topo, "--algo", "ring",
+                                       "-b", "1G", "-e", "1G", "--json")
+            self.assertEqual(rc, 0, err)
+            counts[topo[-1]] = json.loads(out)["sizes"][0]["channels"]
+        self.assertEqual(counts, {"dgx-h100,nodes=2": 16, "dgx-h100": 24})
+        for args, count in (
+                (["-p", self.small, "-w", 4, *NET, "--no-trace"], 1),
+                (["-p", self.small, "-w", 4, *NET, "--no-trace", "--json"], 1),
+                (["-p", self.big, *TOPO, "--no-trace"], counts[TOPO[-1]]),
+                (["-p", self.big, *TOPO, "--no-trace", "--json"], counts[TOPO[-1]]),
+                (["model", "-p", self.big, *TOPO, "--json"], counts[TOPO[-1]]),
+                (["model", "-p", self.big, "--topo", "dgx-h100", "--json"], 24)):
             with self.subTest(args=args):
                 rc, plain, err = helpers.run(*args)
                 self.assertEqual(rc, 0, err)
-                rc, one, err = helpers.run(*args, "--channels", 1)
+                rc, given, err = helpers.run(*args, "--channels", count)
                 self.assertEqual(rc, 0, err)
-                self.assertEqual(masked(one), masked(plain))
+                self.assertEqual(masked(given), masked(plain))
+                if "--json" in args and args[0] != "model":
+                    self.assertEqual(json.loads(plain)["channels"], count)
+        # one channel is one ring: fewer transfers than the default's
+        rc, one, err = helpers.run("-p", self.big, *TOPO, "--no-trace", "--json",
+                                   "--channels", 1)
+        self.assertEqual(rc, 0, err)
+        rc, plain, err = helpers.run("-p", self.big, *TOPO, "--no-trace", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(one)["channels"], 1)
+        self.assertLess(json.loads(plain)["sim_ns"], json.loads(one)["sim_ns"])
 
     # chan-3: the trace's channel column: each channel's transfers go
     # round its own ring (NCCL's on the nodes: channel 0 enters node 0 at

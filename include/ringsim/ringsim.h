@@ -459,9 +459,11 @@ typedef struct rs_netmodel {
   rs_protocol_t proto;
   /* NCCL's channels the ring runs (--channels): C rings side by side, each
    * over its own part of every bucket (docs/algorithms.md, "Channels"), or
-   * with the tree C trees; 0 or 1: one ring (one pair of trees). The ring
-   * and the tree alone take more than one; a run and its schedule
-   * simulation read it here, with or without a model. */
+   * with the tree C trees. 0: the algorithm's own (rs_netmodel_channels:
+   * NCCL's count for the ring and the tree on a topology NCCL's model
+   * knows, else one); 1: one ring (one pair of trees). The ring and the
+   * tree alone take more than one; a run and its schedule simulation read
+   * it here, with or without a model. */
   int channels;
   /* Not part of the model: a schedule simulation under it
    * (rs_netmodel_simulate_algo) looks at *stop between its segments and,
@@ -544,10 +546,18 @@ typedef struct rs_sim_setup {
   size_t segment_bytes;
   size_t elem_size;
 } rs_sim_setup_t;
+/* The channels algo runs on under m for W workers: m's channels where it
+ * gives them (more than 0), else NCCL's count on m's topology for the
+ * ring (where NCCL's model knows it: dgx-h100, dgx-a100; W its nodes x
+ * GPUs), else 1. rs_netmodel_predict_algo and rs_netmodel_simulate_algo
+ * time it on these. */
+RS_API int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
+                                int workers);
 /* --algo auto (docs/algorithms.md): of the algorithms in the bit mask
  * eligible (bit a for rs_algorithm_t a < RS_ALGO_COUNT), the one whose cost
  * formula (rs_netmodel_predict_algo) on `on` is smallest for a bucket of
- * elems elements; a tie goes to the lower rs_algorithm_t (the ring
+ * elems elements, each on one channel unless on->net gives channels (a
+ * run holds one shape); a tie goes to the lower rs_algorithm_t (the ring
  * first). predicted (room for RS_ALGO_COUNT, or NULL) gets every
  * algorithm's prediction, UINT64_MAX for one not eligible (gloo-ring
  * never is: it is the ring in gloo's order, for PyTorch's bits). Returns

@@ -54,11 +54,37 @@ int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
   return RS_OK;
 }
 
+int rs__algo_channels(const rs_netmodel_t *m, rs_algorithm_t algo,
+                      int workers) {
+  const rs_algo_t *a = rs__algo_get(algo);
+  if (!a || !(a->caps & RS__CAP_CHANNELS))
+    return 1;
+  return m && m->channels > 0 ? m->channels : rs__rings_count(m, workers);
+}
+
+int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
+                         int workers) {
+  return rs__algo_channels(m, algo, workers);
+}
+
+/* m as algorithm a runs under it: m, or where m leaves a's channels to
+ * it (0), *own, m with them (rs__algo_channels). */
+static const rs_netmodel_t *net_for(const rs_algo_t *a, const rs_netmodel_t *m,
+                                    int workers, rs_netmodel_t *own) {
+  if (!a || !m || m->channels > 0 || !(a->caps & RS__CAP_CHANNELS))
+    return m;
+  *own = *m;
+  own->channels = rs__rings_count(m, workers);
+  return own;
+}
+
 uint64_t rs__predict_bounded(rs_algorithm_t algo, const rs_netmodel_t *m,
                              int workers, size_t elems, size_t segs_per_chunk,
                              size_t segment_bytes, size_t elem_size,
                              uint64_t bound) {
   const rs_algo_t *a = rs__algo_get(algo);
+  rs_netmodel_t own;
+  m = net_for(a, m, workers, &own);
   if (a && m->topo.enabled) {
     /* A topology has no closed formula (its NICs are shared as the
      * schedule has it): the prediction is the bucket's schedule, alone,
@@ -92,6 +118,8 @@ uint64_t rs_netmodel_simulate_algo(rs_algorithm_t algo, const rs_netmodel_t *m,
                                    size_t bucket_count, size_t segment_bytes,
                                    size_t elem_size) {
   const rs_algo_t *a = rs__algo_get(algo);
+  rs_netmodel_t own;
+  m = net_for(a, m, workers, &own);
   const rs_sim_job_t job = {a,           m,           workers, buckets,
                             bucket_count, segment_bytes, elem_size};
   return a ? rs__algo_simulate(&job) : 0;
@@ -414,6 +442,11 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
                     rs_sim_spans_t *spans, uint64_t bound, int plain) {
   const rs_algo_t *a = job->algo;
   const int workers = job->workers;
+  /* (the NCCL channels a leaves to itself, resolved once for the run) */
+  rs_netmodel_t own_net;
+  rs_sim_job_t resolved = *job;
+  resolved.net = net_for(a, job->net, workers, &own_net);
+  job = &resolved;
   const rs_bucket_t *buckets = job->buckets;
   const size_t bucket_count = job->bucket_count;
   const size_t segment_bytes = job->segment_bytes, elem_size = job->elem_size;

@@ -206,6 +206,15 @@ typedef struct rs_sim_job {
  * the model is off or W < 2; UINT64_MAX when out of memory. */
 uint64_t rs__algo_simulate(const rs_sim_job_t *job);
 
+/* The channels algorithm runs on under m for W workers: m's
+ * (--channels) where it gives them, else the algorithm's own: NCCL's
+ * count on a topology NCCL's model knows for one that runs on channels
+ * (RS__CAP_CHANNELS; algo/channels.h, rs__rings_count), 1 for any
+ * other. rs_netmodel_predict_algo and rs_netmodel_simulate_algo run it
+ * so; a run resolves its own (run/run.c). */
+int rs__algo_channels(const rs_netmodel_t *m, rs_algorithm_t algo,
+                      int workers);
+
 /* The predict of an algorithm with no closed formula (hier, nvls,
  * nvlstree): one bucket of elems elements alone, segments of at most cap
  * elements, on simulated clocks (0 when m is off or W < 2). */

@@ -10,6 +10,18 @@
 
 #include "algo/nccl.h"
 
+int rs__rings_count(const rs_netmodel_t *net, int workers) {
+  rs_nccl_system_t sys;
+  char errmsg[RS_ERRMSG_MAX];
+  const rs_topo_t *t = net ? &net->topo : NULL;
+  if (!net || !net->enabled || !t->enabled ||
+      (long long)t->nodes * t->gpus != workers ||
+      rs_nccl_system_of(t, &sys, errmsg))
+    return 1;
+  const int c = rs_nccl_channels(&sys, RS_NCCL_RING);
+  return c < 1 ? 1 : c > RS_MAX_CHANNELS ? RS_MAX_CHANNELS : c;
+}
+
 int rs__rings_make(rs_rings_t *r, const rs_netmodel_t *net, int workers,
                    size_t elem_size) {
   memset(r, 0, sizeof *r);

@@ -37,6 +37,13 @@ int rs__rings_make(rs_rings_t *r, const rs_netmodel_t *net, int workers,
                    size_t elem_size);
 void rs__rings_free(rs_rings_t *r);
 
+/* How many channels an algorithm that runs on them takes unless told
+ * (net->channels 0): NCCL's count for W workers on net's topology
+ * (rs_nccl_channels: comm->nChannels, as ncclTopoPostset sets it for the
+ * ring and the tree), or 1 where NCCL's model does not know it (a flat
+ * network, a topology it cannot place, W not its nodes x GPUs). */
+int rs__rings_count(const rs_netmodel_t *net, int workers);
+
 /* The channels of a shape (at least 1). */
 static inline int rs__shape_channels(rs_shape_t shape) {
   return shape.channels > 1 ? shape.channels : 1;

@@ -340,6 +340,9 @@ static int print_all(const model_all_t *m, const rs_model_t *model,
           "predicted_ns", (json_int_t)t[a].predicted, "algbw_gbs", algbw,
           "busbw_gbs", rs_busbw(algbw, W), "in_nccl",
           cli_algo_info(t[a].algo).in_nccl);
+      json_object_set_new(
+          row, "channels",
+          json_integer(rs_netmodel_channels(t[a].algo, net, W)));
       if (t[a].uncontended != UINT64_MAX)
         json_object_set_new(row, "uncontended_ns",
                             json_integer((json_int_t)t[a].uncontended));
@@ -408,9 +411,24 @@ static int print_all(const model_all_t *m, const rs_model_t *model,
            : tied > 1              ? "  tie: fastest"
                                    : "  fastest");
   }
+  /* the algorithms on NCCL's channels (their count is the topology's) */
+  int channels = 1, on = 0;
+  SHOWN(a) {
+    const int C = rs_netmodel_channels(t[a].algo, net, W);
+    if (C > 1) {
+      printf("%s%s", on++ ? ", " : "\n  channels   ",
+             rs_algorithm_name(t[a].algo));
+      channels = C;
+    }
+  }
+  if (on)
+    printf(" on %d channels, NCCL's count on this topology (--algo A "
+           "--channels C sets them); the others on one\n",
+           channels);
   printf(
       "\n  crossovers: the best algorithm by the predictions (as --algo "
-      "auto picks) for one bucket of S bytes, %zu B <= S <= %zu B\n",
+      "auto picks, each on one channel) for one bucket of S bytes, %zu B "
+      "<= S <= %zu B\n",
       min_elems * elem_size,
       (rs_model_elems(model) > min_elems ? rs_model_elems(model) : min_elems) *
           elem_size);
@@ -683,6 +701,8 @@ static int print_one(const options_t *opt, const rs_model_t *model,
                           json_integer((json_int_t)t->uncontended));
     json_object_set_new(o, "in_nccl",
                         json_boolean(cli_algo_info(algo).in_nccl));
+    json_object_set_new(o, "channels",
+                        json_integer(rs_netmodel_channels(algo, net, W)));
     return cli_dump_json(o);
   }
   char size[32], name[CLI_SAFE_MAX];
@@ -697,11 +717,18 @@ static int print_one(const options_t *opt, const rs_model_t *model,
     printf("\n  nccl       %s is not in NCCL (it runs ring and tree, and "
            "nvls, nvlstree: ringsim model --like nccl)",
            rs_algorithm_name(algo));
+  const int channels = rs_netmodel_channels(algo, net, W);
   if (info.textbook_ring)
     printf("\n  schedule   %zu bucket%s x %d steps, %zu segment%s per chunk "
            "over the buckets\n",
            bucket_count, bucket_count == 1 ? "" : "s", W > 1 ? 2 * (W - 1) : 0,
            t->segs, t->segs == 1 ? "" : "s");
+  if (channels > 1)
+    printf("  channels   %d of NCCL's (%s), each a ring on its part of every "
+           "bucket\n",
+           channels,
+           opt->given[OPT_CHANNELS] ? "--channels"
+                                    : "NCCL's count on this topology");
   else
     printf("\n  schedule   %zu bucket%s of %s\n", bucket_count,
            bucket_count == 1 ? "" : "s", rs_algorithm_name(algo));

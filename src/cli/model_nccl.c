@@ -15,7 +15,7 @@
 #include "ringsim/ringsim.h"
 
 /* What NCCL would do with the model's buckets on net's topology, beside
- * --algo all's table of ringsim's own schedules (one channel each): its
+ * --algo all's table of ringsim's own schedules: its
  * tuner's pick per bucket, timed by ringsim's prediction, one after
  * another (model --like nccl --params). Into *ns and the pick of the
  * largest bucket; 0 if net's topology is not one NCCL's model knows. */
@@ -66,8 +66,8 @@ void cli_print_nccl_would(const options_t *opt, const rs_netmodel_t *net,
                        (double)rs_dtype_size(rs_model_dtype(model));
   printf("  nccl       NCCL would run it as %s/%s on %d channels (its largest "
          "bucket's pick): %.3f us, busbw %.3f GB/s, ringsim's prediction "
-         "(the table's are ringsim's own schedules, one channel: ringsim "
-         "model --like nccl)\n",
+         "(the table's are ringsim's own schedules: ringsim model --like "
+         "nccl)\n",
          rs_nccl_algo_name(big.pick.algo), rs_proto_name(big.pick.proto),
          big.pick.channels, (double)ns / 1e3,
          ns ? rs_busbw(bytes / (double)ns, workers) : 0.0);

@@ -270,8 +270,11 @@ int cli_check_channels(options_t *o) {
                       "--algo ring or tree)",
                       C,
                       o->algo_all ? "all" : rs_algorithm_name(o->config.algo),
-                      o->algo_all || o->config.algo == RS_ALGO_AUTO
-                          ? "chooses among schedules of one channel"
+                      o->algo_all ? "runs each algorithm on its own channels "
+                                    "(the ring and the tree on NCCL's count)"
+                      : o->config.algo == RS_ALGO_AUTO
+                          ? "runs each algorithm on its own channels (the "
+                            "ring and the tree on NCCL's count)"
                           : "runs on no channels");
   o->config.net.channels = C;
   return -1;
