@@ -99,7 +99,7 @@ static void test_names(void **state) {
  * speed / 80, NIC Mb/s / 8000). */
 static void test_system_of_topologies(void **state) {
   (void)state;
-  /* H100: 450 GB/s / 25 = 18 NVLinks x SM90_NVLINK_BW 20.6 = 370.8;
+  /* H100: 370.8 GB/s / SM90_NVLINK_BW 20.6 = 18 NVLinks: 370.8;
    * Gen5 x16 16 x 240 / 80 = 48; 400 Gb/s = 400000 / 8000 = 50 */
   rs_nccl_system_t h = system_of("dgx-h100,nodes=2");
   assert_int_equal(h.nodes, 2);
@@ -112,7 +112,7 @@ static void test_system_of_topologies(void **state) {
   assert_near(h.pci_gbs, 48.0);
   assert_near(h.nic_gbs, 50.0);
   assert_near(h.net_latency_us, 0.0);
-  /* A100: 300 / 25 = 12 x SM80_NVLINK_BW 20 = 240; Gen4 x16 16 x 120 /
+  /* A100: 240 / SM80_NVLINK_BW 20 = 12 links: 240; Gen4 x16 16 x 120 /
    * 80 = 24; 200 Gb/s: 25; its switch does not reduce */
   rs_nccl_system_t a = system_of("dgx-a100");
   assert_int_equal(a.cc, 80);
@@ -122,11 +122,10 @@ static void test_system_of_topologies(void **state) {
   assert_near(a.pci_gbs, 24.0);
   assert_near(a.nic_gbs, 25.0);
   /* the same machine spelled out as items */
-  rs_nccl_system_t c = system_of("nodes=2,gpus=8,nics=8,intra=0.6us/450GB/s,"
+  rs_nccl_system_t c = system_of("nodes=2,gpus=8,nics=8,intra=0.6us/370.8GB/s,"
                                  "nic=2.7us/400Gbps,cc=90,switch=nvls");
   assert_int_equal(memcmp(&c, &h, sizeof c), 0);
-  /* pcie,cc=80: no switch; PCIe 4.0 x16, 31.5 GB/s = 16 lanes x 16 GT/s
-   * x 128/130 / 8, is NCCL's 16 x 120 / 80 = 24 */
+  /* pcie,cc=80: no switch; PCIe 4.0 x16 at NCCL's 16 x 120 / 80 = 24 */
   rs_nccl_system_t p = system_of("pcie,cc=80");
   assert_int_equal(p.nvswitch, 0);
   assert_int_equal(p.nvls, 0);
@@ -167,7 +166,7 @@ static void test_topo_items(void **state) {
   assert_int_equal(rs_topo_parse("dgx-a100,nodes=4", &t, err), RS_OK);
   assert_int_equal(t.gpus, 8);
   assert_int_equal(t.nics, 8);
-  assert_int_equal(t.intra.bandwidth, 300000000000ull);
+  assert_int_equal(t.intra.bandwidth, 240000000000ull);
   assert_int_equal(t.nic.bandwidth, 25000000000ull);
   assert_int_equal(t.cc, 80);
   assert_int_equal(t.nvswitch, RS_TOPO_SWITCH_NVSWITCH);

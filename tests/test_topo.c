@@ -34,7 +34,7 @@ static void test_grammar(void **state) {
   assert_int_equal(t.nodes, 1);
   assert_int_equal(t.gpus, 8);
   assert_int_equal(t.nics, 8);
-  assert_int_equal(t.intra.bandwidth, 450000000000ull);
+  assert_int_equal(t.intra.bandwidth, 370800000000ull); /* NCCL's 18 x 20.6 */
   assert_int_equal(t.nic.bandwidth, 50000000000ull); /* 400 Gb/s */
   assert_int_equal(t.intra.latency_ns, 600);
   assert_int_equal(t.nic.latency_ns, 2700);

@@ -3,21 +3,19 @@
  * a --topo turned into the bandwidths NCCL's topology detection gives it
  * (algo/nccl.h). Every number cites NCCL v2.30.7-1's file and function.
  *
- * From a --topo to NCCL's view. ringsim's topology speaks in vendor
- * figures (an H100's NVLink: 450 GB/s each way); NCCL does not measure, it
- * counts links and multiplies by its own per-link constants:
+ * From a --topo to NCCL's view. NCCL does not measure: it counts links
+ * and multiplies by its own per-link constants, and ringsim's presets
+ * give a GPU's port (intra) as NCCL's figure (net/topo.c):
  * - NVLink: links x ncclTopoNVLinkBw(cc) (src/graph/topo.cc,
- *   ncclTopoAddNvLinks; topo.h SMxx_NVLINK_BW). NVLink 2, 3 and 4 all
- *   carry 25 GB/s each way per link, so a GPU's links are its intra
- *   bandwidth over 25 GB/s: H100 450/25 = 18 links x 20.6 = 370.8 GB/s;
- *   A100 300/25 = 12 x 20 = 240.
+ *   ncclTopoAddNvLinks; topo.h SMxx_NVLINK_BW), so a GPU's links are its
+ *   intra bandwidth over that constant, to the nearest link: H100
+ *   370.8 / 20.6 = 18 links; A100 240 / 20 = 12.
  * - PCIe: width x speed / 80 (topo.cc, ncclTopoAddPci with kvDictPciGen,
  *   speed in 100 Mb/s per lane: Gen3 60, Gen4 120, Gen5 240). An SXM GPU's
  *   link to its PCIe switch (and NIC) is x16 of its generation: A100 Gen4,
  *   16 x 120 / 80 = 24 GB/s; H100 Gen5, 48. On a node without an NVLink
- *   switch the GPU's port (intra) is that PCIe link: its vendor figure,
- *   lanes x GT/s x 128/130 / 8, gives lanes x GT/s, and NCCL's value is
- *   lanes x GT/s x 7.5 / 80 (PCIe 4.0 x16, 31.5 GB/s: 24).
+ *   switch the GPU's port (intra) is that PCIe link, at its figure (the
+ *   pcie preset: PCIe 4.0 x16, 24).
  * - A NIC: its speed in Mb/s / 8000 (topo.cc, ncclTopoFillNet's
  *   net->net.bw): 400 Gb/s, 50 GB/s.
  * - The NIC's own latency (graph->latencyInter): IB reports 0. */
@@ -81,11 +79,6 @@ static double nvlink_bw_per_link(int cc) {
   return cc >= 90 ? 20.6 : cc == 86 ? 12.0 : 20.0;
 }
 
-/* One NVLink (2, 3 or 4) each way, in bytes/s: 25 GB/s (NVIDIA: V100 6
- * links 300 GB/s, A100 12 links 600 GB/s, H100 18 links 900 GB/s, both
- * ways together). */
-#define NVLINK_LINE_BPS 25e9
-
 /* An SXM GPU's PCIe link in NCCL's GB/s (topo.cc, width x speed / 80 with
  * kvDictPciGen): x16 Gen3 (Volta) 12, Gen4 (Ampere) 24, Gen5 (Hopper) 48. */
 static double gpu_pcie_gbs(int cc) {
@@ -123,24 +116,22 @@ int rs_nccl_system_of(const rs_topo_t *t, rs_nccl_system_t *sys, char *errmsg) {
       .net_latency_us = 0.0,                     /* IB's reported latency */
   };
   if (s.nvswitch) {
-    const double links =
-        floor((double)t->intra.bandwidth / NVLINK_LINE_BPS + 0.5);
+    const double links = floor((double)t->intra.bandwidth / 1e9 /
+                                   nvlink_bw_per_link(t->cc) +
+                               0.5);
     if (links < 1)
       return rs__err(errmsg, RS_EINVAL,
                      "--topo: intra bandwidth %.3g GB/s is less than one "
-                     "NVLink (25 GB/s each way), and the node has an NVLink "
-                     "switch",
-                     (double)t->intra.bandwidth / 1e9);
+                     "NVLink (%.3g GB/s each way in NCCL's model), and the "
+                     "node has an NVLink switch",
+                     (double)t->intra.bandwidth / 1e9,
+                     nvlink_bw_per_link(t->cc));
     s.nvlink_gbs = links * nvlink_bw_per_link(t->cc);
     s.pci_gbs = gpu_pcie_gbs(t->cc);
   } else {
-    /* the port is the GPU's PCIe link: lanes x GT/s from its vendor
-     * figure (x 8 bits x 130/128 line code), then NCCL's width x speed /
-     * 80 with speed = GT/s x 7.5 */
-    const double lanes_gts =
-        floor((double)t->intra.bandwidth * 8 / 1e9 * 130 / 128 + 0.5);
+    /* the port is the GPU's PCIe link, at NCCL's figure */
     s.nvlink_gbs = 0;
-    s.pci_gbs = lanes_gts * 7.5 / 80;
+    s.pci_gbs = (double)t->intra.bandwidth / 1e9;
     if (s.pci_gbs <= 0)
       return rs__err(errmsg, RS_EINVAL,
                      "--topo: intra bandwidth %.3g GB/s is less than a PCIe "

@@ -87,40 +87,47 @@ typedef struct preset {
 } preset_t;
 
 static const preset_t presets[] = {
-    /* DGX H100: 8 H100 SXM5 on NVLink 4 through NVSwitch, 900 GB/s per
-     * GPU both ways together (450 GB/s each way); 8 ConnectX-7 NICs of
-     * 400 Gb/s for the compute fabric, one per GPU. */
+    /* DGX H100: 8 H100 SXM5 on NVLink 4 through NVSwitch, 18 links of
+     * 25 GB/s each way (NVIDIA: 900 GB/s per GPU both ways together); 8
+     * ConnectX-7 NICs of 400 Gb/s for the compute fabric, one per GPU.
+     * intra is what NCCL's model moves through the 18 links: 18 x
+     * SM90_NVLINK_BW 20.6 = 370.8 GB/s (NCCL src/graph/topo.h;
+     * ncclTopoAddNvLinks in topo.cc), the ~370 GB/s NVIDIA's engineers
+     * give for NVLink 4 after the protocol's overhead (nccl-tests#212). */
     {"dgx-h100",
      {.enabled = 1,
       .nodes = 1,
       .gpus = 8,
       .nics = 8,
-      .intra = {.latency_ns = 600, .bandwidth = 450000000000ull},
+      .intra = {.latency_ns = 600, .bandwidth = 370800000000ull},
       .nic = {.latency_ns = 2700, .bandwidth = 50000000000ull},
       .cc = 90, /* H100: sm_90 */
       /* third-generation NVSwitch: NVLink SHARP (NVLS) */
       .nvswitch = RS_TOPO_SWITCH_NVLS}},
-    /* DGX A100: 8 A100 SXM4 on NVLink 3 through 6 NVSwitch chips, 600
-     * GB/s per GPU both ways together (300 GB/s each way, 12 links of
-     * 25 GB/s); 8 ConnectX-6 NICs of 200 Gb/s (HDR) for the compute
-     * fabric, one per GPU. Its NVSwitch does not reduce. */
+    /* DGX A100: 8 A100 SXM4 on NVLink 3 through 6 NVSwitch chips, 12
+     * links of 25 GB/s each way (NVIDIA: 600 GB/s per GPU both ways
+     * together); 8 ConnectX-6 NICs of 200 Gb/s (HDR) for the compute
+     * fabric, one per GPU. Its NVSwitch does not reduce. intra: NCCL's
+     * 12 x SM80_NVLINK_BW 20.0 = 240 GB/s (topo.h). */
     {"dgx-a100",
      {.enabled = 1,
       .nodes = 1,
       .gpus = 8,
       .nics = 8,
-      .intra = {.latency_ns = 600, .bandwidth = 300000000000ull},
+      .intra = {.latency_ns = 600, .bandwidth = 240000000000ull},
       .nic = {.latency_ns = 2700, .bandwidth = 25000000000ull},
       .cc = 80, /* A100: sm_80 */
       .nvswitch = RS_TOPO_SWITCH_NVSWITCH}},
     /* 8 GPUs on PCIe 4.0 x16 through the host (16 GT/s x 16 lanes,
-     * 128b/130b: 31.5 GB/s each way), one 100 Gb/s NIC per node. */
+     * 128b/130b: 31.5 GB/s each way on the wire), one 100 Gb/s NIC per
+     * node. intra: NCCL's figure for the link, width x speed / 80 = 16 x
+     * 120 / 80 = 24 GB/s (topo.cc ncclTopoAddPci, kvDictPciGen). */
     {"pcie",
      {.enabled = 1,
       .nodes = 1,
       .gpus = 8,
       .nics = 1,
-      .intra = {.latency_ns = 1000, .bandwidth = 31500000000ull},
+      .intra = {.latency_ns = 1000, .bandwidth = 24000000000ull},
       .nic = {.latency_ns = 2700, .bandwidth = 12500000000ull},
       .cc = 0, /* any GPU: give cc= for NCCL's model */
       .nvswitch = RS_TOPO_SWITCH_NONE}},
@@ -180,7 +187,7 @@ static int read_item(const char *spec, const char *item, size_t len,
   } keys[] = {{"nodes", "a number of nodes, 1 to 65536"},
               {"gpus", "a number of GPUs per node, 1 to 4096"},
               {"nics", "a number of NICs per node, 1 to 4096"},
-              {"intra", "LATENCY/BANDWIDTH such as 1us/450GB/s"},
+              {"intra", "LATENCY/BANDWIDTH such as 0.6us/370.8GB/s"},
               {"nic", "LATENCY/BANDWIDTH such as 5us/400Gbps"},
               {"cc", "a compute capability x 10 such as 80 (A100) or 90 "
                      "(H100), 10 to 1000"},
