@@ -163,6 +163,39 @@ class ChannelsCli(unittest.TestCase):
                                      "ORDER BY channel").fetchall(), [(0,), (1,)])
         con.close()
 
+    # chan-11: --algo auto weighs each algorithm on its own channels (the
+    # ring on NCCL's 16 on two DGX H100 nodes, the others on one), as
+    # `ringsim model --algo <name>` times each: the ring's buckets run on
+    # them and rd's on none, in one run, whose check passes and whose
+    # simulated time is the sum of the chosen predictions to the ns.
+    def test_auto_takes_each_algorithms_channels(self):
+        mix = os.path.join(self.tmp.name, "mix.json")
+        with open(mix, "w") as f:
+            json.dump({"name": "mix", "params": [{"name": f"p{i}", "shape": [n]} for i, n in
+                                                  enumerate([2, 2000000, 4, 8000000, 16])]}, f)
+        rc, out, err = helpers.run("-p", mix, *TOPO, "--algo", "auto", "--bucket-mb",
+                                   "0.00001", "--no-trace", "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["status"], r["checked"], r["identical"]), ("ok", True, True))
+        self.assertEqual(r["channels"], 16)
+        buckets = r["auto"]["buckets"]
+        self.assertEqual([b["algo"] for b in buckets], ["ring", "rd", "ring", "rd"])
+        self.assertEqual(r["sim_ns"], sum(b["predicted_ns"][b["algo"]] for b in buckets))
+        self.assertEqual(r["sim_ns"], r["predicted_ns"])
+        for b in buckets[:2]:
+            one = os.path.join(self.tmp.name, f"b{b['bucket']}.json")
+            with open(one, "w") as f:
+                json.dump({"name": "one", "params": [{"name": "p", "shape": [b["elems"]]}]}, f)
+            for algo in ("ring", "rd"):
+                with self.subTest(bucket=b["bucket"], algo=algo):
+                    rc, out, err = helpers.run("model", "-p", one, *TOPO, "--algo", algo,
+                                               "--json")
+                    self.assertEqual(rc, 0, err)
+                    m = json.loads(out)
+                    self.assertEqual(m["sim_ns"], b["predicted_ns"][algo])
+                    self.assertEqual(m["channels"], 16 if algo == "ring" else 1)
+
     # chan-5: what is refused, one line naming the value, exit 2, nothing
     # on stdout (--explain of the tree on channels: it narrates one
     # channel's pair of trees); --like nccl keeps its own count.

@@ -556,8 +556,7 @@ RS_API int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
 /* --algo auto (docs/algorithms.md): of the algorithms in the bit mask
  * eligible (bit a for rs_algorithm_t a < RS_ALGO_COUNT), the one whose cost
  * formula (rs_netmodel_predict_algo) on `on` is smallest for a bucket of
- * elems elements, each on one channel unless on->net gives channels (a
- * run holds one shape); a tie goes to the lower rs_algorithm_t (the ring
+ * elems elements, each on its channels (rs_netmodel_channels); a tie goes to the lower rs_algorithm_t (the ring
  * first). predicted (room for RS_ALGO_COUNT, or NULL) gets every
  * algorithm's prediction, UINT64_MAX for one not eligible (gloo-ring
  * never is: it is the ring in gloo's order, for PyTorch's bits). Returns

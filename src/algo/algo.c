@@ -240,6 +240,8 @@ uint64_t rs__algo_least(const rs_algo_t *a, const rs_netmodel_t *m, int workers,
                         size_t elem_size) {
   if (!m->enabled || workers < 2)
     return 0;
+  rs_netmodel_t own;
+  m = net_for(a, m, workers, &own);
   if (a->least)
     return a->least(m, rs__shape_of(m, workers), elems, elem_size);
   const size_t cap = segment_bytes / elem_size ? segment_bytes / elem_size : 1;

@@ -8,9 +8,10 @@
  * - The choice is an argmin over the eligible algorithms' predict (algo.h)
  *   for the bucket: no other rule, so `ringsim model --algo all`, the
  *   report and the tests can recompute it from the printed predictions.
- * - On one channel unless told (--channels): a run holds one shape, and
- *   only the ring runs on several, so every schedule is weighed on one;
- *   NCCL's pick on its channels is --like nccl's (algo/nccl.h).
+ * - Each on the channels it runs on unless told (rs_netmodel_channels:
+ *   the ring on NCCL's count on a topology NCCL's model knows, the others
+ *   on one), as `ringsim model --algo all` prints them: a run's buckets
+ *   of the ring take its channels, the others none (run/run.c).
  * - The machine's model is measured, not assumed: src/machine.c.
  * - Only the algorithms whose row says so (RS__CAP_AUTO). Never gloo-ring:
  *   it is the ring with gloo's direction, layout and order of additions,
@@ -87,18 +88,8 @@ static rs_algorithm_t argmin(const rs_sim_setup_t *on, size_t elems,
   return best;
 }
 
-rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *given, size_t elems,
+rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *on, size_t elems,
                               unsigned eligible, uint64_t *predicted) {
-  /* Every schedule on one channel unless told: a run holds one shape,
-   * and the algorithms that take no channels run on one. */
-  rs_netmodel_t one;
-  rs_sim_setup_t own = *given;
-  if (given->net && given->net->channels < 1) {
-    one = *given->net;
-    one.channels = 1;
-    own.net = &one;
-  }
-  const rs_sim_setup_t *on = &own;
   const rs_netmodel_t *m = on->net;
   const int workers = on->workers;
   const size_t segment_bytes = on->segment_bytes, elem_size = on->elem_size;

@@ -427,8 +427,7 @@ static int print_all(const model_all_t *m, const rs_model_t *model,
            channels);
   printf(
       "\n  crossovers: the best algorithm by the predictions (as --algo "
-      "auto picks, each on one channel) for one bucket of S bytes, %zu B "
-      "<= S <= %zu B\n",
+      "auto picks) for one bucket of S bytes, %zu B <= S <= %zu B\n",
       min_elems * elem_size,
       (rs_model_elems(model) > min_elems ? rs_model_elems(model) : min_elems) *
           elem_size);

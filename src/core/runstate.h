@@ -108,6 +108,10 @@ struct rs_run {
    * for one not eligible). */
   rs_netmodel_t auto_model;
   int auto_measured;
+  /* The channels the config gave (net.channels before the run took the
+   * ring's own: run.c), which --algo auto chooses under: 0 lets each
+   * algorithm take its own. */
+  int channels_given;
   uint64_t *bucket_predicted;
   /* NVLink SHARP: the participants beyond the W GPUs, one a node whose
    * switch reduces for some bucket's algorithm (its run_switch), numbered

@@ -27,6 +27,7 @@ int rs__run_choose_algos(rs_run_t *run, char *errmsg) {
   if (autoc) {
     if (c->net.enabled) {
       run->auto_model = c->net;
+      run->auto_model.channels = run->channels_given; /* (each its own) */
     } else if (c->machine.enabled) {
       run->auto_model = c->machine;
       run->auto_measured = 1;
@@ -36,7 +37,11 @@ int rs__run_choose_algos(rs_run_t *run, char *errmsg) {
                      "or measure this machine (rs_config_measure_machine)");
     }
   }
-  const unsigned mask = rs__run_eligible(c);
+  /* (eligible under the channels given: those the run took are the
+   * ring's alone) */
+  rs_config_t given = *c;
+  given.net.channels = run->channels_given;
+  const unsigned mask = rs__run_eligible(&given);
   run->depth = 0;
   run->result.steps = 0;
   for (size_t b = 0; b < buckets; b++) {

@@ -124,7 +124,8 @@ int rs__run_check_config(const rs_config_t *c, char *errmsg) {
     return rs__err(errmsg, RS_EINVAL,
                    "channels: %d are NCCL's channels, each a ring or a "
                    "tree of its own: give algo ring or tree, not auto (which "
-                   "chooses among schedules of one channel)",
+                   "runs each algorithm on its own channels: the ring and "
+                   "the tree on NCCL's count)",
                    c->net.channels);
   if (c->segment_bytes < RS_MIN_SEGMENT_BYTES ||
       c->segment_bytes > RS_MAX_SEGMENT_BYTES)

@@ -48,15 +48,18 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (run->config.net.slots <= 0)
     run->config.net.slots = config->slots;
   /* the channels: the user's, or the algorithm's own (NCCL's count for
-   * the ring on a topology NCCL's model knows); one under auto, which
-   * chooses among schedules on one channel, and over MPI, whose tags
-   * name an edge, not a channel */
+   * the ring on a topology NCCL's model knows; under auto the ring's, for
+   * the buckets it runs: the others take no channels); one over MPI,
+   * whose tags name an edge, not a channel */
+  run->channels_given = config->net.channels;
   if (run->config.net.channels < 1)
     run->config.net.channels =
-        config->algo == RS_ALGO_AUTO || config->mpi
-            ? 1
-            : rs__algo_channels(&run->config.net, config->algo,
-                                config->workers);
+        config->mpi ? 1
+                    : rs__algo_channels(&run->config.net,
+                                        config->algo == RS_ALGO_AUTO
+                                            ? RS_ALGO_RING
+                                            : config->algo,
+                                        config->workers);
   run->shape = rs__shape_of(&run->config.net, run->config.workers);
   run->model = model;
   run->algo = rs__algo_get(config->algo); /* NULL for auto */
