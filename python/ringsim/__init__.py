@@ -394,6 +394,7 @@ def allreduce(worker_grads, op="avg", algo="ring", average="post",
     protocol the network model moves bytes with: "LL", "LL128", "Simple";
     docs/algorithms.md), channels (the ring on C of NCCL's channels, 1 to
     64: each bucket cut between them, each a ring on its part;
+    None: NCCL's count on a topology NCCL's model knows, else 1;
     docs/algorithms.md), inject (a fault
     spec or a list, "crash:worker=1,step=0"), trace (None, or the path of
     a SQLite trace to append the run to: a str, bytes or os.PathLike, as
