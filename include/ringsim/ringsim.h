@@ -549,8 +549,9 @@ typedef struct rs_sim_setup {
 /* The channels algo runs on under m for W workers: m's channels where it
  * gives them (more than 0), else NCCL's count on m's topology for the
  * ring (where NCCL's model knows it: dgx-h100, dgx-a100; W its nodes x
- * GPUs), else 1. rs_netmodel_predict_algo and rs_netmodel_simulate_algo
- * time it on these. */
+ * GPUs), else 1; for RS_ALGO_AUTO, those its buckets of the ring run on.
+ * rs_netmodel_predict_algo and rs_netmodel_simulate_algo time it on
+ * these. */
 RS_API int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
                                 int workers);
 /* --algo auto (docs/algorithms.md): of the algorithms in the bit mask

@@ -57,7 +57,7 @@ int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
 int rs__algo_channels(const rs_netmodel_t *m, rs_algorithm_t algo,
                       int workers) {
   const rs_algo_t *a = rs__algo_get(algo);
-  if (!a || !(a->caps & RS__CAP_CHANNELS))
+  if (algo != RS_ALGO_AUTO && (!a || !(a->caps & RS__CAP_CHANNELS)))
     return 1;
   return m && m->channels > 0 ? m->channels : rs__rings_count(m, workers);
 }
@@ -181,7 +181,17 @@ static int chain_hop(const rs_algo_t *a, const rs_netmodel_t *m,
 static uint64_t chain_least(const rs_algo_t *a, const rs_netmodel_t *m,
                             int workers, size_t elems, size_t segs, size_t cap,
                             size_t elem_size) {
-  const rs_shape_t shape = rs__shape_of(m, workers);
+  rs_shape_t shape = rs__shape_of(m, workers);
+  /* On NCCL's channels the chain is channel 0's: its part of the bucket
+   * as NCCL cuts it, round a ring like NCCL's in what it crosses (each
+   * node's GPUs, then one NIC), which the identity ring is. */
+  const rs_rings_t cut = {.channels = shape.channels,
+                          .workers = workers,
+                          .identity = 1,
+                          .elem_size = elem_size,
+                          .proto = m->enabled ? m->proto : RS_PROTOCOL_NONE};
+  if (shape.channels > 1 && !shape.rings)
+    shape.rings = &cut;
   const int steps = a->steps(shape, RS_COLL_ALLREDUCE);
   int w = 0;
   uint64_t t = 0, tail = 0; /* (tail: a streamed last step's segments) */

@@ -210,7 +210,7 @@ uint64_t rs__algo_simulate(const rs_sim_job_t *job);
  * (--channels) where it gives them, else the algorithm's own: NCCL's
  * count on a topology NCCL's model knows for one that runs on channels
  * (RS__CAP_CHANNELS; algo/channels.h, rs__rings_count), 1 for any
- * other. rs_netmodel_predict_algo and rs_netmodel_simulate_algo run it
+ * other; for auto, those its buckets of such an algorithm run on. rs_netmodel_predict_algo and rs_netmodel_simulate_algo run it
  * so; a run resolves its own (run/run.c). */
 int rs__algo_channels(const rs_netmodel_t *m, rs_algorithm_t algo,
                       int workers);

@@ -769,10 +769,22 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
 }
 
 /* Every step a worker sends one chunk in segs segments, empty or not; the
- * smallest chunk has elems / W elements (algo.h). */
+ * smallest chunk has elems / W elements (algo.h). On channels, of
+ * channel 0's part (the chain algo.c follows is channel 0's), in its
+ * segments. */
 static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
                          size_t cap, size_t *rounds) {
-  (void)step, (void)cap;
+  (void)step;
+  if (rs__shape_channels(shape) > 1 && shape.rings) {
+    part_t parts[RS_MAX_CHANNELS];
+    const rs_rings_t *g = shape.rings;
+    const bucket_cut_t b = {elems, g->elem_size, shape.workers,
+                            rs__shape_channels(shape), g->proto, segs, cap};
+    if (cut_parts(&way, &b, parts) < 1)
+      return *rounds = 0, 0;
+    elems = parts[0].cut.elems;
+    segs = parts[0].cut.per_chunk;
+  }
   *rounds = segs;
   return elems / (size_t)shape.workers / segs;
 }

@@ -55,10 +55,7 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
   if (run->config.net.channels < 1)
     run->config.net.channels =
         config->mpi ? 1
-                    : rs__algo_channels(&run->config.net,
-                                        config->algo == RS_ALGO_AUTO
-                                            ? RS_ALGO_RING
-                                            : config->algo,
+                    : rs__algo_channels(&run->config.net, config->algo,
                                         config->workers);
   run->shape = rs__shape_of(&run->config.net, run->config.workers);
   run->model = model;
