@@ -49,14 +49,11 @@ static rs_run_t *run_new(const rs_config_t *config, const rs_model_t *model) {
     run->config.net.slots = config->slots;
   /* the channels: the user's, or the algorithm's own (NCCL's count for
    * the ring on a topology NCCL's model knows; under auto the ring's, for
-   * the buckets it runs: the others take no channels); one over MPI,
-   * whose tags name an edge, not a channel */
+   * the buckets it runs: the others take no channels) */
   run->channels_given = config->net.channels;
   if (run->config.net.channels < 1)
     run->config.net.channels =
-        config->mpi ? 1
-                    : rs__algo_channels(&run->config.net, config->algo,
-                                        config->workers);
+        rs__algo_channels(&run->config.net, config->algo, config->workers);
   run->shape = rs__shape_of(&run->config.net, run->config.workers);
   run->model = model;
   run->algo = rs__algo_get(config->algo); /* NULL for auto */
