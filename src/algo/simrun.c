@@ -409,6 +409,12 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
         x->clock += dc * m;
         x->link_free += dl * m;
         x->in_free += dp * m;
+        if (s->live >= 0 && x->on_channels && !x->stream) {
+          /* (they stand for the live channel's: tree.c) */
+          RS_SIM_CHANNEL(x, CLOCK)[s->live] = x->clock;
+          RS_SIM_CHANNEL(x, LINK)[s->live] = x->link_free;
+          RS_SIM_CHANNEL(x, IN)[s->live] = x->in_free;
+        }
         if (x->clock > s->bound)
           s->over = 1;
       }

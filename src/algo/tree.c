@@ -78,6 +78,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "algo/algo.h"
 #include "algo/channels.h"
@@ -475,10 +476,59 @@ static void sweep_order(rs_shape_t shape, int ch, int t, int *order,
   }
 }
 
+/* Channel c of cut alone, both phases from step0 on, its sweeps of one
+ * segment length certified repeats (algo.h): every worker's clock, link
+ * and port stand for the channel's while it plays (s->live; netmodel.h's
+ * on_channels clocks keep them equal), and the latest of all comes back
+ * after (into all). */
+static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
+                              const sweep_at_t *at, int step0,
+                              rs_simstate_t *all) {
+  const int W = s->shape.workers;
+  const tree_part_t *p = &cut->part[c];
+  const size_t S = rs__tree_segments(W, cut->segs);
+  const int ch = p->channel;
+  for (int r = 0; r < W; r++) {
+    rs_simclock_t *x = &s->clocks[r];
+    x->channel = (uint8_t)ch; /* (its messages are channel ch's) */
+    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch];
+    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch];
+    x->in_free = RS_SIM_CHANNEL(x, IN)[ch];
+  }
+  s->live = ch;
+  s->step = step0;
+  for (int phase = 0; phase < 2; phase++) {
+    rs__simrun_step(s);
+    rs_simcert_t cert = RS_SIMCERT_INIT;
+    size_t last = 0;
+    for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++) {
+      const size_t len = part_segment(p, W, cut->segs, i).len;
+      if (i == 0 || i > last)
+        for (last = i; last + 1 < S &&
+                       part_segment(p, W, cut->segs, last + 1).len == len;
+             last++)
+          ;
+      rs__simcert_begin(s, &cert, i, last);
+      sim_sweep(s, at, phase, len);
+      i = rs__simcert_end(s, &cert, i);
+    }
+  }
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *x = &s->clocks[r];
+    all[r].clock = x->clock > all[r].clock ? x->clock : all[r].clock;
+    all[r].link_free =
+        x->link_free > all[r].link_free ? x->link_free : all[r].link_free;
+    all[r].in_free = x->in_free > all[r].in_free ? x->in_free : all[r].in_free;
+  }
+}
+
 /* On channels: channels_bucket's order, sweep by sweep, each segment on
  * every busy channel in turn (each worker's clock calls on a channel's
- * clock, as its thread makes them). The channels' clocks are their own,
- * so no steady repeat is looked for (they compare a worker's one clock). */
+ * clock, as its thread makes them). The channels share nothing on the
+ * clocks but maxima (netmodel.h), so without stragglers (whose delay
+ * every channel's clock takes at each step) each is played alone, as
+ * the ring's are (ring.c), its repeats certified: W^2 clock calls a
+ * channel become about W. */
 static void sim_channels(rs_simrun_t *s, size_t elems) {
   const rs_shape_t shape = s->shape;
   const int W = shape.workers;
@@ -492,6 +542,26 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
                 order + (size_t)c * W, at + (size_t)c * W);
   for (int r = 0; r < W; r++)
     rs__sim_busy(&s->clocks[r], cut.busy, off_node(shape, &cut, r));
+  rs_simstate_t *all = s->net->straggler_count
+                           ? NULL
+                           : malloc((size_t)W * sizeof *all);
+  if (all) {
+    const int step0 = s->step;
+    for (int r = 0; r < W; r++)
+      all[r] = rs__simstate_of(&s->clocks[r]);
+    for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++)
+      sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
+    s->live = -1;
+    for (int r = 0; r < W; r++) {
+      rs_simclock_t *x = &s->clocks[r];
+      x->channel = 0;
+      x->clock = all[r].clock;
+      x->link_free = all[r].link_free;
+      x->in_free = all[r].in_free;
+    }
+    free(all);
+    return;
+  }
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
     for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++)
