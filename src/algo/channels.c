@@ -77,8 +77,8 @@ typedef struct cut {
   int mids;
 } cut_t;
 
-static cut_t nccl_cut(size_t elems, size_t elem_size, int channels,
-                      rs_protocol_t proto) {
+static cut_t cut_of(size_t elems, size_t elem_size, int channels,
+                    rs_protocol_t proto) {
   /* MinTrafficPerChannel: 32 KiB; all-reduce moves 2 bytes of traffic a
    * byte (ncclFuncTrafficPerByte), LL 4 times that */
   const size_t min_traffic = 32 << 10;
@@ -111,6 +111,29 @@ static cut_t nccl_cut(size_t elems, size_t elem_size, int channels,
   /* the last part gives back what the whole cells add */
   *(c.hi ? &c.hi : &c.lo) -= cells * per_cell - elems;
   return c;
+}
+
+/* The cut, the last one asked again at once: a schedule asks for its
+ * bucket's channel by channel, step by step (the ring's lower bound, at
+ * every one of its 2(W-1) steps). One a thread: runs and simulations
+ * go on side by side. */
+static cut_t nccl_cut(size_t elems, size_t elem_size, int channels,
+                      rs_protocol_t proto) {
+  static _Thread_local struct {
+    size_t elems, elem_size;
+    int channels;
+    rs_protocol_t proto;
+    cut_t cut;
+  } last = {0, 0, 0, RS_PROTOCOL_NONE, {0, 0, 0, 0}};
+  if (last.channels != channels || last.elems != elems ||
+      last.elem_size != elem_size || last.proto != proto) {
+    last.cut = cut_of(elems, elem_size, channels, proto);
+    last.elems = elems;
+    last.elem_size = elem_size;
+    last.channels = channels;
+    last.proto = proto;
+  }
+  return last.cut;
 }
 
 void rs__rings_part(size_t elems, size_t elem_size, int channels,

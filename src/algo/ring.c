@@ -776,14 +776,27 @@ static size_t step_least(rs_shape_t shape, int step, size_t elems, size_t segs,
                          size_t cap, size_t *rounds) {
   (void)step;
   if (rs__shape_channels(shape) > 1 && shape.rings) {
-    part_t parts[RS_MAX_CHANNELS];
+    /* (the same at every step: the last bucket's kept, one a thread) */
+    static _Thread_local struct {
+      bucket_cut_t b;
+      size_t elems, segs;
+    } last;
     const rs_rings_t *g = shape.rings;
     const bucket_cut_t b = {elems, g->elem_size, shape.workers,
                             rs__shape_channels(shape), g->proto, segs, cap};
-    if (cut_parts(&way, &b, parts) < 1)
-      return *rounds = 0, 0;
-    elems = parts[0].cut.elems;
-    segs = parts[0].cut.per_chunk;
+    if (b.elems != last.b.elems || b.elem_size != last.b.elem_size ||
+        b.workers != last.b.workers || b.channels != last.b.channels ||
+        b.proto != last.b.proto || b.segs != last.b.segs ||
+        b.cap != last.b.cap) {
+      part_t parts[RS_MAX_CHANNELS];
+      if (cut_parts(&way, &b, parts) < 1)
+        return *rounds = 0, 0;
+      last.b = b;
+      last.elems = parts[0].cut.elems;
+      last.segs = parts[0].cut.per_chunk;
+    }
+    elems = last.elems;
+    segs = last.segs;
   }
   *rounds = segs;
   return elems / (size_t)shape.workers / segs;
