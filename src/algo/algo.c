@@ -67,14 +67,21 @@ int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
   return rs__algo_channels(m, algo, workers);
 }
 
-/* m as algorithm a runs under it: m, or where m leaves a's channels to
- * it (0), *own, m with them (rs__algo_channels). */
+/* m as algorithm a runs under it: m, or where m leaves a's NCCL
+ * channels to it (0), *own, m with them (rs__algo_channels); one that
+ * runs on none on one (a run under auto has the ring's). */
 static const rs_netmodel_t *net_for(const rs_algo_t *a, const rs_netmodel_t *m,
                                     int workers, rs_netmodel_t *own) {
-  if (!a || !m || m->channels > 0 || !(a->caps & RS__CAP_CHANNELS))
+  if (!a || !m)
+    return m;
+  const int channels = a->caps & RS__CAP_CHANNELS
+                           ? (m->channels > 0 ? m->channels
+                                              : rs__rings_count(m, workers))
+                           : 1;
+  if (channels == (m->channels > 1 ? m->channels : 1))
     return m;
   *own = *m;
-  own->channels = rs__rings_count(m, workers);
+  own->channels = channels;
   return own;
 }
 

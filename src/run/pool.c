@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/channels.h"
 #include "base/parallel.h"
 #include "base/reduce.h"
 #include "base/util.h"
@@ -275,7 +276,12 @@ static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
           &w->sim,
           run->config.ready_ns[b * (size_t)w->workers + (size_t)w->rank]);
     rs__sim_launch(&w->sim); /* the protocol's launch (net/proto.h) */
-    /* pipelined links: a streaming algorithm's segments (netmodel.h) */
+    /* pipelined links: a streaming algorithm's segments (netmodel.h),
+     * on the run's NCCL channels for one that runs on them (under auto
+     * the others' buckets run on one) */
+    w->sim.channels = (uint8_t)(run->bucket_algo[b]->caps & RS__CAP_CHANNELS
+                                    ? rs__shape_channels(run->shape)
+                                    : 1);
     rs__sim_stream(&w->sim, (run->bucket_algo[b]->caps & RS__CAP_STREAM) != 0,
                    w->ready_cap,
                    rs__sim_mem_of(w->stream_mem, w->sim.channels, w->ready_cap,
