@@ -196,6 +196,17 @@ class ChannelsCli(unittest.TestCase):
                     self.assertEqual(m["sim_ns"], b["predicted_ns"][algo])
                     self.assertEqual(m["channels"], 16 if algo == "ring" else 1)
 
+    # chan-13: --explain narrates the tree on one channel, so unless told
+    # its run is on one (not NCCL's 24 on a DGX H100, which its narration
+    # would misname as the ring's).
+    def test_explain_tree_on_one_channel(self):
+        rc, out, err = helpers.run("-p", self.small, "--topo", "dgx-h100", "--algo", "tree",
+                                   "--explain", "--no-trace")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("double binary tree all-reduce", out)
+        self.assertNotIn("The ring runs on", out)
+        self.assertNotIn("channel 1", out)
+
     # chan-5: what is refused, one line naming the value, exit 2, nothing
     # on stdout (--explain of the tree on channels: it narrates one
     # channel's pair of trees); --like nccl keeps its own count.
@@ -250,13 +261,16 @@ class ChannelsCli(unittest.TestCase):
                     times.append(report["sim_ns"])
             if where == TOPO:
                 self.assertTrue(all(t < 0.8 * times[0] for t in times[1:]), times)
-        for args in (["-p", self.small, "-w", 5, *NET, "--algo", "tree", "--no-trace"],
-                     ["-p", self.big, *TOPO, "--algo", "tree", "--no-trace", "--json"],
-                     ["model", "-p", self.big, *TOPO, "--algo", "tree", "--json"]):
+        # unless told, the tree too on NCCL's count (16 on two DGX H100
+        # nodes), one on --net
+        for args, count in (
+                (["-p", self.small, "-w", 5, *NET, "--algo", "tree", "--no-trace"], 1),
+                (["-p", self.big, *TOPO, "--algo", "tree", "--no-trace", "--json"], 16),
+                (["model", "-p", self.big, *TOPO, "--algo", "tree", "--json"], 16)):
             with self.subTest(args=args):
                 rc, plain, err = helpers.run(*args)
                 self.assertEqual(rc, 0, err)
-                rc, one, err = helpers.run(*args, "--channels", 1)
+                rc, one, err = helpers.run(*args, "--channels", count)
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(masked(one), masked(plain))
 

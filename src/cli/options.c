@@ -294,6 +294,11 @@ int cli_check_run(options_t *o) {
     o->config.segment_bytes = own;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
+  /* --explain narrates the tree on one channel: so it runs there (unless
+   * told, NCCL's count) */
+  if (o->explain && cli_algo_info(o->config.algo).channels &&
+      !cli_algo_info(o->config.algo).textbook_ring && !o->given[OPT_CHANNELS])
+    o->config.net.channels = 1;
   if ((rc = cli_topo_workers(o)) >= 0)
     return rc;
   if (o->given[OPT_AVERAGE] && o->config.op != RS_OP_AVG)
