@@ -72,12 +72,12 @@ static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
  * channels (scheduleCollTasksToPlan with one task: channelId 0, no
  * traffic before it): the first channel's count (lo), the count of each
  * of the mid channels after it, and the last one's (hi, 0: none). */
-typedef struct cut {
+typedef struct cells_cut {
   size_t lo, mid, hi;
   int mids;
-} cut_t;
+} cells_cut_t;
 
-static cut_t cut_of(size_t elems, size_t elem_size, int channels,
+static cells_cut_t cut_of(size_t elems, size_t elem_size, int channels,
                     rs_protocol_t proto) {
   /* MinTrafficPerChannel: 32 KiB; all-reduce moves 2 bytes of traffic a
    * byte (ncclFuncTrafficPerByte), LL 4 times that */
@@ -106,7 +106,7 @@ static cut_t cut_of(size_t elems, size_t elem_size, int channels,
     cells_hi = cells_per;
     mids -= 1;
   }
-  cut_t c = {cells_lo * per_cell, mids ? cells_per * per_cell : 0,
+  cells_cut_t c = {cells_lo * per_cell, mids ? cells_per * per_cell : 0,
              cells_hi * per_cell, mids};
   /* the last part gives back what the whole cells add */
   *(c.hi ? &c.hi : &c.lo) -= cells * per_cell - elems;
@@ -117,13 +117,13 @@ static cut_t cut_of(size_t elems, size_t elem_size, int channels,
  * bucket's channel by channel, step by step (the ring's lower bound, at
  * every one of its 2(W-1) steps). One a thread: runs and simulations
  * go on side by side. */
-static cut_t nccl_cut(size_t elems, size_t elem_size, int channels,
+static cells_cut_t nccl_cut(size_t elems, size_t elem_size, int channels,
                       rs_protocol_t proto) {
   static _Thread_local struct {
     size_t elems, elem_size;
     int channels;
     rs_protocol_t proto;
-    cut_t cut;
+    cells_cut_t cut;
   } last = {0, 0, 0, RS_PROTOCOL_NONE, {0, 0, 0, 0}};
   if (last.channels != channels || last.elems != elems ||
       last.elem_size != elem_size || last.proto != proto) {
@@ -143,7 +143,7 @@ void rs__rings_part(size_t elems, size_t elem_size, int channels,
   *count = ch == 0 ? elems : 0;
   if (channels <= 1 || elems == 0 || elem_size == 0)
     return;
-  const cut_t c = nccl_cut(elems, elem_size, channels, proto);
+  const cells_cut_t c = nccl_cut(elems, elem_size, channels, proto);
   if (ch == 0) {
     *count = c.lo;
   } else if (ch <= c.mids) {
@@ -161,6 +161,6 @@ int rs__rings_busy(size_t elems, size_t elem_size, int channels,
                       rs_protocol_t proto) {
   if (channels <= 1 || elems == 0 || elem_size == 0)
     return 1;
-  const cut_t c = nccl_cut(elems, elem_size, channels, proto);
+  const cells_cut_t c = nccl_cut(elems, elem_size, channels, proto);
   return 1 + c.mids + (c.hi != 0);
 }

@@ -178,16 +178,16 @@ static tree_at_t tree_at(int N, int t, int m) {
 
 /* A worker as a head: of shard l, member m of its local rank's N heads,
  * its place in each tree, and the stages it has entered in the bucket. */
-typedef struct head {
+typedef struct pipe_head {
   int l, m;
   tree_at_t at[2];
   unsigned entered;
-} head_t;
+} pipe_head_t;
 
 /* Worker w enters stage s (the first time in the bucket, an --inject
  * fault of the step strikes): within the node it is member r % G of its
  * node's G, across the nodes member r / G of its local rank's N heads. */
-static int enter(rs_worker_t *w, int s, head_t *me) {
+static int enter(rs_worker_t *w, int s, pipe_head_t *me) {
   static const rs_phase_t phase[STAGES] = {
       RS_PHASE_REDUCE_SCATTER, RS_PHASE_REDUCE, RS_PHASE_BROADCAST,
       RS_PHASE_ALL_GATHER};
@@ -215,7 +215,7 @@ static size_t down_lag(const pipe_t *p, int d) {
 /* Tree t's part of round k on worker w, the head me (the head comment):
  * its send up, its receives from its children (folded, its own data
  * first), its sends down, its receive from its parent (copied). */
-static int tree_part(rs_worker_t *w, const pipe_t *p, head_t *me, int t,
+static int tree_part(rs_worker_t *w, const pipe_t *p, pipe_head_t *me, int t,
                      size_t k) {
   const tree_at_t *h = &me->at[t];
   const int mean = w->op == RS_OP_AVG && !w->average;
@@ -262,7 +262,7 @@ static int tree_part(rs_worker_t *w, const pipe_t *p, head_t *me, int t,
 static int nvlstree_bucket(rs_worker_t *w) {
   const int r = w->rank, W = w->workers;
   const pipe_t p = pipe_of(w->shape, w->elems, w->seg_cap);
-  head_t me = {.l = r % p.G, .m = r / p.G};
+  pipe_head_t me = {.l = r % p.G, .m = r / p.G};
   for (int t = 0; t < 2; t++)
     me.at[t] = tree_at(p.N, t, me.m);
   size_t unit;

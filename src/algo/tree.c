@@ -168,15 +168,15 @@ static int broadcast_down(rs_worker_t *w, const tree_at_t *q,
  * argument of the head comment holds as it is: every worker runs the same
  * sequence of sweeps, each one channel's tree's, on that channel's
  * queues. */
-typedef struct tree_part {
+typedef struct tree_chpart {
   int channel, tree; /* its channel, and the tree it runs */
   size_t base, len;  /* its part of the bucket */
-} tree_part_t;
+} tree_chpart_t;
 
 typedef struct tree_cut {
   int busy;    /* the channels with data (the first ones) */
   size_t segs; /* segments a chunk, every part's */
-  tree_part_t part[RS_MAX_CHANNELS];
+  tree_chpart_t part[RS_MAX_CHANNELS];
 } tree_cut_t;
 
 /* The cut of a bucket of elems elements of elem_size bytes between the
@@ -188,7 +188,7 @@ static void cut_channels(rs_shape_t shape, size_t elems, size_t elem_size,
   size_t most = 0;
   cut->busy = rs__rings_busy(elems, elem_size, C, proto);
   for (int c = 0; c < cut->busy; c++) {
-    tree_part_t *p = &cut->part[c];
+    tree_chpart_t *p = &cut->part[c];
     p->channel = c;
     p->tree = rs__tree_ch_tree(shape, c);
     rs__rings_part(elems, elem_size, C, proto, c, &p->base, &p->len);
@@ -200,7 +200,7 @@ static void cut_channels(rs_shape_t shape, size_t elems, size_t elem_size,
 /* Segment `index` (0 .. H segs - 1) of a channel's part: its region in
  * the bucket and its tag (tree t's chunk c is tagged t H + c, as a
  * half's). */
-static rs_tree_seg_t part_segment(const tree_part_t *p, int workers,
+static rs_tree_seg_t part_segment(const tree_chpart_t *p, int workers,
                                   size_t segs, size_t index) {
   const int H = rs__tree_chunks(workers);
   const int c = (int)(index / segs);
@@ -247,7 +247,7 @@ static int channels_bucket(rs_worker_t *w) {
      * each segment on every busy channel in turn */
     for (size_t i = 0; i < S; i++)
       for (int c = 0; c < cut.busy; c++) {
-        const tree_part_t *p = &cut.part[c];
+        const tree_chpart_t *p = &cut.part[c];
         const tree_at_t q = {w->shape, p->channel, p->tree};
         const rs_tree_seg_t g = part_segment(p, w->workers, cut.segs, i);
         w->channel = p->channel; /* (its queues, its clock) */
@@ -485,7 +485,7 @@ static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
                               const sweep_at_t *at, int step0,
                               rs_simstate_t *all) {
   const int W = s->shape.workers;
-  const tree_part_t *p = &cut->part[c];
+  const tree_chpart_t *p = &cut->part[c];
   const size_t S = rs__tree_segments(W, cut->segs);
   const int ch = p->channel;
   for (int r = 0; r < W; r++) {
@@ -566,7 +566,7 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
     rs__simrun_step(s);
     for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++)
       for (int c = 0; c < cut.busy; c++) {
-        const tree_part_t *p = &cut.part[c];
+        const tree_chpart_t *p = &cut.part[c];
         for (int r = 0; r < W; r++) /* (its messages are channel c's) */
           s->clocks[r].channel = (uint8_t)p->channel;
         sim_sweep(s, at + (size_t)c * W, phase,
@@ -638,7 +638,7 @@ static void shape_cut(rs_shape_t shape, size_t elems, size_t cap,
   const int C = rs__shape_channels(shape);
   cut->busy = C;
   for (int c = 0; c < C; c++)
-    cut->part[c] = (tree_part_t){c, rs__tree_ch_tree(shape, c), 0, elems};
+    cut->part[c] = (tree_chpart_t){c, rs__tree_ch_tree(shape, c), 0, elems};
   cut->segs = rs_segs_per_chunk(elems, rs__tree_chunks(shape.workers),
                                 cap ? cap : 1, 1);
 }
@@ -793,7 +793,7 @@ static size_t messages(rs_shape_t shape, int rank, size_t elems, size_t segs,
     shape_cut(shape, elems, cap, &cut);
     for (int c = 0; c < cut.busy; c++) {
       int children[RS_TREE_MAX_CHILDREN];
-      const tree_part_t *p = &cut.part[c];
+      const tree_chpart_t *p = &cut.part[c];
       per_index += (size_t)rs__tree_ch_children(shape, p->channel, p->tree,
                                                 rank, children) +
                    (rs__tree_ch_parent(shape, p->channel, p->tree, rank) >= 0);

@@ -440,15 +440,6 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   return RS_OK;
 }
 
-/* The channels bucket b runs on: its busy ones (algo/channels.h), or
- * all of the shape's. */
-static int bucket_busy(const rs_run_t *run, size_t b) {
-  if (!(run->bucket_algo[b]->caps & RS__CAP_CHANNELS))
-    return rs__shape_channels(run->shape);
-  return rs__shape_channels(
-      rs__rings_busy_shape(run->shape, run->buckets[b].elems));
-}
-
 /* With a topology of several nodes: the NICs' load under the schedule of
  * every algorithm the buckets run (net/topo.h), each once; on channels,
  * also under each count of busy channels a small bucket has (an idle
@@ -469,7 +460,7 @@ static int load_topology(rs_run_t *run) {
       return RS_ENOMEM;
   }
   for (size_t b = 0; b < run->result.buckets; b++) {
-    const int busy = bucket_busy(run, b);
+    const int busy = rs__run_bucket_busy(run, b);
     if (busy >= C || (run->busy_load && run->busy_load[busy].pattern))
       continue;
     if (!run->busy_load &&
@@ -483,15 +474,6 @@ static int load_topology(rs_run_t *run) {
       return RS_ENOMEM;
   }
   return RS_OK;
-}
-
-const rs_topo_load_t *rs__run_bucket_load(const rs_run_t *run, size_t b) {
-  const int busy = bucket_busy(run, b);
-  const rs_topo_load_t *load =
-      busy < rs__shape_channels(run->shape) && run->busy_load
-          ? &run->busy_load[busy]
-          : &run->topo_load[run->bucket_choice[b]];
-  return load->pattern ? load : NULL;
 }
 
 /* rs_run_create, or with out NULL rs_run_check: every check, then (only

@@ -29,7 +29,11 @@ unsigned rs__run_eligible(const rs_config_t *c);
  * and run->algos_used. */
 int rs__run_choose_algos(rs_run_t *run, char *errmsg);
 
-/* run.c: the NICs' load bucket b's clocks take (net/topo.h): its
+/* load.c: the channels bucket b keeps busy (all for an algorithm that
+ * runs on none: its load is the schedule's). */
+int rs__run_bucket_busy(const rs_run_t *run, size_t b);
+
+/* load.c: the NICs' load bucket b's clocks take (net/topo.h): its
  * algorithm's, on its busy channels alone (an idle one loads no NIC);
  * NULL without a topology of several nodes. */
 const rs_topo_load_t *rs__run_bucket_load(const rs_run_t *run, size_t b);
