@@ -537,9 +537,6 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   const size_t S = rs__tree_segments(W, cut.segs);
   int *order = s->algo_mem;
   sweep_at_t *at = (sweep_at_t *)(order + (size_t)cut.busy * W);
-  for (int c = 0; c < cut.busy; c++)
-    sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
-                order + (size_t)c * W, at + (size_t)c * W);
   for (int r = 0; r < W; r++)
     rs__sim_busy(&s->clocks[r], cut.busy, off_node(shape, &cut, r));
   rs_simstate_t *all = s->net->straggler_count
@@ -549,8 +546,13 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
     const int step0 = s->step;
     for (int r = 0; r < W; r++)
       all[r] = rs__simstate_of(&s->clocks[r]);
-    for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++)
+    /* (each channel's order as it comes to play: a bounded simulation
+     * that stops in the first needs no other's) */
+    for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++) {
+      sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
+                  order + (size_t)c * W, at + (size_t)c * W);
       sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
+    }
     s->live = -1;
     for (int r = 0; r < W; r++) {
       rs_simclock_t *x = &s->clocks[r];
@@ -562,6 +564,9 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
     free(all);
     return;
   }
+  for (int c = 0; c < cut.busy; c++)
+    sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
+                order + (size_t)c * W, at + (size_t)c * W);
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
     for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++)
