@@ -346,17 +346,20 @@ static int channels_clocked(const rs_run_t *run) {
 /* Switch r's state (a participant, not a worker: runstate.h): its node's
  * GPUs, its buffer, the options its sums need; no clock of its own (it
  * stamps what it sends with the routes' times: xfer.h), no faults. */
-static int init_switch(rs_run_t *run, const sizing_t *s, rs_worker_t *w,
-                       int r) {
+/* What a worker and a switch both hold: participant r of `workers` (its
+ * node's GPUs for a switch), its buffer, the options its sums need, and
+ * with packed messages (unpack) a segment to unpack one into. */
+static int init_participant(rs_run_t *run, const sizing_t *s, rs_worker_t *w,
+                            int r, int workers, int unpack) {
   const rs_config_t *config = &run->config;
   w->rc = RS_WORKER_NOT_STARTED;
   w->rank = r;
-  w->workers = run->shape.gpus;
+  w->workers = workers;
   w->shape = run->shape;
   w->buf = run->bufs[r];
   w->buf_elem_bytes = run->buf_elem_bytes;
   w->progress.peer = -1;
-  if (s->packed) {
+  if (unpack) {
     w->unpack = run->dtype == RS_DTYPE_F16 ? rs__unpack_f16 : rs__unpack_bf16;
     w->unpacked = rs__aligned_alloc((s->seg_elems ? s->seg_elems : 1) *
                                     sizeof *w->unpacked);
@@ -369,6 +372,14 @@ static int init_switch(rs_run_t *run, const sizing_t *s, rs_worker_t *w,
   w->average = config->average;
   w->collective = config->collective;
   w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
+  return RS_OK;
+}
+
+static int init_switch(rs_run_t *run, const sizing_t *s, rs_worker_t *w,
+                       int r) {
+  const rs_config_t *config = &run->config;
+  if (init_participant(run, s, w, r, run->shape.gpus, s->packed))
+    return RS_ENOMEM;
   rs__sim_init(&w->sim, NULL, config->workers, r);
   w->seg_cap = rs__run_seg_cap(run);
   w->held = calloc((size_t)run->shape.gpus, sizeof *w->held);
@@ -393,28 +404,10 @@ static int init_workers(rs_run_t *run, const sizing_t *s) {
   const int channel_clocks = config->net.enabled && channels_clocked(run);
   for (int r = 0; r < W; r++) {
     rs_worker_t *w = &run->workers[r];
-    w->rc = RS_WORKER_NOT_STARTED;
-    w->rank = r;
-    w->workers = W;
-    w->shape = run->shape;
-    w->buf = run->bufs[r];
-    w->buf_elem_bytes = elem_bytes;
-    w->progress.peer = -1;
-    if (s->packed && W > 1) {
-      w->unpack = run->dtype == RS_DTYPE_F16 ? rs__unpack_f16 : rs__unpack_bf16;
-      w->unpacked = rs__aligned_alloc((s->seg_elems ? s->seg_elems : 1) *
-                                      sizeof *w->unpacked);
-      if (!w->unpacked)
-        return RS_ENOMEM;
-    }
-    w->op = config->op;
-    w->dtype = run->dtype;
-    w->elem_size = run->elem_size;
-    w->average = run->config.average;
+    if (init_participant(run, s, w, r, W, s->packed && W > 1))
+      return RS_ENOMEM;
     w->hook_cast = run->hook_cast;
     w->slices = config->slices;
-    w->collective = config->collective;
-    w->timeout_ns = (uint64_t)(config->timeout_s * 1e9);
     w->faults = config->faults;
     w->fault_count = config->fault_count;
     rs__sim_init(&w->sim, &config->net, W, r);
