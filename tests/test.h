@@ -82,4 +82,27 @@ static inline rs_model_t *model_of(size_t elems) {
   return m;
 }
 
+/* Run cfg on one bucket of elems f32 elements of exact inputs and return
+ * its simulated time; the test fails unless the run's check passes (every
+ * worker holds the direct result, the same bits). W and channels name it
+ * in a failure. */
+static inline uint64_t run_sim_ns(const rs_config_t *cfg, int W, int channels,
+                                  size_t elems) {
+  rs_model_t *m = model_of(elems);
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(cfg, m, &run, err))
+    fail_msg("W=%d C=%d: create: %s", W, channels, err);
+  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
+  assert_int_equal(rs_run_execute(run), RS_OK);
+  const rs_result_t *res = rs_run_result(run);
+  if (res->status != RS_OK || !res->identical)
+    fail_msg("W=%d C=%d n=%zu: status %d, identical %d", W, channels, elems,
+             res->status, res->identical);
+  const uint64_t sim = res->sim_ns;
+  rs_run_free(run);
+  rs_model_free(m);
+  return sim;
+}
+
 #endif /* RINGSIM_TEST_H */

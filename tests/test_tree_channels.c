@@ -22,7 +22,6 @@
  * every worker's result against the direct result: status RS_OK). */
 static uint64_t threaded(const rs_netmodel_t *net, int W, size_t elems,
                          size_t segment_bytes, rs_op_t op) {
-  rs_model_t *m = model_of(elems);
   rs_config_t cfg;
   rs_config_init(&cfg);
   cfg.workers = W;
@@ -31,20 +30,7 @@ static uint64_t threaded(const rs_netmodel_t *net, int W, size_t elems,
   cfg.segment_bytes = segment_bytes;
   cfg.bucket_bytes = 0; /* one bucket */
   cfg.net = *net;
-  char err[RS_ERRMSG_MAX];
-  rs_run_t *run;
-  if (rs_run_create(&cfg, m, &run, err))
-    fail_msg("W=%d C=%d: create: %s", W, net->channels, err);
-  assert_int_equal(rs_run_fill(run, RS_INIT_EXACT, 1), RS_OK);
-  assert_int_equal(rs_run_execute(run), RS_OK);
-  const rs_result_t *res = rs_run_result(run);
-  if (res->status != RS_OK || !res->identical)
-    fail_msg("W=%d C=%d n=%zu: status %d, identical %d", W, net->channels,
-             elems, res->status, res->identical);
-  uint64_t sim = res->sim_ns;
-  rs_run_free(run);
-  rs_model_free(m);
-  return sim;
+  return run_sim_ns(&cfg, W, net->channels, elems);
 }
 
 static uint64_t simulated(const rs_netmodel_t *net, int W, size_t elems,

@@ -54,12 +54,20 @@ int rs_algo_info(rs_algorithm_t algo, rs_algo_info_t *info) {
   return RS_OK;
 }
 
+/* The channels of a schedule that runs on them (on_channels) or not,
+ * under m for W workers: m's if it gives them, else NCCL's count. */
+static int channels_of(int on_channels, const rs_netmodel_t *m, int workers) {
+  if (!on_channels)
+    return 1;
+  return m && m->channels > 0 ? m->channels : rs__rings_count(m, workers);
+}
+
 int rs__algo_channels(const rs_netmodel_t *m, rs_algorithm_t algo,
                       int workers) {
   const rs_algo_t *a = rs__algo_get(algo);
-  if (algo != RS_ALGO_AUTO && (!a || !(a->caps & RS__CAP_CHANNELS)))
-    return 1;
-  return m && m->channels > 0 ? m->channels : rs__rings_count(m, workers);
+  return channels_of(algo == RS_ALGO_AUTO ||
+                         (a && (a->caps & RS__CAP_CHANNELS)),
+                     m, workers);
 }
 
 int rs_netmodel_channels(rs_algorithm_t algo, const rs_netmodel_t *m,
@@ -74,10 +82,8 @@ static const rs_netmodel_t *net_for(const rs_algo_t *a, const rs_netmodel_t *m,
                                     int workers, rs_netmodel_t *own) {
   if (!a || !m)
     return m;
-  const int channels = a->caps & RS__CAP_CHANNELS
-                           ? (m->channels > 0 ? m->channels
-                                              : rs__rings_count(m, workers))
-                           : 1;
+  const int channels =
+      channels_of((a->caps & RS__CAP_CHANNELS) != 0, m, workers);
   if (channels == (m->channels > 1 ? m->channels : 1))
     return m;
   *own = *m;

@@ -297,6 +297,25 @@ static void print_not_nccl(const rs_netmodel_t *net) {
            "--like nccl)\n");
 }
 
+/* Under --algo all's table: the algorithms shown that run on NCCL's
+ * channels, and how many (their count is the topology's). */
+static void print_channels_line(const options_t *opt, const rs_netmodel_t *net,
+                                int W) {
+  int channels = 1, on = 0;
+  for (int a = 0; a < RS_ALGO_COUNT; a++) {
+    const int C = rs_netmodel_channels((rs_algorithm_t)a, net, W);
+    if (!cli_algo_fits(&opt->config.net, (rs_algorithm_t)a) || C < 2)
+      continue;
+    printf("%s%s", on++ ? ", " : "\n  channels   ",
+           rs_algorithm_name((rs_algorithm_t)a));
+    channels = C;
+  }
+  if (on)
+    printf(" on %d channels, NCCL's count on this topology (--algo A "
+           "--channels C sets them); the others on one\n",
+           channels);
+}
+
 /* `ringsim model --algo all`: every algorithm's time, the fastest marked. */
 static int print_all(const model_all_t *m, const rs_model_t *model,
                      double bytes) {
@@ -411,20 +430,7 @@ static int print_all(const model_all_t *m, const rs_model_t *model,
            : tied > 1              ? "  tie: fastest"
                                    : "  fastest");
   }
-  /* the algorithms on NCCL's channels (their count is the topology's) */
-  int channels = 1, on = 0;
-  SHOWN(a) {
-    const int C = rs_netmodel_channels(t[a].algo, net, W);
-    if (C > 1) {
-      printf("%s%s", on++ ? ", " : "\n  channels   ",
-             rs_algorithm_name(t[a].algo));
-      channels = C;
-    }
-  }
-  if (on)
-    printf(" on %d channels, NCCL's count on this topology (--algo A "
-           "--channels C sets them); the others on one\n",
-           channels);
+  print_channels_line(opt, net, W);
   printf(
       "\n  crossovers: the best algorithm by the predictions (as --algo "
       "auto picks) for one bucket of S bytes, %zu B <= S <= %zu B\n",
