@@ -503,34 +503,11 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
       seen = same_as(s, &parts[j], &parts[k]);
     if (seen)
       continue;
-    const int ch = parts[k].channel;
-    for (int r = 0; r < W; r++) { /* (the clock stands for channel ch's) */
-      rs_simclock_t *c = &s->clocks[r];
-      c->clock = RS_SIM_CHANNEL(c, CLOCK)[ch];
-      c->link_free = RS_SIM_CHANNEL(c, LINK)[ch];
-      c->in_free = RS_SIM_CHANNEL(c, IN)[ch];
-    }
-    s->live = ch;
-    s->step = step0;
-    for (int r = 0; r < W; r++) /* (its messages are channel ch's) */
-      s->clocks[r].channel = (uint8_t)ch;
+    rs__simrun_channel_alone(s, parts[k].channel, step0);
     sim_pass(way, s, &parts[k]);
-    for (int r = 0; r < W; r++) { /* (the latest of all) */
-      rs_simclock_t *c = &s->clocks[r];
-      all[r].clock = c->clock > all[r].clock ? c->clock : all[r].clock;
-      all[r].link_free =
-          c->link_free > all[r].link_free ? c->link_free : all[r].link_free;
-      all[r].in_free =
-          c->in_free > all[r].in_free ? c->in_free : all[r].in_free;
-    }
+    rs__simrun_channel_fold(s, all);
   }
-  s->live = -1;
-  for (int r = 0; r < W; r++) {
-    s->clocks[r].channel = 0;
-    s->clocks[r].clock = all[r].clock;
-    s->clocks[r].link_free = all[r].link_free;
-    s->clocks[r].in_free = all[r].in_free;
-  }
+  rs__simrun_channels_done(s, all);
   free(all);
 }
 

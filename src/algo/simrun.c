@@ -248,6 +248,41 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
   return delta;
 }
 
+void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0) {
+  for (int r = 0; r < s->shape.workers; r++) {
+    rs_simclock_t *x = &s->clocks[r];
+    x->channel = (uint8_t)ch;
+    x->alone = 1;
+    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch];
+    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch];
+    x->in_free = RS_SIM_CHANNEL(x, IN)[ch];
+  }
+  s->live = ch;
+  s->step = step0;
+}
+
+void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all) {
+  for (int r = 0; r < s->shape.workers; r++) {
+    const rs_simclock_t *x = &s->clocks[r];
+    all[r].clock = x->clock > all[r].clock ? x->clock : all[r].clock;
+    all[r].link_free =
+        x->link_free > all[r].link_free ? x->link_free : all[r].link_free;
+    all[r].in_free = x->in_free > all[r].in_free ? x->in_free : all[r].in_free;
+  }
+}
+
+void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all) {
+  s->live = -1;
+  for (int r = 0; r < s->shape.workers; r++) {
+    rs_simclock_t *x = &s->clocks[r];
+    x->channel = 0;
+    x->alone = 0;
+    x->clock = all[r].clock;
+    x->link_free = all[r].link_free;
+    x->in_free = all[r].in_free;
+  }
+}
+
 /* The longest period, in rounds, a run's clocks are looked for in before
  * the state is saved again: at first REPEAT_PERIOD_MIN (a run's first
  * rounds fill the pipeline; the rest repeat round by round), twice as

@@ -140,6 +140,17 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
                                int turn, uint64_t times,
                                rs_simstate_t *scratch);
 
+/* Channels played one by one (ring.c, tree.c: they share nothing on the
+ * clocks but maxima). rs__simrun_channel_alone: channel ch plays next,
+ * from step step0, alone: every worker's clock, link and port stand for
+ * ch's, its messages are ch's, a step's straggler delays ch alone.
+ * rs__simrun_channel_fold: into all (W states), the latest of each
+ * worker's and the channel just played. rs__simrun_channels_done: the
+ * workers take all's, no channel playing. */
+void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0);
+void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all);
+void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all);
+
 /* The same for a run of identical rounds, rounds k..last of a loop (a
  * step's segments of one size): begin before round k, end after it, which
  * returns the round the loop goes on from (k, or past the rounds a repeat

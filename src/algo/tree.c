@@ -487,16 +487,7 @@ static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
   const int W = s->shape.workers;
   const tree_chpart_t *p = &cut->part[c];
   const size_t S = rs__tree_segments(W, cut->segs);
-  const int ch = p->channel;
-  for (int r = 0; r < W; r++) {
-    rs_simclock_t *x = &s->clocks[r];
-    x->channel = (uint8_t)ch; /* (its messages are channel ch's) */
-    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch];
-    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch];
-    x->in_free = RS_SIM_CHANNEL(x, IN)[ch];
-  }
-  s->live = ch;
-  s->step = step0;
+  rs__simrun_channel_alone(s, p->channel, step0);
   for (int phase = 0; phase < 2; phase++) {
     rs__simrun_step(s);
     rs_simcert_t cert = RS_SIMCERT_INIT;
@@ -513,73 +504,41 @@ static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
       i = rs__simcert_end(s, &cert, i);
     }
   }
-  for (int r = 0; r < W; r++) {
-    const rs_simclock_t *x = &s->clocks[r];
-    all[r].clock = x->clock > all[r].clock ? x->clock : all[r].clock;
-    all[r].link_free =
-        x->link_free > all[r].link_free ? x->link_free : all[r].link_free;
-    all[r].in_free = x->in_free > all[r].in_free ? x->in_free : all[r].in_free;
-  }
+  rs__simrun_channel_fold(s, all);
 }
 
-/* On channels: channels_bucket's order, sweep by sweep, each segment on
- * every busy channel in turn (each worker's clock calls on a channel's
- * clock, as its thread makes them). The channels share nothing on the
- * clocks but maxima (netmodel.h), so without stragglers (whose delay
- * every channel's clock takes at each step) each is played alone, as
- * the ring's are (ring.c), its repeats certified: W^2 clock calls a
- * channel become about W. */
+/* On channels. A threaded worker runs channels_bucket's order, each
+ * segment on every busy channel in turn; but the channels share nothing
+ * on the clocks but maxima (netmodel.h), so each is played alone, as the
+ * ring's are (ring.c), a step's straggler on its clock alone (netmodel.h's
+ * alone), its repeats certified: W^2 clock calls a channel become about
+ * W. */
 static void sim_channels(rs_simrun_t *s, size_t elems) {
   const rs_shape_t shape = s->shape;
   const int W = shape.workers;
   tree_cut_t cut;
   cut_channels(shape, elems, s->elem_size, s->net->proto, s->cap, &cut);
-  const size_t S = rs__tree_segments(W, cut.segs);
   int *order = s->algo_mem;
   sweep_at_t *at = (sweep_at_t *)(order + (size_t)cut.busy * W);
   for (int r = 0; r < W; r++)
     rs__sim_busy(&s->clocks[r], cut.busy, off_node(shape, &cut, r));
-  rs_simstate_t *all = s->net->straggler_count
-                           ? NULL
-                           : malloc((size_t)W * sizeof *all);
-  if (all) {
-    const int step0 = s->step;
-    for (int r = 0; r < W; r++)
-      all[r] = rs__simstate_of(&s->clocks[r]);
-    /* (each channel's order as it comes to play: a bounded simulation
-     * that stops in the first needs no other's) */
-    for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++) {
-      sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
-                  order + (size_t)c * W, at + (size_t)c * W);
-      sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
-    }
-    s->live = -1;
-    for (int r = 0; r < W; r++) {
-      rs_simclock_t *x = &s->clocks[r];
-      x->channel = 0;
-      x->clock = all[r].clock;
-      x->link_free = all[r].link_free;
-      x->in_free = all[r].in_free;
-    }
-    free(all);
+  rs_simstate_t *all = malloc((size_t)W * sizeof *all);
+  if (!all) {
+    s->nomem = 1;
     return;
   }
-  for (int c = 0; c < cut.busy; c++)
+  const int step0 = s->step;
+  for (int r = 0; r < W; r++)
+    all[r] = rs__simstate_of(&s->clocks[r]);
+  /* (each channel's order as it comes to play: a bounded simulation that
+   * stops in the first needs no other's) */
+  for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++) {
     sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
                 order + (size_t)c * W, at + (size_t)c * W);
-  for (int phase = 0; phase < 2; phase++) {
-    rs__simrun_step(s);
-    for (size_t i = 0; i < S && !rs__simrun_stopped(s); i++)
-      for (int c = 0; c < cut.busy; c++) {
-        const tree_chpart_t *p = &cut.part[c];
-        for (int r = 0; r < W; r++) /* (its messages are channel c's) */
-          s->clocks[r].channel = (uint8_t)p->channel;
-        sim_sweep(s, at + (size_t)c * W, phase,
-                  part_segment(p, W, cut.segs, i).len);
-      }
+    sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
   }
-  for (int r = 0; r < W; r++)
-    s->clocks[r].channel = 0;
+  rs__simrun_channels_done(s, all);
+  free(all);
 }
 
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {

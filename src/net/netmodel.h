@@ -73,9 +73,11 @@ typedef struct rs_simclock {
    * each its own clock and shares of the ports, as above, but no
    * segments or slots of its own (seg_cap and slot_cap 0: a segment
    * leaves after its channel's last receive, as one channel's does).
-   * on_channels: either way, c->channels > 1 with its words set. */
+   * on_channels: either way, c->channels > 1 with its words set. alone:
+   * a schedule simulation plays channel `channel` by itself (tree.c), so
+   * a step's straggler delays that channel's clock alone. */
   int stream, slots;
-  uint8_t channels, channel, busy, on_channels;
+  uint8_t channels, channel, busy, on_channels, alone;
   uint8_t off_node; /* of the busy channels, those it sends off node */
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
@@ -173,8 +175,9 @@ static inline void rs__sim_step(rs_simclock_t *c) {
     return;
   c->clock = rs__sat_add(c->clock, c->straggler_ns);
   for (size_t ch = 0; c->on_channels && ch < c->channels; ch++)
-    RS_SIM_CHANNEL(c, CLOCK)[ch] =
-        rs__sat_add(RS_SIM_CHANNEL(c, CLOCK)[ch], c->straggler_ns);
+    if (!c->alone || ch == c->channel)
+      RS_SIM_CHANNEL(c, CLOCK)[ch] =
+          rs__sat_add(RS_SIM_CHANNEL(c, CLOCK)[ch], c->straggler_ns);
 }
 
 /* The words of memory a streaming worker's clock needs for `rings`
