@@ -397,10 +397,10 @@ static void sim_pass(const rs_ring_way_t *way, rs_simrun_t *s,
          way->prev(W, W - 1) == (prev0 + W - 1) % W);
   for (int phase = 0; phase < 2; phase++) {
     int saved_at = -1; /* the step the state was saved before */
-    /* (the longest period looked for before the state is saved again: a
-     * channel played alone starts looking at 2 T, twice as long at each
-     * save) */
-    int window = s->live >= 0 ? 2 * T : RING_PERIOD_MAX * T;
+    /* (the longest period looked for before the state is saved again:
+     * 2 T at first, twice as long at each save, so that a state saved
+     * while the pipeline fills is soon saved again once it is full) */
+    int window = 2 * T;
     for (int step = 0; step < W - 1; step++) {
       const rs_phase_t ph = (rs_phase_t)phase;
       const int reduced = ph == RS_PHASE_REDUCE_SCATTER;
