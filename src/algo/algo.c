@@ -547,6 +547,8 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
                         still to come: more than bound, whatever the
                         clocks say so far) */
   spans->end_ns = end < UINT64_MAX ? end : UINT64_MAX - 1; /* (netmodel.h) */
+  spans->played = s.played;
+  spans->images = s.images;
   simrun_free(&s);
   return RS_OK;
 }
@@ -554,6 +556,12 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
 int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
                             rs_sim_spans_t *spans) {
   return simulate(job, ready, spans, UINT64_MAX, 0);
+}
+
+int rs__algo_simulate_ready_plain(const rs_sim_job_t *job,
+                                  const uint64_t *ready,
+                                  rs_sim_spans_t *spans) {
+  return simulate(job, ready, spans, UINT64_MAX, 1);
 }
 
 /* A schedule's end: 0 when the model is off or W < 2, UINT64_MAX when out

@@ -247,6 +247,9 @@ uint64_t rs__algo_simulate_plain(const rs_sim_job_t *job);
 typedef struct rs_sim_spans {
   uint64_t *worker_start, *worker_end;
   uint64_t end_ns;
+  /* Channels played alone, and channels taken as one played's image
+   * (simrun.h), over the buckets played: what the tests see of them. */
+  unsigned played, images;
 } rs_sim_spans_t;
 
 /* The same, each bucket b starting on worker r no earlier than
@@ -255,6 +258,11 @@ typedef struct rs_sim_spans {
  * or RS_ENOMEM. */
 int rs__algo_simulate_ready(const rs_sim_job_t *job, const uint64_t *ready,
                             rs_sim_spans_t *spans);
+/* The same played plainly (rs__algo_simulate_plain): what the tests hold
+ * every worker's spans to. */
+int rs__algo_simulate_ready_plain(const rs_sim_job_t *job,
+                                  const uint64_t *ready,
+                                  rs_sim_spans_t *spans);
 
 /* The algorithm table, one row per algorithm: X(VALUE, id) pairs
  * RS_ALGO_<VALUE> (ringsim.h's rs_algorithm_t) with its rs_algo_t,

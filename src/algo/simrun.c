@@ -261,14 +261,47 @@ void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0) {
   s->step = step0;
 }
 
+/* a's latest with b's, field by field. */
+static void fold_state(rs_simstate_t *a, const rs_simclock_t *b) {
+  a->clock = b->clock > a->clock ? b->clock : a->clock;
+  a->link_free = b->link_free > a->link_free ? b->link_free : a->link_free;
+  a->in_free = b->in_free > a->in_free ? b->in_free : a->in_free;
+}
+
 void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all) {
-  for (int r = 0; r < s->shape.workers; r++) {
-    const rs_simclock_t *x = &s->clocks[r];
-    all[r].clock = x->clock > all[r].clock ? x->clock : all[r].clock;
-    all[r].link_free =
-        x->link_free > all[r].link_free ? x->link_free : all[r].link_free;
-    all[r].in_free = x->in_free > all[r].in_free ? x->in_free : all[r].in_free;
-  }
+  for (int r = 0; r < s->shape.workers; r++)
+    fold_state(&all[r], &s->clocks[r]);
+}
+
+void rs__simrun_channel_fold_image(const rs_simrun_t *s, const int *perm,
+                                   rs_simstate_t *all) {
+  for (int r = 0; r < s->shape.workers; r++)
+    fold_state(&all[perm[r]], &s->clocks[r]);
+}
+
+/* Can the model not tell worker a from worker b (rs__simrun_image)? */
+static int alike(const rs_simclock_t *a, const rs_simclock_t *b,
+                 const rs_simstate_t *sa, const rs_simstate_t *sb) {
+  return a->out.latency_ns == b->out.latency_ns &&
+         a->out.bandwidth == b->out.bandwidth &&
+         a->straggler_ns == b->straggler_ns &&
+         a->nic_latency_ns == b->nic_latency_ns &&
+         a->off_node == b->off_node && sa->clock == sb->clock &&
+         sa->link_free == sb->link_free && sa->in_free == sb->in_free;
+}
+
+int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
+                     const int *perm, int step_first) {
+  const int W = s->shape.workers, G = s->shape.gpus < W ? s->shape.gpus : W;
+  if (!s->track || s->group.stride || rs__simrun_stopped(s))
+    return 0; /* (a plain simulation plays every channel; a group's
+                 members are not the workers) */
+  for (int r = 0; r < W; r++)
+    if (perm[r] < 0 || perm[r] >= W || perm[r] / G != r / G ||
+        !alike(&s->clocks[r], &s->clocks[perm[r]], &start[r],
+               &start[perm[r]]))
+      return 0;
+  return !s->load || rs__topo_load_alike(s->load, perm, step_first, s->step);
 }
 
 void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all) {

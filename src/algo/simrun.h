@@ -99,6 +99,8 @@ typedef struct rs_simrun {
   /* The steady repeats' bookkeeping (below), shared by the runner's
    * copies (hier's groups); NULL in a plain simulation. */
   struct rs_simtrack *track;
+  /* Channels played alone, and taken as images (rs_sim_spans_t's) */
+  unsigned played, images;
 } rs_simrun_t;
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
  * every worker's clock (a straggler computes): the bucket's next global
@@ -150,6 +152,29 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
 void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0);
 void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all);
 void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all);
+
+/* DESIGN: a channel that is another's image. Channels whose schedules
+ * are one another's with the workers relabelled (NCCL's rings on DGX
+ * H100: channel c's ring is channel 0's with every node's GPUs turned
+ * or mirrored alike) move alike when the model cannot tell a worker
+ * from its image: then channel k ends, worker perm[r], where channel j
+ * ended, worker r, and is not played. rs__simrun_image says whether
+ * the model is blind to perm (the worker perm[r] stands where r stood):
+ * every worker on the node it was on, with the links, straggler, NIC
+ * latency and NIC traffic of the one it replaces, the same state
+ * at the channels' start (start: W states, the bucket's, from which
+ * every channel starts: netmodel.h's rs__sim_stream), and the NICs
+ * loaded alike in the channel's steps step_first..s->step
+ * (rs__topo_load_alike: call it after playing j, whose steps those are).
+ * Nothing in it depends on a worker's number otherwise, so it is exact
+ * (test_channel_images holds it to a plain simulation, which plays every
+ * channel: rs__simrun_image is 0 there).
+ * rs__simrun_channel_fold_image: into all, the latest of each worker's
+ * and the channel just played as its image under perm ends it. */
+int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
+                     const int *perm, int step_first);
+void rs__simrun_channel_fold_image(const rs_simrun_t *s, const int *perm,
+                                   rs_simstate_t *all);
 
 /* The same for a run of identical rounds, rounds k..last of a loop (a
  * step's segments of one size): begin before round k, end after it, which

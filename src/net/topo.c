@@ -597,6 +597,45 @@ static uint32_t count_of(const rs_topo_load_t *l, uint32_t p, uint32_t side) {
   return lo < l->first[p + 1] && l->side[lo] == side ? l->count[lo] : 0;
 }
 
+int rs__topo_load_alike(const rs_topo_load_t *l, const int *perm, int first,
+                        int last) {
+  const rs_topo_t *t = &l->topo;
+  const int W = t->nodes * t->gpus, NK = t->nodes * t->nics;
+  /* (steps from l->steps on are never placed: every share is 1) */
+  last = last < l->steps ? last : l->steps - 1;
+  if (first < 0 || last >= l->placed)
+    return 0;
+  if (first > last)
+    return 1;
+  /* each NIC's image: the NIC of its GPUs' images, one for them all */
+  int *nic = malloc((size_t)NK * sizeof *nic);
+  uint8_t *seen = calloc(l->patterns, 1);
+  int alike = nic && seen;
+  for (int k = 0; alike && k < NK; k++)
+    nic[k] = -1;
+  for (int r = 0; alike && r < W; r++) {
+    const int a = rs__topo_nic(t, r), b = rs__topo_nic(t, perm[r]);
+    alike = nic[a] < 0 || nic[a] == b;
+    nic[a] = b;
+  }
+  /* (the NICs' images are then a permutation: perm is one) */
+  for (int step = first; alike && step <= last; step++) {
+    const uint32_t p = l->pattern[step];
+    if (seen[p])
+      continue;
+    seen[p] = 1;
+    for (uint32_t i = l->first[p]; alike && i < l->first[p + 1]; i++) {
+      const uint32_t side = l->side[i], K = (uint32_t)NK;
+      const uint32_t image =
+          side < K ? (uint32_t)nic[side] : K + (uint32_t)nic[side - K];
+      alike = count_of(l, p, image) == l->count[i];
+    }
+  }
+  free(nic);
+  free(seen);
+  return alike;
+}
+
 uint32_t rs__topo_sharing(const rs_topo_load_t *l, int src, int dst, int step) {
   const rs_topo_t *t = &l->topo;
   if (rs__topo_node(t, src) == rs__topo_node(t, dst))

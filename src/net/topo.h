@@ -173,6 +173,14 @@ int rs__topo_load_step(rs_topo_load_t *l, int step);
  * without counting. step must be the last placed. RS_OK or RS_ENOMEM. */
 int rs__topo_load_repeat(rs_topo_load_t *l, int step, int count);
 void rs__topo_unload(rs_topo_load_t *l);
+/* Do steps first..last load every NIC side as they load its image
+ * under perm (a permutation of the workers, each kept on its node: the
+ * worker perm[r] stands where r stood)? Then a transfer src -> dst in
+ * those steps shares its NIC as perm[src] -> perm[dst] does. 0 where perm
+ * moves a NIC's GPUs to different NICs, a step is not placed, or memory
+ * runs out: not known alike. */
+int rs__topo_load_alike(const rs_topo_load_t *l, const int *perm, int first,
+                        int last);
 /* The n of a transfer src -> dst in step (the larger count of the
  * sender's NIC's send side and the receiver's NIC's receive side, at
  * least 1; 1 for a step not placed); 0 within a node. */
