@@ -73,10 +73,12 @@ static size_t with_busy(const rs_netmodel_t *net, int C, int busy) {
 static void test_images_are_exact(void **state) {
   (void)state;
   static const char *const specs[] = {"dgx-h100,nodes=2", "dgx-h100,nodes=4"};
-  for (size_t ti = 0; ti < 2; ti++) {
+  for (size_t k = 0; k < 4; k++) {
+    const size_t ti = k % 2;
+    const rs_algorithm_t algo = k < 2 ? RS_ALGO_RING : RS_ALGO_TREE;
     const rs_netmodel_t net = topo_of(specs[ti], NULL);
     const int W = net.topo.nodes * net.topo.gpus;
-    const int C = rs__algo_channels(&net, RS_ALGO_RING, W);
+    const int C = rs__algo_channels(&net, algo, W);
     assert_int_equal(C, 16);
     unsigned images = 0, lone = 0;
     for (int busy = 1; busy <= C; busy++) {
@@ -84,7 +86,7 @@ static void test_images_are_exact(void **state) {
       if (!e)
         continue;
       const unsigned got =
-          same_as_played(RS_ALGO_RING, &net, &e, 1, NULL, specs[ti]);
+          same_as_played(algo, &net, &e, 1, NULL, specs[ti]);
       images += got;
       lone += busy > 1 && got == 0;
     }
@@ -96,7 +98,7 @@ static void test_images_are_exact(void **state) {
                               {all, three, all * 3 + 1, all},
                               {all * 7, all * 7, all * 7, 5}};
     for (size_t i = 0; i < 3; i++)
-      same_as_played(RS_ALGO_RING, &net, runs[i], 4, NULL, specs[ti]);
+      same_as_played(algo, &net, runs[i], 4, NULL, specs[ti]);
   }
 }
 
@@ -105,24 +107,23 @@ static void test_images_are_exact(void **state) {
  * relabellings that keep it where it is, mirrors about it, are left);
  * NICs each shared by two GPUs (--topo's nics=4), and DGX A100. Every
  * GPU's link slower alike keeps every image. */
-static void test_unlike_gpus_are_played(void **state) {
-  (void)state;
+static void unlike_gpus(rs_algorithm_t algo) {
   char err[RS_ERRMSG_MAX];
   rs_netmodel_t slow = topo_of("dgx-h100,nodes=2", NULL);
   rs_netmodel_t late = slow;
   assert_int_equal(rs_netmodel_parse_straggler("worker=5,us=2", &late, err),
                    RS_OK);
   const int W = slow.topo.nodes * slow.topo.gpus;
-  const int C = rs__algo_channels(&slow, RS_ALGO_RING, W);
+  const int C = rs__algo_channels(&slow, algo, W);
   const size_t all = with_busy(&slow, C, C), three = with_busy(&slow, C, 3);
   const size_t run[] = {all, three, all};
   const unsigned alike =
-      same_as_played(RS_ALGO_RING, &slow, run, 3, NULL, "alike");
+      same_as_played(algo, &slow, run, 3, NULL, "alike");
   assert_true(alike > 0);
   assert_true(
-      same_as_played(RS_ALGO_RING, &late, run, 3, NULL, "a straggler") < alike);
+      same_as_played(algo, &late, run, 3, NULL, "a straggler") < alike);
   slow.topo.intra.bandwidth /= 2; /* (every GPU alike: every image) */
-  assert_int_equal(same_as_played(RS_ALGO_RING, &slow, run, 3, NULL, "slower"),
+  assert_int_equal(same_as_played(algo, &slow, run, 3, NULL, "slower"),
                    alike);
   /* gradients ready at different times: node by node (every GPU of a
    * node alike: every image), and GPU by GPU (their order on the node
@@ -130,29 +131,35 @@ static void test_unlike_gpus_are_played(void **state) {
   uint64_t ready[3 * 16];
   for (int k = 0; k < 3 * W; k++)
     ready[k] = (uint64_t)(k % W / 8) * 1500;
-  assert_int_equal(same_as_played(RS_ALGO_RING, &slow, run, 3, ready, "nodes"),
+  assert_int_equal(same_as_played(algo, &slow, run, 3, ready, "nodes"),
                    alike);
   for (int k = 0; k < 3 * W; k++)
     ready[k] = k < W ? (uint64_t)(k % 8) * 700 : 0;
-  assert_true(same_as_played(RS_ALGO_RING, &slow, run, 3, ready, "GPUs") <
+  assert_true(same_as_played(algo, &slow, run, 3, ready, "GPUs") <
               alike);
   const rs_netmodel_t shared =
       topo_of("dgx-h100,nodes=4,nics=4", NULL); /* (two GPUs a NIC) */
   const int Ws = shared.topo.nodes * shared.topo.gpus;
-  const int Cs = rs__algo_channels(&shared, RS_ALGO_RING, Ws);
+  const int Cs = rs__algo_channels(&shared, algo, Ws);
   for (int busy = 1; busy <= Cs; busy++) {
     const size_t e = with_busy(&shared, Cs, busy);
     if (e)
-      same_as_played(RS_ALGO_RING, &shared, &e, 1, NULL, "two GPUs a NIC");
+      same_as_played(algo, &shared, &e, 1, NULL, "two GPUs a NIC");
   }
   const rs_netmodel_t a100 = topo_of("dgx-a100,nodes=3", NULL);
   const int Wa = a100.topo.nodes * a100.topo.gpus;
-  const int Ca = rs__algo_channels(&a100, RS_ALGO_RING, Wa);
+  const int Ca = rs__algo_channels(&a100, algo, Wa);
   for (int busy = 1; busy <= Ca; busy++) {
     const size_t e = with_busy(&a100, Ca, busy);
     if (e)
-      same_as_played(RS_ALGO_RING, &a100, &e, 1, NULL, "dgx-a100");
+      same_as_played(algo, &a100, &e, 1, NULL, "dgx-a100");
   }
+}
+
+static void test_unlike_gpus_are_played(void **state) {
+  (void)state;
+  unlike_gpus(RS_ALGO_RING);
+  unlike_gpus(RS_ALGO_TREE);
 }
 
 /* (3) The NICs' load alike under a relabelling (topo.h's

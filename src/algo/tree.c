@@ -210,15 +210,15 @@ static rs_tree_seg_t part_segment(const tree_chpart_t *p, int workers,
   return g;
 }
 
-/* Has worker r a parent or a child on another node in tree t of channel
- * ch? */
-static int crosses_nodes(rs_shape_t shape, int ch, int t, int r) {
+/* Has position p a parent or a child on another node in tree t? (A
+ * channel's worker at position p is on p's node: rs__tree_ch_worker.) */
+static int crosses_nodes(rs_shape_t shape, int t, int p) {
   int peers[RS_TREE_MAX_CHILDREN + 1];
   const int G = shape.gpus;
-  int n = rs__tree_ch_children(shape, ch, t, r, peers);
-  peers[n++] = rs__tree_ch_parent(shape, ch, t, r);
+  int n = rs__tree_children_in(shape, t, p, peers);
+  peers[n++] = rs__tree_parent_in(shape, t, p);
   for (int i = 0; i < n; i++)
-    if (peers[i] >= 0 && peers[i] / G != r / G)
+    if (peers[i] >= 0 && peers[i] / G != p / G)
       return 1;
   return 0;
 }
@@ -228,7 +228,8 @@ static int crosses_nodes(rs_shape_t shape, int ch, int t, int r) {
 static int off_node(rs_shape_t shape, const tree_cut_t *cut, int r) {
   int n = 0;
   for (int c = 0; c < cut->busy && shape.gpus < shape.workers; c++)
-    n += crosses_nodes(shape, cut->part[c].channel, cut->part[c].tree, r);
+    n += crosses_nodes(shape, cut->part[c].tree,
+                       rs__tree_ch_pos(shape, cut->part[c].channel, r));
   return n;
 }
 
@@ -507,6 +508,46 @@ static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
   rs__simrun_channel_fold(s, all);
 }
 
+/* Is channel part b's tree part a's with the workers relabelled, a's
+ * worker r being b's perm[r] (W of them, filled in), and b's part as
+ * long? Channels of one tree differ only in the GPU that heads their
+ * chain in every node (rs__tree_ch_worker): each is the other turned
+ * within every node, and moves as it did where the model cannot tell
+ * the GPUs apart (simrun.h's rs__simrun_image). */
+static int image_of(rs_shape_t shape, const tree_chpart_t *a,
+                    const tree_chpart_t *b, int *perm) {
+  if (a->tree != b->tree || a->len != b->len)
+    return 0;
+  for (int r = 0; r < shape.workers; r++)
+    perm[r] = rs__tree_ch_worker(shape, b->channel,
+                                 rs__tree_ch_pos(shape, a->channel, r));
+  return 1;
+}
+
+/* Every worker's busy channels, and of them those it sends off node on
+ * (off_node's, netmodel.h's rs__sim_busy): whether a position crosses
+ * nodes depends on its tree alone, so each tree's positions are asked
+ * once. RS_OK or RS_ENOMEM. */
+static int off_nodes(rs_simrun_t *s, const tree_cut_t *cut) {
+  const rs_shape_t shape = s->shape;
+  const int W = shape.workers, many = shape.gpus < W;
+  uint8_t *crosses = many ? malloc(2 * (size_t)W) : NULL;
+  if (many && !crosses)
+    return RS_ENOMEM;
+  for (int t = 0; many && t < 2; t++)
+    for (int p = 0; p < W; p++)
+      crosses[(size_t)t * W + p] = (uint8_t)crosses_nodes(shape, t, p);
+  for (int r = 0; r < W; r++) {
+    int n = 0;
+    for (int c = 0; many && c < cut->busy; c++)
+      n += crosses[(size_t)cut->part[c].tree * W +
+                   rs__tree_ch_pos(shape, cut->part[c].channel, r)];
+    rs__sim_busy(&s->clocks[r], cut->busy, n);
+  }
+  free(crosses);
+  return RS_OK;
+}
+
 /* On channels. A threaded worker runs channels_bucket's order, each
  * segment on every busy channel in turn; but the channels share nothing
  * on the clocks but maxima (netmodel.h), so each is played alone, as the
@@ -520,25 +561,43 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   cut_channels(shape, elems, s->elem_size, s->net->proto, s->cap, &cut);
   int *order = s->algo_mem;
   sweep_at_t *at = (sweep_at_t *)(order + (size_t)cut.busy * W);
-  for (int r = 0; r < W; r++)
-    rs__sim_busy(&s->clocks[r], cut.busy, off_node(shape, &cut, r));
   rs_simstate_t *all = malloc((size_t)W * sizeof *all);
-  if (!all) {
+  /* (channels' images: every worker's state at the start, and a
+   * relabelling) */
+  rs_simstate_t *start = malloc((size_t)W * sizeof *start);
+  int *perm = malloc((size_t)W * sizeof *perm);
+  if (!all || !start || !perm || off_nodes(s, &cut)) {
+    free(all);
+    free(start);
+    free(perm);
     s->nomem = 1;
     return;
   }
   const int step0 = s->step;
   for (int r = 0; r < W; r++)
-    all[r] = rs__simstate_of(&s->clocks[r]);
+    start[r] = all[r] = rs__simstate_of(&s->clocks[r]);
   /* (each channel's order as it comes to play: a bounded simulation that
    * stops in the first needs no other's) */
+  int done[RS_MAX_CHANNELS] = {0};
   for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++) {
+    if (done[c])
+      continue;
     sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
                 order + (size_t)c * W, at + (size_t)c * W);
     sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
+    s->played++;
+    for (int j = c + 1; start && j < cut.busy && !rs__simrun_stopped(s); j++)
+      if (!done[j] && image_of(shape, &cut.part[c], &cut.part[j], perm) &&
+          rs__simrun_image(s, start, perm, step0 + 1)) {
+        rs__simrun_channel_fold_image(s, perm, all);
+        s->images++;
+        done[j] = 1;
+      }
   }
   rs__simrun_channels_done(s, all);
   free(all);
+  free(start);
+  free(perm);
 }
 
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {
