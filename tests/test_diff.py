@@ -659,6 +659,44 @@ class Diff(unittest.TestCase):
             "  B: --workers 4  (ring, f32): identical, bit for bit",
             "  C: --workers 8  (ring, f32): identical, bit for bit"])
 
+    # diff-8: on NCCL's channels (two nodes of 4 GPUs with an NVLink switch
+    # and 4 NICs: 16 channels, each on its own ring order) an element is
+    # in one channel's part, which its channel's ring (or tree) sums: the
+    # written order, evaluated here, gives each side's bits, and the
+    # report names the channel (channel 1's ring is 1 2 3 0 4 7 6 5: the
+    # whole bucket's ring 0..7 wrote another order and another value).
+    def test_orders_follow_channels(self):
+        model = os.path.join(self.dir, "channels.json")
+        with open(model, "w") as f:
+            json.dump({"name": "channels", "params": [{"name": "w", "shape": [20000]}]}, f)
+        topo = ("nodes=2,gpus=4,nics=4,intra=0.6us/370.8GB/s,nic=2.7us/400Gbps,"
+                "cc=90,switch=nvls")
+        args = ("diff", "-p", model, "-w", 8, "--topo", topo, "--algo", "ring,tree")
+        rc, out, err = run(*args, "--json")
+        self.assertEqual(rc, 0, err)
+        el = json.loads(out)["element"]
+        # NCCL's cut: whole cells of 16 KiB, 4096 floats a channel
+        channel = el["index"] // 4096
+        for k, order in enumerate(el["orders"]):
+            g = [np.float32(x) for x in order["inputs"]]
+            got = np.float32(evaluate(parse(order["expr"]), g, np.float32))
+            want = np.float32(el["ab"[k]])
+            self.assertEqual(got.view(np.uint32), want.view(np.uint32),
+                             "side %d: %s = %r, the run's result %r"
+                             % (k, order["expr"], float(got), float(want)))
+            self.assertEqual(order["value"], el["ab"[k]])
+            self.assertEqual(order.get("channel"), channel, order)
+        # the ring's: each chunk of a channel's part is summed place after
+        # place round that channel's ring, from where it starts
+        self.assertEqual(el["index"], 6951)
+        self.assertEqual(el["orders"][0]["expr"],
+                         "(((((((g7+g6)+g5)+g1)+g2)+g3)+g0)+g4)/8")
+        rc, out, err = run(*args, "--quiet")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  side A (ring, chunk 5 of channel 1's part of bucket 0): "
+                      "(((((((g7+g6)+g5)+g1)+g2)+g3)+g0)+g4)/8 = ", out)
+        self.assertIn("  side B (tree, channel 1's part of bucket 0): ", out)
+
 
 def main():
     helpers.main(globals(), "RINGSIM")

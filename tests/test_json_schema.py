@@ -122,6 +122,9 @@ CASES = {
         (["diff", "-p", "MODEL", "--workers", "2,8", "--json"], 0, None),
         (["diff", "-p", "MODEL", "-w", "4", "--hook", "none,fp16", "--json"], 0, None),
         (["diff", "-p", "MODEL", "-w", "16", "--algo", "ring,tree", "--json"], 0, None),
+        # on NCCL's channels: each order names its channel
+        (["diff", "-p", "MODEL", "-w", "8", "--topo", "dgx-h100,nodes=1", "--algo",
+          "ring,tree", "--json"], 0, None),
     ],
     "diff.each": [
         (["diff", "-p", "MODEL", "-w", "4", "--algo", "ring,rd,tree", "--json"], 0, None),

@@ -68,6 +68,12 @@ typedef struct rs_order {
    * 0..W-1. A pointer, not a flexible array member, so that C++ reads
    * the header too. */
   rs_order_node_t *nodes;
+  /* The one of NCCL's channels (--channels) whose part of the bucket
+   * holds the element: the order is that channel's ring's (or tree's),
+   * and region is one of that part's regions. -1: the bucket does not
+   * run on channels. (Last, so a program built before it still reads
+   * the fields above.) */
+  int channel;
 } rs_order_t;
 
 /* The order in which run's algorithm (the bucket's, under --algo auto)

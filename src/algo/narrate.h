@@ -59,6 +59,11 @@ struct rs_narrator {
   const char *result;      /* "summed over" (all W workers) */
   const char *whole;       /* what the regions cut: "its buffer", or on
                               one of NCCL's channels "its part" */
+  /* The one of NCCL's channels (--channels) narrated, over its part of
+   * the bucket; -1: none. The ring narrates the places of its ring, which
+   * the narrator turns into the channel's workers; the tree narrates the
+   * channel's own tree (tree.h) by its workers, its part one region. */
+  int channel;
 };
 
 static inline void rs__narr_say(rs_narrator_t *n, const char *fmt, ...)

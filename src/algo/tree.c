@@ -839,20 +839,28 @@ static int depth(rs_shape_t shape) {
   return (rs__tree_nodes_of(shape) > 1 ? 3 : 2) * (h0 > h1 ? h0 : h1);
 }
 
+/* Worker r's depth in tree t of channel ch (tree.h's order). */
+static int ch_depth(rs_shape_t shape, int ch, int t, int r) {
+  return rs__tree_depth_in(shape, t, rs__tree_ch_pos(shape, ch, r));
+}
+
 /* The narration (algo/narrate.h): the columns are the two halves, half t
- * all-reduced by tree t. */
+ * all-reduced by tree t; on one of NCCL's channels (n->channel), its tree
+ * alone, over its whole part (one column), with the channel's workers. */
 static void narrate(rs_narrator_t *n, int mean) {
-  const int W = n->workers;
+  const int W = n->workers, on = n->channel >= 0;
+  const int ch = on ? n->channel : 0; /* (channel 0 is the pair's order) */
+  const int t0 = on ? rs__tree_ch_tree(n->shape, ch) : 0, t1 = on ? t0 + 1 : 2;
   char title[96];
   int most[2] = {0, 0};
-  for (int t = 0; t < 2; t++) {
+  for (int t = t0; t < t1; t++) {
     rs__narr_say(n, "\ntree %d (root worker %d):", t,
-                 rs__tree_root_in(n->shape, t));
+                 rs__tree_ch_root(n->shape, ch, t));
     int any = 0;
     for (int r = 0; r < W; r++) {
       int children[RS_TREE_MAX_CHILDREN];
-      const int k = rs__tree_children_in(n->shape, t, r, children);
-      const int d = rs__tree_depth_in(n->shape, t, r);
+      const int k = rs__tree_ch_children(n->shape, ch, t, r, children);
+      const int d = ch_depth(n->shape, ch, t, r);
       most[t] = d > most[t] ? d : most[t];
       if (k == 1)
         rs__narr_say(n, "%s worker %d's child %d", any++ ? ";" : "", r,
@@ -866,33 +874,44 @@ static void narrate(rs_narrator_t *n, int mean) {
     }
     rs__narr_say(n, ".");
   }
-  rs__narr_say(
-      n,
-      "\nHalf t of the bucket goes up tree t (reduce) and back down "
-      "(broadcast), as %d chunk%s of segments, pipelined: a segment climbs "
-      "one level while the next climbs the level below. The steps below "
-      "follow the data level by level; a worker folds its own data first, "
-      "then its children's in order.\n",
-      rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
+  if (on)
+    rs__narr_say(n,
+                 "\nThe part goes up tree %d (reduce) and back down "
+                 "(broadcast), as %d chunk%s of segments, pipelined: a "
+                 "segment climbs one level while the next climbs the level "
+                 "below. The steps below follow the data level by level; a "
+                 "worker folds its own data first, then its children's in "
+                 "order.\n",
+                 t0, rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
+  else
+    rs__narr_say(
+        n,
+        "\nHalf t of the bucket goes up tree t (reduce) and back down "
+        "(broadcast), as %d chunk%s of segments, pipelined: a segment climbs "
+        "one level while the next climbs the level below. The steps below "
+        "follow the data level by level; a worker folds its own data first, "
+        "then its children's in order.\n",
+        rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
   for (int phase = 0; phase < 2; phase++)
-    for (int t = 0; t < 2; t++) {
+    for (int t = t0; t < t1; t++) {
+      const int col = on ? 0 : t; /* the region tree t carries */
       for (int i = 0; i < most[t]; i++) {
         /* reduce: the deepest level first; broadcast: the root's first */
         const int L = phase == 0 ? most[t] - i : i + 1;
         rs__narr_begin(n);
         for (int p = 0; p < W; p++) {
           int children[RS_TREE_MAX_CHILDREN];
-          if (rs__tree_depth_in(n->shape, t, p) != L - 1)
+          if (ch_depth(n->shape, ch, t, p) != L - 1)
             continue;
-          const int k = rs__tree_children_in(n->shape, t, p, children);
-          const int root = rs__tree_parent_in(n->shape, t, p) < 0;
+          const int k = rs__tree_ch_children(n->shape, ch, t, p, children);
+          const int root = rs__tree_ch_parent(n->shape, ch, t, p) < 0;
           for (int j = 0; j < k; j++)
             if (phase == 0)
-              rs__narr_send(n, children[j], p, t, t + 1,
+              rs__narr_send(n, children[j], p, col, col + 1,
                             mean && root && j == k - 1 ? RS_RECV_REDUCE_MEAN
                                                        : RS_RECV_REDUCE);
             else
-              rs__narr_send(n, p, children[j], t, t + 1, RS_RECV_COPY);
+              rs__narr_send(n, p, children[j], col, col + 1, RS_RECV_COPY);
         }
         snprintf(title, sizeof title, "tree %d %s, level %d %s level %d", t,
                  phase == 0 ? "reduce" : "broadcast", phase == 0 ? L : L - 1,
@@ -900,11 +919,17 @@ static void narrate(rs_narrator_t *n, int mean) {
         rs__narr_end(n, title);
       }
     }
-  rs__narr_say(
-      n,
-      "\nEvery worker now holds both halves %s all %d workers; each half "
-      "crossed %d and %d levels up and as many down.\n",
-      n->result, W, most[0], most[1]);
+  if (on)
+    rs__narr_say(n,
+                 "\nEvery worker now holds the part %s all %d workers; it "
+                 "crossed %d levels up and as many down.\n",
+                 n->result, W, most[t0]);
+  else
+    rs__narr_say(
+        n,
+        "\nEvery worker now holds both halves %s all %d workers; each half "
+        "crossed %d and %d levels up and as many down.\n",
+        n->result, W, most[0], most[1]);
 }
 
 /* The columns: the two halves. */

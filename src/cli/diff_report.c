@@ -267,6 +267,8 @@ static json_t *order_json(const diff_t *d, int k) {
                 o->nodes[o->root].value, "inputs", inputs, "partials", parts,
                 "bucket", (json_int_t)o->bucket, "region_word", o->region_word,
                 "region", o->region);
+  if (o->channel >= 0)
+    json_object_set_new(jo, "channel", json_integer(o->channel));
   if (lv->local)
     json_object_set_new(jo, "local", json_integer(lv->local));
   return jo;
@@ -382,7 +384,12 @@ static void print_order(const diff_t *d, int k) {
   expr_text(&w, o->root, 1, text, sizeof text);
   number(o->nodes[o->root].value, o->dtype, num, sizeof num);
   printf("  side %c (%s", k == 0 ? 'A' : 'B', rs_algorithm_name(o->algo));
-  if (o->region_word)
+  if (o->channel >= 0 && o->region_word) /* its channel's ring (or tree) */
+    printf(", %s %d of channel %d's part of bucket %zu", o->region_word,
+           o->region, o->channel, o->bucket);
+  else if (o->channel >= 0)
+    printf(", channel %d's part of bucket %zu", o->channel, o->bucket);
+  else if (o->region_word)
     printf(", %s %d of bucket %zu", o->region_word, o->region, o->bucket);
   else
     printf(", bucket %zu", o->bucket);

@@ -425,7 +425,8 @@ static const rs_algo_t *narr_init(narr_t *x, FILE *out, const rs_run_t *run,
                         .op = op,
                         .fold_phrase = words_of(op)->fold_phrase,
                         .result = words_of(op)->result,
-                        .whole = "its buffer"},
+                        .whole = "its buffer",
+                        .channel = -1},
                 .out = out,
                 .ecol = -1,
                 .dtype = run->dtype,
@@ -445,6 +446,25 @@ static void narr_part(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
   x->base += off;
   x->n = len;
   narr_layout(x, run, a);
+}
+
+/* x (just made by narr_init for algo) narrowed to channel ch's part,
+ * elements [off, off + len) of its bucket: the ring's places are the
+ * channel's ring (algo/channels.h); the tree's part is one region, which
+ * the channel's tree carries (its narrate names the channel's workers:
+ * tree.h). */
+static void narr_channel(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
+                         rs_algorithm_t algo, int ch, size_t off, size_t len) {
+  narr_part(x, run, a, off, len);
+  x->pub.channel = ch;
+  x->pub.whole = "its part";
+  snprintf(x->title_prefix, sizeof x->title_prefix, "channel %d, ", ch);
+  if (algo == RS_ALGO_TREE) {
+    x->cols = rs__layout_whole(len, x->col_off, &x->col_word, &x->col_words);
+    return;
+  }
+  for (int p = 0; p < x->pub.workers; p++)
+    x->ring[p] = rs__rings_worker(run->shape, ch, p);
 }
 
 /* Does each sum's last fold divide by W (op avg, not averaged before)? */
@@ -666,11 +686,7 @@ static int explain_each_channel(FILE *out, const rs_run_t *run,
         earlier = j;
     narr_t x;
     const rs_algo_t *a = narr_init(&x, out, run, run->config.algo, 0);
-    narr_part(&x, run, a, off, len);
-    for (int p = 0; p < W; p++)
-      x.ring[p] = rs__rings_worker(run->shape, c, p);
-    snprintf(x.title_prefix, sizeof x.title_prefix, "channel %d, ", c);
-    x.pub.whole = "its part";
+    narr_channel(&x, run, a, run->config.algo, c, off, len);
     fprintf(out, "\n");
     channel_line(out, run, c, bucket->base, off, len);
     char what[32];
@@ -790,6 +806,28 @@ static void order_leaves(narr_t *x, rs_order_t *o, const rs_run_t *run,
   o->count = W;
 }
 
+/* On NCCL's channels (a bucket of the ring or the tree, --channels C > 1),
+ * element i of x's bucket is in one channel's part, which runs that
+ * channel's ring (or tree): x narrowed to it (narr_channel). Returns the
+ * channel, or -1 (x as it was) off channels. */
+static int element_channel(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
+                           rs_algorithm_t algo, size_t i) {
+  const int C = rs__shape_channels(run->shape);
+  if (C < 2 || !(a->caps & RS__CAP_CHANNELS))
+    return -1;
+  for (int c = 0; c < C; c++) {
+    size_t off, len;
+    rs__rings_part(x->n, run->elem_size, C, run->config.net.proto, c, &off,
+                   &len);
+    if (off <= i && i < off + len) {
+      narr_channel(x, run, a, algo, c, off, len);
+      return c;
+    }
+  }
+  assert(0); /* the parts cover the bucket */
+  return -1;
+}
+
 int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
                          char *errmsg) {
   const int W = run->config.workers;
@@ -803,6 +841,7 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
   const rs_algorithm_t algo = rs_run_bucket_algo(run, b);
   narr_t x;
   const rs_algo_t *a = narr_init(&x, NULL, run, algo, b);
+  const int ch = element_channel(&x, run, a, algo, elem - x.base);
   const size_t i = elem - x.base;
   for (x.ecol = 0; !(i < x.col_off[x.ecol + 1]); x.ecol++)
     ;
@@ -822,6 +861,7 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
   o->bucket = b;
   o->region_word = x.col_word;
   o->region = x.col_word ? x.ecol : 0;
+  o->channel = ch;
   x.order = o;
   order_leaves(&x, o, run, elem);
   if (W > 1)
