@@ -208,8 +208,7 @@ class ChannelsCli(unittest.TestCase):
         self.assertNotIn("channel 1", out)
 
     # chan-5: what is refused, one line naming the value, exit 2, nothing
-    # on stdout (--explain of the tree on channels: it narrates one
-    # channel's pair of trees); --like nccl keeps its own count.
+    # on stdout; --like nccl keeps its own count.
     def test_refusals(self):
         cases = [(["-p", self.small, "--channels", 0], "--channels '0'"),
                  (["-p", self.small, "--channels", 65], "--channels '65'"),
@@ -220,8 +219,6 @@ class ChannelsCli(unittest.TestCase):
                   "--algo all"),
                  (["model", "-p", self.small, *NET, "--algo", "linear", "--channels", 4],
                   "--algo linear"),
-                 (["-p", self.small, "-w", 4, "--algo", "tree", "--channels", 2, "--explain"],
-                  "--channels 2: --explain narrates the tree on one channel"),
                  (["step", "-p", self.small, *NET, "--algo", "rhd", "--channels", 2],
                   "--algo rhd")]
         for args, named in cases:
@@ -391,6 +388,65 @@ class ChannelsCli(unittest.TestCase):
                                  r"chunks: (.*)\.\n", text)
                 self.assertIsNotNone(part, (rid, ch))
                 self.assertIn(f"chunk {chunk} = elements {first}..{last}", part[1])
+
+    # chan-14: --explain --algo tree --channels C narrates each busy
+    # channel's tree over its part, as the ring's channels are narrated:
+    # every message it narrates (who sends to whom, up or down) is the
+    # trace's on that channel, each channel's tree and root are said, and
+    # a channel on an earlier one's tree (the same tree from the same GPU
+    # of each node) is said in one line, not narrated again.
+    def test_explain_each_channel_tree(self):
+        db = os.path.join(self.tmp.name, "t.db")
+        # two nodes of 4 GPUs and 2 NICs: channel c's chains start at GPU
+        # 0 or 2 (its NIC's first), channels 0-2 tree 0 and 3-5 tree 1
+        topo = ["--topo", "nodes=2,gpus=4,nics=2,cc=90,switch=nvswitch,"
+                "intra=1us/100GB/s,nic=5us/25GB/s"]
+        rc, out, err = helpers.run("-p", self.big, *topo, "--algo", "tree", "--channels", 6,
+                                   "--explain", "--trace", db)
+        self.assertEqual(rc, 0, err)
+        text = out[:out.index("\nringsim ")]
+        self.assertIn("The tree runs on 6 of NCCL's channels", text)
+        for line in ("  channel 0: elements 0..45055, tree 0, root worker 0, each node's "
+                     "chain from its GPU 0",
+                     "  channel 1: elements 45056..90111, tree 0, root worker 2, each "
+                     "node's chain from its GPU 2",
+                     "  channel 3: elements 135168..180223, tree 1, root worker 6, each "
+                     "node's chain from its GPU 2",
+                     "  channel 4: elements 180224..225279, tree 1, root worker 4, each "
+                     "node's chain from its GPU 0"):
+            self.assertIn(line + "\n", text)
+        repeats = {2: 0, 5: 3}
+        for ch, earlier in repeats.items():
+            self.assertIn(f"Its tree is channel {earlier}'s: its steps are channel "
+                          f"{earlier}'s", text)
+        said = {}  # (channel, phase) -> {(src, dst)}
+        title = None
+        for line in text.splitlines():
+            m = re.fullmatch(r"channel (\d+), tree \d (reduce|broadcast), level .*", line)
+            if m:
+                title = (int(m[1]), m[2])
+                said.setdefault(title, set())
+                continue
+            m = re.match(r"  worker (\d+) sends its whole part, .* to worker (\d+),", line)
+            if m and title:
+                said[title].add((int(m[1]), int(m[2])))
+            elif not line.startswith("  "):
+                title = None
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        want = {}
+        for ch, ph, src, dst in con.execute(
+                "SELECT DISTINCT channel, phase, src, dst FROM transfer WHERE run_id = 1"):
+            if ch not in repeats:
+                want.setdefault((ch, ph), set()).add((src, dst))
+        self.assertEqual(said, want)
+        self.assertEqual(sorted({c for c, _ in said}), [0, 1, 3, 4])
+        # the whole part is a channel's: its elements are the trace's
+        for ch, first, last in con.execute(
+                "SELECT channel, min(elem_offset), max(elem_offset + elems) - 1 "
+                "FROM transfer WHERE run_id = 1 GROUP BY channel"):
+            self.assertIn(f"Every message carries a worker's whole part of channel {ch}, "
+                          f"elements {first}..{last}.", text)
 
     # chan-8: the Perfetto export says each transfer's channel, and in
     # simulated time gives each channel a lane of its own on a link.

@@ -186,17 +186,6 @@ static int check_explain(const options_t *o) {
     return cli_refuse(o->mode, "--explain narrates one algorithm; --algo "
                                "auto chooses one per bucket (give --algo "
                                "NAME)");
-  /* (of the schedules on NCCL's channels, --explain narrates the ring's
-   * alone: the tree's, as one channel's pair of trees) */
-  const rs_algo_info_t info = cli_algo_info(o->config.algo);
-  if (info.channels && !info.textbook_ring && o->given[OPT_CHANNELS] &&
-      !o->nccl.on && o->nccl.channels > 1)
-    return cli_refuse(o->mode,
-                      "--channels %d: --explain narrates the %s on one "
-                      "channel, not on NCCL's channels (give --channels 1; "
-                      "the trace's channel column says each channel's "
-                      "transfers)",
-                      o->nccl.channels, info.name);
   return -1;
 }
 
@@ -294,8 +283,8 @@ int cli_check_run(options_t *o) {
     o->config.segment_bytes = own;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
-  /* --explain narrates the tree on one channel: so it runs there (unless
-   * told, NCCL's count) */
+  /* --explain runs the tree on one channel, the pair of trees, unless
+   * --channels says how many (it narrates each channel's tree then) */
   if (o->explain && cli_algo_info(o->config.algo).channels &&
       !cli_algo_info(o->config.algo).textbook_ring && !o->given[OPT_CHANNELS])
     o->config.net.channels = 1;

@@ -25,6 +25,7 @@
 #include "algo/channels.h"
 #include "algo/list.h"
 #include "algo/narrate.h"
+#include "algo/tree.h"
 #include "base/reduce.h"
 #include "base/util.h"
 #include "core/runstate.h"
@@ -166,11 +167,17 @@ static void values_cell(const narr_t *x, int r, int c, char *buf, size_t size) {
     snprintf(buf, size, "-");
 }
 
+/* What one column is, when the algorithm moves it whole: a worker's
+ * buffer, or on one of NCCL's channels its part of it. */
+static const char *whole_word(const narr_t *x) {
+  return x->pub.channel >= 0 ? "part" : "buffer";
+}
+
 static void col_name(const narr_t *x, int c, char *buf, size_t size) {
   if (x->col_word)
     snprintf(buf, size, "%s %d", x->col_word, c);
   else
-    snprintf(buf, size, "buffer");
+    snprintf(buf, size, "%s", whole_word(x));
 }
 
 /* The table of contributions, and under it the values: each column as
@@ -225,11 +232,11 @@ static void print_table(const narr_t *x) {
 static void region_text(const narr_t *x, int first, int end, char *buf,
                         size_t size) {
   if (!x->col_word)
-    snprintf(buf, size, "its whole buffer");
+    snprintf(buf, size, "its whole %s", whole_word(x));
   else if (end - first == 1)
     snprintf(buf, size, "%s %d", x->col_word, first);
   else if (first == 0 && end == x->cols)
-    snprintf(buf, size, "its whole buffer");
+    snprintf(buf, size, "its whole %s", whole_word(x));
   else
     snprintf(buf, size, "%s %d..%d", x->col_words, first, end - 1);
 }
@@ -599,37 +606,71 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
                 "(--average pre)");
 }
 
-/* Do channels a and b run one ring order (the same worker at every
- * place, so the same steps)? */
-static int same_ring(rs_shape_t shape, int a, int b) {
+/* Do channels a and b run the same steps: one ring order (the same
+ * worker at every place), or for the tree one tree over one order? */
+static int same_steps(const rs_run_t *run, int a, int b) {
+  const rs_shape_t shape = run->shape;
+  if (run->config.algo == RS_ALGO_TREE)
+    return rs__tree_ch_tree(shape, a) == rs__tree_ch_tree(shape, b) &&
+           rs__tree_ch_head(shape, a) == rs__tree_ch_head(shape, b);
   for (int p = 0; p < shape.workers; p++)
     if (rs__rings_worker(shape, a, p) != rs__rings_worker(shape, b, p))
       return 0;
   return 1;
 }
 
-/* Channel ch's part of bucket 0 and its ring, on one line. */
+/* Channel ch's part of bucket 0 and its ring (or its tree: which, its
+ * root, and on several nodes the local GPU each node's chain starts
+ * from), on one line. */
 static void channel_line(FILE *out, const rs_run_t *run, int ch, size_t base,
                          size_t off, size_t len) {
-  fprintf(out, "channel %d: elements %zu..%zu, ring", ch, base + off,
+  const rs_shape_t shape = run->shape;
+  fprintf(out, "channel %d: elements %zu..%zu, ", ch, base + off,
           base + off + len - 1);
+  if (run->config.algo == RS_ALGO_TREE) {
+    const int t = rs__tree_ch_tree(shape, ch);
+    fprintf(out, "tree %d, root worker %d", t, rs__tree_ch_root(shape, ch, t));
+    if (rs__tree_nodes_of(shape) > 1)
+      fprintf(out, ", each node's chain from its GPU %d",
+              rs__tree_ch_head(shape, ch));
+    fprintf(out, "\n");
+    return;
+  }
+  fprintf(out, "ring");
   for (int p = 0; p < run->config.workers; p++)
-    fprintf(out, " %d", rs__rings_worker(run->shape, ch, p));
+    fprintf(out, " %d", rs__rings_worker(shape, ch, p));
   fprintf(out, "\n");
 }
 
 /* On NCCL's channels (--channels): how the bucket is cut between them,
- * each one's ring, and the rule the narration follows. */
+ * each one's ring (or tree), and the rule the narration follows. */
 static void explain_channels(const narr_t *x, const rs_run_t *run) {
   const int C = rs__shape_channels(run->shape), W = x->pub.workers;
-  fprintf(x->out,
-          "\nThe ring runs on %d of NCCL's channels: the bucket is cut "
-          "between them as NCCL cuts an all-reduce's data (whole cells of "
-          "16 KiB, a channel at least 32 KiB of traffic, the last the "
-          "rest), and each channel runs the ring's steps on its part along "
-          "its own ring (the worker at place p of it doing what rank p does "
-          "in a ring), sharing each link with the other channels.\n",
-          C);
+  const int tree = run->config.algo == RS_ALGO_TREE;
+  if (tree)
+    fprintf(x->out,
+            "\nThe tree runs on %d of NCCL's channels: the bucket is cut "
+            "between them as NCCL cuts an all-reduce's data (whole cells of "
+            "16 KiB, a channel at least 32 KiB of traffic, the last the "
+            "rest), and each channel all-reduces its part, whole, up and "
+            "down one of the two trees (the first half of the channels "
+            "tree 0, the others tree 1), %s, sharing each link with the "
+            "other channels.\n",
+            C,
+            rs__tree_nodes_of(run->shape) > 1
+                ? "its chain through each node starting at a GPU of its own "
+                  "(the worker at position i of a node's chain doing what "
+                  "local rank i does in the tree)"
+                : "over the workers as they are numbered");
+  else
+    fprintf(x->out,
+            "\nThe ring runs on %d of NCCL's channels: the bucket is cut "
+            "between them as NCCL cuts an all-reduce's data (whole cells of "
+            "16 KiB, a channel at least 32 KiB of traffic, the last the "
+            "rest), and each channel runs the ring's steps on its part along "
+            "its own ring (the worker at place p of it doing what rank p does "
+            "in a ring), sharing each link with the other channels.\n",
+            C);
   for (int c = 0; c < C; c++) {
     size_t off, len;
     rs__rings_part(x->n, run->elem_size, C, run->config.net.proto, c, &off,
@@ -643,23 +684,39 @@ static void explain_channels(const narr_t *x, const rs_run_t *run) {
     channel_line(x->out, run, c, x->base, off, len);
   }
   const rs_rings_t *g = run->shape.rings;
-  fprintf(x->out, "%s\n",
-          g && g->nccl
-              ? "(the rings NCCL's graph search builds on this topology: "
-                "docs/algorithms.md, \"The channels' rings\")"
-              : "(every ring 0, 1, ..., W-1: on this network the channels "
-                "share every link)");
-  /* A channel on an earlier channel's ring order sends the same chunk
-   * numbers between the same workers at every step: its tables would be
+  if (tree)
+    fprintf(x->out, "%s\n",
+            g && g->nccl && rs__tree_nodes_of(run->shape) > 1
+                ? "(the chains NCCL's graph search builds on this topology: "
+                  "docs/algorithms.md, \"The channels' trees\")"
+                : "(every channel's tree over the same workers: on this "
+                  "network the channels share every link)");
+  else
+    fprintf(x->out, "%s\n",
+            g && g->nccl
+                ? "(the rings NCCL's graph search builds on this topology: "
+                  "docs/algorithms.md, \"The channels' rings\")"
+                : "(every ring 0, 1, ..., W-1: on this network the channels "
+                  "share every link)");
+  /* A channel on an earlier channel's ring order (or tree) sends the same
+   * regions between the same workers at every step: its tables would be
    * that channel's again, over other elements. A teacher shows each ring
    * once, and says which channels repeat it. */
-  fprintf(x->out,
-          "The channels run side by side, each a ring of its own. Below, "
-          "each busy channel in turn, its part cut into %d chunks: its "
-          "steps in full where its ring order is new; a channel on an "
-          "earlier channel's ring order runs that channel's steps on its "
-          "own chunks, said in one line.\n",
-          W);
+  if (tree)
+    fprintf(x->out,
+            "The channels run side by side, each a tree of its own. Below, "
+            "each busy channel in turn, its part one region: its steps in "
+            "full where its tree is new; a channel on an earlier channel's "
+            "tree runs that channel's steps on its own part, said in one "
+            "line.\n");
+  else
+    fprintf(x->out,
+            "The channels run side by side, each a ring of its own. Below, "
+            "each busy channel in turn, its part cut into %d chunks: its "
+            "steps in full where its ring order is new; a channel on an "
+            "earlier channel's ring order runs that channel's steps on its "
+            "own chunks, said in one line.\n",
+            W);
   if (W >= 4) /* set_text's ranges, which count workers, not places */
     fprintf(x->out,
             "Three or more workers numbered in a row (%d wrapping round to "
@@ -668,11 +725,12 @@ static void explain_channels(const narr_t *x, const rs_run_t *run) {
 }
 
 /* Every busy channel's narration (explain_channels's rule): its part
- * (bucket 0's), cut into the algorithm's regions, replayed along its
- * ring. */
+ * (bucket 0's), cut into the algorithm's regions (the tree's: one),
+ * replayed along its ring (or its tree). */
 static int explain_each_channel(FILE *out, const rs_run_t *run,
                                 const narr_t *bucket) {
   const int C = rs__shape_channels(run->shape), W = bucket->pub.workers;
+  const int tree = run->config.algo == RS_ALGO_TREE;
   explain_channels(bucket, run);
   for (int c = 0; c < C; c++) {
     size_t off, len;
@@ -682,7 +740,7 @@ static int explain_each_channel(FILE *out, const rs_run_t *run,
       continue; /* (an idle channel has no part after it) */
     int earlier = -1;
     for (int j = 0; j < c && earlier < 0; j++)
-      if (same_ring(run->shape, j, c))
+      if (same_steps(run, j, c))
         earlier = j;
     narr_t x;
     const rs_algo_t *a = narr_init(&x, out, run, run->config.algo, 0);
@@ -692,6 +750,14 @@ static int explain_each_channel(FILE *out, const rs_run_t *run,
     char what[32];
     snprintf(what, sizeof what, "part of channel %d", c);
     explain_columns(&x, what, 0);
+    if (earlier >= 0 && tree) {
+      fprintf(out,
+              "Its tree is channel %d's: its steps are channel %d's, the "
+              "same workers sending to the same workers, on channel %d's "
+              "part.\n",
+              earlier, earlier, c);
+      continue;
+    }
     if (earlier >= 0) {
       fprintf(out,
               "Its ring is channel %d's: its steps are channel %d's, the "
