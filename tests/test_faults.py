@@ -169,6 +169,51 @@ class Faults(unittest.TestCase):
         self.assertEqual(p.stderr, "ringsim: inject: step 4 does not exist (rd at W=5 has steps "
                                    "0..3)\n")
 
+    # fault-14: an NVLink switch (nvls, nvlstree: node n's is participant
+    # W + n) is named as one, "switch n (participant W+n)", never as a
+    # worker beyond the W there are: in the fault it found, in the chain
+    # of waits from a crashed GPU, and in the watchdog's lines; on one
+    # node and on two.
+    def test_switch_named_as_switch(self):
+        def run(*args):
+            return subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"),
+                                   "--no-trace", "--timeout", "0.5", *args],
+                                  capture_output=True, text=True, timeout=120)
+        p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "corrupt:worker=2")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(lines[0], "ringsim: switch 0 (participant 8) received a damaged "
+                                   "segment of chunk 3 from worker 2 in reduce_scatter step 0 "
+                                   "(checksum mismatch)")
+        self.assertEqual(lines[1], "ringsim: watchdog: where each worker stopped:")
+        # (each GPU waits on the switch; what it waits to do, on the clock)
+        self.assertRegex(lines[2], r"^  worker 0    aborted         reduce_scatter step 0, "
+                                   r"waiting to (receive chunk \d+ from|send chunk \d+ to) "
+                                   r"switch 0 \(participant 8\)$")
+        self.assertNotIn("worker 8", p.stderr)
+        # a crashed GPU stops its switch: whoever's timer fires first (a GPU
+        # waiting on the switch, or the switch on worker 2) names it
+        p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "crash:worker=2,step=0")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        first = p.stderr.splitlines()[0]
+        self.assertTrue(first.startswith("ringsim: worker 2 crashed (injected) at the start of "
+                                         "reduce_scatter step 0; "), first)
+        self.assertRegex(first, r"; (worker \d noticed: it timed out .* from switch 0 "
+                                r"\(participant 8\), which waited on worker 2|switch 0 "
+                                r"\(participant 8\) noticed: it timed out .* from worker 2)$")
+        self.assertNotIn("worker 8", p.stderr)
+        # two nodes: node 1's switch is W + 1 = 17
+        p = run("--topo", "dgx-h100,nodes=2", "--algo", "nvlstree", "--inject",
+                "corrupt:worker=10")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(p.stderr.splitlines()[0],
+                         "ringsim: switch 1 (participant 17) received a damaged segment of "
+                         "chunk 3 from worker 10 in reduce_scatter step 0 (checksum mismatch)")
+        self.assertRegex(p.stderr, r"\n  worker 8    aborted         reduce_scatter step 0, "
+                                   r"waiting to (receive chunk \d+ from|send chunk \d+ to) "
+                                   r"switch 1 \(participant 17\)\n")
+        self.assertNotRegex(p.stderr, r"worker (16|17)\b")
+
     # fault-10: the culprit is named every time, whichever neighbour's
     # timer fires first: the first line names the crashed (or stalled)
     # worker, then who noticed; the worker that noticed timed out.

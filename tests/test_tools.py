@@ -491,6 +491,24 @@ class Tools(unittest.TestCase):
         self.assertEqual(starts, ends)
         self.assert_nested(events)
 
+    # tools-switch: where a GPU stopped waiting on its node's NVLink switch
+    # (nvls: participant W + n), the export names the switch as ringsim
+    # does, "switch 0 (participant 8)", never "worker 8" of 8 workers.
+    def test_export_names_a_switch(self):
+        db = self.out("nvls-failed.db")
+        p = subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"), "--topo",
+                            "dgx-h100", "--algo", "nvls", "--inject", "corrupt:worker=2",
+                            "--timeout", "0.3", "--trace", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        events = self.export(db)["traceEvents"]
+        stopped = {e["tid"]: e["args"] for e in events if e["name"].startswith("stopped: ")}
+        peers = self.rows(db, "SELECT worker, peer FROM worker WHERE waiting = 'receive'")
+        self.assertTrue(peers)
+        for w, peer in peers:
+            self.assertEqual(peer, 8, (w, peer))
+            self.assertTrue(stopped[w]["where"].endswith(
+                ", waiting to receive from switch 0 (participant 8)"), stopped[w])
+
     # tools-10: the chunk diagram at W=16 fits one 1920 x 1080 screen: the
     # panels of the steps that matter (start, reduce-scatter 0, 1 and 14,
     # all-gather 0 and 14), the title naming those left out, labels 10

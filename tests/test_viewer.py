@@ -755,6 +755,38 @@ class Viewer(BrowserCase):
         self.shot("failed")
         self.assert_no_console_errors()
 
+    # viewer-switch: a page of an nvls run loads (its topology view read
+    # participant W + n, the node's NVLink switch, as a GPU that is not
+    # there, and stopped the page's script), and the view names the switch
+    # "switch n (participant W+n)", as ringsim's own messages name it: its
+    # box, and every link into and out of it, whose bytes are the trace's.
+    def test_switch_named_as_switch(self):
+        db = os.path.join(self.dir, "nvls.db")
+        page = os.path.join(self.dir, "nvls.html")
+        p = run_ringsim("-p", os.path.join(EXAMPLES, "mlp.json"), "--topo", "dgx-h100",
+                        "--algo", "nvls", "--trace", db)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run_tool("html", db, "-o", page)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.open(page)
+        boxes = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('svg.topo .switch title')].map("
+            "t => t.textContent)", self.pane())
+        self.assertEqual(boxes, ["switch 0 (participant 8)"])
+        links = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('svg.topo .link title')].map("
+            "t => t.textContent)", self.pane())
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        want = ["%s -> %s: %s bytes" % (f"GPU {s}" if s < 8 else "switch 0 (participant 8)",
+                                        f"GPU {d}" if d < 8 else "switch 0 (participant 8)",
+                                        f"{b:,}")
+                for s, d, b in con.execute("SELECT src, dst, sum(bytes) FROM transfer "
+                                           "GROUP BY src, dst")]
+        self.assertEqual(sorted(links), sorted(want))
+        self.assertNotIn("GPU 8", " ".join(links))
+        self.assert_no_console_errors()
+
     # viewer-4: the page loads nothing: no request but the page itself (the
     # performance log and the page's own resource list), and no console error
     # while a user plays, zooms, toggles the clock, hovers the timeline and

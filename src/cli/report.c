@@ -159,8 +159,20 @@ const char *cli_init_name(rs_init_t init) {
  * of PyTorch's Flight Recorder), so a hang names its culprit. */
 #define WATCHDOG_LINES 32
 
+/* Participant p as the watchdog names it: worker p, or node n's NVLink
+ * switch, participant W + n (docs/trace-schema.md): "switch n
+ * (participant W+n)", as the run's messages name it. */
+static const char *who(int p, int W, char *buf, size_t size) {
+  if (p >= W)
+    snprintf(buf, size, "switch %d (participant %d)", p - W, p);
+  else
+    snprintf(buf, size, "worker %d", p);
+  return buf;
+}
+
 void cli_print_watchdog(rs_run_t *run) {
   const int W = rs_run_config(run)->workers;
+  char peer[48];
   fprintf(stderr, "ringsim: watchdog: where each worker stopped:\n");
   for (int w = 0; w < W && w < WATCHDOG_LINES; w++) {
     rs_worker_state_t s;
@@ -172,13 +184,15 @@ void cli_print_watchdog(rs_run_t *run) {
     int blocked =
         s.wstate == RS_WSTATE_TIMED_OUT || s.wstate == RS_WSTATE_ABORTED;
     if (s.waiting && strcmp(s.waiting, "finish") == 0)
-      fprintf(stderr, ", its steps done, %s worker %d's end of stream",
-              blocked ? "waiting for" : "checking", s.peer);
+      fprintf(stderr, ", its steps done, %s %s's end of stream",
+              blocked ? "waiting for" : "checking",
+              who(s.peer, W, peer, sizeof peer));
     else if (s.waiting)
-      fprintf(stderr, ", %s chunk %d %s worker %d",
+      fprintf(stderr, ", %s chunk %d %s %s",
               blocked ? (sending ? "waiting to send" : "waiting to receive")
                       : (sending ? "while sending" : "while receiving"),
-              s.chunk, sending ? "to" : "from", s.peer);
+              s.chunk, sending ? "to" : "from",
+              who(s.peer, W, peer, sizeof peer));
     else if (s.wstate == RS_WSTATE_STALLED)
       fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
     else if (s.wstate == RS_WSTATE_CRASHED)

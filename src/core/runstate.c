@@ -9,6 +9,24 @@
 #include "algo/list.h"
 #include "base/util.h"
 
+/* Participant p as a message names it: "worker p", or for node n's
+ * NVLink switch (participant W + n: runstate.h's switches,
+ * docs/trace-schema.md) "switch n (participant W+n)". A value whose
+ * array lives to the end of the call it is an argument of (C11 6.2.4). */
+typedef struct who {
+  char s[48];
+} who_t;
+
+static who_t who(const rs_run_t *run, int p) {
+  const int W = run->config.workers;
+  who_t n;
+  if (p >= W)
+    snprintf(n.s, sizeof n.s, "switch %d (participant %d)", p - W, p);
+  else
+    snprintf(n.s, sizeof n.s, "worker %d", p);
+  return n;
+}
+
 /* Set the run's status and error, unless a fault set them first; note
  * which worker found it (-1: none). */
 static void fail_v(rs_run_t *run, int worker, int code, const char *fmt,
@@ -138,50 +156,54 @@ void rs__run_report_fault(rs_run_t *run, const rs_worker_t *w, int rc) {
   int sending = p->activity == RS_ACT_SENDING;
   if (rc == RS_ETIMEDOUT && p->activity == RS_ACT_FINISHING)
     fail_at(run, w->rank, rc,
-            "worker %d timed out after %g s after its last step, waiting for "
-            "worker %d to finish",
-            w->rank, run->config.timeout_s, peer);
+            "%s timed out after %g s after its last step, waiting for "
+            "%s to finish",
+            who(run, w->rank).s, run->config.timeout_s, who(run, peer).s);
   else if (rc == RS_ETIMEDOUT)
     fail_at(run, w->rank, rc,
-            "worker %d timed out after %g s in %s step %d, waiting to %s "
-            "chunk %d %s worker %d",
-            w->rank, run->config.timeout_s, rs__phase_name(p->phase), p->step,
-            sending ? "send" : "receive", p->chunk, sending ? "to" : "from",
-            peer);
+            "%s timed out after %g s in %s step %d, waiting to %s "
+            "chunk %d %s %s",
+            who(run, w->rank).s, run->config.timeout_s,
+            rs__phase_name(p->phase), p->step, sending ? "send" : "receive",
+            p->chunk, sending ? "to" : "from", who(run, peer).s);
   else if (rc == RS_EPROTO && p->mismatch)
     fail_at(run, w->rank, rc,
-            "worker %d received the wrong segment from worker %d in %s "
-            "step %d (expected chunk %d)",
-            w->rank, peer, rs__phase_name(p->phase), p->step, p->chunk);
+            "%s received the wrong segment from %s in %s step %d "
+            "(expected chunk %d)",
+            who(run, w->rank).s, who(run, peer).s, rs__phase_name(p->phase),
+            p->step, p->chunk);
   else if (rc == RS_EPROTO && in && in->bad_end && in->bad_seq < in->recv_seq)
     fail_at(run, w->rank, rc,
-            "worker %d received message %llu from worker %d again after its "
+            "%s received message %llu from %s again after its "
             "last step (%s step %d): a message was delivered twice",
-            w->rank, (unsigned long long)in->bad_seq, peer,
-            rs__phase_name(p->phase), p->step);
+            who(run, w->rank).s, (unsigned long long)in->bad_seq,
+            who(run, peer).s, rs__phase_name(p->phase), p->step);
   else if (rc == RS_EPROTO && in && in->bad_end)
     fail_at(run, w->rank, rc,
-            "worker %d expected message %llu from worker %d in %s step %d, "
-            "but worker %d finished having sent %llu: a message was lost",
-            w->rank, (unsigned long long)in->recv_seq, peer,
-            rs__phase_name(p->phase), p->step, peer,
-            (unsigned long long)in->bad_seq);
+            "%s expected message %llu from %s in %s step %d, "
+            "but %s finished having sent %llu: a message was lost",
+            who(run, w->rank).s, (unsigned long long)in->recv_seq,
+            who(run, peer).s, rs__phase_name(p->phase), p->step,
+            who(run, peer).s, (unsigned long long)in->bad_seq);
   else if (rc == RS_EPROTO && in && in->bad_seq != in->recv_seq)
     fail_at(run, w->rank, rc,
-            "worker %d received message %llu from worker %d when it "
+            "%s received message %llu from %s when it "
             "expected %llu, in %s step %d: %s",
-            w->rank, (unsigned long long)in->bad_seq, peer,
-            (unsigned long long)in->recv_seq, rs__phase_name(p->phase), p->step,
+            who(run, w->rank).s, (unsigned long long)in->bad_seq,
+            who(run, peer).s, (unsigned long long)in->recv_seq,
+            rs__phase_name(p->phase), p->step,
             in->bad_seq < in->recv_seq ? "a message was delivered twice"
                                        : "a message was lost");
   else if (rc == RS_ECORRUPT)
     fail_at(run, w->rank, rc,
-            "worker %d received a damaged segment of chunk %d from "
-            "worker %d in %s step %d (checksum mismatch)",
-            w->rank, p->chunk, peer, rs__phase_name(p->phase), p->step);
+            "%s received a damaged segment of chunk %d from "
+            "%s in %s step %d (checksum mismatch)",
+            who(run, w->rank).s, p->chunk, who(run, peer).s,
+            rs__phase_name(p->phase), p->step);
   else
-    fail_at(run, w->rank, rc, "worker %d failed in %s step %d: %s", w->rank,
-            rs__phase_name(p->phase), p->step, rs_strerror(rc));
+    fail_at(run, w->rank, rc, "%s failed in %s step %d: %s",
+            who(run, w->rank).s, rs__phase_name(p->phase), p->step,
+            rs_strerror(rc));
   rs__run_abort(run);
 }
 
@@ -232,7 +254,7 @@ void rs__run_name_culprit(rs_run_t *run) {
     culprit = next;
     if (++hops > 1 && len < sizeof chain)
       len += (size_t)snprintf(chain + len, sizeof chain - len,
-                              ", which waited on worker %d", culprit);
+                              ", which waited on %s", who(run, culprit).s);
     if (stalled_during_wait(run, &run->workers[culprit]))
       break; /* its stall is why the others waited */
     if (culprit == noticer || hops > W) {
@@ -245,16 +267,17 @@ void rs__run_name_culprit(rs_run_t *run) {
   char what[RS_ERRMSG_MAX];
   if (culprit != noticer && stalled_during_wait(run, c))
     snprintf(what, sizeof what,
-             "worker %d stalled (injected, %d ms) at the start of %s step %d",
-             culprit, c->progress.stall_ms,
+             "%s stalled (injected, %d ms) at the start of %s step %d",
+             who(run, culprit).s, c->progress.stall_ms,
              rs__phase_name(c->progress.stall_phase), c->progress.stall_step);
   else if (lost)
     snprintf(what, sizeof what,
-             "a message from worker %d to worker %d was lost on the wire "
-             "(worker %d sent %llu, worker %d received %llu) and no later "
+             "a message from %s to %s was lost on the wire "
+             "(%s sent %llu, %s received %llu) and no later "
              "one came to show it",
-             waiter->progress.peer, waiter->rank, waiter->progress.peer,
-             (unsigned long long)sent, waiter->rank, (unsigned long long)got);
+             who(run, waiter->progress.peer).s, who(run, waiter->rank).s,
+             who(run, waiter->progress.peer).s, (unsigned long long)sent,
+             who(run, waiter->rank).s, (unsigned long long)got);
   else if (cycle && rs__algo_get(run->config.algo) &&
            (rs__algo_get(run->config.algo)->caps & RS__CAP_TEXTBOOK_RING))
     snprintf(what, sizeof what,
@@ -266,25 +289,27 @@ void rs__run_name_culprit(rs_run_t *run) {
              "deadlock)");
   else if (c->rc == RS_WORKER_CRASHED)
     snprintf(what, sizeof what,
-             "worker %d crashed (injected) at the start of %s step %d", culprit,
-             phase, c->progress.step);
+             "%s crashed (injected) at the start of %s step %d",
+             who(run, culprit).s, phase, c->progress.step);
   else if (c->rc == RS_OK)
-    snprintf(what, sizeof what, "worker %d had finished its steps", culprit);
+    snprintf(what, sizeof what, "%s had finished its steps",
+             who(run, culprit).s);
   else if (c->rc == RS_WORKER_NOT_STARTED)
     snprintf(what, sizeof what,
-             "worker %d had not begun its steps (its thread had not run "
+             "%s had not begun its steps (its thread had not run "
              "within --timeout %g s)",
-             culprit, run->config.timeout_s);
+             who(run, culprit).s, run->config.timeout_s);
   else
     snprintf(what, sizeof what,
-             "worker %d stopped making progress in %s step %d (it was not "
+             "%s stopped making progress in %s step %d (it was not "
              "waiting on a neighbour)",
-             culprit, phase, c->progress.step);
-  /* "worker N timed out ..." becomes "worker N noticed: it timed out ..." */
+             who(run, culprit).s, phase, c->progress.step);
+  /* "worker N timed out ..." becomes "worker N noticed: it timed out ..."
+   * (a switch's: "switch n (participant W+n) noticed: ...") */
   const char *rest = strstr(run->errmsg, " timed out");
   char full[4 * RS_ERRMSG_MAX];
-  snprintf(full, sizeof full, "%s; worker %d noticed: it%s%s", what, noticer,
-           rest ? rest : run->errmsg, chain);
+  snprintf(full, sizeof full, "%s; %s noticed: it%s%s", what,
+           who(run, noticer).s, rest ? rest : run->errmsg, chain);
   memcpy(run->errmsg, full, sizeof run->errmsg - 1); /* truncated, if long */
   run->errmsg[sizeof run->errmsg - 1] = '\0';
   rs_one_line(run->errmsg);

@@ -5,8 +5,8 @@ fit in memory as events).
 import json
 
 from .output import progress, replacing
-from .replay import (bucket_algos, channel_column, contributors, injected_faults, participants,
-    phase_abbrev, pick_clock, run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
+from .replay import (bucket_algos, channel_column, contributors, injected_faults, participant_name,
+    participants, phase_abbrev, pick_clock, run_algo, run_failed, run_gpus, status_line, stop_times, transfer_count, worker_states)
 
 
 # What a receiver does with a payload of the phase: adds it in, or copies it
@@ -246,8 +246,8 @@ def fault_events(con, run, clock):
     for w, (state, phase, step, chunk, waiting, peer) in sorted(states.items()):
         if state in (None, "done"):
             continue
-        doing = f", waiting to {waiting} {'from' if waiting == 'receive' else 'to'} worker {peer}" \
-            if waiting else ""
+        doing = (f", waiting to {waiting} {'from' if waiting == 'receive' else 'to'} "
+                 f"{participant_name(peer, W)}") if waiting else ""
         yield {"ph": "i", "s": "t", "name": f"stopped: {state}", "cat": "fault", "pid": rid, "tid": w,
                "ts": stops[w][2] * us,
                "args": {"state": state, "phase": phase, "step": step, "chunk": chunk,

@@ -388,6 +388,13 @@ def participants(run):
     return W + (nodes if isinstance(nodes, int) and 1 <= nodes <= W else 1)
 
 
+def participant_name(p, W):
+    """Participant p as messages name it: "worker p", or node n's NVLink
+    switch, participant W + n, "switch n (participant W+n)" (as ringsim's
+    own messages name it; docs/trace-schema.md)."""
+    return f"worker {p}" if p < W else f"switch {p - W} (participant {p})"
+
+
 def run_gpus(run):
     """G, the GPUs per node, for a hier run (whose messages within a node
     name their contributors round the node; W, one node, if its topology
