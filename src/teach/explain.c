@@ -455,18 +455,27 @@ static void narr_part(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
   narr_layout(x, run, a);
 }
 
-/* x (just made by narr_init for algo) narrowed to channel ch's part,
+/* Of the algorithms that run on NCCL's channels (RS__CAP_CHANNELS), does
+ * a run channel by channel trees (NCCL's tree), not rings (the textbook
+ * ring, RS__CAP_TEXTBOOK_RING)? The ring narrates the places of each
+ * channel's ring; the tree each channel's tree by its workers, the part
+ * one region (algo/narrate.h). */
+static int channel_trees(const rs_algo_t *a) {
+  return (a->caps & RS__CAP_CHANNELS) && !(a->caps & RS__CAP_TEXTBOOK_RING);
+}
+
+/* x (just made by narr_init for a) narrowed to channel ch's part,
  * elements [off, off + len) of its bucket: the ring's places are the
  * channel's ring (algo/channels.h); the tree's part is one region, which
  * the channel's tree carries (its narrate names the channel's workers:
  * tree.h). */
 static void narr_channel(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
-                         rs_algorithm_t algo, int ch, size_t off, size_t len) {
+                         int ch, size_t off, size_t len) {
   narr_part(x, run, a, off, len);
   x->pub.channel = ch;
   x->pub.whole = "its part";
   snprintf(x->title_prefix, sizeof x->title_prefix, "channel %d, ", ch);
-  if (algo == RS_ALGO_TREE) {
+  if (channel_trees(a)) {
     x->cols = rs__layout_whole(len, x->col_off, &x->col_word, &x->col_words);
     return;
   }
@@ -610,7 +619,7 @@ static void explain_values(narr_t *x, const rs_run_t *run) {
  * worker at every place), or for the tree one tree over one order? */
 static int same_steps(const rs_run_t *run, int a, int b) {
   const rs_shape_t shape = run->shape;
-  if (run->config.algo == RS_ALGO_TREE)
+  if (channel_trees(rs__algo_get(run->config.algo)))
     return rs__tree_ch_tree(shape, a) == rs__tree_ch_tree(shape, b) &&
            rs__tree_ch_head(shape, a) == rs__tree_ch_head(shape, b);
   for (int p = 0; p < shape.workers; p++)
@@ -627,7 +636,7 @@ static void channel_line(FILE *out, const rs_run_t *run, int ch, size_t base,
   const rs_shape_t shape = run->shape;
   fprintf(out, "channel %d: elements %zu..%zu, ", ch, base + off,
           base + off + len - 1);
-  if (run->config.algo == RS_ALGO_TREE) {
+  if (channel_trees(rs__algo_get(run->config.algo))) {
     const int t = rs__tree_ch_tree(shape, ch);
     fprintf(out, "tree %d, root worker %d", t, rs__tree_ch_root(shape, ch, t));
     if (rs__tree_nodes_of(shape) > 1)
@@ -646,7 +655,7 @@ static void channel_line(FILE *out, const rs_run_t *run, int ch, size_t base,
  * each one's ring (or tree), and the rule the narration follows. */
 static void explain_channels(const narr_t *x, const rs_run_t *run) {
   const int C = rs__shape_channels(run->shape), W = x->pub.workers;
-  const int tree = run->config.algo == RS_ALGO_TREE;
+  const int tree = channel_trees(rs__algo_get(run->config.algo));
   if (tree)
     fprintf(x->out,
             "\nThe tree runs on %d of NCCL's channels: the bucket is cut "
@@ -730,7 +739,7 @@ static void explain_channels(const narr_t *x, const rs_run_t *run) {
 static int explain_each_channel(FILE *out, const rs_run_t *run,
                                 const narr_t *bucket) {
   const int C = rs__shape_channels(run->shape), W = bucket->pub.workers;
-  const int tree = run->config.algo == RS_ALGO_TREE;
+  const int tree = channel_trees(rs__algo_get(run->config.algo));
   explain_channels(bucket, run);
   for (int c = 0; c < C; c++) {
     size_t off, len;
@@ -744,7 +753,7 @@ static int explain_each_channel(FILE *out, const rs_run_t *run,
         earlier = j;
     narr_t x;
     const rs_algo_t *a = narr_init(&x, out, run, run->config.algo, 0);
-    narr_channel(&x, run, a, run->config.algo, c, off, len);
+    narr_channel(&x, run, a, c, off, len);
     fprintf(out, "\n");
     channel_line(out, run, c, bucket->base, off, len);
     char what[32];
@@ -877,7 +886,7 @@ static void order_leaves(narr_t *x, rs_order_t *o, const rs_run_t *run,
  * channel's ring (or tree): x narrowed to it (narr_channel). Returns the
  * channel, or -1 (x as it was) off channels. */
 static int element_channel(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
-                           rs_algorithm_t algo, size_t i) {
+                           size_t i) {
   const int C = rs__shape_channels(run->shape);
   if (C < 2 || !(a->caps & RS__CAP_CHANNELS))
     return -1;
@@ -886,7 +895,7 @@ static int element_channel(narr_t *x, const rs_run_t *run, const rs_algo_t *a,
     rs__rings_part(x->n, run->elem_size, C, run->config.net.proto, c, &off,
                    &len);
     if (off <= i && i < off + len) {
-      narr_channel(x, run, a, algo, c, off, len);
+      narr_channel(x, run, a, c, off, len);
       return c;
     }
   }
@@ -907,7 +916,7 @@ int rs_run_element_order(const rs_run_t *run, size_t elem, rs_order_t **out,
   const rs_algorithm_t algo = rs_run_bucket_algo(run, b);
   narr_t x;
   const rs_algo_t *a = narr_init(&x, NULL, run, algo, b);
-  const int ch = element_channel(&x, run, a, algo, elem - x.base);
+  const int ch = element_channel(&x, run, a, elem - x.base);
   const size_t i = elem - x.base;
   for (x.ecol = 0; !(i < x.col_off[x.ecol + 1]); x.ecol++)
     ;
