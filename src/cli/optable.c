@@ -543,17 +543,19 @@ const cli_option_t cli_options[OPT_COUNT] = {
                   0,
                   0,
                   NULL,
-                  {[CLI_RUN] = H("nodes of GPUs, their links and NICs, "
-                                 "instead of --net: dgx-h100,nodes=64 or "
-                                 "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
-                                 "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
-                                 "W must be nodes x gpus)"),
-                   [CLI_MODEL] = H("nodes of GPUs, their links and NICs, "
-                                   "instead of --net: dgx-h100,nodes=64 "
-                                   "(nodes=1,8,64: a row each) or "
-                                   "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
-                                   "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
-                                   "W must be nodes x gpus)"),
+                  {[CLI_RUN] =
+                       H("nodes of GPUs, their links and NICs, "
+                         "instead of --net: dgx-h100,nodes=64 or "
+                         "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
+                         "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
+                         "W must be nodes x gpus)"),
+                   [CLI_MODEL] =
+                       H("nodes of GPUs, their links and NICs, "
+                         "instead of --net: dgx-h100,nodes=64 "
+                         "(nodes=1,8,64: a row each) or "
+                         "nodes=2,gpus=4,nics=1,intra=1us/100GB/s,"
+                         "nic=5us/25GB/s (presets dgx-h100, dgx-a100, pcie; "
+                         "W must be nodes x gpus)"),
                    [CLI_STEP] = H("nodes of GPUs, their links and NICs, "
                                   "instead of --net: dgx-h100,nodes=8")}},
     [OPT_REDUCE_RATE] = {"reduce-rate",
@@ -714,24 +716,25 @@ const cli_option_t cli_options[OPT_COUNT] = {
                       1,
                       RS_MAX_CHANNELS,
                       NULL,
-                      {[CLI_RUN] = H("the ring on C of NCCL's channels "
-                                     "(1..64, MAXCHANNELS;\ndefault 1): "
-                                     "each bucket cut between them as\n"
-                                     "NCCL cuts it, each channel a ring "
-                                     "on its part,\nalong its own order "
-                                     "on a --topo NCCL knows"),
-                       [CLI_MODEL] = H("the ring on C of NCCL's channels "
-                                       "(1..64, MAXCHANNELS;\ndefault 1); "
-                                       "with --like nccl, C channels, as\n"
-                                       "NCCL_MIN_NCHANNELS = "
-                                       "NCCL_MAX_NCHANNELS = C\n(default: "
-                                       "NCCL's count)"),
-                       [CLI_STEP] = H("the ring on C of NCCL's channels "
-                                      "(1..64, MAXCHANNELS;\ndefault 1); "
-                                      "with --like nccl, C channels, as\n"
-                                      "NCCL_MIN_NCHANNELS = "
-                                      "NCCL_MAX_NCHANNELS = C\n(default: "
-                                      "NCCL's count)")}},
+                      {[CLI_RUN] = H("the ring or the tree on C of NCCL's "
+                                     "channels (1..64,\nMAXCHANNELS; "
+                                     "default: NCCL's count on a --topo\n"
+                                     "NCCL knows, else 1): each bucket "
+                                     "cut between them\nas NCCL cuts it, "
+                                     "each channel a ring (a tree) on\n"
+                                     "its part, along its own order"),
+                       [CLI_MODEL] =
+                           H("the ring and the tree on C of NCCL's\n"
+                             "channels (1..64, MAXCHANNELS; default:\n"
+                             "NCCL's count on a --topo NCCL knows, else\n"
+                             "1); with --like nccl, C channels, as\n"
+                             "NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = C"),
+                       [CLI_STEP] =
+                           H("the ring and the tree on C of NCCL's\n"
+                             "channels (1..64, MAXCHANNELS; default:\n"
+                             "NCCL's count on a --topo NCCL knows, else\n"
+                             "1); with --like nccl, C channels, as\n"
+                             "NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = C")}},
     [OPT_LOOP] = {"loop",
                   0,
                   RUN | BENCH | DIFF,
