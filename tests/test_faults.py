@@ -214,6 +214,42 @@ class Faults(unittest.TestCase):
                                    r"switch 1 \(participant 17\)\n")
         self.assertNotRegex(p.stderr, r"worker (16|17)\b")
 
+    # fault-15: the watchdog lists each NVLink switch (a participant a GPU
+    # waits on) after the GPUs, named as one, with its own state: the
+    # switch that found a damaged segment, and on a hang the switch that
+    # waited on the crashed GPU; on one node and on two.
+    def test_watchdog_lists_switches(self):
+        def run(*args):
+            return subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"),
+                                   "--no-trace", "--timeout", "0.5", *args],
+                                  capture_output=True, text=True, timeout=120)
+        p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "corrupt:worker=2")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(lines[1], "ringsim: watchdog: where each worker stopped:")
+        self.assertEqual(len(lines), 2 + 8 + 1, p.stderr)
+        self.assertTrue(all(l.startswith("  worker ") for l in lines[2:10]), p.stderr)
+        self.assertEqual(lines[10], "  switch 0 (participant 8) damaged_message reduce_scatter "
+                                    "step 0, while receiving chunk 3 from worker 2")
+        # a hang: the switch waited on the crashed GPU (timed out, or
+        # aborted by a GPU whose timer fired first)
+        p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "crash:worker=2,step=0")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 2 + 8 + 1, p.stderr)
+        self.assertRegex(lines[10], r"^  switch 0 \(participant 8\) (timed_out|aborted) +"
+                                    r"reduce_scatter step 0, waiting to receive chunk \d+ "
+                                    r"from worker \d$")
+        # two nodes: switches 16 and 17, after the 16 GPUs
+        p = run("--topo", "dgx-h100,nodes=2", "--algo", "nvlstree", "--inject",
+                "corrupt:worker=10")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 2 + 16 + 2, p.stderr)
+        self.assertTrue(lines[18].startswith("  switch 0 (participant 16) "), p.stderr)
+        self.assertEqual(lines[19], "  switch 1 (participant 17) damaged_message reduce_scatter "
+                                    "step 0, while receiving chunk 3 from worker 10")
+
     # fault-10: the culprit is named every time, whichever neighbour's
     # timer fires first: the first line names the crashed (or stalled)
     # worker, then who noticed; the worker that noticed timed out.

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/runstate.h"            /* a hang's chain, set by hand */
 #include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
@@ -332,6 +333,61 @@ static void test_refused_over_mpi(void **state) {
   rs_model_free(m);
 }
 
+/* nvls-7: a hang's chain of waits may pass through the switches
+ * (participants W and on): it is followed through them however long it
+ * is, up to every participant, and ends at the culprit, not cut short as
+ * a cycle once it is longer than the W GPUs. On two nodes of 8 (W = 16,
+ * switches 16 and 17): worker 0 waits on switch 16, which waits on
+ * worker 1, ... worker 7 on switch 17, which waits on worker 8, ...
+ * worker 14 on worker 15, which crashed: 17 hops. (The message keeps
+ * the chain's first RS_ERRMSG_MAX bytes.) */
+static void test_hang_chain_through_switches(void **state) {
+  (void)state;
+  rs_model_t *m = model_of(1000);
+  rs_config_t cfg;
+  rs_config_init(&cfg);
+  cfg.net = topo_of("dgx-h100,nodes=2", NULL);
+  cfg.workers = 16;
+  cfg.algo = RS_ALGO_NVLSTREE;
+  cfg.timeout_s = 0.5;
+  char err[RS_ERRMSG_MAX];
+  rs_run_t *run;
+  if (rs_run_create(&cfg, m, &run, err))
+    fail_msg("create: %s", err);
+  assert_int_equal(rs__run_participants(run), 18);
+  static const int chain[] = {0, 16, 1, 2,  3,  4,  5,  6,  7,
+                              17, 8, 9, 10, 11, 12, 13, 14, 15};
+  const int hops = (int)(sizeof chain / sizeof *chain) - 1;
+  for (int i = 0; i < hops; i++) {
+    rs_worker_t *w = &run->workers[chain[i]];
+    w->rc = i == 0 ? RS_ETIMEDOUT : RS_EABORTED;
+    w->progress.activity = RS_ACT_RECEIVING;
+    w->progress.peer = chain[i + 1];
+  }
+  run->workers[15].rc = RS_WORKER_CRASHED;
+  run->workers[15].progress.activity = RS_ACT_WORKING;
+  run->result.status = RS_ETIMEDOUT;
+  run->fault_worker = 0;
+  snprintf(run->errmsg, sizeof run->errmsg,
+           "worker 0 timed out after 0.5 s in reduce_scatter step 0, "
+           "waiting to receive chunk 0 from switch 0 (participant 16)");
+  rs__run_name_culprit(run);
+  static const char want[] =
+      "worker 15 crashed (injected) at the start of reduce_scatter step 0; "
+      "worker 0 noticed: it timed out after 0.5 s in reduce_scatter step 0, "
+      "waiting to receive chunk 0 from switch 0 (participant 16), which "
+      "waited on worker 1, which waited on worker 2";
+  if (strncmp(run->errmsg, want, strlen(want)) != 0)
+    fail_msg("the chain: %s", run->errmsg);
+  static const char tail[] = ", which waited on worker 7, which waited on "
+                             "switch 1 (participant 17), which waited on "
+                             "worker 8";
+  if (!strstr(run->errmsg, tail) || strstr(run->errmsg, "cycle"))
+    fail_msg("the chain: %s", run->errmsg);
+  rs_run_free(run);
+  rs_model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_by_hand),
@@ -343,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_nvlstree_pipelined_by_hand),
       cmocka_unit_test(test_switch_order),
       cmocka_unit_test(test_refused_over_mpi),
+      cmocka_unit_test(test_hang_chain_through_switches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

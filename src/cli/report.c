@@ -170,40 +170,55 @@ static const char *who(int p, int W, char *buf, size_t size) {
   return buf;
 }
 
+/* Participant p's line: its name, its state and where it stopped. */
+static void print_stopped(rs_run_t *run, int p, int W) {
+  char name[48], peer[48];
+  rs_worker_state_t s;
+  rs_run_worker_state(run, p, &s);
+  if (p >= W) /* (a switch's name is longer than the column: it pushes) */
+    fprintf(stderr, "  %s %-15s", who(p, W, name, sizeof name), s.state);
+  else
+    fprintf(stderr, "  worker %-4d %-15s", p, s.state);
+  if (s.phase)
+    fprintf(stderr, " %s step %d", s.phase, s.step);
+  int sending = s.waiting && strcmp(s.waiting, "send") == 0;
+  int blocked =
+      s.wstate == RS_WSTATE_TIMED_OUT || s.wstate == RS_WSTATE_ABORTED;
+  if (s.waiting && strcmp(s.waiting, "finish") == 0)
+    fprintf(stderr, ", its steps done, %s %s's end of stream",
+            blocked ? "waiting for" : "checking",
+            who(s.peer, W, peer, sizeof peer));
+  else if (s.waiting)
+    fprintf(stderr, ", %s chunk %d %s %s",
+            blocked ? (sending ? "waiting to send" : "waiting to receive")
+                    : (sending ? "while sending" : "while receiving"),
+            s.chunk, sending ? "to" : "from",
+            who(s.peer, W, peer, sizeof peer));
+  else if (s.wstate == RS_WSTATE_STALLED)
+    fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
+  else if (s.wstate == RS_WSTATE_CRASHED)
+    fprintf(stderr, ", stopped there (injected crash)");
+  fputc('\n', stderr);
+}
+
+/* Every GPU's line, then every NVLink switch's (nvls, nvlstree: a
+ * participant of its own, which a GPU may wait on), each list cut at
+ * WATCHDOG_LINES. */
 void cli_print_watchdog(rs_run_t *run) {
   const int W = rs_run_config(run)->workers;
-  char peer[48];
+  const int S = rs_run_switches(run);
   fprintf(stderr, "ringsim: watchdog: where each worker stopped:\n");
-  for (int w = 0; w < W && w < WATCHDOG_LINES; w++) {
-    rs_worker_state_t s;
-    rs_run_worker_state(run, w, &s);
-    fprintf(stderr, "  worker %-4d %-15s", w, s.state);
-    if (s.phase)
-      fprintf(stderr, " %s step %d", s.phase, s.step);
-    int sending = s.waiting && strcmp(s.waiting, "send") == 0;
-    int blocked =
-        s.wstate == RS_WSTATE_TIMED_OUT || s.wstate == RS_WSTATE_ABORTED;
-    if (s.waiting && strcmp(s.waiting, "finish") == 0)
-      fprintf(stderr, ", its steps done, %s %s's end of stream",
-              blocked ? "waiting for" : "checking",
-              who(s.peer, W, peer, sizeof peer));
-    else if (s.waiting)
-      fprintf(stderr, ", %s chunk %d %s %s",
-              blocked ? (sending ? "waiting to send" : "waiting to receive")
-                      : (sending ? "while sending" : "while receiving"),
-              s.chunk, sending ? "to" : "from",
-              who(s.peer, W, peer, sizeof peer));
-    else if (s.wstate == RS_WSTATE_STALLED)
-      fprintf(stderr, ", sleeping in an injected stall of %d ms", s.stall_ms);
-    else if (s.wstate == RS_WSTATE_CRASHED)
-      fprintf(stderr, ", stopped there (injected crash)");
-    fputc('\n', stderr);
-  }
+  for (int w = 0; w < W && w < WATCHDOG_LINES; w++)
+    print_stopped(run, w, W);
   if (W > WATCHDOG_LINES)
     fprintf(stderr,
             "  ... and %d more workers (the trace's worker table has "
             "them all)\n",
             W - WATCHDOG_LINES);
+  for (int n = 0; n < S && n < WATCHDOG_LINES; n++)
+    print_stopped(run, W + n, W);
+  if (S > WATCHDOG_LINES)
+    fprintf(stderr, "  ... and %d more switches\n", S - WATCHDOG_LINES);
 }
 
 int cli_exit_code(int status) {

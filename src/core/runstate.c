@@ -237,6 +237,10 @@ static int lost_on(const rs_worker_t *w, uint64_t *sent, uint64_t *got) {
 
 void rs__run_name_culprit(rs_run_t *run) {
   const int W = run->config.workers;
+  /* The chain may pass through NVLink switches (participants W and on,
+   * runstate.h): a chain without a repeat has fewer than P hops, so
+   * more than P is a cycle. */
+  const int P = rs__run_participants(run);
   const int noticer = run->fault_worker;
   if (run->result.status != RS_ETIMEDOUT || noticer < 0 || W < 2)
     return;
@@ -257,7 +261,7 @@ void rs__run_name_culprit(rs_run_t *run) {
                               ", which waited on %s", who(run, culprit).s);
     if (stalled_during_wait(run, &run->workers[culprit]))
       break; /* its stall is why the others waited */
-    if (culprit == noticer || hops > W) {
+    if (culprit == noticer || hops > P) {
       cycle = 1; /* round the ring: every worker waits on the next */
       break;
     }

@@ -3,11 +3,13 @@
  * predictions), its buffers, every worker's statistics, the check per
  * param and the workers that differ, and its place in its trace.
  */
+#include "ringsim/internal/command.h" /* rs_run_switches */
 #include "run/run.h"
 
 const char *rs_run_errmsg(const rs_run_t *run) { return run->errmsg; }
 const rs_result_t *rs_run_result(const rs_run_t *run) { return &run->result; }
 const rs_config_t *rs_run_config(const rs_run_t *run) { return &run->config; }
+int rs_run_switches(const rs_run_t *run) { return run->switches; }
 
 const rs_bucket_t *rs_run_bucket(const rs_run_t *run, size_t index) {
   return index < run->result.buckets ? &run->buckets[index] : NULL;

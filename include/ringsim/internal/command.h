@@ -108,6 +108,11 @@ int rs_trace_open_waiting(const char *path, double wait_s, rs_trace_t **out,
  * run's status; rs_run_trace_error says if the row could not be updated. */
 int rs_run_fail_after(rs_run_t *run, int code, const char *error);
 
+/* The run's NVLink switches (--algo nvls, nvlstree): node n's is
+ * participant W + n, whose state rs_run_worker_state gives as a worker's
+ * (the watchdog lists them after the GPUs); 0 for every other run. */
+int rs_run_switches(const rs_run_t *run);
+
 /* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
  * own time over the run's processes, on this process's first worker's
  * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
