@@ -787,6 +787,56 @@ class Viewer(BrowserCase):
         self.assertNotIn("GPU 8", " ".join(links))
         self.assert_no_console_errors()
 
+    # viewer-switch-rows: the timeline of an nvls run (one node) and an
+    # nvlstree run (two) has a row per NVLink switch after the GPUs',
+    # labelled as one (sw n), holding that switch's bars: each row's bars
+    # are the transfers the trace has it receive; hovering a bar in a
+    # switch's row names the switch as ringsim does.
+    def test_switch_rows_in_timeline(self):
+        from selenium.webdriver.common.action_chains import ActionChains
+        for spec, algo, W, S in (("dgx-h100", "nvls", 8, 1), ("dgx-h100,nodes=2", "nvlstree", 16, 2)):
+            with self.subTest(algo=algo):
+                db = os.path.join(self.dir, f"{algo}-rows.db")
+                page = os.path.join(self.dir, f"{algo}-rows.html")
+                p = run_ringsim("-p", os.path.join(EXAMPLES, "mlp.json"), "--topo", spec,
+                                "--algo", algo, "--trace", db)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                p = run_tool("html", db, "-o", page)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.open(page)
+                rows, bars, caption = self.driver.execute_script(
+                    "const c = arguments[0].querySelector('canvas.timeline'); "
+                    "return [c.dataset.rows && JSON.parse(c.dataset.rows), "
+                    "c.dataset.bars && JSON.parse(c.dataset.bars), "
+                    "c.previousElementSibling.textContent]", self.pane())
+                self.assertEqual(rows, [f"w{w}" for w in range(W)] + [f"sw{n}" for n in range(S)])
+                con = sqlite3.connect(db)
+                self.addCleanup(con.close)
+                got = dict(con.execute("SELECT dst, count(*) FROM transfer GROUP BY dst"))
+                self.assertEqual(bars, [got.get(r, 0) for r in range(W + S)])
+                self.assertTrue(all(bars[W:]), bars)
+                self.assertIn(f"Simulated time, one row per worker, then one per NVLink switch "
+                              f"(sw n: switch n, participant {W}+n). ", caption)
+                # hover the last switch's row where a bar is drawn (a pixel
+                # darker than the rows' white, grey and the step's yellow)
+                x, y = self.driver.execute_script(
+                    "const c = arguments[0].querySelector('canvas.timeline'), "
+                    "r = c.getBoundingClientRect(), k = c.width / r.width, "
+                    "rowH = (r.height - 26) / arguments[1], y = (arguments[1] - 0.6) * rowH, "
+                    "d = c.getContext('2d').getImageData(0, Math.round(y * k), c.width, 1).data; "
+                    "for (let i = 40 * k; i < c.width; i++) "
+                    "  if (Math.min(d[4 * i], d[4 * i + 1], d[4 * i + 2]) < 150) "
+                    "    return [i / k - r.width / 2, y - r.height / 2]; "
+                    "return [null, null]", self.pane(), W + S)
+                self.assertIsNotNone(x, "a bar in the last switch's row")
+                canvas = self.find("canvas.timeline")
+                ActionChains(self.driver).move_to_element_with_offset(
+                    canvas, round(x) + 1, round(y)).perform()
+                info = self.find(".tlinfo").text
+                self.assertTrue(info.startswith(f"switch {S - 1} (participant {W + S - 1}): "
+                                                f"bucket 0 "), info)
+                self.assert_no_console_errors()
+
     # viewer-4: the page loads nothing: no request but the page itself (the
     # performance log and the page's own resource list), and no console error
     # while a user plays, zooms, toggles the clock, hovers the timeline and

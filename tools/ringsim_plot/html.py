@@ -9,7 +9,7 @@ import os
 
 from .output import ToolError, clean, progress, replacing
 from .replay import (ALGO_NAMES, algo_name, bucket_algos, channel_column, contributors, has_sim_times,
-    injected_faults, phases_present, pick_run, replay_holdings, replay_regions, ring_ranges,
+    injected_faults, participants, phases_present, pick_run, replay_holdings, replay_regions, ring_ranges,
     run_algo, run_channels, run_failed, run_gpus, schedule_messages, status_line, time_columns,
     transfer_count, tree_chunks)
 from .timeline import TIMELINE_DETAIL_LIMIT
@@ -250,7 +250,9 @@ def html_run(con, run):
     rid, W = run["run_id"], run["workers"]
     n = transfer_count(con, rid)
     progress(f"run {rid}: {n} transfers")
+    # the timeline's rows: the workers, then nvls's switches (W + node)
     out = {"id": rid, "algo": run_algo(run), "algo_name": algo_name(run), "workers": W,
+           "participants": participants(run),
            "model": run["model"], "bytes": run["bytes"], "elems": run["elems"],
            "dtype": run["dtype"], "op": run["op"], "buckets": run["buckets"],
            "status": run["status"], "error": run["error"], "failed": run_failed(run),
