@@ -697,6 +697,59 @@ class Diff(unittest.TestCase):
                       "(((((((g7+g6)+g5)+g1)+g2)+g3)+g0)+g4)/8 = ", out)
         self.assertIn("  side B (tree, channel 1's part of bucket 0): ", out)
 
+    # diff-channels-regions: on NCCL's channels the per-region counts
+    # follow the channels' cut, not W chunks of the whole bucket: the
+    # ring's chunk c is chunk c of every channel's part (each part cut
+    # into W chunks, as the channel's ring moves it), and a channel's tree
+    # carries its part whole, counted per channel; both against numpy's
+    # comparison of two plain runs' --out files on the same inputs.
+    def test_regions_follow_channels(self):
+        W, n = 8, 20000
+        model = os.path.join(self.dir, "channels_regions.json")
+        with open(model, "w") as f:
+            json.dump({"name": "channels", "params": [{"name": "w", "shape": [n]}]}, f)
+        rng = np.random.default_rng(7)
+        grads = os.path.join(self.dir, "chreg_{r}.safetensors")
+        for r in range(W):
+            ringsim_st.write(grads.replace("{r}", str(r)),
+                             {"w": rng.standard_normal(n).astype(np.float32)})
+        topo = ("nodes=2,gpus=4,nics=4,intra=0.6us/370.8GB/s,nic=2.7us/400Gbps,"
+                "cc=90,switch=nvls")
+        common = ("-p", model, "-w", W, "--grads", grads, "--topo", topo)
+        rc, out, err = run("diff", *common, "--algo", "ring,tree", "--json")
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        outs = []
+        for algo in ("ring", "tree"):
+            path = os.path.join(self.dir, f"chreg_{algo}.safetensors")
+            rc, _, err = run(*common, "--algo", algo, "--no-trace", "--out", path)
+            self.assertEqual(rc, 0, err)
+            outs.append(np.asarray(ringsim_st.read(path)["w"], dtype=np.float32).ravel())
+        differ = outs[0] != outs[1]
+        self.assertEqual(report["differing"], int(differ.sum()))
+        # NCCL's cut: whole cells of 16 KiB, 4096 floats a channel, the
+        # last the rest: 5 busy channels
+        parts = [(o, min(o + 4096, n)) for o in range(0, n, 4096)]
+        chunks = [0] * W
+        for lo, hi in parts:
+            m = hi - lo
+            bounds = [lo + c * (m // W) + min(c, m % W) for c in range(W)] + [hi]
+            for c in range(W):
+                chunks[c] += int(differ[bounds[c]:bounds[c + 1]].sum())
+        per_channel = [int(differ[lo:hi].sum()) for lo, hi in parts]
+        self.assertEqual(report["regions"],
+                         [{"side": 0, "region": "chunk", "differing": chunks},
+                          {"side": 1, "region": "channel", "differing": per_channel}])
+        # (not the whole bucket's W chunks, which these runs do not move)
+        whole = [int(differ[c * (n // W):(c + 1) * (n // W)].sum()) for c in range(W)]
+        self.assertNotEqual(chunks, whole)
+        rc, out, err = run("diff", *common, "--algo", "ring,tree", "--quiet")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("\nper chunk of side A's channels' parts (ring): " +
+                      ", ".join(f"{c}: {k}" for c, k in enumerate(chunks)) + "\n", out)
+        self.assertIn("\nper channel of side B's buckets (tree): " +
+                      ", ".join(f"{c}: {k}" for c, k in enumerate(per_channel)) + "\n", out)
+
 
 def main():
     helpers.main(globals(), "RINGSIM")

@@ -343,21 +343,65 @@ int diff_compare(diff_t *d) {
   return -1;
 }
 
+/* How many of elements [lo, hi) of the flat buffer differ. */
+static uint64_t differing_in(const diff_t *d, size_t lo, size_t hi) {
+  uint64_t n = 0;
+  for (size_t i = lo; i < hi && !(i % 65536 == 0 && cli_signal()); i++)
+    n += diff_value_at(d->s[0].result, d->da, i) !=
+         diff_value_at(d->s[1].result, d->db, i);
+  return n;
+}
+
+/* Bucket bk's (index bi) counts on NCCL's channels, which cut each
+ * channel's part into the algorithm's regions: the ring's chunk c of
+ * every channel's part counts as chunk c; a channel's tree carries its
+ * part whole, which counts as the channel's. Returns 0 off channels. */
+static int count_channels(diff_t *d, int k, rs_run_t *fresh, size_t bi,
+                          size_t *off) {
+  const rs_bucket_t *bk = rs_run_bucket(fresh, bi);
+  const char *word;
+  int C = 1;
+  for (int ch = 0; ch < C; ch++) {
+    int count = rs_run_bucket_channel_regions(fresh, bi, ch, off, &word, &C);
+    if (C < 2)
+      return 0;
+    if (count == 0)
+      continue; /* idle */
+    if (!word) { /* (the tree: the part is the channel's region) */
+      d->region_word[k] = "channel";
+      d->region_n[k] = ch + 1 > d->region_n[k] ? ch + 1 : d->region_n[k];
+      d->region_counts[k][ch] += differing_in(
+          d, bk->elem_offset + off[0], bk->elem_offset + off[count]);
+      continue;
+    }
+    d->region_word[k] = word;
+    d->region_n[k] = count > d->region_n[k] ? count : d->region_n[k];
+    for (int c = 0; c < count; c++)
+      d->region_counts[k][c] += differing_in(d, bk->elem_offset + off[c],
+                                             bk->elem_offset + off[c + 1]);
+  }
+  d->region_channels[k] = 1;
+  return 1;
+}
+
 /* How many elements differ in each region (chunk, part, half) side k's
- * algorithm cuts its buckets into, over the buckets of its run fresh.
- * Returns -1, or the exit status. */
+ * algorithm cuts its buckets into (on NCCL's channels, its channels'
+ * parts: count_channels), over the buckets of its run fresh. Returns -1,
+ * or the exit status. */
 static int count_regions(diff_t *d, int k, rs_run_t *fresh) {
   const int W = d->s[k].config.workers;
-  size_t *off = malloc(((size_t)W + 1) * sizeof *off);
-  d->region_counts[k] = calloc((size_t)W, sizeof(uint64_t));
+  const size_t n = (size_t)(W > RS_MAX_CHANNELS ? W : RS_MAX_CHANNELS);
+  size_t *off = malloc((n + 1) * sizeof *off);
+  d->region_counts[k] = calloc(n, sizeof(uint64_t));
   if (!off || !d->region_counts[k]) {
     free(off);
     fprintf(stderr, "ringsim: out of memory\n");
     return EXIT_RUN;
   }
-  const void *ra = d->s[0].result, *rb = d->s[1].result;
   const rs_bucket_t *bk;
   for (size_t bi = 0; (bk = rs_run_bucket(fresh, bi)) != NULL; bi++) {
+    if (count_channels(d, k, fresh, bi, off))
+      continue;
     const char *word;
     int count = rs_run_bucket_regions(fresh, bi, off, &word);
     if (!word)
@@ -365,12 +409,8 @@ static int count_regions(diff_t *d, int k, rs_run_t *fresh) {
     d->region_word[k] = word;
     d->region_n[k] = count > d->region_n[k] ? count : d->region_n[k];
     for (int c = 0; c < count; c++)
-      for (size_t i = bk->elem_offset + off[c];
-           i < bk->elem_offset + off[c + 1] &&
-           !(i % 65536 == 0 && cli_signal());
-           i++)
-        d->region_counts[k][c] +=
-            diff_value_at(ra, d->da, i) != diff_value_at(rb, d->db, i);
+      d->region_counts[k][c] += differing_in(d, bk->elem_offset + off[c],
+                                             bk->elem_offset + off[c + 1]);
   }
   free(off);
   return -1;

@@ -77,6 +77,8 @@ typedef struct diff {
   uint64_t *region_counts[2];
   int region_n[2];
   const char *region_word[2]; /* NULL: the algorithm cuts no regions */
+  int region_channels[2];     /* the regions are of NCCL's channels' parts
+                                 (some bucket runs on channels) */
   rs_order_t *order[2];       /* NULL: order_err says why */
   char order_err[2][RS_ERRMSG_MAX];
   leaves_t lv[2];

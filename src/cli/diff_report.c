@@ -362,8 +362,13 @@ static void print_where(const diff_t *d) {
   for (int k = 0; k < 2; k++) {
     if (!d->region_word[k])
       continue;
-    printf("per %s of side %c's buckets (%s):", d->region_word[k],
-           k == 0 ? 'A' : 'B', rs_algorithm_name(d->s[k].config.algo));
+    /* (on NCCL's channels the ring's chunks are of each channel's part;
+     * the tree's region is a channel's part, whole) */
+    const int parts =
+        d->region_channels[k] && strcmp(d->region_word[k], "channel") != 0;
+    printf("per %s of side %c's %s (%s):", d->region_word[k],
+           k == 0 ? 'A' : 'B', parts ? "channels' parts" : "buckets",
+           rs_algorithm_name(d->s[k].config.algo));
     for (int c = 0; c < d->region_n[k]; c++)
       printf(" %d: %" PRIu64 "%s", c, d->region_counts[k][c],
              c + 1 < d->region_n[k] ? "," : "\n");

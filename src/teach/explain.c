@@ -30,6 +30,7 @@
 #include "base/util.h"
 #include "core/runstate.h"
 #include "ringsim/explain.h" /* what this file implements */
+#include "ringsim/internal/command.h" /* rs_run_bucket_channel_regions */
 #include "ringsim/ringsim.h"
 
 #define EXPLAIN_MAX_WORKERS 8
@@ -827,6 +828,37 @@ int rs_run_bucket_regions(const rs_run_t *run, size_t bucket, size_t *offsets,
   return a->layout(run->shape, run->buckets[bucket].elems,
                    run->config.segment_bytes / run->elem_size, offsets, word,
                    &words);
+}
+
+int rs_run_bucket_channel_regions(const rs_run_t *run, size_t bucket, int ch,
+                                  size_t *offsets, const char **word,
+                                  int *channels) {
+  const int C = rs__shape_channels(run->shape);
+  const rs_algo_t *a = rs__algo_get(rs_run_bucket_algo(run, bucket));
+  *word = NULL;
+  *channels = 1;
+  if (bucket >= run->result.buckets || !a || C < 2 ||
+      !(a->caps & RS__CAP_CHANNELS))
+    return 0;
+  *channels = C;
+  size_t off, len;
+  if (ch < 0 || ch >= C)
+    return 0;
+  rs__rings_part(run->buckets[bucket].elems, run->elem_size, C,
+                 run->config.net.proto, ch, &off, &len);
+  if (len == 0)
+    return 0; /* idle: the bucket is too small for it */
+  /* the part cut as narr_channel cuts it */
+  const char *words;
+  const int count =
+      channel_trees(a)
+          ? rs__layout_whole(len, offsets, word, &words)
+          : a->layout(run->shape, len,
+                      run->config.segment_bytes / run->elem_size, offsets,
+                      word, &words);
+  for (int c = 0; c <= count; c++)
+    offsets[c] += off;
+  return count;
 }
 
 /* Can the order of element elem of run be followed? As rs_explain_check,

@@ -113,6 +113,19 @@ int rs_run_fail_after(rs_run_t *run, int code, const char *error);
  * (the watchdog lists them after the GPUs); 0 for every other run. */
 int rs_run_switches(const rs_run_t *run);
 
+/* diff's per-region counts on NCCL's channels (a bucket of the ring or
+ * the tree, --channels C > 1), which cut each channel's part, not the
+ * bucket: *channels gets C (1: the bucket does not run on channels), and
+ * channel ch's regions are written as rs_run_bucket_regions writes a
+ * bucket's (include/ringsim/explain.h), as offsets from the bucket's
+ * start, offsets[0..count] (room for W + 1): the ring's W chunks of the
+ * channel's part; the tree's part whole (one region, *word NULL: a
+ * channel's tree carries it whole). Returns count: 0 for an idle channel,
+ * ch out of range or a bucket off channels. */
+int rs_run_bucket_channel_regions(const rs_run_t *run, size_t bucket, int ch,
+                                  size_t *offsets, const char **word,
+                                  int *channels);
+
 /* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
  * own time over the run's processes, on this process's first worker's
  * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
