@@ -196,16 +196,32 @@ class ChannelsCli(unittest.TestCase):
                     self.assertEqual(m["sim_ns"], b["predicted_ns"][algo])
                     self.assertEqual(m["channels"], 16 if algo == "ring" else 1)
 
-    # chan-13: --explain narrates the tree on one channel, so unless told
-    # its run is on one (not NCCL's 24 on a DGX H100, which its narration
-    # would misname as the ring's).
-    def test_explain_tree_on_one_channel(self):
-        rc, out, err = helpers.run("-p", self.small, "--topo", "dgx-h100", "--algo", "tree",
-                                   "--explain", "--no-trace")
+    # chan-13: --explain runs the tree where a run without it does, on
+    # NCCL's channels (24 on a DGX H100), and narrates it channel by
+    # channel, as the ring: the run it explains is the user's run (the
+    # same channels line, simulated time and result), not one channel's.
+    def test_explain_tree_on_its_channels(self):
+        args = ("-p", self.small, "--topo", "dgx-h100", "--algo", "tree", "--no-trace")
+        rc, out, err = helpers.run(*args, "--explain")
         self.assertEqual(rc, 0, err)
-        self.assertIn("double binary tree all-reduce", out)
-        self.assertNotIn("The ring runs on", out)
-        self.assertNotIn("channel 1", out)
+        rc, plain, err = helpers.run(*args)
+        self.assertEqual(rc, 0, err)
+        text, report = out.split("\nringsim ", 1)
+        self.assertIn("double binary tree all-reduce", text)
+        self.assertIn("\nThe tree runs on 24 of NCCL's channels", text)
+        self.assertIn("\n  channel 0: elements 0..25, tree 0, root worker 0\n", text)
+        self.assertIn("\n  channel 1: idle (the bucket is too small for it)\n", text)
+        self.assertIn("\nchannel 0, tree 0 reduce, level 3 up to level 2\n", text)
+        self.assertNotIn("The ring runs on", text)
+
+        def lines(report, *keys):
+            return [l.split("   measured wall")[0] for l in report.splitlines()
+                    if l.split()[:1] and l.split()[0] in keys]
+        self.assertIn("  channels   24 of NCCL's", "ringsim " + report)
+        self.assertEqual(lines(report, "channels", "simulated", "steps", "transfers"),
+                         lines(plain, "channels", "simulated", "steps", "transfers"))
+        self.assertEqual(report[report.index("result (every worker holds):"):],
+                         plain[plain.index("result (every worker holds):"):])
 
     # chan-5: what is refused, one line naming the value, exit 2, nothing
     # on stdout; --like nccl keeps its own count.

@@ -283,11 +283,6 @@ int cli_check_run(options_t *o) {
     o->config.segment_bytes = own;
   if ((rc = cli_check_auto_mpi(o)) >= 0 || (rc = check_explain(o)) >= 0)
     return rc;
-  /* --explain runs the tree on one channel, the pair of trees, unless
-   * --channels says how many (it narrates each channel's tree then) */
-  if (o->explain && cli_algo_info(o->config.algo).channels &&
-      !cli_algo_info(o->config.algo).textbook_ring && !o->given[OPT_CHANNELS])
-    o->config.net.channels = 1;
   if ((rc = cli_topo_workers(o)) >= 0)
     return rc;
   if (o->given[OPT_AVERAGE] && o->config.op != RS_OP_AVG)
