@@ -327,6 +327,60 @@ class ChannelsCli(unittest.TestCase):
                 for (o1, n1), (o2, _) in zip(got, got[1:]):
                     self.assertEqual(o1 + n1, o2)
 
+    # chan-13: the tree's split (NCCL's runTreeSplit) by hand: 4 workers
+    # on --net (0.25 us, 4.096 GB/s: 1000 ns a 4 KiB segment on the wire,
+    # 1250 to arrive), 4096 floats (one cell: channel 0 alone busy, tree
+    # 0: 0 <- 2 <- {1, 3}), 4 KiB segments: H = 2 chunks of 2 segments,
+    # S = 4. Worker 2 (depth 1) runs Up(t + 1), Down(t - 1); the root
+    # Up(t), Down(t); the leaves (depth 2) Up(t + 2), Down(t - 2). Each
+    # receive waits for its port (a segment a wire time after the last)
+    # and each send for the link. 2 sends segment 0 up at 2250 (1's came
+    # at 1250, 3's a port time later); the root has it at 3500 and sends
+    # it down at once; 2 takes it at 7250, between its reduces of segments
+    # 2 and 3 (its port busy with segment 2 until 6250); the root's reduce
+    # of segment 3 ends at 10500, the last broadcast at 16500 (worker 3's
+    # segment 3). The up-down order took 19000: the root's broadcast
+    # began at 9500, after the whole reduce.
+    def test_tree_split_by_hand(self):
+        params = os.path.join(self.tmp.name, "b.json")
+        with open(params, "w") as f:
+            json.dump({"name": "b", "params": [{"name": "g", "shape": [4096]}]}, f)
+        db = os.path.join(self.tmp.name, "t.db")
+        args = ["-p", params, "-w", 4, "--net", "latency=0.25us,bandwidth=4.096GB/s",
+                "--algo", "tree", "--channels", 2, "--segment-bytes", 4096,
+                "--bucket-mb", 0]
+        rc, out, err = helpers.run(*args, "--json", "--trace", db)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        self.assertEqual((report["status"], report["checked"], report["sim_ns"]),
+                         ("ok", True, 16500))
+        rc, out, err = helpers.run("model", *args, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["sim_ns"], 16500)
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT phase, src, dst, elem_offset / 1024, sim_send_ns, "
+                           "sim_recv_ns FROM transfer WHERE channel = 0 "
+                           "ORDER BY phase, src, dst, elem_offset").fetchall()
+        con.close()
+        # (phase, from, to): each segment's (sent, received)
+        hand = {("reduce", 1, 2): ((0, 1250), (1000, 3250), (2000, 5250), (3000, 8250)),
+                ("reduce", 3, 2): ((0, 2250), (1000, 4250), (2000, 6250), (3000, 9250)),
+                ("reduce", 2, 0): ((2250, 3500), (4250, 5500), (6250, 7500),
+                                   (9250, 10500)),
+                ("broadcast", 0, 2): ((3500, 7250), (5500, 10250), (7500, 11250),
+                                      (10500, 12250)),
+                ("broadcast", 2, 1): ((7250, 8500), (10250, 11500), (12250, 13500),
+                                      (14250, 15500)),
+                ("broadcast", 2, 3): ((8250, 9500), (11250, 12500), (13250, 14500),
+                                      (15250, 16500))}
+        self.assertEqual(rows, sorted((ph, a, b, j, sent, got)
+                                      for (ph, a, b), times in hand.items()
+                                      for j, (sent, got) in enumerate(times)))
+        # the broadcast of segment 0 leaves the root before the reduce of
+        # the last segment has reached it
+        self.assertLess(min(r[4] for r in rows if r[0] == "broadcast"),
+                        max(r[5] for r in rows if r[0] == "reduce"))
+
     # chan-7: --explain and the report say the channels: each one's part
     # of the bucket and its ring (NCCL's on a topology its model knows:
     # two nodes of four GPUs with a switch and a NIC each), an idle one as

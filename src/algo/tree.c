@@ -69,16 +69,23 @@
  *
  * On NCCL's channels (--channels C > 1) each channel runs one of the two
  * trees over its own part of the bucket, as NCCL does ("on NCCL's
- * channels" below; tree.h): the same sweeps, channel by channel.
+ * channels" below; tree.h), and there, where a segment crosses an edge
+ * within the time a port takes to move it, reduces and broadcasts at
+ * once, as NCCL's runTreeSplit does ("the split" below); elsewhere the
+ * sweeps above, channel by channel. The pair of trees on one channel
+ * keeps the sweeps: this is the textbook order (NCCL's runTreeUpDown),
+ * where NCCL, which runs the two trees on two channels, splits them too.
  *
  * This file is the algorithm alone; moving a segment, and everything around
  * it, is the transfer primitive's (xfer.h).
  */
 #include "algo/tree.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "algo/algo.h"
 #include "algo/channels.h"
@@ -163,11 +170,11 @@ static int broadcast_down(rs_worker_t *w, const tree_at_t *q,
  * largest part's). Each channel has its own queues on its edges and its
  * own clock, and the busy channels share the worker's ports (netmodel.h,
  * as the ring's do): so the worker moves segment i of every busy channel
- * in turn (channel 0's, then 1's, ...), sweep by sweep, and no channel
- * waits on another's messages on the simulated clock. The deadlock
- * argument of the head comment holds as it is: every worker runs the same
- * sequence of sweeps, each one channel's tree's, on that channel's
- * queues. */
+ * in turn (channel 0's, then 1's, ...), and no channel waits on
+ * another's messages on the simulated clock. The up-down order's
+ * argument that it cannot deadlock is the head comment's as it is: every
+ * worker runs the same sequence of sweeps, each one channel's tree's, on
+ * that channel's queues; the split has its own (below). */
 typedef struct tree_chpart {
   int channel, tree; /* its channel, and the tree it runs */
   size_t base, len;  /* its part of the bucket */
@@ -233,32 +240,183 @@ static int off_node(rs_shape_t shape, const tree_cut_t *cut, int r) {
   return n;
 }
 
-static int channels_bucket(rs_worker_t *w) {
-  tree_cut_t cut;
+/* ---- the split (NCCL's runTreeSplit) ------------------------------------
+ * NCCL runs a channel's tree all-reduce with runTreeSplit
+ * (src/device/all_reduce.h): the channel's threads split in two groups,
+ * one receiving from the children, reducing and sending up
+ * (directRecvReduceDirectSend; a leaf's directSend), the other receiving
+ * from the parent and sending down (directRecvCopyDirectSend; a leaf's
+ * directRecv), both from the kernel's start, so segment k comes down
+ * while later ones still climb; the root, unsplit, turns each segment
+ * round at once (directRecvReduceCopyDirectSend). ringsim's worker is one
+ * thread: it interleaves its two programs in one fixed order, and the
+ * simulated clocks overlap them: one clock a channel, and the channel's
+ * share of each port carries both directions, each transfer where the
+ * worker's program puts it (netmodel.h).
+ *
+ * The order. Up(j) is segment j's reduce at the worker (receive every
+ * child's j, fold, send to the parent), Down(j) its broadcast (receive
+ * the parent's j, send it to each child). Time goes in ticks, a segment
+ * crossing one edge a tick. A worker at depth d of its channel's tree
+ * does Up(j) at tick j - d and Down(j) at tick j + d + 1/2: its program is
+ * Up(t + d), Down(t - d), Up(t + 1 + d), ...; the root does Up(j) and at
+ * once Down(j), a leaf at depth d starts its broadcast after 2d segments
+ * up. On several channels a worker takes, tick by tick, every channel's
+ * Up, then every channel's Down.
+ *
+ *     tick:     -2      -1       0       1       2       3    ...
+ *     root d=0                  U0 D0   U1 D1   U2 D2   U3 D3
+ *     d=1              U0       U1 .    U2 D0   U3 D1   U4 D2
+ *     leaf d=2  U0     U1       U2 .    U3 .    U4 D0   U5 D1
+ *
+ * Why it cannot deadlock, whatever the slot count K >= 1. The network is
+ * determinate (head comment), so one interleaving that runs to the end
+ * suffices: take the ticks in order; in an integer tick every Up, each
+ * worker after its parent (top down), channel by channel; in a half tick
+ * every Down, each worker after its children (bottom up). Each worker's
+ * program is that order restricted to it. A message is received one tick
+ * after it is sent (a child's Up(j) at tick j - d - 1, its parent's at
+ * j - d; the parent's Down(j) at j + d - 1/2, the child's at j + d +
+ * 1/2), and the next one on its edge is sent in the tick it is received,
+ * after it (top down up, bottom up down): so every send finds an empty
+ * edge and every receive its message, and the order runs to the end.
+ *
+ * When. The order keeps NCCL's timing only where a segment crosses an
+ * edge within a tick, the time a worker's port takes to move the
+ * segments of a tick (two or three, up and down): then a worker's
+ * Down(t - d) has arrived when its Up(t + 1 + d) is due, and the
+ * pipeline runs at its busiest port's pace. Where latency is long
+ * against a segment's wire time (small buckets, many nodes), a worker's
+ * Down would come late and hold its next Up (they share its clock and
+ * ports), and the pipeline would go at the pace of its round trips: there
+ * each channel keeps the up-down order (channels_updown), whose two
+ * pipelines never wait on each other. split_fits draws the line: every
+ * kind of hop's latency at most a quarter of a segment's wire time on
+ * the channel's share of the port (a hop then takes at most 1.25 wire
+ * times, a tick at least 2).
+ *
+ * The direct transport stays safe: a worker's Down(j) writes segment j
+ * after its parent has taken (and released) its Up(j), as in the up-down
+ * order. */
+
+/* Does the split fit the bucket (its largest segment of elems elements,
+ * its busy channels) on net (NULL: no clocks, it does)? Each kind of hop
+ * a channel's tree has, within a node (workers 0 -> 1) and between nodes
+ * (0 -> G), at the least time net gives it (rs__sim_hop_least_ns), its
+ * wire time on the channel's share of the port busy times its own
+ * (netmodel.h): its latency at most a quarter of that ("When" above). The
+ * threaded run and the schedule simulation ask it alike. */
+static int split_fits(const rs_netmodel_t *net, rs_shape_t shape,
+                      size_t elems, size_t elem_size, int busy) {
+  const int W = shape.workers, G = shape.gpus < W ? shape.gpus : W;
+  if (!net || !net->enabled)
+    return 1;
+  const size_t bytes = (size_t)rs__proto_wire_bytes(net->proto, elems * elem_size);
+  const int to[2] = {G > 1 ? 1 : -1, G < W ? G : -1};
+  for (int k = 0; k < 2; k++) {
+    uint64_t latency;
+    if (to[k] < 0)
+      continue;
+    const uint64_t wire = rs__sat_mul(
+        rs__sim_hop_least_ns(net, W, 0, to[k], bytes, &latency),
+        (uint64_t)(busy > 1 ? busy : 1));
+    if (rs__sat_mul(latency, 4) > wire)
+      return 0;
+  }
+  return 1;
+}
+
+/* The largest segment of a cut (its largest part's chunk, cut in segs). */
+static size_t cut_segment(const tree_cut_t *cut, int workers) {
+  const size_t H = (size_t)rs__tree_chunks(workers);
+  size_t most = 0;
+  for (int c = 0; c < cut->busy; c++)
+    most = cut->part[c].len > most ? cut->part[c].len : most;
+  const size_t chunk = most / H + (most % H != 0);
+  return (chunk + cut->segs - 1) / (cut->segs ? cut->segs : 1);
+}
+
+/* The split's moves take their step's NIC load (rs__tree_global_step:
+ * the reduce's sends go to parents, the broadcast's to children, as the
+ * load counts them). */
+static void split_phase(rs_worker_t *w, rs_phase_t ph) {
+  w->global_step = rs__tree_global_step(ph) + w->group.step_base;
+  w->progress.phase = ph;
+}
+
+/* The split order, on every busy channel. */
+static int channels_split(rs_worker_t *w, const tree_cut_t *cut) {
+  const long long S = (long long)rs__tree_segments(w->workers, cut->segs);
+  int rc, depth[RS_MAX_CHANNELS], most = 0;
+  /* both steps begin at once: the reduce's and the broadcast's */
+  if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0,
+                          rs__tree_global_step(RS_PHASE_REDUCE), 1)) ||
+      (rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0,
+                          rs__tree_global_step(RS_PHASE_BROADCAST), 1)))
+    return rc;
+  for (int c = 0; c < cut->busy; c++) {
+    const tree_chpart_t *p = &cut->part[c];
+    depth[c] = rs__tree_depth_in(w->shape, p->tree,
+                                 rs__tree_ch_pos(w->shape, p->channel, w->rank));
+    most = depth[c] > most ? depth[c] : most;
+  }
+  for (long long t = -most; t < S + most; t++)
+    for (int phase = 0; phase < 2; phase++) {
+      split_phase(w, phase == 0 ? RS_PHASE_REDUCE : RS_PHASE_BROADCAST);
+      for (int c = 0; c < cut->busy; c++) {
+        /* up: segment t + d; down: segment t - d */
+        const long long j = phase == 0 ? t + depth[c] : t - depth[c];
+        if (j < 0 || j >= S)
+          continue;
+        const tree_chpart_t *p = &cut->part[c];
+        const tree_at_t q = {w->shape, p->channel, p->tree};
+        const rs_tree_seg_t g =
+            part_segment(p, w->workers, cut->segs, (size_t)j);
+        w->channel = p->channel; /* (its queues, its clock) */
+        rc = phase == 0 ? reduce_up(w, &q, &g) : broadcast_down(w, &q, &g);
+        if (rc)
+          return rc;
+      }
+    }
+  return RS_OK;
+}
+
+/* The up-down order (NCCL's runTreeUpDown): every busy channel's reduce,
+ * segment by segment, each segment on every channel in turn; then the
+ * broadcast so. */
+static int channels_updown(rs_worker_t *w, const tree_cut_t *cut) {
+  const size_t S = rs__tree_segments(w->workers, cut->segs);
   int rc;
-  cut_channels(w->shape, w->elems, w->elem_size, w->sim.proto, w->seg_cap,
-               &cut);
-  const size_t S = rs__tree_segments(w->workers, cut.segs);
-  rs__sim_busy(&w->sim, cut.busy, off_node(w->shape, &cut, w->rank));
   for (int phase = 0; phase < 2; phase++) {
     const rs_phase_t ph = phase == 0 ? RS_PHASE_REDUCE : RS_PHASE_BROADCAST;
     if ((rc = rs__xfer_step(w, ph, 0, rs__tree_global_step(ph), 1)))
       return rc;
-    /* the parts climb (then descend) their trees, segment by segment,
-     * each segment on every busy channel in turn */
     for (size_t i = 0; i < S; i++)
-      for (int c = 0; c < cut.busy; c++) {
-        const tree_chpart_t *p = &cut.part[c];
+      for (int c = 0; c < cut->busy; c++) {
+        const tree_chpart_t *p = &cut->part[c];
         const tree_at_t q = {w->shape, p->channel, p->tree};
-        const rs_tree_seg_t g = part_segment(p, w->workers, cut.segs, i);
+        const rs_tree_seg_t g = part_segment(p, w->workers, cut->segs, i);
         w->channel = p->channel; /* (its queues, its clock) */
         rc = phase == 0 ? reduce_up(w, &q, &g) : broadcast_down(w, &q, &g);
         if (rc)
           return rc;
       }
   }
-  w->channel = 0;
   return RS_OK;
+}
+
+static int channels_bucket(rs_worker_t *w) {
+  tree_cut_t cut;
+  cut_channels(w->shape, w->elems, w->elem_size, w->sim.proto, w->seg_cap,
+               &cut);
+  rs__sim_busy(&w->sim, cut.busy, off_node(w->shape, &cut, w->rank));
+  const int rc = split_fits(w->sim.net, w->shape,
+                            cut_segment(&cut, w->workers), w->elem_size,
+                            cut.busy)
+                     ? channels_split(w, &cut)
+                     : channels_updown(w, &cut);
+  w->channel = 0;
+  return rc;
 }
 
 /* One bucket: the reduce over every segment of both trees, then the
@@ -403,6 +561,7 @@ static void top_down(rs_shape_t shape, int ch, int t, int *order) {
  * and its children, worked out once a bucket (every sweep visits each). */
 typedef struct sweep_at {
   int x, parent, n, children[RS_TREE_MAX_CHILDREN];
+  int depth; /* (the split's ticks: its depth) */
 } sweep_at_t;
 
 /* The simulation's scratch: both trees' workers top down (2W ranks),
@@ -465,7 +624,7 @@ static int reduce_can_end(rs_simrun_t *s, int t, size_t left, size_t shortest) {
  * makes the same clock calls with the same arrival times as in a threaded
  * run. */
 /* The workers of tree t of channel ch as the sweeps visit them, top down,
- * into at[W] (order: W ranks of scratch). */
+ * into at[W], with their depths (order: W ranks of scratch). */
 static void sweep_order(rs_shape_t shape, int ch, int t, int *order,
                         sweep_at_t *at) {
   top_down(shape, ch, t, order);
@@ -474,17 +633,24 @@ static void sweep_order(rs_shape_t shape, int ch, int t, int *order,
     a->x = order[k];
     a->parent = rs__tree_ch_parent(shape, ch, t, a->x);
     a->n = rs__tree_ch_children(shape, ch, t, a->x, a->children);
+    a->depth = 0;
   }
+  /* (top down: a worker's parent is before it, its depth known; order's
+   * ranks are free again: each one's place in at) */
+  for (int k = 0; k < shape.workers; k++)
+    order[at[k].x] = k;
+  for (int k = 1; k < shape.workers; k++)
+    at[k].depth = at[order[at[k].parent]].depth + 1;
 }
 
-/* Channel c of cut alone, both phases from step0 on, its sweeps of one
- * segment length certified repeats (algo.h): every worker's clock, link
- * and port stand for the channel's while it plays (s->live; netmodel.h's
- * on_channels clocks keep them equal), and the latest of all comes back
- * after (into all). */
-static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
-                              const sweep_at_t *at, int step0,
-                              rs_simstate_t *all) {
+/* Channel c of cut alone in the up-down order (channels_updown), both
+ * phases from step0 on, its sweeps of one segment length certified
+ * repeats (algo.h): every worker's clock, link and port stand for the
+ * channel's while it plays (s->live; netmodel.h's on_channels clocks keep
+ * them equal), and the latest of all comes back after (into all). */
+static void sim_channel_updown(rs_simrun_t *s, const tree_cut_t *cut, int c,
+                               const sweep_at_t *at, int step0,
+                               rs_simstate_t *all) {
   const int W = s->shape.workers;
   const tree_chpart_t *p = &cut->part[c];
   const size_t S = rs__tree_segments(W, cut->segs);
@@ -505,6 +671,225 @@ static void sim_channel_alone(rs_simrun_t *s, const tree_cut_t *cut, int c,
       i = rs__simcert_end(s, &cert, i);
     }
   }
+  rs__simrun_channel_fold(s, all);
+}
+
+/* A channel's split on simulated clocks: its tree's workers top down,
+ * with their depths (at), its part (S segments, cut into segs a chunk),
+ * and the steps whose NIC load its sends take (the reduce's step0 + 1,
+ * the broadcast's step0 + 2). */
+typedef struct split_sim {
+  const sweep_at_t *at;
+  const tree_chpart_t *p;
+  size_t segs;
+  long long S;
+  int step0;
+} split_sim_t;
+
+/* Tick t of the split (channels_split) on simulated clocks, one
+ * channel's: every worker's Up(t + d) top down, then every worker's
+ * Down(t - d) bottom up. A child's Up waits in its mailbox (box x) until
+ * its parent takes it a tick later, before the child sends again (top
+ * down); a Down in the child's second mailbox (box W + x) until the child
+ * takes it a half tick later, before the parent posts again (bottom
+ * up). */
+static void sim_tick(rs_simrun_t *s, const split_sim_t *q, long long t) {
+  const int W = s->shape.workers;
+  s->step = q->step0 + 1;
+  for (int k = 0; k < W; k++) {
+    const sweep_at_t *a = &q->at[k];
+    const long long j = t + a->depth;
+    if (j < 0 || j >= q->S)
+      continue;
+    const size_t len = part_segment(q->p, W, q->segs, (size_t)j).len;
+    for (int i = 0; i < a->n; i++)
+      rs__simrun_recv(s, a->x, a->children[i], len);
+    if (a->parent >= 0)
+      rs__simrun_send(s, a->x, a->parent, len);
+  }
+  s->step = q->step0 + 2;
+  for (int k = W - 1; k >= 0; k--) {
+    const sweep_at_t *a = &q->at[k];
+    const long long j = t - a->depth;
+    if (j < 0 || j >= q->S)
+      continue;
+    const size_t len = part_segment(q->p, W, q->segs, (size_t)j).len;
+    if (a->parent >= 0)
+      rs__simrun_recv(s, a->x, W + a->x, 0);
+    for (int i = 0; i < a->n; i++) /* (one after the other on x's link) */
+      rs__simrun_mail(s, a->x, a->children[i], W + a->children[i], len, 0);
+  }
+}
+
+/* The last tick from t on (t itself if none) whose ticks t..last move
+ * the same messages, of the same sizes: every worker's Up and Down in
+ * each of them in range, of segments all as long (every tick reads
+ * segments t - most .. t + most). */
+static long long ticks_alike(const tree_chpart_t *p, int W, size_t segs,
+                             long long S, long long t, int most) {
+  if (t - most < 0 || t + most >= S)
+    return t;
+  const size_t len = part_segment(p, W, segs, (size_t)(t - most)).len;
+  long long e = t - most; /* (the last segment of that length) */
+  while (e + 1 < S && part_segment(p, W, segs, (size_t)(e + 1)).len == len)
+    e++;
+  return e - most > t ? e - most : t;
+}
+
+/* DESIGN: the split's repeats. A tick's messages are received in the
+ * next one, so the state one tick hands the next is every worker's clock,
+ * link and port and every mailbox in flight (a non-root worker's two);
+ * and a run's steady state may repeat only every few ticks (a cycle of
+ * the schedule spans several: its period a fraction of a tick). So the
+ * whole state is saved before a tick of a run of ticks alike, and after
+ * each tick since compared with it: if every field of it (each worker's
+ * clock, link and port on the channel, each mailbox's arrival) has moved
+ * on by one delta and each mailbox's wire time is as it was, the ticks
+ * since (a period) map the state to itself moved on, and every period
+ * after it, the same messages again, would too (every clock call is max
+ * and +): the rest of the run's whole periods are not played, the state
+ * moved on by a delta each. Exact, as the plain simulation checks
+ * (test_tree_channels). The longest period looked for: SPLIT_PERIOD_MAX
+ * ticks, from SPLIT_PERIOD_MIN, twice as long at each save. */
+#define SPLIT_PERIOD_MIN 4
+#define SPLIT_PERIOD_MAX 64
+
+/* The state of a channel's split at a tick's boundary, into (or compared
+ * with) saved: 3 W words of clocks, then 2 W arrivals and 2 W wire times
+ * of mailboxes (sim_tick's). */
+static size_t split_state_len(int W) { return 7 * (size_t)W; }
+
+static void split_save(const rs_simrun_t *s, int ch, uint64_t *saved) {
+  const int W = s->shape.workers;
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *x = &s->clocks[r];
+    saved[3 * r] = RS_SIM_CHANNEL(x, CLOCK)[ch];
+    saved[3 * r + 1] = RS_SIM_CHANNEL(x, LINK)[ch];
+    saved[3 * r + 2] = RS_SIM_CHANNEL(x, IN)[ch];
+  }
+  memcpy(saved + 3 * (size_t)W, s->arrive, 2 * (size_t)W * sizeof *saved);
+  memcpy(saved + 5 * (size_t)W, s->wire, 2 * (size_t)W * sizeof *saved);
+}
+
+/* Has the state moved on from saved by one delta (at: the tree's
+ * workers, whose mailboxes are in flight unless at the root)? The delta,
+ * or 0. */
+static uint64_t split_moved(const rs_simrun_t *s, int ch, const sweep_at_t *at,
+                            const uint64_t *saved) {
+  const int W = s->shape.workers;
+  uint64_t delta = 0;
+  for (int k = 0; k < W; k++) {
+    const int r = at[k].x;
+    const rs_simclock_t *x = &s->clocks[r];
+    uint64_t now[7] = {RS_SIM_CHANNEL(x, CLOCK)[ch], RS_SIM_CHANNEL(x, LINK)[ch],
+                       RS_SIM_CHANNEL(x, IN)[ch]};
+    uint64_t was[7] = {saved[3 * r], saved[3 * r + 1], saved[3 * r + 2]};
+    int n = 3;
+    if (at[k].parent >= 0) /* (its mailboxes up and down) */
+      for (int box = r; box < 2 * W; box += W) {
+        if (s->wire[box] != saved[5 * (size_t)W + (size_t)box])
+          return 0;
+        now[n] = s->arrive[box];
+        was[n++] = saved[3 * (size_t)W + (size_t)box];
+      }
+    for (int f = 0; f < n; f++) {
+      if (now[f] <= was[f] || now[f] > RS_SIM_NS_MAX)
+        return 0;
+      if (!delta)
+        delta = now[f] - was[f];
+      if (now[f] - was[f] != delta)
+        return 0;
+    }
+  }
+  return delta;
+}
+
+/* Can every field split_moved compared move on by `by` and stay within
+ * RS_SIM_NS_MAX? */
+static int split_room(const rs_simrun_t *s, int ch, const sweep_at_t *at,
+                      uint64_t by) {
+  const int W = s->shape.workers;
+  for (int k = 0; k < W; k++) {
+    const int r = at[k].x;
+    const rs_simclock_t *x = &s->clocks[r];
+    uint64_t most = RS_SIM_CHANNEL(x, CLOCK)[ch];
+    most = RS_SIM_CHANNEL(x, LINK)[ch] > most ? RS_SIM_CHANNEL(x, LINK)[ch] : most;
+    most = RS_SIM_CHANNEL(x, IN)[ch] > most ? RS_SIM_CHANNEL(x, IN)[ch] : most;
+    for (int box = r; at[k].parent >= 0 && box < 2 * W; box += W)
+      most = s->arrive[box] > most ? s->arrive[box] : most;
+    if (most > RS_SIM_NS_MAX - by)
+      return 0;
+  }
+  return 1;
+}
+
+/* Move the state on by `by` (every field split_moved compared). */
+static void split_move(rs_simrun_t *s, int ch, const sweep_at_t *at,
+                       uint64_t by) {
+  const int W = s->shape.workers;
+  for (int k = 0; k < W; k++) {
+    const int r = at[k].x;
+    rs_simclock_t *x = &s->clocks[r];
+    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch] += by;
+    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch] += by;
+    x->in_free = RS_SIM_CHANNEL(x, IN)[ch] += by;
+    if (x->clock > s->bound)
+      s->over = 1;
+    if (at[k].parent >= 0)
+      for (int box = r; box < 2 * W; box += W)
+        s->arrive[box] += by;
+  }
+}
+
+/* Channel c of cut alone in the split order (channels_split), from
+ * step0 on, tick by tick, every worker's clock, link and port standing
+ * for the channel's while it plays (as sim_channel_updown's), its runs
+ * of ticks alike repeated (the split's repeats, above; saved: room for
+ * split_state_len words, NULL in a plain simulation). */
+static void sim_channel_split(rs_simrun_t *s, const tree_cut_t *cut, int c,
+                              const sweep_at_t *at, uint64_t *saved,
+                              rs_simstate_t *all) {
+  const int W = s->shape.workers, step0 = s->step;
+  const tree_chpart_t *p = &cut->part[c];
+  const long long S = (long long)rs__tree_segments(W, cut->segs);
+  int most = 0;
+  for (int k = 0; k < W; k++)
+    most = at[k].depth > most ? at[k].depth : most;
+  rs__simrun_channel_alone(s, p->channel, step0);
+  rs__simrun_step(s); /* (both steps begin at once) */
+  rs__simrun_step(s);
+  const split_sim_t q = {at, p, cut->segs, S, step0};
+  long long last = -most - 1, from = LLONG_MIN;
+  long long window = SPLIT_PERIOD_MIN;
+  int done = 0; /* (this run repeated: the rest is played) */
+  for (long long t = -most; t < S + most && !rs__simrun_stopped(s); t++) {
+    if (t > last) { /* (a new run: ticks t..last alike) */
+      last = ticks_alike(p, W, cut->segs, S, t, most);
+      from = LLONG_MIN;
+      window = SPLIT_PERIOD_MIN;
+      done = 0;
+    }
+    if (saved && !done && from == LLONG_MIN && t < last) {
+      split_save(s, p->channel, saved);
+      from = t;
+    }
+    sim_tick(s, &q, t);
+    if (from == LLONG_MIN || rs__simrun_stopped(s))
+      continue;
+    const long long period = t + 1 - from, times = (last - t) / period;
+    const uint64_t delta = times ? split_moved(s, p->channel, at, saved) : 0;
+    if (delta && delta <= RS_SIM_NS_MAX / (uint64_t)times &&
+        split_room(s, p->channel, at, delta * (uint64_t)times)) {
+      split_move(s, p->channel, at, delta * (uint64_t)times);
+      t += times * period;
+      from = LLONG_MIN;
+      done = 1;
+    } else if (period >= window || !times) { /* (still settling: again) */
+      from = LLONG_MIN;
+      window = 2 * window < SPLIT_PERIOD_MAX ? 2 * window : SPLIT_PERIOD_MAX;
+    }
+  }
+  s->step = step0 + 2;
   rs__simrun_channel_fold(s, all);
 }
 
@@ -576,6 +961,27 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   const int step0 = s->step;
   for (int r = 0; r < W; r++)
     start[r] = all[r] = rs__simstate_of(&s->clocks[r]);
+  /* (the order, and the split's mailboxes in place of the runner's) */
+  const int split = split_fits(s->net, shape, cut_segment(&cut, W),
+                               s->elem_size, cut.busy);
+  uint64_t *const runner_arrive = s->arrive, *const runner_wire = s->wire;
+  uint64_t *mail_arrive = split ? malloc(2 * (size_t)W * sizeof *mail_arrive) : NULL;
+  uint64_t *mail_wire = split ? malloc(2 * (size_t)W * sizeof *mail_wire) : NULL;
+  /* (the split's repeats' saved state: none in a plain simulation) */
+  uint64_t *saved = split && rs__simrun_may_repeat(s)
+                        ? malloc(split_state_len(W) * sizeof *saved)
+                        : NULL;
+  if (split && (!mail_arrive || !mail_wire ||
+                (rs__simrun_may_repeat(s) && !saved))) {
+    free(saved);
+    free(mail_arrive);
+    free(mail_wire);
+    free(all);
+    free(start);
+    free(perm);
+    s->nomem = 1;
+    return;
+  }
   /* (each channel's order as it comes to play: a bounded simulation that
    * stops in the first needs no other's) */
   int done[RS_MAX_CHANNELS] = {0};
@@ -584,7 +990,15 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
       continue;
     sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
                 order + (size_t)c * W, at + (size_t)c * W);
-    sim_channel_alone(s, &cut, c, at + (size_t)c * W, step0, all);
+    if (split) {
+      s->arrive = mail_arrive; /* (two mailboxes a worker: sim_tick) */
+      s->wire = mail_wire;
+      s->step = step0;
+      sim_channel_split(s, &cut, c, at + (size_t)c * W, saved, all);
+      s->arrive = runner_arrive;
+      s->wire = runner_wire;
+    } else
+      sim_channel_updown(s, &cut, c, at + (size_t)c * W, step0, all);
     s->played++;
     for (int j = c + 1; start && j < cut.busy && !rs__simrun_stopped(s); j++)
       if (!done[j] && image_of(shape, &cut.part[c], &cut.part[j], perm) &&
@@ -595,6 +1009,9 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
       }
   }
   rs__simrun_channels_done(s, all);
+  free(saved);
+  free(mail_arrive);
+  free(mail_wire);
   free(all);
   free(start);
   free(perm);
