@@ -1296,9 +1296,11 @@ static void narrate(rs_narrator_t *n, int mean) {
                  "\nThe part goes up tree %d (reduce) and back down "
                  "(broadcast), as %d chunk%s of segments, pipelined: a "
                  "segment climbs one level while the next climbs the level "
-                 "below. The steps below follow the data level by level; a "
-                 "worker folds its own data first, then its children's in "
-                 "order.\n",
+                 "below; where segments are long against a hop's latency, "
+                 "a segment comes down as soon as the root has its sum, "
+                 "while later ones still climb (NCCL's split). The steps "
+                 "below follow the data level by level; a worker folds its "
+                 "own data first, then its children's in order.\n",
                  t0, rs__tree_chunks(W), rs__tree_chunks(W) == 1 ? "" : "s");
   else
     rs__narr_say(
