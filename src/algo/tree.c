@@ -515,7 +515,9 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
 /* On channels: each busy channel one tree of the formula above over its
  * part (S = H segs' segments of it, segs its cut's), a segment taking busy
  * times its wire time (the channels share the ports: netmodel.h), the
- * channels side by side: the slowest's time. */
+ * channels side by side: the slowest's time. It estimates the up-down
+ * order (channels_updown); where the split runs, the schedule is faster
+ * (up to the reduce and broadcast's sum less their overlap). */
 static uint64_t predict_channels(const rs_netmodel_t *m, rs_shape_t shape,
                                  size_t elems, size_t cap, size_t elem_size) {
   const int workers = shape.workers;
