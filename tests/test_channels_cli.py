@@ -381,6 +381,28 @@ class ChannelsCli(unittest.TestCase):
         self.assertLess(min(r[4] for r in rows if r[0] == "broadcast"),
                         max(r[5] for r in rows if r[0] == "reduce"))
 
+    # chan-14: in the split both steps begin at once, and a wire fault
+    # still hits the first message its step sends: a corrupt at the
+    # reduce (step 0) is caught in the reduce, one at the broadcast (step
+    # 1) in the broadcast (the first was lost, and the second hit a
+    # reduce message, when both steps began together).
+    def test_tree_split_wire_faults(self):
+        params = os.path.join(self.tmp.name, "b.json")
+        with open(params, "w") as f:
+            json.dump({"name": "b", "params": [{"name": "g", "shape": [4096]}]}, f)
+        args = ["-p", params, "-w", 4, "--net", "latency=0.25us,bandwidth=4.096GB/s",
+                "--algo", "tree", "--channels", 2, "--segment-bytes", 4096,
+                "--no-trace", "--timeout", 5]
+        for fault, said in (
+                ("corrupt:worker=1,step=0", "worker 2 received a damaged segment of "
+                 "chunk 0 from worker 1 in reduce step 0 (checksum mismatch)"),
+                ("corrupt:worker=2,step=1", "worker 1 received a damaged segment of "
+                 "chunk 0 from worker 2 in broadcast step 0 (checksum mismatch)")):
+            with self.subTest(fault=fault):
+                rc, out, err = helpers.run(*args, "--inject", fault)
+                self.assertEqual(rc, 3, out + err)
+                self.assertIn(f"ringsim: {said}\n", err)
+
     # chan-7: --explain and the report say the channels: each one's part
     # of the bucket and its ring (NCCL's on a topology its model knows:
     # two nodes of four GPUs with a switch and a NIC each), an idle one as

@@ -348,12 +348,16 @@ static void split_phase(rs_worker_t *w, rs_phase_t ph) {
 static int channels_split(rs_worker_t *w, const tree_cut_t *cut) {
   const long long S = (long long)rs__tree_segments(w->workers, cut->segs);
   int rc, depth[RS_MAX_CHANNELS], most = 0;
-  /* both steps begin at once: the reduce's and the broadcast's */
-  if ((rc = rs__xfer_step(w, RS_PHASE_REDUCE, 0,
-                          rs__tree_global_step(RS_PHASE_REDUCE), 1)) ||
-      (rc = rs__xfer_step(w, RS_PHASE_BROADCAST, 0,
-                          rs__tree_global_step(RS_PHASE_BROADCAST), 1)))
-    return rc;
+  /* both steps begin at once: the reduce's and the broadcast's, each
+   * with what the wire does to its first message (an injected fault:
+   * it waits for that step's first send) */
+  rs_wire_t wire[2];
+  for (int phase = 0; phase < 2; phase++) {
+    const rs_phase_t ph = phase == 0 ? RS_PHASE_REDUCE : RS_PHASE_BROADCAST;
+    if ((rc = rs__xfer_step(w, ph, 0, rs__tree_global_step(ph), 1)))
+      return rc;
+    wire[phase] = w->step_wire;
+  }
   for (int c = 0; c < cut->busy; c++) {
     const tree_chpart_t *p = &cut->part[c];
     depth[c] = rs__tree_depth_in(w->shape, p->tree,
@@ -363,6 +367,7 @@ static int channels_split(rs_worker_t *w, const tree_cut_t *cut) {
   for (long long t = -most; t < S + most; t++)
     for (int phase = 0; phase < 2; phase++) {
       split_phase(w, phase == 0 ? RS_PHASE_REDUCE : RS_PHASE_BROADCAST);
+      w->step_wire = wire[phase];
       for (int c = 0; c < cut->busy; c++) {
         /* up: segment t + d; down: segment t - d */
         const long long j = phase == 0 ? t + depth[c] : t - depth[c];
@@ -377,6 +382,7 @@ static int channels_split(rs_worker_t *w, const tree_cut_t *cut) {
         if (rc)
           return rc;
       }
+      wire[phase] = w->step_wire; /* (a send took it: RS_WIRE_OK) */
     }
   return RS_OK;
 }
