@@ -217,37 +217,40 @@ static void test_nvlstree_run_equals_model(void **state) {
  * 0, tree 1 on node 1; D = 1, so a unit's reduce is in round u, its climb
  * in round u + 1 (the root takes it then), its way down in round u + 2,
  * its multicast in round u + 3 (nvlstree.c). Unit (h, u) is half h's
- * unit u. GPU 0 (root of tree 0; GPU 1 alike, its shard's), GPU 2 (root
- * of tree 1; GPU 3 alike):
+ * unit u. A GPU's puts and multicasts go through its NVLink port, its
+ * tree's sends through its NIC side, beside them (netmodel.h); a unit's
+ * data is ready at the worker's clock when its receive is taken. GPU 0
+ * (root of tree 0; GPU 1 alike, its shard's), GPU 2 (root of tree 1; GPU
+ * 3 alike):
  *   round 0: each puts (0,0) for the other head (port 0-1 us), its own
  *     (1-2 us, in the switch at 3 us): the sum down at 3 + 1 + 1 = 5 us;
  *     (1,0) alike a round of the port later: puts 2-4 us, sum at 7 us.
  *   round 1: (0,1) and (1,1) alike: puts 4-6 and 6-8 us, sums at 9 and
- *     11 us. Climb: GPU 2 sends (0,0) up at 8 us (its port's next free),
- *     there at 8 + 1 + 2 = 11 us, taken by GPU 0 at 12 (its port busy
- *     with the sum (1,1) until 11); GPU 0 sends (1,0) up at 8, GPU 2
- *     takes it at 12.
- *   round 2: GPU 2 sends (0,1) up at 9 us (ready since 9), GPU 0 takes
- *     it at 13; GPU 0 sends (0,0) down at 12 (its sum since 12), then
- *     (1,1) up at 13, there at 15 and 16; GPU 2 takes them at 15 and 16;
- *     GPU 2 sends (1,0) down at 12, GPU 0 takes it at 15.
- *   round 3: GPU 0 sends (0,1) down at 14, GPU 2 takes it at 17; GPU 2
- *     sends (1,1) down at 16 (its sum since 16), GPU 0 takes it at 19.
- *     Multicasts: GPU 0's (0,0) at 15, (1,0) at 16 (there at 17, 18 us),
- *     taken at 20 and 21 (its port busy until 19); GPU 2's (0,0) at 17,
- *     (1,0) at 18, taken at 19 and 20.
- *   round 4: GPU 0 multicasts (0,1) at 17 and (1,1) at 19 (down since
- *     19), taken at 22 and 23; GPU 2 its at 19 and 20, taken at 21, 22.
- * 23 us, threaded and simulated. With the stages one after another (the
- * tree's sends after every receive before them) it took 33 us. */
+ *     11 us (the clocks at 11). Climb, on the NIC sides: GPU 2 sends
+ *     (0,0) up at 5 us, there at 5 + 1 + 2 = 8; GPU 0 takes it at 8,
+ *     ready at its clock, 11. GPU 0 sends (1,0) up at 7, GPU 2 takes it
+ *     at 10, ready at 11.
+ *   round 2: GPU 2 sends (0,1) up at 9, GPU 0 takes it at 12; GPU 0 sends
+ *     (0,0) down at 11, GPU 2 takes it at 14. GPU 0 sends (1,1) up at 12
+ *     (its NIC side's next free), GPU 2 takes it at 15; GPU 2 sends (1,0)
+ *     down at 11, GPU 0 takes it at 14.
+ *   round 3: GPU 0 sends (0,1) down at 13, GPU 2 takes it at 16; GPU 2
+ *     sends (1,1) down at 15, GPU 0 takes it at 18. Multicasts, on the
+ *     NVLink ports: GPU 0's (0,0) at 11, (1,0) at 14, taken at 13 and
+ *     16; GPU 2's (0,0) at 14, (1,0) at 15, taken at 16 and 17.
+ *   round 4: GPU 0 multicasts (0,1) at 15 and (1,1) at 18, taken at 17
+ *     and 20; GPU 2 its at 16 and 17, taken at 18 and 19.
+ * 20 us, threaded and simulated. Through one port each way (the NIC's
+ * traffic after the NVLink's) it took 23 us; with the stages one after
+ * another (the tree's sends after every receive before them), 33 us. */
 static void test_nvlstree_pipelined_by_hand(void **state) {
   (void)state;
   const rs_netmodel_t net = topo_of("nodes=2,gpus=2,nics=2,intra=1us/1GB/s,"
                                     "nic=2us/1GB/s,cc=90,switch=nvls",
                                     NULL);
-  assert_int_equal(model_algo(RS_ALGO_NVLSTREE, &net, 4, 2000, 1000), 23000);
+  assert_int_equal(model_algo(RS_ALGO_NVLSTREE, &net, 4, 2000, 1000), 20000);
   assert_int_equal(run_algo(RS_ALGO_NVLSTREE, &net, 4, 2000, 1000, RS_OP_SUM),
-                   23000);
+                   20000);
 }
 
 /* nvls-5: the switch adds shard i's copies in its documented order (algo/

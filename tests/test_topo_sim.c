@@ -331,6 +331,34 @@ static void test_by_hand(void **state) {
   }
 }
 
+/* (3b) A GPU's NIC side is beside its NVLink port (netmodel.h): what it
+ * sends to another node leaves beside what it sends within its node, and
+ * what it takes from another node comes in beside what it takes from its
+ * own. Linear on 2 nodes of 2 GPUs, a NIC each (n = 1 on every crossing),
+ * NVLink 1 us and 1 GB/s, a NIC 2 us and 1 GB/s; 250 floats, 1000 B: 1 us
+ * on any wire. Root 0 takes 3's, 2's, then 1's buffer, all sent at 0:
+ * 3's over the NICs arrives at 1 + 2 = 3 us, 2's at 3 us too, its NIC
+ * side free at 4 us (it took 3's until 3): taken at 4 us; 1's over NVLink
+ * arrives at 1 + 1 = 2 us, through its NVLink port, free: taken at 2 us.
+ * The root holds the sum at 4 us, and sends it to 1, 2 and 3: to 1 on
+ * NVLink, 4-5 us, there at 6; to 2 on its NIC side, 4-5 us (beside the
+ * send to 1), there at 7; to 3 after it, 5-6 us, there at 8. 8 us,
+ * threaded and simulated. Through one port each way, as before, the
+ * three receives took 3, 4 and 5 us and the three sends 5-6, 6-7 and 7-8
+ * us: 10 us. */
+static void test_nic_beside_nvlink_by_hand(void **state) {
+  (void)state;
+  char err[RS_ERRMSG_MAX];
+  rs_netmodel_t net =
+      topo_of("nodes=2,gpus=2,nics=2,intra=1us/1GB/s,nic=2us/1GB/s", NULL);
+  assert_int_equal(rs_netmodel_check(&net, 4, err), RS_OK);
+  const uint64_t sim = simulated(RS_ALGO_LINEAR, &net, 4, 250, 1 << 20);
+  const uint64_t run = threaded(RS_ALGO_LINEAR, &net, 4, 250, 1 << 20);
+  if (sim != 8000 || run != 8000)
+    fail_msg("linear, 2 x 2 GPUs: model %llu, threaded %llu, by hand 8000",
+             (unsigned long long)sim, (unsigned long long)run);
+}
+
 /* On several nodes the tree is NCCL's multi-node shape (algo/tree.h):
  * each node's GPUs a chain, its head (local rank 0) in the nodes' double
  * binary tree. Its run and its schedule simulation agree to the
@@ -438,6 +466,7 @@ int main(void) {
       cmocka_unit_test(test_least_is_a_bound),
       cmocka_unit_test(test_argmin_is_the_choice),
       cmocka_unit_test(test_by_hand),
+      cmocka_unit_test(test_nic_beside_nvlink_by_hand),
       cmocka_unit_test(test_tree_on_nodes),
       cmocka_unit_test(test_refused),
       cmocka_unit_test(test_sends_are_the_edges),

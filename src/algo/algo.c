@@ -292,7 +292,7 @@ static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
     for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
       rs__sim_stream(&s->clocks[r], 0, 0,
                      (rs_sim_mem_t){NULL, NULL,
-                                    s->channel_mem + (size_t)r * 4 * C},
+                                    s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
                      0, 0);
     return;
   }
@@ -303,7 +303,7 @@ static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
     rs__sim_stream(&s->clocks[r], 1, segs,
                    (rs_sim_mem_t){s->seg_mem + (size_t)r * C * s->seg_cap,
                                   s->slot_mem + (size_t)r * C * s->slot_cap,
-                                  s->channel_mem + (size_t)r * 4 * C},
+                                  s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
                    s->seg_cap, s->slot_cap);
   s->seg_n = segs;
 }
@@ -335,6 +335,10 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   s->clocks = calloc((size_t)workers, sizeof *s->clocks);
   s->arrive = calloc((size_t)workers, sizeof *s->arrive);
   s->wire = calloc((size_t)workers, sizeof *s->wire);
+  s->via_nic = calloc((size_t)workers, sizeof *s->via_nic);
+  if (s->channels > 1 && !(s->uses_at = calloc(2 * (size_t)workers,
+                                               sizeof *s->uses_at)))
+    return RS_ENOMEM;
   if (!plain) {
     rs_simtrack_t *t = s->track = calloc(1, sizeof *t);
     if (!t)
@@ -354,7 +358,7 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   }
   const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
   s->algo_mem = scratch ? calloc(1, scratch) : NULL;
-  if (!s->clocks || !s->arrive || !s->wire || (scratch && !s->algo_mem))
+  if (!s->clocks || !s->arrive || !s->wire || !s->via_nic || (scratch && !s->algo_mem))
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
@@ -373,10 +377,12 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
     if (most &&
         (!(s->seg_mem = calloc(W * C * most, sizeof *s->seg_mem)) ||
          !(s->slot_mem = calloc(W * C * s->slot_cap, sizeof *s->slot_mem)) ||
-         !(s->channel_mem = calloc(W * 4 * C, sizeof *s->channel_mem))))
+         !(s->channel_mem = calloc(W * RS_SIM_CHANNEL_WORDS * C,
+                                       sizeof *s->channel_mem))))
       return RS_ENOMEM;
   } else if (s->channels > 1 && (a->caps & RS__CAP_CHANNELS) &&
-             !(s->channel_mem = calloc((size_t)workers * 4 * (size_t)s->channels,
+             !(s->channel_mem = calloc((size_t)workers * RS_SIM_CHANNEL_WORDS *
+                                           (size_t)s->channels,
                                        sizeof *s->channel_mem))) {
     return RS_ENOMEM; /* (channels without streaming: their clocks alone) */
   }
@@ -438,6 +444,8 @@ static void simrun_free(rs_simrun_t *s) {
   free(s->clocks);
   free(s->arrive);
   free(s->wire);
+  free(s->via_nic);
+  free(s->uses_at);
   free(s->algo_mem);
   free(s->seg_mem);
   free(s->slot_mem);
@@ -517,6 +525,8 @@ static int simulate(const rs_sim_job_t *job, const uint64_t *ready,
         rs_segs_per_chunk(buckets[b].elems, workers, segment_bytes, elem_size));
     if (s.nomem)
       break;
+    if (!plain) /* (its ports that no later bucket reads: simrun.h) */
+      rs__simrun_settle(&s);
     for (size_t r = 0; spans->worker_end && r < W; r++)
       spans->worker_end[b * W + r] = s.clocks[r].clock;
     const uint64_t delta =

@@ -152,20 +152,30 @@ static uint64_t predict(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
 
 /* A bound of its own (algo.h): the root's port takes the W-1 buffers one
  * after another, each no sooner than its least time on the wire; then its
- * link sends the result W-1 times, and the last arrives a latency after. */
+ * link sends the result W-1 times, and the last arrives a latency after.
+ * With a topology of several nodes the root has two ports each way (its
+ * NVLink port and its NIC side: netmodel.h), which run beside each other:
+ * the busier of them. */
 static uint64_t least(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
                       size_t elem_size) {
-  const int W = shape.workers, root = RS_LINEAR_ROOT;
-  uint64_t t = 0, latency = UINT64_MAX, hop_latency;
+  const int W = shape.workers, G = shape.gpus, root = RS_LINEAR_ROOT;
+  uint64_t in[2] = {0, 0}, out[2] = {0, 0}, latency = UINT64_MAX, hop_latency;
   for (int r = 0; r < W; r++) {
     if (r == root)
       continue;
-    t = rs__sat_add(t, rs__sim_hop_least_ns(m, W, r, root, elems * elem_size,
-                                            &hop_latency));
-    t = rs__sat_add(t, rs__sim_hop_least_ns(m, W, root, r, elems * elem_size,
-                                            &hop_latency));
+    const int nic = G < W && r / G != root / G;
+    in[nic] = rs__sat_add(in[nic],
+                          rs__sim_hop_least_ns(m, W, r, root,
+                                               elems * elem_size,
+                                               &hop_latency));
+    out[nic] = rs__sat_add(out[nic],
+                           rs__sim_hop_least_ns(m, W, root, r,
+                                                elems * elem_size,
+                                                &hop_latency));
     latency = hop_latency < latency ? hop_latency : latency;
   }
+  const uint64_t t = rs__sat_add(in[0] > in[1] ? in[0] : in[1],
+                                 out[0] > out[1] ? out[0] : out[1]);
   return rs__sat_add(t, latency);
 }
 

@@ -241,7 +241,8 @@ int rs__ring_run(const rs_ring_way_t *way, rs_worker_t *w) {
   const int busy = parts_of(way, w, parts);
   const size_t segs = parts[0].cut.per_chunk; /* (every channel's) */
   /* (the channels share the worker's ports: netmodel.h) */
-  rs__sim_busy(&w->sim, busy, off_node(w->shape, parts, busy, w->rank));
+  const int off = off_node(w->shape, parts, busy, w->rank);
+  rs__sim_busy(&w->sim, busy, busy - off, off); /* (one next a channel) */
   const busy_parts_t bp = {parts, busy};
   if (!way->slices || !w->slices)
     return ring(way, &bp, w, 0, segs);
@@ -521,7 +522,8 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
     return;
   }
   for (int r = 0; r < W; r++) { /* (netmodel.h) */
-    rs__sim_busy(&s->clocks[r], busy, off_node(s->shape, parts, busy, r));
+    const int off = off_node(s->shape, parts, busy, r);
+    rs__sim_busy(&s->clocks[r], busy, busy - off, off);
     all[r] = rs__simstate_of(&s->clocks[r]);
     if (start)
       start[r] = all[r];

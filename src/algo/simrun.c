@@ -5,6 +5,8 @@
  * test_topo_sim holds every algorithm to the plain simulation. */
 #include "algo/simrun.h"
 
+#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,42 +31,91 @@ void rs__simrun_seen(rs_simrun_t *s, int r) {
   t->seen[t->seen_n++] = r;
 }
 
-/* The fields that carry r's part since the save on: a worker that sent
- * and received, all three; one that only received, its clock and port
- * (its link is not read); one that only sent, its link, when its clock
- * (not moved: it received nothing) is behind its link, so that every send
- * departs when the link is free (its port is not read). None if it
- * neither sent nor received (a straggler's step alone); -1 if it only
- * sent but its clock could still hold a send up. */
-enum { MOVE_CLOCK = 1, MOVE_LINK = 2, MOVE_PORT = 4 };
-static int moves(const rs_simtrack_t *t, int r) {
+/* A state's fields (rs_simstate_t): its clock and four ports. */
+enum {
+  MOVE_CLOCK = 1,
+  MOVE_LINK = 2,
+  MOVE_PORT = 4,
+  MOVE_NIC = 8,
+  MOVE_NIC_IN = 16
+};
+enum { FIELDS = 5 };
+
+static const size_t field_at[FIELDS] = {
+    offsetof(rs_simstate_t, clock), offsetof(rs_simstate_t, link_free),
+    offsetof(rs_simstate_t, in_free), offsetof(rs_simstate_t, nic_free),
+    offsetof(rs_simstate_t, nic_in_free)};
+
+static uint64_t *field(rs_simstate_t *x, int f) {
+  return (uint64_t *)(void *)((char *)x + field_at[f]);
+}
+
+/* The ports of c that took a transfer since its state b, as MOVE_ bits
+ * (port p's is 2 << p). */
+static int ports_used(const rs_simclock_t *c, const rs_simstate_t *b) {
+  int m = 0;
+  for (int p = 0; p < 4; p++)
+    m |= (c->port_last[p] > b->transfers) << (p + 1);
+  return m;
+}
+
+/* The fields that carry r's part since the save on: a worker that
+ * received, its clock and the ports it used (a port it did not use is
+ * not read); one that only sent, the ports it sent through, when its
+ * clock (not moved: it received nothing) is behind each of them, so that
+ * every send departs when its port is free. None if it neither sent nor
+ * received (a straggler's step alone); -1 if it only sent but its clock
+ * could still hold a send up, or it sent through no port. */
+static int moves(const rs_simtrack_t *t, const rs_simclock_t *c, int r) {
   const int sent = t->sent_at[r] == t->touch_id,
             got = t->got_at[r] == t->touch_id;
-  if (sent && got)
-    return MOVE_CLOCK | MOVE_LINK | MOVE_PORT;
+  const rs_simstate_t *b = &t->saved[r];
+  const int used = ports_used(c, b);
   if (got)
-    return MOVE_CLOCK | MOVE_PORT;
-  if (sent)
-    return t->saved[r].clock <= t->saved[r].link_free ? MOVE_LINK : -1;
-  return 0;
+    return MOVE_CLOCK | used;
+  if (!sent)
+    return 0;
+  if ((used & (MOVE_PORT | MOVE_NIC_IN)) || !(used & (MOVE_LINK | MOVE_NIC)) ||
+      ((used & MOVE_LINK) && b->clock > b->link_free) ||
+      ((used & MOVE_NIC) && b->clock > b->nic_free))
+    return -1;
+  return used;
 }
 
 /* Has r's state moved on from b by delta in the fields m, and stayed in
  * the others? */
 static int moved_by(const rs_simclock_t *c, const rs_simstate_t *b, int m,
                     uint64_t delta) {
-  const uint64_t dc = m & MOVE_CLOCK ? delta : 0,
-                 dl = m & MOVE_LINK ? delta : 0, dp = m & MOVE_PORT ? delta : 0;
-  return c->clock >= b->clock && c->clock - b->clock == dc &&
-         c->link_free >= b->link_free && c->link_free - b->link_free == dl &&
-         c->in_free >= b->in_free && c->in_free - b->in_free == dp;
+  rs_simstate_t now = rs__simstate_of(c), was = *b;
+  for (int f = 0; f < FIELDS; f++) {
+    const uint64_t x = *field(&now, f), y = *field(&was, f);
+    if (x < y || x - y != (m & 1 << f ? delta : 0))
+      return 0;
+  }
+  return 1;
 }
 
-/* Can every state (clock, link, port) move on by `by` without passing
+/* Can every state (clock and ports) move on by `by` without passing
  * UINT64_MAX? */
 static int room_for(const rs_simclock_t *c, uint64_t by) {
-  return c->clock <= UINT64_MAX - by && c->link_free <= UINT64_MAX - by &&
-         c->in_free <= UINT64_MAX - by;
+  rs_simstate_t now = rs__simstate_of(c);
+  for (int f = 0; f < FIELDS; f++)
+    if (*field(&now, f) > UINT64_MAX - by)
+      return 0;
+  return 1;
+}
+
+/* c's fields m move on by `by`; the ports among them count one more
+ * transfer (they took the repeats'). */
+static void move_on(rs_simclock_t *c, int m, uint64_t by) {
+  c->clock += m & MOVE_CLOCK ? by : 0;
+  c->link_free += m & MOVE_LINK ? by : 0;
+  c->in_free += m & MOVE_PORT ? by : 0;
+  c->nic_free += m & MOVE_NIC ? by : 0;
+  c->nic_in_free += m & MOVE_NIC_IN ? by : 0;
+  for (int p = 0; p < 4; p++)
+    if (m & 2 << p)
+      rs__sim_use(c, p);
 }
 
 /* Has every worker touched since the save moved on by one delta in the
@@ -77,13 +128,18 @@ static uint64_t repeat(rs_simrun_t *s, uint64_t times) {
   /* the workers touched since the save (the others have not moved) */
   uint64_t delta = 0;
   for (int i = 0; i < t->seen_n; i++) {
-    const int r = t->seen[i], m = moves(t, r);
+    const int r = t->seen[i];
     const rs_simclock_t *c = &s->clocks[r];
+    const int m = moves(t, c, r);
     if (m < 0)
       return 0;
-    if (m && !delta)
-      delta = m & MOVE_LINK ? c->link_free - t->saved[r].link_free
-                            : c->clock - t->saved[r].clock;
+    if (m && !delta) { /* (the first field it moves) */
+      rs_simstate_t now = rs__simstate_of(c), was = t->saved[r];
+      int f = 0;
+      while (!(m & 1 << f))
+        f++;
+      delta = *field(&now, f) - *field(&was, f);
+    }
     if (!moved_by(c, &t->saved[r], m, delta))
       return 0;
   }
@@ -94,11 +150,8 @@ static uint64_t repeat(rs_simrun_t *s, uint64_t times) {
     if (!room_for(&s->clocks[t->seen[i]], by))
       return 0;
   for (int i = 0; i < t->seen_n; i++) {
-    const int r = t->seen[i], m = moves(t, r);
-    rs_simclock_t *c = &s->clocks[r];
-    c->clock += m & MOVE_CLOCK ? by : 0;
-    c->link_free += m & MOVE_LINK ? by : 0;
-    c->in_free += m & MOVE_PORT ? by : 0;
+    rs_simclock_t *c = &s->clocks[t->seen[i]];
+    move_on(c, moves(t, c, t->seen[i]), by);
     if (c->clock > s->bound)
       s->over = 1;
   }
@@ -113,7 +166,7 @@ static rs_simclock_t *member(rs_simrun_t *s, int k) {
 /* One channel's part of a saved streaming state: its length; and the
  * channels. */
 static size_t channel_len(const rs_simrun_t *s) {
-  return s->seg_cap + 5 + s->slot_cap;
+  return s->seg_cap + 7 + s->slot_cap;
 }
 
 static int channels(const rs_simrun_t *s) {
@@ -147,24 +200,33 @@ void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
       out[n + 2 + K] = RS_SIM_CHANNEL(c, CLOCK)[ch];
       out[n + 3 + K] = RS_SIM_CHANNEL(c, LINK)[ch];
       out[n + 4 + K] = RS_SIM_CHANNEL(c, IN)[ch];
+      out[n + 5 + K] = RS_SIM_CHANNEL(c, NIC)[ch];
+      out[n + 6 + K] = RS_SIM_CHANNEL(c, NIC_IN)[ch];
     }
   }
 }
 
 /* Has c's streaming state moved on from before (rs__simstream_save's)
- * by delta? (tmp: room for one.) Its slots' count aside, every time. */
+ * by delta? (tmp: room for one.) Its slots' count aside, every time; of
+ * its shares of the ports, those of the ports `used` (MOVE_ bits: the
+ * worker's), the others not at all. */
 static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
                         const uint64_t *before, uint64_t delta,
-                        uint64_t *tmp) {
+                        uint64_t *tmp, int used) {
   const size_t n = s->seg_cap, K = s->slot_cap;
   rs__simstream_save(s, c, tmp);
   for (int ch = channel_first(s); ch < channel_end(s);
        ch++, tmp += channel_len(s), before += channel_len(s)) {
     if (tmp[n] != before[n])
       return 0;
-    for (size_t f = n + 2 + K; channels(s) > 1 && f < channel_len(s); f++)
-      if (tmp[f] < before[f] || tmp[f] - before[f] != delta)
-        return 0; /* (its clock and ports) */
+    for (size_t f = n + 2 + K; channels(s) > 1 && f < channel_len(s); f++) {
+      /* (its clock, then its ports: link, in, NIC, NIC in) */
+      const uint64_t d = f == n + 2 + K || used & 2 << (f - n - 3 - K)
+                             ? delta
+                             : 0;
+      if (tmp[f] < before[f] || tmp[f] - before[f] != d)
+        return 0;
+    }
     for (size_t j = 0; j < s->seg_n && j < n; j++)
       if (tmp[j] < before[j] || tmp[j] - before[j] != delta)
         return 0;
@@ -177,9 +239,9 @@ static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
 }
 
 /* c takes the streaming state from (rs__simstream_save's), moved on by
- * by. */
+ * by (its shares of the ports not `used`, MOVE_ bits, not moved). */
 static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
-                        const uint64_t *from, uint64_t by) {
+                        const uint64_t *from, uint64_t by, int used) {
   const size_t n = s->seg_cap, K = s->slot_cap;
   for (int ch = channel_first(s); ch < channel_end(s); ch++, from += channel_len(s)) {
     uint64_t *ready = c->seg_ready + (size_t)ch * n,
@@ -196,8 +258,11 @@ static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
       arrive[(sent - taken + i) % K] = from[n + 2 + i] + by;
     if (channels(s) > 1) {
       RS_SIM_CHANNEL(c, CLOCK)[ch] = from[n + 2 + K] + by;
-      RS_SIM_CHANNEL(c, LINK)[ch] = from[n + 3 + K] + by;
-      RS_SIM_CHANNEL(c, IN)[ch] = from[n + 4 + K] + by;
+      RS_SIM_CHANNEL(c, LINK)[ch] = from[n + 3 + K] + (used & MOVE_LINK ? by : 0);
+      RS_SIM_CHANNEL(c, IN)[ch] = from[n + 4 + K] + (used & MOVE_PORT ? by : 0);
+      RS_SIM_CHANNEL(c, NIC)[ch] = from[n + 5 + K] + (used & MOVE_NIC ? by : 0);
+      RS_SIM_CHANNEL(c, NIC_IN)[ch] =
+          from[n + 6 + K] + (used & MOVE_NIC_IN ? by : 0);
     }
   }
 }
@@ -214,38 +279,70 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
   /* (a streaming schedule's segments and slots too: stream_before) */
   const size_t len = rs__simstream_len(s);
   uint64_t *const sb = s->stream_before, *const ss = s->stream_scratch;
-  for (int r = 0; r < W; r++)
-    if (!moved_by(member(s, (r + turn) % W), &before[r],
-                  MOVE_CLOCK | MOVE_LINK | MOVE_PORT, delta) ||
+  /* (worker r + turn now where r was, moved on in its clock and the
+   * ports it used: as r's, the turn keeping each worker's role) */
+  for (int r = 0; r < W; r++) {
+    const rs_simclock_t *x = member(s, (r + turn) % W);
+    const int used = ports_used(x, &before[(r + turn) % W]);
+    if (!moved_by(x, &before[r], MOVE_CLOCK | used, delta) ||
         !room_for(member(s, r), by) ||
-        (sb && !stream_moved(s, member(s, (r + turn) % W),
-                             sb + (size_t)r * len, delta, ss)))
+        (sb && !stream_moved(s, x, sb + (size_t)r * len, delta, ss, used)))
       return 0;
+  }
   /* (where worker r's state goes: times more turns on) */
   const int to = (int)((long long)turn * (long long)(times % (uint64_t)W) % W);
   if (to && !scratch)
     return 0;
   for (int r = 0; to && r < W; r++) {
     scratch[r] = rs__simstate_of(member(s, r));
+    /* (its transfers: here the ports it used, which its state takes) */
+    scratch[r].transfers = (uint64_t)ports_used(member(s, r), &before[r]);
     if (sb)
       rs__simstream_save(s, member(s, r), ss + (size_t)r * len);
   }
   for (int r = 0; r < W; r++) {
     rs_simclock_t *c = member(s, (r + to) % W);
     const rs_simstate_t from = to ? scratch[r] : rs__simstate_of(c);
-    c->clock = from.clock + by;
-    c->link_free = from.link_free + by;
-    c->in_free = from.in_free + by;
+    /* (the ports r used, which r's state takes with it) */
+    const int used = to ? (int)from.transfers : ports_used(c, &before[r]);
+    c->clock = from.clock;
+    c->link_free = from.link_free;
+    c->in_free = from.in_free;
+    c->nic_free = from.nic_free;
+    c->nic_in_free = from.nic_in_free;
+    move_on(c, MOVE_CLOCK | used, by);
     if (sb && to)
-      stream_take(s, c, ss + (size_t)r * len, by);
+      stream_take(s, c, ss + (size_t)r * len, by, used);
     else if (sb) {
       rs__simstream_save(s, c, ss);
-      stream_take(s, c, ss, by);
+      stream_take(s, c, ss, by, used);
     }
     if (c->clock > s->bound)
       s->over = 1;
   }
   return delta;
+}
+
+/* c's port p, free at *free, is free at `at` if that is later. */
+static void settle(rs_simclock_t *c, uint64_t *free, uint64_t at, int p) {
+  if (*free < at) {
+    *free = at;
+    rs__sim_use(c, p);
+  }
+}
+
+void rs__simrun_settle(rs_simrun_t *s) {
+  const int W = s->shape.workers;
+  uint64_t earliest = UINT64_MAX;
+  for (int r = 0; r < W; r++)
+    earliest = s->clocks[r].clock < earliest ? s->clocks[r].clock : earliest;
+  for (int r = 0; r < W && s->net->enabled; r++) {
+    rs_simclock_t *c = &s->clocks[r];
+    settle(c, &c->link_free, earliest, RS_PORT_LINK);
+    settle(c, &c->nic_free, earliest, RS_PORT_NIC);
+    settle(c, &c->in_free, earliest, RS_PORT_IN);
+    settle(c, &c->nic_in_free, earliest, RS_PORT_NIC_IN);
+  }
 }
 
 void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0) {
@@ -256,38 +353,65 @@ void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0) {
     x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch];
     x->link_free = RS_SIM_CHANNEL(x, LINK)[ch];
     x->in_free = RS_SIM_CHANNEL(x, IN)[ch];
+    x->nic_free = RS_SIM_CHANNEL(x, NIC)[ch];
+    x->nic_in_free = RS_SIM_CHANNEL(x, NIC_IN)[ch];
+    if (s->uses_at)
+      s->uses_at[2 * (size_t)r] = x->transfers;
   }
   s->live = ch;
   s->step = step0;
 }
 
-/* a's latest with b's, field by field. */
-static void fold_state(rs_simstate_t *a, const rs_simclock_t *b) {
-  a->clock = b->clock > a->clock ? b->clock : a->clock;
-  a->link_free = b->link_free > a->link_free ? b->link_free : a->link_free;
-  a->in_free = b->in_free > a->in_free ? b->in_free : a->in_free;
+/* a's latest with b's, field by field: the clock and the ports m (MOVE_
+ * bits). */
+static void fold_state(rs_simstate_t *a, const rs_simclock_t *b, int m) {
+  rs_simstate_t x = rs__simstate_of(b);
+  for (int f = 0; f < FIELDS; f++)
+    if ((f == 0 || m & 1 << f) && *field(&x, f) > *field(a, f))
+      *field(a, f) = *field(&x, f);
+}
+
+/* The ports worker r used in the channel playing alone (MOVE_ bits; with
+ * no record, all). */
+static int channel_used(const rs_simrun_t *s, int r) {
+  int m = 0;
+  for (int p = 0; p < 4; p++)
+    m |= (!s->uses_at || s->clocks[r].port_last[p] > s->uses_at[2 * (size_t)r])
+         << (p + 1);
+  return m;
 }
 
 void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all) {
   for (int r = 0; r < s->shape.workers; r++)
-    fold_state(&all[r], &s->clocks[r]);
+    fold_state(&all[r], &s->clocks[r], ~0);
 }
 
-void rs__simrun_channel_fold_image(const rs_simrun_t *s, const int *perm,
+void rs__simrun_channel_fold_image(rs_simrun_t *s, const int *perm,
                                    rs_simstate_t *all) {
-  for (int r = 0; r < s->shape.workers; r++)
-    fold_state(&all[perm[r]], &s->clocks[r]);
+  for (int r = 0; r < s->shape.workers; r++) {
+    /* (perm[r]'s ports took what r's took in the channel, no other: a
+     * repeat of a part that holds this bucket sees them used) */
+    const int used = channel_used(s, r);
+    fold_state(&all[perm[r]], &s->clocks[r], used);
+    if (s->uses_at)
+      s->uses_at[2 * (size_t)perm[r] + 1] |= (uint64_t)used;
+  }
 }
 
-/* Can the model not tell worker a from worker b (rs__simrun_image)? */
+/* Can the model not tell worker a from worker b (rs__simrun_image)? Of
+ * their ports, those a used in the channel (m: MOVE_ bits), which b's
+ * image uses, and no other. */
 static int alike(const rs_simclock_t *a, const rs_simclock_t *b,
-                 const rs_simstate_t *sa, const rs_simstate_t *sb) {
+                 const rs_simstate_t *sa, const rs_simstate_t *sb, int m) {
+  rs_simstate_t x = *sa, y = *sb;
+  for (int f = 0; f < FIELDS; f++)
+    if ((f == 0 || m & 1 << f) && *field(&x, f) != *field(&y, f))
+      return 0;
   return a->out.latency_ns == b->out.latency_ns &&
          a->out.bandwidth == b->out.bandwidth &&
          a->straggler_ns == b->straggler_ns &&
          a->nic_latency_ns == b->nic_latency_ns &&
-         a->off_node == b->off_node && sa->clock == sb->clock &&
-         sa->link_free == sb->link_free && sa->in_free == sb->in_free;
+         a->off_node == b->off_node && a->on_node == b->on_node;
 }
 
 int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
@@ -299,7 +423,7 @@ int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
   for (int r = 0; r < W; r++)
     if (perm[r] < 0 || perm[r] >= W || perm[r] / G != r / G ||
         !alike(&s->clocks[r], &s->clocks[perm[r]], &start[r],
-               &start[perm[r]]))
+               &start[perm[r]], channel_used(s, r)))
       return 0;
   return !s->load || rs__topo_load_alike(s->load, perm, step_first, s->step);
 }
@@ -313,6 +437,14 @@ void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all) {
     x->clock = all[r].clock;
     x->link_free = all[r].link_free;
     x->in_free = all[r].in_free;
+    x->nic_free = all[r].nic_free;
+    x->nic_in_free = all[r].nic_in_free;
+    /* (the images' transfers; none known: every port one, which only
+     * refuses repeats) */
+    move_on(x, s->uses_at ? (int)s->uses_at[2 * (size_t)r + 1] : ~MOVE_CLOCK,
+            0);
+    if (s->uses_at)
+      s->uses_at[2 * (size_t)r + 1] = 0;
   }
 }
 
@@ -411,15 +543,12 @@ static uint64_t certified(const rs_simrun_t *s, uint64_t m) {
   if (a->full || b->full || a->n != b->n)
     return 0;
   for (int r = 0; r < t->workers; r++) {
-    const rs_simstate_t *x0 = &t->cert_state[0][r], *x1 = &t->cert_state[1][r];
-    const rs_simstate_t x2 = rs__simstate_of(&s->clocks[r]);
-    const uint64_t f0[3] = {x0->clock, x0->link_free, x0->in_free},
-                   f1[3] = {x1->clock, x1->link_free, x1->in_free},
-                   f2[3] = {x2.clock, x2.link_free, x2.in_free};
-    for (int f = 0; f < 3; f++) {
+    rs_simstate_t x0 = t->cert_state[0][r], x1 = t->cert_state[1][r],
+                  x2 = rs__simstate_of(&s->clocks[r]);
+    for (int f = 0; f < FIELDS; f++) {
       int64_t d0, d1;
-      if (!grew(f0[f], f1[f], &d0) || !grew(f1[f], f2[f], &d1) || d0 != d1 ||
-          d1 < 0)
+      if (!grew(*field(&x0, f), *field(&x1, f), &d0) ||
+          !grew(*field(&x1, f), *field(&x2, f), &d1) || d0 != d1 || d1 < 0)
         return 0;
     }
   }
@@ -459,29 +588,29 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
   if (m) {
     int room = 1; /* (every field stays below 2^63) */
     for (int r = 0; room && r < t->workers; r++) {
-      const rs_simclock_t *x = &s->clocks[r];
-      const rs_simstate_t *p = &t->cert_state[1][r];
-      const uint64_t now[3] = {x->clock, x->link_free, x->in_free},
-                     d[3] = {x->clock - p->clock, x->link_free - p->link_free,
-                             x->in_free - p->in_free};
-      for (int f = 0; f < 3; f++)
-        room &= d[f] == 0 || d[f] <= (INT64_MAX - now[f]) / m;
+      rs_simstate_t now = rs__simstate_of(&s->clocks[r]),
+                    p = t->cert_state[1][r];
+      for (int f = 0; f < FIELDS; f++) {
+        const uint64_t d = *field(&now, f) - *field(&p, f);
+        room &= d == 0 || d <= (INT64_MAX - *field(&now, f)) / m;
+      }
     }
     if (room) {
       for (int r = 0; r < t->workers; r++) {
         rs_simclock_t *x = &s->clocks[r];
         const rs_simstate_t *p = &t->cert_state[1][r];
-        const uint64_t dc = x->clock - p->clock,
-                       dl = x->link_free - p->link_free,
-                       dp = x->in_free - p->in_free;
-        x->clock += dc * m;
-        x->link_free += dl * m;
-        x->in_free += dp * m;
+        x->clock += (x->clock - p->clock) * m;
+        x->link_free += (x->link_free - p->link_free) * m;
+        x->in_free += (x->in_free - p->in_free) * m;
+        x->nic_free += (x->nic_free - p->nic_free) * m;
+        x->nic_in_free += (x->nic_in_free - p->nic_in_free) * m;
         if (s->live >= 0 && x->on_channels && !x->stream) {
           /* (they stand for the live channel's: tree.c) */
           RS_SIM_CHANNEL(x, CLOCK)[s->live] = x->clock;
           RS_SIM_CHANNEL(x, LINK)[s->live] = x->link_free;
           RS_SIM_CHANNEL(x, IN)[s->live] = x->in_free;
+          RS_SIM_CHANNEL(x, NIC)[s->live] = x->nic_free;
+          RS_SIM_CHANNEL(x, NIC_IN)[s->live] = x->nic_in_free;
         }
         if (x->clock > s->bound)
           s->over = 1;

@@ -14,13 +14,18 @@
 #include "net/xfer.h"
 
 /* A worker's state on the simulated clock: all one part of a schedule
- * hands the next. */
+ * hands the next (its clock and four ports: netmodel.h), and the
+ * transfers its ports had taken, by which whoever keeps it tells the
+ * ports a part used since (those whose last transfer is later): one it
+ * did not use has not moved, and moves with no repeat of it. */
 typedef struct rs_simstate {
-  uint64_t clock, link_free, in_free;
+  uint64_t clock, link_free, in_free, nic_free, nic_in_free;
+  uint64_t transfers;
 } rs_simstate_t;
 
 static inline rs_simstate_t rs__simstate_of(const rs_simclock_t *c) {
-  return (rs_simstate_t){c->clock, c->link_free, c->in_free};
+  return (rs_simstate_t){c->clock,       c->link_free, c->in_free,
+                         c->nic_free,    c->nic_in_free, c->transfers};
 }
 
 /* What the steady repeats (below) keep, over all the workers whoever the
@@ -65,6 +70,7 @@ typedef struct rs_simrun {
   rs_simclock_t *clocks;
   uint64_t *arrive; /* when each worker's last message arrives */
   uint64_t *wire;   /* and how long it took on the wire */
+  uint8_t *via_nic; /* and whether it comes from another node */
   void *algo_mem;   /* the algorithm's (rs_algo_t's sim_scratch) */
   /* A streaming algorithm's clocks, every worker's (netmodel.h's
    * rs__sim_stream): on each of its channels, seg_cap segments' ready
@@ -101,6 +107,13 @@ typedef struct rs_simrun {
   struct rs_simtrack *track;
   /* Channels played alone, and taken as images (rs_sim_spans_t's) */
   unsigned played, images;
+  /* On channels, 2 words a worker: its transfers (netmodel.h) when the
+   * channel playing alone began, and the ports (MOVE_ bits) that took
+   * transfers in the channels taken as images, which take one each once
+   * they are done (rs__simrun_channels_done): a channel's image takes
+   * the ports its original took. NULL: none (then every port takes one).
+   */
+  uint64_t *uses_at;
 } rs_simrun_t;
 /* The runner's calls, for an algorithm's sim_bucket. A step begins on
  * every worker's clock (a straggler computes): the bucket's next global
@@ -142,6 +155,19 @@ uint64_t rs__simrun_repeat_all(rs_simrun_t *s, const rs_simstate_t *before,
                                int turn, uint64_t times,
                                rs_simstate_t *scratch);
 
+/* DESIGN: settled ports. Between two buckets a port free before every
+ * worker's clock is read by no later transfer: a send departs no sooner
+ * than its sender's clock (its data is ready then at the earliest:
+ * netmodel.h), and a message arrives no sooner than that, so such a
+ * port, out or in, is as good as free at the earliest clock. Raising it
+ * to then changes no later time, and makes the ports move with the
+ * clocks from bucket to bucket (a NIC side used early in a bucket, or
+ * not at all, would stay behind), alike on every worker that left them
+ * so, so that the buckets' repeats (rs__simrun_repeat_all) hold more
+ * often. rs__simrun_settle does it after a bucket, on every worker; a
+ * port it moves takes a transfer (netmodel.h's rs__sim_use). */
+void rs__simrun_settle(rs_simrun_t *s);
+
 /* Channels played one by one (ring.c, tree.c: they share nothing on the
  * clocks but maxima). rs__simrun_channel_alone: channel ch plays next,
  * from step step0, alone: every worker's clock, link and port stand for
@@ -173,7 +199,7 @@ void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all);
  * and the channel just played as its image under perm ends it. */
 int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
                      const int *perm, int step_first);
-void rs__simrun_channel_fold_image(const rs_simrun_t *s, const int *perm,
+void rs__simrun_channel_fold_image(rs_simrun_t *s, const int *perm,
                                    rs_simstate_t *all);
 
 /* The same for a run of identical rounds, rounds k..last of a loop (a
@@ -254,11 +280,14 @@ rs__simrun_mail(rs_simrun_t *s, int from, int to, int box, size_t elems,
   uint64_t depart;
   box = rs__group_worker(g, box);
   from = rs__group_worker(g, from);
+  to = rs__group_worker(g, to);
   rs__simrun_touch(s, from);
-  rs__simlog_max(s, s->clocks[from].clock, s->clocks[from].link_free);
-  rs__sim_send(&s->clocks[from], rs__group_worker(g, to), s->step,
-               elems * s->elem_size, seg, &depart, &s->arrive[box],
-               &s->wire[box]);
+  rs_simclock_t *const c = &s->clocks[from];
+  rs__simlog_max(s, c->clock,
+                 rs__sim_off_node(c, to) ? c->nic_free : c->link_free);
+  rs__sim_send(c, to, s->step, elems * s->elem_size, seg, &depart,
+               &s->arrive[box], &s->wire[box]);
+  s->via_nic[box] = c->last_share != 0;
   if (s->track)
     s->track->sent_at[from] = s->track->touch_id;
 }
@@ -290,13 +319,15 @@ static inline void rs__simrun_recv_seg(rs_simrun_t *s, int to, int box,
   rs_simclock_t *c = &s->clocks[to];
   if (s->track)
     s->track->got_at[to] = s->track->touch_id;
+  const int nic = s->via_nic[box];
   if (s->track && s->track->log) { /* (rs__sim_recv's two maxes) */
-    const uint64_t port = rs__sat_add(c->in_free, s->wire[box]);
+    const uint64_t port =
+        rs__sat_add(nic ? c->nic_in_free : c->in_free, s->wire[box]);
     rs__simlog_max(s, s->arrive[box], port);
     rs__simlog_max(s, port > s->arrive[box] ? port : s->arrive[box], c->clock);
   }
   rs__sim_recv(c, s->arrive[box], s->wire[box], reduced_elems * s->elem_size,
-               seg);
+               seg, nic);
   if (c->clock > s->bound)
     s->over = 1;
 }
@@ -310,10 +341,10 @@ static inline void rs__simrun_recv(rs_simrun_t *s, int to, int box,
  * repeats compare them: rs__simstream_len values, saved by
  * rs__simstream_save (channel by channel: segment ready times, then how
  * many slots are taken, the messages sent, their arrivals, oldest first,
- * the channel's clock, and on channels its shares of the ports). */
+ * the channel's clock, and on channels its shares of the four ports). */
 static inline size_t rs__simstream_len(const rs_simrun_t *s) {
   return (size_t)(s->channels > 1 && s->live < 0 ? s->channels : 1) *
-         (s->seg_cap + 5 + s->slot_cap);
+         (s->seg_cap + 7 + s->slot_cap);
 }
 void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
                         uint64_t *out);

@@ -217,27 +217,35 @@ static rs_tree_seg_t part_segment(const tree_chpart_t *p, int workers,
   return g;
 }
 
-/* Has position p a parent or a child on another node in tree t? (A
+/* Where position p's parent and children are in tree t: CROSSES, one on
+ * another node; STAYS, one on its own (either, both or none). (A
  * channel's worker at position p is on p's node: rs__tree_ch_worker.) */
+enum { CROSSES = 1, STAYS = 2 };
 static int crosses_nodes(rs_shape_t shape, int t, int p) {
   int peers[RS_TREE_MAX_CHILDREN + 1];
   const int G = shape.gpus;
-  int n = rs__tree_children_in(shape, t, p, peers);
+  int n = rs__tree_children_in(shape, t, p, peers), where = 0;
   peers[n++] = rs__tree_parent_in(shape, t, p);
   for (int i = 0; i < n; i++)
-    if (peers[i] >= 0 && peers[i] / G != p / G)
-      return 1;
-  return 0;
+    if (peers[i] >= 0)
+      where |= peers[i] / G != p / G ? CROSSES : STAYS;
+  return where;
 }
 
 /* Of the busy channels, on how many worker r sends to another node (so
- * through its NIC: netmodel.h's rs__sim_busy). */
-static int off_node(rs_shape_t shape, const tree_cut_t *cut, int r) {
-  int n = 0;
-  for (int c = 0; c < cut->busy && shape.gpus < shape.workers; c++)
-    n += crosses_nodes(shape, cut->part[c].tree,
-                       rs__tree_ch_pos(shape, cut->part[c].channel, r));
-  return n;
+ * through its NIC side), and on how many within its node (through its
+ * NVLink port: netmodel.h's rs__sim_busy; a head does both). */
+static void sim_busy(rs_simclock_t *c, rs_shape_t shape, const tree_cut_t *cut,
+                     int r) {
+  int off = 0, on = 0;
+  for (int k = 0; k < cut->busy && shape.gpus < shape.workers; k++) {
+    const int where =
+        crosses_nodes(shape, cut->part[k].tree,
+                      rs__tree_ch_pos(shape, cut->part[k].channel, r));
+    off += (where & CROSSES) != 0;
+    on += (where & STAYS) != 0;
+  }
+  rs__sim_busy(c, cut->busy, on, off);
 }
 
 /* ---- the split (NCCL's runTreeSplit) ------------------------------------
@@ -415,7 +423,7 @@ static int channels_bucket(rs_worker_t *w) {
   tree_cut_t cut;
   cut_channels(w->shape, w->elems, w->elem_size, w->sim.proto, w->seg_cap,
                &cut);
-  rs__sim_busy(&w->sim, cut.busy, off_node(w->shape, &cut, w->rank));
+  sim_busy(&w->sim, w->shape, &cut, w->rank);
   const int rc = split_fits(w->sim.net, w->shape,
                             cut_segment(&cut, w->workers), w->elem_size,
                             cut.busy)
@@ -608,23 +616,30 @@ static void sim_sweep(rs_simrun_t *s, const sweep_at_t *at, int phase,
 
 /* Can tree t's reduce, `left` segments from its end, still end within the
  * simulation's bound? Its root takes each of them from each child through
- * its one port, which moves on by at least each message's time on the
- * wire (netmodel.h's rs__sim_recv), and no segment is shorter than
- * `shortest`: so the root's port has that much still to come, and the
- * bucket ends no sooner. A bounded simulation (rs_auto_choose's argmin)
- * stops when it cannot. */
+ * its incoming port (a child on another node: its NIC side's), which
+ * moves on by at least each message's time on the wire (netmodel.h's
+ * rs__sim_recv), and no segment is shorter than `shortest`: so each of
+ * the root's ports has that much still to come, and the bucket ends no
+ * sooner. A bounded simulation (rs_auto_choose's argmin) stops when it
+ * cannot. */
 static int reduce_can_end(rs_simrun_t *s, int t, size_t left, size_t shortest) {
   const int root = rs__tree_root_in(s->shape, t);
   int children[RS_TREE_MAX_CHILDREN];
   const int n = rs__tree_children_in(s->shape, t, root, children);
-  uint64_t per = 0; /* the root's port, per segment */
+  const rs_simclock_t *c = &s->clocks[root];
+  uint64_t per[2] = {0, 0}; /* each of the root's ports, per segment */
   for (int j = 0; j < n; j++)
-    per += rs__sim_wire_ns(&s->clocks[children[j]], root, s->step,
-                           shortest * s->elem_size);
-  const uint64_t port = s->clocks[root].in_free;
-  if (port > s->bound)
-    return 0;
-  return per == 0 || (uint64_t)left <= (s->bound - port) / per;
+    per[rs__sim_off_node(c, children[j])] +=
+        rs__sim_wire_ns(&s->clocks[children[j]], root, s->step,
+                        shortest * s->elem_size);
+  const uint64_t port[2] = {c->in_free, c->nic_in_free};
+  for (int p = 0; p < 2; p++) {
+    if (port[p] > s->bound)
+      return 0;
+    if (per[p] && (uint64_t)left > (s->bound - port[p]) / per[p])
+      return 0;
+  }
+  return 1;
 }
 
 /* One bucket on simulated clocks alone, no data (algo.h): the
@@ -745,8 +760,8 @@ static long long ticks_alike(const tree_chpart_t *p, int W, size_t segs,
 }
 
 /* DESIGN: the split's repeats. A tick's messages are received in the
- * next one, so the state one tick hands the next is every worker's clock,
- * link and port and every mailbox in flight (a non-root worker's two);
+ * next one, so the state one tick hands the next is every worker's clock
+ * and ports and every mailbox in flight (a non-root worker's two);
  * and a run's steady state may repeat only every few ticks (a cycle of
  * the schedule spans several: its period a fraction of a tick). So the
  * whole state is saved before a tick of a run of ticks alike, and after
@@ -762,21 +777,41 @@ static long long ticks_alike(const tree_chpart_t *p, int W, size_t segs,
 #define SPLIT_PERIOD_MIN 4
 #define SPLIT_PERIOD_MAX 64
 
+/* A worker's words on the channel that the split's state holds: its
+ * clock, then its shares of its four ports (RS_PORT_* order), and the
+ * transfers its ports had taken (netmodel.h: a port it has not used
+ * since has not moved, and need not). */
+enum { SPLIT_WORDS = 5, SPLIT_KEPT = SPLIT_WORDS + 1 };
+static uint64_t *split_word(const rs_simclock_t *x, int f, int ch) {
+  static const int which[SPLIT_WORDS] = {
+      RS_SIM_CHANNEL_CLOCK, RS_SIM_CHANNEL_LINK, RS_SIM_CHANNEL_IN,
+      RS_SIM_CHANNEL_NIC, RS_SIM_CHANNEL_NIC_IN};
+  return x->channel_words + (size_t)which[f] * x->channels + (size_t)ch;
+}
+
+/* Word f of x's moves by delta: the clock, and a port it used since
+ * `transfers`. */
+static int split_moves(const rs_simclock_t *x, int f, uint64_t transfers) {
+  return f == 0 || x->port_last[f - 1] > transfers;
+}
+
 /* The state of a channel's split at a tick's boundary, into (or compared
- * with) saved: 3 W words of clocks, then 2 W arrivals and 2 W wire times
- * of mailboxes (sim_tick's). */
-static size_t split_state_len(int W) { return 7 * (size_t)W; }
+ * with) saved: SPLIT_KEPT W words of clocks, then 2 W arrivals and 2 W
+ * wire times of mailboxes (sim_tick's). */
+static size_t split_state_len(int W) { return (SPLIT_KEPT + 4) * (size_t)W; }
 
 static void split_save(const rs_simrun_t *s, int ch, uint64_t *saved) {
   const int W = s->shape.workers;
   for (int r = 0; r < W; r++) {
     const rs_simclock_t *x = &s->clocks[r];
-    saved[3 * r] = RS_SIM_CHANNEL(x, CLOCK)[ch];
-    saved[3 * r + 1] = RS_SIM_CHANNEL(x, LINK)[ch];
-    saved[3 * r + 2] = RS_SIM_CHANNEL(x, IN)[ch];
+    for (int f = 0; f < SPLIT_WORDS; f++)
+      saved[SPLIT_KEPT * (size_t)r + (size_t)f] = *split_word(x, f, ch);
+    saved[SPLIT_KEPT * (size_t)r + SPLIT_WORDS] = x->transfers;
   }
-  memcpy(saved + 3 * (size_t)W, s->arrive, 2 * (size_t)W * sizeof *saved);
-  memcpy(saved + 5 * (size_t)W, s->wire, 2 * (size_t)W * sizeof *saved);
+  memcpy(saved + SPLIT_KEPT * (size_t)W, s->arrive,
+         2 * (size_t)W * sizeof *saved);
+  memcpy(saved + (SPLIT_KEPT + 2) * (size_t)W, s->wire,
+         2 * (size_t)W * sizeof *saved);
 }
 
 /* Has the state moved on from saved by one delta (at: the tree's
@@ -789,16 +824,24 @@ static uint64_t split_moved(const rs_simrun_t *s, int ch, const sweep_at_t *at,
   for (int k = 0; k < W; k++) {
     const int r = at[k].x;
     const rs_simclock_t *x = &s->clocks[r];
-    uint64_t now[7] = {RS_SIM_CHANNEL(x, CLOCK)[ch], RS_SIM_CHANNEL(x, LINK)[ch],
-                       RS_SIM_CHANNEL(x, IN)[ch]};
-    uint64_t was[7] = {saved[3 * r], saved[3 * r + 1], saved[3 * r + 2]};
-    int n = 3;
+    const uint64_t *kept = saved + SPLIT_KEPT * (size_t)r;
+    uint64_t now[SPLIT_WORDS + 2], was[SPLIT_WORDS + 2];
+    int n = 0;
+    for (int f = 0; f < SPLIT_WORDS; f++) {
+      if (!split_moves(x, f, kept[SPLIT_WORDS])) {
+        if (*split_word(x, f, ch) != kept[f]) /* (unused: as it was) */
+          return 0;
+        continue;
+      }
+      now[n] = *split_word(x, f, ch);
+      was[n++] = kept[f];
+    }
     if (at[k].parent >= 0) /* (its mailboxes up and down) */
       for (int box = r; box < 2 * W; box += W) {
-        if (s->wire[box] != saved[5 * (size_t)W + (size_t)box])
+        if (s->wire[box] != saved[(SPLIT_KEPT + 2) * (size_t)W + (size_t)box])
           return 0;
         now[n] = s->arrive[box];
-        was[n++] = saved[3 * (size_t)W + (size_t)box];
+        was[n++] = saved[SPLIT_KEPT * (size_t)W + (size_t)box];
       }
     for (int f = 0; f < n; f++) {
       if (now[f] <= was[f] || now[f] > RS_SIM_NS_MAX)
@@ -820,9 +863,9 @@ static int split_room(const rs_simrun_t *s, int ch, const sweep_at_t *at,
   for (int k = 0; k < W; k++) {
     const int r = at[k].x;
     const rs_simclock_t *x = &s->clocks[r];
-    uint64_t most = RS_SIM_CHANNEL(x, CLOCK)[ch];
-    most = RS_SIM_CHANNEL(x, LINK)[ch] > most ? RS_SIM_CHANNEL(x, LINK)[ch] : most;
-    most = RS_SIM_CHANNEL(x, IN)[ch] > most ? RS_SIM_CHANNEL(x, IN)[ch] : most;
+    uint64_t most = 0;
+    for (int f = 0; f < SPLIT_WORDS; f++)
+      most = *split_word(x, f, ch) > most ? *split_word(x, f, ch) : most;
     for (int box = r; at[k].parent >= 0 && box < 2 * W; box += W)
       most = s->arrive[box] > most ? s->arrive[box] : most;
     if (most > RS_SIM_NS_MAX - by)
@@ -831,16 +874,23 @@ static int split_room(const rs_simrun_t *s, int ch, const sweep_at_t *at,
   return 1;
 }
 
-/* Move the state on by `by` (every field split_moved compared). */
+/* Move the state on by `by` (every field split_moved compared, saved's
+ * the state it compared with). */
 static void split_move(rs_simrun_t *s, int ch, const sweep_at_t *at,
-                       uint64_t by) {
+                       const uint64_t *saved, uint64_t by) {
   const int W = s->shape.workers;
   for (int k = 0; k < W; k++) {
     const int r = at[k].x;
     rs_simclock_t *x = &s->clocks[r];
-    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch] += by;
-    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch] += by;
-    x->in_free = RS_SIM_CHANNEL(x, IN)[ch] += by;
+    const uint64_t since = saved[SPLIT_KEPT * (size_t)r + SPLIT_WORDS];
+    for (int f = 0; f < SPLIT_WORDS; f++)
+      *split_word(x, f, ch) += split_moves(x, f, since) ? by : 0;
+    /* (the worker's own stand for the channel's while it plays) */
+    x->clock = *split_word(x, 0, ch);
+    x->link_free = *split_word(x, 1, ch);
+    x->in_free = *split_word(x, 2, ch);
+    x->nic_free = *split_word(x, 3, ch);
+    x->nic_in_free = *split_word(x, 4, ch);
     if (x->clock > s->bound)
       s->over = 1;
     if (at[k].parent >= 0)
@@ -888,7 +938,7 @@ static void sim_channel_split(rs_simrun_t *s, const tree_cut_t *cut, int c,
     const uint64_t delta = times ? split_moved(s, p->channel, at, saved) : 0;
     if (delta && delta <= RS_SIM_NS_MAX / (uint64_t)times &&
         split_room(s, p->channel, at, delta * (uint64_t)times)) {
-      split_move(s, p->channel, at, delta * (uint64_t)times);
+      split_move(s, p->channel, at, saved, delta * (uint64_t)times);
       t += times * period;
       from = LLONG_MIN;
       done = 1;
@@ -931,11 +981,14 @@ static int off_nodes(rs_simrun_t *s, const tree_cut_t *cut) {
     for (int p = 0; p < W; p++)
       crosses[(size_t)t * W + p] = (uint8_t)crosses_nodes(shape, t, p);
   for (int r = 0; r < W; r++) {
-    int n = 0;
-    for (int c = 0; many && c < cut->busy; c++)
-      n += crosses[(size_t)cut->part[c].tree * W +
-                   rs__tree_ch_pos(shape, cut->part[c].channel, r)];
-    rs__sim_busy(&s->clocks[r], cut->busy, n);
+    int off = 0, on = 0;
+    for (int c = 0; many && c < cut->busy; c++) {
+      const int where = crosses[(size_t)cut->part[c].tree * W +
+                                rs__tree_ch_pos(shape, cut->part[c].channel, r)];
+      off += (where & CROSSES) != 0;
+      on += (where & STAYS) != 0;
+    }
+    rs__sim_busy(&s->clocks[r], cut->busy, on, off);
   }
   free(crosses);
   return RS_OK;
@@ -973,17 +1026,20 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   const int split = split_fits(s->net, shape, cut_segment(&cut, W),
                                s->elem_size, cut.busy);
   uint64_t *const runner_arrive = s->arrive, *const runner_wire = s->wire;
+  uint8_t *const runner_nic = s->via_nic;
   uint64_t *mail_arrive = split ? malloc(2 * (size_t)W * sizeof *mail_arrive) : NULL;
   uint64_t *mail_wire = split ? malloc(2 * (size_t)W * sizeof *mail_wire) : NULL;
+  uint8_t *mail_nic = split ? calloc(2 * (size_t)W, sizeof *mail_nic) : NULL;
   /* (the split's repeats' saved state: none in a plain simulation) */
   uint64_t *saved = split && rs__simrun_may_repeat(s)
                         ? malloc(split_state_len(W) * sizeof *saved)
                         : NULL;
-  if (split && (!mail_arrive || !mail_wire ||
+  if (split && (!mail_arrive || !mail_wire || !mail_nic ||
                 (rs__simrun_may_repeat(s) && !saved))) {
     free(saved);
     free(mail_arrive);
     free(mail_wire);
+    free(mail_nic);
     free(all);
     free(start);
     free(perm);
@@ -1001,10 +1057,12 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
     if (split) {
       s->arrive = mail_arrive; /* (two mailboxes a worker: sim_tick) */
       s->wire = mail_wire;
+      s->via_nic = mail_nic;
       s->step = step0;
       sim_channel_split(s, &cut, c, at + (size_t)c * W, saved, all);
       s->arrive = runner_arrive;
       s->wire = runner_wire;
+      s->via_nic = runner_nic;
     } else
       sim_channel_updown(s, &cut, c, at + (size_t)c * W, step0, all);
     s->played++;
@@ -1020,6 +1078,7 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   free(saved);
   free(mail_arrive);
   free(mail_wire);
+  free(mail_nic);
   free(all);
   free(start);
   free(perm);

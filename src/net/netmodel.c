@@ -321,37 +321,42 @@ double rs__sim_bound_ns(const rs_netmodel_t *m, double messages,
  * channel its own clock and share of the ports, and streaming its own
  * segments and messages in flight). */
 
-/* The time a segment of bytes (on the wire) that takes wire alone takes
- * on its channel's share of the ports: busy times the port's time (the
- * busy channels share the port equally); between nodes at least its time
- * through the NIC as topo.h shares it among GPUs, times the busy channels
- * of this GPU that cross it (they share its side of the NIC too). An idle
- * channel counts in neither: off_node is the busy ones', and the load
- * that shares the NIC among GPUs is the bucket's busy channels' (run.c's
+/* The time a segment that takes wire alone takes on its channel's share
+ * of its port. Flat (--net, or one node): the busy channels share the
+ * port equally, busy times its time. With a topology of several nodes a
+ * GPU's NVLink port and its NIC side are apart (netmodel.h): within a
+ * node the channels that send within it share the NVLink port, on_node
+ * times; between nodes the channels that cross share the NIC side,
+ * off_node times its time through the NIC as topo.h shares it among GPUs
+ * (wire: at most the NVLink port's pace). An idle channel counts in
+ * neither: on_node and off_node are the busy ones', and the load that
+ * shares the NIC among GPUs is the bucket's busy channels' (run.c's
  * rs__run_bucket_load, algo.c's bucket_load). */
-static uint64_t channel_wire(const rs_simclock_t *c, size_t bytes, uint64_t wire) {
-  const uint64_t busy = (uint64_t)c->busy;
-  if (c->last_share == 0) /* (within a node, or flat: the port) */
-    return rs__sat_mul(wire, busy);
-  const uint64_t port =
-      rs__sat_mul(rs__net_ns(bytes, c->load->topo.intra.bandwidth), busy);
-  const uint64_t nic =
-      rs__sat_mul(wire, (uint64_t)(c->off_node > 1 ? c->off_node : 1));
-  return port > nic ? port : nic;
+static uint64_t channel_wire(const rs_simclock_t *c, uint64_t wire) {
+  uint64_t share = c->busy;
+  if (c->last_share) /* (between nodes: the NIC side) */
+    share = c->off_node;
+  else if (c->load) /* (within a node of several: the NVLink port) */
+    share = c->on_node;
+  return rs__sat_mul(wire, share > 1 ? share : 1);
 }
 
 void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
                        uint64_t wire, uint64_t latency, uint64_t *depart_ns,
                        uint64_t *arrive_ns, uint64_t *wire_ns) {
   const size_t ch = (size_t)c->channel;
-  uint64_t *const link = &RS_SIM_CHANNEL(c, LINK)[ch];
+  const int nic = c->last_share != 0; /* (netmodel.h's rs__sim_send) */
+  uint64_t *const link = nic ? &RS_SIM_CHANNEL(c, NIC)[ch]
+                             : &RS_SIM_CHANNEL(c, LINK)[ch];
+  uint64_t *const port = nic ? &c->nic_free : &c->link_free;
   /* (its slots' arrivals: none without streaming, slot_cap 0) */
   uint64_t *const slot = c->slot_cap ? c->slot_arrive + ch * c->slot_cap : NULL;
   const uint64_t ready =
       seg < c->seg_cap
           ? rs__sat_add(c->seg_ready[ch * c->seg_cap + seg], c->straggler_ns)
           : RS_SIM_CHANNEL(c, CLOCK)[ch];
-  wire = channel_wire(c, bytes, wire);
+  (void)bytes;
+  wire = channel_wire(c, wire);
   uint64_t depart = ready > *link ? ready : *link;
   uint64_t *const sent = &RS_SIM_CHANNEL(c, SENT)[ch];
   if (*sent >= (uint64_t)c->slots && c->slot_cap == (size_t)c->slots) {
@@ -359,8 +364,8 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
     depart = freed > depart ? freed : depart;
   }
   *link = rs__sat_add(depart, wire);
-  if (*link > c->link_free)
-    c->link_free = *link;
+  if (*link > *port)
+    *port = *link;
   *depart_ns = depart;
   *arrive_ns = rs__sat_add(*link, latency);
   *wire_ns = wire;
@@ -370,15 +375,19 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
 }
 
 uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
-                           uint64_t wire_ns, size_t reduced_bytes, size_t seg) {
+                              uint64_t wire_ns, size_t reduced_bytes,
+                              size_t seg, int nic) {
   const size_t ch = (size_t)c->channel;
-  /* (its share of the port: wire_ns is the sender's, busy times its own) */
-  uint64_t *const in = &RS_SIM_CHANNEL(c, IN)[ch], *const now = &RS_SIM_CHANNEL(c, CLOCK)[ch];
+  /* (its share of the port: wire_ns is the sender's, its share's) */
+  uint64_t *const in = nic ? &RS_SIM_CHANNEL(c, NIC_IN)[ch]
+                           : &RS_SIM_CHANNEL(c, IN)[ch],
+                 *const now = &RS_SIM_CHANNEL(c, CLOCK)[ch];
+  uint64_t *const port = nic ? &c->nic_in_free : &c->in_free;
   if (rs__sat_add(*in, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(*in, wire_ns);
   *in = arrive_ns;
-  if (arrive_ns > c->in_free)
-    c->in_free = arrive_ns;
+  if (arrive_ns > *port)
+    *port = arrive_ns;
   if (arrive_ns > *now)
     *now = arrive_ns;
   const uint64_t received = *now;

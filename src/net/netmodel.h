@@ -45,6 +45,17 @@ typedef struct rs_simclock {
   uint64_t clock;        /* this worker's simulated now */
   uint64_t link_free;    /* when the outgoing link can take a segment */
   uint64_t in_free;      /* when its incoming port has taken the last */
+  /* With a topology of more than one node, the GPU's NIC side (over PCIe
+   * to its NIC, beside its NVLink port): when it can send a segment to
+   * another node, and when it has taken the last from one. A transfer
+   * between nodes takes these, not link_free and in_free; one within a
+   * node, those alone. */
+  uint64_t nic_free, nic_in_free;
+  /* The transfers its ports have taken, ever, and the number of the last
+   * each port (RS_PORT_*) took: whoever keeps a state (algo/simrun.h)
+   * tells by them which ports a part of a schedule used, and so which
+   * must have moved (rs__sim_use). */
+  uint64_t transfers, port_last[4];
   /* Streaming (rs__sim_stream: an algorithm whose segment j of a step
    * sends what segment j of the step before received, RS__CAP_STREAM):
    * a segment leaves as soon as its data is ready, the link is free and
@@ -64,8 +75,13 @@ typedef struct rs_simclock {
    * `busy` channels (those with data in the bucket), as topo.h shares a
    * NIC: channel ch's share of the outgoing port is free at
    * RS_SIM_CHANNEL(c, LINK)[ch], of the incoming one at
-   * RS_SIM_CHANNEL(c, IN)[ch], and a segment takes busy times its wire
-   * time on it; link_free and in_free are then the latest of them, and
+   * RS_SIM_CHANNEL(c, IN)[ch], of the NIC side's at RS_SIM_CHANNEL(c,
+   * NIC)[ch] and RS_SIM_CHANNEL(c, NIC_IN)[ch]. The NVLink port is
+   * shared by the on_node busy channels (those that send within the
+   * node), the NIC side by the off_node ones (those that send to another
+   * node): a segment takes that many times its wire time on its port
+   * (netmodel.c's channel_wire); link_free, in_free, nic_free and
+   * nic_in_free are then the latest of them, and
    * clock the latest of the channels' clocks. channel: the channel of the
    * next rs__sim_send or rs__sim_recv, which its caller sets. One channel
    * is the ring as it was: the whole ports, link_free and in_free.
@@ -78,7 +94,9 @@ typedef struct rs_simclock {
    * a step's straggler delays that channel's clock alone. */
   int stream, slots;
   uint8_t channels, channel, busy, on_channels, alone;
-  uint8_t off_node; /* of the busy channels, those it sends off node */
+  /* of the busy channels, those it sends off node on, and those it sends
+   * within its node on (a tree's head does both on one channel) */
+  uint8_t off_node, on_node;
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
   size_t seg_cap, slot_cap, slot_n;
@@ -104,9 +122,25 @@ typedef struct rs_simclock {
  * it: no more time on the sender's link). */
 enum { RS_ROUTE_LINK, RS_ROUTE_SWITCH, RS_ROUTE_MULTICAST };
 /* A streaming clock's words for each of its channels after the arrivals:
- * each channel's clock, messages sent, and shares of the two ports
- * (RS_SIM_CHANNEL(c, CLOCK)[ch], ...). */
-enum { RS_SIM_CHANNEL_CLOCK, RS_SIM_CHANNEL_SENT, RS_SIM_CHANNEL_LINK, RS_SIM_CHANNEL_IN };
+ * each channel's clock, messages sent, and shares of the four ports
+ * (RS_SIM_CHANNEL(c, CLOCK)[ch], ...): RS_SIM_CHANNEL_WORDS a channel. */
+enum {
+  RS_SIM_CHANNEL_CLOCK,
+  RS_SIM_CHANNEL_SENT,
+  RS_SIM_CHANNEL_LINK,
+  RS_SIM_CHANNEL_IN,
+  RS_SIM_CHANNEL_NIC,
+  RS_SIM_CHANNEL_NIC_IN,
+  RS_SIM_CHANNEL_WORDS
+};
+/* A worker's four ports (rs_simclock_t's port_last): its NVLink port
+ * out and in, and its NIC side out and in. */
+enum { RS_PORT_LINK, RS_PORT_IN, RS_PORT_NIC, RS_PORT_NIC_IN };
+
+/* c's port takes a transfer. */
+static inline void rs__sim_use(rs_simclock_t *c, int port) {
+  c->port_last[port] = ++c->transfers;
+}
 #define RS_SIM_CHANNEL(c, which)                                               \
   ((c)->channel_words + (size_t)RS_SIM_CHANNEL_##which * (c)->channels)
 
@@ -185,7 +219,8 @@ static inline void rs__sim_step(rs_simclock_t *c) {
  * (rs__sim_stream's mem). */
 static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
                                           size_t slot_cap) {
-  return (size_t)(rings > 1 ? rings : 1) * (seg_cap + slot_cap + 4);
+  return (size_t)(rings > 1 ? rings : 1) *
+         (seg_cap + slot_cap + RS_SIM_CHANNEL_WORDS);
 }
 
 /* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
@@ -193,7 +228,7 @@ static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
  * each of its C = c->channels channels the data of its first `segs`
  * segments is ready now, and none of its slots is taken: the caller's
  * memory, seg_ready (C seg_cap words), slot_arrive (C slot_cap) and
- * channel_words (4 C); mem_of lays out one block of rs__sim_stream_words. */
+ * channel_words (RS_SIM_CHANNEL_WORDS C); mem_of lays out one block of rs__sim_stream_words. */
 typedef struct rs_sim_mem {
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
@@ -238,17 +273,29 @@ static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
     RS_SIM_CHANNEL(c, SENT)[ch] = 0;
     RS_SIM_CHANNEL(c, LINK)[ch] = c->link_free;
     RS_SIM_CHANNEL(c, IN)[ch] = c->in_free;
+    RS_SIM_CHANNEL(c, NIC)[ch] = c->nic_free;
+    RS_SIM_CHANNEL(c, NIC_IN)[ch] = c->nic_in_free;
   }
 }
 
 /* The bucket under way has data on `busy` of c's channels (the first
- * ones: algo/channels.h), which share its ports; on off_node of them it
- * sends to another node, through its NIC. */
-static inline void rs__sim_busy(rs_simclock_t *c, int busy, int off_node) {
+ * ones: algo/channels.h); on on_node of them it sends within its node,
+ * which share its NVLink port, and on off_node to another node, which
+ * share its NIC side (a channel may do both). */
+static inline void rs__sim_busy(rs_simclock_t *c, int busy, int on_node,
+                                int off_node) {
   if (c->on_channels) {
     c->busy = (uint8_t)(busy > 1 ? busy : 1);
+    c->on_node = (uint8_t)on_node;
     c->off_node = (uint8_t)off_node;
   }
+}
+
+/* Does a transfer from c's worker to worker dst leave its node (so through
+ * its NIC side)? Only with a topology of more than one node. */
+static inline int rs__sim_off_node(const rs_simclock_t *c, int dst) {
+  return c->load &&
+         (unsigned)(dst - c->node_first) >= (unsigned)c->load->topo.gpus;
 }
 
 /* a x b, or UINT64_MAX where it would wrap. */
@@ -264,7 +311,8 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
                        uint64_t wire, uint64_t latency, uint64_t *depart_ns,
                        uint64_t *arrive_ns, uint64_t *wire_ns);
 uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
-                           uint64_t wire_ns, size_t reduced_bytes, size_t seg);
+                              uint64_t wire_ns, size_t reduced_bytes,
+                              size_t seg, int nic);
 
 /* The room a streaming worker needs for a schedule whose chunks are cut
  * into at most segs segments and which sends at most `messages` messages
@@ -299,8 +347,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
   uint64_t latency = c->out.latency_ns, wire;
   bytes = (size_t)rs__proto_wire_bytes(c->proto, bytes); /* (on the wire) */
   c->last_share = 0;
-  if (c->load && (unsigned)(dst - c->node_first) >=
-                     (unsigned)c->load->topo.gpus) { /* (another node) */
+  if (rs__sim_off_node(c, dst)) { /* (another node) */
     if (c->memo_load != c->load || c->memo_dst != dst || c->memo_step != step) {
       if (c->memo_load != c->load)
         c->wire_share = 0; /* (another load: another topology) */
@@ -328,6 +375,7 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
    * the worker's last receive), the link is free, and (streaming) the
    * receiver has a slot: the message `slots` before it on the connection
    * has arrived. */
+  rs__sim_use(c, c->last_share ? RS_PORT_NIC : RS_PORT_LINK);
   if (__builtin_expect(c->on_channels, 0)) { /* (channels) */
     rs__sim_send_channel(c, seg, bytes, wire, latency, depart_ns, arrive_ns,
                          wire_ns);
@@ -338,15 +386,18 @@ static inline void rs__sim_send(rs_simclock_t *c, int dst, int step,
     ready = rs__sat_add(c->stream_start, c->straggler_ns);
   else if (c->stream && seg < c->seg_cap)
     ready = rs__sat_add(c->seg_ready[seg], c->straggler_ns);
-  uint64_t depart = ready > c->link_free ? ready : c->link_free;
+  /* (the NVLink port, or between nodes the NIC side) */
+  const int nic = c->last_share != 0;
+  uint64_t *const port = nic ? &c->nic_free : &c->link_free;
+  uint64_t depart = ready > *port ? ready : *port;
   if (c->stream && c->slot_n >= (size_t)c->slots &&
       c->slot_cap == (size_t)c->slots) {
     const uint64_t freed = c->slot_arrive[c->slot_n % c->slot_cap];
     depart = freed > depart ? freed : depart;
   }
-  c->link_free = rs__sat_add(depart, wire);
+  *port = rs__sat_add(depart, wire);
   *depart_ns = depart;
-  *arrive_ns = rs__sat_add(c->link_free, latency);
+  *arrive_ns = rs__sat_add(*port, latency);
   *wire_ns = wire;
   if (c->stream && c->slot_cap)
     c->slot_arrive[c->slot_n % c->slot_cap] = *arrive_ns;
@@ -365,23 +416,24 @@ static inline uint64_t rs__sim_wire_ns(const rs_simclock_t *c, int dst,
   if (!c->net)
     return 0;
   bytes = (size_t)rs__proto_wire_bytes(c->proto, bytes);
-  if (c->load &&
-      (unsigned)(dst - c->node_first) >= (unsigned)c->load->topo.gpus)
+  if (rs__sim_off_node(c, dst))
     return rs__topo_wire_ns(
         &c->load->topo, rs__topo_sharing(c->load, c->rank, dst, step), bytes);
   return rs__net_ns(bytes, c->out.bandwidth);
 }
 
 /* A segment that would have arrived at arrive_ns, after wire_ns on the wire,
- * is received. A worker has one incoming port as it has one outgoing link:
- * a segment comes in after the one it received before it (so a root that
- * many send to takes their segments one after another; a ring's, which its
- * one sender spaces already, are never held up). The clock moves to then if
+ * is received. A worker has one incoming port as it has one outgoing link
+ * (and with a topology of several nodes one more of each on its NIC side:
+ * nic, the segment came from another node): a segment comes in after the
+ * one it received through the same port before it (so a root that many
+ * send to takes their segments one after another; a ring's, which its one
+ * sender spaces already, are never held up). The clock moves to then if
  * it is later, and reduced_bytes of it are reduced: segment seg's data is
  * then ready (streaming). Returns when it was received. */
 static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
                                     uint64_t wire_ns, size_t reduced_bytes,
-                                    size_t seg) {
+                                    size_t seg, int nic) {
   if (!c->net)
     return 0;
   /* (into the switch, which sums it: not this port) */
@@ -390,11 +442,14 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
       c->switch_ready = arrive_ns;
     return arrive_ns;
   }
+  rs__sim_use(c, nic ? RS_PORT_NIC_IN : RS_PORT_IN);
   if (__builtin_expect(c->on_channels, 0)) /* (channels) */
-    return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg);
-  if (rs__sat_add(c->in_free, wire_ns) > arrive_ns)
-    arrive_ns = rs__sat_add(c->in_free, wire_ns);
-  c->in_free = arrive_ns;
+    return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg,
+                                nic);
+  uint64_t *const port = nic ? &c->nic_in_free : &c->in_free;
+  if (rs__sat_add(*port, wire_ns) > arrive_ns)
+    arrive_ns = rs__sat_add(*port, wire_ns);
+  *port = arrive_ns;
   if (arrive_ns > c->clock)
     c->clock = arrive_ns;
   uint64_t received = c->clock;
@@ -439,6 +494,7 @@ static inline uint64_t rs__sim_switch_result(rs_simclock_t *c, size_t bytes,
   if (rs__sat_add(c->in_free, wire) > at)
     at = rs__sat_add(c->in_free, wire);
   c->in_free = at;
+  rs__sim_use(c, RS_PORT_IN);
   if (at > c->clock)
     c->clock = at;
   if (c->stream && seg < c->seg_cap)

@@ -281,7 +281,8 @@ static int recv_msg(rs_worker_t *w, const rs_part_t *part,
   if (clocking == CLOCK_RECV) {
     sim_recv = rs__sim_recv(&w->sim, msg->sim_arrive_ns, msg->sim_wire_ns,
                             action == RS_RECV_COPY ? 0 : elems * w->elem_size,
-                            (size_t)msg->segment);
+                            (size_t)msg->segment,
+                            msg->sim_share != 0 /* (from another node) */);
   } else if (clocking == CLOCK_SUM) {
     w->sim.switch_ready = msg->sim_arrive_ns;
     sim_recv = rs__sim_switch_result(&w->sim, elems * w->elem_size,

@@ -244,8 +244,8 @@ static int run_switch(rs_run_t *run, rs_worker_t *sw, uint64_t *done_ns) {
 static int run_worker(rs_run_t *run, rs_worker_t *w, uint64_t *done_ns) {
   if (w->rank >= run->config.workers) /* (a switch: no group, its rank) */
     return run_switch(run, w, done_ns);
-  w->sim.clock = w->sim.link_free = w->sim.in_free =
-      0;                 /* each iteration's time from 0 */
+  w->sim.clock = w->sim.link_free = w->sim.in_free = w->sim.nic_free =
+      w->sim.nic_in_free = 0; /* each iteration's time from 0 */
   if (w->workers == 1) { /* one worker: its gradient already is the mean */
     if (w->hook_cast && w->iter == 0) /* ... cast as the hook casts it */
       hook_cast(w, (float *)(void *)w->buf, run->elems);
