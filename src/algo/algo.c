@@ -332,18 +332,51 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   }
   s->elem_size = elem_size;
   s->cap = job->segment_bytes / elem_size ? job->segment_bytes / elem_size : 1;
-  s->clocks = calloc((size_t)workers, sizeof *s->clocks);
-  s->arrive = calloc((size_t)workers, sizeof *s->arrive);
-  s->wire = calloc((size_t)workers, sizeof *s->wire);
-  s->via_nic = calloc((size_t)workers, sizeof *s->via_nic);
-  if (s->channels > 1 && !(s->uses_at = calloc(2 * (size_t)workers,
-                                               sizeof *s->uses_at)))
+  /* The workers' clocks, mailboxes and channels' words, in one block
+   * (clocks is its start): a simulation's memory in one piece is one the
+   * allocator keeps for the next simulation, where pieces past its trim
+   * threshold go back to the system and fault in again each time. A
+   * streaming algorithm's clocks (netmodel.h) keep too a ready time for
+   * each segment of the most any bucket cuts a chunk into, and the slots'
+   * arrivals (each bucket sets them going: stream_bucket). */
+  const size_t W = (size_t)workers, C = (size_t)s->channels;
+  size_t most = 0;
+  for (size_t b = 0; (a->caps & RS__CAP_STREAM) && b < job->bucket_count;
+       b++) {
+    const size_t segs = bucket_segs(job, s, b);
+    most = segs > most ? segs : most;
+  }
+  s->seg_cap = most;
+  s->slot_cap = most ? rs__sim_slot_cap(m, 2 * W * most) : 0;
+  /* (channels' words: a streaming schedule's, or on channels one's that
+   * does not stream, their clocks alone) */
+  const int channel_words = (a->caps & RS__CAP_STREAM)
+                                ? most > 0
+                                : C > 1 && (a->caps & RS__CAP_CHANNELS);
+  const size_t words = /* (channel words, uses_at, arrive, wire) */
+      (channel_words ? W * RS_SIM_CHANNEL_WORDS * C : 0) +
+      (C > 1 ? 2 * W : 0) + 2 * W;
+  char *block = calloc(1, W * sizeof *s->clocks + words * sizeof(uint64_t) +
+                              W * sizeof *s->via_nic);
+  if (!block)
     return RS_ENOMEM;
+  s->clocks = (rs_simclock_t *)(void *)block;
+  s->arrive = (uint64_t *)(void *)(block + W * sizeof *s->clocks);
+  s->wire = s->arrive + W;
+  uint64_t *next = s->wire + W;
+  if (C > 1) {
+    s->uses_at = next;
+    next += 2 * W;
+  }
+  if (channel_words) {
+    s->channel_mem = next;
+    next += W * RS_SIM_CHANNEL_WORDS * C;
+  }
+  s->via_nic = (uint8_t *)next;
   if (!plain) {
     rs_simtrack_t *t = s->track = calloc(1, sizeof *t);
     if (!t)
       return RS_ENOMEM;
-    const size_t W = (size_t)workers;
     t->workers = workers;
     t->saved = malloc(W * sizeof *t->saved);
     t->seen = malloc(W * sizeof *t->seen);
@@ -358,34 +391,14 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
   }
   const size_t scratch = a->sim_scratch ? a->sim_scratch(s->shape) : 0;
   s->algo_mem = scratch ? calloc(1, scratch) : NULL;
-  if (!s->clocks || !s->arrive || !s->wire || !s->via_nic || (scratch && !s->algo_mem))
+  if (scratch && !s->algo_mem)
     return RS_ENOMEM;
   for (int r = 0; r < workers; r++)
     rs__sim_init(&s->clocks[r], m, workers, r);
-  /* A streaming algorithm's clocks (netmodel.h): a ready time for each
-   * segment of the most any bucket cuts a chunk into, and the slots'
-   * arrivals (each bucket sets them going: stream_bucket). */
-  if (a->caps & RS__CAP_STREAM) {
-    size_t most = 0;
-    for (size_t b = 0; b < job->bucket_count; b++) {
-      const size_t segs = bucket_segs(job, s, b);
-      most = segs > most ? segs : most;
-    }
-    s->seg_cap = most;
-    s->slot_cap = rs__sim_slot_cap(m, 2 * (size_t)workers * most);
-    const size_t C = (size_t)s->channels, W = (size_t)workers;
-    if (most &&
-        (!(s->seg_mem = calloc(W * C * most, sizeof *s->seg_mem)) ||
-         !(s->slot_mem = calloc(W * C * s->slot_cap, sizeof *s->slot_mem)) ||
-         !(s->channel_mem = calloc(W * RS_SIM_CHANNEL_WORDS * C,
-                                       sizeof *s->channel_mem))))
-      return RS_ENOMEM;
-  } else if (s->channels > 1 && (a->caps & RS__CAP_CHANNELS) &&
-             !(s->channel_mem = calloc((size_t)workers * RS_SIM_CHANNEL_WORDS *
-                                           (size_t)s->channels,
-                                       sizeof *s->channel_mem))) {
-    return RS_ENOMEM; /* (channels without streaming: their clocks alone) */
-  }
+  if (most &&
+      (!(s->seg_mem = calloc(W * C * most, sizeof *s->seg_mem)) ||
+       !(s->slot_mem = calloc(W * C * s->slot_cap, sizeof *s->slot_mem))))
+    return RS_ENOMEM;
   /* A topology of several nodes: its NICs' load under a's schedule (one
    * that does not hold the W workers, which rs_netmodel_check refuses,
    * is taken as one node). */
@@ -441,15 +454,10 @@ static void simrun_free(rs_simrun_t *s) {
   for (int b = 0; s->busy_loads && b < s->channels; b++)
     rs__topo_unload(&s->busy_loads[b]);
   free(s->busy_loads);
-  free(s->clocks);
-  free(s->arrive);
-  free(s->wire);
-  free(s->via_nic);
-  free(s->uses_at);
+  free(s->clocks); /* (with arrive, wire, uses_at, channel_mem, via_nic) */
   free(s->algo_mem);
   free(s->seg_mem);
   free(s->slot_mem);
-  free(s->channel_mem);
   if (s->rings)
     rs__rings_free(s->rings);
   free(s->rings);

@@ -187,7 +187,7 @@ void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
     const uint64_t *ready = c->seg_ready + (size_t)ch * n,
                    *arrive = c->slot_arrive + (size_t)ch * K;
     const int many = channels(s) > 1;
-    const uint64_t *const sent_on = &RS_SIM_CHANNEL(c, SENT)[ch];
+    const uint64_t *const sent_on = &RS_SIM_CHANNEL(c, SENT, ch);
     const uint64_t sent = many ? *sent_on : c->slot_n;
     for (size_t j = 0; j < s->seg_n && j < n; j++)
       out[j] = ready[j];
@@ -197,11 +197,11 @@ void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
     for (size_t i = 0; i < taken; i++) /* (oldest first) */
       out[n + 2 + i] = arrive[(sent - taken + i) % K];
     if (channels(s) > 1) { /* (its clock and shares of the ports) */
-      out[n + 2 + K] = RS_SIM_CHANNEL(c, CLOCK)[ch];
-      out[n + 3 + K] = RS_SIM_CHANNEL(c, LINK)[ch];
-      out[n + 4 + K] = RS_SIM_CHANNEL(c, IN)[ch];
-      out[n + 5 + K] = RS_SIM_CHANNEL(c, NIC)[ch];
-      out[n + 6 + K] = RS_SIM_CHANNEL(c, NIC_IN)[ch];
+      out[n + 2 + K] = RS_SIM_CHANNEL(c, CLOCK, ch);
+      out[n + 3 + K] = RS_SIM_CHANNEL(c, LINK, ch);
+      out[n + 4 + K] = RS_SIM_CHANNEL(c, IN, ch);
+      out[n + 5 + K] = RS_SIM_CHANNEL(c, NIC, ch);
+      out[n + 6 + K] = RS_SIM_CHANNEL(c, NIC_IN, ch);
     }
   }
 }
@@ -251,17 +251,17 @@ static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
       ready[j] = from[j] + by;
     const uint64_t sent = from[n + 1];
     if (channels(s) > 1)
-      RS_SIM_CHANNEL(c, SENT)[ch] = sent;
+      RS_SIM_CHANNEL(c, SENT, ch) = sent;
     else
       c->slot_n = (size_t)sent;
     for (size_t i = 0; i < taken; i++)
       arrive[(sent - taken + i) % K] = from[n + 2 + i] + by;
     if (channels(s) > 1) {
-      RS_SIM_CHANNEL(c, CLOCK)[ch] = from[n + 2 + K] + by;
-      RS_SIM_CHANNEL(c, LINK)[ch] = from[n + 3 + K] + (used & MOVE_LINK ? by : 0);
-      RS_SIM_CHANNEL(c, IN)[ch] = from[n + 4 + K] + (used & MOVE_PORT ? by : 0);
-      RS_SIM_CHANNEL(c, NIC)[ch] = from[n + 5 + K] + (used & MOVE_NIC ? by : 0);
-      RS_SIM_CHANNEL(c, NIC_IN)[ch] =
+      RS_SIM_CHANNEL(c, CLOCK, ch) = from[n + 2 + K] + by;
+      RS_SIM_CHANNEL(c, LINK, ch) = from[n + 3 + K] + (used & MOVE_LINK ? by : 0);
+      RS_SIM_CHANNEL(c, IN, ch) = from[n + 4 + K] + (used & MOVE_PORT ? by : 0);
+      RS_SIM_CHANNEL(c, NIC, ch) = from[n + 5 + K] + (used & MOVE_NIC ? by : 0);
+      RS_SIM_CHANNEL(c, NIC_IN, ch) =
           from[n + 6 + K] + (used & MOVE_NIC_IN ? by : 0);
     }
   }
@@ -350,11 +350,11 @@ void rs__simrun_channel_alone(rs_simrun_t *s, int ch, int step0) {
     rs_simclock_t *x = &s->clocks[r];
     x->channel = (uint8_t)ch;
     x->alone = 1;
-    x->clock = RS_SIM_CHANNEL(x, CLOCK)[ch];
-    x->link_free = RS_SIM_CHANNEL(x, LINK)[ch];
-    x->in_free = RS_SIM_CHANNEL(x, IN)[ch];
-    x->nic_free = RS_SIM_CHANNEL(x, NIC)[ch];
-    x->nic_in_free = RS_SIM_CHANNEL(x, NIC_IN)[ch];
+    x->clock = RS_SIM_CHANNEL(x, CLOCK, ch);
+    x->link_free = RS_SIM_CHANNEL(x, LINK, ch);
+    x->in_free = RS_SIM_CHANNEL(x, IN, ch);
+    x->nic_free = RS_SIM_CHANNEL(x, NIC, ch);
+    x->nic_in_free = RS_SIM_CHANNEL(x, NIC_IN, ch);
     if (s->uses_at)
       s->uses_at[2 * (size_t)r] = x->transfers;
   }
@@ -606,11 +606,11 @@ size_t rs__simcert_end(rs_simrun_t *s, rs_simcert_t *c, size_t k) {
         x->nic_in_free += (x->nic_in_free - p->nic_in_free) * m;
         if (s->live >= 0 && x->on_channels && !x->stream) {
           /* (they stand for the live channel's: tree.c) */
-          RS_SIM_CHANNEL(x, CLOCK)[s->live] = x->clock;
-          RS_SIM_CHANNEL(x, LINK)[s->live] = x->link_free;
-          RS_SIM_CHANNEL(x, IN)[s->live] = x->in_free;
-          RS_SIM_CHANNEL(x, NIC)[s->live] = x->nic_free;
-          RS_SIM_CHANNEL(x, NIC_IN)[s->live] = x->nic_in_free;
+          RS_SIM_CHANNEL(x, CLOCK, s->live) = x->clock;
+          RS_SIM_CHANNEL(x, LINK, s->live) = x->link_free;
+          RS_SIM_CHANNEL(x, IN, s->live) = x->in_free;
+          RS_SIM_CHANNEL(x, NIC, s->live) = x->nic_free;
+          RS_SIM_CHANNEL(x, NIC_IN, s->live) = x->nic_in_free;
         }
         if (x->clock > s->bound)
           s->over = 1;

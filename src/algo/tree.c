@@ -786,7 +786,8 @@ static uint64_t *split_word(const rs_simclock_t *x, int f, int ch) {
   static const int which[SPLIT_WORDS] = {
       RS_SIM_CHANNEL_CLOCK, RS_SIM_CHANNEL_LINK, RS_SIM_CHANNEL_IN,
       RS_SIM_CHANNEL_NIC, RS_SIM_CHANNEL_NIC_IN};
-  return x->channel_words + (size_t)which[f] * x->channels + (size_t)ch;
+  return &x->channel_words[RS_SIM_CHANNEL_WORDS * (size_t)ch +
+                           (size_t)which[f]]; /* (RS_SIM_CHANNEL's) */
 }
 
 /* Word f of x's moves by delta: the clock, and a port it used since

@@ -346,19 +346,19 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
                        uint64_t *arrive_ns, uint64_t *wire_ns) {
   const size_t ch = (size_t)c->channel;
   const int nic = c->last_share != 0; /* (netmodel.h's rs__sim_send) */
-  uint64_t *const link = nic ? &RS_SIM_CHANNEL(c, NIC)[ch]
-                             : &RS_SIM_CHANNEL(c, LINK)[ch];
+  uint64_t *const link = nic ? &RS_SIM_CHANNEL(c, NIC, ch)
+                             : &RS_SIM_CHANNEL(c, LINK, ch);
   uint64_t *const port = nic ? &c->nic_free : &c->link_free;
   /* (its slots' arrivals: none without streaming, slot_cap 0) */
   uint64_t *const slot = c->slot_cap ? c->slot_arrive + ch * c->slot_cap : NULL;
   const uint64_t ready =
       seg < c->seg_cap
           ? rs__sat_add(c->seg_ready[ch * c->seg_cap + seg], c->straggler_ns)
-          : RS_SIM_CHANNEL(c, CLOCK)[ch];
+          : RS_SIM_CHANNEL(c, CLOCK, ch);
   (void)bytes;
   wire = channel_wire(c, wire);
   uint64_t depart = ready > *link ? ready : *link;
-  uint64_t *const sent = &RS_SIM_CHANNEL(c, SENT)[ch];
+  uint64_t *const sent = &RS_SIM_CHANNEL(c, SENT, ch);
   if (*sent >= (uint64_t)c->slots && c->slot_cap == (size_t)c->slots) {
     const uint64_t freed = slot[*sent % c->slot_cap];
     depart = freed > depart ? freed : depart;
@@ -379,9 +379,9 @@ uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
                               size_t seg, int nic) {
   const size_t ch = (size_t)c->channel;
   /* (its share of the port: wire_ns is the sender's, its share's) */
-  uint64_t *const in = nic ? &RS_SIM_CHANNEL(c, NIC_IN)[ch]
-                           : &RS_SIM_CHANNEL(c, IN)[ch],
-                 *const now = &RS_SIM_CHANNEL(c, CLOCK)[ch];
+  uint64_t *const in = nic ? &RS_SIM_CHANNEL(c, NIC_IN, ch)
+                           : &RS_SIM_CHANNEL(c, IN, ch),
+                 *const now = &RS_SIM_CHANNEL(c, CLOCK, ch);
   uint64_t *const port = nic ? &c->nic_in_free : &c->in_free;
   if (rs__sat_add(*in, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(*in, wire_ns);

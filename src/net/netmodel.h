@@ -68,15 +68,15 @@ typedef struct rs_simclock {
    * Channels (the ring's: rs_netmodel_t's channels; else 1): each has
    * all of that of its own, channel ch's at seg_ready + ch seg_cap, the
    * arrivals at slot_arrive + ch slot_cap,
-   * RS_SIM_CHANNEL(c, SENT)[ch] (its messages sent), and its own clock,
-   * RS_SIM_CHANNEL(c, CLOCK)[ch], when its last receive was taken and
+   * RS_SIM_CHANNEL(c, SENT, ch) (its messages sent), and its own clock,
+   * RS_SIM_CHANNEL(c, CLOCK, ch), when its last receive was taken and
    * reduced (each channel reduces on its own SMs, as NCCL gives each its
    * own thread block). The worker's two ports are shared equally by its
    * `busy` channels (those with data in the bucket), as topo.h shares a
    * NIC: channel ch's share of the outgoing port is free at
-   * RS_SIM_CHANNEL(c, LINK)[ch], of the incoming one at
-   * RS_SIM_CHANNEL(c, IN)[ch], of the NIC side's at RS_SIM_CHANNEL(c,
-   * NIC)[ch] and RS_SIM_CHANNEL(c, NIC_IN)[ch]. The NVLink port is
+   * RS_SIM_CHANNEL(c, LINK, ch), of the incoming one at
+   * RS_SIM_CHANNEL(c, IN, ch), of the NIC side's at RS_SIM_CHANNEL(c,
+   * NIC, ch) and RS_SIM_CHANNEL(c, NIC_IN, ch). The NVLink port is
    * shared by the on_node busy channels (those that send within the
    * node), the NIC side by the off_node ones (those that send to another
    * node): a segment takes that many times its wire time on its port
@@ -123,7 +123,8 @@ typedef struct rs_simclock {
 enum { RS_ROUTE_LINK, RS_ROUTE_SWITCH, RS_ROUTE_MULTICAST };
 /* A streaming clock's words for each of its channels after the arrivals:
  * each channel's clock, messages sent, and shares of the four ports
- * (RS_SIM_CHANNEL(c, CLOCK)[ch], ...): RS_SIM_CHANNEL_WORDS a channel. */
+ * (RS_SIM_CHANNEL(c, CLOCK, ch), ...): RS_SIM_CHANNEL_WORDS a channel,
+ * channel by channel. */
 enum {
   RS_SIM_CHANNEL_CLOCK,
   RS_SIM_CHANNEL_SENT,
@@ -141,8 +142,11 @@ enum { RS_PORT_LINK, RS_PORT_IN, RS_PORT_NIC, RS_PORT_NIC_IN };
 static inline void rs__sim_use(rs_simclock_t *c, int port) {
   c->port_last[port] = ++c->transfers;
 }
-#define RS_SIM_CHANNEL(c, which)                                               \
-  ((c)->channel_words + (size_t)RS_SIM_CHANNEL_##which * (c)->channels)
+/* (a channel's words side by side: the one a channel playing alone
+ * reads lie in one cache line) */
+#define RS_SIM_CHANNEL(c, which, ch)                                           \
+  ((c)->channel_words[(size_t)(ch) * RS_SIM_CHANNEL_WORDS +                    \
+                      RS_SIM_CHANNEL_##which])
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
 static inline int rs__sim_slots(const rs_netmodel_t *m) {
@@ -210,8 +214,8 @@ static inline void rs__sim_step(rs_simclock_t *c) {
   c->clock = rs__sat_add(c->clock, c->straggler_ns);
   for (size_t ch = 0; c->on_channels && ch < c->channels; ch++)
     if (!c->alone || ch == c->channel)
-      RS_SIM_CHANNEL(c, CLOCK)[ch] =
-          rs__sat_add(RS_SIM_CHANNEL(c, CLOCK)[ch], c->straggler_ns);
+      RS_SIM_CHANNEL(c, CLOCK, ch) =
+          rs__sat_add(RS_SIM_CHANNEL(c, CLOCK, ch), c->straggler_ns);
 }
 
 /* The words of memory a streaming worker's clock needs for `rings`
@@ -269,12 +273,12 @@ static inline void rs__sim_stream(rs_simclock_t *c, int stream, size_t segs,
   for (size_t ch = 0; ch < C; ch++) {
     for (size_t j = 0; j < segs && j < c->seg_cap; j++)
       c->seg_ready[ch * seg_cap + j] = c->clock;
-    RS_SIM_CHANNEL(c, CLOCK)[ch] = c->clock;
-    RS_SIM_CHANNEL(c, SENT)[ch] = 0;
-    RS_SIM_CHANNEL(c, LINK)[ch] = c->link_free;
-    RS_SIM_CHANNEL(c, IN)[ch] = c->in_free;
-    RS_SIM_CHANNEL(c, NIC)[ch] = c->nic_free;
-    RS_SIM_CHANNEL(c, NIC_IN)[ch] = c->nic_in_free;
+    RS_SIM_CHANNEL(c, CLOCK, ch) = c->clock;
+    RS_SIM_CHANNEL(c, SENT, ch) = 0;
+    RS_SIM_CHANNEL(c, LINK, ch) = c->link_free;
+    RS_SIM_CHANNEL(c, IN, ch) = c->in_free;
+    RS_SIM_CHANNEL(c, NIC, ch) = c->nic_free;
+    RS_SIM_CHANNEL(c, NIC_IN, ch) = c->nic_in_free;
   }
 }
 
