@@ -290,21 +290,23 @@ static void stream_bucket(rs_simrun_t *s, const rs_sim_job_t *job, size_t b) {
   const size_t C = (size_t)s->channels;
   if (!s->seg_mem && s->channel_mem) { /* (channels, not streaming) */
     for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
-      rs__sim_stream(&s->clocks[r], 0, 0,
-                     (rs_sim_mem_t){NULL, NULL,
-                                    s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
-                     0, 0);
+      rs__sim_stream(
+          &s->clocks[r], 0, 0,
+          (rs_sim_mem_t){NULL, NULL,
+                         s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
+          0, 0);
     return;
   }
   if (!s->seg_mem || rs__simrun_stopped(s))
     return;
   const size_t segs = bucket_segs(job, s, b);
   for (int r = 0; r < job->workers && !rs__simrun_stopped(s); r++)
-    rs__sim_stream(&s->clocks[r], 1, segs,
-                   (rs_sim_mem_t){s->seg_mem + (size_t)r * C * s->seg_cap,
-                                  s->slot_mem + (size_t)r * C * s->slot_cap,
-                                  s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
-                   s->seg_cap, s->slot_cap);
+    rs__sim_stream(
+        &s->clocks[r], 1, segs,
+        (rs_sim_mem_t){s->seg_mem + (size_t)r * C * s->seg_cap,
+                       s->slot_mem + (size_t)r * C * s->slot_cap,
+                       s->channel_mem + (size_t)r * RS_SIM_CHANNEL_WORDS * C},
+        s->seg_cap, s->slot_cap);
   s->seg_n = segs;
 }
 
@@ -341,8 +343,7 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
    * arrivals (each bucket sets them going: stream_bucket). */
   const size_t W = (size_t)workers, C = (size_t)s->channels;
   size_t most = 0;
-  for (size_t b = 0; (a->caps & RS__CAP_STREAM) && b < job->bucket_count;
-       b++) {
+  for (size_t b = 0; (a->caps & RS__CAP_STREAM) && b < job->bucket_count; b++) {
     const size_t segs = bucket_segs(job, s, b);
     most = segs > most ? segs : most;
   }
@@ -354,8 +355,8 @@ static int simrun_init(rs_simrun_t *s, const rs_sim_job_t *job, int plain) {
                                 ? most > 0
                                 : C > 1 && (a->caps & RS__CAP_CHANNELS);
   const size_t words = /* (channel words, uses_at, arrive, wire) */
-      (channel_words ? W * RS_SIM_CHANNEL_WORDS * C : 0) +
-      (C > 1 ? 2 * W : 0) + 2 * W;
+      (channel_words ? W * RS_SIM_CHANNEL_WORDS * C : 0) + (C > 1 ? 2 * W : 0) +
+      2 * W;
   char *block = calloc(1, W * sizeof *s->clocks + words * sizeof(uint64_t) +
                               W * sizeof *s->via_nic);
   if (!block)

@@ -164,14 +164,12 @@ static uint64_t least(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
     if (r == root)
       continue;
     const int nic = G < W && r / G != root / G;
-    in[nic] = rs__sat_add(in[nic],
-                          rs__sim_hop_least_ns(m, W, r, root,
-                                               elems * elem_size,
-                                               &hop_latency));
-    out[nic] = rs__sat_add(out[nic],
-                           rs__sim_hop_least_ns(m, W, root, r,
-                                                elems * elem_size,
-                                                &hop_latency));
+    in[nic] = rs__sat_add(
+        in[nic],
+        rs__sim_hop_least_ns(m, W, r, root, elems * elem_size, &hop_latency));
+    out[nic] = rs__sat_add(
+        out[nic],
+        rs__sim_hop_least_ns(m, W, root, r, elems * elem_size, &hop_latency));
     latency = hop_latency < latency ? hop_latency : latency;
   }
   const uint64_t t = rs__sat_add(in[0] > in[1] ? in[0] : in[1],

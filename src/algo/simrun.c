@@ -5,8 +5,8 @@
  * test_topo_sim holds every algorithm to the plain simulation. */
 #include "algo/simrun.h"
 
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,8 +211,8 @@ void rs__simstream_save(const rs_simrun_t *s, const rs_simclock_t *c,
  * its shares of the ports, those of the ports `used` (MOVE_ bits: the
  * worker's), the others not at all. */
 static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
-                        const uint64_t *before, uint64_t delta,
-                        uint64_t *tmp, int used) {
+                        const uint64_t *before, uint64_t delta, uint64_t *tmp,
+                        int used) {
   const size_t n = s->seg_cap, K = s->slot_cap;
   rs__simstream_save(s, c, tmp);
   for (int ch = channel_first(s); ch < channel_end(s);
@@ -221,9 +221,8 @@ static int stream_moved(const rs_simrun_t *s, const rs_simclock_t *c,
       return 0;
     for (size_t f = n + 2 + K; channels(s) > 1 && f < channel_len(s); f++) {
       /* (its clock, then its ports: link, in, NIC, NIC in) */
-      const uint64_t d = f == n + 2 + K || used & 2 << (f - n - 3 - K)
-                             ? delta
-                             : 0;
+      const uint64_t d =
+          f == n + 2 + K || used & 2 << (f - n - 3 - K) ? delta : 0;
       if (tmp[f] < before[f] || tmp[f] - before[f] != d)
         return 0;
     }
@@ -258,7 +257,8 @@ static void stream_take(const rs_simrun_t *s, rs_simclock_t *c,
       arrive[(sent - taken + i) % K] = from[n + 2 + i] + by;
     if (channels(s) > 1) {
       RS_SIM_CHANNEL(c, CLOCK, ch) = from[n + 2 + K] + by;
-      RS_SIM_CHANNEL(c, LINK, ch) = from[n + 3 + K] + (used & MOVE_LINK ? by : 0);
+      RS_SIM_CHANNEL(c, LINK, ch) =
+          from[n + 3 + K] + (used & MOVE_LINK ? by : 0);
       RS_SIM_CHANNEL(c, IN, ch) = from[n + 4 + K] + (used & MOVE_PORT ? by : 0);
       RS_SIM_CHANNEL(c, NIC, ch) = from[n + 5 + K] + (used & MOVE_NIC ? by : 0);
       RS_SIM_CHANNEL(c, NIC_IN, ch) =
@@ -410,8 +410,8 @@ static int alike(const rs_simclock_t *a, const rs_simclock_t *b,
   return a->out.latency_ns == b->out.latency_ns &&
          a->out.bandwidth == b->out.bandwidth &&
          a->straggler_ns == b->straggler_ns &&
-         a->nic_latency_ns == b->nic_latency_ns &&
-         a->off_node == b->off_node && a->on_node == b->on_node;
+         a->nic_latency_ns == b->nic_latency_ns && a->off_node == b->off_node &&
+         a->on_node == b->on_node;
 }
 
 int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
@@ -422,8 +422,8 @@ int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
                  members are not the workers) */
   for (int r = 0; r < W; r++)
     if (perm[r] < 0 || perm[r] >= W || perm[r] / G != r / G ||
-        !alike(&s->clocks[r], &s->clocks[perm[r]], &start[r],
-               &start[perm[r]], channel_used(s, r)))
+        !alike(&s->clocks[r], &s->clocks[perm[r]], &start[r], &start[perm[r]],
+               channel_used(s, r)))
       return 0;
   return !s->load || rs__topo_load_alike(s->load, perm, step_first, s->step);
 }

@@ -24,8 +24,8 @@ typedef struct rs_simstate {
 } rs_simstate_t;
 
 static inline rs_simstate_t rs__simstate_of(const rs_simclock_t *c) {
-  return (rs_simstate_t){c->clock,       c->link_free, c->in_free,
-                         c->nic_free,    c->nic_in_free, c->transfers};
+  return (rs_simstate_t){c->clock,    c->link_free,   c->in_free,
+                         c->nic_free, c->nic_in_free, c->transfers};
 }
 
 /* What the steady repeats (below) keep, over all the workers whoever the

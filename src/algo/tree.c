@@ -629,9 +629,8 @@ static int reduce_can_end(rs_simrun_t *s, int t, size_t left, size_t shortest) {
   const rs_simclock_t *c = &s->clocks[root];
   uint64_t per[2] = {0, 0}; /* each of the root's ports, per segment */
   for (int j = 0; j < n; j++)
-    per[rs__sim_off_node(c, children[j])] +=
-        rs__sim_wire_ns(&s->clocks[children[j]], root, s->step,
-                        shortest * s->elem_size);
+    per[rs__sim_off_node(c, children[j])] += rs__sim_wire_ns(
+        &s->clocks[children[j]], root, s->step, shortest * s->elem_size);
   const uint64_t port[2] = {c->in_free, c->nic_in_free};
   for (int p = 0; p < 2; p++) {
     if (port[p] > s->bound)
@@ -984,8 +983,9 @@ static int off_nodes(rs_simrun_t *s, const tree_cut_t *cut) {
   for (int r = 0; r < W; r++) {
     int off = 0, on = 0;
     for (int c = 0; many && c < cut->busy; c++) {
-      const int where = crosses[(size_t)cut->part[c].tree * W +
-                                rs__tree_ch_pos(shape, cut->part[c].channel, r)];
+      const int where =
+          crosses[(size_t)cut->part[c].tree * W +
+                  rs__tree_ch_pos(shape, cut->part[c].channel, r)];
       off += (where & CROSSES) != 0;
       on += (where & STAYS) != 0;
     }

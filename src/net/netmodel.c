@@ -346,8 +346,8 @@ void rs__sim_send_channel(rs_simclock_t *c, size_t seg, size_t bytes,
                        uint64_t *arrive_ns, uint64_t *wire_ns) {
   const size_t ch = (size_t)c->channel;
   const int nic = c->last_share != 0; /* (netmodel.h's rs__sim_send) */
-  uint64_t *const link = nic ? &RS_SIM_CHANNEL(c, NIC, ch)
-                             : &RS_SIM_CHANNEL(c, LINK, ch);
+  uint64_t *const link =
+      nic ? &RS_SIM_CHANNEL(c, NIC, ch) : &RS_SIM_CHANNEL(c, LINK, ch);
   uint64_t *const port = nic ? &c->nic_free : &c->link_free;
   /* (its slots' arrivals: none without streaming, slot_cap 0) */
   uint64_t *const slot = c->slot_cap ? c->slot_arrive + ch * c->slot_cap : NULL;
@@ -381,7 +381,7 @@ uint64_t rs__sim_recv_channel(rs_simclock_t *c, uint64_t arrive_ns,
   /* (its share of the port: wire_ns is the sender's, its share's) */
   uint64_t *const in = nic ? &RS_SIM_CHANNEL(c, NIC_IN, ch)
                            : &RS_SIM_CHANNEL(c, IN, ch),
-                 *const now = &RS_SIM_CHANNEL(c, CLOCK, ch);
+                  *const now = &RS_SIM_CHANNEL(c, CLOCK, ch);
   uint64_t *const port = nic ? &c->nic_in_free : &c->in_free;
   if (rs__sat_add(*in, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(*in, wire_ns);

@@ -145,7 +145,7 @@ static inline void rs__sim_use(rs_simclock_t *c, int port) {
 /* (a channel's words side by side: the one a channel playing alone
  * reads lie in one cache line) */
 #define RS_SIM_CHANNEL(c, which, ch)                                           \
-  ((c)->channel_words[(size_t)(ch) * RS_SIM_CHANNEL_WORDS +                    \
+  ((c)->channel_words[RS_SIM_CHANNEL_WORDS * (size_t)(ch) +                    \
                       RS_SIM_CHANNEL_##which])
 
 /* The slots a model gives a connection: its own, or NCCL_STEPS (8). */
@@ -232,7 +232,8 @@ static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
  * each of its C = c->channels channels the data of its first `segs`
  * segments is ready now, and none of its slots is taken: the caller's
  * memory, seg_ready (C seg_cap words), slot_arrive (C slot_cap) and
- * channel_words (RS_SIM_CHANNEL_WORDS C); mem_of lays out one block of rs__sim_stream_words. */
+ * channel_words (RS_SIM_CHANNEL_WORDS C); mem_of lays out one block of
+ * rs__sim_stream_words. */
 typedef struct rs_sim_mem {
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
@@ -448,8 +449,7 @@ static inline uint64_t rs__sim_recv(rs_simclock_t *c, uint64_t arrive_ns,
   }
   rs__sim_use(c, nic ? RS_PORT_NIC_IN : RS_PORT_IN);
   if (__builtin_expect(c->on_channels, 0)) /* (channels) */
-    return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg,
-                                nic);
+    return rs__sim_recv_channel(c, arrive_ns, wire_ns, reduced_bytes, seg, nic);
   uint64_t *const port = nic ? &c->nic_in_free : &c->in_free;
   if (rs__sat_add(*port, wire_ns) > arrive_ns)
     arrive_ns = rs__sat_add(*port, wire_ns);
