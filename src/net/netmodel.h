@@ -95,7 +95,7 @@ typedef struct rs_simclock {
   int stream, slots;
   uint8_t channels, channel, busy, on_channels, alone;
   /* of the busy channels, those it sends off node on, and those it sends
-   * within its node on (a tree's head does both on one channel) */
+   * within its node on (a tree's chain leader does both on one channel) */
   uint8_t off_node, on_node;
   uint64_t *seg_ready, *slot_arrive;
   uint64_t *channel_words; /* (the channels' own: RS_SIM_CHANNEL) */
@@ -223,8 +223,8 @@ static inline void rs__sim_step(rs_simclock_t *c) {
  * (rs__sim_stream's mem). */
 static inline size_t rs__sim_stream_words(int rings, size_t seg_cap,
                                           size_t slot_cap) {
-  return (size_t)(rings > 1 ? rings : 1) *
-         (seg_cap + slot_cap + RS_SIM_CHANNEL_WORDS);
+  const size_t kept = seg_cap + slot_cap; /* (and a ring's own words) */
+  return (size_t)(rings > 1 ? rings : 1) * (kept + RS_SIM_CHANNEL_WORDS);
 }
 
 /* A bucket begins on worker c: it runs a streaming algorithm (stream 1)
