@@ -543,12 +543,19 @@ static uint64_t certified(const rs_simrun_t *s, uint64_t m) {
   if (a->full || b->full || a->n != b->n)
     return 0;
   for (int r = 0; r < t->workers; r++) {
-    rs_simstate_t x0 = t->cert_state[0][r], x1 = t->cert_state[1][r],
-                  x2 = rs__simstate_of(&s->clocks[r]);
+    const rs_simstate_t *x0 = &t->cert_state[0][r],
+                        *x1 = &t->cert_state[1][r];
+    const rs_simclock_t *x2 = &s->clocks[r];
+    const uint64_t f0[FIELDS] = {x0->clock, x0->link_free, x0->in_free,
+                                 x0->nic_free, x0->nic_in_free},
+                   f1[FIELDS] = {x1->clock, x1->link_free, x1->in_free,
+                                 x1->nic_free, x1->nic_in_free},
+                   f2[FIELDS] = {x2->clock, x2->link_free, x2->in_free,
+                                 x2->nic_free, x2->nic_in_free};
     for (int f = 0; f < FIELDS; f++) {
       int64_t d0, d1;
-      if (!grew(*field(&x0, f), *field(&x1, f), &d0) ||
-          !grew(*field(&x1, f), *field(&x2, f), &d1) || d0 != d1 || d1 < 0)
+      if (!grew(f0[f], f1[f], &d0) || !grew(f1[f], f2[f], &d1) || d0 != d1 ||
+          d1 < 0)
         return 0;
     }
   }

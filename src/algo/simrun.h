@@ -283,8 +283,9 @@ rs__simrun_mail(rs_simrun_t *s, int from, int to, int box, size_t elems,
   to = rs__group_worker(g, to);
   rs__simrun_touch(s, from);
   rs_simclock_t *const c = &s->clocks[from];
-  rs__simlog_max(s, c->clock,
-                 rs__sim_off_node(c, to) ? c->nic_free : c->link_free);
+  if (s->track && s->track->log) /* (the port it leaves through) */
+    rs__simlog_max(s, c->clock,
+                   rs__sim_off_node(c, to) ? c->nic_free : c->link_free);
   rs__sim_send(c, to, s->step, elems * s->elem_size, seg, &depart,
                &s->arrive[box], &s->wire[box]);
   s->via_nic[box] = c->last_share != 0;
