@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algo/list.h"
+#include "ringsim/internal/command.h" /* rs_auto_choose_first */
 #include "ringsim/internal/config.h" /* stack configs */
 #include "ringsim/ringsim.h"
 
@@ -228,6 +229,24 @@ static void test_least_is_a_bound(void **state) {
     }
 }
 
+/* (2b'') The tree's bound on NCCL's channels (channel 0's deepest leaf's
+ * way up and down, each hop at its latency) is its time where the bytes
+ * cost nothing: one element on 4 DGX H100 nodes, within 1%. */
+static void test_tree_least_is_tight(void **state) {
+  (void)state;
+  const rs_netmodel_t net = topo_of("dgx-h100,nodes=4", NULL);
+  const int W = net.topo.nodes * net.topo.gpus;
+  const rs_algo_t *tree = rs__algo_get(RS_ALGO_TREE);
+  const rs_bucket_t b = {.elems = 1, .params = 1};
+  assert_int_equal(rs__algo_channels(&net, RS_ALGO_TREE, W), 16);
+  const uint64_t least = rs__algo_least(tree, &net, W, 1, 1, 1 << 18, 4);
+  const uint64_t sim = rs__algo_simulate_plain(
+      &(rs_sim_job_t){tree, &net, W, &b, 1, 1 << 18, 4});
+  if (least > sim || least < sim - sim / 100)
+    fail_msg("the tree's bound %llu, simulated %llu",
+             (unsigned long long)least, (unsigned long long)sim);
+}
+
 /* (2c) --algo auto's argmin alone (rs_auto_choose without predictions:
  * the schedules simulated cheapest first, each only while it can still
  * win, the tree stopped by its root's port) chooses what running every
@@ -257,6 +276,15 @@ static void test_argmin_is_the_choice(void **state) {
         const rs_algorithm_t full = rs_auto_choose(&on, elems, masks[mi], pred);
         const rs_algorithm_t alone =
             rs_auto_choose(&on, elems, masks[mi], NULL);
+        for (int first = 0; first <= RS_ALGO_COUNT; first++)
+          if (rs_auto_choose_first(&on, elems, masks[mi],
+                                   (rs_algorithm_t)first) != alone)
+            fail_msg("%s, %zu elements, eligible %#x: %s first chooses "
+                     "otherwise",
+                     specs[ti], elems, masks[mi],
+                     first < RS_ALGO_COUNT
+                         ? rs_algorithm_name((rs_algorithm_t)first)
+                         : "none");
         if (full != alone)
           fail_msg("%s, %zu elements, eligible %#x: with predictions %s, "
                    "alone %s",
@@ -464,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_threaded_is_simulated),
       cmocka_unit_test(test_repeats_are_exact),
       cmocka_unit_test(test_least_is_a_bound),
+      cmocka_unit_test(test_tree_least_is_tight),
       cmocka_unit_test(test_argmin_is_the_choice),
       cmocka_unit_test(test_by_hand),
       cmocka_unit_test(test_nic_beside_nvlink_by_hand),

@@ -21,6 +21,7 @@
  */
 #include "algo/algo.h"
 #include "algo/list.h"
+#include "ringsim/internal/command.h" /* rs_auto_choose_first */
 
 /* The argmin alone (no predictions wanted). On a topology a prediction
  * is a simulation: the eligible algorithms are taken by their lower
@@ -31,7 +32,7 @@
  * simulate first (rs_algo_t's sim_work). A tie goes to the lower index,
  * as in rs_auto_choose's own loop. */
 static rs_algorithm_t argmin(const rs_sim_setup_t *on, size_t elems,
-                             size_t segs, unsigned eligible) {
+                             size_t segs, unsigned eligible, int first) {
   const rs_netmodel_t *m = on->net;
   const int workers = on->workers;
   const size_t segment_bytes = on->segment_bytes, elem_size = on->elem_size;
@@ -66,6 +67,16 @@ static rs_algorithm_t argmin(const rs_sim_setup_t *on, size_t elems,
     least[i] = key;
     work[i] = w;
   }
+  for (int i = n - 1; i > 0; i--) /* (first, to the front) */
+    if (order[i] == first) {
+      const uint64_t key = least[i];
+      for (; i > 0; i--) {
+        order[i] = order[i - 1];
+        least[i] = least[i - 1];
+      }
+      order[0] = first;
+      least[0] = key;
+    }
   rs_algorithm_t best = RS_ALGO_RING;
   uint64_t best_ns = UINT64_MAX;
   for (int i = 0; i < n; i++) {
@@ -96,7 +107,7 @@ rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *on, size_t elems,
   const size_t segs =
       rs_segs_per_chunk(elems, workers, segment_bytes, elem_size);
   if (!predicted)
-    return argmin(on, elems, segs, eligible);
+    return argmin(on, elems, segs, eligible, RS_ALGO_COUNT);
   rs_algorithm_t best = RS_ALGO_RING;
   uint64_t best_ns = UINT64_MAX;
   for (int a = 0; a < RS_ALGO_COUNT; a++) {
@@ -114,4 +125,12 @@ rs_algorithm_t rs_auto_choose(const rs_sim_setup_t *on, size_t elems,
       predicted[a] = ns;
   }
   return best;
+}
+
+rs_algorithm_t rs_auto_choose_first(const rs_sim_setup_t *on, size_t elems,
+                                    unsigned eligible, rs_algorithm_t first) {
+  return argmin(on, elems,
+                rs_segs_per_chunk(elems, on->workers, on->segment_bytes,
+                                  on->elem_size),
+                eligible, (int)first);
 }

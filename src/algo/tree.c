@@ -1431,6 +1431,49 @@ static int layout(rs_shape_t shape, size_t elems, size_t cap, size_t *offsets,
 }
 
 /* NCCL's (NCCL_ALGO_TREE). */
+/* A bound of its own (algo.h's least). The sum of an element needs every
+ * worker's contribution, so the message that carries it climbs from each
+ * leaf to the root, hop by hop, and its result comes down to each leaf:
+ * the deepest leaf's way up and the deepest's way down, each hop no
+ * sooner than its least latency (rs__sim_hop_least_ns; the bytes are not
+ * counted), whatever the order the reduce and broadcast run in. Channel
+ * 0 has data whenever the bucket has (algo/channels.h), and runs tree 0;
+ * on one channel the two trees each take a half, of which one may be
+ * empty: the lesser of theirs. Where a channel's chain through a node
+ * starts changes no hop's kind (within a node or across), so the trees
+ * are taken unturned. 0 when memory runs out. */
+static uint64_t least(const rs_netmodel_t *m, rs_shape_t shape, size_t elems,
+                      size_t elem_size) {
+  const int W = shape.workers;
+  (void)elem_size;
+  shape.rings = NULL; /* (unturned) */
+  int *order = malloc((size_t)W * sizeof *order);
+  uint64_t *up = malloc((size_t)W * sizeof *up),
+           *down = malloc((size_t)W * sizeof *down);
+  uint64_t bound = UINT64_MAX;
+  const int trees = rs__tree_channels(shape) > 1 ? 1 : 2;
+  for (int t = 0; order && up && down && elems && t < trees; t++) {
+    top_down(shape, 0, t, order);
+    uint64_t most_up = 0, most_down = 0, latency;
+    up[order[0]] = down[order[0]] = 0;
+    for (int i = 1; i < W; i++) { /* (each after its parent) */
+      const int r = order[i], parent = rs__tree_parent_in(shape, t, r);
+      rs__sim_hop_least_ns(m, W, r, parent, 0, &latency);
+      up[r] = rs__sat_add(up[parent], latency);
+      rs__sim_hop_least_ns(m, W, parent, r, 0, &latency);
+      down[r] = rs__sat_add(down[parent], latency);
+      most_up = up[r] > most_up ? up[r] : most_up;
+      most_down = down[r] > most_down ? down[r] : most_down;
+    }
+    const uint64_t b = rs__sat_add(most_up, most_down);
+    bound = b < bound ? b : bound;
+  }
+  free(order);
+  free(up);
+  free(down);
+  return bound == UINT64_MAX ? 0 : bound;
+}
+
 const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .caps = RS__CAP_AUTO | RS__CAP_NCCL |
                                          RS__CAP_FORMULA | RS__CAP_CHANNELS,
@@ -1444,6 +1487,7 @@ const rs_algo_t rs__algo_tree = {.name = "tree",
                                  .sends = sends,
                                  .depth = depth,
                                  .predict = predict,
+                                 .least = least,
                                  .sim_bucket = sim_bucket,
                                  .sim_work = sim_work,
                                  .sim_scratch = sim_scratch,

@@ -139,17 +139,18 @@ typedef struct crossover {
   uint64_t below[RS_ALGO_COUNT], at[RS_ALGO_COUNT];
 } crossover_t;
 
-/* (pred NULL: the argmin alone, which rs_auto_choose finds without
- * running every schedule to its end; among the algorithms that run under
- * net, those auto may choose) */
+/* (the argmin alone, which rs_auto_choose finds without running every
+ * schedule to its end, trying `first` first (RS_ALGO_COUNT: none); among
+ * the algorithms that run under net, those auto may choose) */
 static rs_algorithm_t best_at(const options_t *opt, const rs_netmodel_t *net,
-                              size_t elems, size_t elem_size, uint64_t *pred) {
+                              size_t elems, size_t elem_size,
+                              rs_algorithm_t first) {
   unsigned fit = 0;
   for (int a = 0; a < RS_ALGO_COUNT; a++)
     fit |= (unsigned)cli_algo_fits(net, (rs_algorithm_t)a) << a;
   const rs_sim_setup_t on = {net, opt->config.workers,
                              opt->config.segment_bytes, elem_size};
-  return rs_auto_choose(&on, elems, fit, pred);
+  return rs_auto_choose_first(&on, elems, fit, first);
 }
 
 /* One algorithm's prediction for one bucket of elems elements. */
@@ -233,7 +234,7 @@ static void model_all_piece(void *ctx, int i) {
     m->t[a] = model_time(a, &m->sim, m->predict);
   } else
     m->best[i - m->shown] = best_at(m->opt, m->sim.net, m->sample[i - m->shown],
-                                    m->sim.elem_size, NULL);
+                                    m->sim.elem_size, RS_ALGO_COUNT);
 }
 
 /* The crossovers (at most CROSS_MAX) along m's samples (cross_samples)
@@ -259,7 +260,7 @@ static size_t crossovers(const model_all_t *m, int all, crossover_t *out,
       rs_algorithm_t to = b;
       while (z - a > 1 && !cli_signal()) {
         size_t mid = a + (z - a) / 2;
-        const rs_algorithm_t at = best_at(opt, net, mid, elem_size, NULL);
+        const rs_algorithm_t at = best_at(opt, net, mid, elem_size, best);
         if (at == best) {
           a = mid;
         } else {

@@ -126,6 +126,13 @@ int rs_run_bucket_channel_regions(const rs_run_t *run, size_t bucket, int ch,
                                   size_t *offsets, const char **word,
                                   int *channels);
 
+/* rs_auto_choose's choice without predictions, algorithm `first` timed
+ * first (RS_ALGO_COUNT: none): the same choice, found sooner where first
+ * is likely to win (it bounds the rest: `ringsim model --algo all`'s
+ * crossover search, between two sizes, tries the smaller's best). */
+rs_algorithm_t rs_auto_choose_first(const rs_sim_setup_t *on, size_t elems,
+                                    unsigned eligible, rs_algorithm_t first);
+
 /* After rs_run_execute of a config.mpi run (collective): MPI_Allreduce's
  * own time over the run's processes, on this process's first worker's
  * buffer (a copy), the run's dtype (f32 or f64) and op (avg as sum), on
