@@ -19,6 +19,13 @@ import helpers
 RINGSIM = EXAMPLES = None
 
 
+def mlp_with_timeout(*args):
+    """ringsim on examples/mlp.json, untraced, with a 0.5 s watchdog."""
+    return subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"),
+                           "--no-trace", "--timeout", "0.5", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
 class Faults(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -175,10 +182,7 @@ class Faults(unittest.TestCase):
     # of waits from a crashed GPU, and in the watchdog's lines; on one
     # node and on two.
     def test_switch_named_as_switch(self):
-        def run(*args):
-            return subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"),
-                                   "--no-trace", "--timeout", "0.5", *args],
-                                  capture_output=True, text=True, timeout=120)
+        run = mlp_with_timeout
         p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "corrupt:worker=2")
         self.assertEqual(p.returncode, 3, p.stderr)
         lines = p.stderr.splitlines()
@@ -219,10 +223,7 @@ class Faults(unittest.TestCase):
     # switch that found a damaged segment, and on a hang the switch that
     # waited on the crashed GPU; on one node and on two.
     def test_watchdog_lists_switches(self):
-        def run(*args):
-            return subprocess.run([RINGSIM, "-p", os.path.join(EXAMPLES, "mlp.json"),
-                                   "--no-trace", "--timeout", "0.5", *args],
-                                  capture_output=True, text=True, timeout=120)
+        run = mlp_with_timeout
         p = run("--topo", "dgx-h100", "--algo", "nvls", "--inject", "corrupt:worker=2")
         self.assertEqual(p.returncode, 3, p.stderr)
         lines = p.stderr.splitlines()
