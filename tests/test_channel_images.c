@@ -1,5 +1,5 @@
 /* test_channel_images.c - channels taken as an earlier channel's image
- * (algo/simrun.h's rs__simrun_image): NCCL's rings on DGX H100 are one
+ * (algo/simrun.h's rs_simchannels_t): NCCL's rings on DGX H100 are one
  * another's with every node's GPUs turned or mirrored alike, and the
  * schedule simulation plays one and relabels its end for the others
  * where the model cannot tell a worker from its image. Held here to the

@@ -479,18 +479,20 @@ static int same_as(const rs_simrun_t *s, const part_t *a, const part_t *b) {
 
 /* Is channel b's ring channel a's with the workers relabelled, a's
  * worker r being b's perm[r] (W of them, filled in), and b's part as
- * long? Then b moves as a did, worker r as perm[r], where the model
- * cannot tell them apart (simrun.h's rs__simrun_image): NCCL's rings on
+ * long (ctx: the parts)? Then b moves as a did, worker r as perm[r],
+ * where the model cannot tell them apart (simrun.h's rs_simchannels_t):
+ * NCCL's rings on
  * a node with a NIC for each GPU are one another's with each node's
  * GPUs turned or mirrored alike (nccl_rings.c's rule 5). */
-static int image_of(const rs_simrun_t *s, const part_t *a, const part_t *b,
+static int image_of(const rs_simrun_t *s, const void *ctx, int a, int b,
                     int *perm) {
+  const part_t *parts = ctx;
   const rs_rings_t *g = s->shape.rings;
   const size_t W = (size_t)g->workers;
-  if (a->cut.elems != b->cut.elems)
+  if (parts[a].cut.elems != parts[b].cut.elems)
     return 0;
-  const int *from = g->order + (size_t)a->channel * W,
-            *to = g->order + (size_t)b->channel * W;
+  const int *from = g->order + (size_t)parts[a].channel * W,
+            *to = g->order + (size_t)parts[b].channel * W;
   for (size_t p = 0; p < W; p++)
     perm[from[p]] = to[p];
   return 1;
@@ -507,51 +509,27 @@ void rs__ring_sim(const rs_ring_way_t *way, rs_simrun_t *s, size_t elems,
     sim_pass(way, s, parts);
     return;
   }
-  rs_simstate_t *all = malloc((size_t)W * sizeof *all);
-  /* (channels' images: every worker's state at the start, and a
-   * relabelling, where the rings are not all one) */
-  const rs_rings_t *g = s->shape.rings;
-  const int images = busy > 1 && g && !g->identity;
-  rs_simstate_t *start = images ? malloc((size_t)W * sizeof *start) : NULL;
-  int *perm = images ? malloc((size_t)W * sizeof *perm) : NULL;
-  if (!all || (images && (!start || !perm))) {
-    free(all);
-    free(start);
-    free(perm);
-    s->nomem = 1;
-    return;
-  }
   for (int r = 0; r < W; r++) { /* (netmodel.h) */
     const int off = off_node(s->shape, parts, busy, r);
     rs__sim_busy(&s->clocks[r], busy, busy - off, off);
-    all[r] = rs__simstate_of(&s->clocks[r]);
-    if (start)
-      start[r] = all[r];
   }
-  const int step0 = s->step;
-  int done[RS_MAX_CHANNELS] = {0};
+  /* (images where the rings are not all one) */
+  const rs_rings_t *g = s->shape.rings;
+  rs_simchannels_t ch = {.busy = busy, .image_of = image_of, .ctx = parts};
+  if (rs__simchannels_begin(s, &ch, g && !g->identity))
+    return;
   for (int k = 0; k < busy && !rs__simrun_stopped(s); k++) {
-    int seen = done[k];
+    int seen = ch.done[k];
     for (int j = 0; j < k && !seen; j++)
       seen = same_as(s, &parts[j], &parts[k]);
     if (seen)
       continue;
-    rs__simrun_channel_alone(s, parts[k].channel, step0);
+    rs__simrun_channel_alone(s, parts[k].channel, ch.step0);
     sim_pass(way, s, &parts[k]);
-    rs__simrun_channel_fold(s, all);
-    s->played++;
-    for (int j = k + 1; start && j < busy && !rs__simrun_stopped(s); j++)
-      if (!done[j] && image_of(s, &parts[k], &parts[j], perm) &&
-          rs__simrun_image(s, start, perm, step0 + 1)) {
-        rs__simrun_channel_fold_image(s, perm, all);
-        s->images++;
-        done[j] = 1;
-      }
+    rs__simrun_channel_fold(s, ch.all);
+    rs__simchannels_played(s, &ch, k);
   }
-  rs__simrun_channels_done(s, all);
-  free(all);
-  free(start);
-  free(perm);
+  rs__simchannels_end(s, &ch);
 }
 
 /* The narration's two phases: W-1 steps of reduce-scatter, W-1 of

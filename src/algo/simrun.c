@@ -386,8 +386,7 @@ void rs__simrun_channel_fold(const rs_simrun_t *s, rs_simstate_t *all) {
     fold_state(&all[r], &s->clocks[r], ~0);
 }
 
-void rs__simrun_channel_fold_image(rs_simrun_t *s, const int *perm,
-                                   rs_simstate_t *all) {
+static void fold_image(rs_simrun_t *s, const int *perm, rs_simstate_t *all) {
   for (int r = 0; r < s->shape.workers; r++) {
     /* (perm[r]'s ports took what r's took in the channel, no other: a
      * repeat of a part that holds this bucket sees them used) */
@@ -398,7 +397,7 @@ void rs__simrun_channel_fold_image(rs_simrun_t *s, const int *perm,
   }
 }
 
-/* Can the model not tell worker a from worker b (rs__simrun_image)? Of
+/* Can the model not tell worker a from worker b (image, below)? Of
  * their ports, those a used in the channel (m: MOVE_ bits), which b's
  * image uses, and no other. */
 static int alike(const rs_simclock_t *a, const rs_simclock_t *b,
@@ -414,8 +413,8 @@ static int alike(const rs_simclock_t *a, const rs_simclock_t *b,
          a->on_node == b->on_node;
 }
 
-int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
-                     const int *perm, int step_first) {
+static int image(const rs_simrun_t *s, const rs_simstate_t *start,
+                 const int *perm, int step_first) {
   const int W = s->shape.workers, G = s->shape.gpus < W ? s->shape.gpus : W;
   if (!s->track || s->group.stride || rs__simrun_stopped(s))
     return 0; /* (a plain simulation plays every channel; a group's
@@ -446,6 +445,48 @@ void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all) {
     if (s->uses_at)
       s->uses_at[2 * (size_t)r + 1] = 0;
   }
+}
+
+int rs__simchannels_begin(rs_simrun_t *s, rs_simchannels_t *c, int images) {
+  const size_t W = (size_t)s->shape.workers;
+  images = images && c->busy > 1 && s->track; /* (plain: every channel) */
+  c->all = malloc(W * sizeof *c->all);
+  c->start = images ? malloc(W * sizeof *c->start) : NULL;
+  c->perm = images ? malloc(W * sizeof *c->perm) : NULL;
+  if (!c->all || (images && (!c->start || !c->perm))) {
+    free(c->all);
+    free(c->start);
+    free(c->perm);
+    s->nomem = 1;
+    return RS_ENOMEM;
+  }
+  for (size_t r = 0; r < W; r++) {
+    c->all[r] = rs__simstate_of(&s->clocks[r]);
+    if (c->start)
+      c->start[r] = c->all[r];
+  }
+  c->step0 = s->step;
+  memset(c->done, 0, sizeof c->done);
+  return RS_OK;
+}
+
+void rs__simchannels_played(rs_simrun_t *s, rs_simchannels_t *c, int k) {
+  s->played++;
+  c->done[k] = 1;
+  for (int j = k + 1; c->start && j < c->busy && !rs__simrun_stopped(s); j++)
+    if (!c->done[j] && c->image_of(s, c->ctx, k, j, c->perm) &&
+        image(s, c->start, c->perm, c->step0 + 1)) {
+      fold_image(s, c->perm, c->all);
+      s->images++;
+      c->done[j] = 1;
+    }
+}
+
+void rs__simchannels_end(rs_simrun_t *s, rs_simchannels_t *c) {
+  rs__simrun_channels_done(s, c->all);
+  free(c->all);
+  free(c->start);
+  free(c->perm);
 }
 
 /* The longest period, in rounds, a run's clocks are looked for in before

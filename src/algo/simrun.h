@@ -184,8 +184,8 @@ void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all);
  * H100: channel c's ring is channel 0's with every node's GPUs turned
  * or mirrored alike) move alike when the model cannot tell a worker
  * from its image: then channel k ends, worker perm[r], where channel j
- * ended, worker r, and is not played. rs__simrun_image says whether
- * the model is blind to perm (the worker perm[r] stands where r stood):
+ * ended, worker r, and is not played. It is taken only where the
+ * model is blind to perm (the worker perm[r] stands where r stood):
  * every worker on the node it was on, with the links, straggler, NIC
  * latency and NIC traffic of the one it replaces, the same state
  * at the channels' start (start: W states, the bucket's, from which
@@ -194,13 +194,31 @@ void rs__simrun_channels_done(rs_simrun_t *s, const rs_simstate_t *all);
  * (rs__topo_load_alike: call it after playing j, whose steps those are).
  * Nothing in it depends on a worker's number otherwise, so it is exact
  * (test_channel_images holds it to a plain simulation, which plays every
- * channel: rs__simrun_image is 0 there).
- * rs__simrun_channel_fold_image: into all, the latest of each worker's
- * and the channel just played as its image under perm ends it. */
-int rs__simrun_image(const rs_simrun_t *s, const rs_simstate_t *start,
-                     const int *perm, int step_first);
-void rs__simrun_channel_fold_image(rs_simrun_t *s, const int *perm,
-                                   rs_simstate_t *all);
+ * channel: it takes none).
+ *
+ * A schedule's channels, played one by one (rs_simchannels_t):
+ * rs__simchannels_begin, once the bucket's busy channels are set on the
+ * clocks (rs__sim_busy), keeps every worker's state (all, and start for
+ * the images); the schedule plays each channel not done (alone, folding
+ * its end into all), then calls rs__simchannels_played, which takes the
+ * later channels that image_of relabels it into and the model cannot
+ * tell apart, and marks them done; rs__simchannels_end gives the
+ * workers all's and frees what begin took. image_of (ctx: the
+ * schedule's cut) says whether channel b is channel a's schedule with
+ * a's worker r as b's perm[r] (W of them, filled in). RS_ENOMEM from
+ * begin: s->nomem is set, nothing to end. */
+typedef struct rs_simchannels {
+  rs_simstate_t *all, *start; /* start: NULL without images */
+  int *perm;
+  int busy, step0;
+  unsigned char done[RS_MAX_CHANNELS];
+  int (*image_of)(const rs_simrun_t *s, const void *ctx, int a, int b,
+                  int *perm);
+  const void *ctx;
+} rs_simchannels_t;
+int rs__simchannels_begin(rs_simrun_t *s, rs_simchannels_t *c, int images);
+void rs__simchannels_played(rs_simrun_t *s, rs_simchannels_t *c, int k);
+void rs__simchannels_end(rs_simrun_t *s, rs_simchannels_t *c);
 
 /* The same for a run of identical rounds, rounds k..last of a loop (a
  * step's segments of one size): begin before round k, end after it, which

@@ -951,19 +951,21 @@ static void sim_channel_split(rs_simrun_t *s, const tree_cut_t *cut, int c,
   rs__simrun_channel_fold(s, all);
 }
 
-/* Is channel part b's tree part a's with the workers relabelled, a's
+/* Is channel b's tree channel a's with the workers relabelled, a's
  * worker r being b's perm[r] (W of them, filled in), and b's part as
- * long? Channels of one tree differ only in the GPU that heads their
+ * long (ctx: the cut)? Channels of one tree differ only in the GPU that heads their
  * chain in every node (rs__tree_ch_worker): each is the other turned
  * within every node, and moves as it did where the model cannot tell
- * the GPUs apart (simrun.h's rs__simrun_image). */
-static int image_of(rs_shape_t shape, const tree_chpart_t *a,
-                    const tree_chpart_t *b, int *perm) {
+ * the GPUs apart (simrun.h's rs_simchannels_t). */
+static int image_of(const rs_simrun_t *s, const void *ctx, int ca, int cb,
+                    int *perm) {
+  const tree_cut_t *cut = ctx;
+  const tree_chpart_t *a = &cut->part[ca], *b = &cut->part[cb];
   if (a->tree != b->tree || a->len != b->len)
     return 0;
-  for (int r = 0; r < shape.workers; r++)
-    perm[r] = rs__tree_ch_worker(shape, b->channel,
-                                 rs__tree_ch_pos(shape, a->channel, r));
+  for (int r = 0; r < s->shape.workers; r++)
+    perm[r] = rs__tree_ch_worker(s->shape, b->channel,
+                                 rs__tree_ch_pos(s->shape, a->channel, r));
   return 1;
 }
 
@@ -1008,50 +1010,32 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
   cut_channels(shape, elems, s->elem_size, s->net->proto, s->cap, &cut);
   int *order = s->algo_mem;
   sweep_at_t *at = (sweep_at_t *)(order + (size_t)cut.busy * W);
-  rs_simstate_t *all = malloc((size_t)W * sizeof *all);
-  /* (channels' images: every worker's state at the start, and a
-   * relabelling) */
-  rs_simstate_t *start = malloc((size_t)W * sizeof *start);
-  int *perm = malloc((size_t)W * sizeof *perm);
-  if (!all || !start || !perm || off_nodes(s, &cut)) {
-    free(all);
-    free(start);
-    free(perm);
+  rs_simchannels_t ch = {.busy = cut.busy, .image_of = image_of, .ctx = &cut};
+  if (off_nodes(s, &cut)) {
     s->nomem = 1;
     return;
   }
-  const int step0 = s->step;
-  for (int r = 0; r < W; r++)
-    start[r] = all[r] = rs__simstate_of(&s->clocks[r]);
-  /* (the order, and the split's mailboxes in place of the runner's) */
+  if (rs__simchannels_begin(s, &ch, 1))
+    return;
+  /* (the order; the split's two mailboxes a worker in place of the
+   * runner's, and its repeats' saved state: none in a plain simulation) */
   const int split = split_fits(s->net, shape, cut_segment(&cut, W),
                                s->elem_size, cut.busy);
   uint64_t *const runner_arrive = s->arrive, *const runner_wire = s->wire;
   uint8_t *const runner_nic = s->via_nic;
-  uint64_t *mail_arrive = split ? malloc(2 * (size_t)W * sizeof *mail_arrive) : NULL;
-  uint64_t *mail_wire = split ? malloc(2 * (size_t)W * sizeof *mail_wire) : NULL;
-  uint8_t *mail_nic = split ? calloc(2 * (size_t)W, sizeof *mail_nic) : NULL;
-  /* (the split's repeats' saved state: none in a plain simulation) */
-  uint64_t *saved = split && rs__simrun_may_repeat(s)
-                        ? malloc(split_state_len(W) * sizeof *saved)
-                        : NULL;
-  if (split && (!mail_arrive || !mail_wire || !mail_nic ||
-                (rs__simrun_may_repeat(s) && !saved))) {
-    free(saved);
-    free(mail_arrive);
-    free(mail_wire);
-    free(mail_nic);
-    free(all);
-    free(start);
-    free(perm);
+  uint64_t *mail_arrive = NULL, *mail_wire = NULL, *saved = NULL;
+  uint8_t *mail_nic = NULL;
+  if (split &&
+      (!(mail_arrive = malloc(2 * (size_t)W * sizeof *mail_arrive)) ||
+       !(mail_wire = malloc(2 * (size_t)W * sizeof *mail_wire)) ||
+       !(mail_nic = calloc(2 * (size_t)W, sizeof *mail_nic)) ||
+       (rs__simrun_may_repeat(s) &&
+        !(saved = malloc(split_state_len(W) * sizeof *saved)))))
     s->nomem = 1;
-    return;
-  }
   /* (each channel's order as it comes to play: a bounded simulation that
    * stops in the first needs no other's) */
-  int done[RS_MAX_CHANNELS] = {0};
-  for (int c = 0; c < cut.busy && !rs__simrun_stopped(s); c++) {
-    if (done[c])
+  for (int c = 0; c < cut.busy && !s->nomem && !rs__simrun_stopped(s); c++) {
+    if (ch.done[c])
       continue;
     sweep_order(shape, cut.part[c].channel, cut.part[c].tree,
                 order + (size_t)c * W, at + (size_t)c * W);
@@ -1059,30 +1043,20 @@ static void sim_channels(rs_simrun_t *s, size_t elems) {
       s->arrive = mail_arrive; /* (two mailboxes a worker: sim_tick) */
       s->wire = mail_wire;
       s->via_nic = mail_nic;
-      s->step = step0;
-      sim_channel_split(s, &cut, c, at + (size_t)c * W, saved, all);
+      s->step = ch.step0;
+      sim_channel_split(s, &cut, c, at + (size_t)c * W, saved, ch.all);
       s->arrive = runner_arrive;
       s->wire = runner_wire;
       s->via_nic = runner_nic;
     } else
-      sim_channel_updown(s, &cut, c, at + (size_t)c * W, step0, all);
-    s->played++;
-    for (int j = c + 1; start && j < cut.busy && !rs__simrun_stopped(s); j++)
-      if (!done[j] && image_of(shape, &cut.part[c], &cut.part[j], perm) &&
-          rs__simrun_image(s, start, perm, step0 + 1)) {
-        rs__simrun_channel_fold_image(s, perm, all);
-        s->images++;
-        done[j] = 1;
-      }
+      sim_channel_updown(s, &cut, c, at + (size_t)c * W, ch.step0, ch.all);
+    rs__simchannels_played(s, &ch, c);
   }
-  rs__simrun_channels_done(s, all);
+  rs__simchannels_end(s, &ch);
   free(saved);
   free(mail_arrive);
   free(mail_wire);
   free(mail_nic);
-  free(all);
-  free(start);
-  free(perm);
 }
 
 static void sim_bucket(rs_simrun_t *s, size_t elems, size_t segs) {

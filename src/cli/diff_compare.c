@@ -352,6 +352,17 @@ static uint64_t differing_in(const diff_t *d, size_t lo, size_t hi) {
   return n;
 }
 
+/* Into side k's counts, the differing elements of bucket bk's regions
+ * at offsets off[0..count] from its start, called word. */
+static void add_regions(diff_t *d, int k, const rs_bucket_t *bk,
+                        const size_t *off, int count, const char *word) {
+  d->region_word[k] = word;
+  d->region_n[k] = count > d->region_n[k] ? count : d->region_n[k];
+  for (int c = 0; c < count; c++)
+    d->region_counts[k][c] += differing_in(d, bk->elem_offset + off[c],
+                                           bk->elem_offset + off[c + 1]);
+}
+
 /* Bucket bk's (index bi) counts on NCCL's channels, which cut each
  * channel's part into the algorithm's regions: the ring's chunk c of
  * every channel's part counts as chunk c; a channel's tree carries its
@@ -374,11 +385,7 @@ static int count_channels(diff_t *d, int k, rs_run_t *fresh, size_t bi,
           d, bk->elem_offset + off[0], bk->elem_offset + off[count]);
       continue;
     }
-    d->region_word[k] = word;
-    d->region_n[k] = count > d->region_n[k] ? count : d->region_n[k];
-    for (int c = 0; c < count; c++)
-      d->region_counts[k][c] += differing_in(d, bk->elem_offset + off[c],
-                                             bk->elem_offset + off[c + 1]);
+    add_regions(d, k, bk, off, count, word);
   }
   d->region_channels[k] = 1;
   return 1;
@@ -406,11 +413,7 @@ static int count_regions(diff_t *d, int k, rs_run_t *fresh) {
     int count = rs_run_bucket_regions(fresh, bi, off, &word);
     if (!word)
       continue;
-    d->region_word[k] = word;
-    d->region_n[k] = count > d->region_n[k] ? count : d->region_n[k];
-    for (int c = 0; c < count; c++)
-      d->region_counts[k][c] += differing_in(d, bk->elem_offset + off[c],
-                                             bk->elem_offset + off[c + 1]);
+    add_regions(d, k, bk, off, count, word);
   }
   free(off);
   return -1;
